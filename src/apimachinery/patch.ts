@@ -1,0 +1,43 @@
+/** JSON patch (RFC 6902) and JSON merge patch (RFC 7386) of an object, with kube's answers when they fail. */
+import jsonpatch from 'fast-json-patch';
+import * as errors from './status.js';
+import { isPlainObject } from './types.js';
+
+/** kube-apiserver refuses JSON patches with more operations than this (413). */
+export const MAX_JSON_PATCH_OPERATIONS = 10000;
+
+export function applyJsonPatch<T>(doc: T, patch: unknown): unknown {
+  if (!Array.isArray(patch)) throw errors.badRequest('a JSON patch must be a JSON array of operations');
+  if (patch.length > MAX_JSON_PATCH_OPERATIONS) {
+    throw errors.requestEntityTooLarge(`The allowed maximum operations in a JSON patch is ${MAX_JSON_PATCH_OPERATIONS}, got ${patch.length}`);
+  }
+  try {
+    return jsonpatch.applyPatch(doc, patch as jsonpatch.Operation[], true, false).newDocument;
+  } catch (err) {
+    throw errors.patchRejected(describeJsonPatchError(err));
+  }
+}
+
+function describeJsonPatchError(err: unknown): string {
+  if (err instanceof jsonpatch.JsonPatchError) {
+    const at = err.operation ? ` (operation ${err.index ?? ''}: ${JSON.stringify(err.operation)})` : '';
+    return `${err.message.split('\n')[0]}${at}`;
+  }
+  return (err as Error).message;
+}
+
+export function applyMergePatch(doc: unknown, patch: unknown): unknown {
+  if (!isPlainObject(patch)) throw errors.badRequest('a merge patch must be a JSON object');
+  return merge(doc, patch);
+}
+
+function merge(target: unknown, patch: unknown): unknown {
+  if (!isPlainObject(patch)) return patch;
+  const out: Record<string, unknown> = isPlainObject(target) ? { ...target } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete out[key];
+    // defineProperty, so that a "__proto__" key stays a plain field
+    else Object.defineProperty(out, key, { value: merge(out[key], value), enumerable: true, writable: true, configurable: true });
+  }
+  return out;
+}

@@ -1,0 +1,159 @@
+/**
+ * Structural OpenAPI v3 schemas (as in a CRD's openAPIV3Schema): pruning of unknown fields, and validation with
+ * ajv whose errors are turned into field errors worded like apiextensions-apiserver's.
+ */
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import { fieldError, type FieldError } from './field.js';
+import { isPlainObject } from './types.js';
+
+export interface StructuralSchema {
+  type?: 'object' | 'array' | 'string' | 'integer' | 'number' | 'boolean';
+  description?: string;
+  format?: string;
+  properties?: Record<string, StructuralSchema>;
+  additionalProperties?: StructuralSchema | boolean;
+  items?: StructuralSchema;
+  required?: string[];
+  enum?: unknown[];
+  nullable?: boolean;
+  'x-kubernetes-preserve-unknown-fields'?: boolean;
+  [keyword: string]: unknown;
+}
+
+// ajv-formats' default export differs between its CommonJS and ESM shapes.
+const addFormats = ((addFormatsModule as any).default ?? addFormatsModule) as (ajv: Ajv, formats?: string[]) => Ajv;
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+function newAjv(): Ajv {
+  const ajv = new Ajv({ allErrors: true, strict: false, validateFormats: true, verbose: true });
+  addFormats(ajv, ['date-time', 'date', 'uri', 'email', 'uuid', 'hostname', 'ipv4', 'ipv6']);
+  ajv.addFormat('byte', BASE64);
+  ajv.addFormat('int32', { type: 'number', validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31 });
+  ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) });
+  ajv.addFormat('double', { type: 'number', validate: () => true });
+  ajv.addFormat('float', { type: 'number', validate: () => true });
+  return ajv;
+}
+
+/** OpenAPI's `nullable` is not JSON Schema: widen the type where a schema allows null. */
+function toJsonSchema(schema: StructuralSchema): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(schema)) {
+    if (k === 'nullable' || k.startsWith('x-kubernetes-')) continue;
+    if (k === 'properties' && isPlainObject(v)) {
+      out.properties = Object.fromEntries(Object.entries(v).map(([p, s]) => [p, toJsonSchema(s as StructuralSchema)]));
+    } else if ((k === 'items' || k === 'additionalProperties') && isPlainObject(v)) {
+      out[k] = toJsonSchema(v as StructuralSchema);
+    } else {
+      out[k] = v;
+    }
+  }
+  if (schema.nullable && schema.type) out.type = [schema.type, 'null'];
+  return out;
+}
+
+/**
+ * Removes, in place, fields the schema does not know (kube's default field handling) and nulls in fields that
+ * are not nullable. Returns the paths of the unknown fields, for strict and warning field validation.
+ */
+export function prune(value: unknown, schema: StructuralSchema, path: string): string[] {
+  const unknown: string[] = [];
+  walk(value, schema, path, unknown);
+  return unknown;
+}
+
+function walk(value: unknown, schema: StructuralSchema, path: string, unknown: string[]): void {
+  if (Array.isArray(value)) {
+    if (schema.items) value.forEach((item, i) => walk(item, schema.items!, `${path}[${i}]`, unknown));
+    return;
+  }
+  if (!isPlainObject(value)) return;
+  const preserve = schema['x-kubernetes-preserve-unknown-fields'] === true;
+  for (const key of Object.keys(value)) {
+    const child = schema.properties?.[key] ?? (isPlainObject(schema.additionalProperties) ? schema.additionalProperties : undefined);
+    const childPath = schema.properties?.[key] ? `${path}.${key}` : `${path}[${key}]`;
+    if (!child) {
+      if (!preserve && schema.additionalProperties !== true) {
+        unknown.push(`${path}.${key}`);
+        delete value[key];
+      }
+      continue;
+    }
+    if (value[key] === null && !child.nullable) {
+      delete value[key];
+      continue;
+    }
+    walk(value[key], child, childPath, unknown);
+  }
+}
+
+export type SchemaValidator = (value: unknown) => FieldError[];
+
+/** Compiles a validator; `root` is the field path of the value it checks ("" for a whole object). */
+export function compileSchema(schema: StructuralSchema, root = ''): SchemaValidator {
+  const validate: ValidateFunction = newAjv().compile(toJsonSchema(schema));
+  return (value) => (validate(value) ? [] : (validate.errors ?? []).map((e) => toFieldError(e, schema, root)));
+}
+
+function jsonType(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'number';
+  return typeof v;
+}
+
+/** Turns ajv's JSON pointer into a field path, using the schema to tell properties (`.a`) from map keys (`[a]`). */
+function fieldPath(pointer: string, schema: StructuralSchema, root: string): string {
+  let path = root;
+  let at: StructuralSchema | undefined = schema;
+  for (const raw of pointer.split('/').slice(1)) {
+    const seg = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (at?.properties?.[seg]) {
+      path = path ? `${path}.${seg}` : seg;
+      at = at.properties[seg];
+    } else if (at?.items) {
+      path = `${path}[${seg}]`;
+      at = at.items;
+    } else {
+      path = `${path}[${seg}]`;
+      at = isPlainObject(at?.additionalProperties) ? (at!.additionalProperties as StructuralSchema) : undefined;
+    }
+  }
+  return path;
+}
+
+function toFieldError(e: ErrorObject, schema: StructuralSchema, root: string): FieldError {
+  const path = fieldPath(e.instancePath, schema, root);
+  const at = path || root || '<root>';
+  const p = e.params as Record<string, any>;
+  switch (e.keyword) {
+    case 'required': {
+      const missing = path ? `${path}.${p.missingProperty}` : p.missingProperty;
+      return fieldError.required(missing);
+    }
+    case 'type':
+      return fieldError.typeInvalid(at, jsonType(e.data), `${at} in body must be of type ${[p.type].flat().join(',')}: ${JSON.stringify(jsonType(e.data))}`);
+    case 'enum':
+      return fieldError.notSupported(at, e.data, (p.allowedValues as unknown[]).map(String));
+    case 'format':
+      return fieldError.invalid(at, e.data, `${at} in body must be of type ${p.format}: ${JSON.stringify(e.data)}`);
+    case 'pattern':
+      return fieldError.invalid(at, e.data, `${at} in body should match '${p.pattern}'`);
+    case 'maxLength':
+      return fieldError.tooLong(at, p.limit);
+    case 'minLength':
+      return fieldError.invalid(at, e.data, `${at} in body should be at least ${p.limit} chars long`);
+    case 'maxItems':
+      return fieldError.tooMany(at, (e.data as unknown[]).length, p.limit);
+    case 'minItems':
+      return fieldError.invalid(at, e.data, `${at} in body should have at least ${p.limit} items`);
+    case 'minimum':
+      return fieldError.invalid(at, e.data, `${at} in body should be greater than or equal to ${p.limit}`);
+    case 'maximum':
+      return fieldError.invalid(at, e.data, `${at} in body should be less than or equal to ${p.limit}`);
+    default:
+      return fieldError.invalid(at, e.data, `${at} in body ${e.message ?? 'is invalid'}`);
+  }
+}

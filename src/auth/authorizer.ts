@@ -1,0 +1,33 @@
+/**
+ * Authorization for now: members of system:masters may do everything, and every authenticated user may read
+ * discovery (as kube's system:discovery role allows). Richer authorizers join the union later.
+ */
+import { AUTHENTICATED_GROUP, MASTERS_GROUP, type Attributes, type Authorizer, type Decision } from './types.js';
+
+export const mastersAuthorizer: Authorizer = {
+  async authorize(attrs: Attributes): Promise<Decision> {
+    return attrs.user.groups.includes(MASTERS_GROUP) ? { decision: 'allow' } : { decision: 'noOpinion' };
+  },
+};
+
+const DISCOVERY_PATHS = [/^\/api\/?$/, /^\/apis\/?$/, /^\/apis\/[^/]+\/?$/, /^\/apis\/[^/]+\/[^/]+\/?$/, /^\/version\/?$/];
+
+export const discoveryAuthorizer: Authorizer = {
+  async authorize(attrs: Attributes): Promise<Decision> {
+    const readsDiscovery = !attrs.isResourceRequest && attrs.verb === 'get' && DISCOVERY_PATHS.some((p) => p.test(attrs.path));
+    return readsDiscovery && attrs.user.groups.includes(AUTHENTICATED_GROUP) ? { decision: 'allow' } : { decision: 'noOpinion' };
+  },
+};
+
+/** The first authorizer with an opinion decides; none means deny. */
+export function unionAuthorizer(...authorizers: Authorizer[]): Authorizer {
+  return {
+    async authorize(attrs: Attributes): Promise<Decision> {
+      for (const a of authorizers) {
+        const d = await a.authorize(attrs);
+        if (d.decision !== 'noOpinion') return d;
+      }
+      return { decision: 'deny' };
+    },
+  };
+}

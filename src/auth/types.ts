@@ -1,0 +1,50 @@
+/** Who is asking, and may they: the shapes authenticators and authorizers share. */
+import type { IncomingMessage } from 'node:http';
+
+export interface UserInfo {
+  name: string;
+  uid?: string;
+  groups: string[];
+  extra?: Record<string, string[]>;
+}
+
+export const MASTERS_GROUP = 'system:masters';
+export const AUTHENTICATED_GROUP = 'system:authenticated';
+export const ANONYMOUS_USER: UserInfo = { name: 'system:anonymous', groups: ['system:unauthenticated'] };
+
+/**
+ * Returns the user when the request carries credentials this authenticator understands and they are good;
+ * undefined when it carries none of its kind. Credentials of its kind that are bad throw AuthenticationError.
+ */
+export interface Authenticator {
+  authenticate(req: IncomingMessage): Promise<UserInfo | undefined>;
+}
+
+export class AuthenticationError extends Error {}
+
+/** What a request does, for authorization (kube's authorizer.Attributes). */
+export interface Attributes {
+  user: UserInfo;
+  verb: string;
+  isResourceRequest: boolean;
+  path: string;
+  apiGroup: string;
+  apiVersion: string;
+  namespace: string;
+  resource: string;
+  subresource: string;
+  name: string;
+}
+
+export type Decision = { decision: 'allow' } | { decision: 'deny' | 'noOpinion'; reason?: string };
+
+export interface Authorizer {
+  authorize(attrs: Attributes): Promise<Decision>;
+}
+
+export function bearerToken(req: IncomingMessage): string | undefined {
+  const header = req.headers.authorization;
+  if (!header) return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match ? match[1] : undefined;
+}

@@ -1,0 +1,73 @@
+/** Command-line flags (named like kube-apiserver's) into one typed configuration. */
+import { join } from 'node:path';
+
+export interface Config {
+  etcdServers: string[];
+  etcdPrefix: string;
+  dataDir: string;
+  bindAddress: string;
+  securePort: number;
+  tlsCertFile?: string;
+  tlsPrivateKeyFile?: string;
+  certDir: string;
+  tlsSans: string[];
+  tokenAuthFile?: string;
+}
+
+interface FlagSpec {
+  name: string;
+  arg: string;
+  help: string;
+  apply: (config: Config, value: string) => void;
+}
+
+const list = (value: string) => value.split(',').map((s) => s.trim()).filter(Boolean);
+
+export const FLAGS: FlagSpec[] = [
+  { name: 'etcd-servers', arg: 'urls', help: 'Comma-separated etcd client URLs. Without it a local etcd is started under --data-dir and stopped on exit.', apply: (c, v) => (c.etcdServers = list(v)) },
+  { name: 'etcd-prefix', arg: 'string', help: 'Prefix of every etcd key (default "/registry").', apply: (c, v) => (c.etcdPrefix = v.replace(/\/+$/, '')) },
+  { name: 'data-dir', arg: 'dir', help: 'Where the embedded etcd, the admin token and kubeconfig, and generated certificates are kept (default ".data").', apply: (c, v) => (c.dataDir = v) },
+  { name: 'bind-address', arg: 'ip', help: 'Address to listen on for HTTPS (default "0.0.0.0").', apply: (c, v) => (c.bindAddress = v) },
+  { name: 'secure-port', arg: 'port', help: 'Port to serve HTTPS on (default 8443; 0 picks a free port).', apply: (c, v) => (c.securePort = port(v)) },
+  { name: 'tls-cert-file', arg: 'file', help: 'Serving certificate (PEM, may hold the chain). Without it a self-signed one is made in --cert-dir.', apply: (c, v) => (c.tlsCertFile = v) },
+  { name: 'tls-private-key-file', arg: 'file', help: 'Private key of --tls-cert-file (PEM).', apply: (c, v) => (c.tlsPrivateKeyFile = v) },
+  { name: 'cert-dir', arg: 'dir', help: 'Where the self-signed CA and serving certificate are kept and reused (default "<data-dir>/certs").', apply: (c, v) => (c.certDir = v) },
+  { name: 'tls-sans', arg: 'names', help: 'Extra DNS names and IPs for the self-signed serving certificate, comma-separated (localhost and 127.0.0.1 are always in).', apply: (c, v) => (c.tlsSans = list(v)) },
+  { name: 'token-auth-file', arg: 'file', help: 'Static bearer tokens, CSV lines token,user,uid,"group1,group2". Without it an admin token and <data-dir>/admin.kubeconfig are made.', apply: (c, v) => (c.tokenAuthFile = v) },
+];
+
+function port(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new FlagError(`--secure-port must be a port number from 0 to 65535, not ${JSON.stringify(value)}`);
+  return n;
+}
+
+export class FlagError extends Error {}
+
+export function defaultConfig(): Config {
+  return { etcdServers: [], etcdPrefix: '/registry', dataDir: '.data', bindAddress: '0.0.0.0', securePort: 8443, certDir: '', tlsSans: [] };
+}
+
+/** Parses `--flag=value` and `--flag value`; returns undefined when help was asked for. */
+export function parseFlags(argv: string[]): Config | undefined {
+  const config = defaultConfig();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--help' || arg === '-h') return undefined;
+    const match = /^--([a-z0-9-]+)(?:=(.*))?$/s.exec(arg);
+    if (!match) throw new FlagError(`unexpected argument ${JSON.stringify(arg)}`);
+    const spec = FLAGS.find((f) => f.name === match[1]);
+    if (!spec) throw new FlagError(`unknown flag: --${match[1]}`);
+    const value = match[2] ?? argv[++i];
+    if (value === undefined) throw new FlagError(`flag needs an argument: --${spec.name}`);
+    spec.apply(config, value);
+  }
+  if (!config.certDir) config.certDir = join(config.dataDir, 'certs');
+  if (!!config.tlsCertFile !== !!config.tlsPrivateKeyFile) throw new FlagError('--tls-cert-file and --tls-private-key-file go together');
+  return config;
+}
+
+export function helpText(): string {
+  const rows = FLAGS.map((f) => `  --${f.name} ${f.arg}\n      ${f.help}`);
+  return `Usage: node dist/main.js [flags]\n\nThe management.platform.sh/v1 API server.\n\nFlags:\n${rows.join('\n')}\n  -h, --help\n      Show this help.\n`;
+}

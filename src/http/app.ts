@@ -1,0 +1,148 @@
+/**
+ * The HTTP app: authenticate, authorize, read the body, then serve discovery, health, version or a resource.
+ * Every failure on the way is a StatusError written by one error handler.
+ */
+import express, { type NextFunction, type Request, type Response } from 'express';
+import * as errors from '../apimachinery/status.js';
+import { ANONYMOUS_USER, AUTHENTICATED_GROUP, AuthenticationError, type Attributes, type Authenticator, type Authorizer, type UserInfo } from '../auth/types.js';
+import type { Logger } from '../log.js';
+import type { Registry } from '../registry/registry.js';
+import { MAX_BODY_BYTES } from './body.js';
+import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions } from './discovery.js';
+import { healthHandler, type HealthCheck } from './health.js';
+import { negotiateResponse } from './negotiation.js';
+import { resolveRequestInfo, type RequestInfo } from './requestinfo.js';
+import { handleResource } from './resources.js';
+import { writeError, writeObject } from './responses.js';
+import { versionInfo } from './version.js';
+
+export interface AppOptions {
+  registry: Registry;
+  authenticator: Authenticator;
+  authorizer: Authorizer;
+  health: { livez: HealthCheck[]; readyz: HealthCheck[]; healthz: HealthCheck[] };
+  /** host:port clients reach this server at, for /api's serverAddressByClientCIDRs. */
+  serverAddress: string;
+  log: Logger;
+}
+
+const HEALTH_PATHS = ['/healthz', '/livez', '/readyz'];
+/** Paths anyone may read without credentials (kube's system:public-info-viewer). */
+const PUBLIC_PATHS = [...HEALTH_PATHS, '/version'];
+
+interface Locals {
+  info: RequestInfo;
+  user: UserInfo;
+}
+
+function locals(res: Response): Locals {
+  return res.locals as Locals;
+}
+
+function trimmed(path: string): string {
+  return path.length > 1 ? path.replace(/\/+$/, '') : path;
+}
+
+export function createApp(opts: AppOptions): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const url = new URL(req.originalUrl, 'https://x');
+    locals(res).info = resolveRequestInfo(req.method, url.pathname, url.searchParams);
+    next();
+  });
+  app.use(authenticate(opts.authenticator));
+  app.use(authorize(opts.authorizer));
+  // Bodies are read only once the caller is known and allowed.
+  app.use(express.raw({ type: () => true, limit: MAX_BODY_BYTES }));
+
+  const health = {
+    '/healthz': healthHandler('healthz', opts.health.healthz),
+    '/livez': healthHandler('livez', opts.health.livez),
+    '/readyz': healthHandler('readyz', opts.health.readyz),
+  } as Record<string, (req: Request, res: Response) => Promise<void>>;
+
+  app.use(async (req: Request, res: Response) => {
+    const { info } = locals(res);
+    if (info.isResourceRequest) return handleResource(req, res, info, opts.registry);
+    const path = trimmed(info.path);
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      throw errors.methodNotSupported({ group: '', resource: '' }, req.method);
+    }
+    if (health[path]) return health[path](req, res);
+    const doc = nonResourceDocument(path, opts);
+    if (!doc) throw errors.notFoundPath();
+    writeObject(res, 200, doc, negotiateResponse(req.headers.accept));
+  });
+
+  app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    writeError(res, bodyError(err) ?? err, opts.log);
+  });
+  return app;
+}
+
+function nonResourceDocument(path: string, opts: AppOptions): object | undefined {
+  if (path === '/api') return apiVersions(opts.serverAddress);
+  if (path === '/apis') return apiGroupList(opts.registry);
+  if (path === '/version') return versionInfo;
+  const [, apis, group, version] = path.split('/');
+  if (apis !== 'apis') return undefined;
+  if (version === undefined) return apiGroupDocument(opts.registry, group);
+  return apiResourceList(opts.registry, group, version);
+}
+
+/** body-parser's failures in Status terms. */
+function bodyError(err: any): errors.StatusError | undefined {
+  if (err?.type === 'entity.too.large') return errors.requestEntityTooLarge(`limit is ${MAX_BODY_BYTES}`);
+  if (err?.type === 'encoding.unsupported' || err?.type === 'charset.unsupported') return errors.unsupportedMediaType(['application/json', 'application/yaml']);
+  if (err?.type === 'request.aborted' || err?.type === 'request.size.invalid') return errors.badRequest(err.message);
+  return undefined;
+}
+
+function authenticate(authenticator: Authenticator) {
+  return async (req: Request, res: Response, next: NextFunction) => {
+    let user: UserInfo | undefined;
+    try {
+      user = await authenticator.authenticate(req);
+    } catch (err) {
+      if (err instanceof AuthenticationError) throw errors.unauthorized();
+      throw err;
+    }
+    if (user) {
+      const groups = user.groups.includes(AUTHENTICATED_GROUP) ? user.groups : [...user.groups, AUTHENTICATED_GROUP];
+      locals(res).user = { ...user, groups };
+    } else if (PUBLIC_PATHS.includes(trimmed(locals(res).info.path))) {
+      locals(res).user = ANONYMOUS_USER;
+    } else {
+      throw errors.unauthorized();
+    }
+    next();
+  };
+}
+
+function authorize(authorizer: Authorizer) {
+  return async (_req: Request, res: Response, next: NextFunction) => {
+    const { info, user } = locals(res);
+    if (!info.isResourceRequest && PUBLIC_PATHS.includes(trimmed(info.path))) return next();
+    const attrs: Attributes = { user, ...info };
+    const decision = await authorizer.authorize(attrs);
+    if (decision.decision !== 'allow') throw forbidden(attrs, decision.reason);
+    next();
+  };
+}
+
+/** kube's responsewriters.Forbidden message. */
+function forbidden(a: Attributes, reason?: string): errors.StatusError {
+  let message: string;
+  if (!a.isResourceRequest) {
+    message = `User ${JSON.stringify(a.user.name)} cannot ${a.verb} path ${JSON.stringify(a.path)}`;
+  } else {
+    const resource = a.subresource ? `${a.resource}/${a.subresource}` : a.resource;
+    const scope = a.namespace ? `in the namespace ${JSON.stringify(a.namespace)}` : 'at the cluster scope';
+    message = `User ${JSON.stringify(a.user.name)} cannot ${a.verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(a.apiGroup)} ${scope}`;
+  }
+  if (reason) message += `: ${reason}`;
+  return errors.forbidden(a.isResourceRequest ? { group: a.apiGroup, resource: a.resource } : undefined, a.name, message);
+}

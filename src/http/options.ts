@@ -1,0 +1,58 @@
+/** Query and body options of writes (CreateOptions, UpdateOptions, PatchOptions, DeleteOptions), validated as kube does. */
+import { fieldError, type FieldError } from '../apimachinery/field.js';
+import * as errors from '../apimachinery/status.js';
+import { isPlainObject } from '../apimachinery/types.js';
+import type { DeleteOptions } from '../registry/store.js';
+
+export type OptionsKind = 'CreateOptions' | 'UpdateOptions' | 'PatchOptions' | 'DeleteOptions';
+
+const META_GROUP = 'meta.k8s.io';
+const PROPAGATION_POLICIES = ['Foreground', 'Background', 'Orphan'];
+
+function invalidOptions(kind: OptionsKind, errs: FieldError[]): errors.StatusError {
+  return errors.invalid({ group: META_GROUP, kind }, '', errs);
+}
+
+/** `dryRun` may only be `All`; returns whether the write is a dry run. */
+export function dryRun(kind: OptionsKind, values: string[]): boolean {
+  if (values.length === 0) return false;
+  if (values.some((v) => v !== 'All')) throw invalidOptions(kind, [fieldError.notSupported('dryRun', values, ['All'])]);
+  return true;
+}
+
+export function rejectForceOnNonApplyPatch(query: URLSearchParams): void {
+  if (query.has('force')) throw invalidOptions('PatchOptions', [fieldError.forbidden('force', 'may not be specified for non-apply patch')]);
+}
+
+export interface ParsedDeleteOptions extends DeleteOptions {
+  dryRun: boolean;
+  propagationPolicy?: string;
+  gracePeriodSeconds?: number;
+}
+
+/** DeleteOptions from a JSON/YAML body and from query parameters (the query wins where both say something). */
+export function deleteOptions(body: Record<string, unknown> | undefined, query: URLSearchParams): ParsedDeleteOptions {
+  const opts = { ...(body ?? {}) } as Record<string, any>;
+  if (opts.kind !== undefined && opts.kind !== 'DeleteOptions') throw errors.badRequest(`the body of a delete must be a DeleteOptions, not ${String(opts.kind)}`);
+  if (query.has('gracePeriodSeconds')) opts.gracePeriodSeconds = Number(query.get('gracePeriodSeconds'));
+  if (query.has('propagationPolicy')) opts.propagationPolicy = query.get('propagationPolicy');
+  if (query.has('orphanDependents')) opts.orphanDependents = query.get('orphanDependents') === 'true';
+  if (query.has('dryRun')) opts.dryRun = query.getAll('dryRun');
+
+  const errs: FieldError[] = [];
+  if (opts.gracePeriodSeconds !== undefined && !Number.isInteger(opts.gracePeriodSeconds)) {
+    errs.push(fieldError.invalid('gracePeriodSeconds', opts.gracePeriodSeconds, 'must be a whole number of seconds'));
+  }
+  if (opts.propagationPolicy !== undefined && !PROPAGATION_POLICIES.includes(opts.propagationPolicy)) {
+    errs.push(fieldError.notSupported('propagationPolicy', opts.propagationPolicy, [...PROPAGATION_POLICIES, 'nil']));
+  }
+  if (opts.orphanDependents !== undefined && opts.propagationPolicy !== undefined) {
+    errs.push(fieldError.invalid('propagationPolicy', opts.propagationPolicy, 'orphanDependents and deletionPropagation cannot be both set'));
+  }
+  if (opts.preconditions !== undefined && !isPlainObject(opts.preconditions)) {
+    errs.push(fieldError.typeInvalid('preconditions', opts.preconditions, 'must be an object with uid and/or resourceVersion'));
+  }
+  if (errs.length) throw invalidOptions('DeleteOptions', errs);
+  const dry = dryRun('DeleteOptions', [opts.dryRun ?? []].flat().map(String));
+  return { dryRun: dry, propagationPolicy: opts.propagationPolicy, gracePeriodSeconds: opts.gracePeriodSeconds, preconditions: opts.preconditions };
+}

@@ -1,0 +1,72 @@
+/**
+ * What a request asks for, read from its path and method (after kube's endpoints/request/requestinfo.go).
+ * Both the aggregated form (/apis/...) and the direct form (/orchestrator/management/apis/...) are understood.
+ */
+
+export const DIRECT_PREFIX = '/orchestrator/management';
+
+export interface RequestInfo {
+  /** The path without the direct prefix: "/apis/management.platform.sh/v1/clusters". */
+  path: string;
+  isResourceRequest: boolean;
+  /** Resource verbs (get, list, watch, create, update, patch, delete, deletecollection) or the lowercase method. */
+  verb: string;
+  apiGroup: string;
+  apiVersion: string;
+  namespace: string;
+  resource: string;
+  subresource: string;
+  name: string;
+  /** Path segments after the resource name and subresource, which no resource has. */
+  extraParts: string[];
+}
+
+const methodVerbs: Record<string, string> = { POST: 'create', GET: 'get', HEAD: 'get', PUT: 'update', PATCH: 'patch', DELETE: 'delete' };
+
+export function stripDirectPrefix(path: string): string {
+  if (path === DIRECT_PREFIX) return '/';
+  return path.startsWith(`${DIRECT_PREFIX}/`) ? path.slice(DIRECT_PREFIX.length) : path;
+}
+
+export function resolveRequestInfo(method: string, rawPath: string, query: URLSearchParams): RequestInfo {
+  const path = stripDirectPrefix(rawPath);
+  const info: RequestInfo = {
+    path,
+    isResourceRequest: false,
+    verb: method.toLowerCase(),
+    apiGroup: '',
+    apiVersion: '',
+    namespace: '',
+    resource: '',
+    subresource: '',
+    name: '',
+    extraParts: [],
+  };
+  let parts = path.split('/').filter((p) => p !== '').map(decodeSegment);
+  // /apis/<group>/<version>/<resource>...: fewer parts is discovery, not a resource.
+  if (parts[0] !== 'apis' || parts.length < 4) return info;
+  info.apiGroup = parts[1];
+  info.apiVersion = parts[2];
+  parts = parts.slice(3);
+  info.isResourceRequest = true;
+  info.verb = methodVerbs[method] ?? '';
+
+  if (parts[0] === 'namespaces' && parts.length > 1) {
+    info.namespace = parts[1];
+    if (parts.length > 2) parts = parts.slice(2);
+  }
+  [info.resource, info.name = '', info.subresource = '', ...info.extraParts] = parts;
+
+  const watch = ['true', '1'].includes(query.get('watch') ?? '');
+  if (!info.name && info.verb === 'get') info.verb = watch ? 'watch' : 'list';
+  if (!info.name && info.verb === 'delete') info.verb = 'deletecollection';
+  return info;
+}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}

@@ -1,0 +1,86 @@
+/** Resource requests: decode, call the resource's store, encode. No Kubernetes rule lives here. */
+import type { Request, Response } from 'express';
+import { applyJsonPatch, applyMergePatch } from '../apimachinery/patch.js';
+import * as errors from '../apimachinery/status.js';
+import type { KubeObject } from '../apimachinery/types.js';
+import type { Registry } from '../registry/registry.js';
+import type { Store } from '../registry/store.js';
+import { parseObjectBody, rawBody } from './body.js';
+import { JSON_PATCH_TYPE, MERGE_PATCH_TYPE, contentType, negotiateResponse, requestEncoding } from './negotiation.js';
+import { deleteOptions, dryRun, rejectForceOnNonApplyPatch } from './options.js';
+import type { RequestInfo } from './requestinfo.js';
+import { writeObject } from './responses.js';
+
+const PATCH_TYPES = [JSON_PATCH_TYPE, MERGE_PATCH_TYPE];
+
+export async function handleResource(req: Request, res: Response, info: RequestInfo, registry: Registry): Promise<void> {
+  const store = registry.lookup(info.apiGroup, info.apiVersion, info.resource);
+  const def = store?.def;
+  if (!store || !def || info.extraParts.length) throw errors.notFoundPath();
+  if (info.subresource && !(info.subresource === 'status' && def.hasStatus)) throw errors.notFoundPath();
+  // Named objects of a namespaced kind live only under a namespace; cluster-scoped kinds never do.
+  if (def.namespaced ? !info.namespace && info.name !== '' : info.namespace !== '') throw errors.notFoundPath();
+
+  const namespace = def.namespaced && info.namespace ? info.namespace : undefined;
+  const subresource = info.subresource ? 'status' : undefined;
+  const query = new URL(req.originalUrl, 'https://x').searchParams;
+  const encoding = negotiateResponse(req.headers.accept);
+  const notSupported = () => errors.methodNotSupported(def.groupResource, info.verb || req.method);
+
+  switch (info.verb) {
+    case 'get':
+      return writeObject(res, 200, await store.get(namespace, info.name), encoding);
+    case 'list':
+      return writeObject(res, 200, await store.list(namespace), encoding);
+    case 'create': {
+      if (info.name || (def.namespaced && !namespace)) throw notSupported();
+      const obj = readObject(req, def.kind);
+      const created = await store.create(namespace, obj, { dryRun: dryRun('CreateOptions', query.getAll('dryRun')) });
+      return writeObject(res, 201, created, encoding);
+    }
+    case 'update': {
+      const obj = readObject(req, def.kind);
+      const updated = await store.update(namespace, info.name, { replace: obj }, subresource, { dryRun: dryRun('UpdateOptions', query.getAll('dryRun')) });
+      return writeObject(res, 200, updated, encoding);
+    }
+    case 'patch': {
+      rejectForceOnNonApplyPatch(query);
+      const patch = readPatch(req);
+      const patched = await store.update(namespace, info.name, { patch }, subresource, { dryRun: dryRun('PatchOptions', query.getAll('dryRun')) });
+      return writeObject(res, 200, patched, encoding);
+    }
+    case 'delete': {
+      if (subresource) throw notSupported();
+      return deleteObject(req, res, store, namespace, info.name, query);
+    }
+    default:
+      throw notSupported();
+  }
+}
+
+function readObject(req: Request, kind: string): KubeObject {
+  return parseObjectBody(rawBody(req), requestEncoding(req.headers['content-type']), kind) as KubeObject;
+}
+
+/** The patch document, as a function of the current object (re-applied if a concurrent write wins). */
+function readPatch(req: Request): (current: KubeObject) => KubeObject {
+  const type = contentType(req.headers['content-type']);
+  if (!PATCH_TYPES.includes(type)) throw errors.unsupportedMediaType(PATCH_TYPES);
+  let doc: unknown;
+  try {
+    doc = JSON.parse(rawBody(req).toString('utf8'));
+  } catch (err) {
+    throw errors.badRequest(`error decoding patch: ${(err as Error).message}`);
+  }
+  if (type === JSON_PATCH_TYPE) return (current) => applyJsonPatch(current, doc) as KubeObject;
+  return (current) => applyMergePatch(current, doc) as KubeObject;
+}
+
+async function deleteObject(req: Request, res: Response, store: Store, namespace: string | undefined, name: string, query: URLSearchParams): Promise<void> {
+  const body = rawBody(req);
+  const opts = deleteOptions(body.length ? parseObjectBody(body, requestEncoding(req.headers['content-type']), 'DeleteOptions') : undefined, query);
+  const result = await store.delete(namespace, name, opts);
+  if (!result.deleted) return writeObject(res, 200, result.object, negotiateResponse(req.headers.accept));
+  const { group, plural } = store.def;
+  writeObject(res, 200, errors.successStatus({ name, group, kind: plural, uid: result.object.metadata.uid }));
+}

@@ -1,0 +1,30 @@
+/** Writing answers: objects in the negotiated encoding, and every error as a metav1.Status in one place. */
+import type { Response } from 'express';
+import yaml from 'js-yaml';
+import { internalError, StatusError, type Status } from '../apimachinery/status.js';
+import type { Logger } from '../log.js';
+import { JSON_TYPE, YAML_TYPE, type Encoding } from './negotiation.js';
+
+export function writeObject(res: Response, code: number, obj: unknown, encoding: Encoding = 'json'): void {
+  if (encoding === 'yaml') {
+    res.status(code).type(YAML_TYPE).send(yaml.dump(obj, { noRefs: true, lineWidth: -1 }));
+    return;
+  }
+  res.status(code).type(JSON_TYPE).send(`${JSON.stringify(obj)}\n`);
+}
+
+/** Errors are always JSON (as kube-apiserver sends them); a Retry-After goes with retryAfterSeconds. */
+export function writeStatus(res: Response, status: Status): void {
+  const retry = status.details?.retryAfterSeconds;
+  if (retry && retry > 0) res.setHeader('Retry-After', String(retry));
+  res.status(status.code).type(JSON_TYPE).send(`${JSON.stringify(status)}\n`);
+}
+
+export function writeError(res: Response, err: unknown, log: Logger): void {
+  if (err instanceof StatusError) {
+    writeStatus(res, err.status);
+    return;
+  }
+  log.error('internal error', { error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+  writeStatus(res, internalError(err).status);
+}

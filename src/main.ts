@@ -1,0 +1,38 @@
+/** Entry point: parse flags, start the server, stop cleanly on SIGINT/SIGTERM. */
+import { FlagError, helpText, parseFlags } from './config.js';
+import { createLogger } from './log.js';
+import { startServer } from './server.js';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = parseFlags(process.argv.slice(2));
+  } catch (err) {
+    if (!(err instanceof FlagError)) throw err;
+    process.stderr.write(`error: ${err.message}\n\n${helpText()}`);
+    process.exit(2);
+  }
+  if (!config) {
+    process.stdout.write(helpText());
+    return;
+  }
+  const log = createLogger();
+  const server = await startServer(config, log);
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info('stopping', { signal });
+    server.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+main().catch((err) => {
+  process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,9 @@
+/** The strategy of each kind, by kind name; a kind without one gets only the generic rules. */
+import type { Strategy } from '../strategy.js';
+import { clusterStrategy } from './cluster.js';
+import { sharedSecretStrategy } from './sharedsecret.js';
+
+export const strategies: Record<string, Strategy> = {
+  SharedSecret: sharedSecretStrategy,
+  Cluster: clusterStrategy,
+};

@@ -1,0 +1,23 @@
+/**
+ * SharedSecret: data keys must be valid Secret keys, because the data is synced into project Secrets
+ * (values are checked as base64 by the schema's `format: byte`).
+ */
+import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
+import type { KubeObject } from '../../apimachinery/types.js';
+import { isConfigMapKey } from '../../apimachinery/validation.js';
+import type { Strategy } from '../strategy.js';
+import { validateAccess, validateOwner } from './access.js';
+
+const spec = Path.root('spec');
+
+export const sharedSecretStrategy: Strategy = {
+  validate(obj: KubeObject): FieldError[] {
+    const errs: FieldError[] = [];
+    for (const key of Object.keys(obj.spec?.data ?? {})) {
+      for (const msg of isConfigMapKey(key)) errs.push(fieldError.invalid(spec.child('data').key(key), key, msg));
+    }
+    errs.push(...validateOwner(obj.spec?.owner, spec.child('owner')));
+    errs.push(...validateAccess(obj.spec?.access, spec.child('access')));
+    return errs;
+  },
+};

@@ -1,0 +1,341 @@
+/**
+ * The generic store (after kube's registry/generic/registry/store.go): create, get, list, update and delete with
+ * Kubernetes object semantics for every kind. A kind only brings its definition and a small strategy.
+ */
+import { randomUUID } from 'node:crypto';
+import { jsonEqual } from '../apimachinery/equality.js';
+import { GoLiteral, Path, fieldError, type FieldError } from '../apimachinery/field.js';
+import { objectMetaSchema } from '../apimachinery/metaschema.js';
+import { generateName } from '../apimachinery/names.js';
+import { validateFinalizers, validateObjectMeta, validateObjectMetaUpdate } from '../apimachinery/objectmeta.js';
+import { compileSchema, prune, type SchemaValidator } from '../apimachinery/schema.js';
+import * as errors from '../apimachinery/status.js';
+import { sameInstant, nowRFC3339 } from '../apimachinery/time.js';
+import { isPlainObject, type KubeList, type KubeObject } from '../apimachinery/types.js';
+import { isValidPathSegmentName, nameIsDNSSubdomain } from '../apimachinery/validation.js';
+import { StorageError, type Storage } from '../storage/interface.js';
+import type { ResourceDefinition } from './definitions.js';
+import type { Strategy } from './strategy.js';
+
+/** How many fresh names a generateName create tries before giving up (kube's RetryGenerateName). */
+const GENERATE_NAME_ATTEMPTS = 8;
+
+/** Where an update's new object comes from. */
+export type UpdateSource =
+  /** PUT: the object in the request body. */
+  | { replace: KubeObject }
+  /** PATCH: a function of the current object, re-run if another write gets in first. */
+  | { patch: (current: KubeObject) => KubeObject };
+
+export interface WriteOptions {
+  /** Run every step but the write, and answer as if it had been stored (`dryRun=All`). */
+  dryRun?: boolean;
+}
+
+export interface DeleteOptions extends WriteOptions {
+  preconditions?: { uid?: string; resourceVersion?: string };
+}
+
+export type DeleteResult = { deleted: true; object: KubeObject } | { deleted: false; object: KubeObject };
+
+export class Store {
+  private readonly validateSchema: SchemaValidator;
+  private readonly validateMetaSchema: SchemaValidator;
+
+  constructor(
+    readonly def: ResourceDefinition,
+    private readonly strategy: Strategy,
+    private readonly storage: Storage,
+    private readonly prefix: string,
+  ) {
+    const { metadata: _m, ...properties } = def.schema.properties ?? {};
+    this.validateSchema = compileSchema({ ...def.schema, properties });
+    this.validateMetaSchema = compileSchema(objectMetaSchema, 'metadata');
+  }
+
+  async get(namespace: string | undefined, name: string): Promise<KubeObject> {
+    const obj = await this.storageCall('get', name, () => this.storage.get<KubeObject>(this.key(namespace, name)));
+    if (!obj) throw errors.notFound(this.def.groupResource, name);
+    return obj;
+  }
+
+  async list(namespace: string | undefined): Promise<KubeList> {
+    const res = await this.storageCall('list', '', () => this.storage.list<KubeObject>(this.collectionKey(namespace)));
+    return { apiVersion: this.def.apiVersion, kind: this.def.listKind, metadata: { resourceVersion: res.resourceVersion }, items: res.items };
+  }
+
+  async create(namespace: string | undefined, input: KubeObject, opts: WriteOptions = {}): Promise<KubeObject> {
+    const obj = structuredClone(input);
+    this.checkTypeMeta(obj);
+    this.takeNamespace(obj, namespace);
+    if (obj.metadata.resourceVersion) throw errors.badRequest('resourceVersion should not be set on objects to be created');
+    const meta = obj.metadata;
+    delete meta.selfLink;
+    delete meta.deletionTimestamp;
+    delete meta.deletionGracePeriodSeconds;
+    meta.uid = randomUUID();
+    meta.creationTimestamp = nowRFC3339();
+    meta.generation = 1;
+    if (this.def.hasStatus) delete obj.status;
+    const generate = !meta.name && !!meta.generateName;
+    if (generate) meta.name = generateName(meta.generateName!);
+
+    const errs = this.validate(obj);
+    if (errs.length) throw errors.invalid(this.def.groupKind, meta.name ?? '', errs);
+
+    const write = opts.dryRun ? (key: string) => this.dryRunCreate(key, obj) : (key: string) => this.storage.create(key, obj);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.storageCall('create', meta.name!, () => write(this.key(namespace, meta.name!)));
+      } catch (err) {
+        if (!(err instanceof StorageError && err.code === 'KeyExists')) throw err;
+        if (!generate) throw await this.alreadyExists(namespace, meta.name!);
+        if (attempt === GENERATE_NAME_ATTEMPTS) throw errors.generateNameConflict(this.def.groupResource, meta.name!, 1);
+        meta.name = generateName(meta.generateName!);
+      }
+    }
+  }
+
+  /** PUT and PATCH of the object or of its status subresource. */
+  async update(namespace: string | undefined, name: string, source: UpdateSource, subresource?: 'status', opts: WriteOptions = {}): Promise<KubeObject> {
+    const key = this.key(namespace, name);
+    const result = await this.storageCall('update', name, () =>
+      this.storage.guaranteedUpdate<KubeObject>(
+        key,
+        (current) => {
+          const updated = 'replace' in source ? structuredClone(source.replace) : source.patch(structuredClone(current));
+          if (!isPlainObject(updated)) throw errors.badRequest('the request body must be a JSON or YAML object');
+          this.checkTypeMeta(updated);
+          this.checkNameOnUrl(updated, namespace, name);
+          this.checkResourceVersion(updated, current, name);
+          if ('replace' in source && updated.metadata.uid && updated.metadata.uid !== current.metadata.uid) {
+            throw errors.conflict(this.def.groupResource, name, `Precondition failed: UID in precondition: ${updated.metadata.uid}, UID in object meta: ${current.metadata.uid}`);
+          }
+          const next = subresource === 'status' ? this.statusUpdate(updated, current) : this.mainUpdate(updated, current);
+          const errs = this.validate(next, current);
+          if (errs.length) throw errors.invalid(this.def.groupKind, name, errs);
+          if (subresource !== 'status' && this.specChanged(next, current)) next.metadata.generation = (current.metadata.generation ?? 0) + 1;
+          if (opts.dryRun) throw new DryRunOutcome(next);
+          return next;
+        },
+        // Removing the last finalizer of an object being deleted deletes it.
+        { deleteInstead: (next) => !!next.metadata.deletionTimestamp && !next.metadata.finalizers?.length },
+      ),
+    ).catch((err) => {
+      if (err instanceof DryRunOutcome) return { object: err.object };
+      throw err;
+    });
+    return result.object;
+  }
+
+  /**
+   * Deletes at once when the object has no finalizers; otherwise marks it as being deleted
+   * (deletionTimestamp) and leaves it to the finalizers' owners.
+   */
+  async delete(namespace: string | undefined, name: string, opts: DeleteOptions = {}): Promise<DeleteResult> {
+    const key = this.key(namespace, name);
+    const check = (current: KubeObject) => this.checkDeletePreconditions(current, opts);
+    for (;;) {
+      const current = await this.get(namespace, name);
+      if (opts.dryRun) return this.dryRunDelete(current, opts);
+      if (current.metadata.finalizers?.length) {
+        const res = await this.storageCall('delete', name, () =>
+          this.storage.guaranteedUpdate<KubeObject>(key, (obj) => {
+            check(obj);
+            if (obj.metadata.finalizers?.length && !obj.metadata.deletionTimestamp) {
+              obj.metadata.deletionTimestamp = nowRFC3339();
+              obj.metadata.deletionGracePeriodSeconds = 0;
+              obj.metadata.generation = (obj.metadata.generation ?? 0) + 1;
+            }
+            return obj;
+          }, { deleteInstead: (obj) => !obj.metadata.finalizers?.length }),
+        );
+        return { deleted: res.deleted, object: res.object };
+      }
+      try {
+        const object = await this.storageCall('delete', name, () =>
+          this.storage.delete<KubeObject>(key, (obj) => {
+            check(obj);
+            if (obj.metadata.finalizers?.length) throw new FinalizersAppeared();
+          }),
+        );
+        return { deleted: true, object };
+      } catch (err) {
+        if (!(err instanceof FinalizersAppeared)) throw err;
+      }
+    }
+  }
+
+  /** A dry-run create still answers 409 for a taken name; the answer has no resourceVersion. */
+  private async dryRunCreate(key: string, obj: KubeObject): Promise<KubeObject> {
+    if (await this.storage.get(key)) throw new StorageError('KeyExists', key, `key exists: ${key}`);
+    return structuredClone(obj);
+  }
+
+  private dryRunDelete(current: KubeObject, opts: DeleteOptions): DeleteResult {
+    this.checkDeletePreconditions(current, opts);
+    if (!current.metadata.finalizers?.length) return { deleted: true, object: current };
+    current.metadata.deletionTimestamp ??= nowRFC3339();
+    current.metadata.deletionGracePeriodSeconds ??= 0;
+    return { deleted: false, object: current };
+  }
+
+  key(namespace: string | undefined, name: string): string {
+    const msgs = isValidPathSegmentName(name);
+    if (msgs.length) throw errors.badRequest(`Name parameter invalid: ${JSON.stringify(name)}: ${msgs.join(';')}`);
+    return this.collectionKey(namespace) + name;
+  }
+
+  private collectionKey(namespace: string | undefined): string {
+    const nsMsgs = namespace ? isValidPathSegmentName(namespace) : [];
+    if (nsMsgs.length) throw errors.badRequest(`Namespace parameter invalid: ${JSON.stringify(namespace)}: ${nsMsgs.join(';')}`);
+    const base = `${this.prefix}/${this.def.group}/${this.def.plural}/`;
+    return this.def.namespaced && namespace ? `${base}${namespace}/` : base;
+  }
+
+  /** apiVersion and kind may be left out (they are then taken from the path); when given they must match. */
+  private checkTypeMeta(obj: KubeObject): void {
+    if (!isPlainObject(obj.metadata)) obj.metadata = {};
+    if (obj.apiVersion !== undefined && obj.apiVersion !== this.def.apiVersion) {
+      throw errors.badRequest(`the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (${this.def.apiVersion})`);
+    }
+    if (obj.kind !== undefined && obj.kind !== this.def.kind) {
+      const name = typeof obj.metadata.name === 'string' ? obj.metadata.name : '';
+      throw errors.invalid(this.def.groupKind, name, [fieldError.invalid('kind', obj.kind, `must be ${this.def.kind}`)]);
+    }
+    obj.apiVersion = this.def.apiVersion;
+    obj.kind = this.def.kind;
+  }
+
+  /** The namespace comes from the path; a different one in the body is refused. */
+  private takeNamespace(obj: KubeObject, namespace: string | undefined): void {
+    if (!this.def.namespaced) {
+      delete obj.metadata.namespace;
+      return;
+    }
+    if (obj.metadata.namespace && obj.metadata.namespace !== namespace) {
+      throw errors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
+    }
+    obj.metadata.namespace = namespace;
+  }
+
+  private checkNameOnUrl(obj: KubeObject, namespace: string | undefined, name: string): void {
+    this.takeNamespace(obj, namespace);
+    if (obj.metadata.name !== name) {
+      throw errors.badRequest(`the name of the object (${obj.metadata.name ?? ''}) does not match the name on the URL (${name})`);
+    }
+  }
+
+  /** Updates are always conditional: the object must carry the resourceVersion it was read at. */
+  private checkResourceVersion(obj: KubeObject, current: KubeObject, name: string): void {
+    const rv = obj.metadata.resourceVersion;
+    if (rv === undefined || rv === '') {
+      const field = fieldError.invalid('metadata.resourceVersion', new GoLiteral('0x0'), 'must be specified for an update');
+      throw errors.invalid({ group: this.def.group, kind: this.def.plural }, name, [field]);
+    }
+    if (typeof rv !== 'string' || !/^[0-9]+$/.test(rv)) {
+      throw errors.invalid(this.def.groupKind, name, [fieldError.invalid('metadata.resourceVersion', rv, 'must be the resourceVersion the object was read at')]);
+    }
+    if (rv !== current.metadata.resourceVersion) throw errors.conflict(this.def.groupResource, name, errors.OBJECT_MODIFIED);
+  }
+
+  /** A write to the main resource: status and server-owned metadata stay as stored. */
+  private mainUpdate(obj: KubeObject, current: KubeObject): KubeObject {
+    if (this.def.hasStatus) {
+      if (current.status === undefined) delete obj.status;
+      else obj.status = current.status;
+    }
+    const meta = obj.metadata;
+    const old = current.metadata;
+    delete meta.selfLink;
+    meta.generation = old.generation;
+    meta.uid ||= old.uid;
+    if (!meta.creationTimestamp || sameInstant(meta.creationTimestamp, old.creationTimestamp)) meta.creationTimestamp = old.creationTimestamp;
+    if (old.deletionTimestamp) meta.deletionTimestamp = old.deletionTimestamp;
+    if (old.deletionGracePeriodSeconds !== undefined && meta.deletionGracePeriodSeconds === undefined) {
+      meta.deletionGracePeriodSeconds = old.deletionGracePeriodSeconds;
+    }
+    return obj;
+  }
+
+  /** A write to /status: only status is taken from the request. */
+  private statusUpdate(obj: KubeObject, current: KubeObject): KubeObject {
+    const next = structuredClone(current);
+    if (obj.status === undefined) delete next.status;
+    else next.status = obj.status;
+    return next;
+  }
+
+  /** generation counts changes outside metadata (and outside status, which has its own subresource). */
+  private specChanged(next: KubeObject, current: KubeObject): boolean {
+    const strip = (o: KubeObject) => {
+      const { metadata: _m, status, ...rest } = o;
+      return this.def.hasStatus ? rest : { ...rest, status };
+    };
+    return !jsonEqual(strip(next), strip(current));
+  }
+
+  /**
+   * Prunes unknown fields, then checks types against the schema, metadata rules, and the kind's own rules.
+   * Semantic checks run only on well-typed input, so they never trip over a wrong type.
+   */
+  private validate(obj: KubeObject, old?: KubeObject): FieldError[] {
+    prune(obj.metadata, objectMetaSchema, 'metadata');
+    const { metadata, ...body } = obj;
+    prune(body, this.def.schema, '');
+    Object.assign(obj, body);
+    for (const k of Object.keys(obj)) if (!(k in body) && k !== 'metadata') delete obj[k];
+
+    const schemaErrs = [...this.validateMetaSchema(metadata), ...this.validateSchema(body)];
+    if (schemaErrs.some((e) => e.type === 'FieldValueTypeInvalid')) return schemaErrs;
+    // Finalizer names are checked on update too, so no update can add one that create would refuse.
+    const metaErrs = old
+      ? [...validateObjectMetaUpdate(metadata, old.metadata), ...validateFinalizers(metadata.finalizers, Path.root('metadata').child('finalizers'))]
+      : validateObjectMeta(metadata, { namespaced: this.def.namespaced, nameFn: nameIsDNSSubdomain });
+    const errs = [...schemaErrs, ...metaErrs];
+    if (old && this.strategy.validateUpdate) errs.push(...this.strategy.validateUpdate(obj, old));
+    else errs.push(...(this.strategy.validate?.(obj) ?? []));
+    return errs;
+  }
+
+  private checkDeletePreconditions(current: KubeObject, opts: DeleteOptions): void {
+    const p = opts.preconditions;
+    const gr = { group: this.def.group, resource: this.def.kind };
+    const name = current.metadata.name ?? '';
+    if (p?.uid && p.uid !== current.metadata.uid) {
+      throw errors.conflict(gr, name, `the UID in the precondition (${p.uid}) does not match the UID in record (${current.metadata.uid}). The object might have been deleted and then recreated`);
+    }
+    if (p?.resourceVersion && p.resourceVersion !== current.metadata.resourceVersion) {
+      throw errors.conflict(gr, name, `the ResourceVersion in the precondition (${p.resourceVersion}) does not match the ResourceVersion in record (${current.metadata.resourceVersion}). The object might have been modified`);
+    }
+  }
+
+  /** 409 for a taken name; kube says so differently when the holder is on its way out. */
+  private async alreadyExists(namespace: string | undefined, name: string): Promise<errors.StatusError> {
+    const existing = await this.storage.get<KubeObject>(this.key(namespace, name)).catch(() => undefined);
+    const err = errors.alreadyExists(this.def.groupResource, name);
+    if (existing?.metadata.deletionTimestamp) err.status.message = `object is being deleted: ${err.status.message}`;
+    return err;
+  }
+
+  /** Storage failures in terms of this resource: missing keys are 404, unreachable etcd a ServerTimeout. */
+  private async storageCall<T>(operation: string, name: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!(err instanceof StorageError)) throw err;
+      if (err.code === 'KeyNotFound') throw errors.notFound(this.def.groupResource, name);
+      if (err.code === 'KeyExists') throw err;
+      throw errors.serverTimeout(this.def.groupResource, operation);
+    }
+  }
+}
+
+class FinalizersAppeared extends Error {}
+
+/** Ends a dry-run update inside the compare-and-swap loop, carrying the object that would have been written. */
+class DryRunOutcome extends Error {
+  constructor(readonly object: KubeObject) {
+    super('dry run');
+  }
+}

@@ -1,0 +1,117 @@
+/** Wires the parts from a Config and runs them: etcd (external or embedded), storage, registry, auth, HTTPS. */
+import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { ADMIN_USER, ensureAdminToken } from './auth/admin-token.js';
+import { discoveryAuthorizer, mastersAuthorizer, unionAuthorizer } from './auth/authorizer.js';
+import { readTokenFile, TokenAuthenticator } from './auth/token-file.js';
+import type { Config } from './config.js';
+import { createApp } from './http/app.js';
+import { withTimeout } from './http/health.js';
+import { writeKubeconfig } from './kubeconfig.js';
+import type { Logger } from './log.js';
+import { ensureServingCertificate } from './pki/selfsigned.js';
+import { loadDefinitions } from './registry/definitions.js';
+import { Registry } from './registry/registry.js';
+import { startEmbeddedEtcd, type EmbeddedEtcd } from './storage/embedded-etcd.js';
+import { EtcdStorage } from './storage/etcd.js';
+
+export interface RunningServer {
+  /** https://host:port, as clients on this machine reach it. */
+  url: string;
+  port: number;
+  /** CA that verifies the serving certificate (when self-signed). */
+  caPem?: string;
+  /** Written when no --token-auth-file is given. */
+  adminKubeconfig?: string;
+  close(): Promise<void>;
+}
+
+export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
+  const cleanups: (() => Promise<void>)[] = [];
+  const close = async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch((err) => log.error('shutdown step failed', { error: String(err) }));
+  };
+  try {
+    let endpoints = config.etcdServers;
+    if (!endpoints.length) {
+      const etcd: EmbeddedEtcd = await startEmbeddedEtcd({ dataDir: config.dataDir, log: (msg) => log.info(msg) });
+      cleanups.push(() => etcd.stop());
+      endpoints = etcd.endpoints;
+      log.info('started embedded etcd', { endpoints, dataDir: config.dataDir });
+    }
+    const storage = new EtcdStorage({ endpoints });
+    cleanups.push(() => storage.close());
+
+    const registry = new Registry(loadDefinitions(), storage, config.etcdPrefix);
+    const tls = await servingCertificate(config);
+    const tokens = config.tokenAuthFile ? readTokenFile(config.tokenAuthFile) : new Map();
+    const adminToken = config.tokenAuthFile ? undefined : ensureAdminToken(config.dataDir);
+    if (adminToken) tokens.set(adminToken, ADMIN_USER);
+
+    const etcdCheck = withTimeout('etcd', 2000, () => storage.check());
+    const ping = withTimeout('ping', 1000, async () => {});
+    let shuttingDown = false;
+    const shutdown = withTimeout('shutdown', 1000, async () => {
+      if (shuttingDown) throw new Error('shutting down');
+    });
+
+    const host = clientHost(config.bindAddress);
+    const serverAddress = (port: number) => `${host.includes(':') ? `[${host}]` : host}:${port}`;
+    let boundPort = config.securePort;
+    const app = createApp({
+      registry,
+      authenticator: new TokenAuthenticator(tokens),
+      authorizer: unionAuthorizer(mastersAuthorizer, discoveryAuthorizer),
+      health: { livez: [ping], healthz: [ping, etcdCheck], readyz: [ping, etcdCheck, shutdown] },
+      get serverAddress() {
+        return serverAddress(boundPort);
+      },
+      log,
+    });
+
+    const server: Server = createServer({ cert: tls.cert, key: tls.key }, app);
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.securePort, config.bindAddress, () => resolve());
+    });
+    boundPort = (server.address() as AddressInfo).port;
+    cleanups.push(async () => {
+      shuttingDown = true;
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    });
+
+    const url = `https://${serverAddress(boundPort)}`;
+    let adminKubeconfig: string | undefined;
+    if (adminToken && tls.caPem) {
+      adminKubeconfig = join(config.dataDir, 'admin.kubeconfig');
+      writeKubeconfig(adminKubeconfig, { server: url, caPem: tls.caPem, token: adminToken });
+    }
+    log.info('serving', { url, ...(adminKubeconfig ? { hint: `kubectl --kubeconfig ${adminKubeconfig} get sharedsecrets -A` } : {}) });
+    return { url, port: boundPort, caPem: tls.caPem, adminKubeconfig, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+async function servingCertificate(config: Config): Promise<{ cert: string; key: string; caPem?: string }> {
+  if (config.tlsCertFile && config.tlsPrivateKeyFile) {
+    return { cert: readFileSync(config.tlsCertFile, 'utf8'), key: readFileSync(config.tlsPrivateKeyFile, 'utf8') };
+  }
+  const hosts = [...config.tlsSans];
+  if (!['0.0.0.0', '::'].includes(config.bindAddress)) hosts.push(config.bindAddress);
+  const pem = await ensureServingCertificate({ certDir: config.certDir, hosts });
+  return { cert: pem.certPem, key: pem.keyPem, caPem: pem.caPem };
+}
+
+/** The address local clients dial: the bind address, or loopback when bound to every interface. */
+function clientHost(bindAddress: string): string {
+  if (bindAddress === '0.0.0.0') return '127.0.0.1';
+  if (bindAddress === '::') return '::1';
+  return bindAddress;
+}

@@ -1,0 +1,39 @@
+/** A throwaway etcd per test file: fresh temp data dir, no fsync, removed on stop. */
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startEmbeddedEtcd, type EmbeddedEtcd } from '../../src/storage/embedded-etcd.js';
+
+export interface TestEtcd {
+  /** Changes after restart(): etcd gets new ports at every start. */
+  readonly endpoint: string;
+  readonly dataDir: string;
+  stop(): Promise<void>;
+  restart(): Promise<void>;
+}
+
+export async function startTestEtcd(): Promise<TestEtcd> {
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'etcd-test-'));
+  const start = () => startEmbeddedEtcd({ dataDir, unsafeNoFsync: true });
+  let etcd: EmbeddedEtcd;
+  try {
+    etcd = await start();
+  } catch (err) {
+    await fs.rm(dataDir, { recursive: true, force: true });
+    throw err;
+  }
+  return {
+    get endpoint() {
+      return etcd.endpoints[0];
+    },
+    dataDir,
+    async stop() {
+      await etcd.stop();
+      await fs.rm(dataDir, { recursive: true, force: true });
+    },
+    async restart() {
+      await etcd.stop();
+      etcd = await start();
+    },
+  };
+}

@@ -1,0 +1,41 @@
+import { describe, expect, test } from '@jest/globals';
+import { FlagError, helpText, parseFlags } from '../../src/config.js';
+import { parseTokenFile } from '../../src/auth/token-file.js';
+
+describe('parseFlags', () => {
+  test('defaults like the README says', () => {
+    expect(parseFlags([])).toMatchObject({ etcdServers: [], etcdPrefix: '/registry', dataDir: '.data', bindAddress: '0.0.0.0', securePort: 8443, certDir: '.data/certs' });
+  });
+
+  test('both --flag=value and --flag value', () => {
+    const c = parseFlags(['--etcd-servers=http://a:2379,http://b:2379', '--secure-port', '9443', '--data-dir', '/tmp/d', '--tls-sans=api.example.com,10.0.0.1']);
+    expect(c).toMatchObject({ etcdServers: ['http://a:2379', 'http://b:2379'], securePort: 9443, dataDir: '/tmp/d', certDir: '/tmp/d/certs', tlsSans: ['api.example.com', '10.0.0.1'] });
+  });
+
+  test('--help returns no config', () => {
+    expect(parseFlags(['--help'])).toBeUndefined();
+    for (const flag of ['--etcd-servers', '--etcd-prefix', '--bind-address', '--secure-port', '--tls-cert-file', '--tls-private-key-file', '--cert-dir', '--tls-sans', '--token-auth-file', '--data-dir']) {
+      expect(helpText()).toContain(flag);
+    }
+  });
+
+  test('unknown flags, missing values and bad ports are errors', () => {
+    expect(() => parseFlags(['--nope=1'])).toThrow(FlagError);
+    expect(() => parseFlags(['--secure-port'])).toThrow(/needs an argument/);
+    expect(() => parseFlags(['--secure-port=99999'])).toThrow(/port number/);
+    expect(() => parseFlags(['--tls-cert-file=a.crt'])).toThrow(/go together/);
+  });
+});
+
+describe('parseTokenFile', () => {
+  test("reads kube-apiserver's CSV format with quoted groups", () => {
+    const tokens = parseTokenFile('t1,alice,uid-1,"dev,system:masters"\nt2,bob,uid-2\n\n');
+    expect(tokens.get('t1')).toEqual({ name: 'alice', uid: 'uid-1', groups: ['dev', 'system:masters'] });
+    expect(tokens.get('t2')).toEqual({ name: 'bob', uid: 'uid-2', groups: [] });
+  });
+
+  test('refuses lines with fewer than 3 columns and repeated tokens', () => {
+    expect(() => parseTokenFile('t1,alice')).toThrow(/at least 3 columns/);
+    expect(() => parseTokenFile('t1,a,1\nt1,b,2')).toThrow(/twice/);
+  });
+});

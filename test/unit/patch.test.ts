@@ -1,0 +1,79 @@
+import { describe, expect, test } from '@jest/globals';
+import { applyJsonPatch, applyMergePatch } from '../../src/apimachinery/patch.js';
+import { StatusError } from '../../src/apimachinery/status.js';
+
+const doc = () => ({ metadata: { name: 's1', annotations: { a: '1' } }, spec: { data: { k: 'dg==' }, displayName: 'x' } });
+
+function statusOf(fn: () => unknown): StatusError {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof StatusError) return err;
+    throw err;
+  }
+  throw new Error('expected a StatusError');
+}
+
+describe('JSON patch', () => {
+  test("applies the spec's example: add one annotation", () => {
+    const out = applyJsonPatch(doc(), [{ op: 'add', path: '/metadata/annotations/team', value: 'blue' }]) as any;
+    expect(out.metadata.annotations).toEqual({ a: '1', team: 'blue' });
+  });
+
+  test('does not change the document it was given', () => {
+    const original = doc();
+    applyJsonPatch(original, [{ op: 'remove', path: '/spec/displayName' }]);
+    expect(original.spec.displayName).toBe('x');
+  });
+
+  test('a failed test op is 422 Invalid and says why', () => {
+    const err = statusOf(() => applyJsonPatch(doc(), [{ op: 'test', path: '/spec/displayName', value: 'y' }]));
+    expect(err.code).toBe(422);
+    expect(err.reason).toBe('Invalid');
+    expect(err.status.message).toBe('the server rejected our request due to an error in our request');
+    expect(err.status.details?.causes?.[0].message).toMatch(/Test operation failed/i);
+  });
+
+  test('a path that does not exist is 422', () => {
+    expect(statusOf(() => applyJsonPatch(doc(), [{ op: 'replace', path: '/spec/nope/deeper', value: 1 }])).code).toBe(422);
+  });
+
+  test('an unknown op is 422', () => {
+    expect(statusOf(() => applyJsonPatch(doc(), [{ op: 'frobnicate', path: '/spec' }])).code).toBe(422);
+  });
+
+  test('a patch that is not an array is 400', () => {
+    expect(statusOf(() => applyJsonPatch(doc(), { op: 'add' })).code).toBe(400);
+  });
+
+  test('more than 10000 operations is 413', () => {
+    const ops = Array.from({ length: 10001 }, () => ({ op: 'test', path: '/spec/displayName', value: 'x' }));
+    const err = statusOf(() => applyJsonPatch(doc(), ops));
+    expect(err.code).toBe(413);
+    expect(err.status.message).toBe('Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001');
+  });
+
+  test('refuses to reach the prototype', () => {
+    expect(statusOf(() => applyJsonPatch(doc(), [{ op: 'add', path: '/__proto__/polluted', value: true }])).code).toBe(422);
+    expect(({} as any).polluted).toBeUndefined();
+  });
+});
+
+describe('merge patch (RFC 7386)', () => {
+  test('merges objects, replaces scalars and arrays, and null removes', () => {
+    const out = applyMergePatch(doc(), { spec: { displayName: null, data: { k2: 'eA==' } }, metadata: { labels: { l: 'v' } } }) as any;
+    expect(out.spec).toEqual({ data: { k: 'dg==', k2: 'eA==' } });
+    expect(out.metadata.labels).toEqual({ l: 'v' });
+    expect(out.metadata.annotations).toEqual({ a: '1' });
+  });
+
+  test('a "__proto__" key stays an ordinary field', () => {
+    const out = applyMergePatch(doc(), JSON.parse('{"spec":{"__proto__":{"polluted":true}}}')) as any;
+    expect(({} as any).polluted).toBeUndefined();
+    expect(Object.prototype.hasOwnProperty.call(out.spec, '__proto__')).toBe(true);
+  });
+
+  test('a patch that is not an object is 400', () => {
+    expect(statusOf(() => applyMergePatch(doc(), ['x'])).code).toBe(400);
+  });
+});
