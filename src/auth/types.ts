@@ -25,8 +25,10 @@ export class AuthenticationError extends Error {}
 /** What a request does, for authorization (kube's authorizer.Attributes). */
 export interface Attributes {
   user: UserInfo;
+  /** Resource verbs (get, list, watch, create, update, patch, delete, deletecollection) or the lowercase method. */
   verb: string;
   isResourceRequest: boolean;
+  /** The path without the direct prefix: "/apis/management.platform.sh/v1/clusters". */
   path: string;
   apiGroup: string;
   apiVersion: string;

@@ -3,20 +3,12 @@
  * Both the aggregated form (/apis/...) and the direct form (/orchestrator/management/apis/...) are understood.
  */
 
+import type { Attributes } from '../auth/types.js';
+
 export const DIRECT_PREFIX = '/orchestrator/management';
 
-export interface RequestInfo {
-  /** The path without the direct prefix: "/apis/management.platform.sh/v1/clusters". */
-  path: string;
-  isResourceRequest: boolean;
-  /** Resource verbs (get, list, watch, create, update, patch, delete, deletecollection) or the lowercase method. */
-  verb: string;
-  apiGroup: string;
-  apiVersion: string;
-  namespace: string;
-  resource: string;
-  subresource: string;
-  name: string;
+/** The request attributes authorization decides on, plus what routing needs. */
+export interface RequestInfo extends Omit<Attributes, 'user'> {
   /** Path segments after the resource name and subresource, which no resource has. */
   extraParts: string[];
 }

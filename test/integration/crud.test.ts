@@ -3,48 +3,16 @@
  * path forms (/apis/... and /orchestrator/management/apis/...), plus the request-level errors a client meets:
  * unknown paths, wrong methods, content negotiation, body decoding and size limits.
  */
-import { describe, test, expect, beforeAll, afterAll } from '@jest/globals';
-import { Etcd3 } from 'etcd3';
+import { describe, test, expect } from '@jest/globals';
 import yaml from 'js-yaml';
-import { startTestServer, type TestServer } from '../support/server.js';
+import type { TestServer } from '../support/server.js';
 import { GROUP_PATH, type HttpResponse } from '../support/http.js';
-
-const GROUP = 'management.platform.sh';
-const API_VERSION = `${GROUP}/v1`;
-const DIRECT_PREFIX = '/orchestrator/management';
+import { API_VERSION, CLUSTERS_PATH, DIRECT_PREFIX, GROUP, JSON_PATCH, MERGE_PATCH, clusterPath, sharedSecretPath, sharedSecretsPath, uniq, useServerWithPeek, type EtcdPeek } from '../support/fixtures.js';
 
 let ts: TestServer;
-let etcd: Etcd3;
+let peek: EtcdPeek;
 
-beforeAll(async () => {
-  ts = await startTestServer();
-  etcd = new Etcd3({ hosts: ts.etcd.endpoint });
-}, 120_000);
-
-afterAll(async () => {
-  etcd?.close();
-  await ts?.stop();
-}, 60_000);
-
-let counter = 0;
-/** A fresh DNS-label name for each object, so tests never see each other's data. */
-function uniq(prefix: string): string {
-  counter += 1;
-  return `${prefix}-${counter}-${Math.random().toString(36).slice(2, 7)}`;
-}
-
-function secretKey(ns: string, name: string): string {
-  return `${ts.config.etcdPrefix}/${GROUP}/sharedsecrets/${ns}/${name}`;
-}
-
-function clusterKey(name: string): string {
-  return `${ts.config.etcdPrefix}/${GROUP}/clusters/${name}`;
-}
-
-async function etcdValue(key: string): Promise<any | undefined> {
-  const res = await etcd.get(key).exec();
-  return res.kvs[0] ? JSON.parse(res.kvs[0].value.toString()) : undefined;
-}
+useServerWithPeek((env) => ({ ts, peek } = env));
 
 /** A failure Status, always JSON. */
 function expectStatus(res: HttpResponse, code: number, reason: string, message?: string): void {
@@ -81,10 +49,10 @@ const PATH_FORMS = [
 describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
   const api = `${prefix}${GROUP_PATH}`;
   const ns = `crud-${form}`;
-  const secrets = (namespace = ns) => `${api}/namespaces/${namespace}/sharedsecrets`;
-  const secret = (name: string, namespace = ns) => `${secrets(namespace)}/${name}`;
-  const clusters = `${api}/clusters`;
-  const cluster = (name: string) => `${clusters}/${name}`;
+  const secrets = (namespace = ns) => sharedSecretsPath(namespace, prefix);
+  const secret = (name: string, namespace = ns) => sharedSecretPath(namespace, name, prefix);
+  const clusters = `${prefix}${CLUSTERS_PATH}`;
+  const cluster = (name: string) => clusterPath(name, prefix);
 
   async function createSecret(name: string, extra: Record<string, unknown> = {}, namespace = ns): Promise<any> {
     const res = await ts.admin.post(secrets(namespace), secretBody(name, extra));
@@ -117,7 +85,7 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       const got = await ts.admin.get(secret(name));
       expect(got.status).toBe(200);
       expect(got.body).toEqual(res.body);
-      expect(await etcdValue(secretKey(ns, name))).toMatchObject({ kind: 'SharedSecret', metadata: { name, namespace: ns, uid: res.body.metadata.uid } });
+      expect(await peek.value(peek.sharedSecretKey(ns, name))).toMatchObject({ kind: 'SharedSecret', metadata: { name, namespace: ns, uid: res.body.metadata.uid } });
     });
 
     test('create with an application/yaml body (as the spec shows) is stored like JSON', async () => {
@@ -157,7 +125,7 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       expect(res.status).toBe(201);
       expect(res.body).toMatchObject({ apiVersion: API_VERSION, kind: 'SharedSecret', metadata: { name, namespace: ns } });
       expect((await ts.admin.get(secret(name))).body).toMatchObject({ apiVersion: API_VERSION, kind: 'SharedSecret' });
-      expect(await etcdValue(secretKey(ns, name))).toMatchObject({ apiVersion: API_VERSION, kind: 'SharedSecret' });
+      expect(await peek.value(peek.sharedSecretKey(ns, name))).toMatchObject({ apiVersion: API_VERSION, kind: 'SharedSecret' });
     });
 
     test('an apiVersion that does not match the path is 400 and nothing is stored', async () => {
@@ -166,7 +134,7 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       expectStatus(res, 400, 'BadRequest');
       expect(res.body.message).toBe('the API version in the data (x) does not match the expected API version (management.platform.sh/v1)');
       expect((await ts.admin.get(secret(name))).status).toBe(404);
-      expect(await etcdValue(secretKey(ns, name))).toBeUndefined();
+      expect(await peek.value(peek.sharedSecretKey(ns, name))).toBeUndefined();
     });
 
     test('a kind that does not match the path is 422 and nothing is stored', async () => {
@@ -175,7 +143,7 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       expectStatus(res, 422, 'Invalid');
       expect(res.body.details.causes.map((c: any) => c.field)).toContain('kind');
       expect((await ts.admin.get(secret(name))).status).toBe(404);
-      expect(await etcdValue(secretKey(ns, name))).toBeUndefined();
+      expect(await peek.value(peek.sharedSecretKey(ns, name))).toBeUndefined();
     });
 
     test('GET of a missing object is 404 NotFound naming the resource', async () => {
@@ -235,13 +203,13 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       expect(res.body.metadata.resourceVersion).not.toBe(created.metadata.resourceVersion);
       const got = await ts.admin.get(secret(name));
       expect(got.body).toEqual(res.body);
-      expect((await etcdValue(secretKey(ns, name))).spec).toEqual({ displayName: 'Replaced', data: { other: 'b3RoZXI=' } });
+      expect((await peek.value(peek.sharedSecretKey(ns, name))).spec).toEqual({ displayName: 'Replaced', data: { other: 'b3RoZXI=' } });
     });
 
     test('JSON patch adding one annotation (the spec example) changes only that annotation', async () => {
       const name = uniq('jsonpatch');
       const created = await createSecret(name, { metadata: { name, annotations: { 'example.com/owner': 'team-a' } } });
-      const res = await ts.admin.patch(secret(name), [{ op: 'add', path: '/metadata/annotations/example.com~1note', value: 'hello' }], 'application/json-patch+json');
+      const res = await ts.admin.patch(secret(name), [{ op: 'add', path: '/metadata/annotations/example.com~1note', value: 'hello' }], JSON_PATCH);
       expect(res.status).toBe(200);
       expect(res.body.metadata.annotations).toEqual({ 'example.com/owner': 'team-a', 'example.com/note': 'hello' });
       expect(res.body.spec).toEqual(created.spec);
@@ -253,7 +221,7 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
     test('JSON patch adding an annotation when there is no annotations map fails (422) and changes nothing', async () => {
       const name = uniq('jsonpatch-noann');
       const created = await createSecret(name);
-      const res = await ts.admin.patch(secret(name), [{ op: 'add', path: '/metadata/annotations/note', value: 'hello' }], 'application/json-patch+json');
+      const res = await ts.admin.patch(secret(name), [{ op: 'add', path: '/metadata/annotations/note', value: 'hello' }], JSON_PATCH);
       expectStatus(res, 422, 'Invalid', 'the server rejected our request due to an error in our request');
       const got = await ts.admin.get(secret(name));
       expect(got.body).toEqual(created);
@@ -265,7 +233,7 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       const res = await ts.admin.patch(
         secret(name),
         { metadata: { labels: { tier: 'gold' } }, spec: { displayName: 'Merged', description: null, data: { extra: 'ZXh0cmE=' } } },
-        'application/merge-patch+json',
+        MERGE_PATCH,
       );
       expect(res.status).toBe(200);
       expect(res.body.metadata.labels).toEqual({ tier: 'gold' });
@@ -290,7 +258,7 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       const got = await ts.admin.get(secret(name));
       expectStatus(got, 404, 'NotFound');
       expect(got.body.message).toBe(`sharedsecrets.management.platform.sh "${name}" not found`);
-      expect(await etcdValue(secretKey(ns, name))).toBeUndefined();
+      expect(await peek.value(peek.sharedSecretKey(ns, name))).toBeUndefined();
       const again = await ts.admin.delete(secret(name));
       expectStatus(again, 404, 'NotFound', `sharedsecrets.management.platform.sh "${name}" not found`);
     });
@@ -298,9 +266,9 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
     test('PUT, PATCH and DELETE of a missing object are 404 and create nothing', async () => {
       const name = uniq('ghost');
       expectStatus(await ts.admin.put(secret(name), { ...secretBody(name), metadata: { name, resourceVersion: '1' } }), 404, 'NotFound');
-      expectStatus(await ts.admin.patch(secret(name), { spec: { displayName: 'x' } }, 'application/merge-patch+json'), 404, 'NotFound');
+      expectStatus(await ts.admin.patch(secret(name), { spec: { displayName: 'x' } }, MERGE_PATCH), 404, 'NotFound');
       expectStatus(await ts.admin.delete(secret(name)), 404, 'NotFound');
-      expect(await etcdValue(secretKey(ns, name))).toBeUndefined();
+      expect(await peek.value(peek.sharedSecretKey(ns, name))).toBeUndefined();
     });
 
     test('a named SharedSecret outside a namespace path is 404', async () => {
@@ -324,7 +292,7 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       const got = await ts.admin.get(cluster(name));
       expect(got.status).toBe(200);
       expect(got.body).toEqual(res.body);
-      const stored = await etcdValue(clusterKey(name));
+      const stored = await peek.value(peek.clusterKey(name));
       expect(stored).toMatchObject({ kind: 'Cluster', metadata: { name } });
       expect(stored.metadata.namespace).toBeUndefined();
     });
@@ -355,7 +323,7 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       expectStatus(k, 422, 'Invalid');
       expect(k.body.details.causes.map((c: any) => c.field)).toContain('kind');
       expect((await ts.admin.get(cluster(badKind))).status).toBe(404);
-      expect(await etcdValue(clusterKey(badKind))).toBeUndefined();
+      expect(await peek.value(peek.clusterKey(badKind))).toBeUndefined();
     });
 
     test('list has kind ClusterList, a resourceVersion and the created clusters', async () => {
@@ -402,12 +370,12 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
     test('JSON patch (annotation add) and merge patch on a cluster', async () => {
       const name = uniq('cl-patch');
       const created = await createCluster(name, { metadata: { name, annotations: { a: '1' } } });
-      const jp = await ts.admin.patch(cluster(name), [{ op: 'add', path: '/metadata/annotations/note', value: 'hi' }], 'application/json-patch+json');
+      const jp = await ts.admin.patch(cluster(name), [{ op: 'add', path: '/metadata/annotations/note', value: 'hi' }], JSON_PATCH);
       expect(jp.status).toBe(200);
       expect(jp.body.metadata.annotations).toEqual({ a: '1', note: 'hi' });
       expect(jp.body.spec).toEqual(created.spec);
 
-      const mp = await ts.admin.patch(cluster(name), { spec: { unusable: true, managementNamespace: null } }, 'application/merge-patch+json');
+      const mp = await ts.admin.patch(cluster(name), { spec: { unusable: true, managementNamespace: null } }, MERGE_PATCH);
       expect(mp.status).toBe(200);
       expect(mp.body.spec).toEqual({ displayName: created.spec.displayName, config: created.spec.config, unusable: true });
       expect(mp.body.metadata.annotations).toEqual({ a: '1', note: 'hi' });
@@ -429,7 +397,7 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       const got = await ts.admin.get(cluster(name));
       expectStatus(got, 404, 'NotFound');
       expect(got.body.message).toBe(`clusters.management.platform.sh "${name}" not found`);
-      expect(await etcdValue(clusterKey(name))).toBeUndefined();
+      expect(await peek.value(peek.clusterKey(name))).toBeUndefined();
     });
   });
 
@@ -510,7 +478,7 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       expectStatus(res, 415, 'UnsupportedMediaType', 'the body of the request was in an unknown format - accepted media types include: ');
       expect(res.body.message).toContain('application/json');
       expect((await ts.admin.get(secret(name))).status).toBe(404);
-      expect(await etcdValue(secretKey(ns, name))).toBeUndefined();
+      expect(await peek.value(peek.sharedSecretKey(ns, name))).toBeUndefined();
     });
 
     test('a strategic merge patch is 415 listing the patch types served, and changes nothing', async () => {
@@ -536,7 +504,7 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       expectStatus(put, 400, 'BadRequest');
       expect((await ts.admin.get(secret(created.metadata.name))).body).toEqual(created);
 
-      const patch = await ts.admin.patch(secret(created.metadata.name), '{"spec": ', 'application/merge-patch+json');
+      const patch = await ts.admin.patch(secret(created.metadata.name), '{"spec": ', MERGE_PATCH);
       expectStatus(patch, 400, 'BadRequest');
       expect((await ts.admin.get(secret(created.metadata.name))).body).toEqual(created);
     });
@@ -558,7 +526,7 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       expectStatus(res, 413, 'RequestEntityTooLarge', 'Request entity too large');
       expect(res.body.message).toContain('3145728');
       expect((await ts.admin.get(secret(name))).status).toBe(404);
-      expect(await etcdValue(secretKey(ns, name))).toBeUndefined();
+      expect(await peek.value(peek.sharedSecretKey(ns, name))).toBeUndefined();
     });
 
     test("a name containing '%' in the URL is 400 BadRequest", async () => {
@@ -592,7 +560,7 @@ describe('both path forms serve the same objects', () => {
     expect(listDirect.body.items).toEqual(listAggregated.body.items);
     expect(listDirect.body.kind).toBe(listAggregated.body.kind);
 
-    const patched = await ts.admin.patch(`${direct}/namespaces/${ns}/sharedsecrets/${name}`, { metadata: { labels: { via: 'direct' } } }, 'application/merge-patch+json');
+    const patched = await ts.admin.patch(`${direct}/namespaces/${ns}/sharedsecrets/${name}`, { metadata: { labels: { via: 'direct' } } }, MERGE_PATCH);
     expect(patched.status).toBe(200);
     expect((await ts.admin.get(`${GROUP_PATH}/namespaces/${ns}/sharedsecrets/${name}`)).body).toEqual(patched.body);
 

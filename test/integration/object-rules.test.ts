@@ -3,56 +3,21 @@
  * resourceVersion, selfLink), optimistic concurrency, generateName, immutable fields, the status subresource,
  * patch failures and dryRun. Stored state is checked through the API and directly in etcd.
  */
-import { describe, test, expect, beforeAll, afterAll } from '@jest/globals';
-import { Etcd3 } from 'etcd3';
-import { startTestServer, type TestServer } from '../support/server.js';
-import { GROUP_PATH, type HttpResponse } from '../support/http.js';
+import { describe, test, expect } from '@jest/globals';
+import type { TestServer } from '../support/server.js';
+import type { HttpResponse } from '../support/http.js';
+import { API_VERSION, CLUSTERS_PATH, GROUP, JSON_PATCH, MERGE_PATCH, clusterPath, sharedSecretPath, sharedSecretsPath, uniq, useServerWithPeek, type EtcdPeek } from '../support/fixtures.js';
 
-const GROUP = 'management.platform.sh';
-const API_VERSION = `${GROUP}/v1`;
 const NS = 'rules';
-const JSON_PATCH = 'application/json-patch+json';
-const MERGE_PATCH = 'application/merge-patch+json';
 const NAME_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
 
 let ts: TestServer;
-let etcd: Etcd3;
+let peek: EtcdPeek;
 
-beforeAll(async () => {
-  ts = await startTestServer();
-  etcd = new Etcd3({ hosts: ts.etcd.endpoint });
-}, 120_000);
+useServerWithPeek((env) => ({ ts, peek } = env));
 
-afterAll(async () => {
-  etcd?.close();
-  await ts?.stop();
-}, 60_000);
-
-let counter = 0;
-function uniq(prefix: string): string {
-  counter += 1;
-  return `${prefix}-${counter}-${Math.random().toString(36).slice(2, 7)}`;
-}
-
-const secrets = (ns = NS) => `${GROUP_PATH}/namespaces/${ns}/sharedsecrets`;
-const secret = (name: string, ns = NS) => `${secrets(ns)}/${name}`;
-const clusters = `${GROUP_PATH}/clusters`;
-const cluster = (name: string) => `${clusters}/${name}`;
-
-function secretKey(name: string, ns = NS): string {
-  return `${ts.config.etcdPrefix}/${GROUP}/sharedsecrets/${ns}/${name}`;
-}
-
-function clusterKey(name: string): string {
-  return `${ts.config.etcdPrefix}/${GROUP}/clusters/${name}`;
-}
-
-/** The raw etcd entry: the stored JSON and the key's mod revision. */
-async function etcdEntry(key: string): Promise<{ value: any; modRevision: string } | undefined> {
-  const res = await etcd.get(key).exec();
-  const kv = res.kvs[0];
-  return kv ? { value: JSON.parse(kv.value.toString()), modRevision: String(kv.mod_revision) } : undefined;
-}
+const secrets = (ns = NS) => sharedSecretsPath(ns);
+const secret = (name: string, ns = NS) => sharedSecretPath(ns, name);
 
 function expectStatus(res: HttpResponse, code: number, reason: string, message?: string): void {
   expect({ status: res.status, body: res.body }).toMatchObject({ status: code, body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason } });
@@ -88,7 +53,7 @@ async function getSecret(name: string): Promise<any> {
 /** The stored object is exactly as before: same API answer and same etcd revision. */
 async function expectUnchanged(name: string, before: any): Promise<void> {
   expect(await getSecret(name)).toEqual(before);
-  expect((await etcdEntry(secretKey(name)))?.modRevision).toBe(before.metadata.resourceVersion);
+  expect((await peek.entry(peek.sharedSecretKey(NS, name)))?.modRevision).toBe(before.metadata.resourceVersion);
 }
 
 describe('uid and creationTimestamp', () => {
@@ -100,7 +65,7 @@ describe('uid and creationTimestamp', () => {
     expect(res.body.metadata.uid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     expect(res.body.metadata.creationTimestamp).not.toBe('2001-01-01T00:00:00Z');
     expect(res.body.metadata.creationTimestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
-    const stored = await etcdEntry(secretKey(name));
+    const stored = await peek.entry(peek.sharedSecretKey(NS, name));
     expect(stored?.value.metadata.uid).toBe(res.body.metadata.uid);
     expect(stored?.value.metadata.creationTimestamp).toBe(res.body.metadata.creationTimestamp);
   });
@@ -133,7 +98,7 @@ describe('uid and creationTimestamp', () => {
     expect(json.body.metadata).toMatchObject({ uid, creationTimestamp });
 
     expect((await getSecret(name)).metadata).toMatchObject({ uid, creationTimestamp });
-    expect((await etcdEntry(secretKey(name)))?.value.metadata).toMatchObject({ uid, creationTimestamp });
+    expect((await peek.entry(peek.sharedSecretKey(NS, name)))?.value.metadata).toMatchObject({ uid, creationTimestamp });
   });
 
   test('a PUT with a different uid is 409 Conflict and changes nothing', async () => {
@@ -184,7 +149,7 @@ describe('selfLink', () => {
     expect(patch.status).toBe(200);
     expect(patch.body.metadata).not.toHaveProperty('selfLink');
 
-    expect((await etcdEntry(secretKey(name)))?.value.metadata).not.toHaveProperty('selfLink');
+    expect((await peek.entry(peek.sharedSecretKey(NS, name)))?.value.metadata).not.toHaveProperty('selfLink');
   });
 });
 
@@ -192,13 +157,13 @@ describe('resourceVersion', () => {
   test("equals the etcd key's mod revision and is not stored in the value (create, update, get, list)", async () => {
     const name = uniq('rv');
     const created = await createSecret(name);
-    let entry = await etcdEntry(secretKey(name));
+    let entry = await peek.entry(peek.sharedSecretKey(NS, name));
     expect(created.metadata.resourceVersion).toBe(entry?.modRevision);
     expect(entry?.value.metadata).not.toHaveProperty('resourceVersion');
 
     const updated = await ts.admin.patch(secret(name), { spec: { displayName: 'changed' } }, MERGE_PATCH);
     expect(updated.status).toBe(200);
-    entry = await etcdEntry(secretKey(name));
+    entry = await peek.entry(peek.sharedSecretKey(NS, name));
     expect(updated.body.metadata.resourceVersion).toBe(entry?.modRevision);
     expect(Number(updated.body.metadata.resourceVersion)).toBeGreaterThan(Number(created.metadata.resourceVersion));
     expect(entry?.value.metadata).not.toHaveProperty('resourceVersion');
@@ -211,9 +176,9 @@ describe('resourceVersion', () => {
 
   test('a cluster resourceVersion also equals its key mod revision', async () => {
     const name = uniq('rv-cl');
-    const res = await ts.admin.post(clusters, { metadata: { name }, spec: { local: true } });
+    const res = await ts.admin.post(CLUSTERS_PATH, { metadata: { name }, spec: { local: true } });
     expect(res.status).toBe(201);
-    const entry = await etcdEntry(clusterKey(name));
+    const entry = await peek.entry(peek.clusterKey(name));
     expect(res.body.metadata.resourceVersion).toBe(entry?.modRevision);
     expect(entry?.value.metadata).not.toHaveProperty('resourceVersion');
   });
@@ -282,7 +247,7 @@ describe('generateName', () => {
     for (const ch of name.slice(prefix.length)) expect(NAME_CHARS).toContain(ch);
     expect(res.body.metadata.generateName).toBe(prefix);
     expect((await getSecret(name)).metadata.uid).toBe(res.body.metadata.uid);
-    expect(await etcdEntry(secretKey(name))).toBeDefined();
+    expect(await peek.entry(peek.sharedSecretKey(NS, name))).toBeDefined();
   });
 
   test('two creates with the same generateName get different names', async () => {
@@ -306,10 +271,10 @@ describe('generateName', () => {
 
   test('generateName works for clusters too', async () => {
     const prefix = `${uniq('gen-cl')}-`;
-    const res = await ts.admin.post(clusters, { metadata: { generateName: prefix }, spec: { networkPeer: true } });
+    const res = await ts.admin.post(CLUSTERS_PATH, { metadata: { generateName: prefix }, spec: { networkPeer: true } });
     expect(res.status).toBe(201);
     expect(res.body.metadata.name).toMatch(new RegExp(`^${prefix}[${NAME_CHARS}]{5}$`));
-    expect((await ts.admin.get(cluster(res.body.metadata.name))).status).toBe(200);
+    expect((await ts.admin.get(clusterPath(res.body.metadata.name))).status).toBe(200);
   });
 });
 
@@ -337,7 +302,7 @@ describe('generation', () => {
     expect(spec.body.metadata.generation).toBe(3);
 
     expect((await getSecret(name)).metadata.generation).toBe(3);
-    expect((await etcdEntry(secretKey(name)))?.value.metadata.generation).toBe(3);
+    expect((await peek.entry(peek.sharedSecretKey(NS, name)))?.value.metadata.generation).toBe(3);
   });
 
   test('a generation sent by the client is ignored on create and update', async () => {
@@ -399,7 +364,7 @@ describe('status subresource', () => {
     const name = uniq('st-create');
     const created = await createSecret(name, { status: ready });
     expect(created).not.toHaveProperty('status');
-    expect((await etcdEntry(secretKey(name)))?.value).not.toHaveProperty('status');
+    expect((await peek.entry(peek.sharedSecretKey(NS, name)))?.value).not.toHaveProperty('status');
   });
 
   test('PUT to /status changes only status; spec and label changes in the body are ignored', async () => {
@@ -461,17 +426,17 @@ describe('status subresource', () => {
     expect(patch.body.spec.description).toBe('d');
 
     expect((await getSecret(name)).status).toEqual(ready);
-    expect((await etcdEntry(secretKey(name)))?.value.status).toEqual(ready);
+    expect((await peek.entry(peek.sharedSecretKey(NS, name)))?.value.status).toEqual(ready);
   });
 
   test('cluster status: /status writes only status, main writes keep it', async () => {
     const name = uniq('st-cl');
-    const created = (await ts.admin.post(clusters, { metadata: { name }, spec: { local: true } })).body;
-    const st = await ts.admin.patch(`${cluster(name)}/status`, { spec: { unusable: true }, status: { phase: 'Ready', nodes: 3 } }, MERGE_PATCH);
+    const created = (await ts.admin.post(CLUSTERS_PATH, { metadata: { name }, spec: { local: true } })).body;
+    const st = await ts.admin.patch(`${clusterPath(name)}/status`, { spec: { unusable: true }, status: { phase: 'Ready', nodes: 3 } }, MERGE_PATCH);
     expect(st.status).toBe(200);
     expect(st.body.status).toEqual({ phase: 'Ready', nodes: 3 });
     expect(st.body.spec).toEqual(created.spec);
-    const main = await ts.admin.patch(cluster(name), { spec: { unusable: true }, status: { phase: 'Gone' } }, MERGE_PATCH);
+    const main = await ts.admin.patch(clusterPath(name), { spec: { unusable: true }, status: { phase: 'Gone' } }, MERGE_PATCH);
     expect(main.status).toBe(200);
     expect(main.body.spec.unusable).toBe(true);
     expect(main.body.status).toEqual({ phase: 'Ready', nodes: 3 });
@@ -558,7 +523,7 @@ describe('dryRun', () => {
     expect(res.body.metadata.creationTimestamp).toBeDefined();
     expect(res.body.metadata.resourceVersion).toBeUndefined();
     expect((await ts.admin.get(secret(name))).status).toBe(404);
-    expect(await etcdEntry(secretKey(name))).toBeUndefined();
+    expect(await peek.entry(peek.sharedSecretKey(NS, name))).toBeUndefined();
   });
 
   test('a dry-run create of a taken name is still 409 AlreadyExists', async () => {

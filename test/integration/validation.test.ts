@@ -2,53 +2,20 @@
  * Validation of SharedSecret and Cluster as a client meets it: a 422 Invalid Status with one cause per bad
  * field (field path and reason), unknown fields pruned, and nothing stored after a refused request.
  */
-import { describe, test, expect, beforeAll, afterAll } from '@jest/globals';
-import { Etcd3 } from 'etcd3';
-import { startTestServer, type TestServer } from '../support/server.js';
-import { GROUP_PATH, type HttpResponse } from '../support/http.js';
+import { describe, test, expect } from '@jest/globals';
+import type { TestServer } from '../support/server.js';
+import type { HttpResponse } from '../support/http.js';
+import { API_VERSION, CLUSTERS_PATH, GROUP, MERGE_PATCH, clusterPath, sharedSecretPath, sharedSecretsPath, uniq, useServerWithPeek, type EtcdPeek } from '../support/fixtures.js';
 
-const GROUP = 'management.platform.sh';
-const API_VERSION = `${GROUP}/v1`;
 const NS = 'validation';
-const MERGE_PATCH = 'application/merge-patch+json';
 
 let ts: TestServer;
-let etcd: Etcd3;
+let peek: EtcdPeek;
 
-beforeAll(async () => {
-  ts = await startTestServer();
-  etcd = new Etcd3({ hosts: ts.etcd.endpoint });
-}, 120_000);
+useServerWithPeek((env) => ({ ts, peek } = env));
 
-afterAll(async () => {
-  etcd?.close();
-  await ts?.stop();
-}, 60_000);
-
-let counter = 0;
-function uniq(prefix: string): string {
-  counter += 1;
-  return `${prefix}-${counter}-${Math.random().toString(36).slice(2, 7)}`;
-}
-
-const secrets = (ns = NS) => `${GROUP_PATH}/namespaces/${ns}/sharedsecrets`;
-const secret = (name: string, ns = NS) => `${secrets(ns)}/${name}`;
-const clusters = `${GROUP_PATH}/clusters`;
-const cluster = (name: string) => `${clusters}/${name}`;
-
-function secretKey(name: string, ns = NS): string {
-  return `${ts.config.etcdPrefix}/${GROUP}/sharedsecrets/${ns}/${name}`;
-}
-
-function clusterKey(name: string): string {
-  return `${ts.config.etcdPrefix}/${GROUP}/clusters/${name}`;
-}
-
-async function etcdEntry(key: string): Promise<{ value: any; modRevision: string } | undefined> {
-  const res = await etcd.get(key).exec();
-  const kv = res.kvs[0];
-  return kv ? { value: JSON.parse(kv.value.toString()), modRevision: String(kv.mod_revision) } : undefined;
-}
+const secrets = (ns = NS) => sharedSecretsPath(ns);
+const secret = (name: string, ns = NS) => sharedSecretPath(ns, name);
 
 interface Cause {
   reason: string;
@@ -78,12 +45,12 @@ function fieldsAndReasons(causes: Cause[]): string[] {
 
 async function expectNoSecret(name: string, ns = NS): Promise<void> {
   expect((await ts.admin.get(secret(name, ns))).status).toBe(404);
-  expect(await etcdEntry(secretKey(name, ns))).toBeUndefined();
+  expect(await peek.entry(peek.sharedSecretKey(ns, name))).toBeUndefined();
 }
 
 async function expectNoCluster(name: string): Promise<void> {
-  expect((await ts.admin.get(cluster(name))).status).toBe(404);
-  expect(await etcdEntry(clusterKey(name))).toBeUndefined();
+  expect((await ts.admin.get(clusterPath(name))).status).toBe(404);
+  expect(await peek.entry(peek.clusterKey(name))).toBeUndefined();
 }
 
 function secretBody(name: string, spec: Record<string, unknown> = {}, metadata: Record<string, unknown> = {}): Record<string, any> {
@@ -133,7 +100,7 @@ describe('SharedSecret data', () => {
     const causes = expectInvalid(res, 'SharedSecret', name);
     expect(fieldsAndReasons(causes)).toEqual(['spec.data[no good] FieldValueInvalid']);
     expect((await ts.admin.get(secret(name))).body).toEqual(created.body);
-    expect((await etcdEntry(secretKey(name)))?.modRevision).toBe(created.body.metadata.resourceVersion);
+    expect((await peek.entry(peek.sharedSecretKey(NS, name)))?.modRevision).toBe(created.body.metadata.resourceVersion);
   });
 });
 
@@ -156,7 +123,7 @@ describe('metadata', () => {
     await expectNoSecret(name);
 
     const clusterName = `Upper-${uniq('cl')}`;
-    const cl = await ts.admin.post(clusters, clusterBody(clusterName, { local: true }));
+    const cl = await ts.admin.post(CLUSTERS_PATH, clusterBody(clusterName, { local: true }));
     expect(fieldsAndReasons(expectInvalid(cl, 'Cluster', clusterName))).toEqual(['metadata.name FieldValueInvalid']);
     await expectNoCluster(clusterName);
   });
@@ -169,7 +136,7 @@ describe('metadata', () => {
     expect(causes).toEqual([{ reason: 'FieldValueRequired', message: 'Required value: name or generateName is required', field: 'metadata.name' }]);
     expect((await ts.admin.get(secrets(ns))).body.items).toEqual([]);
 
-    const cl = await ts.admin.post(clusters, { metadata: {}, spec: { local: true } });
+    const cl = await ts.admin.post(CLUSTERS_PATH, { metadata: {}, spec: { local: true } });
     expect(fieldsAndReasons(expectInvalid(cl, 'Cluster', ''))).toEqual(['metadata.name FieldValueRequired']);
   });
 
@@ -227,7 +194,7 @@ describe('access entries', () => {
     ['without users or teams', { verbs: ['get', 'list'] }, 'spec.access[0].users FieldValueRequired'],
   ])('a cluster access entry %s is refused', async (_what, entry, expected) => {
     const name = uniq('cl-access');
-    const res = await ts.admin.post(clusters, clusterBody(name, { local: true, access: [entry] }));
+    const res = await ts.admin.post(CLUSTERS_PATH, clusterBody(name, { local: true, access: [entry] }));
     expect(fieldsAndReasons(expectInvalid(res, 'Cluster', name))).toEqual([expected]);
     await expectNoCluster(name);
   });
@@ -241,20 +208,20 @@ describe('access entries', () => {
     const res = await ts.admin.post(secrets(), secretBody(name, { access }));
     expect(res.status).toBe(201);
     expect(res.body.spec.access).toEqual(access);
-    expect((await etcdEntry(secretKey(name)))?.value.spec.access).toEqual(access);
+    expect((await peek.entry(peek.sharedSecretKey(NS, name)))?.value.spec.access).toEqual(access);
   });
 });
 
 describe('Cluster connection config', () => {
   test('a cluster without spec.config.secretName is 422 at spec.config.secretName', async () => {
     const bare = uniq('cl-bare');
-    const res = await ts.admin.post(clusters, clusterBody(bare, { displayName: 'no config' }));
+    const res = await ts.admin.post(CLUSTERS_PATH, clusterBody(bare, { displayName: 'no config' }));
     const causes = expectInvalid(res, 'Cluster', bare);
     expect(fieldsAndReasons(causes)).toEqual(['spec.config.secretName FieldValueRequired']);
     await expectNoCluster(bare);
 
     const onlyNs = uniq('cl-onlyns');
-    const res2 = await ts.admin.post(clusters, clusterBody(onlyNs, { config: { secretNamespace: 'platform' }, local: false, networkPeer: false }));
+    const res2 = await ts.admin.post(CLUSTERS_PATH, clusterBody(onlyNs, { config: { secretNamespace: 'platform' }, local: false, networkPeer: false }));
     expect(fieldsAndReasons(expectInvalid(res2, 'Cluster', onlyNs))).toEqual(['spec.config.secretName FieldValueRequired']);
     await expectNoCluster(onlyNs);
   });
@@ -265,27 +232,27 @@ describe('Cluster connection config', () => {
     ['spec.config.secretName', { config: { secretName: 'kubeconfig' } }],
   ])('a cluster with %s needs nothing more', async (_what, spec) => {
     const name = uniq('cl-ok');
-    const res = await ts.admin.post(clusters, clusterBody(name, spec));
+    const res = await ts.admin.post(CLUSTERS_PATH, clusterBody(name, spec));
     expect(res.status).toBe(201);
     expect(res.body.spec).toEqual(spec);
-    expect((await ts.admin.get(cluster(name))).body).toEqual(res.body);
+    expect((await ts.admin.get(clusterPath(name))).body).toEqual(res.body);
   });
 
   test('removing secretName from a non-local cluster by merge patch is refused and the cluster is unchanged', async () => {
     const name = uniq('cl-unset');
-    const created = await ts.admin.post(clusters, clusterBody(name, { config: { secretName: 'kubeconfig', secretNamespace: 'platform' } }));
+    const created = await ts.admin.post(CLUSTERS_PATH, clusterBody(name, { config: { secretName: 'kubeconfig', secretNamespace: 'platform' } }));
     expect(created.status).toBe(201);
-    const res = await ts.admin.patch(cluster(name), { spec: { config: { secretName: null } } }, MERGE_PATCH);
+    const res = await ts.admin.patch(clusterPath(name), { spec: { config: { secretName: null } } }, MERGE_PATCH);
     expect(fieldsAndReasons(expectInvalid(res, 'Cluster', name))).toEqual(['spec.config.secretName FieldValueRequired']);
-    expect((await ts.admin.get(cluster(name))).body).toEqual(created.body);
-    expect((await etcdEntry(clusterKey(name)))?.modRevision).toBe(created.body.metadata.resourceVersion);
+    expect((await ts.admin.get(clusterPath(name))).body).toEqual(created.body);
+    expect((await peek.entry(peek.clusterKey(name)))?.modRevision).toBe(created.body.metadata.resourceVersion);
   });
 });
 
 describe('types', () => {
   test('spec.local: "yes" is FieldValueTypeInvalid at spec.local', async () => {
     const name = uniq('cl-type');
-    const res = await ts.admin.post(clusters, clusterBody(name, { local: 'yes' }));
+    const res = await ts.admin.post(CLUSTERS_PATH, clusterBody(name, { local: 'yes' }));
     const causes = expectInvalid(res, 'Cluster', name);
     expect(fieldsAndReasons(causes)).toEqual(['spec.local FieldValueTypeInvalid']);
     expect(causes[0].message).toContain('boolean');
@@ -320,7 +287,7 @@ describe('unknown fields', () => {
 
     const got = await ts.admin.get(secret(name));
     expect(got.body).toEqual(res.body);
-    const stored = (await etcdEntry(secretKey(name)))?.value;
+    const stored = (await peek.entry(peek.sharedSecretKey(NS, name)))?.value;
     expect(stored.spec).not.toHaveProperty('bogus');
     expect(stored.spec.owner).not.toHaveProperty('bogus');
     expect(stored.metadata).not.toHaveProperty('bogus');
@@ -329,15 +296,15 @@ describe('unknown fields', () => {
 
   test('are pruned on update too; a patch of only unknown fields changes nothing', async () => {
     const name = uniq('prune-update');
-    const created = await ts.admin.post(clusters, clusterBody(name, { local: true }));
+    const created = await ts.admin.post(CLUSTERS_PATH, clusterBody(name, { local: true }));
     expect(created.status).toBe(201);
-    const res = await ts.admin.put(cluster(name), { ...created.body, spec: { ...created.body.spec, bogus: true, config: { bogus: 'z' } } });
+    const res = await ts.admin.put(clusterPath(name), { ...created.body, spec: { ...created.body.spec, bogus: true, config: { bogus: 'z' } } });
     expect(res.status).toBe(200);
     expect(res.body.spec).toEqual({ local: true, config: {} });
-    const stored = (await etcdEntry(clusterKey(name)))?.value;
+    const stored = (await peek.entry(peek.clusterKey(name)))?.value;
     expect(stored.spec).toEqual({ local: true, config: {} });
 
-    const patch = await ts.admin.patch(cluster(name), { spec: { bogus: 1 }, metadata: { bogus: 2 } }, MERGE_PATCH);
+    const patch = await ts.admin.patch(clusterPath(name), { spec: { bogus: 1 }, metadata: { bogus: 2 } }, MERGE_PATCH);
     expect(patch.status).toBe(200);
     expect(patch.body.spec).not.toHaveProperty('bogus');
     expect(patch.body.metadata).not.toHaveProperty('bogus');
