@@ -44,7 +44,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const storage = new EtcdStorage({ endpoints });
     cleanups.push(() => storage.close());
 
-    const registry = new Registry(loadDefinitions(), storage, config.etcdPrefix);
+    const registry = new Registry(loadDefinitions(), storage, config.etcdPrefix, (msg, fields) => log.warn(msg, fields));
+    await registry.start();
+    cleanups.push(() => registry.stop());
     const tls = await servingCertificate(config);
     const tokens = config.tokenAuthFile ? readTokenFile(config.tokenAuthFile) : new Map();
     const adminToken = config.tokenAuthFile ? undefined : ensureAdminToken(config.dataDir);

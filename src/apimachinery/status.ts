@@ -139,6 +139,25 @@ export function serverTimeout(gr: GroupResource, operation: string, retryAfterSe
   return failure(500, 'ServerTimeout', message, { group: gr.group || undefined, kind: gr.resource, name: operation, retryAfterSeconds });
 }
 
+/** 410 Expired: a resourceVersion or continue token older than what is kept. */
+export function expired(message: string): StatusError {
+  return failure(410, 'Expired', message);
+}
+
+export function expiredContinue(): StatusError {
+  return expired(
+    'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.',
+  );
+}
+
+/** 504 for a resourceVersion the server has not reached; clients list again with no resourceVersion. */
+export function resourceVersionTooLarge(requested: number, current: number): StatusError {
+  return failure(504, 'Timeout', `Timeout: Too large resource version: ${requested}, current: ${current}`, {
+    causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+    retryAfterSeconds: 1,
+  });
+}
+
 export function serviceUnavailable(message: string): StatusError {
   return failure(503, 'ServiceUnavailable', message);
 }

@@ -3,7 +3,7 @@ import type { ResourceDefinition } from '../registry/definitions.js';
 import type { Registry } from '../registry/registry.js';
 
 /** The verbs the generic store serves for a resource, and for its status subresource. */
-const RESOURCE_VERBS = ['create', 'delete', 'get', 'list', 'patch', 'update'];
+const RESOURCE_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 const STATUS_VERBS = ['get', 'patch', 'update'];
 
 export function apiVersions(serverAddress: string): object {

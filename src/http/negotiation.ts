@@ -33,16 +33,58 @@ export function parseMediaRanges(header: string): MediaRange[] {
     .sort((a, b) => b.q - a.q);
 }
 
+/** Another shape of the answer that a client may ask for with `;as=...;g=meta.k8s.io;v=...`. */
+export type Shape = 'Table' | 'PartialObjectMetadata' | 'PartialObjectMetadataList';
+
+export interface Target {
+  encoding: Encoding;
+  /** Absent: the objects themselves. */
+  as?: Shape;
+  /** meta.k8s.io version of the shape. */
+  version?: 'v1' | 'v1beta1';
+}
+
+/** What is being answered: one object, a list, or a watch stream. */
+export type Answer = 'object' | 'list' | 'watch';
+
+/** The shapes each kind of answer can take (kube: the list form only for lists; watches send single forms). */
+const SHAPES: Record<Answer, Shape[]> = {
+  object: ['Table', 'PartialObjectMetadata'],
+  list: ['Table', 'PartialObjectMetadataList'],
+  watch: ['Table', 'PartialObjectMetadata'],
+};
+
+function encodingOf(type: string, answer: Answer): Encoding | undefined {
+  if (type === JSON_TYPE || type === 'application/*' || type === '*/*') return 'json';
+  // YAML has no streaming form, so a watch cannot be YAML.
+  if (type === YAML_TYPE && answer !== 'watch') return 'yaml';
+  return undefined;
+}
+
 /**
- * The response encoding for an Accept header: the first acceptable entry wins. Entries asking for another
- * shape of the object (`as=Table`, ...) or a format we do not serve (protobuf) are skipped, not fatal.
+ * The answer's encoding and shape for an Accept header: the first acceptable entry wins. Entries asking for a
+ * format (protobuf) or shape (aggregated discovery, ...) we do not serve are skipped, not fatal.
  */
+export function negotiate(accept: string | undefined, answer: Answer = 'object'): Target {
+  if (!accept) return { encoding: 'json' };
+  for (const range of parseMediaRanges(accept)) {
+    const encoding = encodingOf(range.type, answer);
+    if (!encoding) continue;
+    const as = range.params.as;
+    if (!as) return { encoding };
+    const version = range.params.v;
+    if (range.params.g !== 'meta.k8s.io' || (version !== 'v1' && version !== 'v1beta1')) continue;
+    if (SHAPES[answer].includes(as as Shape)) return { encoding, as: as as Shape, version };
+  }
+  throw errors.notAcceptable(SERVED);
+}
+
+/** The encoding of an answer that has no other shapes (discovery, Status): entries asking for one are skipped. */
 export function negotiateResponse(accept: string | undefined): Encoding {
   if (!accept) return 'json';
   for (const range of parseMediaRanges(accept)) {
-    if (range.params.as) continue;
-    if (range.type === JSON_TYPE || range.type === 'application/*' || range.type === '*/*') return 'json';
-    if (range.type === YAML_TYPE) return 'yaml';
+    const encoding = encodingOf(range.type, 'object');
+    if (encoding && !range.params.as) return encoding;
   }
   throw errors.notAcceptable(SERVED);
 }

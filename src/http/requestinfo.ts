@@ -51,6 +51,8 @@ export function resolveRequestInfo(method: string, rawPath: string, query: URLSe
 
   const watch = ['true', '1'].includes(query.get('watch') ?? '');
   if (!info.name && info.verb === 'get') info.verb = watch ? 'watch' : 'list';
+  // A watch of one object (GET .../name?watch=true) is a watch of the collection narrowed to that name.
+  if (info.name && !info.subresource && info.verb === 'get' && watch) info.verb = 'watch';
   if (!info.name && info.verb === 'delete') info.verb = 'deletecollection';
   return info;
 }

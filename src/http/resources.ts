@@ -6,10 +6,13 @@ import type { KubeObject } from '../apimachinery/types.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
 import { parseObjectBody, rawBody } from './body.js';
-import { JSON_PATCH_TYPE, MERGE_PATCH_TYPE, contentType, negotiateResponse, requestEncoding } from './negotiation.js';
+import { parseListQuery, parseWatchQuery } from './listoptions.js';
+import { JSON_PATCH_TYPE, MERGE_PATCH_TYPE, contentType, negotiate, requestEncoding } from './negotiation.js';
 import { deleteOptions, dryRun, rejectForceOnNonApplyPatch } from './options.js';
 import type { RequestInfo } from './requestinfo.js';
 import { writeObject } from './responses.js';
+import { shaper } from './shapes.js';
+import { serveWatch } from './watch.js';
 
 const PATCH_TYPES = [JSON_PATCH_TYPE, MERGE_PATCH_TYPE];
 
@@ -24,38 +27,57 @@ export async function handleResource(req: Request, res: Response, info: RequestI
   const namespace = def.namespaced && info.namespace ? info.namespace : undefined;
   const subresource = info.subresource ? 'status' : undefined;
   const query = new URL(req.originalUrl, 'https://x').searchParams;
-  const encoding = negotiateResponse(req.headers.accept);
+  const answer = info.verb === 'list' ? 'list' : info.verb === 'watch' ? 'watch' : 'object';
+  const target = negotiate(req.headers.accept, answer);
+  const shape = shaper(target, def, store.strategy);
+  const encoding = target.encoding;
   const notSupported = () => errors.methodNotSupported(def.groupResource, info.verb || req.method);
 
   switch (info.verb) {
-    case 'get':
-      return writeObject(res, 200, await store.get(namespace, info.name), encoding);
+    case 'get': {
+      const obj = await store.get(namespace, info.name, query.get('resourceVersion') || undefined);
+      return writeObject(res, 200, shape.object(obj), encoding);
+    }
     case 'list':
-      return writeObject(res, 200, await store.list(namespace), encoding);
+      return writeObject(res, 200, shape.list(await store.list(namespace, parseListQuery(query))), encoding);
+    case 'watch': {
+      const opts = parseWatchQuery(query, info.name || undefined);
+      return serveWatch(req, res, def, opts, shape.watch(), (sink) => store.watch(namespace, opts, sink));
+    }
     case 'create': {
       if (info.name || (def.namespaced && !namespace)) throw notSupported();
       const obj = readObject(req, def.kind);
       const created = await store.create(namespace, obj, { dryRun: dryRun('CreateOptions', query.getAll('dryRun')) });
-      return writeObject(res, 201, created, encoding);
+      return writeObject(res, 201, shape.object(created), encoding);
     }
     case 'update': {
       const obj = readObject(req, def.kind);
       const updated = await store.update(namespace, info.name, { replace: obj }, subresource, { dryRun: dryRun('UpdateOptions', query.getAll('dryRun')) });
-      return writeObject(res, 200, updated, encoding);
+      return writeObject(res, 200, shape.object(updated), encoding);
     }
     case 'patch': {
       rejectForceOnNonApplyPatch(query);
       const patch = readPatch(req);
       const patched = await store.update(namespace, info.name, { patch }, subresource, { dryRun: dryRun('PatchOptions', query.getAll('dryRun')) });
-      return writeObject(res, 200, patched, encoding);
+      return writeObject(res, 200, shape.object(patched), encoding);
+    }
+    case 'deletecollection': {
+      if (def.namespaced && !namespace) throw notSupported();
+      const opts = deleteOptionsOf(req, query);
+      return writeObject(res, 200, shape.list(await store.deleteCollection(namespace, parseListQuery(query), opts)), encoding);
     }
     case 'delete': {
       if (subresource) throw notSupported();
-      return deleteObject(req, res, store, namespace, info.name, query);
+      return deleteObject(req, res, store, namespace, info.name, query, (obj) => writeObject(res, 200, shape.object(obj), encoding));
     }
     default:
       throw notSupported();
   }
+}
+
+function deleteOptionsOf(req: Request, query: URLSearchParams) {
+  const body = rawBody(req);
+  return deleteOptions(body.length ? parseObjectBody(body, requestEncoding(req.headers['content-type']), 'DeleteOptions') : undefined, query);
 }
 
 function readObject(req: Request, kind: string): KubeObject {
@@ -76,11 +98,18 @@ function readPatch(req: Request): (current: KubeObject) => KubeObject {
   return (current) => applyMergePatch(current, doc) as KubeObject;
 }
 
-async function deleteObject(req: Request, res: Response, store: Store, namespace: string | undefined, name: string, query: URLSearchParams): Promise<void> {
-  const body = rawBody(req);
-  const opts = deleteOptions(body.length ? parseObjectBody(body, requestEncoding(req.headers['content-type']), 'DeleteOptions') : undefined, query);
-  const result = await store.delete(namespace, name, opts);
-  if (!result.deleted) return writeObject(res, 200, result.object, negotiateResponse(req.headers.accept));
+async function deleteObject(
+  req: Request,
+  res: Response,
+  store: Store,
+  namespace: string | undefined,
+  name: string,
+  query: URLSearchParams,
+  writeRemaining: (obj: KubeObject) => void,
+): Promise<void> {
+  const result = await store.delete(namespace, name, deleteOptionsOf(req, query));
+  // An object kept by its finalizers is answered as it now is; a removed one with a Success Status.
+  if (!result.deleted) return writeRemaining(result.object);
   const { group, plural } = store.def;
   writeObject(res, 200, errors.successStatus({ name, group, kind: plural, uid: result.object.metadata.uid }));
 }

@@ -1,4 +1,6 @@
 /** All served resources, each with its generic store, found by group, version and plural name. */
+import type { KubeObject } from '../apimachinery/types.js';
+import { WatchCache } from '../storage/cacher.js';
 import type { Storage } from '../storage/interface.js';
 import type { ResourceDefinition } from './definitions.js';
 import { strategies } from './kinds/index.js';
@@ -6,11 +8,29 @@ import { Store } from './store.js';
 
 export class Registry {
   private readonly stores = new Map<string, Store>();
+  /** One watch cache per API group: a single etcd watch feeds every resource of the group. */
+  readonly caches = new Map<string, WatchCache<KubeObject>>();
 
-  constructor(readonly definitions: ResourceDefinition[], storage: Storage, etcdPrefix: string) {
+  constructor(
+    readonly definitions: ResourceDefinition[],
+    storage: Storage,
+    etcdPrefix: string,
+    log?: (msg: string, fields?: Record<string, unknown>) => void,
+  ) {
     for (const def of definitions) {
-      this.stores.set(`${def.group}/${def.version}/${def.plural}`, new Store(def, strategies[def.kind] ?? {}, storage, etcdPrefix));
+      if (!this.caches.has(def.group)) this.caches.set(def.group, new WatchCache(storage, `${etcdPrefix}/${def.group}/`, { log }));
+      const store = new Store(def, strategies[def.kind] ?? {}, storage, this.caches.get(def.group)!, etcdPrefix);
+      this.stores.set(`${def.group}/${def.version}/${def.plural}`, store);
     }
+  }
+
+  /** Fills the caches; the server serves only after this. */
+  async start(): Promise<void> {
+    await Promise.all([...this.caches.values()].map((c) => c.start()));
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.caches.values()].map((c) => c.stop()));
   }
 
   lookup(group: string, version: string, resource: string): Store | undefined {

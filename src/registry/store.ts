@@ -14,7 +14,9 @@ import { sameInstant, nowRFC3339 } from '../apimachinery/time.js';
 import { isPlainObject, type KubeList, type KubeObject } from '../apimachinery/types.js';
 import { isValidPathSegmentName, nameIsDNSSubdomain } from '../apimachinery/validation.js';
 import { StorageError, type Storage } from '../storage/interface.js';
+import type { WatchCache } from '../storage/cacher.js';
 import type { ResourceDefinition } from './definitions.js';
+import { ResourceReader, type ListOptions, type RunningWatch, type WatchOptions, type WatchSink } from './reader.js';
 import type { Strategy } from './strategy.js';
 
 /** How many fresh names a generateName create tries before giving up (kube's RetryGenerateName). */
@@ -41,27 +43,34 @@ export type DeleteResult = { deleted: true; object: KubeObject } | { deleted: fa
 export class Store {
   private readonly validateSchema: SchemaValidator;
   private readonly validateMetaSchema: SchemaValidator;
+  private readonly reader: ResourceReader;
 
   constructor(
     readonly def: ResourceDefinition,
-    private readonly strategy: Strategy,
+    readonly strategy: Strategy,
     private readonly storage: Storage,
+    cache: WatchCache<KubeObject>,
     private readonly prefix: string,
   ) {
+    this.reader = new ResourceReader(def, storage, cache);
     const { metadata: _m, ...properties } = def.schema.properties ?? {};
     this.validateSchema = compileSchema({ ...def.schema, properties });
     this.validateMetaSchema = compileSchema(objectMetaSchema, 'metadata');
   }
 
-  async get(namespace: string | undefined, name: string): Promise<KubeObject> {
-    const obj = await this.storageCall('get', name, () => this.storage.get<KubeObject>(this.key(namespace, name)));
+  async get(namespace: string | undefined, name: string, resourceVersion?: string): Promise<KubeObject> {
+    const obj = await this.storageCall('get', name, () => this.reader.get(this.key(namespace, name), name, resourceVersion));
     if (!obj) throw errors.notFound(this.def.groupResource, name);
     return obj;
   }
 
-  async list(namespace: string | undefined): Promise<KubeList> {
-    const res = await this.storageCall('list', '', () => this.storage.list<KubeObject>(this.collectionKey(namespace)));
-    return { apiVersion: this.def.apiVersion, kind: this.def.listKind, metadata: { resourceVersion: res.resourceVersion }, items: res.items };
+  /** Objects in a namespace, or in all namespaces when `namespace` is undefined. */
+  list(namespace: string | undefined, opts: ListOptions = {}): Promise<KubeList> {
+    return this.storageCall('list', '', () => this.reader.list(this.collectionKey(namespace), opts));
+  }
+
+  watch(namespace: string | undefined, opts: WatchOptions, sink: WatchSink): Promise<RunningWatch> {
+    return this.storageCall('watch', '', () => this.reader.watch(this.collectionKey(namespace), opts, sink));
   }
 
   async create(namespace: string | undefined, input: KubeObject, opts: WriteOptions = {}): Promise<KubeObject> {
@@ -164,6 +173,25 @@ export class Store {
         if (!(err instanceof FinalizersAppeared)) throw err;
       }
     }
+  }
+
+  /**
+   * DELETE on a collection: deletes every object the options select, one by one (not atomically, as kube),
+   * and answers the list of what was deleted or is now being deleted.
+   */
+  async deleteCollection(namespace: string | undefined, listOpts: ListOptions, opts: DeleteOptions): Promise<KubeList> {
+    const { preconditions: _p, ...each } = opts;
+    const list = await this.list(namespace, { ...listOpts, limit: undefined, continue: undefined });
+    const items: KubeObject[] = [];
+    for (const obj of list.items) {
+      try {
+        items.push((await this.delete(obj.metadata.namespace, obj.metadata.name!, each)).object);
+      } catch (err) {
+        // Gone in the meantime: someone else deleted it, which is what was asked.
+        if (!errors.isStatusError(err, 'NotFound')) throw err;
+      }
+    }
+    return { ...list, items };
   }
 
   /** A dry-run create still answers 409 for a taken name; the answer has no resourceVersion. */

@@ -2,9 +2,22 @@
  * Storage on etcd v3: every write is one transaction comparing the key's mod revision with the one read
  * (kube's pkg/storage/etcd3/store.go), so concurrent writers never lose each other's updates.
  */
+import { ExponentialBackoff, type IBackoff } from 'cockatiel';
 import { Etcd3, Range, type IOptions } from 'etcd3';
 import { decode, encode } from './codec.js';
-import { StorageError, type ListResult, type Storage, type StoredObject, type UpdateOptions, type UpdateResult } from './interface.js';
+import {
+  StorageError,
+  type ListResult,
+  type Page,
+  type PageOptions,
+  type Storage,
+  type StoredObject,
+  type UpdateOptions,
+  type UpdateResult,
+  type WatchEvent,
+  type WatchHandle,
+  type WatchHandlers,
+} from './interface.js';
 
 export interface EtcdStorageOptions {
   endpoints: string[];
@@ -30,6 +43,9 @@ export class EtcdStorage implements Storage {
       dialTimeout: timeout,
       // Streams (watches) live long; only unary calls get a deadline.
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + timeout }),
+      // Watches reconnect quickly after etcd comes back (the library's default waits up to 30 s).
+      // (etcd3 types the option as a backoff but uses it as the factory its own default is.)
+      faultHandling: { watchBackoff: new ExponentialBackoff({ initialDelay: 100, maxDelay: 2000 }) as unknown as IBackoff<unknown> },
     };
     this.client = new Etcd3(options);
     this.pageSize = opts.listPageSize ?? 1000;
@@ -50,22 +66,64 @@ export class EtcdStorage implements Storage {
   }
 
   async list<T extends StoredObject>(prefix: string): Promise<ListResult<T>> {
-    if (!prefix.endsWith('/')) throw new Error(`list prefix must end with '/': ${prefix}`);
-    const end = Range.prefix(prefix).end;
     const items: T[] = [];
-    let start: Buffer = Buffer.from(prefix);
+    const keys: string[] = [];
+    let start: string | undefined;
     let revision: string | undefined;
     for (;;) {
-      const builder = this.client.getAll().inRange({ start, end }).limit(this.pageSize);
       // Later pages are read at the first page's revision, so the list is one consistent snapshot.
-      if (revision) builder.revision(revision);
-      const res = await this.call(prefix, () => builder.exec());
-      revision ??= res.header.revision;
-      for (const kv of res.kvs) items.push(decode<T>(kv.value, kv.mod_revision));
-      if (!res.more || res.kvs.length === 0) break;
-      start = Buffer.concat([res.kvs[res.kvs.length - 1].key, Buffer.from([0])]);
+      const page = await this.listPage<T>(prefix, { start, limit: this.pageSize, revision });
+      revision = page.resourceVersion;
+      items.push(...page.items);
+      keys.push(...page.keys);
+      if (!page.more || page.items.length === 0) return { items, keys, resourceVersion: revision };
+      start = keyAfter(page.keys[page.keys.length - 1]);
     }
-    return { items, resourceVersion: revision };
+  }
+
+  async listPage<T extends StoredObject>(prefix: string, opts: PageOptions): Promise<Page<T>> {
+    const res = await this.range(prefix, opts, false);
+    const items = res.kvs.map((kv) => decode<T>(kv.value, kv.mod_revision));
+    const keys = res.kvs.map((kv) => kv.key.toString());
+    return { items, keys, resourceVersion: res.header.revision, more: res.more, count: Number(res.count) };
+  }
+
+  async keyRevisions(prefix: string, revision: string): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    let start: string | undefined;
+    for (;;) {
+      const res = await this.range(prefix, { start, limit: this.pageSize * 10, revision }, true);
+      for (const kv of res.kvs) out.set(kv.key.toString(), kv.mod_revision);
+      if (!res.more || res.kvs.length === 0) return out;
+      start = keyAfter(res.kvs[res.kvs.length - 1].key.toString());
+    }
+  }
+
+  async currentRevision(): Promise<string> {
+    const res = await this.call('', () => this.client.kv.range({ key: Buffer.from([0]), limit: 1, keys_only: true }));
+    return res.header.revision;
+  }
+
+  async watch<T extends StoredObject>(prefix: string, afterRevision: string, handlers: WatchHandlers<T>): Promise<WatchHandle> {
+    const watcher = await this.call(prefix, () =>
+      this.client.watch().prefix(prefix).startRevision(String(BigInt(afterRevision) + 1n)).withPreviousKV().create(),
+    );
+    watcher.on('data', (res) => {
+      if (res.events.length === 0) {
+        handlers.progress(res.header.revision);
+        return;
+      }
+      handlers.events(res.events.map((e) => toWatchEvent<T>(e)));
+    });
+    watcher.on('error', (err) => {
+      // etcd cancels a watch whose start revision was compacted; anything else the client retries itself.
+      if (/compact/i.test(err.message)) handlers.compacted();
+    });
+    return { close: () => watcher.cancel() };
+  }
+
+  async compact(revision: string): Promise<void> {
+    await this.call('', () => this.client.kv.compact({ revision }));
   }
 
   async guaranteedUpdate<T extends StoredObject>(
@@ -118,6 +176,20 @@ export class EtcdStorage implements Storage {
     this.client.close();
   }
 
+  /** One range request under `prefix`, from `start`, at `revision`. */
+  private range(prefix: string, opts: PageOptions, keysOnly: boolean) {
+    if (!prefix.endsWith('/')) throw new Error(`prefix must end with '/': ${prefix}`);
+    return this.call(prefix, () =>
+      this.client.kv.range({
+        key: Buffer.from(opts.start ?? prefix),
+        range_end: Range.prefix(prefix).end,
+        limit: opts.limit ?? 0,
+        revision: opts.revision ?? 0,
+        keys_only: keysOnly,
+      }),
+    );
+  }
+
   private async readRaw(key: string): Promise<RawKv | undefined> {
     const res = await this.call(key, () => this.client.get(key).exec());
     const kv = res.kvs[0];
@@ -130,9 +202,25 @@ export class EtcdStorage implements Storage {
       return await fn();
     } catch (err) {
       if (err instanceof StorageError) throw err;
-      throw new StorageError('Unreachable', key, `etcd: ${(err as Error).message}`);
+      const message = (err as Error).message;
+      if (/required revision has been compacted/.test(message)) throw new StorageError('Compacted', key, message);
+      if (/required revision is a future revision/.test(message)) throw new StorageError('FutureRevision', key, message);
+      throw new StorageError('Unreachable', key, `etcd: ${message}`);
     }
   }
+}
+
+/** The smallest key after `key`: where the next page starts. */
+export function keyAfter(key: string): string {
+  return `${key}\u0000`;
+}
+
+function toWatchEvent<T extends StoredObject>(e: { type: string; kv: { key: Buffer; value: Buffer; mod_revision: string }; prev_kv?: { value: Buffer } | null }): WatchEvent<T> {
+  const revision = e.kv.mod_revision;
+  const key = e.kv.key.toString();
+  const previous = e.prev_kv ? decode<T>(e.prev_kv.value, (e.prev_kv as { mod_revision?: string }).mod_revision ?? revision) : undefined;
+  if (e.type === 'Delete') return { type: 'delete', key, revision, object: e.prev_kv ? decode<T>(e.prev_kv.value, revision) : undefined, previous };
+  return { type: 'put', key, revision, object: decode<T>(e.kv.value, revision), previous };
 }
 
 function rawFromElse(responses: { response_range?: { kvs: { value: Buffer; mod_revision: string }[] } }[]): RawKv | undefined {

@@ -9,7 +9,14 @@ export interface StoredObject {
   [field: string]: unknown;
 }
 
-export type StorageErrorCode = 'KeyNotFound' | 'KeyExists' | 'Unreachable';
+export type StorageErrorCode =
+  | 'KeyNotFound'
+  | 'KeyExists'
+  | 'Unreachable'
+  /** The revision asked for is older than etcd's compacted revision. */
+  | 'Compacted'
+  /** The revision asked for is newer than etcd's current revision. */
+  | 'FutureRevision';
 
 export class StorageError extends Error {
   constructor(
@@ -24,8 +31,53 @@ export class StorageError extends Error {
 
 export interface ListResult<T> {
   items: T[];
+  /** The etcd key of each item, in the same order. */
+  keys: string[];
   /** The revision the range was read at. */
   resourceVersion: string;
+}
+
+export interface PageOptions {
+  /** The first key to read (inclusive); defaults to the prefix itself. */
+  start?: string;
+  /** At most this many objects; 0 or absent means all. */
+  limit?: number;
+  /** Read at this revision; absent means the current one. */
+  revision?: string;
+}
+
+export interface Page<T> extends ListResult<T> {
+  /** Whether keys remain after this page under the prefix. */
+  more: boolean;
+  /** How many keys there are from `start` to the end of the prefix, this page included. */
+  count: number;
+}
+
+/** One change seen by a watch, in revision order. */
+export interface WatchEvent<T> {
+  type: 'put' | 'delete';
+  key: string;
+  revision: string;
+  /**
+   * The new state (put), or the last state before deletion with resourceVersion = the deletion's revision
+   * (delete; absent when etcd could not give the previous value).
+   */
+  object?: T;
+  /** The state before this change, if there was one. */
+  previous?: T;
+}
+
+export interface WatchHandlers<T> {
+  /** Events of one etcd revision or more, in order. */
+  events(events: WatchEvent<T>[]): void;
+  /** Everything up to `revision` has been delivered (etcd progress notifications). */
+  progress(revision: string): void;
+  /** The watch cannot go on from where it was (its revision was compacted); start over with a fresh list. */
+  compacted(): void;
+}
+
+export interface WatchHandle {
+  close(): Promise<void>;
 }
 
 export interface UpdateOptions<T> {
@@ -64,6 +116,24 @@ export interface Storage {
    * revision. Returns the last stored state with the deletion's revision as resourceVersion.
    */
   delete<T extends StoredObject>(key: string, precondition?: (current: T) => void | Promise<void>): Promise<T>;
+
+  /** One page of the objects under `prefix`, optionally at an older revision; StorageError Compacted if it is gone. */
+  listPage<T extends StoredObject>(prefix: string, opts: PageOptions): Promise<Page<T>>;
+
+  /** The mod revision of every key under `prefix` at `revision`, without reading values. */
+  keyRevisions(prefix: string, revision: string): Promise<Map<string, string>>;
+
+  /** The store's current revision. */
+  currentRevision(): Promise<string>;
+
+  /**
+   * Watches every change under `prefix` after `afterRevision`. Reconnects by itself after etcd restarts or
+   * network failures, resuming after the last delivered revision, so nothing is lost or repeated.
+   */
+  watch<T extends StoredObject>(prefix: string, afterRevision: string, handlers: WatchHandlers<T>): Promise<WatchHandle>;
+
+  /** Drops history before `revision`. */
+  compact(revision: string): Promise<void>;
 
   /** Resolves when storage answers; rejects with the reason otherwise. */
   check(): Promise<void>;

@@ -148,7 +148,7 @@ describe('discovery, version and health', () => {
     const resources = (await ts.admin.get(`${prefix}/apis/management.platform.sh/v1`)).body;
     expect(resources).toMatchObject({ kind: 'APIResourceList', groupVersion: 'management.platform.sh/v1' });
     const byName = Object.fromEntries(resources.resources.map((r: any) => [r.name, r]));
-    expect(byName.sharedsecrets).toEqual({ name: 'sharedsecrets', singularName: 'sharedsecret', namespaced: true, kind: 'SharedSecret', verbs: ['create', 'delete', 'get', 'list', 'patch', 'update'], shortNames: ['gsec'], categories: ['platform'] });
+    expect(byName.sharedsecrets).toEqual({ name: 'sharedsecrets', singularName: 'sharedsecret', namespaced: true, kind: 'SharedSecret', verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'], shortNames: ['gsec'], categories: ['platform'] });
     expect(byName.clusters).toMatchObject({ namespaced: false, kind: 'Cluster', shortNames: ['pcl'] });
     expect(byName['sharedsecrets/status']).toEqual({ name: 'sharedsecrets/status', singularName: '', namespaced: true, kind: 'SharedSecret', verbs: ['get', 'patch', 'update'] });
     expect(byName['clusters/status']).toBeDefined();

@@ -1,0 +1,90 @@
+/** ListOptions from the query of a list or watch, validated as kube's internalversion validation does. */
+import { fieldError, type FieldError } from '../apimachinery/field.js';
+import { objectFields, parseSupportedFieldSelector } from '../apimachinery/fields.js';
+import { parseLabelSelector } from '../apimachinery/labels.js';
+import * as errors from '../apimachinery/status.js';
+import type { KubeObject } from '../apimachinery/types.js';
+import type { ListOptions, Predicate, WatchOptions } from '../registry/reader.js';
+
+export interface WatchQuery extends WatchOptions {
+  timeoutSeconds?: number;
+  allowWatchBookmarks: boolean;
+}
+
+const MATCHES = ['Exact', 'NotOlderThan'];
+
+function integer(query: URLSearchParams, name: string): number | undefined {
+  const raw = query.get(name);
+  if (raw === null || raw === '') return undefined;
+  if (!/^-?[0-9]+$/.test(raw)) throw errors.badRequest(`invalid value for ${name}: ${JSON.stringify(raw)}: must be an integer`);
+  return Number(raw);
+}
+
+function flag(query: URLSearchParams, name: string): boolean | undefined {
+  const raw = query.get(name);
+  if (raw === null) return undefined;
+  if (['true', '1', ''].includes(raw)) return true;
+  if (['false', '0'].includes(raw)) return false;
+  throw errors.badRequest(`invalid value for ${name}: ${JSON.stringify(raw)}: must be true or false`);
+}
+
+/** Label and field selectors as one predicate; `name` (a watch of one object) pins metadata.name. */
+export function predicate(query: URLSearchParams, name?: string): Predicate {
+  const labels = parseLabelSelector(query.get('labelSelector'));
+  const fieldText = [query.get('fieldSelector'), name ? `metadata.name=${name}` : ''].filter(Boolean).join(',');
+  const fields = parseSupportedFieldSelector(fieldText);
+  return {
+    empty: labels.empty() && fields.empty(),
+    matches: (obj: KubeObject) => labels.matches(obj.metadata.labels) && fields.matches(objectFields(obj)),
+  };
+}
+
+function invalid(errs: FieldError[]): errors.StatusError {
+  return errors.invalid({ group: 'meta.k8s.io', kind: 'ListOptions' }, '', errs);
+}
+
+export function parseListQuery(query: URLSearchParams): ListOptions {
+  const resourceVersion = query.get('resourceVersion') ?? '';
+  const match = query.get('resourceVersionMatch') ?? '';
+  const cont = query.get('continue') ?? '';
+  const errs: FieldError[] = [];
+  if (match) {
+    if (!resourceVersion) errs.push(fieldError.forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden unless resourceVersion is provided'));
+    if (cont) errs.push(fieldError.forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden when continue is provided'));
+    if (!MATCHES.includes(match)) errs.push(fieldError.notSupported('resourceVersionMatch', match, [...MATCHES, '']));
+    if (match === 'Exact' && resourceVersion === '0') errs.push(fieldError.forbidden('resourceVersionMatch', 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'));
+  }
+  if (query.has('sendInitialEvents')) errs.push(fieldError.forbidden('sendInitialEvents', 'sendInitialEvents is forbidden for list'));
+  if (errs.length) throw invalid(errs);
+  if (cont && resourceVersion) throw errors.badRequest('specifying resource version is not allowed when using continue');
+  const limit = integer(query, 'limit');
+  return {
+    predicate: predicate(query),
+    limit: limit && limit > 0 ? limit : undefined,
+    continue: cont || undefined,
+    resourceVersion: resourceVersion || undefined,
+    resourceVersionMatch: (match || undefined) as ListOptions['resourceVersionMatch'],
+  };
+}
+
+export function parseWatchQuery(query: URLSearchParams, name?: string): WatchQuery {
+  const match = query.get('resourceVersionMatch') ?? '';
+  const sendInitialEvents = flag(query, 'sendInitialEvents');
+  const errs: FieldError[] = [];
+  if (sendInitialEvents !== undefined && match !== 'NotOlderThan') {
+    errs.push(fieldError.forbidden('resourceVersionMatch', 'sendInitialEvents requires setting resourceVersionMatch to NotOlderThan'));
+  }
+  if (match) {
+    if (sendInitialEvents === undefined) errs.push(fieldError.forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided'));
+    if (match !== 'NotOlderThan') errs.push(fieldError.notSupported('resourceVersionMatch', match, ['NotOlderThan']));
+  }
+  if (errs.length) throw invalid(errs);
+  const timeoutSeconds = integer(query, 'timeoutSeconds');
+  return {
+    predicate: predicate(query, name),
+    resourceVersion: query.get('resourceVersion') || undefined,
+    sendInitialEvents,
+    allowWatchBookmarks: flag(query, 'allowWatchBookmarks') ?? false,
+    timeoutSeconds: timeoutSeconds && timeoutSeconds > 0 ? timeoutSeconds : undefined,
+  };
+}

@@ -1,0 +1,118 @@
+/**
+ * Watch streams: newline-delimited JSON WatchEvents over a chunked 200 response (kube's watch handler),
+ * with bookmarks, a timeout that ends the stream cleanly, and an ERROR event for a 410 at the start.
+ */
+import type { Request, Response } from 'express';
+import { isStatusError, type Status } from '../apimachinery/status.js';
+import type { KubeObject } from '../apimachinery/types.js';
+import type { ResourceDefinition } from '../registry/definitions.js';
+import type { RunningWatch, WatchSink } from '../registry/reader.js';
+import type { EventType } from '../storage/cacher.js';
+import type { WatchQuery } from './listoptions.js';
+import { JSON_TYPE } from './negotiation.js';
+
+/** How often a watch that allows bookmarks gets one (kube: about every minute). */
+const BOOKMARK_INTERVAL_MS = 60_000;
+/** A client that lets this much pile up unread is cut off; it re-watches from its last resourceVersion. */
+const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
+
+export interface WatchEncoder {
+  /** The object of an ADDED/MODIFIED/DELETED event, in the shape the client asked for. */
+  event(obj: KubeObject): unknown;
+  /** The object of a BOOKMARK event carrying only a resourceVersion (and annotations). */
+  bookmark(resourceVersion: string, annotations?: Record<string, string>): unknown;
+}
+
+/** kube's --min-request-timeout: watches without timeoutSeconds last a random 30 to 60 minutes. */
+function defaultTimeoutSeconds(): number {
+  return 1800 + Math.floor(Math.random() * 1800);
+}
+
+export async function serveWatch(
+  req: Request,
+  res: Response,
+  def: ResourceDefinition,
+  opts: WatchQuery,
+  encoder: WatchEncoder,
+  start: (sink: WatchSink) => Promise<RunningWatch>,
+): Promise<void> {
+  let started = false;
+  let ended = false;
+  const pending: string[] = [];
+  const timers: NodeJS.Timeout[] = [];
+  let running: RunningWatch | undefined;
+
+  const write = (type: string, object: unknown) => {
+    if (ended) return;
+    const line = `${JSON.stringify({ type, object })}\n`;
+    if (!started) {
+      pending.push(line);
+      return;
+    }
+    res.write(line);
+    if (res.writableLength > MAX_BUFFERED_BYTES) end();
+  };
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    timers.forEach(clearTimeout);
+    running?.stop();
+    if (started && !res.writableEnded) res.end();
+  };
+  const bookmark = (annotations?: Record<string, string>) => {
+    if (running) write('BOOKMARK', encoder.bookmark(String(running.revision()), annotations));
+  };
+
+  const sink: WatchSink = {
+    event: (type: EventType, object: KubeObject) => write(type, encoder.event(object)),
+    initialEventsEnd: (revision: number) =>
+      write(
+        'BOOKMARK',
+        encoder.bookmark(String(revision), {
+          'k8s.io/initial-events-end': 'true',
+          'kubernetes.io/initial-events-list-blueprint': Buffer.from(
+            JSON.stringify({ kind: def.listKind, apiVersion: def.apiVersion, metadata: {}, items: [] }),
+          ).toString('base64'),
+        }),
+      ),
+    end,
+  };
+
+  req.on('close', end);
+  try {
+    running = await start(sink);
+  } catch (err) {
+    // A resourceVersion older than the cache keeps: 200, one ERROR event, end (clients then list again).
+    if (!isStatusError(err) || err.code !== 410) {
+      ended = true;
+      throw err;
+    }
+    beginStream(res);
+    started = true;
+    res.end(`${JSON.stringify({ type: 'ERROR', object: err.status satisfies Status })}\n`);
+    ended = true;
+    return;
+  }
+  if (ended) {
+    running.stop();
+    return;
+  }
+  beginStream(res);
+  started = true;
+  for (const line of pending.splice(0)) res.write(line);
+
+  const timeoutMs = (opts.timeoutSeconds ?? defaultTimeoutSeconds()) * 1000;
+  if (opts.allowWatchBookmarks) {
+    timers.push(setInterval(() => bookmark(), BOOKMARK_INTERVAL_MS));
+    // A last bookmark shortly before the timeout lets the client resume exactly where this stream ends.
+    if (timeoutMs > 4000) timers.push(setTimeout(() => bookmark(), timeoutMs - 2000));
+  }
+  timers.push(setTimeout(end, timeoutMs));
+}
+
+function beginStream(res: Response): void {
+  res.status(200);
+  res.setHeader('Content-Type', JSON_TYPE);
+  res.setHeader('Cache-Control', 'no-cache, private');
+  res.flushHeaders();
+}

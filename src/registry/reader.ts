@@ -1,0 +1,249 @@
+/**
+ * Reads of one resource: get, list and watch, with kube's resourceVersion semantics. Lists and watches come
+ * from the watch cache; pages, exact revisions and continue tokens from etcd (the cache only has the present).
+ */
+import { decodeContinue, encodeContinue } from '../apimachinery/continue.js';
+import * as errors from '../apimachinery/status.js';
+import type { KubeList, KubeObject } from '../apimachinery/types.js';
+import { TooLargeResourceVersion, TooOldResourceVersion, type CacheEvent, type EventType, type WatchCache } from '../storage/cacher.js';
+import { keyAfter } from '../storage/etcd.js';
+import { StorageError, type Storage } from '../storage/interface.js';
+import type { ResourceDefinition } from './definitions.js';
+
+/** How long a read waits for the cache to reach a resourceVersion it was asked for (kube: 3 s). */
+const FRESHNESS_TIMEOUT_MS = 3000;
+/** Objects per etcd range when a list reads etcd without a limit. */
+const ETCD_PAGE = 1000;
+
+/** Which objects a list or watch wants (label and field selectors). */
+export interface Predicate {
+  matches(obj: KubeObject): boolean;
+  /** True when every object matches. */
+  empty: boolean;
+}
+
+export interface ListOptions {
+  predicate?: Predicate;
+  limit?: number;
+  continue?: string;
+  resourceVersion?: string;
+  resourceVersionMatch?: 'Exact' | 'NotOlderThan';
+}
+
+export interface WatchOptions {
+  predicate?: Predicate;
+  resourceVersion?: string;
+  /**
+   * true (watch-list): the current objects first, then a bookmark marking their end; false: only changes;
+   * unset: the current objects first when no resourceVersion (or "0") is given, as a plain watch does.
+   */
+  sendInitialEvents?: boolean;
+}
+
+export interface WatchSink {
+  event(type: EventType, object: KubeObject): void;
+  /** Initial events are over (watch-list); `revision` is the snapshot they came from. */
+  initialEventsEnd(revision: number): void;
+  /** The cache can no longer serve this watch; the client should watch again. */
+  end(): void;
+}
+
+export interface RunningWatch {
+  stop(): void;
+  /** The revision everything sent so far reflects (for bookmarks). */
+  revision(): number;
+}
+
+const everything: Predicate = { matches: () => true, empty: true };
+
+export class ResourceReader {
+  constructor(
+    private readonly def: ResourceDefinition,
+    private readonly storage: Storage,
+    private readonly cache: WatchCache<KubeObject>,
+  ) {}
+
+  /** One object; `resourceVersion` unset reads etcd, "0" the cache, N the cache once it has reached N. */
+  async get(key: string, name: string, resourceVersion?: string): Promise<KubeObject | undefined> {
+    if (!resourceVersion) return this.storage.get<KubeObject>(key);
+    const rv = parseResourceVersion(resourceVersion);
+    if (rv > 0) await this.fresh(rv);
+    return this.cache.get(key) && structuredClone(this.cache.get(key));
+  }
+
+  async list(prefix: string, opts: ListOptions): Promise<KubeList> {
+    const rv = opts.resourceVersion;
+    const exact = opts.resourceVersionMatch === 'Exact' || (!!rv && rv !== '0' && !!opts.limit && !opts.resourceVersionMatch);
+    if (opts.continue || exact || (!rv && opts.limit)) return this.listFromEtcd(prefix, opts, exact);
+
+    let revision: number;
+    if (!rv) {
+      try {
+        revision = await this.cache.ensureConsistent();
+      } catch (err) {
+        // The cache could not be shown to be current: read etcd, which always is.
+        if (err instanceof TooLargeResourceVersion) return this.listFromEtcd(prefix, opts, false);
+        throw err;
+      }
+    } else {
+      revision = parseResourceVersion(rv);
+      if (revision > 0) await this.fresh(revision);
+    }
+    const snap = this.cache.snapshot(prefix);
+    const match = opts.predicate ?? everything;
+    const items = snap.items.filter((o) => match.matches(o)).map((o) => structuredClone(o));
+    return this.listOf(items, String(Math.max(revision, snap.revision)));
+  }
+
+  /** Pages straight from etcd: the first at the current (or exact) revision, the rest at the token's. */
+  private async listFromEtcd(prefix: string, opts: ListOptions, exact: boolean): Promise<KubeList> {
+    let start = prefix;
+    let revision: string | undefined;
+    if (opts.continue) {
+      const token = decodeContinue(opts.continue);
+      start = prefix + token.start;
+      if (token.revision > 0) revision = String(token.revision);
+    } else if (exact) {
+      revision = String(parseResourceVersion(opts.resourceVersion ?? ''));
+    }
+    const limit = opts.limit ?? 0;
+    const match = opts.predicate ?? everything;
+    const items: KubeObject[] = [];
+    let lastKey: string | undefined;
+    let more = false;
+    let remaining: number | undefined;
+    try {
+      for (;;) {
+        const want = limit ? Math.max(limit - items.length, match.empty ? 0 : 100) : ETCD_PAGE;
+        const page = await this.storage.listPage<KubeObject>(prefix, { start, limit: want, revision });
+        revision ??= page.resourceVersion;
+        let used = 0;
+        for (const [i, obj] of page.items.entries()) {
+          if (limit && items.length === limit) break;
+          used++;
+          lastKey = page.keys[i];
+          if (match.matches(obj)) items.push(obj);
+        }
+        more = used < page.items.length || page.more;
+        if (match.empty) remaining = page.count - used;
+        if (!more || (limit && items.length === limit)) break;
+        start = keyAfter(lastKey!);
+      }
+    } catch (err) {
+      throw await this.readError(err, opts, revision, start, prefix);
+    }
+    const list = this.listOf(items, revision!);
+    if (limit && more && lastKey) {
+      list.metadata.continue = encodeContinue(Number(revision), keyAfter(lastKey).slice(prefix.length));
+      if (remaining !== undefined && remaining > 0) list.metadata.remainingItemCount = remaining;
+    }
+    return list;
+  }
+
+  /**
+   * Starts a watch under `prefix`. Everything that can fail with an HTTP error happens before the first event;
+   * a revision older than the cache's history is thrown as 410 Expired, which the caller sends as an ERROR event.
+   */
+  async watch(prefix: string, opts: WatchOptions, sink: WatchSink): Promise<RunningWatch> {
+    const rv = opts.resourceVersion;
+    let from: number;
+    if (!rv) from = await this.consistentRevision();
+    else {
+      from = parseResourceVersion(rv);
+      if (from > 0) await this.fresh(from);
+    }
+    const match = opts.predicate ?? everything;
+    const initial = opts.sendInitialEvents ?? (!rv || rv === '0');
+
+    // From here on, synchronous: the snapshot and the registration see the same cache state.
+    let start = from;
+    if (initial) {
+      const snap = this.cache.snapshot(prefix);
+      start = Math.max(from, snap.revision);
+      for (const obj of snap.items) if (match.matches(obj)) sink.event('ADDED', structuredClone(obj));
+      if (opts.sendInitialEvents) sink.initialEventsEnd(start);
+    }
+    let stop: () => void;
+    try {
+      stop = this.cache.watch(prefix, start, {
+        deliver: (events) => {
+          for (const e of events) {
+            const out = filterEvent(e, match);
+            if (out) sink.event(out.type, out.object);
+          }
+        },
+        terminate: () => sink.end(),
+      });
+    } catch (err) {
+      if (err instanceof TooOldResourceVersion) throw expired(err.message);
+      throw err;
+    }
+    return { stop, revision: () => this.cache.currentRevision };
+  }
+
+  private async consistentRevision(): Promise<number> {
+    try {
+      return await this.cache.ensureConsistent();
+    } catch (err) {
+      if (err instanceof TooLargeResourceVersion) throw tooLarge(err);
+      throw err;
+    }
+  }
+
+  private async fresh(revision: number): Promise<void> {
+    try {
+      await this.cache.waitUntilFresh(revision, FRESHNESS_TIMEOUT_MS);
+    } catch (err) {
+      if (err instanceof TooLargeResourceVersion) throw tooLarge(err);
+      throw err;
+    }
+  }
+
+  private listOf(items: KubeObject[], resourceVersion: string): KubeList {
+    return { apiVersion: this.def.apiVersion, kind: this.def.listKind, metadata: { resourceVersion }, items };
+  }
+
+  private async readError(err: unknown, opts: ListOptions, revision: string | undefined, start: string, prefix: string): Promise<unknown> {
+    if (!(err instanceof StorageError)) return err;
+    if (err.code === 'Compacted' && opts.continue) {
+      const status = errors.expiredContinue();
+      status.status.metadata.continue = encodeContinue(-1, start.slice(prefix.length));
+      return status;
+    }
+    if (err.code === 'Compacted') return expired('The resourceVersion for the provided list is too old.');
+    if (err.code === 'FutureRevision') {
+      const current = Number(await this.storage.currentRevision().catch(() => '0'));
+      return tooLarge(new TooLargeResourceVersion(Number(revision), current));
+    }
+    return errors.serverTimeout(this.def.groupResource, 'list');
+  }
+}
+
+/** What a watcher with a selector sees: objects entering the selection are ADDED, leaving it DELETED. */
+function filterEvent(e: CacheEvent<KubeObject>, match: Predicate): { type: EventType; object: KubeObject } | undefined {
+  const object = structuredClone(e.object);
+  if (e.type === 'DELETED') return match.matches(e.object) ? { type: 'DELETED', object } : undefined;
+  const now = match.matches(e.object);
+  const before = e.previous ? match.matches(e.previous) : false;
+  if (now && before) return { type: 'MODIFIED', object };
+  if (now) return { type: 'ADDED', object };
+  if (before) {
+    const last = structuredClone(e.previous!);
+    last.metadata.resourceVersion = String(e.revision);
+    return { type: 'DELETED', object: last };
+  }
+  return undefined;
+}
+
+export function parseResourceVersion(rv: string): number {
+  if (!/^[0-9]+$/.test(rv)) throw errors.badRequest(`invalid resource version: ${JSON.stringify(rv)}`);
+  return Number(rv);
+}
+
+function expired(message: string): errors.StatusError {
+  return errors.expired(message);
+}
+
+function tooLarge(err: TooLargeResourceVersion): errors.StatusError {
+  return errors.resourceVersionTooLarge(err.requested, err.current);
+}

@@ -1,0 +1,249 @@
+/**
+ * The watch cache (after kube's storage/cacher): one etcd watch on a prefix keeps an in-memory copy of every
+ * object under it and a bounded history of recent events. Lists and watches are served from it, so clients
+ * never each hold an etcd watch, and a consistent read costs one small etcd request instead of a full range.
+ */
+import type { Storage, StoredObject, WatchEvent, WatchHandle } from './interface.js';
+
+export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+export interface CacheEvent<T> {
+  type: EventType;
+  key: string;
+  revision: number;
+  /** The new state, or for DELETED the last state with the deletion's revision. */
+  object: T;
+  /** The state before this event (absent for ADDED). */
+  previous?: T;
+}
+
+/** The revision asked for is older than the oldest event the cache remembers. */
+export class TooOldResourceVersion extends Error {
+  constructor(
+    readonly requested: number,
+    readonly oldest: number,
+  ) {
+    super(`too old resource version: ${requested} (${oldest})`);
+  }
+}
+
+/** The cache did not reach the revision asked for in time. */
+export class TooLargeResourceVersion extends Error {
+  constructor(
+    readonly requested: number,
+    readonly current: number,
+  ) {
+    super(`Too large resource version: ${requested}, current: ${current}`);
+  }
+}
+
+export interface CacheWatcher<T> {
+  /** Called synchronously with each batch of events under the watcher's prefix, in revision order. */
+  deliver(events: CacheEvent<T>[]): void;
+  /** The cache can no longer serve this watcher (it started over after a compaction, or is stopping). */
+  terminate(): void;
+}
+
+export interface WatchCacheOptions {
+  /** Events remembered for watches that resume from a resourceVersion. */
+  historySize?: number;
+  log?: (msg: string, fields?: Record<string, unknown>) => void;
+}
+
+export class WatchCache<T extends StoredObject> {
+  private readonly objects = new Map<string, T>();
+  private history: CacheEvent<T>[] = [];
+  /** Everything up to this revision is reflected in `objects`. */
+  private revision = 0;
+  /** Watches may resume from any revision at or after this one. */
+  private oldest = 0;
+  private readonly watchers = new Map<CacheWatcher<T>, string>();
+  private waiters: { revision: number; wake: () => void }[] = [];
+  private handle?: WatchHandle;
+  private stopped = false;
+  private readonly historySize: number;
+  private readonly log: NonNullable<WatchCacheOptions['log']>;
+
+  constructor(
+    private readonly storage: Storage,
+    readonly prefix: string,
+    opts: WatchCacheOptions = {},
+  ) {
+    this.historySize = opts.historySize ?? 10_000;
+    this.log = opts.log ?? (() => {});
+  }
+
+  /** Lists everything under the prefix and starts following changes from there. */
+  async start(): Promise<void> {
+    const list = await this.storage.list<T>(this.prefix);
+    this.objects.clear();
+    list.items.forEach((obj, i) => this.objects.set(list.keys[i], obj));
+    this.revision = this.oldest = Number(list.resourceVersion);
+    this.history = [];
+    this.handle = await this.storage.watch<T>(this.prefix, list.resourceVersion, {
+      events: (events) => this.apply(events),
+      progress: (revision) => this.advance(Number(revision)),
+      compacted: () => void this.restart(),
+    });
+    this.wakeWaiters();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.handle?.close();
+    for (const watcher of [...this.watchers.keys()]) this.removeWatcher(watcher, true);
+  }
+
+  get currentRevision(): number {
+    return this.revision;
+  }
+
+  get oldestRevision(): number {
+    return this.oldest;
+  }
+
+  get(key: string): T | undefined {
+    return this.objects.get(key);
+  }
+
+  /** The objects under `prefix`, in key order, and the revision they reflect. */
+  snapshot(prefix: string): { items: T[]; revision: number } {
+    const keys = [...this.objects.keys()].filter((k) => k.startsWith(prefix)).sort();
+    return { items: keys.map((k) => this.objects.get(k)!), revision: this.revision };
+  }
+
+  /** Resolves once the cache reflects `revision`; TooLargeResourceVersion after `timeoutMs`. */
+  waitUntilFresh(revision: number, timeoutMs: number): Promise<void> {
+    if (this.revision >= revision) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const waiter = {
+        revision,
+        wake: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      };
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        reject(new TooLargeResourceVersion(revision, this.revision));
+      }, timeoutMs);
+      this.waiters.push(waiter);
+    });
+  }
+
+  /**
+   * Makes sure the cache reflects every write etcd acknowledged before this call (a consistent read), and
+   * returns the revision the cache may report. Etcd's revision also moves for keys outside the prefix, which
+   * this cache never hears about; when waiting does not get there, comparing the keys' revisions at etcd's
+   * revision with the cache proves the cache holds that state. Throws TooLargeResourceVersion if it cannot.
+   */
+  async ensureConsistent(timeoutMs = 3000): Promise<number> {
+    const target = Number(await this.storage.currentRevision());
+    const deadline = Date.now() + timeoutMs;
+    for (let wait = 20; ; wait = Math.min(wait * 2, 500)) {
+      if (this.revision >= target) return this.revision;
+      await this.waitUntilFresh(target, wait).catch(() => undefined);
+      if (this.revision >= target) return this.revision;
+      if (this.matches(await this.storage.keyRevisions(this.prefix, String(target)))) {
+        this.advance(target);
+        return target;
+      }
+      if (Date.now() > deadline) throw new TooLargeResourceVersion(target, this.revision);
+    }
+  }
+
+  /**
+   * Follows events under `prefix` after `fromRevision`: first those still in history (replayed synchronously),
+   * then live ones. TooOldResourceVersion if history no longer reaches back that far.
+   */
+  watch(prefix: string, fromRevision: number, watcher: CacheWatcher<T>): () => void {
+    if (fromRevision < this.oldest) throw new TooOldResourceVersion(fromRevision, this.oldest);
+    const replay = this.history.filter((e) => e.revision > fromRevision && e.key.startsWith(prefix));
+    if (replay.length) watcher.deliver(replay);
+    this.watchers.set(watcher, prefix);
+    return () => this.removeWatcher(watcher, false);
+  }
+
+  get watcherCount(): number {
+    return this.watchers.size;
+  }
+
+  private removeWatcher(watcher: CacheWatcher<T>, terminate: boolean): void {
+    if (!this.watchers.delete(watcher)) return;
+    if (terminate) watcher.terminate();
+  }
+
+  private apply(raw: WatchEvent<T>[]): void {
+    const events: CacheEvent<T>[] = [];
+    for (const e of raw) {
+      const revision = Number(e.revision);
+      if (revision <= this.revision) continue; // already reflected (a replay after reconnecting)
+      const previous = this.objects.get(e.key);
+      if (e.type === 'put') {
+        this.objects.set(e.key, e.object!);
+        events.push({ type: previous ? 'MODIFIED' : 'ADDED', key: e.key, revision, object: e.object!, previous });
+      } else {
+        this.objects.delete(e.key);
+        const last = e.object ?? (previous && withRevision(previous, e.revision));
+        if (last) events.push({ type: 'DELETED', key: e.key, revision, object: last, previous });
+      }
+    }
+    if (!events.length) return;
+    this.history.push(...events);
+    if (this.history.length > this.historySize) {
+      const dropped = this.history.splice(0, this.history.length - this.historySize);
+      this.oldest = dropped[dropped.length - 1].revision;
+    }
+    this.advance(events[events.length - 1].revision);
+    for (const [watcher, prefix] of [...this.watchers]) {
+      const mine = events.filter((e) => e.key.startsWith(prefix));
+      if (mine.length) watcher.deliver(mine);
+    }
+  }
+
+  private advance(revision: number): void {
+    if (revision <= this.revision) return;
+    this.revision = revision;
+    this.wakeWaiters();
+  }
+
+  private wakeWaiters(): void {
+    const ready = this.waiters.filter((w) => w.revision <= this.revision);
+    if (!ready.length) return;
+    this.waiters = this.waiters.filter((w) => w.revision > this.revision);
+    for (const w of ready) w.wake();
+  }
+
+  /** Whether etcd's keys and revisions (at some revision) are exactly what the cache holds. */
+  private matches(keys: Map<string, string>): boolean {
+    if (keys.size !== this.objects.size) return false;
+    for (const [key, revision] of keys) {
+      if (this.objects.get(key)?.metadata.resourceVersion !== revision) return false;
+    }
+    return true;
+  }
+
+  /**
+   * The etcd watch could not go on (its revision was compacted while it was away): list again and start over.
+   * Watchers are ended; clients re-watch, get 410 for their old revision, and list again, as with kube.
+   */
+  private async restart(): Promise<void> {
+    if (this.stopped) return;
+    this.log('watch cache: etcd history was compacted under the watch; listing again', { prefix: this.prefix });
+    await this.handle?.close().catch(() => undefined);
+    for (const watcher of [...this.watchers.keys()]) this.removeWatcher(watcher, true);
+    for (let delay = 100; !this.stopped; delay = Math.min(delay * 2, 5000)) {
+      try {
+        await this.start();
+        return;
+      } catch (err) {
+        this.log('watch cache: listing again failed; retrying', { prefix: this.prefix, error: String(err) });
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
+  }
+}
+
+function withRevision<T extends StoredObject>(obj: T, revision: string): T {
+  return { ...obj, metadata: { ...obj.metadata, resourceVersion: revision } };
+}
