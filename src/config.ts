@@ -12,6 +12,8 @@ export interface Config {
   certDir: string;
   tlsSans: string[];
   tokenAuthFile?: string;
+  /** 0 disables compaction. */
+  etcdCompactionIntervalMs: number;
 }
 
 interface FlagSpec {
@@ -26,6 +28,7 @@ const list = (value: string) => value.split(',').map((s) => s.trim()).filter(Boo
 export const FLAGS: FlagSpec[] = [
   { name: 'etcd-servers', arg: 'urls', help: 'Comma-separated etcd client URLs. Without it a local etcd is started under --data-dir and stopped on exit.', apply: (c, v) => (c.etcdServers = list(v)) },
   { name: 'etcd-prefix', arg: 'string', help: 'Prefix of every etcd key (default "/registry").', apply: (c, v) => (c.etcdPrefix = v.replace(/\/+$/, '')) },
+  { name: 'etcd-compaction-interval', arg: 'duration', help: 'How often etcd history is compacted, like kube-apiserver (default 5m; 0 disables). Units: ms, s, m, h.', apply: (c, v) => (c.etcdCompactionIntervalMs = duration('etcd-compaction-interval', v)) },
   { name: 'data-dir', arg: 'dir', help: 'Where the embedded etcd, the admin token and kubeconfig, and generated certificates are kept (default ".data").', apply: (c, v) => (c.dataDir = v) },
   { name: 'bind-address', arg: 'ip', help: 'Address to listen on for HTTPS (default "0.0.0.0").', apply: (c, v) => (c.bindAddress = v) },
   { name: 'secure-port', arg: 'port', help: 'Port to serve HTTPS on (default 8443; 0 picks a free port).', apply: (c, v) => (c.securePort = port(v)) },
@@ -36,6 +39,17 @@ export const FLAGS: FlagSpec[] = [
   { name: 'token-auth-file', arg: 'file', help: 'Static bearer tokens, CSV lines token,user,uid,"group1,group2". Without it an admin token and <data-dir>/admin.kubeconfig are made.', apply: (c, v) => (c.tokenAuthFile = v) },
 ];
 
+/** Go-style durations as kube-apiserver's flags take them: "5m", "30s", "1h30m", "250ms", "0". */
+export function duration(flag: string, value: string): number {
+  if (value === '0') return 0;
+  const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  const parts = [...value.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)];
+  if (!parts.length || parts.map((p) => p[0]).join('') !== value) {
+    throw new FlagError(`--${flag} must be a duration such as 5m, 30s or 1h (got ${JSON.stringify(value)})`);
+  }
+  return parts.reduce((ms, [, n, unit]) => ms + Number(n) * units[unit], 0);
+}
+
 function port(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new FlagError(`--secure-port must be a port number from 0 to 65535, not ${JSON.stringify(value)}`);
@@ -45,7 +59,16 @@ function port(value: string): number {
 export class FlagError extends Error {}
 
 export function defaultConfig(): Config {
-  return { etcdServers: [], etcdPrefix: '/registry', dataDir: '.data', bindAddress: '0.0.0.0', securePort: 8443, certDir: '', tlsSans: [] };
+  return {
+    etcdServers: [],
+    etcdPrefix: '/registry',
+    dataDir: '.data',
+    bindAddress: '0.0.0.0',
+    securePort: 8443,
+    certDir: '',
+    tlsSans: [],
+    etcdCompactionIntervalMs: 5 * 60_000,
+  };
 }
 
 /** Parses `--flag=value` and `--flag value`; returns undefined when help was asked for. */

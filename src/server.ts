@@ -15,6 +15,7 @@ import { ensureServingCertificate } from './pki/selfsigned.js';
 import { loadDefinitions } from './registry/definitions.js';
 import { Registry } from './registry/registry.js';
 import { startEmbeddedEtcd, type EmbeddedEtcd } from './storage/embedded-etcd.js';
+import { Compactor } from './storage/compactor.js';
 import { EtcdStorage } from './storage/etcd.js';
 
 export interface RunningServer {
@@ -43,6 +44,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     }
     const storage = new EtcdStorage({ endpoints });
     cleanups.push(() => storage.close());
+    const compactor = new Compactor(storage.client, { intervalMs: config.etcdCompactionIntervalMs, log: (msg, fields) => log.info(msg, fields) });
+    compactor.start();
+    cleanups.push(async () => compactor.stop());
 
     const registry = new Registry(loadDefinitions(), storage, config.etcdPrefix, (msg, fields) => log.warn(msg, fields));
     await registry.start();

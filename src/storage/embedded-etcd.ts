@@ -10,9 +10,15 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 
+export interface EtcdPorts {
+  client: number;
+  peer: number;
+}
+
 export interface EmbeddedEtcd {
   endpoints: string[];
   pid: number;
+  ports: EtcdPorts;
   stop(): Promise<void>;
 }
 
@@ -23,6 +29,8 @@ export interface EmbeddedEtcdOptions {
   log?: (msg: string) => void;
   /** Skips fsync: much faster, loses data on a machine crash. For tests. */
   unsafeNoFsync?: boolean;
+  /** Listen on these ports instead of free ones (to come back where clients expect it after a restart). */
+  ports?: EtcdPorts;
 }
 
 const READY_TIMEOUT_MS = 20_000;
@@ -44,10 +52,10 @@ export async function startEmbeddedEtcd(opts: EmbeddedEtcdOptions): Promise<Embe
 
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startOnce({ binary, etcdDir, pidFile, logFile, log, unsafeNoFsync: !!opts.unsafeNoFsync });
+      return await startOnce({ binary, etcdDir, pidFile, logFile, log, unsafeNoFsync: !!opts.unsafeNoFsync, ports: opts.ports });
     } catch (err) {
       const raced = err instanceof Error && /address already in use/.test(err.message);
-      if (!raced || attempt >= PORT_RACE_ATTEMPTS) throw err;
+      if (!raced || opts.ports || attempt >= PORT_RACE_ATTEMPTS) throw err;
       log(`etcd lost a race for its ports, retrying (attempt ${attempt + 1})`);
     }
   }
@@ -83,10 +91,11 @@ interface StartArgs {
   logFile: string;
   log: (msg: string) => void;
   unsafeNoFsync: boolean;
+  ports?: EtcdPorts;
 }
 
 async function startOnce(a: StartArgs): Promise<EmbeddedEtcd> {
-  const [clientPort, peerPort] = await freePorts(2);
+  const [clientPort, peerPort] = a.ports ? [a.ports.client, a.ports.peer] : await freePorts(2);
   const clientUrl = `http://127.0.0.1:${clientPort}`;
   const peerUrl = `http://127.0.0.1:${peerPort}`;
   const args = [
@@ -175,7 +184,7 @@ async function startOnce(a: StartArgs): Promise<EmbeddedEtcd> {
     throw ready;
   }
   a.log(`etcd (pid ${child.pid}) is serving on ${clientUrl}`);
-  return { endpoints: [clientUrl], pid: child.pid!, stop };
+  return { endpoints: [clientUrl], pid: child.pid!, ports: { client: clientPort, peer: peerPort }, stop };
 }
 
 /** etcd 3.4 refuses ETCD_* variables that conflict with flags; keep the child's config in the flags. */

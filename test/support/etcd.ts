@@ -5,17 +5,20 @@ import path from 'node:path';
 import { startEmbeddedEtcd, type EmbeddedEtcd } from '../../src/storage/embedded-etcd.js';
 
 export interface TestEtcd {
-  /** Changes after restart(): etcd gets new ports at every start. */
+  /** Stays the same across restart(). */
   readonly endpoint: string;
   readonly dataDir: string;
   stop(): Promise<void>;
+  /** Stops etcd and starts it again on the same data dir and ports, as after a crash or an upgrade. */
   restart(): Promise<void>;
+  /** Stops etcd without removing its data (restart() later brings it back). */
+  kill(): Promise<void>;
 }
 
 export async function startTestEtcd(): Promise<TestEtcd> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'etcd-test-'));
-  const start = () => startEmbeddedEtcd({ dataDir, unsafeNoFsync: true });
-  let etcd: EmbeddedEtcd;
+  let etcd: EmbeddedEtcd | undefined;
+  const start = () => startEmbeddedEtcd({ dataDir, unsafeNoFsync: true, ports: etcd?.ports });
   try {
     etcd = await start();
   } catch (err) {
@@ -24,16 +27,19 @@ export async function startTestEtcd(): Promise<TestEtcd> {
   }
   return {
     get endpoint() {
-      return etcd.endpoints[0];
+      return etcd!.endpoints[0];
     },
     dataDir,
     async stop() {
-      await etcd.stop();
+      await etcd!.stop();
       await fs.rm(dataDir, { recursive: true, force: true });
     },
     async restart() {
-      await etcd.stop();
+      await etcd!.stop();
       etcd = await start();
+    },
+    async kill() {
+      await etcd!.stop();
     },
   };
 }

@@ -1,0 +1,65 @@
+/**
+ * Periodic etcd compaction, as kube-apiserver's storage/etcd3/compact.go does it: at each interval, compact to
+ * the revision seen at the previous interval, so at least one interval of history always remains. A
+ * compare-and-swap on a shared key makes several servers on one etcd compact once per interval between them.
+ */
+import type { Etcd3 } from 'etcd3';
+
+export const COMPACT_REVISION_KEY = 'compact_rev_key';
+
+export interface CompactorOptions {
+  intervalMs: number;
+  log?: (msg: string, fields?: Record<string, unknown>) => void;
+}
+
+export class Compactor {
+  /** The version of the shared key this server last saw, and the revision at that time. */
+  private seenVersion = 0;
+  private seenRevision = 0;
+  private timer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly client: Etcd3,
+    private readonly opts: CompactorOptions,
+  ) {}
+
+  start(): void {
+    if (this.opts.intervalMs <= 0) return;
+    const tick = () => {
+      this.compactOnce()
+        .catch((err) => this.opts.log?.('etcd compaction failed', { error: String(err) }))
+        .finally(() => {
+          if (this.timer) this.timer = setTimeout(tick, this.opts.intervalMs);
+        });
+    };
+    this.timer = setTimeout(tick, this.opts.intervalMs);
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  /** One round: claim this interval (CAS on the key's version), then compact to the previous round's revision. */
+  async compactOnce(): Promise<void> {
+    const txn = await this.client
+      .if(COMPACT_REVISION_KEY, 'Version', '==', this.seenVersion)
+      .then(this.client.put(COMPACT_REVISION_KEY).value(String(this.seenRevision)))
+      .else(this.client.get(COMPACT_REVISION_KEY))
+      .commit();
+    const revision = Number(txn.header.revision);
+    if (!txn.succeeded) {
+      // Another server compacted this interval; follow its count.
+      this.seenVersion = Number(txn.responses[0].response_range.kvs[0]?.version ?? 0);
+      this.seenRevision = revision;
+      return;
+    }
+    const previous = this.seenRevision;
+    this.seenVersion += 1;
+    this.seenRevision = revision;
+    if (previous > 0) {
+      await this.client.kv.compact({ revision: String(previous) });
+      this.opts.log?.('etcd compacted', { revision: previous });
+    }
+  }
+}
