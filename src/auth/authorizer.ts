@@ -10,7 +10,17 @@ export const mastersAuthorizer: Authorizer = {
   },
 };
 
-const DISCOVERY_PATHS = [/^\/api\/?$/, /^\/apis\/?$/, /^\/apis\/[^/]+\/?$/, /^\/apis\/[^/]+\/[^/]+\/?$/, /^\/version\/?$/];
+const DISCOVERY_PATHS = [
+  /^\/api\/?$/,
+  /^\/apis\/?$/,
+  /^\/apis\/[^/]+\/?$/,
+  /^\/apis\/[^/]+\/[^/]+\/?$/,
+  /^\/version\/?$/,
+  // OpenAPI: system:discovery allows /openapi, /openapi/*.
+  /^\/openapi\/v2\/?$/,
+  /^\/openapi\/v3\/?$/,
+  /^\/openapi\/v3\/.+$/,
+];
 
 export const discoveryAuthorizer: Authorizer = {
   async authorize(attrs: Attributes): Promise<Decision> {

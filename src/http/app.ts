@@ -11,6 +11,7 @@ import { MAX_BODY_BYTES } from './body.js';
 import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions } from './discovery.js';
 import { healthHandler, type HealthCheck } from './health.js';
 import { negotiateResponse } from './negotiation.js';
+import { OpenAPIService, isOpenAPIPath } from './openapi.js';
 import { resolveRequestInfo, type RequestInfo } from './requestinfo.js';
 import { handleResource } from './resources.js';
 import { writeError, writeObject } from './responses.js';
@@ -63,6 +64,8 @@ export function createApp(opts: AppOptions): express.Express {
     '/livez': healthHandler('livez', opts.health.livez),
     '/readyz': healthHandler('readyz', opts.health.readyz),
   } as Record<string, (req: Request, res: Response) => Promise<void>>;
+  // The OpenAPI documents depend only on the definitions: built once, here.
+  const openapi = new OpenAPIService(opts.registry.definitions);
 
   app.use(async (req: Request, res: Response) => {
     const { info } = locals(res);
@@ -72,6 +75,7 @@ export function createApp(opts: AppOptions): express.Express {
       throw errors.methodNotSupported({ group: '', resource: '' }, req.method);
     }
     if (health[path]) return health[path](req, res);
+    if (isOpenAPIPath(path)) return openapi.serve(req, res, path);
     const doc = nonResourceDocument(path, opts);
     if (!doc) throw errors.notFoundPath();
     writeObject(res, 200, doc, negotiateResponse(req.headers.accept));

@@ -20,6 +20,37 @@ export function dryRun(kind: OptionsKind, values: string[]): boolean {
   return true;
 }
 
+const FIELD_VALIDATION = ['Ignore', 'Strict', 'Warn'] as const;
+/** kube's limit on fieldManager names. */
+const MAX_FIELD_MANAGER_LENGTH = 128;
+
+export interface ParsedWriteOptions {
+  dryRun: boolean;
+  fieldValidation: (typeof FIELD_VALIDATION)[number];
+  fieldManager?: string;
+  /** Filled by the write; sent back as `Warning: 299` headers. */
+  warnings: string[];
+}
+
+/** dryRun, fieldValidation (default Warn, as kube since 1.23) and fieldManager of a create, update or patch. */
+export function writeOptions(kind: OptionsKind, query: URLSearchParams): ParsedWriteOptions {
+  const errs: FieldError[] = [];
+  const validation = query.get('fieldValidation') ?? '';
+  if (validation && !(FIELD_VALIDATION as readonly string[]).includes(validation)) {
+    errs.push(fieldError.notSupported('fieldValidation', validation, ['', ...FIELD_VALIDATION]));
+  }
+  const manager = query.get('fieldManager') ?? undefined;
+  if (manager !== undefined && Buffer.byteLength(manager) > MAX_FIELD_MANAGER_LENGTH) errs.push(fieldError.tooLong('fieldManager', MAX_FIELD_MANAGER_LENGTH));
+  if (manager !== undefined && /[^\x20-\x7e]/.test(manager)) errs.push(fieldError.invalid('fieldManager', manager, 'must consist of printable characters'));
+  if (errs.length) throw invalidOptions(kind, errs);
+  return {
+    dryRun: dryRun(kind, query.getAll('dryRun')),
+    fieldValidation: (validation || 'Warn') as ParsedWriteOptions['fieldValidation'],
+    fieldManager: manager,
+    warnings: [],
+  };
+}
+
 export function rejectForceOnNonApplyPatch(query: URLSearchParams): void {
   if (query.has('force')) throw invalidOptions('PatchOptions', [fieldError.forbidden('force', 'may not be specified for non-apply patch')]);
 }

@@ -8,7 +8,9 @@ import type { Store } from '../registry/store.js';
 import { parseObjectBody, rawBody } from './body.js';
 import { parseListQuery, parseWatchQuery } from './listoptions.js';
 import { JSON_PATCH_TYPE, MERGE_PATCH_TYPE, contentType, negotiate, requestEncoding } from './negotiation.js';
-import { deleteOptions, dryRun, rejectForceOnNonApplyPatch } from './options.js';
+import { duplicateFields } from '../apimachinery/strictjson.js';
+import { goQuote } from '../apimachinery/validation.js';
+import { deleteOptions, rejectForceOnNonApplyPatch, writeOptions, type ParsedWriteOptions } from './options.js';
 import type { RequestInfo } from './requestinfo.js';
 import { writeObject } from './responses.js';
 import { shaper } from './shapes.js';
@@ -46,20 +48,23 @@ export async function handleResource(req: Request, res: Response, info: RequestI
     }
     case 'create': {
       if (info.name || (def.namespaced && !namespace)) throw notSupported();
-      const obj = readObject(req, def.kind);
-      const created = await store.create(namespace, obj, { dryRun: dryRun('CreateOptions', query.getAll('dryRun')) });
-      return writeObject(res, 201, shape.object(created), encoding);
+      const opts = writeOptions('CreateOptions', query);
+      const obj = readObject(req, def.kind, opts);
+      const created = await store.create(namespace, obj, opts);
+      return writeObject(withWarnings(res, opts.warnings), 201, shape.object(created), encoding);
     }
     case 'update': {
-      const obj = readObject(req, def.kind);
-      const updated = await store.update(namespace, info.name, { replace: obj }, subresource, { dryRun: dryRun('UpdateOptions', query.getAll('dryRun')) });
-      return writeObject(res, 200, shape.object(updated), encoding);
+      const opts = writeOptions('UpdateOptions', query);
+      const obj = readObject(req, def.kind, opts);
+      const updated = await store.update(namespace, info.name, { replace: obj }, subresource, opts);
+      return writeObject(withWarnings(res, opts.warnings), 200, shape.object(updated), encoding);
     }
     case 'patch': {
       rejectForceOnNonApplyPatch(query);
-      const patch = readPatch(req);
-      const patched = await store.update(namespace, info.name, { patch }, subresource, { dryRun: dryRun('PatchOptions', query.getAll('dryRun')) });
-      return writeObject(res, 200, shape.object(patched), encoding);
+      const opts = writeOptions('PatchOptions', query);
+      const patch = readPatch(req, opts);
+      const patched = await store.update(namespace, info.name, { patch }, subresource, opts);
+      return writeObject(withWarnings(res, opts.warnings), 200, shape.object(patched), encoding);
     }
     case 'deletecollection': {
       if (def.namespaced && !namespace) throw notSupported();
@@ -80,12 +85,23 @@ function deleteOptionsOf(req: Request, query: URLSearchParams) {
   return deleteOptions(body.length ? parseObjectBody(body, requestEncoding(req.headers['content-type']), 'DeleteOptions') : undefined, query);
 }
 
-function readObject(req: Request, kind: string): KubeObject {
-  return parseObjectBody(rawBody(req), requestEncoding(req.headers['content-type']), kind) as KubeObject;
+/** The object in the body; duplicate JSON keys are noted for fieldValidation. */
+function readObject(req: Request, kind: string, opts: ParsedWriteOptions & { duplicateFields?: string[] }): KubeObject {
+  const encoding = requestEncoding(req.headers['content-type']);
+  const body = rawBody(req);
+  const obj = parseObjectBody(body, encoding, kind) as KubeObject;
+  if (encoding === 'json') opts.duplicateFields = duplicateFields(body.toString('utf8'));
+  return obj;
+}
+
+/** Warnings go back as `Warning: 299 - "<text>"` headers, one per warning. */
+function withWarnings(res: Response, warnings: string[]): Response {
+  for (const w of warnings) res.append('Warning', `299 - ${goQuote(w)}`);
+  return res;
 }
 
 /** The patch document, as a function of the current object (re-applied if a concurrent write wins). */
-function readPatch(req: Request): (current: KubeObject) => KubeObject {
+function readPatch(req: Request, opts: ParsedWriteOptions & { duplicateFields?: string[] }): (current: KubeObject) => KubeObject {
   const type = contentType(req.headers['content-type']);
   if (!PATCH_TYPES.includes(type)) throw errors.unsupportedMediaType(PATCH_TYPES);
   let doc: unknown;
@@ -95,6 +111,7 @@ function readPatch(req: Request): (current: KubeObject) => KubeObject {
     throw errors.badRequest(`error decoding patch: ${(err as Error).message}`);
   }
   if (type === JSON_PATCH_TYPE) return (current) => applyJsonPatch(current, doc) as KubeObject;
+  opts.duplicateFields = duplicateFields(rawBody(req).toString('utf8'));
   return (current) => applyMergePatch(current, doc) as KubeObject;
 }
 

@@ -12,7 +12,7 @@ import { compileSchema, prune, type SchemaValidator } from '../apimachinery/sche
 import * as errors from '../apimachinery/status.js';
 import { sameInstant, nowRFC3339 } from '../apimachinery/time.js';
 import { isPlainObject, type KubeList, type KubeObject } from '../apimachinery/types.js';
-import { isValidPathSegmentName, nameIsDNSSubdomain } from '../apimachinery/validation.js';
+import { goQuote, isValidPathSegmentName, nameIsDNSSubdomain } from '../apimachinery/validation.js';
 import { StorageError, type Storage } from '../storage/interface.js';
 import type { WatchCache } from '../storage/cacher.js';
 import type { ResourceDefinition } from './definitions.js';
@@ -32,6 +32,12 @@ export type UpdateSource =
 export interface WriteOptions {
   /** Run every step but the write, and answer as if it had been stored (`dryRun=All`). */
   dryRun?: boolean;
+  /** What to do with unknown and duplicate fields: drop them, drop them with a warning (default), or refuse. */
+  fieldValidation?: 'Ignore' | 'Warn' | 'Strict';
+  /** Paths of fields the request body held twice (found while decoding it). */
+  duplicateFields?: string[];
+  /** Filled with warnings for the client (`Warning: 299` headers). */
+  warnings?: string[];
 }
 
 export interface DeleteOptions extends WriteOptions {
@@ -89,6 +95,7 @@ export class Store {
     const generate = !meta.name && !!meta.generateName;
     if (generate) meta.name = generateName(meta.generateName!);
 
+    this.dropUnknownFields(obj, opts);
     const errs = this.validate(obj);
     if (errs.length) throw errors.invalid(this.def.groupKind, meta.name ?? '', errs);
 
@@ -121,6 +128,7 @@ export class Store {
             throw errors.conflict(this.def.groupResource, name, `Precondition failed: UID in precondition: ${updated.metadata.uid}, UID in object meta: ${current.metadata.uid}`);
           }
           const next = subresource === 'status' ? this.statusUpdate(updated, current) : this.mainUpdate(updated, current);
+          this.dropUnknownFields(next, opts);
           const errs = this.validate(next, current);
           if (errs.length) throw errors.invalid(this.def.groupKind, name, errs);
           if (subresource !== 'status' && this.specChanged(next, current)) next.metadata.generation = (current.metadata.generation ?? 0) + 1;
@@ -307,13 +315,25 @@ export class Store {
    * Prunes unknown fields, then checks types against the schema, metadata rules, and the kind's own rules.
    * Semantic checks run only on well-typed input, so they never trip over a wrong type.
    */
-  private validate(obj: KubeObject, old?: KubeObject): FieldError[] {
-    prune(obj.metadata, objectMetaSchema, 'metadata');
-    const { metadata, ...body } = obj;
-    prune(body, this.def.schema, '');
-    Object.assign(obj, body);
-    for (const k of Object.keys(obj)) if (!(k in body) && k !== 'metadata') delete obj[k];
+  /**
+   * Drops fields the schema does not know (kube's pruning) and, per fieldValidation, refuses the request with
+   * kube's strict decoding error or warns about each unknown or duplicate field.
+   */
+  private dropUnknownFields(obj: KubeObject, opts: WriteOptions): void {
+    const { metadata: _m, ...body } = obj;
+    const unknown = [...prune(obj.metadata, objectMetaSchema, 'metadata'), ...prune(body, this.def.schema, '')].map((p) => p.replace(/^\./, ''));
+    for (const k of Object.keys(obj)) if (k !== 'metadata' && !(k in body)) delete obj[k];
+    const problems = [...(opts.duplicateFields ?? []).map((p) => `duplicate field ${goQuote(p)}`), ...unknown.map((p) => `unknown field ${goQuote(p)}`)];
+    if (!problems.length || opts.fieldValidation === 'Ignore') return;
+    if (opts.fieldValidation === 'Strict') {
+      const { kind, version } = this.def;
+      throw errors.badRequest(`${kind} in version ${goQuote(version)} cannot be handled as a ${kind}: strict decoding error: ${problems.join(', ')}`);
+    }
+    opts.warnings?.push(...problems);
+  }
 
+  private validate(obj: KubeObject, old?: KubeObject): FieldError[] {
+    const { metadata, ...body } = obj;
     const schemaErrs = [...this.validateMetaSchema(metadata), ...this.validateSchema(body)];
     if (schemaErrs.some((e) => e.type === 'FieldValueTypeInvalid')) return schemaErrs;
     // Finalizer names are checked on update too, so no update can add one that create would refuse.
