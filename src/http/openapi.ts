@@ -421,7 +421,7 @@ const DELETE_PARAMS: Param[] = [
 ];
 
 /** The verbs of the builder's routes: its operation name prefix, x-kubernetes-action and options. */
-type OperationVerb = 'list' | 'create' | 'read' | 'replace' | 'patch' | 'delete';
+type OperationVerb = 'list' | 'create' | 'read' | 'replace' | 'patch' | 'delete' | 'deletecollection';
 
 interface Operation {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -458,8 +458,9 @@ function resourcePaths(def: ResourceDefinition): PathEntry[] {
     if (verb === 'patch') description = `partially update${subresource} the specified ${def.kind}`;
     else if (verb === 'list') description = `list${subresource} objects of kind ${def.kind}`;
     else if (verb === 'read' || verb === 'replace') description = `${verb}${subresource} the specified ${def.kind}`;
+    else if (verb === 'deletecollection') description = `delete collection of ${def.kind}`;
     else description = `${verb}${subresource}${articleFor(def.kind)}${def.kind}`;
-    const action = { list: 'list', create: 'post', read: 'get', replace: 'put', patch: 'patch', delete: 'delete' }[verb];
+    const action = { list: 'list', create: 'post', read: 'get', replace: 'put', patch: 'patch', delete: 'delete', deletecollection: 'deletecollection' }[verb];
     return { method, verb, action, operationId: verb + idPrefix + name, description, params: [], responses: [], ...extra };
   };
   const ok = (schema: string) => ({ code: 200, description: 'OK', schema });
@@ -489,6 +490,11 @@ function resourcePaths(def: ResourceDefinition): PathEntry[] {
     operations: [
       op('get', 'list', '', suffix(''), { params: LIST_PARAMS, responses: [ok(listName)] }),
       op('post', 'create', '', suffix(''), { params: writeParams, body: objectBody, responses: [ok(kindName), created(kindName), accepted(kindName)] }),
+      op('delete', 'deletecollection', '', suffix(''), {
+        params: [...DELETE_PARAMS, ...LIST_PARAMS.filter((p) => !DELETE_PARAMS.some((d) => d.name === p.name))],
+        body: { schema: DELETE_OPTIONS, contentTypes: OBJECT_CONTENT_TYPES, required: false },
+        responses: [ok(STATUS)],
+      }),
     ],
   });
   paths.push({

@@ -31,7 +31,7 @@ export async function handleResource(req: Request, res: Response, info: RequestI
   const query = new URL(req.originalUrl, 'https://x').searchParams;
   const answer = info.verb === 'list' ? 'list' : info.verb === 'watch' ? 'watch' : 'object';
   const target = negotiate(req.headers.accept, answer);
-  const shape = shaper(target, def, store.strategy);
+  const shape = shaper(target, def, store.strategy, query);
   const encoding = target.encoding;
   const notSupported = () => errors.methodNotSupported(def.groupResource, info.verb || req.method);
 

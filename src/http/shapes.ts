@@ -1,29 +1,75 @@
 /**
- * The shape an answer takes (negotiated from Accept): the objects themselves, PartialObjectMetadata(List), or
- * a meta.k8s.io Table built from the kind's printer columns.
+ * The shape an answer takes (negotiated from Accept): the objects themselves, PartialObjectMetadata(List) for
+ * metadata clients (kube's garbage collector and namespace deleter), or a meta.k8s.io Table for kubectl get.
  */
 import type { KubeList, KubeObject } from '../apimachinery/types.js';
 import type { ResourceDefinition } from '../registry/definitions.js';
 import type { Strategy } from '../registry/strategy.js';
 import type { Target } from './negotiation.js';
+import { parseIncludeObject, partialObjectMetadata, partialObjectMetadataList, TableConvertor } from './table.js';
 import type { WatchEncoder } from './watch.js';
 
 export interface Shaper {
   object(obj: KubeObject): unknown;
   list(list: KubeList): unknown;
-  /** A fresh encoder per watch stream (a Table stream sends column definitions once). */
+  /** A fresh encoder per watch stream (a Table stream sends its column definitions once). */
   watch(): WatchEncoder;
 }
 
-export function shaper(target: Target, def: ResourceDefinition, _strategy: Strategy): Shaper {
-  const plainBookmark = (resourceVersion: string, annotations?: Record<string, string>) => ({
-    kind: def.kind,
-    apiVersion: def.apiVersion,
-    metadata: { resourceVersion, ...(annotations ? { annotations } : {}) },
-  });
-  return {
-    object: (obj) => obj,
-    list: (list) => list,
-    watch: () => ({ event: (obj) => obj, bookmark: plainBookmark }),
-  };
+/** Table convertors compile their columns once per kind. */
+const convertors = new WeakMap<ResourceDefinition, TableConvertor>();
+
+function convertorFor(def: ResourceDefinition, strategy: Strategy): TableConvertor {
+  let convertor = convertors.get(def);
+  if (!convertor) convertors.set(def, (convertor = new TableConvertor(def, strategy)));
+  return convertor;
+}
+
+function bookmarkMeta(resourceVersion: string, annotations?: Record<string, string>) {
+  return { resourceVersion, ...(annotations ? { annotations } : {}) };
+}
+
+export function shaper(target: Target, def: ResourceDefinition, strategy: Strategy, query: URLSearchParams): Shaper {
+  const version = target.version ?? 'v1';
+  const meta = `meta.k8s.io/${version}`;
+  switch (target.as) {
+    case 'Table': {
+      const convertor = convertorFor(def, strategy);
+      const opts = { version, includeObject: parseIncludeObject(query.getAll('includeObject')) };
+      return {
+        object: (obj) => convertor.objectTable(obj, opts),
+        list: (list) => convertor.listTable(list, opts),
+        watch: () => {
+          let first = true;
+          return {
+            event: (obj) => {
+              const table = convertor.watchEventTable(obj, first, opts);
+              first = false;
+              return table;
+            },
+            bookmark: (rv, annotations) => ({ kind: 'Table', apiVersion: meta, metadata: bookmarkMeta(rv, annotations), columnDefinitions: null, rows: [] }),
+          };
+        },
+      };
+    }
+    case 'PartialObjectMetadata':
+    case 'PartialObjectMetadataList':
+      return {
+        object: (obj) => partialObjectMetadata(obj, version),
+        list: (list) => partialObjectMetadataList(list, version),
+        watch: () => ({
+          event: (obj) => partialObjectMetadata(obj, version),
+          bookmark: (rv, annotations) => ({ kind: 'PartialObjectMetadata', apiVersion: meta, metadata: bookmarkMeta(rv, annotations) }),
+        }),
+      };
+    default:
+      return {
+        object: (obj) => obj,
+        list: (list) => list,
+        watch: () => ({
+          event: (obj) => obj,
+          bookmark: (rv, annotations) => ({ kind: def.kind, apiVersion: def.apiVersion, metadata: bookmarkMeta(rv, annotations) }),
+        }),
+      };
+  }
 }

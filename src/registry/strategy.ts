@@ -5,9 +5,38 @@
 import type { FieldError } from '../apimachinery/field.js';
 import type { KubeObject } from '../apimachinery/types.js';
 
+/** A Table column type (metav1.TableColumnDefinition.type). */
+export type PrinterColumnType = 'integer' | 'number' | 'string' | 'boolean' | 'date';
+
+/**
+ * A printer column computed in code, for what a CRD JSONPath cannot say (counts, derived states). It joins
+ * the CRD's additionalPrinterColumns in `kubectl get` Tables.
+ */
+export interface ComputedPrinterColumn {
+  name: string;
+  type: PrinterColumnType;
+  /** OpenAPI format hint, e.g. "name"; "" when absent. */
+  format?: string;
+  description: string;
+  /** 0 (default) shows always; > 0 only with `-o wide`. */
+  priority?: number;
+  /**
+   * Placed before the column of this name; defaults to "Age". Appended after the CRD's columns when no
+   * column has that name.
+   */
+  before?: string;
+  /**
+   * The cell's value. It is converted like a JSONPath result of the column's type: integer truncated,
+   * date (an RFC 3339 string) shown as an age, null/undefined or a value of another type shown as <none>.
+   */
+  cell(obj: KubeObject): unknown;
+}
+
 export interface Strategy {
   /** Extra validation of a new object; runs after its schema and metadata validated cleanly. */
   validate?(obj: KubeObject): FieldError[];
   /** Extra validation of an update; defaults to `validate` of the new object. */
   validateUpdate?(obj: KubeObject, old: KubeObject): FieldError[];
+  /** Extra Table columns, merged into the CRD's printer columns (see http/table.ts). */
+  printerColumns?: readonly ComputedPrinterColumn[];
 }

@@ -109,10 +109,10 @@ describe('v3 group-version document', () => {
     );
     const actions = (path: string) => Object.fromEntries(METHODS.filter((m) => v3.paths[path][m]).map((m) => [m, v3.paths[path][m]['x-kubernetes-action']]));
     expect(actions(`${base}/sharedsecrets`)).toEqual({ get: 'list' });
-    expect(actions(`${base}/namespaces/{namespace}/sharedsecrets`)).toEqual({ get: 'list', post: 'post' });
+    expect(actions(`${base}/namespaces/{namespace}/sharedsecrets`)).toEqual({ get: 'list', post: 'post', delete: 'deletecollection' });
     expect(actions(`${base}/namespaces/{namespace}/sharedsecrets/{name}`)).toEqual({ get: 'get', put: 'put', delete: 'delete', patch: 'patch' });
     expect(actions(`${base}/namespaces/{namespace}/sharedsecrets/{name}/status`)).toEqual({ get: 'get', put: 'put', patch: 'patch' });
-    expect(actions(`${base}/clusters`)).toEqual({ get: 'list', post: 'post' });
+    expect(actions(`${base}/clusters`)).toEqual({ get: 'list', post: 'post', delete: 'deletecollection' });
     expect(actions(`${base}/clusters/{name}`)).toEqual({ get: 'get', put: 'put', delete: 'delete', patch: 'patch' });
   });
 
@@ -133,8 +133,9 @@ describe('v3 group-version document', () => {
 
   test('every operation carries its kind as x-kubernetes-group-version-kind (an object, as kubectl reads it)', () => {
     const ops = operations(v3);
-    // SharedSecret: list in all namespaces, list+create, get/put/delete/patch, status get/put/patch; Cluster: the same but the first.
-    expect(ops.length).toBe(10 + 9);
+    // SharedSecret: list in all namespaces, list+create+deletecollection, get/put/delete/patch, status get/put/patch;
+    // Cluster: the same but the first.
+    expect(ops.length).toBe(11 + 10);
     for (const [path, , op] of ops) {
       const kind = path.includes('/clusters') ? 'Cluster' : 'SharedSecret';
       expect(op['x-kubernetes-group-version-kind']).toEqual({ group: GROUP, version: 'v1', kind });

@@ -20,4 +20,15 @@ export const sharedSecretStrategy: Strategy = {
     errs.push(...validateAccess(obj.spec?.access, spec.child('access')));
     return errs;
   },
+  printerColumns: [
+    {
+      name: 'Keys',
+      type: 'integer',
+      description: 'The number of keys in the secret data.',
+      cell: (obj: KubeObject) => {
+        const data = obj.spec?.data;
+        return data && typeof data === 'object' && !Array.isArray(data) ? Object.keys(data).length : 0;
+      },
+    },
+  ],
 };
