@@ -43,8 +43,8 @@ describe('kubectl', () => {
 
     const listed = await k('get', 'sharedsecrets', '-n', 'default');
     expect(listed.code).toBe(0);
-    expect(listed.stdout).toMatch(/^NAME\s+AGE/);
-    expect(listed.stdout).toMatch(/\ns1\s+\d+s/);
+    expect(listed.stdout).toMatch(/^NAME\s+DISPLAY NAME\s+KEYS\s+AGE\n/);
+    expect(listed.stdout).toMatch(/\ns1\s+Deploy keys\s+1\s+\d+s/);
 
     const all = await k('get', 'sharedsecrets', '-A');
     expect(all.stdout).toMatch(/default\s+s1/);
