@@ -53,11 +53,14 @@ export interface WatchCacheOptions {
 export class WatchCache<T extends StoredObject> {
   private readonly objects = new Map<string, T>();
   private history: CacheEvent<T>[] = [];
-  /** Everything up to this revision is reflected in `objects`. */
+  /** Everything up to this revision is reflected in `objects` (events, progress, or a proven comparison). */
   private revision = 0;
+  /** The revision of the last event applied; events at or below it are repeats after a reconnect. */
+  private lastEvent = 0;
   /** Watches may resume from any revision at or after this one. */
   private oldest = 0;
-  private readonly watchers = new Map<CacheWatcher<T>, string>();
+  /** Each watcher's key prefix and the revision it started after. */
+  private readonly watchers = new Map<CacheWatcher<T>, { prefix: string; after: number }>();
   private waiters: { revision: number; wake: () => void }[] = [];
   private handle?: WatchHandle;
   private stopped = false;
@@ -78,12 +81,12 @@ export class WatchCache<T extends StoredObject> {
     const list = await this.storage.list<T>(this.prefix);
     this.objects.clear();
     list.items.forEach((obj, i) => this.objects.set(list.keys[i], obj));
-    this.revision = this.oldest = Number(list.resourceVersion);
+    this.revision = this.oldest = this.lastEvent = Number(list.resourceVersion);
     this.history = [];
     this.handle = await this.storage.watch<T>(this.prefix, list.resourceVersion, {
       events: (events) => this.apply(events),
       progress: (revision) => this.advance(Number(revision)),
-      compacted: () => void this.restart(),
+      lost: () => void this.restart(),
     });
     this.wakeWaiters();
   }
@@ -160,7 +163,7 @@ export class WatchCache<T extends StoredObject> {
     if (fromRevision < this.oldest) throw new TooOldResourceVersion(fromRevision, this.oldest);
     const replay = this.history.filter((e) => e.revision > fromRevision && e.key.startsWith(prefix));
     if (replay.length) watcher.deliver(replay);
-    this.watchers.set(watcher, prefix);
+    this.watchers.set(watcher, { prefix, after: fromRevision });
     return () => this.removeWatcher(watcher, false);
   }
 
@@ -177,7 +180,8 @@ export class WatchCache<T extends StoredObject> {
     const events: CacheEvent<T>[] = [];
     for (const e of raw) {
       const revision = Number(e.revision);
-      if (revision <= this.revision) continue; // already reflected (a replay after reconnecting)
+      if (revision <= this.lastEvent) continue; // a repeat after reconnecting
+      this.lastEvent = revision;
       const previous = this.objects.get(e.key);
       if (e.type === 'put') {
         this.objects.set(e.key, e.object!);
@@ -195,8 +199,9 @@ export class WatchCache<T extends StoredObject> {
       this.oldest = dropped[dropped.length - 1].revision;
     }
     this.advance(events[events.length - 1].revision);
-    for (const [watcher, prefix] of [...this.watchers]) {
-      const mine = events.filter((e) => e.key.startsWith(prefix));
+    for (const [watcher, { prefix, after }] of [...this.watchers]) {
+      // A watcher that started after a revision proven by comparison skips older events still in flight.
+      const mine = events.filter((e) => e.revision > after && e.key.startsWith(prefix));
       if (mine.length) watcher.deliver(mine);
     }
   }
@@ -224,7 +229,8 @@ export class WatchCache<T extends StoredObject> {
   }
 
   /**
-   * The etcd watch could not go on (its revision was compacted while it was away): list again and start over.
+   * The etcd watch could not go on (its revision was compacted while it was away, or etcd canceled it): list
+   * again and start over.
    * Watchers are ended; clients re-watch, get 410 for their old revision, and list again, as with kube.
    */
   private async restart(): Promise<void> {

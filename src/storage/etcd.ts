@@ -113,12 +113,18 @@ export class EtcdStorage implements Storage {
         handlers.progress(res.header.revision);
         return;
       }
-      handlers.events(res.events.map((e) => toWatchEvent<T>(e)));
+      const events = res.events.flatMap((e) => {
+        try {
+          return [toWatchEvent<T>(e)];
+        } catch {
+          return []; // not one of our objects (a value that is not JSON): nothing to follow
+        }
+      });
+      if (events.length) handlers.events(events);
     });
-    watcher.on('error', (err) => {
-      // etcd cancels a watch whose start revision was compacted; anything else the client retries itself.
-      if (/compact/i.test(err.message)) handlers.compacted();
-    });
+    // Errors reach here only when etcd canceled the watch (its start revision was compacted, or worse);
+    // network failures the client retries by itself, resuming after the last revision it delivered.
+    watcher.on('error', () => handlers.lost());
     return { close: () => watcher.cancel() };
   }
 

@@ -72,8 +72,8 @@ export interface WatchHandlers<T> {
   events(events: WatchEvent<T>[]): void;
   /** Everything up to `revision` has been delivered (etcd progress notifications). */
   progress(revision: string): void;
-  /** The watch cannot go on from where it was (its revision was compacted); start over with a fresh list. */
-  compacted(): void;
+  /** The watch cannot go on from where it was (its revision was compacted, or etcd canceled it): start over. */
+  lost(): void;
 }
 
 export interface WatchHandle {
