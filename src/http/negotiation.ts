@@ -7,6 +7,7 @@ export const JSON_TYPE = 'application/json';
 export const YAML_TYPE = 'application/yaml';
 export const JSON_PATCH_TYPE = 'application/json-patch+json';
 export const MERGE_PATCH_TYPE = 'application/merge-patch+json';
+export const APPLY_PATCH_TYPE = 'application/apply-patch+yaml';
 
 const SERVED = [JSON_TYPE, YAML_TYPE];
 

@@ -32,8 +32,14 @@ export interface ParsedWriteOptions {
   warnings: string[];
 }
 
+/** kube's default field manager: the product part of the User-Agent ("kubectl" for "kubectl/v1.33.9 (...)"). */
+function managerFromUserAgent(userAgent: string | undefined): string | undefined {
+  const product = userAgent?.split('/')[0].trim();
+  return product ? product.slice(0, MAX_FIELD_MANAGER_LENGTH) : undefined;
+}
+
 /** dryRun, fieldValidation (default Warn, as kube since 1.23) and fieldManager of a create, update or patch. */
-export function writeOptions(kind: OptionsKind, query: URLSearchParams): ParsedWriteOptions {
+export function writeOptions(kind: OptionsKind, query: URLSearchParams, userAgent?: string): ParsedWriteOptions {
   const errs: FieldError[] = [];
   const validation = query.get('fieldValidation') ?? '';
   if (validation && !(FIELD_VALIDATION as readonly string[]).includes(validation)) {
@@ -46,9 +52,19 @@ export function writeOptions(kind: OptionsKind, query: URLSearchParams): ParsedW
   return {
     dryRun: dryRun(kind, query.getAll('dryRun')),
     fieldValidation: (validation || 'Warn') as ParsedWriteOptions['fieldValidation'],
-    fieldManager: manager,
+    fieldManager: manager ?? managerFromUserAgent(userAgent),
     warnings: [],
   };
+}
+
+/** An apply names its manager explicitly (no User-Agent default) and may force conflicts. */
+export function applyOptions(query: URLSearchParams): ParsedWriteOptions & { fieldManager: string; force: boolean } {
+  const opts = writeOptions('PatchOptions', query);
+  const manager = query.get('fieldManager');
+  if (!manager) throw invalidOptions('PatchOptions', [fieldError.required('fieldManager', 'is required for apply patch')]);
+  const force = query.get('force');
+  if (force !== null && !['true', 'false', '1', '0', ''].includes(force)) throw errors.badRequest(`invalid value for force: ${JSON.stringify(force)}: must be true or false`);
+  return { ...opts, fieldManager: manager, force: force === 'true' || force === '1' || force === '' };
 }
 
 export function rejectForceOnNonApplyPatch(query: URLSearchParams): void {

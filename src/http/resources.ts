@@ -7,16 +7,16 @@ import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
 import { parseObjectBody, rawBody } from './body.js';
 import { parseListQuery, parseWatchQuery } from './listoptions.js';
-import { JSON_PATCH_TYPE, MERGE_PATCH_TYPE, contentType, negotiate, requestEncoding } from './negotiation.js';
+import { APPLY_PATCH_TYPE, JSON_PATCH_TYPE, MERGE_PATCH_TYPE, contentType, negotiate, requestEncoding } from './negotiation.js';
 import { duplicateFields } from '../apimachinery/strictjson.js';
 import { goQuote } from '../apimachinery/validation.js';
-import { deleteOptions, rejectForceOnNonApplyPatch, writeOptions, type ParsedWriteOptions } from './options.js';
+import { applyOptions, deleteOptions, rejectForceOnNonApplyPatch, writeOptions, type ParsedWriteOptions } from './options.js';
 import type { RequestInfo } from './requestinfo.js';
 import { writeObject } from './responses.js';
 import { shaper } from './shapes.js';
 import { serveWatch } from './watch.js';
 
-const PATCH_TYPES = [JSON_PATCH_TYPE, MERGE_PATCH_TYPE];
+const PATCH_TYPES = [JSON_PATCH_TYPE, MERGE_PATCH_TYPE, APPLY_PATCH_TYPE];
 
 export async function handleResource(req: Request, res: Response, info: RequestInfo, registry: Registry): Promise<void> {
   const store = registry.lookup(info.apiGroup, info.apiVersion, info.resource);
@@ -48,20 +48,26 @@ export async function handleResource(req: Request, res: Response, info: RequestI
     }
     case 'create': {
       if (info.name || (def.namespaced && !namespace)) throw notSupported();
-      const opts = writeOptions('CreateOptions', query);
+      const opts = writeOptions('CreateOptions', query, req.headers['user-agent']);
       const obj = readObject(req, def.kind, opts);
       const created = await store.create(namespace, obj, opts);
       return writeObject(withWarnings(res, opts.warnings), 201, shape.object(created), encoding);
     }
     case 'update': {
-      const opts = writeOptions('UpdateOptions', query);
+      const opts = writeOptions('UpdateOptions', query, req.headers['user-agent']);
       const obj = readObject(req, def.kind, opts);
       const updated = await store.update(namespace, info.name, { replace: obj }, subresource, opts);
       return writeObject(withWarnings(res, opts.warnings), 200, shape.object(updated), encoding);
     }
     case 'patch': {
+      if (contentType(req.headers['content-type']) === APPLY_PATCH_TYPE) {
+        const opts = applyOptions(query);
+        const config = parseObjectBody(rawBody(req), 'yaml', def.kind) as KubeObject;
+        const { object, created } = await store.apply(namespace, info.name, config, subresource, opts);
+        return writeObject(withWarnings(res, opts.warnings), created ? 201 : 200, shape.object(object), encoding);
+      }
       rejectForceOnNonApplyPatch(query);
-      const opts = writeOptions('PatchOptions', query);
+      const opts = writeOptions('PatchOptions', query, req.headers['user-agent']);
       const patch = readPatch(req, opts);
       const patched = await store.update(namespace, info.name, { patch }, subresource, opts);
       return writeObject(withWarnings(res, opts.warnings), 200, shape.object(patched), encoding);
@@ -103,7 +109,7 @@ function withWarnings(res: Response, warnings: string[]): Response {
 /** The patch document, as a function of the current object (re-applied if a concurrent write wins). */
 function readPatch(req: Request, opts: ParsedWriteOptions & { duplicateFields?: string[] }): (current: KubeObject) => KubeObject {
   const type = contentType(req.headers['content-type']);
-  if (!PATCH_TYPES.includes(type)) throw errors.unsupportedMediaType(PATCH_TYPES);
+  if (type !== JSON_PATCH_TYPE && type !== MERGE_PATCH_TYPE) throw errors.unsupportedMediaType(PATCH_TYPES);
   let doc: unknown;
   try {
     doc = JSON.parse(rawBody(req).toString('utf8'));

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { jsonEqual } from '../apimachinery/equality.js';
 import { GoLiteral, Path, fieldError, type FieldError } from '../apimachinery/field.js';
 import { objectMetaSchema } from '../apimachinery/metaschema.js';
+import { applyObject, keepTimestampsOfNoopWrite, updateManagedFields, type FieldManagerContext } from '../apimachinery/managedfields/index.js';
 import { generateName } from '../apimachinery/names.js';
 import { validateFinalizers, validateObjectMeta, validateObjectMetaUpdate } from '../apimachinery/objectmeta.js';
 import { compileSchema, prune, type SchemaValidator } from '../apimachinery/schema.js';
@@ -27,7 +28,9 @@ export type UpdateSource =
   /** PUT: the object in the request body. */
   | { replace: KubeObject }
   /** PATCH: a function of the current object, re-run if another write gets in first. */
-  | { patch: (current: KubeObject) => KubeObject };
+  | { patch: (current: KubeObject) => KubeObject }
+  /** Server-side apply: the merge of a configuration into the current object, managedFields included. */
+  | { apply: (current: KubeObject) => KubeObject };
 
 export interface WriteOptions {
   /** Run every step but the write, and answer as if it had been stored (`dryRun=All`). */
@@ -38,6 +41,14 @@ export interface WriteOptions {
   duplicateFields?: string[];
   /** Filled with warnings for the client (`Warning: 299` headers). */
   warnings?: string[];
+  /** Who is writing, for managedFields (kube: the fieldManager parameter, else the User-Agent's product). */
+  fieldManager?: string;
+}
+
+export interface ApplyOptions extends WriteOptions {
+  fieldManager: string;
+  /** Take over fields other managers own instead of answering 409. */
+  force?: boolean;
 }
 
 export interface DeleteOptions extends WriteOptions {
@@ -80,6 +91,11 @@ export class Store {
   }
 
   async create(namespace: string | undefined, input: KubeObject, opts: WriteOptions = {}): Promise<KubeObject> {
+    return this.createObject(namespace, input, opts, true);
+  }
+
+  /** `trackFields` is false when the object comes from an apply, which set its managedFields already. */
+  private async createObject(namespace: string | undefined, input: KubeObject, opts: WriteOptions, trackFields: boolean): Promise<KubeObject> {
     const obj = structuredClone(input);
     this.checkTypeMeta(obj);
     this.takeNamespace(obj, namespace);
@@ -98,6 +114,7 @@ export class Store {
     this.dropUnknownFields(obj, opts);
     const errs = this.validate(obj);
     if (errs.length) throw errors.invalid(this.def.groupKind, meta.name ?? '', errs);
+    if (trackFields) this.recordFieldManager(obj, undefined, opts, '');
 
     const write = opts.dryRun ? (key: string) => this.dryRunCreate(key, obj) : (key: string) => this.storage.create(key, obj);
     for (let attempt = 1; ; attempt++) {
@@ -119,7 +136,8 @@ export class Store {
       this.storage.guaranteedUpdate<KubeObject>(
         key,
         (current) => {
-          const updated = 'replace' in source ? structuredClone(source.replace) : source.patch(structuredClone(current));
+          const updated =
+            'replace' in source ? structuredClone(source.replace) : 'patch' in source ? source.patch(structuredClone(current)) : source.apply(structuredClone(current));
           if (!isPlainObject(updated)) throw errors.badRequest('the request body must be a JSON or YAML object');
           this.checkTypeMeta(updated);
           this.checkNameOnUrl(updated, namespace, name);
@@ -132,8 +150,11 @@ export class Store {
           const errs = this.validate(next, current);
           if (errs.length) throw errors.invalid(this.def.groupKind, name, errs);
           if (subresource !== 'status' && this.specChanged(next, current)) next.metadata.generation = (current.metadata.generation ?? 0) + 1;
-          if (opts.dryRun) throw new DryRunOutcome(next);
-          return next;
+          if (!('apply' in source)) this.recordFieldManager(next, current, opts, subresource ?? '');
+          // A write that would only refresh managedFields times changes nothing, so nothing is written.
+          const out = keepTimestampsOfNoopWrite(next, current);
+          if (opts.dryRun) throw new DryRunOutcome(out);
+          return out;
         },
         // Removing the last finalizer of an object being deleted deletes it.
         { deleteInstead: (next) => !!next.metadata.deletionTimestamp && !next.metadata.finalizers?.length },
@@ -143,6 +164,33 @@ export class Store {
       throw err;
     });
     return result.object;
+  }
+
+  /**
+   * Server-side apply (PATCH with application/apply-patch+yaml): merges `config` into the object, owned by
+   * `opts.fieldManager`, creating the object when it does not exist yet. Conflicts with other managers are 409
+   * unless `force`.
+   */
+  async apply(namespace: string | undefined, name: string, config: KubeObject, subresource: 'status' | undefined, opts: ApplyOptions): Promise<{ object: KubeObject; created: boolean }> {
+    const applied = structuredClone(config);
+    if (!isPlainObject(applied)) throw errors.badRequest('the apply configuration must be an object');
+    this.checkTypeMeta(applied);
+    this.checkNameOnUrl(applied, namespace, name);
+    this.dropUnknownFields(applied, opts);
+    const merge = (live: KubeObject | undefined) => applyObject(live, applied, opts.fieldManager, !!opts.force, subresource ?? '', this.fieldManagerContext());
+    for (;;) {
+      try {
+        return { object: await this.update(namespace, name, { apply: merge }, subresource, opts), created: false };
+      } catch (err) {
+        if (!errors.isStatusError(err, 'NotFound') || subresource) throw err;
+      }
+      try {
+        return { object: await this.createObject(namespace, merge(undefined), opts, false), created: true };
+      } catch (err) {
+        // Created by someone else in between: apply to theirs.
+        if (!errors.isStatusError(err, 'AlreadyExists')) throw err;
+      }
+    }
   }
 
   /**
@@ -315,6 +363,17 @@ export class Store {
    * Prunes unknown fields, then checks types against the schema, metadata rules, and the kind's own rules.
    * Semantic checks run only on well-typed input, so they never trip over a wrong type.
    */
+  private fieldManagerContext(): FieldManagerContext {
+    return { apiVersion: this.def.apiVersion, now: nowRFC3339(), schema: this.def.schema, hasStatusSubresource: this.def.hasStatus };
+  }
+
+  /** Records in managedFields which fields this (non-apply) write set, as an Update by its field manager. */
+  private recordFieldManager(obj: KubeObject, live: KubeObject | undefined, opts: WriteOptions, subresource: string): void {
+    const entries = updateManagedFields(live, obj, opts.fieldManager || 'unknown', subresource, this.fieldManagerContext());
+    if (entries.length) obj.metadata.managedFields = entries;
+    else delete obj.metadata.managedFields;
+  }
+
   /**
    * Drops fields the schema does not know (kube's pruning) and, per fieldValidation, refuses the request with
    * kube's strict decoding error or warns about each unknown or duplicate field.
