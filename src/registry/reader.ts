@@ -68,7 +68,7 @@ export class ResourceReader {
     if (!resourceVersion) return this.storage.get<KubeObject>(key);
     const rv = parseResourceVersion(resourceVersion);
     if (rv > 0) await this.fresh(rv);
-    return this.cache.get(key) && structuredClone(this.cache.get(key));
+    return this.cache.get(key);
   }
 
   async list(prefix: string, opts: ListOptions): Promise<KubeList> {
@@ -91,7 +91,7 @@ export class ResourceReader {
     }
     const snap = this.cache.snapshot(prefix);
     const match = opts.predicate ?? everything;
-    const items = snap.items.filter((o) => match.matches(o)).map((o) => structuredClone(o));
+    const items = match.empty ? snap.items : snap.items.filter((o) => match.matches(o));
     return this.listOf(items, String(Math.max(revision, snap.revision)));
   }
 
@@ -160,7 +160,7 @@ export class ResourceReader {
     if (initial) {
       const snap = this.cache.snapshot(prefix);
       start = Math.max(from, snap.revision);
-      for (const obj of snap.items) if (match.matches(obj)) sink.event('ADDED', structuredClone(obj));
+      for (const obj of snap.items) if (match.matches(obj)) sink.event('ADDED', obj);
       if (opts.sendInitialEvents) sink.initialEventsEnd(start);
     }
     let stop: () => void;
@@ -219,17 +219,19 @@ export class ResourceReader {
   }
 }
 
-/** What a watcher with a selector sees: objects entering the selection are ADDED, leaving it DELETED. */
+/**
+ * What a watcher with a selector sees: objects entering the selection are ADDED, leaving it DELETED (with their
+ * last matching state at the event's revision). Objects are the cache's own (frozen), not copies.
+ */
 function filterEvent(e: CacheEvent<KubeObject>, match: Predicate): { type: EventType; object: KubeObject } | undefined {
-  const object = structuredClone(e.object);
-  if (e.type === 'DELETED') return match.matches(e.object) ? { type: 'DELETED', object } : undefined;
-  const now = match.matches(e.object);
+  const object = e.object;
+  if (e.type === 'DELETED') return match.matches(object) ? { type: 'DELETED', object } : undefined;
+  const now = match.matches(object);
   const before = e.previous ? match.matches(e.previous) : false;
   if (now && before) return { type: 'MODIFIED', object };
   if (now) return { type: 'ADDED', object };
   if (before) {
-    const last = structuredClone(e.previous!);
-    last.metadata.resourceVersion = String(e.revision);
+    const last = { ...e.previous!, metadata: { ...e.previous!.metadata, resourceVersion: String(e.revision) } };
     return { type: 'DELETED', object: last };
   }
   return undefined;

@@ -80,7 +80,7 @@ export class WatchCache<T extends StoredObject> {
   async start(): Promise<void> {
     const list = await this.storage.list<T>(this.prefix);
     this.objects.clear();
-    list.items.forEach((obj, i) => this.objects.set(list.keys[i], obj));
+    list.items.forEach((obj, i) => this.objects.set(list.keys[i], deepFreeze(obj)));
     this.revision = this.oldest = this.lastEvent = Number(list.resourceVersion);
     this.history = [];
     this.handle = await this.storage.watch<T>(this.prefix, list.resourceVersion, {
@@ -109,7 +109,7 @@ export class WatchCache<T extends StoredObject> {
     return this.objects.get(key);
   }
 
-  /** The objects under `prefix`, in key order, and the revision they reflect. */
+  /** The objects under `prefix`, in key order, and the revision they reflect. The objects are frozen. */
   snapshot(prefix: string): { items: T[]; revision: number } {
     const keys = [...this.objects.keys()].filter((k) => k.startsWith(prefix)).sort();
     return { items: keys.map((k) => this.objects.get(k)!), revision: this.revision };
@@ -184,11 +184,12 @@ export class WatchCache<T extends StoredObject> {
       this.lastEvent = revision;
       const previous = this.objects.get(e.key);
       if (e.type === 'put') {
-        this.objects.set(e.key, e.object!);
-        events.push({ type: previous ? 'MODIFIED' : 'ADDED', key: e.key, revision, object: e.object!, previous });
+        const object = deepFreeze(e.object!);
+        this.objects.set(e.key, object);
+        events.push({ type: previous ? 'MODIFIED' : 'ADDED', key: e.key, revision, object, previous });
       } else {
         this.objects.delete(e.key);
-        const last = e.object ?? (previous && withRevision(previous, e.revision));
+        const last = e.object ? deepFreeze(e.object) : previous && deepFreeze(withRevision(previous, e.revision));
         if (last) events.push({ type: 'DELETED', key: e.key, revision, object: last, previous });
       }
     }
@@ -248,6 +249,18 @@ export class WatchCache<T extends StoredObject> {
       }
     }
   }
+}
+
+/**
+ * Cached objects are shared by every reader (lists, watchers) without copies; freezing them makes an accidental
+ * write by one of them throw instead of silently changing what everyone else sees.
+ */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
 }
 
 function withRevision<T extends StoredObject>(obj: T, revision: string): T {
