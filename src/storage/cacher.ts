@@ -64,6 +64,8 @@ export class WatchCache<T extends StoredObject> {
   private waiters: { revision: number; wake: () => void }[] = [];
   private handle?: WatchHandle;
   private stopped = false;
+  /** Listing again after the etcd watch was lost: the cache's contents and history are not to be trusted. */
+  private restarting = false;
   private readonly historySize: number;
   private readonly log: NonNullable<WatchCacheOptions['log']>;
 
@@ -160,7 +162,8 @@ export class WatchCache<T extends StoredObject> {
    * then live ones. TooOldResourceVersion if history no longer reaches back that far.
    */
   watch(prefix: string, fromRevision: number, watcher: CacheWatcher<T>): () => void {
-    if (fromRevision < this.oldest) throw new TooOldResourceVersion(fromRevision, this.oldest);
+    // While re-listing, no revision can be followed yet: the client lists again, as after any 410.
+    if (fromRevision < this.oldest || this.restarting) throw new TooOldResourceVersion(fromRevision, this.oldest);
     const replay = this.history.filter((e) => e.revision > fromRevision && e.key.startsWith(prefix));
     if (replay.length) watcher.deliver(replay);
     this.watchers.set(watcher, { prefix, after: fromRevision });
@@ -235,13 +238,15 @@ export class WatchCache<T extends StoredObject> {
    * Watchers are ended; clients re-watch, get 410 for their old revision, and list again, as with kube.
    */
   private async restart(): Promise<void> {
-    if (this.stopped) return;
-    this.log('watch cache: etcd history was compacted under the watch; listing again', { prefix: this.prefix });
+    if (this.stopped || this.restarting) return;
+    this.restarting = true;
+    this.log('watch cache: the etcd watch was lost (history compacted under it); listing again', { prefix: this.prefix });
     await this.handle?.close().catch(() => undefined);
     for (const watcher of [...this.watchers.keys()]) this.removeWatcher(watcher, true);
     for (let delay = 100; !this.stopped; delay = Math.min(delay * 2, 5000)) {
       try {
         await this.start();
+        this.restarting = false;
         return;
       } catch (err) {
         this.log('watch cache: listing again failed; retrying', { prefix: this.prefix, error: String(err) });

@@ -124,8 +124,13 @@ export class EtcdStorage implements Storage {
     });
     // Errors reach here only when etcd canceled the watch (its start revision was compacted, or worse);
     // network failures the client retries by itself, resuming after the last revision it delivered.
-    watcher.on('error', () => handlers.lost());
-    return { close: () => watcher.cancel() };
+    let canceled = false;
+    watcher.on('error', () => {
+      canceled = true;
+      handlers.lost();
+    });
+    // Canceling a watch etcd already dropped would wait forever for an end that never comes.
+    return { close: () => (canceled ? Promise.resolve() : watcher.cancel()) };
   }
 
   async compact(revision: string): Promise<void> {
