@@ -16,6 +16,8 @@ const DISCOVERY_PATHS = [
   /^\/apis\/[^/]+\/?$/,
   /^\/apis\/[^/]+\/[^/]+\/?$/,
   /^\/version\/?$/,
+  // kubectl's namespace check after a NotFound (see http/app.ts namespaceDocument).
+  /^\/api\/v1\/namespaces\/[^/]+$/,
   // OpenAPI: system:discovery allows /openapi, /openapi/*.
   /^\/openapi\/v2\/?$/,
   /^\/openapi\/v3\/?$/,

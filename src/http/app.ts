@@ -5,6 +5,7 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import * as errors from '../apimachinery/status.js';
 import { ANONYMOUS_USER, AUTHENTICATED_GROUP, AuthenticationError, type Attributes, type Authenticator, type Authorizer, type UserInfo } from '../auth/types.js';
+import { isDNS1123Label } from '../apimachinery/validation.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { MAX_BODY_BYTES } from './body.js';
@@ -91,10 +92,23 @@ function nonResourceDocument(path: string, opts: AppOptions): object | undefined
   if (path === '/api') return apiVersions(opts.serverAddress);
   if (path === '/apis') return apiGroupList(opts.registry);
   if (path === '/version') return versionInfo;
+  const namespace = /^\/api\/v1\/namespaces\/([^/]+)$/.exec(path);
+  if (namespace) return namespaceDocument(decodeURIComponent(namespace[1]));
   const [, apis, group, version] = path.split('/');
   if (apis !== 'apis') return undefined;
   if (version === undefined) return apiGroupDocument(opts.registry, group);
   return apiResourceList(opts.registry, group, version);
+}
+
+/**
+ * This server keeps no namespaces of its own: objects may live in any valid namespace, so as far as it knows
+ * every such namespace exists. kubectl asks /api/v1/namespaces/<ns> after a NotFound (to say "namespace not
+ * found" instead); answering it keeps the object's own NotFound in front of people. Behind kube-apiserver, the
+ * real namespaces answer this.
+ */
+function namespaceDocument(name: string): object | undefined {
+  if (isDNS1123Label(name).length) return undefined;
+  return { kind: 'Namespace', apiVersion: 'v1', metadata: { name }, spec: { finalizers: ['kubernetes'] }, status: { phase: 'Active' } };
 }
 
 /** body-parser's failures in Status terms. */

@@ -169,6 +169,14 @@ describe('discovery, version and health', () => {
     }
   });
 
+  test('every valid namespace exists as far as this server knows (kubectl checks after a NotFound)', async () => {
+    const res = await ts.admin.get('/api/v1/namespaces/team-a');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ kind: 'Namespace', apiVersion: 'v1', metadata: { name: 'team-a' }, status: { phase: 'Active' } });
+    expect((await ts.admin.get('/api/v1/namespaces/Not_A_Label')).status).toBe(404);
+    expect((await ts.anonymous.get('/api/v1/namespaces/team-a')).status).toBe(401);
+  });
+
   test('/version', async () => {
     const res = await ts.anonymous.get('/version');
     expect(res.body).toMatchObject({ major: '0', minor: '1', gitVersion: 'v0.1.0' });
