@@ -1,15 +1,9 @@
 /** Who is asking, and may they: the shapes authenticators and authorizers share. */
 import type { IncomingMessage } from 'node:http';
 
-export interface UserInfo {
-  name: string;
-  uid?: string;
-  groups: string[];
-  extra?: Record<string, string[]>;
-}
+import type { UserInfo } from '../apimachinery/user.js';
 
-export const MASTERS_GROUP = 'system:masters';
-export const AUTHENTICATED_GROUP = 'system:authenticated';
+export { AUTHENTICATED_GROUP, MASTERS_GROUP, type UserInfo } from '../apimachinery/user.js';
 export const ANONYMOUS_USER: UserInfo = { name: 'system:anonymous', groups: ['system:unauthenticated'] };
 
 /**

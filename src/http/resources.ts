@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import { applyJsonPatch, applyMergePatch } from '../apimachinery/patch.js';
 import * as errors from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
+import type { UserInfo } from '../apimachinery/user.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
 import { parseObjectBody, rawBody } from './body.js';
@@ -33,6 +34,7 @@ export async function handleResource(req: Request, res: Response, info: RequestI
   const target = negotiate(req.headers.accept, answer);
   const shape = shaper(target, def, store.strategy, query);
   const encoding = target.encoding;
+  const user = res.locals.user as UserInfo | undefined;
   const notSupported = () => errors.methodNotSupported(def.groupResource, info.verb || req.method);
 
   switch (info.verb) {
@@ -48,38 +50,38 @@ export async function handleResource(req: Request, res: Response, info: RequestI
     }
     case 'create': {
       if (info.name || (def.namespaced && !namespace)) throw notSupported();
-      const opts = writeOptions('CreateOptions', query, req.headers['user-agent']);
+      const opts = { ...writeOptions('CreateOptions', query, req.headers['user-agent']), user };
       const obj = readObject(req, def.kind, opts);
       const created = await store.create(namespace, obj, opts);
       return writeObject(withWarnings(res, opts.warnings), 201, shape.object(created), encoding);
     }
     case 'update': {
-      const opts = writeOptions('UpdateOptions', query, req.headers['user-agent']);
+      const opts = { ...writeOptions('UpdateOptions', query, req.headers['user-agent']), user };
       const obj = readObject(req, def.kind, opts);
       const updated = await store.update(namespace, info.name, { replace: obj }, subresource, opts);
       return writeObject(withWarnings(res, opts.warnings), 200, shape.object(updated), encoding);
     }
     case 'patch': {
       if (contentType(req.headers['content-type']) === APPLY_PATCH_TYPE) {
-        const opts = applyOptions(query);
+        const opts = { ...applyOptions(query), user };
         const config = parseObjectBody(rawBody(req), 'yaml', def.kind) as KubeObject;
         const { object, created } = await store.apply(namespace, info.name, config, subresource, opts);
         return writeObject(withWarnings(res, opts.warnings), created ? 201 : 200, shape.object(object), encoding);
       }
       rejectForceOnNonApplyPatch(query);
-      const opts = writeOptions('PatchOptions', query, req.headers['user-agent']);
+      const opts = { ...writeOptions('PatchOptions', query, req.headers['user-agent']), user };
       const patch = readPatch(req, opts);
       const patched = await store.update(namespace, info.name, { patch }, subresource, opts);
       return writeObject(withWarnings(res, opts.warnings), 200, shape.object(patched), encoding);
     }
     case 'deletecollection': {
       if (def.namespaced && !namespace) throw notSupported();
-      const opts = deleteOptionsOf(req, query);
+      const opts = { ...deleteOptionsOf(req, query), user };
       return writeObject(res, 200, shape.list(await store.deleteCollection(namespace, parseListQuery(query), opts)), encoding);
     }
     case 'delete': {
       if (subresource) throw notSupported();
-      return deleteObject(req, res, store, namespace, info.name, query, (obj) => writeObject(res, 200, shape.object(obj), encoding));
+      return deleteObject(req, res, store, namespace, info.name, query, user, (obj) => writeObject(res, 200, shape.object(obj), encoding));
     }
     default:
       throw notSupported();
@@ -128,9 +130,10 @@ async function deleteObject(
   namespace: string | undefined,
   name: string,
   query: URLSearchParams,
+  user: UserInfo | undefined,
   writeRemaining: (obj: KubeObject) => void,
 ): Promise<void> {
-  const result = await store.delete(namespace, name, deleteOptionsOf(req, query));
+  const result = await store.delete(namespace, name, { ...deleteOptionsOf(req, query), user });
   // An object kept by its finalizers is answered as it now is; a removed one with a Success Status.
   if (!result.deleted) return writeRemaining(result.object);
   const { group, plural } = store.def;

@@ -13,6 +13,7 @@ import { compileSchema, prune, type SchemaValidator } from '../apimachinery/sche
 import * as errors from '../apimachinery/status.js';
 import { sameInstant, nowRFC3339 } from '../apimachinery/time.js';
 import { isPlainObject, type KubeList, type KubeObject } from '../apimachinery/types.js';
+import type { UserInfo } from '../apimachinery/user.js';
 import { goQuote, isValidPathSegmentName, nameIsDNSSubdomain } from '../apimachinery/validation.js';
 import { StorageError, type Storage } from '../storage/interface.js';
 import type { WatchCache } from '../storage/cacher.js';
@@ -43,6 +44,8 @@ export interface WriteOptions {
   warnings?: string[];
   /** Who is writing, for managedFields (kube: the fieldManager parameter, else the User-Agent's product). */
   fieldManager?: string;
+  /** Who asks, for kinds whose rules depend on it. */
+  user?: UserInfo;
 }
 
 export interface ApplyOptions extends WriteOptions {
@@ -78,16 +81,27 @@ export class Store {
   async get(namespace: string | undefined, name: string, resourceVersion?: string): Promise<KubeObject> {
     const obj = await this.storageCall('get', name, () => this.reader.get(this.key(namespace, name), name, resourceVersion));
     if (!obj) throw errors.notFound(this.def.groupResource, name);
-    return obj;
+    return this.toClient(obj);
   }
 
   /** Objects in a namespace, or in all namespaces when `namespace` is undefined. */
-  list(namespace: string | undefined, opts: ListOptions = {}): Promise<KubeList> {
-    return this.storageCall('list', '', () => this.reader.list(this.collectionKey(namespace), opts));
+  async list(namespace: string | undefined, opts: ListOptions = {}): Promise<KubeList> {
+    const list = await this.storageCall('list', '', () => this.reader.list(this.collectionKey(namespace), opts));
+    return this.strategy.toClient ? { ...list, items: list.items.map((o) => this.toClient(o)) } : list;
   }
 
   watch(namespace: string | undefined, opts: WatchOptions, sink: WatchSink): Promise<RunningWatch> {
-    return this.storageCall('watch', '', () => this.reader.watch(this.collectionKey(namespace), opts, sink));
+    const out: WatchSink = this.strategy.toClient ? { ...sink, event: (type, obj) => sink.event(type, this.toClient(obj)) } : sink;
+    return this.storageCall('watch', '', () => this.reader.watch(this.collectionKey(namespace), opts, out));
+  }
+
+  /** What clients see of a stored object. */
+  private toClient(obj: KubeObject): KubeObject {
+    return this.strategy.toClient ? this.strategy.toClient(obj) : obj;
+  }
+
+  private toStorage(obj: KubeObject): KubeObject {
+    return this.strategy.toStorage ? this.strategy.toStorage(obj) : obj;
   }
 
   async create(namespace: string | undefined, input: KubeObject, opts: WriteOptions = {}): Promise<KubeObject> {
@@ -110,16 +124,18 @@ export class Store {
     if (this.def.hasStatus) delete obj.status;
     const generate = !meta.name && !!meta.generateName;
     if (generate) meta.name = generateName(meta.generateName!);
+    this.strategy.prepareForCreate?.(obj, opts.user);
 
     this.dropUnknownFields(obj, opts);
     const errs = this.validate(obj);
     if (errs.length) throw errors.invalid(this.def.groupKind, meta.name ?? '', errs);
     if (trackFields) this.recordFieldManager(obj, undefined, opts, '');
 
-    const write = opts.dryRun ? (key: string) => this.dryRunCreate(key, obj) : (key: string) => this.storage.create(key, obj);
+    const write = opts.dryRun ? (key: string) => this.dryRunCreate(key, this.toStorage(obj)) : (key: string) => this.storage.create(key, this.toStorage(obj));
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.storageCall('create', meta.name!, () => write(this.key(namespace, meta.name!)));
+        const stored = await this.storageCall('create', meta.name!, () => write(this.key(namespace, meta.name!)));
+        return this.strategy.createResponse ? this.strategy.createResponse(stored, obj) : this.toClient(stored);
       } catch (err) {
         if (!(err instanceof StorageError && err.code === 'KeyExists')) throw err;
         if (!generate) throw await this.alreadyExists(namespace, meta.name!);
@@ -146,13 +162,14 @@ export class Store {
             throw errors.conflict(this.def.groupResource, name, `Precondition failed: UID in precondition: ${updated.metadata.uid}, UID in object meta: ${current.metadata.uid}`);
           }
           const next = subresource === 'status' ? this.statusUpdate(updated, current) : this.mainUpdate(updated, current);
+          if (subresource !== 'status') this.strategy.prepareForUpdate?.(next, current, opts.user);
           this.dropUnknownFields(next, opts);
           const errs = this.validate(next, current);
           if (errs.length) throw errors.invalid(this.def.groupKind, name, errs);
           if (subresource !== 'status' && this.specChanged(next, current)) next.metadata.generation = (current.metadata.generation ?? 0) + 1;
           if (!('apply' in source)) this.recordFieldManager(next, current, opts, subresource ?? '');
           // A write that would only refresh managedFields times changes nothing, so nothing is written.
-          const out = keepTimestampsOfNoopWrite(next, current);
+          const out = keepTimestampsOfNoopWrite(this.toStorage(next), current);
           if (opts.dryRun) throw new DryRunOutcome(out);
           return out;
         },
@@ -163,7 +180,7 @@ export class Store {
       if (err instanceof DryRunOutcome) return { object: err.object };
       throw err;
     });
-    return result.object;
+    return this.toClient(result.object);
   }
 
   /**
@@ -215,7 +232,7 @@ export class Store {
             return obj;
           }, { deleteInstead: (obj) => !obj.metadata.finalizers?.length }),
         );
-        return { deleted: res.deleted, object: res.object };
+        return { deleted: res.deleted, object: this.toClient(res.object) };
       }
       try {
         const object = await this.storageCall('delete', name, () =>
@@ -224,7 +241,7 @@ export class Store {
             if (obj.metadata.finalizers?.length) throw new FinalizersAppeared();
           }),
         );
-        return { deleted: true, object };
+        return { deleted: true, object: this.toClient(object) };
       } catch (err) {
         if (!(err instanceof FinalizersAppeared)) throw err;
       }

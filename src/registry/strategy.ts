@@ -4,6 +4,7 @@
  */
 import type { FieldError } from '../apimachinery/field.js';
 import type { KubeObject } from '../apimachinery/types.js';
+import type { UserInfo } from '../apimachinery/user.js';
 
 /** A Table column type (metav1.TableColumnDefinition.type). */
 export type PrinterColumnType = 'integer' | 'number' | 'string' | 'boolean' | 'date';
@@ -39,4 +40,17 @@ export interface Strategy {
   validateUpdate?(obj: KubeObject, old: KubeObject): FieldError[];
   /** Extra Table columns, merged into the CRD's printer columns (see http/table.ts). */
   printerColumns?: readonly ComputedPrinterColumn[];
+  /**
+   * Fills in what the kind decides for a new object before it is validated (defaults, generated values),
+   * knowing who asks. May throw a StatusError (e.g. 403 for something this caller may not ask for).
+   */
+  prepareForCreate?(obj: KubeObject, user: UserInfo | undefined): void;
+  /** The same for an update of the main resource; `old` is the object as stored. */
+  prepareForUpdate?(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void;
+  /** The stored form of a validated object (e.g. a secret replaced by its hash); default: the object itself. */
+  toStorage?(obj: KubeObject): KubeObject;
+  /** What clients may see of a stored object (e.g. no secrets); applied to every answer and watch event. */
+  toClient?(obj: KubeObject): KubeObject;
+  /** The answer to a create, from the stored object and the prepared one (e.g. to show a generated key once). */
+  createResponse?(stored: KubeObject, prepared: KubeObject): KubeObject;
 }
