@@ -3,9 +3,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { ADMIN_USER, ensureAdminToken } from './auth/admin-token.js';
-import { discoveryAuthorizer, mastersAuthorizer, unionAuthorizer } from './auth/authorizer.js';
-import { readTokenFile, TokenAuthenticator } from './auth/token-file.js';
+import { setUpAuth } from './auth/setup.js';
 import type { Config } from './config.js';
 import { createApp } from './http/app.js';
 import { withTimeout } from './http/health.js';
@@ -52,9 +50,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     await registry.start();
     cleanups.push(() => registry.stop());
     const tls = await servingCertificate(config);
-    const tokens = config.tokenAuthFile ? readTokenFile(config.tokenAuthFile) : new Map();
-    const adminToken = config.tokenAuthFile ? undefined : ensureAdminToken(config.dataDir);
-    if (adminToken) tokens.set(adminToken, ADMIN_USER);
+    const auth = setUpAuth(config, registry);
+    cleanups.push(() => auth.stop());
+    const adminToken = auth.adminToken;
 
     const etcdCheck = withTimeout('etcd', 2000, () => storage.check());
     const ping = withTimeout('ping', 1000, async () => {});
@@ -68,8 +66,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     let boundPort = config.securePort;
     const app = createApp({
       registry,
-      authenticator: new TokenAuthenticator(tokens),
-      authorizer: unionAuthorizer(mastersAuthorizer, discoveryAuthorizer),
+      authenticator: auth.authenticator,
+      authorizer: auth.authorizer,
+      visibleTo: auth.visibleTo,
       health: { livez: [ping], healthz: [ping, etcdCheck], readyz: [ping, etcdCheck, shutdown] },
       get serverAddress() {
         return serverAddress(boundPort);

@@ -4,6 +4,24 @@ export interface UserInfo {
   uid?: string;
   groups: string[];
   extra?: Record<string, string[]>;
+  /** What the credential itself limits (an access key's scope and rules): it narrows, never widens, access. */
+  restriction?: Restriction;
+}
+
+/** The parts of a request a credential's restriction looks at. */
+export interface RequestAttributesLite {
+  isResourceRequest: boolean;
+  verb: string;
+  apiGroup: string;
+  resource: string;
+  subresource: string;
+  namespace: string;
+  name: string;
+  path: string;
+}
+
+export interface Restriction {
+  check(req: RequestAttributesLite): { allowed: boolean; reason?: string };
 }
 
 export const MASTERS_GROUP = 'system:masters';

@@ -14,7 +14,12 @@ export interface Authenticator {
   authenticate(req: IncomingMessage): Promise<UserInfo | undefined>;
 }
 
-export class AuthenticationError extends Error {}
+/** Bad credentials: a 401 whose message is this error's (kube's plain "Unauthorized" unless there is more to say). */
+export class AuthenticationError extends Error {
+  constructor(message = 'Unauthorized') {
+    super(message);
+  }
+}
 
 /** What a request does, for authorization (kube's authorizer.Attributes). */
 export interface Attributes {

@@ -6,6 +6,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import * as errors from '../apimachinery/status.js';
 import { ANONYMOUS_USER, AUTHENTICATED_GROUP, AuthenticationError, type Attributes, type Authenticator, type Authorizer, type UserInfo } from '../auth/types.js';
 import { isDNS1123Label } from '../apimachinery/validation.js';
+import type { KubeObject } from '../apimachinery/types.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { MAX_BODY_BYTES } from './body.js';
@@ -23,6 +24,8 @@ export interface AppOptions {
   authenticator: Authenticator;
   authorizer: Authorizer;
   health: { livez: HealthCheck[]; readyz: HealthCheck[]; healthz: HealthCheck[] };
+  /** For a list or watch the authorizer does not allow: which objects the caller may still see. */
+  visibleTo?: (attrs: Attributes) => ((obj: KubeObject) => boolean) | undefined;
   /** host:port clients reach this server at, for /api's serverAddressByClientCIDRs. */
   serverAddress: string;
   log: Logger;
@@ -35,6 +38,8 @@ const PUBLIC_PATHS = [...HEALTH_PATHS, '/version'];
 interface Locals {
   info: RequestInfo;
   user: UserInfo;
+  /** Set when a list or watch may show only some objects to this caller. */
+  visible?: (obj: KubeObject) => boolean;
 }
 
 function locals(res: Response): Locals {
@@ -56,7 +61,7 @@ export function createApp(opts: AppOptions): express.Express {
     next();
   });
   app.use(authenticate(opts.authenticator));
-  app.use(authorize(opts.authorizer));
+  app.use(authorize(opts.authorizer, opts.visibleTo));
   // Bodies are read only once the caller is known and allowed.
   app.use(express.raw({ type: () => true, limit: MAX_BODY_BYTES }));
 
@@ -125,7 +130,7 @@ function authenticate(authenticator: Authenticator) {
     try {
       user = await authenticator.authenticate(req);
     } catch (err) {
-      if (err instanceof AuthenticationError) throw errors.unauthorized();
+      if (err instanceof AuthenticationError) throw errors.unauthorized(err.message);
       throw err;
     }
     if (user) {
@@ -140,13 +145,30 @@ function authenticate(authenticator: Authenticator) {
   };
 }
 
-function authorize(authorizer: Authorizer) {
+/**
+ * Authorization: the authorizers' union decides; a list or watch it does not allow shows only the objects the
+ * caller may see instead of failing; and a credential's own restriction (an access key's scope) narrows both.
+ */
+function authorize(authorizer: Authorizer, visibleTo: AppOptions['visibleTo']) {
   return async (_req: Request, res: Response, next: NextFunction) => {
     const { info, user } = locals(res);
     if (!info.isResourceRequest && PUBLIC_PATHS.includes(trimmed(info.path))) return next();
     const attrs: Attributes = { user, ...info };
+    const restricted = user.restriction?.check(attrs);
+    if (restricted && !restricted.allowed) throw forbidden(attrs, restricted.reason);
     const decision = await authorizer.authorize(attrs);
-    if (decision.decision !== 'allow') throw forbidden(attrs, decision.reason);
+    let visible: ((obj: KubeObject) => boolean) | undefined;
+    if (decision.decision !== 'allow') {
+      visible = visibleTo?.(attrs);
+      if (!visible) throw forbidden(attrs, decision.reason);
+    }
+    const restriction = user.restriction;
+    if (restriction && (info.verb === 'list' || info.verb === 'watch')) {
+      const seen = visible ?? (() => true);
+      const meta = (obj: KubeObject) => ({ name: obj.metadata.name ?? '', namespace: obj.metadata.namespace ?? '' });
+      visible = (obj) => seen(obj) && restriction.check({ ...attrs, ...meta(obj) }).allowed;
+    }
+    locals(res).visible = visible;
     next();
   };
 }

@@ -28,14 +28,17 @@ function flag(query: URLSearchParams, name: string): boolean | undefined {
   throw errors.badRequest(`invalid value for ${name}: ${JSON.stringify(raw)}: must be true or false`);
 }
 
-/** Label and field selectors as one predicate; `name` (a watch of one object) pins metadata.name. */
-export function predicate(query: URLSearchParams, name?: string): Predicate {
+/**
+ * Label and field selectors as one predicate; `name` (a watch of one object) pins metadata.name, and
+ * `visible` (what authorization lets this caller see) narrows it further.
+ */
+export function predicate(query: URLSearchParams, name?: string, visible?: (obj: KubeObject) => boolean): Predicate {
   const labels = parseLabelSelector(query.get('labelSelector'));
   const fieldText = [query.get('fieldSelector'), name ? `metadata.name=${name}` : ''].filter(Boolean).join(',');
   const fields = parseSupportedFieldSelector(fieldText);
   return {
-    empty: labels.empty() && fields.empty(),
-    matches: (obj: KubeObject) => labels.matches(obj.metadata.labels) && fields.matches(objectFields(obj)),
+    empty: labels.empty() && fields.empty() && !visible,
+    matches: (obj: KubeObject) => labels.matches(obj.metadata.labels) && fields.matches(objectFields(obj)) && (!visible || visible(obj)),
   };
 }
 
@@ -43,7 +46,7 @@ function invalid(errs: FieldError[]): errors.StatusError {
   return errors.invalid({ group: 'meta.k8s.io', kind: 'ListOptions' }, '', errs);
 }
 
-export function parseListQuery(query: URLSearchParams): ListOptions {
+export function parseListQuery(query: URLSearchParams, visible?: (obj: KubeObject) => boolean): ListOptions {
   const resourceVersion = query.get('resourceVersion') ?? '';
   const match = query.get('resourceVersionMatch') ?? '';
   const cont = query.get('continue') ?? '';
@@ -59,7 +62,7 @@ export function parseListQuery(query: URLSearchParams): ListOptions {
   if (cont && resourceVersion) throw errors.badRequest('specifying resource version is not allowed when using continue');
   const limit = integer(query, 'limit');
   return {
-    predicate: predicate(query),
+    predicate: predicate(query, undefined, visible),
     limit: limit && limit > 0 ? limit : undefined,
     continue: cont || undefined,
     resourceVersion: resourceVersion || undefined,
@@ -67,7 +70,7 @@ export function parseListQuery(query: URLSearchParams): ListOptions {
   };
 }
 
-export function parseWatchQuery(query: URLSearchParams, name?: string): WatchQuery {
+export function parseWatchQuery(query: URLSearchParams, name?: string, visible?: (obj: KubeObject) => boolean): WatchQuery {
   const match = query.get('resourceVersionMatch') ?? '';
   const sendInitialEvents = flag(query, 'sendInitialEvents');
   const errs: FieldError[] = [];
@@ -81,7 +84,7 @@ export function parseWatchQuery(query: URLSearchParams, name?: string): WatchQue
   if (errs.length) throw invalid(errs);
   const timeoutSeconds = integer(query, 'timeoutSeconds');
   return {
-    predicate: predicate(query, name),
+    predicate: predicate(query, name, visible),
     resourceVersion: query.get('resourceVersion') || undefined,
     sendInitialEvents,
     allowWatchBookmarks: flag(query, 'allowWatchBookmarks') ?? false,

@@ -35,6 +35,7 @@ export async function handleResource(req: Request, res: Response, info: RequestI
   const shape = shaper(target, def, store.strategy, query);
   const encoding = target.encoding;
   const user = res.locals.user as UserInfo | undefined;
+  const visible = res.locals.visible as ((obj: KubeObject) => boolean) | undefined;
   const notSupported = () => errors.methodNotSupported(def.groupResource, info.verb || req.method);
 
   switch (info.verb) {
@@ -43,9 +44,9 @@ export async function handleResource(req: Request, res: Response, info: RequestI
       return writeObject(res, 200, shape.object(obj), encoding);
     }
     case 'list':
-      return writeObject(res, 200, shape.list(await store.list(namespace, parseListQuery(query))), encoding);
+      return writeObject(res, 200, shape.list(await store.list(namespace, parseListQuery(query, visible))), encoding);
     case 'watch': {
-      const opts = parseWatchQuery(query, info.name || undefined);
+      const opts = parseWatchQuery(query, info.name || undefined, visible);
       return serveWatch(req, res, def, opts, shape.watch(), (sink) => store.watch(namespace, opts, sink));
     }
     case 'create': {

@@ -119,8 +119,26 @@ describe('static tokens (--token-auth-file)', () => {
       message: 'sharedsecrets.management.platform.sh "s1" is forbidden: User "alice" cannot get resource "sharedsecrets" in API group "management.platform.sh" in the namespace "team-a"',
       details: { name: 's1', group: 'management.platform.sh', kind: 'sharedsecrets' },
     });
+    // A list she may not make in full shows only what she may get (none yet), rather than 403.
     const list = await alice.get(`${GROUP_PATH}/clusters`);
-    expect(list.body.message).toBe('clusters.management.platform.sh is forbidden: User "alice" cannot list resource "clusters" in API group "management.platform.sh" at the cluster scope');
+    expect(list.status).toBe(200);
+    expect(list.body.items).toEqual([]);
+    // She may not delete the collection, though.
+    const wipe = await alice.delete(`${GROUP_PATH}/namespaces/team-a/sharedsecrets`);
+    expect(wipe.body.message).toBe('sharedsecrets.management.platform.sh is forbidden: User "alice" cannot deletecollection resource "sharedsecrets" in API group "management.platform.sh" in the namespace "team-a"');
+  });
+
+  test("an object's access list lets its users do its verbs on it, and lists show it to them", async () => {
+    const root = ts.client('admin-token-1');
+    const alice = ts.client('reader-token-1');
+    await root.post(`${GROUP_PATH}/clusters`, { metadata: { name: 'shared-with-alice' }, spec: { local: true, access: [{ verbs: ['get', 'list'], users: ['alice'] }] } });
+    await root.post(`${GROUP_PATH}/clusters`, { metadata: { name: 'owned-by-qa' }, spec: { local: true, owner: { team: 'qa' } } });
+    await root.post(`${GROUP_PATH}/clusters`, { metadata: { name: 'not-hers' }, spec: { local: true } });
+    expect((await alice.get(`${GROUP_PATH}/clusters/shared-with-alice`)).status).toBe(200);
+    expect((await alice.get(`${GROUP_PATH}/clusters/not-hers`)).status).toBe(403);
+    expect((await alice.patch(`${GROUP_PATH}/clusters/shared-with-alice`, { spec: { unusable: true } }, 'application/merge-patch+json')).status).toBe(403);
+    const names = (await alice.get(`${GROUP_PATH}/clusters`)).body.items.map((c: any) => c.metadata.name).sort();
+    expect(names).toEqual(['shared-with-alice']);
   });
 
   test('health and /version need no token', async () => {
