@@ -7,12 +7,11 @@
  * other's objects. Deleting, waiting and finalizers are in kubectl-lifecycle.test.ts.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
-import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
-import { kubectl, kubectlPath, type KubectlResult } from '../support/kubectl.js';
+import { kubectl, kubectlInBackground, stopBackgroundKubectls } from '../support/kubectl.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 const API_VERSION = 'management.platform.sh/v1';
@@ -64,87 +63,14 @@ async function exists(...args: string[]): Promise<boolean> {
   return res.code === 0;
 }
 
-/** A kubectl that keeps running (get -w): its output can be read as it arrives; stop() ends it. */
-interface Background {
-  readonly stdout: string;
-  readonly stderr: string;
-  /** Resolves once the stream's text so far matches; rejects with the output so far after `ms`. */
-  until(stream: 'stdout' | 'stderr', re: RegExp, ms?: number): Promise<void>;
-  /** Ends the process (SIGTERM) if it still runs, and gives its output. */
-  stop(): Promise<KubectlResult>;
-}
-
-const running: Background[] = [];
-
-function background(args: string[]): Background {
-  const home = mkdtempSync(join(tmpdir(), 'kubectl-home-'));
-  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home };
-  delete env.KUBECONFIG;
-  const child = spawn(kubectlPath(), ['--kubeconfig', ts.kubeconfig, '--cache-dir', join(home, 'cache'), ...args], {
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const out = { stdout: '', stderr: '' };
-  let listeners: Array<() => void> = [];
-  const notify = () => listeners.forEach((l) => l());
-  child.stdout.setEncoding('utf8').on('data', (c: string) => ((out.stdout += c), notify()));
-  child.stderr.setEncoding('utf8').on('data', (c: string) => ((out.stderr += c), notify()));
-  let exited = false;
-  const done = new Promise<KubectlResult>((resolve) => {
-    child.on('close', (code, signal) => {
-      exited = true;
-      notify();
-      rmSync(home, { recursive: true, force: true });
-      resolve({ code: code ?? (signal === 'SIGTERM' ? 143 : 137), stdout: out.stdout, stderr: out.stderr });
-    });
-  });
-  const bg: Background = {
-    get stdout() {
-      return out.stdout;
-    },
-    get stderr() {
-      return out.stderr;
-    },
-    until(stream, re, ms = 15_000) {
-      return new Promise<void>((resolve, reject) => {
-        const check = () => {
-          if (re.test(out[stream])) {
-            finish();
-            resolve();
-          } else if (exited) {
-            finish();
-            reject(new Error(`kubectl ${args.join(' ')} exited before ${stream} matched ${re}\nstdout: ${out.stdout}\nstderr: ${out.stderr}`));
-          }
-        };
-        const timer = setTimeout(() => {
-          finish();
-          reject(new Error(`kubectl ${args.join(' ')}: ${stream} did not match ${re} within ${ms} ms\nstdout: ${out.stdout}\nstderr: ${out.stderr}`));
-        }, ms);
-        const finish = () => {
-          clearTimeout(timer);
-          listeners = listeners.filter((l) => l !== check);
-        };
-        listeners.push(check);
-        check();
-      });
-    },
-    stop() {
-      if (!exited) child.kill('SIGTERM');
-      return done;
-    },
-  };
-  running.push(bg);
-  return bg;
-}
+const background = (args: string[]) => kubectlInBackground(args, { kubeconfig: ts.kubeconfig });
 
 beforeAll(async () => {
   ts = await startTestServer();
   dir = mkdtempSync(join(tmpdir(), 'kubectl-everyday-'));
 });
 
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((bg) => bg.stop()));
-});
+afterEach(stopBackgroundKubectls);
 
 afterAll(async () => {
   await ts?.stop();

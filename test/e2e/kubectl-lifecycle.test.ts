@@ -4,12 +4,11 @@
  * The everyday read and write commands are in kubectl-everyday.test.ts.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
-import { kubectl, kubectlPath, type KubectlResult } from '../support/kubectl.js';
+import { kubectl, kubectlInBackground, stopBackgroundKubectls, type BackgroundKubectl } from '../support/kubectl.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 const API_VERSION = 'management.platform.sh/v1';
@@ -50,94 +49,13 @@ async function names(...args: string[]): Promise<string[]> {
   return lines(res.stdout).map((l) => l.slice(l.indexOf('/') + 1));
 }
 
-/** A kubectl that keeps running (wait): its output can be read as it arrives; stop() ends it. */
-interface Background {
-  readonly stdout: string;
-  readonly stderr: string;
-  until(stream: 'stdout' | 'stderr', re: RegExp, ms?: number): Promise<void>;
-  /** Resolves when the process exits by itself. */
-  exited(ms?: number): Promise<KubectlResult>;
-  stop(): Promise<KubectlResult>;
-}
-
-const running: Background[] = [];
-
-function background(args: string[]): Background {
-  const home = mkdtempSync(join(tmpdir(), 'kubectl-home-'));
-  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home };
-  delete env.KUBECONFIG;
-  const child = spawn(kubectlPath(), ['--kubeconfig', ts.kubeconfig, '--cache-dir', join(home, 'cache'), ...args], {
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const out = { stdout: '', stderr: '' };
-  let listeners: Array<() => void> = [];
-  const notify = () => listeners.forEach((l) => l());
-  child.stdout.setEncoding('utf8').on('data', (c: string) => ((out.stdout += c), notify()));
-  child.stderr.setEncoding('utf8').on('data', (c: string) => ((out.stderr += c), notify()));
-  let exited = false;
-  const done = new Promise<KubectlResult>((resolve) => {
-    child.on('close', (code, signal) => {
-      exited = true;
-      notify();
-      rmSync(home, { recursive: true, force: true });
-      resolve({ code: code ?? (signal === 'SIGTERM' ? 143 : 137), stdout: out.stdout, stderr: out.stderr });
-    });
-  });
-  const describeOutput = () => `\nstdout: ${out.stdout}\nstderr: ${out.stderr}`;
-  const bg: Background = {
-    get stdout() {
-      return out.stdout;
-    },
-    get stderr() {
-      return out.stderr;
-    },
-    until(stream, re, ms = 15_000) {
-      return new Promise<void>((resolve, reject) => {
-        const check = () => {
-          if (re.test(out[stream])) {
-            finish();
-            resolve();
-          } else if (exited) {
-            finish();
-            reject(new Error(`kubectl ${args.join(' ')} exited before ${stream} matched ${re}${describeOutput()}`));
-          }
-        };
-        const timer = setTimeout(() => {
-          finish();
-          reject(new Error(`kubectl ${args.join(' ')}: ${stream} did not match ${re} within ${ms} ms${describeOutput()}`));
-        }, ms);
-        const finish = () => {
-          clearTimeout(timer);
-          listeners = listeners.filter((l) => l !== check);
-        };
-        listeners.push(check);
-        check();
-      });
-    },
-    exited(ms = 15_000) {
-      return new Promise<KubectlResult>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`kubectl ${args.join(' ')} still runs after ${ms} ms${describeOutput()}`)), ms);
-        void done.then((r) => {
-          clearTimeout(timer);
-          resolve(r);
-        });
-      });
-    },
-    stop() {
-      if (!exited) child.kill('SIGTERM');
-      return done;
-    },
-  };
-  running.push(bg);
-  return bg;
-}
+const background = (args: string[]) => kubectlInBackground(args, { kubeconfig: ts.kubeconfig });
 
 /**
  * Starts `kubectl wait --for=delete` and returns once it watches (seen in its -v=6 request log), so whatever happens
  * next is something it has to notice, not something it finds already done.
  */
-async function waitForDelete(ns: string, name: string): Promise<Background> {
+async function waitForDelete(ns: string, name: string): Promise<BackgroundKubectl> {
   const wait = background(['wait', '--for=delete', `gsec/${name}`, '-n', ns, '--timeout=20s', '-v=6']);
   await wait.until('stderr', new RegExp(`"Response" verb="GET" url="[^"]*/namespaces/${ns}/sharedsecrets\\?[^"]*fieldSelector=metadata\\.name%3D${name}[^"]*watch=true[^"]*" status="200 OK"`));
   return wait;
@@ -148,9 +66,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'kubectl-lifecycle-'));
 });
 
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((bg) => bg.stop()));
-});
+afterEach(stopBackgroundKubectls);
 
 afterAll(async () => {
   await ts?.stop();

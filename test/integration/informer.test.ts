@@ -4,13 +4,13 @@
  * adds, updates and deletes, survive a forced 410 (etcd compacted under the server's watch cache) without
  * losing a change made in the gap, and keep working across an etcd restart.
  */
-import { describe, test, expect, beforeAll, afterAll, afterEach } from '@jest/globals';
+import { describe, test, expect, beforeAll, afterEach } from '@jest/globals';
 import * as k8s from '@kubernetes/client-node';
-import { Etcd3 } from 'etcd3';
-import { startTestServer, type TestServer } from '../support/server.js';
-import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
-import type { HttpResponse } from '../support/http.js';
-import { API_VERSION, CLUSTERS_PATH, GROUP, MERGE_PATCH, clusterPath, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
+import type { Etcd3 } from 'etcd3';
+import type { TestServer } from '../support/server.js';
+import { compactEtcd, type TestEtcd } from '../support/etcd.js';
+import { eventually } from '../support/http.js';
+import { API_VERSION, CLUSTERS_PATH, GROUP, MERGE_PATCH, clusterPath, secretBody, sharedSecretPath, sharedSecretsPath, uniq, useServerWithOwnEtcd } from '../support/fixtures.js';
 
 let etcd: TestEtcd;
 let ts: TestServer;
@@ -20,20 +20,13 @@ let api: k8s.CustomObjectsApi;
 
 const VERSION = 'v1';
 
-beforeAll(async () => {
-  etcd = await startTestEtcd();
-  kv = new Etcd3({ hosts: etcd.endpoint });
-  ts = await startTestServer({}, etcd);
+useServerWithOwnEtcd((env) => ({ ts, etcd, kv } = env));
+
+beforeAll(() => {
   kc = new k8s.KubeConfig();
   kc.loadFromFile(ts.kubeconfig);
   api = kc.makeApiClient(k8s.CustomObjectsApi);
-}, 120_000);
-
-afterAll(async () => {
-  kv?.close();
-  await ts?.stop();
-  await etcd?.stop();
-}, 60_000);
+});
 
 type Obj = k8s.KubernetesObject & { spec?: any };
 
@@ -100,26 +93,6 @@ async function until(check: () => boolean, what: string, rec?: Recorded, timeout
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${state ? `; informer: ${JSON.stringify(state)}` : ''}`);
     }
     await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-function secretBody(name: string, labels?: Record<string, string>): Record<string, any> {
-  return {
-    apiVersion: API_VERSION,
-    kind: 'SharedSecret',
-    metadata: labels ? { name, labels } : { name },
-    spec: { displayName: `Secret ${name}`, data: { token: 'c2VjcmV0' } },
-  };
-}
-
-/** Retries while the server cannot reach etcd (after a restart); `ok` says which answers count as done. */
-async function eventually(fn: () => Promise<HttpResponse>, ok: (r: HttpResponse) => boolean, what: string, timeoutMs = 20_000): Promise<HttpResponse> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await fn().catch((err) => ({ status: 0, headers: {}, text: String(err), body: undefined }) as HttpResponse);
-    if (ok(res)) return res;
-    if (Date.now() > deadline) throw new Error(`${what} did not succeed within ${timeoutMs} ms; last answer ${res.status} ${res.text}`);
-    await new Promise((r) => setTimeout(r, 100));
   }
 }
 
@@ -253,8 +226,7 @@ describe('informer', () => {
     // must get 410 and re-list.
     await kv.put(`/informer-test-filler/${uniq('k')}`).value('1');
     await kv.put(`/informer-test-filler/${uniq('k')}`).value('2');
-    const rev = (await kv.kv.range({ key: Buffer.from([0]), limit: 1, keys_only: true })).header.revision;
-    await kv.kv.compact({ revision: rev });
+    await compactEtcd(kv);
     await etcd.restart();
 
     // Changes made while the informer is cut off or re-listing.

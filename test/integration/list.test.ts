@@ -7,7 +7,20 @@ import { describe, test, expect, beforeAll, afterAll } from '@jest/globals';
 import { Etcd3 } from 'etcd3';
 import type { TestServer } from '../support/server.js';
 import { GROUP_PATH, type HttpResponse } from '../support/http.js';
-import { API_VERSION, CLUSTERS_PATH, GROUP, MERGE_PATCH, sharedSecretPath, sharedSecretsPath, uniq, useServerWithPeek, type EtcdPeek } from '../support/fixtures.js';
+import { compactEtcd, etcdRevision } from '../support/etcd.js';
+import {
+  API_VERSION,
+  CLUSTERS_PATH,
+  GROUP,
+  MERGE_PATCH,
+  clusterBody,
+  createSecretAs,
+  sharedSecretPath,
+  sharedSecretsPath,
+  uniq,
+  useServerWithPeek,
+  type EtcdPeek,
+} from '../support/fixtures.js';
 
 let ts: TestServer;
 let peek: EtcdPeek;
@@ -42,29 +55,7 @@ function expectListOptionsInvalid(res: HttpResponse, field: string, detail: stri
   });
 }
 
-function secretBody(name: string, labels?: Record<string, string>): Record<string, any> {
-  return {
-    apiVersion: API_VERSION,
-    kind: 'SharedSecret',
-    metadata: labels ? { name, labels } : { name },
-    spec: { displayName: `Secret ${name}`, data: { token: 'c2VjcmV0' } },
-  };
-}
-
-function clusterBody(name: string, labels?: Record<string, string>): Record<string, any> {
-  return {
-    apiVersion: API_VERSION,
-    kind: 'Cluster',
-    metadata: labels ? { name, labels } : { name },
-    spec: { displayName: `Cluster ${name}`, config: { secretName: 'kubeconfig', secretNamespace: 'platform' }, managementNamespace: 'platform-system' },
-  };
-}
-
-async function createSecret(ns: string, name: string, labels?: Record<string, string>): Promise<any> {
-  const res = await ts.admin.post(sharedSecretsPath(ns), secretBody(name, labels));
-  expect({ status: res.status, body: res.body }).toMatchObject({ status: 201 });
-  return res.body;
-}
+const createSecret = (ns: string, name: string, labels?: Record<string, string>) => createSecretAs(ts.admin, ns, name, labels);
 
 async function setDisplayName(ns: string, name: string, displayName: string): Promise<any> {
   const res = await ts.admin.patch(sharedSecretPath(ns, name), { spec: { displayName } }, MERGE_PATCH);
@@ -92,9 +83,7 @@ function decodeToken(token: string): any {
 /** Compacts etcd's history up to its current revision (moved on first by a write outside the server's prefix). */
 async function compactNow(): Promise<number> {
   await etcd.put(`/list-test-filler/${uniq('k')}`).value('x');
-  const revision = Number((await etcd.kv.range({ key: Buffer.from([0]), limit: 1, keys_only: true })).header.revision);
-  await etcd.kv.compact({ revision: String(revision) });
-  return revision;
+  return compactEtcd(etcd);
 }
 
 describe('label selectors', () => {
@@ -439,7 +428,7 @@ describe('resourceVersion semantics', () => {
   test('resourceVersion=N a little ahead of the server waits for N (up to ~3 s) instead of failing', async () => {
     const ns = uniq('rv-wait');
     const name = uniq('wait');
-    const next = Number((await etcd.kv.range({ key: Buffer.from([0]), limit: 1, keys_only: true })).header.revision) + 1;
+    const next = (await etcdRevision(etcd)) + 1;
     const pending = ts.admin.get(`${sharedSecretsPath(ns)}?resourceVersion=${next}`);
     await new Promise((r) => setTimeout(r, 300));
     const created = await createSecret(ns, name);

@@ -4,240 +4,43 @@
  * single-object watches, timeouts, bookmarks, watch-list, surviving an etcd restart, and one etcd watch
  * shared by many clients.
  */
-import { describe, test, expect, beforeAll, afterAll, afterEach } from '@jest/globals';
-import { readFileSync } from 'node:fs';
-import { request, type RequestOptions } from 'node:https';
-import type { ClientRequest, IncomingHttpHeaders } from 'node:http';
-import { join } from 'node:path';
-import { Etcd3 } from 'etcd3';
-import { startTestServer, type TestServer } from '../support/server.js';
-import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
-import { GROUP_PATH, type HttpResponse } from '../support/http.js';
-import { API_VERSION, CLUSTERS_PATH, MERGE_PATCH, clusterPath, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
+import { describe, test, expect, afterEach } from '@jest/globals';
+import type { Etcd3 } from 'etcd3';
+import type { TestServer } from '../support/server.js';
+import { compactEtcd, etcdRevision, type TestEtcd } from '../support/etcd.js';
+import { GROUP_PATH, eventually } from '../support/http.js';
+import { closeWatches, openWatch, watchFailure, DEFAULT_WAIT_MS, type WatchEvent } from '../support/watch.js';
+import {
+  API_VERSION,
+  CLUSTERS_PATH,
+  MERGE_PATCH,
+  clusterBody,
+  clusterPath,
+  createSecretAs,
+  secretBody,
+  sharedSecretPath,
+  sharedSecretsPath,
+  uniq,
+  useServerWithOwnEtcd,
+} from '../support/fixtures.js';
 
 let etcd: TestEtcd;
 let ts: TestServer;
 let kv: Etcd3;
-let token: string;
 /** A revision compacted (and written) before the server started: older than anything its watch cache holds. */
 let compactedRevision: number;
 
 const ALL_SECRETS = `${GROUP_PATH}/sharedsecrets`;
 
-beforeAll(async () => {
-  etcd = await startTestEtcd();
-  kv = new Etcd3({ hosts: etcd.endpoint });
-  for (let i = 0; i < 10; i++) await kv.put(`/watch-test-filler/${i}`).value(String(i));
-  compactedRevision = await currentEtcdRevision();
-  await kv.kv.compact({ revision: String(compactedRevision) });
-  ts = await startTestServer({}, etcd);
-  token = readFileSync(join(ts.config.dataDir, 'admin-token'), 'utf8').trim();
-}, 120_000);
+useServerWithOwnEtcd(
+  (env) => ({ ts, etcd, kv } = env),
+  async (kv) => {
+    for (let i = 0; i < 10; i++) await kv.put(`/watch-test-filler/${i}`).value(String(i));
+    compactedRevision = await compactEtcd(kv);
+  },
+);
 
-afterAll(async () => {
-  kv?.close();
-  await ts?.stop();
-  await etcd?.stop();
-}, 60_000);
-
-async function currentEtcdRevision(): Promise<number> {
-  const res = await kv.kv.range({ key: Buffer.from([0]), limit: 1, keys_only: true });
-  return Number(res.header.revision);
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// A streaming watch client: the shared HttpClient buffers whole responses, which a watch never finishes.
-
-interface WatchEvent {
-  type: string;
-  object: any;
-}
-
-const DEFAULT_WAIT_MS = 10_000;
-
-class WatchStream {
-  status = 0;
-  headers: IncomingHttpHeaders = {};
-  /** Every newline-terminated line received, as sent. */
-  readonly lines: string[] = [];
-  readonly events: WatchEvent[] = [];
-  /** Text after the last newline (a well-formed stream leaves none). */
-  partial = '';
-  /** The response finished normally (the server ended it). */
-  endedCleanly = false;
-  /** The connection failed or was cut before the response finished. */
-  error?: Error;
-  private done = false;
-  private listeners: (() => void)[] = [];
-
-  constructor(private readonly req: ClientRequest) {}
-
-  get ended(): boolean {
-    return this.done;
-  }
-
-  /** The body as JSON, for a non-200 answer. */
-  get body(): any {
-    try {
-      return JSON.parse(this.lines.join('') + this.partial);
-    } catch {
-      return undefined;
-    }
-  }
-
-  push(chunk: string): void {
-    const text = this.partial + chunk;
-    const parts = text.split('\n');
-    this.partial = parts.pop()!;
-    for (const line of parts) {
-      this.lines.push(line);
-      if (this.status !== 200) continue;
-      try {
-        this.events.push(JSON.parse(line));
-      } catch {
-        this.events.push({ type: 'UNPARSEABLE', object: line });
-      }
-    }
-    this.notify();
-  }
-
-  finish(error?: Error): void {
-    if (this.done) return;
-    this.done = true;
-    if (error) this.error = error;
-    else this.endedCleanly = true;
-    this.notify();
-  }
-
-  private notify(): void {
-    for (const l of this.listeners.splice(0)) l();
-  }
-
-  private waitUntil<T>(check: () => T | undefined, what: string, timeoutMs: number): Promise<T> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}; got ${this.events.length} events: ${JSON.stringify(this.summary())}`));
-      }, timeoutMs);
-      const attempt = () => {
-        let value: T | undefined;
-        try {
-          value = check();
-        } catch (err) {
-          clearTimeout(timer);
-          reject(err);
-          return;
-        }
-        if (value !== undefined) {
-          clearTimeout(timer);
-          resolve(value);
-        } else if (this.done) {
-          clearTimeout(timer);
-          reject(new Error(`stream ended while waiting for ${what}; got ${this.events.length} events: ${JSON.stringify(this.summary())}`));
-        } else {
-          this.listeners.push(attempt);
-        }
-      };
-      attempt();
-    });
-  }
-
-  /** Resolves with the first n events once that many arrived. */
-  count(n: number, timeoutMs = DEFAULT_WAIT_MS): Promise<WatchEvent[]> {
-    return this.waitUntil(() => (this.events.length >= n ? this.events.slice(0, n) : undefined), `${n} events`, timeoutMs);
-  }
-
-  /** The Nth event (1-based). */
-  async nth(n: number, timeoutMs = DEFAULT_WAIT_MS): Promise<WatchEvent> {
-    return (await this.count(n, timeoutMs))[n - 1];
-  }
-
-  /** The first event (from index `from` on) that matches. */
-  find(pred: (e: WatchEvent) => boolean, what = 'a matching event', timeoutMs = DEFAULT_WAIT_MS, from = 0): Promise<WatchEvent> {
-    return this.waitUntil(() => this.events.slice(from).find(pred), what, timeoutMs);
-  }
-
-  /** Resolves once the stream has ended (cleanly or not). */
-  end(timeoutMs = DEFAULT_WAIT_MS): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`stream did not end within ${timeoutMs} ms; events: ${JSON.stringify(this.summary())}`)), timeoutMs);
-      const check = () => {
-        if (this.done) {
-          clearTimeout(timer);
-          resolve();
-        } else this.listeners.push(check);
-      };
-      check();
-    });
-  }
-
-  /** No further event arrives within `ms` (to prove something is NOT sent). */
-  async quiet(ms: number): Promise<void> {
-    const before = this.events.length;
-    await new Promise((r) => setTimeout(r, ms));
-    expect(this.summary().slice(before)).toEqual([]);
-  }
-
-  summary(): string[] {
-    return this.events.map((e) => `${e.type} ${e.object?.metadata?.namespace ?? ''}/${e.object?.metadata?.name ?? ''}@${e.object?.metadata?.resourceVersion ?? ''}`);
-  }
-
-  close(): void {
-    this.req.destroy();
-    this.finish(new Error('closed by the test'));
-  }
-}
-
-const openStreams = new Set<WatchStream>();
-
-afterEach(() => {
-  for (const s of openStreams) s.close();
-  openStreams.clear();
-});
-
-/** Opens a watch (adds watch=true unless the query has a watch parameter); resolves once headers arrive. */
-function openWatch(path: string, opts: { headers?: Record<string, string>; timeoutMs?: number } = {}): Promise<WatchStream> {
-  const url = new URL(path, ts.server.url);
-  if (!url.searchParams.has('watch')) url.searchParams.set('watch', 'true');
-  const options: RequestOptions = {
-    method: 'GET',
-    headers: { Authorization: `Bearer ${token}`, ...opts.headers },
-    ca: ts.server.caPem,
-    agent: false,
-  };
-  return new Promise((resolve, reject) => {
-    const req = request(url, options);
-    const stream = new WatchStream(req);
-    openStreams.add(stream);
-    const timer = setTimeout(() => {
-      req.destroy();
-      reject(new Error(`no response headers for ${path} within ${opts.timeoutMs ?? DEFAULT_WAIT_MS} ms`));
-    }, opts.timeoutMs ?? DEFAULT_WAIT_MS);
-    req.on('response', (res) => {
-      clearTimeout(timer);
-      stream.status = res.statusCode ?? 0;
-      stream.headers = res.headers;
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => stream.push(chunk));
-      res.on('end', () => stream.finish());
-      res.on('aborted', () => stream.finish(new Error('response aborted')));
-      res.on('error', (err) => stream.finish(err));
-      resolve(stream);
-    });
-    req.on('error', (err) => {
-      clearTimeout(timer);
-      stream.finish(err);
-      reject(err);
-    });
-    req.end();
-  });
-}
-
-/** A non-200 watch answer, read to its end. */
-async function watchFailure(path: string, timeoutMs = DEFAULT_WAIT_MS): Promise<{ status: number; body: any; headers: IncomingHttpHeaders }> {
-  const stream = await openWatch(path, { timeoutMs });
-  await stream.end(timeoutMs);
-  return { status: stream.status, body: stream.body, headers: stream.headers };
-}
+afterEach(closeWatches);
 
 // ---------------------------------------------------------------------------------------------------------
 
@@ -246,29 +49,7 @@ function expectStatusBody(status: number, body: any, code: number, reason: strin
   if (message !== undefined) expect(body.message).toBe(message);
 }
 
-function secretBody(name: string, labels?: Record<string, string>): Record<string, any> {
-  return {
-    apiVersion: API_VERSION,
-    kind: 'SharedSecret',
-    metadata: labels ? { name, labels } : { name },
-    spec: { displayName: `Secret ${name}`, data: { token: 'c2VjcmV0' } },
-  };
-}
-
-function clusterBody(name: string): Record<string, any> {
-  return {
-    apiVersion: API_VERSION,
-    kind: 'Cluster',
-    metadata: { name },
-    spec: { displayName: `Cluster ${name}`, config: { secretName: 'kubeconfig', secretNamespace: 'platform' }, managementNamespace: 'platform-system' },
-  };
-}
-
-async function createSecret(ns: string, name: string, labels?: Record<string, string>): Promise<any> {
-  const res = await ts.admin.post(sharedSecretsPath(ns), secretBody(name, labels));
-  expect({ status: res.status, body: res.body }).toMatchObject({ status: 201 });
-  return res.body;
-}
+const createSecret = (ns: string, name: string, labels?: Record<string, string>) => createSecretAs(ts.admin, ns, name, labels);
 
 async function patchSecret(ns: string, name: string, patch: unknown): Promise<any> {
   const res = await ts.admin.patch(sharedSecretPath(ns, name), patch, MERGE_PATCH);
@@ -280,7 +61,7 @@ async function patchSecret(ns: string, name: string, patch: unknown): Promise<an
 async function deleteSecret(ns: string, name: string): Promise<string> {
   const res = await ts.admin.delete(sharedSecretPath(ns, name));
   expect(res.status).toBe(200);
-  return String(await currentEtcdRevision());
+  return String(await etcdRevision(kv));
 }
 
 async function listRv(path: string): Promise<string> {
@@ -292,18 +73,6 @@ async function listRv(path: string): Promise<string> {
 const rvOf = (e: WatchEvent) => e.object.metadata.resourceVersion as string;
 const typesAndNames = (events: WatchEvent[]) => events.map((e) => [e.type, e.object.metadata.name]);
 
-/** Retries a request while etcd comes back (the server answers 5xx until its client reconnects). */
-async function eventually(fn: () => Promise<HttpResponse>, ok: (r: HttpResponse) => boolean, what: string, timeoutMs = 20_000): Promise<HttpResponse> {
-  const deadline = Date.now() + timeoutMs;
-  let last: HttpResponse | undefined;
-  for (;;) {
-    last = await fn().catch((err) => ({ status: 0, headers: {}, text: String(err), body: undefined }));
-    if (ok(last)) return last;
-    if (Date.now() > deadline) throw new Error(`${what} did not succeed within ${timeoutMs} ms; last answer ${last.status} ${last.text}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 // ---------------------------------------------------------------------------------------------------------
 
 describe('stream format and starting point', () => {
@@ -312,7 +81,7 @@ describe('stream format and starting point', () => {
     const a = await createSecret(ns, `a-${uniq('s')}`);
     const b = await createSecret(ns, `b-${uniq('s')}`);
 
-    const w = await openWatch(sharedSecretsPath(ns));
+    const w = await openWatch(ts.admin, sharedSecretsPath(ns));
     expect(w.status).toBe(200);
     expect(w.headers['content-type']).toMatch(/^application\/json/);
     expect(w.headers['transfer-encoding']).toBe('chunked');
@@ -346,7 +115,7 @@ describe('stream format and starting point', () => {
   test.each([['watch=1'], ['watch=true&resourceVersion=0'], ['watch=1&resourceVersion=0']])('%s also starts with ADDED for existing objects', async (query) => {
     const ns = uniq('w-rv0');
     const a = await createSecret(ns, uniq('s'));
-    const w = await openWatch(`${sharedSecretsPath(ns)}?${query}`);
+    const w = await openWatch(ts.admin, `${sharedSecretsPath(ns)}?${query}`);
     expect(w.status).toBe(200);
     const [first] = await w.count(1);
     expect(first).toEqual({ type: 'ADDED', object: a });
@@ -362,7 +131,7 @@ describe('stream format and starting point', () => {
     const b = await createSecret(ns, `b-${uniq('s')}`);
     const deleteRv = await deleteSecret(ns, a.metadata.name);
 
-    const w = await openWatch(`${sharedSecretsPath(ns)}?resourceVersion=${a.metadata.resourceVersion}`);
+    const w = await openWatch(ts.admin, `${sharedSecretsPath(ns)}?resourceVersion=${a.metadata.resourceVersion}`);
     expect(w.status).toBe(200);
     const events = await w.count(3);
     expect(events.map((e) => [e.type, e.object.metadata.name, rvOf(e)])).toEqual([
@@ -379,7 +148,7 @@ describe('stream format and starting point', () => {
     await w.quiet(200);
 
     // From the latest revision: nothing until the next change.
-    const w2 = await openWatch(`${sharedSecretsPath(ns)}?resourceVersion=${c.metadata.resourceVersion}`);
+    const w2 = await openWatch(ts.admin, `${sharedSecretsPath(ns)}?resourceVersion=${c.metadata.resourceVersion}`);
     await w2.quiet(300);
     const c2 = await patchSecret(ns, c.metadata.name, { spec: { displayName: 'x' } });
     expect(await w2.nth(1)).toEqual({ type: 'MODIFIED', object: c2 });
@@ -389,10 +158,10 @@ describe('stream format and starting point', () => {
     const name = uniq('w-del-cl');
     const created = await ts.admin.post(CLUSTERS_PATH, clusterBody(name));
     expect(created.status).toBe(201);
-    const w = await openWatch(`${CLUSTERS_PATH}?resourceVersion=${created.body.metadata.resourceVersion}`);
+    const w = await openWatch(ts.admin, `${CLUSTERS_PATH}?resourceVersion=${created.body.metadata.resourceVersion}`);
     const del = await ts.admin.delete(clusterPath(name));
     expect(del.status).toBe(200);
-    const deleteRv = String(await currentEtcdRevision());
+    const deleteRv = String(await etcdRevision(kv));
     const ev = await w.nth(1);
     expect(ev.type).toBe('DELETED');
     expect(ev.object).toEqual({ ...created.body, metadata: { ...created.body.metadata, resourceVersion: deleteRv } });
@@ -403,8 +172,8 @@ describe('stream format and starting point', () => {
     const nsA = uniq('w-wide-a');
     const nsB = uniq('w-wide-b');
     const rv = await listRv(ALL_SECRETS);
-    const wide = await openWatch(`${ALL_SECRETS}?resourceVersion=${rv}`);
-    const onlyA = await openWatch(`${sharedSecretsPath(nsA)}?resourceVersion=${rv}`);
+    const wide = await openWatch(ts.admin, `${ALL_SECRETS}?resourceVersion=${rv}`);
+    const onlyA = await openWatch(ts.admin, `${sharedSecretsPath(nsA)}?resourceVersion=${rv}`);
     const a = await createSecret(nsA, uniq('s'));
     const b = await createSecret(nsB, uniq('s'));
     const mine = (e: WatchEvent) => [nsA, nsB].includes(e.object.metadata.namespace);
@@ -420,7 +189,7 @@ describe('stream format and starting point', () => {
   test('a watch with Accept as=PartialObjectMetadata streams metadata-only objects', async () => {
     const ns = uniq('w-pom');
     const rv = await listRv(sharedSecretsPath(ns));
-    const w = await openWatch(`${sharedSecretsPath(ns)}?resourceVersion=${rv}`, {
+    const w = await openWatch(ts.admin, `${sharedSecretsPath(ns)}?resourceVersion=${rv}`, {
       headers: { Accept: 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1' },
     });
     expect(w.status).toBe(200);
@@ -435,7 +204,7 @@ describe('selectors', () => {
     const ns = uniq('w-label');
     const name = uniq('s');
     const rv = await listRv(sharedSecretsPath(ns));
-    const w = await openWatch(`${sharedSecretsPath(ns)}?resourceVersion=${rv}&labelSelector=${encodeURIComponent('app=web')}`);
+    const w = await openWatch(ts.admin, `${sharedSecretsPath(ns)}?resourceVersion=${rv}&labelSelector=${encodeURIComponent('app=web')}`);
     expect(w.status).toBe(200);
 
     const other = await createSecret(ns, `other-${uniq('s')}`, { app: 'db' }); // never matches
@@ -467,7 +236,7 @@ describe('selectors', () => {
     const web = await createSecret(ns, `a-${uniq('s')}`, { app: 'web' });
     await createSecret(ns, `b-${uniq('s')}`, { app: 'db' });
     await createSecret(ns, `c-${uniq('s')}`);
-    const w = await openWatch(`${sharedSecretsPath(ns)}?labelSelector=${encodeURIComponent('app in (web)')}`);
+    const w = await openWatch(ts.admin, `${sharedSecretsPath(ns)}?labelSelector=${encodeURIComponent('app in (web)')}`);
     expect(await w.nth(1)).toEqual({ type: 'ADDED', object: web });
     await w.quiet(300);
   });
@@ -479,13 +248,13 @@ describe('selectors', () => {
     const bystander = await createSecret(ns, `${name}-not`);
 
     // kubectl get NAME -w: watch without resourceVersion, one ADDED for the object, then its changes only.
-    const getW = await openWatch(`${sharedSecretsPath(ns)}?fieldSelector=${encodeURIComponent(`metadata.name=${name}`)}`);
+    const getW = await openWatch(ts.admin, `${sharedSecretsPath(ns)}?fieldSelector=${encodeURIComponent(`metadata.name=${name}`)}`);
     expect(await getW.nth(1)).toEqual({ type: 'ADDED', object: target });
 
     // kubectl wait --for=delete: list with the field selector, then watch from the list's resourceVersion.
     const listed = await ts.admin.get(`${sharedSecretsPath(ns)}?fieldSelector=${encodeURIComponent(`metadata.name=${name}`)}`);
     expect(listed.body.items).toEqual([target]);
-    const waitW = await openWatch(
+    const waitW = await openWatch(ts.admin, 
       `${sharedSecretsPath(ns)}?fieldSelector=${encodeURIComponent(`metadata.name=${name}`)}&resourceVersion=${listed.body.metadata.resourceVersion}&allowWatchBookmarks=true&timeoutSeconds=30`,
     );
 
@@ -514,7 +283,7 @@ describe('selectors', () => {
     const name = uniq('one');
     const obj = await createSecret(ns, name);
     const sibling = await createSecret(ns, `${name}x`);
-    const w = await openWatch(`${sharedSecretPath(ns, name)}?watch=true`);
+    const w = await openWatch(ts.admin, `${sharedSecretPath(ns, name)}?watch=true`);
     expect(w.status).toBe(200);
     expect(await w.nth(1)).toEqual({ type: 'ADDED', object: obj });
     await patchSecret(ns, sibling.metadata.name, { spec: { displayName: 'sibling' } });
@@ -529,7 +298,7 @@ describe('selectors', () => {
     const clName = uniq('one-cl');
     const cl = await ts.admin.post(CLUSTERS_PATH, clusterBody(clName));
     expect(cl.status).toBe(201);
-    const wc = await openWatch(`${clusterPath(clName)}?watch=1&resourceVersion=${cl.body.metadata.resourceVersion}`);
+    const wc = await openWatch(ts.admin, `${clusterPath(clName)}?watch=1&resourceVersion=${cl.body.metadata.resourceVersion}`);
     expect(wc.status).toBe(200);
     const other = await ts.admin.post(CLUSTERS_PATH, clusterBody(`${clName}-other`));
     expect(other.status).toBe(201);
@@ -540,9 +309,9 @@ describe('selectors', () => {
   });
 
   test('an unsupported field selector on a watch is 400; so is a bad label selector', async () => {
-    const field = await watchFailure(`${sharedSecretsPath('default')}?fieldSelector=${encodeURIComponent('spec.x=1')}`);
+    const field = await watchFailure(ts.admin, `${sharedSecretsPath('default')}?fieldSelector=${encodeURIComponent('spec.x=1')}`);
     expectStatusBody(field.status, field.body, 400, 'BadRequest', '"spec.x" is not a known field selector: only "metadata.name", "metadata.namespace"');
-    const label = await watchFailure(`${sharedSecretsPath('default')}?labelSelector=${encodeURIComponent('a in (b')}`);
+    const label = await watchFailure(ts.admin, `${sharedSecretsPath('default')}?labelSelector=${encodeURIComponent('a in (b')}`);
     expectStatusBody(label.status, label.body, 400, 'BadRequest');
   });
 });
@@ -552,7 +321,7 @@ describe('timeouts and bookmarks', () => {
     const ns = uniq('w-timeout');
     const a = await createSecret(ns, uniq('s'));
     const started = Date.now();
-    const w = await openWatch(`${sharedSecretsPath(ns)}?timeoutSeconds=1`);
+    const w = await openWatch(ts.admin, `${sharedSecretsPath(ns)}?timeoutSeconds=1`);
     expect(w.status).toBe(200);
     await w.end(8000);
     const took = Date.now() - started;
@@ -568,7 +337,7 @@ describe('timeouts and bookmarks', () => {
     const ns = uniq('w-bookmark');
     const rv = await listRv(sharedSecretsPath(ns));
     const started = Date.now();
-    const w = await openWatch(`${sharedSecretsPath(ns)}?resourceVersion=${rv}&allowWatchBookmarks=true&timeoutSeconds=5`);
+    const w = await openWatch(ts.admin, `${sharedSecretsPath(ns)}?resourceVersion=${rv}&allowWatchBookmarks=true&timeoutSeconds=5`);
     expect(w.status).toBe(200);
     const created = await createSecret(ns, uniq('s'));
     const bookmark = await w.find((e) => e.type === 'BOOKMARK', 'a BOOKMARK', 8000);
@@ -583,7 +352,7 @@ describe('timeouts and bookmarks', () => {
 
   test('without allowWatchBookmarks there is no BOOKMARK', async () => {
     const ns = uniq('w-nobookmark');
-    const w = await openWatch(`${sharedSecretsPath(ns)}?timeoutSeconds=5`);
+    const w = await openWatch(ts.admin, `${sharedSecretsPath(ns)}?timeoutSeconds=5`);
     await w.end(8000);
     expect(w.endedCleanly).toBe(true);
     expect(w.events).toEqual([]);
@@ -603,7 +372,7 @@ describe('watch-list (sendInitialEvents)', () => {
       await createSecret(nsA, 'aa'),
     ];
     const query = 'sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true';
-    const w = await openWatch(`${ALL_SECRETS}?${query}`);
+    const w = await openWatch(ts.admin, `${ALL_SECRETS}?${query}`);
     expect(w.status).toBe(200);
     const end = await w.find((e) => e.type === 'BOOKMARK', 'the initial-events-end BOOKMARK');
     const initial = w.events.slice(0, w.events.indexOf(end));
@@ -636,7 +405,7 @@ describe('watch-list (sendInitialEvents)', () => {
     const ns = uniq('w-wl-ns');
     const b = await createSecret(ns, 'b');
     const a = await createSecret(ns, 'a');
-    const w = await openWatch(`${sharedSecretsPath(ns)}?sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=${b.metadata.resourceVersion}`);
+    const w = await openWatch(ts.admin, `${sharedSecretsPath(ns)}?sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=${b.metadata.resourceVersion}`);
     expect(w.status).toBe(200);
     const events = await w.count(3);
     expect(events.slice(0, 2)).toEqual([
@@ -649,7 +418,7 @@ describe('watch-list (sendInitialEvents)', () => {
   });
 
   test('sendInitialEvents without resourceVersionMatch=NotOlderThan is 422', async () => {
-    const res = await watchFailure(`${sharedSecretsPath('default')}?sendInitialEvents=true&allowWatchBookmarks=true`);
+    const res = await watchFailure(ts.admin, `${sharedSecretsPath('default')}?sendInitialEvents=true&allowWatchBookmarks=true`);
     expectStatusBody(
       res.status,
       res.body,
@@ -665,7 +434,7 @@ describe('watch-list (sendInitialEvents)', () => {
   });
 
   test('resourceVersionMatch on a watch without sendInitialEvents is 422', async () => {
-    const res = await watchFailure(`${sharedSecretsPath('default')}?resourceVersionMatch=NotOlderThan&resourceVersion=0`);
+    const res = await watchFailure(ts.admin, `${sharedSecretsPath('default')}?resourceVersionMatch=NotOlderThan&resourceVersion=0`);
     expectStatusBody(
       res.status,
       res.body,
@@ -683,7 +452,7 @@ describe('too old and too new resourceVersions', () => {
   test('a compacted starting resourceVersion: HTTP 200, exactly one ERROR event (410 Expired), then the stream ends', async () => {
     const old = compactedRevision - 3;
     for (const path of [sharedSecretsPath(uniq('w-old')), CLUSTERS_PATH, `${ALL_SECRETS}?labelSelector=a%3Db`]) {
-      const w = await openWatch(`${path}${path.includes('?') ? '&' : '?'}resourceVersion=${old}`);
+      const w = await openWatch(ts.admin, `${path}${path.includes('?') ? '&' : '?'}resourceVersion=${old}`);
       expect(w.status).toBe(200);
       await w.end();
       expect(w.endedCleanly).toBe(true);
@@ -696,16 +465,16 @@ describe('too old and too new resourceVersions', () => {
   });
 
   test('a future resourceVersion is 504 Timeout with cause ResourceVersionTooLarge', async () => {
-    const current = await currentEtcdRevision();
+    const current = await etcdRevision(kv);
     const future = current + 1_000_000;
-    const res = await watchFailure(`${sharedSecretsPath('default')}?resourceVersion=${future}`, 15_000);
+    const res = await watchFailure(ts.admin, `${sharedSecretsPath('default')}?resourceVersion=${future}`, 15_000);
     expectStatusBody(res.status, res.body, 504, 'Timeout');
     expect(res.body.message).toMatch(new RegExp(`^Timeout: Too large resource version: ${future}, current: [0-9]+$`));
     expect(res.body.details.causes).toEqual([expect.objectContaining({ reason: 'ResourceVersionTooLarge' })]);
   }, 30_000);
 
   test('a non-numeric resourceVersion on a watch is 400', async () => {
-    const res = await watchFailure(`${sharedSecretsPath('default')}?resourceVersion=abc`);
+    const res = await watchFailure(ts.admin, `${sharedSecretsPath('default')}?resourceVersion=abc`);
     expectStatusBody(res.status, res.body, 400, 'BadRequest');
     expect(res.body.message).toMatch(/^invalid resource version: /);
   });
@@ -725,7 +494,7 @@ describe('one etcd watch for many clients', () => {
     const before = await etcdWatchers();
     expect(before).toBeGreaterThanOrEqual(1); // the server's own watch cache
     const streams = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => openWatch(i % 2 === 0 ? `${sharedSecretsPath(ns)}?resourceVersion=${rv}` : `${ALL_SECRETS}?resourceVersion=${rv}&fieldSelector=metadata.namespace%3D${ns}`)),
+      Array.from({ length: 50 }, (_, i) => openWatch(ts.admin, i % 2 === 0 ? `${sharedSecretsPath(ns)}?resourceVersion=${rv}` : `${ALL_SECRETS}?resourceVersion=${rv}&fieldSelector=metadata.namespace%3D${ns}`)),
     );
     expect(streams.map((s) => s.status)).toEqual(streams.map(() => 200));
     expect(await etcdWatchers()).toBe(before);
@@ -754,8 +523,8 @@ describe('etcd restart', () => {
   test('a watch survives an etcd restart under it: later events arrive, none twice', async () => {
     const ns = uniq('w-restart');
     const a = await createSecret(ns, `a-${uniq('s')}`);
-    const w = await openWatch(`${sharedSecretsPath(ns)}?resourceVersion=${a.metadata.resourceVersion}`);
-    const wAll = await openWatch(sharedSecretsPath(ns)); // with initial events
+    const w = await openWatch(ts.admin, `${sharedSecretsPath(ns)}?resourceVersion=${a.metadata.resourceVersion}`);
+    const wAll = await openWatch(ts.admin, sharedSecretsPath(ns)); // with initial events
     const a2 = await patchSecret(ns, a.metadata.name, { spec: { displayName: 'before restart' } });
     expect(await w.nth(1)).toEqual({ type: 'MODIFIED', object: a2 });
     await wAll.count(2);
@@ -786,7 +555,7 @@ describe('etcd restart', () => {
     expect(wAll.events.map((e) => e.type)).toEqual(['ADDED', 'MODIFIED', 'ADDED', 'MODIFIED']);
 
     // New watches and lists work as before.
-    const w2 = await openWatch(`${sharedSecretsPath(ns)}?resourceVersion=${a.metadata.resourceVersion}`);
+    const w2 = await openWatch(ts.admin, `${sharedSecretsPath(ns)}?resourceVersion=${a.metadata.resourceVersion}`);
     const replay = await w2.count(3);
     expect(replay.map(rvOf)).toEqual([a2, bObj, a3].map((o) => o.metadata.resourceVersion));
     const listed = await ts.admin.get(sharedSecretsPath(ns));
@@ -797,13 +566,13 @@ describe('etcd restart', () => {
   test('etcd compacted past the watch cache while etcd restarts: clients following the protocol lose nothing, new watches work', async () => {
     const ns = uniq('w-compact-restart');
     const a = await createSecret(ns, `a-${uniq('s')}`);
-    const w = await openWatch(`${sharedSecretsPath(ns)}?resourceVersion=${a.metadata.resourceVersion}`);
+    const w = await openWatch(ts.admin, `${sharedSecretsPath(ns)}?resourceVersion=${a.metadata.resourceVersion}`);
 
     // Writes the cache does not watch move etcd past the cache's last revision; then compact and restart, so
     // the cache's etcd watch resumes from a compacted revision.
     await kv.put(`/watch-test-filler/${uniq('k')}`).value('1');
     await kv.put(`/watch-test-filler/${uniq('k')}`).value('2');
-    await kv.kv.compact({ revision: String(await currentEtcdRevision()) });
+    await compactEtcd(kv);
     await etcd.restart();
 
     const bName = `b-${uniq('s')}`;
@@ -827,12 +596,12 @@ describe('etcd restart', () => {
         relisted = true;
         seen = listed.body.items.some((o: any) => o.metadata.name === bName);
         rv = listed.body.metadata.resourceVersion;
-        stream = await openWatch(`${sharedSecretsPath(ns)}?resourceVersion=${rv}`);
+        stream = await openWatch(ts.admin, `${sharedSecretsPath(ns)}?resourceVersion=${rv}`);
         continue;
       }
       if (stream.ended) {
         rv = stream.events.length ? rvOf(stream.events[stream.events.length - 1]) : rv;
-        stream = await openWatch(`${sharedSecretsPath(ns)}?resourceVersion=${rv}`);
+        stream = await openWatch(ts.admin, `${sharedSecretsPath(ns)}?resourceVersion=${rv}`);
         continue;
       }
       await new Promise((r) => setTimeout(r, 50));
@@ -840,7 +609,7 @@ describe('etcd restart', () => {
     expect(b.body.metadata.name).toBe(bName);
 
     // A new watch without resourceVersion is served (no 504) and delivers live events.
-    const fresh = await openWatch(sharedSecretsPath(ns), { timeoutMs: 15_000 });
+    const fresh = await openWatch(ts.admin, sharedSecretsPath(ns), { timeoutMs: 15_000 });
     expect({ status: fresh.status, body: fresh.status === 200 ? undefined : (await fresh.end().then(() => fresh.body)) }).toEqual({ status: 200, body: undefined });
     await fresh.count(2);
     const c = await createSecret(ns, `c-${uniq('s')}`);

@@ -2,6 +2,7 @@
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Etcd3 } from 'etcd3';
 import { startEmbeddedEtcd, type EmbeddedEtcd } from '../../src/storage/embedded-etcd.js';
 
 export interface TestEtcd {
@@ -42,4 +43,17 @@ export async function startTestEtcd(): Promise<TestEtcd> {
       await etcd!.stop();
     },
   };
+}
+
+/** etcd's current revision (the header of a one-key, keys-only range read). */
+export async function etcdRevision(client: Etcd3): Promise<number> {
+  const res = await client.kv.range({ key: Buffer.from([0]), limit: 1, keys_only: true });
+  return Number(res.header.revision);
+}
+
+/** Compacts etcd's history up to its current revision, and returns that revision. */
+export async function compactEtcd(client: Etcd3): Promise<number> {
+  const revision = await etcdRevision(client);
+  await client.kv.compact({ revision: String(revision) });
+  return revision;
 }

@@ -1,12 +1,14 @@
 /**
  * Shared fixtures for the SharedSecret and Cluster integration tests: API constants, unique names, API path
- * builders (for both path forms), the beforeAll/afterAll that start and stop a test server, and EtcdPeek for
- * reading stored objects straight from etcd. Argument order is always (namespace, name).
+ * builders (for both path forms), plain object bodies, the beforeAll/afterAll that start and stop a test server
+ * (with an etcd of its own or of the file's), and EtcdPeek for reading stored objects straight from etcd.
+ * Argument order is always (namespace, name).
  */
-import { beforeAll, afterAll } from '@jest/globals';
+import { beforeAll, afterAll, expect } from '@jest/globals';
 import { Etcd3 } from 'etcd3';
 import { startTestServer, type TestServer } from './server.js';
-import { GROUP_PATH } from './http.js';
+import { startTestEtcd, type TestEtcd } from './etcd.js';
+import { GROUP_PATH, type HttpClient } from './http.js';
 
 export const GROUP = 'management.platform.sh';
 export const API_VERSION = `${GROUP}/v1`;
@@ -35,6 +37,33 @@ export const CLUSTERS_PATH = `${GROUP_PATH}/clusters`;
 
 export function clusterPath(name: string, prefix = ''): string {
   return `${prefix}${CLUSTERS_PATH}/${name}`;
+}
+
+/** A valid SharedSecret to create as `name` (with the labels, if given). */
+export function secretBody(name: string, labels?: Record<string, string>): Record<string, any> {
+  return {
+    apiVersion: API_VERSION,
+    kind: 'SharedSecret',
+    metadata: labels ? { name, labels } : { name },
+    spec: { displayName: `Secret ${name}`, data: { token: 'c2VjcmV0' } },
+  };
+}
+
+/** A valid Cluster to create as `name` (with the labels, if given). */
+export function clusterBody(name: string, labels?: Record<string, string>): Record<string, any> {
+  return {
+    apiVersion: API_VERSION,
+    kind: 'Cluster',
+    metadata: labels ? { name, labels } : { name },
+    spec: { displayName: `Cluster ${name}`, config: { secretName: 'kubeconfig', secretNamespace: 'platform' }, managementNamespace: 'platform-system' },
+  };
+}
+
+/** Creates secretBody(name, labels) in `ns` as `client`, expects 201 and returns the created object. */
+export async function createSecretAs(client: HttpClient, ns: string, name: string, labels?: Record<string, string>): Promise<any> {
+  const res = await client.post(sharedSecretsPath(ns), secretBody(name, labels));
+  expect({ status: res.status, body: res.body }).toMatchObject({ status: 201 });
+  return res.body;
 }
 
 /** Reads what the server stored, directly from the test server's etcd (under its prefix). */
@@ -87,5 +116,31 @@ export function useServerWithPeek(set: (env: { ts: TestServer; peek: EtcdPeek })
   afterAll(async () => {
     peek?.close();
     await ts?.stop();
+  }, 60_000);
+}
+
+/**
+ * Registers beforeAll/afterAll for a test file that restarts or compacts etcd: starts an etcd of the file's own and
+ * an etcd client on it, runs `beforeServer` (writes and compactions the server must not see happen), starts a test
+ * server on that etcd, hands all three to `set`, and stops them after the file's tests.
+ */
+export function useServerWithOwnEtcd(
+  set: (env: { ts: TestServer; etcd: TestEtcd; kv: Etcd3 }) => void,
+  beforeServer?: (kv: Etcd3) => Promise<void>,
+): void {
+  let etcd: TestEtcd | undefined;
+  let kv: Etcd3 | undefined;
+  let ts: TestServer | undefined;
+  beforeAll(async () => {
+    etcd = await startTestEtcd();
+    kv = new Etcd3({ hosts: etcd.endpoint });
+    await beforeServer?.(kv);
+    ts = await startTestServer({}, etcd);
+    set({ ts, etcd, kv });
+  }, 120_000);
+  afterAll(async () => {
+    kv?.close();
+    await ts?.stop();
+    await etcd?.stop();
   }, 60_000);
 }

@@ -1,4 +1,5 @@
 /** A small HTTPS client for tests: raw status, headers and body, with the server's CA trusted. */
+import type { ClientRequest } from 'node:http';
 import { request } from 'node:https';
 
 export interface HttpResponse {
@@ -41,10 +42,18 @@ export class HttpClient {
     return this.request('DELETE', path, opts);
   }
 
+  /**
+   * A request with this client's CA and token, not yet ended, for a response read as it arrives (a watch): the caller
+   * listens for 'response' and calls end().
+   */
+  open(method: string, path: string | URL, headers: Record<string, string> = {}): ClientRequest {
+    const all: Record<string, string> = { ...headers };
+    if (this.token) all.Authorization = `Bearer ${this.token}`;
+    return request(new URL(path, this.baseUrl), { method, headers: all, ca: this.ca, agent: false });
+  }
+
   request(method: string, path: string, opts: RequestOptions = {}): Promise<HttpResponse> {
-    const url = new URL(path, this.baseUrl);
     const headers: Record<string, string> = { ...opts.headers };
-    if (this.token) headers.Authorization = `Bearer ${this.token}`;
     let payload: Buffer | undefined;
     if (opts.body !== undefined) {
       payload = typeof opts.body === 'string' || Buffer.isBuffer(opts.body) ? Buffer.from(opts.body) : Buffer.from(JSON.stringify(opts.body));
@@ -52,7 +61,8 @@ export class HttpClient {
       headers['Content-Length'] = String(payload.length);
     }
     return new Promise((resolve, reject) => {
-      const req = request(url, { method, headers, ca: this.ca, agent: false }, (res) => {
+      const req = this.open(method, path, headers);
+      req.on('response', (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c) => chunks.push(c));
         res.on('end', () => {
@@ -70,5 +80,19 @@ export class HttpClient {
       req.on('error', reject);
       req.end(payload);
     });
+  }
+}
+
+/**
+ * Retries a request while the server cannot reach etcd (it answers 5xx, or the connection fails, until its client
+ * reconnects after a restart); `ok` says which answers count as done.
+ */
+export async function eventually(fn: () => Promise<HttpResponse>, ok: (r: HttpResponse) => boolean, what: string, timeoutMs = 20_000): Promise<HttpResponse> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await fn().catch((err): HttpResponse => ({ status: 0, headers: {}, text: String(err), body: undefined }));
+    if (ok(res)) return res;
+    if (Date.now() > deadline) throw new Error(`${what} did not succeed within ${timeoutMs} ms; last answer ${res.status} ${res.text}`);
+    await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -1,6 +1,6 @@
-/** Runs the real kubectl (unpacked by `npm run tools`) against a test server. */
+/** Runs the real kubectl (unpacked by `npm run tools`) against a test server: to completion, or in the background. */
 import { spawn } from 'node:child_process';
-import { accessSync, constants, promises as fs } from 'node:fs';
+import { accessSync, constants, promises as fs, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,23 +23,31 @@ export interface KubectlResult {
   stderr: string;
 }
 
+/** A fresh HOME dir per run: kubectl's discovery cache must never carry over between tests. */
+const HOME_PREFIX = path.join(os.tmpdir(), 'kubectl-home-');
+
+/** Program, arguments and environment for a kubectl with HOME and its cache in `home`, and --kubeconfig alone deciding the cluster. */
+function kubectlCommand(home: string, kubeconfig: string, args: string[], extraEnv?: Record<string, string>): [string, string[], NodeJS.ProcessEnv] {
+  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, ...extraEnv };
+  delete env.KUBECONFIG; // --kubeconfig alone decides
+  return [kubectlPath(), ['--kubeconfig', kubeconfig, '--cache-dir', path.join(home, 'cache'), ...args], env];
+}
+
+/** The shell's exit code for a process that exited with `code` or was ended by `signal`. */
+function exitCode(code: number | null, signal: NodeJS.Signals | null): number {
+  return code ?? 128 + (signal ? os.constants.signals[signal] : 0);
+}
+
 export async function kubectl(
   args: string[],
   opts: { kubeconfig: string; stdin?: string; env?: Record<string, string>; timeoutMs?: number },
 ): Promise<KubectlResult> {
-  const bin = kubectlPath();
-  // Fresh HOME and cache per run: kubectl's discovery cache must never carry over between tests.
-  const home = await fs.mkdtemp(path.join(os.tmpdir(), 'kubectl-home-'));
+  const home = await fs.mkdtemp(HOME_PREFIX);
   const timeoutMs = opts.timeoutMs ?? 30_000;
-  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, ...opts.env };
-  delete env.KUBECONFIG; // --kubeconfig alone decides
   try {
     return await new Promise<KubectlResult>((resolve, reject) => {
-      const child = spawn(
-        bin,
-        ['--kubeconfig', opts.kubeconfig, '--cache-dir', path.join(home, 'cache'), ...args],
-        { env, stdio: ['pipe', 'pipe', 'pipe'] },
-      );
+      const [bin, argv, env] = kubectlCommand(home, opts.kubeconfig, args, opts.env);
+      const child = spawn(bin, argv, { env, stdio: ['pipe', 'pipe', 'pipe'] });
       let stdout = '';
       let stderr = '';
       // setEncoding keeps multi-byte characters that straddle chunks intact.
@@ -61,7 +69,7 @@ export async function kubectl(
           const msg = `kubectl ${args.join(' ')} timed out after ${timeoutMs} ms`;
           reject(new Error(`${msg}\nstdout: ${stdout}\nstderr: ${stderr}`));
         } else {
-          resolve({ code: code ?? 128 + (signal ? os.constants.signals[signal] : 0), stdout, stderr });
+          resolve({ code: exitCode(code, signal), stdout, stderr });
         }
       });
       // kubectl may exit before reading stdin (e.g. on a usage error); that is not our failure.
@@ -71,4 +79,91 @@ export async function kubectl(
   } finally {
     await fs.rm(home, { recursive: true, force: true });
   }
+}
+
+/** A kubectl that keeps running (get -w, wait): its output can be read as it arrives; stop() ends it. */
+export interface BackgroundKubectl {
+  readonly stdout: string;
+  readonly stderr: string;
+  /** Resolves once the stream's text so far matches; rejects with the output so far after `ms` or if kubectl exits first. */
+  until(stream: 'stdout' | 'stderr', re: RegExp, ms?: number): Promise<void>;
+  /** Resolves when the process exits by itself; rejects with the output so far after `ms`. */
+  exited(ms?: number): Promise<KubectlResult>;
+  /** Ends the process (SIGTERM) if it still runs, and gives its output. */
+  stop(): Promise<KubectlResult>;
+}
+
+const running: BackgroundKubectl[] = [];
+
+/** Starts kubectl without waiting for it to end; stopBackgroundKubectls() ends whatever still runs. */
+export function kubectlInBackground(args: string[], opts: { kubeconfig: string }): BackgroundKubectl {
+  const home = mkdtempSync(HOME_PREFIX);
+  const [bin, argv, env] = kubectlCommand(home, opts.kubeconfig, args);
+  const child = spawn(bin, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const out = { stdout: '', stderr: '' };
+  let listeners: Array<() => void> = [];
+  const notify = () => listeners.forEach((l) => l());
+  child.stdout.setEncoding('utf8').on('data', (c: string) => ((out.stdout += c), notify()));
+  child.stderr.setEncoding('utf8').on('data', (c: string) => ((out.stderr += c), notify()));
+  let exited = false;
+  const done = new Promise<KubectlResult>((resolve) => {
+    child.on('close', (code, signal) => {
+      exited = true;
+      notify();
+      rmSync(home, { recursive: true, force: true });
+      resolve({ code: exitCode(code, signal), stdout: out.stdout, stderr: out.stderr });
+    });
+  });
+  const describeOutput = () => `\nstdout: ${out.stdout}\nstderr: ${out.stderr}`;
+  const bg: BackgroundKubectl = {
+    get stdout() {
+      return out.stdout;
+    },
+    get stderr() {
+      return out.stderr;
+    },
+    until(stream, re, ms = 15_000) {
+      return new Promise<void>((resolve, reject) => {
+        const check = () => {
+          if (re.test(out[stream])) {
+            finish();
+            resolve();
+          } else if (exited) {
+            finish();
+            reject(new Error(`kubectl ${args.join(' ')} exited before ${stream} matched ${re}${describeOutput()}`));
+          }
+        };
+        const timer = setTimeout(() => {
+          finish();
+          reject(new Error(`kubectl ${args.join(' ')}: ${stream} did not match ${re} within ${ms} ms${describeOutput()}`));
+        }, ms);
+        const finish = () => {
+          clearTimeout(timer);
+          listeners = listeners.filter((l) => l !== check);
+        };
+        listeners.push(check);
+        check();
+      });
+    },
+    exited(ms = 15_000) {
+      return new Promise<KubectlResult>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`kubectl ${args.join(' ')} still runs after ${ms} ms${describeOutput()}`)), ms);
+        void done.then((r) => {
+          clearTimeout(timer);
+          resolve(r);
+        });
+      });
+    },
+    stop() {
+      if (!exited) child.kill('SIGTERM');
+      return done;
+    },
+  };
+  running.push(bg);
+  return bg;
+}
+
+/** Stops every background kubectl started so far (for afterEach). */
+export async function stopBackgroundKubectls(): Promise<void> {
+  await Promise.all(running.splice(0).map((bg) => bg.stop()));
 }

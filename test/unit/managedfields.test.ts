@@ -1,9 +1,9 @@
 import { describe, expect, test } from '@jest/globals';
 import { applyObject, updateManagedFields, type FieldManagerContext } from '../../src/apimachinery/managedfields/index.js';
 import { fieldsV1ToSet, setToFieldsV1 } from '../../src/apimachinery/managedfields/fieldsv1.js';
-import { StatusError } from '../../src/apimachinery/status.js';
 import type { KubeObject, ManagedFieldsEntry } from '../../src/apimachinery/types.js';
 import { loadDefinitions } from '../../src/registry/definitions.js';
+import { statusOf } from '../support/errors.js';
 
 const API = 'management.platform.sh/v1';
 const defs = loadDefinitions();
@@ -29,16 +29,6 @@ function stored(obj: KubeObject, managedFields: ManagedFieldsEntry[]): KubeObjec
   if (managedFields.length) out.metadata.managedFields = managedFields;
   else delete out.metadata.managedFields;
   return out;
-}
-
-function statusOf(fn: () => unknown): StatusError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof StatusError) return err;
-    throw err;
-  }
-  throw new Error('expected a StatusError');
 }
 
 const entry = (mf: ManagedFieldsEntry[] | undefined, manager: string, operation = 'Apply') =>

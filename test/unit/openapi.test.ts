@@ -6,7 +6,6 @@
 import { describe, expect, test } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
-import { StatusError } from '../../src/apimachinery/status.js';
 import { discoveryAuthorizer } from '../../src/auth/authorizer.js';
 import { AUTHENTICATED_GROUP, type Attributes } from '../../src/auth/types.js';
 import {
@@ -20,6 +19,7 @@ import {
   schemaName,
 } from '../../src/http/openapi.js';
 import { loadDefinitions, type ResourceDefinition } from '../../src/registry/definitions.js';
+import { statusOf } from '../support/errors.js';
 
 const GROUP = 'management.platform.sh';
 const defs = loadDefinitions();
@@ -340,16 +340,6 @@ describe('serving', () => {
     return out;
   }
 
-  function statusOf(fn: () => unknown) {
-    try {
-      fn();
-    } catch (err) {
-      if (err instanceof StatusError) return err.status;
-      throw err;
-    }
-    throw new Error('no StatusError thrown');
-  }
-
   test('JSON with an ETag, and 304 when If-None-Match matches', () => {
     for (const [path, doc] of [
       ['/openapi/v2', service.v2],
@@ -385,13 +375,13 @@ describe('serving', () => {
     expect(call(path, { Accept: 'application/com.github.proto-openapi.spec.v3@v1.0+protobuf, application/json' }).status).toBe(200);
     expect(call(path, { Accept: 'application/json' }).status).toBe(200);
     expect(call(path, { Accept: '*/*' }).status).toBe(200);
-    expect(statusOf(() => call(path, { Accept: 'application/com.github.proto-openapi.spec.v3@v1.0+protobuf' }))).toMatchObject({ code: 406, reason: 'NotAcceptable' });
+    expect(statusOf(() => call(path, { Accept: 'application/com.github.proto-openapi.spec.v3@v1.0+protobuf' })).status).toMatchObject({ code: 406, reason: 'NotAcceptable' });
     // client-go's OpenAPISchema asks for v2 in protobuf only: not served.
-    expect(statusOf(() => call('/openapi/v2', { Accept: 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' }))).toMatchObject({ code: 406, reason: 'NotAcceptable' });
+    expect(statusOf(() => call('/openapi/v2', { Accept: 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' })).status).toMatchObject({ code: 406, reason: 'NotAcceptable' });
     // The root answers JSON whatever is asked, as handler3 does.
     expect(call('/openapi/v3', { Accept: 'application/com.github.proto-openapi.spec.v3@v1.0+protobuf' }).status).toBe(200);
     for (const p of ['/openapi/v3/apis/other.example.com/v1', '/openapi/v3/apis/management.platform.sh/v2', '/openapi/v3/api/v1']) {
-      expect(statusOf(() => call(p))).toMatchObject({ code: 404, reason: 'NotFound' });
+      expect(statusOf(() => call(p)).status).toMatchObject({ code: 404, reason: 'NotFound' });
     }
   });
 

@@ -1,18 +1,8 @@
 import { describe, expect, test } from '@jest/globals';
 import { applyJsonPatch, applyMergePatch } from '../../src/apimachinery/patch.js';
-import { StatusError } from '../../src/apimachinery/status.js';
+import { statusOf } from '../support/errors.js';
 
 const doc = () => ({ metadata: { name: 's1', annotations: { a: '1' } }, spec: { data: { k: 'dg==' }, displayName: 'x' } });
-
-function statusOf(fn: () => unknown): StatusError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof StatusError) return err;
-    throw err;
-  }
-  throw new Error('expected a StatusError');
-}
 
 describe('JSON patch', () => {
   test("applies the spec's example: add one annotation", () => {

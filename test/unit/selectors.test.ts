@@ -7,7 +7,7 @@ import {
   parseSupportedFieldSelector,
 } from '../../src/apimachinery/fields.js';
 import { parseLabelSelector } from '../../src/apimachinery/labels.js';
-import { StatusError } from '../../src/apimachinery/status.js';
+import { statusOf } from '../support/errors.js';
 
 // Texts from apimachinery v0.33 pkg/util/validation (note Go's double space before each "or").
 const QNAME_REGEX_MSG =
@@ -16,17 +16,6 @@ const LABEL_VALUE_MSG =
   "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
 const SUBDOMAIN_MSG =
   "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-
-/** The StatusError a call throws (fails the test when it does not throw one). */
-function statusOf(fn: () => unknown): StatusError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof StatusError) return err;
-    throw err;
-  }
-  throw new Error('expected a StatusError');
-}
 
 function labelError(text: string): string {
   const err = statusOf(() => parseLabelSelector(text));
