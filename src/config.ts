@@ -14,6 +14,21 @@ export interface Config {
   tokenAuthFile?: string;
   /** 0 disables compaction. */
   etcdCompactionIntervalMs: number;
+  /** CA bundle (PEM) that signs the front proxy's client certificate; unset: X-Remote-* headers are never trusted. */
+  requestheaderClientCaFile?: string;
+  /** Common names the front proxy's certificate may have; empty: any name signed by the CA. */
+  requestheaderAllowedNames: string[];
+  requestheaderUsernameHeaders: string[];
+  requestheaderUidHeaders: string[];
+  requestheaderGroupHeaders: string[];
+  requestheaderExtraHeadersPrefix: string[];
+  /** CA bundle (PEM) for client certificates: CN is the user, O the groups. */
+  clientCaFile?: string;
+  /** The host cluster (TokenReview, SubjectAccessReview, RBAC); unset: in-cluster config when in a pod. */
+  kubeconfig?: string;
+  authenticationTokenWebhookCacheTtlMs: number;
+  authorizationWebhookCacheAuthorizedTtlMs: number;
+  authorizationWebhookCacheUnauthorizedTtlMs: number;
 }
 
 interface FlagSpec {
@@ -37,6 +52,17 @@ export const FLAGS: FlagSpec[] = [
   { name: 'cert-dir', arg: 'dir', help: 'Where the self-signed CA and serving certificate are kept and reused (default "<data-dir>/certs").', apply: (c, v) => (c.certDir = v) },
   { name: 'tls-sans', arg: 'names', help: 'Extra DNS names and IPs for the self-signed serving certificate, comma-separated (localhost and 127.0.0.1 are always in).', apply: (c, v) => (c.tlsSans = list(v)) },
   { name: 'token-auth-file', arg: 'file', help: 'Static bearer tokens, CSV lines token,user,uid,"group1,group2". Without it an admin token and <data-dir>/admin.kubeconfig are made.', apply: (c, v) => (c.tokenAuthFile = v) },
+  { name: 'requestheader-client-ca-file', arg: 'file', help: 'CA bundle (PEM) that signs the front proxy\'s client certificate (kube-apiserver\'s --proxy-client-cert-file). The identity headers below are trusted only on connections presenting such a certificate; without this flag they are ignored.', apply: (c, v) => (c.requestheaderClientCaFile = v) },
+  { name: 'requestheader-allowed-names', arg: 'names', help: 'Common names the front proxy\'s client certificate may have, comma-separated (for example "front-proxy-client"). Empty: any certificate signed by --requestheader-client-ca-file.', apply: (c, v) => (c.requestheaderAllowedNames = list(v)) },
+  { name: 'requestheader-username-headers', arg: 'headers', help: 'Headers holding the user name, comma-separated; the first non-empty one wins (default "X-Remote-User").', apply: (c, v) => (c.requestheaderUsernameHeaders = list(v)) },
+  { name: 'requestheader-uid-headers', arg: 'headers', help: 'Headers holding the user\'s uid, comma-separated; the first non-empty one wins (default "X-Remote-Uid").', apply: (c, v) => (c.requestheaderUidHeaders = list(v)) },
+  { name: 'requestheader-group-headers', arg: 'headers', help: 'Headers holding the user\'s groups, comma-separated; every value of each counts (default "X-Remote-Group").', apply: (c, v) => (c.requestheaderGroupHeaders = list(v)) },
+  { name: 'requestheader-extra-headers-prefix', arg: 'prefixes', help: 'Header prefixes for extra user information, comma-separated; the rest of the header name, lowercased and %-decoded, is the key (default "X-Remote-Extra-").', apply: (c, v) => (c.requestheaderExtraHeadersPrefix = list(v)) },
+  { name: 'client-ca-file', arg: 'file', help: 'CA bundle (PEM) for clients that connect directly with a certificate: its common name is the user name, its organizations the groups.', apply: (c, v) => (c.clientCaFile = v) },
+  { name: 'kubeconfig', arg: 'file', help: 'Kubeconfig of the host cluster, asked to review bearer tokens (TokenReview) and to authorize requests (SubjectAccessReview), and holding RBAC. Default: the in-cluster configuration when running in a pod, else no host cluster.', apply: (c, v) => (c.kubeconfig = v) },
+  { name: 'authentication-token-webhook-cache-ttl', arg: 'duration', help: 'How long TokenReview answers, accepted or rejected, are cached (default 10s; 0 disables).', apply: (c, v) => (c.authenticationTokenWebhookCacheTtlMs = duration('authentication-token-webhook-cache-ttl', v)) },
+  { name: 'authorization-webhook-cache-authorized-ttl', arg: 'duration', help: 'How long allowed SubjectAccessReview answers are cached (default 10s; 0 disables).', apply: (c, v) => (c.authorizationWebhookCacheAuthorizedTtlMs = duration('authorization-webhook-cache-authorized-ttl', v)) },
+  { name: 'authorization-webhook-cache-unauthorized-ttl', arg: 'duration', help: 'How long SubjectAccessReview answers that do not allow are cached (default 10s; 0 disables).', apply: (c, v) => (c.authorizationWebhookCacheUnauthorizedTtlMs = duration('authorization-webhook-cache-unauthorized-ttl', v)) },
 ];
 
 /** Go-style durations as kube-apiserver's flags take them: "5m", "30s", "1h30m", "250ms", "0". */
@@ -68,6 +94,14 @@ export function defaultConfig(): Config {
     certDir: '',
     tlsSans: [],
     etcdCompactionIntervalMs: 5 * 60_000,
+    requestheaderAllowedNames: [],
+    requestheaderUsernameHeaders: ['X-Remote-User'],
+    requestheaderUidHeaders: ['X-Remote-Uid'],
+    requestheaderGroupHeaders: ['X-Remote-Group'],
+    requestheaderExtraHeadersPrefix: ['X-Remote-Extra-'],
+    authenticationTokenWebhookCacheTtlMs: 10_000,
+    authorizationWebhookCacheAuthorizedTtlMs: 10_000,
+    authorizationWebhookCacheUnauthorizedTtlMs: 10_000,
   };
 }
 

@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { setUpAuth } from './auth/setup.js';
+import { clientCertificateAuthorities, setUpAuth } from './auth/setup.js';
+import { HostCluster } from './host/cluster.js';
 import type { Config } from './config.js';
 import { createApp } from './http/app.js';
 import { withTimeout } from './http/health.js';
@@ -50,7 +51,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     await registry.start();
     cleanups.push(() => registry.stop());
     const tls = await servingCertificate(config);
-    const auth = setUpAuth(config, registry);
+    const hostCluster = HostCluster.load({ kubeconfig: config.kubeconfig });
+    if (!hostCluster) log.info('no host cluster configured: TokenReview and SubjectAccessReview are off');
+    const auth = setUpAuth(config, registry, hostCluster);
     cleanups.push(() => auth.stop());
     const adminToken = auth.adminToken;
 
@@ -76,7 +79,10 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       log,
     });
 
-    const server: Server = createServer({ cert: tls.cert, key: tls.key }, app);
+    // Client certificates (front proxy, direct clients) are asked for, not required; authenticators check them.
+    const clientCAs = clientCertificateAuthorities(config);
+    const clientAuth = clientCAs.length ? { requestCert: true, rejectUnauthorized: false, ca: clientCAs } : {};
+    const server: Server = createServer({ cert: tls.cert, key: tls.key, ...clientAuth }, app);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(config.securePort, config.bindAddress, () => resolve());

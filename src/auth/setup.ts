@@ -2,11 +2,17 @@
  * Who may do what, composed from the configuration: the authenticators in kube's order (first that recognises
  * the credentials decides) and the authorizers' union. The one place that knows every auth piece.
  */
+import { readFileSync } from 'node:fs';
 import type { Config } from '../config.js';
+import type { HostCluster } from '../host/cluster.js';
 import type { Registry } from '../registry/registry.js';
 import { ADMIN_USER, ensureAdminToken } from './admin-token.js';
 import { discoveryAuthorizer, mastersAuthorizer, unionAuthorizer } from './authorizer.js';
 import { ObjectAccessAuthorizer } from './objectaccess.js';
+import { RequestHeaderAuthenticator } from './requestheader.js';
+import { SubjectAccessReviewAuthorizer } from './subjectaccessreview.js';
+import { TokenReviewAuthenticator } from './tokenreview.js';
+import { ClientCertAuthenticator } from './x509.js';
 import { readTokenFile, TokenAuthenticator } from './token-file.js';
 import type { Attributes, Authenticator, Authorizer } from './types.js';
 import { unionAuthenticator } from './union.js';
@@ -22,7 +28,12 @@ export interface Auth {
   stop(): Promise<void>;
 }
 
-export function setUpAuth(config: Config, registry: Registry): Auth {
+/** The CA bundles of client certificates the TLS server must ask for (front proxy, direct clients). */
+export function clientCertificateAuthorities(config: Config): string[] {
+  return [config.requestheaderClientCaFile, config.clientCaFile].filter((f): f is string => !!f).map((f) => readFileSync(f, 'utf8'));
+}
+
+export function setUpAuth(config: Config, registry: Registry, host: HostCluster | undefined): Auth {
   const tokens = config.tokenAuthFile ? readTokenFile(config.tokenAuthFile) : new Map<string, UserInfo>();
   const adminToken = config.tokenAuthFile ? undefined : ensureAdminToken(config.dataDir);
   if (adminToken) tokens.set(adminToken, ADMIN_USER);
@@ -32,9 +43,38 @@ export function setUpAuth(config: Config, registry: Registry): Auth {
     return store?.get(attrs.namespace || undefined, attrs.name).catch(() => undefined);
   });
 
+  // kube's order: front proxy headers, client certificates, then bearer tokens (the host's TokenReview last,
+  // since it refuses any token it does not know).
+  const authenticators: Authenticator[] = [];
+  if (config.requestheaderClientCaFile) {
+    authenticators.push(
+      new RequestHeaderAuthenticator({
+        clientCaPem: readFileSync(config.requestheaderClientCaFile, 'utf8'),
+        allowedNames: config.requestheaderAllowedNames,
+        usernameHeaders: config.requestheaderUsernameHeaders,
+        uidHeaders: config.requestheaderUidHeaders,
+        groupHeaders: config.requestheaderGroupHeaders,
+        extraHeaderPrefixes: config.requestheaderExtraHeadersPrefix,
+      }),
+    );
+  }
+  if (config.clientCaFile) authenticators.push(new ClientCertAuthenticator({ caPem: readFileSync(config.clientCaFile, 'utf8') }));
+  authenticators.push(new TokenAuthenticator(tokens));
+  if (host) authenticators.push(new TokenReviewAuthenticator(host, { cacheTtlMs: config.authenticationTokenWebhookCacheTtlMs }));
+
+  const authorizers: Authorizer[] = [mastersAuthorizer, discoveryAuthorizer, objectAccess];
+  if (host) {
+    authorizers.push(
+      new SubjectAccessReviewAuthorizer(host, {
+        allowTtlMs: config.authorizationWebhookCacheAuthorizedTtlMs,
+        denyTtlMs: config.authorizationWebhookCacheUnauthorizedTtlMs,
+      }),
+    );
+  }
+
   return {
-    authenticator: unionAuthenticator(new TokenAuthenticator(tokens)),
-    authorizer: unionAuthorizer(mastersAuthorizer, discoveryAuthorizer, objectAccess),
+    authenticator: unionAuthenticator(...authenticators),
+    authorizer: unionAuthorizer(...authorizers),
     visibleTo: (attrs) => objectAccess.visibleTo(attrs),
     adminToken,
     stop: async () => {},

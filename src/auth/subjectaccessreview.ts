@@ -1,0 +1,65 @@
+/**
+ * Authorization delegated to the host cluster (kube's webhook authorizer with a SubjectAccessReview): allowed is
+ * allow, denied is deny, neither is no opinion, with the host's reason. Answers are cached, allowed ones for
+ * --authorization-webhook-cache-authorized-ttl and the others for --authorization-webhook-cache-unauthorized-ttl
+ * (10 s each by default). A host that cannot answer gives no opinion (never allow) and is not cached.
+ */
+import { createHash } from 'node:crypto';
+import { subjectAccessReviewSpec, type SubjectAccessReviewResult } from '../host/cluster.js';
+import { ExpiringCache } from './tokenreview.js';
+import type { Attributes, Authorizer, Decision } from './types.js';
+
+/** What the authorizer needs of the host cluster (HostCluster has it). */
+export interface SubjectAccessReviewer {
+  subjectAccessReview(attrs: Attributes): Promise<SubjectAccessReviewResult>;
+}
+
+export interface SubjectAccessReviewAuthorizerOptions {
+  /** How long allowed answers are kept (default 10 s); 0 disables. */
+  allowTtlMs?: number;
+  /** How long answers that do not allow are kept (default 10 s); 0 disables. */
+  denyTtlMs?: number;
+  /** Bound on cached answers (default 10000). */
+  maxEntries?: number;
+  /** For tests: the current time in ms. */
+  now?: () => number;
+}
+
+export class SubjectAccessReviewAuthorizer implements Authorizer {
+  private readonly cache: ExpiringCache<SubjectAccessReviewResult>;
+  private readonly allowTtlMs: number;
+  private readonly denyTtlMs: number;
+
+  constructor(
+    private readonly host: SubjectAccessReviewer,
+    opts: SubjectAccessReviewAuthorizerOptions = {},
+  ) {
+    this.allowTtlMs = opts.allowTtlMs ?? 10_000;
+    this.denyTtlMs = opts.denyTtlMs ?? 10_000;
+    this.cache = new ExpiringCache(opts.maxEntries, opts.now);
+  }
+
+  async authorize(attrs: Attributes): Promise<Decision> {
+    let review: SubjectAccessReviewResult;
+    try {
+      review = await this.cache.getOrLoad(
+        cacheKey(attrs),
+        () => this.host.subjectAccessReview(attrs),
+        (r) => (r.allowed && !r.denied ? this.allowTtlMs : this.denyTtlMs),
+      );
+    } catch (err) {
+      return { decision: 'noOpinion', reason: `error contacting the host cluster: ${(err as Error).message}` };
+    }
+    // kube's webhook authorizer: an answer both allowing and denying is a deny.
+    if (review.denied) return { decision: 'deny', reason: review.reason };
+    if (review.allowed) return { decision: 'allow' };
+    return { decision: 'noOpinion', reason: review.reason || review.evaluationError || undefined };
+  }
+}
+
+/** The SubjectAccessReview spec with extra keys sorted (what kube keys its cache by), hashed. */
+function cacheKey(attrs: Attributes): string {
+  const spec = subjectAccessReviewSpec(attrs);
+  const extra = spec.extra ? Object.fromEntries(Object.entries(spec.extra).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : undefined;
+  return createHash('sha256').update(JSON.stringify({ ...spec, extra })).digest('hex');
+}
