@@ -14,6 +14,10 @@ export interface Config {
   tokenAuthFile?: string;
   /** 0 disables compaction. */
   etcdCompactionIntervalMs: number;
+  /** At most one status.lastActivity write per access key per this long. */
+  accessKeyActivityMinIntervalMs: number;
+  /** How often pending access key activity is looked at (and written when due). */
+  accessKeyActivityTickMs: number;
   /** CA bundle (PEM) that signs the front proxy's client certificate; unset: X-Remote-* headers are never trusted. */
   requestheaderClientCaFile?: string;
   /** Common names the front proxy's certificate may have; empty: any name signed by the CA. */
@@ -44,6 +48,7 @@ export const FLAGS: FlagSpec[] = [
   { name: 'etcd-servers', arg: 'urls', help: 'Comma-separated etcd client URLs. Without it a local etcd is started under --data-dir and stopped on exit.', apply: (c, v) => (c.etcdServers = list(v)) },
   { name: 'etcd-prefix', arg: 'string', help: 'Prefix of every etcd key (default "/registry").', apply: (c, v) => (c.etcdPrefix = v.replace(/\/+$/, '')) },
   { name: 'etcd-compaction-interval', arg: 'duration', help: 'How often etcd history is compacted, like kube-apiserver (default 5m; 0 disables). Units: ms, s, m, h.', apply: (c, v) => (c.etcdCompactionIntervalMs = duration('etcd-compaction-interval', v)) },
+  { name: 'access-key-activity-interval', arg: 'duration', help: 'Access key use is written to status.lastActivity at most this often per key, off the request path (default 1m).', apply: (c, v) => (c.accessKeyActivityMinIntervalMs = duration('access-key-activity-interval', v)) },
   { name: 'data-dir', arg: 'dir', help: 'Where the embedded etcd, the admin token and kubeconfig, and generated certificates are kept (default ".data").', apply: (c, v) => (c.dataDir = v) },
   { name: 'bind-address', arg: 'ip', help: 'Address to listen on for HTTPS (default "0.0.0.0").', apply: (c, v) => (c.bindAddress = v) },
   { name: 'secure-port', arg: 'port', help: 'Port to serve HTTPS on (default 8443; 0 picks a free port).', apply: (c, v) => (c.securePort = port(v)) },
@@ -94,6 +99,8 @@ export function defaultConfig(): Config {
     certDir: '',
     tlsSans: [],
     etcdCompactionIntervalMs: 5 * 60_000,
+    accessKeyActivityMinIntervalMs: 60_000,
+    accessKeyActivityTickMs: 5_000,
     requestheaderAllowedNames: [],
     requestheaderUsernameHeaders: ['X-Remote-User'],
     requestheaderUidHeaders: ['X-Remote-Uid'],

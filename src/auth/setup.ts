@@ -8,6 +8,8 @@ import type { HostCluster } from '../host/cluster.js';
 import type { Registry } from '../registry/registry.js';
 import { ADMIN_USER, ensureAdminToken } from './admin-token.js';
 import { discoveryAuthorizer, mastersAuthorizer, unionAuthorizer } from './authorizer.js';
+import { AccessKeyAuthenticator } from './accesskeys.js';
+import { ActivityRecorder, lastActivityWriter } from './activity.js';
 import { ObjectAccessAuthorizer } from './objectaccess.js';
 import { RequestHeaderAuthenticator } from './requestheader.js';
 import { SubjectAccessReviewAuthorizer } from './subjectaccessreview.js';
@@ -18,6 +20,8 @@ import type { Attributes, Authenticator, Authorizer } from './types.js';
 import { unionAuthenticator } from './union.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
+
+const GROUP = 'management.platform.sh';
 
 export interface Auth {
   authenticator: Authenticator;
@@ -59,8 +63,35 @@ export function setUpAuth(config: Config, registry: Registry, host: HostCluster 
     );
   }
   if (config.clientCaFile) authenticators.push(new ClientCertAuthenticator({ caPem: readFileSync(config.clientCaFile, 'utf8') }));
+
+  // Access keys: looked up by hash in the watch cache; their use recorded off the request path.
+  const keyStore = registry.lookup(GROUP, 'v1', 'ownedaccesskeys');
+  const cache = registry.caches.get(GROUP);
+  let accessKeys: AccessKeyAuthenticator | undefined;
+  let recorder: ActivityRecorder | undefined;
+  if (keyStore && cache) {
+    recorder = new ActivityRecorder({
+      write: lastActivityWriter(keyStore),
+      minIntervalMs: config.accessKeyActivityMinIntervalMs,
+      tickMs: config.accessKeyActivityTickMs,
+    });
+    accessKeys = new AccessKeyAuthenticator({
+      cache,
+      prefix: `${config.etcdPrefix}/${GROUP}/ownedaccesskeys/`,
+      recorder,
+      isNamespaced: (group, resource) => registry.definitions.find((d) => d.group === group && d.plural === resource)?.namespaced,
+    });
+    accessKeys.start();
+  }
+  // Static tokens first: they are cheaper to recognise than a key not yet in the index.
   authenticators.push(new TokenAuthenticator(tokens));
-  if (host) authenticators.push(new TokenReviewAuthenticator(host, { cacheTtlMs: config.authenticationTokenWebhookCacheTtlMs }));
+  if (accessKeys) authenticators.push(accessKeys);
+  if (host) {
+    const review = new TokenReviewAuthenticator(host, { cacheTtlMs: config.authenticationTokenWebhookCacheTtlMs });
+    // A disabled or expired access key is refused here; it must never be sent on to the host cluster.
+    const keys = accessKeys;
+    authenticators.push({ authenticate: async (req) => (keys?.recognises(req) ? undefined : review.authenticate(req)) });
+  }
 
   const authorizers: Authorizer[] = [mastersAuthorizer, discoveryAuthorizer, objectAccess];
   if (host) {
@@ -77,6 +108,9 @@ export function setUpAuth(config: Config, registry: Registry, host: HostCluster 
     authorizer: unionAuthorizer(...authorizers),
     visibleTo: (attrs) => objectAccess.visibleTo(attrs),
     adminToken,
-    stop: async () => {},
+    stop: async () => {
+      accessKeys?.stop();
+      await recorder?.close();
+    },
   };
 }

@@ -105,6 +105,9 @@ describe('v3 group-version document', () => {
         `${base}/namespaces/{namespace}/sharedsecrets`,
         `${base}/namespaces/{namespace}/sharedsecrets/{name}`,
         `${base}/namespaces/{namespace}/sharedsecrets/{name}/status`,
+        `${base}/ownedaccesskeys`,
+        `${base}/ownedaccesskeys/{name}`,
+        `${base}/ownedaccesskeys/{name}/status`,
       ].sort(),
     );
     const actions = (path: string) => Object.fromEntries(METHODS.filter((m) => v3.paths[path][m]).map((m) => [m, v3.paths[path][m]['x-kubernetes-action']]));
@@ -134,10 +137,10 @@ describe('v3 group-version document', () => {
   test('every operation carries its kind as x-kubernetes-group-version-kind (an object, as kubectl reads it)', () => {
     const ops = operations(v3);
     // SharedSecret: list in all namespaces, list+create+deletecollection, get/put/delete/patch, status get/put/patch;
-    // Cluster: the same but the first.
-    expect(ops.length).toBe(11 + 10);
+    // Cluster and OwnedAccessKey: the same but the first.
+    expect(ops.length).toBe(11 + 10 + 10);
     for (const [path, , op] of ops) {
-      const kind = path.includes('/clusters') ? 'Cluster' : 'SharedSecret';
+      const kind = path.includes('/clusters') ? 'Cluster' : path.includes('/ownedaccesskeys') ? 'OwnedAccessKey' : 'SharedSecret';
       expect(op['x-kubernetes-group-version-kind']).toEqual({ group: GROUP, version: 'v1', kind });
       expect(op.responses['401']).toEqual({ description: 'Unauthorized' });
     }
@@ -145,7 +148,7 @@ describe('v3 group-version document', () => {
 
   test('PATCH takes JSON patch, merge patch and apply patch, never strategic merge patch', () => {
     const patches = operations(v3).filter(([, m]) => m === 'patch');
-    expect(patches).toHaveLength(4);
+    expect(patches).toHaveLength(6);
     for (const [, , op] of patches) {
       expect(Object.keys(op.requestBody.content)).toEqual(['application/json-patch+json', 'application/merge-patch+json', 'application/apply-patch+yaml']);
       expect(op.requestBody.content['application/strategic-merge-patch+json']).toBeUndefined();

@@ -1,0 +1,269 @@
+/**
+ * Authentication with OwnedAccessKeys: `Authorization: Bearer <key>`.
+ *
+ * The keys are found in memory: an index from the stored hash of each key to its (stored) object, filled from the
+ * API group's watch cache and kept current by following it, so a request costs one SHA-256 and a map lookup.
+ * A token the index does not know may belong to a key created a moment ago whose event has not arrived yet: the
+ * cache is then brought up to etcd's current revision (one small etcd request, shared by concurrent misses) and the
+ * index asked again. Tokens shaped like JWTs (service-account and other host-cluster tokens) skip this: keys never
+ * look like one.
+ *
+ * A known key
+ * - that is disabled: 401 `access key "<name>" is disabled`.
+ * - that expired: 401 `access key "<name>" has expired`. A key with `ttl` > 0 expires `ttl` seconds after its
+ *   creation, or, with `ttlAfterLastActivity`, after its last activity: the later of `status.lastActivity` and the
+ *   last use this server noted (not yet written). A key never used counts from its creation. A use that is refused
+ *   is not recorded, so an expired key stays expired.
+ * - otherwise authenticates as its identity, and the use is noted for `status.lastActivity`:
+ *   - user key: user `spec.user`, groups `spec.groups` + `platform:user:<user>`;
+ *   - team key: user `platform:team:<team>`, groups `spec.groups` + `platform:team:<team>`;
+ *   - subject key: user `spec.subject`, groups `spec.groups`;
+ *   - extra `platform.sh/access-key: [<key object name>]`; the union adds `system:authenticated`;
+ *   - a `restriction` (scope.ts) when the key has a scope, rules or allowPlatformCli.
+ * Two keys with the same key material (client-chosen keys can collide) resolve to the oldest one, so a later copy
+ * can never take over the identity of the first.
+ * Keys and hashes are never logged.
+ */
+import { createHash } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { KubeObject } from '../apimachinery/types.js';
+import type { Restriction } from '../apimachinery/user.js';
+import type { CacheEvent, WatchCache } from '../storage/cacher.js';
+import { KEY_HASH_PREFIX, TEAM_GROUP_PREFIX, USER_GROUP_PREFIX, isKeyHash } from '../registry/kinds/ownedaccesskey.js';
+import type { ActivityRecorder } from './activity.js';
+import { buildRestriction, type RestrictionOptions } from './scope.js';
+import { AuthenticationError, bearerToken, type Authenticator, type UserInfo } from './types.js';
+
+/** The extra key naming the OwnedAccessKey a request authenticated with. */
+export const ACCESS_KEY_EXTRA = 'platform.sh/access-key';
+
+export interface AccessKeyAuthenticatorOptions {
+  /** The watch cache of the management.platform.sh group (`registry.caches.get(group)`). */
+  cache: WatchCache<KubeObject>;
+  /** Key prefix of the ownedaccesskeys: `<etcdPrefix>/management.platform.sh/ownedaccesskeys/`. */
+  prefix: string;
+  /** Notes each use for `status.lastActivity`. */
+  recorder?: ActivityRecorder;
+  /** Passed to the restrictions (scope.ts). */
+  isNamespaced?: RestrictionOptions['isNamespaced'];
+  /** Bring the cache up to date before answering that a token is unknown (default true). */
+  refreshOnMiss?: boolean;
+  now?: () => number;
+  log?: (msg: string, fields?: Record<string, unknown>) => void;
+}
+
+interface IndexedKey {
+  name: string;
+  hash: string;
+  object: KubeObject;
+  created: number;
+  user: UserInfo;
+}
+
+const JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+
+function sha256(token: string): string {
+  return KEY_HASH_PREFIX + createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+function strings(v: unknown): string[] {
+  return Array.isArray(v) ? v.filter((g): g is string => typeof g === 'string' && g !== '') : [];
+}
+
+/** The identity a key acts as (without system:authenticated, which the union adds). */
+export function identityOf(obj: KubeObject, restriction?: Restriction): UserInfo | undefined {
+  const spec = obj.spec ?? {};
+  const groups = strings(spec.groups);
+  let name: string;
+  if (typeof spec.user === 'string' && spec.user) {
+    name = spec.user;
+    groups.push(USER_GROUP_PREFIX + spec.user);
+  } else if (typeof spec.team === 'string' && spec.team) {
+    name = TEAM_GROUP_PREFIX + spec.team;
+    groups.push(name);
+  } else if (typeof spec.subject === 'string' && spec.subject) {
+    name = spec.subject;
+  } else {
+    return undefined;
+  }
+  const user: UserInfo = { name, groups: [...new Set(groups)], extra: { [ACCESS_KEY_EXTRA]: [obj.metadata.name ?? ''] } };
+  if (restriction) user.restriction = restriction;
+  return user;
+}
+
+export class AccessKeyAuthenticator implements Authenticator {
+  private readonly byName = new Map<string, IndexedKey>();
+  private readonly byHash = new Map<string, Set<string>>();
+  private unwatch?: () => void;
+  private started = false;
+  private stopped = false;
+  private retry?: NodeJS.Timeout;
+  private refreshing?: Promise<void>;
+  private readonly now: () => number;
+  private readonly log: NonNullable<AccessKeyAuthenticatorOptions['log']>;
+
+  constructor(private readonly opts: AccessKeyAuthenticatorOptions) {
+    this.now = opts.now ?? Date.now;
+    this.log = opts.log ?? (() => {});
+  }
+
+  /** Fills the index from the cache and follows it. Call after the cache started (`registry.start()`). */
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.stopped = false;
+    this.subscribe(100);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.unwatch?.();
+    this.unwatch = undefined;
+    if (this.retry) clearTimeout(this.retry);
+    this.retry = undefined;
+  }
+
+  /** How many keys the index holds (for tests and metrics). */
+  get size(): number {
+    return this.byName.size;
+  }
+
+  async authenticate(req: IncomingMessage): Promise<UserInfo | undefined> {
+    const token = bearerToken(req);
+    if (token === undefined) return undefined;
+    if (!this.started) this.start();
+    const hash = sha256(token);
+    let key = this.lookup(hash);
+    if (!key && this.opts.refreshOnMiss !== false && !JWT.test(token)) {
+      await this.refresh();
+      key = this.lookup(hash);
+    }
+    if (!key) return undefined;
+
+    const spec = key.object.spec ?? {};
+    const name = JSON.stringify(key.name);
+    if (spec.disabled === true) throw new AuthenticationError(`access key ${name} is disabled`);
+    const now = this.now();
+    const expiresAt = this.expiresAt(key);
+    if (expiresAt !== undefined && now >= expiresAt) throw new AuthenticationError(`access key ${name} has expired`);
+    this.opts.recorder?.record(key.name, now);
+    return { ...key.user, groups: [...key.user.groups] };
+  }
+
+  /**
+   * Whether the request's bearer token is a known access key (working or not). Authenticators after this one
+   * that send tokens elsewhere (TokenReview) should leave such tokens alone, so a rejected key is never sent out.
+   */
+  recognises(req: IncomingMessage): boolean {
+    const token = bearerToken(req);
+    return token !== undefined && this.lookup(sha256(token)) !== undefined;
+  }
+
+  /** When the key stops working (ms since the epoch), or undefined when it does not expire. */
+  private expiresAt(key: IndexedKey): number | undefined {
+    const spec = key.object.spec ?? {};
+    const ttl = typeof spec.ttl === 'number' ? spec.ttl : 0;
+    if (!(ttl > 0)) return undefined;
+    let from = key.created;
+    if (spec.ttlAfterLastActivity === true) {
+      const stored = Date.parse(key.object.status?.lastActivity ?? '');
+      const seen = this.opts.recorder?.lastSeen(key.name);
+      from = Math.max(from, Number.isNaN(stored) ? 0 : stored, seen ?? 0);
+    }
+    return from + ttl * 1000;
+  }
+
+  private lookup(hash: string): IndexedKey | undefined {
+    const names = this.byHash.get(hash);
+    if (!names?.size) return undefined;
+    let best: IndexedKey | undefined;
+    for (const name of names) {
+      const key = this.byName.get(name);
+      if (key && (!best || key.created < best.created || (key.created === best.created && key.name < best.name))) best = key;
+    }
+    return best;
+  }
+
+  /** Brings the cache (and so the index) up to etcd's current revision; concurrent callers share one refresh. */
+  private refresh(): Promise<void> {
+    this.refreshing ??= this.opts.cache
+      .ensureConsistent(2000)
+      .then(() => undefined)
+      .catch(() => undefined)
+      .finally(() => {
+        this.refreshing = undefined;
+      });
+    return this.refreshing;
+  }
+
+  private subscribe(retryDelay: number): void {
+    if (this.stopped) return;
+    try {
+      const { items, revision } = this.opts.cache.snapshot(this.opts.prefix);
+      this.byName.clear();
+      this.byHash.clear();
+      for (const obj of items) this.put(obj);
+      let terminated = false;
+      this.unwatch = this.opts.cache.watch(this.opts.prefix, revision, {
+        deliver: (events) => {
+          if (!terminated) this.apply(events);
+        },
+        terminate: () => {
+          terminated = true;
+          this.unwatch = undefined;
+          this.schedule(100);
+        },
+      });
+    } catch (err) {
+      // The cache is listing again (after losing its etcd watch): try once it is back.
+      this.log('access keys: could not follow the watch cache; trying again', { error: err instanceof Error ? err.message : String(err) });
+      this.schedule(Math.min(retryDelay * 2, 5000));
+    }
+  }
+
+  private schedule(delay: number): void {
+    if (this.stopped || this.retry) return;
+    this.retry = setTimeout(() => {
+      this.retry = undefined;
+      this.subscribe(delay);
+    }, delay);
+    this.retry.unref();
+  }
+
+  private apply(events: CacheEvent<KubeObject>[]): void {
+    for (const e of events) {
+      if (e.type === 'DELETED') {
+        const name = e.object.metadata.name ?? '';
+        this.remove(name);
+        this.opts.recorder?.forget(name);
+      } else {
+        this.put(e.object);
+      }
+    }
+  }
+
+  private put(obj: KubeObject): void {
+    const name = obj.metadata.name;
+    if (!name) return;
+    this.remove(name);
+    const hash = obj.spec?.key;
+    if (!isKeyHash(hash)) return;
+    const restriction = buildRestriction(obj.spec, { isNamespaced: this.opts.isNamespaced });
+    const user = identityOf(obj, restriction);
+    if (!user) return;
+    const created = Date.parse(obj.metadata.creationTimestamp ?? '');
+    this.byName.set(name, { name, hash, object: obj, created: Number.isNaN(created) ? 0 : created, user });
+    let names = this.byHash.get(hash);
+    if (!names) this.byHash.set(hash, (names = new Set()));
+    names.add(name);
+  }
+
+  private remove(name: string): void {
+    const old = this.byName.get(name);
+    if (!old) return;
+    this.byName.delete(name);
+    const names = this.byHash.get(old.hash);
+    names?.delete(name);
+    if (names && !names.size) this.byHash.delete(old.hash);
+  }
+}

@@ -1,0 +1,291 @@
+/**
+ * OwnedAccessKey: an access key that authenticates API requests as `Authorization: Bearer <key>`.
+ *
+ * Key material
+ * - On create, a missing (or empty) `spec.key` is generated: 32 bytes from the system's cryptographic random source
+ *   (256 bits), base64url-encoded behind the recognisable prefix `pak_`.
+ * - At rest only `sha256:<hex>` of the key is kept (`toStorage`); a client's key can never start with `sha256:`, so
+ *   a stored hash is never mistaken for a key and vice versa.
+ * - Every answer and watch event leaves out `spec.key` and `spec.identity.connectorData` (`toClient`); the answer
+ *   to the create alone carries the key (`createResponse`).
+ * - kubectl's last-applied-configuration annotation would copy both into metadata, so they are removed from it.
+ * - An update that leaves the key out keeps the stored hash; one that sends the same key is accepted; any other key
+ *   is 422 `spec.key: Invalid value: "<redacted>": field is immutable`. No message ever echoes a key.
+ * - `identity.connectorData` is stored when a client sends it and is kept when an update sends `identity` without
+ *   it (clients never see it, so a read-modify-write must not erase it).
+ *
+ * Who may ask for what (the caller is the request's user; calls without one, from inside the server, are trusted)
+ * - With none of user, team and subject, `spec.user` defaults to the caller (a team key's caller,
+ *   `platform:team:<t>`, defaults `spec.team` to `<t>` instead).
+ * - Outside system:masters a caller may only hold keys for itself (`spec.user` or `spec.subject` equal to its
+ *   name) or for a team it belongs to (group `platform:team:<team>`), may not set `spec.groups` on create nor add
+ *   groups on update, and may not move a key to anyone else: 403 Forbidden.
+ * - A caller whose own credential is restricted (a scoped access key) may not create or change keys at all: the
+ *   new key could otherwise carry a wider scope than the one it was made with.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
+import * as errors from '../../apimachinery/status.js';
+import { isPlainObject, type KubeObject } from '../../apimachinery/types.js';
+import { isMaster, type UserInfo } from '../../apimachinery/user.js';
+import type { Strategy } from '../strategy.js';
+
+export const GROUP = 'management.platform.sh';
+export const RESOURCE = 'ownedaccesskeys';
+const groupResource = { group: GROUP, resource: RESOURCE };
+
+/** Groups that stand for a team, and for a user (every user key carries its user's). */
+export const TEAM_GROUP_PREFIX = 'platform:team:';
+export const USER_GROUP_PREFIX = 'platform:user:';
+
+/** The stored form of a key: this prefix and the hex SHA-256 of the key. */
+export const KEY_HASH_PREFIX = 'sha256:';
+/** Generated keys start with this, so that a leaked one is recognisable (by secret scanners, by people). */
+export const GENERATED_KEY_PREFIX = 'pak_';
+const KEY_MAX_BYTES = 4096;
+const REDACTED = '<redacted>';
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+
+/** Key types: "" and User (user managed), and the ones the platform manages itself. */
+export const KEY_TYPES = ['', 'User', 'Login', 'Other', 'Reset', 'OIDCRefreshToken', 'NetworkPeer', 'Workspace'] as const;
+
+const spec = Path.root('spec');
+
+export function generateAccessKey(): string {
+  return GENERATED_KEY_PREFIX + randomBytes(32).toString('base64url');
+}
+
+/** The stored form of a key: `sha256:<hex>`. */
+export function hashAccessKey(key: string): string {
+  return KEY_HASH_PREFIX + createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+export function isKeyHash(value: unknown): value is string {
+  return typeof value === 'string' && /^sha256:[0-9a-f]{64}$/.test(value);
+}
+
+function teamsOf(user: UserInfo): string[] {
+  return user.groups.filter((g) => g.startsWith(TEAM_GROUP_PREFIX)).map((g) => g.slice(TEAM_GROUP_PREFIX.length));
+}
+
+/** Whether a caller outside system:masters may have a key act as this user, team or subject. */
+function mayHoldKeyFor(field: 'user' | 'team' | 'subject', value: string, user: UserInfo): boolean {
+  return field === 'team' ? teamsOf(user).includes(value) : value === user.name;
+}
+
+const OWNER_FIELDS = ['user', 'team', 'subject'] as const;
+
+/** kube's Forbidden message: `ownedaccesskeys.management.platform.sh "k" is forbidden: User "u" cannot ...: why`. */
+function forbidden(name: string, user: UserInfo, verb: string, why: string): errors.StatusError {
+  return errors.forbidden(
+    groupResource,
+    name,
+    `User ${JSON.stringify(user.name)} cannot ${verb} resource ${JSON.stringify(RESOURCE)} in API group ${JSON.stringify(GROUP)} at the cluster scope: ${why}`,
+  );
+}
+
+function describeOwner(field: string, value: string): string {
+  return `${field} ${JSON.stringify(value)}`;
+}
+
+/** Checks who a non-master caller may make a key for; `old` (on update) holds what may stay as it is. */
+function checkCaller(obj: KubeObject, user: UserInfo | undefined, verb: 'create' | 'update', old?: KubeObject): void {
+  if (!user) return;
+  const name = obj.metadata.name ?? '';
+  if (user.restriction) {
+    throw forbidden(name, user, verb, 'a credential with a scope or rules may not create or change access keys');
+  }
+  if (isMaster(user)) return;
+  const s = obj.spec ?? {};
+  const before = old?.spec ?? {};
+  for (const field of OWNER_FIELDS) {
+    const value = s[field];
+    if (typeof value !== 'string' || value === '' || value === before[field]) continue;
+    if (!mayHoldKeyFor(field, value, user)) {
+      const what = verb === 'create' ? 'create' : 'give';
+      throw forbidden(name, user, verb, `may not ${what} access keys for ${describeOwner(field, value)}; only for themself or for a team they belong to`);
+    }
+  }
+  const groups: unknown[] = Array.isArray(s.groups) ? s.groups : [];
+  const had: unknown[] = Array.isArray(before.groups) ? before.groups : [];
+  if (groups.some((g) => !had.includes(g))) {
+    throw forbidden(name, user, verb, verb === 'create' ? 'only members of system:masters may set spec.groups' : 'only members of system:masters may add to spec.groups');
+  }
+}
+
+/** Removes key material from kubectl's copy of the applied configuration (kept in an annotation). */
+function scrubLastApplied(obj: KubeObject): void {
+  const annotations = obj.metadata.annotations;
+  const text = annotations?.[LAST_APPLIED];
+  if (typeof text !== 'string') return;
+  let applied: any;
+  try {
+    applied = JSON.parse(text);
+  } catch {
+    // Not JSON: nothing kubectl could use either. It cannot be cleaned, so it is dropped when it may hold a key.
+    if (/"?key"?\s*:|connectorData/.test(text)) delete annotations![LAST_APPLIED];
+    return;
+  }
+  if (!isPlainObject(applied) || !isPlainObject(applied.spec)) return;
+  const appliedSpec = applied.spec as Record<string, any>;
+  let changed = false;
+  if ('key' in appliedSpec) {
+    delete appliedSpec.key;
+    changed = true;
+  }
+  if (isPlainObject(appliedSpec.identity) && 'connectorData' in appliedSpec.identity) {
+    delete appliedSpec.identity.connectorData;
+    changed = true;
+  }
+  if (changed) annotations![LAST_APPLIED] = `${JSON.stringify(applied)}\n`;
+}
+
+function immutableKey(name: string): errors.StatusError {
+  return errors.invalid({ group: GROUP, kind: 'OwnedAccessKey' }, name, [fieldError.invalid(spec.child('key'), REDACTED, 'field is immutable')]);
+}
+
+function validateKey(key: unknown, errs: FieldError[]): void {
+  const at = spec.child('key');
+  if (typeof key !== 'string') return; // the schema reports other types
+  if (key === '') errs.push(fieldError.required(at, 'a key is generated when none is given'));
+  else if (Buffer.byteLength(key, 'utf8') > KEY_MAX_BYTES) errs.push(fieldError.tooLong(at, KEY_MAX_BYTES));
+  else if (/[\s\x00-\x1f\x7f]/.test(key)) errs.push(fieldError.invalid(at, REDACTED, 'must not contain whitespace or control characters (it is sent as a bearer token)'));
+  else if (key.startsWith(KEY_HASH_PREFIX)) errs.push(fieldError.invalid(at, REDACTED, `must not start with ${JSON.stringify(KEY_HASH_PREFIX)}`));
+}
+
+function validateStrings(values: unknown, at: Path, what: string, errs: FieldError[]): void {
+  if (!Array.isArray(values)) return;
+  const seen = new Set<string>();
+  values.forEach((v, i) => {
+    if (typeof v !== 'string') return;
+    if (v.trim() === '') errs.push(fieldError.invalid(at.index(i), v, `must be a non-empty ${what}`));
+    else if (seen.has(v)) errs.push(fieldError.duplicate(at.index(i), v));
+    seen.add(v);
+  });
+}
+
+function validateEntries(entries: unknown, at: Path, field: string, errs: FieldError[]): void {
+  if (!Array.isArray(entries)) return;
+  entries.forEach((entry, i) => {
+    const value = isPlainObject(entry) ? entry[field] : undefined;
+    if (typeof value !== 'string' || value.trim() === '') errs.push(fieldError.required(at.index(i).child(field), ''));
+  });
+}
+
+/** The rules the schema cannot say; `key` is checked by the caller (create and update differ). */
+function validateSpec(obj: KubeObject): FieldError[] {
+  const s = obj.spec ?? {};
+  const errs: FieldError[] = [];
+  const owners = OWNER_FIELDS.filter((f) => typeof s[f] === 'string' && s[f] !== '');
+  if (owners.length === 0) errs.push(fieldError.required(spec.child('user'), 'one of spec.user, spec.team or spec.subject is required'));
+  for (const extra of owners.slice(1)) errs.push(fieldError.forbidden(spec.child(extra), `may not be set together with spec.${owners[0]}: a key acts as exactly one user, team or subject`));
+  if (typeof s.ttl === 'number' && s.ttl < 0) errs.push(fieldError.invalid(spec.child('ttl'), s.ttl, 'must be greater than or equal to 0'));
+  if (typeof s.type === 'string' && !(KEY_TYPES as readonly string[]).includes(s.type)) errs.push(fieldError.notSupported(spec.child('type'), s.type, KEY_TYPES.filter(Boolean)));
+  validateStrings(s.groups, spec.child('groups'), 'group name', errs);
+  const scope = s.scope ?? {};
+  const sp = spec.child('scope');
+  validateEntries(scope.roles, sp.child('roles'), 'role', errs);
+  validateEntries(scope.projects, sp.child('projects'), 'project', errs);
+  validateEntries(scope.clusters, sp.child('clusters'), 'cluster', errs);
+  if (Array.isArray(s.rules)) {
+    s.rules.forEach((rule: any, i: number) => {
+      const at = spec.child('rules').index(i);
+      if (!isPlainObject(rule)) return;
+      if (Array.isArray(rule.verbs)) {
+        rule.verbs.forEach((v: unknown, j: number) => {
+          if (typeof v === 'string' && v !== '*' && !/^[a-z]+$/.test(v)) errs.push(fieldError.invalid(at.child('verbs').index(j), v, "must be '*' or a lowercase verb such as get, list or create"));
+        });
+      }
+      (Array.isArray(rule.resources) ? rule.resources : []).forEach((gr: any, j: number) => {
+        if (isPlainObject(gr) && Array.isArray(gr.resourceNames) && gr.resourceNames.length && !(Array.isArray(gr.resources) && gr.resources.length)) {
+          errs.push(fieldError.required(at.child('resources').index(j).child('resources'), 'resourceNames requires resources'));
+        }
+      });
+      (Array.isArray(rule.nonResourceURLs) ? rule.nonResourceURLs : []).forEach((u: unknown, j: number) => {
+        if (typeof u === 'string' && u !== '*' && !u.startsWith('/')) errs.push(fieldError.invalid(at.child('nonResourceURLs').index(j), u, "must start with '/'"));
+      });
+    });
+  }
+  return errs;
+}
+
+/** `key` without its hash, and `identity` without connectorData: what clients may see. */
+function withoutSecrets(obj: KubeObject): KubeObject {
+  const s = obj.spec;
+  if (!isPlainObject(s)) return obj;
+  const hasConnectorData = isPlainObject(s.identity) && 'connectorData' in s.identity;
+  if (!('key' in s) && !hasConnectorData) return obj;
+  const { key: _key, ...rest } = s as Record<string, any>;
+  if (hasConnectorData) {
+    const { connectorData: _cd, ...identity } = s.identity as Record<string, unknown>;
+    rest.identity = identity;
+  }
+  return { ...obj, spec: rest };
+}
+
+export const ownedAccessKeyStrategy: Strategy = {
+  prepareForCreate(obj: KubeObject, user: UserInfo | undefined): void {
+    obj.spec ??= {};
+    // A spec of another type is the schema's to report.
+    if (!isPlainObject(obj.spec)) return;
+    const s = obj.spec;
+    if (user && !OWNER_FIELDS.some((f) => typeof s[f] === 'string' && s[f] !== '')) {
+      const team = user.name.startsWith(TEAM_GROUP_PREFIX) && user.groups.includes(user.name) ? user.name.slice(TEAM_GROUP_PREFIX.length) : undefined;
+      if (team) s.team = team;
+      else s.user = user.name;
+    }
+    checkCaller(obj, user, 'create');
+    if (s.key === undefined || s.key === null || s.key === '') s.key = generateAccessKey();
+    scrubLastApplied(obj);
+  },
+
+  prepareForUpdate(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
+    obj.spec ??= {};
+    if (!isPlainObject(obj.spec)) return;
+    const s = obj.spec;
+    const stored = old.spec?.key;
+    const sent = s.key;
+    if (sent === undefined || sent === null || sent === '') {
+      if (stored === undefined) delete s.key;
+      else s.key = stored;
+    } else if (sent !== stored && (typeof sent !== 'string' || !isKeyHash(stored) || hashAccessKey(sent) !== stored)) {
+      throw immutableKey(old.metadata.name ?? obj.metadata.name ?? '');
+    } else {
+      s.key = stored;
+    }
+    const oldConnectorData = old.spec?.identity?.connectorData;
+    if (oldConnectorData !== undefined && isPlainObject(s.identity) && s.identity.connectorData === undefined) {
+      s.identity.connectorData = oldConnectorData;
+    }
+    checkCaller(obj, user, 'update', old);
+    scrubLastApplied(obj);
+  },
+
+  validate(obj: KubeObject): FieldError[] {
+    const errs = validateSpec(obj);
+    validateKey(obj.spec?.key, errs);
+    return errs;
+  },
+
+  /** On update the key is the stored hash by now (prepareForUpdate); a status write leaves it as stored. */
+  validateUpdate(obj: KubeObject, old: KubeObject): FieldError[] {
+    const errs = validateSpec(obj);
+    if (obj.spec?.key !== old.spec?.key) errs.push(fieldError.invalid(spec.child('key'), REDACTED, 'field is immutable'));
+    return errs;
+  },
+
+  toStorage(obj: KubeObject): KubeObject {
+    const key = obj.spec?.key;
+    if (typeof key !== 'string' || isKeyHash(key)) return obj;
+    return { ...obj, spec: { ...obj.spec, key: hashAccessKey(key) } };
+  },
+
+  toClient: withoutSecrets,
+
+  createResponse(stored: KubeObject, prepared: KubeObject): KubeObject {
+    const shown = withoutSecrets(stored);
+    const key = prepared.spec?.key;
+    if (typeof key !== 'string' || isKeyHash(key)) return shown;
+    return { ...shown, spec: { ...shown.spec, key } };
+  },
+};
