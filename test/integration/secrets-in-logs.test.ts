@@ -1,0 +1,71 @@
+/**
+ * Secrets never reach the logs: access keys (generated and given), the admin token, and secret data, through
+ * creation, use, refusals, activity recording and shutdown.
+ */
+import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { defaultConfig } from '../../src/config.js';
+import { createLogger } from '../../src/log.js';
+import { startServer, type RunningServer } from '../../src/server.js';
+import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
+import { GROUP_PATH, HttpClient } from '../support/http.js';
+
+const lines: string[] = [];
+let etcd: TestEtcd;
+let server: RunningServer;
+let dataDir: string;
+
+beforeAll(async () => {
+  etcd = await startTestEtcd();
+  dataDir = mkdtempSync(join(tmpdir(), 'secrets-logs-'));
+  const config = {
+    ...defaultConfig(),
+    etcdServers: [etcd.endpoint],
+    dataDir,
+    certDir: join(dataDir, 'certs'),
+    bindAddress: '127.0.0.1',
+    securePort: 0,
+    accessKeyActivityMinIntervalMs: 50,
+    accessKeyActivityTickMs: 20,
+  };
+  server = await startServer(config, createLogger((line) => lines.push(line)));
+});
+
+afterAll(async () => {
+  await server?.close(); // a no-op when the test closed it
+  await etcd?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+test('no key, token or secret value is ever logged', async () => {
+  const adminToken = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
+  const admin = new HttpClient(server.url, server.caPem!, adminToken);
+  const secretValue = Buffer.from('the-secret-value').toString('base64');
+  const givenKey = 'my-own-key-0123456789-abcdefghij';
+
+  const generated = await admin.post(`${GROUP_PATH}/ownedaccesskeys`, { metadata: { name: 'ci' }, spec: { user: 'ci-bot' } });
+  expect(generated.status).toBe(201);
+  const key: string = generated.body.spec.key;
+  expect(key).toBeTruthy();
+  expect((await admin.post(`${GROUP_PATH}/ownedaccesskeys`, { metadata: { name: 'given' }, spec: { user: 'ci-bot', key: givenKey } })).status).toBe(201);
+  await admin.post(`${GROUP_PATH}/namespaces/default/sharedsecrets`, { metadata: { name: 's' }, spec: { data: { token: secretValue } } });
+
+  const ci = new HttpClient(server.url, server.caPem!, key);
+  expect((await ci.get(`${GROUP_PATH}/clusters`)).status).toBe(200);
+  expect((await new HttpClient(server.url, server.caPem!, givenKey).get('/apis')).status).toBe(200);
+  // Refusals: a changed key, a disabled key, an unknown token.
+  expect((await admin.patch(`${GROUP_PATH}/ownedaccesskeys/ci`, { spec: { key: 'another-key-that-is-long-enough' } }, 'application/merge-patch+json')).status).toBe(422);
+  await admin.patch(`${GROUP_PATH}/ownedaccesskeys/ci`, { spec: { disabled: true } }, 'application/merge-patch+json');
+  for (let i = 0; i < 50 && (await ci.get('/apis')).status !== 401; i++) await new Promise((r) => setTimeout(r, 20));
+  expect((await new HttpClient(server.url, server.caPem!, 'not-a-real-token').get('/apis')).status).toBe(401);
+  await new Promise((r) => setTimeout(r, 200)); // let activity recording run
+  await server.close();
+
+  const log = lines.join('');
+  expect(lines.length).toBeGreaterThan(0);
+  for (const secret of [key, givenKey, adminToken, secretValue, 'not-a-real-token', 'another-key-that-is-long-enough']) {
+    expect(log).not.toContain(secret);
+  }
+});
