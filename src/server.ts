@@ -53,7 +53,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const tls = await servingCertificate(config);
     const hostCluster = HostCluster.load({ kubeconfig: config.kubeconfig });
     if (!hostCluster) log.info('no host cluster configured: TokenReview and SubjectAccessReview are off');
-    const auth = setUpAuth(config, registry, hostCluster);
+    const auth = setUpAuth(config, registry, hostCluster, log);
     cleanups.push(() => auth.stop());
     const adminToken = auth.adminToken;
 

@@ -30,3 +30,11 @@ export const AUTHENTICATED_GROUP = 'system:authenticated';
 export function isMaster(user: UserInfo | undefined): boolean {
   return !!user?.groups.includes(MASTERS_GROUP);
 }
+
+/** Teams are groups named platform:team:<team> (as Loft uses loft:team:<team>). */
+export const TEAM_GROUP_PREFIX = 'platform:team:';
+
+/** The teams a user belongs to: its groups named platform:team:<team>. */
+export function teamsOf(user: UserInfo): string[] {
+  return user.groups.filter((g) => g.startsWith(TEAM_GROUP_PREFIX)).map((g) => g.slice(TEAM_GROUP_PREFIX.length));
+}

@@ -31,15 +31,17 @@ export const discoveryAuthorizer: Authorizer = {
   },
 };
 
-/** The first authorizer with an opinion decides; none means deny. */
+/** The first authorizer with an opinion decides; none means deny, with the reasons they gave (kube's union). */
 export function unionAuthorizer(...authorizers: Authorizer[]): Authorizer {
   return {
     async authorize(attrs: Attributes): Promise<Decision> {
+      const reasons: string[] = [];
       for (const a of authorizers) {
         const d = await a.authorize(attrs);
         if (d.decision !== 'noOpinion') return d;
+        if (d.reason) reasons.push(d.reason);
       }
-      return { decision: 'deny' };
+      return reasons.length ? { decision: 'deny', reason: reasons.join('; ') } : { decision: 'deny' };
     },
   };
 }

@@ -4,9 +4,9 @@
  * object and on the listed subresources to its users and teams. An OwnedAccessKey belongs to its user or team.
  */
 import type { KubeObject } from '../apimachinery/types.js';
+import { teamsOf } from '../apimachinery/user.js';
 import type { Attributes, Authorizer, Decision, UserInfo } from './types.js';
 
-export const TEAM_GROUP_PREFIX = 'platform:team:';
 const GROUP = 'management.platform.sh';
 const OWNED_ACCESS_KEYS = 'ownedaccesskeys';
 
@@ -15,11 +15,6 @@ interface AccessEntry {
   subresources?: string[];
   users?: string[];
   teams?: string[];
-}
-
-/** The teams a user belongs to: its groups named platform:team:<team>. */
-export function teamsOf(user: UserInfo): string[] {
-  return user.groups.filter((g) => g.startsWith(TEAM_GROUP_PREFIX)).map((g) => g.slice(TEAM_GROUP_PREFIX.length));
 }
 
 function ownedBy(owner: { user?: string; team?: string } | undefined, user: UserInfo): boolean {

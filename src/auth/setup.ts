@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import type { Config } from '../config.js';
 import type { HostCluster } from '../host/cluster.js';
+import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { ADMIN_USER, ensureAdminToken } from './admin-token.js';
 import { discoveryAuthorizer, mastersAuthorizer, unionAuthorizer } from './authorizer.js';
@@ -37,7 +38,8 @@ export function clientCertificateAuthorities(config: Config): string[] {
   return [config.requestheaderClientCaFile, config.clientCaFile].filter((f): f is string => !!f).map((f) => readFileSync(f, 'utf8'));
 }
 
-export function setUpAuth(config: Config, registry: Registry, host: HostCluster | undefined): Auth {
+export function setUpAuth(config: Config, registry: Registry, host: HostCluster | undefined, log?: Logger): Auth {
+  const warn = (msg: string, fields?: Record<string, unknown>) => log?.warn(msg, fields);
   const tokens = config.tokenAuthFile ? readTokenFile(config.tokenAuthFile) : new Map<string, UserInfo>();
   const adminToken = config.tokenAuthFile ? undefined : ensureAdminToken(config.dataDir);
   if (adminToken) tokens.set(adminToken, ADMIN_USER);
@@ -87,7 +89,7 @@ export function setUpAuth(config: Config, registry: Registry, host: HostCluster 
   authenticators.push(new TokenAuthenticator(tokens));
   if (accessKeys) authenticators.push(accessKeys);
   if (host) {
-    const review = new TokenReviewAuthenticator(host, { cacheTtlMs: config.authenticationTokenWebhookCacheTtlMs });
+    const review = new TokenReviewAuthenticator(host, { cacheTtlMs: config.authenticationTokenWebhookCacheTtlMs, log: warn });
     // A disabled or expired access key is refused here; it must never be sent on to the host cluster.
     const keys = accessKeys;
     authenticators.push({ authenticate: async (req) => (keys?.recognises(req) ? undefined : review.authenticate(req)) });
@@ -99,6 +101,7 @@ export function setUpAuth(config: Config, registry: Registry, host: HostCluster 
       new SubjectAccessReviewAuthorizer(host, {
         allowTtlMs: config.authorizationWebhookCacheAuthorizedTtlMs,
         denyTtlMs: config.authorizationWebhookCacheUnauthorizedTtlMs,
+        log: warn,
       }),
     );
   }

@@ -23,9 +23,12 @@ export interface SubjectAccessReviewAuthorizerOptions {
   maxEntries?: number;
   /** For tests: the current time in ms. */
   now?: () => number;
+  /** Where host failures are reported (never with a token). */
+  log?: (msg: string, fields?: Record<string, unknown>) => void;
 }
 
 export class SubjectAccessReviewAuthorizer implements Authorizer {
+  private readonly log?: (msg: string, fields?: Record<string, unknown>) => void;
   private readonly cache: ExpiringCache<SubjectAccessReviewResult>;
   private readonly allowTtlMs: number;
   private readonly denyTtlMs: number;
@@ -37,6 +40,7 @@ export class SubjectAccessReviewAuthorizer implements Authorizer {
     this.allowTtlMs = opts.allowTtlMs ?? 10_000;
     this.denyTtlMs = opts.denyTtlMs ?? 10_000;
     this.cache = new ExpiringCache(opts.maxEntries, opts.now);
+    this.log = opts.log;
   }
 
   async authorize(attrs: Attributes): Promise<Decision> {
@@ -48,7 +52,9 @@ export class SubjectAccessReviewAuthorizer implements Authorizer {
         (r) => (r.allowed && !r.denied ? this.allowTtlMs : this.denyTtlMs),
       );
     } catch (err) {
-      return { decision: 'noOpinion', reason: `error contacting the host cluster: ${(err as Error).message}` };
+      // Logged for the operator, not told to the caller (kube appends no reason for webhook errors).
+      this.log?.('SubjectAccessReview failed', { error: (err as Error).message });
+      return { decision: 'noOpinion' };
     }
     // kube's webhook authorizer: an answer both allowing and denying is a deny.
     if (review.denied) return { decision: 'deny', reason: review.reason };

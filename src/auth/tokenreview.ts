@@ -23,6 +23,8 @@ export interface TokenReviewAuthenticatorOptions {
   maxEntries?: number;
   /** For tests: the current time in ms. */
   now?: () => number;
+  /** Where host failures are reported (never with a token). */
+  log?: (msg: string, fields?: Record<string, unknown>) => void;
 }
 
 /**
@@ -100,6 +102,7 @@ export function tokenCacheKey(token: string, audiences: readonly string[] = []):
 }
 
 export class TokenReviewAuthenticator implements Authenticator {
+  private readonly log?: (msg: string, fields?: Record<string, unknown>) => void;
   private readonly cache: ExpiringCache<TokenReviewResult>;
   private readonly ttlMs: number;
   private readonly audiences: string[];
@@ -111,6 +114,7 @@ export class TokenReviewAuthenticator implements Authenticator {
     this.ttlMs = opts.cacheTtlMs ?? 10_000;
     this.audiences = opts.audiences ?? [];
     this.cache = new ExpiringCache(opts.maxEntries, opts.now);
+    this.log = opts.log;
   }
 
   /** Undefined without a bearer token; the user for a token the host accepts; AuthenticationError otherwise. */
@@ -125,12 +129,12 @@ export class TokenReviewAuthenticator implements Authenticator {
         () => this.ttlMs,
       );
     } catch (err) {
-      // HostClusterError messages name the operation and the failure, never the token.
-      throw new AuthenticationError(`token review failed: ${(err as Error).message}`);
+      // The operator hears why (HostClusterError messages never hold the token); the caller only "Unauthorized",
+      // as from kube-apiserver: nothing about the host's state reaches someone without valid credentials.
+      this.log?.('TokenReview failed', { error: (err as Error).message });
+      throw new AuthenticationError();
     }
-    if (!result.authenticated || !result.user) {
-      throw new AuthenticationError(result.error ? `invalid bearer token: ${result.error}` : 'invalid bearer token');
-    }
+    if (!result.authenticated || !result.user) throw new AuthenticationError();
     const { user } = result;
     return { ...user, groups: [...user.groups], ...(user.extra ? { extra: { ...user.extra } } : {}) };
   }

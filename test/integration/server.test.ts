@@ -141,6 +141,19 @@ describe('static tokens (--token-auth-file)', () => {
     expect(names).toEqual(['shared-with-alice']);
   });
 
+  test('an entry granting update cannot widen who has access; the owner can', async () => {
+    const root = ts.client('admin-token-1');
+    const alice = ts.client('reader-token-1');
+    const path = `${GROUP_PATH}/clusters/escalation`;
+    await root.post(`${GROUP_PATH}/clusters`, { metadata: { name: 'escalation' }, spec: { local: true, owner: { user: 'root' }, access: [{ verbs: ['get', 'update', 'patch'], users: ['alice'] }] } });
+    const widen = await alice.patch(path, { spec: { access: [{ verbs: ['*'], users: ['alice'] }] } }, 'application/merge-patch+json');
+    expect(widen.status).toBe(403);
+    expect(widen.body.message).toBe('clusters.management.platform.sh "escalation" is forbidden: User "alice" cannot change spec.owner or spec.access: only the owner, an access entry granting "*", or system:masters may');
+    expect((await root.get(path)).body.spec.access).toEqual([{ verbs: ['get', 'update', 'patch'], users: ['alice'] }]);
+    // Her other updates still go through.
+    expect((await alice.patch(path, { spec: { unusable: true } }, 'application/merge-patch+json')).status).toBe(200);
+  });
+
   test('health and /version need no token', async () => {
     for (const path of ['/healthz', '/livez', '/readyz', '/version']) expect((await ts.anonymous.get(path)).status).toBe(200);
   });

@@ -1,5 +1,9 @@
 /** Rules shared by kinds that carry `spec.owner` and `spec.access` (SharedSecret, Cluster). */
+import { jsonEqual } from '../../apimachinery/equality.js';
 import { fieldError, type FieldError, type Path } from '../../apimachinery/field.js';
+import * as errors from '../../apimachinery/status.js';
+import type { KubeObject } from '../../apimachinery/types.js';
+import { isMaster, teamsOf, type UserInfo } from '../../apimachinery/user.js';
 
 const VERB = /^[a-z]+$/;
 const SUBRESOURCE = /^[a-z]+$/;
@@ -52,4 +56,27 @@ function validateNames(values: string[] | undefined, path: Path): FieldError[] {
     seen.add(v);
   });
   return errs;
+}
+
+/**
+ * Who may change who has access: an update that changes `spec.owner` or `spec.access` needs the object's owner,
+ * an access entry granting `*`, or system:masters. Otherwise an entry granting only `update` could grant its
+ * holder everything (as RBAC refuses escalation).
+ */
+export function guardAccessChanges(resource: string, obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
+  if (!user || isMaster(user)) return;
+  if (jsonEqual(obj.spec?.owner, old.spec?.owner) && jsonEqual(obj.spec?.access, old.spec?.access)) return;
+  const teams = teamsOf(user);
+  const owner = old.spec?.owner ?? {};
+  if ((owner.user && owner.user === user.name) || (owner.team && teams.includes(owner.team))) return;
+  const full = ((old.spec?.access ?? []) as AccessEntry[]).some(
+    (e) => e.verbs?.includes('*') && (e.users?.includes(user.name) || e.teams?.some((t) => teams.includes(t))),
+  );
+  if (full) return;
+  const group = (old.apiVersion ?? '').split('/')[0];
+  throw errors.forbidden(
+    { group, resource },
+    old.metadata.name ?? '',
+    `User ${JSON.stringify(user.name)} cannot change spec.owner or spec.access: only the owner, an access entry granting "*", or system:masters may`,
+  );
 }

@@ -1,13 +1,18 @@
 /** Cluster: a connected cluster needs the secret with its connection config, unless it is local or peered. */
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import type { KubeObject } from '../../apimachinery/types.js';
+import type { UserInfo } from '../../apimachinery/user.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
 import type { Strategy } from '../strategy.js';
-import { validateAccess, validateOwner } from './access.js';
+import { guardAccessChanges, validateAccess, validateOwner } from './access.js';
 
 const spec = Path.root('spec');
 
 export const clusterStrategy: Strategy = {
+  prepareForUpdate(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
+    guardAccessChanges('clusters', obj, old, user);
+  },
+
   validate(obj: KubeObject): FieldError[] {
     const s = obj.spec ?? {};
     const errs: FieldError[] = [];

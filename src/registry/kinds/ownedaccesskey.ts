@@ -27,15 +27,14 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import * as errors from '../../apimachinery/status.js';
 import { isPlainObject, type KubeObject } from '../../apimachinery/types.js';
-import { isMaster, type UserInfo } from '../../apimachinery/user.js';
+import { isMaster, TEAM_GROUP_PREFIX, teamsOf, type UserInfo } from '../../apimachinery/user.js';
 import type { Strategy } from '../strategy.js';
 
 export const GROUP = 'management.platform.sh';
 export const RESOURCE = 'ownedaccesskeys';
 const groupResource = { group: GROUP, resource: RESOURCE };
 
-/** Groups that stand for a team, and for a user (every user key carries its user's). */
-export const TEAM_GROUP_PREFIX = 'platform:team:';
+/** The group every user key carries for its user (teams: TEAM_GROUP_PREFIX in apimachinery/user.ts). */
 export const USER_GROUP_PREFIX = 'platform:user:';
 
 /** The stored form of a key: this prefix and the hex SHA-256 of the key. */
@@ -62,10 +61,6 @@ export function hashAccessKey(key: string): string {
 
 export function isKeyHash(value: unknown): value is string {
   return typeof value === 'string' && /^sha256:[0-9a-f]{64}$/.test(value);
-}
-
-function teamsOf(user: UserInfo): string[] {
-  return user.groups.filter((g) => g.startsWith(TEAM_GROUP_PREFIX)).map((g) => g.slice(TEAM_GROUP_PREFIX.length));
 }
 
 /** Whether a caller outside system:masters may have a key act as this user, team or subject. */

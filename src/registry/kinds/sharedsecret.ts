@@ -4,13 +4,18 @@
  */
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import type { KubeObject } from '../../apimachinery/types.js';
+import type { UserInfo } from '../../apimachinery/user.js';
 import { isConfigMapKey } from '../../apimachinery/validation.js';
 import type { Strategy } from '../strategy.js';
-import { validateAccess, validateOwner } from './access.js';
+import { guardAccessChanges, validateAccess, validateOwner } from './access.js';
 
 const spec = Path.root('spec');
 
 export const sharedSecretStrategy: Strategy = {
+  prepareForUpdate(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
+    guardAccessChanges('sharedsecrets', obj, old, user);
+  },
+
   validate(obj: KubeObject): FieldError[] {
     const errs: FieldError[] = [];
     for (const key of Object.keys(obj.spec?.data ?? {})) {

@@ -1,0 +1,508 @@
+/**
+ * The auth matrix against the host cluster stand-in (test/support/hostcluster.ts), over HTTPS: one server with
+ * --kubeconfig pointing at the stand-in (answers never cached, so each request asks), the embedded admin token and
+ * a --client-ca-file user:
+ *
+ * - TokenReview: a token the host accepts is its user with its groups (teams, masters); one it denies is 401;
+ *   static tokens and certificates never reach the host;
+ * - SubjectAccessReview: RBAC in the host (Role/RoleBinding, ClusterRole/ClusterRoleBinding, ServiceAccount and
+ *   Group subjects) grants exactly what it says; the host's reasons end up in the Forbidden message;
+ * - host down (refused or 503): TokenReview users are 401, everyone else keeps what the host did not give them;
+ * - neither the admin token nor the host's tokens appear in any response body (the last test of the file).
+ *
+ * Static tokens, access lists, certificates and forged headers: auth-matrix.test.ts.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { makeCa, makeCert, type TestCert } from '../support/certs.js';
+import { clusterBody, DIRECT_PREFIX, GROUP, MERGE_PATCH, secretBody, uniq } from '../support/fixtures.js';
+import { startHostCluster, type HostClusterStandIn, type KubeObj } from '../support/hostcluster.js';
+import { GROUP_PATH, HttpClient, type HttpResponse, type RequestOptions } from '../support/http.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+
+const secret = (who: string) => `${who}-${randomBytes(24).toString('hex')}`;
+
+/** Tokens the stand-in's TokenReview accepts, and the users it says they are. */
+const HOST_USERS = {
+  alice: { token: secret('tr-alice'), user: { name: 'tr-alice', uid: 'uid-tr-alice', groups: ['platform:team:green', 'developers'] } },
+  root: { token: secret('tr-root'), user: { name: 'tr-root', uid: 'uid-tr-root', groups: ['system:masters'] } },
+  dave: { token: secret('tr-dave'), user: { name: 'tr-dave', uid: 'uid-tr-dave', groups: [] as string[] } },
+  deployer: { token: secret('tr-sa'), user: { name: 'system:serviceaccount:ci:deployer', uid: 'uid-sa', groups: ['system:serviceaccounts', 'system:serviceaccounts:ci'] } },
+  viewer: { token: secret('tr-viewer'), user: { name: 'tr-viewer', groups: ['cluster-viewers'] } },
+};
+/** A token the stand-in does not know. */
+const DENIED = secret('tr-denied');
+
+const clientCa = makeCa('client-ca');
+const CAROL: TestCert = makeCert({ commonName: 'carol', issuer: clientCa });
+
+// ---------------------------------------------------------------------------------------------------------------
+// Clients that remember every response (for the final leak scan)
+// ---------------------------------------------------------------------------------------------------------------
+
+const seen: string[] = [];
+
+interface Caller {
+  request(method: string, path: string, opts?: RequestOptions): Promise<HttpResponse>;
+}
+
+class RecordingClient extends HttpClient implements Caller {
+  override async request(method: string, path: string, opts: RequestOptions = {}): Promise<HttpResponse> {
+    const res = await super.request(method, path, opts);
+    seen.push(JSON.stringify(res.headers), res.text);
+    return res;
+  }
+}
+
+/** A request over its own TLS connection presenting a client certificate (HttpClient cannot). */
+class CertClient implements Caller {
+  constructor(private readonly cert: TestCert) {}
+
+  request(method: string, path: string, opts: RequestOptions = {}): Promise<HttpResponse> {
+    const headers: Record<string, string> = { ...opts.headers };
+    let payload: Buffer | undefined;
+    if (opts.body !== undefined) {
+      payload = Buffer.from(typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body));
+      headers['Content-Type'] = opts.contentType ?? 'application/json';
+      headers['Content-Length'] = String(payload.length);
+    }
+    return new Promise((resolve, reject) => {
+      const req = request(new URL(path, ts.server.url), { method, headers, ca: ts.server.caPem, cert: this.cert.certPem, key: this.cert.keyPem, agent: false });
+      req.on('response', (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          seen.push(JSON.stringify(res.headers), text);
+          let body: any;
+          try {
+            body = JSON.parse(text);
+          } catch {
+            body = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
+        });
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.end(payload);
+    });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The server and the host
+// ---------------------------------------------------------------------------------------------------------------
+
+let host: HostClusterStandIn;
+let ts: TestServer;
+let dir: string;
+let adminToken: string;
+let admin: RecordingClient;
+let carol: CertClient;
+const as: Record<keyof typeof HOST_USERS, RecordingClient> = {} as any;
+let denied: RecordingClient;
+let nobody: RecordingClient;
+
+const client = (token?: string) => new RecordingClient(ts.server.url, ts.server.caPem ?? '', token);
+
+beforeAll(async () => {
+  host = await startHostCluster();
+  for (const { token, user } of Object.values(HOST_USERS)) host.addToken(token, user);
+  dir = mkdtempSync(join(tmpdir(), 'auth-delegated-'));
+  writeFileSync(join(dir, 'client-ca.crt'), clientCa.certPem);
+  ts = await startTestServer({
+    kubeconfig: host.kubeconfigPath,
+    clientCaFile: join(dir, 'client-ca.crt'),
+    // Every request asks the host: the matrix below changes RBAC and takes the host down between requests.
+    authenticationTokenWebhookCacheTtlMs: 0,
+    authorizationWebhookCacheAuthorizedTtlMs: 0,
+    authorizationWebhookCacheUnauthorizedTtlMs: 0,
+  });
+  adminToken = readFileSync(join(ts.config.dataDir, 'admin-token'), 'utf8').trim();
+  admin = client(adminToken);
+  for (const [k, { token }] of Object.entries(HOST_USERS)) as[k as keyof typeof HOST_USERS] = client(token);
+  denied = client(DENIED);
+  nobody = client();
+  carol = new CertClient(CAROL);
+}, 120_000);
+
+afterEach(async () => {
+  host.onSubjectAccessReview = undefined;
+  await host.setDown(false);
+});
+
+afterAll(async () => {
+  await ts?.stop();
+  await host?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+}, 60_000);
+
+// ---------------------------------------------------------------------------------------------------------------
+// Objects, verbs, expected answers
+// ---------------------------------------------------------------------------------------------------------------
+
+type Kind = 'sharedsecrets' | 'clusters';
+const KINDS: Kind[] = ['sharedsecrets', 'clusters'];
+const PREFIXES = ['', DIRECT_PREFIX];
+
+interface Target {
+  kind: Kind;
+  ns: string;
+  name: string;
+}
+
+interface Grants {
+  owner?: { user?: string; team?: string };
+  access?: Array<{ verbs: string[]; subresources?: string[]; users?: string[]; teams?: string[] }>;
+}
+
+const NS = uniq('deleg');
+
+function collectionPath(kind: Kind, ns: string, prefix = ''): string {
+  return kind === 'clusters' ? `${prefix}${GROUP_PATH}/clusters` : `${prefix}${GROUP_PATH}/namespaces/${ns}/sharedsecrets`;
+}
+
+function objectPath(t: Target, prefix = '', sub = ''): string {
+  return `${collectionPath(t.kind, t.ns, prefix)}/${t.name}${sub ? `/${sub}` : ''}`;
+}
+
+function bodyOf(kind: Kind, name: string, grants: Grants = {}): Record<string, any> {
+  const body = kind === 'clusters' ? clusterBody(name) : secretBody(name);
+  body.spec = { ...body.spec, ...grants };
+  return body;
+}
+
+async function make(kind: Kind, grants: Grants = {}, ns = NS): Promise<Target> {
+  const t: Target = { kind, ns: kind === 'clusters' ? '' : ns, name: uniq(kind === 'clusters' ? 'c' : 's') };
+  const res = await admin.request('POST', collectionPath(kind, t.ns), { body: bodyOf(kind, t.name, grants) });
+  expect({ status: res.status, body: res.body }).toMatchObject({ status: 201 });
+  return t;
+}
+
+type Verb = 'get' | 'list' | 'create' | 'update' | 'patch' | 'delete' | 'get status';
+
+async function act(who: Caller, verb: Verb, t: Target, prefix = ''): Promise<HttpResponse> {
+  switch (verb) {
+    case 'get':
+      return who.request('GET', objectPath(t, prefix));
+    case 'list':
+      return who.request('GET', collectionPath(t.kind, t.ns, prefix));
+    case 'create':
+      return who.request('POST', collectionPath(t.kind, t.ns, prefix), { body: bodyOf(t.kind, uniq('new')) });
+    case 'update': {
+      const obj = (await admin.request('GET', objectPath(t))).body;
+      return who.request('PUT', objectPath(t, prefix), { body: { ...obj, spec: { ...obj.spec, description: uniq('updated') } } });
+    }
+    case 'patch':
+      return who.request('PATCH', objectPath(t, prefix), { body: { spec: { description: uniq('patched') } }, contentType: MERGE_PATCH });
+    case 'delete':
+      return who.request('DELETE', objectPath(t, prefix));
+    case 'get status':
+      return who.request('GET', objectPath(t, prefix, 'status'));
+  }
+}
+
+const OK: Record<Verb, number> = { get: 200, list: 200, create: 201, update: 200, patch: 200, delete: 200, 'get status': 200 };
+
+function expectAllowed(res: HttpResponse, verb: Verb, what = ''): void {
+  expect({ what, verb, status: res.status, body: res.status === OK[verb] ? undefined : res.body }).toEqual({ what, verb, status: OK[verb], body: undefined });
+}
+
+/**
+ * A 401 Status with reason Unauthorized. The message is checked on its own (see 'a denied token's 401 says only
+ * "Unauthorized"'), so that one deviation there fails one test rather than all of them.
+ */
+function expectUnauthorized(res: HttpResponse, what = ''): void {
+  expect({ what, status: res.status, body: res.body }).toEqual({
+    what,
+    status: 401,
+    body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: expect.any(String), reason: 'Unauthorized', code: 401 },
+  });
+}
+
+function expectForbidden(res: HttpResponse, user: string, verb: Verb, t: Target, reason = ''): void {
+  const [v, sub = ''] = verb.split(' ');
+  const named = !['create', 'list'].includes(v);
+  const gr = `${t.kind}.${GROUP}`;
+  const subject = named ? `${gr} ${JSON.stringify(t.name)}` : gr;
+  const scope = t.kind === 'clusters' ? 'at the cluster scope' : `in the namespace ${JSON.stringify(t.ns)}`;
+  const resource = sub ? `${t.kind}/${sub}` : t.kind;
+  expect({ verb, status: res.status, body: res.body }).toEqual({
+    verb,
+    status: 403,
+    body: {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: `${subject} is forbidden: User ${JSON.stringify(user)} cannot ${v} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(GROUP)} ${scope}${reason ? `: ${reason}` : ''}`,
+      reason: 'Forbidden',
+      details: { ...(named ? { name: t.name } : {}), group: GROUP, kind: t.kind },
+      code: 403,
+    },
+  });
+}
+
+const names = (res: HttpResponse): string[] => (res.body?.items ?? []).map((o: any) => o.metadata.name).sort();
+
+// RBAC in the host.
+function role(ns: string, name: string, rules: object[]): KubeObj {
+  return { apiVersion: 'rbac.authorization.k8s.io/v1', kind: ns ? 'Role' : 'ClusterRole', metadata: ns ? { name, namespace: ns } : { name }, rules };
+}
+
+function binding(ns: string, name: string, roleRef: { kind: string; name: string }, subjects: object[]): KubeObj {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: ns ? 'RoleBinding' : 'ClusterRoleBinding',
+    metadata: ns ? { name, namespace: ns } : { name },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', ...roleRef },
+    subjects,
+  };
+}
+
+const rule = (resources: string[], verbs: string[], extra: object = {}) => ({ apiGroups: [GROUP], resources, verbs, ...extra });
+
+// ---------------------------------------------------------------------------------------------------------------
+// TokenReview
+// ---------------------------------------------------------------------------------------------------------------
+
+describe('TokenReview', () => {
+  test.each(KINDS)('a token the host accepts is that user: its access-list grants on %s apply, on both path forms', async (kind) => {
+    const t = await make(kind, { access: [{ verbs: ['get'], users: ['tr-alice'] }] });
+    for (const prefix of PREFIXES) {
+      host.resetCounts();
+      expectAllowed(await act(as.alice, 'get', t, prefix), 'get', prefix);
+      expect(host.count('tokenreviews', 'POST')).toBe(1);
+      for (const verb of ['update', 'patch', 'delete', 'create', 'get status'] as Verb[]) expectForbidden(await act(as.alice, verb, t, prefix), 'tr-alice', verb, t);
+    }
+  });
+
+  test('its groups come along: a team from TokenReview reaches team grants and owners, and lists are filtered for it', async () => {
+    const ns = uniq('tr');
+    const team = await make('sharedsecrets', { access: [{ verbs: ['get', 'update'], teams: ['green'] }] }, ns);
+    const owned = await make('sharedsecrets', { owner: { team: 'green' } }, ns);
+    const other = await make('sharedsecrets', { owner: { team: 'blue' } }, ns);
+    expectAllowed(await act(as.alice, 'get', team), 'get');
+    expectAllowed(await act(as.alice, 'update', team), 'update');
+    expectForbidden(await act(as.alice, 'delete', team), 'tr-alice', 'delete', team);
+    for (const verb of ['get', 'patch', 'get status', 'delete'] as Verb[]) expectAllowed(await act(as.alice, verb, owned), verb);
+    expectForbidden(await act(as.alice, 'get', other), 'tr-alice', 'get', other);
+    expect(names(await as.alice.request('GET', collectionPath('sharedsecrets', ns)))).toEqual([team.name]);
+    expect(names(await as.dave.request('GET', collectionPath('sharedsecrets', ns)))).toEqual([]);
+  });
+
+  test.each(KINDS)('a TokenReview user in system:masters may do every verb on %s', async (kind) => {
+    for (const prefix of PREFIXES) {
+      const t = await make(kind);
+      for (const verb of ['get', 'list', 'create', 'update', 'patch', 'get status', 'delete'] as Verb[]) expectAllowed(await act(as.root, verb, t, prefix), verb, prefix);
+    }
+  });
+
+  test.each(KINDS)('a token the host denies is 401 on every verb on %s, both path forms', async (kind) => {
+    const t = await make(kind);
+    for (const prefix of PREFIXES) {
+      for (const verb of ['get', 'list', 'create', 'update', 'patch', 'delete', 'get status'] as Verb[]) {
+        host.resetCounts();
+        expectUnauthorized(await act(denied, verb, t, prefix), `${verb} ${prefix}`);
+        expect(host.count('tokenreviews', 'POST')).toBe(1);
+      }
+    }
+  });
+
+  test('a denied token is 401 on discovery and public paths too', async () => {
+    for (const path of ['/apis', `/apis/${GROUP}/v1`, `${DIRECT_PREFIX}/apis/${GROUP}/v1`, '/openapi/v2', '/healthz', '/version']) expectUnauthorized(await denied.request('GET', path), path);
+  });
+
+  test('a denied token\'s 401 says only "Unauthorized", as kube-apiserver\'s does (reference §1.2: failed credentials)', async () => {
+    const t = await make('sharedsecrets');
+    for (const res of [await act(denied, 'get', t), await denied.request('GET', `/apis/${GROUP}/v1`)]) {
+      expect({ status: res.status, message: res.body?.message }).toEqual({ status: 401, message: 'Unauthorized' });
+    }
+  });
+
+  test('a token removed from the host stops working at once (no cache configured)', async () => {
+    const token = secret('tr-temp');
+    host.addToken(token, { name: 'tr-temp', groups: ['system:masters'] });
+    const temp = client(token);
+    const t = await make('clusters');
+    expectAllowed(await act(temp, 'get', t), 'get');
+    host.removeToken(token);
+    expectUnauthorized(await act(temp, 'get', t));
+  });
+
+  test('the admin token, client certificates and anonymous requests never reach TokenReview', async () => {
+    const t = await make('sharedsecrets', { access: [{ verbs: ['get'], users: ['carol'] }] });
+    host.resetCounts();
+    expectAllowed(await act(admin, 'get', t), 'get');
+    expectAllowed(await act(admin, 'list', t), 'list');
+    expectAllowed(await act(carol, 'get', t), 'get');
+    expect((await nobody.request('GET', '/healthz')).status).toBe(200);
+    expectUnauthorized(await act(nobody, 'get', t));
+    expect(host.count('tokenreviews')).toBe(0);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// SubjectAccessReview
+// ---------------------------------------------------------------------------------------------------------------
+
+describe('SubjectAccessReview', () => {
+  test('a RoleBinding granting get on sharedsecrets in ns1 lets the TokenReview user get a SharedSecret there, not in ns2', async () => {
+    const ns1 = uniq('ns1');
+    const ns2 = uniq('ns2');
+    const in1 = await make('sharedsecrets', {}, ns1);
+    const in2 = await make('sharedsecrets', {}, ns2);
+    const c = await make('clusters');
+    // Nothing yet.
+    expectForbidden(await act(as.dave, 'get', in1), 'tr-dave', 'get', in1);
+
+    host.put(role(ns1, 'sharedsecret-reader', [rule(['sharedsecrets'], ['get'])]));
+    host.put(binding(ns1, 'dave-reads', { kind: 'Role', name: 'sharedsecret-reader' }, [{ kind: 'User', name: 'tr-dave', apiGroup: 'rbac.authorization.k8s.io' }]));
+    for (const prefix of PREFIXES) {
+      expectAllowed(await act(as.dave, 'get', in1, prefix), 'get', prefix);
+      expectForbidden(await act(as.dave, 'get', in2, prefix), 'tr-dave', 'get', in2);
+      // Only get, only sharedsecrets, not their status, not clusters.
+      for (const verb of ['update', 'patch', 'delete', 'create', 'get status'] as Verb[]) expectForbidden(await act(as.dave, verb, in1, prefix), 'tr-dave', verb, in1);
+      expectForbidden(await act(as.dave, 'get', c, prefix), 'tr-dave', 'get', c);
+    }
+    // Another user is not named by the binding.
+    expectForbidden(await act(as.alice, 'get', in1), 'tr-alice', 'get', in1);
+
+    // Removing the binding takes the access away.
+    host.remove('rolebindings', ns1, 'dave-reads');
+    expectForbidden(await act(as.dave, 'get', in1), 'tr-dave', 'get', in1);
+  });
+
+  test('a ServiceAccount subject with list, update and status: lists are complete, not filtered', async () => {
+    const ns = uniq('sa');
+    const a = await make('sharedsecrets', {}, ns);
+    const b = await make('sharedsecrets', { owner: { user: 'someone' } }, ns);
+    host.put(role(ns, 'deployer', [rule(['sharedsecrets', 'sharedsecrets/status'], ['get', 'list', 'update'])]));
+    host.put(binding(ns, 'deployer', { kind: 'Role', name: 'deployer' }, [{ kind: 'ServiceAccount', name: 'deployer', namespace: 'ci' }]));
+    for (const prefix of PREFIXES) {
+      expect(names(await act(as.deployer, 'list', a, prefix))).toEqual([a.name, b.name].sort());
+      expectAllowed(await act(as.deployer, 'update', b, prefix), 'update');
+      expectAllowed(await act(as.deployer, 'get status', b, prefix), 'get status');
+      expectForbidden(await act(as.deployer, 'patch', b, prefix), 'system:serviceaccount:ci:deployer', 'patch', b);
+      expectForbidden(await act(as.deployer, 'delete', a, prefix), 'system:serviceaccount:ci:deployer', 'delete', a);
+    }
+  });
+
+  test('a ClusterRoleBinding to a group grants clusters to TokenReview members of the group, and to nobody else', async () => {
+    const c = await make('clusters');
+    host.put(role('', 'cluster-viewer', [rule(['clusters'], ['get', 'list'])]));
+    host.put(binding('', 'cluster-viewers', { kind: 'ClusterRole', name: 'cluster-viewer' }, [{ kind: 'Group', name: 'cluster-viewers', apiGroup: 'rbac.authorization.k8s.io' }]));
+    expectAllowed(await act(as.viewer, 'get', c), 'get');
+    expect(names(await act(as.viewer, 'list', c))).toEqual(names(await act(admin, 'list', c)));
+    expectForbidden(await act(as.viewer, 'delete', c), 'tr-viewer', 'delete', c);
+    expectForbidden(await act(as.dave, 'get', c), 'tr-dave', 'get', c);
+  });
+
+  test('a certificate user is authorized by the host as well', async () => {
+    const c = await make('clusters');
+    host.put(role('', 'carol-clusters', [rule(['clusters'], ['get'], { resourceNames: [c.name] })]));
+    host.put(binding('', 'carol-clusters', { kind: 'ClusterRole', name: 'carol-clusters' }, [{ kind: 'User', name: 'carol' }]));
+    expectAllowed(await act(carol, 'get', c), 'get');
+    const other = await make('clusters');
+    expectForbidden(await act(carol, 'get', other), 'carol', 'get', other);
+  });
+
+  test('the review names the user, its groups and uid, and the request attributes', async () => {
+    const specs: any[] = [];
+    host.onSubjectAccessReview = (spec) => {
+      specs.push(spec);
+      return undefined;
+    };
+    const t = await make('sharedsecrets');
+    await act(as.alice, 'get', t, DIRECT_PREFIX);
+    await act(as.alice, 'get status', t);
+    expect(specs).toEqual([
+      {
+        user: 'tr-alice',
+        uid: 'uid-tr-alice',
+        groups: expect.arrayContaining(['platform:team:green', 'developers', 'system:authenticated']),
+        resourceAttributes: { namespace: NS, verb: 'get', group: GROUP, version: 'v1', resource: 'sharedsecrets', name: t.name },
+      },
+      {
+        user: 'tr-alice',
+        uid: 'uid-tr-alice',
+        groups: expect.arrayContaining(['platform:team:green', 'developers', 'system:authenticated']),
+        resourceAttributes: { namespace: NS, verb: 'get', group: GROUP, version: 'v1', resource: 'sharedsecrets', subresource: 'status', name: t.name },
+      },
+    ]);
+  });
+
+  test("the host's reason for a denial ends the Forbidden message", async () => {
+    host.onSubjectAccessReview = () => ({ allowed: false, denied: true, reason: 'policy forbids it' });
+    const t = await make('sharedsecrets');
+    expectForbidden(await act(as.alice, 'get', t), 'tr-alice', 'get', t, 'policy forbids it');
+    host.onSubjectAccessReview = () => ({ allowed: false, reason: 'no RBAC policy matched' });
+    expectForbidden(await act(as.alice, 'delete', t), 'tr-alice', 'delete', t, 'no RBAC policy matched');
+  });
+
+  test('masters and object grants decide before the host is asked', async () => {
+    const t = await make('sharedsecrets', { access: [{ verbs: ['get'], users: ['tr-alice'] }] });
+    host.onSubjectAccessReview = () => ({ allowed: false, denied: true, reason: 'denied by the host' });
+    host.resetCounts();
+    expectAllowed(await act(admin, 'get', t), 'get');
+    expectAllowed(await act(as.root, 'delete', await make('clusters')), 'delete');
+    expectAllowed(await act(as.alice, 'get', t), 'get');
+    expect(host.count('subjectaccessreviews')).toBe(0);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// Host down
+// ---------------------------------------------------------------------------------------------------------------
+
+describe.each(['refused', 'unavailable'] as const)('host down (%s)', (mode) => {
+  test('TokenReview users are 401; the admin, certificate users and object grants are unaffected; host grants are gone', async () => {
+    const t = await make('sharedsecrets', { access: [{ verbs: ['get'], users: ['tr-alice', 'carol'] }] }, uniq(mode));
+    const c = await make('clusters');
+    host.put(role('', `carol-${mode}`, [rule(['clusters'], ['get'], { resourceNames: [c.name] })]));
+    host.put(binding('', `carol-${mode}`, { kind: 'ClusterRole', name: `carol-${mode}` }, [{ kind: 'User', name: 'carol' }]));
+    // Up: everyone as expected.
+    expectAllowed(await act(as.alice, 'get', t), 'get');
+    expectAllowed(await act(carol, 'get', c), 'get');
+
+    await host.setDown(true, mode);
+    for (const prefix of PREFIXES) {
+      for (const who of [as.alice, as.root, denied]) {
+        const res = await act(who, 'get', t, prefix);
+        expectUnauthorized(res, `${mode} ${prefix}`);
+        // Whatever the message says, it does not tell an unauthenticated caller where the host is.
+        expect(res.text).not.toContain(new URL(host.url).host);
+      }
+      expectAllowed(await act(admin, 'get', t, prefix), 'get');
+      expectAllowed(await act(admin, 'list', t, prefix), 'list');
+      expectAllowed(await act(admin, 'create', t, prefix), 'create');
+      expectAllowed(await act(carol, 'get', t, prefix), 'get');
+      // What only the host granted is refused (never a 5xx, never allowed).
+      expectForbidden(await act(carol, 'get', c, prefix), 'carol', 'get', c);
+      expect(names(await act(carol, 'list', t, prefix))).toEqual([t.name]);
+    }
+    expect((await nobody.request('GET', '/healthz')).status).toBe(200);
+
+    await host.setDown(false);
+    expectAllowed(await act(as.alice, 'get', t), 'get');
+    expectAllowed(await act(carol, 'get', c), 'get');
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// Secrets never leak
+// ---------------------------------------------------------------------------------------------------------------
+
+describe('secrets', () => {
+  test("neither the admin token nor the host's tokens appear in any response received in this file", () => {
+    expect(seen.length).toBeGreaterThan(200);
+    const secrets = [adminToken, host.token, DENIED, ...Object.values(HOST_USERS).map((u) => u.token), CAROL.keyPem.split('\n')[1]];
+    const leaks = secrets.flatMap((s) => seen.filter((text) => text.includes(s)).map((text) => `${s.slice(0, 8)}… in ${text.slice(0, 200)}`));
+    expect(leaks).toEqual([]);
+  });
+});
