@@ -103,9 +103,9 @@ function readObject(req: Request, kind: string, opts: ParsedWriteOptions & { dup
   return obj;
 }
 
-/** Warnings go back as `Warning: 299 - "<text>"` headers, one per warning. */
+/** Warnings go back as `Warning: 299 - "<text>"` headers, one per distinct warning (a retried write repeats them). */
 function withWarnings(res: Response, warnings: string[]): Response {
-  for (const w of warnings) res.append('Warning', `299 - ${goQuote(w)}`);
+  for (const w of new Set(warnings)) res.append('Warning', `299 - ${goQuote(w)}`);
   return res;
 }
 
