@@ -1,0 +1,443 @@
+/**
+ * The garbage collector (after kube's pkg/controller/garbagecollector): a client of the registry that watches
+ * every resource, keeps an index of objects by uid and of dependents by owner uid, and
+ *
+ * - deletes an object whose ownerReferences all point to owners that no longer exist (looked up by uid among
+ *   our kinds, so a recreated owner with the same name but another uid does not count), in the background and
+ *   with a precondition on the object's uid;
+ * - for an owner being deleted with the `orphan` finalizer, removes the ownerReferences to it from its
+ *   dependents, then the finalizer;
+ * - for an owner being deleted with the `foregroundDeletion` finalizer, deletes its dependents first (in the
+ *   foreground themselves when they have dependents), waits until those with `blockOwnerDeletion` are gone,
+ *   then removes the finalizer.
+ *
+ * Every decision is taken on a fresh read from storage, never on the index alone, so a stale index can delay
+ * work but not cause a wrong deletion. It holds no state of its own: after a restart or a leader change it
+ * rebuilds everything from lists (the watches' initial events) and carries on.
+ */
+import type { KubeObject, OwnerReference } from '../apimachinery/types.js';
+import { isStatusError } from '../apimachinery/status.js';
+import type { Registry } from '../registry/registry.js';
+import type { DeleteOptions, Store } from '../registry/store.js';
+import type { RunningWatch } from '../registry/reader.js';
+
+export const FINALIZER_ORPHAN = 'orphan';
+export const FINALIZER_FOREGROUND = 'foregroundDeletion';
+
+export interface GarbageCollectorOptions {
+  log?: (msg: string, fields?: Record<string, unknown>) => void;
+  /** How often every known object is checked again, as a safety net for missed events (ms). */
+  resyncIntervalMs?: number;
+  /** Delay before an item that failed (e.g. etcd unreachable) is tried again (ms, doubled up to 30 s). */
+  retryDelayMs?: number;
+}
+
+/** What the index knows of one object. */
+interface Node {
+  uid: string;
+  store: Store;
+  namespace?: string;
+  name: string;
+  owners: OwnerReference[];
+  deleting: boolean;
+  finalizers: string[];
+}
+
+/** Delete options with the propagation policy the store will understand (passed through; see the report). */
+type GcDeleteOptions = DeleteOptions & { propagationPolicy?: 'Background' | 'Foreground' | 'Orphan' };
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    if (signal?.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+
+export class GarbageCollector {
+  private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
+  private readonly resyncMs: number;
+  private readonly retryMs: number;
+  private readonly stores: Store[];
+
+  /** Objects by uid. */
+  private readonly nodes = new Map<string, Node>();
+  /** Owner uid → uids of objects referring to it (the owner may not exist). */
+  private readonly dependents = new Map<string, Set<string>>();
+
+  private readonly queue = new Set<string>();
+  private readonly retries = new Map<string, number>();
+  private wake?: () => void;
+
+  constructor(
+    private readonly registry: Registry,
+    opts: GarbageCollectorOptions = {},
+  ) {
+    this.log = opts.log ?? (() => {});
+    this.resyncMs = opts.resyncIntervalMs ?? 60_000;
+    this.retryMs = opts.retryDelayMs ?? 500;
+    this.stores = registry.definitions
+      .map((d) => registry.lookup(d.group, d.version, d.plural))
+      .filter((s): s is Store => !!s);
+  }
+
+  /** Runs until `signal` aborts. */
+  async run(signal: AbortSignal): Promise<void> {
+    const watches = this.stores.map((store) => this.watchLoop(store, signal));
+    // Handle nothing before every resource has delivered its current objects once.
+    await Promise.all(watches.map((w) => w.synced));
+    if (signal.aborted) return;
+    this.log('garbage collector: synced', { objects: this.nodes.size });
+    for (const uid of this.nodes.keys()) this.enqueue(uid);
+    const resync = setInterval(() => {
+      for (const uid of this.nodes.keys()) this.enqueue(uid);
+    }, this.resyncMs);
+    try {
+      await this.worker(signal);
+    } finally {
+      clearInterval(resync);
+      await Promise.all(watches.map((w) => w.done));
+    }
+  }
+
+  // ---- the index, fed by watches ----
+
+  private watchLoop(store: Store, signal: AbortSignal): { synced: Promise<void>; done: Promise<void> } {
+    let markSynced!: () => void;
+    const synced = new Promise<void>((resolve) => (markSynced = resolve));
+    signal.addEventListener('abort', () => markSynced(), { once: true });
+    const done = (async () => {
+      let backoff = 200;
+      while (!signal.aborted) {
+        let running: RunningWatch | undefined;
+        let ended!: () => void;
+        const endedP = new Promise<void>((resolve) => (ended = resolve));
+        const seen = new Set<string>();
+        let initial = true;
+        try {
+          running = await store.watch(
+            undefined,
+            {},
+            {
+              event: (type, obj) => {
+                if (initial && obj.metadata.uid) seen.add(obj.metadata.uid);
+                if (type === 'DELETED') this.remove(obj);
+                else if (type === 'ADDED' || type === 'MODIFIED') this.upsert(store, obj);
+              },
+              initialEventsEnd: () => {},
+              end: () => ended(),
+            },
+          );
+        } catch (err) {
+          this.log('garbage collector: watch failed, retrying', { resource: store.def.plural, error: String(err) });
+          await sleep(backoff, signal);
+          backoff = Math.min(backoff * 2, 5000);
+          continue;
+        }
+        initial = false;
+        backoff = 200;
+        // Objects of this resource the index still has but the fresh list did not: deleted while unwatched.
+        for (const node of [...this.nodes.values()]) {
+          if (node.store === store && !seen.has(node.uid)) this.removeUid(node.uid);
+        }
+        markSynced();
+        const onAbort = () => ended();
+        signal.addEventListener('abort', onAbort, { once: true });
+        await endedP;
+        signal.removeEventListener('abort', onAbort);
+        running.stop();
+      }
+    })();
+    return { synced, done };
+  }
+
+  private upsert(store: Store, obj: KubeObject): void {
+    const meta = obj.metadata;
+    if (!meta.uid || !meta.name) return;
+    const old = this.nodes.get(meta.uid);
+    const node: Node = {
+      uid: meta.uid,
+      store,
+      namespace: meta.namespace,
+      name: meta.name,
+      owners: (meta.ownerReferences ?? []).filter((r) => r && typeof r.uid === 'string'),
+      deleting: !!meta.deletionTimestamp,
+      finalizers: [...(meta.finalizers ?? [])],
+    };
+    this.nodes.set(node.uid, node);
+    const before = new Set((old?.owners ?? []).map((r) => r.uid));
+    const after = new Set(node.owners.map((r) => r.uid));
+    for (const uid of before) {
+      if (after.has(uid)) continue;
+      this.dependents.get(uid)?.delete(node.uid);
+      if (!this.dependents.get(uid)?.size) this.dependents.delete(uid);
+      // An owner waiting for its dependents may be free now.
+      this.enqueue(uid);
+    }
+    for (const uid of after) {
+      if (!this.dependents.has(uid)) this.dependents.set(uid, new Set());
+      this.dependents.get(uid)!.add(node.uid);
+    }
+    // A blockOwnerDeletion change can free a waiting owner too.
+    for (const r of node.owners) if (this.nodes.get(r.uid)?.deleting) this.enqueue(r.uid);
+    this.enqueue(node.uid);
+  }
+
+  private remove(obj: KubeObject): void {
+    if (obj.metadata.uid) this.removeUid(obj.metadata.uid);
+  }
+
+  private removeUid(uid: string): void {
+    const node = this.nodes.get(uid);
+    if (!node) return;
+    this.nodes.delete(uid);
+    for (const r of node.owners) {
+      this.dependents.get(r.uid)?.delete(uid);
+      if (!this.dependents.get(r.uid)?.size) this.dependents.delete(r.uid);
+      // Owners in foreground deletion wait for this one.
+      this.enqueue(r.uid);
+    }
+    // Its dependents may have no owner left.
+    for (const dep of this.dependents.get(uid) ?? []) this.enqueue(dep);
+  }
+
+  // ---- the work queue ----
+
+  private enqueue(uid: string): void {
+    if (!this.nodes.has(uid) && !this.dependents.has(uid)) return;
+    this.queue.add(uid);
+    this.wake?.();
+  }
+
+  private async worker(signal: AbortSignal): Promise<void> {
+    const onAbort = () => this.wake?.();
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      while (!signal.aborted) {
+        const next = this.queue.values().next();
+        if (next.done) {
+          await new Promise<void>((resolve) => (this.wake = resolve));
+          this.wake = undefined;
+          continue;
+        }
+        const uid = next.value;
+        this.queue.delete(uid);
+        const node = this.nodes.get(uid);
+        if (!node) continue;
+        try {
+          await this.process(node);
+          this.retries.delete(uid);
+        } catch (err) {
+          if (signal.aborted) break;
+          const n = (this.retries.get(uid) ?? 0) + 1;
+          this.retries.set(uid, n);
+          const delay = Math.min(this.retryMs * 2 ** (n - 1), 30_000);
+          this.log('garbage collector: will retry', { resource: node.store.def.plural, name: node.name, namespace: node.namespace, error: String(err), delayMs: delay });
+          setTimeout(() => this.enqueue(uid), delay).unref?.();
+        }
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  // ---- decisions, each on a fresh read ----
+
+  private async process(node: Node): Promise<void> {
+    const current = await this.fresh(node.store, node.namespace, node.name, node.uid);
+    if (!current) return;
+    const meta = current.metadata;
+    if (meta.deletionTimestamp) {
+      const finalizers = meta.finalizers ?? [];
+      if (finalizers.includes(FINALIZER_ORPHAN)) await this.orphanDependents(node, current);
+      else if (finalizers.includes(FINALIZER_FOREGROUND)) await this.deleteDependentsFirst(node, current);
+      // Otherwise it is on its way out already: never deleted again.
+      return;
+    }
+    const refs = meta.ownerReferences ?? [];
+    if (!refs.length) return;
+
+    const solid: OwnerReference[] = [];
+    const dangling: OwnerReference[] = [];
+    const waiting: OwnerReference[] = [];
+    for (const ref of refs) {
+      const owner = await this.resolveOwner(ref, meta.namespace);
+      if (!owner) dangling.push(ref);
+      else if (owner.metadata.deletionTimestamp && owner.metadata.finalizers?.includes(FINALIZER_FOREGROUND)) waiting.push(ref);
+      else solid.push(ref);
+    }
+
+    if (solid.length) {
+      if (!dangling.length && !waiting.length) return;
+      // Still owned: drop the references to owners that are gone or waiting for their dependents (as kube does).
+      const drop = new Set([...dangling, ...waiting].map((r) => r.uid));
+      await this.patchIfSame(node, (obj) => {
+        obj.metadata.ownerReferences = (obj.metadata.ownerReferences ?? []).filter((r) => !drop.has(r.uid));
+        if (!obj.metadata.ownerReferences.length) delete obj.metadata.ownerReferences;
+        return obj;
+      });
+      return;
+    }
+
+    const deps = waiting.length ? await this.findDependents(node.uid) : [];
+    if (deps.length) {
+      // Part of a foreground deletion and an owner itself: its dependents go first. A dependent already waiting
+      // for its own dependents means a cycle; then this object stops blocking its owners, as kube does.
+      if (deps.some((d) => d.metadata.deletionTimestamp && d.metadata.finalizers?.includes(FINALIZER_FOREGROUND))) {
+        await this.patchIfSame(node, (obj) => {
+          for (const r of obj.metadata.ownerReferences ?? []) if (r.blockOwnerDeletion) r.blockOwnerDeletion = false;
+          return obj;
+        });
+      }
+      await this.deleteForeground(node);
+      return;
+    }
+
+    const policy = meta.finalizers?.includes(FINALIZER_ORPHAN)
+      ? 'Orphan'
+      : meta.finalizers?.includes(FINALIZER_FOREGROUND)
+        ? 'Foreground'
+        : 'Background';
+    this.log('garbage collector: deleting object whose owners are gone', { resource: node.store.def.plural, namespace: node.namespace, name: node.name, uid: node.uid, policy });
+    await this.deleteIfSame(node, policy);
+  }
+
+  /** Orphan: the dependents lose their references to the owner, then the owner loses the `orphan` finalizer. */
+  private async orphanDependents(owner: Node, _current: KubeObject): Promise<void> {
+    for (const dep of await this.findDependents(owner.uid)) {
+      const depNode = this.nodeOf(dep);
+      if (!depNode) continue;
+      await this.patchIfSame(depNode, (obj) => {
+        const refs = (obj.metadata.ownerReferences ?? []).filter((r) => r.uid !== owner.uid);
+        if (refs.length) obj.metadata.ownerReferences = refs;
+        else delete obj.metadata.ownerReferences;
+        return obj;
+      });
+    }
+    this.log('garbage collector: orphaned dependents', { resource: owner.store.def.plural, namespace: owner.namespace, name: owner.name });
+    await this.removeFinalizer(owner, FINALIZER_ORPHAN);
+  }
+
+  /** Foreground: dependents are deleted; once none blocking remains, the owner loses `foregroundDeletion`. */
+  private async deleteDependentsFirst(owner: Node, _current: KubeObject): Promise<void> {
+    const deps = await this.findDependents(owner.uid);
+    for (const dep of deps) {
+      const depNode = this.nodeOf(dep);
+      // Each dependent decides for itself (it may have other owners); the owner counts as waiting for it.
+      if (depNode && !dep.metadata.deletionTimestamp) this.enqueue(depNode.uid);
+    }
+    const blocking = deps.filter((d) => (d.metadata.ownerReferences ?? []).some((r) => r.uid === owner.uid && r.blockOwnerDeletion === true));
+    if (blocking.length) return; // woken again when they are gone or stop blocking
+    this.log('garbage collector: dependents deleted, finishing foreground deletion', { resource: owner.store.def.plural, namespace: owner.namespace, name: owner.name });
+    await this.removeFinalizer(owner, FINALIZER_FOREGROUND);
+  }
+
+  /**
+   * Deletes in the foreground: marks the object with `foregroundDeletion` and deletes it, so it stays until its
+   * own dependents are gone. (The store does not add the finalizer for a Foreground policy yet; setting it
+   * first does what the store will do, and stays correct once it does.)
+   */
+  private async deleteForeground(node: Node): Promise<void> {
+    await this.patchIfSame(node, (obj) => {
+      const f = obj.metadata.finalizers ?? [];
+      if (!f.includes(FINALIZER_FOREGROUND)) obj.metadata.finalizers = [...f.filter((x) => x !== FINALIZER_ORPHAN), FINALIZER_FOREGROUND];
+      return obj;
+    });
+    this.log('garbage collector: deleting object in the foreground', { resource: node.store.def.plural, namespace: node.namespace, name: node.name, uid: node.uid });
+    await this.deleteIfSame(node, 'Foreground');
+  }
+
+  private async deleteIfSame(node: Node, policy: 'Background' | 'Foreground' | 'Orphan'): Promise<void> {
+    const opts: GcDeleteOptions = { preconditions: { uid: node.uid }, propagationPolicy: policy, fieldManager: 'garbage-collector' };
+    try {
+      await node.store.delete(node.namespace, node.name, opts);
+    } catch (err) {
+      // Gone already, or recreated with another uid: nothing of ours to delete.
+      if (isStatusError(err, 'NotFound') || isStatusError(err, 'Conflict')) return;
+      throw err;
+    }
+  }
+
+  private async removeFinalizer(node: Node, finalizer: string): Promise<void> {
+    await this.patchIfSame(node, (obj) => {
+      const f = (obj.metadata.finalizers ?? []).filter((x) => x !== finalizer);
+      if (f.length) obj.metadata.finalizers = f;
+      else delete obj.metadata.finalizers;
+      return obj;
+    });
+  }
+
+  /** Updates the object (re-run on conflicts) if it still is the same one (uid); gone is fine. */
+  private async patchIfSame(node: Node, change: (obj: KubeObject) => KubeObject): Promise<void> {
+    try {
+      await node.store.update(node.namespace, node.name, {
+        patch: (obj) => {
+          if (obj.metadata.uid !== node.uid) throw new NotTheSameObject();
+          return change(obj);
+        },
+      }, undefined, { fieldManager: 'garbage-collector' });
+    } catch (err) {
+      if (err instanceof NotTheSameObject || isStatusError(err, 'NotFound')) return;
+      throw err;
+    }
+  }
+
+  /** The object as stored now (read from etcd), if it still is the one with `uid`. */
+  private async fresh(store: Store, namespace: string | undefined, name: string, uid: string): Promise<KubeObject | undefined> {
+    try {
+      const obj = await store.get(namespace, name);
+      return obj.metadata.uid === uid ? obj : undefined;
+    } catch (err) {
+      if (isStatusError(err, 'NotFound')) return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * The owner a reference points to, if it exists: looked up by the reference's kind and name (fresh read) and
+   * accepted only with the same uid; failing that, by uid among all our objects (again confirmed by a fresh read).
+   */
+  private async resolveOwner(ref: OwnerReference, dependentNamespace: string | undefined): Promise<KubeObject | undefined> {
+    const store = this.storeFor(ref.apiVersion, ref.kind);
+    if (store && (!store.def.namespaced || dependentNamespace)) {
+      const obj = await this.fresh(store, store.def.namespaced ? dependentNamespace : undefined, ref.name, ref.uid);
+      if (obj) return obj;
+    }
+    const node = this.nodes.get(ref.uid);
+    if (node) return this.fresh(node.store, node.namespace, node.name, node.uid);
+    return undefined;
+  }
+
+  /** Every object that has an ownerReference to `uid`, read now (consistent lists) rather than from the index. */
+  private async findDependents(uid: string): Promise<KubeObject[]> {
+    const out: KubeObject[] = [];
+    for (const store of this.stores) {
+      const list = await store.list(undefined);
+      for (const obj of list.items) if ((obj.metadata.ownerReferences ?? []).some((r) => r.uid === uid)) out.push(obj);
+    }
+    return out;
+  }
+
+  private storeFor(apiVersion: string, kind: string): Store | undefined {
+    const def = this.registry.definitions.find((d) => d.apiVersion === apiVersion && d.kind === kind);
+    return def ? this.registry.lookup(def.group, def.version, def.plural) : undefined;
+  }
+
+  /** The index node of a freshly read object (created from it if the index has not seen it yet). */
+  private nodeOf(obj: KubeObject): Node | undefined {
+    const uid = obj.metadata.uid;
+    if (!uid || !obj.metadata.name) return undefined;
+    const known = this.nodes.get(uid);
+    if (known) return known;
+    const store = this.storeFor(obj.apiVersion ?? '', obj.kind ?? '');
+    if (!store) return undefined;
+    this.upsert(store, obj);
+    return this.nodes.get(uid);
+  }
+}
+
+class NotTheSameObject extends Error {}

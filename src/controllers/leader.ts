@@ -1,0 +1,256 @@
+/**
+ * Leader election on an etcd lease (after client-go's leaderelection, on etcd's primitives): the leader holds
+ * the key `key` (e.g. `<prefix>/leases/controllers`), written with a create-only compare-and-swap and attached to
+ * a lease of `leaseTtlSeconds`. Other electors watch the key and campaign again as soon as it is deleted (the
+ * leader stopped and revoked its lease) or expires (the leader died or lost etcd).
+ *
+ * The leader keeps the lease alive every TTL/3. It steps down on its own once the last confirmed keepalive is
+ * about to run out (etcd unreachable), when etcd says the lease is gone, or when the key no longer holds its
+ * identity, so it stops before etcd can hand the key to another replica.
+ */
+import type { Etcd3, Lease } from 'etcd3';
+
+export interface LeaderElectorOptions {
+  client: Etcd3;
+  /** The etcd key the leader holds. */
+  key: string;
+  /** Unique per process (e.g. hostname + random suffix). */
+  identity: string;
+  leaseTtlSeconds?: number;
+  /** Called when this elector becomes leader; `signal` aborts when it stops leading. */
+  onStartedLeading(signal: AbortSignal): void | Promise<void>;
+  /** Called when this elector stops leading (lost the lease, or stop()). */
+  onStoppedLeading(): void;
+  log?: (msg: string, fields?: Record<string, unknown>) => void;
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    if (signal?.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+
+function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    p,
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms}ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+export class LeaderElector {
+  private readonly client: Etcd3;
+  private readonly key: string;
+  readonly identity: string;
+  private readonly ttl: number;
+  private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
+
+  private running = false;
+  /** Aborts when stop() is called: ends waits and the campaign loop. */
+  private stopController = new AbortController();
+  private loop?: Promise<void>;
+  private lease?: Lease;
+  private leading?: { controller: AbortController; lost: Promise<void>; loseNow: (why: string) => void };
+
+  constructor(private readonly opts: LeaderElectorOptions) {
+    this.client = opts.client;
+    this.key = opts.key;
+    this.identity = opts.identity;
+    this.ttl = Math.max(1, Math.round(opts.leaseTtlSeconds ?? 10));
+    this.log = opts.log ?? (() => {});
+  }
+
+  isLeader(): boolean {
+    return !!this.leading && !this.leading.controller.signal.aborted;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.stopController = new AbortController();
+    this.loop = this.campaignLoop();
+  }
+
+  /** Stops campaigning; a leader stops leading and revokes its lease, so another elector takes over at once. */
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.stopController.abort();
+    this.leading?.loseNow('stopped');
+    await this.loop;
+  }
+
+  private async campaignLoop(): Promise<void> {
+    const stopSignal = this.stopController.signal;
+    let backoff = 200;
+    while (this.running) {
+      try {
+        const acquired = await this.tryAcquire();
+        if (acquired) {
+          backoff = 200;
+          await this.lead();
+        }
+      } catch (err) {
+        this.log('leader election: etcd call failed', { key: this.key, error: String(err) });
+        await this.releaseLease();
+        await sleep(backoff, stopSignal);
+        backoff = Math.min(backoff * 2, Math.max(2000, (this.ttl * 1000) / 3));
+      }
+    }
+    await this.releaseLease();
+  }
+
+  /** One attempt: grants a lease and creates the key with it; on failure waits until the key may be free. */
+  private async tryAcquire(): Promise<boolean> {
+    const stopSignal = this.stopController.signal;
+    const timeout = Math.max(1000, (this.ttl * 1000) / 2);
+    const lease = this.client.lease(this.ttl, { autoKeepAlive: false });
+    lease.on('lost', () => {}); // reported through keepaliveOnce's result; no unhandled 'lost'
+    this.lease = lease;
+    const grantedFrom = Date.now();
+    const leaseId = await withTimeout(lease.grant(), timeout, 'lease grant');
+    const txn = await withTimeout(
+      this.client
+        .if(this.key, 'Create', '==', 0)
+        .then(this.client.put(this.key).value(this.identity).lease(leaseId))
+        .else(this.client.get(this.key))
+        .commit(),
+      timeout,
+      'lease acquire',
+    );
+    if (txn.succeeded && this.running) {
+      this.deadline = grantedFrom + this.ttl * 1000;
+      this.acquiredRevision = txn.header.revision;
+      return true;
+    }
+    await this.releaseLease();
+    if (!this.running) return false;
+    const holder = txn.responses[0]?.response_range?.kvs?.[0]?.value?.toString();
+    this.log('leader election: waiting for the current leader', { key: this.key, holder });
+    // Wait for the key to go (deleted or expired) after the revision we read; poll as a fallback.
+    const after = String(Number(txn.header.revision) + 1);
+    const gone = new AbortController();
+    const onStop = () => gone.abort();
+    stopSignal.addEventListener('abort', onStop, { once: true });
+    let watcher: Awaited<ReturnType<ReturnType<Etcd3['watch']>['create']>> | undefined;
+    try {
+      watcher = await withTimeout(this.client.watch().key(this.key).startRevision(after).create(), timeout, 'watch');
+      watcher.on('delete', () => gone.abort());
+      watcher.on('error', () => gone.abort());
+    } catch {
+      // No watch: the poll below still notices.
+    }
+    await sleep(this.ttl * 1000, gone.signal);
+    stopSignal.removeEventListener('abort', onStop);
+    await watcher?.cancel().catch(() => {});
+    return false;
+  }
+
+  /** When the lease may have expired at the earliest, as far as this process knows. */
+  private deadline = 0;
+  /** The etcd revision at which this elector wrote the leader key. */
+  private acquiredRevision = '0';
+
+  /** Leads until the lease is lost or stop() is called. */
+  private async lead(): Promise<void> {
+    // stop() may have come between winning the key and getting here: never start leading then.
+    if (!this.running) return;
+    const controller = new AbortController();
+    let loseNow!: (why: string) => void;
+    const lost = new Promise<void>((resolve) => {
+      loseNow = (why: string) => {
+        if (controller.signal.aborted) return;
+        this.log('leader election: stopped leading', { key: this.key, identity: this.identity, reason: why });
+        controller.abort();
+        resolve();
+      };
+    });
+    this.leading = { controller, lost, loseNow };
+    this.log('leader election: started leading', { key: this.key, identity: this.identity });
+    try {
+      Promise.resolve(this.opts.onStartedLeading(controller.signal)).catch((err) =>
+        this.log('leader election: onStartedLeading failed', { error: String(err) }),
+      );
+    } catch (err) {
+      this.log('leader election: onStartedLeading failed', { error: String(err) });
+    }
+
+    // Step down a little before the lease could have expired on etcd's side.
+    const margin = Math.min(1000, (this.ttl * 1000) / 5);
+    let expiry: NodeJS.Timeout | undefined;
+    const armExpiry = () => {
+      clearTimeout(expiry);
+      expiry = setTimeout(() => loseNow('lease not renewed in time'), Math.max(0, this.deadline - margin - Date.now()));
+    };
+    armExpiry();
+    const interval = Math.max(250, (this.ttl * 1000) / 3);
+    const renew = async () => {
+      while (!controller.signal.aborted) {
+        await sleep(interval, controller.signal);
+        if (controller.signal.aborted) return;
+        const sentAt = Date.now();
+        try {
+          const res = await withTimeout(this.lease!.keepaliveOnce(), interval, 'keepalive');
+          if (controller.signal.aborted) return;
+          const ttl = Number(res.TTL ?? 0);
+          if (ttl <= 0) return loseNow('lease expired');
+          const holder = await withTimeout(this.client.get(this.key).string(), interval, 'read leader key');
+          if (holder !== this.identity) return loseNow('leader key changed');
+          this.deadline = sentAt + ttl * 1000;
+          armExpiry();
+        } catch (err) {
+          this.log('leader election: renewal failed', { key: this.key, error: String(err) });
+          if (/lease not found|requested lease not found/i.test(String(err))) return loseNow('lease revoked');
+        }
+      }
+    };
+    void renew();
+    // Someone else deleting or overwriting the key (e.g. revoking the lease) ends leadership at once.
+    let watcher: Awaited<ReturnType<ReturnType<Etcd3['watch']>['create']>> | undefined;
+    try {
+      watcher = await withTimeout(
+        this.client.watch().key(this.key).startRevision(String(Number(this.acquiredRevision) + 1)).create(),
+        interval,
+        'watch leader key',
+      );
+      watcher.on('delete', () => loseNow('leader key deleted'));
+      watcher.on('put', (kv) => {
+        if (kv.value.toString() !== this.identity) loseNow('leader key taken over');
+      });
+      watcher.on('error', () => {});
+    } catch {
+      // The renewal loop still checks the key.
+    }
+    await lost;
+    void watcher?.cancel().catch(() => {});
+    clearTimeout(expiry);
+    this.leading = undefined;
+    try {
+      this.opts.onStoppedLeading();
+    } catch (err) {
+      this.log('leader election: onStoppedLeading failed', { error: String(err) });
+    }
+    // Revoking deletes the key, so others take over at once (fails harmlessly when etcd is gone).
+    await this.releaseLease();
+    if (this.running) await sleep(100, this.stopController.signal);
+  }
+
+  private async releaseLease(): Promise<void> {
+    const lease = this.lease;
+    this.lease = undefined;
+    if (!lease) return;
+    try {
+      await withTimeout(lease.revoke(), 2000, 'lease revoke');
+    } catch {
+      lease.release();
+    }
+  }
+}
