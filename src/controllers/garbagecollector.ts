@@ -20,6 +20,7 @@ import { isStatusError } from '../apimachinery/status.js';
 import type { Registry } from '../registry/registry.js';
 import type { DeleteOptions, Store } from '../registry/store.js';
 import type { RunningWatch } from '../registry/reader.js';
+import { sleep } from './sleep.js';
 
 export const FINALIZER_ORPHAN = 'orphan';
 export const FINALIZER_FOREGROUND = 'foregroundDeletion';
@@ -46,17 +47,6 @@ interface Node {
 /** Delete options with the propagation policy the store will understand (passed through; see the report). */
 type GcDeleteOptions = DeleteOptions & { propagationPolicy?: 'Background' | 'Foreground' | 'Orphan' };
 
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (signal?.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
 
 export class GarbageCollector {
   private readonly log: (msg: string, fields?: Record<string, unknown>) => void;

@@ -9,6 +9,7 @@
  * identity, so it stops before etcd can hand the key to another replica.
  */
 import type { Etcd3, Lease } from 'etcd3';
+import { sleep } from './sleep.js';
 
 export interface LeaderElectorOptions {
   client: Etcd3;
@@ -24,17 +25,6 @@ export interface LeaderElectorOptions {
   log?: (msg: string, fields?: Record<string, unknown>) => void;
 }
 
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (signal?.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
 
 function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
