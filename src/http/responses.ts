@@ -3,6 +3,7 @@ import type { Response } from 'express';
 import yaml from 'js-yaml';
 import { internalError, StatusError, type Status } from '../apimachinery/status.js';
 import type { Logger } from '../log.js';
+import { listJson, toJson } from './json.js';
 import { JSON_TYPE, YAML_TYPE, type Encoding } from './negotiation.js';
 
 export function writeObject(res: Response, code: number, obj: unknown, encoding: Encoding = 'json'): void {
@@ -10,7 +11,8 @@ export function writeObject(res: Response, code: number, obj: unknown, encoding:
     res.status(code).type(YAML_TYPE).send(yaml.dump(obj, { noRefs: true, lineWidth: -1 }));
     return;
   }
-  res.status(code).type(JSON_TYPE).send(`${JSON.stringify(obj)}\n`);
+  const items = (obj as { items?: unknown }).items;
+  res.status(code).type(JSON_TYPE).send(`${Array.isArray(items) ? listJson(obj as { items: unknown[] }) : toJson(obj)}\n`);
 }
 
 /** Errors are always JSON (as kube-apiserver sends them); a Retry-After goes with retryAfterSeconds. */

@@ -9,6 +9,7 @@ import type { ResourceDefinition } from '../registry/definitions.js';
 import type { RunningWatch, WatchSink } from '../registry/reader.js';
 import type { EventType } from '../storage/cacher.js';
 import type { WatchQuery } from './listoptions.js';
+import { toJson } from './json.js';
 import { JSON_TYPE } from './negotiation.js';
 
 /** How often a watch that allows bookmarks gets one (kube: about every minute). */
@@ -44,7 +45,8 @@ export async function serveWatch(
 
   const write = (type: string, object: unknown) => {
     if (ended) return;
-    const line = `${JSON.stringify({ type, object })}\n`;
+    // The object is usually the cache's own, whose JSON every watcher shares.
+    const line = `{"type":${JSON.stringify(type)},"object":${toJson(object)}}\n`;
     if (!started) {
       pending.push(line);
       return;

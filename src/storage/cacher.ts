@@ -52,6 +52,8 @@ export interface WatchCacheOptions {
 
 export class WatchCache<T extends StoredObject> {
   private readonly objects = new Map<string, T>();
+  /** The keys of `objects` in order, kept between lists until a key comes or goes. */
+  private sortedKeys?: string[];
   private history: CacheEvent<T>[] = [];
   /** Everything up to this revision is reflected in `objects` (events, progress, or a proven comparison). */
   private revision = 0;
@@ -83,6 +85,7 @@ export class WatchCache<T extends StoredObject> {
     const list = await this.storage.list<T>(this.prefix);
     this.objects.clear();
     list.items.forEach((obj, i) => this.objects.set(list.keys[i], deepFreeze(obj)));
+    this.sortedKeys = undefined;
     this.revision = this.oldest = this.lastEvent = Number(list.resourceVersion);
     this.history = [];
     this.handle = await this.storage.watch<T>(this.prefix, list.resourceVersion, {
@@ -113,7 +116,8 @@ export class WatchCache<T extends StoredObject> {
 
   /** The objects under `prefix`, in key order, and the revision they reflect. The objects are frozen. */
   snapshot(prefix: string): { items: T[]; revision: number } {
-    const keys = [...this.objects.keys()].filter((k) => k.startsWith(prefix)).sort();
+    this.sortedKeys ??= [...this.objects.keys()].sort();
+    const keys = this.sortedKeys.filter((k) => k.startsWith(prefix));
     return { items: keys.map((k) => this.objects.get(k)!), revision: this.revision };
   }
 
@@ -187,10 +191,12 @@ export class WatchCache<T extends StoredObject> {
       this.lastEvent = revision;
       const previous = this.objects.get(e.key);
       if (e.type === 'put') {
+        if (!previous) this.sortedKeys = undefined;
         const object = deepFreeze(e.object!);
         this.objects.set(e.key, object);
         events.push({ type: previous ? 'MODIFIED' : 'ADDED', key: e.key, revision, object, previous });
       } else {
+        if (previous) this.sortedKeys = undefined;
         this.objects.delete(e.key);
         const last = e.object ? deepFreeze(e.object) : previous && deepFreeze(withRevision(previous, e.revision));
         if (last) events.push({ type: 'DELETED', key: e.key, revision, object: last, previous });
