@@ -15,7 +15,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeCa, makeCert, type TestCert } from '../support/certs.js';
@@ -58,42 +57,6 @@ class RecordingClient extends HttpClient implements Caller {
   }
 }
 
-/** A request over its own TLS connection presenting a client certificate (HttpClient cannot). */
-class CertClient implements Caller {
-  constructor(private readonly cert: TestCert) {}
-
-  request(method: string, path: string, opts: RequestOptions = {}): Promise<HttpResponse> {
-    const headers: Record<string, string> = { ...opts.headers };
-    let payload: Buffer | undefined;
-    if (opts.body !== undefined) {
-      payload = Buffer.from(typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body));
-      headers['Content-Type'] = opts.contentType ?? 'application/json';
-      headers['Content-Length'] = String(payload.length);
-    }
-    return new Promise((resolve, reject) => {
-      const req = request(new URL(path, ts.server.url), { method, headers, ca: ts.server.caPem, cert: this.cert.certPem, key: this.cert.keyPem, agent: false });
-      req.on('response', (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          seen.push(JSON.stringify(res.headers), text);
-          let body: any;
-          try {
-            body = JSON.parse(text);
-          } catch {
-            body = undefined;
-          }
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
-        });
-        res.on('error', reject);
-      });
-      req.on('error', reject);
-      req.end(payload);
-    });
-  }
-}
-
 // ---------------------------------------------------------------------------------------------------------------
 // The server and the host
 // ---------------------------------------------------------------------------------------------------------------
@@ -103,12 +66,12 @@ let ts: TestServer;
 let dir: string;
 let adminToken: string;
 let admin: RecordingClient;
-let carol: CertClient;
+let carol: RecordingClient;
 const as: Record<keyof typeof HOST_USERS, RecordingClient> = {} as any;
 let denied: RecordingClient;
 let nobody: RecordingClient;
 
-const client = (token?: string) => new RecordingClient(ts.server.url, ts.server.caPem ?? '', token);
+const client = (token?: string, cert?: TestCert) => new RecordingClient(ts.server.url, ts.server.caPem ?? '', token, { cert });
 
 beforeAll(async () => {
   host = await startHostCluster();
@@ -128,7 +91,7 @@ beforeAll(async () => {
   for (const [k, { token }] of Object.entries(HOST_USERS)) as[k as keyof typeof HOST_USERS] = client(token);
   denied = client(DENIED);
   nobody = client();
-  carol = new CertClient(CAROL);
+  carol = client(undefined, CAROL);
 }, 120_000);
 
 afterEach(async () => {

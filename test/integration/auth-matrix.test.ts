@@ -17,7 +17,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeCa, makeCert, type TestCert } from '../support/certs.js';
@@ -93,56 +92,10 @@ class RecordingClient extends HttpClient implements Caller {
   }
 }
 
-/**
- * Requests over a TLS connection of their own with an optional client certificate, a bearer token and headers given
- * as [name, value] pairs (a name may repeat: one header line each). HttpClient cannot present certificates.
- */
-class CertClient implements Caller {
-  constructor(
-    private readonly opts: { cert?: TestCert; token?: string; headers?: Array<[string, string]> } = {},
-  ) {}
-
-  request(method: string, path: string, opts: RequestOptions = {}): Promise<HttpResponse> {
-    const headers: Record<string, string | string[]> = {};
-    for (const [name, value] of [...(this.opts.headers ?? []), ...Object.entries(opts.headers ?? {})]) {
-      const prev = headers[name];
-      headers[name] = prev === undefined ? value : [...(Array.isArray(prev) ? prev : [prev]), value];
-    }
-    if (this.opts.token) headers.Authorization = `Bearer ${this.opts.token}`;
-    let payload: Buffer | undefined;
-    if (opts.body !== undefined) {
-      payload = typeof opts.body === 'string' ? Buffer.from(opts.body) : Buffer.from(JSON.stringify(opts.body));
-      headers['Content-Type'] = opts.contentType ?? 'application/json';
-      headers['Content-Length'] = String(payload.length);
-    }
-    return new Promise((resolve, reject) => {
-      const req = request(new URL(path, ts.server.url), {
-        method,
-        headers,
-        ca: ts.server.caPem,
-        cert: this.opts.cert?.certPem,
-        key: this.opts.cert?.keyPem,
-        agent: false,
-      });
-      req.on('response', (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          seen.push(JSON.stringify(res.headers), text);
-          let body: any;
-          try {
-            body = JSON.parse(text);
-          } catch {
-            body = undefined;
-          }
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
-        });
-        res.on('error', reject);
-      });
-      req.on('error', reject);
-      req.end(payload);
-    });
+/** A recording client with an optional client certificate, a bearer token and headers given as [name, value] pairs. */
+class CertClient extends RecordingClient {
+  constructor(opts: { cert?: TestCert; token?: string; headers?: Array<[string, string]> } = {}) {
+    super(ts.server.url, ts.server.caPem ?? '', opts.token, { cert: opts.cert, headers: opts.headers });
   }
 }
 

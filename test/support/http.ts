@@ -19,11 +19,20 @@ export interface RequestOptions {
 
 export const GROUP_PATH = '/apis/management.platform.sh/v1';
 
+/** What a client presents besides its token: a client certificate, and headers sent with every request. */
+export interface ClientIdentity {
+  /** PEM key and certificate offered in the TLS handshake (a TestCert fits). */
+  cert?: { keyPem: string; certPem: string };
+  /** [name, value] pairs; a name may repeat (one header line each) and repeats any request header of that name. */
+  headers?: Array<[string, string]>;
+}
+
 export class HttpClient {
   constructor(
     readonly baseUrl: string,
     private readonly ca: string,
     private readonly token?: string,
+    private readonly identity: ClientIdentity = {},
   ) {}
 
   get(path: string, opts: RequestOptions = {}) {
@@ -43,13 +52,18 @@ export class HttpClient {
   }
 
   /**
-   * A request with this client's CA and token, not yet ended, for a response read as it arrives (a watch): the caller
-   * listens for 'response' and calls end().
+   * A request with this client's CA, token, certificate and headers, not yet ended, for a response read as it arrives
+   * (a watch): the caller listens for 'response' and calls end().
    */
   open(method: string, path: string | URL, headers: Record<string, string> = {}): ClientRequest {
-    const all: Record<string, string> = { ...headers };
+    const all: Record<string, string | string[]> = {};
+    for (const [name, value] of [...(this.identity.headers ?? []), ...Object.entries(headers)]) {
+      const prev = all[name];
+      all[name] = prev === undefined ? value : [...(Array.isArray(prev) ? prev : [prev]), value];
+    }
     if (this.token) all.Authorization = `Bearer ${this.token}`;
-    return request(new URL(path, this.baseUrl), { method, headers: all, ca: this.ca, agent: false });
+    const { cert } = this.identity;
+    return request(new URL(path, this.baseUrl), { method, headers: all, ca: this.ca, agent: false, ...(cert && { cert: cert.certPem, key: cert.keyPem }) });
   }
 
   request(method: string, path: string, opts: RequestOptions = {}): Promise<HttpResponse> {
