@@ -63,9 +63,20 @@ export class ResourceReader {
     private readonly cache: WatchCache<KubeObject>,
   ) {}
 
-  /** One object; `resourceVersion` unset reads etcd, "0" the cache, N the cache once it has reached N. */
+  /**
+   * One object: `resourceVersion` unset is a consistent read (from the cache once shown current, as lists are,
+   * else from etcd), "0" the cache as it is, N the cache once it has reached N.
+   */
   async get(key: string, name: string, resourceVersion?: string): Promise<KubeObject | undefined> {
-    if (!resourceVersion) return this.storage.get<KubeObject>(key);
+    if (!resourceVersion) {
+      try {
+        await this.cache.ensureConsistent();
+        return this.cache.get(key);
+      } catch (err) {
+        if (err instanceof TooLargeResourceVersion) return this.storage.get<KubeObject>(key);
+        throw err;
+      }
+    }
     const rv = parseResourceVersion(resourceVersion);
     if (rv > 0) await this.fresh(rv);
     return this.cache.get(key);

@@ -276,9 +276,11 @@ export class Store {
   private dryRunDelete(current: KubeObject, opts: DeleteOptions): DeleteResult {
     this.checkDeletePreconditions(current, opts);
     if (!current.metadata.finalizers?.length) return { deleted: true, object: current };
-    current.metadata.deletionTimestamp ??= nowRFC3339();
-    current.metadata.deletionGracePeriodSeconds ??= 0;
-    return { deleted: false, object: current };
+    // `current` may be the cache's own (frozen) object: answer with a changed copy.
+    const deleting = structuredClone(current);
+    deleting.metadata.deletionTimestamp ??= nowRFC3339();
+    deleting.metadata.deletionGracePeriodSeconds ??= 0;
+    return { deleted: false, object: deleting };
   }
 
   key(namespace: string | undefined, name: string): string {

@@ -66,6 +66,8 @@ export class WatchCache<T extends StoredObject> {
   private waiters: { revision: number; wake: () => void }[] = [];
   private handle?: WatchHandle;
   private stopped = false;
+  /** A read of etcd's revision not yet sent, which callers arriving now may share. */
+  private nextRevisionRead?: Promise<string>;
   /** Listing again after the etcd watch was lost: the cache's contents and history are not to be trusted. */
   private restarting = false;
   private readonly historySize: number;
@@ -147,7 +149,7 @@ export class WatchCache<T extends StoredObject> {
    * revision with the cache proves the cache holds that state. Throws TooLargeResourceVersion if it cannot.
    */
   async ensureConsistent(timeoutMs = 3000): Promise<number> {
-    const target = Number(await this.storage.currentRevision());
+    const target = Number(await this.etcdRevision());
     const deadline = Date.now() + timeoutMs;
     for (let wait = 20; ; wait = Math.min(wait * 2, 500)) {
       if (this.revision >= target) return this.revision;
@@ -159,6 +161,22 @@ export class WatchCache<T extends StoredObject> {
       }
       if (Date.now() > deadline) throw new TooLargeResourceVersion(target, this.revision);
     }
+  }
+
+  /**
+   * etcd's current revision, read after this call began. Calls that arrive before a read is sent share it, so
+   * many concurrent consistent reads cost one small etcd request.
+   */
+  private etcdRevision(): Promise<string> {
+    if (!this.nextRevisionRead) {
+      this.nextRevisionRead = new Promise<string>((resolve, reject) => {
+        setImmediate(() => {
+          this.nextRevisionRead = undefined; // later callers need a read sent after they arrived
+          this.storage.currentRevision().then(resolve, reject);
+        });
+      });
+    }
+    return this.nextRevisionRead;
   }
 
   /**
