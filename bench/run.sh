@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds a private copy of the server (bench/.build/dist, so a rebuild of dist/ by anyone else during the run
+# cannot change what is measured) and runs the list/GET/watch benchmark. Arguments go to list-get-watch.mjs,
+# e.g. bench/run.sh --profile /tmp/bench-prof. The markdown report goes to stdout, progress to stderr.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rm -rf bench/.build
+if ! npx --no-install tsc -p tsconfig.build.json --outDir bench/.build/dist >&2; then
+  echo "bench: tsc reported type errors (work in progress elsewhere?); measuring the JavaScript it emitted" >&2
+fi
+# The server finds crds/ and package.json (for /version) next to its dist/.
+ln -s ../../crds bench/.build/crds
+ln -s ../../package.json bench/.build/package.json
+src_hash=$(find src -type f -name '*.ts' | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12)
+dirty=$(git status --porcelain -- src | wc -l)
+export BENCH_SOURCE="commit $(git rev-parse --short HEAD), ${dirty} uncommitted change(s) under src/, src/*.ts sha256 ${src_hash}"
+export BENCH_DIST=bench/.build/dist
+exec node bench/list-get-watch.mjs "$@"
