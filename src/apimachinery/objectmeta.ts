@@ -15,7 +15,6 @@ import { fieldError, GoLiteral, Path, type FieldError } from './field.js';
 import type { ManagedFieldsEntry, ObjectMeta, OwnerReference } from './types.js';
 import {
   byteLength,
-  goQuote,
   goRunes,
   goStringSlice,
   isGoPrint,

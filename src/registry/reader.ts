@@ -67,7 +67,7 @@ export class ResourceReader {
    * One object: `resourceVersion` unset is a consistent read (from the cache once shown current, as lists are,
    * else from etcd), "0" the cache as it is, N the cache once it has reached N.
    */
-  async get(key: string, name: string, resourceVersion?: string): Promise<KubeObject | undefined> {
+  async get(key: string, resourceVersion?: string): Promise<KubeObject | undefined> {
     if (!resourceVersion) {
       try {
         await this.cache.ensureConsistent();

@@ -79,7 +79,7 @@ export class Store {
   }
 
   async get(namespace: string | undefined, name: string, resourceVersion?: string): Promise<KubeObject> {
-    const obj = await this.storageCall('get', name, () => this.reader.get(this.key(namespace, name), name, resourceVersion));
+    const obj = await this.storageCall('get', name, () => this.reader.get(this.key(namespace, name), resourceVersion));
     if (!obj) throw errors.notFound(this.def.groupResource, name);
     return this.toClient(obj);
   }

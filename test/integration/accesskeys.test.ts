@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { Etcd3 } from 'etcd3';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';

@@ -202,8 +202,6 @@ async function current(t: Target): Promise<any> {
 }
 
 type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection' | 'get status' | 'update status' | 'patch status';
-/** Every verb on one object (and its collection). */
-const OBJECT_VERBS: Verb[] = ['get', 'update', 'patch', 'get status', 'update status', 'patch status', 'delete'];
 
 /**
  * Does `verb` on `t` as `who`: a real, valid request (updates send the current object with a change, so an allowed

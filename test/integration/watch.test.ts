@@ -71,7 +71,6 @@ async function listRv(path: string): Promise<string> {
 }
 
 const rvOf = (e: WatchEvent) => e.object.metadata.resourceVersion as string;
-const typesAndNames = (events: WatchEvent[]) => events.map((e) => [e.type, e.object.metadata.name]);
 
 // ---------------------------------------------------------------------------------------------------------
 
