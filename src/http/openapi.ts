@@ -593,14 +593,7 @@ const SECURITY_SCHEME = { type: 'apiKey', description: 'Bearer Token authenticat
 /** The OpenAPI 3.0 document of one group-version (what /openapi/v3/apis/<group>/<version> serves). */
 export function buildOpenAPIV3(defs: ResourceDefinition[], group: string, version: string): Json {
   const mine = defs.filter((d) => d.group === group && d.version === version);
-  const tag = tagFor(group, version);
-  const paths: Json = {};
-  for (const entry of mine.flatMap(resourcePaths)) {
-    const item: Json = {};
-    for (const o of entry.operations) item[o.method] = operationV3(o, entry, tag);
-    item.parameters = entry.params.map(paramV3);
-    paths[entry.path] = item;
-  }
+  const paths = pathItems(mine, operationV3, paramV3);
   return {
     openapi: '3.0.0',
     info: { title: 'Kubernetes CRD Swagger', version: 'v0.1.0' },
@@ -609,18 +602,28 @@ export function buildOpenAPIV3(defs: ResourceDefinition[], group: string, versio
   };
 }
 
-/** The Swagger 2.0 document of everything served (what /openapi/v2 serves, and kube-aggregator merges). */
-export function buildOpenAPIV2(defs: ResourceDefinition[]): Json {
+/** The path items of these kinds' endpoints, each operation and parameter rendered for one OpenAPI version. */
+function pathItems(
+  defs: ResourceDefinition[],
+  operation: (o: Operation, entry: PathEntry, tag: string) => Json,
+  param: (p: Param) => Json,
+): Json {
   const paths: Json = {};
   for (const def of defs) {
     const tag = tagFor(def.group, def.version);
     for (const entry of resourcePaths(def)) {
       const item: Json = {};
-      for (const o of entry.operations) item[o.method] = operationV2(o, entry, tag);
-      item.parameters = entry.params.map(paramV2);
+      for (const o of entry.operations) item[o.method] = operation(o, entry, tag);
+      item.parameters = entry.params.map(param);
       paths[entry.path] = item;
     }
   }
+  return paths;
+}
+
+/** The Swagger 2.0 document of everything served (what /openapi/v2 serves, and kube-aggregator merges). */
+export function buildOpenAPIV2(defs: ResourceDefinition[]): Json {
+  const paths = pathItems(defs, operationV2, paramV2);
   return {
     swagger: '2.0',
     info: { title: 'Kubernetes CRD Swagger', version: 'v0.1.0' },
