@@ -24,13 +24,12 @@
  * can never take over the identity of the first.
  * Keys and hashes are never logged.
  */
-import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { Restriction } from '../apimachinery/user.js';
 import type { CacheEvent, WatchCache } from '../storage/cacher.js';
 import { TEAM_GROUP_PREFIX } from '../apimachinery/user.js';
-import { KEY_HASH_PREFIX, USER_GROUP_PREFIX, isKeyHash } from '../registry/kinds/ownedaccesskey.js';
+import { USER_GROUP_PREFIX, hashAccessKey, isKeyHash } from '../registry/kinds/ownedaccesskey.js';
 import type { ActivityRecorder } from './activity.js';
 import { buildRestriction, type RestrictionOptions } from './scope.js';
 import { AuthenticationError, bearerToken, type Authenticator, type UserInfo } from './types.js';
@@ -62,10 +61,6 @@ interface IndexedKey {
 }
 
 const JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
-
-function sha256(token: string): string {
-  return KEY_HASH_PREFIX + createHash('sha256').update(token, 'utf8').digest('hex');
-}
 
 function strings(v: unknown): string[] {
   return Array.isArray(v) ? v.filter((g): g is string => typeof g === 'string' && g !== '') : [];
@@ -133,7 +128,7 @@ export class AccessKeyAuthenticator implements Authenticator {
     const token = bearerToken(req);
     if (token === undefined) return undefined;
     if (!this.started) this.start();
-    const hash = sha256(token);
+    const hash = hashAccessKey(token);
     let key = this.lookup(hash);
     if (!key && this.opts.refreshOnMiss !== false && !JWT.test(token)) {
       await this.refresh();
@@ -157,7 +152,7 @@ export class AccessKeyAuthenticator implements Authenticator {
    */
   recognises(req: IncomingMessage): boolean {
     const token = bearerToken(req);
-    return token !== undefined && this.lookup(sha256(token)) !== undefined;
+    return token !== undefined && this.lookup(hashAccessKey(token)) !== undefined;
   }
 
   /** When the key stops working (ms since the epoch), or undefined when it does not expire. */
