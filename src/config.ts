@@ -33,6 +33,8 @@ export interface Config {
   authenticationTokenWebhookCacheTtlMs: number;
   authorizationWebhookCacheAuthorizedTtlMs: number;
   authorizationWebhookCacheUnauthorizedTtlMs: number;
+  /** How long the controllers' leader holds its etcd lease without renewing it (whole seconds, at least 1 s). */
+  leaderElectLeaseDurationMs: number;
 }
 
 interface FlagSpec {
@@ -68,7 +70,13 @@ export const FLAGS: FlagSpec[] = [
   { name: 'authentication-token-webhook-cache-ttl', arg: 'duration', help: 'How long TokenReview answers, accepted or rejected, are cached (default 10s; 0 disables).', apply: (c, v) => (c.authenticationTokenWebhookCacheTtlMs = duration('authentication-token-webhook-cache-ttl', v)) },
   { name: 'authorization-webhook-cache-authorized-ttl', arg: 'duration', help: 'How long allowed SubjectAccessReview answers are cached (default 10s; 0 disables).', apply: (c, v) => (c.authorizationWebhookCacheAuthorizedTtlMs = duration('authorization-webhook-cache-authorized-ttl', v)) },
   { name: 'authorization-webhook-cache-unauthorized-ttl', arg: 'duration', help: 'How long SubjectAccessReview answers that do not allow are cached (default 10s; 0 disables).', apply: (c, v) => (c.authorizationWebhookCacheUnauthorizedTtlMs = duration('authorization-webhook-cache-unauthorized-ttl', v)) },
+  { name: 'leader-elect-lease-duration', arg: 'duration', help: 'The controllers (garbage collector and the others) run on one replica at a time, the holder of an etcd lease of this length; when it dies another replica takes over within about this long (default 10s, at least 1s).', apply: (c, v) => (c.leaderElectLeaseDurationMs = atLeast('leader-elect-lease-duration', duration('leader-elect-lease-duration', v), 1000)) },
 ];
+
+function atLeast(flag: string, ms: number, min: number): number {
+  if (ms < min) throw new FlagError(`--${flag} must be at least ${min / 1000}s (got ${ms}ms)`);
+  return ms;
+}
 
 /** Go-style durations as kube-apiserver's flags take them: "5m", "30s", "1h30m", "250ms", "0". */
 export function duration(flag: string, value: string): number {
@@ -109,6 +117,7 @@ export function defaultConfig(): Config {
     authenticationTokenWebhookCacheTtlMs: 10_000,
     authorizationWebhookCacheAuthorizedTtlMs: 10_000,
     authorizationWebhookCacheUnauthorizedTtlMs: 10_000,
+    leaderElectLeaseDurationMs: 10_000,
   };
 }
 

@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { clientCertificateAuthorities, setUpAuth } from './auth/setup.js';
 import { HostCluster } from './host/cluster.js';
 import type { Config } from './config.js';
+import { GarbageCollector } from './controllers/garbagecollector.js';
+import { startControllers } from './controllers/manager.js';
 import { createApp } from './http/app.js';
 import { withTimeout } from './http/health.js';
 import { writeKubeconfig } from './kubeconfig.js';
@@ -50,6 +52,15 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const registry = new Registry(loadDefinitions(), storage, config.etcdPrefix, (msg, fields) => log.warn(msg, fields));
     await registry.start();
     cleanups.push(() => registry.stop());
+    const gcLog = (msg: string, fields?: Record<string, unknown>) => log.info(msg, fields);
+    const controllers = startControllers({
+      client: storage.client,
+      etcdPrefix: config.etcdPrefix,
+      leaseDurationMs: config.leaderElectLeaseDurationMs,
+      controllers: [{ name: 'garbage-collector', run: (signal) => new GarbageCollector(registry, { log: gcLog }).run(signal) }],
+      log,
+    });
+    cleanups.push(() => controllers.stop());
     const tls = await servingCertificate(config);
     const hostCluster = HostCluster.load({ kubeconfig: config.kubeconfig });
     if (!hostCluster) log.info('no host cluster configured: TokenReview and SubjectAccessReview are off');

@@ -16,14 +16,16 @@
  * rebuilds everything from lists (the watches' initial events) and carries on.
  */
 import type { KubeObject, OwnerReference } from '../apimachinery/types.js';
+import { FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN_DEPENDENTS } from '../apimachinery/objectmeta.js';
 import { isStatusError } from '../apimachinery/status.js';
 import type { Registry } from '../registry/registry.js';
+import type { PropagationPolicy } from '../registry/propagation.js';
 import type { DeleteOptions, Store } from '../registry/store.js';
 import type { RunningWatch } from '../registry/reader.js';
 import { sleep } from './sleep.js';
 
-export const FINALIZER_ORPHAN = 'orphan';
-export const FINALIZER_FOREGROUND = 'foregroundDeletion';
+const FINALIZER_ORPHAN = FINALIZER_ORPHAN_DEPENDENTS;
+const FINALIZER_FOREGROUND = FINALIZER_DELETE_DEPENDENTS;
 
 export interface GarbageCollectorOptions {
   log?: (msg: string, fields?: Record<string, unknown>) => void;
@@ -43,9 +45,6 @@ interface Node {
   deleting: boolean;
   finalizers: string[];
 }
-
-/** Delete options with the propagation policy the store will understand (passed through; see the report). */
-type GcDeleteOptions = DeleteOptions & { propagationPolicy?: 'Background' | 'Foreground' | 'Orphan' };
 
 
 export class GarbageCollector {
@@ -326,23 +325,14 @@ export class GarbageCollector {
     await this.removeFinalizer(owner, FINALIZER_FOREGROUND);
   }
 
-  /**
-   * Deletes in the foreground: marks the object with `foregroundDeletion` and deletes it, so it stays until its
-   * own dependents are gone. (The store does not add the finalizer for a Foreground policy yet; setting it
-   * first does what the store will do, and stays correct once it does.)
-   */
+  /** Deletes in the foreground: the store adds `foregroundDeletion`, so it stays until its own dependents are gone. */
   private async deleteForeground(node: Node): Promise<void> {
-    await this.patchIfSame(node, (obj) => {
-      const f = obj.metadata.finalizers ?? [];
-      if (!f.includes(FINALIZER_FOREGROUND)) obj.metadata.finalizers = [...f.filter((x) => x !== FINALIZER_ORPHAN), FINALIZER_FOREGROUND];
-      return obj;
-    });
     this.log('garbage collector: deleting object in the foreground', { resource: node.store.def.plural, namespace: node.namespace, name: node.name, uid: node.uid });
     await this.deleteIfSame(node, 'Foreground');
   }
 
-  private async deleteIfSame(node: Node, policy: 'Background' | 'Foreground' | 'Orphan'): Promise<void> {
-    const opts: GcDeleteOptions = { preconditions: { uid: node.uid }, propagationPolicy: policy, fieldManager: 'garbage-collector' };
+  private async deleteIfSame(node: Node, policy: PropagationPolicy): Promise<void> {
+    const opts: DeleteOptions = { preconditions: { uid: node.uid }, propagationPolicy: policy, fieldManager: 'garbage-collector' };
     try {
       await node.store.delete(node.namespace, node.name, opts);
     } catch (err) {

@@ -26,6 +26,9 @@ export interface LeaderElectorOptions {
 }
 
 
+/** How long a stepping-down leader waits for its work to stop before giving up the lease. */
+const STOP_WORK_TIMEOUT_MS = 5000;
+
 function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
   return Promise.race([
@@ -165,12 +168,14 @@ export class LeaderElector {
     });
     this.leading = { controller, lost, loseNow };
     this.log('leader election: started leading', { key: this.key, identity: this.identity });
+    let working: Promise<unknown>;
     try {
-      Promise.resolve(this.opts.onStartedLeading(controller.signal)).catch((err) =>
+      working = Promise.resolve(this.opts.onStartedLeading(controller.signal)).catch((err) =>
         this.log('leader election: onStartedLeading failed', { error: String(err) }),
       );
     } catch (err) {
       this.log('leader election: onStartedLeading failed', { error: String(err) });
+      working = Promise.resolve();
     }
 
     // Step down a little before the lease could have expired on etcd's side.
@@ -223,6 +228,10 @@ export class LeaderElector {
     void watcher?.cancel().catch(() => {});
     clearTimeout(expiry);
     this.leading = undefined;
+    // Let the work begun as leader wind down (bounded) before another replica can take the lease.
+    await withTimeout(working, STOP_WORK_TIMEOUT_MS, 'stopping leader work').catch((err) =>
+      this.log('leader election: work did not stop in time', { error: String(err) }),
+    );
     try {
       this.opts.onStoppedLeading();
     } catch (err) {

@@ -4,7 +4,7 @@
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
 import * as errors from '../apimachinery/status.js';
-import { ANONYMOUS_USER, AUTHENTICATED_GROUP, AuthenticationError, type Attributes, type Authenticator, type Authorizer, type UserInfo } from '../auth/types.js';
+import { ANONYMOUS_USER, AUTHENTICATED_GROUP, AuthenticationError, type Attributes, type Authenticator, type Authorizer, type Decision, type UserInfo } from '../auth/types.js';
 import { isDNS1123Label } from '../apimachinery/validation.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { Logger } from '../log.js';
@@ -40,7 +40,11 @@ interface Locals {
   user: UserInfo;
   /** Set when a list or watch may show only some objects to this caller. */
   visible?: (obj: KubeObject) => boolean;
+  /** Whether this caller may do something else too (e.g. delete an owner it sets blockOwnerDeletion on). */
+  authorizeOther: AuthorizeOther;
 }
+
+export type AuthorizeOther = (attrs: Omit<Attributes, 'user'>) => Promise<Decision>;
 
 function locals(res: Response): Locals {
   return res.locals as Locals;
@@ -169,6 +173,12 @@ function authorize(authorizer: Authorizer, visibleTo: AppOptions['visibleTo']) {
       visible = (obj) => seen(obj) && restriction.check({ ...attrs, ...meta(obj) }).allowed;
     }
     locals(res).visible = visible;
+    locals(res).authorizeOther = async (other) => {
+      const asked = { ...other, user };
+      const limited = user.restriction?.check(asked);
+      if (limited && !limited.allowed) return { decision: 'deny', reason: limited.reason };
+      return authorizer.authorize(asked);
+    };
     next();
   };
 }

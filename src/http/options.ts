@@ -2,12 +2,13 @@
 import { fieldError, type FieldError } from '../apimachinery/field.js';
 import * as errors from '../apimachinery/status.js';
 import { isPlainObject } from '../apimachinery/types.js';
+import type { PropagationPolicy } from '../registry/propagation.js';
 import type { DeleteOptions } from '../registry/store.js';
 
 export type OptionsKind = 'CreateOptions' | 'UpdateOptions' | 'PatchOptions' | 'DeleteOptions';
 
 const META_GROUP = 'meta.k8s.io';
-const PROPAGATION_POLICIES = ['Foreground', 'Background', 'Orphan'];
+const PROPAGATION_POLICIES: readonly string[] = ['Foreground', 'Background', 'Orphan'] satisfies PropagationPolicy[];
 
 function invalidOptions(kind: OptionsKind, errs: FieldError[]): errors.StatusError {
   return errors.invalid({ group: META_GROUP, kind }, '', errs);
@@ -63,8 +64,7 @@ export function applyOptions(query: URLSearchParams): ParsedWriteOptions & { fie
   const manager = query.get('fieldManager');
   if (!manager) throw invalidOptions('PatchOptions', [fieldError.required('fieldManager', 'is required for apply patch')]);
   const force = query.get('force');
-  if (force !== null && !['true', 'false', '1', '0', ''].includes(force)) throw errors.badRequest(`invalid value for force: ${JSON.stringify(force)}: must be true or false`);
-  return { ...opts, fieldManager: manager, force: force === 'true' || force === '1' || force === '' };
+  return { ...opts, fieldManager: manager, force: force !== null && queryBool('force', force) };
 }
 
 export function rejectForceOnNonApplyPatch(query: URLSearchParams): void {
@@ -73,7 +73,6 @@ export function rejectForceOnNonApplyPatch(query: URLSearchParams): void {
 
 export interface ParsedDeleteOptions extends DeleteOptions {
   dryRun: boolean;
-  propagationPolicy?: string;
   gracePeriodSeconds?: number;
 }
 
@@ -83,7 +82,7 @@ export function deleteOptions(body: Record<string, unknown> | undefined, query: 
   if (opts.kind !== undefined && opts.kind !== 'DeleteOptions') throw errors.badRequest(`the body of a delete must be a DeleteOptions, not ${String(opts.kind)}`);
   if (query.has('gracePeriodSeconds')) opts.gracePeriodSeconds = Number(query.get('gracePeriodSeconds'));
   if (query.has('propagationPolicy')) opts.propagationPolicy = query.get('propagationPolicy');
-  if (query.has('orphanDependents')) opts.orphanDependents = query.get('orphanDependents') === 'true';
+  if (query.has('orphanDependents')) opts.orphanDependents = queryBool('orphanDependents', query.get('orphanDependents')!);
   if (query.has('dryRun')) opts.dryRun = query.getAll('dryRun');
 
   const errs: FieldError[] = [];
@@ -96,10 +95,25 @@ export function deleteOptions(body: Record<string, unknown> | undefined, query: 
   if (opts.orphanDependents !== undefined && opts.propagationPolicy !== undefined) {
     errs.push(fieldError.invalid('propagationPolicy', opts.propagationPolicy, 'orphanDependents and deletionPropagation cannot be both set'));
   }
+  if (opts.orphanDependents !== undefined && typeof opts.orphanDependents !== 'boolean') {
+    errs.push(fieldError.typeInvalid('orphanDependents', opts.orphanDependents, 'must be true or false'));
+  }
   if (opts.preconditions !== undefined && !isPlainObject(opts.preconditions)) {
     errs.push(fieldError.typeInvalid('preconditions', opts.preconditions, 'must be an object with uid and/or resourceVersion'));
   }
   if (errs.length) throw invalidOptions('DeleteOptions', errs);
   const dry = dryRun('DeleteOptions', [opts.dryRun ?? []].flat().map(String));
-  return { dryRun: dry, propagationPolicy: opts.propagationPolicy, gracePeriodSeconds: opts.gracePeriodSeconds, preconditions: opts.preconditions };
+  return {
+    dryRun: dry,
+    propagationPolicy: opts.propagationPolicy,
+    orphanDependents: opts.orphanDependents,
+    gracePeriodSeconds: opts.gracePeriodSeconds,
+    preconditions: opts.preconditions,
+  };
+}
+
+/** A boolean query parameter as kube's query decoding reads it (an empty value counts as true). */
+function queryBool(name: string, value: string): boolean {
+  if (!['true', 'false', '1', '0', ''].includes(value)) throw errors.badRequest(`invalid value for ${name}: ${JSON.stringify(value)}: must be true or false`);
+  return value === 'true' || value === '1' || value === '';
 }

@@ -1,11 +1,12 @@
 /** Resource requests: decode, call the resource's store, encode. No Kubernetes rule lives here. */
 import type { Request, Response } from 'express';
+import type { AuthorizeOther } from './app.js';
 import { applyJsonPatch, applyMergePatch } from '../apimachinery/patch.js';
 import * as errors from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
 import type { Registry } from '../registry/registry.js';
-import type { Store } from '../registry/store.js';
+import type { DeleteOptions, Store } from '../registry/store.js';
 import { parseObjectBody, rawBody } from './body.js';
 import { parseListQuery, parseWatchQuery } from './listoptions.js';
 import { APPLY_PATCH_TYPE, JSON_PATCH_TYPE, MERGE_PATCH_TYPE, contentType, negotiate, requestEncoding } from './negotiation.js';
@@ -14,6 +15,7 @@ import { goQuote } from '../apimachinery/validation.js';
 import { applyOptions, deleteOptions, rejectForceOnNonApplyPatch, writeOptions, type ParsedWriteOptions } from './options.js';
 import type { RequestInfo } from './requestinfo.js';
 import { writeObject } from './responses.js';
+import { mayDeleteOwner } from './owners.js';
 import { shaper } from './shapes.js';
 import { serveWatch } from './watch.js';
 
@@ -35,6 +37,9 @@ export async function handleResource(req: Request, res: Response, info: RequestI
   const shape = shaper(target, def, store.strategy, query);
   const encoding = target.encoding;
   const user = res.locals.user as UserInfo | undefined;
+  const authorizeOther = res.locals.authorizeOther as AuthorizeOther | undefined;
+  // What every write carries about its caller.
+  const caller = { user, mayDeleteOwner: authorizeOther && mayDeleteOwner(registry, authorizeOther, user?.name ?? '') };
   const visible = res.locals.visible as ((obj: KubeObject) => boolean) | undefined;
   const notSupported = () => errors.methodNotSupported(def.groupResource, info.verb || req.method);
 
@@ -51,38 +56,38 @@ export async function handleResource(req: Request, res: Response, info: RequestI
     }
     case 'create': {
       if (info.name || (def.namespaced && !namespace)) throw notSupported();
-      const opts = { ...writeOptions('CreateOptions', query, req.headers['user-agent']), user };
+      const opts = { ...writeOptions('CreateOptions', query, req.headers['user-agent']), ...caller };
       const obj = readObject(req, def.kind, opts);
       const created = await store.create(namespace, obj, opts);
       return writeObject(withWarnings(res, opts.warnings), 201, shape.object(created), encoding);
     }
     case 'update': {
-      const opts = { ...writeOptions('UpdateOptions', query, req.headers['user-agent']), user };
+      const opts = { ...writeOptions('UpdateOptions', query, req.headers['user-agent']), ...caller };
       const obj = readObject(req, def.kind, opts);
       const updated = await store.update(namespace, info.name, { replace: obj }, subresource, opts);
       return writeObject(withWarnings(res, opts.warnings), 200, shape.object(updated), encoding);
     }
     case 'patch': {
       if (contentType(req.headers['content-type']) === APPLY_PATCH_TYPE) {
-        const opts = { ...applyOptions(query), user };
+        const opts = { ...applyOptions(query), ...caller };
         const config = parseObjectBody(rawBody(req), 'yaml', def.kind) as KubeObject;
         const { object, created } = await store.apply(namespace, info.name, config, subresource, opts);
         return writeObject(withWarnings(res, opts.warnings), created ? 201 : 200, shape.object(object), encoding);
       }
       rejectForceOnNonApplyPatch(query);
-      const opts = { ...writeOptions('PatchOptions', query, req.headers['user-agent']), user };
+      const opts = { ...writeOptions('PatchOptions', query, req.headers['user-agent']), ...caller };
       const patch = readPatch(req, opts);
       const patched = await store.update(namespace, info.name, { patch }, subresource, opts);
       return writeObject(withWarnings(res, opts.warnings), 200, shape.object(patched), encoding);
     }
     case 'deletecollection': {
       if (def.namespaced && !namespace) throw notSupported();
-      const opts = { ...deleteOptionsOf(req, query), user };
+      const opts = { ...deleteOptionsOf(req, query), ...caller };
       return writeObject(res, 200, shape.list(await store.deleteCollection(namespace, parseListQuery(query), opts)), encoding);
     }
     case 'delete': {
       if (subresource) throw notSupported();
-      return deleteObject(req, res, store, namespace, info.name, query, user, (obj) => writeObject(res, 200, shape.object(obj), encoding));
+      return deleteObject(req, res, store, namespace, info.name, query, caller, (obj, status) => writeObject(res, status, shape.object(obj), encoding));
     }
     default:
       throw notSupported();
@@ -131,12 +136,14 @@ async function deleteObject(
   namespace: string | undefined,
   name: string,
   query: URLSearchParams,
-  user: UserInfo | undefined,
-  writeRemaining: (obj: KubeObject) => void,
+  caller: Pick<DeleteOptions, 'user' | 'mayDeleteOwner'>,
+  writeRemaining: (obj: KubeObject, status: number) => void,
 ): Promise<void> {
-  const result = await store.delete(namespace, name, { ...deleteOptionsOf(req, query), user });
-  // An object kept by its finalizers is answered as it now is; a removed one with a Success Status.
-  if (!result.deleted) return writeRemaining(result.object);
+  const opts = deleteOptionsOf(req, query);
+  const result = await store.delete(namespace, name, { ...opts, ...caller });
+  // An object kept by its finalizers is answered as it now is; a removed one with a Success Status. kube says
+  // 202 Accepted instead of 200 only to the deprecated orphanDependents=false (to keep older clients working).
+  if (!result.deleted) return writeRemaining(result.object, opts.orphanDependents === false ? 202 : 200);
   const { group, plural } = store.def;
   writeObject(res, 200, errors.successStatus({ name, group, kind: plural, uid: result.object.metadata.uid }));
 }

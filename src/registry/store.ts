@@ -19,6 +19,8 @@ import { StorageError, type Storage } from '../storage/interface.js';
 import type { WatchCache } from '../storage/cacher.js';
 import type { ResourceDefinition } from './definitions.js';
 import { ResourceReader, type ListOptions, type RunningWatch, type WatchOptions, type WatchSink } from './reader.js';
+import { checkBlockingOwnerReferences, type MayDeleteOwner } from './ownerpermission.js';
+import { finalizersAfterDelete, type PropagationOptions } from './propagation.js';
 import type { Strategy } from './strategy.js';
 
 /** How many fresh names a generateName create tries before giving up (kube's RetryGenerateName). */
@@ -46,6 +48,8 @@ export interface WriteOptions {
   fieldManager?: string;
   /** Who asks, for kinds whose rules depend on it. */
   user?: UserInfo;
+  /** The caller's permission to delete an owner, for blockOwnerDeletion; unset for the server's own writes. */
+  mayDeleteOwner?: MayDeleteOwner;
 }
 
 export interface ApplyOptions extends WriteOptions {
@@ -54,7 +58,7 @@ export interface ApplyOptions extends WriteOptions {
   force?: boolean;
 }
 
-export interface DeleteOptions extends WriteOptions {
+export interface DeleteOptions extends WriteOptions, PropagationOptions {
   preconditions?: { uid?: string; resourceVersion?: string };
 }
 
@@ -129,6 +133,7 @@ export class Store {
     this.dropUnknownFields(obj, opts);
     const errs = this.validate(obj);
     if (errs.length) throw errors.invalid(this.def.groupKind, meta.name ?? '', errs);
+    await this.checkOwnerPermissions(obj, undefined, opts);
     if (trackFields) this.recordFieldManager(obj, undefined, opts, '');
 
     const write = opts.dryRun ? (key: string) => this.dryRunCreate(key, this.toStorage(obj)) : (key: string) => this.storage.create(key, this.toStorage(obj));
@@ -151,7 +156,7 @@ export class Store {
     const result = await this.storageCall('update', name, () =>
       this.storage.guaranteedUpdate<KubeObject>(
         key,
-        (current) => {
+        async (current) => {
           const updated =
             'replace' in source ? structuredClone(source.replace) : 'patch' in source ? source.patch(structuredClone(current)) : source.apply(structuredClone(current));
           if (!isPlainObject(updated)) throw errors.badRequest('the request body must be a JSON or YAML object');
@@ -166,6 +171,7 @@ export class Store {
           this.dropUnknownFields(next, opts);
           const errs = this.validate(next, current);
           if (errs.length) throw errors.invalid(this.def.groupKind, name, errs);
+          await this.checkOwnerPermissions(next, current, opts);
           if (subresource !== 'status' && this.specChanged(next, current)) next.metadata.generation = (current.metadata.generation ?? 0) + 1;
           if (!('apply' in source)) this.recordFieldManager(next, current, opts, subresource ?? '');
           // A write that would only refresh managedFields times changes nothing, so nothing is written.
@@ -211,41 +217,20 @@ export class Store {
   }
 
   /**
-   * Deletes at once when the object has no finalizers; otherwise marks it as being deleted
-   * (deletionTimestamp) and leaves it to the finalizers' owners.
+   * Sets the garbage-collection finalizers the propagation policy asks for, then deletes at once when the object
+   * has no finalizers; otherwise marks it as being deleted (deletionTimestamp) and leaves it to the finalizers'
+   * owners. One compare-and-swap decides both, so a finalizer added concurrently is never skipped.
    */
   async delete(namespace: string | undefined, name: string, opts: DeleteOptions = {}): Promise<DeleteResult> {
     const key = this.key(namespace, name);
-    const check = (current: KubeObject) => this.checkDeletePreconditions(current, opts);
-    for (;;) {
-      const current = await this.get(namespace, name);
-      if (opts.dryRun) return this.dryRunDelete(current, opts);
-      if (current.metadata.finalizers?.length) {
-        const res = await this.storageCall('delete', name, () =>
-          this.storage.guaranteedUpdate<KubeObject>(key, (obj) => {
-            check(obj);
-            if (obj.metadata.finalizers?.length && !obj.metadata.deletionTimestamp) {
-              obj.metadata.deletionTimestamp = nowRFC3339();
-              obj.metadata.deletionGracePeriodSeconds = 0;
-              obj.metadata.generation = (obj.metadata.generation ?? 0) + 1;
-            }
-            return obj;
-          }, { deleteInstead: (obj) => !obj.metadata.finalizers?.length }),
-        );
-        return { deleted: res.deleted, object: this.toClient(res.object) };
-      }
-      try {
-        const object = await this.storageCall('delete', name, () =>
-          this.storage.delete<KubeObject>(key, (obj) => {
-            check(obj);
-            if (obj.metadata.finalizers?.length) throw new FinalizersAppeared();
-          }),
-        );
-        return { deleted: true, object: this.toClient(object) };
-      } catch (err) {
-        if (!(err instanceof FinalizersAppeared)) throw err;
-      }
-    }
+    if (opts.dryRun) return this.dryRunDelete(await this.get(namespace, name), opts);
+    const res = await this.storageCall('delete', name, () =>
+      this.storage.guaranteedUpdate<KubeObject>(key, (obj) => {
+        this.checkDeletePreconditions(obj, opts);
+        return markDeleting(obj, opts);
+      }, { deleteInstead: (obj) => !obj.metadata.finalizers?.length }),
+    );
+    return { deleted: res.deleted, object: this.toClient(res.object) };
   }
 
   /**
@@ -275,12 +260,9 @@ export class Store {
 
   private dryRunDelete(current: KubeObject, opts: DeleteOptions): DeleteResult {
     this.checkDeletePreconditions(current, opts);
-    if (!current.metadata.finalizers?.length) return { deleted: true, object: current };
     // `current` may be the cache's own (frozen) object: answer with a changed copy.
-    const deleting = structuredClone(current);
-    deleting.metadata.deletionTimestamp ??= nowRFC3339();
-    deleting.metadata.deletionGracePeriodSeconds ??= 0;
-    return { deleted: false, object: deleting };
+    const deleting = markDeleting(structuredClone(current), opts);
+    return { deleted: !deleting.metadata.finalizers?.length, object: deleting };
   }
 
   key(namespace: string | undefined, name: string): string {
@@ -424,6 +406,12 @@ export class Store {
     return errs;
   }
 
+  private async checkOwnerPermissions(obj: KubeObject, old: KubeObject | undefined, opts: WriteOptions): Promise<void> {
+    if (!opts.mayDeleteOwner) return;
+    const errs = await checkBlockingOwnerReferences(obj, old, opts.mayDeleteOwner);
+    if (errs.length) throw errors.invalid(this.def.groupKind, obj.metadata.name ?? '', errs);
+  }
+
   private checkDeletePreconditions(current: KubeObject, opts: DeleteOptions): void {
     const p = opts.preconditions;
     const gr = { group: this.def.group, resource: this.def.kind };
@@ -457,7 +445,23 @@ export class Store {
   }
 }
 
-class FinalizersAppeared extends Error {}
+/**
+ * A DELETE's change to the object: the finalizers its propagation policy asks for, and, while finalizers remain,
+ * deletionTimestamp (kept once set: it never moves) with a grace period of 0, as kube does for kinds without
+ * graceful deletion.
+ */
+function markDeleting(obj: KubeObject, opts: PropagationOptions): KubeObject {
+  const meta = obj.metadata;
+  const finalizers = finalizersAfterDelete(meta.finalizers, opts);
+  if (finalizers.length) meta.finalizers = finalizers;
+  else delete meta.finalizers;
+  if (finalizers.length && !meta.deletionTimestamp) {
+    meta.deletionTimestamp = nowRFC3339();
+    meta.deletionGracePeriodSeconds = 0;
+    meta.generation = (meta.generation ?? 0) + 1;
+  }
+  return obj;
+}
 
 /** Ends a dry-run update inside the compare-and-swap loop, carrying the object that would have been written. */
 class DryRunOutcome extends Error {

@@ -282,3 +282,46 @@ describe('kubectl delete', () => {
     expect(res).toEqual({ code: 1, stdout: '', stderr: 'Error from server (NotFound): sharedsecrets.management.platform.sh "nope" not found\n' });
   });
 });
+
+describe('kubectl delete --cascade', () => {
+  const NS = 'cascade-ns';
+
+  /** A owns B owns C, the way a controller would set it up (uids of the owners, blocking the owner's deletion). */
+  async function chain(tag: string): Promise<string[]> {
+    const names = [`${tag}-a`, `${tag}-b`, `${tag}-c`];
+    let owner: any;
+    for (const name of names) {
+      const meta = owner
+        ? { ownerReferences: [{ apiVersion: API_VERSION, kind: 'SharedSecret', name: owner.metadata.name, uid: owner.metadata.uid, blockOwnerDeletion: true }] }
+        : {};
+      await create(name, { ...secret(NS, name), metadata: { name, namespace: NS, ...meta } });
+      owner = await getJson('gsec', name, '-n', NS);
+    }
+    return names;
+  }
+
+  test('foreground: kubectl returns once the owner is gone, and by then its blocking dependents are gone too', async () => {
+    const [a] = await chain('fg');
+    const res = await k('delete', 'gsec', a, '-n', NS, '--cascade=foreground', '--timeout=30s');
+    expect(res).toEqual({ code: 0, stdout: `sharedsecret.management.platform.sh "${a}" deleted\n`, stderr: '' });
+    expect((await names('gsec', '-n', NS)).filter((n) => n.startsWith('fg-'))).toEqual([]);
+  });
+
+  test('orphan: the owner goes, its dependent stays without the reference, the grandchild keeps its owner', async () => {
+    const [a, b, c] = await chain('orphan');
+    const res = await k('delete', 'gsec', a, '-n', NS, '--cascade=orphan', '--timeout=30s');
+    expect(res).toEqual({ code: 0, stdout: `sharedsecret.management.platform.sh "${a}" deleted\n`, stderr: '' });
+    expect((await names('gsec', '-n', NS)).filter((n) => n.startsWith('orphan-'))).toEqual([b, c]);
+    expect((await getJson('gsec', b, '-n', NS)).metadata.ownerReferences).toBeUndefined();
+    expect((await getJson('gsec', c, '-n', NS)).metadata.ownerReferences).toEqual([expect.objectContaining({ name: b })]);
+  });
+
+  test('background (the default): the owner goes at once, the garbage collector takes the rest', async () => {
+    const [a] = await chain('bg');
+    const res = await k('delete', 'gsec', a, '-n', NS);
+    expect(res).toEqual({ code: 0, stdout: `sharedsecret.management.platform.sh "${a}" deleted\n`, stderr: '' });
+    const wait = await k('wait', '--for=delete', 'gsec/bg-b', 'gsec/bg-c', '-n', NS, '--timeout=20s');
+    expect(wait.code).toBe(0);
+    expect((await names('gsec', '-n', NS)).filter((n) => n.startsWith('bg-'))).toEqual([]);
+  });
+});

@@ -1,9 +1,6 @@
 /**
  * The garbage collector against a real etcd, driving the registry as a client would: chains of three objects
  * (A owns B owns C) under each propagation policy, dangling references, recreated owners, cycles, restarts.
- *
- * The store does not yet add `orphan` / `foregroundDeletion` on DELETE with those policies, so the tests add
- * the finalizer through an update first, as the store will, then DELETE.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
@@ -13,10 +10,12 @@ import { GarbageCollector } from '../../src/controllers/garbagecollector.js';
 import { LeaderElector } from '../../src/controllers/leader.js';
 import { loadDefinitions } from '../../src/registry/definitions.js';
 import { Registry } from '../../src/registry/registry.js';
+import type { PropagationPolicy } from '../../src/registry/propagation.js';
 import type { Store } from '../../src/registry/store.js';
 import { EtcdStorage } from '../../src/storage/etcd.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
 import { API_VERSION, clusterBody, secretBody, uniq } from '../support/fixtures.js';
+import { waitFor } from '../support/wait.js';
 
 let etcd: TestEtcd;
 let storage: EtcdStorage;
@@ -59,14 +58,6 @@ afterEach(async () => {
   }
 });
 
-async function waitFor(what: string, fn: () => Promise<boolean> | boolean, timeoutMs = 10_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    if (await fn()) return;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 function ref(owner: KubeObject, extra: Partial<OwnerReference> = {}): OwnerReference {
   return { apiVersion: API_VERSION, kind: owner.kind!, name: owner.metadata.name!, uid: owner.metadata.uid!, ...extra };
@@ -106,17 +97,8 @@ async function setOwners(name: string, owners: OwnerReference[]): Promise<KubeOb
   });
 }
 
-/** What the store will do for DELETE with propagationPolicy Orphan/Foreground: add the finalizer, then delete. */
-async function deleteWithPolicy(name: string, finalizer?: 'orphan' | 'foregroundDeletion'): Promise<void> {
-  if (finalizer) {
-    await clusters.update(undefined, name, {
-      patch: (obj) => {
-        obj.metadata.finalizers = [...(obj.metadata.finalizers ?? []), finalizer];
-        return obj;
-      },
-    });
-  }
-  await clusters.delete(undefined, name);
+async function deleteWithPolicy(name: string, propagationPolicy?: PropagationPolicy): Promise<void> {
+  await clusters.delete(undefined, name, { propagationPolicy });
 }
 
 /** A chain A owns B owns C (Clusters), with blockOwnerDeletion on both references if asked. */
@@ -151,7 +133,7 @@ describe('GarbageCollector', () => {
   test('Orphan: A goes, B and C stay, B without its reference to A', async () => {
     startGc();
     const [a, b, c] = await chain();
-    await deleteWithPolicy(a.metadata.name!, 'orphan');
+    await deleteWithPolicy(a.metadata.name!, 'Orphan');
     await waitFor('A to be gone', async () => !(await exists(a.metadata.name!)));
     const bNow = await getCluster(b.metadata.name!);
     const cNow = await getCluster(c.metadata.name!);
@@ -169,7 +151,7 @@ describe('GarbageCollector', () => {
     const a = await createCluster(uniq('a'));
     const other = await createCluster(uniq('other'));
     const b = await createCluster(uniq('b'), [ref(a), ref(other)]);
-    await deleteWithPolicy(a.metadata.name!, 'orphan');
+    await deleteWithPolicy(a.metadata.name!, 'Orphan');
     await waitFor('A to be gone', async () => !(await exists(a.metadata.name!)));
     expect((await getCluster(b.metadata.name!))?.metadata.ownerReferences).toEqual([ref(other)]);
   }, 20_000);
@@ -178,7 +160,7 @@ describe('GarbageCollector', () => {
     startGc();
     const [a, b, c] = await chain(true);
     const deletions = await recordDeletions();
-    await deleteWithPolicy(a.metadata.name!, 'foregroundDeletion');
+    await deleteWithPolicy(a.metadata.name!, 'Foreground');
     // A waits, readable, with deletionTimestamp, while its dependents go.
     const aNow = await getCluster(a.metadata.name!);
     expect(aNow?.metadata.deletionTimestamp).toBeDefined();
@@ -191,7 +173,7 @@ describe('GarbageCollector', () => {
   test('Foreground without blockOwnerDeletion: dependents are still deleted', async () => {
     startGc();
     const [a, b, c] = await chain(false);
-    await deleteWithPolicy(a.metadata.name!, 'foregroundDeletion');
+    await deleteWithPolicy(a.metadata.name!, 'Foreground');
     await waitFor('all three gone', async () => !(await exists(a.metadata.name!)) && !(await exists(b.metadata.name!)) && !(await exists(c.metadata.name!)));
   }, 20_000);
 
@@ -200,7 +182,7 @@ describe('GarbageCollector', () => {
     const a = await createCluster(uniq('a'));
     const other = await createCluster(uniq('other'));
     const b = await createCluster(uniq('b'), [ref(a, { blockOwnerDeletion: true }), ref(other)]);
-    await deleteWithPolicy(a.metadata.name!, 'foregroundDeletion');
+    await deleteWithPolicy(a.metadata.name!, 'Foreground');
     await waitFor('A to be gone', async () => !(await exists(a.metadata.name!)));
     const bNow = await getCluster(b.metadata.name!);
     expect(bNow?.metadata.uid).toBe(b.metadata.uid);
@@ -254,7 +236,7 @@ describe('GarbageCollector', () => {
     const a = await createCluster(uniq('a'));
     const b = await createCluster(uniq('b'), [ref(a, { blockOwnerDeletion: true })]);
     await setOwners(a.metadata.name!, [ref(b, { blockOwnerDeletion: true })]);
-    await deleteWithPolicy(a.metadata.name!, 'foregroundDeletion');
+    await deleteWithPolicy(a.metadata.name!, 'Foreground');
     await waitFor('both gone', async () => !(await exists(a.metadata.name!)) && !(await exists(b.metadata.name!)));
   }, 20_000);
 
@@ -286,7 +268,7 @@ describe('GarbageCollector', () => {
   test('idempotent across a restart: work left by a stopped collector is finished by the next one', async () => {
     const [a, b, c] = await chain(true);
     // The owner was marked for foreground deletion while no collector ran (e.g. between two leaders).
-    await deleteWithPolicy(a.metadata.name!, 'foregroundDeletion');
+    await deleteWithPolicy(a.metadata.name!, 'Foreground');
     const first = startGc();
     first.controller.abort();
     await first.done;
@@ -299,7 +281,7 @@ describe('GarbageCollector', () => {
     startGc();
     startGc();
     const [a, b, c] = await chain(true);
-    await deleteWithPolicy(a.metadata.name!, 'foregroundDeletion');
+    await deleteWithPolicy(a.metadata.name!, 'Foreground');
     await waitFor('all three gone', async () => !(await exists(a.metadata.name!)) && !(await exists(b.metadata.name!)) && !(await exists(c.metadata.name!)));
   }, 20_000);
 
@@ -336,7 +318,7 @@ describe('GarbageCollector', () => {
       await first.stop();
       await waitFor('the other to lead', () => second.isLeader(), 3000);
       const [a2, b2, c2] = await chain(true);
-      await deleteWithPolicy(a2.metadata.name!, 'foregroundDeletion');
+      await deleteWithPolicy(a2.metadata.name!, 'Foreground');
       await waitFor('collected by the second leader', async () => !(await exists(a2.metadata.name!)) && !(await exists(b2.metadata.name!)) && !(await exists(c2.metadata.name!)));
       expect(leading).toHaveLength(2);
       expect(new Set(leading).size).toBe(2);

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { Etcd3 } from 'etcd3';
 import { LeaderElector } from '../../src/controllers/leader.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
+import { waitFor } from '../support/wait.js';
 
 let etcd: TestEtcd;
 
@@ -51,15 +52,6 @@ afterEach(async () => {
   }
 });
 
-async function waitFor<T>(what: string, fn: () => T | undefined | false, timeoutMs: number): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const leaders = (rs: Replica[]) => rs.filter((r) => r.elector.isLeader());
 

@@ -19,6 +19,13 @@ describe('parseFlags', () => {
     }
   });
 
+  test('--leader-elect-lease-duration: 10s by default, a duration of at least 1s', () => {
+    expect(parseFlags([])!.leaderElectLeaseDurationMs).toBe(10_000);
+    expect(parseFlags(['--leader-elect-lease-duration=15s'])!.leaderElectLeaseDurationMs).toBe(15_000);
+    expect(() => parseFlags(['--leader-elect-lease-duration=500ms'])).toThrow('--leader-elect-lease-duration must be at least 1s (got 500ms)');
+    expect(() => parseFlags(['--leader-elect-lease-duration=soon'])).toThrow(/must be a duration/);
+  });
+
   test('unknown flags, missing values and bad ports are errors', () => {
     expect(() => parseFlags(['--nope=1'])).toThrow(FlagError);
     expect(() => parseFlags(['--secure-port'])).toThrow(/needs an argument/);

@@ -1,0 +1,30 @@
+/** The caller's permission to delete an ownerReference's target, asked of the same authorizers as its request. */
+import type { Registry } from '../registry/registry.js';
+import type { MayDeleteOwner } from '../registry/ownerpermission.js';
+import type { AuthorizeOther } from './app.js';
+
+export function mayDeleteOwner(registry: Registry, authorizeOther: AuthorizeOther, userName: string): MayDeleteOwner {
+  return async (ref, namespace) => {
+    const def = registry.definitions.find((d) => d.apiVersion === ref.apiVersion && d.kind === ref.kind);
+    if (!def) {
+      return { allowed: false, reason: `no resource of this server has apiVersion ${JSON.stringify(ref.apiVersion)} and kind ${JSON.stringify(ref.kind)}, so delete permission on it cannot be checked` };
+    }
+    const ns = def.namespaced ? (namespace ?? '') : '';
+    const path = `/apis/${def.group}/${def.version}${ns ? `/namespaces/${ns}` : ''}/${def.plural}/${ref.name}`;
+    const decision = await authorizeOther({
+      verb: 'delete',
+      isResourceRequest: true,
+      path,
+      apiGroup: def.group,
+      apiVersion: def.version,
+      namespace: ns,
+      resource: def.plural,
+      subresource: '',
+      name: ref.name,
+    });
+    if (decision.decision === 'allow') return { allowed: true };
+    const where = ns ? ` in the namespace ${JSON.stringify(ns)}` : '';
+    const why = decision.reason ? `: ${decision.reason}` : '';
+    return { allowed: false, reason: `User ${JSON.stringify(userName)} cannot delete ${def.plural}.${def.group} ${JSON.stringify(ref.name)}${where}${why}` };
+  };
+}

@@ -1,0 +1,27 @@
+/**
+ * Setting `blockOwnerDeletion: true` holds an owner's foreground deletion back, so (as kube's
+ * OwnerReferencesPermissionEnforcement admission, and as our spec words it) only a caller allowed to delete the
+ * owner may set it. Only references that newly block are checked, so an unrelated update by someone else
+ * is never refused over a reference it did not touch.
+ */
+import { Path, fieldError, type FieldError } from '../apimachinery/field.js';
+import type { KubeObject, OwnerReference } from '../apimachinery/types.js';
+
+export type OwnerDeletionPermission = { allowed: true } | { allowed: false; reason: string };
+
+/** Whether the caller may delete the object `ref` names (namespaced owners live in the dependent's namespace). */
+export type MayDeleteOwner = (ref: OwnerReference, namespace: string | undefined) => Promise<OwnerDeletionPermission>;
+
+export async function checkBlockingOwnerReferences(obj: KubeObject, old: KubeObject | undefined, mayDeleteOwner: MayDeleteOwner): Promise<FieldError[]> {
+  const blockedBefore = new Set((old?.metadata.ownerReferences ?? []).filter((r) => r.blockOwnerDeletion === true).map((r) => r.uid));
+  const errs: FieldError[] = [];
+  const refs = obj.metadata.ownerReferences ?? [];
+  for (const [i, ref] of refs.entries()) {
+    if (ref.blockOwnerDeletion !== true || blockedBefore.has(ref.uid)) continue;
+    const permission = await mayDeleteOwner(ref, obj.metadata.namespace);
+    if (permission.allowed) continue;
+    const at = Path.root('metadata').child('ownerReferences').index(i).child('blockOwnerDeletion');
+    errs.push(fieldError.forbidden(at, `cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't delete: ${permission.reason}`));
+  }
+  return errs;
+}

@@ -1,0 +1,119 @@
+/**
+ * The real server as a separate process (`node dist/main.js`, built by `npm test` before jest runs), for what only
+ * processes show: several replicas on one etcd, leader election between them, and kill -9. Its JSON log lines are
+ * kept, to see what each replica did.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { HttpClient } from './http.js';
+
+const MAIN = resolve('dist/main.js');
+
+export interface LogLine {
+  msg: string;
+  [field: string]: unknown;
+}
+
+export interface ServerProcess {
+  url: string;
+  pid: number;
+  /** Every JSON line it has logged so far. */
+  readonly logs: LogLine[];
+  client(token: string): HttpClient;
+  /** Resolves with the first log line (past or future) whose msg matches. */
+  waitForLog(msg: string | RegExp, timeoutMs?: number): Promise<LogLine>;
+  count(msg: string | RegExp): number;
+  /** SIGKILL: no shutdown of any kind. */
+  kill(): Promise<void>;
+  /** SIGTERM and wait for the exit. */
+  stop(): Promise<void>;
+}
+
+export interface ServerProcessOptions {
+  etcdEndpoint: string;
+  etcdPrefix: string;
+  tokenAuthFile: string;
+  args?: string[];
+}
+
+export async function startServerProcess(opts: ServerProcessOptions): Promise<ServerProcess> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'server-process-'));
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [
+      MAIN,
+      `--etcd-servers=${opts.etcdEndpoint}`,
+      `--etcd-prefix=${opts.etcdPrefix}`,
+      `--data-dir=${dataDir}`,
+      '--bind-address=127.0.0.1',
+      '--secure-port=0',
+      `--token-auth-file=${opts.tokenAuthFile}`,
+      ...(opts.args ?? []),
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  const logs: LogLine[] = [];
+  const waiters: Array<{ match: (l: LogLine) => boolean; resolve: (l: LogLine) => void }> = [];
+  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  let rest = '';
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+    const lines = (rest + chunk.toString()).split('\n');
+    rest = lines.pop() ?? '';
+    for (const text of lines) {
+      let line: LogLine;
+      try {
+        line = JSON.parse(text);
+      } catch {
+        continue;
+      }
+      logs.push(line);
+      for (const w of [...waiters]) {
+        if (w.match(line)) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve(line);
+        }
+      }
+    }
+  });
+  const matcher = (msg: string | RegExp) => (l: LogLine) => (typeof msg === 'string' ? l.msg === msg : msg.test(l.msg));
+  const waitForLog = (msg: string | RegExp, timeoutMs = 20_000) => {
+    const seen = logs.find(matcher(msg));
+    if (seen) return Promise.resolve(seen);
+    return new Promise<LogLine>((resolveLine, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no log line ${String(msg)} within ${timeoutMs}ms; logged:\n${stderr}`)), timeoutMs);
+      waiters.push({ match: matcher(msg), resolve: (l) => (clearTimeout(timer), resolveLine(l)) });
+    });
+  };
+
+  const serving = await Promise.race([
+    waitForLog('serving', 30_000),
+    exited.then((code) => {
+      throw new Error(`server process exited with ${code} before serving:\n${stderr}`);
+    }),
+  ]);
+  const url = String(serving.url);
+  const caPem = readFileSync(join(dataDir, 'certs', 'ca.crt'), 'utf8');
+  const cleanup = () => rmSync(dataDir, { recursive: true, force: true });
+  return {
+    url,
+    pid: child.pid!,
+    logs,
+    client: (token) => new HttpClient(url, caPem, token),
+    waitForLog,
+    count: (msg) => logs.filter(matcher(msg)).length,
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+      cleanup();
+    },
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+      cleanup();
+    },
+  };
+}
