@@ -352,3 +352,75 @@ describe('blockOwnerDeletion needs delete permission on the owner', () => {
     expect(labelled.body.metadata.ownerReferences).toEqual([ref(untouchable, { blockOwnerDeletion: true })]);
   });
 });
+
+describe('deletecollection', () => {
+  test('deletes what the label and field selectors pick, in that namespace only; finalized ones stay, marked', async () => {
+    const tag = uniq('dc');
+    const other = `${NS}-other`;
+    const mk = async (ns: string, name: string, labels: Record<string, string>, finalizers?: string[]) => {
+      const body = secretBody(name, labels);
+      if (finalizers) body.metadata.finalizers = finalizers;
+      expect((await root.post(sharedSecretsPath(ns), body)).status).toBe(201);
+    };
+    await mk(NS, `${tag}-1`, { tag, tier: 'gold' });
+    await mk(NS, `${tag}-2`, { tag, tier: 'gold' }, [HOLD]);
+    await mk(NS, `${tag}-3`, { tag, tier: 'silver' });
+    await mk(NS, `${tag}-4`, { tag, tier: 'gold' });
+    await mk(other, `${tag}-1`, { tag, tier: 'gold' });
+
+    const selected = `labelSelector=${encodeURIComponent(`tag=${tag},tier=gold`)}&fieldSelector=${encodeURIComponent(`metadata.name!=${tag}-4`)}`;
+    const dry = await root.delete(`${sharedSecretsPath(NS)}?${selected}&dryRun=All`);
+    expect(dry.status).toBe(200);
+    expect(dry.body.items.map((o: any) => o.metadata.name)).toEqual([`${tag}-1`, `${tag}-2`]);
+    expect(await stored(`${tag}-1`)).toBeDefined();
+
+    const res = await root.delete(`${sharedSecretsPath(NS)}?${selected}`);
+    expect(res.status).toBe(200);
+    expect(res.body.kind).toBe('SharedSecretList');
+    expect(res.body.items.map((o: any) => [o.metadata.name, !!o.metadata.deletionTimestamp])).toEqual([
+      [`${tag}-1`, false],
+      [`${tag}-2`, true],
+    ]);
+    const left = await root.get(`${sharedSecretsPath(NS)}?labelSelector=tag=${tag}`);
+    expect(left.body.items.map((o: any) => o.metadata.name)).toEqual([`${tag}-2`, `${tag}-3`, `${tag}-4`]);
+    expect((await root.get(sharedSecretPath(other, `${tag}-1`))).status).toBe(200);
+    await root.patch(path(`${tag}-2`), { metadata: { finalizers: null } }, MERGE_PATCH);
+  });
+
+  test('the propagation policy applies to each object', async () => {
+    const tag = uniq('dc-orphan');
+    const owner = await create(`${tag}-owner`, { labels: { tag } });
+    const dep = await create(`${tag}-dep`, { ownerReferences: [ref(owner)] });
+    const res = await root.delete(`${sharedSecretsPath(NS)}?labelSelector=tag=${tag}&propagationPolicy=Orphan`);
+    expect(res.body.items.map((o: any) => o.metadata.finalizers)).toEqual([['orphan']]);
+    await gone(owner.metadata.name);
+    const kept = await root.get(path(dep.metadata.name));
+    expect(kept.status).toBe(200);
+    expect(kept.body.metadata.ownerReferences).toBeUndefined();
+  });
+
+  test('a bad selector is 400 and deletes nothing', async () => {
+    const obj = await create(uniq('dc-bad'));
+    const res = await root.delete(`${sharedSecretsPath(NS)}?labelSelector=${encodeURIComponent('tier in (gold')}`);
+    expectStatus(res, 400, 'BadRequest');
+    expect(await stored(obj.metadata.name)).toBeDefined();
+  });
+});
+
+describe('ownerReferences validation', () => {
+  test.each([
+    ['a reference without uid', [{ apiVersion: API_VERSION, kind: 'SharedSecret', name: 'a' }], 'metadata.ownerReferences.uid: Invalid value: "": uid must not be empty'],
+    ['two controllers', [
+      { apiVersion: API_VERSION, kind: 'SharedSecret', name: 'a', uid: 'u1', controller: true },
+      { apiVersion: API_VERSION, kind: 'SharedSecret', name: 'b', uid: 'u2', controller: true },
+    ], 'Only one reference can have Controller set to true'],
+  ])('%s: 422, nothing stored', async (_what, owners, message) => {
+    const name = uniq('refs');
+    const body = secretBody(name);
+    body.metadata.ownerReferences = owners;
+    const res = await root.post(sharedSecretsPath(NS), body);
+    expectStatus(res, 422, 'Invalid');
+    expect(res.body.message).toContain(message);
+    expect(await stored(name)).toBeUndefined();
+  });
+});
