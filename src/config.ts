@@ -35,6 +35,8 @@ export interface Config {
   authorizationWebhookCacheUnauthorizedTtlMs: number;
   /** How long the controllers' leader holds its etcd lease without renewing it (whole seconds, at least 1 s). */
   leaderElectLeaseDurationMs: number;
+  /** How often every SharedSecret and Cluster is reconciled with the host's RBAC again, besides watching. */
+  accessResyncPeriodMs: number;
 }
 
 interface FlagSpec {
@@ -71,6 +73,7 @@ export const FLAGS: FlagSpec[] = [
   { name: 'authorization-webhook-cache-authorized-ttl', arg: 'duration', help: 'How long allowed SubjectAccessReview answers are cached (default 10s; 0 disables).', apply: (c, v) => (c.authorizationWebhookCacheAuthorizedTtlMs = duration('authorization-webhook-cache-authorized-ttl', v)) },
   { name: 'authorization-webhook-cache-unauthorized-ttl', arg: 'duration', help: 'How long SubjectAccessReview answers that do not allow are cached (default 10s; 0 disables).', apply: (c, v) => (c.authorizationWebhookCacheUnauthorizedTtlMs = duration('authorization-webhook-cache-unauthorized-ttl', v)) },
   { name: 'leader-elect-lease-duration', arg: 'duration', help: 'The controllers (garbage collector and the others) run on one replica at a time, the holder of an etcd lease of this length; when it dies another replica takes over within about this long (default 10s, at least 1s).', apply: (c, v) => (c.leaderElectLeaseDurationMs = atLeast('leader-elect-lease-duration', duration('leader-elect-lease-duration', v), 1000)) },
+  { name: 'access-resync-period', arg: 'duration', help: 'Besides watching both sides, every SharedSecret and Cluster is compared with its Roles and bindings in the host cluster this often, and generated RBAC whose source is gone is removed (default 5m, at least 1s).', apply: (c, v) => (c.accessResyncPeriodMs = atLeast('access-resync-period', duration('access-resync-period', v), 1000)) },
 ];
 
 function atLeast(flag: string, ms: number, min: number): number {
@@ -118,6 +121,7 @@ export function defaultConfig(): Config {
     authorizationWebhookCacheAuthorizedTtlMs: 10_000,
     authorizationWebhookCacheUnauthorizedTtlMs: 10_000,
     leaderElectLeaseDurationMs: 10_000,
+    accessResyncPeriodMs: 5 * 60_000,
   };
 }
 

@@ -7,7 +7,9 @@ import { clientCertificateAuthorities, setUpAuth } from './auth/setup.js';
 import { HostCluster } from './host/cluster.js';
 import type { Config } from './config.js';
 import { GarbageCollector } from './controllers/garbagecollector.js';
-import { startControllers } from './controllers/manager.js';
+import { AccessSync } from './controllers/accesssync.js';
+import { startControllers, type Controller } from './controllers/manager.js';
+import { HostRbac } from './host/rbac.js';
 import { createApp } from './http/app.js';
 import { withTimeout } from './http/health.js';
 import { writeKubeconfig } from './kubeconfig.js';
@@ -52,18 +54,17 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const registry = new Registry(loadDefinitions(), storage, config.etcdPrefix, (msg, fields) => log.warn(msg, fields));
     await registry.start();
     cleanups.push(() => registry.stop());
-    const gcLog = (msg: string, fields?: Record<string, unknown>) => log.info(msg, fields);
+    const tls = await servingCertificate(config);
+    const hostCluster = HostCluster.load({ kubeconfig: config.kubeconfig });
+    if (!hostCluster) log.info('no host cluster configured: TokenReview, SubjectAccessReview and the access sync to host RBAC are off');
     const controllers = startControllers({
       client: storage.client,
       etcdPrefix: config.etcdPrefix,
       leaseDurationMs: config.leaderElectLeaseDurationMs,
-      controllers: [{ name: 'garbage-collector', run: (signal) => new GarbageCollector(registry, { log: gcLog }).run(signal) }],
+      controllers: serverControllers(config, registry, hostCluster, log),
       log,
     });
     cleanups.push(() => controllers.stop());
-    const tls = await servingCertificate(config);
-    const hostCluster = HostCluster.load({ kubeconfig: config.kubeconfig });
-    if (!hostCluster) log.info('no host cluster configured: TokenReview and SubjectAccessReview are off');
     const auth = setUpAuth(config, registry, hostCluster, log);
     cleanups.push(() => auth.stop());
     const adminToken = auth.adminToken;
@@ -119,6 +120,17 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     await close();
     throw err;
   }
+}
+
+/** What runs on the elected replica: the garbage collector, and the access sync when there is a host cluster. */
+function serverControllers(config: Config, registry: Registry, host: HostCluster | undefined, log: Logger): Controller[] {
+  const info = (msg: string, fields?: Record<string, unknown>) => log.info(msg, fields);
+  const controllers: Controller[] = [{ name: 'garbage-collector', run: (signal) => new GarbageCollector(registry, { log: info }).run(signal) }];
+  if (host) {
+    const rbac = new HostRbac(host);
+    controllers.push({ name: 'access-sync', run: (signal) => new AccessSync(registry, rbac, { log: info, resyncIntervalMs: config.accessResyncPeriodMs }).run(signal) });
+  }
+  return controllers;
 }
 
 async function servingCertificate(config: Config): Promise<{ cert: string; key: string; caPem?: string }> {

@@ -21,8 +21,7 @@ import { isStatusError } from '../apimachinery/status.js';
 import type { Registry } from '../registry/registry.js';
 import type { PropagationPolicy } from '../registry/propagation.js';
 import type { DeleteOptions, Store } from '../registry/store.js';
-import type { RunningWatch } from '../registry/reader.js';
-import { sleep } from './sleep.js';
+import { watchStore } from './storewatch.js';
 
 const FINALIZER_ORPHAN = FINALIZER_ORPHAN_DEPENDENTS;
 const FINALIZER_FOREGROUND = FINALIZER_DELETE_DEPENDENTS;
@@ -96,52 +95,17 @@ export class GarbageCollector {
   // ---- the index, fed by watches ----
 
   private watchLoop(store: Store, signal: AbortSignal): { synced: Promise<void>; done: Promise<void> } {
-    let markSynced!: () => void;
-    const synced = new Promise<void>((resolve) => (markSynced = resolve));
-    signal.addEventListener('abort', () => markSynced(), { once: true });
-    const done = (async () => {
-      let backoff = 200;
-      while (!signal.aborted) {
-        let running: RunningWatch | undefined;
-        let ended!: () => void;
-        const endedP = new Promise<void>((resolve) => (ended = resolve));
-        const seen = new Set<string>();
-        let initial = true;
-        try {
-          running = await store.watch(
-            undefined,
-            {},
-            {
-              event: (type, obj) => {
-                if (initial && obj.metadata.uid) seen.add(obj.metadata.uid);
-                if (type === 'DELETED') this.remove(obj);
-                else if (type === 'ADDED' || type === 'MODIFIED') this.upsert(store, obj);
-              },
-              initialEventsEnd: () => {},
-              end: () => ended(),
-            },
-          );
-        } catch (err) {
-          this.log('garbage collector: watch failed, retrying', { resource: store.def.plural, error: String(err) });
-          await sleep(backoff, signal);
-          backoff = Math.min(backoff * 2, 5000);
-          continue;
-        }
-        initial = false;
-        backoff = 200;
-        // Objects of this resource the index still has but the fresh list did not: deleted while unwatched.
+    return watchStore(store, signal, {
+      upsert: (obj) => this.upsert(store, obj),
+      remove: (obj) => this.remove(obj),
+      // Objects of this resource the index still has but the fresh list did not: deleted while unwatched.
+      resynced: (seen) => {
         for (const node of [...this.nodes.values()]) {
           if (node.store === store && !seen.has(node.uid)) this.removeUid(node.uid);
         }
-        markSynced();
-        const onAbort = () => ended();
-        signal.addEventListener('abort', onAbort, { once: true });
-        await endedP;
-        signal.removeEventListener('abort', onAbort);
-        running.stop();
-      }
-    })();
-    return { synced, done };
+      },
+      log: (msg, fields) => this.log(`garbage collector: ${msg}`, fields),
+    });
   }
 
   private upsert(store: Store, obj: KubeObject): void {

@@ -3,6 +3,7 @@
  * (`<prefix>/leases/controllers`); the holder runs all controllers until it stops leading, then the next takes over.
  */
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import type { Etcd3 } from 'etcd3';
 import type { Logger } from '../log.js';
@@ -40,8 +41,10 @@ export function startControllers(opts: ControllerManagerOptions): RunningControl
     // client-go's convention: hostname plus a random part, so two processes on one host differ.
     identity: `${hostname()}_${randomUUID()}`,
     leaseTtlSeconds: Math.round(opts.leaseDurationMs / 1000),
-    onStartedLeading: (signal) =>
-      Promise.all(
+    onStartedLeading: (signal) => {
+      // Every controller's watches and workers listen on this one signal.
+      setMaxListeners(0, signal);
+      return Promise.all(
         opts.controllers.map(async (c) => {
           // A controller that fails is started again while this replica leads, never in a tight loop.
           while (!signal.aborted) {
@@ -54,7 +57,8 @@ export function startControllers(opts: ControllerManagerOptions): RunningControl
             await sleep(RESTART_DELAY_MS, signal);
           }
         }),
-      ).then(() => {}),
+      ).then(() => {});
+    },
     onStoppedLeading: () => {},
     log: (msg, fields) => log.info(msg, fields),
   });

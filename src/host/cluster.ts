@@ -161,7 +161,8 @@ export class HostCluster {
     return result;
   }
 
-  private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  /** Runs a request of one of the api() clients; failures become HostClusterErrors. */
+  async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (err) {

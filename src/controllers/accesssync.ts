@@ -1,0 +1,417 @@
+/**
+ * Keeps the host cluster's RBAC in step with the owner and access lists of SharedSecrets and Clusters
+ * (src/access/rbac.ts says what each object asks for):
+ *
+ * - objects that ask for RBAC carry the finalizer `management.platform.sh/access-cleanup`, added before anything is
+ *   created in the host, so a deletion always waits until their Roles and bindings are gone;
+ * - a reconcile writes what is missing or differs (an unconditional PUT, which creates or replaces) and deletes
+ *   generated objects no entry asks for any more, then records the `AccessSynced` condition in the status;
+ * - generated objects are watched in the host (by label), so one changed or deleted by hand is put back at once;
+ *   every `resyncIntervalMs` all objects are reconciled again and generated objects whose source is gone are swept;
+ * - host failures are retried per object with an exponential backoff (never a tight loop); once the host answers
+ *   again, everything waiting is retried at once.
+ */
+import { jsonEqual } from '../apimachinery/equality.js';
+import { isStatusError } from '../apimachinery/status.js';
+import { nowRFC3339 } from '../apimachinery/time.js';
+import type { KubeObject } from '../apimachinery/types.js';
+import { desiredRbac, MANAGED_BY, MANAGED_BY_LABEL, SOURCE_ANNOTATION, SOURCE_UID_LABEL, type RbacKind, type RbacObject } from '../access/rbac.js';
+import { HostClusterError } from '../host/cluster.js';
+import { RBAC_KINDS, type HostRbac } from '../host/rbac.js';
+import type { Registry } from '../registry/registry.js';
+import type { Store } from '../registry/store.js';
+import { sleep } from './sleep.js';
+import { watchStore } from './storewatch.js';
+import { WorkQueue } from './workqueue.js';
+
+export const ACCESS_CLEANUP_FINALIZER = 'management.platform.sh/access-cleanup';
+export const ACCESS_SYNCED = 'AccessSynced';
+/** The resources whose owner and access lists become RBAC. */
+export const ACCESS_RESOURCES = ['sharedsecrets', 'clusters'];
+const FIELD_MANAGER = 'access-sync';
+/** Longest wait between two attempts to list and watch the host's RBAC while it fails. */
+const HOST_PROBE_MAX_MS = 5_000;
+/** Longest wait before a failed object is tried again; a returning host retries all of them at once anyway. */
+const RETRY_MAX_MS = 5 * 60_000;
+
+export interface AccessSyncOptions {
+  log?: (msg: string, fields?: Record<string, unknown>) => void;
+  /** How often every object is reconciled again and orphans are swept (ms). */
+  resyncIntervalMs?: number;
+  /** How many objects are reconciled at once. */
+  workers?: number;
+  /** First retry delay of a failed object (ms; doubled up to 5 min). */
+  retryDelayMs?: number;
+}
+
+interface Source {
+  store: Store;
+  namespace?: string;
+  name: string;
+}
+
+interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  observedGeneration?: number;
+  lastTransitionTime: string;
+}
+
+const objectKey = (o: RbacObject) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+
+export class AccessSync {
+  private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
+  private readonly resyncMs: number;
+  private readonly workers: number;
+  private readonly stores: Store[];
+  private readonly queue: WorkQueue;
+  /** Our objects by uid. */
+  private readonly sources = new Map<string, Source>();
+  /** What the host has, by source uid (from the label), then by kind/namespace/name. */
+  private readonly generated = new Map<string, Map<string, RbacObject>>();
+  private hostFailing = false;
+  private signal?: AbortSignal;
+
+  constructor(
+    registry: Registry,
+    private readonly rbac: HostRbac,
+    opts: AccessSyncOptions = {},
+  ) {
+    this.log = opts.log ?? (() => {});
+    this.resyncMs = opts.resyncIntervalMs ?? 5 * 60_000;
+    this.workers = opts.workers ?? 4;
+    this.queue = new WorkQueue({ baseDelayMs: opts.retryDelayMs ?? 1000, maxDelayMs: RETRY_MAX_MS });
+    this.stores = registry.definitions
+      .filter((d) => ACCESS_RESOURCES.includes(d.plural))
+      .map((d) => registry.lookup(d.group, d.version, d.plural))
+      .filter((s): s is Store => !!s);
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    this.signal = signal;
+    const watches = this.stores.map((store) =>
+      watchStore(store, signal, {
+        upsert: (obj) => this.upsertSource(store, obj),
+        remove: (obj) => this.queue.add(obj.metadata.uid!),
+        resynced: (seen) => {
+          for (const [uid, src] of this.sources) if (src.store === store && !seen.has(uid)) this.dropSource(uid);
+        },
+        log: (msg, fields) => this.log(`access sync: ${msg}`, fields),
+      }),
+    );
+    // Nothing is swept before every source is known: an unknown source would look deleted.
+    await Promise.all(watches.map((w) => w.synced));
+    if (signal.aborted) return;
+    const hostWatches = RBAC_KINDS.map((kind) => this.hostWatchLoop(kind, signal));
+    const resync = setInterval(() => this.enqueueAll(), this.resyncMs);
+    signal.addEventListener('abort', () => this.queue.shutdown(), { once: true });
+    this.log('access sync: started', { objects: this.sources.size });
+    try {
+      await Promise.all(Array.from({ length: this.workers }, () => this.worker()));
+    } finally {
+      clearInterval(resync);
+      await Promise.all([...watches.map((w) => w.done), ...hostWatches]);
+    }
+  }
+
+  private upsertSource(store: Store, obj: KubeObject): void {
+    const uid = obj.metadata.uid!;
+    this.sources.set(uid, { store, namespace: obj.metadata.namespace, name: obj.metadata.name! });
+    this.queue.add(uid);
+  }
+
+  private dropSource(uid: string): void {
+    this.sources.delete(uid);
+    this.queue.add(uid);
+  }
+
+  private enqueueAll(): void {
+    for (const uid of this.sources.keys()) this.queue.add(uid);
+    // Generated objects whose source is not known: swept by their reconcile.
+    for (const uid of this.generated.keys()) this.queue.add(uid);
+  }
+
+  private async worker(): Promise<void> {
+    for (;;) {
+      const uid = await this.queue.get();
+      if (uid === undefined) return;
+      try {
+        await this.reconcile(uid);
+        this.queue.forget(uid);
+      } catch (err) {
+        if (hostUnavailable(err)) this.noteHostDown(err);
+        const delayMs = this.queue.retry(uid);
+        const src = this.sources.get(uid);
+        this.log('access sync: will retry', { kind: src?.store.def.kind, namespace: src?.namespace, name: src?.name, error: String((err as Error).message ?? err), delayMs });
+      } finally {
+        this.queue.done(uid);
+      }
+    }
+  }
+
+  // ---- one object ----
+
+  private async reconcile(uid: string): Promise<void> {
+    const src = this.sources.get(uid);
+    const obj = src ? await this.fresh(src, uid) : undefined;
+    if (!src || !obj) return this.sweep(uid);
+    const def = src.store.def;
+    const finalizers = obj.metadata.finalizers ?? [];
+    const hasFinalizer = finalizers.includes(ACCESS_CLEANUP_FINALIZER);
+
+    if (obj.metadata.deletionTimestamp) {
+      if (!hasFinalizer) return;
+      await this.converge(uid, []);
+      await this.setFinalizer(src, uid, false);
+      this.log('access sync: removed the RBAC of a deleted object', { kind: def.kind, namespace: src.namespace, name: src.name });
+      return;
+    }
+
+    const desired = desiredRbac(def, obj);
+    if (desired.length && !hasFinalizer) await this.setFinalizer(src, uid, true);
+    try {
+      await this.converge(uid, desired);
+    } catch (err) {
+      await this.setCondition(src, uid, obj, { status: 'False', ...failure(err) });
+      throw err;
+    }
+    if (!desired.length && hasFinalizer) await this.setFinalizer(src, uid, false);
+    const roles = desired.filter((o) => !o.roleRef).length;
+    const what = def.namespaced ? ['Role', 'RoleBinding'] : ['ClusterRole', 'ClusterRoleBinding'];
+    const message = roles ? `${roles} ${what[0]}(s) and ${roles} ${what[1]}(s) in the host cluster grant the owner and access entries` : 'nothing to grant: no owner and no access entries';
+    await this.setCondition(src, uid, obj, { status: 'True', reason: 'Synced', message });
+  }
+
+  /** Makes the host hold exactly `desired` for this source. */
+  private async converge(uid: string, desired: RbacObject[]): Promise<void> {
+    const existing = this.generated.get(uid) ?? new Map<string, RbacObject>();
+    const wanted = new Set(desired.map(objectKey));
+    for (const want of desired) {
+      const have = existing.get(objectKey(want));
+      if (have && sameContent(have, want)) continue;
+      // roleRef cannot change (kube answers 422): a binding pointing elsewhere is deleted first.
+      if (have?.roleRef && !jsonEqual(have.roleRef, want.roleRef)) await this.rbac.delete(have.kind, have.metadata.namespace, have.metadata.name);
+      this.remember(uid, await this.rbac.replace(want));
+    }
+    for (const [key, have] of existing) {
+      if (wanted.has(key)) continue;
+      await this.rbac.delete(have.kind, have.metadata.namespace, have.metadata.name);
+      this.forgetObject(uid, key);
+    }
+    this.noteHostUp();
+  }
+
+  /** Generated objects whose source is gone (or is another object now): deleted. */
+  private async sweep(uid: string): Promise<void> {
+    const existing = this.generated.get(uid);
+    if (!existing?.size) return;
+    // The annotation names the source: a fresh read makes sure it is really gone before anything is deleted.
+    const first = [...existing.values()][0];
+    if (await this.sourceStillExists(first, uid)) return;
+    await this.converge(uid, []);
+    this.log('access sync: swept RBAC whose source is gone', { source: first.metadata.annotations?.[SOURCE_ANNOTATION], objects: existing.size });
+  }
+
+  private async sourceStillExists(obj: RbacObject, uid: string): Promise<boolean> {
+    const source = obj.metadata.annotations?.[SOURCE_ANNOTATION] ?? '';
+    const match = /^(\S+) (?:([^/]+)\/)?(.+)$/.exec(source);
+    if (!match) return false;
+    const [, kind, namespace, name] = match;
+    const store = this.stores.find((s) => s.def.kind === kind);
+    if (!store) return false;
+    return !!(await this.fresh({ store, namespace, name }, uid));
+  }
+
+  private async fresh(src: Source, uid: string): Promise<KubeObject | undefined> {
+    try {
+      const obj = await src.store.get(src.namespace, src.name);
+      return obj.metadata.uid === uid ? obj : undefined;
+    } catch (err) {
+      if (isStatusError(err, 'NotFound')) return undefined;
+      throw err;
+    }
+  }
+
+  private async setFinalizer(src: Source, uid: string, present: boolean): Promise<void> {
+    await this.updateIfSame(src, uid, undefined, (obj) => {
+      const rest = (obj.metadata.finalizers ?? []).filter((f) => f !== ACCESS_CLEANUP_FINALIZER);
+      const next = present ? [...rest, ACCESS_CLEANUP_FINALIZER] : rest;
+      if (next.length) obj.metadata.finalizers = next;
+      else delete obj.metadata.finalizers;
+      return obj;
+    });
+  }
+
+  /** Sets the AccessSynced condition; its lastTransitionTime moves only when its status does. */
+  private async setCondition(src: Source, uid: string, read: KubeObject, c: Pick<Condition, 'status' | 'reason' | 'message'>): Promise<void> {
+    try {
+      await this.updateIfSame(src, uid, 'status', (obj) => {
+        const status = (obj.status ?? {}) as { conditions?: Condition[] };
+        const conditions = status.conditions ?? [];
+        const old = conditions.find((x) => x.type === ACCESS_SYNCED);
+        const next: Condition = {
+          type: ACCESS_SYNCED,
+          ...c,
+          observedGeneration: read.metadata.generation,
+          lastTransitionTime: old && old.status === c.status ? old.lastTransitionTime : nowRFC3339(),
+        };
+        obj.status = { ...status, conditions: [...conditions.filter((x) => x.type !== ACCESS_SYNCED), next] };
+        return obj;
+      });
+    } catch (err) {
+      // The condition is a report; failing to write it must not hide the reconcile's own outcome.
+      this.log('access sync: could not write the condition', { kind: src.store.def.kind, namespace: src.namespace, name: src.name, error: String(err) });
+    }
+  }
+
+  private async updateIfSame(src: Source, uid: string, subresource: 'status' | undefined, change: (obj: KubeObject) => KubeObject): Promise<void> {
+    try {
+      await src.store.update(src.namespace, src.name, {
+        patch: (obj) => {
+          if (obj.metadata.uid !== uid) throw new NotTheSameObject();
+          return change(obj);
+        },
+      }, subresource, { fieldManager: FIELD_MANAGER });
+    } catch (err) {
+      if (err instanceof NotTheSameObject || isStatusError(err, 'NotFound')) return;
+      throw err;
+    }
+  }
+
+  // ---- the host's generated objects, by watch ----
+
+  private async hostWatchLoop(kind: RbacKind, signal: AbortSignal): Promise<void> {
+    const selector = `${MANAGED_BY_LABEL}=${MANAGED_BY}`;
+    let backoff = 500;
+    while (!signal.aborted) {
+      try {
+        const { items, resourceVersion } = await this.rbac.list(kind, selector);
+        this.replaceKind(kind, items);
+        this.noteHostUp();
+        backoff = 500;
+        let onAbort = () => {};
+        await new Promise<void>((resolve, reject) => {
+          let handle: { stop(): void } | undefined;
+          onAbort = () => {
+            handle?.stop();
+            resolve();
+          };
+          signal.addEventListener('abort', onAbort, { once: true });
+          this.rbac
+            .watch(kind, selector, resourceVersion, (type, obj) => this.hostEvent(type, obj), (err) => (err ? reject(err) : resolve()))
+            .then((h) => {
+              handle = h;
+              if (signal.aborted) h.stop();
+            }, reject);
+        }).finally(() => signal.removeEventListener('abort', onAbort));
+      } catch (err) {
+        if (signal.aborted) return;
+        this.noteHostDown(err);
+        await sleep(backoff, signal);
+        // These four loops are what notices the host coming back, so they stay prompt: at most every 5 s.
+        backoff = Math.min(backoff * 2, HOST_PROBE_MAX_MS);
+      }
+    }
+  }
+
+  /** A fresh list of one kind replaces what was known of it; every source concerned is looked at again. */
+  private replaceKind(kind: RbacKind, items: RbacObject[]): void {
+    for (const [uid, objs] of this.generated) {
+      for (const [key, o] of objs) {
+        if (o.kind === kind) {
+          objs.delete(key);
+          this.queue.add(uid);
+        }
+      }
+      if (!objs.size) this.generated.delete(uid);
+    }
+    for (const o of items) {
+      const uid = o.metadata.labels?.[SOURCE_UID_LABEL];
+      if (!uid) continue;
+      this.remember(uid, o);
+      this.queue.add(uid);
+    }
+  }
+
+  private hostEvent(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: RbacObject): void {
+    const uid = obj.metadata.labels?.[SOURCE_UID_LABEL];
+    if (!uid) return;
+    if (type === 'DELETED') this.forgetObject(uid, objectKey(obj));
+    else this.remember(uid, obj);
+    this.queue.add(uid);
+  }
+
+  private remember(uid: string, obj: RbacObject): void {
+    if (!this.generated.has(uid)) this.generated.set(uid, new Map());
+    this.generated.get(uid)!.set(objectKey(obj), obj);
+  }
+
+  private forgetObject(uid: string, key: string): void {
+    const objs = this.generated.get(uid);
+    objs?.delete(key);
+    if (objs && !objs.size) this.generated.delete(uid);
+  }
+
+  private noteHostUp(): void {
+    if (!this.hostFailing) return;
+    this.hostFailing = false;
+    this.log('access sync: the host cluster answers again; retrying everything that waited');
+    this.queue.retryAllNow();
+    this.enqueueAll();
+  }
+
+  private noteHostDown(err: unknown): void {
+    if (this.hostFailing) return;
+    this.hostFailing = true;
+    this.log('access sync: the host cluster does not answer; retrying with backoff', { error: String((err as Error)?.message ?? err) });
+    void this.probeUntilUp();
+  }
+
+  /** One cheap request at a time tells when the host is back, instead of every waiting object trying. */
+  private async probeUntilUp(): Promise<void> {
+    let wait = 500;
+    while (this.hostFailing && !this.signal?.aborted) {
+      await sleep(wait, this.signal);
+      try {
+        await this.rbac.list('ClusterRole', `${MANAGED_BY_LABEL}=${MANAGED_BY},${SOURCE_UID_LABEL}=probe`);
+        this.noteHostUp();
+      } catch {
+        wait = Math.min(wait * 2, HOST_PROBE_MAX_MS);
+      }
+    }
+  }
+}
+
+/** Equal in what we set: our labels and annotation, rules, roleRef and subjects. */
+function sameContent(have: RbacObject, want: RbacObject): boolean {
+  const ours = (m: Record<string, string> | undefined, keys: string[]) => Object.fromEntries(keys.map((k) => [k, m?.[k]]));
+  const labelKeys = Object.keys(want.metadata.labels);
+  const annotationKeys = Object.keys(want.metadata.annotations);
+  return (
+    jsonEqual(ours(have.metadata.labels, labelKeys), want.metadata.labels) &&
+    jsonEqual(ours(have.metadata.annotations, annotationKeys), want.metadata.annotations) &&
+    jsonEqual(normalRules(have.rules), normalRules(want.rules)) &&
+    jsonEqual(have.roleRef ?? null, want.roleRef ?? null) &&
+    jsonEqual(have.subjects ?? [], want.subjects ?? [])
+  );
+}
+
+/** Rules as the host returns them may leave out empty lists. */
+function normalRules(rules: RbacObject['rules']): unknown {
+  return (rules ?? []).map((r) => ({ apiGroups: r.apiGroups ?? [], resources: r.resources ?? [], resourceNames: r.resourceNames ?? [], verbs: r.verbs ?? [] }));
+}
+
+/** The host did not answer, or answered that it cannot (5xx, 429): worth waiting for, not a refusal. */
+function hostUnavailable(err: unknown): boolean {
+  return err instanceof HostClusterError && (err.code === undefined || err.code >= 500 || err.code === 429);
+}
+
+function failure(err: unknown): { reason: string; message: string } {
+  if (hostUnavailable(err)) return { reason: 'HostUnavailable', message: (err as Error).message };
+  if (err instanceof HostClusterError) return { reason: 'HostRejected', message: err.message };
+  return { reason: 'SyncFailed', message: String((err as Error)?.message ?? err) };
+}
+
+class NotTheSameObject extends Error {}

@@ -1,0 +1,59 @@
+/**
+ * Keeps a controller's view of one resource current: a watch from the registry (its initial events are the
+ * current objects), started again with a backoff when it ends or fails. After each (re)start, `resynced` names
+ * the objects that were seen, so the controller can forget the ones deleted while nobody watched.
+ */
+import type { KubeObject } from '../apimachinery/types.js';
+import type { RunningWatch } from '../registry/reader.js';
+import type { Store } from '../registry/store.js';
+import { sleep } from './sleep.js';
+
+export interface StoreWatchHandlers {
+  upsert(obj: KubeObject): void;
+  remove(obj: KubeObject): void;
+  /** After the initial events of each (re)start: the uids of every object that exists now. */
+  resynced(seen: Set<string>): void;
+  log(msg: string, fields?: Record<string, unknown>): void;
+}
+
+export function watchStore(store: Store, signal: AbortSignal, handlers: StoreWatchHandlers): { synced: Promise<void>; done: Promise<void> } {
+  let markSynced!: () => void;
+  const synced = new Promise<void>((resolve) => (markSynced = resolve));
+  signal.addEventListener('abort', () => markSynced(), { once: true });
+  const done = (async () => {
+    let backoff = 200;
+    while (!signal.aborted) {
+      let running: RunningWatch | undefined;
+      let ended!: () => void;
+      const endedP = new Promise<void>((resolve) => (ended = resolve));
+      const seen = new Set<string>();
+      let initial = true;
+      try {
+        running = await store.watch(undefined, {}, {
+          event: (type, obj) => {
+            if (initial && obj.metadata.uid) seen.add(obj.metadata.uid);
+            if (type === 'DELETED') handlers.remove(obj);
+            else if (type === 'ADDED' || type === 'MODIFIED') handlers.upsert(obj);
+          },
+          initialEventsEnd: () => {},
+          end: () => ended(),
+        });
+      } catch (err) {
+        handlers.log('watch failed, retrying', { resource: store.def.plural, error: String(err) });
+        await sleep(backoff, signal);
+        backoff = Math.min(backoff * 2, 5000);
+        continue;
+      }
+      initial = false;
+      backoff = 200;
+      handlers.resynced(seen);
+      markSynced();
+      const onAbort = () => ended();
+      signal.addEventListener('abort', onAbort, { once: true });
+      await endedP;
+      signal.removeEventListener('abort', onAbort);
+      running.stop();
+    }
+  })();
+  return { synced, done };
+}

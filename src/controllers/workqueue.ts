@@ -1,0 +1,102 @@
+/**
+ * A work queue after client-go's rate-limited workqueue: a key is queued at most once, handed to one worker at a
+ * time (a key added while it is being worked on is handed out again once that worker is done), and a failed key
+ * comes back after an exponential delay, so a failing key never spins.
+ */
+export interface WorkQueueOptions {
+  /** The first retry delay (ms); doubled on each failure up to maxDelayMs. */
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+}
+
+export class WorkQueue {
+  private readonly queue = new Set<string>();
+  private readonly processing = new Set<string>();
+  private readonly dirty = new Set<string>();
+  private readonly failures = new Map<string, number>();
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private waiters: Array<(key: string | undefined) => void> = [];
+  private shutDown = false;
+  private readonly baseDelayMs: number;
+  private readonly maxDelayMs: number;
+
+  constructor(opts: WorkQueueOptions = {}) {
+    this.baseDelayMs = opts.baseDelayMs ?? 500;
+    this.maxDelayMs = opts.maxDelayMs ?? 30_000;
+  }
+
+  get length(): number {
+    return this.queue.size;
+  }
+
+  add(key: string): void {
+    if (this.shutDown) return;
+    if (this.processing.has(key)) {
+      this.dirty.add(key);
+      return;
+    }
+    if (this.queue.has(key)) return;
+    const waiter = this.waiters.shift();
+    if (waiter) {
+      this.processing.add(key);
+      waiter(key);
+      return;
+    }
+    this.queue.add(key);
+  }
+
+  /** The next key to work on; undefined once shut down. Call done(key) after. */
+  get(): Promise<string | undefined> {
+    if (this.shutDown) return Promise.resolve(undefined);
+    const next = this.queue.values().next();
+    if (!next.done) {
+      this.queue.delete(next.value);
+      this.processing.add(next.value);
+      return Promise.resolve(next.value);
+    }
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  done(key: string): void {
+    this.processing.delete(key);
+    if (this.dirty.delete(key)) this.add(key);
+  }
+
+  /** Queues the key again after its backoff delay (doubling with each failure). */
+  retry(key: string): number {
+    const n = (this.failures.get(key) ?? 0) + 1;
+    this.failures.set(key, n);
+    const delay = Math.min(this.baseDelayMs * 2 ** (n - 1), this.maxDelayMs);
+    if (!this.timers.has(key)) {
+      const timer = setTimeout(() => {
+        this.timers.delete(key);
+        this.add(key);
+      }, delay);
+      timer.unref?.();
+      this.timers.set(key, timer);
+    }
+    return delay;
+  }
+
+  /** The key succeeded: its next failure starts from the first delay again. */
+  forget(key: string): void {
+    this.failures.delete(key);
+  }
+
+  /** Every waiting key now, and no backoff remembered (e.g. when what they waited for is back). */
+  retryAllNow(): void {
+    for (const [key, timer] of this.timers) {
+      clearTimeout(timer);
+      this.add(key);
+    }
+    this.timers.clear();
+    this.failures.clear();
+  }
+
+  shutdown(): void {
+    this.shutDown = true;
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+    for (const w of this.waiters.splice(0)) w(undefined);
+  }
+}

@@ -1,0 +1,120 @@
+/**
+ * The four RBAC kinds of the host cluster through client-node: list by label, create, replace, delete, and a watch
+ * by label. The typed client has one method per kind and verb; the table below keeps the rest of the code kind-free.
+ */
+import { RbacAuthorizationV1Api, Watch } from '@kubernetes/client-node';
+import { RBAC_API_VERSION, type RbacKind, type RbacObject } from '../access/rbac.js';
+import { HostClusterError, type HostCluster } from './cluster.js';
+
+export const RBAC_KINDS: RbacKind[] = ['Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'];
+
+const PLURAL: Record<RbacKind, string> = { Role: 'roles', RoleBinding: 'rolebindings', ClusterRole: 'clusterroles', ClusterRoleBinding: 'clusterrolebindings' };
+
+type Api = RbacAuthorizationV1Api;
+type AnyBody = any; // the generated V1Role/V1RoleBinding/... types; RbacObject is their JSON
+interface Ops {
+  list(api: Api, labelSelector: string): Promise<{ items: unknown[]; metadata?: { resourceVersion?: string } }>;
+  create(api: Api, obj: RbacObject): Promise<unknown>;
+  replace(api: Api, obj: RbacObject): Promise<unknown>;
+  delete(api: Api, namespace: string, name: string): Promise<unknown>;
+}
+
+const OPS: Record<RbacKind, Ops> = {
+  Role: {
+    list: (api, labelSelector) => api.listRoleForAllNamespaces({ labelSelector }),
+    create: (api, o) => api.createNamespacedRole({ namespace: o.metadata.namespace!, body: o as AnyBody }),
+    replace: (api, o) => api.replaceNamespacedRole({ name: o.metadata.name, namespace: o.metadata.namespace!, body: o as AnyBody }),
+    delete: (api, namespace, name) => api.deleteNamespacedRole({ name, namespace }),
+  },
+  RoleBinding: {
+    list: (api, labelSelector) => api.listRoleBindingForAllNamespaces({ labelSelector }),
+    create: (api, o) => api.createNamespacedRoleBinding({ namespace: o.metadata.namespace!, body: o as AnyBody }),
+    replace: (api, o) => api.replaceNamespacedRoleBinding({ name: o.metadata.name, namespace: o.metadata.namespace!, body: o as AnyBody }),
+    delete: (api, namespace, name) => api.deleteNamespacedRoleBinding({ name, namespace }),
+  },
+  ClusterRole: {
+    list: (api, labelSelector) => api.listClusterRole({ labelSelector }),
+    create: (api, o) => api.createClusterRole({ body: o as AnyBody }),
+    replace: (api, o) => api.replaceClusterRole({ name: o.metadata.name, body: o as AnyBody }),
+    delete: (api, _namespace, name) => api.deleteClusterRole({ name }),
+  },
+  ClusterRoleBinding: {
+    list: (api, labelSelector) => api.listClusterRoleBinding({ labelSelector }),
+    create: (api, o) => api.createClusterRoleBinding({ body: o as AnyBody }),
+    replace: (api, o) => api.replaceClusterRoleBinding({ name: o.metadata.name, body: o as AnyBody }),
+    delete: (api, _namespace, name) => api.deleteClusterRoleBinding({ name }),
+  },
+};
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+export class HostRbac {
+  constructor(private readonly host: HostCluster) {}
+
+  private get api(): Api {
+    return this.host.api(RbacAuthorizationV1Api);
+  }
+
+  async list(kind: RbacKind, labelSelector: string): Promise<{ items: RbacObject[]; resourceVersion: string }> {
+    const list = await this.host.call(`list ${PLURAL[kind]}`, () => OPS[kind].list(this.api, labelSelector));
+    // client-node decodes into its own classes; plain JSON compares and copies simply.
+    const items = (JSON.parse(JSON.stringify(list.items)) as RbacObject[]).map((o) => ({ ...o, apiVersion: RBAC_API_VERSION, kind }));
+    return { items, resourceVersion: list.metadata?.resourceVersion ?? '' };
+  }
+
+  async create(obj: RbacObject): Promise<RbacObject> {
+    return plain(await this.host.call(`create ${describe(obj)}`, () => OPS[obj.kind].create(this.api, obj)), obj.kind);
+  }
+
+  async replace(obj: RbacObject): Promise<RbacObject> {
+    return plain(await this.host.call(`replace ${describe(obj)}`, () => OPS[obj.kind].replace(this.api, obj)), obj.kind);
+  }
+
+  /** Deletes; one already gone is fine. */
+  async delete(kind: RbacKind, namespace: string | undefined, name: string): Promise<void> {
+    try {
+      await this.host.call(`delete ${PLURAL[kind]} ${namespace ? `${namespace}/` : ''}${name}`, () => OPS[kind].delete(this.api, namespace ?? '', name));
+    } catch (err) {
+      if (!(err instanceof HostClusterError && err.code === 404)) throw err;
+    }
+  }
+
+  /** Watches every object of `kind` with the labels, from `resourceVersion`; `done` is called once when it ends. */
+  async watch(
+    kind: RbacKind,
+    labelSelector: string,
+    resourceVersion: string,
+    onEvent: (type: WatchEventType, obj: RbacObject) => void,
+    done: (err?: unknown) => void,
+  ): Promise<{ stop(): void }> {
+    let ended = false;
+    const end = (err?: unknown) => {
+      if (ended) return;
+      ended = true;
+      done(err);
+    };
+    const controller = await new Watch(this.host.kubeConfig).watch(
+      `/apis/${RBAC_API_VERSION}/${PLURAL[kind]}`,
+      { labelSelector, resourceVersion, allowWatchBookmarks: true },
+      (type, obj) => {
+        if (type === 'ERROR') return end(new HostClusterError(`watch ${PLURAL[kind]}: ${obj?.message ?? 'error event'}`, obj?.code));
+        if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') onEvent(type, { ...obj, apiVersion: RBAC_API_VERSION, kind });
+      },
+      (err) => end(err),
+    );
+    return {
+      stop: () => {
+        ended = true;
+        controller.abort();
+      },
+    };
+  }
+}
+
+function plain(obj: unknown, kind: RbacKind): RbacObject {
+  return { ...(JSON.parse(JSON.stringify(obj)) as RbacObject), apiVersion: RBAC_API_VERSION, kind };
+}
+
+function describe(obj: RbacObject): string {
+  return `${PLURAL[obj.kind]} ${obj.metadata.namespace ? `${obj.metadata.namespace}/` : ''}${obj.metadata.name}`;
+}

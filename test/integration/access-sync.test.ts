@@ -1,0 +1,371 @@
+/**
+ * Access lists become RBAC in the host cluster (the stand-in of test/support/hostcluster.ts, reached over HTTPS with
+ * client-node), kept in step by the access sync controller of a real server on a real etcd:
+ *
+ * - the whole loop: an access entry for alice on s1 makes the host's own authorization (SubjectAccessReview, as
+ *   kube-apiserver would evaluate it) allow alice to get s1 and not s2; removing the entry takes it away;
+ * - what is generated (Role/RoleBinding per entry and for the owner; ClusterRole/ClusterRoleBinding for Clusters),
+ *   its names (also at the length limit) and labels; the finalizer and the AccessSynced condition;
+ * - deletion removes everything generated before the object goes; drift by hand is put back; RBAC whose source is
+ *   gone is swept; a host outage leaves the API serving and everything converges once the host is back.
+ */
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
+import { HostCluster } from '../../src/host/cluster.js';
+import { clusterBody, clusterPath, CLUSTERS_PATH, GROUP, JSON_PATCH, MERGE_PATCH, secretBody, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
+import { startHostCluster, type HostClusterStandIn, type KubeObj, type RbacResource } from '../support/hostcluster.js';
+import type { HttpClient } from '../support/http.js';
+import { startServerProcess } from '../support/serverprocess.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+import { waitFor } from '../support/wait.js';
+
+const FINALIZER = 'management.platform.sh/access-cleanup';
+const UID_LABEL = 'management.platform.sh/source-uid';
+const NS = 'team-a';
+
+let host: HostClusterStandIn;
+let hostClient: HostCluster;
+let ts: TestServer;
+let admin: HttpClient;
+
+beforeAll(async () => {
+  host = await startHostCluster();
+  host.addNamespace(NS);
+  hostClient = HostCluster.load({ kubeconfig: host.kubeconfigPath })!;
+  ts = await startTestServer({
+    kubeconfig: host.kubeconfigPath,
+    authenticationTokenWebhookCacheTtlMs: 0,
+    authorizationWebhookCacheAuthorizedTtlMs: 0,
+    authorizationWebhookCacheUnauthorizedTtlMs: 0,
+    leaderElectLeaseDurationMs: 2000,
+  });
+  admin = ts.admin;
+}, 120_000);
+
+afterAll(async () => {
+  await ts?.stop();
+  await host?.stop();
+}, 60_000);
+
+// ---------------------------------------------------------------------------------------------------------------
+
+interface Grants {
+  owner?: { user?: string; team?: string };
+  access?: Array<{ verbs: string[]; subresources?: string[]; users?: string[]; teams?: string[] }>;
+}
+
+async function createSecret(name: string, grants: Grants, ns = NS): Promise<any> {
+  const body = secretBody(name);
+  body.spec = { ...body.spec, ...grants };
+  const res = await admin.post(sharedSecretsPath(ns), body);
+  expect({ status: res.status, body: res.body }).toMatchObject({ status: 201 });
+  return res.body;
+}
+
+async function setGrants(path: string, grants: Grants): Promise<any> {
+  const res = await admin.patch(path, { spec: { owner: null, access: null, ...grants } }, MERGE_PATCH);
+  expect({ status: res.status, body: res.body }).toMatchObject({ status: 200 });
+  return res.body;
+}
+
+/** Waits for AccessSynced=True for the object's current generation; returns the object. */
+async function synced(path: string, timeoutMs = 15_000): Promise<any> {
+  return waitFor(`${path} to be AccessSynced`, async () => {
+    const obj = (await admin.get(path)).body;
+    const c = obj?.status?.conditions?.find((x: any) => x.type === 'AccessSynced');
+    return c?.status === 'True' && c.observedGeneration === obj.metadata.generation && obj;
+  }, timeoutMs);
+}
+
+const generated = (uid: string, resource: RbacResource) => host.list(resource).filter((o) => o.metadata.labels?.[UID_LABEL] === uid);
+
+/** What the host's own RBAC allows (kube-apiserver's answer, through the stand-in's SubjectAccessReview). */
+async function hostAllows(user: string, groups: string[], verb: string, resource: string, name: string, namespace = '', subresource = ''): Promise<boolean> {
+  const review = await hostClient.subjectAccessReview({
+    user: { name: user, groups: ['system:authenticated', ...groups] },
+    verb,
+    isResourceRequest: true,
+    path: '',
+    apiGroup: GROUP,
+    apiVersion: 'v1',
+    namespace,
+    resource,
+    subresource,
+    name,
+  });
+  return review.allowed;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+describe('the whole loop through the host\'s authorization', () => {
+  test('an entry for alice on s1 lets her get s1 and not s2; removing the entry takes it away', async () => {
+    const s1 = await createSecret(uniq('s1'), { access: [{ verbs: ['get'], users: ['alice'] }] });
+    const s2 = await createSecret(uniq('s2'), {});
+    const p1 = sharedSecretPath(NS, s1.metadata.name);
+    await synced(p1);
+    await synced(sharedSecretPath(NS, s2.metadata.name));
+
+    expect(await hostAllows('alice', [], 'get', 'sharedsecrets', s1.metadata.name, NS)).toBe(true);
+    expect(await hostAllows('alice', [], 'get', 'sharedsecrets', s2.metadata.name, NS)).toBe(false);
+    expect(await hostAllows('alice', [], 'delete', 'sharedsecrets', s1.metadata.name, NS)).toBe(false);
+    expect(await hostAllows('bob', [], 'get', 'sharedsecrets', s1.metadata.name, NS)).toBe(false);
+    // Nothing generated for an object that grants nothing, and no finalizer on it.
+    expect(generated(s2.metadata.uid, 'roles')).toEqual([]);
+    expect((await admin.get(sharedSecretPath(NS, s2.metadata.name))).body.metadata.finalizers).toBeUndefined();
+
+    await setGrants(p1, {});
+    const after = await synced(p1);
+    expect(await hostAllows('alice', [], 'get', 'sharedsecrets', s1.metadata.name, NS)).toBe(false);
+    expect(generated(s1.metadata.uid, 'roles')).toEqual([]);
+    expect(generated(s1.metadata.uid, 'rolebindings')).toEqual([]);
+    expect(after.metadata.finalizers).toBeUndefined();
+    expect(after.status.conditions).toEqual([
+      expect.objectContaining({ type: 'AccessSynced', status: 'True', reason: 'Synced', message: 'nothing to grant: no owner and no access entries' }),
+    ]);
+  });
+
+  test('teams, the owner, verb * and subresource *: each grants what it says in the host', async () => {
+    const s = await createSecret(uniq('teams'), {
+      owner: { team: 'ops' },
+      access: [
+        { verbs: ['*'], subresources: ['*'], users: ['carol'] },
+        { verbs: ['get', 'list'], subresources: ['status'], teams: ['green', 'blue'], users: ['dan'] },
+      ],
+    });
+    await synced(sharedSecretPath(NS, s.metadata.name));
+    const n = s.metadata.name;
+    expect(await hostAllows('olga', ['platform:team:ops'], 'delete', 'sharedsecrets', n, NS)).toBe(true);
+    expect(await hostAllows('olga', ['platform:team:ops'], 'update', 'sharedsecrets', n, NS, 'status')).toBe(true);
+    expect(await hostAllows('carol', [], 'patch', 'sharedsecrets', n, NS, 'status')).toBe(true);
+    expect(await hostAllows('gina', ['platform:team:green'], 'get', 'sharedsecrets', n, NS, 'status')).toBe(true);
+    expect(await hostAllows('gina', ['platform:team:green'], 'update', 'sharedsecrets', n, NS)).toBe(false);
+    expect(await hostAllows('dan', [], 'list', 'sharedsecrets', n, NS)).toBe(true);
+    expect(await hostAllows('gina', ['platform:team:red'], 'get', 'sharedsecrets', n, NS)).toBe(false);
+    // Another namespace's object of the same name is not covered.
+    expect(await hostAllows('carol', [], 'get', 'sharedsecrets', n, 'elsewhere')).toBe(false);
+  });
+});
+
+describe('what is generated', () => {
+  test('one Role and RoleBinding per entry and for the owner, named and labelled after the source', async () => {
+    const s = await createSecret(uniq('shape'), { owner: { user: 'olga' }, access: [{ verbs: ['get', 'watch'], subresources: ['status'], users: ['alice'], teams: ['green'] }] });
+    const obj = await synced(sharedSecretPath(NS, s.metadata.name));
+    expect(obj.metadata.finalizers).toEqual([FINALIZER]);
+    const cond = obj.status.conditions.find((c: any) => c.type === 'AccessSynced');
+    expect(cond).toEqual({
+      type: 'AccessSynced',
+      status: 'True',
+      reason: 'Synced',
+      message: '2 Role(s) and 2 RoleBinding(s) in the host cluster grant the owner and access entries',
+      observedGeneration: obj.metadata.generation,
+      lastTransitionTime: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/),
+    });
+
+    const n = s.metadata.name;
+    const labels = {
+      'app.kubernetes.io/managed-by': 'platform-management-api',
+      'management.platform.sh/source-kind': 'SharedSecret',
+      'management.platform.sh/source-namespace': NS,
+      'management.platform.sh/source-name': n,
+      [UID_LABEL]: s.metadata.uid,
+    };
+    const role = host.get('roles', NS, `platform-sharedsecret-${n}-access-0`)!;
+    expect(role).toMatchObject({
+      metadata: { labels, annotations: { 'management.platform.sh/source': `SharedSecret ${NS}/${n}` } },
+      rules: [{ apiGroups: [GROUP], resources: ['sharedsecrets', 'sharedsecrets/status'], resourceNames: [n], verbs: ['get', 'watch'] }],
+    });
+    const binding = host.get('rolebindings', NS, `platform-sharedsecret-${n}-access-0`)!;
+    expect(binding).toMatchObject({
+      metadata: { labels },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: `platform-sharedsecret-${n}-access-0` },
+      subjects: [
+        { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'alice' },
+        { kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: 'platform:team:green' },
+      ],
+    });
+    expect(host.get('roles', NS, `platform-sharedsecret-${n}-owner`)!.rules).toEqual([
+      { apiGroups: [GROUP], resources: ['sharedsecrets', 'sharedsecrets/status'], resourceNames: [n], verbs: ['*'] },
+    ]);
+    expect(host.get('rolebindings', NS, `platform-sharedsecret-${n}-owner`)!.subjects).toEqual([{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'olga' }]);
+  });
+
+  test('a Cluster gets a ClusterRole and ClusterRoleBinding', async () => {
+    const name = uniq('eu');
+    const body = clusterBody(name);
+    body.spec.access = [{ verbs: ['get', 'update'], users: ['alice'] }];
+    expect((await admin.post(CLUSTERS_PATH, body)).status).toBe(201);
+    const obj = await synced(clusterPath(name));
+    expect(generated(obj.metadata.uid, 'clusterroles').map((o) => o.metadata.name)).toEqual([`platform-cluster-${name}-access-0`]);
+    expect(generated(obj.metadata.uid, 'clusterrolebindings')[0].roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `platform-cluster-${name}-access-0` });
+    expect(generated(obj.metadata.uid, 'roles')).toEqual([]);
+    expect(await hostAllows('alice', [], 'update', 'clusters', name)).toBe(true);
+    expect(await hostAllows('alice', [], 'delete', 'clusters', name)).toBe(false);
+    expect(obj.status.conditions[0].message).toBe('1 ClusterRole(s) and 1 ClusterRoleBinding(s) in the host cluster grant the owner and access entries');
+  });
+
+  test('names at the length limit: generated names stay within 63 characters, distinct, and still grant', async () => {
+    const long = `${'l'.repeat(200)}-${randomBytes(4).toString('hex')}`;
+    const s = await createSecret(long, { access: [{ verbs: ['get'], users: ['alice'] }, { verbs: ['list'], users: ['bob'] }] });
+    await synced(sharedSecretPath(NS, long));
+    const roles = generated(s.metadata.uid, 'roles');
+    expect(roles).toHaveLength(2);
+    for (const r of roles) {
+      expect(r.metadata.name.length).toBeLessThanOrEqual(63);
+      expect(r.metadata.name).toMatch(/^platform-sharedsecret-l+-[0-9a-f]{10}-access-[01]$/);
+      expect(r.metadata.labels['management.platform.sh/source-name'].length).toBeLessThanOrEqual(63);
+      expect(r.metadata.annotations['management.platform.sh/source']).toBe(`SharedSecret ${NS}/${long}`);
+    }
+    expect(await hostAllows('alice', [], 'get', 'sharedsecrets', long, NS)).toBe(true);
+    expect(await hostAllows('bob', [], 'get', 'sharedsecrets', long, NS)).toBe(false);
+  });
+
+  test('many entries, users and teams; editing one entry rewrites only its own pair', async () => {
+    const access = Array.from({ length: 25 }, (_, i) => ({ verbs: i % 2 ? ['get'] : ['get', 'update'], users: [`user-${i}`, `shared-${i % 3}`], teams: [`team-${i}`] }));
+    const s = await createSecret(uniq('many'), { access });
+    const path = sharedSecretPath(NS, s.metadata.name);
+    await synced(path);
+    expect(generated(s.metadata.uid, 'roles')).toHaveLength(25);
+    expect(generated(s.metadata.uid, 'rolebindings')).toHaveLength(25);
+    expect(await hostAllows('x', ['platform:team:team-24'], 'update', 'sharedsecrets', s.metadata.name, NS)).toBe(true);
+    expect(await hostAllows('user-7', [], 'update', 'sharedsecrets', s.metadata.name, NS)).toBe(false);
+
+    host.resetCounts();
+    const res = await admin.patch(path, [{ op: 'replace', path: '/spec/access/7/verbs', value: ['get', 'update'] }], JSON_PATCH);
+    expect(res.status).toBe(200);
+    await synced(path);
+    await waitFor('user-7 to be allowed', () => hostAllows('user-7', [], 'update', 'sharedsecrets', s.metadata.name, NS));
+    expect(host.count('roles', 'PUT')).toBe(1);
+    expect(host.count('rolebindings', 'PUT')).toBe(0);
+
+    // Dropping the last 20 entries deletes their pairs.
+    await admin.patch(path, { spec: { access: access.slice(0, 5) } }, MERGE_PATCH);
+    await synced(path);
+    await waitFor('20 pairs deleted', () => generated(s.metadata.uid, 'roles').length === 5 && generated(s.metadata.uid, 'rolebindings').length === 5);
+  });
+});
+
+describe('deletion', () => {
+  test('deleting an object removes its RBAC first, then the object', async () => {
+    const s = await createSecret(uniq('del'), { access: [{ verbs: ['get'], users: ['alice'] }] });
+    const path = sharedSecretPath(NS, s.metadata.name);
+    await synced(path);
+    const res = await admin.delete(path);
+    expect(res.status).toBe(200);
+    await waitFor('the object to be gone', async () => (await admin.get(path)).status === 404);
+    expect(generated(s.metadata.uid, 'roles')).toEqual([]);
+    expect(generated(s.metadata.uid, 'rolebindings')).toEqual([]);
+    expect(await hostAllows('alice', [], 'get', 'sharedsecrets', s.metadata.name, NS)).toBe(false);
+
+    // The same name again is a new object with its own RBAC.
+    const again = await createSecret(s.metadata.name, { access: [{ verbs: ['list'], users: ['alice'] }] });
+    await synced(path);
+    expect(generated(again.metadata.uid, 'roles')[0].rules[0].verbs).toEqual(['list']);
+  });
+
+  test('generated RBAC whose source no longer exists is swept', async () => {
+    const ghostUid = '11111111-2222-3333-4444-555555555555';
+    host.put({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: {
+        name: 'platform-sharedsecret-ghost-access-0',
+        namespace: NS,
+        labels: { 'app.kubernetes.io/managed-by': 'platform-management-api', [UID_LABEL]: ghostUid },
+        annotations: { 'management.platform.sh/source': `SharedSecret ${NS}/ghost` },
+      },
+      rules: [{ apiGroups: [GROUP], resources: ['sharedsecrets'], resourceNames: ['ghost'], verbs: ['*'] }],
+    });
+    await waitFor('the orphan to be swept', () => !host.get('roles', NS, 'platform-sharedsecret-ghost-access-0'));
+  });
+});
+
+describe('drift', () => {
+  test('a generated Role deleted by hand, a binding edited by hand, a roleRef changed: all put back', async () => {
+    const s = await createSecret(uniq('drift'), { access: [{ verbs: ['get'], users: ['alice'] }] });
+    await synced(sharedSecretPath(NS, s.metadata.name));
+    const name = `platform-sharedsecret-${s.metadata.name}-access-0`;
+    const original = { role: host.get('roles', NS, name)!, binding: host.get('rolebindings', NS, name)! };
+
+    expect(host.remove('roles', NS, name)).toBe(true);
+    await waitFor('the Role to be back', () => host.get('roles', NS, name));
+    expect(host.get('roles', NS, name)!.rules).toEqual(original.role.rules);
+
+    const edited: KubeObj = structuredClone(host.get('rolebindings', NS, name)!);
+    edited.subjects = [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'mallory' }];
+    host.put(edited);
+    await waitFor('the subjects to be back', () => host.get('rolebindings', NS, name)!.subjects?.[0]?.name === 'alice');
+    expect(await hostAllows('mallory', [], 'get', 'sharedsecrets', s.metadata.name, NS)).toBe(false);
+
+    const widened: KubeObj = structuredClone(host.get('roles', NS, name)!);
+    widened.rules = [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }];
+    host.put(widened);
+    await waitFor('the rules to be back', () => host.get('roles', NS, name)!.rules?.[0]?.apiGroups?.[0] === GROUP);
+
+    // A binding pointing at another role (roleRef cannot change in kube: it is deleted and created again).
+    host.remove('rolebindings', NS, name);
+    host.put({ ...structuredClone(original.binding), metadata: { ...structuredClone(original.binding.metadata), resourceVersion: undefined }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' } });
+    await waitFor('the roleRef to be back', () => host.get('rolebindings', NS, name)?.roleRef?.kind === 'Role');
+  });
+});
+
+describe('host outages', () => {
+  test('while the host is down the API keeps serving and reports it; once back, everything converges', async () => {
+    await host.setDown(true, 'unavailable');
+    try {
+      const s = await createSecret(uniq('down'), { access: [{ verbs: ['get'], users: ['alice'] }] });
+      const path = sharedSecretPath(NS, s.metadata.name);
+      const failing = await waitFor('AccessSynced=False', async () => {
+        const obj = (await admin.get(path)).body;
+        const c = obj.status?.conditions?.find((x: any) => x.type === 'AccessSynced');
+        return c?.status === 'False' && c;
+      });
+      expect(failing.reason).toBe('HostUnavailable');
+      expect(failing.message).toContain('the host cluster answered HTTP 503');
+      // Reads and writes of our API go on.
+      expect((await admin.get(path)).status).toBe(200);
+      expect((await admin.patch(path, { metadata: { labels: { during: 'outage' } } }, MERGE_PATCH)).status).toBe(200);
+
+      // No tight loop: over three seconds, retries stay few (backoff per object and per watch).
+      host.resetCounts();
+      await new Promise((r) => setTimeout(r, 3000));
+      expect(host.requests.length).toBeLessThan(40);
+    } finally {
+      await host.setDown(false);
+    }
+    const rows = (await admin.get(`${sharedSecretsPath(NS)}?labelSelector=during=outage`)).body.items;
+    expect(rows).toHaveLength(1);
+    const back = await synced(sharedSecretPath(NS, rows[0].metadata.name), 45_000);
+    expect(generated(back.metadata.uid, 'roles')).toHaveLength(1);
+    expect(await hostAllows('alice', [], 'get', 'sharedsecrets', back.metadata.name, NS)).toBe(true);
+  }, 90_000);
+});
+
+describe('without a host cluster', () => {
+  test('the controller is off and says so once at start; objects get no finalizer', async () => {
+    const ROOT = `root-${randomBytes(16).toString('hex')}`;
+    const { mkdtempSync, writeFileSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = mkdtempSync(join(tmpdir(), 'no-host-'));
+    writeFileSync(join(dir, 'tokens.csv'), `${ROOT},root,uid-root,"system:masters"\n`);
+    const p = await startServerProcess({ etcdEndpoint: ts.etcd.endpoint, etcdPrefix: `/no-host-${randomBytes(4).toString('hex')}`, tokenAuthFile: join(dir, 'tokens.csv') });
+    try {
+      const off = p.logs.filter((l) => /access sync to host RBAC are off/.test(l.msg));
+      expect(off).toHaveLength(1);
+      const c = p.client(ROOT);
+      const body = secretBody('plain');
+      body.spec.access = [{ verbs: ['get'], users: ['alice'] }];
+      expect((await c.post(sharedSecretsPath(NS), body)).status).toBe(201);
+      await p.waitForLog('leader election: started leading');
+      await new Promise((r) => setTimeout(r, 500));
+      const got = (await c.get(sharedSecretPath(NS, 'plain'))).body;
+      expect(got.metadata.finalizers).toBeUndefined();
+      expect(p.count('controller starting')).toBe(1);
+    } finally {
+      await p.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
