@@ -108,6 +108,13 @@ describe('v3 group-version document', () => {
         `${base}/ownedaccesskeys`,
         `${base}/ownedaccesskeys/{name}`,
         `${base}/ownedaccesskeys/{name}/status`,
+        `${base}/projects`,
+        `${base}/projects/{name}`,
+        `${base}/projects/{name}/status`,
+        `${base}/virtualclusterinstances`,
+        `${base}/namespaces/{namespace}/virtualclusterinstances`,
+        `${base}/namespaces/{namespace}/virtualclusterinstances/{name}`,
+        `${base}/namespaces/{namespace}/virtualclusterinstances/{name}/status`,
       ].sort(),
     );
     const actions = (path: string) => Object.fromEntries(METHODS.filter((m) => v3.paths[path][m]).map((m) => [m, v3.paths[path][m]['x-kubernetes-action']]));
@@ -136,11 +143,12 @@ describe('v3 group-version document', () => {
 
   test('every operation carries its kind as x-kubernetes-group-version-kind (an object, as kubectl reads it)', () => {
     const ops = operations(v3);
-    // SharedSecret: list in all namespaces, list+create+deletecollection, get/put/delete/patch, status get/put/patch;
-    // Cluster and OwnedAccessKey: the same but the first.
-    expect(ops.length).toBe(11 + 10 + 10);
+    // SharedSecret and VirtualClusterInstance: list in all namespaces, list+create+deletecollection,
+    // get/put/delete/patch, status get/put/patch; Cluster, OwnedAccessKey and Project: the same but the first.
+    expect(ops.length).toBe(2 * 11 + 3 * 10);
+    const kinds: Record<string, string> = { clusters: 'Cluster', ownedaccesskeys: 'OwnedAccessKey', projects: 'Project', sharedsecrets: 'SharedSecret', virtualclusterinstances: 'VirtualClusterInstance' };
     for (const [path, , op] of ops) {
-      const kind = path.includes('/clusters') ? 'Cluster' : path.includes('/ownedaccesskeys') ? 'OwnedAccessKey' : 'SharedSecret';
+      const kind = Object.entries(kinds).find(([plural]) => path.includes(`/${plural}`))![1];
       expect(op['x-kubernetes-group-version-kind']).toEqual({ group: GROUP, version: 'v1', kind });
       expect(op.responses['401']).toEqual({ description: 'Unauthorized' });
     }
@@ -148,7 +156,7 @@ describe('v3 group-version document', () => {
 
   test('PATCH takes JSON patch, merge patch and apply patch, never strategic merge patch', () => {
     const patches = operations(v3).filter(([, m]) => m === 'patch');
-    expect(patches).toHaveLength(6);
+    expect(patches).toHaveLength(10);
     for (const [, , op] of patches) {
       expect(Object.keys(op.requestBody.content)).toEqual(['application/json-patch+json', 'application/merge-patch+json', 'application/apply-patch+yaml']);
       expect(op.requestBody.content['application/strategic-merge-patch+json']).toBeUndefined();

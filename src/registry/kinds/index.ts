@@ -2,10 +2,14 @@
 import type { Strategy } from '../strategy.js';
 import { clusterStrategy } from './cluster.js';
 import { ownedAccessKeyStrategy } from './ownedaccesskey.js';
+import { projectStrategy } from './project.js';
 import { sharedSecretStrategy } from './sharedsecret.js';
+import { virtualClusterInstanceStrategy } from './virtualclusterinstance.js';
 
 export const strategies: Record<string, Strategy> = {
   SharedSecret: sharedSecretStrategy,
   Cluster: clusterStrategy,
   OwnedAccessKey: ownedAccessKeyStrategy,
+  Project: projectStrategy,
+  VirtualClusterInstance: virtualClusterInstanceStrategy,
 };
