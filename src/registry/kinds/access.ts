@@ -1,9 +1,10 @@
 /** Rules shared by kinds that carry `spec.owner` and `spec.access` (SharedSecret, Cluster). */
 import { jsonEqual } from '../../apimachinery/equality.js';
-import { fieldError, type FieldError, type Path } from '../../apimachinery/field.js';
+import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import * as errors from '../../apimachinery/status.js';
 import type { KubeObject } from '../../apimachinery/types.js';
 import { isMaster, teamsOf, type UserInfo } from '../../apimachinery/user.js';
+import type { Strategy } from '../strategy.js';
 
 const VERB = /^[a-z]+$/;
 const SUBRESOURCE = /^[a-z]+$/;
@@ -79,4 +80,21 @@ export function guardAccessChanges(resource: string, obj: KubeObject, old: KubeO
     old.metadata.name ?? '',
     `User ${JSON.stringify(user.name)} cannot change spec.owner or spec.access: only the owner, an access entry granting "*", or system:masters may`,
   );
+}
+
+/**
+ * The strategy of a kind with `spec.owner` and `spec.access`: only the owner, a `*` entry or system:masters may
+ * change them, both are validated, and `validateSpec` adds the kind's own rules.
+ */
+export function ownedKindStrategy(resource: string, validateSpec: (obj: KubeObject) => FieldError[], extra: Partial<Strategy> = {}): Strategy {
+  const spec = Path.root('spec');
+  return {
+    prepareForUpdate(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
+      guardAccessChanges(resource, obj, old, user);
+    },
+    validate(obj: KubeObject): FieldError[] {
+      return [...validateSpec(obj), ...validateOwner(obj.spec?.owner, spec.child('owner')), ...validateAccess(obj.spec?.access, spec.child('access'))];
+    },
+    ...extra,
+  };
 }

@@ -1,37 +1,28 @@
 /** Project: owner and access like the other kinds; allowed clusters are named by valid, distinct Cluster names. */
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import type { KubeObject } from '../../apimachinery/types.js';
-import type { UserInfo } from '../../apimachinery/user.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
 import type { Strategy } from '../strategy.js';
-import { guardAccessChanges, validateAccess, validateOwner } from './access.js';
+import { ownedKindStrategy } from './access.js';
 
 const spec = Path.root('spec');
 /** The namespace of a project's virtual clusters: `p-<project>`, which must be a DNS label. */
 export const projectNamespace = (project: string) => `p-${project}`;
 
-export const projectStrategy: Strategy = {
-  prepareForUpdate(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
-    guardAccessChanges('projects', obj, old, user);
-  },
-
-  validate(obj: KubeObject): FieldError[] {
-    const s = obj.spec ?? {};
-    const errs: FieldError[] = [];
-    // The project's namespace p-<name> must be a valid namespace name, so the name is held to that.
-    for (const msg of isDNS1123Label(projectNamespace(obj.metadata.name ?? ''))) {
-      errs.push(fieldError.invalid(Path.root('metadata').child('name'), obj.metadata.name, `the project's namespace p-<name> must be a valid namespace name: ${msg}`));
-    }
-    const seen = new Set<string>();
-    ((s.allowedClusters ?? []) as Array<{ name?: string }>).forEach((c, i) => {
-      const at = spec.child('allowedClusters').index(i).child('name');
-      if (!c.name) errs.push(fieldError.required(at, 'the name of a Cluster'));
-      else if (seen.has(c.name)) errs.push(fieldError.duplicate(at, c.name));
-      else for (const msg of isDNS1123Subdomain(c.name)) errs.push(fieldError.invalid(at, c.name, msg));
-      if (c.name) seen.add(c.name);
-    });
-    errs.push(...validateOwner(s.owner, spec.child('owner')));
-    errs.push(...validateAccess(s.access, spec.child('access')));
-    return errs;
-  },
-};
+export const projectStrategy: Strategy = ownedKindStrategy('projects', (obj: KubeObject): FieldError[] => {
+  const s = obj.spec ?? {};
+  const errs: FieldError[] = [];
+  // The project's namespace p-<name> must be a valid namespace name, so the name is held to that.
+  for (const msg of isDNS1123Label(projectNamespace(obj.metadata.name ?? ''))) {
+    errs.push(fieldError.invalid(Path.root('metadata').child('name'), obj.metadata.name, `the project's namespace p-<name> must be a valid namespace name: ${msg}`));
+  }
+  const seen = new Set<string>();
+  ((s.allowedClusters ?? []) as Array<{ name?: string }>).forEach((c, i) => {
+    const at = spec.child('allowedClusters').index(i).child('name');
+    if (!c.name) errs.push(fieldError.required(at, 'the name of a Cluster'));
+    else if (seen.has(c.name)) errs.push(fieldError.duplicate(at, c.name));
+    else for (const msg of isDNS1123Subdomain(c.name)) errs.push(fieldError.invalid(at, c.name, msg));
+    if (c.name) seen.add(c.name);
+  });
+  return errs;
+});

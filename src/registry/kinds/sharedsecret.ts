@@ -4,36 +4,32 @@
  */
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import type { KubeObject } from '../../apimachinery/types.js';
-import type { UserInfo } from '../../apimachinery/user.js';
 import { isConfigMapKey } from '../../apimachinery/validation.js';
 import type { Strategy } from '../strategy.js';
-import { guardAccessChanges, validateAccess, validateOwner } from './access.js';
+import { ownedKindStrategy } from './access.js';
 
 const spec = Path.root('spec');
 
-export const sharedSecretStrategy: Strategy = {
-  prepareForUpdate(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
-    guardAccessChanges('sharedsecrets', obj, old, user);
-  },
-
-  validate(obj: KubeObject): FieldError[] {
+export const sharedSecretStrategy: Strategy = ownedKindStrategy(
+  'sharedsecrets',
+  (obj: KubeObject): FieldError[] => {
     const errs: FieldError[] = [];
     for (const key of Object.keys(obj.spec?.data ?? {})) {
       for (const msg of isConfigMapKey(key)) errs.push(fieldError.invalid(spec.child('data').key(key), key, msg));
     }
-    errs.push(...validateOwner(obj.spec?.owner, spec.child('owner')));
-    errs.push(...validateAccess(obj.spec?.access, spec.child('access')));
     return errs;
   },
-  printerColumns: [
-    {
-      name: 'Keys',
-      type: 'integer',
-      description: 'The number of keys in the secret data.',
-      cell: (obj: KubeObject) => {
-        const data = obj.spec?.data;
-        return data && typeof data === 'object' && !Array.isArray(data) ? Object.keys(data).length : 0;
+  {
+    printerColumns: [
+      {
+        name: 'Keys',
+        type: 'integer',
+        description: 'The number of keys in the secret data.',
+        cell: (obj: KubeObject) => {
+          const data = obj.spec?.data;
+          return data && typeof data === 'object' && !Array.isArray(data) ? Object.keys(data).length : 0;
+        },
       },
-    },
-  ],
-};
+    ],
+  },
+);

@@ -1,37 +1,27 @@
 /** VirtualClusterInstance: where it runs (a Cluster, a namespace there, a virtual cluster name), an optional https ingress endpoint. */
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import type { KubeObject } from '../../apimachinery/types.js';
-import type { UserInfo } from '../../apimachinery/user.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
 import type { Strategy } from '../strategy.js';
-import { guardAccessChanges, validateAccess, validateOwner } from './access.js';
+import { ownedKindStrategy } from './access.js';
 
 const spec = Path.root('spec');
 
-export const virtualClusterInstanceStrategy: Strategy = {
-  prepareForUpdate(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
-    guardAccessChanges('virtualclusterinstances', obj, old, user);
-  },
-
-  validate(obj: KubeObject): FieldError[] {
-    const s = obj.spec ?? {};
-    const errs: FieldError[] = [];
-    const ref = spec.child('clusterRef');
-    const r = s.clusterRef ?? {};
-    if (!r.cluster) errs.push(fieldError.required(ref.child('cluster'), 'the Cluster the virtual cluster runs in'));
-    else for (const msg of isDNS1123Subdomain(r.cluster)) errs.push(fieldError.invalid(ref.child('cluster'), r.cluster, msg));
-    if (r.namespace) for (const msg of isDNS1123Label(r.namespace)) errs.push(fieldError.invalid(ref.child('namespace'), r.namespace, msg));
-    if (r.virtualCluster) for (const msg of isDNS1123Label(r.virtualCluster)) errs.push(fieldError.invalid(ref.child('virtualCluster'), r.virtualCluster, msg));
-    if (s.ingressEndpoint !== undefined) {
-      const problem = ingressProblem(s.ingressEndpoint);
-      if (problem) errs.push(fieldError.invalid(spec.child('ingressEndpoint'), s.ingressEndpoint, problem));
-    }
-    errs.push(...validateOwner(s.owner, spec.child('owner')));
-    errs.push(...validateAccess(s.access, spec.child('access')));
-    return errs;
-  },
-};
-
+export const virtualClusterInstanceStrategy: Strategy = ownedKindStrategy('virtualclusterinstances', (obj: KubeObject): FieldError[] => {
+  const s = obj.spec ?? {};
+  const errs: FieldError[] = [];
+  const ref = spec.child('clusterRef');
+  const r = s.clusterRef ?? {};
+  if (!r.cluster) errs.push(fieldError.required(ref.child('cluster'), 'the Cluster the virtual cluster runs in'));
+  else for (const msg of isDNS1123Subdomain(r.cluster)) errs.push(fieldError.invalid(ref.child('cluster'), r.cluster, msg));
+  if (r.namespace) for (const msg of isDNS1123Label(r.namespace)) errs.push(fieldError.invalid(ref.child('namespace'), r.namespace, msg));
+  if (r.virtualCluster) for (const msg of isDNS1123Label(r.virtualCluster)) errs.push(fieldError.invalid(ref.child('virtualCluster'), r.virtualCluster, msg));
+  if (s.ingressEndpoint !== undefined) {
+    const problem = ingressProblem(s.ingressEndpoint);
+    if (problem) errs.push(fieldError.invalid(spec.child('ingressEndpoint'), s.ingressEndpoint, problem));
+  }
+  return errs;
+});
 function ingressProblem(value: string): string | undefined {
   let url: URL;
   try {
