@@ -22,6 +22,7 @@ import type { Registry } from '../registry/registry.js';
 import type { PropagationPolicy } from '../registry/propagation.js';
 import type { DeleteOptions, Store } from '../registry/store.js';
 import { watchStore } from './storewatch.js';
+import { WorkQueue } from './workqueue.js';
 
 const FINALIZER_ORPHAN = FINALIZER_ORPHAN_DEPENDENTS;
 const FINALIZER_FOREGROUND = FINALIZER_DELETE_DEPENDENTS;
@@ -49,7 +50,6 @@ interface Node {
 export class GarbageCollector {
   private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
   private readonly resyncMs: number;
-  private readonly retryMs: number;
   private readonly stores: Store[];
 
   /** Objects by uid. */
@@ -57,9 +57,7 @@ export class GarbageCollector {
   /** Owner uid → uids of objects referring to it (the owner may not exist). */
   private readonly dependents = new Map<string, Set<string>>();
 
-  private readonly queue = new Set<string>();
-  private readonly retries = new Map<string, number>();
-  private wake?: () => void;
+  private readonly queue: WorkQueue;
 
   constructor(
     private readonly registry: Registry,
@@ -67,7 +65,7 @@ export class GarbageCollector {
   ) {
     this.log = opts.log ?? (() => {});
     this.resyncMs = opts.resyncIntervalMs ?? 60_000;
-    this.retryMs = opts.retryDelayMs ?? 500;
+    this.queue = new WorkQueue({ baseDelayMs: opts.retryDelayMs ?? 500, maxDelayMs: 30_000 });
     this.stores = registry.definitions
       .map((d) => registry.lookup(d.group, d.version, d.plural))
       .filter((s): s is Store => !!s);
@@ -163,34 +161,25 @@ export class GarbageCollector {
   private enqueue(uid: string): void {
     if (!this.nodes.has(uid) && !this.dependents.has(uid)) return;
     this.queue.add(uid);
-    this.wake?.();
   }
 
   private async worker(signal: AbortSignal): Promise<void> {
-    const onAbort = () => this.wake?.();
+    const onAbort = () => this.queue.shutdown();
     signal.addEventListener('abort', onAbort, { once: true });
     try {
-      while (!signal.aborted) {
-        const next = this.queue.values().next();
-        if (next.done) {
-          await new Promise<void>((resolve) => (this.wake = resolve));
-          this.wake = undefined;
-          continue;
-        }
-        const uid = next.value;
-        this.queue.delete(uid);
+      for (;;) {
+        const uid = await this.queue.get();
+        if (uid === undefined) return;
         const node = this.nodes.get(uid);
-        if (!node) continue;
         try {
-          await this.process(node);
-          this.retries.delete(uid);
+          if (node) await this.process(node);
+          this.queue.forget(uid);
         } catch (err) {
-          if (signal.aborted) break;
-          const n = (this.retries.get(uid) ?? 0) + 1;
-          this.retries.set(uid, n);
-          const delay = Math.min(this.retryMs * 2 ** (n - 1), 30_000);
-          this.log('garbage collector: will retry', { resource: node.store.def.plural, name: node.name, namespace: node.namespace, error: String(err), delayMs: delay });
-          setTimeout(() => this.enqueue(uid), delay).unref?.();
+          if (signal.aborted) return;
+          const delayMs = this.queue.retry(uid);
+          this.log('garbage collector: will retry', { resource: node?.store.def.plural, name: node?.name, namespace: node?.namespace, error: String(err), delayMs });
+        } finally {
+          this.queue.done(uid);
         }
       }
     } finally {
