@@ -12,6 +12,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { HostCluster } from '../../src/host/cluster.js';
+import type { Grants } from '../support/authmatrix.js';
 import { clusterBody, clusterPath, CLUSTERS_PATH, GROUP, JSON_PATCH, MERGE_PATCH, secretBody, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
 import { startHostCluster, type HostClusterStandIn, type KubeObj, type RbacResource } from '../support/hostcluster.js';
 import type { HttpClient } from '../support/http.js';
@@ -48,11 +49,6 @@ afterAll(async () => {
 }, 60_000);
 
 // ---------------------------------------------------------------------------------------------------------------
-
-interface Grants {
-  owner?: { user?: string; team?: string };
-  access?: Array<{ verbs: string[]; subresources?: string[]; users?: string[]; teams?: string[] }>;
-}
 
 async function createSecret(name: string, grants: Grants, ns = NS): Promise<any> {
   const body = secretBody(name);

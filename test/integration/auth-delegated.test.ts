@@ -18,9 +18,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeCa, makeCert, type TestCert } from '../support/certs.js';
-import { clusterBody, DIRECT_PREFIX, GROUP, MERGE_PATCH, secretBody, uniq } from '../support/fixtures.js';
+import { authMatrix, collectionPath, expectAllowed, KINDS, type Caller, type Target, type Verb } from '../support/authmatrix.js';
+import { DIRECT_PREFIX, GROUP, uniq } from '../support/fixtures.js';
 import { startHostCluster, type HostClusterStandIn, type KubeObj } from '../support/hostcluster.js';
-import { GROUP_PATH, HttpClient, type HttpResponse, type RequestOptions } from '../support/http.js';
+import { HttpClient, type HttpResponse, type RequestOptions } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 const secret = (who: string) => `${who}-${randomBytes(24).toString('hex')}`;
@@ -44,10 +45,6 @@ const CAROL: TestCert = makeCert({ commonName: 'carol', issuer: clientCa });
 // ---------------------------------------------------------------------------------------------------------------
 
 const seen: string[] = [];
-
-interface Caller {
-  request(method: string, path: string, opts?: RequestOptions): Promise<HttpResponse>;
-}
 
 class RecordingClient extends HttpClient implements Caller {
   override async request(method: string, path: string, opts: RequestOptions = {}): Promise<HttpResponse> {
@@ -109,72 +106,11 @@ afterAll(async () => {
 // Objects, verbs, expected answers
 // ---------------------------------------------------------------------------------------------------------------
 
-type Kind = 'sharedsecrets' | 'clusters';
-const KINDS: Kind[] = ['sharedsecrets', 'clusters'];
 const PREFIXES = ['', DIRECT_PREFIX];
-
-interface Target {
-  kind: Kind;
-  ns: string;
-  name: string;
-}
-
-interface Grants {
-  owner?: { user?: string; team?: string };
-  access?: Array<{ verbs: string[]; subresources?: string[]; users?: string[]; teams?: string[] }>;
-}
 
 const NS = uniq('deleg');
 
-function collectionPath(kind: Kind, ns: string, prefix = ''): string {
-  return kind === 'clusters' ? `${prefix}${GROUP_PATH}/clusters` : `${prefix}${GROUP_PATH}/namespaces/${ns}/sharedsecrets`;
-}
-
-function objectPath(t: Target, prefix = '', sub = ''): string {
-  return `${collectionPath(t.kind, t.ns, prefix)}/${t.name}${sub ? `/${sub}` : ''}`;
-}
-
-function bodyOf(kind: Kind, name: string, grants: Grants = {}): Record<string, any> {
-  const body = kind === 'clusters' ? clusterBody(name) : secretBody(name);
-  body.spec = { ...body.spec, ...grants };
-  return body;
-}
-
-async function make(kind: Kind, grants: Grants = {}, ns = NS): Promise<Target> {
-  const t: Target = { kind, ns: kind === 'clusters' ? '' : ns, name: uniq(kind === 'clusters' ? 'c' : 's') };
-  const res = await admin.request('POST', collectionPath(kind, t.ns), { body: bodyOf(kind, t.name, grants) });
-  expect({ status: res.status, body: res.body }).toMatchObject({ status: 201 });
-  return t;
-}
-
-type Verb = 'get' | 'list' | 'create' | 'update' | 'patch' | 'delete' | 'get status';
-
-async function act(who: Caller, verb: Verb, t: Target, prefix = ''): Promise<HttpResponse> {
-  switch (verb) {
-    case 'get':
-      return who.request('GET', objectPath(t, prefix));
-    case 'list':
-      return who.request('GET', collectionPath(t.kind, t.ns, prefix));
-    case 'create':
-      return who.request('POST', collectionPath(t.kind, t.ns, prefix), { body: bodyOf(t.kind, uniq('new')) });
-    case 'update': {
-      const obj = (await admin.request('GET', objectPath(t))).body;
-      return who.request('PUT', objectPath(t, prefix), { body: { ...obj, spec: { ...obj.spec, description: uniq('updated') } } });
-    }
-    case 'patch':
-      return who.request('PATCH', objectPath(t, prefix), { body: { spec: { description: uniq('patched') } }, contentType: MERGE_PATCH });
-    case 'delete':
-      return who.request('DELETE', objectPath(t, prefix));
-    case 'get status':
-      return who.request('GET', objectPath(t, prefix, 'status'));
-  }
-}
-
-const OK: Record<Verb, number> = { get: 200, list: 200, create: 201, update: 200, patch: 200, delete: 200, 'get status': 200 };
-
-function expectAllowed(res: HttpResponse, verb: Verb, what = ''): void {
-  expect({ what, verb, status: res.status, body: res.status === OK[verb] ? undefined : res.body }).toEqual({ what, verb, status: OK[verb], body: undefined });
-}
+const { make, act } = authMatrix(() => admin, NS);
 
 /**
  * A 401 Status with reason Unauthorized. The message is checked on its own (see 'a denied token's 401 says only
@@ -247,9 +183,9 @@ describe('TokenReview', () => {
 
   test('its groups come along: a team from TokenReview reaches team grants and owners, and lists are filtered for it', async () => {
     const ns = uniq('tr');
-    const team = await make('sharedsecrets', { access: [{ verbs: ['get', 'update'], teams: ['green'] }] }, ns);
-    const owned = await make('sharedsecrets', { owner: { team: 'green' } }, ns);
-    const other = await make('sharedsecrets', { owner: { team: 'blue' } }, ns);
+    const team = await make('sharedsecrets', { access: [{ verbs: ['get', 'update'], teams: ['green'] }] }, { ns });
+    const owned = await make('sharedsecrets', { owner: { team: 'green' } }, { ns });
+    const other = await make('sharedsecrets', { owner: { team: 'blue' } }, { ns });
     expectAllowed(await act(as.alice, 'get', team), 'get');
     expectAllowed(await act(as.alice, 'update', team), 'update');
     expectForbidden(await act(as.alice, 'delete', team), 'tr-alice', 'delete', team);
@@ -318,8 +254,8 @@ describe('SubjectAccessReview', () => {
   test('a RoleBinding granting get on sharedsecrets in ns1 lets the TokenReview user get a SharedSecret there, not in ns2', async () => {
     const ns1 = uniq('ns1');
     const ns2 = uniq('ns2');
-    const in1 = await make('sharedsecrets', {}, ns1);
-    const in2 = await make('sharedsecrets', {}, ns2);
+    const in1 = await make('sharedsecrets', {}, { ns: ns1 });
+    const in2 = await make('sharedsecrets', {}, { ns: ns2 });
     const c = await make('clusters');
     // Nothing yet.
     expectForbidden(await act(as.dave, 'get', in1), 'tr-dave', 'get', in1);
@@ -343,8 +279,8 @@ describe('SubjectAccessReview', () => {
 
   test('a ServiceAccount subject with list, update and status: lists are complete, not filtered', async () => {
     const ns = uniq('sa');
-    const a = await make('sharedsecrets', {}, ns);
-    const b = await make('sharedsecrets', { owner: { user: 'someone' } }, ns);
+    const a = await make('sharedsecrets', {}, { ns });
+    const b = await make('sharedsecrets', { owner: { user: 'someone' } }, { ns });
     host.put(role(ns, 'deployer', [rule(['sharedsecrets', 'sharedsecrets/status'], ['get', 'list', 'update'])]));
     host.put(binding(ns, 'deployer', { kind: 'Role', name: 'deployer' }, [{ kind: 'ServiceAccount', name: 'deployer', namespace: 'ci' }]));
     for (const prefix of PREFIXES) {
@@ -425,7 +361,7 @@ describe('SubjectAccessReview', () => {
 
 describe.each(['refused', 'unavailable'] as const)('host down (%s)', (mode) => {
   test('TokenReview users are 401; the admin, certificate users and object grants are unaffected; host grants are gone', async () => {
-    const t = await make('sharedsecrets', { access: [{ verbs: ['get'], users: ['tr-alice', 'carol'] }] }, uniq(mode));
+    const t = await make('sharedsecrets', { access: [{ verbs: ['get'], users: ['tr-alice', 'carol'] }] }, { ns: uniq(mode) });
     const c = await make('clusters');
     host.put(role('', `carol-${mode}`, [rule(['clusters'], ['get'], { resourceNames: [c.name] })]));
     host.put(binding('', `carol-${mode}`, { kind: 'ClusterRole', name: `carol-${mode}` }, [{ kind: 'User', name: 'carol' }]));

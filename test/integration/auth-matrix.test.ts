@@ -20,7 +20,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeCa, makeCert, type TestCert } from '../support/certs.js';
-import { clusterBody, DIRECT_PREFIX, GROUP, MERGE_PATCH, secretBody, uniq } from '../support/fixtures.js';
+import { authMatrix, bodyOf, collectionPath, expectAllowed, KINDS, objectPath, type Caller, type Target, type Verb } from '../support/authmatrix.js';
+import { DIRECT_PREFIX, GROUP, MERGE_PATCH, uniq } from '../support/fixtures.js';
 import { GROUP_PATH, HttpClient, type HttpResponse, type RequestOptions } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { closeWatches, openWatch, type WatchStream } from '../support/watch.js';
@@ -79,10 +80,6 @@ const FORGED: Array<[string, string]> = [
 /** Every response seen in this file: status line data, headers and body text. */
 const seen: string[] = [];
 const streams: WatchStream[] = [];
-
-interface Caller {
-  request(method: string, path: string, opts?: RequestOptions): Promise<HttpResponse>;
-}
 
 class RecordingClient extends HttpClient implements Caller {
   override async request(method: string, path: string, opts: RequestOptions = {}): Promise<HttpResponse> {
@@ -151,112 +148,15 @@ afterAll(async () => {
 // Objects and verbs
 // ---------------------------------------------------------------------------------------------------------------
 
-type Kind = 'sharedsecrets' | 'clusters';
-const KINDS: Kind[] = ['sharedsecrets', 'clusters'];
 const PREFIXES = [
   ['/apis', ''],
   ['/orchestrator/management/apis', DIRECT_PREFIX],
 ] as const;
 
-interface Target {
-  kind: Kind;
-  /** '' for clusters. */
-  ns: string;
-  name: string;
-}
-
-interface Grants {
-  owner?: { user?: string; team?: string };
-  access?: Array<{ verbs: string[]; subresources?: string[]; users?: string[]; teams?: string[] }>;
-}
-
 /** One namespace for the objects of most tests; tests that list or watch use their own. */
 const NS = uniq('auth');
 
-function collectionPath(kind: Kind, ns: string, prefix = ''): string {
-  return kind === 'clusters' ? `${prefix}${GROUP_PATH}/clusters` : `${prefix}${GROUP_PATH}/namespaces/${ns}/sharedsecrets`;
-}
-
-function objectPath(t: Target, prefix = '', sub = ''): string {
-  return `${collectionPath(t.kind, t.ns, prefix)}/${t.name}${sub ? `/${sub}` : ''}`;
-}
-
-function bodyOf(kind: Kind, name: string, grants: Grants = {}, labels?: Record<string, string>): Record<string, any> {
-  const body = kind === 'clusters' ? clusterBody(name, labels) : secretBody(name, labels);
-  body.spec = { ...body.spec, ...grants };
-  return body;
-}
-
-/** Creates an object as root (with the grants) and returns where it is. */
-async function make(kind: Kind, grants: Grants = {}, opts: { ns?: string; labels?: Record<string, string> } = {}): Promise<Target> {
-  const t: Target = { kind, ns: kind === 'clusters' ? '' : opts.ns ?? NS, name: uniq(kind === 'clusters' ? 'c' : 's') };
-  const res = await root.request('POST', collectionPath(kind, t.ns), { body: bodyOf(kind, t.name, grants, opts.labels) });
-  expect({ status: res.status, body: res.body }).toMatchObject({ status: 201 });
-  return t;
-}
-
-async function current(t: Target): Promise<any> {
-  const res = await root.request('GET', objectPath(t));
-  expect(res.status).toBe(200);
-  return res.body;
-}
-
-type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection' | 'get status' | 'update status' | 'patch status';
-
-/**
- * Does `verb` on `t` as `who`: a real, valid request (updates send the current object with a change, so an allowed
- * one succeeds). create makes a new object next to `t`; list, watch and deletecollection address t's collection.
- */
-async function act(who: Caller, verb: Verb, t: Target, prefix = ''): Promise<HttpResponse> {
-  const coll = collectionPath(t.kind, t.ns, prefix);
-  switch (verb) {
-    case 'get':
-      return who.request('GET', objectPath(t, prefix));
-    case 'list':
-      return who.request('GET', coll);
-    case 'watch':
-      return who.request('GET', `${coll}?watch=true&timeoutSeconds=1`);
-    case 'create':
-      return who.request('POST', coll, { body: bodyOf(t.kind, uniq('new'), { owner: { user: 'anyone' } }) });
-    case 'update': {
-      const obj = await current(t);
-      return who.request('PUT', objectPath(t, prefix), { body: { ...obj, spec: { ...obj.spec, description: `updated ${uniq('u')}` } } });
-    }
-    case 'patch':
-      return who.request('PATCH', objectPath(t, prefix), { body: { spec: { description: `patched ${uniq('p')}` } }, contentType: MERGE_PATCH });
-    case 'delete':
-      return who.request('DELETE', objectPath(t, prefix));
-    case 'deletecollection':
-      return who.request('DELETE', `${coll}?labelSelector=never-matches%3D${uniq('x')}`);
-    case 'get status':
-      return who.request('GET', objectPath(t, prefix, 'status'));
-    case 'update status': {
-      const obj = await current(t);
-      return who.request('PUT', objectPath(t, prefix, 'status'), { body: { ...obj, status: { conditions: [{ type: 'Ready', status: 'True', reason: uniq('R').replace(/-/g, '') }] } } });
-    }
-    case 'patch status':
-      return who.request('PATCH', objectPath(t, prefix, 'status'), { body: { status: { conditions: [{ type: 'Ready', status: 'False' }] } }, contentType: MERGE_PATCH });
-  }
-}
-
-/** The status code each verb answers when allowed. */
-const OK: Record<Verb, number> = {
-  get: 200,
-  list: 200,
-  watch: 200,
-  create: 201,
-  update: 200,
-  patch: 200,
-  delete: 200,
-  deletecollection: 200,
-  'get status': 200,
-  'update status': 200,
-  'patch status': 200,
-};
-
-function expectAllowed(res: HttpResponse, verb: Verb, what = ''): void {
-  expect({ what, verb, status: res.status, body: res.status === OK[verb] ? undefined : res.body }).toEqual({ what, verb, status: OK[verb], body: undefined });
-}
+const { make, current, act } = authMatrix(() => root, NS, { owner: { user: 'anyone' } });
 
 /** kube's 401: `Unauthorized` Status. */
 function expectUnauthorized(res: HttpResponse, what = ''): void {
