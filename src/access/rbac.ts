@@ -105,7 +105,7 @@ export function generatedName(def: ResourceDefinition, name: string, suffix: str
 }
 
 /** The labels that find what was generated for `obj`. */
-export function sourceLabels(def: ResourceDefinition, obj: KubeObject): Record<string, string> {
+function sourceLabels(def: ResourceDefinition, obj: KubeObject): Record<string, string> {
   return {
     [MANAGED_BY_LABEL]: MANAGED_BY,
     [SOURCE_KIND_LABEL]: def.kind,

@@ -11,6 +11,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { HostCluster } from '../../src/host/cluster.js';
 import type { Grants } from '../support/authmatrix.js';
 import { clusterBody, clusterPath, CLUSTERS_PATH, GROUP, JSON_PATCH, MERGE_PATCH, secretBody, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
@@ -340,9 +343,6 @@ describe('host outages', () => {
 describe('without a host cluster', () => {
   test('the controller is off and says so once at start; objects get no finalizer', async () => {
     const ROOT = `root-${randomBytes(16).toString('hex')}`;
-    const { mkdtempSync, writeFileSync, rmSync } = await import('node:fs');
-    const { tmpdir } = await import('node:os');
-    const { join } = await import('node:path');
     const dir = mkdtempSync(join(tmpdir(), 'no-host-'));
     writeFileSync(join(dir, 'tokens.csv'), `${ROOT},root,uid-root,"system:masters"\n`);
     const p = await startServerProcess({ etcdEndpoint: ts.etcd.endpoint, etcdPrefix: `/no-host-${randomBytes(4).toString('hex')}`, tokenAuthFile: join(dir, 'tokens.csv') });
