@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { importVirtualClusterAction } from './actions/importvirtualcluster.js';
 import { clientCertificateAuthorities, setUpAuth } from './auth/setup.js';
 import { HostCluster } from './host/cluster.js';
 import type { Config } from './config.js';
@@ -53,6 +54,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
 
     const registry = new Registry(loadDefinitions(), storage, config.etcdPrefix, (msg, fields) => log.warn(msg, fields));
     await registry.start();
+    registry.addAction(importVirtualClusterAction(registry));
     cleanups.push(() => registry.stop());
     const tls = await servingCertificate(config);
     const hostCluster = HostCluster.load({ kubeconfig: config.kubeconfig });

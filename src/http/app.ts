@@ -65,6 +65,7 @@ export function createApp(opts: AppOptions): express.Express {
     next();
   });
   app.use(authenticate(opts.authenticator));
+  app.use(findNamespace(opts.registry, opts.authorizer));
   app.use(authorize(opts.authorizer, opts.visibleTo));
   // Bodies are read only once the caller is known and allowed.
   app.use(express.raw({ type: () => true, limit: MAX_BODY_BYTES }));
@@ -144,6 +145,39 @@ function authenticate(authenticator: Authenticator) {
       locals(res).user = ANONYMOUS_USER;
     } else {
       throw errors.unauthorized();
+    }
+    next();
+  };
+}
+
+/**
+ * The spec's `{api}/virtualclusterinstances/<name>/kubeconfig` names no namespace: for actions that allow it, the
+ * object is looked for by name among those the caller may use. Exactly one: the request goes on as if its path
+ * named that namespace. Several: 409 listing their paths. None: it goes on as it is (authorization at the
+ * cluster scope answers 403, or the action 404). Objects the caller may not use are never revealed.
+ */
+function findNamespace(registry: Registry, authorizer: Authorizer) {
+  return async (_req: Request, res: Response, next: NextFunction) => {
+    const { info, user } = locals(res);
+    if (!info.isResourceRequest || info.namespace || !info.name) return next();
+    const action = registry.action(info.apiGroup, info.apiVersion, info.resource, info.subresource);
+    const store = registry.lookup(info.apiGroup, info.apiVersion, info.resource);
+    if (!action?.anyNamespace || !store) return next();
+    const sameName = await store.list(undefined, { predicate: { matches: (o) => o.metadata.name === info.name, empty: false } });
+    const usable: string[] = [];
+    for (const obj of sameName.items) {
+      const attrs: Attributes = { ...info, user, namespace: obj.metadata.namespace ?? '' };
+      if (user.restriction && !user.restriction.check(attrs).allowed) continue;
+      if ((await authorizer.authorize(attrs)).decision === 'allow') usable.push(attrs.namespace);
+    }
+    if (usable.length === 1) info.namespace = usable[0];
+    if (usable.length > 1) {
+      const paths = usable.map((ns) => `/apis/${info.apiGroup}/${info.apiVersion}/namespaces/${ns}/${info.resource}/${info.name}/${info.subresource}`);
+      throw errors.conflict(
+        { group: info.apiGroup, resource: info.resource },
+        info.name,
+        `the name is used in ${usable.length} namespaces (${usable.join(', ')}); ask for one of ${paths.join(', ')}`,
+      );
     }
     next();
   };

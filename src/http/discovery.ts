@@ -1,4 +1,5 @@
 /** Legacy discovery documents (/api, /apis, /apis/<g>, /apis/<g>/<v>) built from the resource definitions. */
+import type { Action } from '../actions/action.js';
 import type { ResourceDefinition } from '../registry/definitions.js';
 import type { Registry } from '../registry/registry.js';
 
@@ -27,10 +28,19 @@ export function apiGroupDocument(registry: Registry, name: string): object | und
 export function apiResourceList(registry: Registry, group: string, version: string): object | undefined {
   const defs = registry.definitions.filter((d) => d.group === group && d.version === version);
   if (!defs.length) return undefined;
-  return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: `${group}/${version}`, resources: defs.flatMap(resourceEntries) };
+  const actions = registry.actions.filter((a) => a.group === group && a.version === version).map(actionEntry);
+  const resources = [...defs.flatMap(resourceEntries), ...actions].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: `${group}/${version}`, resources };
 }
 
-function resourceEntries(def: ResourceDefinition): object[] {
+/** A subresource action is listed as `<resource>/<subresource>`; a kind of its own like any resource. */
+function actionEntry(a: Action): { name: string } {
+  const verbs = [...a.verbs].sort();
+  if (a.subresource) return { name: `${a.resource}/${a.subresource}`, singularName: '', namespaced: a.namespaced, kind: a.kind, verbs } as { name: string };
+  return { name: a.resource, singularName: a.kind.toLowerCase(), namespaced: a.namespaced, kind: a.kind, verbs } as { name: string };
+}
+
+function resourceEntries(def: ResourceDefinition): { name: string }[] {
   const main = {
     name: def.plural,
     singularName: def.singular,

@@ -7,6 +7,7 @@ import type { KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
 import type { Registry } from '../registry/registry.js';
 import type { DeleteOptions, Store } from '../registry/store.js';
+import { handleAction } from './actions.js';
 import { parseObjectBody, rawBody } from './body.js';
 import { parseListQuery, parseWatchQuery } from './listoptions.js';
 import { APPLY_PATCH_TYPE, JSON_PATCH_TYPE, MERGE_PATCH_TYPE, contentType, negotiate, requestEncoding } from './negotiation.js';
@@ -22,6 +23,8 @@ import { serveWatch } from './watch.js';
 const PATCH_TYPES = [JSON_PATCH_TYPE, MERGE_PATCH_TYPE, APPLY_PATCH_TYPE];
 
 export async function handleResource(req: Request, res: Response, info: RequestInfo, registry: Registry): Promise<void> {
+  const action = registry.action(info.apiGroup, info.apiVersion, info.resource, info.subresource);
+  if (action) return handleAction(req, res, info, action);
   const store = registry.lookup(info.apiGroup, info.apiVersion, info.resource);
   const def = store?.def;
   if (!store || !def || info.extraParts.length) throw errors.notFoundPath();

@@ -1,0 +1,92 @@
+/**
+ * Actions: what the API serves by code rather than by the generic store, like kube's connecters and create-only
+ * REST (serviceaccounts/token): a subresource of an object (`projects/importvirtualcluster`,
+ * `virtualclusterinstances/kubeconfig`) or a kind of its own that is never stored (`directclusterendpointtokens`).
+ * Each takes a request object of its kind and answers one.
+ */
+import { Path, fieldError, type FieldError } from '../apimachinery/field.js';
+import { compileSchema, prune, type StructuralSchema, type SchemaValidator } from '../apimachinery/schema.js';
+import * as errors from '../apimachinery/status.js';
+import { isPlainObject, type GroupKind, type KubeObject } from '../apimachinery/types.js';
+import type { UserInfo } from '../apimachinery/user.js';
+import { goQuote } from '../apimachinery/validation.js';
+
+export type ActionVerb = 'get' | 'create';
+
+export interface ActionCall {
+  verb: ActionVerb;
+  /** The object the subresource belongs to ('' for a kind of its own). */
+  namespace?: string;
+  name: string;
+  /** The request object: the decoded body of a create, undefined for a get. */
+  object?: KubeObject;
+  query: URLSearchParams;
+  user: UserInfo;
+  /** Filled by the action; sent back as `Warning: 299` headers. */
+  warnings: string[];
+}
+
+export interface Action {
+  group: string;
+  version: string;
+  /** The resource of the path. */
+  resource: string;
+  /** '' for a kind of its own. */
+  subresource: string;
+  /** The kind of the request and answer objects. */
+  kind: string;
+  /** Whether `resource` is namespaced. */
+  namespaced: boolean;
+  /**
+   * For a subresource of a namespaced kind: also served at the path without a namespace, the namespace then
+   * found from the object's name (the spec shows `{api}/virtualclusterinstances/<name>/kubeconfig`).
+   */
+  anyNamespace?: boolean;
+  verbs: readonly ActionVerb[];
+  /** The request object's schema (apiVersion, kind and metadata are checked for every action). */
+  schema: StructuralSchema;
+  serve(call: ActionCall): Promise<KubeObject>;
+}
+
+/** `group/version/resource/subresource`, the key actions are found by. */
+export function actionKey(a: { group: string; version: string; resource: string; subresource: string }): string {
+  return `${a.group}/${a.version}/${a.resource}/${a.subresource}`;
+}
+
+const validators = new WeakMap<Action, SchemaValidator>();
+
+/**
+ * The request object of a create, checked as the generic store checks objects: apiVersion and kind when given,
+ * unknown fields dropped (refused with fieldValidation=Strict, warned about with Warn), types per the schema.
+ */
+export function decodeRequest(action: Action, body: Record<string, unknown>, fieldValidation: 'Ignore' | 'Strict' | 'Warn', warnings: string[]): KubeObject {
+  const apiVersion = `${action.group}/${action.version}`;
+  const gk: GroupKind = { group: action.group, kind: action.kind };
+  if (body.apiVersion !== undefined && body.apiVersion !== apiVersion) {
+    throw errors.badRequest(`the API version in the data (${String(body.apiVersion)}) does not match the expected API version (${apiVersion})`);
+  }
+  if (body.kind !== undefined && body.kind !== action.kind) throw errors.invalid(gk, '', [fieldError.invalid('kind', body.kind, `must be ${action.kind}`)]);
+  const obj = structuredClone(body) as KubeObject;
+  if (obj.metadata === undefined || obj.metadata === null) obj.metadata = {};
+  if (!isPlainObject(obj.metadata)) throw errors.invalid(gk, '', [fieldError.typeInvalid(Path.root('metadata'), obj.metadata, 'must be an object')]);
+  obj.apiVersion = apiVersion;
+  obj.kind = action.kind;
+
+  const { metadata: _metadata, ...rest } = obj;
+  const unknown = prune(rest, action.schema, '').map((p) => p.replace(/^\./, ''));
+  for (const k of Object.keys(obj)) if (k !== 'metadata' && !(k in rest)) delete obj[k];
+  if (unknown.length && fieldValidation === 'Strict') {
+    throw errors.badRequest(`${action.kind} in version ${goQuote(action.version)} cannot be handled as a ${action.kind}: strict decoding error: ${unknown.map((p) => `unknown field ${goQuote(p)}`).join(', ')}`);
+  }
+  if (fieldValidation === 'Warn') warnings.push(...unknown.map((p) => `unknown field ${goQuote(p)}`));
+
+  if (!validators.has(action)) validators.set(action, compileSchema(action.schema));
+  const errs: FieldError[] = validators.get(action)!(rest);
+  if (errs.length) throw errors.invalid(gk, String(obj.metadata.name ?? ''), errs);
+  return obj;
+}
+
+/** The answer object's frame: apiVersion, kind and the request's metadata with a creation time. */
+export function answer(action: Action, metadata: Record<string, unknown>, body: Record<string, unknown>): KubeObject {
+  return { apiVersion: `${action.group}/${action.version}`, kind: action.kind, metadata: { ...metadata, creationTimestamp: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z') }, ...body };
+}

@@ -1,0 +1,174 @@
+/**
+ * ProjectImportVirtualCluster: `POST .../projects/<project>/importvirtualcluster` makes a VirtualClusterInstance in
+ * the project's namespace `p-<project>` for a virtual cluster already running on a connected cluster.
+ *
+ * owner, importName, upgradeToPro and skipHelmDeploy are taken at the top level or inside sourceVirtualCluster
+ * (the spec does not fix where); set in both places they must agree. The instance is named importName, else the
+ * virtual cluster's own name; it is owned as asked, else by the caller; its ownerReference to the Project makes
+ * deleting the project delete it (the garbage collector).
+ */
+import { jsonEqual } from '../apimachinery/equality.js';
+import { Path, fieldError, type FieldError } from '../apimachinery/field.js';
+import type { StructuralSchema } from '../apimachinery/schema.js';
+import * as errors from '../apimachinery/status.js';
+import type { KubeObject } from '../apimachinery/types.js';
+import { isDNS1123Label, isDNS1123Subdomain } from '../apimachinery/validation.js';
+import { validateOwner } from '../registry/kinds/access.js';
+import { projectNamespace } from '../registry/kinds/project.js';
+import type { Registry } from '../registry/registry.js';
+import type { Store } from '../registry/store.js';
+import { answer, type Action, type ActionCall } from './action.js';
+
+const GROUP = 'management.platform.sh';
+const VERSION = 'v1';
+const KIND = 'ProjectImportVirtualCluster';
+const gk = { group: GROUP, kind: KIND };
+
+const owner: StructuralSchema = { type: 'object', properties: { user: { type: 'string' }, team: { type: 'string' } } };
+/** The fields that may sit at the top level or inside sourceVirtualCluster. */
+const placed: Record<'owner' | 'importName' | 'upgradeToPro' | 'skipHelmDeploy', StructuralSchema> = {
+  owner,
+  importName: { type: 'string' },
+  upgradeToPro: { type: 'boolean' },
+  skipHelmDeploy: { type: 'boolean' },
+};
+type Placed = keyof typeof placed;
+
+const schema: StructuralSchema = {
+  type: 'object',
+  properties: {
+    apiVersion: { type: 'string' },
+    kind: { type: 'string' },
+    metadata: { type: 'object' },
+    sourceVirtualCluster: {
+      type: 'object',
+      properties: { name: { type: 'string' }, namespace: { type: 'string' }, cluster: { type: 'string' }, ...placed },
+    },
+    ...placed,
+  },
+};
+
+interface Source {
+  name?: string;
+  namespace?: string;
+  cluster?: string;
+}
+
+export function importVirtualClusterAction(registry: Registry): Action {
+  const store = (resource: string): Store => registry.lookup(GROUP, VERSION, resource)!;
+  const action: Action = {
+    group: GROUP,
+    version: VERSION,
+    resource: 'projects',
+    subresource: 'importvirtualcluster',
+    kind: KIND,
+    namespaced: false,
+    verbs: ['create'],
+    schema,
+    async serve(call: ActionCall): Promise<KubeObject> {
+      const request = call.object!;
+      const project = await store('projects').get(undefined, call.name);
+      const { source, fields } = readRequest(request);
+      const name = fields.importName ?? source.name!;
+      const namespace = projectNamespace(call.name);
+      await checkCluster(store('clusters'), project, source.cluster!);
+      await checkNotImported(store('virtualclusterinstances'), source);
+
+      const instance: KubeObject = {
+        apiVersion: `${GROUP}/${VERSION}`,
+        kind: 'VirtualClusterInstance',
+        metadata: {
+          name,
+          namespace,
+          ownerReferences: [{ apiVersion: project.apiVersion!, kind: project.kind!, name: project.metadata.name!, uid: project.metadata.uid! }],
+        },
+        spec: {
+          owner: fields.owner ?? { user: call.user.name },
+          clusterRef: { cluster: source.cluster, namespace: source.namespace, virtualCluster: source.name },
+          upgradeToPro: fields.upgradeToPro ?? false,
+          skipHelmDeploy: fields.skipHelmDeploy ?? false,
+        },
+      };
+      const created = await store('virtualclusterinstances').create(namespace, instance, { user: call.user });
+      return answer(action, { name: call.name }, {
+        sourceVirtualCluster: source,
+        owner: created.spec.owner,
+        importName: name,
+        upgradeToPro: created.spec.upgradeToPro,
+        skipHelmDeploy: created.spec.skipHelmDeploy,
+        status: { virtualClusterInstance: { namespace, name, uid: created.metadata.uid } },
+      });
+    },
+  };
+  return action;
+}
+
+/** The source and the placed fields from wherever they were given; 422 naming each field that is missing or wrong. */
+function readRequest(request: KubeObject): { source: Source; fields: Partial<Record<Placed, any>> } {
+  const errs: FieldError[] = [];
+  const at = Path.root('sourceVirtualCluster');
+  const inner = (request.sourceVirtualCluster ?? {}) as Source & Partial<Record<Placed, any>>;
+  if (request.sourceVirtualCluster === undefined) errs.push(fieldError.required(at, 'the virtual cluster to import: name, namespace and cluster'));
+  const source: Source = { name: inner.name, namespace: inner.namespace, cluster: inner.cluster };
+  const check = (field: keyof Source, rule: (v: string) => string[], what: string) => {
+    const value = source[field];
+    if (!value) errs.push(fieldError.required(at.child(field), what));
+    else for (const msg of rule(value)) errs.push(fieldError.invalid(at.child(field), value, msg));
+  };
+  if (request.sourceVirtualCluster !== undefined) {
+    check('name', isDNS1123Label, 'the name of the virtual cluster (its vcluster release)');
+    check('namespace', isDNS1123Label, 'the namespace the virtual cluster runs in');
+    check('cluster', isDNS1123Subdomain, 'the name of the Cluster the virtual cluster runs on');
+  }
+
+  const fields: Partial<Record<Placed, any>> = {};
+  for (const field of Object.keys(placed) as Placed[]) {
+    const top = request[field];
+    const nested = inner[field];
+    if (top !== undefined && nested !== undefined && !jsonEqual(top, nested)) {
+      errs.push(fieldError.invalid(at.child(field), nested, `differs from ${field} at the top level; give it in one place or the same in both`));
+    }
+    fields[field] = top ?? nested;
+  }
+  const ownerAt = request.owner !== undefined ? Path.root('owner') : at.child('owner');
+  errs.push(...validateOwner(fields.owner, ownerAt));
+  if (fields.owner && !fields.owner.user && !fields.owner.team) errs.push(fieldError.required(ownerAt.child('user'), 'an owner names a user or a team'));
+  if (fields.importName !== undefined) {
+    const nameAt = request.importName !== undefined ? Path.root('importName') : at.child('importName');
+    for (const msg of isDNS1123Subdomain(fields.importName)) errs.push(fieldError.invalid(nameAt, fields.importName, msg));
+  }
+  if (errs.length) throw errors.invalid(gk, '', errs);
+  return { source, fields };
+}
+
+/** The Cluster must exist, be usable (the spec's rule 6), not be going away, and be allowed by the project. */
+async function checkCluster(clusters: Store, project: KubeObject, name: string): Promise<void> {
+  const at = Path.root('sourceVirtualCluster').child('cluster');
+  const cluster = await clusters.get(undefined, name).catch((err) => {
+    if (errors.isStatusError(err, 'NotFound')) throw errors.invalid(gk, '', [fieldError.notFound(at, name)]);
+    throw err;
+  });
+  const refuse = (why: string) => errors.invalid(gk, '', [fieldError.forbidden(at, why)]);
+  if (cluster.spec?.unusable === true) throw refuse(`Cluster ${JSON.stringify(name)} is marked unusable (spec.unusable: true) and accepts no new virtual clusters`);
+  if (cluster.metadata.deletionTimestamp) throw refuse(`Cluster ${JSON.stringify(name)} is being deleted`);
+  const allowed = ((project.spec?.allowedClusters ?? []) as { name: string }[]).map((c) => c.name);
+  if (allowed.length && !allowed.includes(name)) {
+    throw refuse(`project ${JSON.stringify(project.metadata.name)} allows only the clusters ${allowed.map((c) => JSON.stringify(c)).join(', ')}`);
+  }
+}
+
+/** One virtual cluster is imported once: a second instance would manage it twice. */
+async function checkNotImported(instances: Store, source: Source): Promise<void> {
+  const same = (o: KubeObject) => {
+    const ref = o.spec?.clusterRef ?? {};
+    return ref.cluster === source.cluster && ref.namespace === source.namespace && (ref.virtualCluster ?? o.metadata.name) === source.name;
+  };
+  const existing = (await instances.list(undefined, { predicate: { matches: same, empty: false } })).items[0];
+  if (existing) {
+    throw errors.conflict(
+      { group: GROUP, resource: 'projects/importvirtualcluster' },
+      source.name!,
+      `virtual cluster ${source.namespace}/${source.name} on cluster ${source.cluster} is already imported as VirtualClusterInstance ${existing.metadata.namespace}/${existing.metadata.name}`,
+    );
+  }
+}

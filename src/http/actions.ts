@@ -1,0 +1,40 @@
+/** Serving actions (src/actions): decode the request object, run the action, answer its object. */
+import type { Request, Response } from 'express';
+import { decodeRequest, type Action, type ActionVerb } from '../actions/action.js';
+import * as errors from '../apimachinery/status.js';
+import type { UserInfo } from '../apimachinery/user.js';
+import { goQuote } from '../apimachinery/validation.js';
+import { parseObjectBody, rawBody } from './body.js';
+import { negotiateResponse, requestEncoding } from './negotiation.js';
+import { writeOptions } from './options.js';
+import type { RequestInfo } from './requestinfo.js';
+import { writeObject } from './responses.js';
+
+export async function handleAction(req: Request, res: Response, info: RequestInfo, action: Action): Promise<void> {
+  const groupResource = { group: action.group, resource: action.subresource ? `${action.resource}/${action.subresource}` : action.resource };
+  const verb = info.verb as ActionVerb;
+  // A kind of its own is only created, on its collection; everything else on it is 405 (as kube's create-only REST).
+  const onItsPath = action.subresource !== '' || info.name === '';
+  if (!onItsPath || !action.verbs.includes(verb)) throw errors.methodNotSupported(groupResource, info.verb || req.method);
+  if (info.extraParts.length) throw errors.notFoundPath();
+  if (action.namespaced ? !info.namespace && !action.anyNamespace : info.namespace) throw errors.notFoundPath();
+
+  const query = new URL(req.originalUrl, 'https://x').searchParams;
+  // Tables and metadata-only forms are for stored objects; an action's answer comes only as itself.
+  const encoding = negotiateResponse(req.headers.accept);
+  const warnings: string[] = [];
+  let object;
+  if (verb === 'create') {
+    const opts = writeOptions('CreateOptions', query, req.headers['user-agent']);
+    // Nothing an action does is a stored write that a dry run could stop short of.
+    if (opts.dryRun) throw errors.badRequest(`dryRun is not supported by ${groupResource.resource}: it creates nothing that is stored`);
+    const body = rawBody(req);
+    const parsed = body.length ? parseObjectBody(body, requestEncoding(req.headers['content-type']), action.kind) : {};
+    object = decodeRequest(action, parsed, opts.fieldValidation, warnings);
+  }
+  const answer = await action.serve({ verb, namespace: info.namespace || undefined, name: info.name, object, query, user: res.locals.user as UserInfo, warnings });
+  for (const w of new Set(warnings)) res.append('Warning', `299 - ${goQuote(w)}`);
+  // Answers may carry credentials (a client key, a token): no cache may keep them.
+  res.setHeader('Cache-Control', 'no-store');
+  writeObject(res, verb === 'create' ? 201 : 200, answer, encoding);
+}

@@ -1,0 +1,263 @@
+/**
+ * ProjectImportVirtualCluster: POST .../projects/<project>/importvirtualcluster makes a VirtualClusterInstance in
+ * p-<project>, owned as asked, pointing at the source; every refusal a Status naming what is wrong, nothing stored.
+ */
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { API_VERSION, CLUSTERS_PATH, MERGE_PATCH, clusterBody, uniq } from '../support/fixtures.js';
+import { GROUP_PATH, type HttpClient } from '../support/http.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+import { waitFor } from '../support/wait.js';
+
+const TOKENS = { bob: 'bob-token-import', carol: 'carol-token-import', root: 'root-token-import' };
+const PROJECTS = `${GROUP_PATH}/projects`;
+const importPath = (project: string) => `${PROJECTS}/${project}/importvirtualcluster`;
+const vcisIn = (project: string) => `${GROUP_PATH}/namespaces/p-${project}/virtualclusterinstances`;
+
+let ts: TestServer;
+let dir: string;
+let root: HttpClient;
+let bob: HttpClient;
+let carol: HttpClient;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'import-'));
+  const tokenFile = join(dir, 'tokens.csv');
+  writeFileSync(tokenFile, `${TOKENS.root},root,uid-root,"system:masters"\n${TOKENS.bob},bob,uid-bob\n${TOKENS.carol},carol,uid-carol\n`, { mode: 0o600 });
+  ts = await startTestServer({ tokenAuthFile: tokenFile });
+  root = ts.client(TOKENS.root);
+  bob = ts.client(TOKENS.bob);
+  carol = ts.client(TOKENS.carol);
+}, 120_000);
+
+afterAll(async () => {
+  await ts?.stop();
+  rmSync(dir, { recursive: true, force: true });
+}, 60_000);
+
+async function createProject(spec: Record<string, unknown> = {}): Promise<any> {
+  const res = await root.post(PROJECTS, { apiVersion: API_VERSION, kind: 'Project', metadata: { name: uniq('proj') }, spec });
+  expect(res.status).toBe(201);
+  return res.body;
+}
+
+async function createCluster(spec: Record<string, unknown> = {}): Promise<string> {
+  const body = clusterBody(uniq('cluster'));
+  body.spec = { ...body.spec, ...spec };
+  const res = await root.post(CLUSTERS_PATH, body);
+  expect(res.status).toBe(201);
+  return body.metadata.name;
+}
+
+const source = (cluster: string, name = uniq('vc')) => ({ name, namespace: `vcluster-${name}`, cluster });
+
+async function instanceNames(project: string): Promise<string[]> {
+  return (await root.get(vcisIn(project))).body.items.map((o: any) => o.metadata.name);
+}
+
+describe('importing a virtual cluster', () => {
+  let cluster: string;
+  beforeAll(async () => {
+    cluster = await createCluster();
+  });
+
+  test('top-level fields: 201 with the import, and the instance in p-<project> owned as asked', async () => {
+    const project = (await createProject()).metadata.name;
+    const src = source(cluster);
+    const res = await root.post(importPath(project), {
+      apiVersion: API_VERSION,
+      kind: 'ProjectImportVirtualCluster',
+      sourceVirtualCluster: src,
+      owner: { team: 'ops' },
+      importName: 'imported',
+      upgradeToPro: true,
+      skipHelmDeploy: true,
+    });
+    expect(res.status).toBe(201);
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(res.body).toMatchObject({
+      apiVersion: API_VERSION,
+      kind: 'ProjectImportVirtualCluster',
+      metadata: { name: project },
+      sourceVirtualCluster: src,
+      owner: { team: 'ops' },
+      importName: 'imported',
+      upgradeToPro: true,
+      skipHelmDeploy: true,
+      status: { virtualClusterInstance: { namespace: `p-${project}`, name: 'imported' } },
+    });
+
+    const vci = await root.get(`${vcisIn(project)}/imported`);
+    expect(vci.status).toBe(200);
+    expect(vci.body.metadata.uid).toBe(res.body.status.virtualClusterInstance.uid);
+    expect(vci.body.spec).toEqual({ owner: { team: 'ops' }, clusterRef: { cluster, namespace: src.namespace, virtualCluster: src.name }, upgradeToPro: true, skipHelmDeploy: true });
+    expect(vci.body.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'Project', name: project })]);
+  });
+
+  test('fields inside sourceVirtualCluster count the same; without importName the source name is used; owner defaults to the caller', async () => {
+    const project = (await createProject()).metadata.name;
+    const src = source(cluster);
+    const res = await root.post(importPath(project), { sourceVirtualCluster: { ...src, upgradeToPro: true } });
+    expect(res.status).toBe(201);
+    const vci = (await root.get(`${vcisIn(project)}/${src.name}`)).body;
+    expect(vci.spec).toMatchObject({ owner: { user: 'root' }, upgradeToPro: true, skipHelmDeploy: false, clusterRef: { virtualCluster: src.name } });
+
+    const p2 = (await createProject()).metadata.name;
+    const nested = await root.post(importPath(p2), { sourceVirtualCluster: { ...source(cluster), owner: { user: 'dave' }, importName: 'named-inside' } });
+    expect(nested.status).toBe(201);
+    expect((await root.get(`${vcisIn(p2)}/named-inside`)).body.spec.owner).toEqual({ user: 'dave' });
+  });
+
+  test('the same field in both places must agree', async () => {
+    const project = (await createProject()).metadata.name;
+    const same = await root.post(importPath(project), { sourceVirtualCluster: { ...source(cluster), importName: 'x1' }, importName: 'x1' });
+    expect(same.status).toBe(201);
+    const differ = await root.post(importPath(project), { sourceVirtualCluster: { ...source(cluster), importName: 'a' }, importName: 'b' });
+    expect(differ.status).toBe(422);
+    expect(differ.body.reason).toBe('Invalid');
+    expect(differ.body.details.causes).toEqual([expect.objectContaining({ field: 'sourceVirtualCluster.importName', reason: 'FieldValueInvalid' })]);
+    expect(await instanceNames(project)).toEqual(['x1']);
+  });
+
+  test('deleting the project deletes its imported instances', async () => {
+    const project = (await createProject()).metadata.name;
+    expect((await root.post(importPath(project), { sourceVirtualCluster: source(cluster), importName: 'goes' })).status).toBe(201);
+    expect((await root.delete(`${PROJECTS}/${project}`)).status).toBe(200);
+    await waitFor('the garbage collector to delete the instance', async () => (await root.get(`${vcisIn(project)}/goes`)).status === 404);
+  });
+
+  test('discovery lists projects/importvirtualcluster as create-only', async () => {
+    const res = await root.get(GROUP_PATH);
+    expect(res.body.resources).toContainEqual({ name: 'projects/importvirtualcluster', singularName: '', namespaced: false, kind: 'ProjectImportVirtualCluster', verbs: ['create'] });
+  });
+});
+
+describe('refusals leave nothing behind', () => {
+  let cluster: string;
+  let project: string;
+  beforeAll(async () => {
+    cluster = await createCluster();
+    project = (await createProject()).metadata.name;
+  });
+
+  test('an unknown project: 404 NotFound', async () => {
+    const res = await root.post(importPath('no-such-project'), { sourceVirtualCluster: source(cluster) });
+    expect(res.status).toBe(404);
+    expect(res.body).toMatchObject({ kind: 'Status', reason: 'NotFound', details: { name: 'no-such-project', kind: 'projects' } });
+  });
+
+  test.each([
+    ['no sourceVirtualCluster', {}, [['sourceVirtualCluster', 'FieldValueRequired']]],
+    [
+      'a source without its fields',
+      { sourceVirtualCluster: {} },
+      [
+        ['sourceVirtualCluster.name', 'FieldValueRequired'],
+        ['sourceVirtualCluster.namespace', 'FieldValueRequired'],
+        ['sourceVirtualCluster.cluster', 'FieldValueRequired'],
+      ],
+    ],
+    ['a source namespace that is no namespace name', { sourceVirtualCluster: { name: 'vc', namespace: 'Not_A_Namespace', cluster: 'c' } }, [['sourceVirtualCluster.namespace', 'FieldValueInvalid']]],
+    ['an importName that is no object name', { sourceVirtualCluster: { name: 'vc', namespace: 'ns', cluster: 'c' }, importName: 'Bad Name' }, [['importName', 'FieldValueInvalid']]],
+    ['an owner that is both user and team', { sourceVirtualCluster: { name: 'vc', namespace: 'ns', cluster: 'c' }, owner: { user: 'a', team: 'b' } }, [['owner.team', 'FieldValueForbidden']]],
+    ['a wrongly typed field', { sourceVirtualCluster: { name: 'vc', namespace: 'ns', cluster: 'c' }, upgradeToPro: 'yes' }, [['upgradeToPro', 'FieldValueTypeInvalid']]],
+  ])('%s: 422 naming each field', async (_what, body, causes) => {
+    const res = await root.post(importPath(project), body);
+    expect(res.status).toBe(422);
+    expect(res.body).toMatchObject({ kind: 'Status', reason: 'Invalid', details: { kind: 'ProjectImportVirtualCluster', group: 'management.platform.sh' } });
+    expect(res.body.details.causes.map((c: any) => [c.field, c.reason])).toEqual(causes);
+    expect(await instanceNames(project)).toEqual([]);
+  });
+
+  test('an unknown cluster: 422 NotFound on sourceVirtualCluster.cluster', async () => {
+    const res = await root.post(importPath(project), { sourceVirtualCluster: source('no-such-cluster') });
+    expect(res.status).toBe(422);
+    expect(res.body.details.causes).toEqual([{ reason: 'FieldValueNotFound', message: 'Not found: "no-such-cluster"', field: 'sourceVirtualCluster.cluster' }]);
+    expect(await instanceNames(project)).toEqual([]);
+  });
+
+  test('an unusable cluster accepts no new virtual clusters', async () => {
+    const unusable = await createCluster({ unusable: true });
+    const res = await root.post(importPath(project), { sourceVirtualCluster: source(unusable) });
+    expect(res.status).toBe(422);
+    expect(res.body.message).toContain(`Cluster "${unusable}" is marked unusable (spec.unusable: true) and accepts no new virtual clusters`);
+    expect(res.body.details.causes[0]).toMatchObject({ field: 'sourceVirtualCluster.cluster', reason: 'FieldValueForbidden' });
+    expect(await instanceNames(project)).toEqual([]);
+
+    // Usable again: the import goes through.
+    expect((await root.patch(`${CLUSTERS_PATH}/${unusable}`, { spec: { unusable: false } }, MERGE_PATCH)).status).toBe(200);
+    expect((await root.post(importPath(project), { sourceVirtualCluster: source(unusable), importName: 'after-fix' })).status).toBe(201);
+    await root.delete(`${vcisIn(project)}/after-fix`);
+  });
+
+  test("a cluster the project does not allow is refused", async () => {
+    const allowed = await createCluster();
+    const limited = (await createProject({ allowedClusters: [{ name: allowed }] })).metadata.name;
+    const res = await root.post(importPath(limited), { sourceVirtualCluster: source(cluster) });
+    expect(res.status).toBe(422);
+    expect(res.body.message).toContain(`project "${limited}" allows only the clusters "${allowed}"`);
+    expect((await root.post(importPath(limited), { sourceVirtualCluster: source(allowed) })).status).toBe(201);
+  });
+
+  test('a taken name: 409 AlreadyExists, the existing instance unchanged', async () => {
+    const first = await root.post(importPath(project), { sourceVirtualCluster: source(cluster), importName: 'taken' });
+    expect(first.status).toBe(201);
+    const before = (await root.get(`${vcisIn(project)}/taken`)).body;
+    const res = await root.post(importPath(project), { sourceVirtualCluster: source(cluster), importName: 'taken' });
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({ reason: 'AlreadyExists', details: { name: 'taken', kind: 'virtualclusterinstances' } });
+    expect((await root.get(`${vcisIn(project)}/taken`)).body).toEqual(before);
+    await root.delete(`${vcisIn(project)}/taken`);
+  });
+
+  test('a virtual cluster already imported (anywhere): 409 naming the instance', async () => {
+    const src = source(cluster);
+    expect((await root.post(importPath(project), { sourceVirtualCluster: src, importName: 'once' })).status).toBe(201);
+    const other = (await createProject()).metadata.name;
+    const res = await root.post(importPath(other), { sourceVirtualCluster: src });
+    expect(res.status).toBe(409);
+    expect(res.body.reason).toBe('Conflict');
+    expect(res.body.message).toContain(`is already imported as VirtualClusterInstance p-${project}/once`);
+    expect(await instanceNames(other)).toEqual([]);
+    await root.delete(`${vcisIn(project)}/once`);
+  });
+
+  test('bad bodies and options: 400; other verbs: 405', async () => {
+    const broken = await root.request('POST', importPath(project), { body: '{"sourceVirtualCluster": ', contentType: 'application/json' });
+    expect(broken.status).toBe(400);
+    const strict = await root.post(`${importPath(project)}?fieldValidation=Strict`, { sourceVirtualCluster: source(cluster), colour: 'blue' });
+    expect(strict.status).toBe(400);
+    expect(strict.body.message).toContain('strict decoding error: unknown field "colour"');
+    const dry = await root.post(`${importPath(project)}?dryRun=All`, { sourceVirtualCluster: source(cluster) });
+    expect(dry.status).toBe(400);
+    const wrongKind = await root.post(importPath(project), { kind: 'Project', sourceVirtualCluster: source(cluster) });
+    expect(wrongKind.status).toBe(422);
+    for (const method of ['GET', 'PUT', 'PATCH', 'DELETE']) {
+      const res = await root.request(method, importPath(project), { body: method === 'GET' || method === 'DELETE' ? undefined : {}, contentType: method === 'PATCH' ? MERGE_PATCH : undefined });
+      expect({ method, status: res.status, reason: res.body?.reason }).toEqual({ method, status: 405, reason: 'MethodNotAllowed' });
+    }
+    expect(await instanceNames(project)).toEqual([]);
+  });
+
+  test('unknown fields are dropped with a warning by default', async () => {
+    const res = await root.post(importPath(project), { sourceVirtualCluster: source(cluster), importName: 'warned', colour: 'blue' });
+    expect(res.status).toBe(201);
+    expect(res.headers.warning).toBe('299 - "unknown field \\"colour\\""');
+    await root.delete(`${vcisIn(project)}/warned`);
+  });
+});
+
+describe('who may import', () => {
+  test("the project's owner may; someone without access gets 403", async () => {
+    const cluster = await createCluster();
+    const project = (await createProject({ owner: { user: 'bob' } })).metadata.name;
+    const denied = await carol.post(importPath(project), { sourceVirtualCluster: source(cluster) });
+    expect(denied.status).toBe(403);
+    expect(denied.body.message).toContain('cannot create resource "projects/importvirtualcluster"');
+    const ok = await bob.post(importPath(project), { sourceVirtualCluster: source(cluster), importName: 'bobs' });
+    expect(ok.status).toBe(201);
+    expect((await root.get(`${vcisIn(project)}/bobs`)).body.spec.owner).toEqual({ user: 'bob' });
+  });
+});
