@@ -37,6 +37,14 @@ export interface Config {
   leaderElectLeaseDurationMs: number;
   /** How often every SharedSecret and Cluster is reconciled with the host's RBAC again, besides watching. */
   accessResyncPeriodMs: number;
+  /** The `iss` of direct cluster endpoint tokens and the issuer of the OpenID discovery; unset: this server's URL. */
+  tokenIssuer?: string;
+  /** The longest lifetime of a direct cluster endpoint token. */
+  tokenMaxTtlMs: number;
+  /** How long a token signing key signs before a new one takes over. */
+  tokenSigningKeyRotationPeriodMs: number;
+  /** How long a new signing key is published in the JWKS before it signs. */
+  tokenSigningKeyPublishDelayMs: number;
 }
 
 interface FlagSpec {
@@ -74,7 +82,25 @@ export const FLAGS: FlagSpec[] = [
   { name: 'authorization-webhook-cache-unauthorized-ttl', arg: 'duration', help: 'How long SubjectAccessReview answers that do not allow are cached (default 10s; 0 disables).', apply: (c, v) => (c.authorizationWebhookCacheUnauthorizedTtlMs = duration('authorization-webhook-cache-unauthorized-ttl', v)) },
   { name: 'leader-elect-lease-duration', arg: 'duration', help: 'The controllers (garbage collector and the others) run on one replica at a time, the holder of an etcd lease of this length; when it dies another replica takes over within about this long (default 10s, at least 1s).', apply: (c, v) => (c.leaderElectLeaseDurationMs = atLeast('leader-elect-lease-duration', duration('leader-elect-lease-duration', v), 1000)) },
   { name: 'access-resync-period', arg: 'duration', help: 'Besides watching both sides, every SharedSecret and Cluster is compared with its Roles and bindings in the host cluster this often, and generated RBAC whose source is gone is removed (default 5m, at least 1s).', apply: (c, v) => (c.accessResyncPeriodMs = atLeast('access-resync-period', duration('access-resync-period', v), 1000)) },
+  { name: 'token-issuer', arg: 'url', help: 'The issuer (iss) of direct cluster endpoint tokens: an https URL under which /.well-known/openid-configuration and /openid/v1/jwks of this server are reached, as connected clusters verify tokens (default: this server\'s URL).', apply: (c, v) => (c.tokenIssuer = issuerUrl(v)) },
+  { name: 'token-max-ttl', arg: 'duration', help: 'The longest lifetime of a direct cluster endpoint token; a longer spec.ttl is shortened to it, with a warning (default 24h, at least 1m).', apply: (c, v) => (c.tokenMaxTtlMs = atLeast('token-max-ttl', duration('token-max-ttl', v), 60_000)) },
+  { name: 'token-signing-key-rotation-period', arg: 'duration', help: 'Token signing keys are replaced this often; a replaced key stays published until the last token it signed has expired (default 168h, at least 1s).', apply: (c, v) => (c.tokenSigningKeyRotationPeriodMs = atLeast('token-signing-key-rotation-period', duration('token-signing-key-rotation-period', v), 1000)) },
+  { name: 'token-signing-key-publish-delay', arg: 'duration', help: 'A new signing key is published at /openid/v1/jwks this long before it signs, so verifiers that cache the keys know it first; the JWKS may be cached half as long (default 10m).', apply: (c, v) => (c.tokenSigningKeyPublishDelayMs = duration('token-signing-key-publish-delay', v)) },
 ];
+
+/** An issuer is an https URL without query or fragment (as kube's --service-account-issuer for discovery). */
+function issuerUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new FlagError(`--token-issuer must be an https URL such as https://platform.example.com (got ${JSON.stringify(value)})`);
+  }
+  if (url.protocol !== 'https:' || url.search || url.hash || url.username || url.password) {
+    throw new FlagError(`--token-issuer must be an https URL without credentials, query or fragment (got ${JSON.stringify(value)})`);
+  }
+  return value.replace(/\/+$/, '');
+}
 
 function atLeast(flag: string, ms: number, min: number): number {
   if (ms < min) throw new FlagError(`--${flag} must be at least ${min / 1000}s (got ${ms}ms)`);
@@ -122,6 +148,9 @@ export function defaultConfig(): Config {
     authorizationWebhookCacheUnauthorizedTtlMs: 10_000,
     leaderElectLeaseDurationMs: 10_000,
     accessResyncPeriodMs: 5 * 60_000,
+    tokenMaxTtlMs: 24 * 3600_000,
+    tokenSigningKeyRotationPeriodMs: 7 * 24 * 3600_000,
+    tokenSigningKeyPublishDelayMs: 10 * 60_000,
   };
 }
 

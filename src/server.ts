@@ -3,7 +3,9 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { directClusterEndpointTokenAction } from './actions/directclusterendpointtoken.js';
 import { importVirtualClusterAction } from './actions/importvirtualcluster.js';
+import * as errors from './apimachinery/status.js';
 import { clientCertificateAuthorities, setUpAuth } from './auth/setup.js';
 import { HostCluster } from './host/cluster.js';
 import type { Config } from './config.js';
@@ -21,6 +23,7 @@ import { Registry } from './registry/registry.js';
 import { startEmbeddedEtcd, type EmbeddedEtcd } from './storage/embedded-etcd.js';
 import { Compactor } from './storage/compactor.js';
 import { EtcdStorage } from './storage/etcd.js';
+import { SigningKeys } from './tokens/signingkeys.js';
 
 export interface RunningServer {
   /** https://host:port, as clients on this machine reach it. */
@@ -55,6 +58,22 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const registry = new Registry(loadDefinitions(), storage, config.etcdPrefix, (msg, fields) => log.warn(msg, fields));
     await registry.start();
     registry.addAction(importVirtualClusterAction(registry));
+    const signingKeys = new SigningKeys(storage.client, `${config.etcdPrefix}/signingkeys/direct-cluster-endpoint-tokens`, {
+      rotationPeriodMs: config.tokenSigningKeyRotationPeriodMs,
+      publishDelayMs: config.tokenSigningKeyPublishDelayMs,
+      maxTokenTtlMs: config.tokenMaxTtlMs,
+    });
+    // The issuer is known once the port is bound (the default is this server's URL).
+    let issuer = config.tokenIssuer ?? '';
+    registry.addAction(
+      directClusterEndpointTokenAction(registry.definitions, {
+        get issuer() {
+          return issuer;
+        },
+        maxTtlSeconds: Math.floor(config.tokenMaxTtlMs / 1000),
+        signer: () => signingKeys.signer().catch(signingKeysUnavailable),
+      }),
+    );
     cleanups.push(() => registry.stop());
     const tls = await servingCertificate(config);
     const hostCluster = HostCluster.load({ kubeconfig: config.kubeconfig });
@@ -90,6 +109,13 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       get serverAddress() {
         return serverAddress(boundPort);
       },
+      oidc: {
+        get issuer() {
+          return issuer;
+        },
+        jwks: () => signingKeys.jwks().catch(signingKeysUnavailable),
+        maxAgeSeconds: Math.min(3600, Math.floor(config.tokenSigningKeyPublishDelayMs / 2000)),
+      },
       log,
     });
 
@@ -111,6 +137,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     });
 
     const url = `https://${serverAddress(boundPort)}`;
+    issuer ||= url;
     let adminKubeconfig: string | undefined;
     if (adminToken && tls.caPem) {
       adminKubeconfig = join(config.dataDir, 'admin.kubeconfig');
@@ -133,6 +160,12 @@ function serverControllers(config: Config, registry: Registry, host: HostCluster
     controllers.push({ name: 'access-sync', run: (signal) => new AccessSync(registry, rbac, { log: info, resyncIntervalMs: config.accessResyncPeriodMs }).run(signal) });
   }
   return controllers;
+}
+
+/** etcd errors while reading or writing the signing keys, as a Status that names no key material. */
+function signingKeysUnavailable(err: unknown): never {
+  if (errors.isStatusError(err)) throw err;
+  throw errors.serviceUnavailable(`the token signing keys cannot be read from etcd: ${(err as Error)?.name ?? 'error'}; try again`);
 }
 
 async function servingCertificate(config: Config): Promise<{ cert: string; key: string; caPem?: string }> {

@@ -7,7 +7,8 @@
 import { Path, fieldError, type FieldError } from '../apimachinery/field.js';
 import { compileSchema, prune, type StructuralSchema, type SchemaValidator } from '../apimachinery/schema.js';
 import * as errors from '../apimachinery/status.js';
-import { isPlainObject, type GroupKind, type KubeObject } from '../apimachinery/types.js';
+import { nowRFC3339 } from '../apimachinery/time.js';
+import { isPlainObject, type GroupKind, type KubeObject, type ObjectMeta } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
 import { goQuote } from '../apimachinery/validation.js';
 
@@ -87,6 +88,6 @@ export function decodeRequest(action: Action, body: Record<string, unknown>, fie
 }
 
 /** The answer object's frame: apiVersion, kind and the request's metadata with a creation time. */
-export function answer(action: Action, metadata: Record<string, unknown>, body: Record<string, unknown>): KubeObject {
-  return { apiVersion: `${action.group}/${action.version}`, kind: action.kind, metadata: { ...metadata, creationTimestamp: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z') }, ...body };
+export function answer(action: Action, metadata: ObjectMeta, body: Record<string, unknown>): KubeObject {
+  return { apiVersion: `${action.group}/${action.version}`, kind: action.kind, metadata: { ...metadata, creationTimestamp: nowRFC3339() }, ...body };
 }

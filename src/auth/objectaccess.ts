@@ -9,6 +9,8 @@ import type { Attributes, Authorizer, Decision, UserInfo } from './types.js';
 
 const GROUP = 'management.platform.sh';
 const OWNED_ACCESS_KEYS = 'ownedaccesskeys';
+/** Kinds anyone may create for themselves (what they create is checked to be their own). */
+const SELF_SERVICE = [OWNED_ACCESS_KEYS, 'directclusterendpointtokens'];
 
 interface AccessEntry {
   verbs?: string[];
@@ -44,8 +46,8 @@ export class ObjectAccessAuthorizer implements Authorizer {
 
   async authorize(attrs: Attributes): Promise<Decision> {
     if (!attrs.isResourceRequest || attrs.apiGroup !== GROUP) return { decision: 'noOpinion' };
-    // Anyone may ask for a key of their own; the kind's rules refuse keys for someone else.
-    if (attrs.resource === OWNED_ACCESS_KEYS && attrs.verb === 'create' && !attrs.name) return { decision: 'allow' };
+    // Anyone may ask for a key or token of their own; the kind's rules refuse keys for someone else.
+    if (SELF_SERVICE.includes(attrs.resource) && attrs.verb === 'create' && !attrs.name) return { decision: 'allow' };
     if (!attrs.name) return { decision: 'noOpinion' };
     const obj = await this.lookup(attrs);
     return obj && objectGrants(attrs.resource, obj, attrs.user, attrs.verb, attrs.subresource) ? { decision: 'allow' } : { decision: 'noOpinion' };

@@ -13,6 +13,7 @@ import { MAX_BODY_BYTES } from './body.js';
 import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions } from './discovery.js';
 import { healthHandler, type HealthCheck } from './health.js';
 import { negotiateResponse } from './negotiation.js';
+import { OIDC_PATHS, oidcHandler, type OidcOptions } from './oidc.js';
 import { OpenAPIService, isOpenAPIPath } from './openapi.js';
 import { resolveRequestInfo, type RequestInfo } from './requestinfo.js';
 import { handleResource } from './resources.js';
@@ -28,12 +29,14 @@ export interface AppOptions {
   visibleTo?: (attrs: Attributes) => ((obj: KubeObject) => boolean) | undefined;
   /** host:port clients reach this server at, for /api's serverAddressByClientCIDRs. */
   serverAddress: string;
+  /** The token issuer's OpenID discovery and keys. */
+  oidc?: OidcOptions;
   log: Logger;
 }
 
 const HEALTH_PATHS = ['/healthz', '/livez', '/readyz'];
 /** Paths anyone may read without credentials (kube's system:public-info-viewer). */
-const PUBLIC_PATHS = [...HEALTH_PATHS, '/version'];
+const PUBLIC_PATHS = [...HEALTH_PATHS, '/version', ...OIDC_PATHS];
 
 interface Locals {
   info: RequestInfo;
@@ -77,6 +80,7 @@ export function createApp(opts: AppOptions): express.Express {
   } as Record<string, (req: Request, res: Response) => Promise<void>>;
   // The OpenAPI documents depend only on the definitions: built once, here.
   const openapi = new OpenAPIService(opts.registry.definitions);
+  const oidc = opts.oidc && oidcHandler(opts.oidc);
 
   app.use(async (req: Request, res: Response) => {
     const { info } = locals(res);
@@ -87,6 +91,7 @@ export function createApp(opts: AppOptions): express.Express {
     }
     if (health[path]) return health[path](req, res);
     if (isOpenAPIPath(path)) return openapi.serve(req, res, path);
+    if (oidc && OIDC_PATHS.includes(path)) return oidc(req, res, path);
     const doc = nonResourceDocument(path, opts);
     if (!doc) throw errors.notFoundPath();
     writeObject(res, 200, doc, negotiateResponse(req.headers.accept));

@@ -29,6 +29,7 @@ import * as errors from '../../apimachinery/status.js';
 import { isPlainObject, type KubeObject } from '../../apimachinery/types.js';
 import { isMaster, TEAM_GROUP_PREFIX, teamsOf, type UserInfo } from '../../apimachinery/user.js';
 import type { Strategy } from '../strategy.js';
+import { validateScopeAndRules } from './keyscope.js';
 
 export const GROUP = 'management.platform.sh';
 export const RESOURCE = 'ownedaccesskeys';
@@ -159,14 +160,6 @@ function validateStrings(values: unknown, at: Path, what: string, errs: FieldErr
   });
 }
 
-function validateEntries(entries: unknown, at: Path, field: string, errs: FieldError[]): void {
-  if (!Array.isArray(entries)) return;
-  entries.forEach((entry, i) => {
-    const value = isPlainObject(entry) ? entry[field] : undefined;
-    if (typeof value !== 'string' || value.trim() === '') errs.push(fieldError.required(at.index(i).child(field), ''));
-  });
-}
-
 /** The rules the schema cannot say; `key` is checked by the caller (create and update differ). */
 function validateSpec(obj: KubeObject): FieldError[] {
   const s = obj.spec ?? {};
@@ -177,30 +170,7 @@ function validateSpec(obj: KubeObject): FieldError[] {
   if (typeof s.ttl === 'number' && s.ttl < 0) errs.push(fieldError.invalid(spec.child('ttl'), s.ttl, 'must be greater than or equal to 0'));
   if (typeof s.type === 'string' && !(KEY_TYPES as readonly string[]).includes(s.type)) errs.push(fieldError.notSupported(spec.child('type'), s.type, KEY_TYPES.filter(Boolean)));
   validateStrings(s.groups, spec.child('groups'), 'group name', errs);
-  const scope = s.scope ?? {};
-  const sp = spec.child('scope');
-  validateEntries(scope.roles, sp.child('roles'), 'role', errs);
-  validateEntries(scope.projects, sp.child('projects'), 'project', errs);
-  validateEntries(scope.clusters, sp.child('clusters'), 'cluster', errs);
-  if (Array.isArray(s.rules)) {
-    s.rules.forEach((rule: any, i: number) => {
-      const at = spec.child('rules').index(i);
-      if (!isPlainObject(rule)) return;
-      if (Array.isArray(rule.verbs)) {
-        rule.verbs.forEach((v: unknown, j: number) => {
-          if (typeof v === 'string' && v !== '*' && !/^[a-z]+$/.test(v)) errs.push(fieldError.invalid(at.child('verbs').index(j), v, "must be '*' or a lowercase verb such as get, list or create"));
-        });
-      }
-      (Array.isArray(rule.resources) ? rule.resources : []).forEach((gr: any, j: number) => {
-        if (isPlainObject(gr) && Array.isArray(gr.resourceNames) && gr.resourceNames.length && !(Array.isArray(gr.resources) && gr.resources.length)) {
-          errs.push(fieldError.required(at.child('resources').index(j).child('resources'), 'resourceNames requires resources'));
-        }
-      });
-      (Array.isArray(rule.nonResourceURLs) ? rule.nonResourceURLs : []).forEach((u: unknown, j: number) => {
-        if (typeof u === 'string' && u !== '*' && !u.startsWith('/')) errs.push(fieldError.invalid(at.child('nonResourceURLs').index(j), u, "must start with '/'"));
-      });
-    });
-  }
+  errs.push(...validateScopeAndRules(s, spec));
   return errs;
 }
 

@@ -1,0 +1,114 @@
+/**
+ * DirectClusterEndpointToken: `POST {api}/directclusterendpointtokens` answers a signed JWT that lets the caller
+ * connect straight to a connected cluster, which verifies it offline with the keys published at /openid/v1/jwks.
+ * Tokens are not stored; the kind is create-only.
+ *
+ * Claims: iss (--token-issuer), sub (the caller), uid and groups (the caller's), aud (direct cluster endpoints),
+ * iat, nbf, exp (iat + ttl), jti (unique per token, for audit), and `scope`: spec.scope with the deprecated
+ * spec.allowPlatformCli as the role `platformCLI` and spec.rules carried as `scope.rules`.
+ */
+import { randomUUID } from 'node:crypto';
+import { SignJWT } from 'jose';
+import { Path, fieldError, type FieldError } from '../apimachinery/field.js';
+import type { StructuralSchema } from '../apimachinery/schema.js';
+import * as errors from '../apimachinery/status.js';
+import type { KubeObject } from '../apimachinery/types.js';
+import { nowRFC3339 } from '../apimachinery/time.js';
+import type { ResourceDefinition } from '../registry/definitions.js';
+import { validateScopeAndRules } from '../registry/kinds/keyscope.js';
+import type { Signer } from '../tokens/signingkeys.js';
+import { answer, type Action, type ActionCall } from './action.js';
+
+const GROUP = 'management.platform.sh';
+const RESOURCE = 'directclusterendpointtokens';
+const KIND = 'DirectClusterEndpointToken';
+/** The audience every direct cluster endpoint token is for; a connected cluster accepts only this one. */
+export const DIRECT_CLUSTER_ENDPOINT_AUDIENCE = 'management.platform.sh/direct-cluster-endpoint';
+/** The lifetime of a token that asks for none. */
+export const DEFAULT_TOKEN_TTL_SECONDS = 3600;
+const CLI_ROLE = 'platformCLI';
+
+export interface DirectTokenOptions {
+  /** The `iss` of every token (--token-issuer). */
+  issuer: string;
+  /** Longer ttls are shortened to this (--token-max-ttl). */
+  maxTtlSeconds: number;
+  signer(): Promise<Signer>;
+}
+
+/** The request schema: ttl, and scope, rules and allowPlatformCli as OwnedAccessKeys have them. */
+function requestSchema(keyDefinition: ResourceDefinition | undefined): StructuralSchema {
+  const keySpec = keyDefinition?.schema.properties?.spec?.properties ?? {};
+  const spec: StructuralSchema = {
+    type: 'object',
+    properties: { ttl: { type: 'integer', format: 'int64' }, scope: keySpec.scope, rules: keySpec.rules, allowPlatformCli: keySpec.allowPlatformCli },
+  };
+  for (const [field, s] of Object.entries(spec.properties!)) if (!s) throw new Error(`the OwnedAccessKey schema has no spec.${field} to share`);
+  return {
+    type: 'object',
+    properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { type: 'object' }, spec, status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+  };
+}
+
+export function directClusterEndpointTokenAction(definitions: ResourceDefinition[], opts: DirectTokenOptions): Action {
+  const action: Action = {
+    group: GROUP,
+    version: 'v1',
+    resource: RESOURCE,
+    subresource: '',
+    kind: KIND,
+    namespaced: false,
+    verbs: ['create'],
+    schema: requestSchema(definitions.find((d) => d.group === GROUP && d.kind === 'OwnedAccessKey')),
+    async serve(call: ActionCall): Promise<KubeObject> {
+      const { user } = call;
+      // The token would carry the caller's identity without the credential's restriction (as for access keys).
+      if (user.restriction) {
+        throw errors.forbidden({ group: GROUP, resource: RESOURCE }, '', `User ${JSON.stringify(user.name)} cannot create resource "${RESOURCE}" in API group "${GROUP}" at the cluster scope: a credential with a scope or rules may not create tokens`);
+      }
+      const spec = (call.object!.spec ?? {}) as Record<string, any>;
+      const errs: FieldError[] = validateScopeAndRules(spec, Path.root('spec'));
+      if (typeof spec.ttl === 'number' && spec.ttl < 0) errs.push(fieldError.invalid(Path.root('spec').child('ttl'), spec.ttl, 'must be greater than or equal to 0 (0 or absent: the default of 3600 seconds)'));
+      if (errs.length) throw errors.invalid({ group: GROUP, kind: KIND }, '', errs);
+
+      let ttl = spec.ttl || DEFAULT_TOKEN_TTL_SECONDS;
+      if (ttl > opts.maxTtlSeconds) {
+        call.warnings.push(`spec.ttl ${ttl} is longer than this server issues tokens for; the token expires after ${opts.maxTtlSeconds} seconds`);
+        ttl = opts.maxTtlSeconds;
+      }
+      if (spec.allowPlatformCli !== undefined) call.warnings.push(`spec.allowPlatformCli is deprecated; use a spec.scope.roles entry with role "${CLI_ROLE}"`);
+      if (spec.rules !== undefined) call.warnings.push('spec.rules is deprecated; use spec.scope.projects, spec.scope.spaces and spec.scope.virtualClusters');
+
+      const signer = await opts.signer();
+      const iat = Math.floor(Date.now() / 1000);
+      const scope = tokenScope(spec);
+      const claims: Record<string, unknown> = { groups: user.groups };
+      if (user.uid) claims.uid = user.uid;
+      if (scope) claims.scope = scope;
+      const token = await new SignJWT(claims)
+        .setProtectedHeader({ alg: signer.alg, kid: signer.kid, typ: 'JWT' })
+        .setIssuer(opts.issuer)
+        .setSubject(user.name)
+        .setAudience([DIRECT_CLUSTER_ENDPOINT_AUDIENCE])
+        .setIssuedAt(iat)
+        .setNotBefore(iat)
+        .setExpirationTime(iat + ttl)
+        .setJti(randomUUID())
+        .sign(signer.key);
+      const { metadata } = call.object!;
+      return answer(action, metadata, { spec: { ...spec, ttl }, status: { token, expirationTimestamp: nowRFC3339(new Date((iat + ttl) * 1000)) } });
+    },
+  };
+  return action;
+}
+
+/** spec.scope with the deprecated fields mapped in; undefined when the token is not narrowed at all. */
+function tokenScope(spec: Record<string, any>): Record<string, unknown> | undefined {
+  const scope: Record<string, any> = { ...(spec.scope ?? {}) };
+  if (spec.allowPlatformCli === true && !(scope.roles ?? []).some((r: { role?: string }) => r.role === CLI_ROLE)) {
+    scope.roles = [...(scope.roles ?? []), { role: CLI_ROLE }];
+  }
+  if (Array.isArray(spec.rules) && spec.rules.length) scope.rules = spec.rules;
+  const narrowed = Object.values(scope).some((v) => !Array.isArray(v) || v.length > 0);
+  return narrowed ? scope : undefined;
+}

@@ -1,0 +1,44 @@
+/**
+ * The scope and the deprecated rules shared by OwnedAccessKeys and DirectClusterEndpointTokens: what their schema
+ * cannot say (names present, verbs and URLs well formed, resourceNames only with resources).
+ */
+import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
+import { isPlainObject } from '../../apimachinery/types.js';
+
+function validateEntries(entries: unknown, at: Path, field: string, errs: FieldError[]): void {
+  if (!Array.isArray(entries)) return;
+  entries.forEach((entry, i) => {
+    const value = isPlainObject(entry) ? entry[field] : undefined;
+    if (typeof value !== 'string' || value.trim() === '') errs.push(fieldError.required(at.index(i).child(field), ''));
+  });
+}
+
+/** `spec` holds `scope` and `rules`; `at` is the path of spec. */
+export function validateScopeAndRules(s: Record<string, any>, spec: Path): FieldError[] {
+  const errs: FieldError[] = [];
+  const scope = s.scope ?? {};
+  const sp = spec.child('scope');
+  validateEntries(scope.roles, sp.child('roles'), 'role', errs);
+  validateEntries(scope.projects, sp.child('projects'), 'project', errs);
+  validateEntries(scope.clusters, sp.child('clusters'), 'cluster', errs);
+  if (Array.isArray(s.rules)) {
+    s.rules.forEach((rule: any, i: number) => {
+      const at = spec.child('rules').index(i);
+      if (!isPlainObject(rule)) return;
+      if (Array.isArray(rule.verbs)) {
+        rule.verbs.forEach((v: unknown, j: number) => {
+          if (typeof v === 'string' && v !== '*' && !/^[a-z]+$/.test(v)) errs.push(fieldError.invalid(at.child('verbs').index(j), v, "must be '*' or a lowercase verb such as get, list or create"));
+        });
+      }
+      (Array.isArray(rule.resources) ? rule.resources : []).forEach((gr: any, j: number) => {
+        if (isPlainObject(gr) && Array.isArray(gr.resourceNames) && gr.resourceNames.length && !(Array.isArray(gr.resources) && gr.resources.length)) {
+          errs.push(fieldError.required(at.child('resources').index(j).child('resources'), 'resourceNames requires resources'));
+        }
+      });
+      (Array.isArray(rule.nonResourceURLs) ? rule.nonResourceURLs : []).forEach((u: unknown, j: number) => {
+        if (typeof u === 'string' && u !== '*' && !u.startsWith('/')) errs.push(fieldError.invalid(at.child('nonResourceURLs').index(j), u, "must start with '/'"));
+      });
+    });
+  }
+  return errs;
+}
