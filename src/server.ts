@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { directClusterEndpointTokenAction } from './actions/directclusterendpointtoken.js';
 import { importVirtualClusterAction } from './actions/importvirtualcluster.js';
+import { kubeConfigAction } from './actions/kubeconfig.js';
 import * as errors from './apimachinery/status.js';
 import { clientCertificateAuthorities, setUpAuth } from './auth/setup.js';
 import { HostCluster } from './host/cluster.js';
@@ -77,7 +78,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     cleanups.push(() => registry.stop());
     const tls = await servingCertificate(config);
     const hostCluster = HostCluster.load({ kubeconfig: config.kubeconfig });
-    if (!hostCluster) log.info('no host cluster configured: TokenReview, SubjectAccessReview and the access sync to host RBAC are off');
+    if (!hostCluster) log.info('no host cluster configured: TokenReview, SubjectAccessReview, the access sync to host RBAC and virtual cluster kube configs are off');
+    registry.addAction(kubeConfigAction(registry, hostCluster));
     const controllers = startControllers({
       client: storage.client,
       etcdPrefix: config.etcdPrefix,

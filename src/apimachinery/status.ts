@@ -139,6 +139,11 @@ export function serverTimeout(gr: GroupResource, operation: string, retryAfterSe
   return failure(500, 'ServerTimeout', message, { group: gr.group || undefined, kind: gr.resource, name: operation, retryAfterSeconds });
 }
 
+/** 504 Timeout: the request could not be completed in time (kube's StatusReasonTimeout). */
+export function timeout(message: string, retryAfterSeconds = 1): StatusError {
+  return failure(504, 'Timeout', message, { retryAfterSeconds });
+}
+
 /** 410 Expired: a resourceVersion or continue token older than what is kept. */
 export function expired(message: string): StatusError {
   return failure(410, 'Expired', message);

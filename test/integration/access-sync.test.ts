@@ -347,7 +347,7 @@ describe('without a host cluster', () => {
     writeFileSync(join(dir, 'tokens.csv'), `${ROOT},root,uid-root,"system:masters"\n`);
     const p = await startServerProcess({ etcdEndpoint: ts.etcd.endpoint, etcdPrefix: `/no-host-${randomBytes(4).toString('hex')}`, tokenAuthFile: join(dir, 'tokens.csv') });
     try {
-      const off = p.logs.filter((l) => /access sync to host RBAC are off/.test(l.msg));
+      const off = p.logs.filter((l) => /the access sync to host RBAC and virtual cluster kube configs are off/.test(l.msg));
       expect(off).toHaveLength(1);
       const c = p.client(ROOT);
       const body = secretBody('plain');

@@ -1,0 +1,124 @@
+/**
+ * VirtualClusterInstanceKubeConfig: GET or POST `.../virtualclusterinstances/<name>/kubeconfig` answers a kube
+ * config for the virtual cluster: its ingress endpoint as server, its CA, and a new client certificate and key
+ * for the caller, issued by the virtual cluster itself (src/host/virtualcluster.ts). Nothing is stored; the key
+ * exists only in the answer.
+ *
+ * The certificate names the caller (CN) and its groups (O), leaving out `system:` groups: those belong to the
+ * management API (kube's client signer refuses system:masters, and system:authenticated is added by the virtual
+ * cluster itself).
+ */
+import yaml from 'js-yaml';
+import { Path, fieldError } from '../apimachinery/field.js';
+import type { StructuralSchema } from '../apimachinery/schema.js';
+import * as errors from '../apimachinery/status.js';
+import type { KubeObject } from '../apimachinery/types.js';
+import { HostClusterError, type HostCluster } from '../host/cluster.js';
+import { CertificateNotIssuedError, VirtualClusterConnectionError, connectVirtualCluster, issueClientCertificate } from '../host/virtualcluster.js';
+import type { Registry } from '../registry/registry.js';
+import { answer, type Action, type ActionCall } from './action.js';
+
+const GROUP = 'management.platform.sh';
+const VERSION = 'v1';
+const KIND = 'VirtualClusterInstanceKubeConfig';
+/** The spec's default certificate lifetime: one day. */
+export const DEFAULT_CERTIFICATE_TTL_SECONDS = 86400;
+/** The shortest lifetime a CertificateSigningRequest may ask for (kube's validation). */
+export const MIN_CERTIFICATE_TTL_SECONDS = 600;
+/** How long a request waits for the virtual cluster to sign. */
+const SIGNING_TIMEOUT_MS = 10_000;
+
+const schema: StructuralSchema = {
+  type: 'object',
+  properties: {
+    apiVersion: { type: 'string' },
+    kind: { type: 'string' },
+    metadata: { type: 'object' },
+    spec: { type: 'object', properties: { certificateTTL: { type: 'integer', format: 'int64' } } },
+    status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+  },
+};
+
+export function kubeConfigAction(registry: Registry, host: HostCluster | undefined): Action {
+  const instances = registry.lookup(GROUP, VERSION, 'virtualclusterinstances')!;
+  const action: Action = {
+    group: GROUP,
+    version: VERSION,
+    resource: 'virtualclusterinstances',
+    subresource: 'kubeconfig',
+    kind: KIND,
+    namespaced: true,
+    anyNamespace: true,
+    verbs: ['create', 'get'],
+    schema,
+    async serve(call: ActionCall): Promise<KubeObject> {
+      const ttl = certificateTTL(call);
+      // Without a namespace the name matched no instance the caller may use (app.ts findNamespace).
+      if (!call.namespace) throw errors.notFound(instances.def.groupResource, call.name);
+      const instance = await instances.get(call.namespace, call.name);
+      const where = `VirtualClusterInstance ${call.namespace}/${call.name}`;
+      const endpoint: string | undefined = instance.spec?.ingressEndpoint;
+      if (!endpoint) throw errors.badRequest(`${where} has no ingress endpoint (spec.ingressEndpoint): a kube config is made only for a virtual cluster reachable through an ingress`);
+      const ref = instance.spec?.clusterRef ?? {};
+      if (!ref.namespace) throw errors.badRequest(`${where} does not say where the virtual cluster runs (spec.clusterRef.namespace), so its connection cannot be found`);
+      if (!host) throw errors.serviceUnavailable('no host cluster is configured (--kubeconfig, or in-cluster): the virtual cluster cannot be reached to issue a certificate');
+
+      const kubeConfig = await withStatusErrors(async () => {
+        const vc = await connectVirtualCluster(host, ref.namespace, ref.virtualCluster || call.name);
+        const groups = call.user.groups.filter((g) => !g.startsWith('system:'));
+        const cert = await issueClientCertificate(vc.api, { user: call.user.name, groups, expirationSeconds: ttl, timeoutMs: SIGNING_TIMEOUT_MS });
+        return renderKubeConfig(`platform_${call.namespace}_${call.name}`, endpoint, vc.caData, cert.certificatePem, cert.keyPem);
+      });
+      const metadata = { name: call.name, namespace: call.namespace };
+      return answer(action, metadata, { spec: { certificateTTL: ttl }, status: { kubeConfig } });
+    },
+  };
+  return action;
+}
+
+/** spec.certificateTTL of a POST, the certificateTTL query parameter of a GET; 0 asks for no lifetime. */
+function certificateTTL(call: ActionCall): number {
+  let ttl: unknown = DEFAULT_CERTIFICATE_TTL_SECONDS;
+  if (call.verb === 'create') {
+    ttl = call.object?.spec?.certificateTTL ?? ttl;
+  } else if (call.query.has('certificateTTL')) {
+    const text = call.query.get('certificateTTL')!;
+    if (!/^\d+$/.test(text)) throw errors.badRequest(`the certificateTTL query parameter must be a whole number of seconds (got ${JSON.stringify(text)})`);
+    ttl = Number(text);
+  }
+  const n = ttl as number;
+  if (n !== 0 && n < MIN_CERTIFICATE_TTL_SECONDS) {
+    const at = Path.root('spec').child('certificateTTL');
+    throw errors.invalid({ group: GROUP, kind: KIND }, call.name, [
+      fieldError.invalid(at, n, `must be 0 (the virtual cluster's signing duration) or at least ${MIN_CERTIFICATE_TTL_SECONDS} seconds, the shortest a certificate signing request may ask for`),
+    ]);
+  }
+  return n;
+}
+
+/** Failures to reach or use the virtual cluster as Statuses: unreachable or not ready 503, refused 500, slow 504. */
+async function withStatusErrors<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof VirtualClusterConnectionError) throw err.missing ? errors.serviceUnavailable(err.message) : errors.internalError(new Error(err.message));
+    if (err instanceof CertificateNotIssuedError) throw err.timedOut ? errors.timeout(err.message) : errors.internalError(new Error(err.message));
+    if (err instanceof HostClusterError) throw errors.serviceUnavailable(err.message);
+    throw err;
+  }
+}
+
+function renderKubeConfig(name: string, server: string, caData: string, certificatePem: string, keyPem: string): string {
+  const b64 = (text: string) => Buffer.from(text).toString('base64');
+  return yaml.dump(
+    {
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name, cluster: { server, 'certificate-authority-data': caData } }],
+      users: [{ name, user: { 'client-certificate-data': b64(certificatePem), 'client-key-data': b64(keyPem) } }],
+      contexts: [{ name, context: { cluster: name, user: name } }],
+      'current-context': name,
+    },
+    { lineWidth: -1 },
+  );
+}

@@ -1,0 +1,128 @@
+/**
+ * A virtual cluster's own API, reached with the connection vcluster keeps in its host namespace (the Secret
+ * `vc-<virtual cluster>`, key `config`: a kubeconfig with the virtual cluster's CA and an admin credential), and
+ * the one thing this server asks of it: a client certificate through a CertificateSigningRequest that the server
+ * approves itself. Errors are HostClusterErrors whose messages carry no credentials.
+ */
+import { generateKeyPairSync } from 'node:crypto';
+import { CertificatesV1Api, CoreV1Api, KubeConfig, type V1CertificateSigningRequest } from '@kubernetes/client-node';
+import forge from 'node-forge';
+import { sleep } from '../controllers/sleep.js';
+import { HostCluster, HostClusterError } from './cluster.js';
+
+export const CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client';
+const CONNECTION_KEY = 'config';
+
+/** The Secret that holds a virtual cluster's connection, by vcluster's convention. */
+export const connectionSecretName = (virtualCluster: string) => `vc-${virtualCluster}`;
+
+/** Why there is no connection to a virtual cluster: not (yet) there, or there but unusable. */
+export class VirtualClusterConnectionError extends Error {
+  constructor(
+    message: string,
+    readonly missing: boolean,
+  ) {
+    super(message);
+    this.name = 'VirtualClusterConnectionError';
+  }
+}
+
+export interface VirtualCluster {
+  api: HostCluster;
+  /** The virtual cluster's CA (PEM, base64 as in a kubeconfig). */
+  caData: string;
+}
+
+/** Reads `vc-<name>` in `namespace` of the host and connects to the virtual cluster it describes. */
+export async function connectVirtualCluster(host: HostCluster, namespace: string, name: string): Promise<VirtualCluster> {
+  const secretName = connectionSecretName(name);
+  const where = `Secret ${namespace}/${secretName} in the host cluster`;
+  let data: Record<string, string> | undefined;
+  try {
+    data = (await host.call(`reading ${where}`, () => host.api(CoreV1Api).readNamespacedSecret({ name: secretName, namespace }))).data;
+  } catch (err) {
+    if (err instanceof HostClusterError && err.code === 404) throw new VirtualClusterConnectionError(`the virtual cluster's connection (${where}) does not exist; is the virtual cluster running?`, true);
+    throw err;
+  }
+  if (!data?.[CONNECTION_KEY]) throw new VirtualClusterConnectionError(`${where} has no key ${JSON.stringify(CONNECTION_KEY)}`, false);
+  const kc = new KubeConfig();
+  try {
+    kc.loadFromString(Buffer.from(data[CONNECTION_KEY], 'base64').toString('utf8'));
+  } catch (err) {
+    throw new VirtualClusterConnectionError(`${where}: key ${JSON.stringify(CONNECTION_KEY)} is not a kubeconfig: ${(err as Error).message.split('\n')[0]}`, false);
+  }
+  const cluster = kc.getCurrentCluster();
+  if (!cluster?.server) throw new VirtualClusterConnectionError(`${where}: the kubeconfig has no current cluster`, false);
+  if (!cluster.caData) throw new VirtualClusterConnectionError(`${where}: the kubeconfig's cluster has no certificate-authority-data`, false);
+  return { api: new HostCluster(kc), caData: cluster.caData };
+}
+
+export interface ClientCertificateRequest {
+  /** The certificate's common name: the user the virtual cluster will see. */
+  user: string;
+  /** Its organizations: the user's groups there. */
+  groups: string[];
+  /** 0 or undefined: no lifetime asked for (the cluster's signing duration applies). */
+  expirationSeconds?: number;
+  /** How long to wait for the signer (bounded: the caller is waiting on an HTTP request). */
+  timeoutMs: number;
+}
+
+export interface ClientCertificate {
+  certificatePem: string;
+  keyPem: string;
+}
+
+/** The certificate was not issued: refused, failed, or not in time. */
+export class CertificateNotIssuedError extends Error {
+  constructor(
+    message: string,
+    readonly timedOut: boolean,
+  ) {
+    super(message);
+    this.name = 'CertificateNotIssuedError';
+  }
+}
+
+/**
+ * A new key pair and a client certificate for it: a CSR for kube-apiserver-client, approved by this server (with
+ * the connection's admin credential), then polled until the signer issues the certificate. The private key exists
+ * only in the returned value.
+ */
+export async function issueClientCertificate(vc: HostCluster, req: ClientCertificateRequest): Promise<ClientCertificate> {
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const keyPem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const csr = forge.pki.createCertificationRequest();
+  csr.publicKey = forge.pki.publicKeyFromPem(publicKey.export({ type: 'spki', format: 'pem' }).toString());
+  csr.setSubject([{ name: 'commonName', value: req.user }, ...req.groups.map((g) => ({ name: 'organizationName', value: g }))]);
+  csr.sign(forge.pki.privateKeyFromPem(keyPem), forge.md.sha256.create());
+
+  const certificates = vc.api(CertificatesV1Api);
+  const body: V1CertificateSigningRequest = {
+    apiVersion: 'certificates.k8s.io/v1',
+    kind: 'CertificateSigningRequest',
+    metadata: { generateName: 'platform-kubeconfig-' },
+    spec: {
+      request: Buffer.from(forge.pki.certificationRequestToPem(csr)).toString('base64'),
+      signerName: CLIENT_SIGNER,
+      usages: ['digital signature', 'key encipherment', 'client auth'],
+      ...(req.expirationSeconds ? { expirationSeconds: req.expirationSeconds } : {}),
+    },
+  };
+  const created = await vc.call('creating a CertificateSigningRequest in the virtual cluster', () => certificates.createCertificateSigningRequest({ body }));
+  const name = created.metadata!.name!;
+  const approval = { type: 'Approved', status: 'True', reason: 'PlatformKubeConfig', message: `kube config for ${req.user}, approved by the management API` };
+  await vc.call(`approving CertificateSigningRequest ${name}`, () =>
+    certificates.replaceCertificateSigningRequestApproval({ name, body: { ...created, status: { ...created.status, conditions: [approval] } } }),
+  );
+
+  const deadline = Date.now() + req.timeoutMs;
+  for (let delay = 50; ; delay = Math.min(delay * 2, 500)) {
+    const current = await vc.call(`reading CertificateSigningRequest ${name}`, () => certificates.readCertificateSigningRequest({ name }));
+    if (current.status?.certificate) return { certificatePem: Buffer.from(current.status.certificate, 'base64').toString('utf8'), keyPem };
+    const refused = current.status?.conditions?.find((c) => (c.type === 'Failed' || c.type === 'Denied') && c.status === 'True');
+    if (refused) throw new CertificateNotIssuedError(`the virtual cluster's signer did not issue the certificate (CertificateSigningRequest ${name}: ${refused.type}, ${refused.reason ?? ''}: ${refused.message ?? ''})`, false);
+    if (Date.now() + delay > deadline) throw new CertificateNotIssuedError(`the virtual cluster did not issue the certificate within ${req.timeoutMs / 1000}s (CertificateSigningRequest ${name} is approved; is its signer running?)`, true);
+    await sleep(delay);
+  }
+}
