@@ -49,6 +49,11 @@ export interface Action {
   serve(call: ActionCall): Promise<KubeObject>;
 }
 
+/** A request kind's schema: apiVersion, kind and metadata, and the kind's own `fields`. */
+export function requestSchema(fields: Record<string, StructuralSchema>): StructuralSchema {
+  return { type: 'object', properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { type: 'object' }, ...fields } };
+}
+
 /** `group/version/resource/subresource`, the key actions are found by. */
 export function actionKey(a: { group: string; version: string; resource: string; subresource: string }): string {
   return `${a.group}/${a.version}/${a.resource}/${a.subresource}`;

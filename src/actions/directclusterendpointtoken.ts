@@ -17,7 +17,7 @@ import { nowRFC3339 } from '../apimachinery/time.js';
 import type { ResourceDefinition } from '../registry/definitions.js';
 import { validateScopeAndRules } from '../registry/kinds/keyscope.js';
 import type { Signer } from '../tokens/signingkeys.js';
-import { answer, type Action, type ActionCall } from './action.js';
+import { answer, requestSchema, type Action, type ActionCall } from './action.js';
 
 const GROUP = 'management.platform.sh';
 const RESOURCE = 'directclusterendpointtokens';
@@ -37,17 +37,14 @@ export interface DirectTokenOptions {
 }
 
 /** The request schema: ttl, and scope, rules and allowPlatformCli as OwnedAccessKeys have them. */
-function requestSchema(keyDefinition: ResourceDefinition | undefined): StructuralSchema {
+function tokenSchema(keyDefinition: ResourceDefinition | undefined): StructuralSchema {
   const keySpec = keyDefinition?.schema.properties?.spec?.properties ?? {};
   const spec: StructuralSchema = {
     type: 'object',
     properties: { ttl: { type: 'integer', format: 'int64' }, scope: keySpec.scope, rules: keySpec.rules, allowPlatformCli: keySpec.allowPlatformCli },
   };
   for (const [field, s] of Object.entries(spec.properties!)) if (!s) throw new Error(`the OwnedAccessKey schema has no spec.${field} to share`);
-  return {
-    type: 'object',
-    properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { type: 'object' }, spec, status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-  };
+  return requestSchema({ spec, status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } });
 }
 
 export function directClusterEndpointTokenAction(definitions: ResourceDefinition[], opts: DirectTokenOptions): Action {
@@ -59,7 +56,7 @@ export function directClusterEndpointTokenAction(definitions: ResourceDefinition
     kind: KIND,
     namespaced: false,
     verbs: ['create'],
-    schema: requestSchema(definitions.find((d) => d.group === GROUP && d.kind === 'OwnedAccessKey')),
+    schema: tokenSchema(definitions.find((d) => d.group === GROUP && d.kind === 'OwnedAccessKey')),
     async serve(call: ActionCall): Promise<KubeObject> {
       const { user } = call;
       // The token would carry the caller's identity without the credential's restriction (as for access keys).

@@ -17,7 +17,7 @@ import { validateOwner } from '../registry/kinds/access.js';
 import { projectNamespace } from '../registry/kinds/project.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
-import { answer, type Action, type ActionCall } from './action.js';
+import { answer, requestSchema, type Action, type ActionCall } from './action.js';
 
 const GROUP = 'management.platform.sh';
 const VERSION = 'v1';
@@ -34,19 +34,13 @@ const placed: Record<'owner' | 'importName' | 'upgradeToPro' | 'skipHelmDeploy',
 };
 type Placed = keyof typeof placed;
 
-const schema: StructuralSchema = {
-  type: 'object',
-  properties: {
-    apiVersion: { type: 'string' },
-    kind: { type: 'string' },
-    metadata: { type: 'object' },
-    sourceVirtualCluster: {
-      type: 'object',
-      properties: { name: { type: 'string' }, namespace: { type: 'string' }, cluster: { type: 'string' }, ...placed },
-    },
-    ...placed,
+const schema = requestSchema({
+  sourceVirtualCluster: {
+    type: 'object',
+    properties: { name: { type: 'string' }, namespace: { type: 'string' }, cluster: { type: 'string' }, ...placed },
   },
-};
+  ...placed,
+});
 
 interface Source {
   name?: string;

@@ -10,13 +10,12 @@
  */
 import yaml from 'js-yaml';
 import { Path, fieldError } from '../apimachinery/field.js';
-import type { StructuralSchema } from '../apimachinery/schema.js';
 import * as errors from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { HostClusterError, type HostCluster } from '../host/cluster.js';
 import { CertificateNotIssuedError, VirtualClusterConnectionError, connectVirtualCluster, issueClientCertificate } from '../host/virtualcluster.js';
 import type { Registry } from '../registry/registry.js';
-import { answer, type Action, type ActionCall } from './action.js';
+import { answer, requestSchema, type Action, type ActionCall } from './action.js';
 
 const GROUP = 'management.platform.sh';
 const VERSION = 'v1';
@@ -28,16 +27,10 @@ export const MIN_CERTIFICATE_TTL_SECONDS = 600;
 /** How long a request waits for the virtual cluster to sign. */
 const SIGNING_TIMEOUT_MS = 10_000;
 
-const schema: StructuralSchema = {
-  type: 'object',
-  properties: {
-    apiVersion: { type: 'string' },
-    kind: { type: 'string' },
-    metadata: { type: 'object' },
-    spec: { type: 'object', properties: { certificateTTL: { type: 'integer', format: 'int64' } } },
-    status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
-  },
-};
+const schema = requestSchema({
+  spec: { type: 'object', properties: { certificateTTL: { type: 'integer', format: 'int64' } } },
+  status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+});
 
 export function kubeConfigAction(registry: Registry, host: HostCluster | undefined): Action {
   const instances = registry.lookup(GROUP, VERSION, 'virtualclusterinstances')!;

@@ -7,39 +7,30 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { Etcd3 } from 'etcd3';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { API_VERSION } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient } from '../support/http.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { startTestServer, startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
 
 const AUDIENCE = 'management.platform.sh/direct-cluster-endpoint';
 const TOKENS_PATH = `${GROUP_PATH}/directclusterendpointtokens`;
-const TOKENS = { root: 'root-token-dcet', bob: 'bob-token-dcet' };
 
 let etcd: TestEtcd;
 let ts: TestServer;
-let dir: string;
 let root: HttpClient;
 let bob: HttpClient;
 
 beforeAll(async () => {
   etcd = await startTestEtcd();
-  dir = mkdtempSync(join(tmpdir(), 'dcet-'));
-  const tokenFile = join(dir, 'tokens.csv');
-  writeFileSync(tokenFile, `${TOKENS.root},root,uid-root,"system:masters"\n${TOKENS.bob},bob,uid-bob,"platform:team:dev"\n`, { mode: 0o600 });
-  ts = await startTestServer({ tokenAuthFile: tokenFile, tokenMaxTtlMs: 2 * 3600_000 }, etcd);
-  root = ts.client(TOKENS.root);
-  bob = ts.client(TOKENS.bob);
+  const server = await startTestServerWithUsers({ root: ['system:masters'], bob: ['platform:team:dev'] }, { tokenMaxTtlMs: 2 * 3600_000 }, etcd);
+  ({ root, bob } = server.as);
+  ts = server;
 }, 120_000);
 
 afterAll(async () => {
   await ts?.stop();
   await etcd?.stop();
-  rmSync(dir, { recursive: true, force: true });
 }, 60_000);
 
 function tokenBody(spec: Record<string, unknown> = {}): Record<string, unknown> {

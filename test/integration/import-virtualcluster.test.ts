@@ -3,38 +3,28 @@
  * p-<project>, owned as asked, pointing at the source; every refusal a Status naming what is wrong, nothing stored.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { API_VERSION, CLUSTERS_PATH, MERGE_PATCH, clusterBody, uniq } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient } from '../support/http.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
 
-const TOKENS = { bob: 'bob-token-import', carol: 'carol-token-import', root: 'root-token-import' };
 const PROJECTS = `${GROUP_PATH}/projects`;
 const importPath = (project: string) => `${PROJECTS}/${project}/importvirtualcluster`;
 const vcisIn = (project: string) => `${GROUP_PATH}/namespaces/p-${project}/virtualclusterinstances`;
 
 let ts: TestServer;
-let dir: string;
 let root: HttpClient;
 let bob: HttpClient;
 let carol: HttpClient;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'import-'));
-  const tokenFile = join(dir, 'tokens.csv');
-  writeFileSync(tokenFile, `${TOKENS.root},root,uid-root,"system:masters"\n${TOKENS.bob},bob,uid-bob\n${TOKENS.carol},carol,uid-carol\n`, { mode: 0o600 });
-  ts = await startTestServer({ tokenAuthFile: tokenFile });
-  root = ts.client(TOKENS.root);
-  bob = ts.client(TOKENS.bob);
-  carol = ts.client(TOKENS.carol);
+  const server = await startTestServerWithUsers({ root: ['system:masters'], bob: [], carol: [] });
+  ({ root, bob, carol } = server.as);
+  ts = server;
 }, 120_000);
 
 afterAll(async () => {
   await ts?.stop();
-  rmSync(dir, { recursive: true, force: true });
 }, 60_000);
 
 async function createProject(spec: Record<string, unknown> = {}): Promise<any> {

@@ -8,21 +8,16 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { Etcd3 } from 'etcd3';
 import yaml from 'js-yaml';
 import { X509Certificate, createPrivateKey, createPublicKey } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { API_VERSION, uniq } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient } from '../support/http.js';
 import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { startTestServer, startTestServerWithUsers, type TestServer } from '../support/server.js';
 
-const TOKENS = { root: 'root-token-kc', bob: 'bob-token-kc', carol: 'carol-token-kc' };
 const DAY = 86400;
 
 let host: HostClusterStandIn;
 let vcluster: HostClusterStandIn;
 let ts: TestServer;
-let dir: string;
 let root: HttpClient;
 let bob: HttpClient;
 let carol: HttpClient;
@@ -30,20 +25,15 @@ let carol: HttpClient;
 beforeAll(async () => {
   host = await startHostCluster();
   vcluster = await startHostCluster({ csrSigningDelayMs: 150 });
-  dir = mkdtempSync(join(tmpdir(), 'kubeconfig-'));
-  const tokenFile = join(dir, 'tokens.csv');
-  writeFileSync(tokenFile, `${TOKENS.root},root,uid-root,"system:masters"\n${TOKENS.bob},bob,uid-bob,"platform:team:dev,system:serviceaccounts"\n${TOKENS.carol},carol,uid-carol\n`, { mode: 0o600 });
-  ts = await startTestServer({ tokenAuthFile: tokenFile, kubeconfig: host.kubeconfigPath });
-  root = ts.client(TOKENS.root);
-  bob = ts.client(TOKENS.bob);
-  carol = ts.client(TOKENS.carol);
+  const server = await startTestServerWithUsers({ root: ['system:masters'], bob: ['platform:team:dev', 'system:serviceaccounts'], carol: [] }, { kubeconfig: host.kubeconfigPath });
+  ({ root, bob, carol } = server.as);
+  ts = server;
 }, 120_000);
 
 afterAll(async () => {
   await ts?.stop();
   await host?.stop();
   await vcluster?.stop();
-  rmSync(dir, { recursive: true, force: true });
 }, 60_000);
 
 const vcis = (ns: string) => `${GROUP_PATH}/namespaces/${ns}/virtualclusterinstances`;

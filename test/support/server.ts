@@ -2,7 +2,7 @@
  * A real server for tests: real etcd (one per test file), real HTTPS on a free loopback port, the admin
  * token and kubeconfig of the embedded default, and a fresh etcd prefix per server.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -56,4 +56,35 @@ export async function startTestServer(overrides: Partial<Config> = {}, etcd?: Aw
       if (ownEtcd) await theEtcd.stop();
     },
   };
+}
+
+/**
+ * A test server whose --token-auth-file knows `users` (name → groups), each with a fresh token and uid
+ * `uid-<name>`; `as[name]` calls as that user. The token file goes with the server on stop().
+ */
+export async function startTestServerWithUsers<U extends string>(
+  users: Record<U, string[]>,
+  overrides: Partial<Config> = {},
+  etcd?: Awaited<ReturnType<typeof startTestEtcd>>,
+): Promise<TestServer & { as: Record<U, HttpClient> }> {
+  const dir = mkdtempSync(join(tmpdir(), 'test-users-'));
+  const tokens = Object.fromEntries(Object.keys(users).map((name) => [name, `${name}-${randomUUID()}`])) as Record<U, string>;
+  const lines = (Object.entries(users) as [U, string[]][]).map(([name, groups]) => `${tokens[name]},${name},uid-${name}${groups.length ? `,"${groups.join(',')}"` : ''}`);
+  const tokenAuthFile = join(dir, 'tokens.csv');
+  writeFileSync(tokenAuthFile, `${lines.join('\n')}\n`, { mode: 0o600 });
+  try {
+    const ts = await startTestServer({ tokenAuthFile, ...overrides }, etcd);
+    const as = Object.fromEntries(Object.keys(users).map((name) => [name, ts.client(tokens[name as U])])) as Record<U, HttpClient>;
+    return {
+      ...ts,
+      as,
+      async stop() {
+        await ts.stop();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
 }
