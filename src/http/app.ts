@@ -78,8 +78,8 @@ export function createApp(opts: AppOptions): express.Express {
     '/livez': healthHandler('livez', opts.health.livez),
     '/readyz': healthHandler('readyz', opts.health.readyz),
   } as Record<string, (req: Request, res: Response) => Promise<void>>;
-  // The OpenAPI documents depend only on the definitions: built once, here.
-  const openapi = new OpenAPIService(opts.registry.definitions);
+  // The OpenAPI documents depend only on the definitions and actions: built once, here.
+  const openapi = new OpenAPIService(opts.registry.definitions, opts.registry.actions);
   const oidc = opts.oidc && oidcHandler(opts.oidc);
 
   app.use(async (req: Request, res: Response) => {

@@ -16,6 +16,7 @@ import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
 import * as errors from '../apimachinery/status.js';
 import type { StructuralSchema } from '../apimachinery/schema.js';
+import type { Action } from '../actions/action.js';
 import type { ResourceDefinition } from '../registry/definitions.js';
 import { JSON_PATCH_TYPE, JSON_TYPE, MERGE_PATCH_TYPE, YAML_TYPE, parseMediaRanges } from './negotiation.js';
 
@@ -183,8 +184,11 @@ function gvkExtension(group: string, version: string, kind: string): Json[] {
   return [{ group, kind, version }];
 }
 
+/** What a kind's schema is made from: a resource definition, or an action's request kind. */
+type KindSource = Pick<ResourceDefinition, 'group' | 'version' | 'kind' | 'schema'>;
+
 /** The schema of a kind: its CRD schema, with TypeMeta and ObjectMeta as kube-apiserver publishes them. */
-export function kindSchema(def: ResourceDefinition, v2: boolean): Json {
+export function kindSchema(def: KindSource, v2: boolean): Json {
   const gvk = gvkExtension(def.group, def.version, def.kind);
   const crd = structuredClone(def.schema) as StructuralSchema & Json;
   // kubectl's v2 validation would refuse every field of an object that keeps unknown fields: publish just "object".
@@ -441,6 +445,10 @@ interface PathEntry {
   operations: Operation[];
 }
 
+const OK = (schema: string) => ({ code: 200, description: 'OK', schema });
+const CREATED = (schema: string) => ({ code: 201, description: 'Created', schema });
+const ACCEPTED = (schema: string) => ({ code: 202, description: 'Accepted', schema });
+
 /** Every endpoint the generic store serves for one kind (routes of apiextensions' builder, minus the ones we lack). */
 function resourcePaths(def: ResourceDefinition): PathEntry[] {
   const kindName = schemaName(def.group, def.version, def.kind);
@@ -448,7 +456,7 @@ function resourcePaths(def: ResourceDefinition): PathEntry[] {
   const gvk = { group: def.group, version: def.version, kind: def.kind };
   const base = `/apis/${def.group}/${def.version}`;
   const scope = def.namespaced ? 'Namespaced' : '';
-  const idPrefix = operationIdPart(def.group.replace(/\.k8s\.io$/, ''), true) + operationIdPart(def.version, true);
+  const idPrefix = operationIdPrefix(def.group, def.version);
   const nameParam: Param = { name: 'name', in: 'path', type: 'string', description: `name of the ${def.kind}` };
   const namespaceParam: Param = { name: 'namespace', in: 'path', type: 'string', description: 'object name and auth scope, such as for teams and projects' };
 
@@ -463,9 +471,6 @@ function resourcePaths(def: ResourceDefinition): PathEntry[] {
     const action = { list: 'list', create: 'post', read: 'get', replace: 'put', patch: 'patch', delete: 'delete', deletecollection: 'deletecollection' }[verb];
     return { method, verb, action, operationId: verb + idPrefix + name, description, params: [], responses: [], ...extra };
   };
-  const ok = (schema: string) => ({ code: 200, description: 'OK', schema });
-  const created = (schema: string) => ({ code: 201, description: 'Created', schema });
-  const accepted = (schema: string) => ({ code: 202, description: 'Accepted', schema });
   const objectBody = { schema: kindName, contentTypes: OBJECT_CONTENT_TYPES, required: true };
   const patchBody = { schema: PATCH, contentTypes: PATCH_CONTENT_TYPES, required: true };
   const writeParams = [DRY_RUN, FIELD_MANAGER, FIELD_VALIDATION];
@@ -480,7 +485,7 @@ function resourcePaths(def: ResourceDefinition): PathEntry[] {
       path: `${base}/${def.plural}`,
       params: [PRETTY],
       gvk,
-      operations: [op('get', 'list', '', `${def.kind}ForAllNamespaces`, { params: LIST_PARAMS, responses: [ok(listName)] })],
+      operations: [op('get', 'list', '', `${def.kind}ForAllNamespaces`, { params: LIST_PARAMS, responses: [OK(listName)] })],
     });
   }
   paths.push({
@@ -488,12 +493,12 @@ function resourcePaths(def: ResourceDefinition): PathEntry[] {
     params: [...scopeParams, PRETTY],
     gvk,
     operations: [
-      op('get', 'list', '', suffix(''), { params: LIST_PARAMS, responses: [ok(listName)] }),
-      op('post', 'create', '', suffix(''), { params: writeParams, body: objectBody, responses: [ok(kindName), created(kindName), accepted(kindName)] }),
+      op('get', 'list', '', suffix(''), { params: LIST_PARAMS, responses: [OK(listName)] }),
+      op('post', 'create', '', suffix(''), { params: writeParams, body: objectBody, responses: [OK(kindName), CREATED(kindName), ACCEPTED(kindName)] }),
       op('delete', 'deletecollection', '', suffix(''), {
         params: [...DELETE_PARAMS, ...LIST_PARAMS.filter((p) => !DELETE_PARAMS.some((d) => d.name === p.name))],
         body: { schema: DELETE_OPTIONS, contentTypes: OBJECT_CONTENT_TYPES, required: false },
-        responses: [ok(STATUS)],
+        responses: [OK(STATUS)],
       }),
     ],
   });
@@ -502,14 +507,14 @@ function resourcePaths(def: ResourceDefinition): PathEntry[] {
     params: [nameParam, ...scopeParams, PRETTY],
     gvk,
     operations: [
-      op('get', 'read', '', suffix(''), { responses: [ok(kindName)] }),
-      op('put', 'replace', '', suffix(''), { params: writeParams, body: objectBody, responses: [ok(kindName), created(kindName)] }),
+      op('get', 'read', '', suffix(''), { responses: [OK(kindName)] }),
+      op('put', 'replace', '', suffix(''), { params: writeParams, body: objectBody, responses: [OK(kindName), CREATED(kindName)] }),
       op('delete', 'delete', '', suffix(''), {
         params: DELETE_PARAMS,
         body: { schema: DELETE_OPTIONS, contentTypes: OBJECT_CONTENT_TYPES, required: false },
-        responses: [ok(STATUS), accepted(STATUS)],
+        responses: [OK(STATUS), ACCEPTED(STATUS)],
       }),
-      op('patch', 'patch', '', suffix(''), { params: patchParams, body: patchBody, responses: [ok(kindName), created(kindName)] }),
+      op('patch', 'patch', '', suffix(''), { params: patchParams, body: patchBody, responses: [OK(kindName), CREATED(kindName)] }),
     ],
   });
   if (def.hasStatus) {
@@ -518,13 +523,62 @@ function resourcePaths(def: ResourceDefinition): PathEntry[] {
       params: [nameParam, ...scopeParams, PRETTY],
       gvk,
       operations: [
-        op('get', 'read', 'status', suffix('status'), { responses: [ok(kindName)] }),
-        op('put', 'replace', 'status', suffix('status'), { params: writeParams, body: objectBody, responses: [ok(kindName), created(kindName)] }),
-        op('patch', 'patch', 'status', suffix('status'), { params: patchParams, body: patchBody, responses: [ok(kindName), created(kindName)] }),
+        op('get', 'read', 'status', suffix('status'), { responses: [OK(kindName)] }),
+        op('put', 'replace', 'status', suffix('status'), { params: writeParams, body: objectBody, responses: [OK(kindName), CREATED(kindName)] }),
+        op('patch', 'patch', 'status', suffix('status'), { params: patchParams, body: patchBody, responses: [OK(kindName), CREATED(kindName)] }),
       ],
     });
   }
   return paths;
+}
+
+/** The group-version part of operation ids, e.g. "ManagementPlatformShV1". */
+function operationIdPrefix(group: string, version: string): string {
+  return operationIdPart(group.replace(/\.k8s\.io$/, ''), true) + operationIdPart(version, true);
+}
+
+/**
+ * The endpoints of an action (src/actions): POST on the collection of a kind of its own; GET and/or POST on a
+ * subresource, also without the namespace when the action allows it. Their request kind is the operations' GVK,
+ * as for kube's subresources with a kind of their own (pods/eviction).
+ */
+function actionPaths(action: Action): PathEntry[] {
+  const kindName = schemaName(action.group, action.version, action.kind);
+  const gvk = { group: action.group, version: action.version, kind: action.kind };
+  const base = `/apis/${action.group}/${action.version}`;
+  const idPrefix = operationIdPrefix(action.group, action.version);
+  const body = { schema: kindName, contentTypes: OBJECT_CONTENT_TYPES, required: true };
+  const writeParams = [DRY_RUN, FIELD_MANAGER, FIELD_VALIDATION];
+  const create = (id: string, description: string): Operation => ({
+    method: 'post',
+    verb: 'create',
+    action: 'post',
+    operationId: `create${idPrefix}${id}`,
+    description,
+    params: writeParams,
+    body,
+    responses: [OK(kindName), CREATED(kindName), ACCEPTED(kindName)],
+  });
+  if (!action.subresource) {
+    const operations = [create(action.kind, `create${articleFor(action.kind)}${action.kind}`)];
+    return [{ path: `${base}/${action.resource}`, params: [PRETTY], gvk, operations }];
+  }
+  const sub = action.subresource[0].toUpperCase() + action.subresource.slice(1);
+  const nameParam: Param = { name: 'name', in: 'path', type: 'string', description: `name of the ${action.resource} object` };
+  const namespaceParam: Param = { name: 'namespace', in: 'path', type: 'string', description: 'object name and auth scope, such as for teams and projects' };
+  const forms = action.namespaced
+    ? [{ path: `${base}/namespaces/{namespace}/${action.resource}/{name}/${action.subresource}`, scope: 'Namespaced', params: [nameParam, namespaceParam] }]
+    : [{ path: `${base}/${action.resource}/{name}/${action.subresource}`, scope: '', params: [nameParam] }];
+  if (action.namespaced && action.anyNamespace) forms.push({ path: `${base}/${action.resource}/{name}/${action.subresource}`, scope: 'AnyNamespace', params: [nameParam] });
+  return forms.map(({ path, scope, params }) => {
+    const id = `${scope}${action.kind}${sub}`;
+    const operations: Operation[] = [];
+    if (action.verbs.includes('get')) {
+      operations.push({ method: 'get', verb: 'read', action: 'get', operationId: `read${idPrefix}${id}`, description: `read ${action.subresource} of the specified ${action.resource} object`, params: [], responses: [OK(kindName)] });
+    }
+    if (action.verbs.includes('create')) operations.push(create(id, `create ${action.subresource} of the specified ${action.resource} object`));
+    return { path, params: [...params, PRETTY], gvk, operations };
+  });
 }
 
 function tagFor(group: string, version: string): string {
@@ -578,12 +632,13 @@ function operationV2(o: Operation, entry: PathEntry, tag: string): Json {
   return out;
 }
 
-function definitionsFor(defs: ResourceDefinition[], v2: boolean): Record<string, Json> {
+function definitionsFor(defs: ResourceDefinition[], actions: Action[], v2: boolean): Record<string, Json> {
   const out: Record<string, Json> = {};
   for (const def of defs) {
     out[schemaName(def.group, def.version, def.kind)] = kindSchema(def, v2);
     out[schemaName(def.group, def.version, def.listKind)] = listSchema(def, v2);
   }
+  for (const action of actions) out[schemaName(action.group, action.version, action.kind)] = kindSchema(action, v2);
   Object.assign(out, metaSchemas(v2));
   return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
@@ -591,44 +646,45 @@ function definitionsFor(defs: ResourceDefinition[], v2: boolean): Record<string,
 const SECURITY_SCHEME = { type: 'apiKey', description: 'Bearer Token authentication', name: 'authorization', in: 'header' };
 
 /** The OpenAPI 3.0 document of one group-version (what /openapi/v3/apis/<group>/<version> serves). */
-export function buildOpenAPIV3(defs: ResourceDefinition[], group: string, version: string): Json {
+export function buildOpenAPIV3(defs: ResourceDefinition[], group: string, version: string, actions: Action[] = []): Json {
   const mine = defs.filter((d) => d.group === group && d.version === version);
-  const paths = pathItems(mine, operationV3, paramV3);
+  const myActions = actions.filter((a) => a.group === group && a.version === version);
+  const paths = pathItems(mine, myActions, operationV3, paramV3);
   return {
     openapi: '3.0.0',
     info: { title: 'Kubernetes CRD Swagger', version: 'v0.1.0' },
     paths,
-    components: { schemas: definitionsFor(mine, false), securitySchemes: { BearerToken: SECURITY_SCHEME } },
+    components: { schemas: definitionsFor(mine, myActions, false), securitySchemes: { BearerToken: SECURITY_SCHEME } },
   };
 }
 
 /** The path items of these kinds' endpoints, each operation and parameter rendered for one OpenAPI version. */
 function pathItems(
   defs: ResourceDefinition[],
+  actions: Action[],
   operation: (o: Operation, entry: PathEntry, tag: string) => Json,
   param: (p: Param) => Json,
 ): Json {
   const paths: Json = {};
-  for (const def of defs) {
-    const tag = tagFor(def.group, def.version);
-    for (const entry of resourcePaths(def)) {
-      const item: Json = {};
-      for (const o of entry.operations) item[o.method] = operation(o, entry, tag);
-      item.parameters = entry.params.map(param);
-      paths[entry.path] = item;
-    }
+  const entries = [...defs.flatMap(resourcePaths), ...actions.flatMap(actionPaths)];
+  for (const entry of entries) {
+    const tag = tagFor(entry.gvk.group, entry.gvk.version);
+    const item: Json = {};
+    for (const o of entry.operations) item[o.method] = operation(o, entry, tag);
+    item.parameters = entry.params.map(param);
+    paths[entry.path] = item;
   }
   return paths;
 }
 
 /** The Swagger 2.0 document of everything served (what /openapi/v2 serves, and kube-aggregator merges). */
-export function buildOpenAPIV2(defs: ResourceDefinition[]): Json {
-  const paths = pathItems(defs, operationV2, paramV2);
+export function buildOpenAPIV2(defs: ResourceDefinition[], actions: Action[] = []): Json {
+  const paths = pathItems(defs, actions, operationV2, paramV2);
   return {
     swagger: '2.0',
     info: { title: 'Kubernetes CRD Swagger', version: 'v0.1.0' },
     paths,
-    definitions: definitionsFor(defs, true),
+    definitions: definitionsFor(defs, actions, true),
     securityDefinitions: { BearerToken: SECURITY_SCHEME },
     security: [{ BearerToken: [] }],
   };
@@ -687,12 +743,12 @@ export class OpenAPIService {
   /** By root key, e.g. "apis/management.platform.sh/v1". */
   readonly v3: Map<string, ServedDocument>;
 
-  constructor(definitions: ResourceDefinition[]) {
-    this.v2 = servedDocument(buildOpenAPIV2(definitions));
+  constructor(definitions: ResourceDefinition[], actions: Action[] = []) {
+    this.v2 = servedDocument(buildOpenAPIV2(definitions, actions));
     this.v3 = new Map();
     for (const { group, version } of definitions) {
       const key = groupVersionKey(group, version);
-      if (!this.v3.has(key)) this.v3.set(key, servedDocument(buildOpenAPIV3(definitions, group, version)));
+      if (!this.v3.has(key)) this.v3.set(key, servedDocument(buildOpenAPIV3(definitions, group, version, actions)));
     }
     this.v3Root = servedDocument(buildOpenAPIV3Root(new Map([...this.v3].map(([key, doc]) => [key, doc.hash]))));
   }
