@@ -1,8 +1,9 @@
 /**
- * Secrets never reach the logs: access keys (generated and given), the admin token, and secret data, through
- * creation, use, refusals, activity recording and shutdown.
+ * Secrets never reach the logs: access keys (generated and given), the admin token, secret data, direct cluster
+ * endpoint tokens and their signing key, through creation, use, refusals, activity recording and shutdown.
  */
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { Etcd3 } from 'etcd3';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -60,12 +61,21 @@ test('no key, token or secret value is ever logged', async () => {
   await admin.patch(`${GROUP_PATH}/ownedaccesskeys/ci`, { spec: { disabled: true } }, 'application/merge-patch+json');
   for (let i = 0; i < 50 && (await ci.get('/apis')).status !== 401; i++) await new Promise((r) => setTimeout(r, 20));
   expect((await new HttpClient(server.url, server.caPem!, 'not-a-real-token').get('/apis')).status).toBe(401);
+  // A direct cluster endpoint token, and the signing key it was made with (kept in etcd).
+  const issued = await admin.post(`${GROUP_PATH}/directclusterendpointtokens`, { spec: { ttl: 600 } });
+  expect(issued.status).toBe(201);
+  const kv = new Etcd3({ hosts: etcd.endpoint });
+  const keySet = JSON.parse((await kv.get('/registry/signingkeys/direct-cluster-endpoint-tokens').string())!);
+  kv.close();
+  const signingKeyD: string = keySet.keys[0].privateJwk.d;
+  expect(signingKeyD).toBeTruthy();
   await new Promise((r) => setTimeout(r, 200)); // let activity recording run
   await server.close();
 
   const log = lines.join('');
   expect(lines.length).toBeGreaterThan(0);
-  for (const secret of [key, givenKey, adminToken, secretValue, 'not-a-real-token', 'another-key-that-is-long-enough']) {
+  const token: string = issued.body.status.token;
+  for (const secret of [key, givenKey, adminToken, secretValue, 'not-a-real-token', 'another-key-that-is-long-enough', token, token.split('.')[2], signingKeyD]) {
     expect(log).not.toContain(secret);
   }
 });
