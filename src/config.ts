@@ -3,6 +3,11 @@ import { join } from 'node:path';
 
 export interface Config {
   etcdServers: string[];
+  /** CA bundle (PEM) that verifies etcd's serving certificate; unset: plain http, or the system roots for https. */
+  etcdCafile?: string;
+  /** Client certificate and key (PEM) presented to etcd. */
+  etcdCertfile?: string;
+  etcdKeyfile?: string;
   etcdPrefix: string;
   dataDir: string;
   bindAddress: string;
@@ -45,6 +50,8 @@ export interface Config {
   tokenSigningKeyRotationPeriodMs: number;
   /** How long a new signing key is published in the JWKS before it signs. */
   tokenSigningKeyPublishDelayMs: number;
+  /** Do not read the front proxy's settings from kube-system/extension-apiserver-authentication. */
+  authenticationSkipLookup: boolean;
 }
 
 interface FlagSpec {
@@ -58,6 +65,9 @@ const list = (value: string) => value.split(',').map((s) => s.trim()).filter(Boo
 
 export const FLAGS: FlagSpec[] = [
   { name: 'etcd-servers', arg: 'urls', help: 'Comma-separated etcd client URLs. Without it a local etcd is started under --data-dir and stopped on exit.', apply: (c, v) => (c.etcdServers = list(v)) },
+  { name: 'etcd-cafile', arg: 'file', help: 'CA bundle (PEM) that verifies the etcd servers\' certificates (with https:// --etcd-servers).', apply: (c, v) => (c.etcdCafile = v) },
+  { name: 'etcd-certfile', arg: 'file', help: 'Client certificate (PEM) presented to etcd, for etcd\'s --client-cert-auth; needs --etcd-keyfile.', apply: (c, v) => (c.etcdCertfile = v) },
+  { name: 'etcd-keyfile', arg: 'file', help: 'Private key (PEM) of --etcd-certfile.', apply: (c, v) => (c.etcdKeyfile = v) },
   { name: 'etcd-prefix', arg: 'string', help: 'Prefix of every etcd key (default "/registry").', apply: (c, v) => (c.etcdPrefix = v.replace(/\/+$/, '')) },
   { name: 'etcd-compaction-interval', arg: 'duration', help: 'How often etcd history is compacted, like kube-apiserver (default 5m; 0 disables). Units: ms, s, m, h.', apply: (c, v) => (c.etcdCompactionIntervalMs = duration('etcd-compaction-interval', v)) },
   { name: 'access-key-activity-interval', arg: 'duration', help: 'Access key use is written to status.lastActivity at most this often per key, off the request path (default 1m).', apply: (c, v) => (c.accessKeyActivityMinIntervalMs = duration('access-key-activity-interval', v)) },
@@ -75,6 +85,7 @@ export const FLAGS: FlagSpec[] = [
   { name: 'requestheader-uid-headers', arg: 'headers', help: 'Headers holding the user\'s uid, comma-separated; the first non-empty one wins (default "X-Remote-Uid").', apply: (c, v) => (c.requestheaderUidHeaders = list(v)) },
   { name: 'requestheader-group-headers', arg: 'headers', help: 'Headers holding the user\'s groups, comma-separated; every value of each counts (default "X-Remote-Group").', apply: (c, v) => (c.requestheaderGroupHeaders = list(v)) },
   { name: 'requestheader-extra-headers-prefix', arg: 'prefixes', help: 'Header prefixes for extra user information, comma-separated; the rest of the header name, lowercased and %-decoded, is the key (default "X-Remote-Extra-").', apply: (c, v) => (c.requestheaderExtraHeadersPrefix = list(v)) },
+  { name: 'authentication-skip-lookup', arg: 'bool', help: 'Without --requestheader-client-ca-file, the front proxy\'s settings (and the client CA) are read from the ConfigMap kube-system/extension-apiserver-authentication of the host cluster at start, as aggregated API servers do; true skips that (default false).', apply: (c, v) => (c.authenticationSkipLookup = bool('authentication-skip-lookup', v)) },
   { name: 'client-ca-file', arg: 'file', help: 'CA bundle (PEM) for clients that connect directly with a certificate: its common name is the user name, its organizations the groups.', apply: (c, v) => (c.clientCaFile = v) },
   { name: 'kubeconfig', arg: 'file', help: 'Kubeconfig of the host cluster, asked to review bearer tokens (TokenReview) and to authorize requests (SubjectAccessReview), and holding RBAC. Default: the in-cluster configuration when running in a pod, else no host cluster.', apply: (c, v) => (c.kubeconfig = v) },
   { name: 'authentication-token-webhook-cache-ttl', arg: 'duration', help: 'How long TokenReview answers, accepted or rejected, are cached (default 10s; 0 disables).', apply: (c, v) => (c.authenticationTokenWebhookCacheTtlMs = duration('authentication-token-webhook-cache-ttl', v)) },
@@ -118,6 +129,12 @@ export function duration(flag: string, value: string): number {
   return parts.reduce((ms, [, n, unit]) => ms + Number(n) * units[unit], 0);
 }
 
+function bool(flag: string, value: string): boolean {
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  throw new FlagError(`--${flag} must be true or false (got ${JSON.stringify(value)})`);
+}
+
 function port(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new FlagError(`--secure-port must be a port number from 0 to 65535, not ${JSON.stringify(value)}`);
@@ -151,6 +168,7 @@ export function defaultConfig(): Config {
     tokenMaxTtlMs: 24 * 3600_000,
     tokenSigningKeyRotationPeriodMs: 7 * 24 * 3600_000,
     tokenSigningKeyPublishDelayMs: 10 * 60_000,
+    authenticationSkipLookup: false,
   };
 }
 
@@ -164,12 +182,14 @@ export function parseFlags(argv: string[]): Config | undefined {
     if (!match) throw new FlagError(`unexpected argument ${JSON.stringify(arg)}`);
     const spec = FLAGS.find((f) => f.name === match[1]);
     if (!spec) throw new FlagError(`unknown flag: --${match[1]}`);
-    const value = match[2] ?? argv[++i];
+    // Booleans stand alone (`--flag` = true), as Go's flag package takes them; `--flag=false` turns one off.
+    const value = match[2] ?? (spec.arg === 'bool' ? 'true' : argv[++i]);
     if (value === undefined) throw new FlagError(`flag needs an argument: --${spec.name}`);
     spec.apply(config, value);
   }
   if (!config.certDir) config.certDir = join(config.dataDir, 'certs');
   if (!!config.tlsCertFile !== !!config.tlsPrivateKeyFile) throw new FlagError('--tls-cert-file and --tls-private-key-file go together');
+  if (!!config.etcdCertfile !== !!config.etcdKeyfile) throw new FlagError('--etcd-certfile and --etcd-keyfile go together');
   return config;
 }
 

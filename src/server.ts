@@ -13,6 +13,7 @@ import type { Config } from './config.js';
 import { GarbageCollector } from './controllers/garbagecollector.js';
 import { AccessSync } from './controllers/accesssync.js';
 import { startControllers, type Controller } from './controllers/manager.js';
+import { readAuthenticationConfigMap, withAuthenticationConfigMap } from './host/authconfig.js';
 import { HostRbac } from './host/rbac.js';
 import { createApp } from './http/app.js';
 import { withTimeout } from './http/health.js';
@@ -23,7 +24,7 @@ import { loadDefinitions } from './registry/definitions.js';
 import { Registry } from './registry/registry.js';
 import { startEmbeddedEtcd, type EmbeddedEtcd } from './storage/embedded-etcd.js';
 import { Compactor } from './storage/compactor.js';
-import { EtcdStorage } from './storage/etcd.js';
+import { EtcdStorage, type EtcdStorageOptions } from './storage/etcd.js';
 import { SigningKeys } from './tokens/signingkeys.js';
 
 export interface RunningServer {
@@ -37,7 +38,8 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
+export async function startServer(flags: Config, log: Logger): Promise<RunningServer> {
+  let config = flags;
   const cleanups: (() => Promise<void>)[] = [];
   const close = async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch((err) => log.error('shutdown step failed', { error: String(err) }));
@@ -50,7 +52,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       endpoints = etcd.endpoints;
       log.info('started embedded etcd', { endpoints, dataDir: config.dataDir });
     }
-    const storage = new EtcdStorage({ endpoints });
+    const storage = new EtcdStorage({ endpoints, tls: etcdTls(config) });
     cleanups.push(() => storage.close());
     const compactor = new Compactor(storage.client, { intervalMs: config.etcdCompactionIntervalMs, log: (msg, fields) => log.info(msg, fields) });
     compactor.start();
@@ -78,6 +80,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     cleanups.push(() => registry.stop());
     const tls = await servingCertificate(config);
     const hostCluster = HostCluster.load({ kubeconfig: config.kubeconfig });
+    config = await frontProxyFromCluster(config, hostCluster, log);
     if (!hostCluster) log.info('no host cluster configured: TokenReview, SubjectAccessReview, the access sync to host RBAC and virtual cluster kube configs are off');
     registry.addAction(kubeConfigAction(registry, hostCluster));
     const controllers = startControllers({
@@ -162,6 +165,33 @@ function serverControllers(config: Config, registry: Registry, host: HostCluster
     controllers.push({ name: 'access-sync', run: (signal) => new AccessSync(registry, rbac, { log: info, resyncIntervalMs: config.accessResyncPeriodMs }).run(signal) });
   }
   return controllers;
+}
+
+/**
+ * Without --requestheader-client-ca-file, the front proxy's settings come from the host cluster's
+ * extension-apiserver-authentication ConfigMap, as for any aggregated API server.
+ */
+async function frontProxyFromCluster(config: Config, host: HostCluster | undefined, log: Logger): Promise<Config> {
+  if (!host || config.requestheaderClientCaFile || config.authenticationSkipLookup) return config;
+  const data = await readAuthenticationConfigMap(host);
+  if (!data) {
+    log.warn('the host cluster has no ConfigMap kube-system/extension-apiserver-authentication: requests through a front proxy (kube-apiserver) cannot be authenticated');
+    return config;
+  }
+  const resolved = withAuthenticationConfigMap(config, data);
+  log.info('front proxy settings read from ConfigMap kube-system/extension-apiserver-authentication', {
+    allowedNames: resolved.requestheaderAllowedNames,
+    usernameHeaders: resolved.requestheaderUsernameHeaders,
+    clientCa: !!resolved.clientCaFile,
+  });
+  return resolved;
+}
+
+/** The etcd TLS files of the flags, read once (a rotated certificate needs a restart, as for kube-apiserver). */
+function etcdTls(config: Config): EtcdStorageOptions['tls'] {
+  if (!config.etcdCafile && !config.etcdCertfile) return undefined;
+  const read = (file?: string) => (file ? readFileSync(file) : undefined);
+  return { caPem: read(config.etcdCafile), certPem: read(config.etcdCertfile), keyPem: read(config.etcdKeyfile) };
 }
 
 /** etcd errors while reading or writing the signing keys, as a Status that names no key material. */

@@ -21,6 +21,8 @@ import {
 
 export interface EtcdStorageOptions {
   endpoints: string[];
+  /** TLS to etcd (https:// endpoints): the CA that verifies etcd, and a client certificate for --client-cert-auth. */
+  tls?: { caPem?: Buffer; certPem?: Buffer; keyPem?: Buffer };
   /** Deadline of one etcd call; a call that takes longer fails as Unreachable. */
   callTimeoutMs?: number;
   /** Keys read per range request when listing, to stay under gRPC's message size limit. */
@@ -47,6 +49,9 @@ export class EtcdStorage implements Storage {
       // (etcd3 types the option as a backoff but uses it as the factory its own default is.)
       faultHandling: { watchBackoff: new ExponentialBackoff({ initialDelay: 100, maxDelay: 2000 }) as unknown as IBackoff<unknown> },
     };
+    if (opts.tls) {
+      options.credentials = { rootCertificate: opts.tls.caPem ?? (null as unknown as Buffer), privateKey: opts.tls.keyPem, certChain: opts.tls.certPem };
+    }
     this.client = new Etcd3(options);
     this.pageSize = opts.listPageSize ?? 1000;
   }

@@ -2,8 +2,12 @@
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Etcd3 } from 'etcd3';
+import { spawn } from 'node:child_process';
+import net from 'node:net';
+import { Etcd3 } from 'etcd3';
 import { startEmbeddedEtcd, type EmbeddedEtcd } from '../../src/storage/embedded-etcd.js';
+import { makeCa, makeCert } from './certs.js';
+import { waitFor } from './wait.js';
 
 export interface TestEtcd {
   /** Stays the same across restart(). */
@@ -56,4 +60,80 @@ export async function compactEtcd(client: Etcd3): Promise<number> {
   const revision = await etcdRevision(client);
   await client.kv.compact({ revision: String(revision) });
   return revision;
+}
+
+export interface TlsEtcd {
+  endpoint: string;
+  /** PEM files: the CA of etcd's serving certificate (and of client certificates), and a client certificate. */
+  files: { ca: string; cert: string; key: string };
+  /** A client certificate signed by another CA: etcd must refuse it. */
+  rogue: { cert: string; key: string };
+  stop(): Promise<void>;
+}
+
+/**
+ * An etcd that speaks only TLS and asks every client for a certificate signed by its CA (--client-cert-auth),
+ * as the chart's etcd does. Started by hand: the embedded etcd of the server never needs TLS.
+ */
+export async function startTlsEtcd(): Promise<TlsEtcd> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'etcd-tls-'));
+  const ca = makeCa('etcd-ca');
+  const serving = makeCert({ commonName: 'etcd', issuer: ca, ips: ['127.0.0.1'] });
+  const client = makeCert({ commonName: 'platform-management-api', issuer: ca });
+  const rogueCa = makeCa('rogue-ca');
+  const rogue = makeCert({ commonName: 'platform-management-api', issuer: rogueCa });
+  const write = async (name: string, pem: string) => {
+    const file = path.join(dir, name);
+    await fs.writeFile(file, pem, { mode: 0o600 });
+    return file;
+  };
+  const files = { ca: await write('ca.crt', ca.certPem), cert: await write('client.crt', client.certPem), key: await write('client.key', client.keyPem) };
+  const rogueFiles = { cert: await write('rogue.crt', rogue.certPem), key: await write('rogue.key', rogue.keyPem) };
+  const [clientPort, peerPort] = await freeLoopbackPorts(2);
+  const endpoint = `https://127.0.0.1:${clientPort}`;
+  const peer = `http://127.0.0.1:${peerPort}`;
+  const child = spawn('etcd', [
+    '--data-dir', path.join(dir, 'data'),
+    '--name', 'default',
+    '--listen-client-urls', endpoint,
+    '--advertise-client-urls', endpoint,
+    '--listen-peer-urls', peer,
+    '--initial-advertise-peer-urls', peer,
+    '--initial-cluster', `default=${peer}`,
+    '--cert-file', await write('server.crt', serving.certPem),
+    '--key-file', await write('server.key', serving.keyPem),
+    '--trusted-ca-file', files.ca,
+    '--client-cert-auth',
+    '--unsafe-no-fsync',
+    '--log-level', 'warn',
+  ], { stdio: 'ignore' });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async () => {
+    child.kill('SIGTERM');
+    await exited;
+    await fs.rm(dir, { recursive: true, force: true });
+  };
+  const probe = new Etcd3({ hosts: endpoint, credentials: { rootCertificate: Buffer.from(ca.certPem), certChain: Buffer.from(client.certPem), privateKey: Buffer.from(client.keyPem) } });
+  try {
+    await waitFor('the TLS etcd to serve', () => probe.get('probe').string().then(() => true, () => false), 20_000, 100);
+  } catch (err) {
+    await stop();
+    throw err;
+  } finally {
+    probe.close();
+  }
+  return { endpoint, files, rogue: rogueFiles, stop };
+}
+
+async function freeLoopbackPorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from({ length: n }, () => new Promise<net.Server>((resolve, reject) => {
+      const s = net.createServer();
+      s.once('error', reject);
+      s.listen(0, '127.0.0.1', () => resolve(s));
+    })),
+  );
+  const ports = servers.map((s) => (s.address() as net.AddressInfo).port);
+  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+  return ports;
 }

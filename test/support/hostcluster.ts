@@ -8,7 +8,7 @@
  * - /apis/rbac.authorization.k8s.io/v1/...: create, get, list (labelSelector, fieldSelector), watch, update,
  *   patch (JSON, merge; strategic treated as merge), delete and deletecollection of those four kinds, namespaced
  *   and cluster-scoped, with one resourceVersion counter and kube's Status bodies (404, 409, 422);
- * - GET /api/v1/namespaces/<ns> and /api/v1/namespaces/<ns>/secrets/<name>, seeded by the test;
+ * - GET /api/v1/namespaces/<ns>, /api/v1/namespaces/<ns>/secrets/<name> and .../configmaps/<name>, seeded by the test;
  * - /apis/certificates.k8s.io/v1/certificatesigningrequests: create (generateName; kube's validation of request,
  *   usages, signerName, expirationSeconds; the certificatesubjectrestriction admission), get, list, delete, and
  *   get/PUT of the approval subresource. The caller becomes spec.username/groups (KUBECONFIG_USERNAME/GROUPS).
@@ -141,6 +141,7 @@ export interface HostClusterStandIn {
   removeToken(token: string): void;
   addNamespace(name: string, labels?: Record<string, string>): void;
   addSecret(namespace: string, name: string, data: Record<string, string>, type?: string): void;
+  addConfigMap(namespace: string, name: string, data: Record<string, string>): void;
   /** Creates or replaces an RBAC object as an API write would (new resourceVersion, watch event); returns it. */
   put(obj: KubeObj): KubeObj;
   get(resource: RbacResource, namespace: string, name: string): KubeObj | undefined;
@@ -409,6 +410,7 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
   const tokens = new Map<string, UserInfo & { audiences?: string[] }>();
   const namespaces = new Map<string, KubeObj>();
   const secrets = new Map<string, KubeObj>();
+  const configMaps = new Map<string, KubeObj>();
   const objects = new Map<string, KubeObj>();
   const history: WatchEvent[] = [];
   const watchers = new Set<Watcher>();
@@ -856,7 +858,7 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
     const method = req.method ?? 'GET';
     const rbacMatch = RBAC_PATH.exec(path);
     const csrMatch = CSR_PATH.exec(path);
-    const resource = rbacMatch?.[2] ?? (csrMatch ? CSR_GR.resource : undefined) ?? /\/(tokenreviews|subjectaccessreviews|secrets|namespaces)(?:\/[^/]+)?$/.exec(path)?.[1] ?? '';
+    const resource = rbacMatch?.[2] ?? (csrMatch ? CSR_GR.resource : undefined) ?? /\/(tokenreviews|subjectaccessreviews|secrets|configmaps|namespaces)(?:\/[^/]+)?$/.exec(path)?.[1] ?? '';
     requests.push({ method, path, resource });
     if (mode === 'unavailable') throw errors.serviceUnavailable('the host cluster is down (stand-in)');
     if (req.headers.authorization !== `Bearer ${token}`) throw errors.unauthorized();
@@ -883,6 +885,12 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
       const secret = secrets.get(`${decodeURIComponent(m[1])}/${decodeURIComponent(m[2])}`);
       if (!secret) throw errors.notFound({ group: '', resource: 'secrets' }, decodeURIComponent(m[2]));
       return reply(res, 200, secret);
+    }
+    m = /^\/api\/v1\/namespaces\/([^/]+)\/configmaps\/([^/]+)$/.exec(path);
+    if (m && method === 'GET') {
+      const cm = configMaps.get(`${decodeURIComponent(m[1])}/${decodeURIComponent(m[2])}`);
+      if (!cm) throw errors.notFound({ group: '', resource: 'configmaps' }, decodeURIComponent(m[2]));
+      return reply(res, 200, cm);
     }
     throw errors.notFoundPath();
   }
@@ -939,6 +947,14 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
         metadata: { name, namespace, uid: randomUUID(), resourceVersion: String(++rv), creationTimestamp: now() },
         type,
         data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
+      });
+    },
+    addConfigMap(namespace, name, data) {
+      configMaps.set(`${namespace}/${name}`, {
+        kind: 'ConfigMap',
+        apiVersion: 'v1',
+        metadata: { name, namespace, uid: randomUUID(), resourceVersion: String(++rv), creationTimestamp: now() },
+        data: { ...data },
       });
     },
     put(obj) {

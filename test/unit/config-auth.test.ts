@@ -26,6 +26,29 @@ describe('parseFlags', () => {
     expect(() => parseFlags(['--leader-elect-lease-duration=soon'])).toThrow(/must be a duration/);
   });
 
+  test('etcd TLS files, and the certificate and key go together', () => {
+    expect(parseFlags(['--etcd-servers=https://etcd:2379', '--etcd-cafile=/e/ca.crt', '--etcd-certfile=/e/tls.crt', '--etcd-keyfile=/e/tls.key'])).toMatchObject({
+      etcdCafile: '/e/ca.crt',
+      etcdCertfile: '/e/tls.crt',
+      etcdKeyfile: '/e/tls.key',
+    });
+    expect(() => parseFlags(['--etcd-certfile=/e/tls.crt'])).toThrow('--etcd-certfile and --etcd-keyfile go together');
+  });
+
+  test('boolean flags stand alone or take true/false: --authentication-skip-lookup', () => {
+    expect(parseFlags([])!.authenticationSkipLookup).toBe(false);
+    expect(parseFlags(['--authentication-skip-lookup', '--secure-port', '1'])).toMatchObject({ authenticationSkipLookup: true, securePort: 1 });
+    expect(parseFlags(['--authentication-skip-lookup=false'])!.authenticationSkipLookup).toBe(false);
+    expect(() => parseFlags(['--authentication-skip-lookup=yes'])).toThrow('--authentication-skip-lookup must be true or false (got "yes")');
+  });
+
+  test('token flags: issuer an https URL, max ttl at least a minute', () => {
+    expect(parseFlags(['--token-issuer=https://platform.example.com/', '--token-max-ttl=2h'])).toMatchObject({ tokenIssuer: 'https://platform.example.com', tokenMaxTtlMs: 7_200_000 });
+    expect(() => parseFlags(['--token-issuer=http://platform.example.com'])).toThrow('--token-issuer must be an https URL');
+    expect(() => parseFlags(['--token-issuer=https://x.example.com/?a=1'])).toThrow('without credentials, query or fragment');
+    expect(() => parseFlags(['--token-max-ttl=30s'])).toThrow('--token-max-ttl must be at least 60s');
+  });
+
   test('unknown flags, missing values and bad ports are errors', () => {
     expect(() => parseFlags(['--nope=1'])).toThrow(FlagError);
     expect(() => parseFlags(['--secure-port'])).toThrow(/needs an argument/);
