@@ -1,0 +1,218 @@
+{{/* The chart name, or nameOverride. */}}
+{{- define "pma.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The full name that prefixes every resource: fullnameOverride, else <release>-<chart> (the release name alone
+when it already holds the chart name). Also the server's Service name. */}}
+{{- define "pma.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* chart label value: name-version. */}}
+{{- define "pma.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels of every object. */}}
+{{- define "pma.labels" -}}
+helm.sh/chart: {{ include "pma.chart" . }}
+app.kubernetes.io/name: {{ include "pma.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: {{ include "pma.name" . }}
+{{- end }}
+
+{{/* Selector labels of the server's pods (the component keeps them apart from etcd's). */}}
+{{- define "pma.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "pma.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: apiserver
+{{- end }}
+
+{{/* Selector labels of etcd's pods. */}}
+{{- define "pma.etcd.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "pma.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: etcd
+{{- end }}
+
+{{/* The ServiceAccount the server runs as. */}}
+{{- define "pma.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "pma.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The server's image reference. */}}
+{{- define "pma.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/* Names the server's certificate must carry: the ones the aggregator dials (<svc>.<ns>.svc) and the others. */}}
+{{- define "pma.serviceDNSNames" -}}
+{{- $svc := include "pma.fullname" . -}}
+{{- $ns := .Release.Namespace -}}
+{{- toJson (list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.%s" $svc $ns .Values.clusterDomain)) }}
+{{- end }}
+
+{{/* The Secret holding the serving certificate (tls.crt, tls.key; ca.crt when the chart or cert-manager makes it). */}}
+{{- define "pma.tlsSecretName" -}}
+{{- if eq .Values.tls.mode "existingSecret" }}
+{{- .Values.tls.existingSecret.name }}
+{{- else }}
+{{- printf "%s-tls" (include "pma.fullname" .) }}
+{{- end }}
+{{- end }}
+
+{{/* The cert-manager Certificate of the serving certificate (certManager mode). */}}
+{{- define "pma.servingCertificateName" -}}
+{{- printf "%s-serving" (include "pma.fullname" .) }}
+{{- end }}
+
+{{/*
+A per-render cache shared by all templates (Helm renders every template with the same .Values map), so that a
+certificate generated once is the same in the Secret, the APIService caBundle and the pods' checksum.
+*/}}
+{{- define "pma.cache" -}}
+{{- if not (hasKey .Values "__pmaRenderCache") }}
+{{- $_ := set .Values "__pmaRenderCache" dict }}
+{{- end }}
+{{- end }}
+
+{{/*
+Serving certificate of generate mode, as JSON {ca, crt, key} (PEM). Reused from the chart's own Secret when it
+exists (lookup; empty under `helm template` and `--dry-run`), so upgrades keep the caBundle; made otherwise.
+*/}}
+{{- define "pma.generatedServingTLS" -}}
+{{- include "pma.cache" . }}
+{{- $cache := index .Values "__pmaRenderCache" }}
+{{- if not (hasKey $cache "serving") }}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "pma.tlsSecretName" .) }}
+{{- $data := dict }}
+{{- if $existing }}{{ $data = $existing.data | default dict }}{{ end }}
+{{- if and (index $data "ca.crt") (index $data "tls.crt") (index $data "tls.key") }}
+{{- $_ := set $cache "serving" (dict "ca" (index $data "ca.crt" | b64dec) "crt" (index $data "tls.crt" | b64dec) "key" (index $data "tls.key" | b64dec)) }}
+{{- else }}
+{{- $days := int .Values.tls.validityDays }}
+{{- $ca := genCA (printf "%s-ca" (include "pma.fullname" .)) $days }}
+{{- $names := include "pma.serviceDNSNames" . | fromJsonArray }}
+{{- $cert := genSignedCert (printf "%s.%s.svc" (include "pma.fullname" .) .Release.Namespace) nil $names $days $ca }}
+{{- $_ := set $cache "serving" (dict "ca" $ca.Cert "crt" $cert.Cert "key" $cert.Key) }}
+{{- end }}
+{{- end }}
+{{- toJson (index $cache "serving") }}
+{{- end }}
+
+{{/* Whether the chart runs etcd itself ("true") or the server uses etcd.external ("" ). */}}
+{{- define "pma.etcd.internal" -}}
+{{- if not .Values.etcd.external.endpoints }}true{{ end }}
+{{- end }}
+
+{{/* etcd StatefulSet name (also the prefix of its pods' names). */}}
+{{- define "pma.etcd.fullname" -}}
+{{- printf "%s-etcd" (include "pma.fullname" . | trunc 40 | trimSuffix "-") }}
+{{- end }}
+
+{{/* etcd's headless Service: gives each member the DNS name <member>.<headless>.<ns>.svc. */}}
+{{- define "pma.etcd.headlessName" -}}
+{{- printf "%s-headless" (include "pma.etcd.fullname" .) }}
+{{- end }}
+
+{{/* Secret of the etcd members' certificate (server and peer) and the etcd CA. */}}
+{{- define "pma.etcd.serverSecretName" -}}
+{{- printf "%s-server-tls" (include "pma.etcd.fullname" .) }}
+{{- end }}
+
+{{/* Secret of the API server's etcd client certificate: ca.crt, tls.crt, tls.key. */}}
+{{- define "pma.etcd.clientSecretName" -}}
+{{- if include "pma.etcd.internal" . }}
+{{- printf "%s-client-tls" (include "pma.etcd.fullname" .) }}
+{{- else }}
+{{- .Values.etcd.external.secretName }}
+{{- end }}
+{{- end }}
+
+{{/* Member names and their peer DNS names, as JSON [{name, host}]. */}}
+{{- define "pma.etcd.members" -}}
+{{- $members := list }}
+{{- $etcd := include "pma.etcd.fullname" . }}
+{{- $headless := include "pma.etcd.headlessName" . }}
+{{- range $i := until (int .Values.etcd.replicas) }}
+{{- $name := printf "%s-%d" $etcd $i }}
+{{- $members = append $members (dict "name" $name "host" (printf "%s.%s.%s.svc" $name $headless $.Release.Namespace)) }}
+{{- end }}
+{{- toJson $members }}
+{{- end }}
+
+{{/* The --etcd-servers list: the chart's members, or etcd.external.endpoints. */}}
+{{- define "pma.etcd.servers" -}}
+{{- if include "pma.etcd.internal" . }}
+{{- $urls := list }}
+{{- range (include "pma.etcd.members" . | fromJsonArray) }}
+{{- $urls = append $urls (printf "https://%s:2379" .host) }}
+{{- end }}
+{{- join "," $urls }}
+{{- else }}
+{{- join "," .Values.etcd.external.endpoints }}
+{{- end }}
+{{- end }}
+
+{{/*
+etcd certificates as JSON {ca, serverCrt, serverKey, clientCrt, clientKey} (PEM): one CA, one certificate for every
+member (server and peer: genSignedCert gives both serverAuth and clientAuth) naming each member and, with
+wildcards, any member of the headless Service, and the API server's client certificate. Reused from the two Secrets
+when both exist, so an upgrade never gives members certificates from a different CA one by one.
+*/}}
+{{- define "pma.etcd.generatedTLS" -}}
+{{- include "pma.cache" . }}
+{{- $cache := index .Values "__pmaRenderCache" }}
+{{- if not (hasKey $cache "etcd") }}
+{{- $server := lookup "v1" "Secret" .Release.Namespace (include "pma.etcd.serverSecretName" .) }}
+{{- $client := lookup "v1" "Secret" .Release.Namespace (include "pma.etcd.clientSecretName" .) }}
+{{- $s := dict }}{{ if $server }}{{ $s = $server.data | default dict }}{{ end }}
+{{- $c := dict }}{{ if $client }}{{ $c = $client.data | default dict }}{{ end }}
+{{- if and (index $s "ca.crt") (index $s "tls.crt") (index $s "tls.key") (index $c "tls.crt") (index $c "tls.key") }}
+{{- $_ := set $cache "etcd" (dict "ca" (index $s "ca.crt" | b64dec) "serverCrt" (index $s "tls.crt" | b64dec) "serverKey" (index $s "tls.key" | b64dec) "clientCrt" (index $c "tls.crt" | b64dec) "clientKey" (index $c "tls.key" | b64dec)) }}
+{{- else }}
+{{- $days := int .Values.etcd.certValidityDays }}
+{{- $etcd := include "pma.etcd.fullname" . }}
+{{- $headless := include "pma.etcd.headlessName" . }}
+{{- $ns := .Release.Namespace }}
+{{- $ca := genCA (printf "%s-ca" $etcd) $days }}
+{{- $names := list "localhost" }}
+{{- range (include "pma.etcd.members" . | fromJsonArray) }}
+{{- $names = append $names .host }}
+{{- $names = append $names (printf "%s.%s" .host $.Values.clusterDomain) }}
+{{- end }}
+{{- $names = append $names (printf "*.%s.%s.svc" $headless $ns) }}
+{{- $names = append $names (printf "*.%s.%s.svc.%s" $headless $ns .Values.clusterDomain) }}
+{{- $server := genSignedCert $etcd (list "127.0.0.1") $names $days $ca }}
+{{- $client := genSignedCert (include "pma.fullname" .) nil nil $days $ca }}
+{{- $_ := set $cache "etcd" (dict "ca" $ca.Cert "serverCrt" $server.Cert "serverKey" $server.Key "clientCrt" $client.Cert "clientKey" $client.Key) }}
+{{- end }}
+{{- end }}
+{{- toJson (index $cache "etcd") }}
+{{- end }}
+
+{{/* Pod anti-affinity from a mode (soft | hard | none) and selector labels; prints nothing for none. */}}
+{{- define "pma.antiAffinity" -}}
+{{- $term := dict "topologyKey" "kubernetes.io/hostname" "labelSelector" (dict "matchLabels" .selector) -}}
+{{- if eq .mode "soft" -}}
+{{- toYaml (dict "podAntiAffinity" (dict "preferredDuringSchedulingIgnoredDuringExecution" (list (dict "weight" 100 "podAffinityTerm" $term)))) }}
+{{- else if eq .mode "hard" -}}
+{{- toYaml (dict "podAntiAffinity" (dict "requiredDuringSchedulingIgnoredDuringExecution" (list $term))) }}
+{{- end -}}
+{{- end }}

@@ -1,0 +1,514 @@
+/**
+ * The Helm chart (deploy/chart) with the real helm v4: lint, render, and check what a platform admin relies on —
+ * every object valid for Kubernetes 1.33, the APIService trusting the serving certificate, the server started
+ * with flags its own parser accepts, RBAC exactly as the README says, etcd with TLS (1 or 3 members, or external),
+ * bad values refused by values.schema.json, certificates kept across upgrades, and no CRDs.
+ */
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { existsSync, promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import yaml from 'js-yaml';
+import { parseFlags, type Config } from '../../src/config.js';
+import { helm, repoRoot } from '../support/helm.js';
+import { startFakeCluster, type FakeCluster } from './fakecluster.js';
+import { modelFor, modelProblems, unknownFields, type K8sObject } from './models.js';
+
+const CHART = 'deploy/chart';
+const NS = 'platform';
+const RELEASE = 'pm';
+const FULLNAME = 'pm-platform-management-api';
+const ETCD = `${FULLNAME}-etcd`;
+const ETCD_HEADLESS = `${ETCD}-headless`;
+const SERVICE_DNS = `${FULLNAME}.${NS}.svc`;
+const SERVER_AUTH = '1.3.6.1.5.5.7.3.1';
+const CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
+
+const VARIANTS = {
+  default: [] as string[],
+  ha: ['-f', 'test/chart/values/ha.yaml'],
+  'external-etcd': ['-f', 'test/chart/values/external-etcd.yaml'],
+  'cert-manager': ['-f', 'test/chart/values/cert-manager.yaml'],
+};
+type Variant = keyof typeof VARIANTS;
+const VARIANT_NAMES = Object.keys(VARIANTS) as Variant[];
+
+const EXTERNAL_ENDPOINTS = [
+  'https://etcd-0.etcd.example.internal:2379',
+  'https://etcd-1.etcd.example.internal:2379',
+  'https://etcd-2.etcd.example.internal:2379',
+];
+
+/** The objects `helm template` printed. */
+class Rendered {
+  constructor(readonly docs: K8sObject[]) {}
+  all(kind: string): K8sObject[] {
+    return this.docs.filter((d) => d.kind === kind);
+  }
+  find(kind: string, name: string): K8sObject | undefined {
+    return this.docs.find((d) => d.kind === kind && d.metadata.name === name);
+  }
+  get(kind: string, name: string): K8sObject {
+    const found = this.find(kind, name);
+    if (!found) throw new Error(`no ${kind} ${name} among ${this.docs.map((d) => `${d.kind}/${d.metadata.name}`).join(', ')}`);
+    return found;
+  }
+  get deployment(): K8sObject {
+    return this.get('Deployment', FULLNAME);
+  }
+  get container(): any {
+    return this.deployment.spec.template.spec.containers[0];
+  }
+}
+
+async function template(args: string[], opts: { kubeconfig?: string } = {}): Promise<Rendered> {
+  const r = await helm(['template', RELEASE, CHART, '--namespace', NS, ...args], opts);
+  if (r.code !== 0) throw new Error(`helm template ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
+  const docs = (yaml.loadAll(r.stdout) as unknown[]).filter((d): d is K8sObject => d !== null && typeof d === 'object');
+  return new Rendered(docs);
+}
+
+const fromB64 = (b64: string) => Buffer.from(b64, 'base64').toString('utf8');
+const dnsNames = (cert: X509Certificate) =>
+  (cert.subjectAltName ?? '')
+    .split(', ')
+    .filter((n) => n.startsWith('DNS:'))
+    .map((n) => n.slice(4));
+const issuedBy = (cert: X509Certificate, ca: X509Certificate) => cert.checkIssued(ca) && cert.verify(ca.publicKey);
+
+/** The server's config parsed by its own flag parser from the Deployment's args (throws FlagError on a bad flag). */
+function serverConfig(r: Rendered): Config {
+  const config = parseFlags(r.container.args);
+  if (!config) throw new Error('the args asked for --help');
+  return config;
+}
+
+/** The Secret and key a file path in the server container comes from (through its volume mounts). */
+function secretFile(r: Rendered, file: string): { secretName: string; key: string } {
+  const mount = r.container.volumeMounts.find((m: any) => m.mountPath === path.posix.dirname(file));
+  if (!mount) throw new Error(`${file} is not under a mount of the server container`);
+  const volume = r.deployment.spec.template.spec.volumes.find((v: any) => v.name === mount.name);
+  expect(volume?.secret?.secretName).toBeTruthy();
+  expect(mount.readOnly).toBe(true);
+  return { secretName: volume.secret.secretName, key: path.posix.basename(file) };
+}
+
+function flagValue(args: string[], flag: string): string | undefined {
+  return args.find((a) => a.startsWith(`--${flag}=`))?.slice(flag.length + 3);
+}
+
+const rendered = {} as Record<Variant, Rendered>;
+
+beforeAll(async () => {
+  const all = await Promise.all(VARIANT_NAMES.map((v) => template(VARIANTS[v])));
+  VARIANT_NAMES.forEach((v, i) => (rendered[v] = all[i]));
+});
+
+describe('helm lint --strict', () => {
+  test.each(VARIANT_NAMES)('%s values pass', async (variant) => {
+    const r = await helm(['lint', '--strict', CHART, ...VARIANTS[variant]]);
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(r.stdout).toContain('1 chart(s) linted, 0 chart(s) failed');
+  });
+});
+
+describe('every rendered object is valid for Kubernetes 1.33', () => {
+  test.each(VARIANT_NAMES)('%s', async (variant) => {
+    const problems = (await Promise.all(rendered[variant].docs.map((d) => modelProblems(d)))).flat();
+    expect(problems).toEqual([]);
+  });
+
+  test('the models are the 1.33 ones, and the unknown-field check finds a misspelt field', async () => {
+    const ContainerStatus = (await import('kubernetes-models/v1/ContainerStatus')) as Record<string, any>;
+    expect(Object.keys(new ContainerStatus.ContainerStatus({ stopSignal: 'SIGTERM' }).toJSON())).toContain('stopSignal');
+    // 1.34's resource.k8s.io/v1 is not there; 1.33 has v1beta2 at most.
+    expect(await modelFor('resource.k8s.io/v1', 'ResourceClaim')).toBeUndefined();
+
+    const deployment = structuredClone(rendered.default.deployment);
+    deployment.spec.template.spec.containers[0].readinessProbes = deployment.spec.template.spec.containers[0].readinessProbe;
+    const Deployment = await modelFor('apps/v1', 'Deployment');
+    expect(unknownFields(Deployment!.prototype.validate, deployment)).toEqual(['.spec.template.spec.containers[0].readinessProbes']);
+  });
+
+  test('objects are in the release namespace (the front proxy RoleBinding in kube-system), or cluster-scoped', () => {
+    const clusterScoped = new Set(['ClusterRole', 'ClusterRoleBinding', 'APIService']);
+    for (const variant of VARIANT_NAMES) {
+      for (const d of rendered[variant].docs) {
+        const expected = clusterScoped.has(d.kind) ? undefined : d.kind === 'RoleBinding' ? 'kube-system' : NS;
+        expect(`${variant} ${d.kind}/${d.metadata.name} in ${d.metadata.namespace}`).toBe(`${variant} ${d.kind}/${d.metadata.name} in ${expected}`);
+      }
+    }
+  });
+});
+
+describe('no CustomResourceDefinitions', () => {
+  test('the chart has no crds/ folder and renders no CRD', () => {
+    expect(existsSync(path.join(repoRoot, CHART, 'crds'))).toBe(false);
+    for (const variant of VARIANT_NAMES) expect(rendered[variant].all('CustomResourceDefinition')).toEqual([]);
+  });
+});
+
+describe('APIService and serving certificate', () => {
+  test.each(VARIANT_NAMES)('%s: v1.management.platform.sh points at the Service, which reaches the HTTPS port', (variant) => {
+    const r = rendered[variant];
+    const apiService = r.get('APIService', 'v1.management.platform.sh');
+    expect(apiService.spec).toMatchObject({
+      group: 'management.platform.sh',
+      version: 'v1',
+      groupPriorityMinimum: 1000,
+      versionPriority: 15,
+      service: { name: FULLNAME, namespace: NS, port: 443 },
+    });
+    expect(apiService.spec.insecureSkipTLSVerify).toBeUndefined();
+    const service = r.get('Service', FULLNAME);
+    expect(service.spec.selector).toEqual(r.deployment.spec.selector.matchLabels);
+    expect(service.spec.ports).toEqual([{ name: 'https', port: 443, targetPort: 'https', protocol: 'TCP' }]);
+    expect(r.container.ports).toEqual([{ name: 'https', containerPort: 8443, protocol: 'TCP' }]);
+  });
+
+  test.each(['default', 'ha', 'external-etcd'] as Variant[])('%s (generated): caBundle verifies the serving certificate, which names <svc>.<ns>.svc', (variant) => {
+    const r = rendered[variant];
+    const caBundle = r.get('APIService', 'v1.management.platform.sh').spec.caBundle;
+    const ca = new X509Certificate(fromB64(caBundle));
+    const secret = r.get('Secret', `${FULLNAME}-tls`);
+    expect(secret.type).toBe('kubernetes.io/tls');
+    const cert = new X509Certificate(fromB64(secret.data['tls.crt']));
+    expect(ca.ca).toBe(true);
+    expect(issuedBy(cert, ca)).toBe(true);
+    expect(cert.checkPrivateKey(createPrivateKey(fromB64(secret.data['tls.key'])))).toBe(true);
+    expect(dnsNames(cert).sort()).toEqual([FULLNAME, `${FULLNAME}.${NS}`, SERVICE_DNS, `${SERVICE_DNS}.cluster.local`].sort());
+    expect(cert.keyUsage).toContain(SERVER_AUTH);
+    expect(secret.data['ca.crt']).toBe(caBundle);
+    // The server serves exactly that Secret's certificate.
+    const config = serverConfig(r);
+    expect(secretFile(r, config.tlsCertFile!)).toEqual({ secretName: `${FULLNAME}-tls`, key: 'tls.crt' });
+    expect(secretFile(r, config.tlsPrivateKeyFile!)).toEqual({ secretName: `${FULLNAME}-tls`, key: 'tls.key' });
+    expect(r.deployment.spec.template.metadata.annotations['checksum/tls']).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  test('cert-manager: self-signed CA chain, serving Certificate for <svc>.<ns>.svc, inject-ca-from and no caBundle', () => {
+    const r = rendered['cert-manager'];
+    const apiService = r.get('APIService', 'v1.management.platform.sh');
+    expect(apiService.metadata.annotations).toEqual({ 'cert-manager.io/inject-ca-from': `${NS}/${FULLNAME}-serving` });
+    expect(apiService.spec.caBundle).toBeUndefined();
+    expect(r.find('Secret', `${FULLNAME}-tls`)).toBeUndefined(); // cert-manager writes it
+
+    const selfSigned = r.get('Issuer', `${FULLNAME}-selfsigned`);
+    expect(selfSigned.spec).toEqual({ selfSigned: {} });
+    const caCert = r.get('Certificate', `${FULLNAME}-ca`);
+    expect(caCert.spec).toMatchObject({ isCA: true, issuerRef: { kind: 'Issuer', name: `${FULLNAME}-selfsigned` } });
+    const caIssuer = r.get('Issuer', `${FULLNAME}-ca`);
+    expect(caIssuer.spec).toEqual({ ca: { secretName: caCert.spec.secretName } });
+    const serving = r.get('Certificate', `${FULLNAME}-serving`);
+    expect(serving.spec).toMatchObject({
+      secretName: `${FULLNAME}-tls`,
+      issuerRef: { group: 'cert-manager.io', kind: 'Issuer', name: `${FULLNAME}-ca` },
+      duration: '2160h',
+      renewBefore: '360h',
+    });
+    expect(serving.spec.dnsNames).toContain(SERVICE_DNS);
+    expect(serving.spec.usages).toContain('server auth');
+    expect(secretFile(r, serverConfig(r).tlsCertFile!).secretName).toBe(serving.spec.secretName);
+  });
+
+  test('cert-manager with an existing issuer: only the serving Certificate, signed by it', async () => {
+    const r = await template(['--set', 'tls.mode=certManager', '--set', 'tls.certManager.issuerRef.name=corp-ca', '--set', 'tls.certManager.issuerRef.kind=ClusterIssuer']);
+    expect(r.all('Issuer')).toEqual([]);
+    expect(r.all('Certificate').map((c) => [c.metadata.name, c.spec.issuerRef])).toEqual([
+      [`${FULLNAME}-serving`, { group: 'cert-manager.io', kind: 'ClusterIssuer', name: 'corp-ca' }],
+    ]);
+    expect((await Promise.all(r.docs.map((d) => modelProblems(d)))).flat()).toEqual([]);
+  });
+
+  test('existingSecret: the given Secret is mounted and the given CA is the caBundle', async () => {
+    const caPem = fromB64(rendered.default.get('Secret', `${FULLNAME}-tls`).data['ca.crt']);
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'chart-ca-'));
+    try {
+      await fs.writeFile(path.join(dir, 'ca.crt'), caPem);
+      const r = await template(['--set', 'tls.mode=existingSecret', '--set', 'tls.existingSecret.name=corp-tls', '--set-file', `tls.existingSecret.caBundle=${path.join(dir, 'ca.crt')}`]);
+      expect(r.find('Secret', `${FULLNAME}-tls`)).toBeUndefined();
+      expect(r.all('Certificate')).toEqual([]);
+      expect(fromB64(r.get('APIService', 'v1.management.platform.sh').spec.caBundle)).toBe(caPem);
+      expect(secretFile(r, serverConfig(r).tlsCertFile!)).toEqual({ secretName: 'corp-tls', key: 'tls.crt' });
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  describe('on upgrade', () => {
+    let cluster: FakeCluster;
+    beforeAll(async () => {
+      cluster = await startFakeCluster();
+    });
+    afterAll(async () => {
+      await cluster.close();
+    });
+
+    test('the chart reuses its certificates (lookup), so the caBundle and the etcd CA stay the same', async () => {
+      const first = rendered.default;
+      const names = [`${FULLNAME}-tls`, `${ETCD}-server-tls`, `${ETCD}-client-tls`];
+      for (const name of names) {
+        const secret = structuredClone(first.get('Secret', name));
+        // As installed by Helm: helm adopts only objects of its own release.
+        secret.metadata.annotations = { 'meta.helm.sh/release-name': RELEASE, 'meta.helm.sh/release-namespace': NS };
+        cluster.secrets.set(`${NS}/${name}`, secret);
+      }
+      const upgrade = await template(['--dry-run=server', '--disable-openapi-validation', '--is-upgrade'], { kubeconfig: cluster.kubeconfig });
+      for (const name of names) expect(upgrade.get('Secret', name).data).toEqual(first.get('Secret', name).data);
+      expect(upgrade.get('APIService', 'v1.management.platform.sh').spec.caBundle).toBe(first.get('APIService', 'v1.management.platform.sh').spec.caBundle);
+      // Unchanged certificates do not roll the pods.
+      expect(upgrade.deployment.spec.template.metadata.annotations).toEqual(first.deployment.spec.template.metadata.annotations);
+      expect(upgrade.get('StatefulSet', ETCD).spec.template.metadata.annotations).toEqual(first.get('StatefulSet', ETCD).spec.template.metadata.annotations);
+
+      // Without them (a first install) new ones are made.
+      cluster.secrets.clear();
+      const fresh = await template(['--dry-run=server', '--disable-openapi-validation'], { kubeconfig: cluster.kubeconfig });
+      expect(fresh.get('Secret', `${FULLNAME}-tls`).data['ca.crt']).not.toBe(first.get('Secret', `${FULLNAME}-tls`).data['ca.crt']);
+    });
+  });
+});
+
+describe('server Deployment', () => {
+  test.each([
+    ['default', 2],
+    ['ha', 3],
+    ['external-etcd', 2],
+    ['cert-manager', 2],
+  ] as [Variant, number][])('%s: %d replicas, probes, security context, data dir, ServiceAccount', (variant, replicas) => {
+    const r = rendered[variant];
+    const d = r.deployment;
+    expect(d.spec.replicas).toBe(replicas);
+    expect(d.spec.strategy.rollingUpdate).toEqual({ maxSurge: 1, maxUnavailable: 0 });
+    const pod = d.spec.template.spec;
+    const c = r.container;
+    expect(c.image).toBe('platform-management-api:0.1.0');
+    expect(c.livenessProbe.httpGet).toEqual({ path: '/livez', port: 'https', scheme: 'HTTPS' });
+    expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'https', scheme: 'HTTPS' });
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, fsGroup: 65532, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(c.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    expect(c.resources.requests).toBeDefined();
+    expect(c.resources.limits.memory).toBeDefined();
+    // --data-dir is a writable emptyDir (the root filesystem is read-only).
+    const config = serverConfig(r);
+    const dataMount = c.volumeMounts.find((m: any) => m.mountPath === config.dataDir);
+    expect(dataMount?.readOnly).toBeFalsy();
+    expect(pod.volumes.find((v: any) => v.name === dataMount.name).emptyDir).toBeDefined();
+    expect(pod.serviceAccountName).toBe(FULLNAME);
+    expect(pod.automountServiceAccountToken).toBe(true);
+    expect(r.get('ServiceAccount', FULLNAME)).toBeDefined();
+    expect(d.spec.template.metadata.annotations['checksum/tls']).toMatch(/^[0-9a-f]{64}$/);
+    expect(d.spec.template.metadata.annotations['checksum/etcd-tls']).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  test.each(['default', 'ha'] as Variant[])('%s: PodDisruptionBudget and anti-affinity on hostname', (variant) => {
+    const r = rendered[variant];
+    const selector = r.deployment.spec.selector.matchLabels;
+    expect(r.get('PodDisruptionBudget', FULLNAME).spec).toEqual({ minAvailable: 1, selector: { matchLabels: selector } });
+    expect(r.deployment.spec.template.spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution).toEqual([
+      { weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: selector } } },
+    ]);
+    // The server's selector does not take in the etcd pods.
+    expect(selector['app.kubernetes.io/component']).toBe('apiserver');
+  });
+
+  test('ha: topology spread over zones gets the pods’ own selector', () => {
+    const d = rendered.ha.deployment;
+    expect(d.spec.template.spec.topologySpreadConstraints).toEqual([
+      { maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: d.spec.selector.matchLabels } },
+    ]);
+  });
+
+  test('one replica: no PodDisruptionBudget (it would block every drain)', async () => {
+    const r = await template(['--set', 'replicaCount=1']);
+    expect(r.all('PodDisruptionBudget').map((p) => p.metadata.name)).toEqual([]);
+  });
+});
+
+describe('server flags, parsed by the server’s own parser', () => {
+  const common = {
+    securePort: 8443,
+    bindAddress: '0.0.0.0',
+    tlsCertFile: '/etc/platform/tls/tls.crt',
+    tlsPrivateKeyFile: '/etc/platform/tls/tls.key',
+    dataDir: '/var/lib/platform',
+    etcdCafile: '/etc/platform/etcd/ca.crt',
+    etcdCertfile: '/etc/platform/etcd/tls.crt',
+    etcdKeyfile: '/etc/platform/etcd/tls.key',
+  };
+  const members = (n: number) => Array.from({ length: n }, (_, i) => `https://${ETCD}-${i}.${ETCD_HEADLESS}.${NS}.svc:2379`);
+
+  test.each([
+    ['default', { ...common, etcdServers: members(1), tokenIssuer: `https://${SERVICE_DNS}`, etcdPrefix: '/registry' }],
+    ['ha', { ...common, etcdServers: members(3), tokenIssuer: `https://${SERVICE_DNS}` }],
+    ['external-etcd', { ...common, etcdServers: EXTERNAL_ENDPOINTS, tokenIssuer: 'https://platform.example.com', etcdPrefix: '/platform', tokenMaxTtlMs: 12 * 3600_000 }],
+    ['cert-manager', { ...common, etcdServers: members(1), tokenIssuer: `https://${SERVICE_DNS}` }],
+  ] as [Variant, Partial<Config>][])('%s', (variant, expected) => {
+    const config = serverConfig(rendered[variant]);
+    expect(config).toMatchObject(expected);
+    // In-cluster configuration, and the front proxy's settings from kube-system/extension-apiserver-authentication.
+    expect(config.kubeconfig).toBeUndefined();
+    expect(config.requestheaderClientCaFile).toBeUndefined();
+    expect(rendered[variant].container.args.filter((a: string) => /^--(kubeconfig|requestheader-|authentication-skip-lookup)/.test(a))).toEqual([]);
+  });
+});
+
+describe('RBAC', () => {
+  test.each(VARIANT_NAMES)('%s: exactly auth-delegator, the front proxy reader and the README’s ClusterRole', (variant) => {
+    const r = rendered[variant];
+    const subjects = [{ kind: 'ServiceAccount', name: FULLNAME, namespace: NS }];
+    const bindings = r.all('ClusterRoleBinding').map((b) => ({ name: b.metadata.name, roleRef: b.roleRef, subjects: b.subjects }));
+    expect(bindings).toEqual([
+      { name: `${FULLNAME}:system:auth-delegator`, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:auth-delegator' }, subjects },
+      { name: FULLNAME, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: FULLNAME }, subjects },
+    ]);
+    const roleBindings = r.all('RoleBinding').map((b) => ({ namespace: b.metadata.namespace, roleRef: b.roleRef, subjects: b.subjects }));
+    expect(roleBindings).toEqual([
+      { namespace: 'kube-system', roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'extension-apiserver-authentication-reader' }, subjects },
+    ]);
+    expect(r.all('Role')).toEqual([]);
+    expect(r.all('ClusterRole').map((c) => [c.metadata.name, c.rules])).toEqual([
+      [
+        FULLNAME,
+        [
+          { apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'rolebindings', 'clusterroles', 'clusterrolebindings'], verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'] },
+          { apiGroups: ['management.platform.sh'], resources: ['sharedsecrets', 'sharedsecrets/status', 'clusters', 'clusters/status'], verbs: ['*'] },
+          { apiGroups: [''], resources: ['secrets'], verbs: ['get'] },
+        ],
+      ],
+    ]);
+  });
+
+  test('rbac.create=false renders no RBAC', async () => {
+    const r = await template(['--set', 'rbac.create=false']);
+    expect(r.docs.filter((d) => d.apiVersion.startsWith('rbac.authorization.k8s.io/'))).toEqual([]);
+  });
+});
+
+describe('etcd', () => {
+  function etcdTLS(r: Rendered) {
+    const server = r.get('Secret', `${ETCD}-server-tls`);
+    const client = r.get('Secret', `${ETCD}-client-tls`);
+    const ca = new X509Certificate(fromB64(server.data['ca.crt']));
+    return { server, client, ca, serverCert: new X509Certificate(fromB64(server.data['tls.crt'])), clientCert: new X509Certificate(fromB64(client.data['tls.crt'])) };
+  }
+
+  test.each([
+    ['default', 1],
+    ['ha', 3],
+    ['cert-manager', 1],
+  ] as [Variant, number][])('%s: a StatefulSet of %d member(s) with client and peer TLS', (variant, n) => {
+    const r = rendered[variant];
+    const sts = r.get('StatefulSet', ETCD);
+    expect(sts.spec.replicas).toBe(n);
+    expect(sts.spec.serviceName).toBe(ETCD_HEADLESS);
+    expect(sts.spec.podManagementPolicy).toBe('Parallel');
+    const headless = r.get('Service', ETCD_HEADLESS);
+    expect(headless.spec).toMatchObject({ clusterIP: 'None', publishNotReadyAddresses: true, selector: sts.spec.selector.matchLabels });
+    expect(sts.spec.selector.matchLabels['app.kubernetes.io/component']).toBe('etcd');
+
+    const c = sts.spec.template.spec.containers[0];
+    expect(c.image).toBe('registry.k8s.io/etcd:3.5.21-0');
+    const hosts = Array.from({ length: n }, (_, i) => `${ETCD}-${i}.${ETCD_HEADLESS}.${NS}.svc`);
+    expect(flagValue(c.args, 'initial-cluster')!.split(',')).toEqual(hosts.map((h, i) => `${ETCD}-${i}=https://${h}:2380`));
+    expect(c.args).toEqual(expect.arrayContaining(['--client-cert-auth', '--peer-client-cert-auth', '--initial-cluster-state=new', '--name=$(POD_NAME)']));
+    for (const flag of ['trusted-ca-file', 'peer-trusted-ca-file']) expect(flagValue(c.args, flag)).toBe('/etc/etcd/tls/ca.crt');
+    for (const flag of ['cert-file', 'peer-cert-file']) expect(flagValue(c.args, flag)).toBe('/etc/etcd/tls/tls.crt');
+    for (const flag of ['key-file', 'peer-key-file']) expect(flagValue(c.args, flag)).toBe('/etc/etcd/tls/tls.key');
+    expect(flagValue(c.args, 'listen-client-urls')).toMatch(/^https:/);
+    expect(flagValue(c.args, 'listen-peer-urls')).toMatch(/^https:/);
+    expect(c.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+    expect(sts.spec.template.spec.securityContext).toMatchObject({ runAsNonRoot: true });
+
+    // Persistent data: a claim per member, mounted above --data-dir.
+    expect(sts.spec.volumeClaimTemplates.map((t: any) => t.metadata.name)).toEqual(['data']);
+    expect(c.volumeMounts.find((m: any) => m.name === 'data').mountPath).toBe(path.posix.dirname(flagValue(c.args, 'data-dir')!));
+    const tlsVolume = sts.spec.template.spec.volumes.find((v: any) => v.name === 'tls');
+    expect(tlsVolume.secret.secretName).toBe(`${ETCD}-server-tls`);
+
+    // One CA: the members' certificate (server and peer) names every member; the server's client certificate.
+    const { ca, serverCert, clientCert } = etcdTLS(r);
+    expect(issuedBy(serverCert, ca)).toBe(true);
+    expect(issuedBy(clientCert, ca)).toBe(true);
+    expect(serverCert.keyUsage).toEqual(expect.arrayContaining([SERVER_AUTH, CLIENT_AUTH]));
+    expect(clientCert.keyUsage).toContain(CLIENT_AUTH);
+    for (const h of hosts) expect(dnsNames(serverCert)).toContain(h);
+    const config = serverConfig(r);
+    for (const url of config.etcdServers) expect(dnsNames(serverCert)).toContain(new URL(url).hostname);
+    for (const file of [config.etcdCafile!, config.etcdCertfile!, config.etcdKeyfile!]) {
+      expect(secretFile(r, file)).toEqual({ secretName: `${ETCD}-client-tls`, key: path.posix.basename(file) });
+    }
+  });
+
+  test('default: one member, 8Gi claim, no PodDisruptionBudget for etcd', () => {
+    const r = rendered.default;
+    const sts = r.get('StatefulSet', ETCD);
+    expect(sts.spec.volumeClaimTemplates[0].spec).toEqual({ accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '8Gi' } } });
+    expect(r.find('PodDisruptionBudget', ETCD)).toBeUndefined();
+  });
+
+  test('ha: three members one per node, a majority kept by the PodDisruptionBudget, sized claims', () => {
+    const r = rendered.ha;
+    const sts = r.get('StatefulSet', ETCD);
+    const selector = sts.spec.selector.matchLabels;
+    expect(r.get('PodDisruptionBudget', ETCD).spec).toEqual({ minAvailable: 2, selector: { matchLabels: selector } });
+    expect(sts.spec.template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution).toEqual([
+      { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: selector } },
+    ]);
+    expect(sts.spec.volumeClaimTemplates[0].spec).toEqual({ accessModes: ['ReadWriteOnce'], storageClassName: 'fast-ssd', resources: { requests: { storage: '20Gi' } } });
+    expect(sts.spec.template.spec.containers[0].args).toContain('--quota-backend-bytes=8589934592');
+  });
+
+  test('external: no etcd of the chart; the endpoints and the client certificate Secret are used', () => {
+    const r = rendered['external-etcd'];
+    expect(r.all('StatefulSet')).toEqual([]);
+    expect(r.docs.filter((d) => d.metadata.name.startsWith(ETCD))).toEqual([]);
+    expect(r.all('Secret').map((s) => s.metadata.name)).toEqual([`${FULLNAME}-tls`]);
+    const config = serverConfig(r);
+    expect(config.etcdServers).toEqual(EXTERNAL_ENDPOINTS);
+    for (const file of [config.etcdCafile!, config.etcdCertfile!, config.etcdKeyfile!]) {
+      expect(secretFile(r, file)).toEqual({ secretName: 'platform-etcd-client', key: path.posix.basename(file) });
+    }
+  });
+});
+
+describe('bad values fail at template time (values.schema.json)', () => {
+  test.each([
+    [['--set', 'replicaCount=0'], "'/replicaCount'"],
+    [['--set', 'tls.mode=bogus'], "'/tls/mode'"],
+    [['--set', 'etcd.replicas=2'], "'/etcd/replicas'"],
+    [['--set', 'etcd.external.endpoints={https://etcd-0.example.internal:2379}'], "'/etcd/external/secretName'"],
+    [['--set', 'etcd.external.endpoints={http://etcd-0.example.internal:2379}', '--set', 'etcd.external.secretName=etcd-client'], "'/etcd/external/endpoints/0'"],
+    [['--set', 'tls.mode=existingSecret', '--set', 'tls.existingSecret.name=corp-tls'], "'/tls/existingSecret/caBundle'"],
+    [['--set', 'tokenIssuer=http://platform.example.com'], "'/tokenIssuer'"],
+    [['--set', 'image.pullPolicy=Sometimes'], "'/image/pullPolicy'"],
+    [['--set', 'replicaCuont=3'], 'replicaCuont'],
+  ])('%j is refused naming %s', async (args, named) => {
+    const r = await helm(['template', RELEASE, CHART, '--namespace', NS, ...args]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain("values don't meet the specifications of the schema");
+    expect(r.stderr).toContain(named);
+  });
+});
+
+describe('NOTES.txt', () => {
+  test('tells the admin how to check the APIService and the group', async () => {
+    const r = await helm(['install', RELEASE, CHART, '--namespace', NS, '--dry-run=client']);
+    expect(r.code).toBe(0);
+    const notes = r.stdout.slice(r.stdout.indexOf('NOTES:'));
+    for (const line of [
+      'kubectl get apiservice v1.management.platform.sh',
+      'kubectl wait --for=condition=Available --timeout=180s apiservice/v1.management.platform.sh',
+      'kubectl api-resources --api-group=management.platform.sh',
+      'kubectl get sharedsecrets -A',
+    ]) {
+      expect(notes).toContain(line);
+    }
+  });
+});
