@@ -194,7 +194,8 @@ function etcdEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-async function freePorts(n: number): Promise<number[]> {
+/** `n` distinct free loopback ports (free when asked: another process may still take one first). */
+export async function freePorts(n: number): Promise<number[]> {
   // Hold all listeners open together so the same port is not handed out twice.
   const servers = await Promise.all(
     Array.from({ length: n }, () => new Promise<net.Server>((resolve, reject) => {

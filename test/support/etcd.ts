@@ -3,9 +3,8 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
-import net from 'node:net';
 import { Etcd3 } from 'etcd3';
-import { startEmbeddedEtcd, type EmbeddedEtcd } from '../../src/storage/embedded-etcd.js';
+import { freePorts, startEmbeddedEtcd, type EmbeddedEtcd } from '../../src/storage/embedded-etcd.js';
 import { makeCa, makeCert } from './certs.js';
 import { waitFor } from './wait.js';
 
@@ -89,7 +88,7 @@ export async function startTlsEtcd(): Promise<TlsEtcd> {
   };
   const files = { ca: await write('ca.crt', ca.certPem), cert: await write('client.crt', client.certPem), key: await write('client.key', client.keyPem) };
   const rogueFiles = { cert: await write('rogue.crt', rogue.certPem), key: await write('rogue.key', rogue.keyPem) };
-  const [clientPort, peerPort] = await freeLoopbackPorts(2);
+  const [clientPort, peerPort] = await freePorts(2);
   const endpoint = `https://127.0.0.1:${clientPort}`;
   const peer = `http://127.0.0.1:${peerPort}`;
   const child = spawn('etcd', [
@@ -123,17 +122,4 @@ export async function startTlsEtcd(): Promise<TlsEtcd> {
     probe.close();
   }
   return { endpoint, files, rogue: rogueFiles, stop };
-}
-
-async function freeLoopbackPorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from({ length: n }, () => new Promise<net.Server>((resolve, reject) => {
-      const s = net.createServer();
-      s.once('error', reject);
-      s.listen(0, '127.0.0.1', () => resolve(s));
-    })),
-  );
-  const ports = servers.map((s) => (s.address() as net.AddressInfo).port);
-  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
-  return ports;
 }

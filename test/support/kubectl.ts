@@ -1,27 +1,13 @@
 /** Runs the real kubectl (unpacked by `npm run tools`) against a test server: to completion, or in the background. */
 import { spawn } from 'node:child_process';
-import { accessSync, constants, promises as fs, mkdtempSync, rmSync } from 'node:fs';
+import { promises as fs, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { exitCode, runToCompletion, toolPath, type ToolResult } from './tools.js';
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const kubectlPath = () => toolPath('kubectl');
 
-export function kubectlPath(): string {
-  const file = path.join(repoRoot, '.tools', 'bin', 'kubectl');
-  try {
-    accessSync(file, constants.X_OK);
-  } catch {
-    throw new Error(`kubectl not found at ${file}: run \`npm run tools\` first`);
-  }
-  return file;
-}
-
-export interface KubectlResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+export type KubectlResult = ToolResult;
 
 /** A fresh HOME dir per run: kubectl's discovery cache must never carry over between tests. */
 const HOME_PREFIX = path.join(os.tmpdir(), 'kubectl-home-');
@@ -33,11 +19,6 @@ function kubectlCommand(home: string, kubeconfig: string, args: string[], extraE
   return [kubectlPath(), ['--kubeconfig', kubeconfig, '--cache-dir', path.join(home, 'cache'), ...args], env];
 }
 
-/** The shell's exit code for a process that exited with `code` or was ended by `signal`. */
-function exitCode(code: number | null, signal: NodeJS.Signals | null): number {
-  return code ?? 128 + (signal ? os.constants.signals[signal] : 0);
-}
-
 export async function kubectl(
   args: string[],
   opts: { kubeconfig: string; stdin?: string; env?: Record<string, string>; timeoutMs?: number },
@@ -45,37 +26,8 @@ export async function kubectl(
   const home = await fs.mkdtemp(HOME_PREFIX);
   const timeoutMs = opts.timeoutMs ?? 30_000;
   try {
-    return await new Promise<KubectlResult>((resolve, reject) => {
-      const [bin, argv, env] = kubectlCommand(home, opts.kubeconfig, args, opts.env);
-      const child = spawn(bin, argv, { env, stdio: ['pipe', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      // setEncoding keeps multi-byte characters that straddle chunks intact.
-      child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-      child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-      let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
-        child.kill('SIGKILL');
-      }, timeoutMs);
-      child.on('error', (err) => {
-        clearTimeout(timer);
-        reject(err);
-      });
-      // 'close' waits for the output pipes too, so nothing is cut off.
-      child.on('close', (code, signal) => {
-        clearTimeout(timer);
-        if (timedOut) {
-          const msg = `kubectl ${args.join(' ')} timed out after ${timeoutMs} ms`;
-          reject(new Error(`${msg}\nstdout: ${stdout}\nstderr: ${stderr}`));
-        } else {
-          resolve({ code: exitCode(code, signal), stdout, stderr });
-        }
-      });
-      // kubectl may exit before reading stdin (e.g. on a usage error); that is not our failure.
-      child.stdin.on('error', () => {});
-      child.stdin.end(opts.stdin ?? '');
-    });
+    const [bin, argv, env] = kubectlCommand(home, opts.kubeconfig, args, opts.env);
+    return await runToCompletion(bin, argv, { env, stdin: opts.stdin, timeoutMs, what: `kubectl ${args.join(' ')}` });
   } finally {
     await fs.rm(home, { recursive: true, force: true });
   }
