@@ -50,6 +50,9 @@ export interface Config {
   tokenSigningKeyRotationPeriodMs: number;
   /** How long a new signing key is published in the JWKS before it signs. */
   tokenSigningKeyPublishDelayMs: number;
+  /** Requests (other than watches and those of system:masters) served at once: read-only and mutating. */
+  maxRequestsInflight: number;
+  maxMutatingRequestsInflight: number;
   /** Do not read the front proxy's settings from kube-system/extension-apiserver-authentication. */
   authenticationSkipLookup: boolean;
 }
@@ -93,6 +96,8 @@ export const FLAGS: FlagSpec[] = [
   { name: 'authorization-webhook-cache-unauthorized-ttl', arg: 'duration', help: 'How long SubjectAccessReview answers that do not allow are cached (default 10s; 0 disables).', apply: (c, v) => (c.authorizationWebhookCacheUnauthorizedTtlMs = duration('authorization-webhook-cache-unauthorized-ttl', v)) },
   { name: 'leader-elect-lease-duration', arg: 'duration', help: 'The controllers (garbage collector and the others) run on one replica at a time, the holder of an etcd lease of this length; when it dies another replica takes over within about this long (default 10s, at least 1s).', apply: (c, v) => (c.leaderElectLeaseDurationMs = atLeast('leader-elect-lease-duration', duration('leader-elect-lease-duration', v), 1000)) },
   { name: 'access-resync-period', arg: 'duration', help: 'Besides watching both sides, every SharedSecret and Cluster is compared with its Roles and bindings in the host cluster this often, and generated RBAC whose source is gone is removed (default 5m, at least 1s).', apply: (c, v) => (c.accessResyncPeriodMs = atLeast('access-resync-period', duration('access-resync-period', v), 1000)) },
+  { name: 'max-requests-inflight', arg: 'int', help: 'Read-only requests served at once; past it 429 TooManyRequests with Retry-After (watches and system:masters are not counted; default 400, 0 for no limit).', apply: (c, v) => (c.maxRequestsInflight = count('max-requests-inflight', v)) },
+  { name: 'max-mutating-requests-inflight', arg: 'int', help: 'Mutating requests (create, update, patch, delete) served at once; past it 429 as above (default 200, 0 for no limit).', apply: (c, v) => (c.maxMutatingRequestsInflight = count('max-mutating-requests-inflight', v)) },
   { name: 'token-issuer', arg: 'url', help: 'The issuer (iss) of direct cluster endpoint tokens: an https URL under which /.well-known/openid-configuration and /openid/v1/jwks of this server are reached, as connected clusters verify tokens (default: this server\'s URL).', apply: (c, v) => (c.tokenIssuer = issuerUrl(v)) },
   { name: 'token-max-ttl', arg: 'duration', help: 'The longest lifetime of a direct cluster endpoint token; a longer spec.ttl is shortened to it, with a warning (default 24h, at least 1m).', apply: (c, v) => (c.tokenMaxTtlMs = atLeast('token-max-ttl', duration('token-max-ttl', v), 60_000)) },
   { name: 'token-signing-key-rotation-period', arg: 'duration', help: 'Token signing keys are replaced this often; a replaced key stays published until the last token it signed has expired (default 168h, at least 1s).', apply: (c, v) => (c.tokenSigningKeyRotationPeriodMs = atLeast('token-signing-key-rotation-period', duration('token-signing-key-rotation-period', v), 1000)) },
@@ -127,6 +132,12 @@ export function duration(flag: string, value: string): number {
     throw new FlagError(`--${flag} must be a duration such as 5m, 30s or 1h (got ${JSON.stringify(value)})`);
   }
   return parts.reduce((ms, [, n, unit]) => ms + Number(n) * units[unit], 0);
+}
+
+function count(flag: string, value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n)) throw new FlagError(`--${flag} must be a whole number, 0 or more (got ${JSON.stringify(value)})`);
+  return n;
 }
 
 function bool(flag: string, value: string): boolean {
@@ -169,6 +180,8 @@ export function defaultConfig(): Config {
     tokenSigningKeyRotationPeriodMs: 7 * 24 * 3600_000,
     tokenSigningKeyPublishDelayMs: 10 * 60_000,
     authenticationSkipLookup: false,
+    maxRequestsInflight: 400,
+    maxMutatingRequestsInflight: 200,
   };
 }
 

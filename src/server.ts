@@ -114,6 +114,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       get serverAddress() {
         return serverAddress(boundPort);
       },
+      maxInFlight: { readOnly: config.maxRequestsInflight, mutating: config.maxMutatingRequestsInflight },
       oidc: {
         get issuer() {
           return issuer;

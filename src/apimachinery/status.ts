@@ -139,6 +139,11 @@ export function serverTimeout(gr: GroupResource, operation: string, retryAfterSe
   return failure(500, 'ServerTimeout', message, { group: gr.group || undefined, kind: gr.resource, name: operation, retryAfterSeconds });
 }
 
+/** 429 TooManyRequests, as kube-apiserver's max-in-flight filter answers it (clients retry on Retry-After). */
+export function tooManyRequests(retryAfterSeconds = 1): StatusError {
+  return failure(429, 'TooManyRequests', 'Too many requests, please try again later.', { retryAfterSeconds });
+}
+
 /** 504 Timeout: the request could not be completed in time (kube's StatusReasonTimeout). */
 export function timeout(message: string, retryAfterSeconds = 1): StatusError {
   return failure(504, 'Timeout', message, { retryAfterSeconds });

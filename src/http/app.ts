@@ -12,6 +12,7 @@ import type { Registry } from '../registry/registry.js';
 import { MAX_BODY_BYTES } from './body.js';
 import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions } from './discovery.js';
 import { healthHandler, type HealthCheck } from './health.js';
+import { maxInFlight, type InFlightLimits } from './inflight.js';
 import { negotiateResponse } from './negotiation.js';
 import { OIDC_PATHS, oidcHandler, type OidcOptions } from './oidc.js';
 import { OpenAPIService, isOpenAPIPath } from './openapi.js';
@@ -29,6 +30,8 @@ export interface AppOptions {
   visibleTo?: (attrs: Attributes) => ((obj: KubeObject) => boolean) | undefined;
   /** host:port clients reach this server at, for /api's serverAddressByClientCIDRs. */
   serverAddress: string;
+  /** --max-requests-inflight and --max-mutating-requests-inflight (0: no limit). */
+  maxInFlight?: InFlightLimits;
   /** The token issuer's OpenID discovery and keys. */
   oidc?: OidcOptions;
   log: Logger;
@@ -68,6 +71,7 @@ export function createApp(opts: AppOptions): express.Express {
     next();
   });
   app.use(authenticate(opts.authenticator));
+  app.use(maxInFlight(opts.maxInFlight ?? { readOnly: 0, mutating: 0 }));
   app.use(findNamespace(opts.registry, opts.authorizer));
   app.use(authorize(opts.authorizer, opts.visibleTo));
   // Bodies are read only once the caller is known and allowed.

@@ -49,6 +49,13 @@ describe('parseFlags', () => {
     expect(() => parseFlags(['--token-max-ttl=30s'])).toThrow('--token-max-ttl must be at least 60s');
   });
 
+  test('in-flight limits: 400 and 200 by default, 0 turns one off, only whole numbers', () => {
+    expect(parseFlags([])).toMatchObject({ maxRequestsInflight: 400, maxMutatingRequestsInflight: 200 });
+    expect(parseFlags(['--max-requests-inflight=0', '--max-mutating-requests-inflight', '5'])).toMatchObject({ maxRequestsInflight: 0, maxMutatingRequestsInflight: 5 });
+    expect(() => parseFlags(['--max-requests-inflight=-1'])).toThrow('--max-requests-inflight must be a whole number, 0 or more (got "-1")');
+    expect(() => parseFlags(['--max-mutating-requests-inflight=lots'])).toThrow('--max-mutating-requests-inflight must be a whole number');
+  });
+
   test('unknown flags, missing values and bad ports are errors', () => {
     expect(() => parseFlags(['--nope=1'])).toThrow(FlagError);
     expect(() => parseFlags(['--secure-port'])).toThrow(/needs an argument/);

@@ -1,0 +1,31 @@
+/**
+ * kube-apiserver's max-in-flight filter (--max-requests-inflight, --max-mutating-requests-inflight): past either
+ * limit a request is refused at once with 429 and `Retry-After: 1` (client-go retries only then) instead of queuing
+ * behind the others. Long-running requests (watches) are not counted, and system:masters is never limited, so an
+ * administrator can still act on an overloaded server. 0 turns a limit off.
+ */
+import type { NextFunction, Request, Response } from 'express';
+import * as errors from '../apimachinery/status.js';
+import { isMaster, type UserInfo } from '../apimachinery/user.js';
+import type { RequestInfo } from './requestinfo.js';
+
+const READ_ONLY_VERBS = new Set(['get', 'list', 'watch']);
+
+export interface InFlightLimits {
+  readOnly: number;
+  mutating: number;
+}
+
+export function maxInFlight(limits: InFlightLimits) {
+  const running = { readOnly: 0, mutating: 0 };
+  return (_req: Request, res: Response, next: NextFunction) => {
+    const { info, user } = res.locals as { info: RequestInfo; user: UserInfo };
+    if (info.verb === 'watch' || isMaster(user)) return next();
+    const kind: keyof InFlightLimits = !info.isResourceRequest || READ_ONLY_VERBS.has(info.verb) ? 'readOnly' : 'mutating';
+    if (limits[kind] > 0 && running[kind] >= limits[kind]) throw errors.tooManyRequests();
+    running[kind]++;
+    // 'close' comes once the answer is sent, or when the client goes away first.
+    res.once('close', () => running[kind]--);
+    next();
+  };
+}
