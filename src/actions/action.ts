@@ -5,12 +5,12 @@
  * Each takes a request object of its kind and answers one.
  */
 import { Path, fieldError, type FieldError } from '../apimachinery/field.js';
-import { compileSchema, prune, type StructuralSchema, type SchemaValidator } from '../apimachinery/schema.js';
+import { compileSchema, type StructuralSchema, type SchemaValidator } from '../apimachinery/schema.js';
 import * as errors from '../apimachinery/status.js';
 import { nowRFC3339 } from '../apimachinery/time.js';
 import { isPlainObject, type GroupKind, type KubeObject, type ObjectMeta } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
-import { goQuote } from '../apimachinery/validation.js';
+import { checkTypeMeta, dropUnknownFields } from '../registry/decoding.js';
 
 export type ActionVerb = 'get' | 'create';
 
@@ -66,27 +66,16 @@ const validators = new WeakMap<Action, SchemaValidator>();
  * unknown fields dropped (refused with fieldValidation=Strict, warned about with Warn), types per the schema.
  */
 export function decodeRequest(action: Action, body: Record<string, unknown>, fieldValidation: 'Ignore' | 'Strict' | 'Warn', warnings: string[]): KubeObject {
-  const apiVersion = `${action.group}/${action.version}`;
   const gk: GroupKind = { group: action.group, kind: action.kind };
-  if (body.apiVersion !== undefined && body.apiVersion !== apiVersion) {
-    throw errors.badRequest(`the API version in the data (${String(body.apiVersion)}) does not match the expected API version (${apiVersion})`);
-  }
-  if (body.kind !== undefined && body.kind !== action.kind) throw errors.invalid(gk, '', [fieldError.invalid('kind', body.kind, `must be ${action.kind}`)]);
   const obj = structuredClone(body) as KubeObject;
   if (obj.metadata === undefined || obj.metadata === null) obj.metadata = {};
   if (!isPlainObject(obj.metadata)) throw errors.invalid(gk, '', [fieldError.typeInvalid(Path.root('metadata'), obj.metadata, 'must be an object')]);
-  obj.apiVersion = apiVersion;
-  obj.kind = action.kind;
-
-  const { metadata: _metadata, ...rest } = obj;
-  const unknown = prune(rest, action.schema, '').map((p) => p.replace(/^\./, ''));
-  for (const k of Object.keys(obj)) if (k !== 'metadata' && !(k in rest)) delete obj[k];
-  if (unknown.length && fieldValidation === 'Strict') {
-    throw errors.badRequest(`${action.kind} in version ${goQuote(action.version)} cannot be handled as a ${action.kind}: strict decoding error: ${unknown.map((p) => `unknown field ${goQuote(p)}`).join(', ')}`);
-  }
-  if (fieldValidation === 'Warn') warnings.push(...unknown.map((p) => `unknown field ${goQuote(p)}`));
+  const type = { apiVersion: `${action.group}/${action.version}`, version: action.version, kind: action.kind, groupKind: gk };
+  checkTypeMeta(obj, type);
+  dropUnknownFields(obj, action.schema, type, { fieldValidation, warnings });
 
   if (!validators.has(action)) validators.set(action, compileSchema(action.schema));
+  const { metadata: _metadata, ...rest } = obj;
   const errs: FieldError[] = validators.get(action)!(rest);
   if (errs.length) throw errors.invalid(gk, String(obj.metadata.name ?? ''), errs);
   return obj;

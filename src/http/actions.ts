@@ -3,12 +3,11 @@ import type { Request, Response } from 'express';
 import { decodeRequest, type Action, type ActionVerb } from '../actions/action.js';
 import * as errors from '../apimachinery/status.js';
 import type { UserInfo } from '../apimachinery/user.js';
-import { goQuote } from '../apimachinery/validation.js';
 import { parseObjectBody, rawBody } from './body.js';
 import { negotiateResponse, requestEncoding } from './negotiation.js';
 import { writeOptions } from './options.js';
 import type { RequestInfo } from './requestinfo.js';
-import { writeObject } from './responses.js';
+import { withWarnings, writeObject } from './responses.js';
 
 export async function handleAction(req: Request, res: Response, info: RequestInfo, action: Action): Promise<void> {
   const groupResource = { group: action.group, resource: action.subresource ? `${action.resource}/${action.subresource}` : action.resource };
@@ -33,8 +32,7 @@ export async function handleAction(req: Request, res: Response, info: RequestInf
     object = decodeRequest(action, parsed, opts.fieldValidation, warnings);
   }
   const answer = await action.serve({ verb, namespace: info.namespace || undefined, name: info.name, object, query, user: res.locals.user as UserInfo, warnings });
-  for (const w of new Set(warnings)) res.append('Warning', `299 - ${goQuote(w)}`);
   // Answers may carry credentials (a client key, a token): no cache may keep them.
   res.setHeader('Cache-Control', 'no-store');
-  writeObject(res, verb === 'create' ? 201 : 200, answer, encoding);
+  writeObject(withWarnings(res, warnings), verb === 'create' ? 201 : 200, answer, encoding);
 }

@@ -175,9 +175,8 @@ function findNamespace(registry: Registry, authorizer: Authorizer) {
     const sameName = await store.list(undefined, { predicate: { matches: (o) => o.metadata.name === info.name, empty: false } });
     const usable: string[] = [];
     for (const obj of sameName.items) {
-      const attrs: Attributes = { ...info, user, namespace: obj.metadata.namespace ?? '' };
-      if (user.restriction && !user.restriction.check(attrs).allowed) continue;
-      if ((await authorizer.authorize(attrs)).decision === 'allow') usable.push(attrs.namespace);
+      const namespace = obj.metadata.namespace ?? '';
+      if ((await decide(authorizer, { ...info, user, namespace })).decision === 'allow') usable.push(namespace);
     }
     if (usable.length === 1) info.namespace = usable[0];
     if (usable.length > 1) {
@@ -216,14 +215,16 @@ function authorize(authorizer: Authorizer, visibleTo: AppOptions['visibleTo']) {
       visible = (obj) => seen(obj) && restriction.check({ ...attrs, ...meta(obj) }).allowed;
     }
     locals(res).visible = visible;
-    locals(res).authorizeOther = async (other) => {
-      const asked = { ...other, user };
-      const limited = user.restriction?.check(asked);
-      if (limited && !limited.allowed) return { decision: 'deny', reason: limited.reason };
-      return authorizer.authorize(asked);
-    };
+    locals(res).authorizeOther = (other) => decide(authorizer, { ...other, user });
     next();
   };
+}
+
+/** What the caller may do besides the request itself: its credential's restriction first, then the authorizers. */
+async function decide(authorizer: Authorizer, attrs: Attributes): Promise<Decision> {
+  const limited = attrs.user.restriction?.check(attrs);
+  if (limited && !limited.allowed) return { decision: 'deny', reason: limited.reason };
+  return authorizer.authorize(attrs);
 }
 
 /** kube's responsewriters.Forbidden message. */

@@ -12,10 +12,9 @@ import { parseObjectBody, rawBody } from './body.js';
 import { parseListQuery, parseWatchQuery } from './listoptions.js';
 import { APPLY_PATCH_TYPE, JSON_PATCH_TYPE, MERGE_PATCH_TYPE, contentType, negotiate, requestEncoding } from './negotiation.js';
 import { duplicateFields } from '../apimachinery/strictjson.js';
-import { goQuote } from '../apimachinery/validation.js';
 import { applyOptions, deleteOptions, rejectForceOnNonApplyPatch, writeOptions, type ParsedWriteOptions } from './options.js';
 import type { RequestInfo } from './requestinfo.js';
-import { writeObject } from './responses.js';
+import { withWarnings, writeObject } from './responses.js';
 import { mayDeleteOwner } from './owners.js';
 import { shaper } from './shapes.js';
 import { serveWatch } from './watch.js';
@@ -109,12 +108,6 @@ function readObject(req: Request, kind: string, opts: ParsedWriteOptions & { dup
   const obj = parseObjectBody(body, encoding, kind) as KubeObject;
   if (encoding === 'json') opts.duplicateFields = duplicateFields(body.toString('utf8'));
   return obj;
-}
-
-/** Warnings go back as `Warning: 299 - "<text>"` headers, one per distinct warning (a retried write repeats them). */
-function withWarnings(res: Response, warnings: string[]): Response {
-  for (const w of new Set(warnings)) res.append('Warning', `299 - ${goQuote(w)}`);
-  return res;
 }
 
 /** The patch document, as a function of the current object (re-applied if a concurrent write wins). */

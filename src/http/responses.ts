@@ -2,6 +2,7 @@
 import type { Response } from 'express';
 import yaml from 'js-yaml';
 import { internalError, StatusError, type Status } from '../apimachinery/status.js';
+import { goQuote } from '../apimachinery/validation.js';
 import type { Logger } from '../log.js';
 import { listJson, toJson } from './json.js';
 import { JSON_TYPE, YAML_TYPE, type Encoding } from './negotiation.js';
@@ -13,6 +14,12 @@ export function writeObject(res: Response, code: number, obj: unknown, encoding:
   }
   const items = (obj as { items?: unknown }).items;
   res.status(code).type(JSON_TYPE).send(`${Array.isArray(items) ? listJson(obj as { items: unknown[] }) : toJson(obj)}\n`);
+}
+
+/** Warnings go back as `Warning: 299 - "<text>"` headers, one per distinct warning (a retried write repeats them). */
+export function withWarnings(res: Response, warnings: string[]): Response {
+  for (const w of new Set(warnings)) res.append('Warning', `299 - ${goQuote(w)}`);
+  return res;
 }
 
 /** Errors are always JSON (as kube-apiserver sends them); a Retry-After goes with retryAfterSeconds. */

@@ -9,14 +9,15 @@ import { objectMetaSchema } from '../apimachinery/metaschema.js';
 import { applyObject, keepTimestampsOfNoopWrite, updateManagedFields, type FieldManagerContext } from '../apimachinery/managedfields/index.js';
 import { generateName } from '../apimachinery/names.js';
 import { validateFinalizers, validateObjectMeta, validateObjectMetaUpdate } from '../apimachinery/objectmeta.js';
-import { compileSchema, prune, type SchemaValidator } from '../apimachinery/schema.js';
+import { compileSchema, type SchemaValidator } from '../apimachinery/schema.js';
 import * as errors from '../apimachinery/status.js';
 import { sameInstant, nowRFC3339 } from '../apimachinery/time.js';
 import { isPlainObject, type KubeList, type KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
-import { goQuote, isValidPathSegmentName, nameIsDNSSubdomain } from '../apimachinery/validation.js';
+import { isValidPathSegmentName, nameIsDNSSubdomain } from '../apimachinery/validation.js';
 import { StorageError, type Storage } from '../storage/interface.js';
 import type { WatchCache } from '../storage/cacher.js';
+import { checkTypeMeta, dropUnknownFields, type FieldValidationOptions } from './decoding.js';
 import type { ResourceDefinition } from './definitions.js';
 import { ResourceReader, type ListOptions, type RunningWatch, type WatchOptions, type WatchSink } from './reader.js';
 import { checkBlockingOwnerReferences, type MayDeleteOwner } from './ownerpermission.js';
@@ -35,15 +36,10 @@ export type UpdateSource =
   /** Server-side apply: the merge of a configuration into the current object, managedFields included. */
   | { apply: (current: KubeObject) => KubeObject };
 
-export interface WriteOptions {
+/** fieldValidation (unknown and duplicate fields dropped, dropped with a warning (default), or refused) and more. */
+export interface WriteOptions extends FieldValidationOptions {
   /** Run every step but the write, and answer as if it had been stored (`dryRun=All`). */
   dryRun?: boolean;
-  /** What to do with unknown and duplicate fields: drop them, drop them with a warning (default), or refuse. */
-  fieldValidation?: 'Ignore' | 'Warn' | 'Strict';
-  /** Paths of fields the request body held twice (found while decoding it). */
-  duplicateFields?: string[];
-  /** Filled with warnings for the client (`Warning: 299` headers). */
-  warnings?: string[];
   /** Who is writing, for managedFields (kube: the fieldManager parameter, else the User-Agent's product). */
   fieldManager?: string;
   /** Who asks, for kinds whose rules depend on it. */
@@ -115,7 +111,7 @@ export class Store {
   /** `trackFields` is false when the object comes from an apply, which set its managedFields already. */
   private async createObject(namespace: string | undefined, input: KubeObject, opts: WriteOptions, trackFields: boolean): Promise<KubeObject> {
     const obj = structuredClone(input);
-    this.checkTypeMeta(obj);
+    checkTypeMeta(obj, this.def);
     this.takeNamespace(obj, namespace);
     if (obj.metadata.resourceVersion) throw errors.badRequest('resourceVersion should not be set on objects to be created');
     const meta = obj.metadata;
@@ -130,7 +126,7 @@ export class Store {
     if (generate) meta.name = generateName(meta.generateName!);
     this.strategy.prepareForCreate?.(obj, opts.user);
 
-    this.dropUnknownFields(obj, opts);
+    dropUnknownFields(obj, this.def.schema, this.def, opts);
     const errs = this.validate(obj);
     if (errs.length) throw errors.invalid(this.def.groupKind, meta.name ?? '', errs);
     await this.checkOwnerPermissions(obj, undefined, opts);
@@ -160,7 +156,7 @@ export class Store {
           const updated =
             'replace' in source ? structuredClone(source.replace) : 'patch' in source ? source.patch(structuredClone(current)) : source.apply(structuredClone(current));
           if (!isPlainObject(updated)) throw errors.badRequest('the request body must be a JSON or YAML object');
-          this.checkTypeMeta(updated);
+          checkTypeMeta(updated, this.def);
           this.checkNameOnUrl(updated, namespace, name);
           this.checkResourceVersion(updated, current, name);
           if ('replace' in source && updated.metadata.uid && updated.metadata.uid !== current.metadata.uid) {
@@ -168,7 +164,7 @@ export class Store {
           }
           const next = subresource === 'status' ? this.statusUpdate(updated, current) : this.mainUpdate(updated, current);
           if (subresource !== 'status') this.strategy.prepareForUpdate?.(next, current, opts.user);
-          this.dropUnknownFields(next, opts);
+          dropUnknownFields(next, this.def.schema, this.def, opts);
           const errs = this.validate(next, current);
           if (errs.length) throw errors.invalid(this.def.groupKind, name, errs);
           await this.checkOwnerPermissions(next, current, opts);
@@ -197,9 +193,9 @@ export class Store {
   async apply(namespace: string | undefined, name: string, config: KubeObject, subresource: 'status' | undefined, opts: ApplyOptions): Promise<{ object: KubeObject; created: boolean }> {
     const applied = structuredClone(config);
     if (!isPlainObject(applied)) throw errors.badRequest('the apply configuration must be an object');
-    this.checkTypeMeta(applied);
+    checkTypeMeta(applied, this.def);
     this.checkNameOnUrl(applied, namespace, name);
-    this.dropUnknownFields(applied, opts);
+    dropUnknownFields(applied, this.def.schema, this.def, opts);
     const merge = (live: KubeObject | undefined) => applyObject(live, applied, opts.fieldManager, !!opts.force, subresource ?? '', this.fieldManagerContext());
     for (;;) {
       try {
@@ -276,20 +272,6 @@ export class Store {
     if (nsMsgs.length) throw errors.badRequest(`Namespace parameter invalid: ${JSON.stringify(namespace)}: ${nsMsgs.join(';')}`);
     const base = `${this.prefix}/${this.def.group}/${this.def.plural}/`;
     return this.def.namespaced && namespace ? `${base}${namespace}/` : base;
-  }
-
-  /** apiVersion and kind may be left out (they are then taken from the path); when given they must match. */
-  private checkTypeMeta(obj: KubeObject): void {
-    if (!isPlainObject(obj.metadata)) obj.metadata = {};
-    if (obj.apiVersion !== undefined && obj.apiVersion !== this.def.apiVersion) {
-      throw errors.badRequest(`the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (${this.def.apiVersion})`);
-    }
-    if (obj.kind !== undefined && obj.kind !== this.def.kind) {
-      const name = typeof obj.metadata.name === 'string' ? obj.metadata.name : '';
-      throw errors.invalid(this.def.groupKind, name, [fieldError.invalid('kind', obj.kind, `must be ${this.def.kind}`)]);
-    }
-    obj.apiVersion = this.def.apiVersion;
-    obj.kind = this.def.kind;
   }
 
   /** The namespace comes from the path; a different one in the body is refused. */
@@ -373,23 +355,6 @@ export class Store {
     const entries = updateManagedFields(live, obj, opts.fieldManager || 'unknown', subresource, this.fieldManagerContext());
     if (entries.length) obj.metadata.managedFields = entries;
     else delete obj.metadata.managedFields;
-  }
-
-  /**
-   * Drops fields the schema does not know (kube's pruning) and, per fieldValidation, refuses the request with
-   * kube's strict decoding error or warns about each unknown or duplicate field.
-   */
-  private dropUnknownFields(obj: KubeObject, opts: WriteOptions): void {
-    const { metadata: _m, ...body } = obj;
-    const unknown = [...prune(obj.metadata, objectMetaSchema, 'metadata'), ...prune(body, this.def.schema, '')].map((p) => p.replace(/^\./, ''));
-    for (const k of Object.keys(obj)) if (k !== 'metadata' && !(k in body)) delete obj[k];
-    const problems = [...(opts.duplicateFields ?? []).map((p) => `duplicate field ${goQuote(p)}`), ...unknown.map((p) => `unknown field ${goQuote(p)}`)];
-    if (!problems.length || opts.fieldValidation === 'Ignore') return;
-    if (opts.fieldValidation === 'Strict') {
-      const { kind, version } = this.def;
-      throw errors.badRequest(`${kind} in version ${goQuote(version)} cannot be handled as a ${kind}: strict decoding error: ${problems.join(', ')}`);
-    }
-    opts.warnings?.push(...problems);
   }
 
   private validate(obj: KubeObject, old?: KubeObject): FieldError[] {
