@@ -19,6 +19,8 @@ export interface LogLine {
 export interface ServerProcess {
   url: string;
   pid: number;
+  /** The CA (PEM) of its self-signed serving certificate, for clients of one's own. */
+  caPem: string;
   /** Every JSON line it has logged so far. */
   readonly logs: LogLine[];
   client(token: string): HttpClient;
@@ -101,6 +103,7 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
   return {
     url,
     pid: child.pid!,
+    caPem,
     logs,
     client: (token) => new HttpClient(url, caPem, token),
     waitForLog,
