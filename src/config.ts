@@ -53,8 +53,24 @@ export interface Config {
   /** Requests (other than watches and those of system:masters) served at once: read-only and mutating. */
   maxRequestsInflight: number;
   maxMutatingRequestsInflight: number;
+  /** A request other than a watch not answered within this long gets 504 Timeout (0: no deadline). */
+  requestTimeoutMs: number;
+  /** Watches without timeoutSeconds end after a random time between this and twice this (seconds). */
+  minRequestTimeoutSeconds: number;
   /** Do not read the front proxy's settings from kube-system/extension-apiserver-authentication. */
   authenticationSkipLookup: boolean;
+  /** klog's --v: 0 errors, warnings and lifecycle; 3 adds a line per request; 4 adds debug lines. */
+  verbosity: number;
+  /** Non-resource paths anyone may GET without authorization (and without credentials); a trailing '*' is a prefix. */
+  authorizationAlwaysAllowPaths: string[];
+  /** Where audit events are written as JSON lines ('-': stdout); unset: no audit log. */
+  auditLogPath?: string;
+  /** Size at which the audit log is rotated (bytes; 0: never rotated). */
+  auditLogMaxSizeBytes: number;
+  /** Rotated audit logs kept (0: all). */
+  auditLogMaxBackup: number;
+  /** Days a rotated audit log is kept (0: no age limit). */
+  auditLogMaxAgeDays: number;
 }
 
 interface FlagSpec {
@@ -98,11 +114,35 @@ export const FLAGS: FlagSpec[] = [
   { name: 'access-resync-period', arg: 'duration', help: 'Besides watching both sides, every SharedSecret and Cluster is compared with its Roles and bindings in the host cluster this often, and generated RBAC whose source is gone is removed (default 5m, at least 1s).', apply: (c, v) => (c.accessResyncPeriodMs = atLeast('access-resync-period', duration('access-resync-period', v), 1000)) },
   { name: 'max-requests-inflight', arg: 'int', help: 'Read-only requests served at once; past it 429 TooManyRequests with Retry-After (watches and system:masters are not counted; default 400, 0 for no limit).', apply: (c, v) => (c.maxRequestsInflight = count('max-requests-inflight', v)) },
   { name: 'max-mutating-requests-inflight', arg: 'int', help: 'Mutating requests (create, update, patch, delete) served at once; past it 429 as above (default 200, 0 for no limit).', apply: (c, v) => (c.maxMutatingRequestsInflight = count('max-mutating-requests-inflight', v)) },
+  { name: 'request-timeout', arg: 'duration', help: 'A request is answered 504 Timeout when not done within this long; a client may ask for less with ?timeout=. Watches are not limited by it (default 1m; 0: no deadline).', apply: (c, v) => (c.requestTimeoutMs = duration('request-timeout', v)) },
+  { name: 'min-request-timeout', arg: 'int', help: 'A watch that does not set timeoutSeconds ends after a random time between this many seconds and twice as long, so clients do not all re-watch at once (default 1800, at least 1).', apply: (c, v) => (c.minRequestTimeoutSeconds = atLeast('min-request-timeout', count('min-request-timeout', v) * 1000, 1000) / 1000) },
   { name: 'token-issuer', arg: 'url', help: 'The issuer (iss) of direct cluster endpoint tokens: an https URL under which /.well-known/openid-configuration and /openid/v1/jwks of this server are reached, as connected clusters verify tokens (default: this server\'s URL).', apply: (c, v) => (c.tokenIssuer = issuerUrl(v)) },
   { name: 'token-max-ttl', arg: 'duration', help: 'The longest lifetime of a direct cluster endpoint token; a longer spec.ttl is shortened to it, with a warning (default 24h, at least 1m).', apply: (c, v) => (c.tokenMaxTtlMs = atLeast('token-max-ttl', duration('token-max-ttl', v), 60_000)) },
   { name: 'token-signing-key-rotation-period', arg: 'duration', help: 'Token signing keys are replaced this often; a replaced key stays published until the last token it signed has expired (default 168h, at least 1s).', apply: (c, v) => (c.tokenSigningKeyRotationPeriodMs = atLeast('token-signing-key-rotation-period', duration('token-signing-key-rotation-period', v), 1000)) },
   { name: 'token-signing-key-publish-delay', arg: 'duration', help: 'A new signing key is published at /openid/v1/jwks this long before it signs, so verifiers that cache the keys know it first; the JWKS may be cached half as long (default 10m).', apply: (c, v) => (c.tokenSigningKeyPublishDelayMs = duration('token-signing-key-publish-delay', v)) },
+  { name: 'v', arg: 'int', help: 'Log verbosity, 0 to 10 as klog\'s: 0 logs errors, warnings and lifecycle events (every 5xx answer is an error line at any level); 3 and more add one line per request (request id, user, verb, resource, namespace, name, code, latency, user agent), as kube-apiserver does at 3; 4 and more add debug lines (default 0).', apply: (c, v) => (c.verbosity = verbosity(v)) },
+  { name: 'authorization-always-allow-paths', arg: 'paths', help: 'Non-resource paths anyone may GET, without credentials or authorization, comma-separated; a trailing * makes a prefix, as in "/metrics*" (default "/healthz,/readyz,/livez"; add /metrics for an anonymous Prometheus scrape). /version and the OpenID documents are always public.', apply: (c, v) => (c.authorizationAlwaysAllowPaths = allowPaths(v)) },
+  { name: 'audit-log-path', arg: 'file', help: 'Write audit events (audit.k8s.io/v1 Event at level Metadata: who did what to which object and the answer, never bodies) as JSON lines to this file, or "-" for stdout. Unset: no audit log.', apply: (c, v) => (c.auditLogPath = v) },
+  { name: 'audit-log-maxsize', arg: 'int', help: 'Megabytes an audit log file may reach before it is rotated to <name>-<UTC timestamp>.<ext> beside it (default 100; 0: never rotated).', apply: (c, v) => (c.auditLogMaxSizeBytes = count('audit-log-maxsize', v) * 1024 * 1024) },
+  { name: 'audit-log-maxbackup', arg: 'int', help: 'Rotated audit log files kept; older ones are removed (default 10; 0: all are kept).', apply: (c, v) => (c.auditLogMaxBackup = count('audit-log-maxbackup', v)) },
+  { name: 'audit-log-maxage', arg: 'int', help: 'Days a rotated audit log file is kept, by the timestamp in its name (default 0: no age limit).', apply: (c, v) => (c.auditLogMaxAgeDays = count('audit-log-maxage', v)) },
 ];
+
+function verbosity(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n > 10) throw new FlagError(`--v must be a whole number from 0 to 10 (got ${JSON.stringify(value)})`);
+  return n;
+}
+
+function allowPaths(value: string): string[] {
+  const paths = list(value);
+  for (const p of paths) {
+    if (!p.startsWith('/') || p.slice(0, -1).includes('*')) {
+      throw new FlagError(`--authorization-always-allow-paths takes paths such as /healthz, with at most a trailing * (got ${JSON.stringify(p)})`);
+    }
+  }
+  return paths;
+}
 
 /** An issuer is an https URL without query or fragment (as kube's --service-account-issuer for discovery). */
 function issuerUrl(value: string): string {
@@ -182,6 +222,13 @@ export function defaultConfig(): Config {
     authenticationSkipLookup: false,
     maxRequestsInflight: 400,
     maxMutatingRequestsInflight: 200,
+    requestTimeoutMs: 60_000,
+    minRequestTimeoutSeconds: 1800,
+    verbosity: 0,
+    authorizationAlwaysAllowPaths: ['/healthz', '/readyz', '/livez'],
+    auditLogMaxSizeBytes: 100 * 1024 * 1024,
+    auditLogMaxBackup: 10,
+    auditLogMaxAgeDays: 0,
   };
 }
 

@@ -16,9 +16,12 @@ import { startControllers, type Controller } from './controllers/manager.js';
 import { readAuthenticationConfigMap, withAuthenticationConfigMap } from './host/authconfig.js';
 import { HostRbac } from './host/rbac.js';
 import { createApp } from './http/app.js';
+import { MAX_HEADER_BYTES, answerClientErrors } from './http/clienterrors.js';
 import { withTimeout } from './http/health.js';
 import { writeKubeconfig } from './kubeconfig.js';
 import type { Logger } from './log.js';
+import { AuditLog } from './observability/audit.js';
+import { Metrics, etcdObjectType, registryWatchCacheStats } from './observability/metrics.js';
 import { ensureServingCertificate } from './pki/selfsigned.js';
 import { loadDefinitions } from './registry/definitions.js';
 import { Registry } from './registry/registry.js';
@@ -45,6 +48,9 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch((err) => log.error('shutdown step failed', { error: String(err) }));
   };
   try {
+    const metrics = new Metrics();
+    const audit = config.auditLogPath ? auditLog(config, log) : undefined;
+    if (audit) cleanups.push(() => audit.close());
     let endpoints = config.etcdServers;
     if (!endpoints.length) {
       const etcd: EmbeddedEtcd = await startEmbeddedEtcd({ dataDir: config.dataDir, log: (msg) => log.info(msg) });
@@ -52,7 +58,9 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       endpoints = etcd.endpoints;
       log.info('started embedded etcd', { endpoints, dataDir: config.dataDir });
     }
-    const storage = new EtcdStorage({ endpoints, tls: etcdTls(config) });
+    const etcdPrefix = config.etcdPrefix;
+    const onCall = (operation: string, key: string, seconds: number, failed: boolean) => metrics.etcdRequest(operation, etcdObjectType(etcdPrefix, key), seconds, failed);
+    const storage = new EtcdStorage({ endpoints, tls: etcdTls(config), onCall });
     cleanups.push(() => storage.close());
     const compactor = new Compactor(storage.client, { intervalMs: config.etcdCompactionIntervalMs, log: (msg, fields) => log.info(msg, fields) });
     compactor.start();
@@ -60,6 +68,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
 
     const registry = new Registry(loadDefinitions(), storage, config.etcdPrefix, (msg, fields) => log.warn(msg, fields));
     await registry.start();
+    metrics.watchCaches(registryWatchCacheStats(registry, () => storage.currentRevision()));
     registry.addAction(importVirtualClusterAction(registry));
     const signingKeys = new SigningKeys(storage.client, `${config.etcdPrefix}/signingkeys/direct-cluster-endpoint-tokens`, {
       rotationPeriodMs: config.tokenSigningKeyRotationPeriodMs,
@@ -87,10 +96,11 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       client: storage.client,
       etcdPrefix: config.etcdPrefix,
       leaseDurationMs: config.leaderElectLeaseDurationMs,
-      controllers: serverControllers(config, registry, hostCluster, log),
+      controllers: serverControllers(config, registry, hostCluster, log, metrics),
       log,
     });
     cleanups.push(() => controllers.stop());
+    metrics.leaderElection('controllers', () => controllers.isLeader());
     const auth = setUpAuth(config, registry, hostCluster, log);
     cleanups.push(() => auth.stop());
     const adminToken = auth.adminToken;
@@ -115,6 +125,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
         return serverAddress(boundPort);
       },
       maxInFlight: { readOnly: config.maxRequestsInflight, mutating: config.maxMutatingRequestsInflight },
+      timeouts: { requestTimeoutMs: config.requestTimeoutMs, minRequestTimeoutSeconds: config.minRequestTimeoutSeconds },
       oidc: {
         get issuer() {
           return issuer;
@@ -122,13 +133,17 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
         jwks: () => signingKeys.jwks().catch(signingKeysUnavailable),
         maxAgeSeconds: Math.min(3600, Math.floor(config.tokenSigningKeyPublishDelayMs / 2000)),
       },
+      metrics,
+      audit,
+      alwaysAllowPaths: config.authorizationAlwaysAllowPaths,
       log,
     });
 
     // Client certificates (front proxy, direct clients) are asked for, not required; authenticators check them.
     const clientCAs = clientCertificateAuthorities(config);
     const clientAuth = clientCAs.length ? { requestCert: true, rejectUnauthorized: false, ca: clientCAs } : {};
-    const server: Server = createServer({ cert: tls.cert, key: tls.key, ...clientAuth }, app);
+    const server: Server = createServer({ cert: tls.cert, key: tls.key, maxHeaderSize: MAX_HEADER_BYTES, ...clientAuth }, app);
+    answerClientErrors(server);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(config.securePort, config.bindAddress, () => resolve());
@@ -158,12 +173,13 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
 }
 
 /** What runs on the elected replica: the garbage collector, and the access sync when there is a host cluster. */
-function serverControllers(config: Config, registry: Registry, host: HostCluster | undefined, log: Logger): Controller[] {
+function serverControllers(config: Config, registry: Registry, host: HostCluster | undefined, log: Logger, metrics: Metrics): Controller[] {
   const info = (msg: string, fields?: Record<string, unknown>) => log.info(msg, fields);
-  const controllers: Controller[] = [{ name: 'garbage-collector', run: (signal) => new GarbageCollector(registry, { log: info }).run(signal) }];
+  const workQueueMetrics = metrics.workQueues;
+  const controllers: Controller[] = [{ name: 'garbage-collector', run: (signal) => new GarbageCollector(registry, { log: info, workQueueMetrics }).run(signal) }];
   if (host) {
     const rbac = new HostRbac(host);
-    controllers.push({ name: 'access-sync', run: (signal) => new AccessSync(registry, rbac, { log: info, resyncIntervalMs: config.accessResyncPeriodMs }).run(signal) });
+    controllers.push({ name: 'access-sync', run: (signal) => new AccessSync(registry, rbac, { log: info, resyncIntervalMs: config.accessResyncPeriodMs, workQueueMetrics }).run(signal) });
   }
   return controllers;
 }
@@ -186,6 +202,17 @@ async function frontProxyFromCluster(config: Config, host: HostCluster | undefin
     clientCa: !!resolved.clientCaFile,
   });
   return resolved;
+}
+
+/** --audit-log-path and its rotation; failures to write are logged, and requests go on. */
+function auditLog(config: Config, log: Logger): AuditLog {
+  return new AuditLog({
+    path: config.auditLogPath!,
+    maxSizeBytes: config.auditLogMaxSizeBytes,
+    maxBackups: config.auditLogMaxBackup,
+    maxAgeDays: config.auditLogMaxAgeDays,
+    onError: (err) => log.error('audit log write failed', { path: config.auditLogPath, error: err.message }),
+  });
 }
 
 /** The etcd TLS files of the flags, read once (a rotated certificate needs a restart, as for kube-apiserver). */

@@ -146,7 +146,7 @@ export function tooManyRequests(retryAfterSeconds = 1): StatusError {
 
 /** 504 Timeout: the request could not be completed in time (kube's StatusReasonTimeout). */
 export function timeout(message: string, retryAfterSeconds = 1): StatusError {
-  return failure(504, 'Timeout', message, { retryAfterSeconds });
+  return failure(504, 'Timeout', message, retryAfterSeconds ? { retryAfterSeconds } : {});
 }
 
 /** 410 Expired: a resourceVersion or continue token older than what is kept. */

@@ -8,10 +8,15 @@ import { ANONYMOUS_USER, AUTHENTICATED_GROUP, AuthenticationError, type Attribut
 import { isDNS1123Label } from '../apimachinery/validation.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { Logger } from '../log.js';
+import type { AuditLog } from '../observability/audit.js';
+import { servedBy } from '../observability/labels.js';
+import type { Metrics } from '../observability/metrics.js';
+import { observeRequests } from '../observability/observe.js';
 import type { Registry } from '../registry/registry.js';
 import { MAX_BODY_BYTES } from './body.js';
 import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions } from './discovery.js';
 import { healthHandler, type HealthCheck } from './health.js';
+import { requestDeadline } from './deadline.js';
 import { maxInFlight, type InFlightLimits } from './inflight.js';
 import { negotiateResponse } from './negotiation.js';
 import { OIDC_PATHS, oidcHandler, type OidcOptions } from './oidc.js';
@@ -32,18 +37,36 @@ export interface AppOptions {
   serverAddress: string;
   /** --max-requests-inflight and --max-mutating-requests-inflight (0: no limit). */
   maxInFlight?: InFlightLimits;
+  /** --request-timeout (ms; 0: none) and --min-request-timeout (s) for watches without timeoutSeconds. */
+  timeouts?: { requestTimeoutMs: number; minRequestTimeoutSeconds: number };
   /** The token issuer's OpenID discovery and keys. */
   oidc?: OidcOptions;
+  /** Served at /metrics, and told of every request. */
+  metrics?: Metrics;
+  /** --audit-log-path: every request is audited there. */
+  audit?: AuditLog;
+  /** --authorization-always-allow-paths (default: the health paths). */
+  alwaysAllowPaths?: string[];
   log: Logger;
 }
 
 const HEALTH_PATHS = ['/healthz', '/livez', '/readyz'];
-/** Paths anyone may read without credentials (kube's system:public-info-viewer). */
-const PUBLIC_PATHS = [...HEALTH_PATHS, '/version', ...OIDC_PATHS];
+
+/**
+ * Paths anyone may read without credentials: --authorization-always-allow-paths (a trailing * makes a prefix), and
+ * what kube's system:public-info-viewer allows.
+ */
+function publicPaths(alwaysAllow: string[] = HEALTH_PATHS): (path: string) => boolean {
+  const exact = new Set([...alwaysAllow.filter((p) => !p.endsWith('*')), '/version', ...OIDC_PATHS]);
+  const prefixes = alwaysAllow.filter((p) => p.endsWith('*')).map((p) => p.slice(0, -1));
+  return (path) => exact.has(trimmed(path)) || prefixes.some((prefix) => path.startsWith(prefix));
+}
 
 interface Locals {
   info: RequestInfo;
   user: UserInfo;
+  /** What authorization decided, for the audit log. */
+  authorization?: { decision: 'allow' | 'forbid'; reason?: string };
   /** Set when a list or watch may show only some objects to this caller. */
   visible?: (obj: KubeObject) => boolean;
   /** Whether this caller may do something else too (e.g. delete an owner it sets blockOwnerDeletion on). */
@@ -70,10 +93,15 @@ export function createApp(opts: AppOptions): express.Express {
     locals(res).info = resolveRequestInfo(req.method, url.pathname, url.searchParams);
     next();
   });
-  app.use(authenticate(opts.authenticator));
-  app.use(maxInFlight(opts.maxInFlight ?? { readOnly: 0, mutating: 0 }));
+  // Before authentication, so that 401s, 403s and 429s are counted, logged and audited too.
+  app.use(observeRequests({ log: opts.log, metrics: opts.metrics, audit: opts.audit, served: servedBy(opts.registry) }));
+  const isPublic = publicPaths(opts.alwaysAllowPaths);
+  // The deadline covers everything after it, authentication included (a slow TokenReview counts).
+  app.use(requestDeadline({ requestTimeoutMs: opts.timeouts?.requestTimeoutMs ?? 0 }));
+  app.use(authenticate(opts.authenticator, isPublic));
+  app.use(maxInFlight(opts.maxInFlight ?? { readOnly: 0, mutating: 0 }, opts.metrics?.inFlight));
   app.use(findNamespace(opts.registry, opts.authorizer));
-  app.use(authorize(opts.authorizer, opts.visibleTo));
+  app.use(authorize(opts.authorizer, opts.visibleTo, isPublic));
   // Bodies are read only once the caller is known and allowed.
   app.use(express.raw({ type: () => true, limit: MAX_BODY_BYTES }));
 
@@ -88,12 +116,13 @@ export function createApp(opts: AppOptions): express.Express {
 
   app.use(async (req: Request, res: Response) => {
     const { info } = locals(res);
-    if (info.isResourceRequest) return handleResource(req, res, info, opts.registry);
+    if (info.isResourceRequest) return handleResource(req, res, info, opts.registry, opts.timeouts?.minRequestTimeoutSeconds ?? 1800);
     const path = trimmed(info.path);
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       throw errors.methodNotSupported({ group: '', resource: '' }, req.method);
     }
     if (health[path]) return health[path](req, res);
+    if (path === '/metrics' && opts.metrics) return void res.type(opts.metrics.contentType).send(await opts.metrics.text());
     if (isOpenAPIPath(path)) return openapi.serve(req, res, path);
     if (oidc && OIDC_PATHS.includes(path)) return oidc(req, res, path);
     const doc = nonResourceDocument(path, opts);
@@ -138,7 +167,7 @@ function bodyError(err: any): errors.StatusError | undefined {
   return undefined;
 }
 
-function authenticate(authenticator: Authenticator) {
+function authenticate(authenticator: Authenticator, isPublic: (path: string) => boolean) {
   return async (req: Request, res: Response, next: NextFunction) => {
     let user: UserInfo | undefined;
     try {
@@ -150,7 +179,7 @@ function authenticate(authenticator: Authenticator) {
     if (user) {
       const groups = user.groups.includes(AUTHENTICATED_GROUP) ? user.groups : [...user.groups, AUTHENTICATED_GROUP];
       locals(res).user = { ...user, groups };
-    } else if (PUBLIC_PATHS.includes(trimmed(locals(res).info.path))) {
+    } else if (isPublic(locals(res).info.path)) {
       locals(res).user = ANONYMOUS_USER;
     } else {
       throw errors.unauthorized();
@@ -195,17 +224,25 @@ function findNamespace(registry: Registry, authorizer: Authorizer) {
  * Authorization: the authorizers' union decides; a list or watch it does not allow shows only the objects the
  * caller may see instead of failing; and a credential's own restriction (an access key's scope) narrows both.
  */
-function authorize(authorizer: Authorizer, visibleTo: AppOptions['visibleTo']) {
+function authorize(authorizer: Authorizer, visibleTo: AppOptions['visibleTo'], isPublic: (path: string) => boolean) {
   return async (_req: Request, res: Response, next: NextFunction) => {
     const { info, user } = locals(res);
-    if (!info.isResourceRequest && PUBLIC_PATHS.includes(trimmed(info.path))) return next();
+    if (!info.isResourceRequest && isPublic(info.path)) {
+      locals(res).authorization = { decision: 'allow', reason: 'always allowed path' };
+      return next();
+    }
     const attrs: Attributes = { user, ...info };
     const restricted = user.restriction?.check(attrs);
-    if (restricted && !restricted.allowed) throw forbidden(attrs, restricted.reason);
+    if (restricted && !restricted.allowed) {
+      locals(res).authorization = { decision: 'forbid', reason: restricted.reason };
+      throw forbidden(attrs, restricted.reason);
+    }
     const decision = await authorizer.authorize(attrs);
     let visible: ((obj: KubeObject) => boolean) | undefined;
+    locals(res).authorization = { decision: 'allow' };
     if (decision.decision !== 'allow') {
       visible = visibleTo?.(attrs);
+      locals(res).authorization = visible ? { decision: 'allow', reason: 'only the objects the user may see' } : { decision: 'forbid', reason: decision.reason };
       if (!visible) throw forbidden(attrs, decision.reason);
     }
     const restriction = user.restriction;

@@ -1,12 +1,20 @@
 /** Request bodies: size-limited raw bytes, decoded as JSON or YAML into a plain object. */
 import type { Request } from 'express';
 import yaml from 'js-yaml';
+import { MAX_NESTING_DEPTH, checkNesting } from '../apimachinery/nesting.js';
 import * as errors from '../apimachinery/status.js';
 import { isPlainObject } from '../apimachinery/types.js';
 import type { Encoding } from './negotiation.js';
 
 /** kube-apiserver's default request body limit (3 MiB). */
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
+
+/**
+ * Core schema (no custom types). js-yaml 4.3's maxDepth (missing from its types) keeps its recursive parser off
+ * deep documents; it counts scalars and flow keys as levels too, so it is set a little above the limit that
+ * checkNesting then applies exactly, as for JSON.
+ */
+const YAML_OPTIONS: yaml.LoadOptions = { schema: yaml.CORE_SCHEMA, ...{ maxDepth: MAX_NESTING_DEPTH + 2 } };
 
 export function rawBody(req: Request): Buffer {
   return Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
@@ -19,14 +27,20 @@ function summarize(body: Buffer): string {
   return body.length > 30 ? `${head} ...` : head;
 }
 
-/** Parses JSON or YAML; `what` names the expected type in errors ("SharedSecret", "DeleteOptions"). */
+/**
+ * Parses JSON or YAML, refusing documents nested too deeply or (YAML) expanding too far through aliases;
+ * `what` names the expected type in errors ("SharedSecret", "DeleteOptions").
+ */
 export function parseBody(body: Buffer, encoding: Encoding, what: string): unknown {
   const text = body.toString('utf8');
   try {
-    if (encoding === 'json') return JSON.parse(text);
-    return yaml.load(text, { schema: yaml.CORE_SCHEMA }) ?? null;
+    const value = encoding === 'json' ? JSON.parse(text) : (yaml.load(text, YAML_OPTIONS) ?? null);
+    checkNesting(value);
+    return value;
   } catch (err) {
-    const why = encoding === 'json' ? `couldn't get version/kind; json parse error: ${(err as Error).message}` : `yaml: ${(err as Error).message.split('\n')[0]}`;
+    // js-yaml's own depth guard is said the way checkNesting says it.
+    const reason = String((err as Error).message).split('\n')[0].replace(/^nesting exceeded maxDepth.*/, `exceeded max depth: nested more than ${MAX_NESTING_DEPTH} levels`);
+    const why = encoding === 'json' ? `couldn't get version/kind; json parse error: ${reason}` : `yaml: ${reason}`;
     throw errors.badRequest(`the object provided is unrecognized (must be of type ${what}): ${why} (${summarize(body)})`);
   }
 }

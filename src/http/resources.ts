@@ -1,6 +1,7 @@
 /** Resource requests: decode, call the resource's store, encode. No Kubernetes rule lives here. */
 import type { Request, Response } from 'express';
 import type { AuthorizeOther } from './app.js';
+import { checkNesting } from '../apimachinery/nesting.js';
 import { applyJsonPatch, applyMergePatch } from '../apimachinery/patch.js';
 import * as errors from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
@@ -18,10 +19,11 @@ import { withWarnings, writeObject } from './responses.js';
 import { mayDeleteOwner } from './owners.js';
 import { shaper } from './shapes.js';
 import { serveWatch } from './watch.js';
+import { watchTimeoutSeconds } from './deadline.js';
 
 const PATCH_TYPES = [JSON_PATCH_TYPE, MERGE_PATCH_TYPE, APPLY_PATCH_TYPE];
 
-export async function handleResource(req: Request, res: Response, info: RequestInfo, registry: Registry): Promise<void> {
+export async function handleResource(req: Request, res: Response, info: RequestInfo, registry: Registry, minRequestTimeoutSeconds: number): Promise<void> {
   const action = registry.action(info.apiGroup, info.apiVersion, info.resource, info.subresource);
   if (action) return handleAction(req, res, info, action);
   const store = registry.lookup(info.apiGroup, info.apiVersion, info.resource);
@@ -53,7 +55,8 @@ export async function handleResource(req: Request, res: Response, info: RequestI
     case 'list':
       return writeObject(res, 200, shape.list(await store.list(namespace, parseListQuery(query, visible))), encoding);
     case 'watch': {
-      const opts = parseWatchQuery(query, info.name || undefined, visible);
+      const parsed = parseWatchQuery(query, info.name || undefined, visible);
+      const opts = { ...parsed, timeoutSeconds: parsed.timeoutSeconds ?? watchTimeoutSeconds(minRequestTimeoutSeconds) };
       return serveWatch(req, res, def, opts, shape.watch(), (sink) => store.watch(namespace, opts, sink));
     }
     case 'create': {
@@ -117,6 +120,7 @@ function readPatch(req: Request, opts: ParsedWriteOptions & { duplicateFields?: 
   let doc: unknown;
   try {
     doc = JSON.parse(rawBody(req).toString('utf8'));
+    checkNesting(doc);
   } catch (err) {
     throw errors.badRequest(`error decoding patch: ${(err as Error).message}`);
   }

@@ -7,7 +7,9 @@ import type { Logger } from '../log.js';
 import { listJson, toJson } from './json.js';
 import { JSON_TYPE, YAML_TYPE, type Encoding } from './negotiation.js';
 
+/** An answer already sent (a 504 once the deadline passed) is never followed by another. */
 export function writeObject(res: Response, code: number, obj: unknown, encoding: Encoding = 'json'): void {
+  if (res.headersSent) return;
   if (encoding === 'yaml') {
     res.status(code).type(YAML_TYPE).send(yaml.dump(obj, { noRefs: true, lineWidth: -1 }));
     return;
@@ -24,6 +26,7 @@ export function withWarnings(res: Response, warnings: string[]): Response {
 
 /** Errors are always JSON (as kube-apiserver sends them); a Retry-After goes with retryAfterSeconds. */
 export function writeStatus(res: Response, status: Status): void {
+  if (res.headersSent) return;
   const retry = status.details?.retryAfterSeconds;
   if (retry && retry > 0) res.setHeader('Retry-After', String(retry));
   res.status(status.code).type(JSON_TYPE).send(`${JSON.stringify(status)}\n`);

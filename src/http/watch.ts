@@ -24,16 +24,11 @@ export interface WatchEncoder {
   bookmark(resourceVersion: string, annotations?: Record<string, string>): unknown;
 }
 
-/** kube's --min-request-timeout: watches without timeoutSeconds last a random 30 to 60 minutes. */
-function defaultTimeoutSeconds(): number {
-  return 1800 + Math.floor(Math.random() * 1800);
-}
-
 export async function serveWatch(
   req: Request,
   res: Response,
   def: ResourceDefinition,
-  opts: WatchQuery,
+  opts: WatchQuery & { timeoutSeconds: number },
   encoder: WatchEncoder,
   start: (sink: WatchSink) => Promise<RunningWatch>,
 ): Promise<void> {
@@ -103,7 +98,7 @@ export async function serveWatch(
   started = true;
   for (const line of pending.splice(0)) res.write(line);
 
-  const timeoutMs = (opts.timeoutSeconds ?? defaultTimeoutSeconds()) * 1000;
+  const timeoutMs = opts.timeoutSeconds * 1000;
   if (opts.allowWatchBookmarks) {
     timers.push(setInterval(() => bookmark(), BOOKMARK_INTERVAL_MS));
     // A last bookmark shortly before the timeout lets the client resume exactly where this stream ends.

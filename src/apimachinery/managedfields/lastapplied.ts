@@ -5,6 +5,7 @@
  *   forced, so `kubectl apply --server-side` can take over objects made with client-side apply;
  * - when the object carries the annotation, an apply rewrites it to the applied config.
  */
+import { checkNesting } from '../nesting.js';
 import { isPlainObject, type KubeObject } from '../types.js';
 import { goJSON } from './gojson.js';
 import { FieldSet } from './set.js';
@@ -38,6 +39,7 @@ export function allowedConflictsFromLastApplied(type: TypeNode, apiVersion: stri
   let obj: unknown;
   try {
     obj = JSON.parse(text);
+    checkNesting(obj);
   } catch {
     return undefined;
   }
