@@ -16,7 +16,7 @@ async function main(): Promise<void> {
     process.stdout.write(helpText());
     return;
   }
-  const log = createLogger();
+  const log = createLogger(undefined, { verbosity: config.verbosity });
   const server = await startServer(config, log);
   let stopping = false;
   const stop = (signal: string) => {

@@ -22,7 +22,7 @@ import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
 import { sleep } from './sleep.js';
 import { watchStore } from './storewatch.js';
-import { WorkQueue } from './workqueue.js';
+import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
 
 export const ACCESS_CLEANUP_FINALIZER = 'management.platform.sh/access-cleanup';
 export const ACCESS_SYNCED = 'AccessSynced';
@@ -42,6 +42,8 @@ export interface AccessSyncOptions {
   workers?: number;
   /** First retry delay of a failed object (ms; doubled up to 5 min). */
   retryDelayMs?: number;
+  /** Metrics of its work queue ("access-sync"). */
+  workQueueMetrics?: WorkQueueMetrics;
 }
 
 interface Source {
@@ -82,7 +84,7 @@ export class AccessSync {
     this.log = opts.log ?? (() => {});
     this.resyncMs = opts.resyncIntervalMs ?? 5 * 60_000;
     this.workers = opts.workers ?? 4;
-    this.queue = new WorkQueue({ baseDelayMs: opts.retryDelayMs ?? 1000, maxDelayMs: RETRY_MAX_MS });
+    this.queue = new WorkQueue({ baseDelayMs: opts.retryDelayMs ?? 1000, maxDelayMs: RETRY_MAX_MS, name: 'access-sync', metrics: opts.workQueueMetrics });
     this.stores = registry.definitions
       .filter((d) => ACCESS_RESOURCES.includes(d.plural))
       .map((d) => registry.lookup(d.group, d.version, d.plural))

@@ -22,7 +22,7 @@ import type { Registry } from '../registry/registry.js';
 import type { PropagationPolicy } from '../registry/propagation.js';
 import type { DeleteOptions, Store } from '../registry/store.js';
 import { watchStore } from './storewatch.js';
-import { WorkQueue } from './workqueue.js';
+import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
 
 const FINALIZER_ORPHAN = FINALIZER_ORPHAN_DEPENDENTS;
 const FINALIZER_FOREGROUND = FINALIZER_DELETE_DEPENDENTS;
@@ -33,6 +33,8 @@ export interface GarbageCollectorOptions {
   resyncIntervalMs?: number;
   /** Delay before an item that failed (e.g. etcd unreachable) is tried again (ms, doubled up to 30 s). */
   retryDelayMs?: number;
+  /** Metrics of its work queue ("garbage-collector"). */
+  workQueueMetrics?: WorkQueueMetrics;
 }
 
 /** What the index knows of one object. */
@@ -65,7 +67,7 @@ export class GarbageCollector {
   ) {
     this.log = opts.log ?? (() => {});
     this.resyncMs = opts.resyncIntervalMs ?? 60_000;
-    this.queue = new WorkQueue({ baseDelayMs: opts.retryDelayMs ?? 500, maxDelayMs: 30_000 });
+    this.queue = new WorkQueue({ baseDelayMs: opts.retryDelayMs ?? 500, maxDelayMs: 30_000, name: 'garbage-collector', metrics: opts.workQueueMetrics });
     this.stores = registry.definitions
       .map((d) => registry.lookup(d.group, d.version, d.plural))
       .filter((s): s is Store => !!s);

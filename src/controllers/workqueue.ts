@@ -7,6 +7,19 @@ export interface WorkQueueOptions {
   /** The first retry delay (ms); doubled on each failure up to maxDelayMs. */
   baseDelayMs?: number;
   maxDelayMs?: number;
+  /** The queue's name in metrics (client-go's workqueue `name` label), and where its metrics go. */
+  name?: string;
+  metrics?: WorkQueueMetrics;
+}
+
+/** client-go's workqueue metrics provider, in the few parts used here (src/observability/metrics.ts implements it). */
+export interface WorkQueueMetrics {
+  /** A queue came into use: its depth (`length`) is read at each scrape until the returned function is called. */
+  track(name: string, queue: { readonly length: number }): () => void;
+  /** A key was queued that was not queued already. */
+  added(name: string): void;
+  /** A key failed and was queued again after its backoff. */
+  retried(name: string): void;
 }
 
 export class WorkQueue {
@@ -19,10 +32,16 @@ export class WorkQueue {
   private shutDown = false;
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
+  private readonly name: string;
+  private readonly metrics?: WorkQueueMetrics;
+  private readonly untrack?: () => void;
 
   constructor(opts: WorkQueueOptions = {}) {
     this.baseDelayMs = opts.baseDelayMs ?? 500;
     this.maxDelayMs = opts.maxDelayMs ?? 30_000;
+    this.name = opts.name ?? '';
+    this.metrics = opts.metrics;
+    this.untrack = this.metrics?.track(this.name, this);
   }
 
   get length(): number {
@@ -36,6 +55,7 @@ export class WorkQueue {
       return;
     }
     if (this.queue.has(key)) return;
+    this.metrics?.added(this.name);
     const waiter = this.waiters.shift();
     if (waiter) {
       this.processing.add(key);
@@ -66,6 +86,7 @@ export class WorkQueue {
   retry(key: string): number {
     const n = (this.failures.get(key) ?? 0) + 1;
     this.failures.set(key, n);
+    this.metrics?.retried(this.name);
     const delay = Math.min(this.baseDelayMs * 2 ** (n - 1), this.maxDelayMs);
     if (!this.timers.has(key)) {
       const timer = setTimeout(() => {
@@ -95,6 +116,7 @@ export class WorkQueue {
 
   shutdown(): void {
     this.shutDown = true;
+    this.untrack?.();
     for (const t of this.timers.values()) clearTimeout(t);
     this.timers.clear();
     for (const w of this.waiters.splice(0)) w(undefined);

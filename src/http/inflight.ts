@@ -16,8 +16,10 @@ export interface InFlightLimits {
   mutating: number;
 }
 
-export function maxInFlight(limits: InFlightLimits) {
-  const running = { readOnly: 0, mutating: 0 };
+/** Requests being served now, by kind (read by apiserver_current_inflight_requests). */
+export type InFlightCounts = InFlightLimits;
+
+export function maxInFlight(limits: InFlightLimits, running: InFlightCounts = { readOnly: 0, mutating: 0 }) {
   return (_req: Request, res: Response, next: NextFunction) => {
     const { info, user } = res.locals as { info: RequestInfo; user: UserInfo };
     if (info.verb === 'watch' || isMaster(user)) return next();

@@ -196,6 +196,16 @@ export class WatchCache<T extends StoredObject> {
     return this.watchers.size;
   }
 
+  /** How many objects the cache holds, by the first key segment after its prefix (the resource). */
+  keyCounts(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const key of this.objects.keys()) {
+      const first = key.slice(this.prefix.length).split('/', 1)[0];
+      counts.set(first, (counts.get(first) ?? 0) + 1);
+    }
+    return counts;
+  }
+
   private removeWatcher(watcher: CacheWatcher<T>, terminate: boolean): void {
     if (!this.watchers.delete(watcher)) return;
     if (terminate) watcher.terminate();

@@ -27,6 +27,8 @@ export interface EtcdStorageOptions {
   callTimeoutMs?: number;
   /** Keys read per range request when listing, to stay under gRPC's message size limit. */
   listPageSize?: number;
+  /** Told of every etcd call when it ends (for metrics): what it was, the key or prefix, how long, and whether it failed. */
+  onCall?: (operation: string, key: string, seconds: number, failed: boolean) => void;
 }
 
 interface RawKv {
@@ -37,6 +39,7 @@ interface RawKv {
 export class EtcdStorage implements Storage {
   readonly client: Etcd3;
   private readonly pageSize: number;
+  private readonly onCall?: EtcdStorageOptions['onCall'];
 
   constructor(opts: EtcdStorageOptions) {
     const timeout = opts.callTimeoutMs ?? 10_000;
@@ -54,11 +57,12 @@ export class EtcdStorage implements Storage {
     }
     this.client = new Etcd3(options);
     this.pageSize = opts.listPageSize ?? 1000;
+    this.onCall = opts.onCall;
   }
 
   async create<T extends StoredObject>(key: string, obj: T): Promise<T> {
     const bytes = encode(obj);
-    const txn = await this.call(key, () =>
+    const txn = await this.call('create', key, () =>
       this.client.if(key, 'Mod', '==', 0).then(this.client.put(key).value(bytes)).commit(),
     );
     if (!txn.succeeded) throw new StorageError('KeyExists', key, `key exists: ${key}`);
@@ -105,12 +109,12 @@ export class EtcdStorage implements Storage {
   }
 
   async currentRevision(): Promise<string> {
-    const res = await this.call('', () => this.client.kv.range({ key: Buffer.from([0]), limit: 1, keys_only: true }));
+    const res = await this.call('currentRevision', '', () => this.client.kv.range({ key: Buffer.from([0]), limit: 1, keys_only: true }));
     return res.header.revision;
   }
 
   async watch<T extends StoredObject>(prefix: string, afterRevision: string, handlers: WatchHandlers<T>): Promise<WatchHandle> {
-    const watcher = await this.call(prefix, () =>
+    const watcher = await this.call('watch', prefix, () =>
       this.client.watch().prefix(prefix).startRevision(String(BigInt(afterRevision) + 1n)).withPreviousKV().create(),
     );
     watcher.on('data', (res) => {
@@ -139,7 +143,7 @@ export class EtcdStorage implements Storage {
   }
 
   async compact(revision: string): Promise<void> {
-    await this.call('', () => this.client.kv.compact({ revision }));
+    await this.call('compact', '', () => this.client.kv.compact({ revision }));
   }
 
   async guaranteedUpdate<T extends StoredObject>(
@@ -153,7 +157,7 @@ export class EtcdStorage implements Storage {
       const updated = await tryUpdate(decode<T>(current.value, current.modRevision));
       const read = current;
       if (opts.deleteInstead?.(updated)) {
-        const txn = await this.call(key, () =>
+        const txn = await this.call('delete', key, () =>
           this.client.if(key, 'Mod', '==', read.modRevision).then(this.client.delete().key(key)).else(this.client.get(key)).commit(),
         );
         if (txn.succeeded) return { object: decode<T>(encode(updated), txn.header.revision), written: true, deleted: true };
@@ -162,7 +166,7 @@ export class EtcdStorage implements Storage {
       }
       const bytes = encode(updated);
       if (bytes === read.value.toString()) return { object: decode<T>(bytes, read.modRevision), written: false, deleted: false };
-      const txn = await this.call(key, () =>
+      const txn = await this.call('update', key, () =>
         this.client.if(key, 'Mod', '==', read.modRevision).then(this.client.put(key).value(bytes)).else(this.client.get(key)).commit(),
       );
       if (txn.succeeded) return { object: decode<T>(bytes, txn.header.revision), written: true, deleted: false };
@@ -176,7 +180,7 @@ export class EtcdStorage implements Storage {
       if (!current) throw new StorageError('KeyNotFound', key, `key not found: ${key}`);
       const read = current;
       await precondition?.(decode<T>(read.value, read.modRevision));
-      const txn = await this.call(key, () =>
+      const txn = await this.call('delete', key, () =>
         this.client.if(key, 'Mod', '==', read.modRevision).then(this.client.delete().key(key)).else(this.client.get(key)).commit(),
       );
       if (txn.succeeded) return decode<T>(read.value, txn.header.revision);
@@ -185,7 +189,7 @@ export class EtcdStorage implements Storage {
   }
 
   async check(): Promise<void> {
-    await this.call('health', () => this.client.get('health').exec());
+    await this.call('health', 'health', () => this.client.get('health').exec());
   }
 
   async close(): Promise<void> {
@@ -195,7 +199,7 @@ export class EtcdStorage implements Storage {
   /** One range request under `prefix`, from `start`, at `revision`. */
   private range(prefix: string, opts: PageOptions, keysOnly: boolean) {
     if (!prefix.endsWith('/')) throw new Error(`prefix must end with '/': ${prefix}`);
-    return this.call(prefix, () =>
+    return this.call(keysOnly ? 'listKeys' : 'list', prefix, () =>
       this.client.kv.range({
         key: Buffer.from(opts.start ?? prefix),
         range_end: Range.prefix(prefix).end,
@@ -207,16 +211,20 @@ export class EtcdStorage implements Storage {
   }
 
   private async readRaw(key: string): Promise<RawKv | undefined> {
-    const res = await this.call(key, () => this.client.get(key).exec());
+    const res = await this.call('get', key, () => this.client.get(key).exec());
     const kv = res.kvs[0];
     return kv ? { value: kv.value, modRevision: kv.mod_revision } : undefined;
   }
 
-  /** Runs one etcd call; failures to reach etcd become StorageError Unreachable. */
-  private async call<R>(key: string, fn: () => Promise<R>): Promise<R> {
+  /** Runs one etcd call (`operation` names it for onCall); failures to reach etcd become StorageError Unreachable. */
+  private async call<R>(operation: string, key: string, fn: () => Promise<R>): Promise<R> {
+    const start = performance.now();
     try {
-      return await fn();
+      const result = await fn();
+      this.onCall?.(operation, key, (performance.now() - start) / 1000, false);
+      return result;
     } catch (err) {
+      this.onCall?.(operation, key, (performance.now() - start) / 1000, true);
       if (err instanceof StorageError) throw err;
       const message = (err as Error).message;
       if (/required revision has been compacted/.test(message)) throw new StorageError('Compacted', key, message);

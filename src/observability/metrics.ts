@@ -1,0 +1,244 @@
+/**
+ * Prometheus metrics of one server (one prom-client Registry per server: tests run several in one process), named as
+ * kube-apiserver, client-go and etcd's client metrics name them where they fit:
+ *
+ * - apiserver_request_total, apiserver_request_duration_seconds (kube's labels and buckets; labels in labels.ts),
+ *   apiserver_current_inflight_requests{request_kind}, apiserver_longrunning_requests (open watches);
+ * - apiserver_watch_cache_resource_version{group,resource}, and two of ours: apiserver_watch_cache_objects (objects
+ *   the cache holds) and apiserver_watch_cache_lag_revisions (etcd's revision minus the cache's);
+ * - etcd_request_duration_seconds{operation,type}, etcd_request_errors_total;
+ * - workqueue_depth, workqueue_adds_total, workqueue_retries_total{name} (a retry follows every failed sync);
+ * - leader_election_master_status{name};
+ * - the process metrics of prom-client's collectDefaultMetrics.
+ *
+ * Gauges are read when scraped (collect) rather than kept up to date on every request.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { WorkQueueMetrics } from '../controllers/workqueue.js';
+import type { InFlightCounts } from '../http/inflight.js';
+import type { Registry as ApiRegistry } from '../registry/registry.js';
+import type { RequestLabels } from './labels.js';
+
+/** kube's apiserver_request_duration_seconds buckets. */
+const REQUEST_BUCKETS = [0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60];
+/** kube's etcd_request_duration_seconds buckets. */
+const ETCD_BUCKETS = [0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60];
+
+const REQUEST_LABELS = ['verb', 'dry_run', 'group', 'version', 'resource', 'subresource', 'scope', 'component'] as const;
+const LONG_RUNNING_LABELS = ['verb', 'group', 'version', 'resource', 'subresource', 'scope', 'component'] as const;
+
+/** One resource's watch cache, as scraped. */
+export interface WatchCacheStats {
+  group: string;
+  resource: string;
+  objects: number;
+  revision: number;
+  /** etcd's current revision minus `revision`; absent when etcd could not be asked. */
+  lag?: number;
+}
+
+export interface MetricsOptions {
+  /** prom-client's process metrics (CPU, memory, event loop lag, GC, handles); on unless false. */
+  processMetrics?: boolean;
+}
+
+export class Metrics {
+  readonly registry = new Registry();
+  /** Read-only and mutating requests being served, kept by the max-in-flight filter. */
+  readonly inFlight: InFlightCounts = { readOnly: 0, mutating: 0 };
+  private readonly requests: Counter<(typeof REQUEST_LABELS)[number] | 'code'>;
+  private readonly durations: Histogram<(typeof REQUEST_LABELS)[number]>;
+  private readonly longRunning: Gauge<(typeof LONG_RUNNING_LABELS)[number]>;
+  private readonly etcdDurations: Histogram<'operation' | 'type'>;
+  private readonly etcdErrors: Counter<'operation' | 'type'>;
+  private readonly queueAdds: Counter<'name'>;
+  private readonly queueRetries: Counter<'name'>;
+  private readonly queues = new Map<string, Set<{ readonly length: number }>>();
+  private readonly leaders = new Map<string, () => boolean>();
+  private watchCacheStats: () => Promise<WatchCacheStats[]> = async () => [];
+
+  constructor(opts: MetricsOptions = {}) {
+    const registers = [this.registry];
+    this.requests = new Counter({
+      name: 'apiserver_request_total',
+      help: 'Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.',
+      labelNames: [...REQUEST_LABELS, 'code'],
+      registers,
+    });
+    this.durations = new Histogram({
+      name: 'apiserver_request_duration_seconds',
+      help: 'Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.',
+      labelNames: REQUEST_LABELS,
+      buckets: REQUEST_BUCKETS,
+      registers,
+    });
+    this.longRunning = new Gauge({
+      name: 'apiserver_longrunning_requests',
+      help: 'Gauge of all active long-running apiserver requests (watches) broken out by verb, group, version, resource, scope and component.',
+      labelNames: LONG_RUNNING_LABELS,
+      registers,
+    });
+    const inFlight = this.inFlight;
+    new Gauge({
+      name: 'apiserver_current_inflight_requests',
+      help: 'Number of requests being served, per request kind (readOnly, mutating), as the max-in-flight limits count them (watches and system:masters are not counted).',
+      labelNames: ['request_kind'],
+      registers,
+      collect() {
+        this.set({ request_kind: 'readOnly' }, inFlight.readOnly);
+        this.set({ request_kind: 'mutating' }, inFlight.mutating);
+      },
+    });
+
+    // The three cache gauges of one scrape share one read (and one etcd revision request).
+    let reading: Promise<WatchCacheStats[]> | undefined;
+    const stats = () => (reading ??= this.watchCacheStats().finally(() => setImmediate(() => (reading = undefined))));
+    const cacheGauge = (name: string, help: string, value: (s: WatchCacheStats) => number | undefined) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['group', 'resource'],
+        registers,
+        async collect() {
+          this.reset();
+          for (const s of await stats()) {
+            const v = value(s);
+            if (v !== undefined) this.set({ group: s.group, resource: s.resource }, v);
+          }
+        },
+      });
+    cacheGauge('apiserver_watch_cache_resource_version', 'Current resource version of watch cache broken by resource type.', (s) => s.revision);
+    cacheGauge('apiserver_watch_cache_objects', 'Objects held by the watch cache, by resource.', (s) => s.objects);
+    cacheGauge(
+      'apiserver_watch_cache_lag_revisions',
+      "etcd's current revision minus the revision the watch cache reflects. Writes outside the cache's keys count until the cache hears of a later revision, so a small steady value is normal; a growing one means the cache falls behind.",
+      (s) => s.lag,
+    );
+
+    this.etcdDurations = new Histogram({
+      name: 'etcd_request_duration_seconds',
+      help: 'Etcd request latency in seconds for each operation and object type.',
+      labelNames: ['operation', 'type'],
+      buckets: ETCD_BUCKETS,
+      registers,
+    });
+    this.etcdErrors = new Counter({
+      name: 'etcd_request_errors_total',
+      help: 'Etcd failed request counts for each operation and object type.',
+      labelNames: ['operation', 'type'],
+      registers,
+    });
+
+    const queues = this.queues;
+    new Gauge({
+      name: 'workqueue_depth',
+      help: 'Current depth of workqueue',
+      labelNames: ['name'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [name, set] of queues) this.set({ name }, [...set].reduce((n, q) => n + q.length, 0));
+      },
+    });
+    this.queueAdds = new Counter({ name: 'workqueue_adds_total', help: 'Total number of adds handled by workqueue', labelNames: ['name'], registers });
+    this.queueRetries = new Counter({
+      name: 'workqueue_retries_total',
+      help: 'Total number of retries handled by workqueue (each follows a failed sync of the key)',
+      labelNames: ['name'],
+      registers,
+    });
+
+    const leaders = this.leaders;
+    new Gauge({
+      name: 'leader_election_master_status',
+      help: 'Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. \'name\' is the string used to identify the lease.',
+      labelNames: ['name'],
+      registers,
+      collect() {
+        for (const [name, isLeader] of leaders) this.set({ name }, isLeader() ? 1 : 0);
+      },
+    });
+
+    if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** The exposition text. */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  /** One answered request. */
+  observeRequest(labels: RequestLabels, code: number, seconds: number): void {
+    this.requests.inc({ ...labels, code: String(code) });
+    this.durations.observe(labels, seconds);
+  }
+
+  /** A watch is open; call the result when it ends. */
+  longRunningStarted(labels: RequestLabels): () => void {
+    const { dry_run: _, ...gaugeLabels } = labels;
+    this.longRunning.inc(gaugeLabels);
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.longRunning.dec(gaugeLabels);
+    };
+  }
+
+  /** One etcd call (EtcdStorage's onCall, with the key already turned into an object type). */
+  etcdRequest(operation: string, type: string, seconds: number, failed: boolean): void {
+    this.etcdDurations.observe({ operation, type }, seconds);
+    if (failed) this.etcdErrors.inc({ operation, type });
+  }
+
+  /** For the controllers' work queues (client-go's workqueue metrics). */
+  readonly workQueues: WorkQueueMetrics = {
+    track: (name, queue) => {
+      if (!this.queues.has(name)) this.queues.set(name, new Set());
+      this.queues.get(name)!.add(queue);
+      return () => void this.queues.get(name)?.delete(queue);
+    },
+    added: (name) => this.queueAdds.inc({ name }),
+    retried: (name) => this.queueRetries.inc({ name }),
+  };
+
+  /** leader_election_master_status{name} reads `isLeader` at each scrape. */
+  leaderElection(name: string, isLeader: () => boolean): void {
+    this.leaders.set(name, isLeader);
+  }
+
+  /** Where the watch cache gauges are read from at each scrape. */
+  watchCaches(read: () => Promise<WatchCacheStats[]>): void {
+    this.watchCacheStats = read;
+  }
+}
+
+/**
+ * The watch caches of a registry, one line per resource (a cache serves a whole API group; its revision and lag are
+ * the group's), with etcd's current revision read once per scrape for the lag.
+ */
+export function registryWatchCacheStats(registry: ApiRegistry, etcdRevision: () => Promise<string>): () => Promise<WatchCacheStats[]> {
+  return async () => {
+    const current = await etcdRevision().then(Number, () => undefined);
+    const counts = new Map([...registry.caches].map(([group, cache]) => [group, cache.keyCounts()]));
+    return registry.definitions.flatMap((def) => {
+      const cache = registry.caches.get(def.group);
+      if (!cache) return [];
+      const revision = cache.currentRevision;
+      const lag = current === undefined ? undefined : Math.max(0, current - revision);
+      return [{ group: def.group, resource: def.plural, objects: counts.get(def.group)?.get(def.plural) ?? 0, revision, lag }];
+    });
+  };
+}
+
+/** The object type of an etcd key, as kube's `type` label (`<resource>.<group>`): `<prefix>/<group>/<resource>/...`. */
+export function etcdObjectType(etcdPrefix: string, key: string): string {
+  if (!key.startsWith(`${etcdPrefix}/`)) return '';
+  const [first = '', second = ''] = key.slice(etcdPrefix.length + 1).split('/');
+  // API groups have dots (management.platform.sh); the server's own keys (signingkeys, leases) do not.
+  return first.includes('.') && second ? `${second}.${first}` : first;
+}

@@ -1,0 +1,166 @@
+/**
+ * One express middleware that sees every request from before authentication to the last byte, so that 401s, 403s,
+ * 429s and 504s are counted, logged and audited like any other answer:
+ *
+ * - an audit ID per request: the `Audit-Id` header kube-apiserver forwards when it has one, else a new UUID; sent
+ *   back as `Audit-Id` (as kube does) and written in the request log line and the audit events;
+ * - apiserver_request_total and apiserver_request_duration_seconds when the response ends, and
+ *   apiserver_longrunning_requests while a watch is open;
+ * - a request log line at --v=3 and more, and for every 5xx at any level (as an error);
+ * - the audit events.
+ *
+ * A request log line has the audit ID, user, verb, resource, namespace, name, code, latency and user agent, and the
+ * path without its query; never headers or bodies.
+ */
+import { randomUUID } from 'node:crypto';
+import type { NextFunction, Request, Response } from 'express';
+import type { Status } from '../apimachinery/status.js';
+import type { UserInfo } from '../apimachinery/user.js';
+import type { RequestInfo } from '../http/requestinfo.js';
+import type { Logger } from '../log.js';
+import { auditEvent, type AuditedRequest, type AuditLog } from './audit.js';
+import { requestLabels, type ServedApis } from './labels.js';
+import type { Metrics } from './metrics.js';
+
+/** klog's level of kube-apiserver's per-request httplog line. */
+export const REQUEST_LOG_VERBOSITY = 3;
+
+export const AUDIT_ID_HEADER = 'Audit-Id';
+
+export interface ObserveOptions {
+  log: Logger;
+  metrics?: Metrics;
+  audit?: AuditLog;
+  served: ServedApis;
+}
+
+/** What the app's middlewares leave on res.locals that this reads when the answer is done. */
+interface ObservedLocals {
+  info?: RequestInfo;
+  user?: UserInfo;
+  authorization?: AuditedRequest['authorization'];
+  auditID?: string;
+}
+
+export function observeRequests(opts: ObserveOptions) {
+  const { log, metrics, audit, served } = opts;
+  return (req: Request, res: Response, next: NextFunction) => {
+    const received = new Date();
+    const start = performance.now();
+    const locals = res.locals as ObservedLocals;
+    const auditID = auditIdOf(req.headers['audit-id']);
+    locals.auditID = auditID;
+    res.setHeader(AUDIT_ID_HEADER, auditID);
+
+    let status: Status | undefined;
+    const send = res.send;
+    res.send = function (this: Response, body?: unknown) {
+      if (!status && this.statusCode >= 400) status = statusOf(body);
+      return send.call(this, body);
+    } as Response['send'];
+
+    const url = new URL(req.originalUrl, 'https://x');
+    const request = (code: number): AuditedRequest => ({
+      auditID,
+      requestURI: req.originalUrl,
+      info: locals.info!,
+      user: locals.user,
+      sourceIPs: sourceIPs(req),
+      userAgent: req.headers['user-agent'],
+      received,
+      code,
+      status,
+      authorization: locals.authorization,
+    });
+    const labels = () => requestLabels(req.method, locals.info!, url.searchParams, req.headers['content-type'], served);
+
+    // A watch is long-running from the moment its 200 goes out: counted as open, and audited as ResponseStarted.
+    let watchEnded: (() => void) | undefined;
+    const writeHead = res.writeHead;
+    res.writeHead = function (this: Response, ...args: unknown[]) {
+      const code = Number(args[0]);
+      if (locals.info?.verb === 'watch' && code < 300 && !watchEnded) {
+        watchEnded = metrics?.longRunningStarted(labels()) ?? (() => {});
+        audit?.write(auditEvent(request(code), 'ResponseStarted', new Date()));
+      }
+      return (writeHead as (...a: unknown[]) => Response).apply(this, args);
+    } as Response['writeHead'];
+
+    res.once('close', () => {
+      watchEnded?.();
+      const code = res.statusCode;
+      const ms = performance.now() - start;
+      if (!locals.info) return; // nothing was understood of it
+      metrics?.observeRequest(labels(), code, ms / 1000);
+      if (audit) {
+        // kube audits a failed authentication as one ResponseStarted event without a user.
+        const stage = code === 401 && !locals.user ? 'ResponseStarted' : 'ResponseComplete';
+        audit.write(auditEvent(request(code), stage, new Date()));
+      }
+      if (code >= 500 || log.v(REQUEST_LOG_VERBOSITY)) {
+        const fields = requestLogFields(req, locals, auditID, code, ms, status);
+        if (code >= 500) log.error('HTTP', fields);
+        else log.info('HTTP', fields);
+      }
+    });
+    next();
+  };
+}
+
+function requestLogFields(req: Request, locals: ObservedLocals, auditID: string, code: number, ms: number, status: Status | undefined): Record<string, unknown> {
+  const info = locals.info!;
+  const fields: Record<string, unknown> = { auditID, verb: info.verb, path: info.path };
+  if (info.isResourceRequest) {
+    fields.apiGroup = info.apiGroup;
+    fields.resource = info.subresource ? `${info.resource}/${info.subresource}` : info.resource;
+    if (info.namespace) fields.namespace = info.namespace;
+    if (info.name) fields.name = info.name;
+  }
+  if (locals.user) fields.user = locals.user.name;
+  fields.code = code;
+  if (status?.reason) fields.reason = status.reason;
+  fields.latencyMs = Math.round(ms * 1000) / 1000;
+  fields.userAgent = req.headers['user-agent'] ?? '';
+  fields.srcIP = remoteIP(req);
+  return fields;
+}
+
+/**
+ * The Audit-Id a front proxy (kube-apiserver) sent, so both audit logs share the ID; a new UUID when there is none,
+ * or when it is not a short printable token.
+ */
+function auditIdOf(header: string | string[] | undefined): string {
+  const value = Array.isArray(header) ? header[0] : header;
+  return value && /^[\x21-\x7e]{1,128}$/.test(value) ? value : randomUUID();
+}
+
+/** The Status in an error answer's body (errors are always JSON Status objects). */
+function statusOf(body: unknown): Status | undefined {
+  try {
+    const text = Buffer.isBuffer(body) ? body.toString() : body;
+    const parsed = typeof text === 'string' ? JSON.parse(text) : text;
+    return parsed && typeof parsed === 'object' && (parsed as Status).kind === 'Status' ? (parsed as Status) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function remoteIP(req: Request): string {
+  const ip = req.socket.remoteAddress ?? '';
+  return ip.startsWith('::ffff:') ? ip.slice(7) : ip;
+}
+
+/** kube's utilnet.SourceIPs: X-Forwarded-For, then X-Real-Ip, then the connection's address, each once. */
+function sourceIPs(req: Request): string[] {
+  const ips: string[] = [];
+  const add = (ip: string | undefined) => {
+    const v = ip?.trim();
+    if (v && !ips.includes(v)) ips.push(v);
+  };
+  const forwarded = req.headers['x-forwarded-for'];
+  for (const part of (Array.isArray(forwarded) ? forwarded.join(',') : (forwarded ?? '')).split(',')) add(part);
+  const real = req.headers['x-real-ip'];
+  add(Array.isArray(real) ? real[0] : real);
+  add(remoteIP(req));
+  return ips;
+}
