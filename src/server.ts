@@ -60,7 +60,13 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     }
     const etcdPrefix = config.etcdPrefix;
     const onCall = (operation: string, key: string, seconds: number, failed: boolean) => metrics.etcdRequest(operation, etcdObjectType(etcdPrefix, key), seconds, failed);
-    const storage = new EtcdStorage({ endpoints, tls: etcdTls(config), onCall });
+    const storage = new EtcdStorage({
+      endpoints,
+      tls: etcdTls(config),
+      onCall,
+      onHealthChange: (healthy, reason) =>
+        healthy ? log.info('etcd answers again; serving requests that need it') : log.error('etcd does not answer; requests that need it fail at once until it does', { reason }),
+    });
     cleanups.push(() => storage.close());
     const compactor = new Compactor(storage.client, { intervalMs: config.etcdCompactionIntervalMs, log: (msg, fields) => log.info(msg, fields) });
     compactor.start();

@@ -5,6 +5,7 @@
 import { ExponentialBackoff, type IBackoff } from 'cockatiel';
 import { Etcd3, Range, type IOptions } from 'etcd3';
 import { decode, encode } from './codec.js';
+import { EtcdHealth } from './etcdhealth.js';
 import {
   StorageError,
   type ListResult,
@@ -25,6 +26,8 @@ export interface EtcdStorageOptions {
   tls?: { caPem?: Buffer; certPem?: Buffer; keyPem?: Buffer };
   /** Deadline of one etcd call; a call that takes longer fails as Unreachable. */
   callTimeoutMs?: number;
+  /** Told when etcd stops answering (and why) or answers again. */
+  onHealthChange?: (healthy: boolean, reason?: string) => void;
   /** Keys read per range request when listing, to stay under gRPC's message size limit. */
   listPageSize?: number;
   /** Told of every etcd call when it ends (for metrics): what it was, the key or prefix, how long, and whether it failed. */
@@ -38,6 +41,8 @@ interface RawKv {
 
 export class EtcdStorage implements Storage {
   readonly client: Etcd3;
+  /** Whether etcd answers; while it does not, calls fail at once. */
+  readonly health: EtcdHealth;
   private readonly pageSize: number;
   private readonly onCall?: EtcdStorageOptions['onCall'];
 
@@ -56,6 +61,8 @@ export class EtcdStorage implements Storage {
       options.credentials = { rootCertificate: opts.tls.caPem ?? (null as unknown as Buffer), privateKey: opts.tls.keyPem, certChain: opts.tls.certPem };
     }
     this.client = new Etcd3(options);
+    this.health = new EtcdHealth({ probe: () => this.client.get('health').exec(), onChange: opts.onHealthChange });
+    this.health.start();
     this.pageSize = opts.listPageSize ?? 1000;
     this.onCall = opts.onCall;
   }
@@ -193,6 +200,7 @@ export class EtcdStorage implements Storage {
   }
 
   async close(): Promise<void> {
+    this.health.stop();
     this.client.close();
   }
 
@@ -220,7 +228,7 @@ export class EtcdStorage implements Storage {
   private async call<R>(operation: string, key: string, fn: () => Promise<R>): Promise<R> {
     const start = performance.now();
     try {
-      const result = await fn();
+      const result = await this.health.guard(fn);
       this.onCall?.(operation, key, (performance.now() - start) / 1000, false);
       return result;
     } catch (err) {

@@ -17,6 +17,9 @@ export interface TestEtcd {
   restart(): Promise<void>;
   /** Stops etcd without removing its data (restart() later brings it back). */
   kill(): Promise<void>;
+  /** SIGSTOP: etcd keeps its connections but answers nothing, as a hung or partitioned etcd; resume() undoes it. */
+  pause(): void;
+  resume(): void;
 }
 
 export async function startTestEtcd(): Promise<TestEtcd> {
@@ -44,6 +47,12 @@ export async function startTestEtcd(): Promise<TestEtcd> {
     },
     async kill() {
       await etcd!.stop();
+    },
+    pause() {
+      process.kill(etcd!.pid, 'SIGSTOP');
+    },
+    resume() {
+      process.kill(etcd!.pid, 'SIGCONT');
     },
   };
 }

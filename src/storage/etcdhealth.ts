@@ -1,0 +1,103 @@
+/**
+ * Whether etcd answers, probed in the background (a linearizable read, which needs a leader and a quorum), so that
+ * while it does not, calls fail at once instead of each waiting out its deadline: new calls are refused, and calls
+ * already waiting are given up (a write among them may still land, as after any timeout). The first probe that
+ * succeeds again lets calls through: recovery needs no restart.
+ */
+export interface EtcdHealthOptions {
+  /** One probe; rejects (or outlasts `timeoutMs`) when etcd does not answer. */
+  probe: () => Promise<unknown>;
+  /** Time between the end of one probe and the start of the next. */
+  intervalMs?: number;
+  /** A probe taking longer than this counts as failed (kube's --etcd-readycheck-timeout is 2 s). */
+  timeoutMs?: number;
+  /** Told when etcd stops or starts answering. */
+  onChange?: (healthy: boolean, reason?: string) => void;
+}
+
+export class EtcdUnhealthyError extends Error {}
+
+export class EtcdHealth {
+  private healthy = true;
+  private reason = '';
+  private timer?: NodeJS.Timeout;
+  private stopped = false;
+  /** Rejected when etcd stops answering; calls in flight race it. */
+  private lost!: Promise<never>;
+  private loseNow!: (err: Error) => void;
+  private readonly intervalMs: number;
+  private readonly timeoutMs: number;
+
+  constructor(private readonly opts: EtcdHealthOptions) {
+    this.intervalMs = opts.intervalMs ?? 1000;
+    this.timeoutMs = opts.timeoutMs ?? 2000;
+    this.arm();
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  get isHealthy(): boolean {
+    return this.healthy;
+  }
+
+  /**
+   * Runs `call` unless etcd is known not to answer, and gives it up as soon as that becomes known.
+   * Throws EtcdUnhealthyError in both cases.
+   */
+  guard<R>(call: () => Promise<R>): Promise<R> {
+    if (!this.healthy) return Promise.reject(this.error());
+    return Promise.race([call(), this.lost]);
+  }
+
+  private error(): EtcdUnhealthyError {
+    return new EtcdUnhealthyError(`etcd does not answer (${this.reason}); calls fail at once until it does`);
+  }
+
+  private arm(): void {
+    this.lost = new Promise<never>((_, reject) => (this.loseNow = reject));
+    // Nobody may be racing it when it rejects.
+    this.lost.catch(() => {});
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.probeOnce(), delayMs);
+    this.timer.unref();
+  }
+
+  private async probeOnce(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
+    });
+    try {
+      await Promise.race([this.opts.probe(), deadline]);
+      this.set(true);
+    } catch (err) {
+      this.set(false, err instanceof Error ? err.message : String(err));
+    } finally {
+      clearTimeout(timer);
+    }
+    this.schedule(this.intervalMs);
+  }
+
+  private set(healthy: boolean, reason = ''): void {
+    if (this.stopped) return;
+    this.reason = reason;
+    if (healthy === this.healthy) return;
+    this.healthy = healthy;
+    if (!healthy) {
+      this.loseNow(this.error());
+      this.arm();
+    }
+    this.opts.onChange?.(healthy, reason || undefined);
+  }
+}
