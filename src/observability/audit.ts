@@ -143,6 +143,7 @@ export interface AuditLogOptions {
 /** Where audit events go: a rotated file, or stdout. */
 export class AuditLog {
   private readonly file?: RotatingFile;
+  private closed = false;
 
   constructor(opts: AuditLogOptions) {
     if (opts.path !== '-') {
@@ -150,13 +151,16 @@ export class AuditLog {
     }
   }
 
+  /** After close(), events (of connections cut by the shutdown) are dropped. */
   write(event: AuditEvent): void {
+    if (this.closed) return;
     const line = `${JSON.stringify(event)}\n`;
     if (this.file) this.file.write(line);
     else process.stdout.write(line);
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     await this.file?.close();
   }
 }

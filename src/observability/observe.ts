@@ -60,12 +60,15 @@ export function observeRequests(opts: ObserveOptions) {
     } as Response['send'];
 
     const url = new URL(req.originalUrl, 'https://x');
+    // Read now: once the connection is gone its address is too.
+    const ips = sourceIPs(req);
+    const srcIP = remoteIP(req);
     const request = (code: number): AuditedRequest => ({
       auditID,
       requestURI: req.originalUrl,
       info: locals.info!,
       user: locals.user,
-      sourceIPs: sourceIPs(req),
+      sourceIPs: ips,
       userAgent: req.headers['user-agent'],
       received,
       code,
@@ -98,7 +101,7 @@ export function observeRequests(opts: ObserveOptions) {
         audit.write(auditEvent(request(code), stage, new Date()));
       }
       if (code >= 500 || log.v(REQUEST_LOG_VERBOSITY)) {
-        const fields = requestLogFields(req, locals, auditID, code, ms, status);
+        const fields = requestLogFields(req, locals, auditID, code, ms, status, srcIP);
         if (code >= 500) log.error('HTTP', fields);
         else log.info('HTTP', fields);
       }
@@ -107,7 +110,7 @@ export function observeRequests(opts: ObserveOptions) {
   };
 }
 
-function requestLogFields(req: Request, locals: ObservedLocals, auditID: string, code: number, ms: number, status: Status | undefined): Record<string, unknown> {
+function requestLogFields(req: Request, locals: ObservedLocals, auditID: string, code: number, ms: number, status: Status | undefined, srcIP: string): Record<string, unknown> {
   const info = locals.info!;
   const fields: Record<string, unknown> = { auditID, verb: info.verb, path: info.path };
   if (info.isResourceRequest) {
@@ -121,7 +124,7 @@ function requestLogFields(req: Request, locals: ObservedLocals, auditID: string,
   if (status?.reason) fields.reason = status.reason;
   fields.latencyMs = Math.round(ms * 1000) / 1000;
   fields.userAgent = req.headers['user-agent'] ?? '';
-  fields.srcIP = remoteIP(req);
+  fields.srcIP = srcIP;
   return fields;
 }
 

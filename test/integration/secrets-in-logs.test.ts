@@ -1,6 +1,8 @@
 /**
  * Secrets never reach the logs: access keys (generated and given), the admin token, secret data, direct cluster
- * endpoint tokens and their signing key, through creation, use, refusals, activity recording and shutdown.
+ * endpoint tokens and their signing key, through creation, use, refusals, activity recording and shutdown. The
+ * server runs at the highest verbosity (a line per request, debug lines) and writes an audit log, which is searched
+ * too; bodies that quote a secret back (an invalid value, malformed JSON) are among the requests.
  */
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { Etcd3 } from 'etcd3';
@@ -30,8 +32,10 @@ beforeAll(async () => {
     securePort: 0,
     accessKeyActivityMinIntervalMs: 50,
     accessKeyActivityTickMs: 20,
+    verbosity: 10,
+    auditLogPath: join(dataDir, 'audit', 'audit.log'),
   };
-  server = await startServer(config, createLogger((line) => lines.push(line)));
+  server = await startServer(config, createLogger((line) => lines.push(line), { verbosity: 10 }));
 });
 
 afterAll(async () => {
@@ -61,6 +65,12 @@ test('no key, token or secret value is ever logged', async () => {
   await admin.patch(`${GROUP_PATH}/ownedaccesskeys/ci`, { spec: { disabled: true } }, 'application/merge-patch+json');
   for (let i = 0; i < 50 && (await ci.get('/apis')).status !== 401; i++) await new Promise((r) => setTimeout(r, 20));
   expect((await new HttpClient(server.url, server.caPem!, 'not-a-real-token').get('/apis')).status).toBe(401);
+  // Answers that quote what was sent: an invalid data value, and JSON that does not parse.
+  const quoted = await admin.post(`${GROUP_PATH}/namespaces/default/sharedsecrets`, { metadata: { name: 'bad' }, spec: { data: { token: `${secretValue}!` } } });
+  expect(quoted.status).toBe(422);
+  expect(quoted.text).toContain(secretValue);
+  const malformed = await admin.post(`${GROUP_PATH}/namespaces/default/sharedsecrets`, `{"metadata":{"name":"m"},"spec":{"data":{"token":"${secretValue}"`);
+  expect(malformed.status).toBe(400);
   // A direct cluster endpoint token, and the signing key it was made with (kept in etcd).
   const issued = await admin.post(`${GROUP_PATH}/directclusterendpointtokens`, { spec: { ttl: 600 } });
   expect(issued.status).toBe(201);
@@ -74,8 +84,13 @@ test('no key, token or secret value is ever logged', async () => {
 
   const log = lines.join('');
   expect(lines.length).toBeGreaterThan(0);
+  // The request lines were on, and the audit log was written.
+  expect(lines.filter((l) => JSON.parse(l).msg === 'HTTP').length).toBeGreaterThan(10);
+  const audit = readFileSync(join(dataDir, 'audit', 'audit.log'), 'utf8');
+  expect(audit.split('\n').filter(Boolean).length).toBeGreaterThan(10);
   const token: string = issued.body.status.token;
   for (const secret of [key, givenKey, adminToken, secretValue, 'not-a-real-token', 'another-key-that-is-long-enough', token, token.split('.')[2], signingKeyD]) {
     expect(log).not.toContain(secret);
+    expect(audit).not.toContain(secret);
   }
 });
