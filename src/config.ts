@@ -57,6 +57,8 @@ export interface Config {
   requestTimeoutMs: number;
   /** Watches without timeoutSeconds end after a random time between this and twice this (seconds). */
   minRequestTimeoutSeconds: number;
+  /** After SIGTERM, /readyz fails at once but requests are still served this long before the listener closes. */
+  shutdownDelayMs: number;
   /** Do not read the front proxy's settings from kube-system/extension-apiserver-authentication. */
   authenticationSkipLookup: boolean;
   /** klog's --v: 0 errors, warnings and lifecycle; 3 adds a line per request; 4 adds debug lines. */
@@ -116,6 +118,7 @@ export const FLAGS: FlagSpec[] = [
   { name: 'max-mutating-requests-inflight', arg: 'int', help: 'Mutating requests (create, update, patch, delete) served at once; past it 429 as above (default 200, 0 for no limit).', apply: (c, v) => (c.maxMutatingRequestsInflight = count('max-mutating-requests-inflight', v)) },
   { name: 'request-timeout', arg: 'duration', help: 'A request is answered 504 Timeout when not done within this long; a client may ask for less with ?timeout=. Watches are not limited by it (default 1m; 0: no deadline).', apply: (c, v) => (c.requestTimeoutMs = duration('request-timeout', v)) },
   { name: 'min-request-timeout', arg: 'int', help: 'A watch that does not set timeoutSeconds ends after a random time between this many seconds and twice as long, so clients do not all re-watch at once (default 1800, at least 1).', apply: (c, v) => (c.minRequestTimeoutSeconds = atLeast('min-request-timeout', count('min-request-timeout', v) * 1000, 1000) / 1000) },
+  { name: 'shutdown-delay-duration', arg: 'duration', help: 'On SIGTERM /readyz fails at once, and requests are still served this long (so load balancers and kube-apiserver stop sending first); then the listener closes, watches end and requests in flight get up to --request-timeout to finish (default 0s).', apply: (c, v) => (c.shutdownDelayMs = duration('shutdown-delay-duration', v)) },
   { name: 'token-issuer', arg: 'url', help: 'The issuer (iss) of direct cluster endpoint tokens: an https URL under which /.well-known/openid-configuration and /openid/v1/jwks of this server are reached, as connected clusters verify tokens (default: this server\'s URL).', apply: (c, v) => (c.tokenIssuer = issuerUrl(v)) },
   { name: 'token-max-ttl', arg: 'duration', help: 'The longest lifetime of a direct cluster endpoint token; a longer spec.ttl is shortened to it, with a warning (default 24h, at least 1m).', apply: (c, v) => (c.tokenMaxTtlMs = atLeast('token-max-ttl', duration('token-max-ttl', v), 60_000)) },
   { name: 'token-signing-key-rotation-period', arg: 'duration', help: 'Token signing keys are replaced this often; a replaced key stays published until the last token it signed has expired (default 168h, at least 1s).', apply: (c, v) => (c.tokenSigningKeyRotationPeriodMs = atLeast('token-signing-key-rotation-period', duration('token-signing-key-rotation-period', v), 1000)) },
@@ -224,6 +227,7 @@ export function defaultConfig(): Config {
     maxMutatingRequestsInflight: 200,
     requestTimeoutMs: 60_000,
     minRequestTimeoutSeconds: 1800,
+    shutdownDelayMs: 0,
     verbosity: 0,
     authorizationAlwaysAllowPaths: ['/healthz', '/readyz', '/livez'],
     auditLogMaxSizeBytes: 100 * 1024 * 1024,

@@ -20,7 +20,11 @@ async function main(): Promise<void> {
   const server = await startServer(config, log);
   let stopping = false;
   const stop = (signal: string) => {
-    if (stopping) return;
+    // A second signal does not wait for the graceful shutdown (as kube-apiserver).
+    if (stopping) {
+      log.warn('stopping at once', { signal });
+      process.exit(1);
+    }
     stopping = true;
     log.info('stopping', { signal });
     server.close().then(

@@ -17,6 +17,7 @@ import { readAuthenticationConfigMap, withAuthenticationConfigMap } from './host
 import { HostRbac } from './host/rbac.js';
 import { createApp } from './http/app.js';
 import { MAX_HEADER_BYTES, answerClientErrors } from './http/clienterrors.js';
+import { GracefulShutdown } from './http/shutdown.js';
 import { withTimeout } from './http/health.js';
 import { writeKubeconfig } from './kubeconfig.js';
 import type { Logger } from './log.js';
@@ -43,18 +44,24 @@ export interface RunningServer {
 
 export async function startServer(flags: Config, log: Logger): Promise<RunningServer> {
   let config = flags;
-  const cleanups: (() => Promise<void>)[] = [];
+  // Undone in reverse: the HTTPS server first, the embedded etcd last. Each step is logged, in order.
+  const cleanups: [string, () => Promise<void>][] = [];
   const close = async () => {
-    for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch((err) => log.error('shutdown step failed', { error: String(err) }));
+    for (const [step, cleanup] of cleanups.splice(0).reverse()) {
+      await cleanup().then(
+        () => log.info(`shutdown: ${step} done`),
+        (err) => log.error(`shutdown: ${step} failed`, { error: String(err) }),
+      );
+    }
   };
   try {
     const metrics = new Metrics();
     const audit = config.auditLogPath ? auditLog(config, log) : undefined;
-    if (audit) cleanups.push(() => audit.close());
+    if (audit) cleanups.push(['closing the audit log', () => audit.close()]);
     let endpoints = config.etcdServers;
     if (!endpoints.length) {
       const etcd: EmbeddedEtcd = await startEmbeddedEtcd({ dataDir: config.dataDir, log: (msg) => log.info(msg) });
-      cleanups.push(() => etcd.stop());
+      cleanups.push(['stopping the embedded etcd', () => etcd.stop()]);
       endpoints = etcd.endpoints;
       log.info('started embedded etcd', { endpoints, dataDir: config.dataDir });
     }
@@ -67,10 +74,10 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       onHealthChange: (healthy, reason) =>
         healthy ? log.info('etcd answers again; serving requests that need it') : log.error('etcd does not answer; requests that need it fail at once until it does', { reason }),
     });
-    cleanups.push(() => storage.close());
+    cleanups.push(['closing the etcd client', () => storage.close()]);
     const compactor = new Compactor(storage.client, { intervalMs: config.etcdCompactionIntervalMs, log: (msg, fields) => log.info(msg, fields) });
     compactor.start();
-    cleanups.push(async () => compactor.stop());
+    cleanups.push(['stopping the compactor', async () => compactor.stop()]);
 
     const registry = new Registry(loadDefinitions(), storage, config.etcdPrefix, (msg, fields) => log.warn(msg, fields));
     await registry.start();
@@ -92,7 +99,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
         signer: () => signingKeys.signer().catch(signingKeysUnavailable),
       }),
     );
-    cleanups.push(() => registry.stop());
+    cleanups.push(['stopping the watch caches', () => registry.stop()]);
     const tls = await servingCertificate(config);
     const hostCluster = HostCluster.load({ kubeconfig: config.kubeconfig });
     config = await frontProxyFromCluster(config, hostCluster, log);
@@ -105,17 +112,17 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       controllers: serverControllers(config, registry, hostCluster, log, metrics),
       log,
     });
-    cleanups.push(() => controllers.stop());
+    cleanups.push(['stopping the controllers and releasing the leader lease', () => controllers.stop()]);
     metrics.leaderElection('controllers', () => controllers.isLeader());
     const auth = setUpAuth(config, registry, hostCluster, log);
-    cleanups.push(() => auth.stop());
+    cleanups.push(['writing access key activity', () => auth.stop()]);
     const adminToken = auth.adminToken;
 
     const etcdCheck = withTimeout('etcd', 2000, () => storage.check());
     const ping = withTimeout('ping', 1000, async () => {});
-    let shuttingDown = false;
+    const graceful = new GracefulShutdown();
     const shutdown = withTimeout('shutdown', 1000, async () => {
-      if (shuttingDown) throw new Error('shutting down');
+      if (graceful.shuttingDown) throw new Error('shutting down');
     });
 
     const host = clientHost(config.bindAddress);
@@ -132,6 +139,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       },
       maxInFlight: { readOnly: config.maxRequestsInflight, mutating: config.maxMutatingRequestsInflight },
       timeouts: { requestTimeoutMs: config.requestTimeoutMs, minRequestTimeoutSeconds: config.minRequestTimeoutSeconds },
+      shutdown: graceful,
       oidc: {
         get issuer() {
           return issuer;
@@ -155,13 +163,9 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       server.listen(config.securePort, config.bindAddress, () => resolve());
     });
     boundPort = (server.address() as AddressInfo).port;
-    cleanups.push(async () => {
-      shuttingDown = true;
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-    });
+    // Requests in flight cannot outlast their deadline (answered 504 then), so that bounds the drain.
+    const drainMs = config.requestTimeoutMs || 60_000;
+    cleanups.push(['draining the HTTPS server', () => graceful.shutdown(server, { delayMs: config.shutdownDelayMs, drainMs, log })]);
 
     const url = `https://${serverAddress(boundPort)}`;
     issuer ||= url;

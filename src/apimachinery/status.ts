@@ -144,6 +144,11 @@ export function tooManyRequests(retryAfterSeconds = 1): StatusError {
   return failure(429, 'TooManyRequests', 'Too many requests, please try again later.', { retryAfterSeconds });
 }
 
+/** 429 for a request a shutting-down server will not start (kube's --shutdown-send-retry-after): try another replica. */
+export function shuttingDown(): StatusError {
+  return failure(429, 'TooManyRequests', 'The apiserver is shutting down, please try again later.', { retryAfterSeconds: 1 });
+}
+
 /** 504 Timeout: the request could not be completed in time (kube's StatusReasonTimeout). */
 export function timeout(message: string, retryAfterSeconds = 1): StatusError {
   return failure(504, 'Timeout', message, retryAfterSeconds ? { retryAfterSeconds } : {});

@@ -17,6 +17,7 @@ import { MAX_BODY_BYTES } from './body.js';
 import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions } from './discovery.js';
 import { healthHandler, type HealthCheck } from './health.js';
 import { requestDeadline } from './deadline.js';
+import type { GracefulShutdown } from './shutdown.js';
 import { maxInFlight, type InFlightLimits } from './inflight.js';
 import { negotiateResponse } from './negotiation.js';
 import { OIDC_PATHS, oidcHandler, type OidcOptions } from './oidc.js';
@@ -39,6 +40,8 @@ export interface AppOptions {
   maxInFlight?: InFlightLimits;
   /** --request-timeout (ms; 0: none) and --min-request-timeout (s) for watches without timeoutSeconds. */
   timeouts?: { requestTimeoutMs: number; minRequestTimeoutSeconds: number };
+  /** Counts requests in flight and ends watches when the server shuts down. */
+  shutdown?: GracefulShutdown;
   /** The token issuer's OpenID discovery and keys. */
   oidc?: OidcOptions;
   /** Served at /metrics, and told of every request. */
@@ -93,6 +96,7 @@ export function createApp(opts: AppOptions): express.Express {
     locals(res).info = resolveRequestInfo(req.method, url.pathname, url.searchParams);
     next();
   });
+  if (opts.shutdown) app.use(opts.shutdown.track());
   // Before authentication, so that 401s, 403s and 429s are counted, logged and audited too.
   app.use(observeRequests({ log: opts.log, metrics: opts.metrics, audit: opts.audit, served: servedBy(opts.registry) }));
   const isPublic = publicPaths(opts.alwaysAllowPaths);
@@ -114,9 +118,10 @@ export function createApp(opts: AppOptions): express.Express {
   const openapi = new OpenAPIService(opts.registry.definitions, opts.registry.actions);
   const oidc = opts.oidc && oidcHandler(opts.oidc);
 
+  const serving = { minRequestTimeoutSeconds: opts.timeouts?.minRequestTimeoutSeconds ?? 1800, watchesEnd: opts.shutdown?.watchesEnd };
   app.use(async (req: Request, res: Response) => {
     const { info } = locals(res);
-    if (info.isResourceRequest) return handleResource(req, res, info, opts.registry, opts.timeouts?.minRequestTimeoutSeconds ?? 1800);
+    if (info.isResourceRequest) return handleResource(req, res, info, opts.registry, serving);
     const path = trimmed(info.path);
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       throw errors.methodNotSupported({ group: '', resource: '' }, req.method);

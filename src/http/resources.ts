@@ -23,7 +23,13 @@ import { watchTimeoutSeconds } from './deadline.js';
 
 const PATCH_TYPES = [JSON_PATCH_TYPE, MERGE_PATCH_TYPE, APPLY_PATCH_TYPE];
 
-export async function handleResource(req: Request, res: Response, info: RequestInfo, registry: Registry, minRequestTimeoutSeconds: number): Promise<void> {
+/** How watches are served: their default length, and a signal that ends them all (at shutdown). */
+export interface ServingOptions {
+  minRequestTimeoutSeconds: number;
+  watchesEnd?: AbortSignal;
+}
+
+export async function handleResource(req: Request, res: Response, info: RequestInfo, registry: Registry, serving: ServingOptions): Promise<void> {
   const action = registry.action(info.apiGroup, info.apiVersion, info.resource, info.subresource);
   if (action) return handleAction(req, res, info, action);
   const store = registry.lookup(info.apiGroup, info.apiVersion, info.resource);
@@ -56,8 +62,8 @@ export async function handleResource(req: Request, res: Response, info: RequestI
       return writeObject(res, 200, shape.list(await store.list(namespace, parseListQuery(query, visible))), encoding);
     case 'watch': {
       const parsed = parseWatchQuery(query, info.name || undefined, visible);
-      const opts = { ...parsed, timeoutSeconds: parsed.timeoutSeconds ?? watchTimeoutSeconds(minRequestTimeoutSeconds) };
-      return serveWatch(req, res, def, opts, shape.watch(), (sink) => store.watch(namespace, opts, sink));
+      const opts = { ...parsed, timeoutSeconds: parsed.timeoutSeconds ?? watchTimeoutSeconds(serving.minRequestTimeoutSeconds) };
+      return serveWatch(req, res, def, opts, shape.watch(), (sink) => store.watch(namespace, opts, sink), serving.watchesEnd);
     }
     case 'create': {
       if (info.name || (def.namespaced && !namespace)) throw notSupported();

@@ -31,6 +31,8 @@ export async function serveWatch(
   opts: WatchQuery & { timeoutSeconds: number },
   encoder: WatchEncoder,
   start: (sink: WatchSink) => Promise<RunningWatch>,
+  /** Ends the stream cleanly when aborted (server shutdown). */
+  stop?: AbortSignal,
 ): Promise<void> {
   let started = false;
   let ended = false;
@@ -76,6 +78,8 @@ export async function serveWatch(
   };
 
   req.on('close', end);
+  stop?.addEventListener('abort', end, { once: true });
+  res.once('close', () => stop?.removeEventListener('abort', end));
   try {
     running = await start(sink);
   } catch (err) {

@@ -31,6 +31,10 @@ export interface ServerProcess {
   kill(): Promise<void>;
   /** SIGTERM and wait for the exit. */
   stop(): Promise<void>;
+  /** Sends a signal and returns at once (see `exited`). */
+  signal(name: NodeJS.Signals): void;
+  /** The exit code once the process has exited (null when a signal ended it). */
+  readonly exited: Promise<number | null>;
 }
 
 export interface ServerProcessOptions {
@@ -113,6 +117,10 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
       await exited;
       cleanup();
     },
+    signal(name) {
+      child.kill(name);
+    },
+    exited,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       await exited;

@@ -55,4 +55,10 @@ describe('deadlines', () => {
     expect(() => parseFlags(['--min-request-timeout=0'])).toThrow('--min-request-timeout must be at least 1s');
     expect(() => parseFlags(['--min-request-timeout=1m'])).toThrow('--min-request-timeout must be a whole number');
   });
+
+  test('flags: --shutdown-delay-duration a duration, 0 by default', () => {
+    expect(parseFlags([])!.shutdownDelayMs).toBe(0);
+    expect(parseFlags(['--shutdown-delay-duration=15s'])!.shutdownDelayMs).toBe(15_000);
+    expect(() => parseFlags(['--shutdown-delay-duration=soon'])).toThrow('--shutdown-delay-duration must be a duration');
+  });
 });

@@ -1,0 +1,84 @@
+/**
+ * Graceful shutdown of the HTTPS server, in kube-apiserver's order: /readyz fails at once (load balancers and the
+ * APIService stop sending), requests keep being served for --shutdown-delay-duration, then the listener closes,
+ * watches end cleanly (clients re-watch elsewhere from their last resourceVersion), requests in flight finish
+ * within a bound, and only then are the remaining connections closed. Answers given while draining say
+ * `Connection: close`, so keep-alive clients reconnect to another replica.
+ */
+import type { Server } from 'node:http';
+import type { NextFunction, Request, Response } from 'express';
+import * as errors from '../apimachinery/status.js';
+import type { Logger } from '../log.js';
+import type { RequestInfo } from './requestinfo.js';
+
+export interface ShutdownOptions {
+  /** --shutdown-delay-duration: how long requests are still served after /readyz turned false. */
+  delayMs: number;
+  /** How long requests in flight may take to finish once the listener is closed. */
+  drainMs: number;
+  log: Logger;
+}
+
+export class GracefulShutdown {
+  private started = false;
+  private readonly watches = new AbortController();
+  private inFlight = 0;
+  private drained?: () => void;
+
+  /** True from the moment shutdown begins: /readyz fails. */
+  get shuttingDown(): boolean {
+    return this.started;
+  }
+
+  /** Aborted when the listener closes: every watch ends. */
+  get watchesEnd(): AbortSignal {
+    return this.watches.signal;
+  }
+
+  /**
+   * Counts requests in flight (watches aside: they are ended, not waited for). Once watches have ended, a new
+   * watch is refused with 429 and Retry-After, so its client goes to another replica.
+   */
+  track() {
+    return (_req: Request, res: Response, next: NextFunction) => {
+      if (this.started) res.setHeader('Connection', 'close');
+      const watch = (res.locals.info as RequestInfo).verb === 'watch';
+      if (watch && this.watches.signal.aborted) throw errors.shuttingDown();
+      if (!watch) {
+        this.inFlight++;
+        res.once('close', () => {
+          if (--this.inFlight === 0) this.drained?.();
+        });
+      }
+      next();
+    };
+  }
+
+  async shutdown(server: Server, opts: ShutdownOptions): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    opts.log.info('shutdown: /readyz fails from now on', { delayMs: opts.delayMs });
+    if (opts.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, opts.delayMs));
+
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    this.watches.abort();
+    opts.log.info('shutdown: stopped accepting connections and ended watches; waiting for requests in flight', { inFlight: this.inFlight });
+    const finished = await this.waitForRequests(opts.drainMs);
+    if (finished) opts.log.info('shutdown: requests in flight finished');
+    else opts.log.warn('shutdown: requests still in flight after the drain period are cut off', { inFlight: this.inFlight, drainMs: opts.drainMs });
+    server.closeAllConnections();
+    await closed;
+  }
+
+  private waitForRequests(ms: number): Promise<boolean> {
+    if (this.inFlight === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), ms);
+      this.drained = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+    });
+  }
+}
