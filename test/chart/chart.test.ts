@@ -341,6 +341,7 @@ describe('server flags, parsed by the server’s own parser', () => {
     etcdCafile: '/etc/platform/etcd/ca.crt',
     etcdCertfile: '/etc/platform/etcd/tls.crt',
     etcdKeyfile: '/etc/platform/etcd/tls.key',
+    shutdownDelayMs: 5000,
   };
   const members = (n: number) => Array.from({ length: n }, (_, i) => `https://${ETCD}-${i}.${ETCD_HEADLESS}.${NS}.svc:2379`);
 
@@ -356,6 +357,8 @@ describe('server flags, parsed by the server’s own parser', () => {
     expect(config.kubeconfig).toBeUndefined();
     expect(config.requestheaderClientCaFile).toBeUndefined();
     expect(rendered[variant].container.args.filter((a: string) => /^--(kubeconfig|requestheader-|authentication-skip-lookup)/.test(a))).toEqual([]);
+    // The kubelet's SIGKILL comes only after the shutdown delay and the longest request.
+    expect(rendered[variant].deployment.spec.template.spec.terminationGracePeriodSeconds * 1000).toBeGreaterThan(config.shutdownDelayMs + config.requestTimeoutMs);
   });
 });
 
