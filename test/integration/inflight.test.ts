@@ -5,41 +5,34 @@
  * signer keeps one slot busy.
  */
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
-import { API_VERSION, CLUSTERS_PATH } from '../support/fixtures.js';
+import { CLUSTERS_PATH } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient } from '../support/http.js';
-import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
-import { waitFor } from '../support/wait.js';
+import { startSlowVirtualCluster, type SlowVirtualCluster } from '../support/slowrequest.js';
 
-let host: HostClusterStandIn;
-let vcluster: HostClusterStandIn;
+let slow: SlowVirtualCluster;
 let ts: TestServer;
 let root: HttpClient;
 let bob: HttpClient;
-const KUBECONFIG = `${GROUP_PATH}/namespaces/p-web/virtualclusterinstances/vc1/kubeconfig`;
 
 beforeAll(async () => {
-  host = await startHostCluster();
-  vcluster = await startHostCluster({ csrSigningDelayMs: 2000 });
-  host.addSecret('vcluster-vc1', 'vc-vc1', { config: vcluster.kubeconfigText() });
-  const server = await startTestServerWithUsers({ root: ['system:masters'], bob: [] }, { kubeconfig: host.kubeconfigPath, maxRequestsInflight: 1, maxMutatingRequestsInflight: 1 });
+  slow = await startSlowVirtualCluster(2000);
+  const server = await startTestServerWithUsers({ root: ['system:masters'], bob: [] }, { kubeconfig: slow.host.kubeconfigPath, maxRequestsInflight: 1, maxMutatingRequestsInflight: 1 });
   ({ root, bob } = server.as);
   ts = server;
-  const vci = { apiVersion: API_VERSION, kind: 'VirtualClusterInstance', metadata: { name: 'vc1' }, spec: { owner: { user: 'bob' }, clusterRef: { cluster: 'eu-1', namespace: 'vcluster-vc1' }, ingressEndpoint: 'https://vc1.example.com' } };
-  expect((await root.post(`${GROUP_PATH}/namespaces/p-web/virtualclusterinstances`, vci)).status).toBe(201);
+  await slow.createInstance(root, 'bob');
 }, 120_000);
 
 afterAll(async () => {
   await ts?.stop();
-  await host?.stop();
-  await vcluster?.stop();
+  await slow?.stop();
 }, 60_000);
 
 /** Starts a request that stays in flight until the virtual cluster signs (about 2 s). */
 async function holdSlot(method: 'GET' | 'POST') {
-  vcluster.resetCounts();
-  const pending = method === 'GET' ? bob.get(KUBECONFIG) : bob.post(KUBECONFIG, { spec: {} });
-  await waitFor('the held request to reach the virtual cluster', () => vcluster.count('certificatesigningrequests', 'POST') > 0);
+  slow.resetCounts();
+  const pending = method === 'GET' ? bob.get(slow.kubeconfigPath) : bob.post(slow.kubeconfigPath, { spec: {} });
+  await slow.reached();
   // Wrapped: an async function returning the promise itself would make the caller wait for it.
   return { pending };
 }

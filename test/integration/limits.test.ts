@@ -7,10 +7,9 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { connect } from 'node:tls';
 import { MAX_NESTING_DEPTH } from '../../src/apimachinery/nesting.js';
 import { API_VERSION, CLUSTERS_PATH, EtcdPeek, JSON_PATCH, MERGE_PATCH, clusterPath, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
-import { GROUP_PATH, type HttpClient } from '../support/http.js';
-import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
+import type { HttpClient } from '../support/http.js';
 import { startTestServer, startTestServerWithUsers, type TestServer } from '../support/server.js';
-import { waitFor } from '../support/wait.js';
+import { startSlowVirtualCluster, type SlowVirtualCluster } from '../support/slowrequest.js';
 
 const APPLY = 'application/apply-patch+yaml';
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
@@ -152,43 +151,37 @@ describe('request line and headers', () => {
 });
 
 describe('deadlines', () => {
-  let host: HostClusterStandIn;
-  let vcluster: HostClusterStandIn;
+  let slow: SlowVirtualCluster;
   let ts: TestServer;
   let bob: HttpClient;
   let root: HttpClient;
-  const KUBECONFIG = `${GROUP_PATH}/namespaces/p-web/virtualclusterinstances/vc1/kubeconfig`;
 
   beforeAll(async () => {
-    host = await startHostCluster();
     // The virtual cluster signs after 3 s: a kube config request takes that long.
-    vcluster = await startHostCluster({ csrSigningDelayMs: 3000 });
-    host.addSecret('vcluster-vc1', 'vc-vc1', { config: vcluster.kubeconfigText() });
-    const server = await startTestServerWithUsers({ root: ['system:masters'], bob: [] }, { kubeconfig: host.kubeconfigPath, requestTimeoutMs: 1500 });
+    slow = await startSlowVirtualCluster(3000);
+    const server = await startTestServerWithUsers({ root: ['system:masters'], bob: [] }, { kubeconfig: slow.host.kubeconfigPath, requestTimeoutMs: 1500 });
     ts = server;
-    bob = server.as.bob;
-    root = server.as.root;
-    const vci = { apiVersion: API_VERSION, kind: 'VirtualClusterInstance', metadata: { name: 'vc1' }, spec: { owner: { user: 'bob' }, clusterRef: { cluster: 'eu-1', namespace: 'vcluster-vc1' }, ingressEndpoint: 'https://vc1.example.com' } };
-    expect((await server.as.root.post(`${GROUP_PATH}/namespaces/p-web/virtualclusterinstances`, vci)).status).toBe(201);
+    ({ root, bob } = server.as);
+    await slow.createInstance(root, 'bob');
   }, 120_000);
   afterAll(async () => {
     await ts?.stop();
-    await host?.stop();
-    await vcluster?.stop();
+    await slow?.stop();
   }, 60_000);
 
   test('a request past --request-timeout gets 504 Timeout; the server goes on serving', async () => {
-    const res = await bob.get(KUBECONFIG);
+    slow.resetCounts();
+    const res = await bob.get(slow.kubeconfigPath);
     expect(res.status).toBe(504);
     expect(res.body).toEqual({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Timeout: request did not complete within the allotted timeout', reason: 'Timeout', details: {}, code: 504 });
     // The work it started finishes in the background without a second answer or a crash.
-    await waitFor('the request to reach the virtual cluster', () => vcluster.count('certificatesigningrequests', 'POST') > 0, 10_000);
+    await slow.reached();
     await new Promise((r) => setTimeout(r, 2500));
     expect((await root.get(CLUSTERS_PATH)).status).toBe(200);
   }, 30_000);
 
   test('?timeout= shortens the deadline; one that is not a duration is 400', async () => {
-    const res = await bob.post(`${KUBECONFIG}?timeout=200ms`, { spec: {} });
+    const res = await bob.post(`${slow.kubeconfigPath}?timeout=200ms`, { spec: {} });
     expect(res.status).toBe(504);
     expect(res.body.reason).toBe('Timeout');
     const bad = await root.get(`${CLUSTERS_PATH}?timeout=soon`);

@@ -12,25 +12,22 @@ import { join } from 'node:path';
 import { API_VERSION, GROUP, sharedSecretsPath } from '../support/fixtures.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
 import { GROUP_PATH } from '../support/http.js';
-import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
 import { startServerProcess, type ServerProcess } from '../support/serverprocess.js';
+import { startSlowVirtualCluster, type SlowVirtualCluster } from '../support/slowrequest.js';
 import { waitFor } from '../support/wait.js';
 
 const ROOT_TOKEN = 'root-token-for-shutdown-tests';
 const STARTED_LEADING = 'leader election: started leading';
 let etcd: TestEtcd;
-let host: HostClusterStandIn;
-let vcluster: HostClusterStandIn;
+let slow: SlowVirtualCluster;
 let dir: string;
 let tokenFile: string;
 const processes: ServerProcess[] = [];
 
 beforeAll(async () => {
   etcd = await startTestEtcd();
-  host = await startHostCluster();
   // The virtual cluster signs after 3 s: a kube config request stays in flight that long.
-  vcluster = await startHostCluster({ csrSigningDelayMs: 3000 });
-  host.addSecret('vcluster-vc1', 'vc-vc1', { config: vcluster.kubeconfigText() });
+  slow = await startSlowVirtualCluster(3000);
   dir = mkdtempSync(join(tmpdir(), 'shutdown-'));
   tokenFile = join(dir, 'tokens.csv');
   writeFileSync(tokenFile, `${ROOT_TOKEN},root,uid-root,"system:masters"\n`, { mode: 0o600 });
@@ -38,8 +35,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(processes.map((p) => p.stop()));
-  await host?.stop();
-  await vcluster?.stop();
+  await slow?.stop();
   await etcd?.stop();
   rmSync(dir, { recursive: true, force: true });
 }, 60_000);
@@ -68,14 +64,13 @@ function openWatch(p: ServerProcess, path: string): Promise<string> {
 test('SIGTERM: readyz fails first, watches end, the request in flight finishes, activity is written, the lease is handed over', async () => {
   const prefix = '/shutdown-replicas';
   // A long lease: only a released lease lets the second replica lead within this test.
-  const args = ['--leader-elect-lease-duration=300s', '--access-key-activity-interval=1h', '--shutdown-delay-duration=2s', `--kubeconfig=${host.kubeconfigPath}`];
+  const args = ['--leader-elect-lease-duration=300s', '--access-key-activity-interval=1h', '--shutdown-delay-duration=2s', `--kubeconfig=${slow.host.kubeconfigPath}`];
   const a = await start(prefix, args);
   await a.waitForLog(STARTED_LEADING);
   const b = await start(prefix, args);
   const root = a.client(ROOT_TOKEN);
 
-  const vci = { apiVersion: API_VERSION, kind: 'VirtualClusterInstance', metadata: { name: 'vc1' }, spec: { owner: { user: 'root' }, clusterRef: { cluster: 'eu-1', namespace: 'vcluster-vc1' }, ingressEndpoint: 'https://vc1.example.com' } };
-  expect((await root.post(`${GROUP_PATH}/namespaces/p-web/virtualclusterinstances`, vci)).status).toBe(201);
+  await slow.createInstance(root, 'root');
   const key = await root.post(`${GROUP_PATH}/ownedaccesskeys`, { metadata: { name: 'ci' }, spec: { user: 'ci-bot' } });
   expect(key.status).toBe(201);
   const ci = a.client(key.body.spec.key);
@@ -91,9 +86,9 @@ test('SIGTERM: readyz fails first, watches end, the request in flight finishes, 
 
     const watch = openWatch(a, `${sharedSecretsPath('default')}?watch=true`);
     await new Promise((r) => setTimeout(r, 300));
-    vcluster.resetCounts();
-    const inFlight = root.get(`${GROUP_PATH}/namespaces/p-web/virtualclusterinstances/vc1/kubeconfig`);
-    await waitFor('the kube config request to reach the virtual cluster', () => vcluster.count('certificatesigningrequests', 'POST') > 0);
+    slow.resetCounts();
+    const inFlight = root.get(slow.kubeconfigPath);
+    await slow.reached();
 
     a.signal('SIGTERM');
     await a.waitForLog('shutdown: /readyz fails from now on');

@@ -1,0 +1,50 @@
+/**
+ * Requests that stay in flight as long as a test wants: the kube config of a VirtualClusterInstance whose virtual
+ * cluster (a second host stand-in) signs certificates only after a delay. For in-flight limits, deadlines and
+ * shutdown.
+ */
+import { expect } from '@jest/globals';
+import { API_VERSION } from './fixtures.js';
+import { GROUP_PATH, type HttpClient } from './http.js';
+import { startHostCluster, type HostClusterStandIn } from './hostcluster.js';
+import { waitFor } from './wait.js';
+
+const NAMESPACE = 'p-web';
+const NAME = 'vc1';
+
+export interface SlowVirtualCluster {
+  /** The host cluster: give the server `--kubeconfig` = host.kubeconfigPath. */
+  host: HostClusterStandIn;
+  /** GET or POST here: answered once the virtual cluster has signed. */
+  kubeconfigPath: string;
+  /** Makes the VirtualClusterInstance, owned by `owner`. */
+  createInstance(admin: HttpClient, owner: string): Promise<void>;
+  /** Forgets the requests seen so far; call before starting the one to wait for. */
+  resetCounts(): void;
+  /** Resolves once a kube config request has reached the virtual cluster (so it is in flight). */
+  reached(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startSlowVirtualCluster(signingDelayMs: number): Promise<SlowVirtualCluster> {
+  const host = await startHostCluster();
+  const vcluster = await startHostCluster({ csrSigningDelayMs: signingDelayMs });
+  host.addSecret(`vcluster-${NAME}`, `vc-${NAME}`, { config: vcluster.kubeconfigText() });
+  const instances = `${GROUP_PATH}/namespaces/${NAMESPACE}/virtualclusterinstances`;
+  return {
+    host,
+    kubeconfigPath: `${instances}/${NAME}/kubeconfig`,
+    async createInstance(admin, owner) {
+      const vci = { apiVersion: API_VERSION, kind: 'VirtualClusterInstance', metadata: { name: NAME }, spec: { owner: { user: owner }, clusterRef: { cluster: 'eu-1', namespace: `vcluster-${NAME}` }, ingressEndpoint: `https://${NAME}.example.com` } };
+      expect((await admin.post(instances, vci)).status).toBe(201);
+    },
+    resetCounts: () => vcluster.resetCounts(),
+    async reached() {
+      await waitFor('the kube config request to reach the virtual cluster', () => vcluster.count('certificatesigningrequests', 'POST') > 0);
+    },
+    async stop() {
+      await host.stop();
+      await vcluster.stop();
+    },
+  };
+}
