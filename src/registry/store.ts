@@ -112,6 +112,7 @@ export class Store {
   private async createObject(namespace: string | undefined, input: KubeObject, opts: WriteOptions, trackFields: boolean): Promise<KubeObject> {
     const obj = structuredClone(input);
     checkTypeMeta(obj, this.def);
+    this.checkMetadataTypes(obj);
     this.takeNamespace(obj, namespace);
     if (obj.metadata.resourceVersion) throw errors.badRequest('resourceVersion should not be set on objects to be created');
     const meta = obj.metadata;
@@ -157,6 +158,7 @@ export class Store {
             'replace' in source ? structuredClone(source.replace) : 'patch' in source ? source.patch(structuredClone(current)) : source.apply(structuredClone(current));
           if (!isPlainObject(updated)) throw errors.badRequest('the request body must be a JSON or YAML object');
           checkTypeMeta(updated, this.def);
+          this.checkMetadataTypes(updated);
           this.checkNameOnUrl(updated, namespace, name);
           this.checkResourceVersion(updated, current, name);
           if ('replace' in source && updated.metadata.uid && updated.metadata.uid !== current.metadata.uid) {
@@ -194,6 +196,7 @@ export class Store {
     const applied = structuredClone(config);
     if (!isPlainObject(applied)) throw errors.badRequest('the apply configuration must be an object');
     checkTypeMeta(applied, this.def);
+    this.checkMetadataTypes(applied);
     this.checkNameOnUrl(applied, namespace, name);
     dropUnknownFields(applied, this.def.schema, this.def, opts);
     const merge = (live: KubeObject | undefined) => applyObject(live, applied, opts.fieldManager, !!opts.force, subresource ?? '', this.fieldManagerContext());
@@ -234,12 +237,13 @@ export class Store {
    * and answers the list of what was deleted or is now being deleted.
    */
   async deleteCollection(namespace: string | undefined, listOpts: ListOptions, opts: DeleteOptions): Promise<KubeList> {
-    const { preconditions: _p, ...each } = opts;
     const list = await this.list(namespace, { ...listOpts, limit: undefined, continue: undefined });
     const items: KubeObject[] = [];
     for (const obj of list.items) {
       try {
-        items.push((await this.delete(obj.metadata.namespace, obj.metadata.name!, each)).object);
+        // Preconditions hold for each object, as kube passes the same options to every delete: the first
+        // object they do not hold for ends the request with its 409.
+        items.push((await this.delete(obj.metadata.namespace, obj.metadata.name!, opts)).object);
       } catch (err) {
         // Gone in the meantime: someone else deleted it, which is what was asked.
         if (!errors.isStatusError(err, 'NotFound')) throw err;
@@ -355,6 +359,16 @@ export class Store {
     const entries = updateManagedFields(live, obj, opts.fieldManager || 'unknown', subresource, this.fieldManagerContext());
     if (entries.length) obj.metadata.managedFields = entries;
     else delete obj.metadata.managedFields;
+  }
+
+  /**
+   * Metadata as the request sent it must be of ObjectMeta's types, before the server sets or clears the fields it
+   * owns (namespace of a cluster-scoped object, selfLink, uid, generation, timestamps): kube decodes ObjectMeta
+   * first and refuses a wrongly typed field even where it would overwrite the value.
+   */
+  private checkMetadataTypes(obj: KubeObject): void {
+    const errs = this.validateMetaSchema(obj.metadata);
+    if (errs.length) throw errors.invalid(this.def.groupKind, typeof obj.metadata.name === 'string' ? obj.metadata.name : '', errs);
   }
 
   private validate(obj: KubeObject, old?: KubeObject): FieldError[] {

@@ -395,15 +395,15 @@ describe('kube details', () => {
     });
   });
 
-  test('an apply config with an unknown field is a 500, as kube sends it', () => {
+  test('an apply config with an unknown field is a 400 (kube sends a 500: kubernetes/kubernetes#139253)', () => {
     const err = statusOf(() => applyObject(undefined, secret({ displayName: 'A', bogus: 1 }), 'm', false, '', secretCtx(T0)));
-    expect(err.status).toEqual({
+    expect(err.status).toMatchObject({
       kind: 'Status',
       apiVersion: 'v1',
-      metadata: {},
       status: 'Failure',
       message: `failed to create typed patch object (default/s1; ${API}, Kind=SharedSecret): .spec.bogus: field not declared in schema`,
-      code: 500,
+      reason: 'BadRequest',
+      code: 400,
     });
   });
 
@@ -485,9 +485,9 @@ describe('lists', () => {
     expect(entry(dropped.metadata.managedFields, 'deployer')!.fieldsV1).toEqual({ 'f:metadata': { 'f:finalizers': { 'v:"a"': {} } } });
   });
 
-  test('a set item in the config that is not a scalar is a 500 with the structured-merge-diff message', () => {
+  test('a set item in the config that is not a scalar is a 400 with the structured-merge-diff message', () => {
     const err = statusOf(() => applyObject(undefined, secret({}, { finalizers: [{ a: 1 }] }), 'm', false, '', secretCtx(T0)));
-    expect(err.code).toBe(500);
+    expect(err.code).toBe(400);
     expect(err.status.message).toBe(
       `failed to create typed patch object (default/s1; ${API}, Kind=SharedSecret): .metadata.finalizers: element 0: associative list without keys has an element that's a map type`,
     );

@@ -151,7 +151,9 @@ function checkAppliedConfig(o: UpdaterOptions, applied: KubeObject, ctx: FieldMa
   if (errs.length > 0) {
     const meta = applied.metadata ?? {};
     const gvk = `${gv.group}/${gv.version}, Kind=${applied.kind ?? ''}`;
-    throw serverError(`failed to create typed patch object (${meta.namespace ?? ''}/${meta.name ?? ''}; ${gvk}): ${validationErrorsString(errs)}`);
+    // kube answers this with a 500 (kubernetes/kubernetes#139253); it is the client's configuration that is wrong,
+    // so it is a 400, as the fix proposed there (#139255) makes it.
+    throw badRequest(`failed to create typed patch object (${meta.namespace ?? ''}/${meta.name ?? ''}; ${gvk}): ${validationErrorsString(errs)}`);
   }
 }
 
