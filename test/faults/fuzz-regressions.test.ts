@@ -5,6 +5,7 @@
 import { describe, expect, test } from '@jest/globals';
 import type { EtcdPeek } from '../support/fixtures.js';
 import { API_VERSION, CLUSTERS_PATH, MERGE_PATCH, clusterBody, clusterPath, secretBody, sharedSecretPath, sharedSecretsPath, uniq, useServerWithPeek } from '../support/fixtures.js';
+import { GROUP_PATH } from '../support/http.js';
 import type { TestServer } from '../support/server.js';
 
 let ts: TestServer;
@@ -79,5 +80,20 @@ describe('wrongly typed metadata the server sets itself', () => {
     const cluster = (await ts.admin.post(CLUSTERS_PATH, clusterBody(uniq('c')))).body;
     invalidAt(await ts.admin.patch(clusterPath(cluster.metadata.name), { metadata: { namespace: 42 } }, MERGE_PATCH), 'metadata.namespace');
     expect(await peek.entry(peek.sharedSecretKey(ns, name))).toEqual(before);
+  });
+});
+
+describe('owned access keys', () => {
+  test('a wrongly typed spec.user is refused, not replaced by the caller', async () => {
+    for (const user of [42, true, { a: 'b' }, ['x']]) {
+      const name = uniq('key');
+      const res = await ts.admin.post(`${GROUP_PATH}/ownedaccesskeys`, { apiVersion: API_VERSION, kind: 'OwnedAccessKey', metadata: { name }, spec: { user } });
+      expect({ status: res.status, reason: res.body?.reason }).toEqual({ status: 422, reason: 'Invalid' });
+      expect(res.body.details.causes).toContainEqual(expect.objectContaining({ reason: 'FieldValueTypeInvalid', field: 'spec.user' }));
+    }
+    // Not given at all, it is still the caller.
+    const made = await ts.admin.post(`${GROUP_PATH}/ownedaccesskeys`, { apiVersion: API_VERSION, kind: 'OwnedAccessKey', metadata: { name: uniq('key') }, spec: {} });
+    expect(made.status).toBe(201);
+    expect(typeof made.body.spec.user).toBe('string');
   });
 });

@@ -194,7 +194,8 @@ export const ownedAccessKeyStrategy: Strategy = {
     // A spec of another type is the schema's to report.
     if (!isPlainObject(obj.spec)) return;
     const s = obj.spec;
-    if (user && !OWNER_FIELDS.some((f) => typeof s[f] === 'string' && s[f] !== '')) {
+    // Only an owner that is not given at all defaults; one of the wrong type is the schema's to report.
+    if (user && !OWNER_FIELDS.some((f) => s[f] !== undefined && s[f] !== null && s[f] !== '')) {
       const team = user.name.startsWith(TEAM_GROUP_PREFIX) && user.groups.includes(user.name) ? user.name.slice(TEAM_GROUP_PREFIX.length) : undefined;
       if (team) s.team = team;
       else s.user = user.name;
