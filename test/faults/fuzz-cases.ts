@@ -10,6 +10,7 @@
  *   broken-json   valid bodies, patches and DeleteOptions mutated until JSON.parse refuses them (400)
  *   broken-yaml   the same in YAML, as application/yaml and apply patches (400)
  *   huge          bodies over 3 MiB (413)
+ *   too-large     objects under 3 MiB but over etcd's 1.5 MiB request limit (413)
  *   deep          documents nested 1,001 to 100,000 levels, JSON and YAML (400)
  *   alias-bomb    YAML "billion laughs" (400)
  *   json-patch    JSON patches that are not lists of valid operations, or that fail (400/409/422, 413 past 10,000 ops)
@@ -263,6 +264,19 @@ export function generateCases(seed: number, fixtures: Fixtures): FuzzCase[] {
       const body = json({ ...fresh, spec: { ...fresh.spec, description: '' } });
       const padded = body.replace('"description":""', `"description":"${'x'.repeat(size - body.length)}"`);
       add({ category: 'huge', what: `${k.kind} ${method} ${contentType} of ${padded.length} bytes`, method, path, contentType, body: padded, expect: [413] });
+    }
+
+    // too-large: under the body limit, over what etcd takes in one request (1.5 MiB): kube answers 413
+    // (kubernetes/kubernetes#74600); a 5xx "try again" would have clients retry what can never succeed.
+    for (const [size, method, path, contentType] of [
+      [1.6, 'POST', collectionPath(k), 'application/json'],
+      [2.9, 'POST', collectionPath(k), 'application/json'],
+      [2, 'PUT', objectPath(k), 'application/json'],
+      [2, 'PATCH', objectPath(k), MERGE_PATCH],
+    ] as const) {
+      const description = 'x'.repeat(Math.floor(size * 1024 * 1024));
+      const body = method === 'POST' ? { ...fresh, spec: { ...fresh.spec, description } } : method === 'PUT' ? { ...fixture, spec: { ...fixture.spec, description } } : { spec: { description } };
+      add({ category: 'too-large', what: `${k.kind} ${method} of a ${size} MiB object`, method, path, contentType, body: json(body), expect: [413] });
     }
 
     // deep: past the nesting limit in bodies, patches and YAML.
