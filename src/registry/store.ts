@@ -419,6 +419,8 @@ export class Store {
       if (!(err instanceof StorageError)) throw err;
       if (err.code === 'KeyNotFound') throw errors.notFound(this.def.groupResource, name);
       if (err.code === 'KeyExists') throw err;
+      // Not worth a retry: the object itself is too big (kubernetes/kubernetes#112152 asks the same of kube).
+      if (err.code === 'TooLarge') throw errors.requestEntityTooLarge('the object is larger than etcd accepts in one request (its --max-request-bytes, 1.5 MiB by default)');
       throw errors.serverTimeout(this.def.groupResource, operation);
     }
   }

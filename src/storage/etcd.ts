@@ -2,8 +2,8 @@
  * Storage on etcd v3: every write is one transaction comparing the key's mod revision with the one read
  * (kube's pkg/storage/etcd3/store.go), so concurrent writers never lose each other's updates.
  */
-import { ExponentialBackoff, type IBackoff } from 'cockatiel';
-import { Etcd3, Range, type IOptions } from 'etcd3';
+import { ConsecutiveBreaker, ExponentialBackoff, circuitBreaker, handleWhen, retry, type IBackoff } from 'cockatiel';
+import { Etcd3, GRPCUnavailableError, Range, type IOptions } from 'etcd3';
 import { decode, encode } from './codec.js';
 import { EtcdHealth } from './etcdhealth.js';
 import {
@@ -55,7 +55,13 @@ export class EtcdStorage implements Storage {
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + timeout }),
       // Watches reconnect quickly after etcd comes back (the library's default waits up to 30 s).
       // (etcd3 types the option as a backoff but uses it as the factory its own default is.)
-      faultHandling: { watchBackoff: new ExponentialBackoff({ initialDelay: 100, maxDelay: 2000 }) as unknown as IBackoff<unknown> },
+      faultHandling: {
+        watchBackoff: new ExponentialBackoff({ initialDelay: 100, maxDelay: 2000 }) as unknown as IBackoff<unknown>,
+        ...memberFaultHandling(opts.endpoints.length),
+      },
+      // A page of objects (each up to etcd's 1.5 MiB) easily passes gRPC's default 4 MiB answer limit; kube-apiserver
+      // lifts it too (MaxCallRecvMsgSize = MaxInt32). Requests stay within etcd's own --max-request-bytes.
+      grpcOptions: { 'grpc.max_receive_message_length': -1 },
     };
     if (opts.tls) {
       options.credentials = { rootCertificate: opts.tls.caPem ?? (null as unknown as Buffer), privateKey: opts.tls.keyPem, certChain: opts.tls.certPem };
@@ -237,9 +243,27 @@ export class EtcdStorage implements Storage {
       const message = (err as Error).message;
       if (/required revision has been compacted/.test(message)) throw new StorageError('Compacted', key, message);
       if (/required revision is a future revision/.test(message)) throw new StorageError('FutureRevision', key, message);
+      // etcd's own limit (--max-request-bytes), or its gRPC server's a little above it.
+      if (/request is too large|received message larger than max/i.test(message)) throw new StorageError('TooLarge', key, message);
       throw new StorageError('Unreachable', key, `etcd: ${message}`);
     }
   }
+}
+
+/**
+ * How calls find a live etcd member. The library's default breaker counts every "recoverable" gRPC error (a refused
+ * oversized request, etcd's own "request timed out" during a leader change) and then shuts the member out for 5 s,
+ * so one bad request or an election failed every call for seconds; and it retried calls that etcd may already have
+ * carried out. Here, as etcd's own Go client does for writes, only a call that never left (no connection to the
+ * member) moves on to another member, and only such failures shut a member out, for a second at a time. Whether
+ * etcd as a whole answers is EtcdHealth's to judge.
+ */
+function memberFaultHandling(members: number): Pick<NonNullable<IOptions['faultHandling']>, 'host' | 'global'> {
+  const notSent = handleWhen((err) => err instanceof GRPCUnavailableError && !/etcdserver:/.test(err.message) && /No connection established|ECONNREFUSED|failed to connect/i.test(err.message));
+  return {
+    host: () => circuitBreaker(notSent, { halfOpenAfter: 1000, breaker: new ConsecutiveBreaker(3) }),
+    global: retry(notSent, { maxAttempts: members }),
+  };
 }
 
 /** The smallest key after `key`: where the next page starts. */

@@ -1,8 +1,8 @@
 /**
  * Whether etcd answers, probed in the background (a linearizable read, which needs a leader and a quorum), so that
- * while it does not, calls fail at once instead of each waiting out its deadline: new calls are refused, and calls
- * already waiting are given up (a write among them may still land, as after any timeout). The first probe that
- * succeeds again lets calls through: recovery needs no restart.
+ * while it does not, calls fail at once instead of each waiting out its deadline: once probes have failed twice in a
+ * row, new calls are refused, and calls already waiting are given up (a write among them may still land, as after
+ * any timeout). The first probe that succeeds again lets calls through: recovery needs no restart.
  */
 export interface EtcdHealthOptions {
   /** One probe; rejects (or outlasts `timeoutMs`) when etcd does not answer. */
@@ -11,6 +11,11 @@ export interface EtcdHealthOptions {
   intervalMs?: number;
   /** A probe taking longer than this counts as failed (kube's --etcd-readycheck-timeout is 2 s). */
   timeoutMs?: number;
+  /**
+   * Failed probes in a row before etcd counts as not answering (default 2): one slow answer, as during a leader
+   * election, does not fail calls that are about to succeed.
+   */
+  failuresToTrip?: number;
   /** Told when etcd stops or starts answering. */
   onChange?: (healthy: boolean, reason?: string) => void;
 }
@@ -19,6 +24,7 @@ export class EtcdUnhealthyError extends Error {}
 
 export class EtcdHealth {
   private healthy = true;
+  private failures = 0;
   private reason = '';
   private timer?: NodeJS.Timeout;
   private stopped = false;
@@ -80,9 +86,10 @@ export class EtcdHealth {
     });
     try {
       await Promise.race([this.opts.probe(), deadline]);
+      this.failures = 0;
       this.set(true);
     } catch (err) {
-      this.set(false, err instanceof Error ? err.message : String(err));
+      if (++this.failures >= (this.opts.failuresToTrip ?? 2)) this.set(false, err instanceof Error ? err.message : String(err));
     } finally {
       clearTimeout(timer);
     }

@@ -13,6 +13,8 @@ export type StorageErrorCode =
   | 'KeyNotFound'
   | 'KeyExists'
   | 'Unreachable'
+  /** etcd refused the write as larger than its --max-request-bytes (1.5 MiB by default). */
+  | 'TooLarge'
   /** The revision asked for is older than etcd's compacted revision. */
   | 'Compacted'
   /** The revision asked for is newer than etcd's current revision. */
