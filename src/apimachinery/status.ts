@@ -125,6 +125,11 @@ export function unsupportedMediaType(accepted: readonly string[]): StatusError {
   return failure(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${accepted.join(', ')}`);
 }
 
+/** 415 for a compressed request body: bodies are taken as sent, uncompressed (as kube-apiserver does). */
+export function unsupportedContentEncoding(encoding: string): StatusError {
+  return failure(415, 'UnsupportedMediaType', `Content-Encoding ${JSON.stringify(encoding)} is not supported: send the request body uncompressed`);
+}
+
 export function requestEntityTooLarge(limit: string): StatusError {
   return failure(413, 'RequestEntityTooLarge', `Request entity too large: ${limit}`);
 }

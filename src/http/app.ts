@@ -92,6 +92,7 @@ export function createApp(opts: AppOptions): express.Express {
   app.set('etag', false);
 
   app.use((req: Request, res: Response, next: NextFunction) => {
+    refuseDotSegments(req.originalUrl);
     const url = new URL(req.originalUrl, 'https://x');
     locals(res).info = resolveRequestInfo(req.method, url.pathname, url.searchParams);
     next();
@@ -107,7 +108,8 @@ export function createApp(opts: AppOptions): express.Express {
   app.use(findNamespace(opts.registry, opts.authorizer));
   app.use(authorize(opts.authorizer, opts.visibleTo, isPublic));
   // Bodies are read only once the caller is known and allowed.
-  app.use(express.raw({ type: () => true, limit: MAX_BODY_BYTES }));
+  // Bodies come uncompressed, as kube-apiserver takes them (a Content-Encoding is 415).
+  app.use(express.raw({ type: () => true, limit: MAX_BODY_BYTES, inflate: false }));
 
   const health = {
     '/healthz': healthHandler('healthz', opts.health.healthz),
@@ -165,9 +167,22 @@ function namespaceDocument(name: string): object | undefined {
 }
 
 /** body-parser's failures in Status terms. */
+/**
+ * `.` and `..` path segments (also %-encoded, or after a backslash, which URL parsing turns into a slash) would be
+ * resolved away by URL parsing: `.../sharedsecrets/<name>/..` would become the collection, and a DELETE of it a
+ * deletecollection. They are refused instead.
+ */
+function refuseDotSegments(originalUrl: string): void {
+  const path = originalUrl.split('?')[0];
+  if (path.split(/[/\\]/).some((segment) => /^(?:\.|%2e){1,2}$/i.test(segment))) {
+    throw errors.badRequest(`the path ${JSON.stringify(path)} has a "." or ".." segment; use the path without it`);
+  }
+}
+
 function bodyError(err: any): errors.StatusError | undefined {
   if (err?.type === 'entity.too.large') return errors.requestEntityTooLarge(`limit is ${MAX_BODY_BYTES}`);
-  if (err?.type === 'encoding.unsupported' || err?.type === 'charset.unsupported') return errors.unsupportedMediaType(['application/json', 'application/yaml']);
+  if (err?.type === 'encoding.unsupported') return errors.unsupportedContentEncoding(String(err.encoding ?? ''));
+  if (err?.type === 'charset.unsupported') return errors.unsupportedMediaType(['application/json', 'application/yaml']);
   if (err?.type === 'request.aborted' || err?.type === 'request.size.invalid') return errors.badRequest(err.message);
   return undefined;
 }

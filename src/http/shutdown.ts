@@ -5,6 +5,7 @@
  * within a bound, and only then are the remaining connections closed. Answers given while draining say
  * `Connection: close`, so keep-alive clients reconnect to another replica.
  */
+import { setMaxListeners } from 'node:events';
 import type { Server } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import * as errors from '../apimachinery/status.js';
@@ -24,6 +25,11 @@ export class GracefulShutdown {
   private readonly watches = new AbortController();
   private inFlight = 0;
   private drained?: () => void;
+
+  constructor() {
+    // Every open watch listens for the end: thousands may.
+    setMaxListeners(0, this.watches.signal);
+  }
 
   /** True from the moment shutdown begins: /readyz fails. */
   get shuttingDown(): boolean {
