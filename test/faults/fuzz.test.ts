@@ -10,10 +10,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { connect } from 'node:tls';
 import { Etcd3 } from 'etcd3';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
-import type { HttpResponse } from '../support/http.js';
+import { rawHttp, type HttpResponse } from '../support/http.js';
 import { PooledClient, etcdSnapshot, rootTokenFile, runPool, secondsSince } from '../support/load.js';
 import { startServerProcess, type ServerProcess } from '../support/serverprocess.js';
 import { TARGET, collectionPath, generateCases, kinds, objectPath, type FuzzCase, type Fixtures } from './fuzz-cases.js';
@@ -72,34 +71,9 @@ async function send(c: FuzzCase): Promise<HttpResponse> {
   return client.request(c.method, c.path, { body: c.body, contentType: c.contentType, headers, timeoutMs: 30_000 });
 }
 
-/**
- * Writes `raw` on a fresh TLS connection and reads until the server closes it (or 10 s pass). The connection is
- * not half-closed: Node's server would then drop answers that take a moment.
- */
-function rawRequest(raw: string | Buffer): Promise<{ status: number; body: any; text: string }> {
-  const url = new URL(server.url);
-  return new Promise((resolve, reject) => {
-    const socket = connect({ host: url.hostname, port: Number(url.port), ca: server.caPem }, () => socket.write(raw));
-    const chunks: Buffer[] = [];
-    const timer = setTimeout(() => socket.destroy(new Error('no answer within 10 s')), 10_000);
-    socket.on('data', (d: Buffer) => chunks.push(d));
-    socket.on('close', () => {
-      clearTimeout(timer);
-      const text = Buffer.concat(chunks).toString();
-      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0);
-      let body: any;
-      try {
-        body = JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4));
-      } catch {
-        body = undefined;
-      }
-      resolve({ status, body, text });
-    });
-    socket.on('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-  });
+/** Writes `raw` on a fresh TLS connection to the server (see support/http.ts). */
+function rawRequest(raw: string | Buffer) {
+  return rawHttp(server.url, server.caPem, raw);
 }
 
 describe('fuzz: malformed requests', () => {

@@ -4,10 +4,12 @@
  * HTTP (400), and deadlines: --request-timeout and ?timeout= (504 Timeout), watches exempt.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { connect } from 'node:tls';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { MAX_NESTING_DEPTH } from '../../src/apimachinery/nesting.js';
 import { API_VERSION, CLUSTERS_PATH, EtcdPeek, JSON_PATCH, MERGE_PATCH, clusterPath, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
-import type { HttpClient } from '../support/http.js';
+import { rawHttp, type HttpClient } from '../support/http.js';
 import { startTestServer, startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { startSlowVirtualCluster, type SlowVirtualCluster } from '../support/slowrequest.js';
 
@@ -135,15 +137,33 @@ describe('request line and headers', () => {
     expect((await ts.admin.get(CLUSTERS_PATH)).status).toBe(200);
   }, 30_000);
 
+  test('a path with a . or .. segment is 400 and never reaches the collection it would resolve to', async () => {
+    const names = [uniq('dot'), uniq('dot')];
+    for (const name of names) expect((await ts.admin.post(sharedSecretsPath('default'), { apiVersion: API_VERSION, kind: 'SharedSecret', metadata: { name }, spec: {} })).status).toBe(201);
+    const token = readFileSync(join(ts.config.dataDir, 'admin-token'), 'utf8').trim();
+    // Sent as written: HTTP clients resolve dot segments before sending.
+    for (const path of [`${sharedSecretsPath('default')}/.`, `${sharedSecretsPath('default')}/%2E`, `${sharedSecretPath('default', names[0])}/..`, `${sharedSecretPath('default', names[0])}/%2e%2e`, `${sharedSecretsPath('default')}\\.`]) {
+      for (const method of ['DELETE', 'GET']) {
+        const res = await rawHttp(ts.server.url, ts.server.caPem!, `${method} ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`);
+        expect({ method, path, status: res.status, reason: res.body?.reason }).toEqual({ method, path, status: 400, reason: 'BadRequest' });
+        expect(res.body.message).toContain('"." or ".." segment');
+      }
+    }
+    const list = await ts.admin.get(sharedSecretsPath('default'));
+    expect(list.body.items.map((i: any) => i.metadata.name)).toEqual(expect.arrayContaining(names));
+  }, 30_000);
+
+  test('a compressed request body is 415 naming the encoding; nothing is stored', async () => {
+    const name = uniq('gzip');
+    const body = gzipSync(JSON.stringify({ apiVersion: API_VERSION, kind: 'SharedSecret', metadata: { name }, spec: {} }));
+    const res = await ts.admin.request('POST', sharedSecretsPath('default'), { body, headers: { 'Content-Encoding': 'gzip' } });
+    expect(res.status).toBe(415);
+    expect(res.body).toMatchObject({ kind: 'Status', reason: 'UnsupportedMediaType', message: 'Content-Encoding "gzip" is not supported: send the request body uncompressed' });
+    expect((await ts.admin.get(sharedSecretPath('default', name))).status).toBe(404);
+  }, 30_000);
+
   test('malformed HTTP gets a 400 Status and the server goes on serving', async () => {
-    const url = new URL(ts.server.url);
-    const answer = await new Promise<string>((resolve, reject) => {
-      const socket = connect({ host: url.hostname, port: Number(url.port), ca: ts.server.caPem }, () => socket.write('GET /apis HTTP/1.1\r\nHost: x\r\nBad Header Without Colon\r\n\r\n'));
-      let text = '';
-      socket.on('data', (d) => (text += d.toString()));
-      socket.on('end', () => resolve(text));
-      socket.on('error', reject);
-    });
+    const answer = (await rawHttp(ts.server.url, ts.server.caPem!, 'GET /apis HTTP/1.1\r\nHost: x\r\nBad Header Without Colon\r\n\r\n')).text;
     expect(answer).toMatch(/^HTTP\/1.1 400 Bad Request\r\n/);
     expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toMatchObject({ kind: 'Status', code: 400, reason: 'BadRequest' });
     expect((await ts.admin.get(CLUSTERS_PATH)).status).toBe(200);

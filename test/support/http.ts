@@ -1,4 +1,5 @@
 /** A small HTTPS client for tests: raw status, headers and body, with the server's CA trusted. */
+import { connect } from 'node:tls';
 import type { ClientRequest } from 'node:http';
 import { request } from 'node:https';
 
@@ -109,4 +110,35 @@ export async function eventually(fn: () => Promise<HttpResponse>, ok: (r: HttpRe
     if (Date.now() > deadline) throw new Error(`${what} did not succeed within ${timeoutMs} ms; last answer ${res.status} ${res.text}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/**
+ * Writes `raw` (what no HTTP client sends: dot segments, broken headers) on a fresh TLS connection and reads until
+ * the server closes it (or 10 s pass). The connection is not half-closed: Node's server would then drop answers
+ * that take a moment.
+ */
+export function rawHttp(baseUrl: string, caPem: string, raw: string | Buffer): Promise<{ status: number; body: any; text: string }> {
+  const url = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: url.hostname, port: Number(url.port), ca: caPem }, () => socket.write(raw));
+    const chunks: Buffer[] = [];
+    const timer = setTimeout(() => socket.destroy(new Error('no answer within 10 s')), 10_000);
+    socket.on('data', (d: Buffer) => chunks.push(d));
+    socket.on('close', () => {
+      clearTimeout(timer);
+      const text = Buffer.concat(chunks).toString();
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0);
+      let body: any;
+      try {
+        body = JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4));
+      } catch {
+        body = undefined;
+      }
+      resolve({ status, body, text });
+    });
+    socket.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+  });
 }
