@@ -1,7 +1,7 @@
 /** A small HTTPS client for tests: raw status, headers and body, with the server's CA trusted. */
 import { connect } from 'node:tls';
 import type { ClientRequest } from 'node:http';
-import { request } from 'node:https';
+import { request, type Agent } from 'node:https';
 
 export interface HttpResponse {
   status: number;
@@ -16,6 +16,8 @@ export interface RequestOptions {
   /** Sent as is (string/Buffer), else JSON-encoded. */
   contentType?: string;
   headers?: Record<string, string>;
+  /** Give up (rejecting with a `timed out` error) after this long; default: never. */
+  timeoutMs?: number;
 }
 
 export const GROUP_PATH = '/apis/management.platform.sh/v1';
@@ -26,6 +28,8 @@ export interface ClientIdentity {
   cert?: { keyPem: string; certPem: string };
   /** [name, value] pairs; a name may repeat (one header line each) and repeats any request header of that name. */
   headers?: Array<[string, string]>;
+  /** Connections to reuse (keep-alive); default: a new TLS connection per request. */
+  agent?: Agent;
 }
 
 export class HttpClient {
@@ -64,7 +68,7 @@ export class HttpClient {
     }
     if (this.token) all.Authorization = `Bearer ${this.token}`;
     const { cert } = this.identity;
-    return request(new URL(path, this.baseUrl), { method, headers: all, ca: this.ca, agent: false, ...(cert && { cert: cert.certPem, key: cert.keyPem }) });
+    return request(new URL(path, this.baseUrl), { method, headers: all, ca: this.ca, agent: this.identity.agent ?? false, ...(cert && { cert: cert.certPem, key: cert.keyPem }) });
   }
 
   request(method: string, path: string, opts: RequestOptions = {}): Promise<HttpResponse> {
@@ -77,10 +81,17 @@ export class HttpClient {
     }
     return new Promise((resolve, reject) => {
       const req = this.open(method, path, headers);
+      let timer: NodeJS.Timeout | undefined;
+      if (opts.timeoutMs) timer = setTimeout(() => req.destroy(new Error(`timed out after ${opts.timeoutMs} ms: ${method} ${path}`)), opts.timeoutMs);
+      const fail = (err: Error) => {
+        clearTimeout(timer);
+        reject(err);
+      };
       req.on('response', (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c) => chunks.push(c));
         res.on('end', () => {
+          clearTimeout(timer);
           const text = Buffer.concat(chunks).toString('utf8');
           let body: any;
           try {
@@ -90,9 +101,10 @@ export class HttpClient {
           }
           resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
         });
-        res.on('error', reject);
+        res.on('error', fail);
+        res.on('aborted', () => fail(new Error(`response aborted: ${method} ${path}`)));
       });
-      req.on('error', reject);
+      req.on('error', fail);
       req.end(payload);
     });
   }

@@ -1,90 +1,24 @@
 /**
- * Load for the fault tests: an HTTPS client over keep-alive connections (HttpClient opens one TLS connection per
- * request, far too slow for tens of thousands), a bounded worker pool, a root token file for server processes,
+ * Load for the fault tests: an HTTPS client over keep-alive connections (a plain HttpClient opens one TLS connection
+ * per request, far too slow for tens of thousands), a bounded worker pool, a root token file for server processes,
  * and a snapshot of everything stored in etcd under a prefix.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:https';
+import { Agent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Etcd3 } from 'etcd3';
-import type { HttpResponse } from './http.js';
+import { HttpClient } from './http.js';
 
-export interface PooledRequest {
-  body?: unknown;
-  contentType?: string;
-  headers?: Record<string, string>;
-  /** Give up (rejecting with a `timed out` error) after this long; default: never. */
-  timeoutMs?: number;
-}
-
-/** Keep-alive HTTPS to one server. Connection failures reject; every answer (any status) resolves. */
-export class PooledClient {
+/** Keep-alive HTTPS to one server (an HttpClient reusing its connections). */
+export class PooledClient extends HttpClient {
   private readonly agent: Agent;
 
-  constructor(
-    readonly baseUrl: string,
-    private readonly ca: string,
-    private readonly token?: string,
-    maxSockets = 64,
-  ) {
-    this.agent = new Agent({ keepAlive: true, maxSockets, ca });
-  }
-
-  get(path: string, opts: PooledRequest = {}) {
-    return this.request('GET', path, opts);
-  }
-  post(path: string, body: unknown, opts: PooledRequest = {}) {
-    return this.request('POST', path, { ...opts, body });
-  }
-  put(path: string, body: unknown, opts: PooledRequest = {}) {
-    return this.request('PUT', path, { ...opts, body });
-  }
-  patch(path: string, body: unknown, contentType: string, opts: PooledRequest = {}) {
-    return this.request('PATCH', path, { ...opts, body, contentType });
-  }
-  delete(path: string, opts: PooledRequest = {}) {
-    return this.request('DELETE', path, opts);
-  }
-
-  request(method: string, path: string, opts: PooledRequest = {}): Promise<HttpResponse> {
-    const headers: Record<string, string> = { ...opts.headers };
-    if (this.token) headers.Authorization = `Bearer ${this.token}`;
-    let payload: Buffer | undefined;
-    if (opts.body !== undefined) {
-      payload = typeof opts.body === 'string' || Buffer.isBuffer(opts.body) ? Buffer.from(opts.body) : Buffer.from(JSON.stringify(opts.body));
-      headers['Content-Type'] ??= opts.contentType ?? 'application/json';
-      headers['Content-Length'] = String(payload.length);
-    }
-    return new Promise((resolve, reject) => {
-      const req = request(new URL(path, this.baseUrl), { method, headers, agent: this.agent, ca: this.ca });
-      let timer: NodeJS.Timeout | undefined;
-      if (opts.timeoutMs) timer = setTimeout(() => req.destroy(new Error(`timed out after ${opts.timeoutMs} ms: ${method} ${path}`)), opts.timeoutMs);
-      const fail = (err: Error) => {
-        clearTimeout(timer);
-        reject(err);
-      };
-      req.on('response', (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          clearTimeout(timer);
-          const text = Buffer.concat(chunks).toString('utf8');
-          let body: any;
-          try {
-            body = JSON.parse(text);
-          } catch {
-            body = undefined;
-          }
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
-        });
-        res.on('error', fail);
-        res.on('aborted', () => fail(new Error(`response aborted: ${method} ${path}`)));
-      });
-      req.on('error', fail);
-      req.end(payload);
-    });
+  constructor(baseUrl: string, ca: string, token?: string, maxSockets = 64) {
+    const agent = new Agent({ keepAlive: true, maxSockets, ca });
+    super(baseUrl, ca, token, { agent });
+    this.agent = agent;
   }
 
   /** Closes the idle connections (and any still in use). */
