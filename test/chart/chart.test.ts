@@ -394,6 +394,19 @@ describe('RBAC', () => {
   });
 });
 
+describe('observability', () => {
+  test('by default: --v=0, /metrics needs authorization, no audit log', async () => {
+    const config = serverConfig(await template([]));
+    expect(config).toMatchObject({ verbosity: 0, authorizationAlwaysAllowPaths: ['/healthz', '/readyz', '/livez'] });
+    expect(config.auditLogPath).toBeUndefined();
+  });
+
+  test('verbosity, an anonymous /metrics scrape and the audit log on stdout', async () => {
+    const config = serverConfig(await template(['--set', 'observability.verbosity=3', '--set', 'observability.anonymousMetrics=true', '--set', 'observability.auditLog.enabled=true']));
+    expect(config).toMatchObject({ verbosity: 3, authorizationAlwaysAllowPaths: ['/healthz', '/readyz', '/livez', '/metrics'], auditLogPath: '-' });
+  });
+});
+
 describe('etcd', () => {
   function etcdTLS(r: Rendered) {
     const server = r.get('Secret', `${ETCD}-server-tls`);
@@ -491,6 +504,7 @@ describe('bad values fail at template time (values.schema.json)', () => {
     [['--set', 'tls.mode=existingSecret', '--set', 'tls.existingSecret.name=corp-tls'], "'/tls/existingSecret/caBundle'"],
     [['--set', 'tokenIssuer=http://platform.example.com'], "'/tokenIssuer'"],
     [['--set', 'image.pullPolicy=Sometimes'], "'/image/pullPolicy'"],
+    [['--set', 'observability.verbosity=11'], "'/observability/verbosity'"],
     [['--set', 'replicaCuont=3'], 'replicaCuont'],
   ])('%j is refused naming %s', async (args, named) => {
     const r = await helm(['template', RELEASE, CHART, '--namespace', NS, ...args]);
