@@ -4,7 +4,7 @@ import type { AuthorizeOther } from './app.js';
 import { checkNesting } from '../apimachinery/nesting.js';
 import { applyJsonPatch, applyMergePatch } from '../apimachinery/patch.js';
 import * as errors from '../apimachinery/status.js';
-import type { KubeObject } from '../apimachinery/types.js';
+import { isPlainObject, type KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
 import type { Registry } from '../registry/registry.js';
 import type { DeleteOptions, Store } from '../registry/store.js';
@@ -115,6 +115,8 @@ function readObject(req: Request, kind: string, opts: ParsedWriteOptions & { dup
   const encoding = requestEncoding(req.headers['content-type']);
   const body = rawBody(req);
   const obj = parseObjectBody(body, encoding, kind) as KubeObject;
+  // For the audit log: the object's name completes what the URL says (a create names it only here).
+  if (isPlainObject(obj.metadata)) req.res!.locals.requestObject = obj.metadata;
   if (encoding === 'json') opts.duplicateFields = duplicateFields(body.toString('utf8'));
   return obj;
 }

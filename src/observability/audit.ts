@@ -27,7 +27,7 @@ export interface AuditEvent {
   user: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
   sourceIPs: string[];
   userAgent?: string;
-  objectRef?: { resource?: string; namespace?: string; name?: string; apiGroup?: string; apiVersion?: string; subresource?: string };
+  objectRef?: { resource?: string; namespace?: string; name?: string; uid?: string; apiGroup?: string; apiVersion?: string; resourceVersion?: string; subresource?: string };
   responseStatus: { metadata: Record<string, never>; status?: string; message?: string; reason?: string; details?: Status['details']; code: number };
   requestReceivedTimestamp: string;
   stageTimestamp: string;
@@ -49,6 +49,15 @@ export interface AuditedRequest {
   status?: Status;
   /** Set by authorization when it ran. */
   authorization?: { decision: 'allow' | 'forbid'; reason?: string };
+  /** The metadata of the object a create or update sent, which completes objectRef (kube's LogRequestObject). */
+  requestObject?: RequestObjectMeta;
+}
+
+export interface RequestObjectMeta {
+  name?: unknown;
+  namespace?: unknown;
+  uid?: unknown;
+  resourceVersion?: unknown;
 }
 
 /** Reasons whose messages the server writes from the request's metadata alone (paths, names, users, limits). */
@@ -82,7 +91,7 @@ export function auditEvent(r: AuditedRequest, stage: AuditEvent['stage'], at: Da
     user: r.user ? userOf(r.user) : {},
     sourceIPs: r.sourceIPs,
     ...(r.userAgent ? { userAgent: r.userAgent } : {}),
-    ...(r.info.isResourceRequest ? { objectRef: objectRefOf(r.info) } : {}),
+    ...(r.info.isResourceRequest ? { objectRef: objectRefOf(r.info, r.requestObject) } : {}),
     responseStatus: responseStatusOf(r),
     requestReceivedTimestamp: microTime(r.received),
     stageTimestamp: microTime(at),
@@ -97,12 +106,18 @@ function userOf(u: UserInfo): AuditEvent['user'] {
   return { username: u.name, ...(u.uid ? { uid: u.uid } : {}), groups: u.groups, ...(u.extra && Object.keys(u.extra).length ? { extra: u.extra } : {}) };
 }
 
-function objectRefOf(info: RequestInfo): AuditEvent['objectRef'] {
+/** What the URL names, completed by the sent object's metadata where the URL is silent (a create's name). */
+function objectRefOf(info: RequestInfo, sent: RequestObjectMeta = {}): AuditEvent['objectRef'] {
+  const text = (v: unknown) => (typeof v === 'string' && v ? v : undefined);
   const ref: NonNullable<AuditEvent['objectRef']> = { resource: info.resource };
-  if (info.namespace) ref.namespace = info.namespace;
-  if (info.name) ref.name = info.name;
+  const namespace = info.namespace || text(sent.namespace);
+  if (namespace) ref.namespace = namespace;
+  const name = info.name || text(sent.name);
+  if (name) ref.name = name;
+  if (text(sent.uid)) ref.uid = text(sent.uid);
   if (info.apiGroup) ref.apiGroup = info.apiGroup;
   ref.apiVersion = info.apiVersion;
+  if (text(sent.resourceVersion)) ref.resourceVersion = text(sent.resourceVersion);
   if (info.subresource) ref.subresource = info.subresource;
   return ref;
 }

@@ -18,7 +18,7 @@ import type { Status } from '../apimachinery/status.js';
 import type { UserInfo } from '../apimachinery/user.js';
 import type { RequestInfo } from '../http/requestinfo.js';
 import type { Logger } from '../log.js';
-import { auditEvent, type AuditedRequest, type AuditLog } from './audit.js';
+import { auditEvent, type AuditedRequest, type AuditLog, type RequestObjectMeta } from './audit.js';
 import { requestLabels, type ServedApis } from './labels.js';
 import type { Metrics } from './metrics.js';
 
@@ -40,6 +40,8 @@ interface ObservedLocals {
   user?: UserInfo;
   authorization?: AuditedRequest['authorization'];
   auditID?: string;
+  /** Left by the resource handler when it has read the object of a create or update. */
+  requestObject?: RequestObjectMeta;
 }
 
 export function observeRequests(opts: ObserveOptions) {
@@ -74,6 +76,7 @@ export function observeRequests(opts: ObserveOptions) {
       code,
       status,
       authorization: locals.authorization,
+      requestObject: locals.requestObject,
     });
     const labels = () => requestLabels(req.method, locals.info!, url.searchParams, req.headers['content-type'], served);
 

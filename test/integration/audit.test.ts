@@ -53,6 +53,7 @@ describe('events', () => {
     answers.create = await root.post(SECRETS, body, { headers: { 'User-Agent': 'audit-test/1.0' } });
     answers.get = await root.get(`${SECRETS}/s1`, { headers: { 'Audit-Id': 'given-by-the-front-proxy-1' } });
     answers.list = await root.get(SECRETS);
+    answers.update = await root.put(`${SECRETS}/s1`, { ...body, metadata: { name: 's1', resourceVersion: answers.create.body.metadata.resourceVersion } });
     answers.invalid = await root.post(SECRETS, { metadata: { name: 's2' }, spec: { data: { token: `${SECRET_VALUE}!` } } });
     answers.forbidden = await alice.get(`${SECRETS}/s1`);
     answers.unauthorized = await new HttpClient(ts.server.url, ts.server.caPem!, 'not-a-known-token').get(SECRETS);
@@ -96,13 +97,19 @@ describe('events', () => {
       user: { username: 'root', uid: 'uid-root', groups: ['system:masters', 'system:authenticated'] },
       sourceIPs: ['127.0.0.1'],
       userAgent: 'audit-test/1.0',
-      objectRef: { resource: 'sharedsecrets', namespace: 'audited', apiGroup: GROUP, apiVersion: 'v1' },
+      // The name comes from the object sent, as kube's LogRequestObject completes objectRef.
+      objectRef: { resource: 'sharedsecrets', namespace: 'audited', name: 's1', apiGroup: GROUP, apiVersion: 'v1' },
       responseStatus: { metadata: {}, code: 201 },
       requestReceivedTimestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/),
       stageTimestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/),
       annotations: { 'authorization.k8s.io/decision': 'allow', 'authorization.k8s.io/reason': '' },
     });
     expect(Date.parse(e.stageTimestamp)).toBeGreaterThanOrEqual(Date.parse(e.requestReceivedTimestamp));
+  });
+
+  test('an update names the resourceVersion it was sent with', () => {
+    expect(answers.update.status).toBe(200);
+    expect(of('update')[0]).toMatchObject({ verb: 'update', objectRef: { name: 's1', namespace: 'audited', resourceVersion: answers.create.body.metadata.resourceVersion }, responseStatus: { code: 200 } });
   });
 
   test('get, list and delete name their verb and object', () => {
