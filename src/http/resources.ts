@@ -73,12 +73,15 @@ export async function handleResource(req: Request, res: Response, info: RequestI
       return writeObject(withWarnings(res, opts.warnings), 201, shape.object(created), encoding);
     }
     case 'update': {
+      // No PUT or PATCH route on a collection (kube's installer registers none): 405, not a lookup of ''.
+      if (!info.name) throw notSupported();
       const opts = { ...writeOptions('UpdateOptions', query, req.headers['user-agent']), ...caller };
       const obj = readObject(req, def.kind, opts);
       const updated = await store.update(namespace, info.name, { replace: obj }, subresource, opts);
       return writeObject(withWarnings(res, opts.warnings), 200, shape.object(updated), encoding);
     }
     case 'patch': {
+      if (!info.name) throw notSupported();
       if (contentType(req.headers['content-type']) === APPLY_PATCH_TYPE) {
         const opts = { ...applyOptions(query), ...caller };
         const config = parseObjectBody(rawBody(req), 'yaml', def.kind) as KubeObject;

@@ -433,6 +433,16 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       expect((await ts.admin.get(cluster(cname))).status).toBe(404);
     });
 
+    test('PUT or PATCH on a collection is 405 MethodNotAllowed and changes nothing', async () => {
+      const name = uniq('put-collection');
+      const created = await createSecret(name);
+      const put = await ts.admin.put(sharedSecretsPath(ns, prefix), secretBody(name));
+      expectStatus(put, 405, 'MethodNotAllowed', 'update is not supported on resources of kind "sharedsecrets.management.platform.sh"');
+      const patch = await ts.admin.patch(`${prefix}${CLUSTERS_PATH}`, { metadata: { labels: { a: 'b' } } }, MERGE_PATCH);
+      expectStatus(patch, 405, 'MethodNotAllowed', 'patch is not supported on resources of kind "clusters.management.platform.sh"');
+      expect((await ts.admin.get(secret(name))).body).toEqual(created);
+    });
+
     test('Accept: application/yaml returns YAML with the same content as JSON', async () => {
       const name = uniq('accept-yaml');
       await createSecret(name);
