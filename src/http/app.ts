@@ -97,9 +97,9 @@ export function createApp(opts: AppOptions): express.Express {
     locals(res).info = resolveRequestInfo(req.method, url.pathname, url.searchParams);
     next();
   });
-  if (opts.shutdown) app.use(opts.shutdown.track());
   // Before authentication, so that 401s, 403s and 429s are counted, logged and audited too.
   app.use(observeRequests({ log: opts.log, metrics: opts.metrics, audit: opts.audit, served: servedBy(opts.registry) }));
+  if (opts.shutdown) app.use(opts.shutdown.track());
   const isPublic = publicPaths(opts.alwaysAllowPaths);
   // The deadline covers everything after it, authentication included (a slow TokenReview counts).
   app.use(requestDeadline({ requestTimeoutMs: opts.timeouts?.requestTimeoutMs ?? 0 }));
@@ -107,8 +107,8 @@ export function createApp(opts: AppOptions): express.Express {
   app.use(maxInFlight(opts.maxInFlight ?? { readOnly: 0, mutating: 0 }, opts.metrics?.inFlight));
   app.use(findNamespace(opts.registry, opts.authorizer));
   app.use(authorize(opts.authorizer, opts.visibleTo, isPublic));
-  // Bodies are read only once the caller is known and allowed.
-  // Bodies come uncompressed, as kube-apiserver takes them (a Content-Encoding is 415).
+  // Bodies are read only once the caller is known and allowed, and are taken uncompressed, as kube-apiserver takes
+  // them (a Content-Encoding is 415).
   app.use(express.raw({ type: () => true, limit: MAX_BODY_BYTES, inflate: false }));
 
   const health = {
