@@ -195,6 +195,10 @@ export class Store {
   async apply(namespace: string | undefined, name: string, config: KubeObject, subresource: 'status' | undefined, opts: ApplyOptions): Promise<{ object: KubeObject; created: boolean }> {
     const applied = structuredClone(config);
     if (!isPlainObject(applied)) throw errors.badRequest('the apply configuration must be an object');
+    // An apply configuration names its version itself (kube's field manager refuses it otherwise, with this message).
+    if (applied.apiVersion !== this.def.apiVersion) {
+      throw errors.badRequest(`Incorrect version specified in apply patch. Specified patch version: ${typeof applied.apiVersion === 'string' ? applied.apiVersion : ''}, expected: ${this.def.apiVersion}`);
+    }
     checkTypeMeta(applied, this.def);
     this.checkMetadataTypes(applied);
     this.checkNameOnUrl(applied, namespace, name);

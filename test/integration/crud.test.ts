@@ -326,6 +326,17 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       expect(await peek.value(peek.clusterKey(badKind))).toBeUndefined();
     });
 
+    test('an apply configuration must name its apiVersion: left out or another one is 400, as kube says it', async () => {
+      const name = uniq('cl-apply-version');
+      for (const [apiVersion, shown] of [[undefined, ''], ['management.platform.sh/v2', 'management.platform.sh/v2']]) {
+        const res = await ts.admin.patch(`${cluster(name)}?fieldManager=ci`, { ...(apiVersion && { apiVersion }), kind: 'Cluster', metadata: { name }, spec: { local: true } }, 'application/apply-patch+yaml');
+        expectStatus(res, 400, 'BadRequest', `Incorrect version specified in apply patch. Specified patch version: ${shown}, expected: ${API_VERSION}`);
+      }
+      expect(await peek.value(peek.clusterKey(name))).toBeUndefined();
+      const ok = await ts.admin.patch(`${cluster(name)}?fieldManager=ci`, { apiVersion: API_VERSION, kind: 'Cluster', metadata: { name }, spec: { local: true } }, 'application/apply-patch+yaml');
+      expect(ok.status).toBe(201);
+    });
+
     test('list has kind ClusterList, a resourceVersion and the created clusters', async () => {
       const n1 = uniq('cl-list');
       const n2 = uniq('cl-list');
