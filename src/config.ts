@@ -1,5 +1,6 @@
 /** Command-line flags (named like kube-apiserver's) into one typed configuration. */
 import { join } from 'node:path';
+import { parseGoDuration } from './apimachinery/duration.js';
 
 export interface Config {
   etcdServers: string[];
@@ -168,13 +169,9 @@ function atLeast(flag: string, ms: number, min: number): number {
 
 /** Go-style durations as kube-apiserver's flags take them: "5m", "30s", "1h30m", "250ms", "0". */
 export function duration(flag: string, value: string): number {
-  if (value === '0') return 0;
-  const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-  const parts = [...value.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)];
-  if (!parts.length || parts.map((p) => p[0]).join('') !== value) {
-    throw new FlagError(`--${flag} must be a duration such as 5m, 30s or 1h (got ${JSON.stringify(value)})`);
-  }
-  return parts.reduce((ms, [, n, unit]) => ms + Number(n) * units[unit], 0);
+  const ms = parseGoDuration(value);
+  if (ms === undefined) throw new FlagError(`--${flag} must be a duration such as 5m, 30s or 1h (got ${JSON.stringify(value)})`);
+  return ms;
 }
 
 function count(flag: string, value: string): number {

@@ -6,6 +6,7 @@
  * --min-request-timeout and twice that, so clients spread their re-watches.
  */
 import type { NextFunction, Request, Response } from 'express';
+import { parseGoDuration } from '../apimachinery/duration.js';
 import * as errors from '../apimachinery/status.js';
 import { writeStatus } from './responses.js';
 import type { RequestInfo } from './requestinfo.js';
@@ -15,16 +16,6 @@ export interface DeadlineOptions {
   requestTimeoutMs: number;
 }
 
-const GO_DURATION = /^(\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$/;
-const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
-/** A Go duration (`30s`, `1m30s`, `500ms`), as kube parses `?timeout=`; undefined when it is not one. */
-export function goDurationMs(text: string): number | undefined {
-  if (text === '0') return 0;
-  if (!GO_DURATION.test(text)) return undefined;
-  return [...text.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g)].reduce((ms, [, n, unit]) => ms + Number(n) * UNIT_MS[unit], 0);
-}
-
 export function requestDeadline(opts: DeadlineOptions) {
   return (req: Request, res: Response, next: NextFunction) => {
     const info = res.locals.info as RequestInfo;
@@ -32,7 +23,7 @@ export function requestDeadline(opts: DeadlineOptions) {
     const asked = new URL(req.originalUrl, 'https://x').searchParams.get('timeout');
     let timeoutMs = opts.requestTimeoutMs;
     if (asked) {
-      const ms = goDurationMs(asked);
+      const ms = parseGoDuration(asked);
       if (ms === undefined) throw errors.badRequest(`invalid timeout specified in the request URL: ${JSON.stringify(asked)} is not a duration such as 30s or 1m`);
       if (ms > 0 && (timeoutMs === 0 || ms < timeoutMs)) timeoutMs = ms;
     }

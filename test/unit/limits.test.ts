@@ -2,7 +2,8 @@ import { describe, expect, test } from '@jest/globals';
 import yaml from 'js-yaml';
 import { MAX_NESTING_DEPTH, NestingError, checkNesting } from '../../src/apimachinery/nesting.js';
 import { parseFlags } from '../../src/config.js';
-import { goDurationMs, watchTimeoutSeconds } from '../../src/http/deadline.js';
+import { parseGoDuration } from '../../src/apimachinery/duration.js';
+import { watchTimeoutSeconds } from '../../src/http/deadline.js';
 
 function arrays(levels: number): unknown {
   return JSON.parse(`${'['.repeat(levels)}${']'.repeat(levels)}`);
@@ -31,12 +32,12 @@ describe('checkNesting', () => {
 
 describe('deadlines', () => {
   test('?timeout= takes Go durations', () => {
-    expect(goDurationMs('30s')).toBe(30_000);
-    expect(goDurationMs('1m30s')).toBe(90_000);
-    expect(goDurationMs('250ms')).toBe(250);
-    expect(goDurationMs('1.5h')).toBe(5_400_000);
-    expect(goDurationMs('0')).toBe(0);
-    for (const bad of ['', '30', 's', '1d', '-1s', 'soon', '1s ']) expect(goDurationMs(bad)).toBeUndefined();
+    expect(parseGoDuration('30s')).toBe(30_000);
+    expect(parseGoDuration('1m30s')).toBe(90_000);
+    expect(parseGoDuration('250ms')).toBe(250);
+    expect(parseGoDuration('1.5h')).toBe(5_400_000);
+    expect(parseGoDuration('0')).toBe(0);
+    for (const bad of ['', '30', 's', '1d', '-1s', 'soon', '1s ']) expect(parseGoDuration(bad)).toBeUndefined();
   });
 
   test('watches without timeoutSeconds last between --min-request-timeout and twice that', () => {
