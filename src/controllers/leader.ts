@@ -10,6 +10,7 @@
  */
 import type { Etcd3, Lease } from 'etcd3';
 import { sleep } from './sleep.js';
+import { withDeadline } from '../deadline.js';
 
 export interface LeaderElectorOptions {
   client: Etcd3;
@@ -30,13 +31,7 @@ export interface LeaderElectorOptions {
 const STOP_WORK_TIMEOUT_MS = 5000;
 
 function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    p,
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms}ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
+  return withDeadline(p, ms, `${what} timed out after ${ms}ms`);
 }
 
 export class LeaderElector {

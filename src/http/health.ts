@@ -3,6 +3,7 @@
  * check and a closing line; `?exclude=<check>` skips a check. Reasons are withheld from the answer.
  */
 import type { Request, Response } from 'express';
+import { withDeadline } from '../deadline.js';
 
 export interface HealthCheck {
   name: string;
@@ -43,12 +44,5 @@ export function healthHandler(endpoint: string, checks: HealthCheck[]) {
 
 /** Runs a check with a deadline, so a hung dependency fails the probe instead of hanging it. */
 export function withTimeout(name: string, ms: number, check: () => Promise<void>): HealthCheck {
-  return {
-    name,
-    check: () =>
-      new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`${name} check timed out`)), ms);
-        check().then(resolve, reject).finally(() => clearTimeout(timer));
-      }),
-  };
+  return { name, check: () => withDeadline(check(), ms, `${name} check timed out`) };
 }

@@ -4,6 +4,8 @@
  * row, new calls are refused, and calls already waiting are given up (a write among them may still land, as after
  * any timeout). The first probe that succeeds again lets calls through: recovery needs no restart.
  */
+import { withDeadline } from '../deadline.js';
+
 export interface EtcdHealthOptions {
   /** One probe; rejects (or outlasts `timeoutMs`) when etcd does not answer. */
   probe: () => Promise<unknown>;
@@ -80,18 +82,12 @@ export class EtcdHealth {
   }
 
   private async probeOnce(): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
-    });
     try {
-      await Promise.race([this.opts.probe(), deadline]);
+      await withDeadline(this.opts.probe(), this.timeoutMs, `no answer within ${this.timeoutMs} ms`);
       this.failures = 0;
       this.set(true);
     } catch (err) {
       if (++this.failures >= (this.opts.failuresToTrip ?? 2)) this.set(false, err instanceof Error ? err.message : String(err));
-    } finally {
-      clearTimeout(timer);
     }
     this.schedule(this.intervalMs);
   }
