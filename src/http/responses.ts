@@ -27,6 +27,8 @@ export function withWarnings(res: Response, warnings: string[]): Response {
 /** Errors are always JSON (as kube-apiserver sends them); a Retry-After goes with retryAfterSeconds. */
 export function writeStatus(res: Response, status: Status): void {
   if (res.headersSent) return;
+  // For the request log and the audit event.
+  res.locals.status = status;
   const retry = status.details?.retryAfterSeconds;
   if (retry && retry > 0) res.setHeader('Retry-After', String(retry));
   res.status(status.code).type(JSON_TYPE).send(`${JSON.stringify(status)}\n`);

@@ -40,6 +40,8 @@ interface ObservedLocals {
   user?: UserInfo;
   authorization?: AuditedRequest['authorization'];
   auditID?: string;
+  /** The Status answered, left by writeStatus (every failure is written there). */
+  status?: Status;
   /** Left by the resource handler when it has read the object of a create or update. */
   requestObject?: RequestObjectMeta;
 }
@@ -54,13 +56,6 @@ export function observeRequests(opts: ObserveOptions) {
     locals.auditID = auditID;
     res.setHeader(AUDIT_ID_HEADER, auditID);
 
-    let status: Status | undefined;
-    const send = res.send;
-    res.send = function (this: Response, body?: unknown) {
-      if (!status && this.statusCode >= 400) status = statusOf(body);
-      return send.call(this, body);
-    } as Response['send'];
-
     const url = new URL(req.originalUrl, 'https://x');
     // Read now: once the connection is gone its address is too.
     const ips = sourceIPs(req);
@@ -74,7 +69,7 @@ export function observeRequests(opts: ObserveOptions) {
       userAgent: req.headers['user-agent'],
       received,
       code,
-      status,
+      status: locals.status,
       authorization: locals.authorization,
       requestObject: locals.requestObject,
     });
@@ -104,7 +99,7 @@ export function observeRequests(opts: ObserveOptions) {
         audit.write(auditEvent(request(code), stage, new Date()));
       }
       if (code >= 500 || log.v(REQUEST_LOG_VERBOSITY)) {
-        const fields = requestLogFields(req, locals, auditID, code, ms, status, srcIP);
+        const fields = requestLogFields(req, locals, auditID, code, ms, srcIP);
         if (code >= 500) log.error('HTTP', fields);
         else log.info('HTTP', fields);
       }
@@ -113,7 +108,7 @@ export function observeRequests(opts: ObserveOptions) {
   };
 }
 
-function requestLogFields(req: Request, locals: ObservedLocals, auditID: string, code: number, ms: number, status: Status | undefined, srcIP: string): Record<string, unknown> {
+function requestLogFields(req: Request, locals: ObservedLocals, auditID: string, code: number, ms: number, srcIP: string): Record<string, unknown> {
   const info = locals.info!;
   const fields: Record<string, unknown> = { auditID, verb: info.verb, path: info.path };
   if (info.isResourceRequest) {
@@ -124,7 +119,7 @@ function requestLogFields(req: Request, locals: ObservedLocals, auditID: string,
   }
   if (locals.user) fields.user = locals.user.name;
   fields.code = code;
-  if (status?.reason) fields.reason = status.reason;
+  if (locals.status?.reason) fields.reason = locals.status.reason;
   fields.latencyMs = Math.round(ms * 1000) / 1000;
   fields.userAgent = req.headers['user-agent'] ?? '';
   fields.srcIP = srcIP;
@@ -138,17 +133,6 @@ function requestLogFields(req: Request, locals: ObservedLocals, auditID: string,
 function auditIdOf(header: string | string[] | undefined): string {
   const value = Array.isArray(header) ? header[0] : header;
   return value && /^[\x21-\x7e]{1,128}$/.test(value) ? value : randomUUID();
-}
-
-/** The Status in an error answer's body (errors are always JSON Status objects). */
-function statusOf(body: unknown): Status | undefined {
-  try {
-    const text = Buffer.isBuffer(body) ? body.toString() : body;
-    const parsed = typeof text === 'string' ? JSON.parse(text) : text;
-    return parsed && typeof parsed === 'object' && (parsed as Status).kind === 'Status' ? (parsed as Status) : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 function remoteIP(req: Request): string {
