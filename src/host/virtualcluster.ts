@@ -9,6 +9,7 @@ import { CertificatesV1Api, CoreV1Api, KubeConfig, type V1CertificateSigningRequ
 import forge from 'node-forge';
 import { sleep } from '../controllers/sleep.js';
 import { HostCluster, HostClusterError } from './cluster.js';
+import { StoredKubeConfigError, kubeConfigFromData } from './storedkubeconfig.js';
 
 export const CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client';
 const CONNECTION_KEY = 'config';
@@ -33,7 +34,10 @@ export interface VirtualCluster {
   caData: string;
 }
 
-/** Reads `vc-<name>` in `namespace` of the host and connects to the virtual cluster it describes. */
+/**
+ * Reads `vc-<name>` in `namespace` of the host and connects to the virtual cluster it describes. The Secret is
+ * tenant-writable data: its kubeconfig may hold only certificates, a token and the CA (storedkubeconfig.ts).
+ */
 export async function connectVirtualCluster(host: HostCluster, namespace: string, name: string): Promise<VirtualCluster> {
   const secretName = connectionSecretName(name);
   const where = `Secret ${namespace}/${secretName} in the host cluster`;
@@ -45,16 +49,15 @@ export async function connectVirtualCluster(host: HostCluster, namespace: string
     throw err;
   }
   if (!data?.[CONNECTION_KEY]) throw new VirtualClusterConnectionError(`${where} has no key ${JSON.stringify(CONNECTION_KEY)}`, false);
-  const kc = new KubeConfig();
+  let kc: KubeConfig;
   try {
-    kc.loadFromString(Buffer.from(data[CONNECTION_KEY], 'base64').toString('utf8'));
+    kc = kubeConfigFromData(Buffer.from(data[CONNECTION_KEY], 'base64').toString('utf8'));
   } catch (err) {
-    throw new VirtualClusterConnectionError(`${where}: key ${JSON.stringify(CONNECTION_KEY)} is not a kubeconfig: ${(err as Error).message.split('\n')[0]}`, false);
+    if (err instanceof StoredKubeConfigError) throw new VirtualClusterConnectionError(`${where}, key ${JSON.stringify(CONNECTION_KEY)}: ${err.message}`, false);
+    throw err;
   }
-  const cluster = kc.getCurrentCluster();
-  if (!cluster?.server) throw new VirtualClusterConnectionError(`${where}: the kubeconfig has no current cluster`, false);
-  if (!cluster.caData) throw new VirtualClusterConnectionError(`${where}: the kubeconfig's cluster has no certificate-authority-data`, false);
-  return { api: new HostCluster(kc), caData: cluster.caData };
+  const cluster = kc.getCurrentCluster()!;
+  return { api: new HostCluster(kc), caData: cluster.caData! };
 }
 
 export interface ClientCertificateRequest {

@@ -8,6 +8,9 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { Etcd3 } from 'etcd3';
 import yaml from 'js-yaml';
 import { X509Certificate, createPrivateKey, createPublicKey } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { API_VERSION, uniq } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient } from '../support/http.js';
 import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
@@ -21,8 +24,11 @@ let ts: TestServer;
 let root: HttpClient;
 let bob: HttpClient;
 let carol: HttpClient;
+/** Where an exec plugin would leave its mark. */
+let scratch: string;
 
 beforeAll(async () => {
+  scratch = mkdtempSync(join(tmpdir(), 'kubeconfig-test-'));
   host = await startHostCluster();
   vcluster = await startHostCluster({ csrSigningDelayMs: 150 });
   const server = await startTestServerWithUsers({ root: ['system:masters'], bob: ['platform:team:dev', 'system:serviceaccounts'], carol: [] }, { kubeconfig: host.kubeconfigPath });
@@ -34,6 +40,7 @@ afterAll(async () => {
   await ts?.stop();
   await host?.stop();
   await vcluster?.stop();
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
 }, 60_000);
 
 const vcis = (ns: string) => `${GROUP_PATH}/namespaces/${ns}/virtualclusterinstances`;
@@ -51,6 +58,24 @@ async function createInstance(ns: string, name: string, spec: Record<string, unk
     spec: { clusterRef: { cluster: 'eu-1', namespace: hostNamespace, virtualCluster: name }, ingressEndpoint: `https://${name}.vc.example.com`, ...spec },
   });
   expect(res.status).toBe(201);
+}
+
+/**
+ * `vc`'s connection kubeconfig with fields of its cluster and user entries changed (undefined removes one), and
+ * top-level fields replaced: what a tenant who can write the Secret might store.
+ */
+function connectionWith(vc: HostClusterStandIn, change: { cluster?: Record<string, unknown>; user?: Record<string, unknown>; [top: string]: unknown }): string {
+  const { cluster = {}, user = {}, ...top } = change;
+  const config = yaml.load(vc.kubeconfigText()) as any;
+  const merge = (into: Record<string, unknown>, fields: Record<string, unknown>) => {
+    for (const [k, v] of Object.entries(fields)) if (v === undefined) delete into[k]; else into[k] = v;
+  };
+  merge(config.clusters[0].cluster, cluster);
+  merge(config.users[0].user, user);
+  // An exec plugin replaces the token, so the plugin alone would have to make the connection work.
+  if (user.exec) delete config.users[0].user.token;
+  merge(config, top);
+  return yaml.dump(config);
 }
 
 interface Issued {
@@ -262,6 +287,90 @@ describe('refusals', () => {
     const res = await root.get(kubeconfigPath(ns, name));
     expect(res.status).toBe(500);
     expect(res.body.message).toContain(`Secret vcluster-${name}/vc-${name} in the host cluster has no key "config"`);
+  });
+
+  test('a connection whose user runs an exec plugin: 500 naming the Secret and the field, and the command never runs', async () => {
+    const ns = uniq('p');
+    const name = uniq('vc');
+    await createInstance(ns, name, {}, null);
+    const marker = join(scratch, `${name}-ran`);
+    // A plugin that would also work: it prints the virtual cluster's own token, so before the fix this was a 200.
+    const credential = JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1beta1', kind: 'ExecCredential', status: { token: vcluster.token } });
+    const exec = { apiVersion: 'client.authentication.k8s.io/v1beta1', command: '/bin/sh', args: ['-c', `touch '${marker}'; echo '${credential}'`], interactiveMode: 'Never' };
+    host.addSecret(`vcluster-${name}`, `vc-${name}`, { config: connectionWith(vcluster, { user: { exec } }) });
+    vcluster.resetCounts();
+
+    const res = await root.get(kubeconfigPath(ns, name));
+    expect(res.status).toBe(500);
+    expect(res.body).toMatchObject({ kind: 'Status', reason: 'InternalError' });
+    expect(res.body.message).toContain(`Secret vcluster-${name}/vc-${name} in the host cluster, key "config": the kubeconfig may not use users[0].user.exec (it runs a command)`);
+    expect(existsSync(marker)).toBe(false);
+    expect(vcluster.requests).toEqual([]);
+  });
+
+  test.each([
+    ['a token read from a file', { user: { 'token-file': '/etc/hostname' } }, 'users[0].user.token-file (it reads a file)'],
+    ["client-go's tokenFile", { user: { tokenFile: '/etc/hostname' } }, 'users[0].user.tokenFile (it reads a file)'],
+    ['an auth-provider plugin', { user: { 'auth-provider': { name: 'oidc', config: { 'id-token': 'x' } } } }, 'users[0].user.auth-provider (it runs an authentication plugin)'],
+    ['a client key file', { user: { 'client-certificate': '/etc/ssl/cert.pem', 'client-key': '/etc/ssl/private/key.pem' } }, 'users[0].user.client-certificate (it reads a file); users[0].user.client-key (it reads a file)'],
+    ['a CA file', { cluster: { 'certificate-authority': '/etc/ssl/certs/ca-certificates.crt' } }, 'clusters[0].cluster.certificate-authority (it reads a file)'],
+    ['a proxy', { cluster: { 'proxy-url': 'http://127.0.0.1:3128' } }, 'clusters[0].cluster.proxy-url (it sends requests through another server)'],
+    ['no TLS verification', { cluster: { 'insecure-skip-tls-verify': true } }, "clusters[0].cluster.insecure-skip-tls-verify (it does not check the server's certificate"],
+    ['basic authentication', { user: { username: 'admin', password: 'hunter2' } }, 'users[0].user.username (basic authentication, which kube-apiserver no longer accepts); users[0].user.password'],
+    ['impersonation', { user: { as: 'system:admin' } }, 'users[0].user.as (impersonation acts as another user)'],
+    ['an unknown field', { user: { colour: 'blue' } }, 'users[0].user.colour (not a field a stored kubeconfig may use)'],
+  ])('a connection with %s: 500 naming the field, nothing asked of the virtual cluster', async (_what, change, refused) => {
+    const ns = uniq('p');
+    const name = uniq('vc');
+    await createInstance(ns, name, {}, null);
+    host.addSecret(`vcluster-${name}`, `vc-${name}`, { config: connectionWith(vcluster, change) });
+    vcluster.resetCounts();
+    const res = await root.get(kubeconfigPath(ns, name));
+    expect(res.status).toBe(500);
+    expect(res.body.reason).toBe('InternalError');
+    expect(res.body.message).toContain(`Secret vcluster-${name}/vc-${name} in the host cluster, key "config": the kubeconfig may not use ${refused}`);
+    expect(res.body.message).toContain('A stored kubeconfig is data: it may hold only server, certificate-authority-data and tls-server-name');
+    // Field names only: no value of the kubeconfig is repeated.
+    for (const secret of ['hunter2', '/etc/', vcluster.token]) expect(res.body.message).not.toContain(secret);
+    expect(vcluster.requests).toEqual([]);
+  });
+
+  test.each([
+    ['a plain-http server', { cluster: { server: 'http://127.0.0.1:1' } }, 'clusters[0].cluster.server must be an https URL'],
+    ['no CA', { cluster: { 'certificate-authority-data': undefined } }, "the kubeconfig's cluster has no certificate-authority-data"],
+    ['no credential', { user: { token: undefined } }, 'users[0].user has no credential (client-certificate-data with client-key-data, or token)'],
+    ['a certificate without its key', { user: { 'client-certificate-data': 'eA==' } }, 'users[0].user needs both client-certificate-data and client-key-data'],
+    ['no current context', { 'current-context': undefined }, 'the kubeconfig has no current-context'],
+  ])('a connection with %s: 500 saying so', async (_what, change, message) => {
+    const ns = uniq('p');
+    const name = uniq('vc');
+    await createInstance(ns, name, {}, null);
+    host.addSecret(`vcluster-${name}`, `vc-${name}`, { config: connectionWith(vcluster, change) });
+    const res = await root.get(kubeconfigPath(ns, name));
+    expect(res.status).toBe(500);
+    expect(res.body.message).toContain(`Secret vcluster-${name}/vc-${name} in the host cluster, key "config": ${message}`);
+  });
+
+  test('a connection that is not YAML: 500 with the parser\'s reason, not the text', async () => {
+    const ns = uniq('p');
+    const name = uniq('vc');
+    await createInstance(ns, name, {}, null);
+    host.addSecret(`vcluster-${name}`, `vc-${name}`, { config: 'token: "s3cret\n  bad: [' });
+    const res = await root.get(kubeconfigPath(ns, name));
+    expect(res.status).toBe(500);
+    expect(res.body.message).toContain(`Secret vcluster-${name}/vc-${name} in the host cluster, key "config": not a kubeconfig:`);
+    expect(res.body.message).not.toContain('s3cret');
+  });
+
+  test('harmless extras (extensions, tls-server-name, insecure-skip-tls-verify: false) are accepted', async () => {
+    const ns = uniq('p');
+    const name = uniq('vc');
+    await createInstance(ns, name, {}, null);
+    const change = { cluster: { extensions: [{ name: 'x', extension: {} }], 'tls-server-name': '127.0.0.1', 'insecure-skip-tls-verify': false }, user: { extensions: [] } };
+    host.addSecret(`vcluster-${name}`, `vc-${name}`, { config: connectionWith(vcluster, change) });
+    const res = await root.get(kubeconfigPath(ns, name));
+    expect(res.status).toBe(200);
+    expect(subjectOf(readKubeConfig(res.body).cert)).toEqual(['CN=root']);
   });
 
   test('the virtual cluster is down: 503; back up: served again', async () => {

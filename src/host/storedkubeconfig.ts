@@ -1,0 +1,129 @@
+/**
+ * A kubeconfig read from stored data (a Secret someone else wrote): data, never code. client-node's own loaders
+ * would run a user's `exec` plugin or auth-provider, read `token-file` and file paths, and send requests through a
+ * `proxy-url`; here the current context's cluster and user are read by hand and only certificate, token and CA
+ * fields reach the KubeConfig. Anything else that would change how or as whom the server connects is refused by
+ * name, so nothing is silently left out. Messages name fields, never values.
+ */
+import { KubeConfig } from '@kubernetes/client-node';
+import yaml from 'js-yaml';
+
+/** The stored kubeconfig is not one, or asks for something a stored kubeconfig may not. */
+export class StoredKubeConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StoredKubeConfigError';
+  }
+}
+
+/** What a stored kubeconfig may hold, and what it may hold but does not change how the server connects. */
+const CLUSTER_FIELDS = ['server', 'certificate-authority-data', 'tls-server-name'];
+const USER_FIELDS = ['client-certificate-data', 'client-key-data', 'token'];
+const IGNORED_FIELDS = ['extensions', 'disable-compression'];
+
+/** Why a field is refused, for the fields a real kubeconfig may carry; any other field is refused as unknown. */
+const REFUSED: Record<string, string> = {
+  exec: 'it runs a command',
+  'auth-provider': 'it runs an authentication plugin',
+  tokenFile: 'it reads a file',
+  'token-file': 'it reads a file',
+  'certificate-authority': 'it reads a file',
+  'client-certificate': 'it reads a file',
+  'client-key': 'it reads a file',
+  'proxy-url': 'it sends requests through another server',
+  'insecure-skip-tls-verify': "it does not check the server's certificate, and the CA is handed out to callers as the virtual cluster's",
+  username: 'basic authentication, which kube-apiserver no longer accepts',
+  password: 'basic authentication, which kube-apiserver no longer accepts',
+  as: 'impersonation acts as another user',
+  'as-uid': 'impersonation acts as another user',
+  'as-groups': 'impersonation acts as another user',
+  'as-user-extra': 'impersonation acts as another user',
+};
+
+const USER_CREDENTIALS = 'client-certificate-data with client-key-data, or token';
+const ALLOWED_TEXT = `server, certificate-authority-data and tls-server-name for the cluster, and for the user ${USER_CREDENTIALS}`;
+
+type Entry = { name?: unknown; [k: string]: unknown };
+
+/**
+ * The KubeConfig of `text`'s current context, holding only the allowed fields. Throws a StoredKubeConfigError
+ * naming every refused field (e.g. `users[0].user.exec`).
+ */
+export function kubeConfigFromData(text: string): KubeConfig {
+  let doc: unknown;
+  try {
+    doc = yaml.load(text);
+  } catch (err) {
+    // js-yaml's first line is the reason and position; later lines quote the text, which may hold credentials.
+    throw new StoredKubeConfigError(`not a kubeconfig: ${(err as Error).message.split('\n')[0]}`);
+  }
+  if (!isMap(doc)) throw new StoredKubeConfigError('not a kubeconfig: not a YAML or JSON object');
+  const current = doc['current-context'];
+  if (typeof current !== 'string' || !current) throw new StoredKubeConfigError('the kubeconfig has no current-context');
+  const context = find(doc, 'contexts', current);
+  if (!context || !isMap(context.entry.context)) throw new StoredKubeConfigError(`the kubeconfig has no context ${JSON.stringify(current)} (its current-context)`);
+  const { cluster: clusterName, user: userName } = context.entry.context;
+  const cluster = typeof clusterName === 'string' ? find(doc, 'clusters', clusterName) : undefined;
+  if (!cluster || !isMap(cluster.entry.cluster)) throw new StoredKubeConfigError('the kubeconfig has no current cluster');
+  const user = typeof userName === 'string' ? find(doc, 'users', userName) : undefined;
+  if (!user || !isMap(user.entry.user)) throw new StoredKubeConfigError('the kubeconfig has no user in its current context');
+
+  const c = cluster.entry.cluster as Record<string, unknown>;
+  const u = user.entry.user as Record<string, unknown>;
+  const refused = [...refusedFields(c, CLUSTER_FIELDS, `clusters[${cluster.index}].cluster`), ...refusedFields(u, USER_FIELDS, `users[${user.index}].user`)];
+  if (refused.length) throw new StoredKubeConfigError(`the kubeconfig may not use ${refused.join('; ')}. A stored kubeconfig is data: it may hold only ${ALLOWED_TEXT}`);
+
+  const server = c.server;
+  if (typeof server !== 'string' || !isHttps(server)) throw new StoredKubeConfigError(`clusters[${cluster.index}].cluster.server must be an https URL`);
+  if (!c['certificate-authority-data']) throw new StoredKubeConfigError("the kubeconfig's cluster has no certificate-authority-data");
+  const hasCert = !!u['client-certificate-data'] || !!u['client-key-data'];
+  if (hasCert && !(u['client-certificate-data'] && u['client-key-data'])) {
+    throw new StoredKubeConfigError(`users[${user.index}].user needs both client-certificate-data and client-key-data`);
+  }
+  if (!hasCert && !u.token) throw new StoredKubeConfigError(`users[${user.index}].user has no credential (${USER_CREDENTIALS})`);
+
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'cluster', server: server.replace(/\/$/, ''), caData: c['certificate-authority-data'] as string, tlsServerName: c['tls-server-name'] as string | undefined, skipTLSVerify: false }],
+    users: [{ name: 'user', certData: u['client-certificate-data'] as string | undefined, keyData: u['client-key-data'] as string | undefined, token: u.token as string | undefined }],
+    contexts: [{ name: 'context', cluster: 'cluster', user: 'user' }],
+    currentContext: 'context',
+  });
+  return kc;
+}
+
+/** The fields of `obj` outside `allowed` (and the harmless ones), each with why; allowed ones must be strings. */
+function refusedFields(obj: Record<string, unknown>, allowed: string[], at: string): string[] {
+  const out: string[] = [];
+  for (const [key, value] of Object.entries(obj)) {
+    if (value === undefined || value === null || IGNORED_FIELDS.includes(key)) continue;
+    if (allowed.includes(key)) {
+      if (typeof value !== 'string') out.push(`${at}.${key} as anything but a string`);
+      continue;
+    }
+    // false is the default: it asks for nothing.
+    if (key === 'insecure-skip-tls-verify' && value === false) continue;
+    out.push(`${at}.${key} (${REFUSED[key] ?? 'not a field a stored kubeconfig may use'})`);
+  }
+  return out;
+}
+
+/** The entry named `name` in the list `list` of the kubeconfig, with its index. */
+function find(doc: Record<string, unknown>, list: string, name: string): { entry: Entry; index: number } | undefined {
+  const entries = doc[list];
+  if (!Array.isArray(entries)) return undefined;
+  const index = entries.findIndex((e) => isMap(e) && e.name === name);
+  return index < 0 ? undefined : { entry: entries[index] as Entry, index };
+}
+
+function isMap(v: unknown): v is Record<string, any> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function isHttps(url: string): boolean {
+  try {
+    return new URL(url).protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
