@@ -15,6 +15,7 @@ import type { KubeObject } from '../apimachinery/types.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../apimachinery/validation.js';
 import { validateOwner } from '../registry/kinds/access.js';
 import { projectNamespace } from '../registry/kinds/project.js';
+import { checkNotImported, clusterErrors } from '../registry/kinds/virtualclusterplacement.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
 import { answer, requestSchema, type Action, type ActionCall } from './action.js';
@@ -65,8 +66,10 @@ export function importVirtualClusterAction(registry: Registry): Action {
       const { source, fields } = readRequest(request);
       const name = fields.importName ?? source.name!;
       const namespace = projectNamespace(call.name);
-      await checkCluster(store('clusters'), project, source.cluster!);
-      await checkNotImported(store('virtualclusterinstances'), source);
+      const clusterErrs = await clusterErrors(store('clusters'), project, source.cluster!, Path.root('sourceVirtualCluster').child('cluster'));
+      if (clusterErrs.length) throw errors.invalid(gk, '', clusterErrs);
+      const ref = { cluster: source.cluster!, namespace: source.namespace, virtualCluster: source.name! };
+      await checkNotImported(store('virtualclusterinstances'), ref, { gr: { group: GROUP, resource: 'projects/importvirtualcluster' }, name: source.name!, user: call.user });
 
       const instance: KubeObject = {
         apiVersion: `${GROUP}/${VERSION}`,
@@ -133,36 +136,4 @@ function readRequest(request: KubeObject): { source: Source; fields: Partial<Rec
   }
   if (errs.length) throw errors.invalid(gk, '', errs);
   return { source, fields };
-}
-
-/** The Cluster must exist, be usable (the spec's rule 6), not be going away, and be allowed by the project. */
-async function checkCluster(clusters: Store, project: KubeObject, name: string): Promise<void> {
-  const at = Path.root('sourceVirtualCluster').child('cluster');
-  const cluster = await clusters.get(undefined, name).catch((err) => {
-    if (errors.isStatusError(err, 'NotFound')) throw errors.invalid(gk, '', [fieldError.notFound(at, name)]);
-    throw err;
-  });
-  const refuse = (why: string) => errors.invalid(gk, '', [fieldError.forbidden(at, why)]);
-  if (cluster.spec?.unusable === true) throw refuse(`Cluster ${JSON.stringify(name)} is marked unusable (spec.unusable: true) and accepts no new virtual clusters`);
-  if (cluster.metadata.deletionTimestamp) throw refuse(`Cluster ${JSON.stringify(name)} is being deleted`);
-  const allowed = ((project.spec?.allowedClusters ?? []) as { name: string }[]).map((c) => c.name);
-  if (allowed.length && !allowed.includes(name)) {
-    throw refuse(`project ${JSON.stringify(project.metadata.name)} allows only the clusters ${allowed.map((c) => JSON.stringify(c)).join(', ')}`);
-  }
-}
-
-/** One virtual cluster is imported once: a second instance would manage it twice. */
-async function checkNotImported(instances: Store, source: Source): Promise<void> {
-  const same = (o: KubeObject) => {
-    const ref = o.spec?.clusterRef ?? {};
-    return ref.cluster === source.cluster && ref.namespace === source.namespace && (ref.virtualCluster ?? o.metadata.name) === source.name;
-  };
-  const existing = (await instances.list(undefined, { predicate: { matches: same, empty: false } })).items[0];
-  if (existing) {
-    throw errors.conflict(
-      { group: GROUP, resource: 'projects/importvirtualcluster' },
-      source.name!,
-      `virtual cluster ${source.namespace}/${source.name} on cluster ${source.cluster} is already imported as VirtualClusterInstance ${existing.metadata.namespace}/${existing.metadata.name}`,
-    );
-  }
 }

@@ -11,6 +11,7 @@
  *
  * Not here: the resourceVersion-required check of ValidateObjectMetaAccessorUpdate (the registry does it).
  */
+import { jsonEqual } from './equality.js';
 import { fieldError, GoLiteral, Path, type FieldError } from './field.js';
 import type { ManagedFieldsEntry, ObjectMeta, OwnerReference } from './types.js';
 import {
@@ -135,6 +136,11 @@ export function validateObjectMetaUpdate(newMeta: ObjectMeta, oldMeta: ObjectMet
   errs.push(...validateOwnerReferences(newMeta.ownerReferences, path.child('ownerReferences')));
   errs.push(...validateManagedFields(newMeta.managedFields, path.child('managedFields')));
   return errs;
+}
+
+/** validation.ValidateImmutableField: any change of the value (set, changed or removed) is refused. */
+export function validateImmutableField(newVal: unknown, oldVal: unknown, at: Path): FieldError[] {
+  return jsonEqual(newVal, oldVal) ? [] : [fieldError.invalid(at, newVal, FIELD_IMMUTABLE_ERROR_MSG)];
 }
 
 function immutableString(newVal: string | undefined, oldVal: string | undefined, at: Path): FieldError[] {

@@ -60,6 +60,8 @@ export class HostCluster {
   /**
    * The host cluster as configured: the kubeconfig file when given, else the in-cluster configuration when
    * KUBERNETES_SERVICE_HOST is set (running in a pod), else undefined. A kubeconfig that does not load throws.
+   * The --kubeconfig file is the operator's own, trusted as kubectl trusts it (exec plugins, files); kubeconfigs
+   * read from stored data go through storedkubeconfig.ts instead.
    */
   static load(opts: HostClusterOptions = {}, env: NodeJS.ProcessEnv = process.env): HostCluster | undefined {
     const kc = new KubeConfig();

@@ -24,7 +24,7 @@ export class Registry {
   ) {
     for (const def of definitions) {
       if (!this.caches.has(def.group)) this.caches.set(def.group, new WatchCache(storage, `${etcdPrefix}/${def.group}/`, { log }));
-      const store = new Store(def, strategies[def.kind] ?? {}, storage, this.caches.get(def.group)!, etcdPrefix);
+      const store = new Store(def, strategies[def.kind] ?? {}, storage, this.caches.get(def.group)!, etcdPrefix, (g, v, r) => this.lookup(g, v, r));
       this.stores.set(`${def.group}/${def.version}/${def.plural}`, store);
     }
   }

@@ -22,7 +22,7 @@ import type { ResourceDefinition } from './definitions.js';
 import { ResourceReader, type ListOptions, type RunningWatch, type WatchOptions, type WatchSink } from './reader.js';
 import { checkBlockingOwnerReferences, type MayDeleteOwner } from './ownerpermission.js';
 import { finalizersAfterDelete, type PropagationOptions } from './propagation.js';
-import type { Strategy } from './strategy.js';
+import type { Strategy, StoreLookup } from './strategy.js';
 
 /** How many fresh names a generateName create tries before giving up (kube's RetryGenerateName). */
 const GENERATE_NAME_ATTEMPTS = 8;
@@ -71,6 +71,8 @@ export class Store {
     private readonly storage: Storage,
     cache: WatchCache<KubeObject>,
     private readonly prefix: string,
+    /** The other stores, for the strategy's admitCreate. */
+    private readonly stores: StoreLookup = () => undefined,
   ) {
     this.reader = new ResourceReader(def, storage, cache);
     const { metadata: _m, ...properties } = def.schema.properties ?? {};
@@ -130,6 +132,7 @@ export class Store {
     dropUnknownFields(obj, this.def.schema, this.def, opts);
     const errs = this.validate(obj);
     if (errs.length) throw errors.invalid(this.def.groupKind, meta.name ?? '', errs);
+    await this.strategy.admitCreate?.(obj, opts.user, this.stores);
     await this.checkOwnerPermissions(obj, undefined, opts);
     if (trackFields) this.recordFieldManager(obj, undefined, opts, '');
 

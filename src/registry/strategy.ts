@@ -5,6 +5,10 @@
 import type { FieldError } from '../apimachinery/field.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
+import type { Store } from './store.js';
+
+/** The stores of the served resources, for rules that read other objects. */
+export type StoreLookup = (group: string, version: string, resource: string) => Store | undefined;
 
 /** A Table column type (metav1.TableColumnDefinition.type). */
 export type PrinterColumnType = 'integer' | 'number' | 'string' | 'boolean' | 'date';
@@ -47,6 +51,12 @@ export interface Strategy {
   prepareForCreate?(obj: KubeObject, user: UserInfo | undefined): void;
   /** The same for an update of the main resource; `old` is the object as stored. */
   prepareForUpdate?(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void;
+  /**
+   * Checks of a new, validated object against other objects, knowing who asks (as kube's validating admission
+   * runs after the strategy's validation). Runs on every create: POST, a server-side apply that creates, dry run.
+   * Throws a StatusError to refuse.
+   */
+  admitCreate?(obj: KubeObject, user: UserInfo | undefined, stores: StoreLookup): Promise<void>;
   /** The stored form of a validated object (e.g. a secret replaced by its hash); default: the object itself. */
   toStorage?(obj: KubeObject): KubeObject;
   /** What clients may see of a stored object (e.g. no secrets); applied to every answer and watch event. */

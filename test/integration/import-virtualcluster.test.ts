@@ -202,7 +202,7 @@ describe('refusals leave nothing behind', () => {
     await root.delete(`${vcisIn(project)}/taken`);
   });
 
-  test('a virtual cluster already imported (anywhere): 409 naming the instance', async () => {
+  test('a virtual cluster already imported (anywhere): 409 naming the instance to system:masters', async () => {
     const src = source(cluster);
     expect((await root.post(importPath(project), { sourceVirtualCluster: src, importName: 'once' })).status).toBe(201);
     const other = (await createProject()).metadata.name;
@@ -212,6 +212,20 @@ describe('refusals leave nothing behind', () => {
     expect(res.body.message).toContain(`is already imported as VirtualClusterInstance p-${project}/once`);
     expect(await instanceNames(other)).toEqual([]);
     await root.delete(`${vcisIn(project)}/once`);
+  });
+
+  test("a virtual cluster already imported in a project the caller cannot see: 409 naming nothing of it", async () => {
+    const src = source(cluster);
+    const hidden = (await createProject()).metadata.name;
+    expect((await root.post(importPath(hidden), { sourceVirtualCluster: src, importName: 'secret-name' })).status).toBe(201);
+    const bobs = (await createProject({ owner: { user: 'bob' } })).metadata.name;
+    const res = await bob.post(importPath(bobs), { sourceVirtualCluster: src });
+    expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 409, reason: 'Conflict' });
+    expect(res.body.message).toBe(
+      `Operation cannot be fulfilled on projects/importvirtualcluster.management.platform.sh "${src.name}": virtual cluster ${src.namespace}/${src.name} on cluster ${cluster} is already imported by another VirtualClusterInstance`,
+    );
+    for (const secret of [hidden, 'secret-name']) expect(res.body.message).not.toContain(secret);
+    expect(await instanceNames(bobs)).toEqual([]);
   });
 
   test('bad bodies and options: 400; other verbs: 405', async () => {

@@ -8,6 +8,8 @@ import { ownedKindStrategy } from './access.js';
 const spec = Path.root('spec');
 /** The namespace of a project's virtual clusters: `p-<project>`, which must be a DNS label. */
 export const projectNamespace = (project: string) => `p-${project}`;
+/** The project whose namespace `namespace` is by its name, if it is of the form p-<project>. */
+export const namespaceProject = (namespace: string): string | undefined => (namespace.startsWith('p-') && namespace.length > 2 ? namespace.slice(2) : undefined);
 
 export const projectStrategy: Strategy = ownedKindStrategy('projects', (obj: KubeObject): FieldError[] => {
   const s = obj.spec ?? {};

@@ -1,13 +1,19 @@
-/** VirtualClusterInstance: where it runs (a Cluster, a namespace there, a virtual cluster name), an optional https ingress endpoint. */
+/**
+ * VirtualClusterInstance: where it runs (a Cluster, a namespace there, a virtual cluster name), an optional https
+ * ingress endpoint. Where it runs is fixed at create (kube config certificates are signed by that virtual cluster):
+ * checked against the Cluster, the project and other instances (virtualclusterplacement.ts), then immutable.
+ */
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
+import { validateImmutableField } from '../../apimachinery/objectmeta.js';
 import type { KubeObject } from '../../apimachinery/types.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
 import type { Strategy } from '../strategy.js';
 import { ownedKindStrategy } from './access.js';
+import { admitVirtualClusterInstance } from './virtualclusterplacement.js';
 
 const spec = Path.root('spec');
 
-export const virtualClusterInstanceStrategy: Strategy = ownedKindStrategy('virtualclusterinstances', (obj: KubeObject): FieldError[] => {
+const validateSpec = (obj: KubeObject): FieldError[] => {
   const s = obj.spec ?? {};
   const errs: FieldError[] = [];
   const ref = spec.child('clusterRef');
@@ -21,7 +27,18 @@ export const virtualClusterInstanceStrategy: Strategy = ownedKindStrategy('virtu
     if (problem) errs.push(fieldError.invalid(spec.child('ingressEndpoint'), s.ingressEndpoint, problem));
   }
   return errs;
-});
+};
+
+const owned = ownedKindStrategy('virtualclusterinstances', validateSpec);
+
+export const virtualClusterInstanceStrategy: Strategy = {
+  ...owned,
+  // clusterRef as a whole: every instance has one from its create (cluster is required), so there is no unset
+  // state to fill in later, and filling in a namespace or name would point it elsewhere just the same.
+  validateUpdate: (obj, old) => [...owned.validate!(obj), ...validateImmutableField(obj.spec?.clusterRef, old.spec?.clusterRef, spec.child('clusterRef'))],
+  admitCreate: admitVirtualClusterInstance,
+};
+
 function ingressProblem(value: string): string | undefined {
   let url: URL;
   try {

@@ -1,0 +1,90 @@
+/**
+ * Where a new VirtualClusterInstance may point. Its clusterRef decides which virtual cluster signs the kube configs
+ * it hands out, so the import action and a create by anyone but system:masters make the same checks: the Cluster
+ * exists, is usable and is not being deleted, the project allows it, and no other instance already manages that
+ * virtual cluster. (clusterRef cannot change afterwards: virtualclusterinstance.ts.)
+ */
+import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
+import * as errors from '../../apimachinery/status.js';
+import type { GroupResource, KubeObject } from '../../apimachinery/types.js';
+import { isMaster, type UserInfo } from '../../apimachinery/user.js';
+import type { Store } from '../store.js';
+import type { StoreLookup } from '../strategy.js';
+import { namespaceProject } from './project.js';
+
+const GROUP = 'management.platform.sh';
+const VERSION = 'v1';
+const instanceGK = { group: GROUP, kind: 'VirtualClusterInstance' };
+const instanceGR = { group: GROUP, resource: 'virtualclusterinstances' };
+
+/** A virtual cluster on a connected cluster: an instance's spec.clusterRef, or an import's sourceVirtualCluster. */
+export interface VirtualClusterRef {
+  cluster: string;
+  /** Its namespace in that cluster. */
+  namespace?: string;
+  /** Its name there (an instance's clusterRef.virtualCluster, else the instance's own name). */
+  virtualCluster: string;
+}
+
+/** Why `project` may not have a virtual cluster on the Cluster `name`, as errors on the field `at`; none if it may. */
+export async function clusterErrors(clusters: Store, project: KubeObject, name: string, at: Path): Promise<FieldError[]> {
+  const cluster = await getIfExists(clusters, name);
+  if (!cluster) return [fieldError.notFound(at, name)];
+  if (cluster.spec?.unusable === true) return [fieldError.forbidden(at, `Cluster ${JSON.stringify(name)} is marked unusable (spec.unusable: true) and accepts no new virtual clusters`)];
+  if (cluster.metadata.deletionTimestamp) return [fieldError.forbidden(at, `Cluster ${JSON.stringify(name)} is being deleted`)];
+  const allowed = ((project.spec?.allowedClusters ?? []) as { name: string }[]).map((c) => c.name);
+  if (allowed.length && !allowed.includes(name)) {
+    return [fieldError.forbidden(at, `project ${JSON.stringify(project.metadata.name)} allows only the clusters ${allowed.map((c) => JSON.stringify(c)).join(', ')}`)];
+  }
+  return [];
+}
+
+/**
+ * One virtual cluster is managed by one instance: 409 when another already points at `ref`. The other instance
+ * is named to system:masters only: others are not told of objects in projects they may not see (as kube says
+ * "provided port is already allocated" without naming the Service holding it).
+ */
+export async function checkNotImported(instances: Store, ref: VirtualClusterRef, conflict: { gr: GroupResource; name: string; user: UserInfo | undefined }): Promise<void> {
+  const same = (o: KubeObject) => {
+    const r = o.spec?.clusterRef ?? {};
+    return r.cluster === ref.cluster && r.namespace === ref.namespace && (r.virtualCluster || o.metadata.name) === ref.virtualCluster;
+  };
+  const existing = (await instances.list(undefined, { predicate: { matches: same, empty: false } })).items[0];
+  if (!existing) return;
+  const which = isMaster(conflict.user) ? ` as VirtualClusterInstance ${existing.metadata.namespace}/${existing.metadata.name}` : ' by another VirtualClusterInstance';
+  throw errors.conflict(conflict.gr, conflict.name, `virtual cluster ${ref.namespace}/${ref.virtualCluster} on cluster ${ref.cluster} is already imported${which}`);
+}
+
+/**
+ * VirtualClusterInstance's admitCreate: a create by anyone but system:masters (or the server itself) passes the
+ * import's checks, in the project whose namespace p-<project> it is created in.
+ */
+export async function admitVirtualClusterInstance(obj: KubeObject, user: UserInfo | undefined, stores: StoreLookup): Promise<void> {
+  if (!user || isMaster(user)) return;
+  const store = (resource: string) => stores(GROUP, VERSION, resource)!;
+  const name = obj.metadata.name ?? '';
+  const project = await projectOfNamespace(store('projects'), obj.metadata.namespace ?? '', name);
+  const ref = obj.spec.clusterRef;
+  const errs = await clusterErrors(store('clusters'), project, ref.cluster, Path.root('spec').child('clusterRef').child('cluster'));
+  if (errs.length) throw errors.invalid(instanceGK, name, errs);
+  await checkNotImported(store('virtualclusterinstances'), { cluster: ref.cluster, namespace: ref.namespace, virtualCluster: ref.virtualCluster || name }, { gr: instanceGR, name, user });
+}
+
+/** The Project whose namespace `namespace` is; 422 on metadata.namespace when there is none. */
+async function projectOfNamespace(projects: Store, namespace: string, name: string): Promise<KubeObject> {
+  const projectName = namespaceProject(namespace);
+  const project = projectName ? await getIfExists(projects, projectName) : undefined;
+  if (project) return project;
+  const why = projectName ? `no Project ${JSON.stringify(projectName)} exists` : 'not the namespace of a Project';
+  throw errors.invalid(instanceGK, name, [
+    fieldError.invalid(Path.root('metadata').child('namespace'), namespace, `${why}: a VirtualClusterInstance is created in the namespace p-<project> of its Project`),
+  ]);
+}
+
+/** A cluster-scoped object, or undefined when there is none of that name. */
+async function getIfExists(store: Store, name: string): Promise<KubeObject | undefined> {
+  return store.get(undefined, name).catch((err) => {
+    if (errors.isStatusError(err, 'NotFound')) return undefined;
+    throw err;
+  });
+}

@@ -1,0 +1,245 @@
+/**
+ * Where a VirtualClusterInstance points (spec.clusterRef) decides which virtual cluster signs the kube configs it
+ * hands out. Tenants are adversaries here: bob and carol each have a project and a virtual cluster of their own.
+ * clusterRef is fixed once created, on every update path, for everyone (`field is immutable`); and a create by
+ * anyone but system:masters passes the import's checks (the project of its namespace, the Cluster, not imported
+ * yet), dry run and server-side apply included. Every refusal leaves stored data as it was.
+ */
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { X509Certificate } from 'node:crypto';
+import yaml from 'js-yaml';
+import { API_VERSION, CLUSTERS_PATH, GROUP, JSON_PATCH, MERGE_PATCH, clusterBody, uniq } from '../support/fixtures.js';
+import { GROUP_PATH, type HttpClient } from '../support/http.js';
+import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
+import { startTestServerWithUsers, type TestServer } from '../support/server.js';
+
+const APPLY = 'application/apply-patch+yaml';
+const PROJECTS = `${GROUP_PATH}/projects`;
+const vcis = (ns: string) => `${GROUP_PATH}/namespaces/${ns}/virtualclusterinstances`;
+const vciPath = (ns: string, name: string) => `${vcis(ns)}/${name}`;
+
+let host: HostClusterStandIn;
+let bobsCluster: HostClusterStandIn;
+let carolsCluster: HostClusterStandIn;
+let ts: TestServer;
+let root: HttpClient;
+let bob: HttpClient;
+let carol: HttpClient;
+let dave: HttpClient;
+/** The Cluster both tenants' virtual clusters run on. */
+let cluster: string;
+
+beforeAll(async () => {
+  host = await startHostCluster();
+  bobsCluster = await startHostCluster();
+  carolsCluster = await startHostCluster();
+  const server = await startTestServerWithUsers({ root: ['system:masters'], bob: [], carol: [], dave: [] }, { kubeconfig: host.kubeconfigPath });
+  ({ root, bob, carol, dave } = server.as);
+  ts = server;
+  // dave may create (and apply) instances anywhere, the widest grant a tenant could have: the checks must hold even so.
+  host.put({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'vci-creator' }, rules: [{ apiGroups: [GROUP], resources: ['virtualclusterinstances'], verbs: ['create', 'patch', 'get', 'list'] }] });
+  host.put({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: 'dave-creates-vcis' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'vci-creator' },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'dave' }],
+  });
+  cluster = await createCluster();
+}, 120_000);
+
+afterAll(async () => {
+  await ts?.stop();
+  for (const stand of [host, bobsCluster, carolsCluster]) await stand?.stop();
+}, 60_000);
+
+async function createCluster(spec: Record<string, unknown> = {}, metadata: Record<string, unknown> = {}): Promise<string> {
+  const body = clusterBody(uniq('cluster'));
+  body.spec = { ...body.spec, ...spec };
+  Object.assign(body.metadata, metadata);
+  expect((await root.post(CLUSTERS_PATH, body)).status).toBe(201);
+  return body.metadata.name;
+}
+
+async function createProject(owner: string, spec: Record<string, unknown> = {}): Promise<string> {
+  const name = uniq(owner);
+  expect((await root.post(PROJECTS, { apiVersion: API_VERSION, kind: 'Project', metadata: { name }, spec: { owner: { user: owner }, ...spec } })).status).toBe(201);
+  return name;
+}
+
+/** A tenant's virtual cluster imported into the tenant's project: its instance's namespace and name. */
+async function importOwn(owner: 'bob' | 'carol', client: HttpClient): Promise<{ ns: string; name: string; ref: Record<string, string> }> {
+  const project = await createProject(owner);
+  const name = uniq('vc');
+  const ref = { cluster, namespace: `vcluster-${name}`, virtualCluster: name };
+  host.addSecret(ref.namespace, `vc-${name}`, { config: (owner === 'bob' ? bobsCluster : carolsCluster).kubeconfigText() });
+  const res = await client.post(`${PROJECTS}/${project}/importvirtualcluster`, { sourceVirtualCluster: { name, namespace: ref.namespace, cluster } });
+  expect(res.status).toBe(201);
+  const ns = `p-${project}`;
+  expect((await root.patch(vciPath(ns, name), { spec: { ingressEndpoint: `https://${name}.example.com` } }, MERGE_PATCH)).status).toBe(200);
+  return { ns, name, ref };
+}
+
+function expectImmutable(res: { status: number; body: any }): void {
+  expect({ status: res.status, reason: res.body?.reason }).toEqual({ status: 422, reason: 'Invalid' });
+  expect(res.body.details.causes).toEqual([expect.objectContaining({ field: 'spec.clusterRef', reason: 'FieldValueInvalid' })]);
+  expect(res.body.message).toContain('spec.clusterRef: Invalid value: ');
+  expect(res.body.message).toMatch(/: field is immutable$/);
+}
+
+describe('spec.clusterRef is immutable', () => {
+  test("bob cannot point his instance at carol's virtual cluster: 422 on PUT, and his kube config is still signed by his own", async () => {
+    const bobs = await importOwn('bob', bob);
+    const carols = await importOwn('carol', carol);
+    const before = (await bob.get(vciPath(bobs.ns, bobs.name))).body;
+    const res = await bob.put(vciPath(bobs.ns, bobs.name), { ...before, spec: { ...before.spec, clusterRef: carols.ref } });
+    expectImmutable(res);
+    expect((await root.get(vciPath(bobs.ns, bobs.name))).body).toEqual(before);
+
+    carolsCluster.resetCounts();
+    const got = await bob.get(`${vciPath(bobs.ns, bobs.name)}/kubeconfig`);
+    expect(got.status).toBe(200);
+    const config = yaml.load(got.body.status.kubeConfig) as any;
+    const cert = new X509Certificate(Buffer.from(config.users[0].user['client-certificate-data'], 'base64'));
+    expect(cert.checkIssued(new X509Certificate(bobsCluster.caPem))).toBe(true);
+    expect(carolsCluster.count('certificatesigningrequests')).toBe(0);
+  });
+
+  test.each([
+    ['a JSON patch of the namespace', (ref: any) => [{ op: 'replace', path: '/spec/clusterRef/namespace', value: ref.namespace }], JSON_PATCH],
+    ['a JSON patch of the whole reference', (ref: any) => [{ op: 'replace', path: '/spec/clusterRef', value: ref }], JSON_PATCH],
+    ['a merge patch', (ref: any) => ({ spec: { clusterRef: ref } }), MERGE_PATCH],
+    ['a JSON patch removing the namespace', () => [{ op: 'remove', path: '/spec/clusterRef/namespace' }], JSON_PATCH],
+  ])('%s: 422, nothing changed', async (_what, patch, contentType) => {
+    const bobs = await importOwn('bob', bob);
+    const carols = await importOwn('carol', carol);
+    const before = (await root.get(vciPath(bobs.ns, bobs.name))).body;
+    expectImmutable(await bob.patch(vciPath(bobs.ns, bobs.name), patch(carols.ref), contentType));
+    expect((await root.get(vciPath(bobs.ns, bobs.name))).body).toEqual(before);
+  });
+
+  test('server-side apply, even forced: 422, nothing changed', async () => {
+    const bobs = await importOwn('bob', bob);
+    const carols = await importOwn('carol', carol);
+    const before = (await root.get(vciPath(bobs.ns, bobs.name))).body;
+    const config = { apiVersion: API_VERSION, kind: 'VirtualClusterInstance', metadata: { name: bobs.name }, spec: { clusterRef: carols.ref } };
+    expectImmutable(await bob.patch(`${vciPath(bobs.ns, bobs.name)}?fieldManager=bob&force=true`, config, APPLY));
+    expect((await root.get(vciPath(bobs.ns, bobs.name))).body).toEqual(before);
+  });
+
+  test('a dry run is refused the same', async () => {
+    const bobs = await importOwn('bob', bob);
+    const carols = await importOwn('carol', carol);
+    expectImmutable(await bob.patch(`${vciPath(bobs.ns, bobs.name)}?dryRun=All`, { spec: { clusterRef: carols.ref } }, MERGE_PATCH));
+  });
+
+  test('someone granted update by an access entry cannot change it either, nor can system:masters', async () => {
+    const carols = await importOwn('carol', carol);
+    const bobs = await importOwn('bob', bob);
+    expect((await root.patch(vciPath(carols.ns, carols.name), { spec: { access: [{ verbs: ['get', 'update', 'patch'], users: ['bob'] }] } }, MERGE_PATCH)).status).toBe(200);
+    expectImmutable(await bob.patch(vciPath(carols.ns, carols.name), { spec: { clusterRef: bobs.ref } }, MERGE_PATCH));
+    expectImmutable(await root.patch(vciPath(carols.ns, carols.name), { spec: { clusterRef: { ...carols.ref, namespace: 'elsewhere' } } }, MERGE_PATCH));
+  });
+
+  test('an instance created without a namespace or virtual cluster name cannot have one filled in later', async () => {
+    const project = await createProject('bob');
+    const ns = `p-${project}`;
+    const name = uniq('vc');
+    expect((await root.post(vcis(ns), { apiVersion: API_VERSION, kind: 'VirtualClusterInstance', metadata: { name }, spec: { clusterRef: { cluster } } })).status).toBe(201);
+    expectImmutable(await root.patch(vciPath(ns, name), [{ op: 'add', path: '/spec/clusterRef/namespace', value: 'vcluster-x' }], JSON_PATCH));
+    expectImmutable(await root.patch(vciPath(ns, name), { spec: { clusterRef: { virtualCluster: name } } }, MERGE_PATCH));
+  });
+
+  test('every other field may still change, and the same clusterRef may be sent back', async () => {
+    const bobs = await importOwn('bob', bob);
+    const current = (await bob.get(vciPath(bobs.ns, bobs.name))).body;
+    const res = await bob.put(vciPath(bobs.ns, bobs.name), { ...current, spec: { ...current.spec, displayName: 'mine', ingressEndpoint: 'https://new.example.com' } });
+    expect(res.status).toBe(200);
+    expect(res.body.spec).toMatchObject({ displayName: 'mine', ingressEndpoint: 'https://new.example.com', clusterRef: bobs.ref });
+  });
+});
+
+describe('a create by anyone but system:masters passes the import checks', () => {
+  const instance = (name: string, ref: Record<string, unknown>) => ({ apiVersion: API_VERSION, kind: 'VirtualClusterInstance', metadata: { name }, spec: { clusterRef: ref, ingressEndpoint: `https://${name}.example.com` } });
+
+  test("dave cannot create an instance pointing at carol's imported virtual cluster: 409 that names nothing of hers, in his project", async () => {
+    const carols = await importOwn('carol', carol);
+    const project = await createProject('dave');
+    const ns = `p-${project}`;
+    const name = uniq('steal');
+    carolsCluster.resetCounts();
+    for (const res of [
+      await dave.post(vcis(ns), instance(name, carols.ref)),
+      await dave.post(`${vcis(ns)}?dryRun=All`, instance(name, carols.ref)),
+      await dave.patch(`${vciPath(ns, name)}?fieldManager=dave`, instance(name, carols.ref), APPLY),
+    ]) {
+      expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 409, reason: 'Conflict' });
+      expect(res.body.message).toBe(
+        `Operation cannot be fulfilled on virtualclusterinstances.management.platform.sh "${name}": virtual cluster ${carols.ref.namespace}/${carols.name} on cluster ${cluster} is already imported by another VirtualClusterInstance`,
+      );
+      expect(res.body.message).not.toContain(carols.ns);
+    }
+    expect((await root.get(vciPath(ns, name))).status).toBe(404);
+    expect(carolsCluster.count('certificatesigningrequests')).toBe(0);
+  });
+
+  test.each([
+    ['a namespace of no project', async () => ({ ns: uniq('team'), ref: { cluster } }), 'metadata.namespace', 'not the namespace of a Project'],
+    ['the namespace of a project that does not exist', async () => ({ ns: 'p-no-such-project', ref: { cluster } }), 'metadata.namespace', 'no Project "no-such-project" exists'],
+    ['an unknown Cluster', async () => ({ ns: `p-${await createProject('dave')}`, ref: { cluster: 'no-such-cluster' } }), 'spec.clusterRef.cluster', 'Not found: "no-such-cluster"'],
+    [
+      'an unusable Cluster',
+      async () => ({ ns: `p-${await createProject('dave')}`, ref: { cluster: await createCluster({ unusable: true }) } }),
+      'spec.clusterRef.cluster',
+      'is marked unusable (spec.unusable: true) and accepts no new virtual clusters',
+    ],
+    [
+      'a Cluster the project does not allow',
+      async () => ({ ns: `p-${await createProject('dave', { allowedClusters: [{ name: cluster }] })}`, ref: { cluster: await createCluster() } }),
+      'spec.clusterRef.cluster',
+      'allows only the clusters',
+    ],
+    [
+      'a Cluster being deleted',
+      async () => {
+        const going = await createCluster({}, { finalizers: ['example.com/hold'] });
+        expect((await root.delete(`${CLUSTERS_PATH}/${going}`)).status).toBe(200);
+        return { ns: `p-${await createProject('dave')}`, ref: { cluster: going } };
+      },
+      'spec.clusterRef.cluster',
+      'is being deleted',
+    ],
+  ])('%s: 422 on the field, also on dry run and apply; nothing stored', async (_what, setup, field, message) => {
+    const { ns, ref } = await setup();
+    const name = uniq('vc');
+    for (const res of [
+      await dave.post(vcis(ns), instance(name, ref)),
+      await dave.post(`${vcis(ns)}?dryRun=All`, instance(name, ref)),
+      await dave.patch(`${vciPath(ns, name)}?fieldManager=dave`, instance(name, ref), APPLY),
+    ]) {
+      expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 422, reason: 'Invalid' });
+      expect(res.body.details).toMatchObject({ kind: 'VirtualClusterInstance', name });
+      expect(res.body.details.causes).toEqual([expect.objectContaining({ field })]);
+      expect(res.body.message).toContain(message);
+    }
+    expect((await root.get(vciPath(ns, name))).status).toBe(404);
+  });
+
+  test('a virtual cluster nobody imported yet, on a Cluster the project allows: 201 (dry run stores nothing)', async () => {
+    const ns = `p-${await createProject('dave', { allowedClusters: [{ name: cluster }] })}`;
+    const name = uniq('vc');
+    const ref = { cluster, namespace: `vcluster-${name}`, virtualCluster: name };
+    const dry = await dave.post(`${vcis(ns)}?dryRun=All`, instance(name, ref));
+    expect(dry.status).toBe(201);
+    expect((await root.get(vciPath(ns, name))).status).toBe(404);
+    expect((await dave.post(vcis(ns), instance(name, ref))).status).toBe(201);
+    // The same again under another name is a second import.
+    expect((await dave.post(vcis(ns), instance(uniq('vc'), ref))).status).toBe(409);
+  });
+
+  test('system:masters may create any instance (the operator sets up what imports cannot)', async () => {
+    const ns = uniq('anywhere');
+    const res = await root.post(vcis(ns), instance(uniq('vc'), { cluster: 'not-yet-registered', namespace: 'vcluster-x' }));
+    expect(res.status).toBe(201);
+  });
+});
