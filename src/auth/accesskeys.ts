@@ -13,7 +13,8 @@
  * - that expired: 401 `access key "<name>" has expired`. A key with `ttl` > 0 expires `ttl` seconds after its
  *   creation, or, with `ttlAfterLastActivity`, after its last activity: the later of `status.lastActivity` and the
  *   last use this server noted (not yet written). A key never used counts from its creation. A use that is refused
- *   is not recorded, so an expired key stays expired.
+ *   is not recorded, so an expired key stays expired. A `status.lastActivity` in the future is no use of the key
+ *   and does not count (only the server writes it; see lastActivityOf).
  * - otherwise authenticates as its identity, and the use is noted for `status.lastActivity`:
  *   - user key: user `spec.user`, groups `spec.groups` + `platform:user:<user>`;
  *   - team key: user `platform:team:<team>`, groups `spec.groups` + `platform:team:<team>`;
@@ -29,7 +30,7 @@ import type { KubeObject } from '../apimachinery/types.js';
 import type { Restriction } from '../apimachinery/user.js';
 import type { CacheEvent, WatchCache } from '../storage/cacher.js';
 import { TEAM_GROUP_PREFIX } from '../apimachinery/user.js';
-import { USER_GROUP_PREFIX, hashAccessKey, isKeyHash } from '../registry/kinds/ownedaccesskey.js';
+import { USER_GROUP_PREFIX, hashAccessKey, isKeyHash, lastActivityOf } from '../registry/kinds/ownedaccesskey.js';
 import type { ActivityRecorder } from './activity.js';
 import { buildRestriction, type RestrictionOptions } from './scope.js';
 import { AuthenticationError, bearerToken, type Authenticator, type UserInfo } from './types.js';
@@ -140,7 +141,7 @@ export class AccessKeyAuthenticator implements Authenticator {
     const name = JSON.stringify(key.name);
     if (spec.disabled === true) throw new AuthenticationError(`access key ${name} is disabled`);
     const now = this.now();
-    const expiresAt = this.expiresAt(key);
+    const expiresAt = this.expiresAt(key, now);
     if (expiresAt !== undefined && now >= expiresAt) throw new AuthenticationError(`access key ${name} has expired`);
     this.opts.recorder?.record(key.name, now);
     return { ...key.user, groups: [...key.user.groups] };
@@ -156,15 +157,14 @@ export class AccessKeyAuthenticator implements Authenticator {
   }
 
   /** When the key stops working (ms since the epoch), or undefined when it does not expire. */
-  private expiresAt(key: IndexedKey): number | undefined {
+  private expiresAt(key: IndexedKey, now: number): number | undefined {
     const spec = key.object.spec ?? {};
     const ttl = typeof spec.ttl === 'number' ? spec.ttl : 0;
     if (!(ttl > 0)) return undefined;
     let from = key.created;
     if (spec.ttlAfterLastActivity === true) {
-      const stored = Date.parse(key.object.status?.lastActivity ?? '');
       const seen = this.opts.recorder?.lastSeen(key.name);
-      from = Math.max(from, Number.isNaN(stored) ? 0 : stored, seen ?? 0);
+      from = Math.max(from, lastActivityOf(key.object, now) ?? 0, seen ?? 0);
     }
     return from + ttl * 1000;
   }
