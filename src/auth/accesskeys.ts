@@ -22,7 +22,8 @@
  *   - extra `platform.sh/access-key: [<key object name>]`; the union adds `system:authenticated`;
  *   - a `restriction` (scope.ts) when the key has a scope, rules or allowPlatformCli.
  * Two keys with the same key material (client-chosen keys can collide) resolve to the oldest one, so a later copy
- * can never take over the identity of the first.
+ * can never take over the identity of the first; copies created in the same second (creationTimestamp has whole
+ * seconds) are 401. A create never says whether a key value is in use.
  * Keys and hashes are never logged.
  */
 import type { IncomingMessage } from 'node:http';
@@ -153,7 +154,7 @@ export class AccessKeyAuthenticator implements Authenticator {
    */
   recognises(req: IncomingMessage): boolean {
     const token = bearerToken(req);
-    return token !== undefined && this.lookup(hashAccessKey(token)) !== undefined;
+    return token !== undefined && !!this.byHash.get(hashAccessKey(token))?.size;
   }
 
   /** When the key stops working (ms since the epoch), or undefined when it does not expire. */
@@ -169,14 +170,26 @@ export class AccessKeyAuthenticator implements Authenticator {
     return from + ttl * 1000;
   }
 
+  /**
+   * The key a hash stands for: the oldest with it. creationTimestamp has whole seconds, so keys created in the same
+   * second cannot be told apart in age: such a tie is refused rather than decided by name, which a copy could pick.
+   */
   private lookup(hash: string): IndexedKey | undefined {
     const names = this.byHash.get(hash);
     if (!names?.size) return undefined;
     let best: IndexedKey | undefined;
+    let tied = false;
     for (const name of names) {
       const key = this.byName.get(name);
-      if (key && (!best || key.created < best.created || (key.created === best.created && key.name < best.name))) best = key;
+      if (!key) continue;
+      if (!best || key.created < best.created) {
+        best = key;
+        tied = false;
+      } else if (key.created === best.created) {
+        tied = true;
+      }
     }
+    if (best && tied) throw new AuthenticationError('this access key belongs to several OwnedAccessKeys created in the same second; it is refused');
     return best;
   }
 

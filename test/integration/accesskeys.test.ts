@@ -480,6 +480,57 @@ describe('outside system:masters a write only weakens a key', () => {
   });
 });
 
+describe('what a create tells about other keys', () => {
+  test('a create, dry run or not, tells whether the name is taken (as kube does for every kind) and nothing else: not whose key it is, nor whether a key value is in use', async () => {
+    const name = uniq('taken');
+    const value = `chosen-key-${Math.random().toString(36).slice(2)}`;
+    await createKey(admin, name, { user: 'alice', key: value, displayName: 'alice CI' });
+    const dry = note(await bob.post(`${KEYS}?dryRun=All`, keyBody(name)), true);
+    const real = note(await bob.post(KEYS, keyBody(name)), true);
+    for (const res of [dry, real]) {
+      expect(res.status).toBe(409);
+      expect(res.body).toEqual({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `ownedaccesskeys.${GROUP} "${name}" already exists`, reason: 'AlreadyExists', details: { name, group: GROUP, kind: 'ownedaccesskeys' }, code: 409 });
+    }
+    // The same key value under another name is not refused, so a create is no oracle for key values; it does not
+    // take the key over either (the oldest key with a value answers for it).
+    const copy = uniq('copy');
+    const dryCopy = note(await bob.post(`${KEYS}?dryRun=All`, keyBody(copy, { key: value })), true);
+    expect(dryCopy.status).toBe(201);
+    expect(await etcdEntry(copy)).toBeUndefined();
+    // A second later, so that the copy is the younger key (a copy of the same second: see the next test).
+    const created = Date.parse((await getKey(name)).metadata.creationTimestamp);
+    await sleep(Math.max(0, created + 1000 - Date.now()) + 50);
+    const realCopy = note(await bob.post(KEYS, keyBody(copy, { key: value })), true);
+    expect(realCopy.status).toBe(201);
+    for (const res of [dry, real, dryCopy, realCopy]) {
+      expect(res.text).not.toContain('alice');
+      expect(res.text).not.toContain(sha256(value));
+    }
+    const used = await ts.client(value).get(keyPath(name));
+    expect(used.status).toBe(200);
+    expect(used.body.spec.user).toBe('alice');
+  });
+
+  test('copies of a key value made in the same second are refused (401), not resolved by name, which a copy could pick', async () => {
+    const name = uniq('zz-first');
+    const value = `chosen-key-${Math.random().toString(36).slice(2)}`;
+    await createKey(admin, name, { user: 'alice', key: value });
+    expect((await ts.client(value).get(keyPath(name))).status).toBe(200);
+    const entry = (await etcdEntry(name))!;
+    const copy = uniq('aa-copy');
+    const copied = { ...entry.value, metadata: { ...entry.value.metadata, name: copy, uid: `${entry.value.metadata.uid}-copy` }, spec: { ...entry.value.spec, user: 'bob' } };
+    await etcd.put(`${ts.config.etcdPrefix}/${GROUP}/ownedaccesskeys/${copy}`).value(JSON.stringify(copied));
+    const res = await eventually(async () => {
+      const r = note(await ts.client(value).get(keyPath(name)));
+      return r.status !== 200 ? r : undefined;
+    });
+    expect(res.status).toBe(401);
+    expect(res.body).toMatchObject({ kind: 'Status', reason: 'Unauthorized', code: 401 });
+    expect(res.body.message).toContain('belongs to several OwnedAccessKeys created in the same second');
+    expect(res.text).not.toContain(value);
+  });
+});
+
 /** An app like the server's, with the access key authenticator in the union (until setup.ts has it). */
 interface KeyApp {
   url: string;
