@@ -27,6 +27,9 @@
  *   `status.lastActivity`).
  * - A caller whose own credential is restricted (a scoped access key) may not create or change keys at all: the
  *   new key could otherwise carry a wider scope than the one it was made with.
+ * - A create, dry run or not, is 409 AlreadyExists for a name already taken, as kube answers for every kind; that
+ *   is all it tells: not whose key holds the name, and a key value already in use is not refused (a create is no
+ *   oracle for key values; auth/accesskeys.ts says which key a shared value stands for).
  *
  * Expiry (auth/accesskeys.ts) counts from `metadata.creationTimestamp`, which never changes, or from
  * `status.lastActivity`, which only the server writes and never into the future: with the rules above, no write
