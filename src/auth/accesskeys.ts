@@ -13,7 +13,8 @@
  * - that expired: 401 `access key "<name>" has expired`. A key with `ttl` > 0 expires `ttl` seconds after its
  *   creation, or, with `ttlAfterLastActivity`, after its last activity: the later of `status.lastActivity` and the
  *   last use this server noted (not yet written). A key never used counts from its creation. A use that is refused
- *   is not recorded, so an expired key stays expired.
+ *   is not recorded, so an expired key stays expired. A `status.lastActivity` in the future is no use of the key
+ *   and does not count (only the server writes it; see lastActivityOf).
  * - otherwise authenticates as its identity, and the use is noted for `status.lastActivity`:
  *   - user key: user `spec.user`, groups `spec.groups` + `platform:user:<user>`;
  *   - team key: user `platform:team:<team>`, groups `spec.groups` + `platform:team:<team>`;
@@ -21,7 +22,8 @@
  *   - extra `platform.sh/access-key: [<key object name>]`; the union adds `system:authenticated`;
  *   - a `restriction` (scope.ts) when the key has a scope, rules or allowPlatformCli.
  * Two keys with the same key material (client-chosen keys can collide) resolve to the oldest one, so a later copy
- * can never take over the identity of the first.
+ * can never take over the identity of the first; copies created in the same second (creationTimestamp has whole
+ * seconds) are 401. A create never says whether a key value is in use.
  * Keys and hashes are never logged.
  */
 import type { IncomingMessage } from 'node:http';
@@ -29,7 +31,7 @@ import type { KubeObject } from '../apimachinery/types.js';
 import type { Restriction } from '../apimachinery/user.js';
 import type { CacheEvent, WatchCache } from '../storage/cacher.js';
 import { TEAM_GROUP_PREFIX } from '../apimachinery/user.js';
-import { USER_GROUP_PREFIX, hashAccessKey, isKeyHash } from '../registry/kinds/ownedaccesskey.js';
+import { USER_GROUP_PREFIX, hashAccessKey, isKeyHash, lastActivityOf } from '../registry/kinds/ownedaccesskey.js';
 import type { ActivityRecorder } from './activity.js';
 import { buildRestriction, type RestrictionOptions } from './scope.js';
 import { AuthenticationError, bearerToken, type Authenticator, type UserInfo } from './types.js';
@@ -140,7 +142,7 @@ export class AccessKeyAuthenticator implements Authenticator {
     const name = JSON.stringify(key.name);
     if (spec.disabled === true) throw new AuthenticationError(`access key ${name} is disabled`);
     const now = this.now();
-    const expiresAt = this.expiresAt(key);
+    const expiresAt = this.expiresAt(key, now);
     if (expiresAt !== undefined && now >= expiresAt) throw new AuthenticationError(`access key ${name} has expired`);
     this.opts.recorder?.record(key.name, now);
     return { ...key.user, groups: [...key.user.groups] };
@@ -152,31 +154,42 @@ export class AccessKeyAuthenticator implements Authenticator {
    */
   recognises(req: IncomingMessage): boolean {
     const token = bearerToken(req);
-    return token !== undefined && this.lookup(hashAccessKey(token)) !== undefined;
+    return token !== undefined && !!this.byHash.get(hashAccessKey(token))?.size;
   }
 
   /** When the key stops working (ms since the epoch), or undefined when it does not expire. */
-  private expiresAt(key: IndexedKey): number | undefined {
+  private expiresAt(key: IndexedKey, now: number): number | undefined {
     const spec = key.object.spec ?? {};
     const ttl = typeof spec.ttl === 'number' ? spec.ttl : 0;
     if (!(ttl > 0)) return undefined;
     let from = key.created;
     if (spec.ttlAfterLastActivity === true) {
-      const stored = Date.parse(key.object.status?.lastActivity ?? '');
       const seen = this.opts.recorder?.lastSeen(key.name);
-      from = Math.max(from, Number.isNaN(stored) ? 0 : stored, seen ?? 0);
+      from = Math.max(from, lastActivityOf(key.object, now) ?? 0, seen ?? 0);
     }
     return from + ttl * 1000;
   }
 
+  /**
+   * The key a hash stands for: the oldest with it. creationTimestamp has whole seconds, so keys created in the same
+   * second cannot be told apart in age: such a tie is refused rather than decided by name, which a copy could pick.
+   */
   private lookup(hash: string): IndexedKey | undefined {
     const names = this.byHash.get(hash);
     if (!names?.size) return undefined;
     let best: IndexedKey | undefined;
+    let tied = false;
     for (const name of names) {
       const key = this.byName.get(name);
-      if (key && (!best || key.created < best.created || (key.created === best.created && key.name < best.name))) best = key;
+      if (!key) continue;
+      if (!best || key.created < best.created) {
+        best = key;
+        tied = false;
+      } else if (key.created === best.created) {
+        tied = true;
+      }
     }
+    if (best && tied) throw new AuthenticationError('this access key belongs to several OwnedAccessKeys created in the same second; it is refused');
     return best;
   }
 

@@ -11,6 +11,7 @@
  */
 import * as errors from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
+import { lastActivityOf } from '../registry/kinds/ownedaccesskey.js';
 import type { Store } from '../registry/store.js';
 
 export type ActivityWrite = (name: string, isoTime: string) => Promise<void>;
@@ -131,7 +132,8 @@ export class ActivityRecorder {
 
 /**
  * The write an ActivityRecorder needs, through the ownedaccesskeys store: an update of the status subresource that
- * only ever moves `status.lastActivity` forward (another replica may have written a later time).
+ * only ever moves `status.lastActivity` forward (another replica may have written a later time), except from a
+ * time in the future, which no use of the key wrote and which is replaced.
  */
 export function lastActivityWriter(store: Store, fieldManager = 'platform-apiserver'): ActivityWrite {
   return async (name, isoTime) => {
@@ -140,8 +142,8 @@ export function lastActivityWriter(store: Store, fieldManager = 'platform-apiser
       name,
       {
         patch: (current: KubeObject) => {
-          const before = current.status?.lastActivity;
-          if (typeof before === 'string' && Date.parse(before) >= Date.parse(isoTime)) return current;
+          const before = lastActivityOf(current, Date.now());
+          if (before !== undefined && before >= Date.parse(isoTime)) return current;
           return { ...current, status: { ...(current.status ?? {}), lastActivity: isoTime } };
         },
       },

@@ -168,7 +168,8 @@ export class Store {
             throw errors.conflict(this.def.groupResource, name, `Precondition failed: UID in precondition: ${updated.metadata.uid}, UID in object meta: ${current.metadata.uid}`);
           }
           const next = subresource === 'status' ? this.statusUpdate(updated, current) : this.mainUpdate(updated, current);
-          if (subresource !== 'status') this.strategy.prepareForUpdate?.(next, current, opts.user);
+          if (subresource === 'status') this.strategy.prepareForStatusUpdate?.(next, current, opts.user);
+          else this.strategy.prepareForUpdate?.(next, current, opts.user);
           dropUnknownFields(next, this.def.schema, this.def, opts);
           const errs = this.validate(next, current);
           if (errs.length) throw errors.invalid(this.def.groupKind, name, errs);

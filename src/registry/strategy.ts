@@ -57,6 +57,8 @@ export interface Strategy {
    * Throws a StatusError to refuse.
    */
   admitCreate?(obj: KubeObject, user: UserInfo | undefined, stores: StoreLookup): Promise<void>;
+  /** The same for a write of the status subresource (every verb: PUT, PATCH, apply; dry run too). */
+  prepareForStatusUpdate?(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void;
   /** The stored form of a validated object (e.g. a secret replaced by its hash); default: the object itself. */
   toStorage?(obj: KubeObject): KubeObject;
   /** What clients may see of a stored object (e.g. no secrets); applied to every answer and watch event. */

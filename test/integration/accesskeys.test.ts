@@ -300,9 +300,9 @@ describe('key material', () => {
     expect(res.body.spec).toEqual({ ...expected, key: 'full-key-0123456789' });
     expect((await getKey(name)).spec).toEqual(expected);
     // status.lastActivity goes through the status subresource, like any status.
-    const status = note(await admin.patch(`${keyPath(name)}/status`, { status: { lastActivity: '2030-01-01T00:00:00Z' } }, MERGE_PATCH));
+    const status = note(await admin.patch(`${keyPath(name)}/status`, { status: { lastActivity: '2026-01-01T00:00:00Z' } }, MERGE_PATCH));
     expect(status.status).toBe(200);
-    expect(status.body.status).toEqual({ lastActivity: '2030-01-01T00:00:00Z' });
+    expect(status.body.status).toEqual({ lastActivity: '2026-01-01T00:00:00Z' });
     expect(status.body.spec).toEqual(expected);
   });
 
@@ -361,6 +361,173 @@ describe('whose keys', () => {
     expect(away.status).toBe(403);
     const groups = note(await alice.patch(keyPath(name), { spec: { groups: ['ci', 'more'] } }, MERGE_PATCH));
     expect(groups.status).toBe(403);
+  });
+});
+
+describe('outside system:masters a write only weakens a key', () => {
+  const APPLY = 'application/apply-patch+yaml';
+  const forbiddenBecause = (res: HttpResponse, name: string, user: string, why: string) => {
+    expect(res.status).toBe(403);
+    expect(res.body).toMatchObject({ kind: 'Status', reason: 'Forbidden', code: 403, details: { name, group: GROUP, kind: 'ownedaccesskeys' } });
+    expect(res.body.message).toBe(`ownedaccesskeys.${GROUP} "${name}" is forbidden: User "${user}" cannot update resource "ownedaccesskeys" in API group "${GROUP}" at the cluster scope: ${why}`);
+  };
+  const SCOPE = 'spec.scope: only members of system:masters may remove or widen the scope of a key';
+  /** A master key issued for the command line client's reads, and clusters c1 and c2. */
+  const issued = { groups: ['system:masters'], scope: { roles: [{ role: 'platformCLI' }], clusters: [{ cluster: 'c1' }, { cluster: 'c2' }] } };
+
+  test('removing the scope of a master key one holds is 403 on PUT, JSON patch, merge patch, apply and dry run; the key gains nothing', async () => {
+    const name = uniq('widen');
+    const { key } = await createKey(admin, name, { user: 'alice', ...issued });
+    const before = await etcdEntry(name);
+    const current = await getKey(name, alice);
+    const { scope: _scope, ...unscoped } = current.spec;
+    forbiddenBecause(note(await alice.put(keyPath(name), { ...current, spec: unscoped })), name, 'alice', SCOPE);
+    forbiddenBecause(note(await alice.patch(keyPath(name), [{ op: 'remove', path: '/spec/scope' }], JSON_PATCH)), name, 'alice', SCOPE);
+    forbiddenBecause(note(await alice.patch(`${keyPath(name)}?dryRun=All`, [{ op: 'remove', path: '/spec/scope' }], JSON_PATCH)), name, 'alice', SCOPE);
+    forbiddenBecause(note(await alice.patch(keyPath(name), { spec: { scope: null } }, MERGE_PATCH)), name, 'alice', SCOPE);
+    const apply = keyBody(name, { scope: { clusters: [{ cluster: '*' }] } });
+    forbiddenBecause(note(await alice.patch(`${keyPath(name)}?fieldManager=alice&force=true`, apply, APPLY)), name, 'alice', SCOPE);
+    forbiddenBecause(note(await alice.patch(`${keyPath(name)}?fieldManager=alice&force=true&dryRun=All`, apply, APPLY)), name, 'alice', SCOPE);
+    expect((await etcdEntry(name))?.modRevision).toBe(before?.modRevision);
+    // The key still cannot make clusters.
+    const write = note(await ts.client(key).post(`${GROUP_PATH}/clusters`, { apiVersion: API_VERSION, kind: 'Cluster', metadata: { name: uniq('c') }, spec: { local: true } }));
+    expect(write.status).toBe(403);
+    // A narrower scope is the holder's to set.
+    const narrower = note(await alice.patch(keyPath(name), [{ op: 'replace', path: '/spec/scope/clusters', value: [{ cluster: 'c1' }] }], JSON_PATCH));
+    expect(narrower.status).toBe(200);
+    expect(narrower.body.spec.scope.clusters).toEqual([{ cluster: 'c1' }]);
+    // Adding a cluster, even one it reads already, would let it write that cluster.
+    forbiddenBecause(note(await alice.patch(keyPath(name), [{ op: 'add', path: '/spec/scope/clusters/-', value: { cluster: 'c3' } }], JSON_PATCH)), name, 'alice', SCOPE);
+  });
+
+  test('a team member may not widen a team key either', async () => {
+    const name = uniq('teamwiden');
+    await createKey(admin, name, { team: 'dev', ...issued });
+    const before = await etcdEntry(name);
+    forbiddenBecause(note(await alice.patch(keyPath(name), [{ op: 'remove', path: '/spec/scope' }], JSON_PATCH)), name, 'alice', SCOPE);
+    const groups = note(await alice.patch(keyPath(name), { spec: { groups: null } }, MERGE_PATCH));
+    forbiddenBecause(groups, name, 'alice', 'spec.groups: only members of system:masters may change the groups of a key');
+    const moved = note(await alice.patch(keyPath(name), { spec: { team: null, user: 'alice' } }, MERGE_PATCH));
+    forbiddenBecause(moved, name, 'alice', 'spec.user: only members of system:masters may change whom a key acts as');
+    expect((await etcdEntry(name))?.modRevision).toBe(before?.modRevision);
+  });
+
+  test('an expired key is not revived: removing or lengthening its ttl is 403, and it stays expired; shortening is fine', async () => {
+    const name = uniq('revive');
+    const { key } = await createKey(admin, name, { user: 'alice', ttl: 1 });
+    const created = Date.parse((await getKey(name)).metadata.creationTimestamp);
+    await sleep(Math.max(0, created + 1000 - Date.now()) + 100);
+    expect((await ts.client(key).get(keyPath(name))).status).toBe(401);
+    const before = await etcdEntry(name);
+    const TTL = 'spec.ttl: only members of system:masters may remove or lengthen the ttl of a key';
+    forbiddenBecause(note(await alice.patch(keyPath(name), { spec: { ttl: 0 } }, MERGE_PATCH)), name, 'alice', TTL);
+    forbiddenBecause(note(await alice.patch(keyPath(name), [{ op: 'remove', path: '/spec/ttl' }], JSON_PATCH)), name, 'alice', TTL);
+    forbiddenBecause(note(await alice.patch(`${keyPath(name)}?dryRun=All`, { spec: { ttl: 86400 } }, MERGE_PATCH)), name, 'alice', TTL);
+    const current = await getKey(name, alice);
+    forbiddenBecause(note(await alice.put(keyPath(name), { ...current, spec: { ...current.spec, ttl: 86400 } })), name, 'alice', TTL);
+    forbiddenBecause(
+      note(await alice.patch(keyPath(name), { spec: { ttlAfterLastActivity: true } }, MERGE_PATCH)),
+      name,
+      'alice',
+      'spec.ttlAfterLastActivity: only members of system:masters may change when the ttl of a key starts counting',
+    );
+    expect((await etcdEntry(name))?.modRevision).toBe(before?.modRevision);
+    expect((await ts.client(key).get(keyPath(name))).status).toBe(401);
+
+    const other = uniq('shorten');
+    await createKey(admin, other, { user: 'alice', ttl: 3600 });
+    expect(note(await alice.patch(keyPath(other), { spec: { ttl: 60 } }, MERGE_PATCH)).status).toBe(200);
+    expect((await getKey(other)).spec.ttl).toBe(60);
+  });
+
+  test('a key a master disabled stays disabled; a holder may disable its key but not enable it again', async () => {
+    const name = uniq('reenable');
+    const { key } = await createKey(admin, name, { user: 'alice', disabled: true });
+    const DISABLED = 'spec.disabled: only members of system:masters may enable a disabled key';
+    forbiddenBecause(note(await alice.patch(keyPath(name), { spec: { disabled: false } }, MERGE_PATCH)), name, 'alice', DISABLED);
+    forbiddenBecause(note(await alice.patch(keyPath(name), [{ op: 'remove', path: '/spec/disabled' }], JSON_PATCH)), name, 'alice', DISABLED);
+    forbiddenBecause(note(await alice.patch(`${keyPath(name)}?fieldManager=alice&force=true`, keyBody(name, { disabled: false }), APPLY)), name, 'alice', DISABLED);
+    expect((await ts.client(key).get(keyPath(name))).status).toBe(401);
+
+    const own = uniq('own-disable');
+    await createKey(alice, own);
+    expect(note(await alice.patch(keyPath(own), { spec: { disabled: true } }, MERGE_PATCH)).status).toBe(200);
+    forbiddenBecause(note(await alice.patch(keyPath(own), { spec: { disabled: false } }, MERGE_PATCH)), own, 'alice', DISABLED);
+  });
+
+  test('the status is the server\'s: a holder\'s write of /status is 403 on every verb, and no one writes lastActivity into the future', async () => {
+    const name = uniq('status');
+    const { key } = await createKey(admin, name, { user: 'alice', ttl: 1, ttlAfterLastActivity: true });
+    const created = Date.parse((await getKey(name)).metadata.creationTimestamp);
+    const before = await etcdEntry(name);
+    const future = '2099-01-01T00:00:00Z';
+    const STATUS = 'status: only members of system:masters may write the status of a key; the server records status.lastActivity itself';
+    const current = await getKey(name, alice);
+    const statusPath = `${keyPath(name)}/status`;
+    forbiddenBecause(note(await alice.put(statusPath, { ...current, status: { lastActivity: future } })), name, 'alice', STATUS);
+    forbiddenBecause(note(await alice.patch(statusPath, { status: { lastActivity: future } }, MERGE_PATCH)), name, 'alice', STATUS);
+    forbiddenBecause(note(await alice.patch(statusPath, [{ op: 'add', path: '/status', value: { lastActivity: future } }], JSON_PATCH)), name, 'alice', STATUS);
+    forbiddenBecause(note(await alice.patch(`${statusPath}?dryRun=All`, { status: { lastActivity: future } }, MERGE_PATCH)), name, 'alice', STATUS);
+    forbiddenBecause(note(await alice.patch(`${statusPath}?fieldManager=alice&force=true`, { ...keyBody(name), status: { lastActivity: future } }, APPLY)), name, 'alice', STATUS);
+    const master = note(await admin.patch(statusPath, { status: { lastActivity: future } }, MERGE_PATCH));
+    expect(master.status).toBe(422);
+    expect(master.body).toMatchObject({ kind: 'Status', reason: 'Invalid', code: 422 });
+    expect(master.body.message).toBe(`OwnedAccessKey.${GROUP} "${name}" is invalid: status.lastActivity: Invalid value: "${future}": must not be in the future: it is the time the key was last used`);
+    expect((await etcdEntry(name))?.modRevision).toBe(before?.modRevision);
+    // Unused, the key expires a second after its creation.
+    await sleep(Math.max(0, created + 1000 - Date.now()) + 100);
+    expect((await ts.client(key).get(keyPath(name))).status).toBe(401);
+  });
+});
+
+describe('what a create tells about other keys', () => {
+  test('a create, dry run or not, tells whether the name is taken (as kube does for every kind) and nothing else: not whose key it is, nor whether a key value is in use', async () => {
+    const name = uniq('taken');
+    const value = `chosen-key-${Math.random().toString(36).slice(2)}`;
+    await createKey(admin, name, { user: 'alice', key: value, displayName: 'alice CI' });
+    const dry = note(await bob.post(`${KEYS}?dryRun=All`, keyBody(name)), true);
+    const real = note(await bob.post(KEYS, keyBody(name)), true);
+    for (const res of [dry, real]) {
+      expect(res.status).toBe(409);
+      expect(res.body).toEqual({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `ownedaccesskeys.${GROUP} "${name}" already exists`, reason: 'AlreadyExists', details: { name, group: GROUP, kind: 'ownedaccesskeys' }, code: 409 });
+    }
+    // The same key value under another name is not refused, so a create is no oracle for key values; it does not
+    // take the key over either (the oldest key with a value answers for it).
+    const copy = uniq('copy');
+    const dryCopy = note(await bob.post(`${KEYS}?dryRun=All`, keyBody(copy, { key: value })), true);
+    expect(dryCopy.status).toBe(201);
+    expect(await etcdEntry(copy)).toBeUndefined();
+    // A second later, so that the copy is the younger key (a copy of the same second: see the next test).
+    const created = Date.parse((await getKey(name)).metadata.creationTimestamp);
+    await sleep(Math.max(0, created + 1000 - Date.now()) + 50);
+    const realCopy = note(await bob.post(KEYS, keyBody(copy, { key: value })), true);
+    expect(realCopy.status).toBe(201);
+    for (const res of [dry, real, dryCopy, realCopy]) {
+      expect(res.text).not.toContain('alice');
+      expect(res.text).not.toContain(sha256(value));
+    }
+    const used = await ts.client(value).get(keyPath(name));
+    expect(used.status).toBe(200);
+    expect(used.body.spec.user).toBe('alice');
+  });
+
+  test('copies of a key value made in the same second are refused (401), not resolved by name, which a copy could pick', async () => {
+    const name = uniq('zz-first');
+    const value = `chosen-key-${Math.random().toString(36).slice(2)}`;
+    await createKey(admin, name, { user: 'alice', key: value });
+    expect((await ts.client(value).get(keyPath(name))).status).toBe(200);
+    const entry = (await etcdEntry(name))!;
+    const copy = uniq('aa-copy');
+    const copied = { ...entry.value, metadata: { ...entry.value.metadata, name: copy, uid: `${entry.value.metadata.uid}-copy` }, spec: { ...entry.value.spec, user: 'bob' } };
+    await etcd.put(`${ts.config.etcdPrefix}/${GROUP}/ownedaccesskeys/${copy}`).value(JSON.stringify(copied));
+    const res = await eventually(async () => {
+      const r = note(await ts.client(value).get(keyPath(name)));
+      return r.status !== 200 ? r : undefined;
+    });
+    expect(res.status).toBe(401);
+    expect(res.body).toMatchObject({ kind: 'Status', reason: 'Unauthorized', code: 401 });
+    expect(res.body.message).toContain('belongs to several OwnedAccessKeys created in the same second');
+    expect(res.text).not.toContain(value);
   });
 });
 
@@ -592,9 +759,44 @@ describe('authentication (assembled app: createApp + AccessKeyAuthenticator)', (
   test('flush writes the activity still pending', async () => {
     const name = uniq('flush');
     await createKey(admin, name, { user: 'alice' });
-    app.recorder.record(name, Date.parse('2031-05-05T05:05:05Z'));
+    const at = new Date(Math.floor(Date.now() / 1000) * 1000 - 5000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    app.recorder.record(name, Date.parse(at));
     await app.recorder.flush();
-    expect((await getKey(name)).status?.lastActivity).toBe('2031-05-05T05:05:05Z');
+    expect((await getKey(name)).status?.lastActivity).toBe(at);
+  });
+
+  test('a lastActivity in the future stored in etcd (written before it was refused) keeps no key alive, and a use replaces it', async () => {
+    const name = uniq('tampered');
+    const { key } = await createKey(admin, name, { user: 'alice', ttl: 2, ttlAfterLastActivity: true });
+    const entry = (await etcdEntry(name))!;
+    await etcd.put(`${ts.config.etcdPrefix}/${GROUP}/ownedaccesskeys/${name}`).value(JSON.stringify({ ...entry.value, status: { lastActivity: '2099-01-01T00:00:00Z' } }));
+    await eventually(async () => ((await getKey(name)).status?.lastActivity === '2099-01-01T00:00:00Z' ? true : undefined));
+    // Used while young: the server records the real time in place of the future one.
+    expect((await app.request('GET', keyPath(name), key)).status).toBe(200);
+    await app.recorder.flush();
+    const recorded = await eventually(async () => {
+      const value = (await getKey(name)).status?.lastActivity;
+      return value !== '2099-01-01T00:00:00Z' ? value : undefined;
+    });
+    expect(Date.parse(recorded)).toBeLessThanOrEqual(Date.now());
+    // Idle for longer than its ttl, it expires.
+    await sleep(Date.parse(recorded) + 3000 - Date.now());
+    const res = await app.request('GET', keyPath(name), key);
+    expect(res.status).toBe(401);
+    expect(res.body.message).toMatch(/expired/);
+  }, 20_000);
+
+  test('a lastActivity in the future in etcd does not count for expiry', async () => {
+    const name = uniq('tampered-idle');
+    const { key } = await createKey(admin, name, { user: 'alice', ttl: 1, ttlAfterLastActivity: true });
+    const entry = (await etcdEntry(name))!;
+    const created = Date.parse(entry.value.metadata.creationTimestamp);
+    await etcd.put(`${ts.config.etcdPrefix}/${GROUP}/ownedaccesskeys/${name}`).value(JSON.stringify({ ...entry.value, status: { lastActivity: '2099-01-01T00:00:00Z' } }));
+    await eventually(async () => ((await getKey(name)).status?.lastActivity === '2099-01-01T00:00:00Z' ? true : undefined));
+    await sleep(Math.max(0, created + 1000 - Date.now()) + 100);
+    const res = await app.request('GET', keyPath(name), key);
+    expect(res.status).toBe(401);
+    expect(res.body.message).toMatch(/expired/);
   });
 });
 

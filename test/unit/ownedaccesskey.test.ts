@@ -188,14 +188,23 @@ describe('update', () => {
     expect(update(old, { user: 'alice' }).spec.identity).toBeUndefined();
   });
 
-  test('a non-master may not give the key to someone else, nor add groups', () => {
-    const old = stored({ user: 'alice', groups: ['granted'] });
-    expect(statusOf(() => update(old, { user: 'bob' })).message).toContain('User "alice" cannot update resource "ownedaccesskeys" in API group "management.platform.sh" at the cluster scope: may not give access keys for user "bob"');
-    expect(statusOf(() => update(old, { user: 'alice', groups: ['granted', 'more'] })).message).toContain('only members of system:masters may add to spec.groups');
-    // Keeping or removing groups a master set is fine, and so is moving the key to one's own team.
-    expect(() => update(old, { user: 'alice', groups: ['granted'] })).not.toThrow();
-    expect(() => update(old, { user: 'alice' })).not.toThrow();
-    expect(() => update(old, { team: 'dev', groups: ['granted'] })).not.toThrow();
+  test('a non-master may not move the key to anyone, itself or its own team included: 403 naming the field', () => {
+    const old = stored({ user: 'alice' });
+    expect(statusOf(() => update(old, { user: 'bob' })).message).toBe(
+      'ownedaccesskeys.management.platform.sh "k1" is forbidden: User "alice" cannot update resource "ownedaccesskeys" in API group "management.platform.sh" at the cluster scope: spec.user: only members of system:masters may change whom a key acts as',
+    );
+    expect(statusOf(() => update(old, { team: 'dev' })).message).toContain('spec.user: only members of system:masters may change whom a key acts as');
+    expect(statusOf(() => update(stored({ team: 'dev' }), { subject: 'alice' })).message).toContain('spec.team: only members of system:masters');
+  });
+
+  test('a non-master may neither add, remove nor replace groups a master set (reordering is no change)', () => {
+    const old = stored({ user: 'alice', groups: ['granted', 'other'] });
+    for (const groups of [['granted', 'other', 'more'], ['granted'], [], undefined, ['system:masters', 'other']]) {
+      const err = statusOf(() => update(old, { user: 'alice', groups }));
+      expect(err.code).toBe(403);
+      expect(err.message).toContain('spec.groups: only members of system:masters may change the groups of a key');
+    }
+    expect(() => update(old, { user: 'alice', groups: ['other', 'granted'] })).not.toThrow();
   });
 
   test('a master may change anything but the key', () => {
@@ -203,10 +212,117 @@ describe('update', () => {
     expect(update(old, { user: 'bob', groups: ['x'] }, ADMIN).spec).toMatchObject({ user: 'bob', groups: ['x'] });
   });
 
+  test('a master, and the server itself (no user), may widen and revive a key', () => {
+    const old = stored({ user: 'alice', groups: ['system:masters'], scope: { roles: [{ role: 'platformCLI' }] }, disabled: true, ttl: 60 });
+    for (const user of [ADMIN, undefined]) {
+      const next = { ...structuredClone(old), spec: { user: 'alice', ttl: 0, ttlAfterLastActivity: true } };
+      expect(() => strategy.prepareForUpdate!(next, old, user)).not.toThrow();
+    }
+  });
+
   test('a status write keeps the stored hash, which validates', () => {
     const old = stored({ user: 'alice' });
-    const next = { ...structuredClone(old), status: { lastActivity: '2030-01-01T00:00:00Z' } };
+    const next = { ...structuredClone(old), status: { lastActivity: '2026-01-01T00:00:00Z' } };
     expect(strategy.validateUpdate!(next, old)).toEqual([]);
+  });
+});
+
+describe('update outside system:masters only weakens a key', () => {
+  // Issued by a master to alice: acts as a master, but only for the command line client's reads of cluster c1.
+  const issued = { user: 'alice', groups: ['system:masters'], scope: { roles: [{ role: 'platformCLI' }], clusters: [{ cluster: 'c1' }, { cluster: 'c2' }] }, ttl: 3600 };
+  const update = (old: KubeObject, spec: Record<string, unknown>, user: UserInfo = ALICE) => {
+    const next = { ...structuredClone(old), spec };
+    strategy.prepareForUpdate!(next, old, user);
+    return next;
+  };
+  const refusal = (old: KubeObject, spec: Record<string, unknown>, user: UserInfo = ALICE) => {
+    const err = statusOf(() => update(old, spec, user));
+    expect(err.code).toBe(403);
+    expect(err.status.reason).toBe('Forbidden');
+    return err.message.replace(/^.* at the cluster scope: /, '');
+  };
+  const SCOPE = 'spec.scope: only members of system:masters may remove or widen the scope of a key';
+
+  test('removing or widening the scope is 403 naming spec.scope', () => {
+    const old = stored(issued);
+    const { scope: _scope, ...unscoped } = issued;
+    expect(refusal(old, unscoped)).toBe(SCOPE);
+    expect(refusal(old, { ...issued, scope: {} })).toBe(SCOPE);
+    expect(refusal(old, { ...issued, scope: { roles: [{ role: 'platformCLI' }] } })).toBe(SCOPE); // CLI reads of every cluster
+    expect(refusal(old, { ...issued, scope: { ...issued.scope, clusters: [{ cluster: '*' }] } })).toBe(SCOPE);
+    expect(refusal(old, { ...issued, scope: { ...issued.scope, projects: [{ project: 'p1' }] } })).toBe(SCOPE);
+  });
+
+  test('the same holds for a team member changing a team key', () => {
+    const old = stored({ ...issued, user: undefined, team: 'dev' });
+    expect(refusal(old, { team: 'dev', groups: ['system:masters'], ttl: 3600 })).toBe(SCOPE);
+    expect(() => update(old, { ...issued, user: undefined, team: 'dev', scope: { roles: [{ role: 'platformCLI' }], clusters: [{ cluster: 'c1' }] } })).not.toThrow();
+  });
+
+  test('rules and allowPlatformCli: removing or widening is 403 naming the field', () => {
+    const old = stored({ user: 'alice', rules: [{ verbs: ['get'], resources: [{ group: 'management.platform.sh', resources: ['clusters'] }] }] });
+    expect(refusal(old, { user: 'alice' })).toBe('spec.rules: only members of system:masters may remove or widen the rules of a key');
+    expect(refusal(old, { user: 'alice', rules: [{ verbs: ['get', 'delete'], resources: [{ group: 'management.platform.sh', resources: ['clusters'] }] }] })).toContain('spec.rules:');
+    expect(refusal(old, { user: 'alice', rules: [{ verbs: ['get'], resources: [{ group: 'management.platform.sh', resources: ['clusters'] }] }], allowPlatformCli: true })).toBe(
+      'spec.allowPlatformCli: only members of system:masters may remove or widen the scope of a key',
+    );
+    expect(refusal(stored({ user: 'alice', allowPlatformCli: true }), { user: 'alice', allowPlatformCli: false })).toContain('spec.allowPlatformCli:');
+  });
+
+  test('a narrower scope, rules, disabled: true and a shorter or added ttl are fine', () => {
+    const old = stored(issued);
+    expect(() => update(old, { ...issued, scope: { roles: [{ role: 'platformCLI' }], clusters: [{ cluster: 'c1' }] } })).not.toThrow();
+    expect(() => update(old, { ...issued, scope: { clusters: [{ cluster: 'c1' }] } })).not.toThrow();
+    expect(() => update(old, { ...issued, disabled: true, ttl: 60, displayName: 'CI' })).not.toThrow();
+    // An unrestricted key may be given any scope; a key without ttl any ttl.
+    expect(() => update(stored({ user: 'alice' }), { user: 'alice', scope: { projects: [{ project: '*' }] }, ttl: 10 })).not.toThrow();
+  });
+
+  test('clearing disabled is 403 naming spec.disabled', () => {
+    const old = stored({ user: 'alice', disabled: true });
+    for (const disabled of [false, undefined]) {
+      expect(refusal(old, { user: 'alice', disabled })).toBe('spec.disabled: only members of system:masters may enable a disabled key');
+    }
+  });
+
+  test('removing or lengthening ttl is 403 naming spec.ttl', () => {
+    const old = stored(issued);
+    for (const ttl of [0, undefined, 3601]) {
+      expect(refusal(old, { ...issued, ttl })).toBe('spec.ttl: only members of system:masters may remove or lengthen the ttl of a key');
+    }
+    // A ttl that is no ttl at all is validation's to refuse.
+    expect(strategy.validate!(update(old, { ...issued, ttl: -5 })).map((e) => e.field)).toContain('spec.ttl');
+  });
+
+  test('changing ttlAfterLastActivity either way is 403 naming it', () => {
+    const msg = 'spec.ttlAfterLastActivity: only members of system:masters may change when the ttl of a key starts counting';
+    expect(refusal(stored(issued), { ...issued, ttlAfterLastActivity: true })).toBe(msg);
+    expect(refusal(stored({ ...issued, ttlAfterLastActivity: true }), { ...issued, ttlAfterLastActivity: false })).toBe(msg);
+    expect(() => update(stored(issued), { ...issued, ttlAfterLastActivity: false })).not.toThrow();
+  });
+
+  test('status writes: 403 outside system:masters; masters and the server (no user) may', () => {
+    const old = stored(issued);
+    const next = { ...structuredClone(old), status: { lastActivity: '2026-01-01T00:00:00Z' } };
+    const err = statusOf(() => strategy.prepareForStatusUpdate!(next, old, ALICE));
+    expect(err.code).toBe(403);
+    expect(err.message).toContain('cannot update resource "ownedaccesskeys" in API group "management.platform.sh" at the cluster scope: status: only members of system:masters may write the status of a key');
+    expect(() => strategy.prepareForStatusUpdate!(next, old, ADMIN)).not.toThrow();
+    expect(() => strategy.prepareForStatusUpdate!(next, old, undefined)).not.toThrow();
+    const scopedAdmin = { ...ADMIN, restriction: buildRestriction({ allowPlatformCli: true }) };
+    expect(statusOf(() => strategy.prepareForStatusUpdate!(next, old, scopedAdmin)).code).toBe(403);
+  });
+
+  test('status.lastActivity may not be written into the future, by anyone; one already stored does not block other writes', () => {
+    const old = stored({ user: 'alice' });
+    const future = new Date(Date.now() + 3_600_000).toISOString();
+    const errs = strategy.validateUpdate!({ ...structuredClone(old), status: { lastActivity: future } }, old);
+    expect(errs.map((e) => `${e.field}:${e.type}`)).toEqual(['status.lastActivity:FieldValueInvalid']);
+    expect(errs[0].detail).toContain('must not be in the future');
+    const past = new Date(Date.now() - 1000).toISOString();
+    expect(strategy.validateUpdate!({ ...structuredClone(old), status: { lastActivity: past } }, old)).toEqual([]);
+    const tampered = deepFreeze({ ...structuredClone(old), status: { lastActivity: future } });
+    expect(strategy.validateUpdate!({ ...structuredClone(tampered), spec: { ...tampered.spec, disabled: true } }, tampered)).toEqual([]);
   });
 });
 

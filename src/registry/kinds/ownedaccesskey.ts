@@ -17,11 +17,23 @@
  * Who may ask for what (the caller is the request's user; calls without one, from inside the server, are trusted)
  * - With none of user, team and subject, `spec.user` defaults to the caller (a team key's caller,
  *   `platform:team:<t>`, defaults `spec.team` to `<t>` instead).
- * - Outside system:masters a caller may only hold keys for itself (`spec.user` or `spec.subject` equal to its
- *   name) or for a team it belongs to (group `platform:team:<team>`), may not set `spec.groups` on create nor add
- *   groups on update, and may not move a key to anyone else: 403 Forbidden.
+ * - Outside system:masters a caller may only create keys for itself (`spec.user` or `spec.subject` equal to its
+ *   name) or for a team it belongs to (group `platform:team:<team>`), and may not set `spec.groups`: 403 Forbidden.
+ * - Outside system:masters an update may only make a key weaker, since a master may have issued it with groups,
+ *   a scope or a ttl its holder is not to escape: a narrower scope or rules (scopecover.ts), `disabled: true`, a
+ *   ttl added or shortened. Anything else is 403 Forbidden naming the field: removing or widening scope, rules or
+ *   allowPlatformCli, clearing `disabled`, removing or lengthening `ttl`, changing `ttlAfterLastActivity`,
+ *   `groups`, `user`, `team` or `subject`, and any write of the status subresource (only the server records
+ *   `status.lastActivity`).
  * - A caller whose own credential is restricted (a scoped access key) may not create or change keys at all: the
  *   new key could otherwise carry a wider scope than the one it was made with.
+ * - A create, dry run or not, is 409 AlreadyExists for a name already taken, as kube answers for every kind; that
+ *   is all it tells: not whose key holds the name, and a key value already in use is not refused (a create is no
+ *   oracle for key values; auth/accesskeys.ts says which key a shared value stands for).
+ *
+ * Expiry (auth/accesskeys.ts) counts from `metadata.creationTimestamp`, which never changes, or from
+ * `status.lastActivity`, which only the server writes and never into the future: with the rules above, no write
+ * outside system:masters moves it later.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
@@ -29,6 +41,7 @@ import * as errors from '../../apimachinery/status.js';
 import { isPlainObject, type KubeObject } from '../../apimachinery/types.js';
 import { isMaster, TEAM_GROUP_PREFIX, teamsOf, type UserInfo } from '../../apimachinery/user.js';
 import type { Strategy } from '../strategy.js';
+import { restrictionWidening } from '../../auth/scopecover.js';
 import { validateScopeAndRules } from './keyscope.js';
 
 export const GROUP = 'management.platform.sh';
@@ -84,29 +97,94 @@ function describeOwner(field: string, value: string): string {
   return `${field} ${JSON.stringify(value)}`;
 }
 
-/** Checks who a non-master caller may make a key for; `old` (on update) holds what may stay as it is. */
-function checkCaller(obj: KubeObject, user: UserInfo | undefined, verb: 'create' | 'update', old?: KubeObject): void {
-  if (!user) return;
-  const name = obj.metadata.name ?? '';
+/** A credential with a scope or rules may not make or change keys: a key could then carry a wider scope. */
+function checkUnrestricted(name: string, user: UserInfo, verb: 'create' | 'update'): void {
   if (user.restriction) {
     throw forbidden(name, user, verb, 'a credential with a scope or rules may not create or change access keys');
   }
+}
+
+/** Checks who a non-master caller may make a key for. */
+function checkCreator(obj: KubeObject, user: UserInfo | undefined): void {
+  if (!user) return;
+  const name = obj.metadata.name ?? '';
+  checkUnrestricted(name, user, 'create');
   if (isMaster(user)) return;
   const s = obj.spec ?? {};
-  const before = old?.spec ?? {};
   for (const field of OWNER_FIELDS) {
     const value = s[field];
-    if (typeof value !== 'string' || value === '' || value === before[field]) continue;
+    if (typeof value !== 'string' || value === '') continue;
     if (!mayHoldKeyFor(field, value, user)) {
-      const what = verb === 'create' ? 'create' : 'give';
-      throw forbidden(name, user, verb, `may not ${what} access keys for ${describeOwner(field, value)}; only for themself or for a team they belong to`);
+      throw forbidden(name, user, 'create', `may not create access keys for ${describeOwner(field, value)}; only for themself or for a team they belong to`);
     }
   }
-  const groups: unknown[] = Array.isArray(s.groups) ? s.groups : [];
-  const had: unknown[] = Array.isArray(before.groups) ? before.groups : [];
-  if (groups.some((g) => !had.includes(g))) {
-    throw forbidden(name, user, verb, verb === 'create' ? 'only members of system:masters may set spec.groups' : 'only members of system:masters may add to spec.groups');
+  if (Array.isArray(s.groups) && s.groups.length) throw forbidden(name, user, 'create', 'only members of system:masters may set spec.groups');
+}
+
+function ownerValue(v: unknown): string | undefined {
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
+/** A list compared as a set (order and repeats change nothing a key does). */
+function asSet(v: unknown): string {
+  return JSON.stringify([...new Set((Array.isArray(v) ? v : []).map((x) => JSON.stringify(x)))].sort());
+}
+
+/** A ttl in seconds, 0 for none; undefined when it is no valid ttl (validation reports that). */
+function ttlOf(v: unknown): number | undefined {
+  if (v === undefined || v === null) return 0;
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : undefined;
+}
+
+/** Whether `next` removes a ttl `old` had, or makes it longer (a key without a ttl may be given any). */
+function lengthensTtl(next: unknown, old: unknown): boolean {
+  const n = ttlOf(next);
+  const o = ttlOf(old);
+  if (n === undefined || !o) return false;
+  return n === 0 || n > o;
+}
+
+/** Why an update of `before` to `s` does not only weaken the key (the first field found), or undefined. */
+function strengthening(s: Record<string, any>, before: Record<string, any>): string | undefined {
+  for (const field of OWNER_FIELDS) {
+    if (ownerValue(s[field]) !== ownerValue(before[field])) return `spec.${field}: only members of system:masters may change whom a key acts as`;
   }
+  if (asSet(s.groups) !== asSet(before.groups)) return 'spec.groups: only members of system:masters may change the groups of a key';
+  const widened = restrictionWidening(s, before);
+  if (widened) return `spec.${widened}: only members of system:masters may remove or widen the ${widened === 'rules' ? 'rules' : 'scope'} of a key`;
+  if (before.disabled === true && s.disabled !== true) return 'spec.disabled: only members of system:masters may enable a disabled key';
+  if (lengthensTtl(s.ttl, before.ttl)) return 'spec.ttl: only members of system:masters may remove or lengthen the ttl of a key';
+  if ((s.ttlAfterLastActivity === true) !== (before.ttlAfterLastActivity === true)) {
+    return 'spec.ttlAfterLastActivity: only members of system:masters may change when the ttl of a key starts counting';
+  }
+  return undefined;
+}
+
+/** Outside system:masters an update may only weaken a key (see the top of this file). */
+function checkWeakensOnly(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
+  if (!user) return;
+  const name = old.metadata.name ?? obj.metadata.name ?? '';
+  checkUnrestricted(name, user, 'update');
+  if (isMaster(user)) return;
+  const why = strengthening(obj.spec ?? {}, old.spec ?? {});
+  if (why) throw forbidden(name, user, 'update', why);
+}
+
+/** How far ahead of this server's clock another replica's may be when it records a use of a key. */
+const CLOCK_SKEW_MS = 60_000;
+
+function isFuture(ms: number, now: number): boolean {
+  return ms > now + CLOCK_SKEW_MS;
+}
+
+/**
+ * `status.lastActivity` in ms since the epoch, or undefined when absent, unreadable or in the future: a use of a key
+ * never lies in the future, so such a value was not recorded by the server and does not count.
+ */
+export function lastActivityOf(obj: KubeObject, now: number): number | undefined {
+  const value = obj.status?.lastActivity;
+  const ms = typeof value === 'string' ? Date.parse(value) : NaN;
+  return Number.isNaN(ms) || isFuture(ms, now) ? undefined : ms;
 }
 
 /** Removes key material from kubectl's copy of the applied configuration (kept in an annotation). */
@@ -200,7 +278,7 @@ export const ownedAccessKeyStrategy: Strategy = {
       if (team) s.team = team;
       else s.user = user.name;
     }
-    checkCaller(obj, user, 'create');
+    checkCreator(obj, user);
     if (s.key === undefined || s.key === null || s.key === '') s.key = generateAccessKey();
     scrubLastApplied(obj);
   },
@@ -223,7 +301,7 @@ export const ownedAccessKeyStrategy: Strategy = {
     if (oldConnectorData !== undefined && isPlainObject(s.identity) && s.identity.connectorData === undefined) {
       s.identity.connectorData = oldConnectorData;
     }
-    checkCaller(obj, user, 'update', old);
+    checkWeakensOnly(obj, old, user);
     scrubLastApplied(obj);
   },
 
@@ -233,10 +311,25 @@ export const ownedAccessKeyStrategy: Strategy = {
     return errs;
   },
 
+  /** Only the server writes the status of a key (the activity recorder passes no user). */
+  prepareForStatusUpdate(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
+    if (!user) return;
+    const name = old.metadata.name ?? obj.metadata.name ?? '';
+    checkUnrestricted(name, user, 'update');
+    if (!isMaster(user)) {
+      throw forbidden(name, user, 'update', 'status: only members of system:masters may write the status of a key; the server records status.lastActivity itself');
+    }
+  },
+
   /** On update the key is the stored hash by now (prepareForUpdate); a status write leaves it as stored. */
   validateUpdate(obj: KubeObject, old: KubeObject): FieldError[] {
     const errs = validateSpec(obj);
     if (obj.spec?.key !== old.spec?.key) errs.push(fieldError.invalid(spec.child('key'), REDACTED, 'field is immutable'));
+    // A last activity in the future would keep a key with ttlAfterLastActivity alive until then and ttl beyond.
+    const last = obj.status?.lastActivity;
+    if (typeof last === 'string' && last !== old.status?.lastActivity && isFuture(Date.parse(last), Date.now())) {
+      errs.push(fieldError.invalid(Path.root('status').child('lastActivity'), last, 'must not be in the future: it is the time the key was last used'));
+    }
     return errs;
   },
 
