@@ -51,14 +51,14 @@ export interface Strategy {
   prepareForCreate?(obj: KubeObject, user: UserInfo | undefined): void;
   /** The same for an update of the main resource; `old` is the object as stored. */
   prepareForUpdate?(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void;
+  /** The same for a write of the status subresource (every verb: PUT, PATCH, apply; dry run too). */
+  prepareForStatusUpdate?(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void;
   /**
    * Checks of a new, validated object against other objects, knowing who asks (as kube's validating admission
    * runs after the strategy's validation). Runs on every create: POST, a server-side apply that creates, dry run.
    * Throws a StatusError to refuse.
    */
   admitCreate?(obj: KubeObject, user: UserInfo | undefined, stores: StoreLookup): Promise<void>;
-  /** The same for a write of the status subresource (every verb: PUT, PATCH, apply; dry run too). */
-  prepareForStatusUpdate?(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void;
   /** The stored form of a validated object (e.g. a secret replaced by its hash); default: the object itself. */
   toStorage?(obj: KubeObject): KubeObject;
   /** What clients may see of a stored object (e.g. no secrets); applied to every answer and watch event. */
