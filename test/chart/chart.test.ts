@@ -1,8 +1,9 @@
 /**
  * The Helm chart (deploy/chart) with the real helm v4: lint, render, and check what a platform admin relies on —
  * every object valid for Kubernetes 1.33, the APIService trusting the serving certificate, the server started
- * with flags its own parser accepts, RBAC exactly as the README says, etcd with TLS (1 or 3 members, or external),
- * bad values refused by values.schema.json, certificates kept across upgrades, and no CRDs.
+ * with flags its own parser accepts, RBAC narrowed to what the server's code does in the cluster, etcd with TLS
+ * (1 or 3 members, or external), bad values refused by values.schema.json, certificates kept across upgrades, and
+ * no CRDs.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createPrivateKey, X509Certificate } from 'node:crypto';
@@ -363,29 +364,73 @@ describe('server flags, parsed by the server’s own parser', () => {
 });
 
 describe('RBAC', () => {
-  test.each(VARIANT_NAMES)('%s: exactly auth-delegator, the front proxy reader and the README’s ClusterRole', (variant) => {
+  const RBAC = 'rbac.authorization.k8s.io';
+  const subjects = [{ kind: 'ServiceAccount', name: FULLNAME, namespace: NS }];
+  const CONNECTIONS = `${FULLNAME}:virtual-cluster-connections`;
+  /** Every rule of every Role and ClusterRole the chart makes, with where it comes from. */
+  const rulesOf = (r: Rendered) => [...r.all('ClusterRole'), ...r.all('Role')].flatMap((role) => role.rules.map((rule: any) => ({ role: role.metadata.name, ...rule })));
+
+  test.each(VARIANT_NAMES)('%s: exactly auth-delegator, the front proxy reader, the access sync’s ClusterRole and get on Secrets', (variant) => {
     const r = rendered[variant];
-    const subjects = [{ kind: 'ServiceAccount', name: FULLNAME, namespace: NS }];
     const bindings = r.all('ClusterRoleBinding').map((b) => ({ name: b.metadata.name, roleRef: b.roleRef, subjects: b.subjects }));
     expect(bindings).toEqual([
-      { name: `${FULLNAME}:system:auth-delegator`, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:auth-delegator' }, subjects },
-      { name: FULLNAME, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: FULLNAME }, subjects },
+      { name: `${FULLNAME}:system:auth-delegator`, roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: 'system:auth-delegator' }, subjects },
+      { name: FULLNAME, roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: FULLNAME }, subjects },
+      { name: CONNECTIONS, roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: CONNECTIONS }, subjects },
     ]);
     const roleBindings = r.all('RoleBinding').map((b) => ({ namespace: b.metadata.namespace, roleRef: b.roleRef, subjects: b.subjects }));
-    expect(roleBindings).toEqual([
-      { namespace: 'kube-system', roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'extension-apiserver-authentication-reader' }, subjects },
-    ]);
+    expect(roleBindings).toEqual([{ namespace: 'kube-system', roleRef: { apiGroup: RBAC, kind: 'Role', name: 'extension-apiserver-authentication-reader' }, subjects }]);
     expect(r.all('Role')).toEqual([]);
     expect(r.all('ClusterRole').map((c) => [c.metadata.name, c.rules])).toEqual([
       [
         FULLNAME,
         [
-          { apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'rolebindings', 'clusterroles', 'clusterrolebindings'], verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'] },
+          { apiGroups: [RBAC], resources: ['roles', 'rolebindings', 'clusterroles', 'clusterrolebindings'], verbs: ['list', 'watch', 'create', 'update', 'delete'] },
           { apiGroups: ['management.platform.sh'], resources: ['sharedsecrets', 'sharedsecrets/status', 'clusters', 'clusters/status'], verbs: ['*'] },
-          { apiGroups: [''], resources: ['secrets'], verbs: ['get'] },
         ],
       ],
+      [CONNECTIONS, [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }]],
     ]);
+  });
+
+  test.each(VARIANT_NAMES)('%s: no wildcard group or resource, `*` verbs only on the kinds the server serves, nothing that escalates', (variant) => {
+    const rules = rulesOf(rendered[variant]);
+    expect(rules.length).toBeGreaterThan(0);
+    for (const rule of rules) {
+      expect({ ...rule, nonResourceURLs: rule.nonResourceURLs ?? [] }).toMatchObject({ nonResourceURLs: [] });
+      expect(rule.apiGroups).not.toContain('*');
+      expect(rule.resources).not.toContain('*');
+      for (const verb of ['escalate', 'bind', 'impersonate', 'approve', 'sign', 'deletecollection', 'patch']) expect(rule.verbs).not.toContain(verb);
+      if (rule.verbs.includes('*')) expect(rule).toMatchObject({ apiGroups: ['management.platform.sh'] });
+    }
+  });
+
+  test.each(VARIANT_NAMES)('%s: Secrets can be read one by one (get), never listed or watched; RBAC objects are never read by name', (variant) => {
+    const rules = rulesOf(rendered[variant]);
+    const onSecrets = rules.filter((rule) => rule.apiGroups.includes('') && rule.resources.some((res: string) => res === 'secrets' || res.startsWith('secrets/')));
+    expect(onSecrets.map((rule) => [rule.resources, rule.verbs])).toEqual([[['secrets'], ['get']]]);
+    // Nothing else of the core group: no ConfigMaps (the front proxy's one comes from kube's own Role), no pods.
+    expect(rules.filter((rule) => rule.apiGroups.includes('') && !onSecrets.includes(rule))).toEqual([]);
+    const onRbac = rules.filter((rule) => rule.apiGroups.includes(RBAC));
+    expect(onRbac.flatMap((rule) => rule.verbs)).not.toContain('get');
+  });
+
+  test('rbac.virtualClusterNamespaces lists namespaces: get on Secrets there only, through a RoleBinding in each', async () => {
+    const r = await template(['--set', 'rbac.virtualClusterNamespaces={vcluster-a,vcluster-b}']);
+    expect(r.all('ClusterRoleBinding').map((b) => b.roleRef.name)).toEqual(['system:auth-delegator', FULLNAME]);
+    const connections = r.all('RoleBinding').filter((b) => b.roleRef.name === CONNECTIONS);
+    expect(connections.map((b) => ({ namespace: b.metadata.namespace, name: b.metadata.name, roleRef: b.roleRef, subjects: b.subjects }))).toEqual(
+      ['vcluster-a', 'vcluster-b'].map((namespace) => ({ namespace, name: CONNECTIONS, roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: CONNECTIONS }, subjects })),
+    );
+    expect(r.get('ClusterRole', CONNECTIONS).rules).toEqual([{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }]);
+    const problems = (await Promise.all(r.docs.map((d) => modelProblems(d)))).flat();
+    expect(problems).toEqual([]);
+  });
+
+  test('rbac.virtualClusterNamespaces=[]: no access to Secrets at all', async () => {
+    const r = await template(['--set-json', 'rbac.virtualClusterNamespaces=[]']);
+    expect(rulesOf(r).filter((rule) => rule.resources.includes('secrets'))).toEqual([]);
+    expect([...r.all('RoleBinding'), ...r.all('ClusterRoleBinding')].map((b) => b.roleRef.name)).toEqual(['extension-apiserver-authentication-reader', 'system:auth-delegator', FULLNAME]);
   });
 
   test('rbac.create=false renders no RBAC', async () => {
@@ -505,6 +550,8 @@ describe('bad values fail at template time (values.schema.json)', () => {
     [['--set', 'tokenIssuer=http://platform.example.com'], "'/tokenIssuer'"],
     [['--set', 'image.pullPolicy=Sometimes'], "'/image/pullPolicy'"],
     [['--set', 'observability.verbosity=11'], "'/observability/verbosity'"],
+    [['--set', 'rbac.virtualClusterNamespaces={*,vcluster-a}'], "'/rbac/virtualClusterNamespaces'"],
+    [['--set', 'rbac.virtualClusterNamespaces={vcluster_a}'], "'/rbac/virtualClusterNamespaces'"],
     [['--set', 'replicaCuont=3'], 'replicaCuont'],
   ])('%j is refused naming %s', async (args, named) => {
     const r = await helm(['template', RELEASE, CHART, '--namespace', NS, ...args]);
@@ -527,5 +574,12 @@ describe('NOTES.txt', () => {
     ]) {
       expect(notes).toContain(line);
     }
+    expect(notes).not.toContain('rbac.virtualClusterNamespaces');
+  });
+
+  test('says that kube configs cannot be issued when the server may read no connection Secret', async () => {
+    const r = await helm(['install', RELEASE, CHART, '--namespace', NS, '--dry-run=client', '--set-json', 'rbac.virtualClusterNamespaces=[]']);
+    expect(r.code).toBe(0);
+    expect(r.stdout.slice(r.stdout.indexOf('NOTES:'))).toContain('rbac.virtualClusterNamespaces is empty: the server may read no virtual cluster');
   });
 });

@@ -120,6 +120,8 @@ export interface RequestRecord {
   path: string;
   /** The resource the path names (tokenreviews, roles, namespaces, ...), '' for others. */
   resource: string;
+  /** The query string, with its '?' ('' for none): tells a watch from a list. */
+  query: string;
 }
 
 export interface HostClusterOptions {
@@ -859,7 +861,7 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
     const rbacMatch = RBAC_PATH.exec(path);
     const csrMatch = CSR_PATH.exec(path);
     const resource = rbacMatch?.[2] ?? (csrMatch ? CSR_GR.resource : undefined) ?? /\/(tokenreviews|subjectaccessreviews|secrets|configmaps|namespaces)(?:\/[^/]+)?$/.exec(path)?.[1] ?? '';
-    requests.push({ method, path, resource });
+    requests.push({ method, path, resource, query: url.search });
     if (mode === 'unavailable') throw errors.serviceUnavailable('the host cluster is down (stand-in)');
     if (req.headers.authorization !== `Bearer ${token}`) throw errors.unauthorized();
     const body = ['POST', 'PUT', 'PATCH', 'DELETE'].includes(method) ? await readBody(req) : undefined;
