@@ -134,7 +134,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       idleTimeoutMs: config.idleTimeoutMs,
       maxUnauthenticated: config.maxUnauthenticatedConnections,
     };
-    const connections = new ConnectionGuard(connectionLimits);
+    const connections = new ConnectionGuard(connectionLimits, log);
     const app = createApp({
       registry,
       authenticator: auth.authenticator,

@@ -21,6 +21,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Server, ServerOptions } from 'node:https';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
+import type { Logger } from '../log.js';
 
 export interface ConnectionLimits {
   /** How long the TLS handshake, and then each request's line and headers, may take (kube: ReadHeaderTimeout). */
@@ -30,6 +31,9 @@ export interface ConnectionLimits {
   /** Connections open at once that have not yet had a request authenticated. */
   maxUnauthenticated: number;
 }
+
+/** A flood is reported at most this often, with how many connections were closed since. */
+const REFUSAL_WARNING_INTERVAL_MS = 60_000;
 
 /** Node's bound on receiving a whole request, body included (its default, made explicit): kube has none. */
 const REQUEST_RECEIVE_TIMEOUT_MS = 300_000;
@@ -52,16 +56,19 @@ export class ConnectionGuard {
   /** The deadline of each handshake under way. */
   private readonly handshakes = new Map<Socket, NodeJS.Timeout>();
 
-  constructor(private readonly limits: ConnectionLimits) {}
+  private refusedSinceWarning = 0;
+  private lastWarning = -Infinity;
+
+  constructor(
+    private readonly limits: ConnectionLimits,
+    private readonly log?: Logger,
+  ) {}
 
   /** Bounds the handshakes and counts the connections of a server made with connectionServerOptions. */
   attach(server: Server): void {
     // Before the TLS layer's own listener, so a refused connection is never handshaken.
     server.prependListener('connection', (socket: Socket) => {
-      if (this.unauthenticated.size >= this.limits.maxUnauthenticated) {
-        socket.destroy();
-        return;
-      }
+      if (this.unauthenticated.size >= this.limits.maxUnauthenticated) return this.refuse(socket);
       this.unauthenticated.add(socket);
       const deadline = setTimeout(() => socket.destroy(), this.limits.headerTimeoutMs).unref();
       this.handshakes.set(socket, deadline);
@@ -79,14 +86,21 @@ export class ConnectionGuard {
     });
   }
 
+  private refuse(socket: Socket): void {
+    socket.destroy();
+    this.refusedSinceWarning++;
+    if (Date.now() - this.lastWarning < REFUSAL_WARNING_INTERVAL_MS) return;
+    this.lastWarning = Date.now();
+    this.log?.warn('too many connections have not authenticated: new connections are closed until some authenticate or reach the header deadline', {
+      maxUnauthenticated: this.limits.maxUnauthenticated,
+      closed: this.refusedSinceWarning,
+    });
+    this.refusedSinceWarning = 0;
+  }
+
   /** A request on this connection was authenticated: the connection no longer counts against the bound. */
   authenticated(req: IncomingMessage): void {
     this.unauthenticated.delete(tcpSocketOf(req.socket as TLSSocket));
-  }
-
-  /** Connections open now that have not had a request authenticated. */
-  get unauthenticatedCount(): number {
-    return this.unauthenticated.size;
   }
 }
 
