@@ -1,7 +1,8 @@
 /**
  * Requests that Node's HTTP parser refuses before any handler runs still get a metav1.Status: a request line
  * (URL included) and headers longer than kube-apiserver's 1 MiB MaxHeaderBytes (431), a request not received in
- * time (408), and malformed HTTP (400). Node would otherwise answer with an empty body.
+ * time (408), and malformed HTTP (400). Node would otherwise answer with an empty body. The connection is closed
+ * after the answer.
  */
 import type { Server } from 'node:http';
 import type { Duplex } from 'node:stream';
