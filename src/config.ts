@@ -58,6 +58,14 @@ export interface Config {
   requestTimeoutMs: number;
   /** Watches without timeoutSeconds end after a random time between this and twice this (seconds). */
   minRequestTimeoutSeconds: number;
+  /**
+   * Connection bounds, fixed in kube-apiserver too (no flags): how long the TLS handshake and each request's headers
+   * may take, how long a keep-alive connection may wait for its next request, and how many connections may be open
+   * that have not had a request authenticated (see src/http/connections.ts).
+   */
+  readHeaderTimeoutMs: number;
+  idleTimeoutMs: number;
+  maxUnauthenticatedConnections: number;
   /** After SIGTERM, /readyz fails at once but requests are still served this long before the listener closes. */
   shutdownDelayMs: number;
   /** Do not read the front proxy's settings from kube-system/extension-apiserver-authentication. */
@@ -225,6 +233,13 @@ export function defaultConfig(): Config {
     requestTimeoutMs: 60_000,
     minRequestTimeoutSeconds: 1800,
     shutdownDelayMs: 0,
+    // kube-apiserver's ReadHeaderTimeout ("just shy of requestTimeoutUpperBound") and IdleTimeout (that of Go's
+    // http.DefaultTransport, so clients close idle connections first).
+    readHeaderTimeoutMs: 32_000,
+    idleTimeoutMs: 90_000,
+    // No kube equivalent: far more than clients that authenticate at once have open, and few enough that a flood's
+    // sockets and TLS buffers stay small until the header deadline frees them.
+    maxUnauthenticatedConnections: 500,
     verbosity: 0,
     authorizationAlwaysAllowPaths: ['/healthz', '/readyz', '/livez'],
     auditLogMaxSizeBytes: 100 * 1024 * 1024,

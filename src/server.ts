@@ -17,6 +17,7 @@ import { readAuthenticationConfigMap, withAuthenticationConfigMap } from './host
 import { HostRbac } from './host/rbac.js';
 import { createApp } from './http/app.js';
 import { MAX_HEADER_BYTES, answerClientErrors } from './http/clienterrors.js';
+import { ConnectionGuard, connectionServerOptions, type ConnectionLimits } from './http/connections.js';
 import { GracefulShutdown } from './http/shutdown.js';
 import { withTimeout } from './http/health.js';
 import { writeKubeconfig } from './kubeconfig.js';
@@ -128,6 +129,12 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     const host = clientHost(config.bindAddress);
     const serverAddress = (port: number) => `${host.includes(':') ? `[${host}]` : host}:${port}`;
     let boundPort = config.securePort;
+    const connectionLimits: ConnectionLimits = {
+      headerTimeoutMs: config.readHeaderTimeoutMs,
+      idleTimeoutMs: config.idleTimeoutMs,
+      maxUnauthenticated: config.maxUnauthenticatedConnections,
+    };
+    const connections = new ConnectionGuard(connectionLimits, log);
     const app = createApp({
       registry,
       authenticator: auth.authenticator,
@@ -150,14 +157,16 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       metrics,
       audit,
       alwaysAllowPaths: config.authorizationAlwaysAllowPaths,
+      connections,
       log,
     });
 
     // Client certificates (front proxy, direct clients) are asked for, not required; authenticators check them.
     const clientCAs = clientCertificateAuthorities(config);
     const clientAuth = clientCAs.length ? { requestCert: true, rejectUnauthorized: false, ca: clientCAs } : {};
-    const server: Server = createServer({ cert: tls.cert, key: tls.key, maxHeaderSize: MAX_HEADER_BYTES, ...clientAuth }, app);
+    const server: Server = createServer({ cert: tls.cert, key: tls.key, maxHeaderSize: MAX_HEADER_BYTES, ...connectionServerOptions(connectionLimits), ...clientAuth }, app);
     answerClientErrors(server);
+    connections.attach(server);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(config.securePort, config.bindAddress, () => resolve());

@@ -24,6 +24,13 @@ export interface RequestHeaderOptions {
   now?: () => number;
 }
 
+/** Requests the front proxy forwarded: its X-Forwarded-For is believed for the audit log's sourceIPs. */
+const forwardedByFrontProxy = new WeakSet<IncomingMessage>();
+
+export function authenticatedByFrontProxy(req: IncomingMessage): boolean {
+  return forwardedByFrontProxy.has(req);
+}
+
 export class RequestHeaderAuthenticator implements Authenticator {
   private readonly roots: X509Certificate[];
   private readonly allowedNames: string[];
@@ -59,6 +66,7 @@ export class RequestHeaderAuthenticator implements Authenticator {
       }
     }
     this.clearHeaders(req);
+    forwardedByFrontProxy.add(req);
     const user: UserInfo = { name, groups };
     if (uid) user.uid = uid;
     if (Object.keys(extra).length) user.extra = extra;

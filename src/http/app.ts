@@ -18,6 +18,7 @@ import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions } from './
 import { healthHandler, type HealthCheck } from './health.js';
 import { requestDeadline } from './deadline.js';
 import type { GracefulShutdown } from './shutdown.js';
+import type { ConnectionGuard } from './connections.js';
 import { maxInFlight, type InFlightLimits } from './inflight.js';
 import { negotiateResponse } from './negotiation.js';
 import { OIDC_PATHS, oidcHandler, type OidcOptions } from './oidc.js';
@@ -50,6 +51,8 @@ export interface AppOptions {
   audit?: AuditLog;
   /** --authorization-always-allow-paths (default: the health paths). */
   alwaysAllowPaths?: string[];
+  /** Told of each authenticated request, so its connection no longer counts as unauthenticated. */
+  connections?: Pick<ConnectionGuard, 'authenticated'>;
   log: Logger;
 }
 
@@ -103,7 +106,7 @@ export function createApp(opts: AppOptions): express.Express {
   const isPublic = publicPaths(opts.alwaysAllowPaths);
   // The deadline covers everything after it, authentication included (a slow TokenReview counts).
   app.use(requestDeadline({ requestTimeoutMs: opts.timeouts?.requestTimeoutMs ?? 0 }));
-  app.use(authenticate(opts.authenticator, isPublic));
+  app.use(authenticate(opts.authenticator, isPublic, opts.connections));
   app.use(maxInFlight(opts.maxInFlight ?? { readOnly: 0, mutating: 0 }, opts.metrics?.inFlight));
   app.use(findNamespace(opts.registry, opts.authorizer));
   app.use(authorize(opts.authorizer, opts.visibleTo, isPublic));
@@ -187,7 +190,7 @@ function bodyError(err: any): errors.StatusError | undefined {
   return undefined;
 }
 
-function authenticate(authenticator: Authenticator, isPublic: (path: string) => boolean) {
+function authenticate(authenticator: Authenticator, isPublic: (path: string) => boolean, connections?: AppOptions['connections']) {
   return async (req: Request, res: Response, next: NextFunction) => {
     let user: UserInfo | undefined;
     try {
@@ -199,6 +202,7 @@ function authenticate(authenticator: Authenticator, isPublic: (path: string) => 
     if (user) {
       const groups = user.groups.includes(AUTHENTICATED_GROUP) ? user.groups : [...user.groups, AUTHENTICATED_GROUP];
       locals(res).user = { ...user, groups };
+      connections?.authenticated(req);
     } else if (isPublic(locals(res).info.path)) {
       locals(res).user = ANONYMOUS_USER;
     } else {

@@ -1,11 +1,18 @@
 /**
  * Requests that Node's HTTP parser refuses before any handler runs still get a metav1.Status: a request line
  * (URL included) and headers longer than kube-apiserver's 1 MiB MaxHeaderBytes (431), a request not received in
- * time (408), and malformed HTTP (400). Node would otherwise answer with an empty body.
+ * time (408), and malformed HTTP (400). Node would otherwise answer with an empty body. The connection is closed
+ * after the answer.
  */
 import type { Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Status } from '../apimachinery/status.js';
+
+/**
+ * How long an answered connection waits for the client to close before it is closed (Go's rstAvoidanceDelay): long
+ * enough for the answer to arrive before the close, short enough that a client that never closes holds nothing.
+ */
+const CLOSE_AFTER_ANSWER_MS = 500;
 
 /** kube-apiserver's MaxHeaderBytes: the request line and all headers together. */
 export const MAX_HEADER_BYTES = 1 << 20;
@@ -35,6 +42,9 @@ export function answerClientErrors(server: Server): void {
       socket.destroy();
       return;
     }
+    // end() alone only half-closes (the server allows half-open connections): a client that never closes its
+    // side, as a slow client whose headers timed out does not, would keep the connection open forever.
     socket.end(answerFor(err));
+    setTimeout(() => socket.destroy(), CLOSE_AFTER_ANSWER_MS).unref();
   });
 }

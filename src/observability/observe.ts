@@ -18,9 +18,11 @@ import type { Status } from '../apimachinery/status.js';
 import type { UserInfo } from '../apimachinery/user.js';
 import type { RequestInfo } from '../http/requestinfo.js';
 import type { Logger } from '../log.js';
+import { authenticatedByFrontProxy } from '../auth/requestheader.js';
 import { auditEvent, type AuditedRequest, type AuditLog, type RequestObjectMeta } from './audit.js';
 import { requestLabels, type ServedApis } from './labels.js';
 import type { Metrics } from './metrics.js';
+import { peerIP, sourceIPs } from './sourceips.js';
 
 /** klog's level of kube-apiserver's per-request httplog line. */
 export const REQUEST_LOG_VERBOSITY = 3;
@@ -58,14 +60,13 @@ export function observeRequests(opts: ObserveOptions) {
 
     const url = new URL(req.originalUrl, 'https://x');
     // Read now: once the connection is gone its address is too.
-    const ips = sourceIPs(req);
-    const srcIP = remoteIP(req);
+    const srcIP = peerIP(req.socket.remoteAddress);
     const request = (code: number): AuditedRequest => ({
       auditID,
       requestURI: req.originalUrl,
       info: locals.info!,
       user: locals.user,
-      sourceIPs: ips,
+      sourceIPs: sourceIPs(req.headers, srcIP, authenticatedByFrontProxy(req)),
       userAgent: req.headers['user-agent'],
       received,
       code,
@@ -133,24 +134,4 @@ function requestLogFields(req: Request, locals: ObservedLocals, auditID: string,
 function auditIdOf(header: string | string[] | undefined): string {
   const value = Array.isArray(header) ? header[0] : header;
   return value && /^[\x21-\x7e]{1,128}$/.test(value) ? value : randomUUID();
-}
-
-function remoteIP(req: Request): string {
-  const ip = req.socket.remoteAddress ?? '';
-  return ip.startsWith('::ffff:') ? ip.slice(7) : ip;
-}
-
-/** kube's utilnet.SourceIPs: X-Forwarded-For, then X-Real-Ip, then the connection's address, each once. */
-function sourceIPs(req: Request): string[] {
-  const ips: string[] = [];
-  const add = (ip: string | undefined) => {
-    const v = ip?.trim();
-    if (v && !ips.includes(v)) ips.push(v);
-  };
-  const forwarded = req.headers['x-forwarded-for'];
-  for (const part of (Array.isArray(forwarded) ? forwarded.join(',') : (forwarded ?? '')).split(',')) add(part);
-  const real = req.headers['x-real-ip'];
-  add(Array.isArray(real) ? real[0] : real);
-  add(remoteIP(req));
-  return ips;
 }

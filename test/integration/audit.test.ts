@@ -4,9 +4,10 @@
  * Audit-Id the client sees; never a body. --audit-log-maxsize rotates it and --audit-log-maxbackup caps the backups.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { makeCa, makeCert } from '../support/certs.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
 import { GROUP_PATH, HttpClient, type HttpResponse } from '../support/http.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
@@ -16,6 +17,8 @@ import { openWatch } from '../support/watch.js';
 const GROUP = 'management.platform.sh';
 const SECRETS = `${GROUP_PATH}/namespaces/audited/sharedsecrets`;
 const SECRET_VALUE = Buffer.from('audit-must-never-see-this').toString('base64');
+const FRONT_PROXY_CA = makeCa('front-proxy-ca');
+const FRONT_PROXY = makeCert({ commonName: 'front-proxy-client', issuer: FRONT_PROXY_CA });
 
 let etcd: TestEtcd;
 let dir: string;
@@ -47,7 +50,9 @@ describe('events', () => {
   let all: any[] = [];
 
   beforeAll(async () => {
-    ts = await startTestServerWithUsers({ root: ['system:masters'], alice: [] }, { auditLogPath: file() }, etcd);
+    const requestheaderClientCaFile = join(dir, 'front-proxy-ca.crt');
+    writeFileSync(requestheaderClientCaFile, FRONT_PROXY_CA.certPem);
+    ts = await startTestServerWithUsers({ root: ['system:masters'], alice: [] }, { auditLogPath: file(), requestheaderClientCaFile, requestheaderAllowedNames: ['front-proxy-client'] }, etcd);
     const { root, alice } = ts.as;
     const body = { metadata: { name: 's1' }, spec: { data: { token: SECRET_VALUE } } };
     answers.create = await root.post(SECRETS, body, { headers: { 'User-Agent': 'audit-test/1.0' } });
@@ -59,6 +64,16 @@ describe('events', () => {
     answers.unauthorized = await new HttpClient(ts.server.url, ts.server.caPem!, 'not-a-known-token').get(SECRETS);
     answers.anonymous = await ts.anonymous.get(SECRETS);
     answers.healthz = await ts.anonymous.get('/healthz');
+    answers.forwardedByClient = await root.get(SECRETS, { headers: { 'X-Forwarded-For': '203.0.113.7', 'X-Real-Ip': '198.51.100.2' } });
+    const frontProxy = new HttpClient(ts.server.url, ts.server.caPem!, undefined, {
+      cert: FRONT_PROXY,
+      headers: [
+        ['X-Remote-User', 'proxied'],
+        ['X-Remote-Group', 'system:masters'],
+        ['X-Forwarded-For', '203.0.113.7, 10.1.2.3'],
+      ],
+    });
+    answers.forwardedByFrontProxy = await frontProxy.get(SECRETS);
     const watch = await openWatch(root, SECRETS);
     watchId = watch.headers['audit-id'] as string;
     watch.close();
@@ -105,6 +120,13 @@ describe('events', () => {
       annotations: { 'authorization.k8s.io/decision': 'allow', 'authorization.k8s.io/reason': '' },
     });
     expect(Date.parse(e.stageTimestamp)).toBeGreaterThanOrEqual(Date.parse(e.requestReceivedTimestamp));
+  });
+
+  test("sourceIPs: a client's own X-Forwarded-For and X-Real-Ip are not believed; the front proxy's are, with the connection's address last", () => {
+    expect(answers.forwardedByClient.status).toBe(200);
+    expect(of('forwardedByClient')[0]).toMatchObject({ user: { username: 'root' }, sourceIPs: ['127.0.0.1'] });
+    expect(answers.forwardedByFrontProxy.status).toBe(200);
+    expect(of('forwardedByFrontProxy')[0]).toMatchObject({ user: { username: 'proxied' }, sourceIPs: ['203.0.113.7', '10.1.2.3', '127.0.0.1'] });
   });
 
   test('an update names the resourceVersion it was sent with', () => {

@@ -1,6 +1,6 @@
 /**
  * The parts of observability that need no server: kube's request labels, audit log rotation by size with capped
- * backups (lumberjack's naming), work queue metrics, audit events' response status, and the flags.
+ * backups (lumberjack's naming), work queue metrics, audit events' response status and source IPs, and the flags.
  */
 import { afterEach, describe, expect, test } from '@jest/globals';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -14,6 +14,7 @@ import { auditEvent, type AuditedRequest } from '../../src/observability/audit.j
 import { requestLabels, type ServedApis } from '../../src/observability/labels.js';
 import { Metrics, etcdObjectType } from '../../src/observability/metrics.js';
 import { RotatingFile } from '../../src/observability/rotatingfile.js';
+import { peerIP, sourceIPs } from '../../src/observability/sourceips.js';
 import { parseSamples, total } from '../support/prometheus.js';
 
 const GROUP = 'management.platform.sh';
@@ -141,6 +142,33 @@ describe('audit event response status', () => {
     expect(rs).toMatchObject({ status: 'Failure', reason: 'Invalid', code: 422, details: { causes: [{ reason: 'FieldValueInvalid', field: 'spec.key' }] } });
     const parse = badRequest('Unexpected token s in "sekrit-value"').status;
     expect(JSON.stringify(auditEvent({ ...base, code: 400, status: parse }, 'ResponseComplete', new Date(1)))).not.toContain('sekrit-value');
+  });
+});
+
+describe('audit event source IPs', () => {
+  const forwarded = { 'x-forwarded-for': '203.0.113.7, 10.0.0.5', 'x-real-ip': '198.51.100.2' };
+
+  test("from the front proxy: kube's order, X-Forwarded-For, X-Real-Ip when new, then the connection's address", () => {
+    expect(sourceIPs(forwarded, '10.0.0.9', true)).toEqual(['203.0.113.7', '10.0.0.5', '198.51.100.2', '10.0.0.9']);
+    expect(sourceIPs({ 'x-forwarded-for': '203.0.113.7', 'x-real-ip': '203.0.113.7' }, '10.0.0.9', true)).toEqual(['203.0.113.7', '10.0.0.9']);
+    // Not repeated when the chain already ends with it, as kube's utilnet.SourceIPs.
+    expect(sourceIPs({ 'x-forwarded-for': '203.0.113.7, 10.0.0.9' }, '10.0.0.9', true)).toEqual(['203.0.113.7', '10.0.0.9']);
+  });
+
+  test('from any other client the forwarding headers are ignored: only the connection address is recorded', () => {
+    expect(sourceIPs(forwarded, '127.0.0.1', false)).toEqual(['127.0.0.1']);
+  });
+
+  test('the connection address is always last, even when the chain names it earlier', () => {
+    expect(sourceIPs({ 'x-forwarded-for': '10.0.0.9, 203.0.113.7' }, '10.0.0.9', true)).toEqual(['10.0.0.9', '203.0.113.7', '10.0.0.9']);
+  });
+
+  test('entries that are no IP address are dropped; addresses are written as Go writes them', () => {
+    const headers = { 'x-forwarded-for': 'evil.example, "1.2.3.4", 2001:DB8:0:0:0:0:0:1,, ::ffff:192.0.2.1, 010.1.1.1', 'x-real-ip': 'not an ip\n' };
+    expect(sourceIPs(headers, '::ffff:127.0.0.1', true)).toEqual(['2001:db8::1', '192.0.2.1', '127.0.0.1']);
+    expect(peerIP('::ffff:127.0.0.1')).toBe('127.0.0.1');
+    expect(peerIP('::1')).toBe('::1');
+    expect(peerIP(undefined)).toBe('');
   });
 });
 
