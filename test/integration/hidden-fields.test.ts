@@ -179,6 +179,12 @@ describe('server-side apply', () => {
     const creator = entries.find((e) => e.operation === 'Update');
     expect(creator.fieldsV1['f:spec']).toMatchObject({ 'f:key': {}, 'f:identity': { 'f:connectorData': {} } });
 
+    // The same apply again changes nothing, so nothing is written (the hidden fields do not count as a change).
+    const before = await stored(made.name);
+    const same = await admin.patch(`${keyPath(made.name)}?fieldManager=applier`, config(made.name, { user: 'alice', displayName: 'applied', identity: { username: 'alice' } }), APPLY_PATCH);
+    expect(same.status).toBe(200);
+    expect((await stored(made.name)).modRevision).toBe(before.modRevision);
+
     // Applying again without identity's username prunes what this manager applied, and connectorData goes with
     // identity only if nothing is left of it: here the creator still owns identity, so it stays.
     const again = await admin.patch(`${keyPath(made.name)}?fieldManager=applier`, config(made.name, { user: 'alice', displayName: 'applied' }), APPLY_PATCH);
