@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { Etcd3 } from 'etcd3';
 import { createHash } from 'node:crypto';
+import { kubectl } from '../support/kubectl.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { GROUP_PATH, type HttpClient, type HttpResponse } from '../support/http.js';
 
@@ -216,5 +217,35 @@ describe('server-side apply', () => {
     expectNoSecret(res, made);
     expect(res.body.spec.displayName).toBe('dry');
     expect((await stored(made.name)).modRevision).toBe(before.modRevision);
+  });
+});
+
+describe('kubectl', () => {
+  const k = (args: string[], stdin?: string) => kubectl(args, { kubeconfig: ts.kubeconfig, stdin });
+  const manifest = (name: string, displayName: string) =>
+    JSON.stringify({ apiVersion: API_VERSION, kind: 'OwnedAccessKey', metadata: { name }, spec: { user: 'alice', key: 'pak_kubectl-key-0123456789', displayName, identity: { username: 'alice', connectorData: CONNECTOR_DATA } } });
+
+  test('apply twice keeps both hidden fields; a json patch copying one fails without showing it', async () => {
+    const name = uniq('kubectl');
+    const made = { name, key: 'pak_kubectl-key-0123456789', hash: hashOf('pak_kubectl-key-0123456789') };
+    expect(await k(['apply', '-f', '-'], manifest(name, 'one'))).toMatchObject({ code: 0, stdout: `ownedaccesskey.${GROUP}/${name} created\n` });
+    expect(await k(['apply', '-f', '-'], manifest(name, 'two'))).toMatchObject({ code: 0, stdout: `ownedaccesskey.${GROUP}/${name} configured\n` });
+    const value = await expectHiddenKept(made);
+    expect(value.spec.displayName).toBe('two');
+    expect(value.metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']).not.toContain(made.key);
+
+    const before = await stored(name);
+    const copy = await k(['patch', 'ownedaccesskey', name, '--type=json', '-p', JSON.stringify([{ op: 'copy', from: '/spec/identity/connectorData', path: '/spec/displayName' }])]);
+    expect(copy.code).toBe(1);
+    expect(copy.stderr).toContain('The request is invalid');
+    for (const text of [copy.stdout, copy.stderr]) {
+      expect(text).not.toContain(CONNECTOR_DATA);
+      expect(text).not.toContain(made.key);
+    }
+    expect((await stored(name)).modRevision).toBe(before.modRevision);
+    const shown = await k(['get', 'ownedaccesskey', name, '-o', 'json']);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).not.toContain(CONNECTOR_DATA);
+    expect(shown.stdout).not.toContain(made.hash);
   });
 });
