@@ -18,12 +18,19 @@ export function applyJsonPatch<T>(doc: T, patch: unknown): unknown {
   }
 }
 
+/** Names the failing operation by its op and paths, never by its value (which may be a secret the caller sent). */
 function describeJsonPatchError(err: unknown): string {
   if (err instanceof jsonpatch.JsonPatchError) {
-    const at = err.operation ? ` (operation ${err.index ?? ''}: ${JSON.stringify(err.operation)})` : '';
+    const at = err.operation ? ` (operation ${err.index ?? ''}: ${JSON.stringify(withoutValue(err.operation))})` : '';
     return `${err.message.split('\n')[0]}${at}`;
   }
   return (err as Error).message;
+}
+
+function withoutValue(operation: unknown): unknown {
+  if (!isPlainObject(operation)) return operation;
+  const { value: _value, ...rest } = operation;
+  return rest;
 }
 
 export function applyMergePatch(doc: unknown, patch: unknown): unknown {

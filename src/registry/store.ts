@@ -20,6 +20,7 @@ import type { WatchCache } from '../storage/cacher.js';
 import { checkTypeMeta, dropUnknownFields, type FieldValidationOptions } from './decoding.js';
 import type { ResourceDefinition } from './definitions.js';
 import { ResourceReader, type ListOptions, type RunningWatch, type WatchOptions, type WatchSink } from './reader.js';
+import { carryOverFields, withoutFields } from './hiddenfields.js';
 import { checkBlockingOwnerReferences, type MayDeleteOwner } from './ownerpermission.js';
 import { finalizersAfterDelete, type PropagationOptions } from './propagation.js';
 import type { Strategy, StoreLookup } from './strategy.js';
@@ -89,17 +90,22 @@ export class Store {
   /** Objects in a namespace, or in all namespaces when `namespace` is undefined. */
   async list(namespace: string | undefined, opts: ListOptions = {}): Promise<KubeList> {
     const list = await this.storageCall('list', '', () => this.reader.list(this.collectionKey(namespace), opts));
-    return this.strategy.toClient ? { ...list, items: list.items.map((o) => this.toClient(o)) } : list;
+    return this.strategy.hiddenFields ? { ...list, items: list.items.map((o) => this.toClient(o)) } : list;
   }
 
   watch(namespace: string | undefined, opts: WatchOptions, sink: WatchSink): Promise<RunningWatch> {
-    const out: WatchSink = this.strategy.toClient ? { ...sink, event: (type, obj) => sink.event(type, this.toClient(obj)) } : sink;
+    const out: WatchSink = this.strategy.hiddenFields ? { ...sink, event: (type, obj) => sink.event(type, this.toClient(obj)) } : sink;
     return this.storageCall('watch', '', () => this.reader.watch(this.collectionKey(namespace), opts, out));
   }
 
-  /** What clients see of a stored object. */
+  /** What clients see of a stored object: all but its hidden fields. */
   private toClient(obj: KubeObject): KubeObject {
-    return this.strategy.toClient ? this.strategy.toClient(obj) : obj;
+    return this.strategy.hiddenFields ? withoutFields(obj, this.strategy.hiddenFields) : obj;
+  }
+
+  /** A copy of what clients see of `obj`, for a patch or apply to change. */
+  private visibleCopy(obj: KubeObject): KubeObject {
+    return structuredClone(this.toClient(obj));
   }
 
   private toStorage(obj: KubeObject): KubeObject {
@@ -140,7 +146,7 @@ export class Store {
     for (let attempt = 1; ; attempt++) {
       try {
         const stored = await this.storageCall('create', meta.name!, () => write(this.key(namespace, meta.name!)));
-        return this.strategy.createResponse ? this.strategy.createResponse(stored, obj) : this.toClient(stored);
+        return this.strategy.createResponse ? this.strategy.createResponse(this.toClient(stored), obj) : this.toClient(stored);
       } catch (err) {
         if (!(err instanceof StorageError && err.code === 'KeyExists')) throw err;
         if (!generate) throw await this.alreadyExists(namespace, meta.name!);
@@ -157,8 +163,9 @@ export class Store {
       this.storage.guaranteedUpdate<KubeObject>(
         key,
         async (current) => {
+          // Patches and applies act on what the caller may see: hidden fields are neither read nor written by them.
           const updated =
-            'replace' in source ? structuredClone(source.replace) : 'patch' in source ? source.patch(structuredClone(current)) : source.apply(structuredClone(current));
+            'replace' in source ? structuredClone(source.replace) : 'patch' in source ? source.patch(this.visibleCopy(current)) : source.apply(this.visibleCopy(current));
           if (!isPlainObject(updated)) throw errors.badRequest('the request body must be a JSON or YAML object');
           checkTypeMeta(updated, this.def);
           this.checkMetadataTypes(updated);
@@ -168,6 +175,7 @@ export class Store {
             throw errors.conflict(this.def.groupResource, name, `Precondition failed: UID in precondition: ${updated.metadata.uid}, UID in object meta: ${current.metadata.uid}`);
           }
           const next = subresource === 'status' ? this.statusUpdate(updated, current) : this.mainUpdate(updated, current);
+          if (this.strategy.hiddenFields) carryOverFields(next, current, this.strategy.hiddenFields);
           if (subresource === 'status') this.strategy.prepareForStatusUpdate?.(next, current, opts.user);
           else this.strategy.prepareForUpdate?.(next, current, opts.user);
           dropUnknownFields(next, this.def.schema, this.def, opts);

@@ -5,6 +5,7 @@
 import type { FieldError } from '../apimachinery/field.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
+import type { FieldPath } from './hiddenfields.js';
 import type { Store } from './store.js';
 
 /** The stores of the served resources, for rules that read other objects. */
@@ -61,8 +62,11 @@ export interface Strategy {
   admitCreate?(obj: KubeObject, user: UserInfo | undefined, stores: StoreLookup): Promise<void>;
   /** The stored form of a validated object (e.g. a secret replaced by its hash); default: the object itself. */
   toStorage?(obj: KubeObject): KubeObject;
-  /** What clients may see of a stored object (e.g. no secrets); applied to every answer and watch event. */
-  toClient?(obj: KubeObject): KubeObject;
-  /** The answer to a create, from the stored object and the prepared one (e.g. to show a generated key once). */
-  createResponse?(stored: KubeObject, prepared: KubeObject): KubeObject;
+  /**
+   * Fields no client ever sees (e.g. a secret's hash): left out of every answer and watch event and of what
+   * patches and applies act on, and carried over from the stored object by every update (see hiddenfields.ts).
+   */
+  hiddenFields?: readonly FieldPath[];
+  /** The answer to a create, from what clients see of the stored object and the prepared one (e.g. to show a generated key once). */
+  createResponse?(shown: KubeObject, prepared: KubeObject): KubeObject;
 }

@@ -353,6 +353,82 @@ describe('blockOwnerDeletion needs delete permission on the owner', () => {
   });
 });
 
+describe('blockOwnerDeletion is checked against the object the uid names', () => {
+  const APPLY_PATCH = 'application/apply-patch+yaml';
+  let x: any;
+  let deletable: any;
+
+  beforeAll(async () => {
+    // bob may only read X, and may delete `deletable`.
+    x = await create(uniq('x'), {}, { access: [{ verbs: ['get'], users: ['bob'] }] });
+    deletable = await create(uniq('deletable'), {}, { access: [{ verbs: ['delete'], users: ['bob'] }] });
+  });
+
+  /** A dependent bob may change, held by a finalizer so that a blocking reference on it would hold its owner. */
+  const dependent = () => create(uniq('dep'), { finalizers: [HOLD] }, { access: [{ verbs: ['get', 'update', 'patch'], users: ['bob'] }] });
+  const misnamed = (dep: any, uid: string, named: any) =>
+    `SharedSecret.management.platform.sh "${dep.metadata.name}" is invalid: metadata.ownerReferences[0].uid: Invalid value: "${uid}": ` +
+    `is the uid of another object than the SharedSecret "${named.metadata.name}" in the namespace "${NS}" this reference names; ` +
+    `the garbage collector follows the uid, so a reference with blockOwnerDeletion must name its owner by both`;
+
+  test("the uid of an object bob may only read, with the name of one he may delete: 422 on every path, and X's deletion is not held", async () => {
+    const dep = await dependent();
+    const before = await stored(dep.metadata.name);
+    const owners = [{ ...ref(deletable), uid: x.metadata.uid, blockOwnerDeletion: true }];
+    const merge = await bob.patch(path(dep.metadata.name), { metadata: { ownerReferences: owners } }, MERGE_PATCH);
+    expectStatus(merge, 422, 'Invalid', misnamed(dep, x.metadata.uid, deletable));
+    expect(merge.body.details.causes).toEqual([expect.objectContaining({ reason: 'FieldValueInvalid', field: 'metadata.ownerReferences[0].uid' })]);
+    const json = await bob.patch(path(dep.metadata.name), [{ op: 'add', path: '/metadata/ownerReferences', value: owners }], JSON_PATCH);
+    expectStatus(json, 422, 'Invalid', misnamed(dep, x.metadata.uid, deletable));
+    const put = await bob.put(path(dep.metadata.name), { ...dep, metadata: { ...dep.metadata, ownerReferences: owners } });
+    expectStatus(put, 422, 'Invalid', misnamed(dep, x.metadata.uid, deletable));
+    const config = { apiVersion: API_VERSION, kind: 'SharedSecret', metadata: { name: dep.metadata.name, namespace: NS, ownerReferences: owners } };
+    const apply = await bob.patch(path(dep.metadata.name, '?fieldManager=bob'), JSON.stringify(config), APPLY_PATCH);
+    expectStatus(apply, 422, 'Invalid', misnamed(dep, x.metadata.uid, deletable));
+    expect(await stored(dep.metadata.name)).toEqual(before);
+
+    // Nothing blocks X: deleted in the foreground, it goes.
+    const res = await root.delete(path(x.metadata.name), deleteOptions({ propagationPolicy: 'Foreground' }));
+    expect(res.status).toBe(200);
+    await gone(x.metadata.name);
+    x = await create(uniq('x'), {}, { access: [{ verbs: ['get'], users: ['bob'] }] });
+  });
+
+  test('the uid of an object of that name in another namespace: 422', async () => {
+    const dep = await dependent();
+    const twin = secretBody(deletable.metadata.name);
+    const other = await root.post(sharedSecretsPath(`${NS}-twin`), twin);
+    expect(other.status).toBe(201);
+    const res = await bob.patch(path(dep.metadata.name), { metadata: { ownerReferences: [{ ...ref(deletable), uid: other.body.metadata.uid, blockOwnerDeletion: true }] } }, MERGE_PATCH);
+    expectStatus(res, 422, 'Invalid', misnamed(dep, other.body.metadata.uid, deletable));
+  });
+
+  test('the uid of an object of another kind: 422', async () => {
+    const project = await root.post('/apis/management.platform.sh/v1/projects', { apiVersion: API_VERSION, kind: 'Project', metadata: { name: uniq('proj') }, spec: {} });
+    expect(project.status).toBe(201);
+    const dep = await dependent();
+    const res = await bob.patch(path(dep.metadata.name), { metadata: { ownerReferences: [{ ...ref(deletable), uid: project.body.metadata.uid, blockOwnerDeletion: true }] } }, MERGE_PATCH);
+    expectStatus(res, 422, 'Invalid', misnamed(dep, project.body.metadata.uid, deletable));
+  });
+
+  test('a uid no object has is checked as the reference names it (it can hold nothing back)', async () => {
+    const dep = await dependent();
+    const absent = { ...ref(deletable), uid: '00000000-0000-0000-0000-00000000abcd', blockOwnerDeletion: true };
+    const allowed = await bob.patch(path(dep.metadata.name), { metadata: { ownerReferences: [absent] } }, MERGE_PATCH);
+    expect(allowed.status).toBe(200);
+    const forbidden = await bob.patch(path(dep.metadata.name), { metadata: { ownerReferences: [{ ...absent, name: x.metadata.name, uid: '00000000-0000-0000-0000-00000000abce' }] } }, MERGE_PATCH);
+    expectStatus(forbidden, 422, 'Invalid');
+    expect(forbidden.body.details.causes).toEqual([expect.objectContaining({ reason: 'FieldValueForbidden', field: 'metadata.ownerReferences[0].blockOwnerDeletion' })]);
+  });
+
+  test('a matching reference to an object bob may delete is set', async () => {
+    const dep = await dependent();
+    const res = await bob.patch(path(dep.metadata.name), { metadata: { ownerReferences: [ref(deletable, { blockOwnerDeletion: true })] } }, MERGE_PATCH);
+    expect(res.status).toBe(200);
+    expect(res.body.metadata.ownerReferences).toEqual([ref(deletable, { blockOwnerDeletion: true })]);
+  });
+});
+
 describe('deletecollection', () => {
   test('deletes what the label and field selectors pick, in that namespace only; finalized ones stay, marked', async () => {
     const tag = uniq('dc');

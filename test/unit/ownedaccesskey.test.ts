@@ -11,6 +11,7 @@ import { ACCESS_KEY_EXTRA, identityOf } from '../../src/auth/accesskeys.js';
 import { ActivityRecorder } from '../../src/auth/activity.js';
 import { GENERATED_KEY_PREFIX, generateAccessKey, hashAccessKey, isKeyHash, ownedAccessKeyStrategy as strategy } from '../../src/registry/kinds/ownedaccesskey.js';
 import { notFound } from '../../src/apimachinery/status.js';
+import { carryOverFields, withoutFields } from '../../src/registry/hiddenfields.js';
 import { statusOf } from '../support/errors.js';
 
 const ALICE: UserInfo = { name: 'alice', groups: ['platform:team:dev', 'system:authenticated'] };
@@ -131,12 +132,12 @@ describe('key material', () => {
     const prepared = created({ key: 'k-secret', identity: { username: 'alice', connectorData: 'opaque' } });
     const s = deepFreeze(strategy.toStorage!(prepared));
     expect(s.spec.identity.connectorData).toBe('opaque');
-    const client = strategy.toClient!(s);
+    const client = withoutFields(s, strategy.hiddenFields!);
     expect(client.spec.key).toBeUndefined();
     expect('key' in client.spec).toBe(false);
     expect(client.spec.identity).toEqual({ username: 'alice' });
     expect(s.spec.key).toBe(hashAccessKey('k-secret'));
-    const answer = strategy.createResponse!(s, prepared);
+    const answer = strategy.createResponse!(client, prepared);
     expect(answer.spec.key).toBe('k-secret');
     expect(answer.spec.identity).toEqual({ username: 'alice' });
   });
@@ -184,8 +185,14 @@ describe('update', () => {
 
   test('identity.connectorData is kept when an update sends identity without it', () => {
     const old = stored({ user: 'alice', identity: { username: 'alice', connectorData: 'opaque' } });
-    expect(update(old, { user: 'alice', identity: { username: 'alice2' } }).spec.identity).toEqual({ username: 'alice2', connectorData: 'opaque' });
-    expect(update(old, { user: 'alice' }).spec.identity).toBeUndefined();
+    const carried = (spec: Record<string, unknown>) => {
+      const next = { ...structuredClone(old), spec };
+      carryOverFields(next, old, strategy.hiddenFields!);
+      return next.spec;
+    };
+    expect(carried({ user: 'alice', identity: { username: 'alice2' } }).identity).toEqual({ username: 'alice2', connectorData: 'opaque' });
+    expect(carried({ user: 'alice' }).identity).toBeUndefined();
+    expect(carried({ user: 'alice', identity: { connectorData: 'sent' } }).identity).toEqual({ connectorData: 'sent' });
   });
 
   test('a non-master may not move the key to anyone, itself or its own team included: 403 naming the field', () => {

@@ -24,6 +24,12 @@ describe('JSON patch', () => {
     expect(err.status.details?.causes?.[0].message).toMatch(/Test operation failed/i);
   });
 
+  test("a failed operation is named by its op and path, never by the value it sent (it may be a secret)", () => {
+    const err = statusOf(() => applyJsonPatch(doc(), [{ op: 'test', path: '/spec/displayName', value: 'pak_guessed-secret' }]));
+    expect(err.status.details?.causes?.[0].message).toBe('Test operation failed (operation 0: {"op":"test","path":"/spec/displayName"})');
+    expect(JSON.stringify(err.status)).not.toContain('pak_guessed-secret');
+  });
+
   test('a path that does not exist is 422', () => {
     expect(statusOf(() => applyJsonPatch(doc(), [{ op: 'replace', path: '/spec/nope/deeper', value: 1 }])).code).toBe(422);
   });

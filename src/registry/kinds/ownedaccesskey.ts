@@ -6,13 +6,14 @@
  *   (256 bits), base64url-encoded behind the recognisable prefix `pak_`.
  * - At rest only `sha256:<hex>` of the key is kept (`toStorage`); a client's key can never start with `sha256:`, so
  *   a stored hash is never mistaken for a key and vice versa.
- * - Every answer and watch event leaves out `spec.key` and `spec.identity.connectorData` (`toClient`); the answer
- *   to the create alone carries the key (`createResponse`).
+ * - `spec.key` and `spec.identity.connectorData` are hidden fields (`hiddenFields`, see registry/hiddenfields.ts):
+ *   no answer or watch event shows them, patches and applies act on the key without them, and every update
+ *   carries them over. The answer to the create alone carries the key (`createResponse`).
  * - kubectl's last-applied-configuration annotation would copy both into metadata, so they are removed from it.
  * - An update that leaves the key out keeps the stored hash; one that sends the same key is accepted; any other key
  *   is 422 `spec.key: Invalid value: "<redacted>": field is immutable`. No message ever echoes a key.
- * - `identity.connectorData` is stored when a client sends it and is kept when an update sends `identity` without
- *   it (clients never see it, so a read-modify-write must not erase it).
+ * - `identity.connectorData` is stored when a client sends it (by PUT, or by a patch or apply that sets it) and is
+ *   kept when an update sends `identity` without it (clients never see it, so a read-modify-write must not erase it).
  *
  * Who may ask for what (the caller is the request's user; calls without one, from inside the server, are trusted)
  * - With none of user, team and subject, `spec.user` defaults to the caller (a team key's caller,
@@ -252,21 +253,12 @@ function validateSpec(obj: KubeObject): FieldError[] {
   return errs;
 }
 
-/** `key` without its hash, and `identity` without connectorData: what clients may see. */
-function withoutSecrets(obj: KubeObject): KubeObject {
-  const s = obj.spec;
-  if (!isPlainObject(s)) return obj;
-  const hasConnectorData = isPlainObject(s.identity) && 'connectorData' in s.identity;
-  if (!('key' in s) && !hasConnectorData) return obj;
-  const { key: _key, ...rest } = s as Record<string, any>;
-  if (hasConnectorData) {
-    const { connectorData: _cd, ...identity } = s.identity as Record<string, unknown>;
-    rest.identity = identity;
-  }
-  return { ...obj, spec: rest };
-}
-
 export const ownedAccessKeyStrategy: Strategy = {
+  hiddenFields: [
+    ['spec', 'key'],
+    ['spec', 'identity', 'connectorData'],
+  ],
+
   prepareForCreate(obj: KubeObject, user: UserInfo | undefined): void {
     obj.spec ??= {};
     // A spec of another type is the schema's to report.
@@ -296,10 +288,6 @@ export const ownedAccessKeyStrategy: Strategy = {
       throw immutableKey(old.metadata.name ?? obj.metadata.name ?? '');
     } else {
       s.key = stored;
-    }
-    const oldConnectorData = old.spec?.identity?.connectorData;
-    if (oldConnectorData !== undefined && isPlainObject(s.identity) && s.identity.connectorData === undefined) {
-      s.identity.connectorData = oldConnectorData;
     }
     checkWeakensOnly(obj, old, user);
     scrubLastApplied(obj);
@@ -339,10 +327,7 @@ export const ownedAccessKeyStrategy: Strategy = {
     return { ...obj, spec: { ...obj.spec, key: hashAccessKey(key) } };
   },
 
-  toClient: withoutSecrets,
-
-  createResponse(stored: KubeObject, prepared: KubeObject): KubeObject {
-    const shown = withoutSecrets(stored);
+  createResponse(shown: KubeObject, prepared: KubeObject): KubeObject {
     const key = prepared.spec?.key;
     if (typeof key !== 'string' || isKeyHash(key)) return shown;
     return { ...shown, spec: { ...shown.spec, key } };
