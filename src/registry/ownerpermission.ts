@@ -8,6 +8,12 @@
  * a blocking reference whose uid names another object than its kind and name (or one in another namespace) is
  * refused outright. A uid that names no object is checked as the reference names it (as kube's admission does):
  * uids are the server's and never reused, so such a reference can never hold anything back.
+ *
+ * Any ownerReference is also a deletion trigger for the object that carries it: the garbage collector deletes an
+ * object once all its owners are absent. So (as kube's admission) a caller who may not delete an object may not add
+ * or change its ownerReferences, on update. Removing all of them is left to anyone who may update (an object with no
+ * owner is never collected); removing only some is not, since what remains may be owners already gone. A create needs
+ * nothing more: a creator could as well not have created the object, and a create replaces nothing.
  */
 import { Path, fieldError, type FieldError } from '../apimachinery/field.js';
 import type { KubeObject, OwnerReference } from '../apimachinery/types.js';
@@ -23,6 +29,36 @@ export type OwnerDeletionPermission =
  * (namespaced owners live in the dependent's namespace).
  */
 export type MayDeleteOwner = (ref: OwnerReference, namespace: string | undefined) => Promise<OwnerDeletionPermission>;
+
+/** Both checks, as every write by a client (create, update, patch, apply, dry run) needs them. */
+export async function checkOwnerReferencePermissions(obj: KubeObject, old: KubeObject | undefined, mayDelete: MayDeleteOwner): Promise<FieldError[]> {
+  return [...(await checkOwnerReferenceChange(obj, old, mayDelete)), ...(await checkBlockingOwnerReferences(obj, old, mayDelete))];
+}
+
+/** A change of an existing object's ownerReferences, other than removing them all, needs delete permission on it. */
+export async function checkOwnerReferenceChange(obj: KubeObject, old: KubeObject | undefined, mayDelete: MayDeleteOwner): Promise<FieldError[]> {
+  const refs = obj.metadata.ownerReferences ?? [];
+  if (!old || !refs.length || sameReferences(refs, old.metadata.ownerReferences ?? [])) return [];
+  const self = { apiVersion: obj.apiVersion ?? '', kind: obj.kind ?? '', name: obj.metadata.name ?? '', uid: old.metadata.uid ?? '' };
+  const permission = await mayDelete(self, obj.metadata.namespace);
+  if (permission.allowed) return [];
+  const why = 'reason' in permission ? permission.reason : permission.misnamed;
+  return [
+    fieldError.forbidden(
+      Path.root('metadata').child('ownerReferences'),
+      `cannot add or change ownerReferences on an object you can't delete (the garbage collector deletes an object whose owners are all gone; removing them all is allowed): ${why}`,
+    ),
+  ];
+}
+
+/** The same references, in any order (compared as JSON with sorted keys, as a client may reorder either). */
+function sameReferences(a: OwnerReference[], b: OwnerReference[]): boolean {
+  if (a.length !== b.length) return false;
+  const key = (r: OwnerReference) => JSON.stringify(Object.keys(r).sort().map((k) => [k, (r as unknown as Record<string, unknown>)[k]]));
+  const left = a.map(key).sort();
+  const right = b.map(key).sort();
+  return left.every((k, i) => k === right[i]);
+}
 
 export async function checkBlockingOwnerReferences(obj: KubeObject, old: KubeObject | undefined, mayDeleteOwner: MayDeleteOwner): Promise<FieldError[]> {
   const blockedBefore = new Set((old?.metadata.ownerReferences ?? []).filter((r) => r.blockOwnerDeletion === true).map((r) => r.uid));

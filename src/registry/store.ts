@@ -21,7 +21,7 @@ import { checkTypeMeta, dropUnknownFields, type FieldValidationOptions } from '.
 import type { ResourceDefinition } from './definitions.js';
 import { ResourceReader, type ListOptions, type RunningWatch, type WatchOptions, type WatchSink } from './reader.js';
 import { carryOverFields, withoutFields } from './hiddenfields.js';
-import { checkBlockingOwnerReferences, type MayDeleteOwner } from './ownerpermission.js';
+import { checkOwnerReferencePermissions, type MayDeleteOwner } from './ownerpermission.js';
 import { finalizersAfterDelete, type PropagationOptions } from './propagation.js';
 import type { Strategy, StoreLookup } from './strategy.js';
 
@@ -45,7 +45,7 @@ export interface WriteOptions extends FieldValidationOptions {
   fieldManager?: string;
   /** Who asks, for kinds whose rules depend on it. */
   user?: UserInfo;
-  /** The caller's permission to delete an owner, for blockOwnerDeletion; unset for the server's own writes. */
+  /** The caller's permission to delete an object (an owner, or the one written), for ownerReferences; unset for the server's own writes. */
   mayDeleteOwner?: MayDeleteOwner;
 }
 
@@ -403,7 +403,7 @@ export class Store {
 
   private async checkOwnerPermissions(obj: KubeObject, old: KubeObject | undefined, opts: WriteOptions): Promise<void> {
     if (!opts.mayDeleteOwner) return;
-    const errs = await checkBlockingOwnerReferences(obj, old, opts.mayDeleteOwner);
+    const errs = await checkOwnerReferencePermissions(obj, old, opts.mayDeleteOwner);
     if (errs.length) throw errors.invalid(this.def.groupKind, obj.metadata.name ?? '', errs);
   }
 

@@ -308,10 +308,11 @@ describe('blockOwnerDeletion needs delete permission on the owner', () => {
   let untouchable: any;
 
   beforeAll(async () => {
-    // bob may read and change `mine` and delete `deletable`; `untouchable` gives him nothing.
+    // bob may read, change and delete `mine` (so he may set its ownerReferences) and delete `deletable`;
+    // `untouchable` gives him nothing.
     deletable = await create(uniq('deletable'), {}, { access: [{ verbs: ['delete'], users: ['bob'] }] });
     untouchable = await create(uniq('untouchable'));
-    mine = await create(uniq('mine'), {}, { access: [{ verbs: ['get', 'update', 'patch'], users: ['bob'] }] });
+    mine = await create(uniq('mine'), {}, { access: [{ verbs: ['get', 'update', 'patch', 'delete'], users: ['bob'] }] });
   });
 
   const setOwners = (owners: unknown[]) => bob.patch(path(mine.metadata.name), { metadata: { ownerReferences: owners } }, MERGE_PATCH);
@@ -364,8 +365,8 @@ describe('blockOwnerDeletion is checked against the object the uid names', () =>
     deletable = await create(uniq('deletable'), {}, { access: [{ verbs: ['delete'], users: ['bob'] }] });
   });
 
-  /** A dependent bob may change, held by a finalizer so that a blocking reference on it would hold its owner. */
-  const dependent = () => create(uniq('dep'), { finalizers: [HOLD] }, { access: [{ verbs: ['get', 'update', 'patch'], users: ['bob'] }] });
+  /** A dependent bob may change (and delete), held by a finalizer so that a blocking reference on it would hold its owner. */
+  const dependent = () => create(uniq('dep'), { finalizers: [HOLD] }, { access: [{ verbs: ['get', 'update', 'patch', 'delete'], users: ['bob'] }] });
   const misnamed = (dep: any, uid: string, named: any) =>
     `SharedSecret.management.platform.sh "${dep.metadata.name}" is invalid: metadata.ownerReferences[0].uid: Invalid value: "${uid}": ` +
     `is the uid of another object than the SharedSecret "${named.metadata.name}" in the namespace "${NS}" this reference names; ` +
@@ -426,6 +427,83 @@ describe('blockOwnerDeletion is checked against the object the uid names', () =>
     const res = await bob.patch(path(dep.metadata.name), { metadata: { ownerReferences: [ref(deletable, { blockOwnerDeletion: true })] } }, MERGE_PATCH);
     expect(res.status).toBe(200);
     expect(res.body.metadata.ownerReferences).toEqual([ref(deletable, { blockOwnerDeletion: true })]);
+  });
+});
+
+describe('ownerReferences can be added or changed only by a caller who may delete the object', () => {
+  const APPLY_PATCH = 'application/apply-patch+yaml';
+  const MADE_UP = '00000000-0000-0000-0000-0000000000c8';
+  let owner: any;
+  let other: any;
+
+  beforeAll(async () => {
+    owner = await create(uniq('owner'));
+    other = await create(uniq('other'));
+  });
+
+  /** An object bob may read and change but not delete, with the owners root gave it. */
+  const updatable = (ownerReferences?: unknown[]) =>
+    create(uniq('upd'), ownerReferences ? { ownerReferences } : {}, { access: [{ verbs: ['get', 'update', 'patch'], users: ['bob'] }] });
+  const forbidden = (obj: any) =>
+    `SharedSecret.management.platform.sh "${obj.metadata.name}" is invalid: metadata.ownerReferences: Forbidden: ` +
+    `cannot add or change ownerReferences on an object you can't delete (the garbage collector deletes an object whose owners are all gone; removing them all is allowed): ` +
+    `User "bob" cannot delete sharedsecrets.management.platform.sh "${obj.metadata.name}" in the namespace "${NS}"`;
+  const expectForbidden = (res: HttpResponse, obj: any) => {
+    expectStatus(res, 422, 'Invalid', forbidden(obj));
+    expect(res.body.details.causes).toEqual([expect.objectContaining({ reason: 'FieldValueForbidden', field: 'metadata.ownerReferences' })]);
+  };
+
+  test('bob, who cannot DELETE it, cannot have the garbage collector delete it with a made-up owner: 422 on every path', async () => {
+    const obj = await updatable();
+    expectStatus(await bob.delete(path(obj.metadata.name)), 403, 'Forbidden');
+    const before = await stored(obj.metadata.name);
+    const owners = [{ ...ref(owner), uid: MADE_UP }];
+    expectForbidden(await bob.patch(path(obj.metadata.name), { metadata: { ownerReferences: owners } }, MERGE_PATCH), obj);
+    expectForbidden(await bob.patch(path(obj.metadata.name, '?dryRun=All'), { metadata: { ownerReferences: owners } }, MERGE_PATCH), obj);
+    expectForbidden(await bob.patch(path(obj.metadata.name), [{ op: 'add', path: '/metadata/ownerReferences', value: owners }], JSON_PATCH), obj);
+    expectForbidden(await bob.put(path(obj.metadata.name), { ...obj, metadata: { ...obj.metadata, ownerReferences: owners } }), obj);
+    const config = { apiVersion: API_VERSION, kind: 'SharedSecret', metadata: { name: obj.metadata.name, namespace: NS, ownerReferences: owners } };
+    expectForbidden(await bob.patch(path(obj.metadata.name, '?fieldManager=bob'), JSON.stringify(config), APPLY_PATCH), obj);
+    // A real owner is refused as well: any reference makes the object collectable once its owner goes.
+    expectForbidden(await bob.patch(path(obj.metadata.name), { metadata: { ownerReferences: [ref(owner)] } }, MERGE_PATCH), obj);
+    expect(await stored(obj.metadata.name)).toEqual(before);
+  });
+
+  test('changing an existing reference, or removing only some, is refused; the references stay as they were', async () => {
+    const obj = await updatable([ref(owner), ref(other)]);
+    const before = await stored(obj.metadata.name);
+    expectForbidden(await bob.patch(path(obj.metadata.name), { metadata: { ownerReferences: [ref(owner), { ...ref(other), uid: MADE_UP }] } }, MERGE_PATCH), obj);
+    expectForbidden(await bob.patch(path(obj.metadata.name), { metadata: { ownerReferences: [ref(owner), ref(other, { controller: true })] } }, MERGE_PATCH), obj);
+    // What remains may be owners already gone (the collector has not caught up yet): then the object would go.
+    expectForbidden(await bob.patch(path(obj.metadata.name), [{ op: 'remove', path: '/metadata/ownerReferences/0' }], JSON_PATCH), obj);
+    expect(await stored(obj.metadata.name)).toEqual(before);
+  });
+
+  test('other changes, the same references in another order, and removing them all are allowed', async () => {
+    const obj = await updatable([ref(owner), ref(other)]);
+    const labelled = await bob.patch(path(obj.metadata.name), { metadata: { labels: { by: 'bob' } } }, MERGE_PATCH);
+    expect(labelled.status).toBe(200);
+    expect(labelled.body.metadata.ownerReferences).toEqual([ref(owner), ref(other)]);
+    const reordered = await bob.put(path(obj.metadata.name), { ...labelled.body, metadata: { ...labelled.body.metadata, ownerReferences: [ref(other), ref(owner)] } });
+    expect(reordered.status).toBe(200);
+    const removed = await bob.patch(path(obj.metadata.name), { metadata: { ownerReferences: null } }, MERGE_PATCH);
+    expect(removed.status).toBe(200);
+    expect(removed.body.metadata.ownerReferences).toBeUndefined();
+    // Without owners it is never collected: its old owner's deletion leaves it.
+    const gone1 = await create(uniq('owner'));
+    const kept = await updatable([ref(gone1)]);
+    expect((await bob.patch(path(kept.metadata.name), { metadata: { ownerReferences: null } }, MERGE_PATCH)).status).toBe(200);
+    expect((await root.delete(path(gone1.metadata.name))).status).toBe(200);
+    await gone(gone1.metadata.name);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect((await root.get(path(kept.metadata.name))).status).toBe(200);
+  });
+
+  test('a caller who may delete the object may set them', async () => {
+    const obj = await create(uniq('del'), {}, { access: [{ verbs: ['get', 'patch', 'delete'], users: ['bob'] }] });
+    const res = await bob.patch(path(obj.metadata.name), { metadata: { ownerReferences: [ref(owner)] } }, MERGE_PATCH);
+    expect(res.status).toBe(200);
+    expect(res.body.metadata.ownerReferences).toEqual([ref(owner)]);
   });
 });
 
