@@ -2,14 +2,15 @@
  * The garbage collector (after kube's pkg/controller/garbagecollector): a client of the registry that watches
  * every resource, keeps an index of objects by uid and of dependents by owner uid, and
  *
- * - deletes an object whose ownerReferences all point to owners that no longer exist (looked up by uid among
- *   our kinds, so a recreated owner with the same name but another uid does not count), in the background and
- *   with a precondition on the object's uid;
- * - for an owner being deleted with the `orphan` finalizer, removes the ownerReferences to it from its
- *   dependents, then the finalizer;
+ * - deletes an object whose ownerReferences all point to owners that do not exist (looked up as kube's collector
+ *   does: by the reference's kind, the dependent's namespace and the name, and absent unless the object found
+ *   has the reference's uid; see ownerlookup.ts), in the background and with a precondition on the object's uid;
+ * - for an owner being deleted with the `orphan` finalizer, removes the ownerReferences to it (by kind, name and
+ *   uid) from its dependents, then the finalizer;
  * - for an owner being deleted with the `foregroundDeletion` finalizer, deletes its dependents first (in the
  *   foreground themselves when they have dependents), waits until those with `blockOwnerDeletion` are gone,
- *   then removes the finalizer.
+ *   then removes the finalizer. Only references to it by kind, name and uid make a dependent: one that merely
+ *   carries its uid points to no owner, so it is collected as such and never holds the deletion.
  *
  * Every decision is taken on a fresh read from storage, never on the index alone, so a stale index can delay
  * work but not cause a wrong deletion. It holds no state of its own: after a restart or a leader change it
@@ -18,6 +19,7 @@
 import type { KubeObject, OwnerReference } from '../apimachinery/types.js';
 import { FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN_DEPENDENTS } from '../apimachinery/objectmeta.js';
 import { isStatusError } from '../apimachinery/status.js';
+import { findOwner, refersTo } from '../registry/ownerlookup.js';
 import type { Registry } from '../registry/registry.js';
 import type { PropagationPolicy } from '../registry/propagation.js';
 import type { DeleteOptions, Store } from '../registry/store.js';
@@ -209,9 +211,14 @@ export class GarbageCollector {
     const dangling: OwnerReference[] = [];
     const waiting: OwnerReference[] = [];
     for (const ref of refs) {
-      const owner = await this.resolveOwner(ref, meta.namespace);
-      if (!owner) dangling.push(ref);
-      else if (owner.metadata.deletionTimestamp && owner.metadata.finalizers?.includes(FINALIZER_FOREGROUND)) waiting.push(ref);
+      const owner = await findOwner(this.registry, ref, meta.namespace);
+      if ('unresolvable' in owner) {
+        // As kube's collector: an owner it cannot look up is neither there nor absent, so the object is left as it is.
+        this.log('garbage collector: cannot look an owner up, leaving the object alone', { resource: node.store.def.plural, name: node.name, why: owner.unresolvable });
+        return;
+      }
+      if ('absent' in owner) dangling.push(ref);
+      else if (owner.found.metadata.deletionTimestamp && owner.found.metadata.finalizers?.includes(FINALIZER_FOREGROUND)) waiting.push(ref);
       else solid.push(ref);
     }
 
@@ -227,7 +234,7 @@ export class GarbageCollector {
       return;
     }
 
-    const deps = waiting.length ? await this.findDependents(node.uid) : [];
+    const deps = waiting.length ? await this.findDependents(node, current) : [];
     if (deps.length) {
       // Part of a foreground deletion and an owner itself: its dependents go first. A dependent already waiting
       // for its own dependents means a cycle; then this object stops blocking its owners, as kube does.
@@ -251,12 +258,12 @@ export class GarbageCollector {
   }
 
   /** Orphan: the dependents lose their references to the owner, then the owner loses the `orphan` finalizer. */
-  private async orphanDependents(owner: Node, _current: KubeObject): Promise<void> {
-    for (const dep of await this.findDependents(owner.uid)) {
+  private async orphanDependents(owner: Node, current: KubeObject): Promise<void> {
+    for (const dep of await this.findDependents(owner, current)) {
       const depNode = this.nodeOf(dep);
       if (!depNode) continue;
       await this.patchIfSame(depNode, (obj) => {
-        const refs = (obj.metadata.ownerReferences ?? []).filter((r) => r.uid !== owner.uid);
+        const refs = (obj.metadata.ownerReferences ?? []).filter((r) => !refersTo(r, obj.metadata.namespace, current, owner.store));
         if (refs.length) obj.metadata.ownerReferences = refs;
         else delete obj.metadata.ownerReferences;
         return obj;
@@ -267,14 +274,14 @@ export class GarbageCollector {
   }
 
   /** Foreground: dependents are deleted; once none blocking remains, the owner loses `foregroundDeletion`. */
-  private async deleteDependentsFirst(owner: Node, _current: KubeObject): Promise<void> {
-    const deps = await this.findDependents(owner.uid);
+  private async deleteDependentsFirst(owner: Node, current: KubeObject): Promise<void> {
+    const deps = await this.findDependents(owner, current);
     for (const dep of deps) {
       const depNode = this.nodeOf(dep);
       // Each dependent decides for itself (it may have other owners); the owner counts as waiting for it.
       if (depNode && !dep.metadata.deletionTimestamp) this.enqueue(depNode.uid);
     }
-    const blocking = deps.filter((d) => (d.metadata.ownerReferences ?? []).some((r) => r.uid === owner.uid && r.blockOwnerDeletion === true));
+    const blocking = deps.filter((d) => (d.metadata.ownerReferences ?? []).some((r) => r.blockOwnerDeletion === true && refersTo(r, d.metadata.namespace, current, owner.store)));
     if (blocking.length) return; // woken again when they are gone or stop blocking
     this.log('garbage collector: dependents deleted, finishing foreground deletion', { resource: owner.store.def.plural, namespace: owner.namespace, name: owner.name });
     await this.removeFinalizer(owner, FINALIZER_FOREGROUND);
@@ -333,26 +340,16 @@ export class GarbageCollector {
   }
 
   /**
-   * The owner a reference points to, if it exists: looked up by the reference's kind and name (fresh read) and
-   * accepted only with the same uid; failing that, by uid among all our objects (again confirmed by a fresh read).
+   * Every object with an ownerReference to `owner` (as `current`) by kind, name and uid, read now (consistent lists)
+   * rather than from the index.
    */
-  private async resolveOwner(ref: OwnerReference, dependentNamespace: string | undefined): Promise<KubeObject | undefined> {
-    const store = this.storeFor(ref.apiVersion, ref.kind);
-    if (store && (!store.def.namespaced || dependentNamespace)) {
-      const obj = await this.fresh(store, store.def.namespaced ? dependentNamespace : undefined, ref.name, ref.uid);
-      if (obj) return obj;
-    }
-    const node = this.nodes.get(ref.uid);
-    if (node) return this.fresh(node.store, node.namespace, node.name, node.uid);
-    return undefined;
-  }
-
-  /** Every object that has an ownerReference to `uid`, read now (consistent lists) rather than from the index. */
-  private async findDependents(uid: string): Promise<KubeObject[]> {
+  private async findDependents(owner: Node, current: KubeObject): Promise<KubeObject[]> {
     const out: KubeObject[] = [];
     for (const store of this.stores) {
       const list = await store.list(undefined);
-      for (const obj of list.items) if ((obj.metadata.ownerReferences ?? []).some((r) => r.uid === uid)) out.push(obj);
+      for (const obj of list.items) {
+        if ((obj.metadata.ownerReferences ?? []).some((r) => refersTo(r, obj.metadata.namespace, current, owner.store))) out.push(obj);
+      }
     }
     return out;
   }

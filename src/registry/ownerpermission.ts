@@ -4,10 +4,10 @@
  * owner may set it. Only references that newly block are checked, so an unrelated update by someone else
  * is never refused over a reference it did not touch.
  *
- * The garbage collector finds an owner by the reference's uid, so the owner checked is the object the uid names;
- * a blocking reference whose uid names another object than its kind and name (or one in another namespace) is
- * refused outright. A uid that names no object is checked as the reference names it (as kube's admission does):
- * uids are the server's and never reused, so such a reference can never hold anything back.
+ * The garbage collector finds an owner by the reference's kind, name and namespace, and only with the reference's
+ * uid: a blocking reference whose uid is not that of the object it names (so it points to no owner) is refused
+ * outright, told only to a caller who may delete what it names. A name that names no object is checked as kube's
+ * admission does; it can hold nothing back.
  *
  * Any ownerReference is also a deletion trigger for the object that carries it: the garbage collector deletes an
  * object once all its owners are absent. So (as kube's admission) a caller who may not delete an object may not add
@@ -21,12 +21,12 @@ import type { KubeObject, OwnerReference } from '../apimachinery/types.js';
 export type OwnerDeletionPermission =
   | { allowed: true }
   | { allowed: false; reason: string }
-  /** The reference's uid is that of another object than the one its kind and name say: why, for a person. */
+  /** The object the reference's kind and name say has another uid than the reference: why, for a person. */
   | { allowed: false; misnamed: string };
 
 /**
- * Whether the caller may delete the object `ref`'s uid names, which must be the object its kind and name name
- * (namespaced owners live in the dependent's namespace).
+ * Whether the caller may delete the object `ref` names by kind and name (namespaced ones live in `namespace`, the
+ * dependent's), which must have `ref`'s uid if it exists.
  */
 export type MayDeleteOwner = (ref: OwnerReference, namespace: string | undefined) => Promise<OwnerDeletionPermission>;
 

@@ -330,3 +330,96 @@ describe('GarbageCollector', () => {
     }
   }, 30_000);
 });
+
+/**
+ * References stored before the API checked them (or written by the server itself): the collector looks an owner up
+ * as kube's does, by kind, namespace and name, and takes it for absent unless it has the reference's uid.
+ */
+describe('owners are looked up by kind, namespace and name, with the uid', () => {
+  const HOLD = 'example.com/hold';
+
+  async function getSecret(namespace: string, name: string): Promise<KubeObject | undefined> {
+    try {
+      return await secrets.get(namespace, name);
+    } catch (err) {
+      if (isStatusError(err, 'NotFound')) return undefined;
+      throw err;
+    }
+  }
+
+  async function release(name: string): Promise<void> {
+    await clusters.update(undefined, name, {
+      patch: (obj) => {
+        delete obj.metadata.finalizers;
+        return obj;
+      },
+    }).catch((err) => {
+      if (!isStatusError(err, 'NotFound')) throw err;
+    });
+  }
+
+  test("a reference with one object's name and another's uid points to no owner: the dependent is collected", async () => {
+    startGc();
+    const named = await createCluster(uniq('named'));
+    const other = await createCluster(uniq('other'));
+    const dep = await createCluster(uniq('dep'), [{ ...ref(named), uid: other.metadata.uid! }]);
+    await waitFor('the dependent to be collected', async () => !(await exists(dep.metadata.name!)));
+    expect(await exists(named.metadata.name!)).toBe(true);
+    expect(await exists(other.metadata.name!)).toBe(true);
+  }, 20_000);
+
+  test("a blocking reference that only carries the owner's uid does not hold its foreground deletion", async () => {
+    startGc();
+    const owner = await createCluster(uniq('owner'));
+    const named = await createCluster(uniq('named'));
+    // Held by a finalizer of its own, so that it would hold the owner for as long as the test lasts.
+    const body = clusterBody(uniq('dep')) as KubeObject;
+    body.metadata.finalizers = [HOLD];
+    body.metadata.ownerReferences = [{ ...ref(named), uid: owner.metadata.uid!, blockOwnerDeletion: true }];
+    const dep = await clusters.create(undefined, body);
+    try {
+      await deleteWithPolicy(owner.metadata.name!, 'Foreground');
+      await waitFor('the owner to be gone', async () => !(await exists(owner.metadata.name!)), 10_000);
+      expect(await exists(named.metadata.name!)).toBe(true);
+    } finally {
+      await release(dep.metadata.name!);
+    }
+  }, 20_000);
+
+  test('a blocking reference by kind, name and uid still holds it until the dependent is gone', async () => {
+    startGc();
+    const owner = await createCluster(uniq('owner'));
+    const body = clusterBody(uniq('dep')) as KubeObject;
+    body.metadata.finalizers = [HOLD];
+    body.metadata.ownerReferences = [ref(owner, { blockOwnerDeletion: true })];
+    const dep = await clusters.create(undefined, body);
+    await deleteWithPolicy(owner.metadata.name!, 'Foreground');
+    await waitFor('the dependent to be deleted', async () => !!(await getCluster(dep.metadata.name!))?.metadata.deletionTimestamp);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await exists(owner.metadata.name!)).toBe(true);
+    await release(dep.metadata.name!);
+    await waitFor('the owner to be gone', async () => !(await exists(owner.metadata.name!)));
+  }, 20_000);
+
+  test("a namespaced owner is looked up in the dependent's namespace only", async () => {
+    startGc();
+    const owner = await createSecret(uniq('owner'));
+    const body = secretBody(uniq('dep')) as KubeObject;
+    body.metadata.ownerReferences = [ref(owner)];
+    const elsewhere = await secrets.create(`${NS}-other`, body);
+    const here = await createSecret(uniq('dep'), [ref(owner)]);
+    await waitFor('the dependent in the other namespace to be collected', async () => !(await getSecret(`${NS}-other`, elsewhere.metadata.name!)));
+    expect((await getSecret(NS, here.metadata.name!))?.metadata.uid).toBe(here.metadata.uid);
+    expect(await getSecret(NS, owner.metadata.name!)).toBeDefined();
+  }, 20_000);
+
+  test('a cluster-scoped object with a namespaced owner is left alone, as kube leaves it', async () => {
+    startGc();
+    const ghost = await createCluster(uniq('dep'), [{ apiVersion: API_VERSION, kind: 'SharedSecret', name: uniq('ghost'), uid: randomUUID() }]);
+    const collected = await createCluster(uniq('dep'), [{ apiVersion: API_VERSION, kind: 'Cluster', name: uniq('ghost'), uid: randomUUID() }]);
+    await waitFor('the one with a cluster-scoped owner to be collected', async () => !(await exists(collected.metadata.name!)));
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await exists(ghost.metadata.name!)).toBe(true);
+    await clusters.delete(undefined, ghost.metadata.name!);
+  }, 20_000);
+});
