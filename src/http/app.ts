@@ -24,6 +24,7 @@ import { negotiateResponse } from './negotiation.js';
 import { OIDC_PATHS, oidcHandler, type OidcOptions } from './oidc.js';
 import { OpenAPIService, isOpenAPIPath } from './openapi.js';
 import { resolveRequestInfo, type RequestInfo } from './requestinfo.js';
+import { forbidden } from './forbidden.js';
 import { handleResource } from './resources.js';
 import { writeError, writeObject } from './responses.js';
 import { versionInfo } from './version.js';
@@ -286,18 +287,4 @@ async function decide(authorizer: Authorizer, attrs: Attributes): Promise<Decisi
   const limited = attrs.user.restriction?.check(attrs);
   if (limited && !limited.allowed) return { decision: 'deny', reason: limited.reason };
   return authorizer.authorize(attrs);
-}
-
-/** kube's responsewriters.Forbidden message. */
-function forbidden(a: Attributes, reason?: string): errors.StatusError {
-  let message: string;
-  if (!a.isResourceRequest) {
-    message = `User ${JSON.stringify(a.user.name)} cannot ${a.verb} path ${JSON.stringify(a.path)}`;
-  } else {
-    const resource = a.subresource ? `${a.resource}/${a.subresource}` : a.resource;
-    const scope = a.namespace ? `in the namespace ${JSON.stringify(a.namespace)}` : 'at the cluster scope';
-    message = `User ${JSON.stringify(a.user.name)} cannot ${a.verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(a.apiGroup)} ${scope}`;
-  }
-  if (reason) message += `: ${reason}`;
-  return errors.forbidden(a.isResourceRequest ? { group: a.apiGroup, resource: a.resource } : undefined, a.name, message);
 }

@@ -292,6 +292,49 @@ describe('SubjectAccessReview', () => {
     }
   });
 
+  test('an apply that would create needs create, not only patch (kube authorizes a create-on-update as create); PUT never creates', async () => {
+    const ns = uniq('applycreate');
+    const existing = await make('sharedsecrets', {}, { ns });
+    host.put(role(ns, 'patcher', [rule(['sharedsecrets'], ['get', 'patch', 'update'])]));
+    host.put(binding(ns, 'dave-patches', { kind: 'Role', name: 'patcher' }, [{ kind: 'User', name: 'tr-dave', apiGroup: 'rbac.authorization.k8s.io' }]));
+    const name = uniq('new');
+    const target: Target = { kind: 'sharedsecrets', ns, name };
+    const path = `${collectionPath('sharedsecrets', ns)}/${name}`;
+    const config = { apiVersion: `${GROUP}/v1`, kind: 'SharedSecret', metadata: { name }, spec: { displayName: 'made by apply', data: { token: 'c2VjcmV0' } } };
+    const apply = (query = '') =>
+      as.dave.request('PATCH', `${path}?fieldManager=dave${query}`, { body: JSON.stringify(config), contentType: 'application/apply-patch+yaml' });
+    const refused = {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: `sharedsecrets.${GROUP} ${JSON.stringify(name)} is forbidden: User "tr-dave" cannot create resource "sharedsecrets" in API group ${JSON.stringify(GROUP)} in the namespace ${JSON.stringify(ns)}`,
+      reason: 'Forbidden',
+      details: { name, group: GROUP, kind: 'sharedsecrets' },
+      code: 403,
+    };
+    expectForbidden(await act(as.dave, 'create', target), 'tr-dave', 'create', target);
+    for (const query of ['', '&dryRun=All']) {
+      const res = await apply(query);
+      expect({ query, status: res.status, body: res.body }).toEqual({ query, status: 403, body: refused });
+    }
+    // A PUT of a missing object is 404, not a create.
+    const put = await as.dave.request('PUT', path, { body: config });
+    expect({ status: put.status, reason: put.body?.reason }).toEqual({ status: 404, reason: 'NotFound' });
+    expect((await admin.request('GET', path)).status).toBe(404);
+    // Applying to an existing object needs only patch.
+    const onExisting = { ...config, metadata: { name: existing.name }, spec: { ...config.spec, displayName: 'applied' } };
+    const applied = await as.dave.request('PATCH', `${collectionPath('sharedsecrets', ns)}/${existing.name}?fieldManager=dave&force=true`, {
+      body: JSON.stringify(onExisting),
+      contentType: 'application/apply-patch+yaml',
+    });
+    expect({ status: applied.status, displayName: applied.body?.spec?.displayName }).toEqual({ status: 200, displayName: 'applied' });
+    // With create as well, the apply creates.
+    host.put(role(ns, 'patcher', [rule(['sharedsecrets'], ['get', 'patch', 'update', 'create'])]));
+    const created = await apply();
+    expect({ status: created.status, name: created.body?.metadata?.name }).toEqual({ status: 201, name });
+  });
+
   test('a ClusterRoleBinding to a group grants clusters to TokenReview members of the group, and to nobody else', async () => {
     const c = await make('clusters');
     host.put(role('', 'cluster-viewer', [rule(['clusters'], ['get', 'list'])]));
