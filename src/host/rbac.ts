@@ -1,5 +1,5 @@
 /**
- * The four RBAC kinds of the host cluster through client-node: list by label, create, replace, delete, and a watch
+ * The four RBAC kinds of the host cluster through client-node: list by label, get, create, replace, delete, and a watch
  * by label. The typed client has one method per kind and verb; the table below keeps the rest of the code kind-free.
  */
 import { RbacAuthorizationV1Api, Watch } from '@kubernetes/client-node';
@@ -14,6 +14,7 @@ type Api = RbacAuthorizationV1Api;
 type AnyBody = any; // the generated V1Role/V1RoleBinding/... types; RbacObject is their JSON
 interface Ops {
   list(api: Api, labelSelector: string): Promise<{ items: unknown[]; metadata?: { resourceVersion?: string } }>;
+  get(api: Api, namespace: string, name: string): Promise<unknown>;
   create(api: Api, obj: RbacObject): Promise<unknown>;
   replace(api: Api, obj: RbacObject): Promise<unknown>;
   delete(api: Api, namespace: string, name: string): Promise<unknown>;
@@ -22,24 +23,28 @@ interface Ops {
 const OPS: Record<RbacKind, Ops> = {
   Role: {
     list: (api, labelSelector) => api.listRoleForAllNamespaces({ labelSelector }),
+    get: (api, namespace, name) => api.readNamespacedRole({ name, namespace }),
     create: (api, o) => api.createNamespacedRole({ namespace: o.metadata.namespace!, body: o as AnyBody }),
     replace: (api, o) => api.replaceNamespacedRole({ name: o.metadata.name, namespace: o.metadata.namespace!, body: o as AnyBody }),
     delete: (api, namespace, name) => api.deleteNamespacedRole({ name, namespace }),
   },
   RoleBinding: {
     list: (api, labelSelector) => api.listRoleBindingForAllNamespaces({ labelSelector }),
+    get: (api, namespace, name) => api.readNamespacedRoleBinding({ name, namespace }),
     create: (api, o) => api.createNamespacedRoleBinding({ namespace: o.metadata.namespace!, body: o as AnyBody }),
     replace: (api, o) => api.replaceNamespacedRoleBinding({ name: o.metadata.name, namespace: o.metadata.namespace!, body: o as AnyBody }),
     delete: (api, namespace, name) => api.deleteNamespacedRoleBinding({ name, namespace }),
   },
   ClusterRole: {
     list: (api, labelSelector) => api.listClusterRole({ labelSelector }),
+    get: (api, _namespace, name) => api.readClusterRole({ name }),
     create: (api, o) => api.createClusterRole({ body: o as AnyBody }),
     replace: (api, o) => api.replaceClusterRole({ name: o.metadata.name, body: o as AnyBody }),
     delete: (api, _namespace, name) => api.deleteClusterRole({ name }),
   },
   ClusterRoleBinding: {
     list: (api, labelSelector) => api.listClusterRoleBinding({ labelSelector }),
+    get: (api, _namespace, name) => api.readClusterRoleBinding({ name }),
     create: (api, o) => api.createClusterRoleBinding({ body: o as AnyBody }),
     replace: (api, o) => api.replaceClusterRoleBinding({ name: o.metadata.name, body: o as AnyBody }),
     delete: (api, _namespace, name) => api.deleteClusterRoleBinding({ name }),
@@ -60,6 +65,16 @@ export class HostRbac {
     // client-node decodes into its own classes; plain JSON compares and copies simply.
     const items = (JSON.parse(JSON.stringify(list.items)) as RbacObject[]).map((o) => ({ ...o, apiVersion: RBAC_API_VERSION, kind }));
     return { items, resourceVersion: list.metadata?.resourceVersion ?? '' };
+  }
+
+  /** The object of that name, or undefined when there is none. */
+  async get(kind: RbacKind, namespace: string | undefined, name: string): Promise<RbacObject | undefined> {
+    try {
+      return plain(await this.host.call(`get ${PLURAL[kind]} ${namespace ? `${namespace}/` : ''}${name}`, () => OPS[kind].get(this.api, namespace ?? '', name)), kind);
+    } catch (err) {
+      if (err instanceof HostClusterError && err.code === 404) return undefined;
+      throw err;
+    }
   }
 
   async create(obj: RbacObject): Promise<RbacObject> {
