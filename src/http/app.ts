@@ -265,6 +265,10 @@ function authorize(authorizer: Authorizer, visibleTo: AppOptions['visibleTo'], i
     const decision = await authorizer.authorize(attrs);
     let visible: ((obj: KubeObject) => boolean) | undefined;
     locals(res).authorization = { decision: 'allow' };
+    if (decision.decision === 'allow' && (await grantedForThisNameOnly(authorizer, attrs))) {
+      visible = visibleTo?.(attrs);
+      if (visible) locals(res).authorization = { decision: 'allow', reason: 'only while the object lets the user see it' };
+    }
     if (decision.decision !== 'allow') {
       visible = visibleTo?.(attrs);
       locals(res).authorization = visible ? { decision: 'allow', reason: 'only the objects the user may see' } : { decision: 'forbid', reason: decision.reason };
@@ -280,6 +284,16 @@ function authorize(authorizer: Authorizer, visibleTo: AppOptions['visibleTo'], i
     locals(res).authorizeOther = (other) => decide(authorizer, { ...other, user });
     next();
   };
+}
+
+/**
+ * A watch outlives its authorization. One of a single object that is allowed for that name only (by the object's
+ * access list, or by host RBAC naming it, which the access sync generates from that list) is served filtered like
+ * a collection watch, so that a grant revoked while it runs ends what it shows.
+ */
+async function grantedForThisNameOnly(authorizer: Authorizer, attrs: Attributes): Promise<boolean> {
+  if (attrs.verb !== 'watch' || !attrs.name) return false;
+  return (await authorizer.authorize({ ...attrs, name: '' })).decision !== 'allow';
 }
 
 /** What the caller may do besides the request itself: its credential's restriction first, then the authorizers. */

@@ -18,11 +18,13 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeCa, makeCert, type TestCert } from '../support/certs.js';
-import { authMatrix, collectionPath, expectAllowed, KINDS, type Caller, type Target, type Verb } from '../support/authmatrix.js';
-import { DIRECT_PREFIX, GROUP, uniq } from '../support/fixtures.js';
+import { authMatrix, collectionPath, expectAllowed, KINDS, objectPath, type Caller, type Target, type Verb } from '../support/authmatrix.js';
+import { DIRECT_PREFIX, GROUP, MERGE_PATCH, uniq } from '../support/fixtures.js';
 import { startHostCluster, type HostClusterStandIn, type KubeObj } from '../support/hostcluster.js';
 import { HttpClient, type HttpResponse, type RequestOptions } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { waitFor } from '../support/wait.js';
+import { closeWatches, openWatch } from '../support/watch.js';
 
 const secret = (who: string) => `${who}-${randomBytes(24).toString('hex')}`;
 
@@ -92,6 +94,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterEach(async () => {
+  closeWatches();
   host.onSubjectAccessReview = undefined;
   await host.setDown(false);
 });
@@ -281,6 +284,8 @@ describe('SubjectAccessReview', () => {
     const ns = uniq('sa');
     const a = await make('sharedsecrets', {}, { ns });
     const b = await make('sharedsecrets', { owner: { user: 'someone' } }, { ns });
+    // The access sync writes b (finalizer, condition) for its owner: its updates are done before the ones below.
+    await waitFor('b to be AccessSynced', async () => (await admin.request('GET', objectPath(b))).body?.status?.conditions?.some((c: any) => c.type === 'AccessSynced'));
     host.put(role(ns, 'deployer', [rule(['sharedsecrets', 'sharedsecrets/status'], ['get', 'list', 'update'])]));
     host.put(binding(ns, 'deployer', { kind: 'Role', name: 'deployer' }, [{ kind: 'ServiceAccount', name: 'deployer', namespace: 'ci' }]));
     for (const prefix of PREFIXES) {
@@ -333,6 +338,39 @@ describe('SubjectAccessReview', () => {
     host.put(role(ns, 'patcher', [rule(['sharedsecrets'], ['get', 'patch', 'update', 'create'])]));
     const created = await apply();
     expect({ status: created.status, name: created.body?.metadata?.name }).toEqual({ status: 201, name });
+  });
+
+  test('a watch of one object that host RBAC allows for that name only (as access sync makes it) ends in DELETED when the grant goes', async () => {
+    const ns = uniq('namedwatch');
+    const t = await make('sharedsecrets', { access: [{ verbs: ['get', 'list', 'watch'], users: ['tr-dave'] }] }, { ns });
+    // The access sync turns the entry into a Role for this name: the host allows the watch by itself.
+    const roleName = `platform-sharedsecret-${t.name}-access-0`;
+    await waitFor('the generated Role and RoleBinding', () => host.get('roles', ns, roleName) && host.get('rolebindings', ns, roleName));
+    const s = await openWatch(as.dave, `${objectPath(t)}?watch=true`);
+    expect(s.status).toBe(200);
+    await s.count(1);
+    const revoke = await admin.request('PATCH', objectPath(t), { body: { spec: { access: null } }, contentType: MERGE_PATCH });
+    expect(revoke.status).toBe(200);
+    // The data changes before the access sync has removed the Role.
+    const changed = await admin.request('PATCH', objectPath(t), { body: { spec: { data: { token: 'bmV3LXNlY3JldA==' } } }, contentType: MERGE_PATCH });
+    expect(changed.status).toBe(200);
+    await s.count(2);
+    await s.quiet(300);
+    expect(s.events.map((e) => ({ type: e.type, rv: e.object.metadata.resourceVersion, data: e.object.spec?.data }))).toEqual([
+      { type: 'ADDED', rv: expect.any(String), data: { token: 'c2VjcmV0' } },
+      { type: 'DELETED', rv: revoke.body.metadata.resourceVersion, data: { token: 'c2VjcmV0' } },
+    ]);
+  });
+
+  test('a watch of one object allowed by host RBAC for the whole kind is not filtered by access lists', async () => {
+    const ns = uniq('kindwatch');
+    const t = await make('sharedsecrets', {}, { ns });
+    host.put(role(ns, 'watcher', [rule(['sharedsecrets'], ['get', 'list', 'watch'])]));
+    host.put(binding(ns, 'dave-watches', { kind: 'Role', name: 'watcher' }, [{ kind: 'User', name: 'tr-dave', apiGroup: 'rbac.authorization.k8s.io' }]));
+    const s = await openWatch(as.dave, `${objectPath(t)}?watch=true`);
+    expect(s.status).toBe(200);
+    const first = await s.nth(1);
+    expect({ type: first.type, name: first.object.metadata.name }).toEqual({ type: 'ADDED', name: t.name });
   });
 
   test('a ClusterRoleBinding to a group grants clusters to TokenReview members of the group, and to nobody else', async () => {
