@@ -206,7 +206,7 @@ export class AccessSync {
     }
     for (const [key, have] of existing) {
       if (wanted.has(key)) continue;
-      await hostStep('delete', have, () => this.rbac.delete(have.kind, have.metadata.namespace, have.metadata.name));
+      await hostStep('delete', have, () => this.rbac.delete(have.kind, have.metadata.namespace, have.metadata.name, have.metadata.uid));
       this.forgetObject(uid, key);
     }
     this.noteHostUp();
@@ -223,7 +223,7 @@ export class AccessSync {
     // roleRef cannot change (kube answers 422): a binding pointing elsewhere is deleted first.
     if (have?.roleRef && !jsonEqual(have.roleRef, want.roleRef)) {
       const old = have;
-      await hostStep('delete', old, () => this.rbac.delete(old.kind, old.metadata.namespace, old.metadata.name));
+      await hostStep('delete', old, () => this.rbac.delete(old.kind, old.metadata.namespace, old.metadata.name, old.metadata.uid));
       have = undefined;
     }
     const resourceVersion = have?.metadata.resourceVersion;
