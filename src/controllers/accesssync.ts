@@ -474,7 +474,7 @@ class NamesTaken extends Error {
   constructor(readonly objects: RbacObject[]) {
     super(
       `the host cluster already has ${objects.map(describeObject).join(', ')}, not made by this server for this object; ` +
-        'it is left as it is, and what it would grant is not in effect until it is removed or renamed',
+        'this server leaves such objects alone, and what they would grant is not in effect until they are removed or renamed',
     );
   }
 }

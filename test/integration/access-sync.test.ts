@@ -345,7 +345,7 @@ describe('objects the server did not make', () => {
       reason: 'NameTaken',
       message:
         `the host cluster already has RoleBinding ${JSON.stringify(ownerName)} in the namespace ${JSON.stringify(NS)}, Role ${JSON.stringify(roleName)} in the namespace ${JSON.stringify(NS)}, ` +
-        'not made by this server for this object; it is left as it is, and what it would grant is not in effect until it is removed or renamed',
+        'not made by this server for this object; this server leaves such objects alone, and what they would grant is not in effect until they are removed or renamed',
     });
     // Both are exactly as they were; no binding was made to the foreign Role (it would have granted its rules to mallory).
     expect(host.get('roles', NS, roleName)).toEqual(foreign);
