@@ -29,6 +29,8 @@ export const SOURCE_ANNOTATION = 'management.platform.sh/source';
 /** Generated names stay within a DNS label, readable in `kubectl get`, and valid for every RBAC kind. */
 const MAX_NAME_LENGTH = 63;
 const MAX_LABEL_VALUE_LENGTH = 63;
+/** 64 bits of hash in a cut name: collisions are left to chance no longer than they must be. */
+const NAME_HASH_LENGTH = 16;
 
 export type RbacKind = 'Role' | 'RoleBinding' | 'ClusterRole' | 'ClusterRoleBinding';
 
@@ -75,7 +77,7 @@ export function desiredRbac(def: ResourceDefinition, obj: KubeObject): RbacObjec
     annotations: { [SOURCE_ANNOTATION]: `${def.kind} ${namespaced ? `${obj.metadata.namespace}/` : ''}${obj.metadata.name}` },
   });
   return grants.flatMap((g): RbacObject[] => {
-    const name = generatedName(def, obj.metadata.name!, g.suffix);
+    const name = generatedName(def, { name: obj.metadata.name!, uid: obj.metadata.uid! }, g.suffix);
     return [
       {
         apiVersion: RBAC_API_VERSION,
@@ -94,12 +96,17 @@ export function desiredRbac(def: ResourceDefinition, obj: KubeObject): RbacObjec
   });
 }
 
-/** `platform-<kind>-<name>-<suffix>`, or with the name cut and a hash of it when that would be too long. */
-export function generatedName(def: ResourceDefinition, name: string, suffix: string): string {
+/**
+ * `platform-<kind>-<name>-<suffix>`, or with the name cut and a hash when that would be too long. The hash covers
+ * the source's uid as well as its whole name, so that sources whose long names share a prefix (or a source
+ * deleted and made again) get names of their own; whatever still collides is refused by the ownership check.
+ */
+export function generatedName(def: ResourceDefinition, source: { name: string; uid: string }, suffix: string): string {
   const kind = def.kind.toLowerCase();
-  const plain = `platform-${kind}-${name}-${suffix}`;
+  const plain = `platform-${kind}-${source.name}-${suffix}`;
   if (plain.length <= MAX_NAME_LENGTH) return plain;
-  const hash = shortHash(name);
+  const name = source.name;
+  const hash = createHash('sha256').update(`${source.uid}/${name}`).digest('hex').slice(0, NAME_HASH_LENGTH);
   const room = MAX_NAME_LENGTH - `platform-${kind}--${hash}-${suffix}`.length;
   return `platform-${kind}-${name.slice(0, room).replace(/[-.]+$/, '')}-${hash}-${suffix}`;
 }

@@ -3,7 +3,8 @@
  * connect straight to a connected cluster, which verifies it offline with the keys published at /openid/v1/jwks.
  * Tokens are not stored; the kind is create-only.
  *
- * Claims: iss (--token-issuer), sub (the caller), uid and groups (the caller's), aud (direct cluster endpoints),
+ * Claims: iss (--token-issuer), sub (the caller), uid and groups (the caller's, without kube's reserved `system:`
+ * groups: a connected cluster must never read system:masters or system:authenticated from it), aud (direct cluster endpoints),
  * iat, nbf, exp (iat + ttl), jti (unique per token, for audit), and `scope`: spec.scope with the deprecated
  * spec.allowPlatformCli as the role `platformCLI` and spec.rules carried as `scope.rules`.
  */
@@ -27,6 +28,8 @@ export const DIRECT_CLUSTER_ENDPOINT_AUDIENCE = 'management.platform.sh/direct-c
 /** The lifetime of a token that asks for none. */
 export const DEFAULT_TOKEN_TTL_SECONDS = 3600;
 const CLI_ROLE = 'platformCLI';
+/** Kubernetes' reserved prefix for users and groups (system:masters, system:authenticated, system:serviceaccount:…). */
+const SYSTEM_PREFIX = 'system:';
 
 export interface DirectTokenOptions {
   /** The `iss` of every token (--token-issuer). */
@@ -63,6 +66,11 @@ export function directClusterEndpointTokenAction(definitions: ResourceDefinition
       if (user.restriction) {
         throw errors.forbidden({ group: GROUP, resource: RESOURCE }, '', `User ${JSON.stringify(user.name)} cannot create resource "${RESOURCE}" in API group "${GROUP}" at the cluster scope: a credential with a scope or rules may not create tokens`);
       }
+      // kube reserves `system:` names for its own identities (service accounts, nodes, components): a connected
+      // cluster mapping the token's subject directly would take it for one of them.
+      if (user.name.startsWith(SYSTEM_PREFIX)) {
+        throw errors.forbidden({ group: GROUP, resource: RESOURCE }, '', `User ${JSON.stringify(user.name)} cannot create resource "${RESOURCE}" in API group "${GROUP}" at the cluster scope: names starting with "${SYSTEM_PREFIX}" are reserved for Kubernetes' own identities and are not given tokens for connected clusters`);
+      }
       const spec = (call.object!.spec ?? {}) as Record<string, any>;
       const errs: FieldError[] = validateScopeAndRules(spec, Path.root('spec'));
       if (typeof spec.ttl === 'number' && spec.ttl < 0) errs.push(fieldError.invalid(Path.root('spec').child('ttl'), spec.ttl, 'must be greater than or equal to 0 (0 or absent: the default of 3600 seconds)'));
@@ -79,7 +87,7 @@ export function directClusterEndpointTokenAction(definitions: ResourceDefinition
       const signer = await opts.signer();
       const iat = Math.floor(Date.now() / 1000);
       const scope = tokenScope(spec);
-      const claims: Record<string, unknown> = { groups: user.groups };
+      const claims: Record<string, unknown> = { groups: user.groups.filter((g) => !g.startsWith(SYSTEM_PREFIX)) };
       if (user.uid) claims.uid = user.uid;
       if (scope) claims.scope = scope;
       const token = await new SignJWT(claims)

@@ -49,16 +49,22 @@ export class ObjectAccessAuthorizer implements Authorizer {
     // Anyone may ask for a key or token of their own; the kind's rules refuse keys for someone else.
     if (SELF_SERVICE.includes(attrs.resource) && attrs.verb === 'create' && !attrs.name) return { decision: 'allow' };
     if (!attrs.name) return { decision: 'noOpinion' };
+    // A watch outlives this check: one the object allows is served as a filtered watch (visibleTo), whose every
+    // event is checked against the object's grants as they are then, so a revoked grant ends what it shows.
+    if (attrs.verb === 'watch') return { decision: 'noOpinion' };
     const obj = await this.lookup(attrs);
     return obj && objectGrants(attrs.resource, obj, attrs.user, attrs.verb, attrs.subresource) ? { decision: 'allow' } : { decision: 'noOpinion' };
   }
 
   /**
    * For a list or watch the caller may not make in full: the objects it may see (those it may `get`). Lists
-   * then show only those rather than answering 403 (unlike kube-apiserver: an access list is per object).
+   * then show only those rather than answering 403 (unlike kube-apiserver: an access list is per object). A watch
+   * of one object is such a watch too (narrowed to its name): an object that stops being visible is DELETED.
    */
   visibleTo(attrs: Attributes): ((obj: KubeObject) => boolean) | undefined {
     if (!attrs.isResourceRequest || attrs.apiGroup !== GROUP || (attrs.verb !== 'list' && attrs.verb !== 'watch')) return undefined;
-    return (obj) => objectGrants(attrs.resource, obj, attrs.user, 'get');
+    // A watch of one object was allowed by `watch` before it became a filtered one: that still counts for it.
+    const verbs = attrs.name && attrs.verb === 'watch' ? ['get', 'watch'] : ['get'];
+    return (obj) => verbs.some((verb) => objectGrants(attrs.resource, obj, attrs.user, verb));
   }
 }

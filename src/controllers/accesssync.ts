@@ -4,8 +4,12 @@
  *
  * - objects that ask for RBAC carry the finalizer `management.platform.sh/access-cleanup`, added before anything is
  *   created in the host, so a deletion always waits until their Roles and bindings are gone;
- * - a reconcile writes what is missing or differs (an unconditional PUT, which creates or replaces) and deletes
- *   generated objects no entry asks for any more, then records the `AccessSynced` condition in the status;
+ * - a reconcile writes what is missing or differs and deletes generated objects no entry asks for any more, then
+ *   records the `AccessSynced` condition in the status. Each write reads the host's object of that name first: none
+ *   is created (POST); one labelled as made by this server for this very source is replaced at the resourceVersion
+ *   read; any other (made by hand, or for another source) is never touched, and the condition says so;
+ * - the condition tells tenants what failed and on which generated object; the host's own words (which may name
+ *   this server's identity and groups) go to the log only;
  * - generated objects are watched in the host (by label), so one changed or deleted by hand is put back at once;
  *   every `resyncIntervalMs` all objects are reconciled again and generated objects whose source is gone are swept;
  * - host failures are retried per object with an exponential backoff (never a tight loop); once the host answers
@@ -186,23 +190,48 @@ export class AccessSync {
     await this.setCondition(src, uid, obj, { status: 'True', reason: 'Synced', message });
   }
 
-  /** Makes the host hold exactly `desired` for this source. */
+  /** Makes the host hold exactly `desired` for this source (never touching objects that are not its own). */
   private async converge(uid: string, desired: RbacObject[]): Promise<void> {
     const existing = this.generated.get(uid) ?? new Map<string, RbacObject>();
-    const wanted = new Set(desired.map(objectKey));
+    const taken: RbacObject[] = [];
+    // A binding to a role someone else holds would grant that role: it is not made, and one of ours is removed.
+    const roleTaken = (want: RbacObject) => !!want.roleRef && taken.some((t) => !t.roleRef && t.metadata.name === want.roleRef!.name);
+    const wanted = new Set<string>();
     for (const want of desired) {
-      const have = existing.get(objectKey(want));
-      if (have && sameContent(have, want)) continue;
-      // roleRef cannot change (kube answers 422): a binding pointing elsewhere is deleted first.
-      if (have?.roleRef && !jsonEqual(have.roleRef, want.roleRef)) await this.rbac.delete(have.kind, have.metadata.namespace, have.metadata.name);
-      this.remember(uid, await this.rbac.replace(want));
+      if (roleTaken(want)) continue;
+      wanted.add(objectKey(want));
+      const known = existing.get(objectKey(want));
+      if (known && sameContent(known, want)) continue;
+      if (!(await this.write(uid, want))) taken.push(want);
     }
     for (const [key, have] of existing) {
       if (wanted.has(key)) continue;
-      await this.rbac.delete(have.kind, have.metadata.namespace, have.metadata.name);
+      await hostStep('delete', have, () => this.rbac.delete(have.kind, have.metadata.namespace, have.metadata.name, have.metadata.uid));
       this.forgetObject(uid, key);
     }
     this.noteHostUp();
+    if (taken.length) throw new NamesTaken(taken);
+  }
+
+  /**
+   * Creates or replaces one generated object, after reading what the host has under its name: false (and nothing
+   * written) when that is an object this server did not make for this source.
+   */
+  private async write(uid: string, want: RbacObject): Promise<boolean> {
+    let have = await hostStep('read', want, () => this.rbac.get(want.kind, want.metadata.namespace, want.metadata.name));
+    if (have && !madeFor(have, uid)) return false;
+    // roleRef cannot change (kube answers 422): a binding pointing elsewhere is deleted first.
+    if (have?.roleRef && !jsonEqual(have.roleRef, want.roleRef)) {
+      const old = have;
+      await hostStep('delete', old, () => this.rbac.delete(old.kind, old.metadata.namespace, old.metadata.name, old.metadata.uid));
+      have = undefined;
+    }
+    const resourceVersion = have?.metadata.resourceVersion;
+    const written = resourceVersion
+      ? await hostStep('update', want, () => this.rbac.replace({ ...want, metadata: { ...want.metadata, resourceVersion } }))
+      : await hostStep('create', want, () => this.rbac.create(want));
+    this.remember(uid, written);
+    return true;
   }
 
   /** Generated objects whose source is gone (or is another object now): deleted. */
@@ -410,10 +439,53 @@ function hostUnavailable(err: unknown): boolean {
   return err instanceof HostClusterError && (err.code === undefined || err.code >= 500 || err.code === 429);
 }
 
+/** Whether the host's object was made by this server for the source `uid` (else it is someone else's). */
+function madeFor(obj: RbacObject, uid: string): boolean {
+  const labels = obj.metadata.labels ?? {};
+  return labels[MANAGED_BY_LABEL] === MANAGED_BY && labels[SOURCE_UID_LABEL] === uid;
+}
+
+const describeObject = (o: RbacObject) => `${o.kind} ${JSON.stringify(o.metadata.name)}${o.metadata.namespace ? ` in the namespace ${JSON.stringify(o.metadata.namespace)}` : ''}`;
+
+/**
+ * A host failure on one generated object. Its message is the host's full answer (for the log); `summary` is what
+ * tenants read in the condition: what was done to which object and the HTTP status, without the host's words.
+ */
+class GeneratedObjectError extends HostClusterError {
+  readonly summary: string;
+
+  constructor(action: string, obj: RbacObject, cause: HostClusterError) {
+    super(cause.message, cause.code);
+    const answer = cause.code === undefined ? 'the host cluster did not answer' : `the host cluster answered HTTP ${cause.code}`;
+    this.summary = `could not ${action} ${describeObject(obj)}: ${answer} (the server's log has the details)`;
+  }
+}
+
+async function hostStep<T>(action: string, obj: RbacObject, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw err instanceof HostClusterError ? new GeneratedObjectError(action, obj, err) : err;
+  }
+}
+
+/** Generated names that the host already uses for objects this server did not make for the source. */
+class NamesTaken extends Error {
+  constructor(readonly objects: RbacObject[]) {
+    super(
+      `the host cluster already has ${objects.map(describeObject).join(', ')}, not made by this server for this object; ` +
+        'this server leaves such objects alone, and what they would grant is not in effect until they are removed or renamed',
+    );
+  }
+}
+
+/** The condition for a failed reconcile: short and free of the host's own words, which only the log gets. */
 function failure(err: unknown): { reason: string; message: string } {
-  if (hostUnavailable(err)) return { reason: 'HostUnavailable', message: (err as Error).message };
-  if (err instanceof HostClusterError) return { reason: 'HostRejected', message: err.message };
-  return { reason: 'SyncFailed', message: String((err as Error)?.message ?? err) };
+  const message = err instanceof GeneratedObjectError ? err.summary : undefined;
+  if (hostUnavailable(err)) return { reason: 'HostUnavailable', message: message ?? `the host cluster did not answer as expected (HTTP ${(err as HostClusterError).code ?? 'none'})` };
+  if (err instanceof HostClusterError) return { reason: 'HostRejected', message: message ?? `the host cluster refused a request (HTTP ${err.code})` };
+  if (err instanceof NamesTaken) return { reason: 'NameTaken', message: err.message };
+  return { reason: 'SyncFailed', message: 'the access could not be synced to the host cluster (the server\'s log has the details)' };
 }
 
 class NotTheSameObject extends Error {}

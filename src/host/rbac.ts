@@ -1,5 +1,5 @@
 /**
- * The four RBAC kinds of the host cluster through client-node: list by label, create, replace, delete, and a watch
+ * The four RBAC kinds of the host cluster through client-node: list by label, get, create, replace, delete, and a watch
  * by label. The typed client has one method per kind and verb; the table below keeps the rest of the code kind-free.
  */
 import { RbacAuthorizationV1Api, Watch } from '@kubernetes/client-node';
@@ -14,37 +14,45 @@ type Api = RbacAuthorizationV1Api;
 type AnyBody = any; // the generated V1Role/V1RoleBinding/... types; RbacObject is their JSON
 interface Ops {
   list(api: Api, labelSelector: string): Promise<{ items: unknown[]; metadata?: { resourceVersion?: string } }>;
+  get(api: Api, namespace: string, name: string): Promise<unknown>;
   create(api: Api, obj: RbacObject): Promise<unknown>;
   replace(api: Api, obj: RbacObject): Promise<unknown>;
-  delete(api: Api, namespace: string, name: string): Promise<unknown>;
+  delete(api: Api, namespace: string, name: string, uid?: string): Promise<unknown>;
 }
 
 const OPS: Record<RbacKind, Ops> = {
   Role: {
     list: (api, labelSelector) => api.listRoleForAllNamespaces({ labelSelector }),
+    get: (api, namespace, name) => api.readNamespacedRole({ name, namespace }),
     create: (api, o) => api.createNamespacedRole({ namespace: o.metadata.namespace!, body: o as AnyBody }),
     replace: (api, o) => api.replaceNamespacedRole({ name: o.metadata.name, namespace: o.metadata.namespace!, body: o as AnyBody }),
-    delete: (api, namespace, name) => api.deleteNamespacedRole({ name, namespace }),
+    delete: (api, namespace, name, uid) => api.deleteNamespacedRole({ name, namespace, body: preconditions(uid) }),
   },
   RoleBinding: {
     list: (api, labelSelector) => api.listRoleBindingForAllNamespaces({ labelSelector }),
+    get: (api, namespace, name) => api.readNamespacedRoleBinding({ name, namespace }),
     create: (api, o) => api.createNamespacedRoleBinding({ namespace: o.metadata.namespace!, body: o as AnyBody }),
     replace: (api, o) => api.replaceNamespacedRoleBinding({ name: o.metadata.name, namespace: o.metadata.namespace!, body: o as AnyBody }),
-    delete: (api, namespace, name) => api.deleteNamespacedRoleBinding({ name, namespace }),
+    delete: (api, namespace, name, uid) => api.deleteNamespacedRoleBinding({ name, namespace, body: preconditions(uid) }),
   },
   ClusterRole: {
     list: (api, labelSelector) => api.listClusterRole({ labelSelector }),
+    get: (api, _namespace, name) => api.readClusterRole({ name }),
     create: (api, o) => api.createClusterRole({ body: o as AnyBody }),
     replace: (api, o) => api.replaceClusterRole({ name: o.metadata.name, body: o as AnyBody }),
-    delete: (api, _namespace, name) => api.deleteClusterRole({ name }),
+    delete: (api, _namespace, name, uid) => api.deleteClusterRole({ name, body: preconditions(uid) }),
   },
   ClusterRoleBinding: {
     list: (api, labelSelector) => api.listClusterRoleBinding({ labelSelector }),
+    get: (api, _namespace, name) => api.readClusterRoleBinding({ name }),
     create: (api, o) => api.createClusterRoleBinding({ body: o as AnyBody }),
     replace: (api, o) => api.replaceClusterRoleBinding({ name: o.metadata.name, body: o as AnyBody }),
-    delete: (api, _namespace, name) => api.deleteClusterRoleBinding({ name }),
+    delete: (api, _namespace, name, uid) => api.deleteClusterRoleBinding({ name, body: preconditions(uid) }),
   },
 };
+
+/** A delete of exactly the object read (its uid), never of another one made under the same name since. */
+const preconditions = (uid: string | undefined) => (uid ? { preconditions: { uid } } : undefined);
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -62,6 +70,16 @@ export class HostRbac {
     return { items, resourceVersion: list.metadata?.resourceVersion ?? '' };
   }
 
+  /** The object of that name, or undefined when there is none. */
+  async get(kind: RbacKind, namespace: string | undefined, name: string): Promise<RbacObject | undefined> {
+    try {
+      return plain(await this.host.call(`get ${PLURAL[kind]} ${namespace ? `${namespace}/` : ''}${name}`, () => OPS[kind].get(this.api, namespace ?? '', name)), kind);
+    } catch (err) {
+      if (err instanceof HostClusterError && err.code === 404) return undefined;
+      throw err;
+    }
+  }
+
   async create(obj: RbacObject): Promise<RbacObject> {
     return plain(await this.host.call(`create ${describe(obj)}`, () => OPS[obj.kind].create(this.api, obj)), obj.kind);
   }
@@ -70,10 +88,10 @@ export class HostRbac {
     return plain(await this.host.call(`replace ${describe(obj)}`, () => OPS[obj.kind].replace(this.api, obj)), obj.kind);
   }
 
-  /** Deletes; one already gone is fine. */
-  async delete(kind: RbacKind, namespace: string | undefined, name: string): Promise<void> {
+  /** Deletes (only the object with that uid, when given); one already gone is fine. */
+  async delete(kind: RbacKind, namespace: string | undefined, name: string, uid?: string): Promise<void> {
     try {
-      await this.host.call(`delete ${PLURAL[kind]} ${namespace ? `${namespace}/` : ''}${name}`, () => OPS[kind].delete(this.api, namespace ?? '', name));
+      await this.host.call(`delete ${PLURAL[kind]} ${namespace ? `${namespace}/` : ''}${name}`, () => OPS[kind].delete(this.api, namespace ?? '', name, uid));
     } catch (err) {
       if (!(err instanceof HostClusterError && err.code === 404)) throw err;
     }

@@ -24,6 +24,7 @@ import { negotiateResponse } from './negotiation.js';
 import { OIDC_PATHS, oidcHandler, type OidcOptions } from './oidc.js';
 import { OpenAPIService, isOpenAPIPath } from './openapi.js';
 import { resolveRequestInfo, type RequestInfo } from './requestinfo.js';
+import { forbidden } from './forbidden.js';
 import { handleResource } from './resources.js';
 import { writeError, writeObject } from './responses.js';
 import { versionInfo } from './version.js';
@@ -264,6 +265,10 @@ function authorize(authorizer: Authorizer, visibleTo: AppOptions['visibleTo'], i
     const decision = await authorizer.authorize(attrs);
     let visible: ((obj: KubeObject) => boolean) | undefined;
     locals(res).authorization = { decision: 'allow' };
+    if (decision.decision === 'allow' && (await grantedForThisNameOnly(authorizer, attrs))) {
+      visible = visibleTo?.(attrs);
+      if (visible) locals(res).authorization = { decision: 'allow', reason: 'only while the object lets the user see it' };
+    }
     if (decision.decision !== 'allow') {
       visible = visibleTo?.(attrs);
       locals(res).authorization = visible ? { decision: 'allow', reason: 'only the objects the user may see' } : { decision: 'forbid', reason: decision.reason };
@@ -281,23 +286,19 @@ function authorize(authorizer: Authorizer, visibleTo: AppOptions['visibleTo'], i
   };
 }
 
+/**
+ * A watch outlives its authorization. One of a single object that is allowed for that name only (by the object's
+ * access list, or by host RBAC naming it, which the access sync generates from that list) is served filtered like
+ * a collection watch, so that a grant revoked while it runs ends what it shows.
+ */
+async function grantedForThisNameOnly(authorizer: Authorizer, attrs: Attributes): Promise<boolean> {
+  if (attrs.verb !== 'watch' || !attrs.name) return false;
+  return (await authorizer.authorize({ ...attrs, name: '' })).decision !== 'allow';
+}
+
 /** What the caller may do besides the request itself: its credential's restriction first, then the authorizers. */
 async function decide(authorizer: Authorizer, attrs: Attributes): Promise<Decision> {
   const limited = attrs.user.restriction?.check(attrs);
   if (limited && !limited.allowed) return { decision: 'deny', reason: limited.reason };
   return authorizer.authorize(attrs);
-}
-
-/** kube's responsewriters.Forbidden message. */
-function forbidden(a: Attributes, reason?: string): errors.StatusError {
-  let message: string;
-  if (!a.isResourceRequest) {
-    message = `User ${JSON.stringify(a.user.name)} cannot ${a.verb} path ${JSON.stringify(a.path)}`;
-  } else {
-    const resource = a.subresource ? `${a.resource}/${a.subresource}` : a.resource;
-    const scope = a.namespace ? `in the namespace ${JSON.stringify(a.namespace)}` : 'at the cluster scope';
-    message = `User ${JSON.stringify(a.user.name)} cannot ${a.verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(a.apiGroup)} ${scope}`;
-  }
-  if (reason) message += `: ${reason}`;
-  return errors.forbidden(a.isResourceRequest ? { group: a.apiGroup, resource: a.resource } : undefined, a.name, message);
 }

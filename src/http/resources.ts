@@ -16,6 +16,7 @@ import { duplicateFields } from '../apimachinery/strictjson.js';
 import { applyOptions, deleteOptions, rejectForceOnNonApplyPatch, writeOptions, type ParsedWriteOptions } from './options.js';
 import type { RequestInfo } from './requestinfo.js';
 import { withWarnings, writeObject } from './responses.js';
+import { forbidden } from './forbidden.js';
 import { mayDeleteOwner } from './owners.js';
 import { shaper } from './shapes.js';
 import { serveWatch } from './watch.js';
@@ -83,7 +84,7 @@ export async function handleResource(req: Request, res: Response, info: RequestI
     case 'patch': {
       if (!info.name) throw notSupported();
       if (contentType(req.headers['content-type']) === APPLY_PATCH_TYPE) {
-        const opts = { ...applyOptions(query), ...caller };
+        const opts = { ...applyOptions(query), ...caller, authorizeCreate: authorizeOther && user && createAuthorizer(info, user, authorizeOther) };
         const config = parseObjectBody(rawBody(req), 'yaml', def.kind) as KubeObject;
         const { object, created } = await store.apply(namespace, info.name, config, subresource, opts);
         return writeObject(withWarnings(res, opts.warnings), created ? 201 : 200, shape.object(object), encoding);
@@ -106,6 +107,18 @@ export async function handleResource(req: Request, res: Response, info: RequestI
     default:
       throw notSupported();
   }
+}
+
+/**
+ * An apply that creates is authorized as a create of that object too (kube's create-on-update check in its patch
+ * handler): `patch` alone must not make new objects.
+ */
+function createAuthorizer(info: RequestInfo, user: UserInfo, authorizeOther: AuthorizeOther): () => Promise<void> {
+  return async () => {
+    const attrs = { ...info, verb: 'create', subresource: '' };
+    const decision = await authorizeOther(attrs);
+    if (decision.decision !== 'allow') throw forbidden({ ...attrs, user }, decision.reason);
+  };
 }
 
 function deleteOptionsOf(req: Request, query: URLSearchParams) {

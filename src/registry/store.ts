@@ -53,6 +53,8 @@ export interface ApplyOptions extends WriteOptions {
   fieldManager: string;
   /** Take over fields other managers own instead of answering 409. */
   force?: boolean;
+  /** Throws when the caller may not create (an apply that creates needs `create`, as in kube); unset for the server's own. */
+  authorizeCreate?: () => Promise<void>;
 }
 
 export interface DeleteOptions extends WriteOptions, PropagationOptions {
@@ -222,6 +224,7 @@ export class Store {
       } catch (err) {
         if (!errors.isStatusError(err, 'NotFound') || subresource) throw err;
       }
+      await opts.authorizeCreate?.();
       try {
         return { object: await this.createObject(namespace, merge(undefined), opts, false), created: true };
       } catch (err) {

@@ -22,6 +22,7 @@ import type { HttpClient } from '../support/http.js';
 import { startServerProcess } from '../support/serverprocess.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
+import * as errors from '../../src/apimachinery/status.js';
 
 const FINALIZER = 'management.platform.sh/access-cleanup';
 const UID_LABEL = 'management.platform.sh/source-uid';
@@ -211,7 +212,7 @@ describe('what is generated', () => {
     expect(roles).toHaveLength(2);
     for (const r of roles) {
       expect(r.metadata.name.length).toBeLessThanOrEqual(63);
-      expect(r.metadata.name).toMatch(/^platform-sharedsecret-l+-[0-9a-f]{10}-access-[01]$/);
+      expect(r.metadata.name).toMatch(/^platform-sharedsecret-l+-[0-9a-f]{16}-access-[01]$/);
       expect(r.metadata.labels['management.platform.sh/source-name'].length).toBeLessThanOrEqual(63);
       expect(r.metadata.annotations['management.platform.sh/source']).toBe(`SharedSecret ${NS}/${long}`);
     }
@@ -306,6 +307,81 @@ describe('drift', () => {
     host.put({ ...structuredClone(original.binding), metadata: { ...structuredClone(original.binding.metadata), resourceVersion: undefined }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' } });
     await waitFor('the roleRef to be back', () => host.get('rolebindings', NS, name)?.roleRef?.kind === 'Role');
   });
+});
+
+/** Waits for AccessSynced=False for the object's current generation; returns the condition. */
+async function failed(path: string, timeoutMs = 15_000): Promise<any> {
+  return waitFor(`${path} to be AccessSynced=False`, async () => {
+    const obj = (await admin.get(path)).body;
+    const c = obj?.status?.conditions?.find((x: any) => x.type === 'AccessSynced');
+    return c?.status === 'False' && c.observedGeneration === obj.metadata.generation && c;
+  }, timeoutMs);
+}
+
+describe('objects the server did not make', () => {
+  test('a host Role or RoleBinding that has a generated name but is not this source\'s own is never overwritten, and the condition says so', async () => {
+    const name = uniq('taken');
+    const roleName = `platform-sharedsecret-${name}-access-0`;
+    const ownerName = `platform-sharedsecret-${name}-owner`;
+    // Made by hand, before the source exists: a Role granting something else entirely.
+    const foreign = host.put({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: roleName, namespace: NS, labels: { team: 'ops' } },
+      rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list'] }],
+    });
+    // Labelled as managed by this server, but without a source uid.
+    const otherSource = host.put({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: ownerName, namespace: NS, labels: { 'app.kubernetes.io/managed-by': 'platform-management-api' } },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'elsewhere' },
+      subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'olga' }],
+    });
+    const s = await createSecret(name, { owner: { user: 'alice' }, access: [{ verbs: ['get'], users: ['mallory'] }] });
+    const path = sharedSecretPath(NS, name);
+    const c = await failed(path);
+    expect({ reason: c.reason, message: c.message }).toEqual({
+      reason: 'NameTaken',
+      message:
+        `the host cluster already has RoleBinding ${JSON.stringify(ownerName)} in the namespace ${JSON.stringify(NS)}, Role ${JSON.stringify(roleName)} in the namespace ${JSON.stringify(NS)}, ` +
+        'not made by this server for this object; this server leaves such objects alone, and what they would grant is not in effect until they are removed or renamed',
+    });
+    // Both are exactly as they were; no binding was made to the foreign Role (it would have granted its rules to mallory).
+    expect(host.get('roles', NS, roleName)).toEqual(foreign);
+    expect(host.get('rolebindings', NS, ownerName)).toEqual(otherSource);
+    expect(host.get('rolebindings', NS, roleName)).toBeUndefined();
+    expect(await hostAllows('mallory', [], 'get', 'secrets', 'x', NS)).toBe(false);
+    // What is not taken is made: the owner's Role.
+    expect(generated(s.metadata.uid, 'roles').map((r) => r.metadata.name)).toEqual([ownerName]);
+
+    // Once the foreign objects are gone, everything is made.
+    host.remove('roles', NS, roleName);
+    host.remove('rolebindings', NS, ownerName);
+    await synced(path, 20_000);
+    expect(await hostAllows('mallory', [], 'get', 'sharedsecrets', name, NS)).toBe(true);
+    expect(await hostAllows('alice', [], 'delete', 'sharedsecrets', name, NS)).toBe(true);
+  }, 40_000);
+
+  test("the host's refusal reaches tenants as what failed on which object, never the host's own words", async () => {
+    const hostWords = 'user "system:serviceaccount:platform:management-api" (groups=["system:serviceaccounts" "system:masters-lookalike"]) is attempting to grant RBAC permissions not currently held';
+    const name = uniq('refused');
+    host.onRbacWrite = (obj) => {
+      if (obj.metadata.name === `platform-sharedsecret-${name}-access-0`) throw errors.forbidden({ group: 'rbac.authorization.k8s.io', resource: 'roles' }, obj.metadata.name, hostWords);
+    };
+    try {
+      await createSecret(name, { access: [{ verbs: ['get'], users: ['alice'] }] });
+      const c = await failed(sharedSecretPath(NS, name));
+      expect({ reason: c.reason, message: c.message }).toEqual({
+        reason: 'HostRejected',
+        message: `could not create Role "platform-sharedsecret-${name}-access-0" in the namespace ${JSON.stringify(NS)}: the host cluster answered HTTP 403 (the server's log has the details)`,
+      });
+      expect(JSON.stringify((await admin.get(sharedSecretPath(NS, name))).body)).not.toContain('system:serviceaccount');
+    } finally {
+      host.onRbacWrite = undefined;
+    }
+    await synced(sharedSecretPath(NS, name), 20_000);
+  }, 40_000);
 });
 
 describe('host outages', () => {

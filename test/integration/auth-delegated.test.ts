@@ -18,11 +18,13 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeCa, makeCert, type TestCert } from '../support/certs.js';
-import { authMatrix, collectionPath, expectAllowed, KINDS, type Caller, type Target, type Verb } from '../support/authmatrix.js';
-import { DIRECT_PREFIX, GROUP, uniq } from '../support/fixtures.js';
+import { authMatrix, collectionPath, expectAllowed, KINDS, objectPath, type Caller, type Target, type Verb } from '../support/authmatrix.js';
+import { DIRECT_PREFIX, GROUP, MERGE_PATCH, uniq } from '../support/fixtures.js';
 import { startHostCluster, type HostClusterStandIn, type KubeObj } from '../support/hostcluster.js';
 import { HttpClient, type HttpResponse, type RequestOptions } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { waitFor } from '../support/wait.js';
+import { closeWatches, openWatch } from '../support/watch.js';
 
 const secret = (who: string) => `${who}-${randomBytes(24).toString('hex')}`;
 
@@ -92,6 +94,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterEach(async () => {
+  closeWatches();
   host.onSubjectAccessReview = undefined;
   await host.setDown(false);
 });
@@ -281,6 +284,8 @@ describe('SubjectAccessReview', () => {
     const ns = uniq('sa');
     const a = await make('sharedsecrets', {}, { ns });
     const b = await make('sharedsecrets', { owner: { user: 'someone' } }, { ns });
+    // The access sync writes b (finalizer, condition) for its owner: its updates are done before the ones below.
+    await waitFor('b to be AccessSynced', async () => (await admin.request('GET', objectPath(b))).body?.status?.conditions?.some((c: any) => c.type === 'AccessSynced'));
     host.put(role(ns, 'deployer', [rule(['sharedsecrets', 'sharedsecrets/status'], ['get', 'list', 'update'])]));
     host.put(binding(ns, 'deployer', { kind: 'Role', name: 'deployer' }, [{ kind: 'ServiceAccount', name: 'deployer', namespace: 'ci' }]));
     for (const prefix of PREFIXES) {
@@ -290,6 +295,82 @@ describe('SubjectAccessReview', () => {
       expectForbidden(await act(as.deployer, 'patch', b, prefix), 'system:serviceaccount:ci:deployer', 'patch', b);
       expectForbidden(await act(as.deployer, 'delete', a, prefix), 'system:serviceaccount:ci:deployer', 'delete', a);
     }
+  });
+
+  test('an apply that would create needs create, not only patch (kube authorizes a create-on-update as create); PUT never creates', async () => {
+    const ns = uniq('applycreate');
+    const existing = await make('sharedsecrets', {}, { ns });
+    host.put(role(ns, 'patcher', [rule(['sharedsecrets'], ['get', 'patch', 'update'])]));
+    host.put(binding(ns, 'dave-patches', { kind: 'Role', name: 'patcher' }, [{ kind: 'User', name: 'tr-dave', apiGroup: 'rbac.authorization.k8s.io' }]));
+    const name = uniq('new');
+    const target: Target = { kind: 'sharedsecrets', ns, name };
+    const path = `${collectionPath('sharedsecrets', ns)}/${name}`;
+    const config = { apiVersion: `${GROUP}/v1`, kind: 'SharedSecret', metadata: { name }, spec: { displayName: 'made by apply', data: { token: 'c2VjcmV0' } } };
+    const apply = (query = '') =>
+      as.dave.request('PATCH', `${path}?fieldManager=dave${query}`, { body: JSON.stringify(config), contentType: 'application/apply-patch+yaml' });
+    const refused = {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: `sharedsecrets.${GROUP} ${JSON.stringify(name)} is forbidden: User "tr-dave" cannot create resource "sharedsecrets" in API group ${JSON.stringify(GROUP)} in the namespace ${JSON.stringify(ns)}`,
+      reason: 'Forbidden',
+      details: { name, group: GROUP, kind: 'sharedsecrets' },
+      code: 403,
+    };
+    expectForbidden(await act(as.dave, 'create', target), 'tr-dave', 'create', target);
+    for (const query of ['', '&dryRun=All']) {
+      const res = await apply(query);
+      expect({ query, status: res.status, body: res.body }).toEqual({ query, status: 403, body: refused });
+    }
+    // A PUT of a missing object is 404, not a create.
+    const put = await as.dave.request('PUT', path, { body: config });
+    expect({ status: put.status, reason: put.body?.reason }).toEqual({ status: 404, reason: 'NotFound' });
+    expect((await admin.request('GET', path)).status).toBe(404);
+    // Applying to an existing object needs only patch.
+    const onExisting = { ...config, metadata: { name: existing.name }, spec: { ...config.spec, displayName: 'applied' } };
+    const applied = await as.dave.request('PATCH', `${collectionPath('sharedsecrets', ns)}/${existing.name}?fieldManager=dave&force=true`, {
+      body: JSON.stringify(onExisting),
+      contentType: 'application/apply-patch+yaml',
+    });
+    expect({ status: applied.status, displayName: applied.body?.spec?.displayName }).toEqual({ status: 200, displayName: 'applied' });
+    // With create as well, the apply creates.
+    host.put(role(ns, 'patcher', [rule(['sharedsecrets'], ['get', 'patch', 'update', 'create'])]));
+    const created = await apply();
+    expect({ status: created.status, name: created.body?.metadata?.name }).toEqual({ status: 201, name });
+  });
+
+  test('a watch of one object that host RBAC allows for that name only (as access sync makes it) ends in DELETED when the grant goes', async () => {
+    const ns = uniq('namedwatch');
+    const t = await make('sharedsecrets', { access: [{ verbs: ['get', 'list', 'watch'], users: ['tr-dave'] }] }, { ns });
+    // The access sync turns the entry into a Role for this name: the host allows the watch by itself.
+    const roleName = `platform-sharedsecret-${t.name}-access-0`;
+    await waitFor('the generated Role and RoleBinding', () => host.get('roles', ns, roleName) && host.get('rolebindings', ns, roleName));
+    const s = await openWatch(as.dave, `${objectPath(t)}?watch=true`);
+    expect(s.status).toBe(200);
+    await s.count(1);
+    const revoke = await admin.request('PATCH', objectPath(t), { body: { spec: { access: null } }, contentType: MERGE_PATCH });
+    expect(revoke.status).toBe(200);
+    // The data changes before the access sync has removed the Role.
+    const changed = await admin.request('PATCH', objectPath(t), { body: { spec: { data: { token: 'bmV3LXNlY3JldA==' } } }, contentType: MERGE_PATCH });
+    expect(changed.status).toBe(200);
+    await s.count(2);
+    await s.quiet(300);
+    expect(s.events.map((e) => ({ type: e.type, rv: e.object.metadata.resourceVersion, data: e.object.spec?.data }))).toEqual([
+      { type: 'ADDED', rv: expect.any(String), data: { token: 'c2VjcmV0' } },
+      { type: 'DELETED', rv: revoke.body.metadata.resourceVersion, data: { token: 'c2VjcmV0' } },
+    ]);
+  });
+
+  test('a watch of one object allowed by host RBAC for the whole kind is not filtered by access lists', async () => {
+    const ns = uniq('kindwatch');
+    const t = await make('sharedsecrets', {}, { ns });
+    host.put(role(ns, 'watcher', [rule(['sharedsecrets'], ['get', 'list', 'watch'])]));
+    host.put(binding(ns, 'dave-watches', { kind: 'Role', name: 'watcher' }, [{ kind: 'User', name: 'tr-dave', apiGroup: 'rbac.authorization.k8s.io' }]));
+    const s = await openWatch(as.dave, `${objectPath(t)}?watch=true`);
+    expect(s.status).toBe(200);
+    const first = await s.nth(1);
+    expect({ type: first.type, name: first.object.metadata.name }).toEqual({ type: 'ADDED', name: t.name });
   });
 
   test('a ClusterRoleBinding to a group grants clusters to TokenReview members of the group, and to nobody else', async () => {

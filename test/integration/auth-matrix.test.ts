@@ -604,6 +604,32 @@ describe('lists and watches by callers outside system:masters', () => {
     await byName.quiet(300);
     expect(byName.events).toEqual([]);
   });
+
+  test('a watch of one object granted by its access list ends in DELETED when the grant goes, and shows nothing after', async () => {
+    const ns = uniq('watch');
+    const t = await make('sharedsecrets', { access: [{ verbs: ['get', 'list', 'watch'], users: ['alice'] }] }, { ns });
+    const forms = [`${objectPath(t)}?watch=true`, `${collectionPath('sharedsecrets', ns)}?fieldSelector=metadata.name%3D${t.name}`];
+    const streams = await Promise.all(forms.map((path) => watch(alice, path)));
+    for (const s of streams) expect(s.status).toBe(200);
+    await Promise.all(streams.map((s) => s.count(1)));
+    const revoke = await root.request('PATCH', objectPath(t), { body: { spec: { access: null } }, contentType: MERGE_PATCH });
+    expect(revoke.status).toBe(200);
+    const changed = await root.request('PATCH', objectPath(t), { body: { spec: { data: { token: 'bmV3LXNlY3JldA==' } } }, contentType: MERGE_PATCH });
+    expect(changed.status).toBe(200);
+    for (const [i, s] of streams.entries()) {
+      await s.count(2);
+      await s.quiet(300);
+      const seen = s.events.map((e) => ({ type: e.type, rv: e.object.metadata.resourceVersion, data: e.object.spec?.data }));
+      // DELETED carries the last state alice could see (the data before the change), never the new data.
+      expect({ form: forms[i], seen }).toEqual({
+        form: forms[i],
+        seen: [
+          { type: 'ADDED', rv: expect.any(String), data: { token: 'c2VjcmV0' } },
+          { type: 'DELETED', rv: revoke.body.metadata.resourceVersion, data: { token: 'c2VjcmV0' } },
+        ],
+      });
+    }
+  });
 });
 
 /** The rule the server is expected to follow for lists, re-stated: owner or an access entry with get (or '*'). */

@@ -20,11 +20,16 @@ let etcd: TestEtcd;
 let ts: TestServer;
 let root: HttpClient;
 let bob: HttpClient;
+let deployer: HttpClient;
 
 beforeAll(async () => {
   etcd = await startTestEtcd();
-  const server = await startTestServerWithUsers({ root: ['system:masters'], bob: ['platform:team:dev'] }, { tokenMaxTtlMs: 2 * 3600_000 }, etcd);
-  ({ root, bob } = server.as);
+  const server = await startTestServerWithUsers(
+    { root: ['system:masters', 'platform:team:ops'], bob: ['platform:team:dev'], 'system:serviceaccount:ci:deployer': ['system:serviceaccounts', 'deployers'] },
+    { tokenMaxTtlMs: 2 * 3600_000 },
+    etcd,
+  );
+  ({ root, bob, 'system:serviceaccount:ci:deployer': deployer } = server.as);
   ts = server;
 }, 120_000);
 
@@ -68,7 +73,7 @@ describe('issuing and verifying', () => {
     expect(protectedHeader).toMatchObject({ alg: 'ES256', typ: 'JWT' });
     expect(verifier.keys.map((k) => k.kid)).toContain(protectedHeader.kid);
     expect(payload).toMatchObject({ iss: ts.server.url, sub: 'bob', uid: 'uid-bob', aud: [AUDIENCE] });
-    expect(payload.groups).toEqual(expect.arrayContaining(['platform:team:dev', 'system:authenticated']));
+    expect(payload.groups).toEqual(['platform:team:dev']);
     expect(payload.exp! - payload.iat!).toBe(900);
     expect(payload.nbf).toBe(payload.iat);
     expect(Math.abs(payload.iat! - Date.now() / 1000)).toBeLessThan(30);
@@ -217,6 +222,23 @@ describe('a create-only kind that stores nothing', () => {
     const res = await ts.client(created.body.spec.key).post(TOKENS_PATH, tokenBody({ ttl: 600 }));
     expect(res.status).toBe(403);
     expect(res.body.message).toContain('a credential with a scope or rules may not create tokens');
+  });
+
+  test("kube's reserved system: groups never reach a token (system:masters would be cluster-admin where groups map directly)", async () => {
+    const { token } = await issue(root);
+    const { payload } = await (await verifierOf(ts)).verify(token);
+    expect({ sub: payload.sub, groups: payload.groups }).toEqual({ sub: 'root', groups: ['platform:team:ops'] });
+  });
+
+  test('a caller whose name has the reserved system: prefix (a service account, say) gets no token: 403', async () => {
+    const res = await deployer.post(TOKENS_PATH, tokenBody());
+    expect({ status: res.status, reason: res.body?.reason, message: res.body?.message }).toEqual({
+      status: 403,
+      reason: 'Forbidden',
+      message:
+        'directclusterendpointtokens.management.platform.sh is forbidden: User "system:serviceaccount:ci:deployer" cannot create resource "directclusterendpointtokens" in API group "management.platform.sh" at the cluster scope: ' +
+        'names starting with "system:" are reserved for Kubernetes\' own identities and are not given tokens for connected clusters',
+    });
   });
 
   test('without credentials: 401', async () => {

@@ -151,6 +151,8 @@ export interface HostClusterStandIn {
   remove(resource: RbacResource, namespace: string, name: string): boolean;
   /** Answers SubjectAccessReviews instead of RBAC when it returns a status (to test denied, errors, ...). */
   onSubjectAccessReview?: (spec: SarSpec) => SarStatus | undefined;
+  /** Called before an RBAC object is created or replaced through the API; throwing a StatusError refuses the write (say, as RBAC's escalation check would). */
+  onRbacWrite?: (obj: KubeObj) => void;
   readonly requests: RequestRecord[];
   count(resource: string, method?: string): number;
   resetCounts(): void;
@@ -562,6 +564,7 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
         }
         if (objects.has(keyOf(resource, ns, obj.metadata.name))) throw errors.alreadyExists(gr(resource), obj.metadata.name);
         delete obj.metadata.resourceVersion;
+        api.onRbacWrite?.(obj);
         validate(resource, obj);
         return reply(res, 201, store(resource, obj));
       }
@@ -582,6 +585,7 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
       if (existing && wanted && wanted !== existing.metadata.resourceVersion) throw errors.conflict(gr(resource), name, errors.OBJECT_MODIFIED);
       if (!existing && wanted) throw errors.notFound(gr(resource), name);
       const obj: KubeObj = { ...body, metadata: { ...body.metadata, namespace: ns } };
+      api.onRbacWrite?.(obj);
       validate(resource, obj, existing);
       // RBAC kinds may be created by PUT (AllowCreateOnUpdate).
       return reply(res, existing ? 200 : 201, store(resource, obj, existing));

@@ -44,20 +44,20 @@ describe('desiredRbac', () => {
 
 describe('generatedName', () => {
   test('short names are spelled out', () => {
-    expect(generatedName(secretDef, 'db', 'access-3')).toBe('platform-sharedsecret-db-access-3');
+    expect(generatedName(secretDef, { name: 'db', uid: 'u1' }, 'access-3')).toBe('platform-sharedsecret-db-access-3');
   });
 
-  test('long names are cut with a hash of the whole name: at most 63 characters, and two long names that share a prefix differ', () => {
-    const a = generatedName(secretDef, `${'x'.repeat(240)}-a`, 'access-12');
-    const b = generatedName(secretDef, `${'x'.repeat(240)}-b`, 'access-12');
-    expect(a.length).toBeLessThanOrEqual(63);
-    expect(b.length).toBeLessThanOrEqual(63);
-    expect(a).not.toBe(b);
-    expect(a).toMatch(/^platform-sharedsecret-x+-[0-9a-f]{10}-access-12$/);
+  test('long names are cut with a hash of the whole name and the uid: at most 63 characters, and two long names that share a prefix differ', () => {
+    const a = generatedName(secretDef, { name: `${'x'.repeat(240)}-a`, uid: 'u1' }, 'access-12');
+    const b = generatedName(secretDef, { name: `${'x'.repeat(240)}-b`, uid: 'u1' }, 'access-12');
+    const again = generatedName(secretDef, { name: `${'x'.repeat(240)}-a`, uid: 'u2' }, 'access-12');
+    for (const n of [a, b, again]) expect(n.length).toBeLessThanOrEqual(63);
+    expect(new Set([a, b, again]).size).toBe(3);
+    expect(a).toMatch(/^platform-sharedsecret-x+-[0-9a-f]{16}-access-12$/);
   });
 
   test('a cut never leaves a dash or dot before the hash', () => {
-    const name = generatedName(secretDef, `${'a'.repeat(19)}.-${'b'.repeat(100)}`, 'owner');
-    expect(name).not.toMatch(/[-.]-[0-9a-f]{10}-owner$/);
+    const name = generatedName(secretDef, { name: `${'a'.repeat(19)}.-${'b'.repeat(100)}`, uid: 'u1' }, 'owner');
+    expect(name).not.toMatch(/[-.]-[0-9a-f]{16}-owner$/);
   });
 });
