@@ -2,7 +2,7 @@
 import { jsonEqual } from '../../apimachinery/equality.js';
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import * as errors from '../../apimachinery/status.js';
-import type { KubeObject } from '../../apimachinery/types.js';
+import { isPlainObject, type KubeObject } from '../../apimachinery/types.js';
 import { isMaster, teamsOf, type UserInfo } from '../../apimachinery/user.js';
 import type { Strategy } from '../strategy.js';
 
@@ -80,6 +80,19 @@ export function guardAccessChanges(resource: string, obj: KubeObject, old: KubeO
     old.metadata.name ?? '',
     `User ${JSON.stringify(user.name)} cannot change spec.owner or spec.access: only the owner, an access entry granting "*", or system:masters may`,
   );
+}
+
+/**
+ * Why a caller outside system:masters may not make `owner` (given at `at`) the owner of something new: only itself
+ * or a team it belongs to may be (as with access keys); handing ownership to anyone else is for system:masters.
+ * An owner may still pass its object on by an update. Undefined when it may.
+ */
+export function ownerGivenAway(owner: { user?: string; team?: string } | undefined, user: UserInfo | undefined, at: Path): string | undefined {
+  if (!isPlainObject(owner) || !user || isMaster(user)) return undefined;
+  const tail = 'a caller may name only itself or a team it belongs to, and only system:masters may make someone else the owner';
+  if (owner.user !== undefined && owner.user !== user.name) return `${at.child('user')}: may not be ${JSON.stringify(owner.user)}: ${tail}`;
+  if (owner.team !== undefined && !teamsOf(user).includes(owner.team)) return `${at.child('team')}: may not be ${JSON.stringify(owner.team)}, a team the caller is not in: ${tail}`;
+  return undefined;
 }
 
 /**
