@@ -51,7 +51,10 @@ export async function clusterErrors(clusters: Store, project: KubeObject, name: 
   return [];
 }
 
-/** Outside system:masters (and the server's own writes), the caller must be allowed to get the Cluster. */
+/**
+ * Outside system:masters (and the server's own writes), the caller must be allowed to get the Cluster; a caller
+ * that brings no way to ask is refused.
+ */
 async function clusterRefused(name: string, at: Path, { user, authorize }: Caller): Promise<FieldError | undefined> {
   if (!user || isMaster(user)) return undefined;
   const attrs = { verb: 'get', isResourceRequest: true, path: `/apis/${GROUP}/${VERSION}/clusters/${name}`, apiGroup: GROUP, apiVersion: VERSION };
