@@ -171,5 +171,8 @@ describe("owner and access name Kubernetes' own identities only when system:mast
     const res = await bob.patch(path, { spec: { displayName: 'still mine' } }, MERGE_PATCH);
     expect(res.status).toBe(200);
     expect(res.body.spec.access).toEqual(access);
+    // What a master granted it does not let the owner make it the owner.
+    const promoted = await bob.patch(path, { spec: { owner: { user: 'system:serviceaccount:ci:deployer' } } }, MERGE_PATCH);
+    expect({ status: promoted.status, field: promoted.body.details?.causes?.[0]?.field }).toEqual({ status: 422, field: 'spec.owner.user' });
   });
 });

@@ -108,26 +108,28 @@ export function guardAdminFields(resource: string, fields: readonly AdminField[]
 /**
  * Outside system:masters, spec.owner.user and the users of spec.access may not name one of Kubernetes' own
  * identities: the access sync grants them in the host cluster, where `system:anonymous` would open the object to
- * anyone and `system:serviceaccount:...` to a workload. Names already stored are left alone (a master may have set
- * them), so only what this write adds is checked. Teams become groups `platform:team:<team>`, never `system:` ones.
+ * anyone and `system:serviceaccount:...` to a workload. Names already stored in the same field (the owner, or
+ * any access entry) are left alone, since a master may have set them: only what this write adds is checked, and a
+ * name a master granted access to cannot be made the owner. Teams become groups `platform:team:<team>`, never
+ * `system:` ones.
  */
-export function systemNameErrors(obj: KubeObject, old: KubeObject | undefined, user: UserInfo | undefined): FieldError[] {
+function systemNameErrors(obj: KubeObject, old: KubeObject | undefined, user: UserInfo | undefined): FieldError[] {
   if (!user || isMaster(user)) return [];
   const stored = new Set<string>();
-  const named = (o: KubeObject | undefined, visit: (name: string, at: Path) => void) => {
+  const named = (o: KubeObject | undefined, visit: (name: string, at: Path, field: 'owner' | 'access') => void) => {
     const s = o?.spec;
     if (!isPlainObject(s)) return;
-    if (isPlainObject(s.owner) && typeof s.owner.user === 'string') visit(s.owner.user, spec.child('owner').child('user'));
+    if (isPlainObject(s.owner) && typeof s.owner.user === 'string') visit(s.owner.user, spec.child('owner').child('user'), 'owner');
     if (!Array.isArray(s.access)) return;
     s.access.forEach((entry: unknown, i: number) => {
       const users = isPlainObject(entry) && Array.isArray(entry.users) ? entry.users : [];
-      users.forEach((u: unknown, j: number) => typeof u === 'string' && visit(u, spec.child('access').index(i).child('users').index(j)));
+      users.forEach((u: unknown, j: number) => typeof u === 'string' && visit(u, spec.child('access').index(i).child('users').index(j), 'access'));
     });
   };
-  named(old, (name) => stored.add(name));
+  named(old, (name, _at, field) => stored.add(`${field}/${name}`));
   const errs: FieldError[] = [];
-  named(obj, (name, at) => {
-    if (name.startsWith(SYSTEM_PREFIX) && !stored.has(name)) {
+  named(obj, (name, at, field) => {
+    if (name.startsWith(SYSTEM_PREFIX) && !stored.has(`${field}/${name}`)) {
       errs.push(fieldError.invalid(at, name, `names one of Kubernetes' own identities (${SYSTEM_PREFIX}...), which only system:masters may grant access to`));
     }
   });
