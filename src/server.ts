@@ -105,7 +105,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     const hostCluster = HostCluster.load({ kubeconfig: config.kubeconfig });
     config = await frontProxyFromCluster(config, hostCluster, log);
     if (!hostCluster) log.info('no host cluster configured: TokenReview, SubjectAccessReview, the access sync to host RBAC and virtual cluster kube configs are off');
-    registry.addAction(kubeConfigAction(registry, hostCluster));
+    registry.addAction(kubeConfigAction(registry, hostCluster, log));
     const controllers = startControllers({
       client: storage.client,
       etcdPrefix: config.etcdPrefix,

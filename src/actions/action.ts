@@ -11,6 +11,7 @@ import { nowRFC3339 } from '../apimachinery/time.js';
 import { isPlainObject, type GroupKind, type KubeObject, type ObjectMeta } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
 import { checkTypeMeta, dropUnknownFields } from '../registry/decoding.js';
+import type { AuthorizeOther } from '../registry/strategy.js';
 
 export type ActionVerb = 'get' | 'create';
 
@@ -23,6 +24,8 @@ export interface ActionCall {
   object?: KubeObject;
   query: URLSearchParams;
   user: UserInfo;
+  /** Whether the caller may also do something else, asked of the authorizers that allowed the request. */
+  authorize: AuthorizeOther;
   /** Filled by the action; sent back as `Warning: 299` headers. */
   warnings: string[];
 }

@@ -4,8 +4,9 @@
  *
  * owner, importName, upgradeToPro and skipHelmDeploy are taken at the top level or inside sourceVirtualCluster
  * (the spec does not fix where); set in both places they must agree. The instance is named importName, else the
- * virtual cluster's own name; it is owned as asked, else by the caller; its ownerReference to the Project makes
- * deleting the project delete it (the garbage collector).
+ * virtual cluster's own name; it is owned as asked, else by the caller (outside system:masters only the caller or a
+ * team of the caller's may be asked for); its ownerReference to the Project makes deleting the project delete it
+ * (the garbage collector). The checks of where it points are virtualclusterplacement.ts's, shared with creates.
  */
 import { jsonEqual } from '../apimachinery/equality.js';
 import { Path, fieldError, type FieldError } from '../apimachinery/field.js';
@@ -13,7 +14,7 @@ import type { StructuralSchema } from '../apimachinery/schema.js';
 import * as errors from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../apimachinery/validation.js';
-import { validateOwner } from '../registry/kinds/access.js';
+import { ownerGivenAway, validateOwner } from '../registry/kinds/access.js';
 import { projectNamespace } from '../registry/kinds/project.js';
 import { checkNotImported, clusterErrors } from '../registry/kinds/virtualclusterplacement.js';
 import type { Registry } from '../registry/registry.js';
@@ -63,10 +64,13 @@ export function importVirtualClusterAction(registry: Registry): Action {
     async serve(call: ActionCall): Promise<KubeObject> {
       const request = call.object!;
       const project = await store('projects').get(undefined, call.name);
-      const { source, fields } = readRequest(request);
+      const { source, fields, ownerAt } = readRequest(request);
+      const givenAway = ownerGivenAway(fields.owner, call.user, ownerAt);
+      if (givenAway) throw errors.forbidden({ group: GROUP, resource: 'projects' }, call.name, `User ${JSON.stringify(call.user.name)} cannot import a virtual cluster for someone else: ${givenAway}`);
       const name = fields.importName ?? source.name!;
       const namespace = projectNamespace(call.name);
-      const clusterErrs = await clusterErrors(store('clusters'), project, source.cluster!, Path.root('sourceVirtualCluster').child('cluster'));
+      const caller = { user: call.user, authorize: call.authorize };
+      const clusterErrs = await clusterErrors(store('clusters'), project, source.cluster!, Path.root('sourceVirtualCluster').child('cluster'), caller);
       if (clusterErrs.length) throw errors.invalid(gk, '', clusterErrs);
       const ref = { cluster: source.cluster!, namespace: source.namespace, virtualCluster: source.name! };
       await checkNotImported(store('virtualclusterinstances'), ref, { gr: { group: GROUP, resource: 'projects/importvirtualcluster' }, name: source.name!, user: call.user });
@@ -86,7 +90,7 @@ export function importVirtualClusterAction(registry: Registry): Action {
           skipHelmDeploy: fields.skipHelmDeploy ?? false,
         },
       };
-      const created = await store('virtualclusterinstances').create(namespace, instance, { user: call.user });
+      const created = await store('virtualclusterinstances').create(namespace, instance, caller);
       return answer(action, { name: call.name }, {
         sourceVirtualCluster: source,
         owner: created.spec.owner,
@@ -101,7 +105,7 @@ export function importVirtualClusterAction(registry: Registry): Action {
 }
 
 /** The source and the placed fields from wherever they were given; 422 naming each field that is missing or wrong. */
-function readRequest(request: KubeObject): { source: Source; fields: Partial<Record<Placed, any>> } {
+function readRequest(request: KubeObject): { source: Source; fields: Partial<Record<Placed, any>>; ownerAt: Path } {
   const errs: FieldError[] = [];
   const at = Path.root('sourceVirtualCluster');
   const inner = (request.sourceVirtualCluster ?? {}) as Source & Partial<Record<Placed, any>>;
@@ -135,5 +139,5 @@ function readRequest(request: KubeObject): { source: Source; fields: Partial<Rec
     for (const msg of isDNS1123Subdomain(fields.importName)) errs.push(fieldError.invalid(nameAt, fields.importName, msg));
   }
   if (errs.length) throw errors.invalid(gk, '', errs);
-  return { source, fields };
+  return { source, fields, ownerAt };
 }

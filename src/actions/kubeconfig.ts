@@ -6,14 +6,20 @@
  *
  * The certificate names the caller (CN) and its groups (O), leaving out `system:` groups: those belong to the
  * management API (kube's client signer refuses system:masters, and system:authenticated is added by the virtual
- * cluster itself).
+ * cluster itself). A caller whose own name is a `system:` one (a host ServiceAccount, a node, a control plane
+ * component) gets none: 403, since the certificate would make it that identity inside the virtual cluster.
+ *
+ * Whatever keeps the virtual cluster from being reached (its connection Secret missing, without its key, not a
+ * usable kubeconfig, or the host refusing to read it) is one 503 for the caller, so that the action tells nothing
+ * of Secrets in host namespaces; the detail goes to the server's log for operators.
  */
 import yaml from 'js-yaml';
 import { Path, fieldError } from '../apimachinery/field.js';
 import * as errors from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { HostClusterError, type HostCluster } from '../host/cluster.js';
-import { CertificateNotIssuedError, VirtualClusterConnectionError, connectVirtualCluster, issueClientCertificate } from '../host/virtualcluster.js';
+import { CertificateNotIssuedError, VirtualClusterConnectionError, connectVirtualCluster, issueClientCertificate, type VirtualCluster } from '../host/virtualcluster.js';
+import { silentLogger, type Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { answer, requestSchema, type Action, type ActionCall } from './action.js';
 
@@ -26,13 +32,17 @@ export const DEFAULT_CERTIFICATE_TTL_SECONDS = 86400;
 export const MIN_CERTIFICATE_TTL_SECONDS = 600;
 /** How long a request waits for the virtual cluster to sign. */
 const SIGNING_TIMEOUT_MS = 10_000;
+/** Kubernetes' own identities, which no kube config is issued for. */
+const SYSTEM_PREFIX = 'system:';
+/** All a caller is told when the virtual cluster cannot be reached (see the top). */
+export const CONNECTION_UNAVAILABLE = "the virtual cluster's connection is not available; is the virtual cluster running? (the server's log has the details)";
 
 const schema = requestSchema({
   spec: { type: 'object', properties: { certificateTTL: { type: 'integer', format: 'int64' } } },
   status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
 });
 
-export function kubeConfigAction(registry: Registry, host: HostCluster | undefined): Action {
+export function kubeConfigAction(registry: Registry, host: HostCluster | undefined, log: Logger = silentLogger): Action {
   const instances = registry.lookup(GROUP, VERSION, 'virtualclusterinstances')!;
   const action: Action = {
     group: GROUP,
@@ -46,6 +56,13 @@ export function kubeConfigAction(registry: Registry, host: HostCluster | undefin
     schema,
     async serve(call: ActionCall): Promise<KubeObject> {
       const ttl = certificateTTL(call);
+      if (call.user.name.startsWith(SYSTEM_PREFIX)) {
+        throw errors.forbidden(
+          { group: GROUP, resource: 'virtualclusterinstances' },
+          call.name,
+          `User ${JSON.stringify(call.user.name)} cannot get a kube config: its certificate would carry this ${SYSTEM_PREFIX} identity into the virtual cluster; kube configs are issued to users, not to Kubernetes' own identities`,
+        );
+      }
       // Without a namespace the name matched no instance the caller may use (app.ts findNamespace).
       if (!call.namespace) throw errors.notFound(instances.def.groupResource, call.name);
       const instance = await instances.get(call.namespace, call.name);
@@ -56,8 +73,8 @@ export function kubeConfigAction(registry: Registry, host: HostCluster | undefin
       if (!ref.namespace) throw errors.badRequest(`${where} does not say where the virtual cluster runs (spec.clusterRef.namespace), so its connection cannot be found`);
       if (!host) throw errors.serviceUnavailable('no host cluster is configured (--kubeconfig, or in-cluster): the virtual cluster cannot be reached to issue a certificate');
 
-      const kubeConfig = await withStatusErrors(async () => {
-        const vc = await connectVirtualCluster(host, ref.namespace, ref.virtualCluster || call.name);
+      const vc = await connect(host, ref.namespace, ref.virtualCluster || call.name, where, log);
+      const kubeConfig = await withStatusErrors(where, log, async () => {
         const groups = call.user.groups.filter((g) => !g.startsWith('system:'));
         const cert = await issueClientCertificate(vc.api, { user: call.user.name, groups, expirationSeconds: ttl, timeoutMs: SIGNING_TIMEOUT_MS });
         return renderKubeConfig(`platform_${call.namespace}_${call.name}`, endpoint, vc.caData, cert.certificatePem, cert.keyPem);
@@ -89,14 +106,30 @@ function certificateTTL(call: ActionCall): number {
   return n;
 }
 
-/** Failures to reach or use the virtual cluster as Statuses: unreachable or not ready 503, refused 500, slow 504. */
-async function withStatusErrors<T>(fn: () => Promise<T>): Promise<T> {
+/** The virtual cluster's connection; any failure to read or use it is the one 503, its detail logged. */
+async function connect(host: HostCluster, namespace: string, name: string, where: string, log: Logger): Promise<VirtualCluster> {
+  try {
+    return await connectVirtualCluster(host, namespace, name);
+  } catch (err) {
+    if (!(err instanceof VirtualClusterConnectionError || err instanceof HostClusterError)) throw err;
+    log.warn('no connection to a virtual cluster for a kube config', { instance: where, reason: err.message });
+    throw errors.serviceUnavailable(CONNECTION_UNAVAILABLE);
+  }
+}
+
+/**
+ * Failures of the virtual cluster to sign as Statuses: refused 500, slow 504; not answering is the connection's
+ * 503 (its detail, which names where the connection points, logged).
+ */
+async function withStatusErrors<T>(where: string, log: Logger, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    if (err instanceof VirtualClusterConnectionError) throw err.missing ? errors.serviceUnavailable(err.message) : errors.internalError(new Error(err.message));
     if (err instanceof CertificateNotIssuedError) throw err.timedOut ? errors.timeout(err.message) : errors.internalError(new Error(err.message));
-    if (err instanceof HostClusterError) throw errors.serviceUnavailable(err.message);
+    if (err instanceof HostClusterError) {
+      log.warn('the virtual cluster did not answer a kube config request', { instance: where, reason: err.message });
+      throw errors.serviceUnavailable(CONNECTION_UNAVAILABLE);
+    }
     throw err;
   }
 }

@@ -17,12 +17,12 @@ const CONNECTION_KEY = 'config';
 /** The Secret that holds a virtual cluster's connection, by vcluster's convention. */
 export const connectionSecretName = (virtualCluster: string) => `vc-${virtualCluster}`;
 
-/** Why there is no connection to a virtual cluster: not (yet) there, or there but unusable. */
+/**
+ * Why there is no connection to a virtual cluster: not (yet) there, or there but unusable. The message is for
+ * operators (it names the Secret and what is wrong, never its data); callers are told less (actions/kubeconfig.ts).
+ */
 export class VirtualClusterConnectionError extends Error {
-  constructor(
-    message: string,
-    readonly missing: boolean,
-  ) {
+  constructor(message: string) {
     super(message);
     this.name = 'VirtualClusterConnectionError';
   }
@@ -45,15 +45,15 @@ export async function connectVirtualCluster(host: HostCluster, namespace: string
   try {
     data = (await host.call(`reading ${where}`, () => host.api(CoreV1Api).readNamespacedSecret({ name: secretName, namespace }))).data;
   } catch (err) {
-    if (err instanceof HostClusterError && err.code === 404) throw new VirtualClusterConnectionError(`the virtual cluster's connection (${where}) does not exist; is the virtual cluster running?`, true);
+    if (err instanceof HostClusterError && err.code === 404) throw new VirtualClusterConnectionError(`the virtual cluster's connection (${where}) does not exist; is the virtual cluster running?`);
     throw err;
   }
-  if (!data?.[CONNECTION_KEY]) throw new VirtualClusterConnectionError(`${where} has no key ${JSON.stringify(CONNECTION_KEY)}`, false);
+  if (!data?.[CONNECTION_KEY]) throw new VirtualClusterConnectionError(`${where} has no key ${JSON.stringify(CONNECTION_KEY)}`);
   let kc: KubeConfig;
   try {
     kc = kubeConfigFromData(Buffer.from(data[CONNECTION_KEY], 'base64').toString('utf8'));
   } catch (err) {
-    if (err instanceof StoredKubeConfigError) throw new VirtualClusterConnectionError(`${where}, key ${JSON.stringify(CONNECTION_KEY)}: ${err.message}`, false);
+    if (err instanceof StoredKubeConfigError) throw new VirtualClusterConnectionError(`${where}, key ${JSON.stringify(CONNECTION_KEY)}: ${err.message}`);
     throw err;
   }
   const cluster = kc.getCurrentCluster()!;

@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import { decodeRequest, type Action, type ActionVerb } from '../actions/action.js';
 import * as errors from '../apimachinery/status.js';
 import type { UserInfo } from '../apimachinery/user.js';
+import type { AuthorizeOther } from './app.js';
 import { parseObjectBody, rawBody } from './body.js';
 import { negotiateResponse, requestEncoding } from './negotiation.js';
 import { writeOptions } from './options.js';
@@ -31,7 +32,8 @@ export async function handleAction(req: Request, res: Response, info: RequestInf
     const parsed = body.length ? parseObjectBody(body, requestEncoding(req.headers['content-type']), action.kind) : {};
     object = decodeRequest(action, parsed, opts.fieldValidation, warnings);
   }
-  const answer = await action.serve({ verb, namespace: info.namespace || undefined, name: info.name, object, query, user: res.locals.user as UserInfo, warnings });
+  const authorize = res.locals.authorizeOther as AuthorizeOther;
+  const answer = await action.serve({ verb, namespace: info.namespace || undefined, name: info.name, object, query, user: res.locals.user as UserInfo, authorize, warnings });
   // Answers may carry credentials (a client key, a token): no cache may keep them.
   res.setHeader('Cache-Control', 'no-store');
   writeObject(withWarnings(res, warnings), verb === 'create' ? 201 : 200, answer, encoding);

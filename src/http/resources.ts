@@ -50,7 +50,7 @@ export async function handleResource(req: Request, res: Response, info: RequestI
   const user = res.locals.user as UserInfo | undefined;
   const authorizeOther = res.locals.authorizeOther as AuthorizeOther | undefined;
   // What every write carries about its caller.
-  const caller = { user, mayDeleteOwner: authorizeOther && mayDeleteOwner(registry, authorizeOther, user?.name ?? '') };
+  const caller = { user, authorize: authorizeOther, mayDeleteOwner: authorizeOther && mayDeleteOwner(registry, authorizeOther, user?.name ?? '') };
   const visible = res.locals.visible as ((obj: KubeObject) => boolean) | undefined;
   const notSupported = () => errors.methodNotSupported(def.groupResource, info.verb || req.method);
 

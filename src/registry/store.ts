@@ -23,7 +23,7 @@ import { ResourceReader, type ListOptions, type RunningWatch, type WatchOptions,
 import { carryOverFields, withoutFields } from './hiddenfields.js';
 import { checkOwnerReferencePermissions, type MayDeleteOwner } from './ownerpermission.js';
 import { finalizersAfterDelete, type PropagationOptions } from './propagation.js';
-import type { Strategy, StoreLookup } from './strategy.js';
+import type { AuthorizeOther, Strategy, StoreLookup } from './strategy.js';
 
 /** How many fresh names a generateName create tries before giving up (kube's RetryGenerateName). */
 const GENERATE_NAME_ATTEMPTS = 8;
@@ -47,6 +47,8 @@ export interface WriteOptions extends FieldValidationOptions {
   user?: UserInfo;
   /** The caller's permission to delete an object (an owner, or the one written), for ownerReferences; unset for the server's own writes. */
   mayDeleteOwner?: MayDeleteOwner;
+  /** The caller's other permissions, for the strategy's admitCreate; unset for the server's own writes. */
+  authorize?: AuthorizeOther;
 }
 
 export interface ApplyOptions extends WriteOptions {
@@ -140,7 +142,7 @@ export class Store {
     dropUnknownFields(obj, this.def.schema, this.def, opts);
     const errs = this.validate(obj);
     if (errs.length) throw errors.invalid(this.def.groupKind, meta.name ?? '', errs);
-    await this.strategy.admitCreate?.(obj, opts.user, this.stores);
+    await this.strategy.admitCreate?.(obj, opts, this.stores);
     await this.checkOwnerPermissions(obj, undefined, opts);
     if (trackFields) this.recordFieldManager(obj, undefined, opts, '');
 

@@ -5,11 +5,21 @@
 import type { FieldError } from '../apimachinery/field.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
+import type { Attributes, Decision } from '../auth/types.js';
 import type { FieldPath } from './hiddenfields.js';
 import type { Store } from './store.js';
 
 /** The stores of the served resources, for rules that read other objects. */
 export type StoreLookup = (group: string, version: string, resource: string) => Store | undefined;
+
+/** Whether the caller may also do something besides its request, asked of the same authorizers (http/app.ts). */
+export type AuthorizeOther = (attrs: Omit<Attributes, 'user'>) => Promise<Decision>;
+
+/** Who asks, for admitCreate; both unset for the server's own writes. */
+export interface Caller {
+  user?: UserInfo;
+  authorize?: AuthorizeOther;
+}
 
 /** A Table column type (metav1.TableColumnDefinition.type). */
 export type PrinterColumnType = 'integer' | 'number' | 'string' | 'boolean' | 'date';
@@ -55,11 +65,11 @@ export interface Strategy {
   /** The same for a write of the status subresource (every verb: PUT, PATCH, apply; dry run too). */
   prepareForStatusUpdate?(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void;
   /**
-   * Checks of a new, validated object against other objects, knowing who asks (as kube's validating admission
-   * runs after the strategy's validation). Runs on every create: POST, a server-side apply that creates, dry run.
-   * Throws a StatusError to refuse.
+   * Checks of a new, validated object against other objects, knowing who asks and able to ask what else the caller
+   * may do (as kube's validating admission runs after the strategy's validation). Runs on every create: POST, a
+   * server-side apply that creates, dry run. Throws a StatusError to refuse.
    */
-  admitCreate?(obj: KubeObject, user: UserInfo | undefined, stores: StoreLookup): Promise<void>;
+  admitCreate?(obj: KubeObject, caller: Caller, stores: StoreLookup): Promise<void>;
   /** The stored form of a validated object (e.g. a secret replaced by its hash); default: the object itself. */
   toStorage?(obj: KubeObject): KubeObject;
   /**

@@ -18,7 +18,7 @@ let bob: HttpClient;
 let carol: HttpClient;
 
 beforeAll(async () => {
-  const server = await startTestServerWithUsers({ root: ['system:masters'], bob: [], carol: [] });
+  const server = await startTestServerWithUsers({ root: ['system:masters'], bob: ['platform:team:dev'], carol: [] });
   ({ root, bob, carol } = server.as);
   ts = server;
 }, 120_000);
@@ -33,9 +33,10 @@ async function createProject(spec: Record<string, unknown> = {}): Promise<any> {
   return res.body;
 }
 
+/** A Cluster bob and carol may get (an access entry), unless `spec` says otherwise. */
 async function createCluster(spec: Record<string, unknown> = {}): Promise<string> {
   const body = clusterBody(uniq('cluster'));
-  body.spec = { ...body.spec, ...spec };
+  body.spec = { ...body.spec, access: [{ verbs: ['get'], users: ['bob', 'carol'] }], ...spec };
   const res = await root.post(CLUSTERS_PATH, body);
   expect(res.status).toBe(201);
   return body.metadata.name;
@@ -222,7 +223,7 @@ describe('refusals leave nothing behind', () => {
     const res = await bob.post(importPath(bobs), { sourceVirtualCluster: src });
     expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 409, reason: 'Conflict' });
     expect(res.body.message).toBe(
-      `Operation cannot be fulfilled on projects/importvirtualcluster.management.platform.sh "${src.name}": virtual cluster ${src.namespace}/${src.name} on cluster ${cluster} is already imported by another VirtualClusterInstance`,
+      `Operation cannot be fulfilled on projects/importvirtualcluster.management.platform.sh "${src.name}": virtual cluster ${src.namespace}/${src.name} is already imported by another VirtualClusterInstance`,
     );
     for (const secret of [hidden, 'secret-name']) expect(res.body.message).not.toContain(secret);
     expect(await instanceNames(bobs)).toEqual([]);
@@ -263,5 +264,27 @@ describe('who may import', () => {
     const ok = await bob.post(importPath(project), { sourceVirtualCluster: source(cluster), importName: 'bobs' });
     expect(ok.status).toBe(201);
     expect((await root.get(`${vcisIn(project)}/bobs`)).body.spec.owner).toEqual({ user: 'bob' });
+  });
+
+  test('the caller owns what it imports: another user or a team it is not in is 403 naming the field, nothing stored', async () => {
+    const cluster = await createCluster();
+    const project = (await createProject({ owner: { user: 'bob' } })).metadata.name;
+    const tail = 'a caller may name only itself or a team it belongs to, and only system:masters may make someone else the owner';
+    for (const [body, message] of [
+      [{ owner: { user: 'carol' } }, `owner.user: may not be "carol": ${tail}`],
+      [{ owner: { team: 'ops' } }, `owner.team: may not be "ops", a team the caller is not in: ${tail}`],
+      [{ sourceVirtualCluster: { owner: { user: 'carol' } } }, `sourceVirtualCluster.owner.user: may not be "carol": ${tail}`],
+    ] as const) {
+      const src = source(cluster);
+      const nested = 'sourceVirtualCluster' in body ? { ...src, ...body.sourceVirtualCluster } : src;
+      const res = await bob.post(importPath(project), { ...body, sourceVirtualCluster: nested });
+      expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 403, reason: 'Forbidden' });
+      expect(res.body.message).toBe(`projects.management.platform.sh "${project}" is forbidden: User "bob" cannot import a virtual cluster for someone else: ${message}`);
+    }
+    expect(await instanceNames(project)).toEqual([]);
+    // Himself, or a team he is in: fine; system:masters may name anyone.
+    expect((await bob.post(importPath(project), { sourceVirtualCluster: source(cluster), owner: { team: 'dev' }, importName: 'teams' })).status).toBe(201);
+    expect((await root.get(`${vcisIn(project)}/teams`)).body.spec.owner).toEqual({ team: 'dev' });
+    expect((await root.post(importPath(project), { sourceVirtualCluster: source(cluster), owner: { user: 'carol' }, importName: 'carols' })).status).toBe(201);
   });
 });

@@ -15,6 +15,7 @@ import { API_VERSION, uniq } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient } from '../support/http.js';
 import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
 import { startTestServer, startTestServerWithUsers, type TestServer } from '../support/server.js';
+import { createLogger } from '../../src/log.js';
 
 const DAY = 86400;
 
@@ -24,15 +25,20 @@ let ts: TestServer;
 let root: HttpClient;
 let bob: HttpClient;
 let carol: HttpClient;
+let sa: HttpClient;
 /** Where an exec plugin would leave its mark. */
 let scratch: string;
+/** The server's log lines. */
+const logged: string[] = [];
 
 beforeAll(async () => {
   scratch = mkdtempSync(join(tmpdir(), 'kubeconfig-test-'));
   host = await startHostCluster();
   vcluster = await startHostCluster({ csrSigningDelayMs: 150 });
-  const server = await startTestServerWithUsers({ root: ['system:masters'], bob: ['platform:team:dev', 'system:serviceaccounts'], carol: [] }, { kubeconfig: host.kubeconfigPath });
+  const users = { root: ['system:masters'], bob: ['platform:team:dev', 'system:serviceaccounts'], carol: [], 'system:serviceaccount:default:builder': ['system:serviceaccounts'] };
+  const server = await startTestServerWithUsers(users, { kubeconfig: host.kubeconfigPath }, undefined, createLogger((line) => logged.push(line)));
   ({ root, bob, carol } = server.as);
+  sa = server.as['system:serviceaccount:default:builder'];
   ts = server;
 }, 120_000);
 
@@ -100,6 +106,21 @@ function readKubeConfig(body: any): Issued {
 /** The virtual cluster's CSR that issued `cert`. */
 function csrOf(cert: X509Certificate) {
   return vcluster.csrs().find((c) => c.status?.certificate && new X509Certificate(Buffer.from(c.status.certificate, 'base64')).serialNumber === cert.serialNumber);
+}
+
+/**
+ * The virtual cluster cannot be reached: the caller gets the one 503 that tells nothing of the host's Secrets,
+ * and the server's log says why (`detail`) for operators.
+ */
+function expectUnavailable(res: { status: number; body: any }, name: string, detail: string): void {
+  expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 503, reason: 'ServiceUnavailable' });
+  expect(res.body.message).toBe("the virtual cluster's connection is not available; is the virtual cluster running? (the server's log has the details)");
+  expect(loggedAbout(name).join('\n')).toContain(detail);
+}
+
+/** The reasons the server logged for the instance or virtual cluster `name`. */
+function loggedAbout(name: string): string[] {
+  return logged.map((line) => JSON.parse(line)).filter((l) => `${l.instance} ${l.reason}`.includes(name)).map((l) => `${l.msg}: ${l.reason}`);
 }
 
 const lifetimeSeconds = (cert: X509Certificate) => (Date.parse(cert.validTo) - Date.now()) / 1000;
@@ -231,6 +252,23 @@ describe('who may get one', () => {
     expect(posted.status).toBe(403);
     expect((await bob.get(kubeconfigPath(ns, name))).status).toBe(403);
   });
+
+  test("a caller named system:... (here a host ServiceAccount) gets none, even for its own instance: 403, nothing asked of the virtual cluster", async () => {
+    const ns = uniq('p');
+    const name = uniq('vc');
+    const account = 'system:serviceaccount:default:builder';
+    await createInstance(ns, name, { owner: { user: account } });
+    vcluster.resetCounts();
+    // Before the fix: 200 with CN=system:serviceaccount:default:builder, that account's identity in the virtual cluster.
+    for (const res of [await sa.get(kubeconfigPath(ns, name)), await sa.post(kubeconfigPath(ns, name), { spec: {} })]) {
+      expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 403, reason: 'Forbidden' });
+      expect(res.body.message).toBe(
+        `virtualclusterinstances.management.platform.sh "${name}" is forbidden: User "${account}" cannot get a kube config: its certificate would carry this system: identity into the virtual cluster; kube configs are issued to users, not to Kubernetes' own identities`,
+      );
+    }
+    expect(vcluster.count('certificatesigningrequests')).toBe(0);
+    expect((await bob.get(kubeconfigPath(ns, name))).status).toBe(403);
+  });
 });
 
 describe('refusals', () => {
@@ -270,26 +308,20 @@ describe('refusals', () => {
     expect(res.body.message).toBe('the certificateTTL query parameter must be a whole number of seconds (got "1h")');
   });
 
-  test('no connection Secret in the host: 503 naming it', async () => {
+  test('no connection Secret, or one without its key: the same 503 (no oracle for Secrets in host namespaces), the detail logged', async () => {
     const ns = uniq('p');
-    const name = uniq('vc');
-    await createInstance(ns, name, {}, null);
-    const res = await root.get(kubeconfigPath(ns, name));
-    expect(res.status).toBe(503);
-    expect(res.body.message).toBe(`the virtual cluster's connection (Secret vcluster-${name}/vc-${name} in the host cluster) does not exist; is the virtual cluster running?`);
+    const missing = uniq('vc');
+    await createInstance(ns, missing, {}, null);
+    const keyless = uniq('vc');
+    await createInstance(ns, keyless, {}, null);
+    host.addSecret(`vcluster-${keyless}`, `vc-${keyless}`, { other: 'x' });
+    const [a, b] = [await root.get(kubeconfigPath(ns, missing)), await root.get(kubeconfigPath(ns, keyless))];
+    expectUnavailable(a, missing, `the virtual cluster's connection (Secret vcluster-${missing}/vc-${missing} in the host cluster) does not exist`);
+    expectUnavailable(b, keyless, `Secret vcluster-${keyless}/vc-${keyless} in the host cluster has no key "config"`);
+    expect(b.body).toEqual(a.body);
   });
 
-  test('a connection Secret that is no kubeconfig: 500 saying what is wrong', async () => {
-    const ns = uniq('p');
-    const name = uniq('vc');
-    await createInstance(ns, name, {}, null);
-    host.addSecret(`vcluster-${name}`, `vc-${name}`, { other: 'x' });
-    const res = await root.get(kubeconfigPath(ns, name));
-    expect(res.status).toBe(500);
-    expect(res.body.message).toContain(`Secret vcluster-${name}/vc-${name} in the host cluster has no key "config"`);
-  });
-
-  test('a connection whose user runs an exec plugin: 500 naming the Secret and the field, and the command never runs', async () => {
+  test('a connection whose user runs an exec plugin: 503, the Secret and the field logged, and the command never runs', async () => {
     const ns = uniq('p');
     const name = uniq('vc');
     await createInstance(ns, name, {}, null);
@@ -301,9 +333,7 @@ describe('refusals', () => {
     vcluster.resetCounts();
 
     const res = await root.get(kubeconfigPath(ns, name));
-    expect(res.status).toBe(500);
-    expect(res.body).toMatchObject({ kind: 'Status', reason: 'InternalError' });
-    expect(res.body.message).toContain(`Secret vcluster-${name}/vc-${name} in the host cluster, key "config": the kubeconfig may not use users[0].user.exec (it runs a command)`);
+    expectUnavailable(res, name, `Secret vcluster-${name}/vc-${name} in the host cluster, key "config": the kubeconfig may not use users[0].user.exec (it runs a command)`);
     expect(existsSync(marker)).toBe(false);
     expect(vcluster.requests).toEqual([]);
   });
@@ -319,19 +349,18 @@ describe('refusals', () => {
     ['basic authentication', { user: { username: 'admin', password: 'hunter2' } }, 'users[0].user.username (basic authentication, which kube-apiserver no longer accepts); users[0].user.password'],
     ['impersonation', { user: { as: 'system:admin' } }, 'users[0].user.as (impersonation acts as another user)'],
     ['an unknown field', { user: { colour: 'blue' } }, 'users[0].user.colour (not a field a stored kubeconfig may use)'],
-  ])('a connection with %s: 500 naming the field, nothing asked of the virtual cluster', async (_what, change, refused) => {
+  ])('a connection with %s: 503, the field logged, nothing asked of the virtual cluster', async (_what, change, refused) => {
     const ns = uniq('p');
     const name = uniq('vc');
     await createInstance(ns, name, {}, null);
     host.addSecret(`vcluster-${name}`, `vc-${name}`, { config: connectionWith(vcluster, change) });
     vcluster.resetCounts();
     const res = await root.get(kubeconfigPath(ns, name));
-    expect(res.status).toBe(500);
-    expect(res.body.reason).toBe('InternalError');
-    expect(res.body.message).toContain(`Secret vcluster-${name}/vc-${name} in the host cluster, key "config": the kubeconfig may not use ${refused}`);
-    expect(res.body.message).toContain('A stored kubeconfig is data: it may hold only server, certificate-authority-data and tls-server-name');
-    // Field names only: no value of the kubeconfig is repeated.
-    for (const secret of ['hunter2', '/etc/', vcluster.token]) expect(res.body.message).not.toContain(secret);
+    expectUnavailable(res, name, `key "config": the kubeconfig may not use ${refused}`);
+    expectUnavailable(res, name, 'A stored kubeconfig is data: it may hold only server, certificate-authority-data and tls-server-name');
+    // Field names only: no value of the kubeconfig is repeated, in the answer or the log.
+    const lines = loggedAbout(name).join('\n');
+    for (const secret of ['hunter2', '/etc/', vcluster.token]) expect(lines).not.toContain(secret);
     expect(vcluster.requests).toEqual([]);
   });
 
@@ -341,25 +370,23 @@ describe('refusals', () => {
     ['no credential', { user: { token: undefined } }, 'users[0].user has no credential (client-certificate-data with client-key-data, or token)'],
     ['a certificate without its key', { user: { 'client-certificate-data': 'eA==' } }, 'users[0].user needs both client-certificate-data and client-key-data'],
     ['no current context', { 'current-context': undefined }, 'the kubeconfig has no current-context'],
-  ])('a connection with %s: 500 saying so', async (_what, change, message) => {
+  ])('a connection with %s: 503, what is wrong logged', async (_what, change, message) => {
     const ns = uniq('p');
     const name = uniq('vc');
     await createInstance(ns, name, {}, null);
     host.addSecret(`vcluster-${name}`, `vc-${name}`, { config: connectionWith(vcluster, change) });
     const res = await root.get(kubeconfigPath(ns, name));
-    expect(res.status).toBe(500);
-    expect(res.body.message).toContain(`Secret vcluster-${name}/vc-${name} in the host cluster, key "config": ${message}`);
+    expectUnavailable(res, name, `key "config": ${message}`);
   });
 
-  test('a connection that is not YAML: 500 with the parser\'s reason, not the text', async () => {
+  test('a connection that is not YAML: 503, the parser\'s reason logged, not the text', async () => {
     const ns = uniq('p');
     const name = uniq('vc');
     await createInstance(ns, name, {}, null);
     host.addSecret(`vcluster-${name}`, `vc-${name}`, { config: 'token: "s3cret\n  bad: [' });
     const res = await root.get(kubeconfigPath(ns, name));
-    expect(res.status).toBe(500);
-    expect(res.body.message).toContain(`Secret vcluster-${name}/vc-${name} in the host cluster, key "config": not a kubeconfig:`);
-    expect(res.body.message).not.toContain('s3cret');
+    expectUnavailable(res, name, `Secret vcluster-${name}/vc-${name} in the host cluster, key "config": not a kubeconfig:`);
+    expect(logged.join('\n')).not.toContain('s3cret');
   });
 
   test('harmless extras (extensions, tls-server-name, insecure-skip-tls-verify: false) are accepted', async () => {
@@ -380,8 +407,8 @@ describe('refusals', () => {
     await vcluster.setDown(true, 'unavailable');
     try {
       const res = await root.get(kubeconfigPath(ns, name));
-      expect(res.status).toBe(503);
-      expect(res.body.message).toContain('creating a CertificateSigningRequest in the virtual cluster: the host cluster answered HTTP 503');
+      expect({ status: res.status, message: res.body.message }).toEqual({ status: 503, message: "the virtual cluster's connection is not available; is the virtual cluster running? (the server's log has the details)" });
+      expect(loggedAbout(name).join('\n')).toContain('creating a CertificateSigningRequest in the virtual cluster: the host cluster answered HTTP 503');
     } finally {
       await vcluster.setDown(false);
     }

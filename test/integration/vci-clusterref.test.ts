@@ -2,8 +2,9 @@
  * Where a VirtualClusterInstance points (spec.clusterRef) decides which virtual cluster signs the kube configs it
  * hands out. Tenants are adversaries here: bob and carol each have a project and a virtual cluster of their own.
  * clusterRef is fixed once created, on every update path, for everyone (`field is immutable`); and a create by
- * anyone but system:masters passes the import's checks (the project of its namespace, the Cluster, not imported
- * yet), dry run and server-side apply included. Every refusal leaves stored data as it was.
+ * anyone but system:masters passes the import's checks (the project of its namespace, a Cluster the caller may
+ * get, not imported yet, whatever Cluster names it), dry run and server-side apply included. Every refusal leaves
+ * stored data as it was.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
@@ -26,6 +27,8 @@ let root: HttpClient;
 let bob: HttpClient;
 let carol: HttpClient;
 let dave: HttpClient;
+let mallory: HttpClient;
+let erin: HttpClient;
 /** The Cluster both tenants' virtual clusters run on. */
 let cluster: string;
 
@@ -33,17 +36,35 @@ beforeAll(async () => {
   host = await startHostCluster();
   bobsCluster = await startHostCluster();
   carolsCluster = await startHostCluster();
-  const server = await startTestServerWithUsers({ root: ['system:masters'], bob: [], carol: [], dave: [] }, { kubeconfig: host.kubeconfigPath });
-  ({ root, bob, carol, dave } = server.as);
+  const server = await startTestServerWithUsers({ root: ['system:masters'], bob: [], carol: [], dave: [], mallory: [], erin: [] }, { kubeconfig: host.kubeconfigPath });
+  ({ root, bob, carol, dave, mallory, erin } = server.as);
   ts = server;
-  // dave may create (and apply) instances anywhere, the widest grant a tenant could have: the checks must hold even so.
-  host.put({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'vci-creator' }, rules: [{ apiGroups: [GROUP], resources: ['virtualclusterinstances'], verbs: ['create', 'patch', 'get', 'list'] }] });
+  // dave may create (and apply) instances anywhere and get every Cluster, the widest grant a tenant could have: the
+  // checks must hold even so.
+  host.put({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: 'vci-creator' },
+    rules: [
+      { apiGroups: [GROUP], resources: ['virtualclusterinstances'], verbs: ['create', 'patch', 'get', 'list'] },
+      { apiGroups: [GROUP], resources: ['clusters'], verbs: ['get'] },
+    ],
+  });
   host.put({
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRoleBinding',
     metadata: { name: 'dave-creates-vcis' },
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'vci-creator' },
     subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'dave' }],
+  });
+  // erin may create instances anywhere, but get no Cluster but those that grant it.
+  host.put({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'vci-creator-only' }, rules: [{ apiGroups: [GROUP], resources: ['virtualclusterinstances'], verbs: ['create', 'patch', 'get'] }] });
+  host.put({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: 'erin-creates-vcis' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'vci-creator-only' },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'erin' }],
   });
   cluster = await createCluster();
 }, 120_000);
@@ -53,9 +74,10 @@ afterAll(async () => {
   for (const stand of [host, bobsCluster, carolsCluster]) await stand?.stop();
 }, 60_000);
 
+/** A Cluster bob and carol may get (an access entry), unless `spec` says otherwise. */
 async function createCluster(spec: Record<string, unknown> = {}, metadata: Record<string, unknown> = {}): Promise<string> {
   const body = clusterBody(uniq('cluster'));
-  body.spec = { ...body.spec, ...spec };
+  body.spec = { ...body.spec, access: [{ verbs: ['get'], users: ['bob', 'carol'] }], ...spec };
   Object.assign(body.metadata, metadata);
   expect((await root.post(CLUSTERS_PATH, body)).status).toBe(201);
   return body.metadata.name;
@@ -68,12 +90,12 @@ async function createProject(owner: string, spec: Record<string, unknown> = {}):
 }
 
 /** A tenant's virtual cluster imported into the tenant's project: its instance's namespace and name. */
-async function importOwn(owner: 'bob' | 'carol', client: HttpClient): Promise<{ ns: string; name: string; ref: Record<string, string> }> {
+async function importOwn(owner: 'bob' | 'carol', client: HttpClient, on = cluster): Promise<{ ns: string; name: string; ref: Record<string, string> }> {
   const project = await createProject(owner);
   const name = uniq('vc');
-  const ref = { cluster, namespace: `vcluster-${name}`, virtualCluster: name };
+  const ref = { cluster: on, namespace: `vcluster-${name}`, virtualCluster: name };
   host.addSecret(ref.namespace, `vc-${name}`, { config: (owner === 'bob' ? bobsCluster : carolsCluster).kubeconfigText() });
-  const res = await client.post(`${PROJECTS}/${project}/importvirtualcluster`, { sourceVirtualCluster: { name, namespace: ref.namespace, cluster } });
+  const res = await client.post(`${PROJECTS}/${project}/importvirtualcluster`, { sourceVirtualCluster: { name, namespace: ref.namespace, cluster: on } });
   expect(res.status).toBe(201);
   const ns = `p-${project}`;
   expect((await root.patch(vciPath(ns, name), { spec: { ingressEndpoint: `https://${name}.example.com` } }, MERGE_PATCH)).status).toBe(200);
@@ -175,7 +197,7 @@ describe('a create by anyone but system:masters passes the import checks', () =>
     ]) {
       expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 409, reason: 'Conflict' });
       expect(res.body.message).toBe(
-        `Operation cannot be fulfilled on virtualclusterinstances.management.platform.sh "${name}": virtual cluster ${carols.ref.namespace}/${carols.name} on cluster ${cluster} is already imported by another VirtualClusterInstance`,
+        `Operation cannot be fulfilled on virtualclusterinstances.management.platform.sh "${name}": virtual cluster ${carols.ref.namespace}/${carols.name} is already imported by another VirtualClusterInstance`,
       );
       expect(res.body.message).not.toContain(carols.ns);
     }
@@ -241,5 +263,99 @@ describe('a create by anyone but system:masters passes the import checks', () =>
     const ns = uniq('anywhere');
     const res = await root.post(vcis(ns), instance(uniq('vc'), { cluster: 'not-yet-registered', namespace: 'vcluster-x' }));
     expect(res.status).toBe(201);
+  });
+});
+
+describe('one virtual cluster, whatever Cluster names it; and only from a Cluster the caller may get', () => {
+  const instance = (name: string, ref: Record<string, unknown>, spec: Record<string, unknown> = {}) => ({
+    apiVersion: API_VERSION,
+    kind: 'VirtualClusterInstance',
+    metadata: { name },
+    spec: { clusterRef: ref, ingressEndpoint: `https://${name}.example.com`, ...spec },
+  });
+  const importInto = (client: HttpClient, project: string, source: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+    client.post(`${PROJECTS}/${project}/importvirtualcluster`, { sourceVirtualCluster: source, ...extra });
+
+  test("mallory cannot import carol's virtual cluster by naming another Cluster her project allows: 409, nothing stored, nothing signed", async () => {
+    const c2 = await createCluster();
+    const carols = await importOwn('carol', carol, c2);
+    // The one host cluster is reached whatever the Cluster: this names carol's virtual cluster just the same.
+    const c1 = await createCluster({ owner: { user: 'mallory' }, access: [] });
+    const project = await createProject('mallory', { allowedClusters: [{ name: c1 }] });
+    carolsCluster.resetCounts();
+    const res = await importInto(mallory, project, { name: carols.name, namespace: carols.ref.namespace, cluster: c1 });
+    expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 409, reason: 'Conflict' });
+    expect(res.body.message).toBe(
+      `Operation cannot be fulfilled on projects/importvirtualcluster.management.platform.sh "${carols.name}": virtual cluster ${carols.ref.namespace}/${carols.name} is already imported by another VirtualClusterInstance`,
+    );
+    // A create naming c1 is refused the same (dave may create instances and get every Cluster).
+    const daves = `p-${await createProject('dave', { allowedClusters: [{ name: c1 }] })}`;
+    const ref = { ...carols.ref, cluster: c1 };
+    for (const created of [await dave.post(vcis(daves), instance(carols.name, ref)), await dave.patch(`${vciPath(daves, carols.name)}?fieldManager=dave`, instance(carols.name, ref), APPLY)]) {
+      expect({ status: created.status, reason: created.body.reason }).toEqual({ status: 409, reason: 'Conflict' });
+    }
+    expect((await root.get(vcis(`p-${project}`))).body.items).toEqual([]);
+    expect((await root.get(vcis(daves))).body.items).toEqual([]);
+    expect(carolsCluster.count('certificatesigningrequests')).toBe(0);
+  });
+
+  test('a virtual cluster nobody imported is not up for grabs: a Cluster the caller may not get is 422 on the field, whether or not it exists', async () => {
+    const nobodys = await createCluster({ access: [] });
+    // No allowedClusters: the project allows every Cluster, the widest a project can be.
+    const project = await createProject('mallory');
+    const name = uniq('vc');
+    const source = { name, namespace: `vcluster-${name}`, cluster: nobodys };
+    for (const [cluster, res] of [
+      [nobodys, await importInto(mallory, project, source)],
+      ['no-such-cluster', await importInto(mallory, project, { ...source, cluster: 'no-such-cluster' })],
+    ] as const) {
+      expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 422, reason: 'Invalid' });
+      expect(res.body.details.causes).toEqual([
+        {
+          field: 'sourceVirtualCluster.cluster',
+          reason: 'FieldValueForbidden',
+          message: `Forbidden: User "mallory" cannot get Cluster "${cluster}": a virtual cluster is imported only from a Cluster its importer may get (its owner, or an access entry granting get)`,
+        },
+      ]);
+    }
+    // The same for a create, dry run and apply included, by someone who may create instances but not get the Cluster.
+    const erins = `p-${await createProject('erin')}`;
+    const ref = { cluster: nobodys, namespace: source.namespace, virtualCluster: name };
+    for (const res of [
+      await erin.post(vcis(erins), instance(name, ref)),
+      await erin.post(`${vcis(erins)}?dryRun=All`, instance(name, ref)),
+      await erin.patch(`${vciPath(erins, name)}?fieldManager=erin`, instance(name, ref), APPLY),
+    ]) {
+      expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 422, reason: 'Invalid' });
+      expect(res.body.details.causes).toEqual([expect.objectContaining({ field: 'spec.clusterRef.cluster', reason: 'FieldValueForbidden' })]);
+      expect(res.body.message).toContain(`User "erin" cannot get Cluster "${nobodys}"`);
+    }
+    expect((await root.get(vcis(`p-${project}`))).body.items).toEqual([]);
+    expect((await root.get(vcis(erins))).body.items).toEqual([]);
+
+    // An access entry granting get on the Cluster, or owning it, lets them import from it.
+    const grant = { spec: { access: [{ verbs: ['get'], users: ['mallory', 'erin'] }] } };
+    expect((await root.patch(`${CLUSTERS_PATH}/${nobodys}`, grant, MERGE_PATCH)).status).toBe(200);
+    expect((await importInto(mallory, project, source)).status).toBe(201);
+    const owned = await createCluster({ owner: { user: 'erin' }, access: [] });
+    expect((await erin.post(vcis(erins), instance(name, { ...ref, cluster: owned, virtualCluster: uniq('vc') }))).status).toBe(201);
+  });
+
+  test('an instance is created for its creator: another owner is 403 naming the field; oneself is fine', async () => {
+    const ns = `p-${await createProject('dave')}`;
+    const name = uniq('vc');
+    const ref = { cluster, namespace: `vcluster-${name}`, virtualCluster: name };
+    for (const [owner, field] of [
+      [{ user: 'carol' }, 'spec.owner.user: may not be "carol"'],
+      [{ team: 'ops' }, 'spec.owner.team: may not be "ops", a team the caller is not in'],
+    ] as const) {
+      const res = await dave.post(vcis(ns), instance(name, ref, { owner }));
+      expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 403, reason: 'Forbidden' });
+      expect(res.body.message).toBe(
+        `virtualclusterinstances.management.platform.sh "${name}" is forbidden: User "dave" cannot create this VirtualClusterInstance: ${field}: a caller may name only itself or a team it belongs to, and only system:masters may make someone else the owner`,
+      );
+    }
+    expect((await root.get(vciPath(ns, name))).status).toBe(404);
+    expect((await dave.post(vcis(ns), instance(name, ref, { owner: { user: 'dave' } }))).status).toBe(201);
   });
 });

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { defaultConfig, type Config } from '../../src/config.js';
-import { silentLogger } from '../../src/log.js';
+import { silentLogger, type Logger } from '../../src/log.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { startTestEtcd } from './etcd.js';
 import { HttpClient } from './http.js';
@@ -25,7 +25,7 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
-export async function startTestServer(overrides: Partial<Config> = {}, etcd?: Awaited<ReturnType<typeof startTestEtcd>>): Promise<TestServer> {
+export async function startTestServer(overrides: Partial<Config> = {}, etcd?: Awaited<ReturnType<typeof startTestEtcd>>, log: Logger = silentLogger): Promise<TestServer> {
   const ownEtcd = !etcd;
   const theEtcd = etcd ?? (await startTestEtcd());
   const dataDir = mkdtempSync(join(tmpdir(), 'platform-server-'));
@@ -39,7 +39,7 @@ export async function startTestServer(overrides: Partial<Config> = {}, etcd?: Aw
     securePort: 0,
     ...overrides,
   };
-  const server = await startServer(config, silentLogger);
+  const server = await startServer(config, log);
   const ca = server.caPem ?? '';
   const token = config.tokenAuthFile ? '' : readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
   return {
@@ -66,6 +66,7 @@ export async function startTestServerWithUsers<U extends string>(
   users: Record<U, string[]>,
   overrides: Partial<Config> = {},
   etcd?: Awaited<ReturnType<typeof startTestEtcd>>,
+  log?: Logger,
 ): Promise<TestServer & { as: Record<U, HttpClient> }> {
   const dir = mkdtempSync(join(tmpdir(), 'test-users-'));
   const tokens = Object.fromEntries(Object.keys(users).map((name) => [name, `${name}-${randomUUID()}`])) as Record<U, string>;
@@ -73,7 +74,7 @@ export async function startTestServerWithUsers<U extends string>(
   const tokenAuthFile = join(dir, 'tokens.csv');
   writeFileSync(tokenAuthFile, `${lines.join('\n')}\n`, { mode: 0o600 });
   try {
-    const ts = await startTestServer({ tokenAuthFile, ...overrides }, etcd);
+    const ts = await startTestServer({ tokenAuthFile, ...overrides }, etcd, log);
     const as = Object.fromEntries(Object.keys(users).map((name) => [name, ts.client(tokens[name as U])])) as Record<U, HttpClient>;
     return {
       ...ts,

@@ -1,13 +1,16 @@
-/** Rules shared by kinds that carry `spec.owner` and `spec.access` (SharedSecret, Cluster). */
+/** Rules shared by kinds that carry `spec.owner` and `spec.access` (SharedSecret, Cluster, Project, VirtualClusterInstance). */
 import { jsonEqual } from '../../apimachinery/equality.js';
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import * as errors from '../../apimachinery/status.js';
-import type { KubeObject } from '../../apimachinery/types.js';
+import { isPlainObject, type KubeObject } from '../../apimachinery/types.js';
 import { isMaster, teamsOf, type UserInfo } from '../../apimachinery/user.js';
 import type { Strategy } from '../strategy.js';
 
 const VERB = /^[a-z]+$/;
 const SUBRESOURCE = /^[a-z]+$/;
+/** Kubernetes' own identities: system:anonymous, system:serviceaccount:<ns>:<name>, system:node:<name>, ... */
+const SYSTEM_PREFIX = 'system:';
+const spec = Path.root('spec');
 
 export interface AccessEntry {
   name?: string;
@@ -82,15 +85,89 @@ export function guardAccessChanges(resource: string, obj: KubeObject, old: KubeO
   );
 }
 
+/** A field of `spec` that only system:masters may change (an administrator's policy, not the owner's). */
+export interface AdminField {
+  /** Its path, for the message: "spec.allowedClusters". */
+  path: string;
+  /** Its value, normalised so that an unset field equals its default. */
+  value(spec: Record<string, any>): unknown;
+}
+
+/**
+ * Policy fields (a Project's allowed clusters, a Cluster's connection and unusable mark) are the administrator's:
+ * outside system:masters an update that changes one is 403 naming it, whoever the caller is, owner included.
+ */
+export function guardAdminFields(resource: string, fields: readonly AdminField[], obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
+  if (!user || isMaster(user) || !fields.length) return;
+  const changed = fields.filter((f) => !jsonEqual(f.value(obj.spec ?? {}), f.value(old.spec ?? {}))).map((f) => f.path);
+  if (!changed.length) return;
+  const group = (old.apiVersion ?? '').split('/')[0];
+  throw errors.forbidden({ group, resource }, old.metadata.name ?? '', `User ${JSON.stringify(user.name)} cannot change ${changed.join(', ')}: only system:masters may`);
+}
+
+/**
+ * Outside system:masters, spec.owner.user and the users of spec.access may not name one of Kubernetes' own
+ * identities: the access sync grants them in the host cluster, where `system:anonymous` would open the object to
+ * anyone and `system:serviceaccount:...` to a workload. Names already stored in the same field (the owner, or
+ * any access entry) are left alone, since a master may have set them: only what this write adds is checked, and a
+ * name a master granted access to cannot be made the owner. Teams become groups `platform:team:<team>`, never
+ * `system:` ones.
+ */
+function systemNameErrors(obj: KubeObject, old: KubeObject | undefined, user: UserInfo | undefined): FieldError[] {
+  if (!user || isMaster(user)) return [];
+  const stored = new Set<string>();
+  const named = (o: KubeObject | undefined, visit: (name: string, at: Path, field: 'owner' | 'access') => void) => {
+    const s = o?.spec;
+    if (!isPlainObject(s)) return;
+    if (isPlainObject(s.owner) && typeof s.owner.user === 'string') visit(s.owner.user, spec.child('owner').child('user'), 'owner');
+    if (!Array.isArray(s.access)) return;
+    s.access.forEach((entry: unknown, i: number) => {
+      const users = isPlainObject(entry) && Array.isArray(entry.users) ? entry.users : [];
+      users.forEach((u: unknown, j: number) => typeof u === 'string' && visit(u, spec.child('access').index(i).child('users').index(j), 'access'));
+    });
+  };
+  named(old, (name, _at, field) => stored.add(`${field}/${name}`));
+  const errs: FieldError[] = [];
+  named(obj, (name, at, field) => {
+    if (name.startsWith(SYSTEM_PREFIX) && !stored.has(`${field}/${name}`)) {
+      errs.push(fieldError.invalid(at, name, `names one of Kubernetes' own identities (${SYSTEM_PREFIX}...), which only system:masters may grant access to`));
+    }
+  });
+  return errs;
+}
+
+function refuseSystemNames(obj: KubeObject, old: KubeObject | undefined, user: UserInfo | undefined): void {
+  const errs = systemNameErrors(obj, old, user);
+  if (errs.length) throw errors.invalid({ group: (obj.apiVersion ?? '').split('/')[0], kind: obj.kind ?? '' }, obj.metadata?.name ?? '', errs);
+}
+
+/**
+ * Why a caller outside system:masters may not make `owner` (given at `at`) the owner of something new: only itself
+ * or a team it belongs to may be (as with access keys); handing ownership to anyone else is for system:masters.
+ * An owner may still pass its object on by an update. Undefined when it may.
+ */
+export function ownerGivenAway(owner: { user?: string; team?: string } | undefined, user: UserInfo | undefined, at: Path): string | undefined {
+  if (!isPlainObject(owner) || !user || isMaster(user)) return undefined;
+  const tail = 'a caller may name only itself or a team it belongs to, and only system:masters may make someone else the owner';
+  if (owner.user !== undefined && owner.user !== user.name) return `${at.child('user')}: may not be ${JSON.stringify(owner.user)}: ${tail}`;
+  if (owner.team !== undefined && !teamsOf(user).includes(owner.team)) return `${at.child('team')}: may not be ${JSON.stringify(owner.team)}, a team the caller is not in: ${tail}`;
+  return undefined;
+}
+
 /**
  * The strategy of a kind with `spec.owner` and `spec.access`: only the owner, a `*` entry or system:masters may
- * change them, both are validated, and `validateSpec` adds the kind's own rules.
+ * change them, only system:masters may name a `system:` user in them or change `adminFields`, both are validated,
+ * and `validateSpec` adds the kind's own rules.
  */
-export function ownedKindStrategy(resource: string, validateSpec: (obj: KubeObject) => FieldError[], extra: Partial<Strategy> = {}): Strategy {
-  const spec = Path.root('spec');
+export function ownedKindStrategy(resource: string, validateSpec: (obj: KubeObject) => FieldError[], extra: Partial<Strategy> = {}, adminFields: readonly AdminField[] = []): Strategy {
   return {
+    prepareForCreate(obj: KubeObject, user: UserInfo | undefined): void {
+      refuseSystemNames(obj, undefined, user);
+    },
     prepareForUpdate(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
       guardAccessChanges(resource, obj, old, user);
+      guardAdminFields(resource, adminFields, obj, old, user);
+      refuseSystemNames(obj, old, user);
     },
     validate(obj: KubeObject): FieldError[] {
       return [...validateSpec(obj), ...validateOwner(obj.spec?.owner, spec.child('owner')), ...validateAccess(obj.spec?.access, spec.child('access'))];

@@ -1,13 +1,17 @@
-/** Cluster: a connected cluster needs the secret with its connection config, unless it is local or peered. */
+/**
+ * Cluster: a connected cluster needs the secret with its connection config, unless it is local or peered. Which
+ * Secret that is and whether the Cluster takes new virtual clusters are the administrator's: only system:masters
+ * may change spec.config.secretName, spec.config.secretNamespace and spec.unusable.
+ */
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import type { KubeObject } from '../../apimachinery/types.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
 import type { Strategy } from '../strategy.js';
-import { ownedKindStrategy } from './access.js';
+import { ownedKindStrategy, type AdminField } from './access.js';
 
 const spec = Path.root('spec');
 
-export const clusterStrategy: Strategy = ownedKindStrategy('clusters', (obj: KubeObject): FieldError[] => {
+const validateSpec = (obj: KubeObject): FieldError[] => {
   const s = obj.spec ?? {};
   const errs: FieldError[] = [];
   const config = spec.child('config');
@@ -25,4 +29,13 @@ export const clusterStrategy: Strategy = ownedKindStrategy('clusters', (obj: Kub
     for (const msg of isDNS1123Label(s.managementNamespace)) errs.push(fieldError.invalid(spec.child('managementNamespace'), s.managementNamespace, msg));
   }
   return errs;
-});
+};
+
+/** The administrator's fields (see the top). */
+const adminFields: AdminField[] = [
+  { path: 'spec.config.secretName', value: (s) => s.config?.secretName ?? '' },
+  { path: 'spec.config.secretNamespace', value: (s) => s.config?.secretNamespace ?? '' },
+  { path: 'spec.unusable', value: (s) => s.unusable === true },
+];
+
+export const clusterStrategy: Strategy = ownedKindStrategy('clusters', validateSpec, {}, adminFields);

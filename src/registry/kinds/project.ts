@@ -1,9 +1,13 @@
-/** Project: owner and access like the other kinds; allowed clusters are named by valid, distinct Cluster names. */
+/**
+ * Project: owner and access like the other kinds; allowed clusters are named by valid, distinct Cluster names, and
+ * only system:masters may change them (they are the administrator's bound on where the project's virtual clusters
+ * come from; an owner or an access entry granting update may not widen it).
+ */
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import type { KubeObject } from '../../apimachinery/types.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
 import type { Strategy } from '../strategy.js';
-import { ownedKindStrategy } from './access.js';
+import { ownedKindStrategy, type AdminField } from './access.js';
 
 const spec = Path.root('spec');
 /** The namespace of a project's virtual clusters: `p-<project>`, which must be a DNS label. */
@@ -11,7 +15,7 @@ export const projectNamespace = (project: string) => `p-${project}`;
 /** The project whose namespace `namespace` is by its name, if it is of the form p-<project>. */
 export const namespaceProject = (namespace: string): string | undefined => (namespace.startsWith('p-') && namespace.length > 2 ? namespace.slice(2) : undefined);
 
-export const projectStrategy: Strategy = ownedKindStrategy('projects', (obj: KubeObject): FieldError[] => {
+const validateSpec = (obj: KubeObject): FieldError[] => {
   const s = obj.spec ?? {};
   const errs: FieldError[] = [];
   // The project's namespace p-<name> must be a valid namespace name, so the name is held to that.
@@ -27,4 +31,9 @@ export const projectStrategy: Strategy = ownedKindStrategy('projects', (obj: Kub
     if (c.name) seen.add(c.name);
   });
   return errs;
-});
+};
+
+/** The administrator's fields (see the top); unset and empty both allow every Cluster. */
+const adminFields: AdminField[] = [{ path: 'spec.allowedClusters', value: (s) => s.allowedClusters ?? [] }];
+
+export const projectStrategy: Strategy = ownedKindStrategy('projects', validateSpec, {}, adminFields);

@@ -1,15 +1,22 @@
 /**
  * Where a new VirtualClusterInstance may point. Its clusterRef decides which virtual cluster signs the kube configs
- * it hands out, so the import action and a create by anyone but system:masters make the same checks: the Cluster
- * exists, is usable and is not being deleted, the project allows it, and no other instance already manages that
- * virtual cluster. (clusterRef cannot change afterwards: virtualclusterinstance.ts.)
+ * it hands out, so the import action and a create by anyone but system:masters make the same checks: the caller
+ * may `get` the Cluster (its owner, an access entry, or RBAC grants it), the Cluster exists, is usable and is not
+ * being deleted, the project allows it, and no other instance already manages that virtual cluster. (clusterRef
+ * cannot change afterwards: virtualclusterinstance.ts.)
+ *
+ * "That virtual cluster" is what the server really reaches: kube configs are signed through the Secret
+ * `vc-<virtual cluster>` in the namespace clusterRef.namespace of the one host cluster (actions/kubeconfig.ts),
+ * whatever clusterRef.cluster says; so two instances with the same namespace and name are the same virtual
+ * cluster even when they name different Clusters.
  */
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import * as errors from '../../apimachinery/status.js';
 import type { GroupResource, KubeObject } from '../../apimachinery/types.js';
 import { isMaster, type UserInfo } from '../../apimachinery/user.js';
 import type { Store } from '../store.js';
-import type { StoreLookup } from '../strategy.js';
+import type { Caller, StoreLookup } from '../strategy.js';
+import { ownerGivenAway } from './access.js';
 import { namespaceProject } from './project.js';
 
 const GROUP = 'management.platform.sh';
@@ -26,8 +33,13 @@ export interface VirtualClusterRef {
   virtualCluster: string;
 }
 
-/** Why `project` may not have a virtual cluster on the Cluster `name`, as errors on the field `at`; none if it may. */
-export async function clusterErrors(clusters: Store, project: KubeObject, name: string, at: Path): Promise<FieldError[]> {
+/**
+ * Why `project` may not have a virtual cluster on the Cluster `name` for this caller, as errors on the field `at`;
+ * none if it may. Whether the caller may get the Cluster is asked first, so that one who may not learns nothing of it.
+ */
+export async function clusterErrors(clusters: Store, project: KubeObject, name: string, at: Path, caller: Caller): Promise<FieldError[]> {
+  const refused = await clusterRefused(name, at, caller);
+  if (refused) return [refused];
   const cluster = await getIfExists(clusters, name);
   if (!cluster) return [fieldError.notFound(at, name)];
   if (cluster.spec?.unusable === true) return [fieldError.forbidden(at, `Cluster ${JSON.stringify(name)} is marked unusable (spec.unusable: true) and accepts no new virtual clusters`)];
@@ -40,32 +52,52 @@ export async function clusterErrors(clusters: Store, project: KubeObject, name: 
 }
 
 /**
+ * Outside system:masters (and the server's own writes), the caller must be allowed to get the Cluster; a caller
+ * that brings no way to ask is refused.
+ */
+async function clusterRefused(name: string, at: Path, { user, authorize }: Caller): Promise<FieldError | undefined> {
+  if (!user || isMaster(user)) return undefined;
+  const attrs = { verb: 'get', isResourceRequest: true, path: `/apis/${GROUP}/${VERSION}/clusters/${name}`, apiGroup: GROUP, apiVersion: VERSION };
+  const decision = authorize ? await authorize({ ...attrs, namespace: '', resource: 'clusters', subresource: '', name }) : { decision: 'deny' as const };
+  if (decision.decision === 'allow') return undefined;
+  return fieldError.forbidden(
+    at,
+    `User ${JSON.stringify(user.name)} cannot get Cluster ${JSON.stringify(name)}: a virtual cluster is imported only from a Cluster its importer may get (its owner, or an access entry granting get)`,
+  );
+}
+
+/**
  * One virtual cluster is managed by one instance: 409 when another already points at `ref`. The other instance
  * is named to system:masters only: others are not told of objects in projects they may not see (as kube says
  * "provided port is already allocated" without naming the Service holding it).
  */
 export async function checkNotImported(instances: Store, ref: VirtualClusterRef, conflict: { gr: GroupResource; name: string; user: UserInfo | undefined }): Promise<void> {
+  // Not the Cluster: the one host cluster is reached whatever it says (see the top).
   const same = (o: KubeObject) => {
     const r = o.spec?.clusterRef ?? {};
-    return r.cluster === ref.cluster && r.namespace === ref.namespace && (r.virtualCluster || o.metadata.name) === ref.virtualCluster;
+    return r.namespace === ref.namespace && (r.virtualCluster || o.metadata.name) === ref.virtualCluster;
   };
   const existing = (await instances.list(undefined, { predicate: { matches: same, empty: false } })).items[0];
   if (!existing) return;
   const which = isMaster(conflict.user) ? ` as VirtualClusterInstance ${existing.metadata.namespace}/${existing.metadata.name}` : ' by another VirtualClusterInstance';
-  throw errors.conflict(conflict.gr, conflict.name, `virtual cluster ${ref.namespace}/${ref.virtualCluster} on cluster ${ref.cluster} is already imported${which}`);
+  throw errors.conflict(conflict.gr, conflict.name, `virtual cluster ${ref.namespace}/${ref.virtualCluster} is already imported${which}`);
 }
 
 /**
  * VirtualClusterInstance's admitCreate: a create by anyone but system:masters (or the server itself) passes the
- * import's checks, in the project whose namespace p-<project> it is created in.
+ * import's checks, in the project whose namespace p-<project> it is created in, and is owned by its creator or
+ * a team of the creator's (access.ts ownerGivenAway).
  */
-export async function admitVirtualClusterInstance(obj: KubeObject, user: UserInfo | undefined, stores: StoreLookup): Promise<void> {
+export async function admitVirtualClusterInstance(obj: KubeObject, caller: Caller, stores: StoreLookup): Promise<void> {
+  const { user } = caller;
   if (!user || isMaster(user)) return;
   const store = (resource: string) => stores(GROUP, VERSION, resource)!;
   const name = obj.metadata.name ?? '';
+  const givenAway = ownerGivenAway(obj.spec.owner, user, Path.root('spec').child('owner'));
+  if (givenAway) throw errors.forbidden(instanceGR, name, `User ${JSON.stringify(user.name)} cannot create this VirtualClusterInstance: ${givenAway}`);
   const project = await projectOfNamespace(store('projects'), obj.metadata.namespace ?? '', name);
   const ref = obj.spec.clusterRef;
-  const errs = await clusterErrors(store('clusters'), project, ref.cluster, Path.root('spec').child('clusterRef').child('cluster'));
+  const errs = await clusterErrors(store('clusters'), project, ref.cluster, Path.root('spec').child('clusterRef').child('cluster'), caller);
   if (errs.length) throw errors.invalid(instanceGK, name, errs);
   await checkNotImported(store('virtualclusterinstances'), { cluster: ref.cluster, namespace: ref.namespace, virtualCluster: ref.virtualCluster || name }, { gr: instanceGR, name, user });
 }
