@@ -18,7 +18,9 @@ export type StorageErrorCode =
   /** The revision asked for is older than etcd's compacted revision. */
   | 'Compacted'
   /** The revision asked for is newer than etcd's current revision. */
-  | 'FutureRevision';
+  | 'FutureRevision'
+  /** The stored value cannot be read or written by this server (encryption at rest: no key for it, or tampered). */
+  | 'Internal';
 
 export class StorageError extends Error {
   constructor(
