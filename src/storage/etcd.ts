@@ -158,6 +158,8 @@ export class EtcdStorage implements Storage {
         const events = (await Promise.all(res.events.map((e) => this.toWatchEvent<T>(e)))).filter((e) => e !== undefined);
         if (events.length) handlers.events(events);
       });
+      // A handler that throws must not stop the queue (and with it every later event).
+      delivered = delivered.catch(() => undefined);
     });
     // Errors reach here only when etcd canceled the watch (its start revision was compacted, or worse);
     // network failures the client retries by itself, resuming after the last revision it delivered.
