@@ -4,6 +4,7 @@
  */
 import { describe, expect, test } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
+import { FlagError, parseFlags } from '../../src/config.js';
 import { cbcTransformer, gcmTransformer } from '../../src/storage/encryption/aes.js';
 import { parseEncryptionConfig } from '../../src/storage/encryption/config.js';
 import { secretboxTransformer } from '../../src/storage/encryption/secretbox.js';
@@ -140,5 +141,16 @@ describe('transformers', () => {
     expect(Buffer.from(await t.forResource('management.platform.sh', 'clusters').transformToStorage(plain, ''))).toEqual(plain);
     expect(Buffer.from(await t.forResource('management.platform.sh', 'signingkeys').transformToStorage(plain, '')).subarray(0, 8).toString()).toBe('k8s:enc:');
     expect(Buffer.from(await t.forResource('other.example.com', 'things').transformToStorage(plain, ''))).toEqual(plain);
+  });
+});
+
+describe('flags', () => {
+  test('--encryption-provider-config and its automatic reload (kube-apiserver\'s names)', () => {
+    expect(parseFlags(['--encryption-provider-config=/etc/enc.yaml', '--encryption-provider-config-automatic-reload'])).toMatchObject({
+      encryptionProviderConfig: '/etc/enc.yaml',
+      encryptionProviderConfigAutomaticReload: true,
+      encryptionProviderConfigReloadIntervalMs: 60_000,
+    });
+    expect(() => parseFlags(['--encryption-provider-config-automatic-reload'])).toThrow(new FlagError('--encryption-provider-config-automatic-reload must be set with --encryption-provider-config'));
   });
 });
