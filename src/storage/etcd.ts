@@ -278,7 +278,12 @@ export class EtcdStorage implements Storage {
       throw new StorageError('Internal', key, `unable to transform key ${JSON.stringify(key)}: ${transformReason(err)}`);
     }
     const plaintext = Buffer.from(plain.data.buffer, plain.data.byteOffset, plain.data.byteLength).toString();
-    return { object: decode<T>(plaintext, revision), plaintext, stale: plain.stale };
+    try {
+      return { object: decode<T>(plaintext, revision), plaintext, stale: plain.stale };
+    } catch {
+      // JSON.parse's message quotes the value: say only where.
+      throw new StorageError('Internal', key, `unable to decode key ${JSON.stringify(key)}: not a JSON object`);
+    }
   }
 
   private async toWatchEvent<T extends StoredObject>(e: WatchedEvent): Promise<WatchEvent<T> | undefined> {
@@ -290,7 +295,7 @@ export class EtcdStorage implements Storage {
       return { type: 'put', key, revision, object: (await this.fromStorage<T>(key, e.kv.value, revision)).object, previous };
     } catch (err) {
       // Not one of our objects (a value that is not JSON), or one this server has no key for: nothing to follow.
-      this.onUnreadable?.(key, err instanceof StorageError ? err.message : 'not a JSON object');
+      this.onUnreadable?.(key, (err as Error).message);
       return undefined;
     }
   }
