@@ -86,7 +86,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       tls: etcdTls(config),
       onCall,
       transformers: encryption.transformers,
-      onUnreadable: (key, reason) => log.error('a watched value cannot be read; it is left out of the watch cache', { key, reason }),
+      onUnreadable: (key, reason) => log.error('a watched value cannot be read; the watch cache lists again', { key, reason }),
       onHealthChange: (healthy, reason) =>
         healthy ? log.info('etcd answers again; serving requests that need it') : log.error('etcd does not answer; requests that need it fail at once until it does', { reason }),
     });

@@ -149,14 +149,20 @@ export class EtcdStorage implements Storage {
     );
     // Values are decrypted asynchronously; one queue keeps events and progress in etcd's order.
     let delivered = Promise.resolve();
+    let unreadable = false;
     watcher.on('data', (res) => {
       delivered = delivered.then(async () => {
+        if (unreadable) return;
         if (res.events.length === 0) {
           handlers.progress(res.header.revision);
           return;
         }
-        const events = (await Promise.all(res.events.map((e) => this.toWatchEvent<T>(e)))).filter((e) => e !== undefined);
-        if (events.length) handlers.events(events);
+        const events = await Promise.all(res.events.map((e) => this.toWatchEvent<T>(e)));
+        if (events.every((e) => e !== undefined)) return handlers.events(events);
+        // Skipping the event would leave the watcher behind without knowing it: it starts over (lists again),
+        // as kube's reflector does after a watch error, and lists fail, naming the key, until the value reads.
+        unreadable = true;
+        handlers.lost();
       });
       // A handler that throws must not stop the queue (and with it every later event).
       delivered = delivered.catch(() => undefined);
@@ -294,7 +300,7 @@ export class EtcdStorage implements Storage {
       if (e.type === 'Delete') return { type: 'delete', key, revision, object: previous && decode<T>(encode(previous), revision), previous };
       return { type: 'put', key, revision, object: (await this.fromStorage<T>(key, e.kv.value, revision)).object, previous };
     } catch (err) {
-      // Not one of our objects (a value that is not JSON), or one this server has no key for: nothing to follow.
+      // A value that is not JSON, or one this server has no key for.
       this.onUnreadable?.(key, (err as Error).message);
       return undefined;
     }

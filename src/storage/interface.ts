@@ -76,7 +76,7 @@ export interface WatchHandlers<T> {
   events(events: WatchEvent<T>[]): void;
   /** Everything up to `revision` has been delivered (etcd progress notifications). */
   progress(revision: string): void;
-  /** The watch cannot go on from where it was (its revision was compacted, or etcd canceled it): start over. */
+  /** The watch cannot go on from where it was (its revision was compacted, etcd canceled it, or a value could not be read): start over. */
   lost(): void;
 }
 

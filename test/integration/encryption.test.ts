@@ -120,6 +120,27 @@ describe('stored format', () => {
     expect(res.text).not.toContain(SECRET_B64);
   }, 60_000);
 
+  test('a watched value the server cannot read is not skipped: the cache lists again and serves it once readable', async () => {
+    const ts = await server({ encryptionProviderConfig: configFile([aescbc(['key1', key1])]) });
+    const ns = uniq('ns');
+    await createSecret(ts, ns, 'a');
+    const readable = await raw(secretKey(ts, ns, 'a'));
+    // Another writer's value with a key this server lacks (a replica ahead in a rotation, say).
+    const other = (await import('../../src/storage/encryption/aes.js')).cbcTransformer(randomBytes(32));
+    const plain = Buffer.from(JSON.stringify({ ...withData('a'), metadata: { name: 'a', namespace: ns, uid: 'u', creationTimestamp: '2024-01-01T00:00:00Z' } }));
+    await kv.put(secretKey(ts, ns, 'a')).value(Buffer.concat([Buffer.from('k8s:enc:aescbc:v1:key9:'), Buffer.from(await other.transformToStorage(plain, ''))]));
+    // Reads answer from etcd while the cache cannot be filled: the object is a 500 naming it, not its old state.
+    await waitFor(async () => (await ts.admin.get(sharedSecretPath(ns, 'a'))).status === 500, 'the unreadable value seen');
+    expect((await ts.admin.get(sharedSecretPath(ns, 'a'))).body.message).toBe(
+      `Internal error occurred: unable to transform key "${secretKey(ts, ns, 'a')}": no matching key was found for the provided AES transformer`,
+    );
+    // Readable again (written back): the cache catches up and serves it.
+    await kv.put(secretKey(ts, ns, 'a')).value(readable);
+    await waitFor(async () => (await ts.admin.get(sharedSecretPath(ns, 'a'))).status === 200, 'the cache filled again');
+    const list = await ts.admin.get(sharedSecretsPath(ns));
+    expect(list.body.items.map((i: any) => i.spec.data.token)).toEqual([SECRET_B64]);
+  }, 60_000);
+
   test('identity first: stored plain; values an encrypting provider wrote are still read', async () => {
     const prefix = `/test-${randomUUID()}`;
     const enc = await server({ etcdPrefix: prefix, encryptionProviderConfig: configFile([aescbc(['key1', key1])]) });
