@@ -78,6 +78,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       etcdPrefix,
       log,
       onReload: () => rewriteStale(),
+      onReloadResult: (ok) => metrics.encryptionConfigReload(ok),
     });
     cleanups.push(['stopping encryption at rest', async () => encryption.stop()]);
     const onCall = (operation: string, key: string, seconds: number, failed: boolean) => metrics.etcdRequest(operation, etcdObjectType(etcdPrefix, key), seconds, failed);

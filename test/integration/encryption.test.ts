@@ -282,6 +282,10 @@ describe('rotation', () => {
       expect((await raw(`${config.etcdPrefix}/${GROUP}/sharedsecrets/${ns}/a`)).subarray(0, 23).toString()).toBe('k8s:enc:aescbc:v1:key1:');
       // Health: with reload on, kube's kms-providers check is there.
       expect((await admin.get('/readyz?verbose')).text).toContain('[+]kms-providers ok');
+      // kube's reload metrics count the failure.
+      const metrics = (await admin.get('/metrics')).text;
+      expect(metrics).toMatch(/^apiserver_encryption_config_controller_automatic_reloads_total\{status="failure"\} [1-9]/m);
+      expect(metrics).toMatch(/^apiserver_encryption_config_controller_automatic_reload_last_timestamp_seconds\{status="failure"\} \d/m);
       // No key material and no secret data in any log line.
       for (const secret of [key1, key2, SECRET_B64]) expect(lines.join('\n')).not.toContain(secret);
     } finally {

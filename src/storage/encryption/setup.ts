@@ -25,8 +25,10 @@ export interface EncryptionOptions {
   reloadIntervalMs: number;
   etcdPrefix: string;
   log: Logger;
-  /** Called after a new configuration is in force (to rewrite what is stored outside the objects). */
+  /** Called after a new configuration is in force (to rewrite what was stored with the previous one). */
   onReload?: () => void;
+  /** Told of every reload attempt of a changed file: whether the new configuration is in force (for metrics). */
+  onReloadResult?: (ok: boolean) => void;
 }
 
 export interface Encryption {
@@ -146,8 +148,10 @@ class ConfigReloader {
         this.transformers.set(next);
         this.hash = config.contentHash;
         this.opts.log.info('encryption provider configuration reloaded', { file: this.path, writers: config.resources.map((r) => writer(r.providers[0])) });
+        this.opts.onReloadResult?.(true);
         this.opts.onReload?.();
       } catch (err) {
+        this.opts.onReloadResult?.(false);
         // Tried again next interval, as kube's controller does (a KMS plugin may come up meanwhile).
         if (next) closeTransformers(next);
         this.opts.log.error('encryption provider configuration not reloaded; the previous configuration stays in force', { file: this.path, error: (err as Error).message });
