@@ -82,6 +82,12 @@ export interface Config {
   auditLogMaxBackup: number;
   /** Days a rotated audit log is kept (0: no age limit). */
   auditLogMaxAgeDays: number;
+  /** EncryptionConfiguration file (encryption at rest); unset: the embedded default's, or none with external etcd. */
+  encryptionProviderConfig?: string;
+  /** Watch that file and put a changed, valid one in force without a restart. */
+  encryptionProviderConfigAutomaticReload: boolean;
+  /** How often the file is looked at when reloading (kube: 1m). */
+  encryptionProviderConfigReloadIntervalMs: number;
 }
 
 interface FlagSpec {
@@ -138,6 +144,8 @@ export const FLAGS: FlagSpec[] = [
   { name: 'audit-log-maxsize', arg: 'int', help: 'Megabytes an audit log file may reach before it is rotated to <name>-<UTC timestamp>.<ext> beside it (default 100; 0: never rotated).', apply: (c, v) => (c.auditLogMaxSizeBytes = count('audit-log-maxsize', v) * 1024 * 1024) },
   { name: 'audit-log-maxbackup', arg: 'int', help: 'Rotated audit log files kept; older ones are removed (default 10; 0: all are kept).', apply: (c, v) => (c.auditLogMaxBackup = count('audit-log-maxbackup', v)) },
   { name: 'audit-log-maxage', arg: 'int', help: 'Days a rotated audit log file is kept, by the timestamp in its name (default 0: no age limit).', apply: (c, v) => (c.auditLogMaxAgeDays = count('audit-log-maxage', v)) },
+  { name: 'encryption-provider-config', arg: 'file', help: 'EncryptionConfiguration (apiserver.config.k8s.io/v1, YAML or JSON) saying how objects are encrypted in etcd, as kube-apiserver\'s: resources such as sharedsecrets.management.platform.sh, ownedaccesskeys.management.platform.sh, signingkeys.management.platform.sh (the token signing keys) or *.management.platform.sh, each with providers aescbc, aesgcm, secretbox, kms (v2) or identity; the first provider writes, all read. Default with the embedded etcd: <data-dir>/encryption-config.yaml, made on first start with a random secretbox key; with --etcd-servers: none (stored in clear).', apply: (c, v) => (c.encryptionProviderConfig = v) },
+  { name: 'encryption-provider-config-automatic-reload', arg: 'bool', help: 'Look at --encryption-provider-config every minute and put a changed file in force without a restart; an invalid file is logged and the previous configuration kept (default false).', apply: (c, v) => (c.encryptionProviderConfigAutomaticReload = bool('encryption-provider-config-automatic-reload', v)) },
 ];
 
 function verbosity(value: string): number {
@@ -245,6 +253,8 @@ export function defaultConfig(): Config {
     auditLogMaxSizeBytes: 100 * 1024 * 1024,
     auditLogMaxBackup: 10,
     auditLogMaxAgeDays: 0,
+    encryptionProviderConfigAutomaticReload: false,
+    encryptionProviderConfigReloadIntervalMs: 60_000,
   };
 }
 
@@ -266,6 +276,7 @@ export function parseFlags(argv: string[]): Config | undefined {
   if (!config.certDir) config.certDir = join(config.dataDir, 'certs');
   if (!!config.tlsCertFile !== !!config.tlsPrivateKeyFile) throw new FlagError('--tls-cert-file and --tls-private-key-file go together');
   if (!!config.etcdCertfile !== !!config.etcdKeyfile) throw new FlagError('--etcd-certfile and --etcd-keyfile go together');
+  if (config.encryptionProviderConfigAutomaticReload && !config.encryptionProviderConfig) throw new FlagError('--encryption-provider-config-automatic-reload must be set with --encryption-provider-config');
   return config;
 }
 

@@ -30,6 +30,7 @@ import { Registry } from './registry/registry.js';
 import { startEmbeddedEtcd, type EmbeddedEtcd } from './storage/embedded-etcd.js';
 import { Compactor } from './storage/compactor.js';
 import { EtcdStorage, type EtcdStorageOptions } from './storage/etcd.js';
+import { SIGNING_KEYS_RESOURCE, setUpEncryption } from './storage/encryption/setup.js';
 import { SigningKeys } from './tokens/signingkeys.js';
 
 export interface RunningServer {
@@ -67,11 +68,26 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       log.info('started embedded etcd', { endpoints, dataDir: config.dataDir });
     }
     const etcdPrefix = config.etcdPrefix;
+    // Encryption at rest; an invalid file stops the start here. What is stored is rewritten after a reload.
+    let rewriteStale = () => {};
+    const encryption = await setUpEncryption({
+      path: config.encryptionProviderConfig,
+      defaultIn: config.etcdServers.length ? undefined : config.dataDir,
+      reload: config.encryptionProviderConfigAutomaticReload,
+      reloadIntervalMs: config.encryptionProviderConfigReloadIntervalMs,
+      etcdPrefix,
+      log,
+      onReload: () => rewriteStale(),
+      onReloadResult: (ok) => metrics.encryptionConfigReload(ok),
+    });
+    cleanups.push(['stopping encryption at rest', async () => encryption.stop()]);
     const onCall = (operation: string, key: string, seconds: number, failed: boolean) => metrics.etcdRequest(operation, etcdObjectType(etcdPrefix, key), seconds, failed);
     const storage = new EtcdStorage({
       endpoints,
       tls: etcdTls(config),
       onCall,
+      transformers: encryption.transformers,
+      onUnreadable: (key, reason) => log.error('a watched value cannot be read; the watch cache lists again', { key, reason }),
       onHealthChange: (healthy, reason) =>
         healthy ? log.info('etcd answers again; serving requests that need it') : log.error('etcd does not answer; requests that need it fail at once until it does', { reason }),
     });
@@ -88,7 +104,11 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       rotationPeriodMs: config.tokenSigningKeyRotationPeriodMs,
       publishDelayMs: config.tokenSigningKeyPublishDelayMs,
       maxTokenTtlMs: config.tokenMaxTtlMs,
+      transformer: encryption.transformers.forResource(SIGNING_KEYS_RESOURCE.group, SIGNING_KEYS_RESOURCE.resource),
     });
+    // After a key rotation (start or reload) objects and signing keys move to the key that writes now.
+    rewriteStale = () => void rewriteStaleValues(storage, [...registry.caches.values()].map((c) => c.prefix), signingKeys, log);
+    if (encryption.configured) rewriteStale();
     // The issuer is known once the port is bound (the default is this server's URL).
     let issuer = config.tokenIssuer ?? '';
     registry.addAction(
@@ -121,6 +141,8 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
 
     const etcdCheck = withTimeout('etcd', 2000, () => storage.check());
     const ping = withTimeout('ping', 1000, async () => {});
+    // Not in /livez: a KMS plugin that is down is no reason to restart (kube's addHealthChecksWithoutLivez).
+    const kmsChecks = encryption.healthChecks.map((c) => withTimeout(c.name, 5000, () => c.check()));
     const graceful = new GracefulShutdown();
     const shutdown = withTimeout('shutdown', 1000, async () => {
       if (graceful.shuttingDown) throw new Error('shutting down');
@@ -140,7 +162,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       authenticator: auth.authenticator,
       authorizer: auth.authorizer,
       visibleTo: auth.visibleTo,
-      health: { livez: [ping], healthz: [ping, etcdCheck], readyz: [ping, etcdCheck, shutdown] },
+      health: { livez: [ping], healthz: [ping, etcdCheck, ...kmsChecks], readyz: [ping, etcdCheck, ...kmsChecks, shutdown] },
       get serverAddress() {
         return serverAddress(boundPort);
       },
@@ -188,6 +210,24 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
   } catch (err) {
     await close();
     throw err;
+  }
+}
+
+/** Writes again what an old encryption key or provider wrote, and logs how much (and what could not be read). */
+async function rewriteStaleValues(storage: EtcdStorage, prefixes: string[], signingKeys: SigningKeys, log: Logger): Promise<void> {
+  try {
+    let rewritten = 0;
+    const unreadable: string[] = [];
+    for (const prefix of prefixes) {
+      const result = await storage.rewriteStale(prefix);
+      rewritten += result.rewritten;
+      unreadable.push(...result.unreadable);
+    }
+    await signingKeys.rewrite();
+    if (unreadable.length) log.error('encryption at rest: these objects cannot be read with the keys configured and were not rewritten', { keys: unreadable });
+    log.info('encryption at rest: every stored object is written with the current write key', { rewritten });
+  } catch (err) {
+    log.error('encryption at rest: rewriting stored objects with the current write key failed; it is tried again at the next start or reload', { error: (err as Error).message });
   }
 }
 

@@ -9,6 +9,9 @@
  * - etcd_request_duration_seconds{operation,type}, etcd_request_errors_total;
  * - workqueue_depth, workqueue_adds_total, workqueue_retries_total{name} (a retry follows every failed sync);
  * - leader_election_master_status{name};
+ * - apiserver_encryption_config_controller_automatic_reloads_total{status} and
+ *   apiserver_encryption_config_controller_automatic_reload_last_timestamp_seconds{status} (--encryption-provider-
+ *   config-automatic-reload; kube also labels them with a hash of its server identity, which this server has not);
  * - the process metrics of prom-client's collectDefaultMetrics.
  *
  * Gauges are read when scraped (collect) rather than kept up to date on every request.
@@ -53,6 +56,8 @@ export class Metrics {
   private readonly etcdErrors: Counter<'operation' | 'type'>;
   private readonly queueAdds: Counter<'name'>;
   private readonly queueRetries: Counter<'name'>;
+  private readonly encryptionReloads: Counter<'status'>;
+  private readonly encryptionReloadTimes: Gauge<'status'>;
   private readonly queues = new Map<string, Set<{ readonly length: number }>>();
   private readonly leaders = new Map<string, () => boolean>();
   private watchCacheStats: () => Promise<WatchCacheStats[]> = async () => [];
@@ -140,6 +145,18 @@ export class Metrics {
         for (const [name, set] of queues) this.set({ name }, [...set].reduce((n, q) => n + q.length, 0));
       },
     });
+    this.encryptionReloads = new Counter({
+      name: 'apiserver_encryption_config_controller_automatic_reloads_total',
+      help: 'Total number of reload successes and failures of encryption configuration.',
+      labelNames: ['status'],
+      registers,
+    });
+    this.encryptionReloadTimes = new Gauge({
+      name: 'apiserver_encryption_config_controller_automatic_reload_last_timestamp_seconds',
+      help: 'Timestamp of the last successful or failed automatic reload of encryption configuration.',
+      labelNames: ['status'],
+      registers,
+    });
     this.queueAdds = new Counter({ name: 'workqueue_adds_total', help: 'Total number of adds handled by workqueue', labelNames: ['name'], registers });
     this.queueRetries = new Counter({
       name: 'workqueue_retries_total',
@@ -209,6 +226,13 @@ export class Metrics {
   /** leader_election_master_status{name} reads `isLeader` at each scrape. */
   leaderElection(name: string, isLeader: () => boolean): void {
     this.leaders.set(name, isLeader);
+  }
+
+  /** One automatic reload of the encryption configuration, as kube's encryption config controller counts it. */
+  encryptionConfigReload(ok: boolean): void {
+    const status = ok ? 'success' : 'failure';
+    this.encryptionReloads.inc({ status });
+    this.encryptionReloadTimes.set({ status }, Date.now() / 1000);
   }
 
   /** Where the watch cache gauges are read from at each scrape. */

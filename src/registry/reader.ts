@@ -226,6 +226,7 @@ export class ResourceReader {
       const current = Number(await this.storage.currentRevision().catch(() => '0'));
       return tooLarge(new TooLargeResourceVersion(Number(revision), current));
     }
+    if (err.code === 'Internal') return errors.internalError(err);
     return errors.serverTimeout(this.def.groupResource, 'list');
   }
 }

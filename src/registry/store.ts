@@ -442,6 +442,8 @@ export class Store {
       if (err.code === 'KeyExists') throw err;
       // Not worth a retry: the object itself is too big (kubernetes/kubernetes#112152 asks the same of kube).
       if (err.code === 'TooLarge') throw errors.requestEntityTooLarge('the object is larger than etcd accepts in one request (its --max-request-bytes, 1.5 MiB by default)');
+      // The stored value cannot be decrypted (or encrypted): the message names the key, never the data.
+      if (err.code === 'Internal') throw errors.internalError(err);
       throw errors.serverTimeout(this.def.groupResource, operation);
     }
   }

@@ -5,6 +5,7 @@
 import { ConsecutiveBreaker, ExponentialBackoff, circuitBreaker, handleWhen, retry, type IBackoff } from 'cockatiel';
 import { Etcd3, GRPCUnavailableError, Range, type IOptions } from 'etcd3';
 import { decode, encode } from './codec.js';
+import { identityTransformer, type Transformer } from './encryption/transformer.js';
 import { EtcdHealth } from './etcdhealth.js';
 import {
   StorageError,
@@ -32,11 +33,22 @@ export interface EtcdStorageOptions {
   listPageSize?: number;
   /** Told of every etcd call when it ends (for metrics): what it was, the key or prefix, how long, and whether it failed. */
   onCall?: (operation: string, key: string, seconds: number, failed: boolean) => void;
+  /** How each key's value is stored (encryption at rest, --encryption-provider-config); default: plain. */
+  transformers?: { forKey(key: string): Transformer };
+  /** Told of a watched value that cannot be read (its key and why; never its data). */
+  onUnreadable?: (key: string, reason: string) => void;
 }
 
 interface RawKv {
   value: Buffer;
   modRevision: string;
+}
+
+/** A stored value read back: the object, its plain bytes, and whether it should be rewritten (an old key wrote it). */
+interface Read<T> {
+  object: T;
+  plaintext: string;
+  stale: boolean;
 }
 
 export class EtcdStorage implements Storage {
@@ -45,6 +57,8 @@ export class EtcdStorage implements Storage {
   readonly health: EtcdHealth;
   private readonly pageSize: number;
   private readonly onCall?: EtcdStorageOptions['onCall'];
+  private readonly transformers: NonNullable<EtcdStorageOptions['transformers']>;
+  private readonly onUnreadable?: EtcdStorageOptions['onUnreadable'];
 
   constructor(opts: EtcdStorageOptions) {
     const timeout = opts.callTimeoutMs ?? 10_000;
@@ -71,12 +85,15 @@ export class EtcdStorage implements Storage {
     this.health.start();
     this.pageSize = opts.listPageSize ?? 1000;
     this.onCall = opts.onCall;
+    this.transformers = opts.transformers ?? { forKey: () => identityTransformer };
+    this.onUnreadable = opts.onUnreadable;
   }
 
   async create<T extends StoredObject>(key: string, obj: T): Promise<T> {
     const bytes = encode(obj);
+    const stored = await this.toStorage(key, bytes);
     const txn = await this.call('create', key, () =>
-      this.client.if(key, 'Mod', '==', 0).then(this.client.put(key).value(bytes)).commit(),
+      this.client.if(key, 'Mod', '==', 0).then(this.client.put(key).value(stored)).commit(),
     );
     if (!txn.succeeded) throw new StorageError('KeyExists', key, `key exists: ${key}`);
     return decode<T>(bytes, txn.header.revision);
@@ -84,7 +101,7 @@ export class EtcdStorage implements Storage {
 
   async get<T extends StoredObject>(key: string): Promise<T | undefined> {
     const kv = await this.readRaw(key);
-    return kv ? decode<T>(kv.value, kv.modRevision) : undefined;
+    return kv ? (await this.fromStorage<T>(key, kv.value, kv.modRevision)).object : undefined;
   }
 
   async list<T extends StoredObject>(prefix: string): Promise<ListResult<T>> {
@@ -105,7 +122,7 @@ export class EtcdStorage implements Storage {
 
   async listPage<T extends StoredObject>(prefix: string, opts: PageOptions): Promise<Page<T>> {
     const res = await this.range(prefix, opts, false);
-    const items = res.kvs.map((kv) => decode<T>(kv.value, kv.mod_revision));
+    const items = await Promise.all(res.kvs.map(async (kv) => (await this.fromStorage<T>(kv.key.toString(), kv.value, kv.mod_revision)).object));
     const keys = res.kvs.map((kv) => kv.key.toString());
     return { items, keys, resourceVersion: res.header.revision, more: res.more, count: Number(res.count) };
   }
@@ -130,19 +147,25 @@ export class EtcdStorage implements Storage {
     const watcher = await this.call('watch', prefix, () =>
       this.client.watch().prefix(prefix).startRevision(String(BigInt(afterRevision) + 1n)).withPreviousKV().create(),
     );
+    // Values are decrypted asynchronously; one queue keeps events and progress in etcd's order.
+    let delivered = Promise.resolve();
+    let unreadable = false;
     watcher.on('data', (res) => {
-      if (res.events.length === 0) {
-        handlers.progress(res.header.revision);
-        return;
-      }
-      const events = res.events.flatMap((e) => {
-        try {
-          return [toWatchEvent<T>(e)];
-        } catch {
-          return []; // not one of our objects (a value that is not JSON): nothing to follow
+      delivered = delivered.then(async () => {
+        if (unreadable) return;
+        if (res.events.length === 0) {
+          handlers.progress(res.header.revision);
+          return;
         }
+        const events = await Promise.all(res.events.map((e) => this.toWatchEvent<T>(e)));
+        if (events.every((e) => e !== undefined)) return handlers.events(events);
+        // Skipping the event would leave the watcher behind without knowing it: it starts over (lists again),
+        // as kube's reflector does after a watch error, and lists fail, naming the key, until the value reads.
+        unreadable = true;
+        handlers.lost();
       });
-      if (events.length) handlers.events(events);
+      // A handler that throws must not stop the queue (and with it every later event).
+      delivered = delivered.catch(() => undefined);
     });
     // Errors reach here only when etcd canceled the watch (its start revision was compacted, or worse);
     // network failures the client retries by itself, resuming after the last revision it delivered.
@@ -153,6 +176,34 @@ export class EtcdStorage implements Storage {
     });
     // Canceling a watch etcd already dropped would wait forever for an end that never comes.
     return { close: () => (canceled ? Promise.resolve() : watcher.cancel()) };
+  }
+
+  /**
+   * Writes again every value under `prefix` that an encryption key or provider other than the one writing now
+   * wrote (kube's documented rotation step "rewrite every object", done by the server): page by page, each with a
+   * compare-and-swap, so a concurrent update wins and needs nothing more. Values that cannot be read are counted
+   * by key and left as they are.
+   */
+  async rewriteStale(prefix: string): Promise<{ rewritten: number; unreadable: string[] }> {
+    let rewritten = 0;
+    const unreadable: string[] = [];
+    let start: string | undefined;
+    for (;;) {
+      const res = await this.range(prefix, { start, limit: this.pageSize }, false);
+      for (const kv of res.kvs) {
+        const key = kv.key.toString();
+        try {
+          if (!(await this.fromStorage(key, kv.value, kv.mod_revision)).stale) continue;
+          if ((await this.guaranteedUpdate(key, (current) => current)).written) rewritten++;
+        } catch (err) {
+          if (err instanceof StorageError && err.code === 'KeyNotFound') continue;
+          if (err instanceof StorageError && err.code === 'Internal') unreadable.push(key);
+          else throw err;
+        }
+      }
+      if (!res.more || res.kvs.length === 0) return { rewritten, unreadable };
+      start = keyAfter(res.kvs[res.kvs.length - 1].key.toString());
+    }
   }
 
   async compact(revision: string): Promise<void> {
@@ -167,8 +218,9 @@ export class EtcdStorage implements Storage {
     let current = await this.readRaw(key);
     for (;;) {
       if (!current) throw new StorageError('KeyNotFound', key, `key not found: ${key}`);
-      const updated = await tryUpdate(decode<T>(current.value, current.modRevision));
       const read = current;
+      const existing = await this.fromStorage<T>(key, read.value, read.modRevision);
+      const updated = await tryUpdate(existing.object);
       if (opts.deleteInstead?.(updated)) {
         const txn = await this.call('delete', key, () =>
           this.client.if(key, 'Mod', '==', read.modRevision).then(this.client.delete().key(key)).else(this.client.get(key)).commit(),
@@ -178,9 +230,12 @@ export class EtcdStorage implements Storage {
         continue;
       }
       const bytes = encode(updated);
-      if (bytes === read.value.toString()) return { object: decode<T>(bytes, read.modRevision), written: false, deleted: false };
+      // A value an old key or provider wrote is written again even when nothing changed (kube's GuaranteedUpdate):
+      // this is how a no-op update moves objects to the new key.
+      if (bytes === existing.plaintext && !existing.stale) return { object: decode<T>(bytes, read.modRevision), written: false, deleted: false };
+      const stored = await this.toStorage(key, bytes);
       const txn = await this.call('update', key, () =>
-        this.client.if(key, 'Mod', '==', read.modRevision).then(this.client.put(key).value(bytes)).else(this.client.get(key)).commit(),
+        this.client.if(key, 'Mod', '==', read.modRevision).then(this.client.put(key).value(stored)).else(this.client.get(key)).commit(),
       );
       if (txn.succeeded) return { object: decode<T>(bytes, txn.header.revision), written: true, deleted: false };
       current = rawFromElse(txn.responses);
@@ -192,11 +247,12 @@ export class EtcdStorage implements Storage {
     for (;;) {
       if (!current) throw new StorageError('KeyNotFound', key, `key not found: ${key}`);
       const read = current;
-      await precondition?.(decode<T>(read.value, read.modRevision));
+      const { plaintext, object } = await this.fromStorage<T>(key, read.value, read.modRevision);
+      await precondition?.(object);
       const txn = await this.call('delete', key, () =>
         this.client.if(key, 'Mod', '==', read.modRevision).then(this.client.delete().key(key)).else(this.client.get(key)).commit(),
       );
-      if (txn.succeeded) return decode<T>(read.value, txn.header.revision);
+      if (txn.succeeded) return decode<T>(plaintext, txn.header.revision);
       current = rawFromElse(txn.responses);
     }
   }
@@ -208,6 +264,46 @@ export class EtcdStorage implements Storage {
   async close(): Promise<void> {
     this.health.stop();
     this.client.close();
+  }
+
+  /** The bytes stored for `plaintext` under `key` (encrypted when the configuration says so; the key is authenticated). */
+  private async toStorage(key: string, plaintext: string): Promise<Buffer> {
+    try {
+      return Buffer.from(await this.transformers.forKey(key).transformToStorage(Buffer.from(plaintext), key));
+    } catch (err) {
+      throw new StorageError('Internal', key, `unable to transform key ${JSON.stringify(key)}: ${transformReason(err)}`);
+    }
+  }
+
+  /** The object stored under `key`; StorageError Internal (naming the key, never the data) when it cannot be read. */
+  private async fromStorage<T extends StoredObject>(key: string, value: Buffer, revision: string): Promise<Read<T>> {
+    let plain: { data: Uint8Array; stale: boolean };
+    try {
+      plain = await this.transformers.forKey(key).transformFromStorage(value, key);
+    } catch (err) {
+      throw new StorageError('Internal', key, `unable to transform key ${JSON.stringify(key)}: ${transformReason(err)}`);
+    }
+    const plaintext = Buffer.from(plain.data.buffer, plain.data.byteOffset, plain.data.byteLength).toString();
+    try {
+      return { object: decode<T>(plaintext, revision), plaintext, stale: plain.stale };
+    } catch {
+      // JSON.parse's message quotes the value: say only where.
+      throw new StorageError('Internal', key, `unable to decode key ${JSON.stringify(key)}: not a JSON object`);
+    }
+  }
+
+  private async toWatchEvent<T extends StoredObject>(e: WatchedEvent): Promise<WatchEvent<T> | undefined> {
+    const revision = e.kv.mod_revision;
+    const key = e.kv.key.toString();
+    try {
+      const previous = e.prev_kv ? (await this.fromStorage<T>(key, e.prev_kv.value, e.prev_kv.mod_revision ?? revision)).object : undefined;
+      if (e.type === 'Delete') return { type: 'delete', key, revision, object: previous && decode<T>(encode(previous), revision), previous };
+      return { type: 'put', key, revision, object: (await this.fromStorage<T>(key, e.kv.value, revision)).object, previous };
+    } catch (err) {
+      // A value that is not JSON, or one this server has no key for.
+      this.onUnreadable?.(key, (err as Error).message);
+      return undefined;
+    }
   }
 
   /** One range request under `prefix`, from `start`, at `revision`. */
@@ -271,12 +367,15 @@ export function keyAfter(key: string): string {
   return `${key}\u0000`;
 }
 
-function toWatchEvent<T extends StoredObject>(e: { type: string; kv: { key: Buffer; value: Buffer; mod_revision: string }; prev_kv?: { value: Buffer } | null }): WatchEvent<T> {
-  const revision = e.kv.mod_revision;
-  const key = e.kv.key.toString();
-  const previous = e.prev_kv ? decode<T>(e.prev_kv.value, (e.prev_kv as { mod_revision?: string }).mod_revision ?? revision) : undefined;
-  if (e.type === 'Delete') return { type: 'delete', key, revision, object: e.prev_kv ? decode<T>(e.prev_kv.value, revision) : undefined, previous };
-  return { type: 'put', key, revision, object: decode<T>(e.kv.value, revision), previous };
+interface WatchedEvent {
+  type: string;
+  kv: { key: Buffer; value: Buffer; mod_revision: string };
+  prev_kv?: { value: Buffer; mod_revision?: string } | null;
+}
+
+/** Why a value could not be transformed (transformers never put data or key material in their errors). */
+function transformReason(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 function rawFromElse(responses: { response_range?: { kvs: { value: Buffer; mod_revision: string }[] } }[]): RawKv | undefined {

@@ -18,7 +18,9 @@ export type StorageErrorCode =
   /** The revision asked for is older than etcd's compacted revision. */
   | 'Compacted'
   /** The revision asked for is newer than etcd's current revision. */
-  | 'FutureRevision';
+  | 'FutureRevision'
+  /** The stored value cannot be read or written by this server (encryption at rest: no key for it, or tampered). */
+  | 'Internal';
 
 export class StorageError extends Error {
   constructor(
@@ -74,7 +76,7 @@ export interface WatchHandlers<T> {
   events(events: WatchEvent<T>[]): void;
   /** Everything up to `revision` has been delivered (etcd progress notifications). */
   progress(revision: string): void;
-  /** The watch cannot go on from where it was (its revision was compacted, or etcd canceled it): start over. */
+  /** The watch cannot go on from where it was (its revision was compacted, etcd canceled it, or a value could not be read): start over. */
   lost(): void;
 }
 

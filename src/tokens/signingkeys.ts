@@ -13,9 +13,12 @@
  *   dropped  once retiredAt + maxTokenTtlMs + clockSkewMs is in the past.
  *
  * Private keys live only in etcd and in memory: nothing here logs, and no error message carries key material.
+ * In etcd the document goes through the resource `signingkeys.management.platform.sh` of the encryption
+ * configuration (--encryption-provider-config), so it is encrypted at rest like the objects.
  */
 import type { Etcd3 } from 'etcd3';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
+import { identityTransformer, type Transformer } from '../storage/encryption/transformer.js';
 
 export type SigningAlg = 'ES256';
 
@@ -178,6 +181,8 @@ export interface SigningKeysOptions extends KeySetTimings {
   /** How long signer() trusts its cached copy of the document before reading etcd again. Default 30 s. */
   refreshMs?: number;
   now?: () => Date;
+  /** How the document is stored (encryption at rest); default: plain. */
+  transformer?: Transformer;
 }
 
 export interface Signer {
@@ -191,6 +196,8 @@ interface Snapshot {
   modRevision: string;
   /** When it was read or written (ms, on opts.now's clock). */
   readAt: number;
+  /** Written with an encryption key or provider that no longer writes: to be written again. */
+  stale?: boolean;
 }
 
 /** Conflicting writes in a row before giving up (each loser re-reads, so this only trips under a write storm). */
@@ -203,6 +210,7 @@ export class SigningKeys {
   private cache?: Snapshot;
   private syncing?: Promise<Snapshot>;
   private readonly imported = new Map<string, Promise<CryptoKey>>();
+  private readonly transformer: Transformer;
 
   constructor(
     private readonly client: Etcd3,
@@ -218,6 +226,13 @@ export class SigningKeys {
     };
     this.refreshMs = opts.refreshMs ?? DEFAULT_REFRESH_MS;
     this.now = opts.now ?? (() => new Date());
+    this.transformer = opts.transformer ?? identityTransformer;
+  }
+
+  /** Writes the document again if an old encryption key or provider wrote it (as a no-op update of an object does). */
+  async rewrite(): Promise<void> {
+    const snap = await this.read();
+    if (snap?.stale) await this.sync(snap);
   }
 
   /** The key to sign with now (creating, rotating or retiring keys in etcd when due). */
@@ -256,9 +271,10 @@ export class SigningKeys {
     let snap = start === undefined ? await this.read() : (start ?? undefined);
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
       const now = this.now();
-      const next = await planKeySet(snap?.doc, now, this.timings);
+      // A stale document is written again unchanged, under the encryption key that writes now.
+      const next = (await planKeySet(snap?.doc, now, this.timings)) ?? (snap?.stale ? snap.doc : undefined);
       if (!next) return this.remember(snap!); // planKeySet always returns a document when there is none
-      const value = JSON.stringify(next);
+      const value = Buffer.from(await this.transformer.transformToStorage(Buffer.from(JSON.stringify(next)), this.key));
       const txn = await this.client
         .if(this.key, 'Mod', '==', snap ? snap.modRevision : 0)
         .then(this.client.put(this.key).value(value))
@@ -267,7 +283,7 @@ export class SigningKeys {
       if (txn.succeeded) return this.remember({ doc: next, modRevision: txn.header.revision, readAt: now.getTime() });
       // Lost the race: plan again from the winner's document (usually nothing is left to do).
       const kv = txn.responses[0]?.response_range?.kvs?.[0];
-      snap = kv ? this.parse(kv.value, kv.mod_revision) : undefined;
+      snap = kv ? await this.parse(kv.value, kv.mod_revision) : undefined;
     }
     throw new Error(`signing keys: gave up after ${MAX_CAS_ATTEMPTS} conflicting writes to ${this.key}`);
   }
@@ -275,7 +291,7 @@ export class SigningKeys {
   private async read(): Promise<Snapshot | undefined> {
     const res = await this.client.get(this.key).exec();
     const kv = res.kvs[0];
-    return kv ? this.parse(kv.value, kv.mod_revision) : undefined;
+    return kv ? await this.parse(kv.value, kv.mod_revision) : undefined;
   }
 
   /** Keeps the newest snapshot seen, and forgets imported keys no longer in it. */
@@ -308,15 +324,21 @@ export class SigningKeys {
   }
 
   /** Parses a stored document; errors never quote the value (JSON.parse's message would show key material). */
-  private parse(value: Buffer, modRevision: string): Snapshot {
+  private async parse(value: Buffer, modRevision: string): Promise<Snapshot> {
+    let plain: { data: Uint8Array; stale: boolean };
+    try {
+      plain = await this.transformer.transformFromStorage(value, this.key);
+    } catch (err) {
+      throw new Error(`signing keys: unable to transform key ${JSON.stringify(this.key)}: ${(err as Error).message}`);
+    }
     let doc: unknown;
     try {
-      doc = JSON.parse(value.toString());
+      doc = JSON.parse(Buffer.from(plain.data).toString());
     } catch {
       throw new Error(`signing keys: ${this.key} does not hold JSON`);
     }
     if (!isKeySetDoc(doc)) throw new Error(`signing keys: ${this.key} does not hold a valid key set`);
-    return { doc, modRevision, readAt: this.now().getTime() };
+    return { doc, modRevision, readAt: this.now().getTime(), stale: plain.stale };
   }
 }
 

@@ -452,6 +452,24 @@ describe('observability', () => {
   });
 });
 
+describe('encryption at rest', () => {
+  test('by default no --encryption-provider-config (stored in clear, as kube-apiserver without one)', async () => {
+    const r = await template([]);
+    expect(serverConfig(r).encryptionProviderConfig).toBeUndefined();
+    expect(r.deployment.spec.template.spec.volumes.map((v: any) => v.name)).not.toContain('encryption-config');
+  });
+
+  test('existingSecret: the EncryptionConfiguration is that Secret\'s key, mounted whole (updates reach it) and reloaded', async () => {
+    const r = await template(['--set', 'encryptionAtRest.existingSecret=platform-encryption', '--set', 'encryptionAtRest.key=config.yaml']);
+    const config = serverConfig(r);
+    expect(config.encryptionProviderConfigAutomaticReload).toBe(true);
+    expect(secretFile(r, config.encryptionProviderConfig!)).toEqual({ secretName: 'platform-encryption', key: 'config.yaml' });
+    expect(r.container.volumeMounts.find((m: any) => m.name === 'encryption-config').subPath).toBeUndefined();
+    const reloadOff = serverConfig(await template(['--set', 'encryptionAtRest.existingSecret=platform-encryption', '--set', 'encryptionAtRest.automaticReload=false']));
+    expect(reloadOff).toMatchObject({ encryptionProviderConfig: '/etc/platform/encryption/encryption-config.yaml', encryptionProviderConfigAutomaticReload: false });
+  });
+});
+
 describe('etcd', () => {
   function etcdTLS(r: Rendered) {
     const server = r.get('Secret', `${ETCD}-server-tls`);
@@ -552,6 +570,7 @@ describe('bad values fail at template time (values.schema.json)', () => {
     [['--set', 'observability.verbosity=11'], "'/observability/verbosity'"],
     [['--set', 'rbac.virtualClusterNamespaces={*,vcluster-a}'], "'/rbac/virtualClusterNamespaces'"],
     [['--set', 'rbac.virtualClusterNamespaces={vcluster_a}'], "'/rbac/virtualClusterNamespaces'"],
+    [['--set', 'encryptionAtRest.existingSecret=Platform_Keys'], "'/encryptionAtRest/existingSecret'"],
     [['--set', 'replicaCuont=3'], 'replicaCuont'],
   ])('%j is refused naming %s', async (args, named) => {
     const r = await helm(['template', RELEASE, CHART, '--namespace', NS, ...args]);
