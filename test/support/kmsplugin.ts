@@ -35,6 +35,8 @@ export interface TestKMSPlugin {
   /** How many times each method was called, and the uid of each request. */
   readonly calls: Record<Method, number>;
   readonly uids: string[];
+  /** What Encrypt would answer for `plaintext` now (to build stored objects by hand). */
+  seal(plaintext: Buffer): Buffer;
   /** Stops serving (the socket goes away); start() serves again on the same socket with the same keys. */
   stop(): Promise<void>;
   start(): Promise<void>;
@@ -65,6 +67,11 @@ export async function startTestKMSPlugin(): Promise<TestKMSPlugin> {
     annotations: { 'version.kms.example.com': Buffer.from('1') },
     calls: { Status: 0, Encrypt: 0, Decrypt: 0 },
     uids: [],
+    seal(plaintext) {
+      const nonce = randomBytes(12);
+      const cipher = createCipheriv('aes-256-gcm', keyFor(plugin.keyID), nonce);
+      return Buffer.concat([nonce, cipher.update(plaintext), cipher.final(), cipher.getAuthTag()]);
+    },
     async stop() {
       if (!server) return;
       const s = server;
@@ -77,12 +84,11 @@ export async function startTestKMSPlugin(): Promise<TestKMSPlugin> {
       server = new grpc.Server();
       server.addService(service.service, {
         Status: handler('Status', () => ({ version: plugin.version, healthz: plugin.healthz, key_id: plugin.keyID })),
-        Encrypt: handler('Encrypt', (req: { plaintext: Buffer }) => {
-          const nonce = randomBytes(12);
-          const cipher = createCipheriv('aes-256-gcm', keyFor(plugin.keyID), nonce);
-          const ciphertext = Buffer.concat([nonce, cipher.update(req.plaintext), cipher.final(), cipher.getAuthTag()]);
-          return { ciphertext, key_id: plugin.encryptKeyID ?? plugin.keyID, annotations: plugin.annotations };
-        }),
+        Encrypt: handler('Encrypt', (req: { plaintext: Buffer }) => ({
+          ciphertext: plugin.seal(req.plaintext),
+          key_id: plugin.encryptKeyID ?? plugin.keyID,
+          annotations: plugin.annotations,
+        })),
         Decrypt: handler('Decrypt', (req: { ciphertext: Buffer; key_id: string; annotations: Record<string, Buffer> }) => {
           const key = keys.get(req.key_id);
           if (!key) throw new Error(`unknown key ID ${req.key_id}`);
