@@ -133,7 +133,7 @@ class KMSv2Envelope implements KMSv2Transformer {
 
   async transformToStorage(plaintext: Uint8Array, dataCtx: string): Promise<Uint8Array> {
     const state = this.writeState();
-    this.cacheReadKey(state.cacheKey, Promise.resolve({ type: DEKSourceType.HKDF_SHA256_XNONCE_AES_GCM_SEED, key: state.seed }));
+    this.keepWriteSeedReadable(state);
     const info = randomBytes(INFO_SIZE);
     const nonce = randomBytes(NONCE_SIZE);
     const cipher = createCipheriv('aes-256-gcm', hkdfExpandSha256(state.seed, info), nonce, { authTagLength: TAG_SIZE });
@@ -174,6 +174,13 @@ class KMSv2Envelope implements KMSv2Transformer {
       throw this.error(`the plugin's Decrypt returned a ${key.length}-byte ${type === DEKSourceType.AES_GCM_KEY ? 'key' : 'seed'}, which cannot be right for this object`);
     }
     return { type, key };
+  }
+
+  /** As kube, every write keeps its seed in the read cache: reading what this server wrote never calls Decrypt. */
+  private keepWriteSeedReadable(state: WriteState): void {
+    const entry = this.readKeys.get(state.cacheKey);
+    if (entry) entry.expiresAt = Date.now() + READ_CACHE_TTL_MS;
+    else this.cacheReadKey(state.cacheKey, Promise.resolve({ type: DEKSourceType.HKDF_SHA256_XNONCE_AES_GCM_SEED, key: state.seed }));
   }
 
   /** Caches a DEK source being decrypted (so concurrent reads of objects sharing it call Decrypt once). */
