@@ -12,7 +12,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes, randomUUID } from 'node:crypto';
 import { hkdfExpandSha256 } from './hkdf.js';
 import { EncryptedObjectType } from './kmsv2proto.js';
-import { KMSv2Service, type StatusResponse } from './kmsv2service.js';
+import { KMSv2Service, type EncryptResponse, type StatusResponse } from './kmsv2service.js';
 import type { Transformer } from './transformer.js';
 
 export interface KMSv2ProviderConfig {
@@ -38,7 +38,7 @@ export interface KMSv2Transformer extends Transformer {
  */
 export async function newKMSv2Transformer(cfg: KMSv2ProviderConfig): Promise<KMSv2Transformer> {
   if (!(cfg.timeoutMs > 0)) throw new Error(`KMS v2 provider ${JSON.stringify(cfg.name)}: timeout must be positive, got ${cfg.timeoutMs}ms`);
-  const transformer = new KMSv2Envelope(cfg.name, cfg.endpoint, new KMSv2Service(cfg.name, cfg.endpoint, cfg.timeoutMs));
+  const transformer = new KMSv2Envelope(cfg.name, cfg.endpoint, new KMSv2Service(cfg.endpoint, cfg.timeoutMs));
   await transformer.start();
   return transformer;
 }
@@ -95,8 +95,8 @@ class KMSv2Envelope implements KMSv2Transformer {
   private state: WriteState | undefined;
   /** The API version of the first healthy Status: it must not change (kube). */
   private version: string | undefined;
-  private lastCheck: { error?: Error; at: number; ttl: number } | undefined;
-  private checking: Promise<void> | undefined;
+  private lastCheck: { problem?: string; at: number; ttl: number } | undefined;
+  private probing: Promise<string | undefined> | undefined;
   private readonly readKeys = new Map<string, { key: Promise<ReadKey>; expiresAt: number }>();
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
@@ -109,15 +109,12 @@ class KMSv2Envelope implements KMSv2Transformer {
 
   /** kube's primeAndProbeKMSv2: one check inline, then a poll that speeds up while the plugin fails. */
   async start(): Promise<void> {
-    const ok = await this.check().then(() => true, () => false);
-    this.schedule(ok);
+    this.schedule(await this.probe());
   }
 
-  private schedule(ok: boolean): void {
+  private schedule(problem: string | undefined): void {
     if (this.closed) return;
-    this.timer = setTimeout(() => {
-      this.check().then(() => this.schedule(true), () => this.schedule(false));
-    }, ok ? POLL_INTERVAL_MS : POLL_INTERVAL_FAILING_MS);
+    this.timer = setTimeout(() => void this.probe().then((p) => this.schedule(p)), problem ? POLL_INTERVAL_FAILING_MS : POLL_INTERVAL_MS);
     this.timer.unref();
   }
 
@@ -164,10 +161,9 @@ class KMSv2Envelope implements KMSv2Transformer {
   }
 
   private async decryptDEKSource(object: EncryptedObject): Promise<ReadKey> {
-    const key = await this.service.decrypt(randomUUID(), {
-      ciphertext: object.encryptedDEKSource,
-      keyID: object.keyID,
-      annotations: object.annotations,
+    const request = { ciphertext: object.encryptedDEKSource, keyID: object.keyID, annotations: object.annotations };
+    const key = await this.service.decrypt(randomUUID(), request).catch((err: Error) => {
+      throw this.error(err.message);
     });
     const type = object.encryptedDEKSourceType;
     if (type === DEKSourceType.HKDF_SHA256_XNONCE_AES_GCM_SEED ? key.length < SEED_SIZE : ![16, 24, 32].includes(key.length)) {
@@ -222,29 +218,35 @@ class KMSv2Envelope implements KMSv2Transformer {
     return state;
   }
 
-  /** kube's kmsv2PluginProbe.check: Status (cached 20s when healthy, 3s when not), then rotation if needed. */
-  private check(): Promise<void> {
-    if (this.checking) return this.checking;
-    const last = this.lastCheck;
-    if (last && Date.now() - last.at < last.ttl) return last.error ? Promise.reject(last.error) : Promise.resolve();
-    this.checking = this.statusAndMaybeRotate()
-      .then(
-        () => {
-          this.lastCheck = { at: Date.now(), ttl: HEALTHY_TTL_MS };
-        },
-        (err: Error) => {
-          this.lastCheck = { error: err, at: Date.now(), ttl: UNHEALTHY_TTL_MS };
-          throw err;
-        },
-      )
-      .finally(() => {
-        this.checking = undefined;
-      });
-    return this.checking;
+  /** kube's kmsv2PluginProbe.check: rejects saying what is wrong with the plugin. */
+  private async check(): Promise<void> {
+    const problem = await this.probe();
+    if (problem) throw this.error(problem);
   }
 
-  private async statusAndMaybeRotate(): Promise<void> {
-    const status = await this.service.status();
+  /** Status and rotation if needed, one at a time; the outcome is reused for 20s when healthy, 3s when not (kube). */
+  private probe(): Promise<string | undefined> {
+    if (this.probing) return this.probing;
+    const last = this.lastCheck;
+    if (last && Date.now() - last.at < last.ttl) return Promise.resolve(last.problem);
+    this.probing = this.statusAndMaybeRotate().then(
+      (problem) => {
+        this.lastCheck = { problem, at: Date.now(), ttl: problem ? UNHEALTHY_TTL_MS : HEALTHY_TTL_MS };
+        this.probing = undefined;
+        return problem;
+      },
+    );
+    return this.probing;
+  }
+
+  /** What is wrong with the plugin, or undefined when it is healthy and the write seed matches its key ID. */
+  private async statusAndMaybeRotate(): Promise<string | undefined> {
+    let status: StatusResponse;
+    try {
+      status = await this.service.status();
+    } catch (err) {
+      return (err as Error).message;
+    }
     const problems = this.statusProblems(status);
     if (!problems.length) {
       try {
@@ -253,7 +255,7 @@ class KMSv2Envelope implements KMSv2Transformer {
         problems.push((err as Error).message);
       }
     }
-    if (problems.length) throw this.error(`the plugin is not healthy: ${problems.join('; ')}`);
+    return problems.length ? `the plugin is not healthy: ${problems.join('; ')}` : undefined;
   }
 
   private statusProblems(status: StatusResponse): string[] {
@@ -282,36 +284,30 @@ class KMSv2Envelope implements KMSv2Transformer {
       this.state.expiresAt = expiresAt;
       return;
     }
+    const failed = (why: string) => new Error(`failed to rotate DEK to key ID hash ${JSON.stringify(hashOf(statusKeyID))}: ${why}`);
     const seed = randomBytes(SEED_SIZE);
-    let problem: string;
+    let res: EncryptResponse;
     try {
-      const res = await this.service.encrypt(randomUUID(), seed);
-      problem =
-        encryptedObjectProblem({ ...res, encryptedDEKSource: res.ciphertext, encryptedData: Buffer.from([0]), encryptedDEKSourceType: DEKSourceType.HKDF_SHA256_XNONCE_AES_GCM_SEED }) ??
-        (res.keyID !== statusKeyID ? `Encrypt returned key ID hash ${JSON.stringify(hashOf(res.keyID))}, Status ${JSON.stringify(hashOf(statusKeyID))}` : '');
-      if (!problem) {
-        const stored = { encryptedDEKSource: res.ciphertext, keyID: res.keyID, annotations: res.annotations, encryptedDEKSourceType: DEKSourceType.HKDF_SHA256_XNONCE_AES_GCM_SEED };
-        this.state = { seed, ...stored, cacheKey: readCacheKey(stored), expiresAt };
-        return;
-      }
+      res = await this.service.encrypt(randomUUID(), seed);
     } catch (err) {
-      problem = (err as Error).message;
+      throw failed((err as Error).message);
     }
-    throw new Error(`failed to rotate DEK to key ID hash ${JSON.stringify(hashOf(statusKeyID))}: ${problem}`);
+    const { ciphertext: encryptedDEKSource, keyID, annotations } = res;
+    const written = { encryptedDEKSource, keyID, annotations, encryptedDEKSourceType: DEKSourceType.HKDF_SHA256_XNONCE_AES_GCM_SEED };
+    const problem =
+      encryptedObjectProblem({ ...written, encryptedData: Buffer.from([0]) }) ??
+      (keyID !== statusKeyID ? `Encrypt returned key ID hash ${JSON.stringify(hashOf(keyID))}, Status ${JSON.stringify(hashOf(statusKeyID))}` : undefined);
+    if (problem) throw failed(problem);
+    this.state = { seed, ...written, cacheKey: readCacheKey(written), expiresAt };
   }
 
-  /** ": <why the last health check failed>" (without the provider, which the caller names), or "". */
+  /** ": <why the last health check failed>", or "". */
   private lastProblem(): string {
-    const message = this.lastCheck?.error?.message;
-    return message ? `: ${message.startsWith(this.prefix) ? message.slice(this.prefix.length) : message}` : '';
-  }
-
-  private get prefix(): string {
-    return `KMS v2 provider ${JSON.stringify(this.name)} (${this.endpoint}): `;
+    return this.lastCheck?.problem ? `: ${this.lastCheck.problem}` : '';
   }
 
   private error(message: string): Error {
-    return new Error(this.prefix + message);
+    return new Error(`KMS v2 provider ${JSON.stringify(this.name)} (${this.endpoint}): ${message}`);
   }
 }
 

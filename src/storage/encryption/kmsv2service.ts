@@ -1,7 +1,7 @@
 /**
  * The gRPC client of a KMS v2 plugin (kube's kmsv2 gRPCService): a unix socket, a timeout per call, calls that wait
- * for the plugin to be reachable until that timeout (kube's WaitForReady), and errors that name the provider and
- * the endpoint but never the bytes being encrypted.
+ * for the plugin to be reachable until that timeout (kube's WaitForReady), and errors saying which call failed and
+ * why, never with the bytes being encrypted (the caller adds the provider and endpoint).
  */
 import grpc from '@grpc/grpc-js';
 import { KeyManagementService } from './kmsv2proto.js';
@@ -57,8 +57,7 @@ export class KMSv2Service {
 
   /** Throws when the endpoint is not a unix socket; connecting happens on the first call. */
   constructor(
-    private readonly providerName: string,
-    private readonly endpoint: string,
+    endpoint: string,
     private readonly timeoutMs: number,
   ) {
     this.client = new KeyManagementService(`unix:${socketPath(endpoint)}`, grpc.credentials.createInsecure(), {
@@ -91,7 +90,7 @@ export class KMSv2Service {
     return new Promise((resolve, reject) => {
       const options = { deadline: Date.now() + this.timeoutMs };
       this.client[method](request, new grpc.Metadata({ waitForReady: true }), options, (err, response) => {
-        if (err) reject(new Error(`KMS v2 provider ${JSON.stringify(this.providerName)} (${this.endpoint}): ${method} failed: ${this.reason(err)}`));
+        if (err) reject(new Error(`${method} failed: ${this.reason(err)}`));
         else resolve(response as T);
       });
     });
