@@ -77,6 +77,16 @@ test('an object kube wrote reads back: kube\'s recorded HKDF/AES-GCM output decr
   await expect(t.transformFromStorage(stored, 'panda')).rejects.toThrow('cipher: message authentication failed');
 });
 
+test('an object kube wrote before 1.29 (the DEK itself encrypted by the plugin) reads back, as stale', async () => {
+  // From kube's aes_test.go TestGCMLegacyDataCompatibility: AES-GCM under the key "snorlax_awesomes".
+  const encryptedData = Buffer.from('9f27c8fcea8a58c467d8e437dbf2d85955f9b4bd912f4ef967d788a0cb07797dac0a3f0a0845605ca85ac8562b4ae1', 'hex');
+  const stored = EncryptedObject.encode(
+    EncryptedObject.fromObject({ encryptedData, keyID: 'key-1', encryptedDEKSource: plugin.seal(Buffer.from('snorlax_awesomes')), annotations: plugin.annotations }),
+  ).finish();
+  const t = await transformer();
+  expect(await t.transformFromStorage(stored, 'bamboo')).toEqual({ data: Buffer.from('pandas are the best'), stale: true });
+});
+
 test('the plugin encrypts one seed for many writes, and the writer reads its own objects without calling Decrypt', async () => {
   const t = await transformer();
   const stored = await Promise.all(Array.from({ length: 20 }, (_, i) => t.transformToStorage(Buffer.from(`object ${i}`), `${key}-${i}`)));
