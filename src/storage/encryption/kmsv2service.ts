@@ -53,7 +53,7 @@ type Callback<T> = (err: grpc.ServiceError | null, response: T) => void;
 type Method<Req, Res> = (request: Req, metadata: grpc.Metadata, options: grpc.CallOptions, callback: Callback<Res>) => void;
 
 export class KMSv2Service {
-  private readonly client: grpc.Client & Record<'Status' | 'Encrypt' | 'Decrypt', Method<object, any>>;
+  private readonly client: grpc.Client & Record<'Status' | 'Encrypt' | 'Decrypt', Method<object, unknown>>;
 
   /** Throws when the endpoint is not a unix socket; connecting happens on the first call. */
   constructor(
