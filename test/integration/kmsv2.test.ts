@@ -187,7 +187,7 @@ test('a plugin whose Encrypt returns annotations that are not domain names, or a
   const t = await transformer();
   await expect(t.health()).rejects.toThrow('annotation key "Version" must be a fully qualified domain name');
   await expect(t.transformToStorage(secret, key)).rejects.toThrow(
-    `KMS v2 provider "vault" (${plugin.endpoint}): no data encryption key yet: the plugin has not answered Status and Encrypt`,
+    `KMS v2 provider "vault" (${plugin.endpoint}): no data encryption key yet (it needs a healthy Status and an Encrypt from the plugin)`,
   );
 
   plugin.annotations = { 'version.kms.example.com': Buffer.from('1') };
@@ -253,7 +253,7 @@ test('a plugin that starts after the server: writes fail until it answers, then 
   await plugin.stop();
   const t = await transformer(300);
   await expect(t.transformToStorage(secret, key)).rejects.toThrow(
-    `KMS v2 provider "vault" (${plugin.endpoint}): no data encryption key yet: the plugin has not answered Status and Encrypt: Status failed: no answer within 0.3s`,
+    `KMS v2 provider "vault" (${plugin.endpoint}): no data encryption key yet (it needs a healthy Status and an Encrypt from the plugin): Status failed: no answer within 0.3s`,
   );
   await plugin.start();
   await healthyAgain(t);

@@ -205,7 +205,7 @@ class KMSv2Envelope implements KMSv2Transformer {
 
   private currentState(): WriteState {
     if (this.state) return this.state;
-    throw this.error(`no data encryption key yet: the plugin has not answered Status and Encrypt${this.lastProblem()}`);
+    throw this.error(`no data encryption key yet (it needs a healthy Status and an Encrypt from the plugin)${this.lastProblem()}`);
   }
 
   /** kube's ValidateEncryptCapability: a seed is used for writes only while Status keeps confirming its key ID. */
