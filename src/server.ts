@@ -80,7 +80,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       onReload: () => rewriteStale(),
       onReloadResult: (ok) => metrics.encryptionConfigReload(ok),
     });
-    cleanups.push(['stopping encryption at rest', async () => encryption.stop()]);
+    if (encryption.configured) cleanups.push(['stopping encryption at rest', async () => encryption.stop()]);
     const onCall = (operation: string, key: string, seconds: number, failed: boolean) => metrics.etcdRequest(operation, etcdObjectType(etcdPrefix, key), seconds, failed);
     const storage = new EtcdStorage({
       endpoints,

@@ -124,8 +124,8 @@ beforeAll(async () => {
   expect((await alice.get(sharedSecretPath(TENANT_NS, 'not-hers'))).status).toBe(403);
   expect([host.count('tokenreviews', 'POST'), host.count('subjectaccessreviews', 'POST')]).toEqual([1, 1]);
 
-  // The access sync: Roles and RoleBindings made, one entry removed, everything removed with its source; the same
-  // with a ClusterRole and ClusterRoleBinding for a Cluster.
+  // The access sync: Roles and RoleBindings made, one entry removed, the others changed (their Role and binding
+  // updated), everything removed with its source; the same with a ClusterRole and ClusterRoleBinding for a Cluster.
   const name = uniq('s');
   const body = secretBody(name);
   body.spec = { ...body.spec, owner: { user: 'bob' }, access: [{ verbs: ['get'], users: ['alice'] }, { verbs: ['get', 'update'], teams: ['dev'] }] };
@@ -133,9 +133,13 @@ beforeAll(async () => {
   await synced(root, sharedSecretPath(TENANT_NS, name));
   expect((await root.patch(sharedSecretPath(TENANT_NS, name), { spec: { access: [{ verbs: ['get'], users: ['alice'] }] } }, MERGE_PATCH)).status).toBe(200);
   await synced(root, sharedSecretPath(TENANT_NS, name));
+  expect((await root.patch(sharedSecretPath(TENANT_NS, name), { spec: { owner: { user: 'carol' }, access: [{ verbs: ['get', 'list'], users: ['alice'] }] } }, MERGE_PATCH)).status).toBe(200);
+  await synced(root, sharedSecretPath(TENANT_NS, name));
   const cluster = clusterBody(uniq('c'));
-  cluster.spec = { ...cluster.spec, owner: { team: 'ops' } };
+  cluster.spec = { ...cluster.spec, owner: { team: 'ops' }, access: [{ verbs: ['get'], users: ['alice'] }] };
   expect((await root.post(CLUSTERS_PATH, cluster)).status).toBe(201);
+  await synced(root, clusterPath(cluster.metadata.name));
+  expect((await root.patch(clusterPath(cluster.metadata.name), { spec: { owner: { team: 'sre' }, access: [{ verbs: ['get', 'update'], users: ['alice'] }] } }, MERGE_PATCH)).status).toBe(200);
   await synced(root, clusterPath(cluster.metadata.name));
   for (const path of [sharedSecretPath(TENANT_NS, name), clusterPath(cluster.metadata.name)]) {
     expect((await root.delete(path)).status).toBe(200);
