@@ -3,7 +3,7 @@ import type { Request, Response } from 'express';
 import { decodeRequest, type Action, type ActionVerb } from '../actions/action.js';
 import * as errors from '../apimachinery/status.js';
 import type { UserInfo } from '../apimachinery/user.js';
-import type { AuthorizeOther } from './app.js';
+import type { AuthorizeOther } from '../registry/strategy.js';
 import { parseObjectBody, rawBody } from './body.js';
 import { negotiateResponse, requestEncoding } from './negotiation.js';
 import { writeOptions } from './options.js';

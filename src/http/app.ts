@@ -13,6 +13,7 @@ import { servedBy } from '../observability/labels.js';
 import type { Metrics } from '../observability/metrics.js';
 import { observeRequests } from '../observability/observe.js';
 import type { Registry } from '../registry/registry.js';
+import type { AuthorizeOther } from '../registry/strategy.js';
 import { MAX_BODY_BYTES } from './body.js';
 import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions } from './discovery.js';
 import { healthHandler, type HealthCheck } from './health.js';
@@ -79,8 +80,6 @@ interface Locals {
   /** Whether this caller may do something else too (e.g. delete an owner it sets blockOwnerDeletion on). */
   authorizeOther: AuthorizeOther;
 }
-
-export type AuthorizeOther = (attrs: Omit<Attributes, 'user'>) => Promise<Decision>;
 
 function locals(res: Response): Locals {
   return res.locals as Locals;

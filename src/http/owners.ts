@@ -2,7 +2,7 @@
 import type { Registry } from '../registry/registry.js';
 import type { MayDeleteOwner } from '../registry/ownerpermission.js';
 import { findOwner } from '../registry/ownerlookup.js';
-import type { AuthorizeOther } from './app.js';
+import type { AuthorizeOther } from '../registry/strategy.js';
 
 export function mayDeleteOwner(registry: Registry, authorizeOther: AuthorizeOther, userName: string): MayDeleteOwner {
   return async (ref, namespace) => {

@@ -1,6 +1,6 @@
 /** Resource requests: decode, call the resource's store, encode. No Kubernetes rule lives here. */
 import type { Request, Response } from 'express';
-import type { AuthorizeOther } from './app.js';
+import type { AuthorizeOther } from '../registry/strategy.js';
 import { checkNesting } from '../apimachinery/nesting.js';
 import { applyJsonPatch, applyMergePatch } from '../apimachinery/patch.js';
 import * as errors from '../apimachinery/status.js';
