@@ -1,4 +1,7 @@
-/** Jest with ts-jest in native ESM mode (see ../shared/reference/toolchain.md). */
+/**
+ * Jest with ts-jest in native ESM mode: run it with NODE_OPTIONS=--experimental-vm-modules (as `npm test` does), and
+ * the `.js` endings of the sources' relative imports are mapped back to their `.ts` files.
+ */
 export default {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
