@@ -4,11 +4,13 @@
  * EADDRINUSE, connects, and is told the holder's pid; a socket file nobody listens on any more (ECONNREFUSED) was
  * left by a dead server and is replaced.
  */
-import { promises as fs } from 'node:fs';
+import { closeSync, openSync, promises as fs } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 
 export const LOCK_FILE = 'server.lock';
+// sun_path holds 108 bytes, and a longer path is silently cut (the socket would land elsewhere).
+const MAX_SOCKET_PATH_BYTES = 100;
 
 export interface DataDirLock {
   release(): Promise<void>;
@@ -28,23 +30,47 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
   const dir = path.resolve(dataDir);
   await fs.mkdir(dir, { recursive: true, mode: 0o700 });
   const socketPath = path.join(dir, LOCK_FILE);
-  for (let attempt = 0; ; attempt++) {
-    const server = net.createServer((conn) => conn.end(`${process.pid}\n`));
-    try {
-      await listen(server, socketPath);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt > 0) throw lockError(err, socketPath);
-      const holder = await askHolder(socketPath);
-      if (holder.alive) throw new DataDirInUseError(dir, holder.pid);
-      // Left by a server that died: nobody listens on it any more.
-      await fs.rm(socketPath, { force: true });
-      continue;
-    }
+  const address = shortAddress(dir, socketPath);
+  try {
+    const server = await listenOnce(dir, socketPath, address.path);
     // The lock must not keep a process alive that has nothing else to do.
     server.unref();
     return {
-      release: () => new Promise<void>((resolve) => server.close(() => resolve())),
+      release: () => new Promise<void>((resolve) => server.close(() => resolve())).finally(address.close),
     };
+  } catch (err) {
+    address.close();
+    throw err;
+  }
+}
+
+/** A long data dir path is reached through an open descriptor of the dir (/proc/self/fd/N), which is short. */
+function shortAddress(dir: string, socketPath: string): { path: string; close: () => void } {
+  if (Buffer.byteLength(socketPath) <= MAX_SOCKET_PATH_BYTES) return { path: socketPath, close: () => {} };
+  const fd = openSync(dir, 'r');
+  let closed = false;
+  return {
+    path: `/proc/self/fd/${fd}/${LOCK_FILE}`,
+    close: () => {
+      if (!closed) closeSync(fd);
+      closed = true;
+    },
+  };
+}
+
+async function listenOnce(dir: string, socketPath: string, address: string): Promise<net.Server> {
+  for (let attempt = 0; ; attempt++) {
+    const server = net.createServer((conn) => conn.end(`${process.pid}\n`));
+    try {
+      await listen(server, address);
+      return server;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt > 0) throw lockError(err, socketPath);
+      const holder = await askHolder(address);
+      if (holder.alive) throw new DataDirInUseError(dir, holder.pid);
+      // Left by a server that died: nobody listens on it any more.
+      await fs.rm(socketPath, { force: true });
+    }
   }
 }
 

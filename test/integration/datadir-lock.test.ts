@@ -10,6 +10,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { DataDirInUseError, lockDataDir } from '../../src/datadir-lock.js';
 import { HttpClient } from '../support/http.js';
 import { waitFor } from '../support/wait.js';
 
@@ -150,3 +151,18 @@ test('a port in use is named with the flag to change it, and the data dir is lef
     await new Promise((done) => taken.close(done));
   }
 }, 60_000);
+
+test('a data dir with a path longer than a unix socket address holds: the lock is inside it, and a second taker is refused', async () => {
+  const dataDir = join(dir, 'a-long-path-'.repeat(10));
+  const lock = await lockDataDir(dataDir);
+  try {
+    expect(existsSync(join(dataDir, 'server.lock'))).toBe(true);
+    const refused = await lockDataDir(dataDir).catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(DataDirInUseError);
+    expect((refused as Error).message).toContain(`the data dir ${dataDir} is in use by another server (pid ${process.pid})`);
+  } finally {
+    await lock.release();
+  }
+  expect(existsSync(join(dataDir, 'server.lock'))).toBe(false);
+  await (await lockDataDir(dataDir)).release();
+});
