@@ -1,12 +1,25 @@
-# The two commands of the README. Both install what they need first (npm packages, etcd from Debian).
-.PHONY: run test deps build
+# The two commands of the README. Both install what they need first (npm packages, etcd from Debian), but only
+# when it is missing or package-lock.json changed since the last install, and build incrementally: a second
+# `make run` starts the server in a few seconds, and never deletes node_modules under a server already running.
+.PHONY: run test deps build etcd
 
-deps:
-	./scripts/ensure-etcd.sh
+etcd:
+	@./scripts/ensure-etcd.sh
+
+# npm ci deletes node_modules first: only when package-lock.json is newer than the last install.
+node_modules/.install-stamp: package-lock.json
 	npm ci --no-audit --no-fund
+	@touch $@
 
-build: deps
-	npm run build
+deps: etcd node_modules/.install-stamp
+
+# tsc is not even started when no source changed since the last build; when one did, it compiles incrementally
+# (tsconfig.build.json keeps dist/.tsbuildinfo).
+dist/.build-stamp: node_modules/.install-stamp tsconfig.json tsconfig.build.json $(shell find src -type f)
+	npm run --silent build
+	@touch $@
+
+build: etcd dist/.build-stamp
 
 # Runs the server with the embedded default: a local etcd under .data/, and .data/admin.kubeconfig for kubectl.
 run: build

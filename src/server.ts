@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { join, resolve as resolvePath } from 'node:path';
 import { directClusterEndpointTokenAction } from './actions/directclusterendpointtoken.js';
 import { importVirtualClusterAction } from './actions/importvirtualcluster.js';
 import { kubeConfigAction } from './actions/kubeconfig.js';
@@ -20,6 +20,7 @@ import { MAX_HEADER_BYTES, answerClientErrors } from './http/clienterrors.js';
 import { ConnectionGuard, connectionServerOptions, type ConnectionLimits } from './http/connections.js';
 import { GracefulShutdown } from './http/shutdown.js';
 import { withTimeout } from './http/health.js';
+import { lockDataDir } from './datadir-lock.js';
 import { writeKubeconfig } from './kubeconfig.js';
 import type { Logger } from './log.js';
 import { AuditLog } from './observability/audit.js';
@@ -57,6 +58,9 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     }
   };
   try {
+    // Before anything reads or writes the data dir (and before a leftover etcd on it may be stopped).
+    const lock = await lockDataDir(config.dataDir);
+    cleanups.push(['releasing the data dir', () => lock.release()]);
     const metrics = new Metrics();
     const audit = config.auditLogPath ? auditLog(config, log) : undefined;
     if (audit) cleanups.push(['closing the audit log', () => audit.close()]);
@@ -190,7 +194,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     answerClientErrors(server);
     connections.attach(server);
     await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
+      server.once('error', (err) => reject(listenError(err, config)));
       server.listen(config.securePort, config.bindAddress, () => resolve());
     });
     boundPort = (server.address() as AddressInfo).port;
@@ -205,12 +209,27 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       adminKubeconfig = join(config.dataDir, 'admin.kubeconfig');
       writeKubeconfig(adminKubeconfig, { server: url, caPem: tls.caPem, token: adminToken });
     }
-    log.info('serving', { url, ...(adminKubeconfig ? { hint: `kubectl --kubeconfig ${adminKubeconfig} get sharedsecrets -A` } : {}) });
+    log.info('serving', {
+      url,
+      ...(adminKubeconfig ? { hint: `kubectl --kubeconfig ${adminKubeconfig} get sharedsecrets -A` } : {}),
+      dataDir: resolvePath(config.dataDir),
+      ...(config.etcdServers.length ? {} : { etcdData: resolvePath(config.dataDir, 'etcd') }),
+      stop: `Ctrl-C (or kill -TERM ${process.pid}) stops the server; what is stored stays in ${config.etcdServers.length ? 'etcd' : resolvePath(config.dataDir)} for the next start`,
+    });
     return { url, port: boundPort, caPem: tls.caPem, adminKubeconfig, close };
   } catch (err) {
     await close();
     throw err;
   }
+}
+
+/** A port already taken is named, with the flags that choose another. */
+function listenError(err: NodeJS.ErrnoException, config: Config): Error {
+  const address = `${config.bindAddress.includes(':') ? `[${config.bindAddress}]` : config.bindAddress}:${config.securePort}`;
+  if (err.code === 'EADDRINUSE') return new Error(`cannot serve on ${address}: the port is in use by another process; choose another with --secure-port (0 picks a free one) or --bind-address`);
+  if (err.code === 'EACCES') return new Error(`cannot serve on ${address}: permission denied (ports below 1024 need root); choose another with --secure-port`);
+  if (err.code === 'EADDRNOTAVAIL') return new Error(`cannot serve on ${address}: no network interface has this address; choose another with --bind-address`);
+  return err;
 }
 
 /** Writes again what an old encryption key or provider wrote, and logs how much (and what could not be read). */
