@@ -50,6 +50,18 @@ export interface ObjectMetaValidationOptions {
 // Create
 // ---------------------------------------------------------------------------------------------
 
+/**
+ * Leaves out empty labels, annotations, finalizers and ownerReferences, as kube-apiserver does with a custom
+ * resource's metadata (it goes through Go's ObjectMeta, whose `omitempty` drops an empty map or list): a client that
+ * sends `annotations: {}` gets no `annotations` back, so `kubectl diff` has nothing to show for it.
+ */
+export function dropEmptyMetadataFields(meta: ObjectMeta): void {
+  for (const field of ['labels', 'annotations', 'finalizers', 'ownerReferences'] as const) {
+    const value = meta[field];
+    if (value !== null && typeof value === 'object' && Object.keys(value).length === 0) delete meta[field];
+  }
+}
+
 /** ValidateObjectMetaAccessor: metadata on create. Name generation is expected to have happened already. */
 export function validateObjectMeta(meta: ObjectMeta, opts: ObjectMetaValidationOptions, path: Path = Path.root('metadata')): FieldError[] {
   const errs: FieldError[] = [];

@@ -20,6 +20,9 @@ export function applyJsonPatch<T>(doc: T, patch: unknown): unknown {
 
 /** Names the failing operation by its op and paths, never by its value (which may be a secret the caller sent). */
 function describeJsonPatchError(err: unknown): string {
+  if (err instanceof jsonpatch.JsonPatchError && err.name === 'TEST_OPERATION_FAILED' && isPlainObject(err.operation)) {
+    return `test operation ${err.index ?? ''} failed: the value at ${JSON.stringify(err.operation.path)} is not the one the test expects, so nothing was changed`;
+  }
   if (err instanceof jsonpatch.JsonPatchError) {
     const at = err.operation ? ` (operation ${err.index ?? ''}: ${JSON.stringify(withoutValue(err.operation))})` : '';
     return `${err.message.split('\n')[0]}${at}`;

@@ -138,6 +138,11 @@ function toFieldError(e: ErrorObject, schema: StructuralSchema, root: string): F
     case 'enum':
       return fieldError.notSupported(at, e.data, (p.allowedValues as unknown[]).map(String));
     case 'format':
+      // kube says only "must be of type byte" and echoes the value; a byte field holds secret data, and someone who
+      // pasted the plain text needs to hear that base64 is wanted, so name it and print the value's type instead.
+      if (p.format === 'byte') {
+        return fieldError.invalid(at, jsonType(e.data), `${at} in body must be of type byte: a base64 string (RFC 4648, padded), e.g. "aGVsbG8=" for "hello"`);
+      }
       return fieldError.invalid(at, e.data, `${at} in body must be of type ${p.format}: ${JSON.stringify(e.data)}`);
     case 'pattern':
       return fieldError.invalid(at, e.data, `${at} in body should match '${p.pattern}'`);

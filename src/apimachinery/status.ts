@@ -182,10 +182,13 @@ export function serviceUnavailable(message: string): StatusError {
   return failure(503, 'ServiceUnavailable', message);
 }
 
-/** errors.NewGenericServerResponse(422, ...): the message kube sends when a patch cannot be applied. */
+/**
+ * errors.NewGenericServerResponse(422, ...): the message kube sends when a patch cannot be applied. kube's cause has
+ * no field, so kubectl prints "The request is invalid: : ..."; naming the field `patch` makes it "...: patch: ...".
+ */
 export function patchRejected(why: string): StatusError {
   return failure(422, 'Invalid', 'the server rejected our request due to an error in our request', {
-    causes: [{ reason: 'UnexpectedServerResponse', message: why }],
+    causes: [{ reason: 'UnexpectedServerResponse', message: why, field: 'patch' }],
   });
 }
 

@@ -8,7 +8,7 @@ import { GoLiteral, Path, fieldError, type FieldError } from '../apimachinery/fi
 import { objectMetaSchema } from '../apimachinery/metaschema.js';
 import { applyObject, keepTimestampsOfNoopWrite, updateManagedFields, type FieldManagerContext } from '../apimachinery/managedfields/index.js';
 import { generateName } from '../apimachinery/names.js';
-import { validateFinalizers, validateObjectMeta, validateObjectMetaUpdate } from '../apimachinery/objectmeta.js';
+import { dropEmptyMetadataFields, validateFinalizers, validateObjectMeta, validateObjectMetaUpdate } from '../apimachinery/objectmeta.js';
 import { compileSchema, type SchemaValidator } from '../apimachinery/schema.js';
 import * as errors from '../apimachinery/status.js';
 import { sameInstant, nowRFC3339 } from '../apimachinery/time.js';
@@ -125,6 +125,7 @@ export class Store {
     const obj = structuredClone(input);
     checkTypeMeta(obj, this.def);
     this.checkMetadataTypes(obj);
+    dropEmptyMetadataFields(obj.metadata);
     this.takeNamespace(obj, namespace);
     if (obj.metadata.resourceVersion) throw errors.badRequest('resourceVersion should not be set on objects to be created');
     const meta = obj.metadata;
@@ -142,6 +143,7 @@ export class Store {
     dropUnknownFields(obj, this.def.schema, this.def, opts);
     const errs = this.validate(obj);
     if (errs.length) throw errors.invalid(this.def.groupKind, meta.name ?? '', errs);
+    const warnings = this.strategy.warningsOnCreate?.(obj) ?? [];
     await this.strategy.admitCreate?.(obj, opts, this.stores);
     await this.checkOwnerPermissions(obj, undefined, opts);
     if (trackFields) this.recordFieldManager(obj, undefined, opts, '');
@@ -150,6 +152,7 @@ export class Store {
     for (let attempt = 1; ; attempt++) {
       try {
         const stored = await this.storageCall('create', meta.name!, () => write(this.key(namespace, meta.name!)));
+        opts.warnings?.push(...warnings);
         return this.strategy.createResponse ? this.strategy.createResponse(this.toClient(stored), obj) : this.toClient(stored);
       } catch (err) {
         if (!(err instanceof StorageError && err.code === 'KeyExists')) throw err;
@@ -163,6 +166,8 @@ export class Store {
   /** PUT and PATCH of the object or of its status subresource. */
   async update(namespace: string | undefined, name: string, source: UpdateSource, subresource?: 'status', opts: WriteOptions = {}): Promise<KubeObject> {
     const key = this.key(namespace, name);
+    // Those of the attempt that wrote (guaranteedUpdate may run the function again on a conflict).
+    let warnings: string[] = [];
     const result = await this.storageCall('update', name, () =>
       this.storage.guaranteedUpdate<KubeObject>(
         key,
@@ -173,6 +178,7 @@ export class Store {
           if (!isPlainObject(updated)) throw errors.badRequest('the request body must be a JSON or YAML object');
           checkTypeMeta(updated, this.def);
           this.checkMetadataTypes(updated);
+          dropEmptyMetadataFields(updated.metadata);
           this.checkNameOnUrl(updated, namespace, name);
           this.checkResourceVersion(updated, current, name);
           if ('replace' in source && updated.metadata.uid && updated.metadata.uid !== current.metadata.uid) {
@@ -185,6 +191,7 @@ export class Store {
           dropUnknownFields(next, this.def.schema, this.def, opts);
           const errs = this.validate(next, current);
           if (errs.length) throw errors.invalid(this.def.groupKind, name, errs);
+          warnings = (subresource === 'status' ? undefined : this.strategy.warningsOnUpdate?.(next, current)) ?? [];
           await this.checkOwnerPermissions(next, current, opts);
           if (subresource !== 'status' && this.specChanged(next, current)) next.metadata.generation = (current.metadata.generation ?? 0) + 1;
           if (!('apply' in source)) this.recordFieldManager(next, current, opts, subresource ?? '');
@@ -200,6 +207,7 @@ export class Store {
       if (err instanceof DryRunOutcome) return { object: err.object };
       throw err;
     });
+    opts.warnings?.push(...warnings);
     return this.toClient(result.object);
   }
 

@@ -53,6 +53,13 @@ export interface Strategy {
   validate?(obj: KubeObject): FieldError[];
   /** Extra validation of an update; defaults to `validate` of the new object. */
   validateUpdate?(obj: KubeObject, old: KubeObject): FieldError[];
+  /**
+   * Warnings about a valid new object, for the client (`Warning: 299` headers), as kube's WarningsOnCreate: for what
+   * is allowed but most likely a mistake.
+   */
+  warningsOnCreate?(obj: KubeObject): string[];
+  /** The same for a valid update of the main resource. */
+  warningsOnUpdate?(obj: KubeObject, old: KubeObject): string[];
   /** Extra Table columns, merged into the CRD's printer columns (see http/table.ts). */
   printerColumns?: readonly ComputedPrinterColumn[];
   /**

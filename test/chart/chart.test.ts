@@ -270,6 +270,24 @@ describe('APIService and serving certificate', () => {
   });
 });
 
+describe('full name', () => {
+  // Helm's usual rule (`helm create`), plus its mirror image: a name never repeats the release or the chart name.
+  test.each([
+    ['pm', 'pm-platform-management-api'],
+    ['platform', 'platform-management-api'],
+    ['platform-management', 'platform-management-api'],
+    ['my-platform-management-api', 'my-platform-management-api'],
+    ['platformx', 'platformx-platform-management-api'],
+  ])('release %s: objects are named %s', async (release, fullname) => {
+    const r = await helm(['template', release, CHART, '--namespace', NS]);
+    expect(r.code).toBe(0);
+    const docs = new Rendered((yaml.loadAll(r.stdout) as K8sObject[]).filter((d) => d !== null && typeof d === 'object'));
+    expect(docs.find('Deployment', fullname)).toBeDefined();
+    expect(docs.find('Service', fullname)).toBeDefined();
+    expect(docs.find('StatefulSet', `${fullname}-etcd`)).toBeDefined();
+  });
+});
+
 describe('server Deployment', () => {
   test.each([
     ['default', 2],
@@ -592,6 +610,21 @@ describe('NOTES.txt', () => {
       expect(notes).toContain(line);
     }
     expect(notes).not.toContain('rbac.virtualClusterNamespaces');
+  });
+
+  test('says when the image names no registry (the nodes would look for it on Docker Hub), and not when it does', async () => {
+    const notesOf = async (repository?: string) => {
+      const set = repository ? ['--set', `image.repository=${repository}`] : [];
+      const r = await helm(['install', RELEASE, CHART, '--namespace', NS, '--dry-run=client', ...set]);
+      expect(r.code).toBe(0);
+      return r.stdout.slice(r.stdout.indexOf('NOTES:'));
+    };
+    const warning = 'names no registry, so the nodes look for it on Docker Hub';
+    expect(await notesOf()).toContain(`The image platform-management-api:0.1.0 ${warning}`);
+    expect(await notesOf('myorg/platform-management-api')).toContain(warning);
+    for (const withRegistry of ['registry.example.com/platform-management-api', 'localhost:5000/pma', 'localhost/pma']) {
+      expect(await notesOf(withRegistry)).not.toContain(warning);
+    }
   });
 
   test('says that kube configs cannot be issued when the server may read no connection Secret', async () => {

@@ -554,6 +554,34 @@ describe('kubectl apply', () => {
     expect((await getJson('gsec', 'dry', '-n', NS)).spec.displayName).toBe('Dry');
   });
 
+  test('a data value that is not base64: refused naming the field and base64, without echoing the value', async () => {
+    const file = manifest('bad-b64', secret('apply-ns', 'plain-text', { data: { token: 'hunter2 in clear!' } }));
+    const res = await k('apply', '-f', file);
+    expect(res).toEqual({
+      code: 1,
+      stdout: '',
+      stderr:
+        'The SharedSecret "plain-text" is invalid: spec.data[token]: Invalid value: "string": spec.data[token] in body must be of type byte: ' +
+        'a base64 string (RFC 4648, padded), e.g. "aGVsbG8=" for "hello"\n',
+    });
+    expect(await exists('gsec', 'plain-text', '-n', 'apply-ns')).toBe(false);
+  });
+
+  test('an unknown verb in an access entry: stored, with a warning naming the field and the known verbs', async () => {
+    const warning =
+      "Warning: spec.access[0].verbs[1]: unknown verb \"reed\" grants nothing; known verbs: get, list, watch, create, update, patch, delete, deletecollection, '*' for all\n";
+    const doc = secret('apply-ns', 'typo', { access: [{ verbs: ['get', 'reed'], users: ['bob'] }] });
+    const res = await k('apply', '-f', manifest('typo', doc));
+    expect(res).toEqual({ code: 0, stdout: 'sharedsecret.management.platform.sh/typo created\n', stderr: warning });
+    expect((await getJson('gsec', 'typo', '-n', 'apply-ns')).spec.access).toEqual([{ verbs: ['get', 'reed'], users: ['bob'] }]);
+
+    // On update too; a fixed entry gets no warning.
+    const updated = await k('apply', '-f', manifest('typo', { ...doc, spec: { displayName: 'Typo', access: [{ verbs: ['get', 'reed'], users: ['bob'] }] } }));
+    expect(updated).toEqual({ code: 0, stdout: 'sharedsecret.management.platform.sh/typo configured\n', stderr: warning });
+    const fixed = await k('apply', '-f', manifest('typo', { ...doc, spec: { access: [{ verbs: ['get', 'list'], users: ['bob'] }, { verbs: ['*'], users: ['ann'] }] } }));
+    expect(fixed).toEqual({ code: 0, stdout: 'sharedsecret.management.platform.sh/typo configured\n', stderr: '' });
+  });
+
   test('create of an existing object: AlreadyExists', async () => {
     const file = manifest('apply-exists', secret(NS, 'exists', {}));
     expect((await k('create', '-f', file)).code).toBe(0);
@@ -597,6 +625,27 @@ describe('kubectl diff', () => {
     const live = await getJson('gsec', 'diffed', '-n', NS);
     expect(live.spec.displayName).toBe('Before');
     expect(live.metadata.generation).toBe(1);
+  });
+
+  test('an object without annotations shows no diff: no "annotations: {}" (an empty map is not stored, as kube)', async () => {
+    // kubectl create stores no last-applied annotation; kubectl diff then patches with "annotations: {}".
+    const file = manifest('diff-created', secret(NS, 'created', { displayName: 'Created' }));
+    expect((await k('create', '-f', file)).code).toBe(0);
+    expect(await k('diff', '-f', file)).toEqual({ code: 0, stdout: '', stderr: '' });
+
+    // An explicit empty map or list in metadata is dropped as well, on create and on update.
+    const empty = manifest('diff-empty', secret(NS, 'empty', { displayName: 'Empty' }, { labels: {}, annotations: {} }));
+    expect((await k('create', '-f', empty)).code).toBe(0);
+    const created = await getJson('gsec', 'empty', '-n', NS);
+    expect(created.metadata).not.toHaveProperty('labels');
+    expect(created.metadata).not.toHaveProperty('annotations');
+    expect(await k('diff', '-f', empty)).toEqual({ code: 0, stdout: '', stderr: '' });
+    const patched = await k('patch', 'gsec', 'empty', '-n', NS, '--type=merge', '-p', '{"metadata":{"labels":{},"finalizers":[]}}');
+    expect(patched).toEqual({ code: 0, stdout: 'sharedsecret.management.platform.sh/empty patched (no change)\n', stderr: '' });
+    const after = await getJson('gsec', 'empty', '-n', NS);
+    expect(after.metadata).not.toHaveProperty('labels');
+    expect(after.metadata).not.toHaveProperty('finalizers');
+    expect(after.metadata.resourceVersion).toBe(created.metadata.resourceVersion);
   });
 });
 
@@ -667,8 +716,10 @@ describe('kubectl patch', () => {
     );
     expect(res.code).toBe(1);
     expect(res.stdout).toBe('');
-    // 422 Invalid without a kind or name (the failure message is the only cause, under an empty field).
-    expect(res.stderr).toMatch(/^The request is invalid: : .+\n$/);
+    // 422 Invalid without a kind or name, as kube; the cause names the patch and which operation failed, not the value.
+    expect(res.stderr).toBe(
+      'The request is invalid: patch: test operation 0 failed: the value at "/spec/displayName" is not the one the test expects, so nothing was changed\n',
+    );
     const after = await getJson('gsec', 'deploy-keys', '-n', NS);
     expect(after.spec.displayName).toBe('Deploy keys');
     expect(after.metadata.resourceVersion).toBe(before.metadata.resourceVersion);

@@ -55,7 +55,9 @@ describe('compileSchema', () => {
   test('reports a bad base64 value at the map key', () => {
     const [err] = validate({ spec: { data: { 'my.key': 'not base64!' } } });
     expect(err.field).toBe('spec.data[my.key]');
-    expect(errorString(err)).toContain('must be of type byte');
+    expect(errorString(err)).toBe(
+      'spec.data[my.key]: Invalid value: "string": spec.data[my.key] in body must be of type byte: a base64 string (RFC 4648, padded), e.g. \"aGVsbG8=\" for \"hello\"',
+    );
   });
 
   test('base64 needs RFC 4648 padding', () => {

@@ -3,8 +3,10 @@
 {{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
-{{/* The full name that prefixes every resource: fullnameOverride, else <release>-<chart> (the release name alone
-when it already holds the chart name). Also the server's Service name. */}}
+{{/* The full name that prefixes every resource: fullnameOverride, else <release>-<chart>, with the usual shortcuts
+that keep a name from repeating itself: the release name alone when it already holds the chart name, and the chart
+name alone when it begins with the release name (release "platform": platform-management-api, not
+platform-platform-management-api). Also the server's Service name. */}}
 {{- define "pma.fullname" -}}
 {{- if .Values.fullnameOverride }}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
@@ -12,6 +14,8 @@ when it already holds the chart name). Also the server's Service name. */}}
 {{- $name := default .Chart.Name .Values.nameOverride }}
 {{- if contains $name .Release.Name }}
 {{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else if hasPrefix (printf "%s-" .Release.Name) $name }}
+{{- $name | trunc 63 | trimSuffix "-" }}
 {{- else }}
 {{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
 {{- end }}
@@ -54,6 +58,14 @@ app.kubernetes.io/component: etcd
 {{- else }}
 {{- default "default" .Values.serviceAccount.name }}
 {{- end }}
+{{- end }}
+
+{{/* "true" when image.repository names no registry (Docker's rule: the first path part holds a "." or ":" or is
+localhost), so the nodes pull it from Docker Hub. */}}
+{{- define "pma.image.noRegistry" -}}
+{{- $parts := splitList "/" .Values.image.repository }}
+{{- $first := first $parts }}
+{{- if or (eq (len $parts) 1) (not (or (contains "." $first) (contains ":" $first) (eq $first "localhost"))) }}true{{ end }}
 {{- end }}
 
 {{/* The server's image reference. */}}

@@ -40,6 +40,22 @@ export function validateAccess(entries: AccessEntry[] | undefined, path: Path): 
   return errs;
 }
 
+/** The verbs an access entry can grant: those of the requests this server authorizes (actions are create and get). */
+const KNOWN_VERBS = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'];
+
+/**
+ * A verb no request ever has grants nothing, most likely a typo ("reed"): allowed, as RBAC allows any verb, but
+ * worth a warning naming the field.
+ */
+export function accessWarnings(entries: AccessEntry[] | undefined, path: Path): string[] {
+  const known = `known verbs: ${KNOWN_VERBS.join(', ')}, '*' for all`;
+  return (entries ?? []).flatMap((entry, i) =>
+    (entry.verbs ?? []).flatMap((verb, j) =>
+      verb === '*' || KNOWN_VERBS.includes(verb) ? [] : [`${path.index(i).child('verbs').index(j)}: unknown verb ${JSON.stringify(verb)} grants nothing; ${known}`],
+    ),
+  );
+}
+
 function validateWords(values: string[] | undefined, path: Path, pattern: RegExp, detail: string): FieldError[] {
   const errs: FieldError[] = [];
   const seen = new Set<string>();
@@ -172,6 +188,8 @@ export function ownedKindStrategy(resource: string, validateSpec: (obj: KubeObje
     validate(obj: KubeObject): FieldError[] {
       return [...validateSpec(obj), ...validateOwner(obj.spec?.owner, spec.child('owner')), ...validateAccess(obj.spec?.access, spec.child('access'))];
     },
+    warningsOnCreate: (obj: KubeObject) => accessWarnings(obj.spec?.access, spec.child('access')),
+    warningsOnUpdate: (obj: KubeObject) => accessWarnings(obj.spec?.access, spec.child('access')),
     ...extra,
   };
 }
