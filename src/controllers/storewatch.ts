@@ -19,12 +19,18 @@ export interface StoreWatchHandlers {
 export function watchStore(store: Store, signal: AbortSignal, handlers: StoreWatchHandlers): { synced: Promise<void>; done: Promise<void> } {
   let markSynced!: () => void;
   const synced = new Promise<void>((resolve) => (markSynced = resolve));
-  signal.addEventListener('abort', () => markSynced(), { once: true });
+  // One abort listener for the whole loop, however often the watch restarts: a controller watches many
+  // resources on one signal, and a listener per restart (or per resource and restart) would pile up on it.
+  let ended = () => {};
+  const onAbort = () => {
+    markSynced();
+    ended();
+  };
+  signal.addEventListener('abort', onAbort, { once: true });
   const done = (async () => {
     let backoff = 200;
     while (!signal.aborted) {
       let running: RunningWatch | undefined;
-      let ended!: () => void;
       const endedP = new Promise<void>((resolve) => (ended = resolve));
       const seen = new Set<string>();
       let initial = true;
@@ -48,12 +54,9 @@ export function watchStore(store: Store, signal: AbortSignal, handlers: StoreWat
       backoff = 200;
       handlers.resynced(seen);
       markSynced();
-      const onAbort = () => ended();
-      signal.addEventListener('abort', onAbort, { once: true });
-      await endedP;
-      signal.removeEventListener('abort', onAbort);
+      if (!signal.aborted) await endedP;
       running.stop();
     }
-  })();
+  })().finally(() => signal.removeEventListener('abort', onAbort));
   return { synced, done };
 }

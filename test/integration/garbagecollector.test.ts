@@ -4,6 +4,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
+import { getEventListeners } from 'node:events';
 import type { KubeObject, OwnerReference } from '../../src/apimachinery/types.js';
 import { isStatusError } from '../../src/apimachinery/status.js';
 import { GarbageCollector } from '../../src/controllers/garbagecollector.js';
@@ -283,6 +284,19 @@ describe('GarbageCollector', () => {
     const [a, b, c] = await chain(true);
     await deleteWithPolicy(a.metadata.name!, 'Foreground');
     await waitFor('all three gone', async () => !(await exists(a.metadata.name!)) && !(await exists(b.metadata.name!)) && !(await exists(c.metadata.name!)));
+  }, 20_000);
+
+  test('a running collector keeps one abort listener per watched resource on its signal, and none once stopped', async () => {
+    const gc = startGc();
+    const [a, b, c] = await chain();
+    await deleteWithPolicy(a.metadata.name!);
+    await waitFor('B and C to be collected', async () => !(await exists(b.metadata.name!)) && !(await exists(c.metadata.name!)));
+    // A long-running server's leader signal must not gather listeners: one per resource watch and one for the worker.
+    const resources = registry.definitions.length;
+    expect(getEventListeners(gc.controller.signal, 'abort').length).toBeLessThanOrEqual(resources + 1);
+    gc.controller.abort();
+    await gc.done;
+    expect(getEventListeners(gc.controller.signal, 'abort')).toHaveLength(0);
   }, 20_000);
 
   test('under leader election on two replicas: only the leader collects, and the other takes over when it stops', async () => {
