@@ -84,12 +84,22 @@ export function kubeConfigFromData(text: string): KubeConfig {
 
   const kc = new KubeConfig();
   kc.loadFromOptions({
-    clusters: [{ name: 'cluster', server: server.replace(/\/$/, ''), caData: c['certificate-authority-data'] as string, tlsServerName: c['tls-server-name'] as string | undefined, skipTLSVerify: false }],
+    clusters: [{ name: 'cluster', server: server.replace(/\/$/, ''), caData: c['certificate-authority-data'] as string, tlsServerName: tlsServerName(server, c['tls-server-name']), skipTLSVerify: false }],
     users: [{ name: 'user', certData: u['client-certificate-data'] as string | undefined, keyData: u['client-key-data'] as string | undefined, token: u.token as string | undefined }],
     contexts: [{ name: 'context', cluster: 'cluster', user: 'user' }],
     currentContext: 'context',
   });
   return kc;
+}
+
+/**
+ * tls-server-name, unless it only repeats the server's host: then the certificate is checked against that host
+ * anyway, and Node warns (DEP0123) when an IP address, as virtual clusters' kubeconfigs often hold, is passed as one.
+ */
+function tlsServerName(server: string, name: unknown): string | undefined {
+  if (typeof name !== 'string' || !name) return undefined;
+  const host = new URL(server).hostname.replace(/^\[(.*)\]$/, '$1');
+  return name === host ? undefined : name;
 }
 
 /** The fields of `obj` outside `allowed` (and the harmless ones), each with why; allowed ones must be strings. */
