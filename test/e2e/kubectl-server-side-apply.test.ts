@@ -4,7 +4,7 @@
  * applied configuration leaving the object. Plus the request rules of apply patches at the HTTP level.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
@@ -33,7 +33,10 @@ beforeAll(async () => {
   ts = await startTestServer();
   dir = mkdtempSync(join(tmpdir(), 'ssa-'));
 });
-afterAll(async () => ts?.stop());
+afterAll(async () => {
+  await ts?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
 
 describe('kubectl apply --server-side', () => {
   test('creates, records an Apply entry for kubectl, and is idempotent', async () => {

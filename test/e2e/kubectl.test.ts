@@ -3,7 +3,7 @@
  * clusters. Validation is off until the server publishes OpenAPI (kubectl needs it for --validate=strict).
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
@@ -27,6 +27,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await ts?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 describe('kubectl', () => {

@@ -85,13 +85,17 @@ describe('the embedded default', () => {
 
 describe('static tokens (--token-auth-file)', () => {
   let ts: TestServer;
+  let dir: string;
   beforeAll(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'tokens-'));
+    dir = mkdtempSync(join(tmpdir(), 'tokens-'));
     const file = join(dir, 'tokens.csv');
     writeFileSync(file, 'admin-token-1,root,1,"system:masters"\nreader-token-1,alice,2,"dev,qa"\n');
     ts = await startTestServer({ tokenAuthFile: file });
   });
-  afterAll(async () => ts?.stop());
+  afterAll(async () => {
+    await ts?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
 
   test('no token, or an unknown one, is 401 Unauthorized as a Status', async () => {
     for (const client of [ts.anonymous, ts.client('not-a-token')]) {

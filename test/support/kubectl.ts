@@ -12,9 +12,10 @@ export type KubectlResult = ToolResult;
 /** A fresh HOME dir per run: kubectl's discovery cache must never carry over between tests. */
 const HOME_PREFIX = path.join(os.tmpdir(), 'kubectl-home-');
 
-/** Program, arguments and environment for a kubectl with HOME and its cache in `home`, and --kubeconfig alone deciding the cluster. */
+/** Program, arguments and environment for a kubectl with HOME, TMPDIR and its cache in `home`, and --kubeconfig alone deciding the cluster. */
 function kubectlCommand(home: string, kubeconfig: string, args: string[], extraEnv?: Record<string, string>): [string, string[], NodeJS.ProcessEnv] {
-  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, ...extraEnv };
+  // TMPDIR too: kubectl edit leaves a copy of a rejected edit in its temp dir, which goes with `home`.
+  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, TMPDIR: home, ...extraEnv };
   delete env.KUBECONFIG; // --kubeconfig alone decides
   return [kubectlPath(), ['--kubeconfig', kubeconfig, '--cache-dir', path.join(home, 'cache'), ...args], env];
 }
