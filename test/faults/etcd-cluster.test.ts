@@ -16,7 +16,7 @@ import { randomUUID } from 'node:crypto';
 import { startTestEtcdCluster, type TestEtcdCluster } from '../support/etcdcluster.js';
 import { MERGE_PATCH, secretBody, sharedSecretPath, sharedSecretsPath } from '../support/fixtures.js';
 import type { HttpResponse } from '../support/http.js';
-import { PooledClient, rootTokenFile, secondsSince } from '../support/load.js';
+import { PooledClient, recordFigures, rootTokenFile, secondsSince } from '../support/load.js';
 import { startServerProcess, type ServerProcess } from '../support/serverprocess.js';
 import { waitFor } from '../support/wait.js';
 
@@ -229,6 +229,6 @@ describe('a 3-member etcd cluster', () => {
     expect(server.count('serving')).toBe(1);
     // Nothing acknowledged before is lost (the object the outage requests aimed at is as acknowledged too).
     await verify(load);
-    console.log(`etcd-cluster figures: ${JSON.stringify(figures)}`);
+    recordFigures('etcd-cluster', figures);
   }, 150_000);
 });

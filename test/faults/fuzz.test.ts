@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { Etcd3 } from 'etcd3';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
 import { rawHttp, type HttpResponse } from '../support/http.js';
-import { PooledClient, etcdSnapshot, rootTokenFile, runPool, secondsSince } from '../support/load.js';
+import { PooledClient, etcdSnapshot, recordFigures, rootTokenFile, runPool, secondsSince } from '../support/load.js';
 import { startServerProcess, type ServerProcess } from '../support/serverprocess.js';
 import { TARGET, collectionPath, generateCases, kinds, objectPath, type FuzzCase, type Fixtures } from './fuzz-cases.js';
 
@@ -104,7 +104,7 @@ describe('fuzz: malformed requests', () => {
       if (wrong) problems.push(`[${c.category}] ${c.what} (${c.method} ${c.path.slice(0, 100)}): ${wrong}: ${res.text.slice(0, 200)}`);
     });
     const seconds = secondsSince(start);
-    console.log(`fuzz figures: ${JSON.stringify({ seed: SEED, cases: cases.length, generated: generated.length, seconds, requestsPerSecond: Math.round(cases.length / seconds), byCategory, problems: problems.length })}`);
+    recordFigures('fuzz', { seed: SEED, cases: cases.length, generated: generated.length, seconds, requestsPerSecond: Math.round(cases.length / seconds), byCategory, problems: problems.length });
 
     expect(problems.slice(0, 30)).toEqual([]);
     const after = await etcdSnapshot(kv, `${prefix}/`);

@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
 import { JSON_PATCH, MERGE_PATCH, secretBody, sharedSecretPath, sharedSecretsPath } from '../support/fixtures.js';
 import type { HttpResponse } from '../support/http.js';
-import { PooledClient, rootTokenFile, secondsSince } from '../support/load.js';
+import { PooledClient, recordFigures, rootTokenFile, secondsSince } from '../support/load.js';
 import { startServerProcess, type ServerProcess } from '../support/serverprocess.js';
 import { waitFor } from '../support/wait.js';
 
@@ -218,6 +218,6 @@ describe('kill -9 of a replica under write load', () => {
         secondsUnderLoad: secondsSince(start),
       });
     }
-    console.log(`kill-under-load figures: ${JSON.stringify(figures)}`);
+    recordFigures('kill-under-load', figures);
   }, 180_000);
 });

@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { Etcd3 } from 'etcd3';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
 import { GROUP, secretBody, sharedSecretPath, sharedSecretsPath } from '../support/fixtures.js';
-import { PooledClient, rootTokenFile, runPool, secondsSince } from '../support/load.js';
+import { PooledClient, recordFigures, rootTokenFile, runPool, secondsSince } from '../support/load.js';
 import { startServerProcess, type ServerProcess } from '../support/serverprocess.js';
 
 const NS = 'rmw';
@@ -146,6 +146,6 @@ describe('three replicas, 10,000 concurrent read-modify-write updates', () => {
     // The races were real.
     expect(t.conflicts).toBeGreaterThan(0);
 
-    console.log(`replicas-rmw figures: ${JSON.stringify({ updates: UPDATES, objects: OBJECTS, concurrency: CONCURRENCY, acknowledged: ackedTotal, conflicts: t.conflicts, throttled: t.throttled, requests: t.requests, seconds, requestsPerSecond: Math.round(t.requests / seconds), updatesPerSecond: Math.round(UPDATES / seconds) })}`);
+    recordFigures('replicas-rmw', { updates: UPDATES, objects: OBJECTS, concurrency: CONCURRENCY, acknowledged: ackedTotal, conflicts: t.conflicts, throttled: t.throttled, requests: t.requests, seconds, requestsPerSecond: Math.round(t.requests / seconds), updatesPerSecond: Math.round(UPDATES / seconds) });
   }, 240_000);
 });

@@ -23,7 +23,7 @@ import { Etcd3 } from 'etcd3';
 import { compactEtcd, startTestEtcd, type TestEtcd } from '../support/etcd.js';
 import { GROUP, MERGE_PATCH, secretBody, sharedSecretPath, sharedSecretsPath } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpResponse } from '../support/http.js';
-import { PooledClient, rootTokenFile, secondsSince } from '../support/load.js';
+import { PooledClient, recordFigures, rootTokenFile, secondsSince } from '../support/load.js';
 import { startServerProcess, type ServerProcess } from '../support/serverprocess.js';
 import { waitFor } from '../support/wait.js';
 
@@ -332,6 +332,6 @@ describe('informers across etcd restarts and compactions, under writes', () => {
     figures.objectsAtEnd = all.size;
     figures.watchCacheRelists = server.count(/^watch cache: the etcd watch was lost/);
     figures.informers = informers.map((r) => ({ name: r.name, events: r.events.length, lists: r.lists, errors: r.errors }));
-    console.log(`watch-across-outage figures: ${JSON.stringify(figures)}`);
+    recordFigures('watch-across-outage', figures);
   }, 150_000);
 });

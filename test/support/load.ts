@@ -4,12 +4,13 @@
  * and a snapshot of everything stored in etcd under a prefix.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Etcd3 } from 'etcd3';
 import { HttpClient } from './http.js';
+import { repoRoot } from './tools.js';
 
 /** Keep-alive HTTPS to one server (an HttpClient reusing its connections). */
 export class PooledClient extends HttpClient {
@@ -67,4 +68,13 @@ export async function etcdSnapshot(client: Etcd3, prefix: string): Promise<Map<s
 /** Seconds since `start` (a performance.now() reading), rounded to 10 ms, for the figures a test prints. */
 export function secondsSince(start: number): number {
   return Math.round((performance.now() - start) / 10) / 100;
+}
+
+/** Where a fault test's measurements go (git ignores it): one JSON file per test, replaced on each run. */
+export const FIGURES_DIR = join(repoRoot, 'test-results', 'faults');
+
+/** Keeps `figures` in FIGURES_DIR/<name>.json: measurements, not results, so they stay out of the test output. */
+export function recordFigures(name: string, figures: unknown): void {
+  mkdirSync(FIGURES_DIR, { recursive: true });
+  writeFileSync(join(FIGURES_DIR, `${name}.json`), `${JSON.stringify(figures, null, 2)}\n`);
 }
