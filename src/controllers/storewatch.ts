@@ -21,7 +21,7 @@ export function watchStore(store: Store, signal: AbortSignal, handlers: StoreWat
   const synced = new Promise<void>((resolve) => (markSynced = resolve));
   // One abort listener for the whole loop, however often the watch restarts: a controller watches many
   // resources on one signal, and a listener per restart (or per resource and restart) would pile up on it.
-  let ended = () => {};
+  let ended = () => {}; // ends the current watch's wait
   const onAbort = () => {
     markSynced();
     ended();
@@ -31,7 +31,9 @@ export function watchStore(store: Store, signal: AbortSignal, handlers: StoreWat
     let backoff = 200;
     while (!signal.aborted) {
       let running: RunningWatch | undefined;
-      const endedP = new Promise<void>((resolve) => (ended = resolve));
+      let endThis!: () => void;
+      const endedP = new Promise<void>((resolve) => (endThis = resolve));
+      ended = endThis;
       const seen = new Set<string>();
       let initial = true;
       try {
@@ -42,7 +44,7 @@ export function watchStore(store: Store, signal: AbortSignal, handlers: StoreWat
             else if (type === 'ADDED' || type === 'MODIFIED') handlers.upsert(obj);
           },
           initialEventsEnd: () => {},
-          end: () => ended(),
+          end: () => endThis(),
         });
       } catch (err) {
         handlers.log('watch failed, retrying', { resource: store.def.plural, error: String(err) });
@@ -57,6 +59,10 @@ export function watchStore(store: Store, signal: AbortSignal, handlers: StoreWat
       if (!signal.aborted) await endedP;
       running.stop();
     }
-  })().finally(() => signal.removeEventListener('abort', onAbort));
+  })().finally(() => {
+    signal.removeEventListener('abort', onAbort);
+    // Also when the signal had aborted before the loop began (its listener then never runs).
+    markSynced();
+  });
   return { synced, done };
 }
