@@ -400,6 +400,15 @@ describe('refusals', () => {
     expect(subjectOf(readKubeConfig(res.body).cert)).toEqual(['CN=root']);
   });
 
+  test("a tls-server-name other than the server's host is what the certificate is checked against: one it does not name is 503", async () => {
+    const ns = uniq('p');
+    const name = uniq('vc');
+    await createInstance(ns, name, {}, null);
+    host.addSecret(`vcluster-${name}`, `vc-${name}`, { config: connectionWith(vcluster, { cluster: { 'tls-server-name': 'other.example' } }) });
+    const res = await root.get(kubeconfigPath(ns, name));
+    expectUnavailable(res, name, 'ERR_TLS_CERT_ALTNAME_INVALID');
+  });
+
   test('the virtual cluster is down: 503; back up: served again', async () => {
     const ns = uniq('p');
     const name = uniq('vc');
