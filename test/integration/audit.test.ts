@@ -59,7 +59,8 @@ describe('events', () => {
     answers.get = await root.get(`${SECRETS}/s1`, { headers: { 'Audit-Id': 'given-by-the-front-proxy-1' } });
     answers.list = await root.get(SECRETS);
     answers.update = await root.put(`${SECRETS}/s1`, { ...body, metadata: { name: 's1', resourceVersion: answers.create.body.metadata.resourceVersion } });
-    answers.invalid = await root.post(SECRETS, { metadata: { name: 's2' }, spec: { data: { token: `${SECRET_VALUE}!` } } });
+    // The invalid label value is quoted in the answer (an invalid data value names only its type).
+    answers.invalid = await root.post(SECRETS, { metadata: { name: 's2', labels: { note: `${SECRET_VALUE}!` } }, spec: { data: { token: `${SECRET_VALUE}!` } } });
     answers.forbidden = await alice.get(`${SECRETS}/s1`);
     answers.unauthorized = await new HttpClient(ts.server.url, ts.server.caPem!, 'not-a-known-token').get(SECRETS);
     answers.anonymous = await ts.anonymous.get(SECRETS);

@@ -65,8 +65,9 @@ test('no key, token or secret value is ever logged', async () => {
   await admin.patch(`${GROUP_PATH}/ownedaccesskeys/ci`, { spec: { disabled: true } }, 'application/merge-patch+json');
   for (let i = 0; i < 50 && (await ci.get('/apis')).status !== 401; i++) await new Promise((r) => setTimeout(r, 20));
   expect((await new HttpClient(server.url, server.caPem!, 'not-a-real-token').get('/apis')).status).toBe(401);
-  // Answers that quote what was sent: an invalid data value, and JSON that does not parse.
-  const quoted = await admin.post(`${GROUP_PATH}/namespaces/default/sharedsecrets`, { metadata: { name: 'bad' }, spec: { data: { token: `${secretValue}!` } } });
+  // Answers that quote what was sent: an invalid label value (an invalid data value names only its type), and JSON
+  // that does not parse.
+  const quoted = await admin.post(`${GROUP_PATH}/namespaces/default/sharedsecrets`, { metadata: { name: 'bad', labels: { note: `${secretValue}!` } }, spec: { data: { token: `${secretValue}!` } } });
   expect(quoted.status).toBe(422);
   expect(quoted.text).toContain(secretValue);
   const malformed = await admin.post(`${GROUP_PATH}/namespaces/default/sharedsecrets`, `{"metadata":{"name":"m"},"spec":{"data":{"token":"${secretValue}"`);

@@ -118,6 +118,7 @@ test('SIGTERM: readyz fails first, watches end, the request in flight finishes, 
       'shutdown: stopping the watch caches done',
       'shutdown: stopping the compactor done',
       'shutdown: closing the etcd client done',
+      'shutdown: releasing the data dir done',
     ]);
     expect(a.count('shutdown: requests in flight finished')).toBe(1);
     const written = await lastActivity();
@@ -128,7 +129,7 @@ test('SIGTERM: readyz fails first, watches end, the request in flight finishes, 
   }
 }, 120_000);
 
-test('with the embedded etcd, etcd is stopped last and nothing is left running', async () => {
+test('with the embedded etcd, etcd is stopped last (then the data dir is released) and nothing is left running', async () => {
   const p = await start('/registry', [], '');
   const served = await p.client(ROOT_TOKEN).post(sharedSecretsPath('default'), { apiVersion: API_VERSION, kind: 'SharedSecret', metadata: { name: 's' }, spec: {} });
   expect(served.status).toBe(201);
@@ -136,7 +137,7 @@ test('with the embedded etcd, etcd is stopped last and nothing is left running',
   p.signal('SIGTERM');
   expect(await p.exited).toBe(0);
   const steps = p.logs.map((l) => l.msg).filter((m) => m.startsWith('shutdown: ') && m.endsWith(' done'));
-  expect(steps.at(-1)).toBe('shutdown: stopping the embedded etcd done');
-  expect(steps.indexOf('shutdown: closing the etcd client done')).toBeLessThan(steps.length - 1);
+  expect(steps.slice(-2)).toEqual(['shutdown: stopping the embedded etcd done', 'shutdown: releasing the data dir done']);
+  expect(steps.indexOf('shutdown: closing the etcd client done')).toBeLessThan(steps.length - 2);
   expect(() => process.kill(etcdPid, 0)).toThrow();
 }, 60_000);
