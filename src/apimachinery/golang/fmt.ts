@@ -9,6 +9,11 @@ import { compareStrings, goString } from './strings.js';
 
 const INT64_LIMIT = 2 ** 63;
 
+/** Whether kube decodes this JSON number as an int64 (whole and in range) rather than a float64. */
+export function isInt64(v: number): boolean {
+  return Number.isInteger(v) && Math.abs(v) < INT64_LIMIT;
+}
+
 /** `%v` of a float64: strconv.FormatFloat(v, 'g', -1, 64), in exponent form when the exponent is < -4 or >= 6. */
 export function formatFloat(v: number): string {
   if (Number.isNaN(v)) return 'NaN';
@@ -32,7 +37,7 @@ export function formatFloat(v: number): string {
 
 /** `%v` of a decoded JSON number: int64 when whole and in range, float64 otherwise. */
 export function formatNumber(v: number): string {
-  return Number.isInteger(v) && Math.abs(v) < INT64_LIMIT ? v.toFixed(0) : formatFloat(v);
+  return isInt64(v) ? v.toFixed(0) : formatFloat(v);
 }
 
 /** `%v` of a decoded JSON value (map[k:v], [a b], <nil>). */

@@ -6,6 +6,7 @@
  * A lone surrogate is written as U+FFFD, which is what Go's JSON decoder made of it.
  */
 import { isPlainObject } from '../types.js';
+import { isInt64 } from './fmt.js';
 import { compareStrings } from './strings.js';
 
 export type GoJSONEncoder = 'encoding/json' | 'json-iterator';
@@ -62,8 +63,6 @@ export function goJSONString(s: string, encoder: GoJSONEncoder = 'encoding/json'
   return `${out}"`;
 }
 
-const INT64_LIMIT = 2 ** 63;
-
 /**
  * A decoded JSON number as encoding/json writes it: a whole number within int64 in full (kube decodes those as
  * int64), others as a float64 (strconv 'f' with the shortest digits, or 'e' below 1e-6 and from 1e21).
@@ -71,7 +70,7 @@ const INT64_LIMIT = 2 ** 63;
 export function goJSONNumber(n: number): string {
   if (!Number.isFinite(n)) return 'null';
   if (Object.is(n, -0)) return '-0';
-  if (Number.isInteger(n) && Math.abs(n) < INT64_LIMIT) return n.toFixed(0);
+  if (isInt64(n)) return n.toFixed(0);
   // JavaScript switches to exponents at the same thresholds and spells them as Go does ("1e+21", "1e-7").
   return String(n);
 }
