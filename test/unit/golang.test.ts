@@ -10,7 +10,7 @@ import { formatFloat, goValue } from '../../src/apimachinery/golang/fmt.js';
 import { parseDuration } from '../../src/apimachinery/golang/duration.js';
 import { goJSON, goJSONNumber } from '../../src/apimachinery/golang/json.js';
 import { compareStrings } from '../../src/apimachinery/golang/strings.js';
-import { goTimeString, parseRFC3339 } from '../../src/apimachinery/golang/time.js';
+import { formatTime, parseRFC3339 } from '../../src/apimachinery/golang/time.js';
 import { jsonPathText } from '../../src/apimachinery/jsonpath.js';
 import { goQuote } from '../../src/apimachinery/validation.js';
 
@@ -51,7 +51,7 @@ describe(`helpers answer as ${go.go} does`, () => {
       return;
     }
     expect(t).toEqual({ seconds: c.unix ?? 0, nanos: c.nanos ?? 0 });
-    expect(goTimeString(t!)).toBe(c.string);
+    expect(formatTime(t!)).toBe(c.string);
   });
 
   test.each(go.duration)('time.ParseDuration($input)', (c) => {

@@ -61,7 +61,7 @@ export function sameGoTime(a: GoTime, b: GoTime): boolean {
 }
 
 /** time.Time.String() of the instant in UTC: "2006-01-02 15:04:05.999999999 +0000 UTC". */
-export function goTimeString(t: GoTime): string {
+export function formatTime(t: GoTime): string {
   const d = new Date(t.seconds * 1000);
   const pad = (n: number, w = 2) => String(n).padStart(w, '0');
   const y = d.getUTCFullYear();
