@@ -10,7 +10,7 @@
 import { badRequest } from './status.js';
 import type { KubeObject } from './types.js';
 import { compareStrings } from './golang/strings.js';
-import { goQuote } from './validation.js';
+import { goQuote } from './golang/strconv.js';
 
 export type FieldOperator = '=' | '!=';
 

@@ -16,11 +16,9 @@ import { formatTime, parseRFC3339, sameGoTime, type GoTime } from './golang/time
 import { compareStrings } from './golang/strings.js';
 import { fieldError, GoLiteral, Path, type FieldError } from './field.js';
 import type { ManagedFieldsEntry, ObjectMeta, OwnerReference } from './types.js';
+import { goRunes, goStringSlice, isGoPrint } from './golang/strconv.js';
 import {
   byteLength,
-  goRunes,
-  goStringSlice,
-  isGoPrint,
   isQualifiedName,
   isValidLabelValue,
   validateNamespaceName,

@@ -19,7 +19,7 @@ import { goTimeMillis, parseRFC3339 } from '../apimachinery/golang/time.js';
 import { compileJSONPath, jsonPathText } from '../apimachinery/jsonpath.js';
 import { badRequest } from '../apimachinery/status.js';
 import type { KubeList, KubeObject, ListMeta, ObjectMeta } from '../apimachinery/types.js';
-import { goQuote } from '../apimachinery/validation.js';
+import { goQuote } from '../apimachinery/golang/strconv.js';
 import type { PrinterColumn, ResourceDefinition } from '../registry/definitions.js';
 import type { ComputedPrinterColumn, Strategy } from '../registry/strategy.js';
 

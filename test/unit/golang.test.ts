@@ -12,7 +12,7 @@ import { goJSON, goJSONNumber } from '../../src/apimachinery/golang/json.js';
 import { compareStrings } from '../../src/apimachinery/golang/strings.js';
 import { formatTime, parseRFC3339 } from '../../src/apimachinery/golang/time.js';
 import { jsonPathText } from '../../src/apimachinery/jsonpath.js';
-import { goQuote } from '../../src/apimachinery/validation.js';
+import { goQuote } from '../../src/apimachinery/golang/strconv.js';
 
 interface GoOutputs {
   go: string;

@@ -8,7 +8,7 @@ import { isPlainObject } from '../types.js';
 import { goValue } from '../golang/fmt.js';
 import { goJSON, goJSONString } from '../golang/json.js';
 import { compareStrings } from '../golang/strings.js';
-import { goQuote } from '../validation.js';
+import { goQuote } from '../golang/strconv.js';
 
 /** One field of a list-item key; a key's fields are sorted by name. */
 export type KeyField = readonly [name: string, value: unknown];
