@@ -5,7 +5,7 @@
  */
 
 /** The code point at `i` and how many UTF-16 units it takes; a lone surrogate is U+FFFD. */
-export function runeAt(s: string, i: number): [rune: number, width: number] {
+function runeAt(s: string, i: number): [rune: number, width: number] {
   const c = s.charCodeAt(i);
   if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
     const d = s.charCodeAt(i + 1);
