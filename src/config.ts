@@ -187,6 +187,7 @@ function atLeast(flag: string, ms: number, min: number): number {
 export function duration(flag: string, value: string): number {
   const ms = parseGoDuration(value);
   if (ms === undefined) throw new FlagError(`--${flag} must be a duration such as 5m, 30s or 1h (got ${JSON.stringify(value)})`);
+  if (ms < 0) throw new FlagError(`--${flag} must not be negative (got ${JSON.stringify(value)})`);
   return ms;
 }
 
