@@ -8,16 +8,9 @@ import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { discoveryAuthorizer } from '../../src/auth/authorizer.js';
 import { AUTHENTICATED_GROUP, type Attributes } from '../../src/auth/types.js';
-import {
-  OpenAPIService,
-  acceptsJson,
-  buildOpenAPIV2,
-  buildOpenAPIV3,
-  etagMatches,
-  isOpenAPIPath,
-  kindSchema,
-  schemaName,
-} from '../../src/http/openapi.js';
+import { buildOpenAPIV2, buildOpenAPIV3 } from '../../src/apimachinery/openapi/documents.js';
+import { kindSchema, schemaName } from '../../src/apimachinery/openapi/kinds.js';
+import { OpenAPIService, acceptsJson, etagMatches, isOpenAPIPath } from '../../src/http/openapi.js';
 import { loadDefinitions, type ResourceDefinition } from '../../src/registry/definitions.js';
 import { statusOf } from '../support/errors.js';
 
