@@ -356,6 +356,14 @@ describe('with actions', () => {
       expect(item.get.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/sh.platform.management.v1.VirtualClusterInstanceKubeConfig' });
       expect(item.parameters.map((p: any) => p.name)).toEqual(path.includes('{namespace}') ? ['name', 'namespace', 'pretty'] : ['name', 'pretty']);
     }
+    // As kube-apiserver names a subresource's operations (createCoreV1NamespacedPodEviction, "create eviction of a
+    // Pod", "name of the Eviction"): the parent's kind, then the subresource; the name parameter names the request kind.
+    const namespaced = docs.v3.paths[`${base}/namespaces/{namespace}/virtualclusterinstances/{name}/kubeconfig`];
+    expect(namespaced.get).toMatchObject({ operationId: 'readManagementPlatformShV1NamespacedVirtualClusterInstanceKubeconfig', description: 'read kubeconfig of the specified VirtualClusterInstance' });
+    expect(namespaced.post).toMatchObject({ operationId: 'createManagementPlatformShV1NamespacedVirtualClusterInstanceKubeconfig', description: 'create kubeconfig of a VirtualClusterInstance' });
+    expect(namespaced.parameters[0].description).toBe('name of the VirtualClusterInstanceKubeConfig');
+    expect(docs.v3.paths[`${base}/virtualclusterinstances/{name}/kubeconfig`].get.operationId).toBe('readManagementPlatformShV1AnyNamespaceVirtualClusterInstanceKubeconfig');
+    expect(tokens.post.description).toBe('create a DirectClusterEndpointToken');
     expect(Object.keys(docs.v2.paths).sort()).toEqual(Object.keys(docs.v3.paths).sort());
   });
 });

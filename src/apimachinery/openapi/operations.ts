@@ -202,9 +202,11 @@ function operationIdPrefix(group: string, version: string): string {
 /**
  * The endpoints of an action (src/actions): POST on the collection of a kind of its own; GET and/or POST on a
  * subresource, also without the namespace when the action allows it. Their request kind is the operations' GVK,
- * as for kube's subresources with a kind of their own (pods/eviction).
+ * as for kube's subresources with a kind of their own (pods/eviction); a subresource's operation ids and
+ * descriptions name the parent's kind, as kube's installer does (createCoreV1NamespacedPodEviction, "create eviction
+ * of a Pod"), its name parameter the request kind ("name of the Eviction").
  */
-function actionPaths(action: ServedAction): PathEntry[] {
+function actionPaths(action: ServedAction, kinds: StoredKind[]): PathEntry[] {
   const kindName = schemaName(action.group, action.version, action.kind);
   const gvk = { group: action.group, version: action.version, kind: action.kind };
   const base = `/apis/${action.group}/${action.version}`;
@@ -225,20 +227,21 @@ function actionPaths(action: ServedAction): PathEntry[] {
     const operations = [create(action.kind, `create${articleFor(action.kind)}${action.kind}`)];
     return [{ path: `${base}/${action.resource}`, params: [PRETTY], gvk, operations }];
   }
+  const parent = kinds.find((k) => k.group === action.group && k.version === action.version && k.plural === action.resource)?.kind ?? action.kind;
   const sub = action.subresource[0].toUpperCase() + action.subresource.slice(1);
-  const nameParam: Param = { name: 'name', in: 'path', type: 'string', description: `name of the ${action.resource} object` };
+  const nameParam: Param = { name: 'name', in: 'path', type: 'string', description: `name of the ${action.kind}` };
   const namespaceParam: Param = { name: 'namespace', in: 'path', type: 'string', description: 'object name and auth scope, such as for teams and projects' };
   const forms = action.namespaced
     ? [{ path: `${base}/namespaces/{namespace}/${action.resource}/{name}/${action.subresource}`, scope: 'Namespaced', params: [nameParam, namespaceParam] }]
     : [{ path: `${base}/${action.resource}/{name}/${action.subresource}`, scope: '', params: [nameParam] }];
   if (action.namespaced && action.anyNamespace) forms.push({ path: `${base}/${action.resource}/{name}/${action.subresource}`, scope: 'AnyNamespace', params: [nameParam] });
   return forms.map(({ path, scope, params }) => {
-    const id = `${scope}${action.kind}${sub}`;
+    const id = `${scope}${parent}${sub}`;
     const operations: Operation[] = [];
     if (action.verbs.includes('get')) {
-      operations.push({ method: 'get', verb: 'read', action: 'get', operationId: `read${idPrefix}${id}`, description: `read ${action.subresource} of the specified ${action.resource} object`, params: [], responses: [OK(kindName)] });
+      operations.push({ method: 'get', verb: 'read', action: 'get', operationId: `read${idPrefix}${id}`, description: `read ${action.subresource} of the specified ${parent}`, params: [], responses: [OK(kindName)] });
     }
-    if (action.verbs.includes('create')) operations.push(create(id, `create ${action.subresource} of the specified ${action.resource} object`));
+    if (action.verbs.includes('create')) operations.push(create(id, `create ${action.subresource} of${articleFor(parent)}${parent}`));
     return { path, params: [...params, PRETTY], gvk, operations };
   });
 }
@@ -302,7 +305,7 @@ function pathItems(
   param: (p: Param) => Json,
 ): Json {
   const paths: Json = {};
-  const entries = [...defs.flatMap(resourcePaths), ...actions.flatMap(actionPaths)];
+  const entries = [...defs.flatMap(resourcePaths), ...actions.flatMap((a) => actionPaths(a, defs))];
   for (const entry of entries) {
     const tag = tagFor(entry.gvk.group, entry.gvk.version);
     const item: Json = {};
