@@ -119,6 +119,7 @@ export function kindSchema(def: KindSource, v2: boolean): Json {
   return schema;
 }
 
+/** The schema of a kind's list, as apiextensions' builder writes it: items of the kind, and ListMeta. */
 export function listSchema(def: StoredKind, v2: boolean): Json {
   const item = schemaName(def.group, def.version, def.kind);
   return {
