@@ -6,14 +6,32 @@
  */
 import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
-import { buildOpenAPIV2, buildOpenAPIV3, buildOpenAPIV3Root, groupVersionKey, OPENAPI_V2_PATH, OPENAPI_V3_PATH } from '../apimachinery/openapi/documents.js';
+import type { Json } from '../apimachinery/openapi/common.js';
+import { buildOpenAPIV2, buildOpenAPIV3 } from '../apimachinery/openapi/documents.js';
 import type { StoredKind } from '../apimachinery/openapi/kinds.js';
 import type { ServedAction } from '../apimachinery/openapi/operations.js';
 import * as errors from '../apimachinery/status.js';
 import { JSON_TYPE, parseMediaRanges } from './negotiation.js';
 
+export const OPENAPI_V2_PATH = '/openapi/v2';
+export const OPENAPI_V3_PATH = '/openapi/v3';
+
 /** kube-openapi's name for the v3 protobuf encoding; we serve JSON only. */
 export const OPENAPI_V3_PROTOBUF_TYPE = 'application/com.github.proto-openapi.spec.v3@v1.0+protobuf';
+
+/** The key of a group-version in the v3 root, as kube-openapi's handler3 names it. */
+export function groupVersionKey(group: string, version: string): string {
+  return group ? `apis/${group}/${version}` : `api/${version}`;
+}
+
+/** handler3's discovery document: each group-version and the URL of its document, with the document's hash. */
+export function buildOpenAPIV3Root(hashes: Map<string, string>): Json {
+  const paths: Json = {};
+  for (const [key, hash] of [...hashes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    paths[key] = { serverRelativeURL: `${OPENAPI_V3_PATH}/${key}?${new URLSearchParams({ hash })}` };
+  }
+  return { paths };
+}
 
 export interface ServedDocument {
   body: Buffer;

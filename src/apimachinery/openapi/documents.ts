@@ -1,21 +1,12 @@
 /**
  * The OpenAPI documents of the API, built from the kinds and actions alone (no HTTP here): the Swagger 2.0 document
  * of everything served (/openapi/v2, what kube-aggregator fetches and merges into kube-apiserver's), one OpenAPI 3.0
- * document per group-version (what `kubectl explain` reads), and the v3 root that lists them, shaped like
- * kube-openapi's handler3. Each kind's schema is built in kinds.ts, the paths in operations.ts, the meta/v1
- * definitions they refer to are the data of metav1.ts.
+ * document per group-version (what `kubectl explain` reads). Each kind's schema is built in kinds.ts, the paths in
+ * operations.ts; the meta/v1 definitions they refer to are the data of metav1.ts.
  */
 import { type Json } from './common.js';
 import { metaSchemas, kindSchema, listSchema, schemaName, type StoredKind } from './kinds.js';
 import { paths, type ServedAction } from './operations.js';
-
-export const OPENAPI_V2_PATH = '/openapi/v2';
-export const OPENAPI_V3_PATH = '/openapi/v3';
-
-/** The key of a group-version in the v3 root, as kube-openapi's handler3 names it. */
-export function groupVersionKey(group: string, version: string): string {
-  return group ? `apis/${group}/${version}` : `api/${version}`;
-}
 
 function definitionsFor(defs: StoredKind[], actions: ServedAction[], v2: boolean): Record<string, Json> {
   const out: Record<string, Json> = {};
@@ -52,13 +43,4 @@ export function buildOpenAPIV2(defs: StoredKind[], actions: ServedAction[] = [])
     securityDefinitions: { BearerToken: SECURITY_SCHEME },
     security: [{ BearerToken: [] }],
   };
-}
-
-/** handler3's discovery document: each group-version and the URL of its document, with the document's hash. */
-export function buildOpenAPIV3Root(hashes: Map<string, string>): Json {
-  const paths: Json = {};
-  for (const [key, hash] of [...hashes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-    paths[key] = { serverRelativeURL: `${OPENAPI_V3_PATH}/${key}?${new URLSearchParams({ hash })}` };
-  }
-  return { paths };
 }
