@@ -8,6 +8,7 @@
  * Pure: the controller compares these with what the host has.
  */
 import { createHash } from 'node:crypto';
+import { GROUP_NAME } from '../apimachinery/group.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { TEAM_GROUP_PREFIX } from '../apimachinery/user.js';
 import type { ResourceDefinition } from '../registry/definitions.js';
@@ -19,12 +20,12 @@ export const RBAC_API_VERSION = `${RBAC_GROUP}/v1`;
 /** On every generated object, so all of them can be watched and swept. */
 export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 export const MANAGED_BY = 'platform-management-api';
-export const SOURCE_KIND_LABEL = 'management.platform.sh/source-kind';
-export const SOURCE_NAMESPACE_LABEL = 'management.platform.sh/source-namespace';
-export const SOURCE_NAME_LABEL = 'management.platform.sh/source-name';
-export const SOURCE_UID_LABEL = 'management.platform.sh/source-uid';
+export const SOURCE_KIND_LABEL = `${GROUP_NAME}/source-kind`;
+export const SOURCE_NAMESPACE_LABEL = `${GROUP_NAME}/source-namespace`;
+export const SOURCE_NAME_LABEL = `${GROUP_NAME}/source-name`;
+export const SOURCE_UID_LABEL = `${GROUP_NAME}/source-uid`;
 /** The source's full namespace/name, which a label value (63 characters at most) may not hold. */
-export const SOURCE_ANNOTATION = 'management.platform.sh/source';
+export const SOURCE_ANNOTATION = `${GROUP_NAME}/source`;
 
 /** Generated names stay within a DNS label, readable in `kubectl get`, and valid for every RBAC kind. */
 const MAX_NAME_LENGTH = 63;

@@ -3,11 +3,11 @@
  * `spec.owner` may do everything with it, and each `spec.access` entry grants its verbs (`*` = all) on the
  * object and on the listed subresources to its users and teams. An OwnedAccessKey belongs to its user or team.
  */
+import { GROUP_NAME } from '../apimachinery/group.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { teamsOf } from '../apimachinery/user.js';
 import type { Attributes, Authorizer, Decision, UserInfo } from './types.js';
 
-const GROUP = 'management.platform.sh';
 const OWNED_ACCESS_KEYS = 'ownedaccesskeys';
 /** Kinds anyone may create for themselves (what they create is checked to be their own). */
 const SELF_SERVICE = [OWNED_ACCESS_KEYS, 'directclusterendpointtokens'];
@@ -45,7 +45,7 @@ export class ObjectAccessAuthorizer implements Authorizer {
   constructor(private readonly lookup: ObjectLookup) {}
 
   async authorize(attrs: Attributes): Promise<Decision> {
-    if (!attrs.isResourceRequest || attrs.apiGroup !== GROUP) return { decision: 'noOpinion' };
+    if (!attrs.isResourceRequest || attrs.apiGroup !== GROUP_NAME) return { decision: 'noOpinion' };
     // Anyone may ask for a key or token of their own; the kind's rules refuse keys for someone else.
     if (SELF_SERVICE.includes(attrs.resource) && attrs.verb === 'create' && !attrs.name) return { decision: 'allow' };
     if (!attrs.name) return { decision: 'noOpinion' };
@@ -62,7 +62,7 @@ export class ObjectAccessAuthorizer implements Authorizer {
    * of one object is such a watch too (narrowed to its name): an object that stops being visible is DELETED.
    */
   visibleTo(attrs: Attributes): ((obj: KubeObject) => boolean) | undefined {
-    if (!attrs.isResourceRequest || attrs.apiGroup !== GROUP || (attrs.verb !== 'list' && attrs.verb !== 'watch')) return undefined;
+    if (!attrs.isResourceRequest || attrs.apiGroup !== GROUP_NAME || (attrs.verb !== 'list' && attrs.verb !== 'watch')) return undefined;
     // A watch of one object was allowed by `watch` before it became a filtered one: that still counts for it.
     const verbs = attrs.name && attrs.verb === 'watch' ? ['get', 'watch'] : ['get'];
     return (obj) => verbs.some((verb) => objectGrants(attrs.resource, obj, attrs.user, verb));

@@ -16,6 +16,7 @@
  *   again, everything waiting is retried at once.
  */
 import { jsonEqual } from '../apimachinery/equality.js';
+import { GROUP_NAME } from '../apimachinery/group.js';
 import { isStatusError } from '../apimachinery/status.js';
 import { nowRFC3339 } from '../apimachinery/time.js';
 import type { KubeObject } from '../apimachinery/types.js';
@@ -28,7 +29,7 @@ import { sleep } from './sleep.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
 
-export const ACCESS_CLEANUP_FINALIZER = 'management.platform.sh/access-cleanup';
+export const ACCESS_CLEANUP_FINALIZER = `${GROUP_NAME}/access-cleanup`;
 export const ACCESS_SYNCED = 'AccessSynced';
 /** The resources whose owner and access lists become RBAC. */
 export const ACCESS_RESOURCES = ['sharedsecrets', 'clusters'];

@@ -38,6 +38,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
+import { GROUP_NAME } from '../../apimachinery/group.js';
 import * as errors from '../../apimachinery/status.js';
 import { isPlainObject, type KubeObject } from '../../apimachinery/types.js';
 import { isMaster, TEAM_GROUP_PREFIX, teamsOf, type UserInfo } from '../../apimachinery/user.js';
@@ -45,9 +46,8 @@ import type { Strategy } from '../strategy.js';
 import { restrictionWidening } from '../../auth/scopecover.js';
 import { validateScopeAndRules } from './keyscope.js';
 
-export const GROUP = 'management.platform.sh';
 export const RESOURCE = 'ownedaccesskeys';
-const groupResource = { group: GROUP, resource: RESOURCE };
+const groupResource = { group: GROUP_NAME, resource: RESOURCE };
 
 /** The group every user key carries for its user (teams: TEAM_GROUP_PREFIX in apimachinery/user.ts). */
 export const USER_GROUP_PREFIX = 'platform:user:';
@@ -90,7 +90,7 @@ function forbidden(name: string, user: UserInfo, verb: string, why: string): err
   return errors.forbidden(
     groupResource,
     name,
-    `User ${JSON.stringify(user.name)} cannot ${verb} resource ${JSON.stringify(RESOURCE)} in API group ${JSON.stringify(GROUP)} at the cluster scope: ${why}`,
+    `User ${JSON.stringify(user.name)} cannot ${verb} resource ${JSON.stringify(RESOURCE)} in API group ${JSON.stringify(GROUP_NAME)} at the cluster scope: ${why}`,
   );
 }
 
@@ -216,7 +216,7 @@ function scrubLastApplied(obj: KubeObject): void {
 }
 
 function immutableKey(name: string): errors.StatusError {
-  return errors.invalid({ group: GROUP, kind: 'OwnedAccessKey' }, name, [fieldError.invalid(spec.child('key'), REDACTED, 'field is immutable')]);
+  return errors.invalid({ group: GROUP_NAME, kind: 'OwnedAccessKey' }, name, [fieldError.invalid(spec.child('key'), REDACTED, 'field is immutable')]);
 }
 
 function validateKey(key: unknown, errs: FieldError[]): void {
