@@ -28,13 +28,13 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { KubeObject } from '../apimachinery/types.js';
-import type { Restriction } from '../apimachinery/user.js';
+import type { Restriction, UserInfo } from '../apimachinery/user.js';
 import type { CacheEvent, WatchCache } from '../storage/cacher.js';
 import { TEAM_GROUP_PREFIX } from '../apimachinery/user.js';
 import { USER_GROUP_PREFIX, hashAccessKey, isKeyHash, lastActivityOf } from '../registry/kinds/ownedaccesskey.js';
 import type { ActivityRecorder } from './activity.js';
 import { buildRestriction, type RestrictionOptions } from './scope.js';
-import { AuthenticationError, bearerToken, type Authenticator, type UserInfo } from './types.js';
+import { AuthenticationError, bearerToken, type Authenticator } from './types.js';
 
 /** The extra key naming the OwnedAccessKey a request authenticated with. */
 export const ACCESS_KEY_EXTRA = 'platform.sh/access-key';

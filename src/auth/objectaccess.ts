@@ -3,10 +3,10 @@
  * `spec.owner` may do everything with it, and each `spec.access` entry grants its verbs (`*` = all) on the
  * object and on the listed subresources to its users and teams. An OwnedAccessKey belongs to its user or team.
  */
+import type { Attributes, Authorizer, Decision } from '../apimachinery/authorizer.js';
 import { GROUP_NAME } from '../apimachinery/group.js';
 import type { KubeObject } from '../apimachinery/types.js';
-import { teamsOf } from '../apimachinery/user.js';
-import type { Attributes, Authorizer, Decision, UserInfo } from './types.js';
+import { teamsOf, type UserInfo } from '../apimachinery/user.js';
 
 const OWNED_ACCESS_KEYS = 'ownedaccesskeys';
 /** Kinds anyone may create for themselves (what they create is checked to be their own). */

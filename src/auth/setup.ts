@@ -3,6 +3,7 @@
  * the credentials decides) and the authorizers' union. The one place that knows every auth piece.
  */
 import { readFileSync } from 'node:fs';
+import type { Attributes, Authorizer } from '../apimachinery/authorizer.js';
 import { GROUP_NAME } from '../apimachinery/group.js';
 import type { Config } from '../config.js';
 import type { HostCluster } from '../host/cluster.js';
@@ -18,7 +19,7 @@ import { SubjectAccessReviewAuthorizer } from './subjectaccessreview.js';
 import { TokenReviewAuthenticator } from './tokenreview.js';
 import { ClientCertAuthenticator } from './x509.js';
 import { readTokenFile, TokenAuthenticator } from './token-file.js';
-import type { Attributes, Authenticator, Authorizer } from './types.js';
+import type { Authenticator } from './types.js';
 import { unionAuthenticator } from './union.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';

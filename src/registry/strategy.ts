@@ -2,10 +2,10 @@
  * What a kind adds to the generic store: rules its schema cannot say. Everything else (metadata, names,
  * resourceVersion, generation, status handling) is the store's, the same for every kind.
  */
+import type { Attributes, Decision } from '../apimachinery/authorizer.js';
 import type { FieldError } from '../apimachinery/field.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
-import type { Attributes, Decision } from '../auth/types.js';
 import type { FieldPath } from './hiddenfields.js';
 import type { Store } from './store.js';
 

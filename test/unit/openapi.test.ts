@@ -7,7 +7,8 @@ import { describe, expect, test } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { discoveryAuthorizer } from '../../src/auth/authorizer.js';
-import { AUTHENTICATED_GROUP, type Attributes } from '../../src/auth/types.js';
+import type { Attributes } from '../../src/apimachinery/authorizer.js';
+import { AUTHENTICATED_GROUP } from '../../src/apimachinery/user.js';
 import {
   OpenAPIService,
   acceptsJson,
