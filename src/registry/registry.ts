@@ -12,6 +12,7 @@ import { Store } from './store.js';
 
 export class Registry {
   private readonly stores = new Map<string, Store>();
+  private readonly byKind = new Map<string, Store>();
   private readonly served = new Map<string, Action>();
   /** One watch cache per API group: a single etcd watch feeds every resource of the group. */
   readonly caches = new Map<string, WatchCache<KubeObject>>();
@@ -26,6 +27,7 @@ export class Registry {
       if (!this.caches.has(def.group)) this.caches.set(def.group, new WatchCache(storage, `${etcdPrefix}/${def.group}/`, { log }));
       const store = new Store(def, strategies[def.kind] ?? {}, storage, this.caches.get(def.group)!, etcdPrefix, (g, v, r) => this.lookup(g, v, r));
       this.stores.set(`${def.group}/${def.version}/${def.plural}`, store);
+      this.byKind.set(`${def.apiVersion}/${def.kind}`, store);
     }
   }
 
@@ -40,6 +42,11 @@ export class Registry {
 
   lookup(group: string, version: string, resource: string): Store | undefined {
     return this.stores.get(`${group}/${version}/${resource}`);
+  }
+
+  /** The store of the kind an object or a reference names by apiVersion ("group/version") and kind, as kube's RESTMapper. */
+  lookupKind(apiVersion: string, kind: string): Store | undefined {
+    return this.byKind.get(`${apiVersion}/${kind}`);
   }
 
   /** Serves an action; set up before the server takes requests. */
