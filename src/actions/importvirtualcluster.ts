@@ -15,7 +15,7 @@ import type { StructuralSchema } from '../apimachinery/schema.js';
 import * as errors from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../apimachinery/validation.js';
-import { ownerGivenAway, validateOwner } from '../registry/kinds/access.js';
+import { ownerGivenAway, validateOwner } from '../access/validation.js';
 import { projectNamespace } from '../registry/kinds/project.js';
 import { checkNotImported, clusterErrors } from '../registry/kinds/virtualclusterplacement.js';
 import type { Registry } from '../registry/registry.js';

@@ -1,42 +1,15 @@
 /**
- * Object-level access, read from the object itself (the spec's access lists): a SharedSecret's or Cluster's
- * `spec.owner` may do everything with it, and each `spec.access` entry grants its verbs (`*` = all) on the
- * object and on the listed subresources to its users and teams. An OwnedAccessKey belongs to its user or team.
+ * The object-access authorizer: a request on one of this API's objects is allowed when the object itself grants it
+ * (src/access/model.ts: its owner and access lists, an OwnedAccessKey's user or team), and lists and watches the
+ * caller may not make in full are narrowed to the objects it may see.
  */
 import type { Attributes, Authorizer, Decision } from '../apimachinery/authorizer.js';
 import { GROUP_NAME } from '../apimachinery/group.js';
 import type { KubeObject } from '../apimachinery/types.js';
-import { teamsOf, type UserInfo } from '../apimachinery/user.js';
+import { objectGrants, OWNED_ACCESS_KEYS } from '../access/model.js';
 
-const OWNED_ACCESS_KEYS = 'ownedaccesskeys';
 /** Kinds anyone may create for themselves (what they create is checked to be their own). */
 const SELF_SERVICE = [OWNED_ACCESS_KEYS, 'directclusterendpointtokens'];
-
-interface AccessEntry {
-  verbs?: string[];
-  subresources?: string[];
-  users?: string[];
-  teams?: string[];
-}
-
-function ownedBy(owner: { user?: string; team?: string } | undefined, user: UserInfo): boolean {
-  if (!owner) return false;
-  return (!!owner.user && owner.user === user.name) || (!!owner.team && teamsOf(user).includes(owner.team));
-}
-
-/** Whether `obj` itself lets `user` do `verb` (on `subresource`, if any). */
-export function objectGrants(resource: string, obj: KubeObject, user: UserInfo, verb: string, subresource = ''): boolean {
-  const spec = obj.spec ?? {};
-  if (resource === OWNED_ACCESS_KEYS) return ownedBy({ user: spec.user, team: spec.team }, user);
-  if (ownedBy(spec.owner, user)) return true;
-  const teams = teamsOf(user);
-  return ((spec.access ?? []) as AccessEntry[]).some((entry) => {
-    const forUser = entry.users?.includes(user.name) || entry.teams?.some((t) => teams.includes(t));
-    const forVerb = entry.verbs?.includes('*') || entry.verbs?.includes(verb);
-    const forSubresource = !subresource || entry.subresources?.includes('*') || entry.subresources?.includes(subresource);
-    return !!(forUser && forVerb && forSubresource);
-  });
-}
 
 /** Reads the object a request names (consistently: a grant just written must count). */
 export type ObjectLookup = (attrs: Attributes) => Promise<KubeObject | undefined>;

@@ -49,6 +49,11 @@ export interface ComputedPrinterColumn {
 }
 
 export interface Strategy {
+  /**
+   * Set when the kind's objects carry `spec.owner` and `spec.access` (src/access); `hostRbac` when the access sync
+   * makes them Roles and bindings in the host cluster, which the Helm chart must then let the server grant.
+   */
+  access?: { hostRbac: boolean };
   /** Extra validation of a new object; runs after its schema and metadata validated cleanly. */
   validate?(obj: KubeObject): FieldError[];
   /** Extra validation of an update; defaults to `validate` of the new object. */

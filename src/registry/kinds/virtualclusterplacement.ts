@@ -17,7 +17,7 @@ import type { GroupResource, KubeObject } from '../../apimachinery/types.js';
 import { isMaster, type UserInfo } from '../../apimachinery/user.js';
 import type { Store } from '../store.js';
 import type { Caller, StoreLookup } from '../strategy.js';
-import { ownerGivenAway } from './access.js';
+import { ownerGivenAway } from '../../access/validation.js';
 import { namespaceProject } from './project.js';
 
 const VERSION = 'v1';
@@ -86,7 +86,7 @@ export async function checkNotImported(instances: Store, ref: VirtualClusterRef,
 /**
  * VirtualClusterInstance's admitCreate: a create by anyone but system:masters (or the server itself) passes the
  * import's checks, in the project whose namespace p-<project> it is created in, and is owned by its creator or
- * a team of the creator's (access.ts ownerGivenAway).
+ * a team of the creator's (src/access/validation.ts ownerGivenAway).
  */
 export async function admitVirtualClusterInstance(obj: KubeObject, caller: Caller, stores: StoreLookup): Promise<void> {
   const { user } = caller;
