@@ -23,6 +23,7 @@ export class Registry {
     etcdPrefix: string,
     log?: (msg: string, fields?: Record<string, unknown>) => void,
   ) {
+    refuseStrategiesWithoutDefinition(definitions);
     for (const def of definitions) {
       if (!this.caches.has(def.group)) this.caches.set(def.group, new WatchCache(storage, `${etcdPrefix}/${def.group}/`, { log }));
       const store = new Store(def, strategies[def.kind] ?? {}, storage, this.caches.get(def.group)!, etcdPrefix, (g, v, r) => this.lookup(g, v, r));
@@ -71,4 +72,19 @@ export class Registry {
     }
     return [...byGroup].map(([name, versions]) => ({ name, versions: [...versions] }));
   }
+}
+
+/**
+ * A strategy whose kind no CRD defines is a mistake (a misspelt or renamed kind) that would serve the real kind
+ * without its rules: the server does not start, naming it.
+ */
+function refuseStrategiesWithoutDefinition(definitions: readonly ResourceDefinition[]): void {
+  const defined = new Set(definitions.map((d) => d.kind));
+  const unknown = Object.keys(strategies).filter((kind) => !defined.has(kind));
+  if (!unknown.length) return;
+  const named = unknown.map((k) => JSON.stringify(k)).join(', ');
+  throw new Error(
+    `src/registry/kinds has a strategy for the ${unknown.length > 1 ? 'kinds' : 'kind'} ${named}, which no CRD in crds/ defines (the CRDs define ${[...defined].sort().join(', ')}): ` +
+      'a strategy must be keyed by the kind its CRD names (spec.names.kind), or the kind would be served without its rules',
+  );
 }
