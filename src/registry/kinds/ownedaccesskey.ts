@@ -21,7 +21,7 @@
  * - Outside system:masters a caller may only create keys for itself (`spec.user` or `spec.subject` equal to its
  *   name) or for a team it belongs to (group `platform:team:<team>`), and may not set `spec.groups`: 403 Forbidden.
  * - Outside system:masters an update may only make a key weaker, since a master may have issued it with groups,
- *   a scope or a ttl its holder is not to escape: a narrower scope or rules (scopecover.ts), `disabled: true`, a
+ *   a scope or a ttl its holder is not to escape: a narrower scope or rules (src/access/scopecover.ts), `disabled: true`, a
  *   ttl added or shortened. Anything else is 403 Forbidden naming the field: removing or widening scope, rules or
  *   allowPlatformCli, clearing `disabled`, removing or lengthening `ttl`, changing `ttlAfterLastActivity`,
  *   `groups`, `user`, `team` or `subject`, and any write of the status subresource (only the server records
@@ -43,7 +43,7 @@ import * as errors from '../../apimachinery/status.js';
 import { isPlainObject, type KubeObject } from '../../apimachinery/types.js';
 import { isMaster, TEAM_GROUP_PREFIX, teamsOf, type UserInfo } from '../../apimachinery/user.js';
 import type { Strategy } from '../strategy.js';
-import { restrictionWidening } from '../../auth/scopecover.js';
+import { restrictionWidening } from '../../access/scopecover.js';
 import { validateScopeAndRules } from './keyscope.js';
 
 export const RESOURCE = 'ownedaccesskeys';

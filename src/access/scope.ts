@@ -46,6 +46,9 @@
  * objects (e.g. a list of clusters under `scope.clusters`, a list across all namespaces under `scope.projects`,
  * a list under a rule with resourceNames or namespaces); the caller then keeps only the objects for which
  * `check` with the object's name and namespace (same verb) allows. So `check` with a name answers per object.
+ *
+ * Part of the access model (src/access), below the registry: the access key authenticator applies it, and the
+ * OwnedAccessKey strategy compares an update's restriction with the stored one through it (scopecover.ts).
  */
 import { GROUP_NAME } from '../apimachinery/group.js';
 import type { RequestAttributesLite, Restriction } from '../apimachinery/user.js';
