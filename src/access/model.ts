@@ -5,8 +5,10 @@
  * OwnedAccessKey belongs to its user or team. The object-access authorizer (auth/objectaccess.ts), the kinds' write
  * rules (validation.ts) and the host RBAC mapping (rbac.ts) all read objects through these shapes.
  *
- * This folder sits just above apimachinery, below the registry: the kinds' strategies enforce its rules on every
- * write, as kube keeps an API's types and validation (pkg/apis/rbac/...) below its registry and its authorizer above.
+ * The folder holds the whole access model: this, its write rules (validation.ts), its host RBAC (rbac.ts) and what an
+ * access key's scope allows (scope.ts, scopecover.ts). It imports only apimachinery and sits below the registry,
+ * whose kind strategies enforce its rules on every write, as kube keeps an API's types and validation
+ * (pkg/apis/rbac, pkg/apis/rbac/validation) below its registry and the authorizer and controllers that use them above.
  */
 import type { KubeObject } from '../apimachinery/types.js';
 import { teamsOf, type UserInfo } from '../apimachinery/user.js';
