@@ -14,6 +14,8 @@ export const GROUP = 'management.platform.sh';
 export const API_VERSION = `${GROUP}/v1`;
 export const JSON_PATCH = 'application/json-patch+json';
 export const MERGE_PATCH = 'application/merge-patch+json';
+/** Server-side apply's patch type. */
+export const APPLY_PATCH = 'application/apply-patch+yaml';
 /** Prefix of the direct path form (/orchestrator/management/apis/...); the aggregated form has none. */
 export const DIRECT_PREFIX = '/orchestrator/management';
 
@@ -33,7 +35,12 @@ export function sharedSecretPath(ns: string, name: string, prefix = ''): string 
   return `${sharedSecretsPath(ns, prefix)}/${name}`;
 }
 
+export function virtualClusterInstancesPath(ns: string): string {
+  return `${GROUP_PATH}/namespaces/${ns}/virtualclusterinstances`;
+}
+
 export const CLUSTERS_PATH = `${GROUP_PATH}/clusters`;
+export const PROJECTS_PATH = `${GROUP_PATH}/projects`;
 
 export function clusterPath(name: string, prefix = ''): string {
   return `${prefix}${CLUSTERS_PATH}/${name}`;
