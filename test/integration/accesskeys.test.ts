@@ -30,7 +30,7 @@ import { loadDefinitions } from '../../src/registry/definitions.js';
 import { Registry } from '../../src/registry/registry.js';
 import { EtcdStorage } from '../../src/storage/etcd.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { API_VERSION, GROUP } from '../support/fixtures.js';
+import { API_VERSION, GROUP, uniq } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient, type HttpResponse } from '../support/http.js';
 import { sleep } from '../support/wait.js';
 
@@ -58,12 +58,6 @@ let bob: HttpClient;
 /** Every response body seen, to check that no key shows up after its create. */
 const seen: { text: string; create: boolean }[] = [];
 const allKeys: string[] = [];
-
-let counter = 0;
-function uniq(prefix: string): string {
-  counter += 1;
-  return `${prefix}-${counter}-${Math.random().toString(36).slice(2, 7)}`;
-}
 
 function sha256(s: string): string {
   return createHash('sha256').update(s).digest('hex');

@@ -66,6 +66,17 @@ export function clusterBody(name: string, labels?: Record<string, string>): Reco
   };
 }
 
+/** What the encryption tests store as secret data: a recognisable text, to look for in etcd (and its base64). */
+export const KNOWN_SECRET = 'correct-horse-battery-staple';
+export const KNOWN_SECRET_B64 = Buffer.from(KNOWN_SECRET).toString('base64');
+
+/** secretBody(name) with KNOWN_SECRET_B64 as its only data. */
+export function secretWithKnownData(name: string): Record<string, any> {
+  const body = secretBody(name);
+  body.spec.data = { token: KNOWN_SECRET_B64 };
+  return body;
+}
+
 /** Creates secretBody(name, labels) in `ns` as `client`, expects 201 and returns the created object. */
 export async function createSecretAs(client: HttpClient, ns: string, name: string, labels?: Record<string, string>): Promise<any> {
   const res = await client.post(sharedSecretsPath(ns), secretBody(name, labels));
