@@ -1,7 +1,8 @@
 /**
- * Shared fixtures for the SharedSecret and Cluster integration tests: API constants, unique names, API path
- * builders (for both path forms), plain object bodies, the beforeAll/afterAll that start and stop a test server
- * (with an etcd of its own or of the file's), and EtcdPeek for reading stored objects straight from etcd.
+ * Shared fixtures for the integration and e2e tests: API constants, unique names, API path builders (for both path
+ * forms), plain object bodies (and the known secret the encryption tests look for), the beforeAll/afterAll that
+ * start and stop a test server (with an etcd of its own or of the file's), and EtcdPeek for reading stored objects
+ * straight from etcd.
  * Argument order is always (namespace, name).
  */
 import { beforeAll, afterAll, expect } from '@jest/globals';

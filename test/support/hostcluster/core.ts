@@ -8,6 +8,9 @@ import * as errors from '../../../src/apimachinery/status.js';
 import { reply } from './http.js';
 import { now, type KubeObj, type ResourceVersions } from './objects.js';
 
+const NAMESPACE_PATH = /^\/api\/v1\/namespaces\/([^/]+)$/;
+const NAMESPACED_OBJECT_PATH = /^\/api\/v1\/namespaces\/([^/]+)\/(secrets|configmaps)\/([^/]+)$/;
+
 export class CoreObjects {
   private readonly namespaces = new Map<string, KubeObj>();
   private readonly secrets = new Map<string, KubeObj>();
@@ -47,27 +50,20 @@ export class CoreObjects {
 
   /** Answers a GET of a seeded object; false when the path names none of these (the caller answers 404). */
   handle(res: ServerResponse, method: string, path: string): boolean {
-    let m = /^\/api\/v1\/namespaces\/([^/]+)$/.exec(path);
-    if (m && method === 'GET') {
-      const ns = this.namespaces.get(decodeURIComponent(m[1]));
-      if (!ns) throw errors.notFound({ group: '', resource: 'namespaces' }, decodeURIComponent(m[1]));
-      reply(res, 200, ns);
-      return true;
-    }
-    m = /^\/api\/v1\/namespaces\/([^/]+)\/secrets\/([^/]+)$/.exec(path);
-    if (m && method === 'GET') {
-      const secret = this.secrets.get(`${decodeURIComponent(m[1])}/${decodeURIComponent(m[2])}`);
-      if (!secret) throw errors.notFound({ group: '', resource: 'secrets' }, decodeURIComponent(m[2]));
-      reply(res, 200, secret);
-      return true;
-    }
-    m = /^\/api\/v1\/namespaces\/([^/]+)\/configmaps\/([^/]+)$/.exec(path);
-    if (m && method === 'GET') {
-      const cm = this.configMaps.get(`${decodeURIComponent(m[1])}/${decodeURIComponent(m[2])}`);
-      if (!cm) throw errors.notFound({ group: '', resource: 'configmaps' }, decodeURIComponent(m[2]));
-      reply(res, 200, cm);
-      return true;
-    }
-    return false;
+    if (method !== 'GET') return false;
+    const ns = NAMESPACE_PATH.exec(path);
+    if (ns) return answer(res, this.namespaces.get(decodeURIComponent(ns[1])), 'namespaces', decodeURIComponent(ns[1]));
+    const m = NAMESPACED_OBJECT_PATH.exec(path);
+    if (!m) return false;
+    const [namespace, resource, name] = [decodeURIComponent(m[1]), m[2], decodeURIComponent(m[3])];
+    const objects = resource === 'secrets' ? this.secrets : this.configMaps;
+    return answer(res, objects.get(`${namespace}/${name}`), resource, name);
   }
+}
+
+/** The object, or kube's 404 for it. */
+function answer(res: ServerResponse, obj: KubeObj | undefined, resource: string, name: string): true {
+  if (!obj) throw errors.notFound({ group: '', resource }, name);
+  reply(res, 200, obj);
+  return true;
 }
