@@ -36,7 +36,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import forge from 'node-forge';
-import type { UserInfo } from '../../src/auth/types.js';
+import type { UserInfo } from '../../src/apimachinery/user.js';
 import { writeKubeconfig } from '../../src/kubeconfig.js';
 import { ensureServingCertificate } from '../../src/pki/selfsigned.js';
 import { CoreObjects } from './hostcluster/core.js';

@@ -4,7 +4,7 @@
  * the RBAC evaluation).
  */
 import * as errors from '../../../src/apimachinery/status.js';
-import type { UserInfo } from '../../../src/auth/types.js';
+import type { UserInfo } from '../../../src/apimachinery/user.js';
 import type { SarSpec, SarStatus } from './rbacauthorizer.js';
 
 /** A token's user as the test registered it, with the audiences it is valid for (any when absent). */
