@@ -8,12 +8,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { MAX_NESTING_DEPTH } from '../../src/apimachinery/nesting.js';
-import { API_VERSION, CLUSTERS_PATH, EtcdPeek, JSON_PATCH, MERGE_PATCH, clusterPath, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
+import { API_VERSION, APPLY_PATCH as APPLY, CLUSTERS_PATH, EtcdPeek, JSON_PATCH, MERGE_PATCH, clusterPath, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
 import { rawHttp, type HttpClient } from '../support/http.js';
 import { startTestServer, startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { startSlowVirtualCluster, type SlowVirtualCluster } from '../support/slowrequest.js';
 
-const APPLY = 'application/apply-patch+yaml';
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 
 /** `{"a":{"a":...1}}` with `levels` objects. */
