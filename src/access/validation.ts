@@ -99,7 +99,7 @@ export interface AdminField {
   /** Its path, for the message: "spec.allowedClusters". */
   path: string;
   /** Its value, normalised so that an unset field equals its default. */
-  value(spec: Record<string, any>): unknown;
+  value(spec: Record<string, unknown>): unknown;
 }
 
 /**

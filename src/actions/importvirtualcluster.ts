@@ -16,6 +16,7 @@ import * as errors from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../apimachinery/validation.js';
 import { ownerGivenAway, validateOwner } from '../access/validation.js';
+import type { Owner } from '../access/model.js';
 import { projectNamespace } from '../registry/kinds/project.js';
 import { checkNotImported, clusterErrors } from '../registry/kinds/virtualclusterplacement.js';
 import type { Registry } from '../registry/registry.js';
@@ -35,6 +36,13 @@ const placed: Record<'owner' | 'importName' | 'upgradeToPro' | 'skipHelmDeploy',
   skipHelmDeploy: { type: 'boolean' },
 };
 type Placed = keyof typeof placed;
+/** The placed fields as the request schema has checked them. */
+interface PlacedFields {
+  owner?: Owner;
+  importName?: string;
+  upgradeToPro?: boolean;
+  skipHelmDeploy?: boolean;
+}
 
 const schema = requestSchema({
   sourceVirtualCluster: {
@@ -105,10 +113,10 @@ export function importVirtualClusterAction(registry: Registry): Action {
 }
 
 /** The source and the placed fields from wherever they were given; 422 naming each field that is missing or wrong. */
-function readRequest(request: KubeObject): { source: Source; fields: Partial<Record<Placed, any>>; ownerAt: Path } {
+function readRequest(request: KubeObject): { source: Source; fields: PlacedFields; ownerAt: Path } {
   const errs: FieldError[] = [];
   const at = Path.root('sourceVirtualCluster');
-  const inner = (request.sourceVirtualCluster ?? {}) as Source & Partial<Record<Placed, any>>;
+  const inner = (request.sourceVirtualCluster ?? {}) as Source & PlacedFields;
   if (request.sourceVirtualCluster === undefined) errs.push(fieldError.required(at, 'the virtual cluster to import: name, namespace and cluster'));
   const source: Source = { name: inner.name, namespace: inner.namespace, cluster: inner.cluster };
   const check = (field: keyof Source, rule: (v: string) => string[], what: string) => {
@@ -122,14 +130,14 @@ function readRequest(request: KubeObject): { source: Source; fields: Partial<Rec
     check('cluster', isDNS1123Subdomain, 'the name of the Cluster the virtual cluster runs on');
   }
 
-  const fields: Partial<Record<Placed, any>> = {};
+  const fields: PlacedFields = {};
   for (const field of Object.keys(placed) as Placed[]) {
     const top = request[field];
     const nested = inner[field];
     if (top !== undefined && nested !== undefined && !jsonEqual(top, nested)) {
       errs.push(fieldError.invalid(at.child(field), nested, `differs from ${field} at the top level; give it in one place or the same in both`));
     }
-    fields[field] = top ?? nested;
+    (fields as Record<Placed, unknown>)[field] = top ?? nested;
   }
   const ownerAt = request.owner !== undefined ? Path.root('owner') : at.child('owner');
   errs.push(...validateOwner(fields.owner, ownerAt));

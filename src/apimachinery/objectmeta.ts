@@ -215,6 +215,7 @@ export function validateAnnotations(annotations: Record<string, string> | undefi
 
 /** strings.ToLower: simple (1:1) case mapping per code point, so 'İ' (U+0130) becomes 'i' as in Go. */
 function goToLower(value: string): string {
+  // eslint-disable-next-line no-control-regex -- ASCII, control characters included, lowers the same in Go and JS
   if (/^[\x00-\x7f]*$/.test(value)) return value.toLowerCase();
   let out = '';
   for (const ch of value) {

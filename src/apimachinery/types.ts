@@ -44,7 +44,10 @@ export interface KubeObject {
   apiVersion?: string;
   kind?: string;
   metadata: ObjectMeta;
+  // Each kind's CRD schema has checked these before a strategy reads them; they are not typed per kind (yet).
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   spec?: any;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   status?: any;
   [field: string]: unknown;
 }

@@ -25,7 +25,7 @@ export function parseCertificateBundle(pem: string, what = 'CA bundle'): X509Cer
     try {
       return new X509Certificate(block);
     } catch (err) {
-      throw new Error(`${what}: certificate ${i + 1} does not parse: ${(err as Error).message}`);
+      throw new Error(`${what}: certificate ${i + 1} does not parse: ${(err as Error).message}`, { cause: err });
     }
   });
 }

@@ -70,7 +70,7 @@ export class HostCluster {
       try {
         kc.loadFromFile(opts.kubeconfig);
       } catch (err) {
-        throw new Error(`--kubeconfig ${opts.kubeconfig}: ${(err as Error).message}`);
+        throw new Error(`--kubeconfig ${opts.kubeconfig}: ${(err as Error).message}`, { cause: err });
       }
       if (!kc.getCurrentCluster()) throw new Error(`--kubeconfig ${opts.kubeconfig}: no current context with a cluster`);
     } else if (env.KUBERNETES_SERVICE_HOST) {

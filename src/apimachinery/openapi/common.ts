@@ -2,6 +2,8 @@
  * What every part of the OpenAPI documents shares: references between schemas (written once by name, rendered
  * for v2 or v3), the walk over a schema's children, and the x-kubernetes-* extension names kubectl reads.
  */
+// OpenAPI documents are JSON walked by key; the builders read them as loosely as the documents are written.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Json = Record<string, any>;
 
 export const GVK_EXTENSION = 'x-kubernetes-group-version-kind';

@@ -32,10 +32,13 @@ const validateSpec = (obj: KubeObject): FieldError[] => {
   return errs;
 };
 
+/** spec.config as stored (checked by the schema on every write). */
+const configOf = (spec: Record<string, unknown>) => (spec.config ?? {}) as { secretName?: string; secretNamespace?: string };
+
 /** The administrator's fields (see the top). */
 const adminFields: AdminField[] = [
-  { path: 'spec.config.secretName', value: (s) => s.config?.secretName ?? '' },
-  { path: 'spec.config.secretNamespace', value: (s) => s.config?.secretNamespace ?? '' },
+  { path: 'spec.config.secretName', value: (s) => configOf(s).secretName ?? '' },
+  { path: 'spec.config.secretNamespace', value: (s) => configOf(s).secretNamespace ?? '' },
   { path: 'spec.unusable', value: (s) => s.unusable === true },
 ];
 

@@ -146,7 +146,7 @@ function lengthensTtl(next: unknown, old: unknown): boolean {
 }
 
 /** Why an update of `before` to `s` does not only weaken the key (the first field found), or undefined. */
-function strengthening(s: Record<string, any>, before: Record<string, any>): string | undefined {
+function strengthening(s: Record<string, unknown>, before: Record<string, unknown>): string | undefined {
   for (const field of OWNER_FIELDS) {
     if (ownerValue(s[field]) !== ownerValue(before[field])) return `spec.${field}: only members of system:masters may change whom a key acts as`;
   }
@@ -193,7 +193,7 @@ function scrubLastApplied(obj: KubeObject): void {
   const annotations = obj.metadata.annotations;
   const text = annotations?.[LAST_APPLIED];
   if (typeof text !== 'string') return;
-  let applied: any;
+  let applied: unknown;
   try {
     applied = JSON.parse(text);
   } catch {
@@ -202,7 +202,7 @@ function scrubLastApplied(obj: KubeObject): void {
     return;
   }
   if (!isPlainObject(applied) || !isPlainObject(applied.spec)) return;
-  const appliedSpec = applied.spec as Record<string, any>;
+  const appliedSpec = applied.spec as Record<string, unknown>;
   let changed = false;
   if ('key' in appliedSpec) {
     delete appliedSpec.key;
@@ -224,6 +224,7 @@ function validateKey(key: unknown, errs: FieldError[]): void {
   if (typeof key !== 'string') return; // the schema reports other types
   if (key === '') errs.push(fieldError.required(at, 'a key is generated when none is given'));
   else if (Buffer.byteLength(key, 'utf8') > KEY_MAX_BYTES) errs.push(fieldError.tooLong(at, KEY_MAX_BYTES));
+  // eslint-disable-next-line no-control-regex -- control characters are what this refuses
   else if (/[\s\x00-\x1f\x7f]/.test(key)) errs.push(fieldError.invalid(at, REDACTED, 'must not contain whitespace or control characters (it is sent as a bearer token)'));
   else if (key.startsWith(KEY_HASH_PREFIX)) errs.push(fieldError.invalid(at, REDACTED, `must not start with ${JSON.stringify(KEY_HASH_PREFIX)}`));
 }
