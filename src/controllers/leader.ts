@@ -10,7 +10,7 @@
  */
 import type { Etcd3, Lease } from 'etcd3';
 import { sleep } from './sleep.js';
-import { withDeadline } from '../deadline.js';
+import { withDeadline } from '../apimachinery/deadline.js';
 
 export interface LeaderElectorOptions {
   client: Etcd3;
