@@ -15,6 +15,7 @@ import { sameInstant, nowRFC3339 } from '../apimachinery/time.js';
 import { isPlainObject, type KubeList, type KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
 import { isValidPathSegmentName, nameIsDNSSubdomain } from '../apimachinery/validation.js';
+import { interpretStorageError } from '../storage/errors.js';
 import { StorageError, type Storage } from '../storage/interface.js';
 import type { WatchCache } from '../storage/cacher.js';
 import { checkTypeMeta, dropUnknownFields, type FieldValidationOptions } from './decoding.js';
@@ -440,19 +441,13 @@ export class Store {
     return err;
   }
 
-  /** Storage failures in terms of this resource: missing keys are 404, unreachable etcd a ServerTimeout. */
+  /** Storage failures in terms of this resource (a taken name is the caller's to answer: see createObject). */
   private async storageCall<T>(operation: string, name: string, fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (err) {
-      if (!(err instanceof StorageError)) throw err;
-      if (err.code === 'KeyNotFound') throw errors.notFound(this.def.groupResource, name);
-      if (err.code === 'KeyExists') throw err;
-      // Not worth a retry: the object itself is too big (kubernetes/kubernetes#112152 asks the same of kube).
-      if (err.code === 'TooLarge') throw errors.requestEntityTooLarge('the object is larger than etcd accepts in one request (its --max-request-bytes, 1.5 MiB by default)');
-      // The stored value cannot be decrypted (or encrypted): the message names the key, never the data.
-      if (err.code === 'Internal') throw errors.internalError(err);
-      throw errors.serverTimeout(this.def.groupResource, operation);
+      if (err instanceof StorageError && err.code === 'KeyExists') throw err;
+      throw interpretStorageError(err, { groupResource: this.def.groupResource, name, operation });
     }
   }
 }

@@ -121,7 +121,7 @@ export class EtcdStorage implements Storage {
   }
 
   async listPage<T extends StoredObject>(prefix: string, opts: PageOptions): Promise<Page<T>> {
-    const res = await this.range(prefix, opts, false);
+    const res = await this.range(prefix, opts, false).catch((err) => this.withCurrentRevision(err, opts));
     const items = await Promise.all(res.kvs.map(async (kv) => (await this.fromStorage<T>(kv.key.toString(), kv.value, kv.mod_revision)).object));
     const keys = res.kvs.map((kv) => kv.key.toString());
     return { items, keys, resourceVersion: res.header.revision, more: res.more, count: Number(res.count) };
@@ -304,6 +304,13 @@ export class EtcdStorage implements Storage {
       this.onUnreadable?.(key, (err as Error).message);
       return undefined;
     }
+  }
+
+  /** A FutureRevision failure with the revision asked for and the current one, for the client's answer. */
+  private async withCurrentRevision(err: unknown, opts: PageOptions): Promise<never> {
+    if (!(err instanceof StorageError && err.code === 'FutureRevision')) throw err;
+    const current = Number(await this.currentRevision().catch(() => '0'));
+    throw new StorageError(err.code, err.key, err.message, { requested: Number(opts.revision ?? 0), current });
   }
 
   /** One range request under `prefix`, from `start`, at `revision`. */

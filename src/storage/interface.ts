@@ -27,6 +27,8 @@ export class StorageError extends Error {
     readonly code: StorageErrorCode,
     readonly key: string,
     message: string,
+    /** FutureRevision: the revision asked for, and etcd's current one. */
+    readonly revisions?: { requested: number; current: number },
   ) {
     super(message);
     this.name = 'StorageError';
