@@ -9,6 +9,7 @@ import { identityTransformer, type Transformer } from './encryption/transformer.
 import { EtcdHealth } from './etcdhealth.js';
 import {
   StorageError,
+  type CreateOptions,
   type ListResult,
   type Page,
   type PageOptions,
@@ -89,8 +90,12 @@ export class EtcdStorage implements Storage {
     this.onUnreadable = opts.onUnreadable;
   }
 
-  async create<T extends StoredObject>(key: string, obj: T): Promise<T> {
+  async create<T extends StoredObject>(key: string, obj: T, opts: CreateOptions = {}): Promise<T> {
     const bytes = encode(obj);
+    if (opts.dryRun) {
+      if (await this.readRaw(key)) throw new StorageError('KeyExists', key, `key exists: ${key}`);
+      return JSON.parse(bytes) as T;
+    }
     const stored = await this.toStorage(key, bytes);
     const txn = await this.call('create', key, () =>
       this.client.if(key, 'Mod', '==', 0).then(this.client.put(key).value(stored)).commit(),
@@ -221,6 +226,7 @@ export class EtcdStorage implements Storage {
       const read = current;
       const existing = await this.fromStorage<T>(key, read.value, read.modRevision);
       const updated = await tryUpdate(existing.object);
+      if (opts.dryRun) return { object: updated, written: false, deleted: !!opts.deleteInstead?.(updated) };
       if (opts.deleteInstead?.(updated)) {
         const txn = await this.call('delete', key, () =>
           this.client.if(key, 'Mod', '==', read.modRevision).then(this.client.delete().key(key)).else(this.client.get(key)).commit(),

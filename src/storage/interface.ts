@@ -92,18 +92,28 @@ export interface UpdateOptions<T> {
    * revision) instead of written, e.g. when an update removes the last finalizer of an object being deleted.
    */
   deleteInstead?: (updated: T) => boolean;
+  /**
+   * Run tryUpdate on the stored object and answer with its result, writing and deleting nothing (`dryRun=All`, as
+   * kube's dry-run storage does it): `deleted` says whether the key would have been deleted.
+   */
+  dryRun?: boolean;
+}
+
+export interface CreateOptions {
+  /** Answer as if the object had been stored, without a resourceVersion, writing nothing; KeyExists still holds. */
+  dryRun?: boolean;
 }
 
 export interface UpdateResult<T> {
   object: T;
-  /** False when the update changed nothing, so nothing was written and the resourceVersion stayed. */
+  /** False when nothing was written (the update changed nothing, or a dry run), so the resourceVersion stayed. */
   written: boolean;
   deleted: boolean;
 }
 
 export interface Storage {
   /** Stores a new object; StorageError KeyExists when the key is taken. */
-  create<T extends StoredObject>(key: string, obj: T): Promise<T>;
+  create<T extends StoredObject>(key: string, obj: T, opts?: CreateOptions): Promise<T>;
 
   get<T extends StoredObject>(key: string): Promise<T | undefined>;
 
