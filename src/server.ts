@@ -96,7 +96,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
         healthy ? log.info('etcd answers again; serving requests that need it') : log.error('etcd does not answer; requests that need it fail at once until it does', { reason }),
     });
     cleanups.push(['closing the etcd client', () => storage.close()]);
-    const compactor = new Compactor(storage.client, { intervalMs: config.etcdCompactionIntervalMs, log: (msg, fields) => log.info(msg, fields) });
+    const compactor = new Compactor(storage, { intervalMs: config.etcdCompactionIntervalMs, log: (msg, fields) => log.info(msg, fields) });
     compactor.start();
     cleanups.push(['stopping the compactor', async () => compactor.stop()]);
 

@@ -211,6 +211,19 @@ export class EtcdStorage implements Storage {
     }
   }
 
+  /**
+   * Writes `value` under `key` if the key's version (its number of writes since it was created; 0 when absent) is
+   * `version`, else reports the version it has: the compactor's shared counter (kube's compact.go keeps it so). The
+   * value is bookkeeping, stored plain.
+   */
+  async putIfVersion(key: string, version: number, value: string): Promise<{ written: boolean; version: number; revision: string }> {
+    const txn = await this.call('update', key, () =>
+      this.client.if(key, 'Version', '==', version).then(this.client.put(key).value(value)).else(this.client.get(key)).commit(),
+    );
+    if (txn.succeeded) return { written: true, version: version + 1, revision: txn.header.revision };
+    return { written: false, version: Number(txn.responses[0]?.response_range?.kvs[0]?.version ?? 0), revision: txn.header.revision };
+  }
+
   async compact(revision: string): Promise<void> {
     await this.call('compact', '', () => this.client.kv.compact({ revision }));
   }
