@@ -104,7 +104,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     await registry.start();
     metrics.watchCaches(registryWatchCacheStats(registry, () => storage.currentRevision()));
     registry.addAction(importVirtualClusterAction(registry));
-    const signingKeys = new SigningKeys(storage.client, `${config.etcdPrefix}/signingkeys/direct-cluster-endpoint-tokens`, {
+    const signingKeys = new SigningKeys(storage, `${config.etcdPrefix}/signingkeys/direct-cluster-endpoint-tokens`, {
       rotationPeriodMs: config.tokenSigningKeyRotationPeriodMs,
       publishDelayMs: config.tokenSigningKeyPublishDelayMs,
       maxTokenTtlMs: config.tokenMaxTtlMs,

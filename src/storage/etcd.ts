@@ -15,6 +15,7 @@ import {
   type PageOptions,
   type Storage,
   type StoredObject,
+  type StoredValue,
   type UpdateOptions,
   type UpdateResult,
   type WatchEvent,
@@ -211,6 +212,38 @@ export class EtcdStorage implements Storage {
     }
   }
 
+  /** The value under `key` (not an object: see StoredValue), read through `transformer`. */
+  async getValue(key: string, transformer: Transformer): Promise<StoredValue | undefined> {
+    const kv = await this.readRaw(key);
+    return kv ? { ...(await this.untransform(key, kv.value, transformer)), revision: kv.modRevision } : undefined;
+  }
+
+  /**
+   * guaranteedUpdate for a value that is not an object, creating the key when it is absent (kube's GuaranteedUpdate
+   * with ignoreNotFound): `tryUpdate` gets the stored value (undefined when there is none) and returns the value to
+   * store, and runs again on the winner's value after a lost race. Returning the value unchanged writes nothing,
+   * unless an old encryption key or provider wrote it.
+   */
+  async guaranteedUpdateValue(
+    key: string,
+    transformer: Transformer,
+    tryUpdate: (current: StoredValue | undefined) => Promise<string> | string,
+  ): Promise<StoredValue & { written: boolean }> {
+    let current = await this.readRaw(key);
+    for (;;) {
+      const read = current;
+      const existing = read ? { ...(await this.untransform(key, read.value, transformer)), revision: read.modRevision } : undefined;
+      const value = await tryUpdate(existing);
+      if (existing && value === existing.value && !existing.stale) return { ...existing, written: false };
+      const stored = await this.transform(key, value, transformer);
+      const txn = await this.call(read ? 'update' : 'create', key, () =>
+        this.client.if(key, 'Mod', '==', read ? read.modRevision : 0).then(this.client.put(key).value(stored)).else(this.client.get(key)).commit(),
+      );
+      if (txn.succeeded) return { value, revision: txn.header.revision, stale: false, written: true };
+      current = rawFromElse(txn.responses);
+    }
+  }
+
   /**
    * Writes `value` under `key` if the key's version (its number of writes since it was created; 0 when absent) is
    * `version`, else reports the version it has: the compactor's shared counter (kube's compact.go keeps it so). The
@@ -286,29 +319,38 @@ export class EtcdStorage implements Storage {
   }
 
   /** The bytes stored for `plaintext` under `key` (encrypted when the configuration says so; the key is authenticated). */
-  private async toStorage(key: string, plaintext: string): Promise<Buffer> {
+  private toStorage(key: string, plaintext: string): Promise<Buffer> {
+    return this.transform(key, plaintext, this.transformers.forKey(key));
+  }
+
+  /** The object stored under `key`; StorageError Internal (naming the key, never the data) when it cannot be read. */
+  private async fromStorage<T extends StoredObject>(key: string, value: Buffer, revision: string): Promise<Read<T>> {
+    const { value: plaintext, stale } = await this.untransform(key, value, this.transformers.forKey(key));
     try {
-      return Buffer.from(await this.transformers.forKey(key).transformToStorage(Buffer.from(plaintext), key));
+      return { object: decode<T>(plaintext, revision), plaintext, stale };
+    } catch {
+      // JSON.parse's message quotes the value: say only where.
+      throw new StorageError('Internal', key, `unable to decode key ${JSON.stringify(key)}: not a JSON object`);
+    }
+  }
+
+  private async transform(key: string, plaintext: string, transformer: Transformer): Promise<Buffer> {
+    try {
+      return Buffer.from(await transformer.transformToStorage(Buffer.from(plaintext), key));
     } catch (err) {
       throw new StorageError('Internal', key, `unable to transform key ${JSON.stringify(key)}: ${transformReason(err)}`);
     }
   }
 
-  /** The object stored under `key`; StorageError Internal (naming the key, never the data) when it cannot be read. */
-  private async fromStorage<T extends StoredObject>(key: string, value: Buffer, revision: string): Promise<Read<T>> {
+  /** The plain value stored under `key`; StorageError Internal (naming the key, never the data) when it cannot be read. */
+  private async untransform(key: string, value: Buffer, transformer: Transformer): Promise<{ value: string; stale: boolean }> {
     let plain: { data: Uint8Array; stale: boolean };
     try {
-      plain = await this.transformers.forKey(key).transformFromStorage(value, key);
+      plain = await transformer.transformFromStorage(value, key);
     } catch (err) {
       throw new StorageError('Internal', key, `unable to transform key ${JSON.stringify(key)}: ${transformReason(err)}`);
     }
-    const plaintext = Buffer.from(plain.data.buffer, plain.data.byteOffset, plain.data.byteLength).toString();
-    try {
-      return { object: decode<T>(plaintext, revision), plaintext, stale: plain.stale };
-    } catch {
-      // JSON.parse's message quotes the value: say only where.
-      throw new StorageError('Internal', key, `unable to decode key ${JSON.stringify(key)}: not a JSON object`);
-    }
+    return { value: Buffer.from(plain.data.buffer, plain.data.byteOffset, plain.data.byteLength).toString(), stale: plain.stale };
   }
 
   private async toWatchEvent<T extends StoredObject>(e: WatchedEvent): Promise<WatchEvent<T> | undefined> {

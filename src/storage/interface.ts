@@ -111,6 +111,16 @@ export interface UpdateResult<T> {
   deleted: boolean;
 }
 
+/** A value kept whole under a key of its own, not an object (the token signing keys' document). */
+export interface StoredValue {
+  /** The plain value. */
+  value: string;
+  /** The key's mod revision. */
+  revision: string;
+  /** An encryption key or provider that no longer writes wrote it: to be written again. */
+  stale: boolean;
+}
+
 export interface Storage {
   /** Stores a new object; StorageError KeyExists when the key is taken. */
   create<T extends StoredObject>(key: string, obj: T, opts?: CreateOptions): Promise<T>;
