@@ -131,7 +131,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     if (!hostCluster) log.info('no host cluster configured: TokenReview, SubjectAccessReview, the access sync to host RBAC and virtual cluster kube configs are off');
     registry.addAction(kubeConfigAction(registry, hostCluster, log));
     const controllers = startControllers({
-      client: storage.client,
+      leaseLock: (key) => storage.leaseLock(key),
       etcdPrefix: config.etcdPrefix,
       leaseDurationMs: config.leaderElectLeaseDurationMs,
       controllers: serverControllers(config, registry, hostCluster, log, metrics),

@@ -7,6 +7,7 @@ import { Etcd3, GRPCUnavailableError, Range, type IOptions } from 'etcd3';
 import { decode, encode } from './codec.js';
 import { identityTransformer, type Transformer } from './encryption/transformer.js';
 import { EtcdHealth } from './etcdhealth.js';
+import { EtcdLeaseLock, type LeaseLock } from './leaselock.js';
 import {
   StorageError,
   type CreateOptions,
@@ -54,7 +55,8 @@ interface Read<T> {
 }
 
 export class EtcdStorage implements Storage {
-  readonly client: Etcd3;
+  /** Private: every etcd call goes through call() (health guard, metrics, StorageError). */
+  private readonly client: Etcd3;
   /** Whether etcd answers; while it does not, calls fail at once. */
   readonly health: EtcdHealth;
   private readonly pageSize: number;
@@ -255,6 +257,11 @@ export class EtcdStorage implements Storage {
     );
     if (txn.succeeded) return { written: true, version: version + 1, revision: txn.header.revision };
     return { written: false, version: Number(txn.responses[0]?.response_range?.kvs[0]?.version ?? 0), revision: txn.header.revision };
+  }
+
+  /** The key a leader holds, on an etcd lease (leader election's door to etcd). */
+  leaseLock(key: string): LeaseLock {
+    return new EtcdLeaseLock(this.client, key, (operation, fn) => this.call(operation, key, fn));
   }
 
   async compact(revision: string): Promise<void> {
