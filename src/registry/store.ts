@@ -18,9 +18,9 @@ import { isValidPathSegmentName, nameIsDNSSubdomain } from '../apimachinery/vali
 import { interpretStorageError } from '../storage/errors.js';
 import { StorageError, type Storage } from '../storage/interface.js';
 import type { WatchCache } from '../storage/cacher.js';
+import { ResourceReader, type ListOptions, type RunningWatch, type WatchOptions, type WatchSink } from '../storage/reader.js';
 import { checkTypeMeta, dropUnknownFields, type FieldValidationOptions } from './decoding.js';
 import type { ResourceDefinition } from './definitions.js';
-import { ResourceReader, type ListOptions, type RunningWatch, type WatchOptions, type WatchSink } from './reader.js';
 import { carryOverFields, withoutFields } from './hiddenfields.js';
 import { checkOwnerReferencePermissions, type MayDeleteOwner } from './ownerpermission.js';
 import { finalizersAfterDelete, type PropagationOptions } from './propagation.js';

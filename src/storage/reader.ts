@@ -1,15 +1,15 @@
 /**
- * Reads of one resource: get, list and watch, with kube's resourceVersion semantics. Lists and watches come
+ * Reads of one resource: get, list and watch, with kube's resourceVersion semantics. The policy of where a read is
+ * served lives here, in storage, as in kube's cacher delegator (storage/cacher/delegator.go): lists and watches come
  * from the watch cache; pages, exact revisions and continue tokens from etcd (the cache only has the present).
  */
 import { decodeContinue, encodeContinue } from '../apimachinery/continue.js';
 import * as errors from '../apimachinery/status.js';
-import type { KubeList, KubeObject } from '../apimachinery/types.js';
-import { TooLargeResourceVersion, TooOldResourceVersion, type CacheEvent, type EventType, type WatchCache } from '../storage/cacher.js';
-import { keyAfter } from '../storage/etcd.js';
-import { interpretStorageError } from '../storage/errors.js';
-import type { Storage } from '../storage/interface.js';
-import type { ResourceDefinition } from './definitions.js';
+import type { GroupResource, KubeList, KubeObject } from '../apimachinery/types.js';
+import { TooLargeResourceVersion, TooOldResourceVersion, type CacheEvent, type EventType, type WatchCache } from './cacher.js';
+import { keyAfter } from './etcd.js';
+import { interpretStorageError } from './errors.js';
+import type { Storage } from './interface.js';
 
 /** How long a read waits for the cache to reach a resourceVersion it was asked for (kube: 3 s). */
 const FRESHNESS_TIMEOUT_MS = 3000;
@@ -55,11 +55,18 @@ export interface RunningWatch {
   revision(): number;
 }
 
+/** What the reader knows of the resource it reads: how its lists are typed, and how errors name it. */
+export interface ReadResource {
+  apiVersion: string;
+  listKind: string;
+  groupResource: GroupResource;
+}
+
 const everything: Predicate = { matches: () => true, empty: true };
 
 export class ResourceReader {
   constructor(
-    private readonly def: ResourceDefinition,
+    private readonly def: ReadResource,
     private readonly storage: Storage,
     private readonly cache: WatchCache<KubeObject>,
   ) {}
