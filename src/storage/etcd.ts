@@ -1,6 +1,9 @@
 /**
- * Storage on etcd v3: every write is one transaction comparing the key's mod revision with the one read
- * (kube's pkg/storage/etcd3/store.go), so concurrent writers never lose each other's updates.
+ * Storage on etcd v3, and the server's only door to etcd: objects, the token signing keys' document (getValue,
+ * guaranteedUpdateValue), the compactor's shared counter and compaction, and the leader's lease (leaseLock). Every
+ * call goes through call(): the health guard, the onCall metrics, and failures as StorageError. Every write is one
+ * transaction comparing the key's mod revision with the one read (kube's pkg/storage/etcd3/store.go), so concurrent
+ * writers never lose each other's updates.
  */
 import { ConsecutiveBreaker, ExponentialBackoff, circuitBreaker, handleWhen, retry, type IBackoff } from 'cockatiel';
 import { Etcd3, GRPCUnavailableError, Range, type IOptions } from 'etcd3';
