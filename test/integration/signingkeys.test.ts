@@ -98,7 +98,7 @@ test('rotation across two replicas: a second key, published before it signs, the
   const key = keyName();
   const opts: SigningKeysOptions = { rotationPeriodMs: 1500, publishDelayMs: 500, maxTokenTtlMs: 60_000 };
   const a = new SigningKeys(storage(), key, opts);
-  // B keeps the default refreshMs (30 s): it learns of A's rotation through its own failed compare-and-swap.
+  // B keeps the default refreshMs (30 s): it learns of A's rotation from etcd, when its own update (due too) reads the key or loses the race.
   const b = new SigningKeys(storage(), key, opts);
   const first = (await a.signer()).kid;
   expect((await b.signer()).kid).toBe(first);
