@@ -3,8 +3,10 @@
  * Every failure on the way is a StatusError written by one error handler.
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
+import type { Attributes, Authorizer, Decision } from '../apimachinery/authorizer.js';
 import * as errors from '../apimachinery/status.js';
-import { ANONYMOUS_USER, AUTHENTICATED_GROUP, AuthenticationError, type Attributes, type Authenticator, type Authorizer, type Decision, type UserInfo } from '../auth/types.js';
+import { AUTHENTICATED_GROUP, type UserInfo } from '../apimachinery/user.js';
+import { ANONYMOUS_USER, AuthenticationError, type Authenticator } from '../auth/types.js';
 import { isDNS1123Label } from '../apimachinery/validation.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { Logger } from '../log.js';

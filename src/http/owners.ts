@@ -6,7 +6,7 @@ import type { AuthorizeOther } from '../registry/strategy.js';
 
 export function mayDeleteOwner(registry: Registry, authorizeOther: AuthorizeOther, userName: string): MayDeleteOwner {
   return async (ref, namespace) => {
-    const def = registry.definitions.find((d) => d.apiVersion === ref.apiVersion && d.kind === ref.kind);
+    const def = registry.lookupKind(ref.apiVersion, ref.kind)?.def;
     if (!def) {
       return { allowed: false, reason: `no resource of this server has apiVersion ${JSON.stringify(ref.apiVersion)} and kind ${JSON.stringify(ref.kind)}, so delete permission on it cannot be checked` };
     }

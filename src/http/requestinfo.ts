@@ -3,7 +3,7 @@
  * Both the aggregated form (/apis/...) and the direct form (/orchestrator/management/apis/...) are understood.
  */
 
-import type { Attributes } from '../auth/types.js';
+import type { Attributes } from '../apimachinery/authorizer.js';
 
 export const DIRECT_PREFIX = '/orchestrator/management';
 

@@ -7,6 +7,7 @@ import { EtcdStorage } from '../../src/storage/etcd.js';
 import { StorageError } from '../../src/storage/interface.js';
 import { SigningKeys, type KeySetDoc, type SigningKeysOptions } from '../../src/tokens/signingkeys.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
+import { sleep } from '../support/wait.js';
 
 let etcd: TestEtcd;
 const clients: Etcd3[] = [];
@@ -47,8 +48,6 @@ async function stored(key: string): Promise<{ raw: string; doc: KeySetDoc }> {
   const raw = (await client().get(key).string())!;
   return { raw, doc: JSON.parse(raw) as KeySetDoc };
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test('two replicas racing for the first key end with one key set', async () => {
   const key = keyName();
