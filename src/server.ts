@@ -96,7 +96,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
         healthy ? log.info('etcd answers again; serving requests that need it') : log.error('etcd does not answer; requests that need it fail at once until it does', { reason }),
     });
     cleanups.push(['closing the etcd client', () => storage.close()]);
-    const compactor = new Compactor(storage.client, { intervalMs: config.etcdCompactionIntervalMs, log: (msg, fields) => log.info(msg, fields) });
+    const compactor = new Compactor(storage, { intervalMs: config.etcdCompactionIntervalMs, log: (msg, fields) => log.info(msg, fields) });
     compactor.start();
     cleanups.push(['stopping the compactor', async () => compactor.stop()]);
 
@@ -104,7 +104,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     await registry.start();
     metrics.watchCaches(registryWatchCacheStats(registry, () => storage.currentRevision()));
     registry.addAction(importVirtualClusterAction(registry));
-    const signingKeys = new SigningKeys(storage.client, `${config.etcdPrefix}/signingkeys/direct-cluster-endpoint-tokens`, {
+    const signingKeys = new SigningKeys(storage, `${config.etcdPrefix}/signingkeys/direct-cluster-endpoint-tokens`, {
       rotationPeriodMs: config.tokenSigningKeyRotationPeriodMs,
       publishDelayMs: config.tokenSigningKeyPublishDelayMs,
       maxTokenTtlMs: config.tokenMaxTtlMs,
@@ -131,7 +131,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     if (!hostCluster) log.info('no host cluster configured: TokenReview, SubjectAccessReview, the access sync to host RBAC and virtual cluster kube configs are off');
     registry.addAction(kubeConfigAction(registry, hostCluster, log));
     const controllers = startControllers({
-      client: storage.client,
+      leaseLock: (key) => storage.leaseLock(key),
       etcdPrefix: config.etcdPrefix,
       leaseDurationMs: config.leaderElectLeaseDurationMs,
       controllers: serverControllers(config, registry, hostCluster, log, metrics),

@@ -3,12 +3,10 @@
  * check and a closing line; `?exclude=<check>` skips a check. Reasons are withheld from the answer.
  */
 import type { Request, Response } from 'express';
-import { withDeadline } from '../deadline.js';
+import { withDeadline } from '../apimachinery/deadline.js';
+import type { HealthCheck } from '../apimachinery/health.js';
 
-export interface HealthCheck {
-  name: string;
-  check(): Promise<void>;
-}
+export type { HealthCheck };
 
 export function healthHandler(endpoint: string, checks: HealthCheck[]) {
   return async (req: Request, res: Response): Promise<void> => {

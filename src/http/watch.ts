@@ -6,7 +6,7 @@ import type { Request, Response } from 'express';
 import { isStatusError, type Status } from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { ResourceDefinition } from '../registry/definitions.js';
-import type { RunningWatch, WatchSink } from '../registry/reader.js';
+import type { RunningWatch, WatchSink } from '../storage/reader.js';
 import type { EventType } from '../storage/cacher.js';
 import type { WatchQuery } from './listoptions.js';
 import { toJson } from './json.js';

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GROUP_NAME } from '../../apimachinery/group.js';
-import type { HealthCheck } from '../../http/health.js';
+import type { HealthCheck } from '../../apimachinery/health.js';
 import type { Logger } from '../../log.js';
 import { contentHash, loadEncryptionConfig } from './config.js';
 import { buildTransformers, closeTransformers, ResourceTransformers, type BuiltTransformers } from './transformers.js';
