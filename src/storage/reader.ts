@@ -129,7 +129,7 @@ export class ResourceReader {
     const match = opts.predicate ?? everything;
     const items: KubeObject[] = [];
     let lastKey: string | undefined;
-    let more = false;
+    let more: boolean;
     let remaining: number | undefined;
     try {
       for (;;) {
