@@ -7,6 +7,7 @@ import { directClusterEndpointTokenAction } from './actions/directclusterendpoin
 import { importVirtualClusterAction } from './actions/importvirtualcluster.js';
 import { kubeConfigAction } from './actions/kubeconfig.js';
 import * as errors from './apimachinery/status.js';
+import { ownerDeletionCheck } from './auth/ownerdeletion.js';
 import { clientCertificateAuthorities, setUpAuth } from './auth/setup.js';
 import { HostCluster } from './host/cluster.js';
 import type { Config } from './config.js';
@@ -140,6 +141,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     cleanups.push(['stopping the controllers and releasing the leader lease', () => controllers.stop()]);
     metrics.leaderElection('controllers', () => controllers.isLeader());
     const auth = setUpAuth(config, registry, hostCluster, log);
+    registry.useOwnerDeletionCheck(ownerDeletionCheck(registry, auth.authorizer));
     cleanups.push(['writing access key activity', () => auth.stop()]);
     const adminToken = auth.adminToken;
 

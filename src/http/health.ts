@@ -3,6 +3,7 @@
  * check and a closing line; `?exclude=<check>` skips a check. Reasons are withheld from the answer.
  */
 import type { Request, Response } from 'express';
+import { requestContext } from '../apimachinery/request.js';
 import { withDeadline } from '../deadline.js';
 
 export interface HealthCheck {
@@ -12,7 +13,7 @@ export interface HealthCheck {
 
 export function healthHandler(endpoint: string, checks: HealthCheck[]) {
   return async (req: Request, res: Response): Promise<void> => {
-    const query = new URL(req.originalUrl, 'https://x').searchParams;
+    const { query } = requestContext(req);
     const excluded = new Set(query.getAll('exclude'));
     const lines: string[] = [];
     let failed = false;

@@ -14,6 +14,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
+import { requestContext } from '../apimachinery/request.js';
 import * as errors from '../apimachinery/status.js';
 import type { StructuralSchema } from '../apimachinery/schema.js';
 import type { Action } from '../actions/action.js';
@@ -768,7 +769,7 @@ export class OpenAPIService {
     if (!doc) throw errors.notFoundPath();
     if (!acceptsJson(req.headers.accept)) throw errors.notAcceptable([JSON_TYPE]);
     // The `hash` in the URL only busts caches; a stale one still gets the current document.
-    const hash = new URL(req.originalUrl, 'https://x').searchParams.get('hash');
+    const hash = requestContext(req).query.get('hash');
     if (hash && hash === doc.hash) {
       res.setHeader('Cache-Control', 'public, immutable');
       res.setHeader('Expires', new Date(Date.now() + 365 * 24 * 3600 * 1000).toUTCString());

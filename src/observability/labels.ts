@@ -6,7 +6,7 @@
  * Labels never take a value the client can choose freely: an unknown resource or subresource counts as '', and a
  * non-resource path that is not one this server serves counts as "other", so scanners cannot grow the series.
  */
-import type { RequestInfo } from '../http/requestinfo.js';
+import type { RequestInfo } from '../apimachinery/request.js';
 import type { Registry } from '../registry/registry.js';
 
 export const COMPONENT = 'apiserver';

@@ -8,6 +8,7 @@ import { WatchCache } from '../storage/cacher.js';
 import type { Storage } from '../storage/interface.js';
 import type { ResourceDefinition } from './definitions.js';
 import { strategies } from './kinds/index.js';
+import type { OwnerDeletionCheck } from './ownerpermission.js';
 import { Store } from './store.js';
 
 export class Registry {
@@ -15,6 +16,7 @@ export class Registry {
   private readonly served = new Map<string, Action>();
   /** One watch cache per API group: a single etcd watch feeds every resource of the group. */
   readonly caches = new Map<string, WatchCache<KubeObject>>();
+  private ownerDeletion?: OwnerDeletionCheck;
 
   constructor(
     readonly definitions: ResourceDefinition[],
@@ -24,9 +26,17 @@ export class Registry {
   ) {
     for (const def of definitions) {
       if (!this.caches.has(def.group)) this.caches.set(def.group, new WatchCache(storage, `${etcdPrefix}/${def.group}/`, { log }));
-      const store = new Store(def, strategies[def.kind] ?? {}, storage, this.caches.get(def.group)!, etcdPrefix, (g, v, r) => this.lookup(g, v, r));
+      const store = new Store(def, strategies[def.kind] ?? {}, storage, this.caches.get(def.group)!, etcdPrefix, (g, v, r) => this.lookup(g, v, r), () => this.ownerDeletion);
       this.stores.set(`${def.group}/${def.version}/${def.plural}`, store);
     }
+  }
+
+  /**
+   * How the stores ask whether a client may delete an owner its write names: set once at start, before serving, as
+   * soon as the authorizers exist (they read this registry), as kube's admission initializer hands the authorizer on.
+   */
+  useOwnerDeletionCheck(check: OwnerDeletionCheck): void {
+    this.ownerDeletion = check;
   }
 
   /** Fills the caches; the server serves only after this. */

@@ -6,6 +6,7 @@
 import { describe, expect, test } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
+import { newRequestContext } from '../../src/apimachinery/request.js';
 import { discoveryAuthorizer } from '../../src/auth/authorizer.js';
 import { AUTHENTICATED_GROUP, type Attributes } from '../../src/auth/types.js';
 import {
@@ -18,6 +19,7 @@ import {
   kindSchema,
   schemaName,
 } from '../../src/http/openapi.js';
+import { resolveRequestInfo } from '../../src/http/requestinfo.js';
 import { loadDefinitions, type ResourceDefinition } from '../../src/registry/definitions.js';
 import { statusOf } from '../support/errors.js';
 
@@ -346,8 +348,11 @@ describe('serving', () => {
         out.body = body;
       },
     };
-    const req = { headers: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])), originalUrl: url };
-    service.serve(req as unknown as Request, res as unknown as Response, path);
+    const req = { headers: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])), originalUrl: url } as unknown as Request;
+    // What the first filter gives every request: its parsed URL.
+    const parsed = new URL(url, 'https://x');
+    newRequestContext(req, resolveRequestInfo('GET', parsed.pathname, parsed.searchParams), parsed.searchParams);
+    service.serve(req, res as unknown as Response, path);
     return out;
   }
 
