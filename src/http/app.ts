@@ -4,6 +4,7 @@
  * one error handler at the end.
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
+import { ServedActions } from '../actions/served.js';
 import { requestContext } from '../apimachinery/request.js';
 import type { Authenticator, Authorizer } from '../auth/types.js';
 import { restrictedAuthorizer } from '../auth/restriction.js';
@@ -30,6 +31,8 @@ import type { GracefulShutdown } from './shutdown.js';
 
 export interface AppOptions {
   registry: Registry;
+  /** The actions served beside the registry's resources (none when unset). */
+  actions?: ServedActions;
   authenticator: Authenticator;
   authorizer: Authorizer;
   health: { livez: HealthCheck[]; readyz: HealthCheck[]; healthz: HealthCheck[] };
@@ -80,13 +83,14 @@ export function createApp(opts: AppOptions): express.Express {
   app.set('etag', false);
 
   const isPublic = publicPaths(opts.alwaysAllowPaths);
+  const actions = opts.actions ?? new ServedActions();
   app.use(withRequestInfo());
-  app.use(observeRequests({ log: opts.log, metrics: opts.metrics, audit: opts.audit, served: servedBy(opts.registry) }));
+  app.use(observeRequests({ log: opts.log, metrics: opts.metrics, audit: opts.audit, served: servedBy(opts.registry, actions) }));
   if (opts.shutdown) app.use(opts.shutdown.track());
   app.use(requestDeadline({ requestTimeoutMs: opts.timeouts?.requestTimeoutMs ?? 0 }));
   app.use(authenticate(opts.authenticator, isPublic, opts.connections));
   app.use(maxInFlight(opts.maxInFlight ?? { readOnly: 0, mutating: 0 }, opts.metrics?.inFlight));
-  app.use(findNamespace(opts.registry, opts.authorizer));
+  app.use(findNamespace(opts.registry, actions, opts.authorizer));
   app.use(authorize(opts.authorizer, opts.visibleTo, isPublic));
   app.use(readBody());
 
@@ -95,9 +99,9 @@ export function createApp(opts: AppOptions): express.Express {
     watchesEnd: opts.shutdown?.watchesEnd,
     authorizer: restrictedAuthorizer(opts.authorizer),
   };
-  const nonResource = nonResourceHandler(opts);
+  const nonResource = nonResourceHandler(opts, actions);
   app.use(async (req: Request, res: Response) => {
-    if (requestContext(req).info.isResourceRequest) return handleResource(req, res, opts.registry, serving);
+    if (requestContext(req).info.isResourceRequest) return handleResource(req, res, opts.registry, actions, serving);
     return nonResource(req, res);
   });
 

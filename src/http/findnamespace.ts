@@ -10,16 +10,17 @@
 import type { NextFunction, Request, Response } from 'express';
 import { requestContext, requestUser } from '../apimachinery/request.js';
 import * as errors from '../apimachinery/status.js';
+import type { ServedActions } from '../actions/served.js';
 import { restrictedAuthorizer } from '../auth/restriction.js';
 import type { Authorizer } from '../auth/types.js';
 import type { Registry } from '../registry/registry.js';
 
-export function findNamespace(registry: Registry, authorizer: Authorizer) {
+export function findNamespace(registry: Registry, actions: ServedActions, authorizer: Authorizer) {
   const restricted = restrictedAuthorizer(authorizer);
   return async (req: Request, _res: Response, next: NextFunction) => {
     const { info } = requestContext(req);
     if (!info.isResourceRequest || info.namespace || !info.name) return next();
-    const action = registry.action(info.apiGroup, info.apiVersion, info.resource, info.subresource);
+    const action = actions.find(info.apiGroup, info.apiVersion, info.resource, info.subresource);
     const store = registry.lookup(info.apiGroup, info.apiVersion, info.resource);
     if (!action?.anyNamespace || !store) return next();
     const user = requestUser(req);

@@ -6,6 +6,7 @@ import type { Request, Response } from 'express';
 import { requestContext } from '../apimachinery/request.js';
 import * as errors from '../apimachinery/status.js';
 import { isDNS1123Label } from '../apimachinery/validation.js';
+import type { ServedActions } from '../actions/served.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Registry } from '../registry/registry.js';
 import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions } from './discovery.js';
@@ -19,19 +20,20 @@ import { versionInfo } from './version.js';
 export interface NonResourceOptions {
   registry: Registry;
   health: { livez: HealthCheck[]; readyz: HealthCheck[]; healthz: HealthCheck[] };
+  /** Read at each request (a getter may give it once the port is bound). */
   serverAddress: string;
   oidc?: OidcOptions;
   metrics?: Metrics;
 }
 
-export function nonResourceHandler(opts: NonResourceOptions): (req: Request, res: Response) => Promise<void> {
+export function nonResourceHandler(opts: NonResourceOptions, actions: ServedActions): (req: Request, res: Response) => Promise<void> {
   const health = {
     '/healthz': healthHandler('healthz', opts.health.healthz),
     '/livez': healthHandler('livez', opts.health.livez),
     '/readyz': healthHandler('readyz', opts.health.readyz),
   } as Record<string, (req: Request, res: Response) => Promise<void>>;
   // The OpenAPI documents depend only on the definitions and actions: built once, here.
-  const openapi = new OpenAPIService(opts.registry.definitions, opts.registry.actions);
+  const openapi = new OpenAPIService(opts.registry.definitions, actions.all);
   const oidc = opts.oidc && oidcHandler(opts.oidc);
 
   return async (req, res) => {
@@ -43,7 +45,7 @@ export function nonResourceHandler(opts: NonResourceOptions): (req: Request, res
     if (path === '/metrics' && opts.metrics) return void res.type(opts.metrics.contentType).send(await opts.metrics.text());
     if (isOpenAPIPath(path)) return openapi.serve(req, res, path);
     if (oidc && OIDC_PATHS.includes(path)) return oidc(req, res, path);
-    const doc = nonResourceDocument(path, opts);
+    const doc = nonResourceDocument(path, opts, actions);
     if (!doc) throw errors.notFoundPath();
     writeObject(res, 200, doc, negotiateResponse(req.headers.accept));
   };
@@ -53,7 +55,7 @@ function trimmed(path: string): string {
   return path.length > 1 ? path.replace(/\/+$/, '') : path;
 }
 
-function nonResourceDocument(path: string, opts: NonResourceOptions): object | undefined {
+function nonResourceDocument(path: string, opts: NonResourceOptions, actions: ServedActions): object | undefined {
   if (path === '/api') return apiVersions(opts.serverAddress);
   if (path === '/apis') return apiGroupList(opts.registry);
   if (path === '/version') return versionInfo;
@@ -62,7 +64,7 @@ function nonResourceDocument(path: string, opts: NonResourceOptions): object | u
   const [, apis, group, version] = path.split('/');
   if (apis !== 'apis') return undefined;
   if (version === undefined) return apiGroupDocument(opts.registry, group);
-  return apiResourceList(opts.registry, group, version);
+  return apiResourceList(opts.registry, actions, group, version);
 }
 
 /**

@@ -12,6 +12,7 @@ import * as errors from '../apimachinery/status.js';
 import { isPlainObject, type KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
 import type { Authorizer } from '../auth/types.js';
+import type { ServedActions } from '../actions/served.js';
 import type { Registry } from '../registry/registry.js';
 import type { DeleteOptions, Store } from '../registry/store.js';
 import type { AuthorizeOther } from '../registry/strategy.js';
@@ -38,11 +39,11 @@ export interface ServingOptions {
   authorizer: Authorizer;
 }
 
-export async function handleResource(req: Request, res: Response, registry: Registry, serving: ServingOptions): Promise<void> {
+export async function handleResource(req: Request, res: Response, registry: Registry, actions: ServedActions, serving: ServingOptions): Promise<void> {
   const { info, query, visible } = requestContext(req);
   const user = requestUser(req);
   const authorizeOther: AuthorizeOther = (attrs) => serving.authorizer.authorize({ ...attrs, user });
-  const action = registry.action(info.apiGroup, info.apiVersion, info.resource, info.subresource);
+  const action = actions.find(info.apiGroup, info.apiVersion, info.resource, info.subresource);
   if (action) return handleAction(req, res, action, authorizeOther);
   const store = registry.lookup(info.apiGroup, info.apiVersion, info.resource);
   const def = store?.def;

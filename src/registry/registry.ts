@@ -1,8 +1,4 @@
-/**
- * All served resources, each with its generic store, found by group, version and plural name; and the actions
- * (src/actions) served next to them.
- */
-import { actionKey, type Action } from '../actions/action.js';
+/** All served resources, each with its generic store, found by group, version and plural name. */
 import type { KubeObject } from '../apimachinery/types.js';
 import { WatchCache } from '../storage/cacher.js';
 import type { Storage } from '../storage/interface.js';
@@ -13,7 +9,6 @@ import { Store } from './store.js';
 
 export class Registry {
   private readonly stores = new Map<string, Store>();
-  private readonly served = new Map<string, Action>();
   /** One watch cache per API group: a single etcd watch feeds every resource of the group. */
   readonly caches = new Map<string, WatchCache<KubeObject>>();
   private ownerDeletion?: OwnerDeletionCheck;
@@ -50,19 +45,6 @@ export class Registry {
 
   lookup(group: string, version: string, resource: string): Store | undefined {
     return this.stores.get(`${group}/${version}/${resource}`);
-  }
-
-  /** Serves an action; set up before the server takes requests. */
-  addAction(action: Action): void {
-    this.served.set(actionKey(action), action);
-  }
-
-  action(group: string, version: string, resource: string, subresource: string): Action | undefined {
-    return this.served.get(actionKey({ group, version, resource, subresource }));
-  }
-
-  get actions(): Action[] {
-    return [...this.served.values()];
   }
 
   /** The served groups and, for each, its versions (one today). */
