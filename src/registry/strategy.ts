@@ -3,14 +3,20 @@
  * resourceVersion, generation, status handling) is the store's, the same for every kind.
  */
 import type { FieldError } from '../apimachinery/field.js';
-import type { KubeObject } from '../apimachinery/types.js';
+import type { KubeList, KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
 import type { Attributes, Decision } from '../auth/types.js';
 import type { FieldPath } from './hiddenfields.js';
-import type { Store } from './store.js';
+import type { ListOptions } from './reader.js';
+
+/** What a rule may read of another resource's store (a Store, seen from here without importing it: no cycle). */
+export interface StoredObjects {
+  get(namespace: string | undefined, name: string): Promise<KubeObject>;
+  list(namespace: string | undefined, opts?: ListOptions): Promise<KubeList>;
+}
 
 /** The stores of the served resources, for rules that read other objects. */
-export type StoreLookup = (group: string, version: string, resource: string) => Store | undefined;
+export type StoreLookup = (group: string, version: string, resource: string) => StoredObjects | undefined;
 
 /** Whether the caller may also do something besides its request, asked of the same authorizers (http/app.ts). */
 export type AuthorizeOther = (attrs: Omit<Attributes, 'user'>) => Promise<Decision>;
