@@ -18,7 +18,10 @@ export interface StoredObjects {
 /** The stores of the served resources, for rules that read other objects. */
 export type StoreLookup = (group: string, version: string, resource: string) => StoredObjects | undefined;
 
-/** Whether the caller may also do something besides its request, asked of the same authorizers (http/app.ts). */
+/**
+ * Whether the caller may also do something besides its request, asked of the same authorizers (http/resources.ts
+ * binds the caller to the authorizers set up at start).
+ */
 export type AuthorizeOther = (attrs: Omit<Attributes, 'user'>) => Promise<Decision>;
 
 /** Who asks, for admitCreate; both unset for the server's own writes. */
