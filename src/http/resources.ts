@@ -11,8 +11,8 @@ import { requestContext, requestUser, type RequestInfo } from '../apimachinery/r
 import * as errors from '../apimachinery/status.js';
 import { isPlainObject, type KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
-import type { Authorizer } from '../auth/types.js';
 import type { ServedActions } from '../actions/served.js';
+import type { Authorizer } from '../auth/types.js';
 import type { Registry } from '../registry/registry.js';
 import type { DeleteOptions, Store } from '../registry/store.js';
 import type { AuthorizeOther } from '../registry/strategy.js';
