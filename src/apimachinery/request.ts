@@ -10,21 +10,14 @@
 import type { IncomingMessage } from 'node:http';
 import type { Status } from './status.js';
 import type { KubeObject } from './types.js';
-import type { UserInfo } from './user.js';
+import type { RequestAttributesLite, UserInfo } from './user.js';
 
-/** What a request asks for, read from its path and method (kube's RequestInfo); also what authorization decides on. */
-export interface RequestInfo {
-  /** The path without the direct prefix: "/apis/management.platform.sh/v1/clusters". */
-  path: string;
-  isResourceRequest: boolean;
-  /** Resource verbs (get, list, watch, create, update, patch, delete, deletecollection) or the lowercase method. */
-  verb: string;
-  apiGroup: string;
+/**
+ * What a request asks for, read from its path and method (kube's RequestInfo): the attributes authorization decides
+ * on (the user aside) and that a credential's restriction looks at, and what routing needs besides.
+ */
+export interface RequestInfo extends RequestAttributesLite {
   apiVersion: string;
-  namespace: string;
-  resource: string;
-  subresource: string;
-  name: string;
   /** Path segments after the resource name and subresource, which no resource has. */
   extraParts: string[];
 }
