@@ -76,6 +76,10 @@ export interface AppOptions {
  * 9. body (body.ts): read only once the caller is known and allowed.
  *
  * Then the handler: a resource (resources.ts, or an action) or anything else (nonresource.ts).
+ *
+ * Where kube has the same filter the order is kube's (WithRequestInfo, WithWaitGroup, WithRequestDeadline,
+ * WithAuthentication, WithMaxInFlightLimit, WithAuthorization). Finding the namespace is this server's own; kube
+ * audits from inside authentication, with a separate audit of failed authentication, where one observer does both here.
  */
 export function createApp(opts: AppOptions): express.Express {
   const app = express();
