@@ -8,16 +8,16 @@
  * and no type claims a context (or a user) on a request that has not got one yet.
  */
 import type { IncomingMessage } from 'node:http';
+import type { Attributes } from './authorizer.js';
 import type { Status } from './status.js';
 import type { KubeObject } from './types.js';
-import type { RequestAttributesLite, UserInfo } from './user.js';
+import type { UserInfo } from './user.js';
 
 /**
  * What a request asks for, read from its path and method (kube's RequestInfo): the attributes authorization decides
- * on (the user aside) and that a credential's restriction looks at, and what routing needs besides.
+ * on (the user aside), and what routing needs besides.
  */
-export interface RequestInfo extends RequestAttributesLite {
-  apiVersion: string;
+export interface RequestInfo extends Omit<Attributes, 'user'> {
   /** Path segments after the resource name and subresource, which no resource has. */
   extraParts: string[];
 }

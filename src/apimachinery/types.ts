@@ -1,4 +1,7 @@
-/** The shapes of Kubernetes objects as this server handles them (JSON, not Go types). */
+/**
+ * The shapes of Kubernetes objects as this server handles them (JSON, not Go types). The meta/v1 types are written
+ * as data in openapi/metav1.ts; these interfaces follow them by hand, and test/unit/metav1.test.ts keeps the two in step.
+ */
 
 export interface OwnerReference {
   apiVersion: string;
@@ -47,6 +50,7 @@ export interface KubeObject {
 }
 
 export interface ListMeta {
+  selfLink?: string;
   resourceVersion?: string;
   continue?: string;
   remainingItemCount?: number;

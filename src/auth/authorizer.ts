@@ -2,7 +2,8 @@
  * Authorization for now: members of system:masters may do everything, and every authenticated user may read
  * discovery (as kube's system:discovery role allows). Richer authorizers join the union later.
  */
-import { AUTHENTICATED_GROUP, MASTERS_GROUP, type Attributes, type Authorizer, type Decision } from './types.js';
+import type { Attributes, Authorizer, Decision } from '../apimachinery/authorizer.js';
+import { AUTHENTICATED_GROUP, MASTERS_GROUP } from '../apimachinery/user.js';
 
 export const mastersAuthorizer: Authorizer = {
   async authorize(attrs: Attributes): Promise<Decision> {

@@ -4,17 +4,17 @@
  * the authorizers exist, and handed to the registry, whose compare-and-swap loop asks it for each write by a client
  * (registry/ownerpermission.ts says which references need it).
  */
+import type { Authorizer } from '../apimachinery/authorizer.js';
 import type { UserInfo } from '../apimachinery/user.js';
 import type { Registry } from '../registry/registry.js';
 import type { OwnerDeletionCheck } from '../registry/ownerpermission.js';
 import { findOwner } from '../registry/ownerlookup.js';
 import { restrictedAuthorizer } from './restriction.js';
-import type { Authorizer } from './types.js';
 
 export function ownerDeletionCheck(registry: Registry, authorizer: Authorizer): OwnerDeletionCheck {
   const restricted = restrictedAuthorizer(authorizer);
   return async (user: UserInfo, ref, namespace) => {
-    const def = registry.definitions.find((d) => d.apiVersion === ref.apiVersion && d.kind === ref.kind);
+    const def = registry.lookupKind(ref.apiVersion, ref.kind)?.def;
     if (!def) {
       return { allowed: false, reason: `no resource of this server has apiVersion ${JSON.stringify(ref.apiVersion)} and kind ${JSON.stringify(ref.kind)}, so delete permission on it cannot be checked` };
     }

@@ -4,7 +4,7 @@
  * action's checks, an ownerReference that needs delete permission on its owner, the namespaces a name is usable in),
  * so that a restricted credential can do no more through them than by asking directly.
  */
-import type { Authorizer } from './types.js';
+import type { Authorizer } from '../apimachinery/authorizer.js';
 
 export function restrictedAuthorizer(authorizer: Authorizer): Authorizer {
   return {

@@ -15,7 +15,8 @@ import {
   type Middleware,
   type V1SubjectAccessReviewSpec,
 } from '@kubernetes/client-node';
-import type { Attributes, UserInfo } from '../auth/types.js';
+import type { Attributes } from '../apimachinery/authorizer.js';
+import type { UserInfo } from '../apimachinery/user.js';
 
 export const DEFAULT_HOST_TIMEOUT_MS = 5_000;
 

@@ -5,8 +5,9 @@
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { ServedActions } from '../actions/served.js';
+import type { Authorizer } from '../apimachinery/authorizer.js';
 import { requestContext } from '../apimachinery/request.js';
-import type { Authenticator, Authorizer } from '../auth/types.js';
+import type { Authenticator } from '../auth/types.js';
 import { restrictedAuthorizer } from '../auth/restriction.js';
 import type { Logger } from '../log.js';
 import type { AuditLog } from '../observability/audit.js';

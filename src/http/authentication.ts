@@ -6,7 +6,8 @@
 import type { NextFunction, Request, Response } from 'express';
 import { requestContext } from '../apimachinery/request.js';
 import * as errors from '../apimachinery/status.js';
-import { ANONYMOUS_USER, AUTHENTICATED_GROUP, AuthenticationError, type Authenticator, type UserInfo } from '../auth/types.js';
+import { AUTHENTICATED_GROUP, type UserInfo } from '../apimachinery/user.js';
+import { ANONYMOUS_USER, AuthenticationError, type Authenticator } from '../auth/types.js';
 import type { ConnectionGuard } from './connections.js';
 
 export function authenticate(authenticator: Authenticator, isPublic: (path: string) => boolean, connections?: Pick<ConnectionGuard, 'authenticated'>) {

@@ -5,9 +5,9 @@
  * system:public-info-viewer allows) pass without asking.
  */
 import type { NextFunction, Request, Response } from 'express';
+import type { Attributes, Authorizer } from '../apimachinery/authorizer.js';
 import { requestContext, requestUser } from '../apimachinery/request.js';
 import type { KubeObject } from '../apimachinery/types.js';
-import type { Attributes, Authorizer } from '../auth/types.js';
 import { forbidden } from './forbidden.js';
 import { OIDC_PATHS } from './oidc.js';
 

@@ -8,11 +8,11 @@
  * the namespace found).
  */
 import type { NextFunction, Request, Response } from 'express';
+import type { Authorizer } from '../apimachinery/authorizer.js';
 import { requestContext, requestUser } from '../apimachinery/request.js';
 import * as errors from '../apimachinery/status.js';
 import type { ServedActions } from '../actions/served.js';
 import { restrictedAuthorizer } from '../auth/restriction.js';
-import type { Authorizer } from '../auth/types.js';
 import type { Registry } from '../registry/registry.js';
 
 export function findNamespace(registry: Registry, actions: ServedActions, authorizer: Authorizer) {

@@ -5,6 +5,7 @@
  * handed in at start.
  */
 import type { Request, Response } from 'express';
+import type { Authorizer } from '../apimachinery/authorizer.js';
 import { checkNesting } from '../apimachinery/nesting.js';
 import { applyJsonPatch, applyMergePatch } from '../apimachinery/patch.js';
 import { requestContext, requestUser, type RequestInfo } from '../apimachinery/request.js';
@@ -12,7 +13,6 @@ import * as errors from '../apimachinery/status.js';
 import { isPlainObject, type KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
 import type { ServedActions } from '../actions/served.js';
-import type { Authorizer } from '../auth/types.js';
 import type { Registry } from '../registry/registry.js';
 import type { DeleteOptions, Store } from '../registry/store.js';
 import type { AuthorizeOther } from '../registry/strategy.js';

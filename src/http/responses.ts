@@ -3,7 +3,7 @@ import type { Response } from 'express';
 import yaml from 'js-yaml';
 import { findRequestContext } from '../apimachinery/request.js';
 import { internalError, StatusError, type Status } from '../apimachinery/status.js';
-import { goQuote } from '../apimachinery/validation.js';
+import { goQuote } from '../apimachinery/golang/strconv.js';
 import type { Logger } from '../log.js';
 import { listJson, toJson } from './json.js';
 import { JSON_TYPE, YAML_TYPE, type Encoding } from './negotiation.js';

@@ -1,4 +1,4 @@
-/** All served resources, each with its generic store, found by group, version and plural name. */
+/** All served resources, each with its generic store, found by group, version and plural name (or apiVersion and kind). */
 import type { KubeObject } from '../apimachinery/types.js';
 import { WatchCache } from '../storage/cacher.js';
 import type { Storage } from '../storage/interface.js';
@@ -9,6 +9,7 @@ import { Store } from './store.js';
 
 export class Registry {
   private readonly stores = new Map<string, Store>();
+  private readonly byKind = new Map<string, Store>();
   /** One watch cache per API group: a single etcd watch feeds every resource of the group. */
   readonly caches = new Map<string, WatchCache<KubeObject>>();
   private ownerDeletion?: OwnerDeletionCheck;
@@ -19,10 +20,12 @@ export class Registry {
     etcdPrefix: string,
     log?: (msg: string, fields?: Record<string, unknown>) => void,
   ) {
+    refuseStrategiesWithoutDefinition(definitions);
     for (const def of definitions) {
       if (!this.caches.has(def.group)) this.caches.set(def.group, new WatchCache(storage, `${etcdPrefix}/${def.group}/`, { log }));
       const store = new Store(def, strategies[def.kind] ?? {}, storage, this.caches.get(def.group)!, etcdPrefix, (g, v, r) => this.lookup(g, v, r), () => this.ownerDeletion);
       this.stores.set(`${def.group}/${def.version}/${def.plural}`, store);
+      this.byKind.set(`${def.apiVersion}/${def.kind}`, store);
     }
   }
 
@@ -47,6 +50,11 @@ export class Registry {
     return this.stores.get(`${group}/${version}/${resource}`);
   }
 
+  /** The store of the kind an object or a reference names by apiVersion ("group/version") and kind, as kube's RESTMapper. */
+  lookupKind(apiVersion: string, kind: string): Store | undefined {
+    return this.byKind.get(`${apiVersion}/${kind}`);
+  }
+
   /** The served groups and, for each, its versions (one today). */
   groups(): { name: string; versions: string[] }[] {
     const byGroup = new Map<string, Set<string>>();
@@ -56,4 +64,19 @@ export class Registry {
     }
     return [...byGroup].map(([name, versions]) => ({ name, versions: [...versions] }));
   }
+}
+
+/**
+ * A strategy whose kind no CRD defines is a mistake (a misspelt or renamed kind) that would serve the real kind
+ * without its rules: the server does not start, naming it.
+ */
+function refuseStrategiesWithoutDefinition(definitions: readonly ResourceDefinition[]): void {
+  const defined = new Set(definitions.map((d) => d.kind));
+  const unknown = Object.keys(strategies).filter((kind) => !defined.has(kind));
+  if (!unknown.length) return;
+  const named = unknown.map((k) => JSON.stringify(k)).join(', ');
+  throw new Error(
+    `src/registry/kinds has a strategy for the ${unknown.length > 1 ? 'kinds' : 'kind'} ${named}, which no CRD in crds/ defines (the CRDs define ${[...defined].sort().join(', ')}): ` +
+      'a strategy must be keyed by the kind its CRD names (spec.names.kind), or the kind would be served without its rules',
+  );
 }

@@ -2,10 +2,10 @@
  * What a kind adds to the generic store: rules its schema cannot say. Everything else (metadata, names,
  * resourceVersion, generation, status handling) is the store's, the same for every kind.
  */
+import type { Attributes, Decision } from '../apimachinery/authorizer.js';
 import type { FieldError } from '../apimachinery/field.js';
 import type { KubeList, KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
-import type { Attributes, Decision } from '../auth/types.js';
 import type { FieldPath } from './hiddenfields.js';
 import type { ListOptions } from './reader.js';
 
@@ -58,6 +58,11 @@ export interface ComputedPrinterColumn {
 }
 
 export interface Strategy {
+  /**
+   * Set when the kind's objects carry `spec.owner` and `spec.access` (src/access); `hostRbac` when the access sync
+   * makes them Roles and bindings in the host cluster, which the Helm chart must then let the server grant.
+   */
+  access?: { hostRbac: boolean };
   /** Extra validation of a new object; runs after its schema and metadata validated cleanly. */
   validate?(obj: KubeObject): FieldError[];
   /** Extra validation of an update; defaults to `validate` of the new object. */

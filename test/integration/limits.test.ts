@@ -209,6 +209,9 @@ describe('deadlines', () => {
     expect(bad.body).toMatchObject({ kind: 'Status', reason: 'BadRequest' });
     expect(bad.body.message).toContain('invalid timeout specified in the request URL');
     expect((await root.get(`${CLUSTERS_PATH}?timeout=30s`)).status).toBe(200);
+    // Go's time.ParseDuration takes "30.s"; a timeout that is not positive leaves the server's own, as in kube.
+    expect((await root.get(`${CLUSTERS_PATH}?timeout=30.s`)).status).toBe(200);
+    expect((await root.get(`${CLUSTERS_PATH}?timeout=-1s`)).status).toBe(200);
   }, 30_000);
 
   test('a watch outlives --request-timeout and ends cleanly at its own timeoutSeconds', async () => {

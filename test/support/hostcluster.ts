@@ -39,7 +39,7 @@ import { parseLabelSelector, type LabelSelector } from '../../src/apimachinery/l
 import { applyJsonPatch, applyMergePatch } from '../../src/apimachinery/patch.js';
 import * as errors from '../../src/apimachinery/status.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../src/apimachinery/validation.js';
-import type { UserInfo } from '../../src/auth/types.js';
+import type { UserInfo } from '../../src/apimachinery/user.js';
 import { writeKubeconfig } from '../../src/kubeconfig.js';
 import { ensureServingCertificate } from '../../src/pki/selfsigned.js';
 

@@ -7,7 +7,8 @@ import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import type { KubeObject } from '../../apimachinery/types.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
 import type { Strategy } from '../strategy.js';
-import { ownedKindStrategy, type AdminField } from './access.js';
+import type { AdminField } from '../../access/validation.js';
+import { ownedKindStrategy } from './owned.js';
 
 const spec = Path.root('spec');
 
@@ -38,4 +39,4 @@ const adminFields: AdminField[] = [
   { path: 'spec.unusable', value: (s) => s.unusable === true },
 ];
 
-export const clusterStrategy: Strategy = ownedKindStrategy('clusters', validateSpec, {}, adminFields);
+export const clusterStrategy: Strategy = ownedKindStrategy('clusters', validateSpec, { hostRbac: true, adminFields });

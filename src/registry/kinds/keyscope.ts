@@ -5,6 +5,7 @@
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import { isPlainObject } from '../../apimachinery/types.js';
 
+/** Each entry of the list at `at` names something in its `field` (e.g. a project in `project`). */
 function validateEntries(entries: unknown, at: Path, field: string, errs: FieldError[]): void {
   if (!Array.isArray(entries)) return;
   entries.forEach((entry, i) => {
@@ -13,7 +14,7 @@ function validateEntries(entries: unknown, at: Path, field: string, errs: FieldE
   });
 }
 
-/** `spec` holds `scope` and `rules`; `at` is the path of spec. */
+/** `s` is the key's spec, holding `scope` and `rules`; `spec` is its path, where errors are reported. */
 export function validateScopeAndRules(s: Record<string, any>, spec: Path): FieldError[] {
   const errs: FieldError[] = [];
   const scope = s.scope ?? {};

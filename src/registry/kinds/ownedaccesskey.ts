@@ -21,7 +21,7 @@
  * - Outside system:masters a caller may only create keys for itself (`spec.user` or `spec.subject` equal to its
  *   name) or for a team it belongs to (group `platform:team:<team>`), and may not set `spec.groups`: 403 Forbidden.
  * - Outside system:masters an update may only make a key weaker, since a master may have issued it with groups,
- *   a scope or a ttl its holder is not to escape: a narrower scope or rules (scopecover.ts), `disabled: true`, a
+ *   a scope or a ttl its holder is not to escape: a narrower scope or rules (src/access/scopecover.ts), `disabled: true`, a
  *   ttl added or shortened. Anything else is 403 Forbidden naming the field: removing or widening scope, rules or
  *   allowPlatformCli, clearing `disabled`, removing or lengthening `ttl`, changing `ttlAfterLastActivity`,
  *   `groups`, `user`, `team` or `subject`, and any write of the status subresource (only the server records
@@ -38,16 +38,16 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
+import { GROUP_NAME } from '../../apimachinery/group.js';
 import * as errors from '../../apimachinery/status.js';
 import { isPlainObject, type KubeObject } from '../../apimachinery/types.js';
 import { isMaster, TEAM_GROUP_PREFIX, teamsOf, type UserInfo } from '../../apimachinery/user.js';
 import type { Strategy } from '../strategy.js';
-import { restrictionWidening } from '../../auth/scopecover.js';
+import { restrictionWidening } from '../../access/scopecover.js';
 import { validateScopeAndRules } from './keyscope.js';
 
-export const GROUP = 'management.platform.sh';
 export const RESOURCE = 'ownedaccesskeys';
-const groupResource = { group: GROUP, resource: RESOURCE };
+const groupResource = { group: GROUP_NAME, resource: RESOURCE };
 
 /** The group every user key carries for its user (teams: TEAM_GROUP_PREFIX in apimachinery/user.ts). */
 export const USER_GROUP_PREFIX = 'platform:user:';
@@ -90,7 +90,7 @@ function forbidden(name: string, user: UserInfo, verb: string, why: string): err
   return errors.forbidden(
     groupResource,
     name,
-    `User ${JSON.stringify(user.name)} cannot ${verb} resource ${JSON.stringify(RESOURCE)} in API group ${JSON.stringify(GROUP)} at the cluster scope: ${why}`,
+    `User ${JSON.stringify(user.name)} cannot ${verb} resource ${JSON.stringify(RESOURCE)} in API group ${JSON.stringify(GROUP_NAME)} at the cluster scope: ${why}`,
   );
 }
 
@@ -216,7 +216,7 @@ function scrubLastApplied(obj: KubeObject): void {
 }
 
 function immutableKey(name: string): errors.StatusError {
-  return errors.invalid({ group: GROUP, kind: 'OwnedAccessKey' }, name, [fieldError.invalid(spec.child('key'), REDACTED, 'field is immutable')]);
+  return errors.invalid({ group: GROUP_NAME, kind: 'OwnedAccessKey' }, name, [fieldError.invalid(spec.child('key'), REDACTED, 'field is immutable')]);
 }
 
 function validateKey(key: unknown, errs: FieldError[]): void {

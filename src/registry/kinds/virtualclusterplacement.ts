@@ -11,17 +11,17 @@
  * cluster even when they name different Clusters.
  */
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
+import { GROUP_NAME } from '../../apimachinery/group.js';
 import * as errors from '../../apimachinery/status.js';
 import type { GroupResource, KubeObject } from '../../apimachinery/types.js';
 import { isMaster, type UserInfo } from '../../apimachinery/user.js';
 import type { Caller, StoreLookup, StoredObjects } from '../strategy.js';
-import { ownerGivenAway } from './access.js';
+import { ownerGivenAway } from '../../access/validation.js';
 import { namespaceProject } from './project.js';
 
-const GROUP = 'management.platform.sh';
 const VERSION = 'v1';
-const instanceGK = { group: GROUP, kind: 'VirtualClusterInstance' };
-const instanceGR = { group: GROUP, resource: 'virtualclusterinstances' };
+const instanceGK = { group: GROUP_NAME, kind: 'VirtualClusterInstance' };
+const instanceGR = { group: GROUP_NAME, resource: 'virtualclusterinstances' };
 
 /** A virtual cluster on a connected cluster: an instance's spec.clusterRef, or an import's sourceVirtualCluster. */
 export interface VirtualClusterRef {
@@ -56,7 +56,7 @@ export async function clusterErrors(clusters: StoredObjects, project: KubeObject
  */
 async function clusterRefused(name: string, at: Path, { user, authorize }: Caller): Promise<FieldError | undefined> {
   if (!user || isMaster(user)) return undefined;
-  const attrs = { verb: 'get', isResourceRequest: true, path: `/apis/${GROUP}/${VERSION}/clusters/${name}`, apiGroup: GROUP, apiVersion: VERSION };
+  const attrs = { verb: 'get', isResourceRequest: true, path: `/apis/${GROUP_NAME}/${VERSION}/clusters/${name}`, apiGroup: GROUP_NAME, apiVersion: VERSION };
   const decision = authorize ? await authorize({ ...attrs, namespace: '', resource: 'clusters', subresource: '', name }) : { decision: 'deny' as const };
   if (decision.decision === 'allow') return undefined;
   return fieldError.forbidden(
@@ -85,12 +85,12 @@ export async function checkNotImported(instances: StoredObjects, ref: VirtualClu
 /**
  * VirtualClusterInstance's admitCreate: a create by anyone but system:masters (or the server itself) passes the
  * import's checks, in the project whose namespace p-<project> it is created in, and is owned by its creator or
- * a team of the creator's (access.ts ownerGivenAway).
+ * a team of the creator's (src/access/validation.ts ownerGivenAway).
  */
 export async function admitVirtualClusterInstance(obj: KubeObject, caller: Caller, stores: StoreLookup): Promise<void> {
   const { user } = caller;
   if (!user || isMaster(user)) return;
-  const store = (resource: string) => stores(GROUP, VERSION, resource)!;
+  const store = (resource: string) => stores(GROUP_NAME, VERSION, resource)!;
   const name = obj.metadata.name ?? '';
   const givenAway = ownerGivenAway(obj.spec.owner, user, Path.root('spec').child('owner'));
   if (givenAway) throw errors.forbidden(instanceGR, name, `User ${JSON.stringify(user.name)} cannot create this VirtualClusterInstance: ${givenAway}`);
