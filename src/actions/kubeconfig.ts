@@ -63,7 +63,7 @@ export function kubeConfigAction(registry: Registry, host: HostCluster | undefin
           `User ${JSON.stringify(call.user.name)} cannot get a kube config: its certificate would carry this ${SYSTEM_PREFIX} identity into the virtual cluster; kube configs are issued to users, not to Kubernetes' own identities`,
         );
       }
-      // Without a namespace the name matched no instance the caller may use (app.ts findNamespace).
+      // Without a namespace the name matched no instance the caller may use (http/findnamespace.ts).
       if (!call.namespace) throw errors.notFound(instances.def.groupResource, call.name);
       const instance = await instances.get(call.namespace, call.name);
       const where = `VirtualClusterInstance ${call.namespace}/${call.name}`;

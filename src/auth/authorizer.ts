@@ -17,7 +17,7 @@ const DISCOVERY_PATHS = [
   /^\/apis\/[^/]+\/?$/,
   /^\/apis\/[^/]+\/[^/]+\/?$/,
   /^\/version\/?$/,
-  // kubectl's namespace check after a NotFound (see http/app.ts namespaceDocument).
+  // kubectl's namespace check after a NotFound (see http/nonresource.ts namespaceDocument).
   /^\/api\/v1\/namespaces\/[^/]+$/,
   // OpenAPI: system:discovery allows /openapi, /openapi/*.
   /^\/openapi\/v2\/?$/,

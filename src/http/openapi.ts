@@ -10,6 +10,7 @@ import type { Json } from '../apimachinery/openapi/common.js';
 import { buildOpenAPIV2, buildOpenAPIV3 } from '../apimachinery/openapi/documents.js';
 import type { StoredKind } from '../apimachinery/openapi/kinds.js';
 import type { ServedAction } from '../apimachinery/openapi/operations.js';
+import { requestContext } from '../apimachinery/request.js';
 import * as errors from '../apimachinery/status.js';
 import { JSON_TYPE, parseMediaRanges } from './negotiation.js';
 
@@ -99,7 +100,7 @@ export class OpenAPIService {
     if (!doc) throw errors.notFoundPath();
     if (!acceptsJson(req.headers.accept)) throw errors.notAcceptable([JSON_TYPE]);
     // The `hash` in the URL only busts caches; a stale one still gets the current document.
-    const hash = new URL(req.originalUrl, 'https://x').searchParams.get('hash');
+    const hash = requestContext(req).query.get('hash');
     if (hash && hash === doc.hash) {
       res.setHeader('Cache-Control', 'public, immutable');
       res.setHeader('Expires', new Date(Date.now() + 365 * 24 * 3600 * 1000).toUTCString());

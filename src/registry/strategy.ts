@@ -4,15 +4,24 @@
  */
 import type { Attributes, Decision } from '../apimachinery/authorizer.js';
 import type { FieldError } from '../apimachinery/field.js';
-import type { KubeObject } from '../apimachinery/types.js';
+import type { KubeList, KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
 import type { FieldPath } from './hiddenfields.js';
-import type { Store } from './store.js';
+import type { ListOptions } from '../storage/reader.js';
+
+/** What a rule may read of another resource's store (a Store, seen from here without importing it: no cycle). */
+export interface StoredObjects {
+  get(namespace: string | undefined, name: string): Promise<KubeObject>;
+  list(namespace: string | undefined, opts?: ListOptions): Promise<KubeList>;
+}
 
 /** The stores of the served resources, for rules that read other objects. */
-export type StoreLookup = (group: string, version: string, resource: string) => Store | undefined;
+export type StoreLookup = (group: string, version: string, resource: string) => StoredObjects | undefined;
 
-/** Whether the caller may also do something besides its request, asked of the same authorizers (http/app.ts). */
+/**
+ * Whether the caller may also do something besides its request, asked of the same authorizers (http/resources.ts
+ * binds the caller to the authorizers set up at start).
+ */
 export type AuthorizeOther = (attrs: Omit<Attributes, 'user'>) => Promise<Decision>;
 
 /** Who asks, for admitCreate; both unset for the server's own writes. */

@@ -6,10 +6,12 @@ import { describe, expect, test } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { buildOpenAPIV3 } from '../../src/apimachinery/openapi/documents.js';
+import { newRequestContext } from '../../src/apimachinery/request.js';
 import { discoveryAuthorizer } from '../../src/auth/authorizer.js';
 import type { Attributes } from '../../src/apimachinery/authorizer.js';
 import { AUTHENTICATED_GROUP } from '../../src/apimachinery/user.js';
 import { OpenAPIService, acceptsJson, etagMatches, isOpenAPIPath } from '../../src/http/openapi.js';
+import { resolveRequestInfo } from '../../src/http/requestinfo.js';
 import { loadDefinitions } from '../../src/registry/definitions.js';
 import { statusOf } from '../support/errors.js';
 
@@ -52,8 +54,11 @@ describe('serving', () => {
         out.body = body;
       },
     };
-    const req = { headers: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])), originalUrl: url };
-    service.serve(req as unknown as Request, res as unknown as Response, path);
+    const req = { headers: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])), originalUrl: url } as unknown as Request;
+    // What the first filter gives every request: its parsed URL.
+    const parsed = new URL(url, 'https://x');
+    newRequestContext(req, resolveRequestInfo('GET', parsed.pathname, parsed.searchParams), parsed.searchParams);
+    service.serve(req, res as unknown as Response, path);
     return out;
   }
 

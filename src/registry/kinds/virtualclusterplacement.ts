@@ -15,8 +15,7 @@ import { GROUP_NAME } from '../../apimachinery/group.js';
 import * as errors from '../../apimachinery/status.js';
 import type { GroupResource, KubeObject } from '../../apimachinery/types.js';
 import { isMaster, type UserInfo } from '../../apimachinery/user.js';
-import type { Store } from '../store.js';
-import type { Caller, StoreLookup } from '../strategy.js';
+import type { Caller, StoreLookup, StoredObjects } from '../strategy.js';
 import { ownerGivenAway } from '../../access/validation.js';
 import { namespaceProject } from './project.js';
 
@@ -37,7 +36,7 @@ export interface VirtualClusterRef {
  * Why `project` may not have a virtual cluster on the Cluster `name` for this caller, as errors on the field `at`;
  * none if it may. Whether the caller may get the Cluster is asked first, so that one who may not learns nothing of it.
  */
-export async function clusterErrors(clusters: Store, project: KubeObject, name: string, at: Path, caller: Caller): Promise<FieldError[]> {
+export async function clusterErrors(clusters: StoredObjects, project: KubeObject, name: string, at: Path, caller: Caller): Promise<FieldError[]> {
   const refused = await clusterRefused(name, at, caller);
   if (refused) return [refused];
   const cluster = await getIfExists(clusters, name);
@@ -71,7 +70,7 @@ async function clusterRefused(name: string, at: Path, { user, authorize }: Calle
  * is named to system:masters only: others are not told of objects in projects they may not see (as kube says
  * "provided port is already allocated" without naming the Service holding it).
  */
-export async function checkNotImported(instances: Store, ref: VirtualClusterRef, conflict: { gr: GroupResource; name: string; user: UserInfo | undefined }): Promise<void> {
+export async function checkNotImported(instances: StoredObjects, ref: VirtualClusterRef, conflict: { gr: GroupResource; name: string; user: UserInfo | undefined }): Promise<void> {
   // Not the Cluster: the one host cluster is reached whatever it says (see the top).
   const same = (o: KubeObject) => {
     const r = o.spec?.clusterRef ?? {};
@@ -103,7 +102,7 @@ export async function admitVirtualClusterInstance(obj: KubeObject, caller: Calle
 }
 
 /** The Project whose namespace `namespace` is; 422 on metadata.namespace when there is none. */
-async function projectOfNamespace(projects: Store, namespace: string, name: string): Promise<KubeObject> {
+async function projectOfNamespace(projects: StoredObjects, namespace: string, name: string): Promise<KubeObject> {
   const projectName = namespaceProject(namespace);
   const project = projectName ? await getIfExists(projects, projectName) : undefined;
   if (project) return project;
@@ -114,7 +113,7 @@ async function projectOfNamespace(projects: Store, namespace: string, name: stri
 }
 
 /** A cluster-scoped object, or undefined when there is none of that name. */
-async function getIfExists(store: Store, name: string): Promise<KubeObject | undefined> {
+async function getIfExists(store: StoredObjects, name: string): Promise<KubeObject | undefined> {
   return store.get(undefined, name).catch((err) => {
     if (errors.isStatusError(err, 'NotFound')) return undefined;
     throw err;
