@@ -1,7 +1,7 @@
 # The two commands of the README. Both install what they need first (npm packages, etcd from Debian), but only
 # when it is missing or package-lock.json changed since the last install, and build incrementally: a second
 # `make run` starts the server in a few seconds, and never deletes node_modules under a server already running.
-.PHONY: run test deps build etcd
+.PHONY: run test deps build etcd test-clients
 
 etcd:
 	@./scripts/ensure-etcd.sh
@@ -12,6 +12,10 @@ node_modules/.install-stamp: package-lock.json
 	@touch $@
 
 deps: etcd node_modules/.install-stamp
+
+# The Python client and kubectl 1.20 from Debian, which the tests run as our users do.
+test-clients:
+	@./scripts/ensure-test-clients.sh
 
 # tsc is not even started when no source changed since the last build; when one did, it compiles incrementally
 # (tsconfig.build.json keeps dist/.tsbuildinfo).
@@ -25,6 +29,6 @@ build: etcd dist/.build-stamp
 run: build
 	node dist/main.js $(ARGS)
 
-# Type-checks, builds, unpacks the real kubectl, and runs every test against real etcd processes.
-test: deps
+# Lints, type-checks, builds, unpacks the real kubectl, and runs every test against real etcd processes.
+test: deps test-clients
 	npm test
