@@ -89,14 +89,6 @@ function cpuSeconds(pid) {
     return NaN;
   }
 }
-function rssMiB(pid) {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) / 1024 : NaN;
-  } catch {
-    return NaN;
-  }
-}
 /** Busy (non-idle) CPU seconds of the whole machine, from /proc/stat. */
 function machineBusySeconds() {
   const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
@@ -157,7 +149,9 @@ function machine() {
   let etcdVersion = 'unknown';
   try {
     etcdVersion = execFileSync('etcd', ['--version']).toString().split('\n')[0].replace('etcd Version: ', '');
-  } catch {}
+  } catch {
+    // etcd not on PATH: the report says unknown.
+  }
   return {
     cpu: `${model}${mhz ? ` (${Number(mhz).toFixed(0)} MHz)` : ''}`,
     cores: os.cpus().length,

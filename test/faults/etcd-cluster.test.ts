@@ -128,7 +128,7 @@ describe('a 3-member etcd cluster', () => {
 
   test('kill -9 of the etcd leader under write load: writes resume within seconds, then none fails, and no acknowledged write is lost', async () => {
     let stopped = false;
-    let postFailover: string[] = [];
+    let postFailover: string[] | undefined;
     const workers = Array.from({ length: WORKERS }, (_, i) => worker(load, i, () => stopped));
     try {
       await waitFor('writes before the kill', () => load.acks.length >= 300, 30_000, 10);

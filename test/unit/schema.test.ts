@@ -56,7 +56,7 @@ describe('compileSchema', () => {
     const [err] = validate({ spec: { data: { 'my.key': 'not base64!' } } });
     expect(err.field).toBe('spec.data[my.key]');
     expect(errorString(err)).toBe(
-      'spec.data[my.key]: Invalid value: "string": spec.data[my.key] in body must be of type byte: a base64 string (RFC 4648, padded), e.g. \"aGVsbG8=\" for \"hello\"',
+      'spec.data[my.key]: Invalid value: "string": spec.data[my.key] in body must be of type byte: a base64 string (RFC 4648, padded), e.g. "aGVsbG8=" for "hello"',
     );
   });
 
