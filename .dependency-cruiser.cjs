@@ -3,9 +3,9 @@
 // Lowest first (config.ts is the parsed flags, which any layer may read):
 const layers = [
   ['src/log\\.ts', 'src/config\\.ts', 'src/apimachinery/'],
-  ['src/storage/'],
+  ['src/storage/', 'src/access/'],
   ['src/registry/'],
-  ['src/auth/', 'src/access/', 'src/actions/', 'src/controllers/', 'src/host/', 'src/tokens/', 'src/pki/'],
+  ['src/auth/', 'src/actions/', 'src/controllers/', 'src/host/', 'src/tokens/', 'src/pki/'],
   ['src/observability/'],
   ['src/http/'],
   ['src/server\\.ts', 'src/main\\.ts', 'src/kubeconfig\\.ts', 'src/datadir-lock\\.ts'],
