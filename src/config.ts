@@ -1,6 +1,7 @@
 /** Command-line flags (named like kube-apiserver's) into one typed configuration. */
 import { join } from 'node:path';
 import { parseGoDuration } from './apimachinery/duration.js';
+import { GROUP_NAME } from './apimachinery/group.js';
 
 export interface Config {
   etcdServers: string[];
@@ -144,7 +145,7 @@ export const FLAGS: FlagSpec[] = [
   { name: 'audit-log-maxsize', arg: 'int', help: 'Megabytes an audit log file may reach before it is rotated to <name>-<UTC timestamp>.<ext> beside it (default 100; 0: never rotated).', apply: (c, v) => (c.auditLogMaxSizeBytes = count('audit-log-maxsize', v) * 1024 * 1024) },
   { name: 'audit-log-maxbackup', arg: 'int', help: 'Rotated audit log files kept; older ones are removed (default 10; 0: all are kept).', apply: (c, v) => (c.auditLogMaxBackup = count('audit-log-maxbackup', v)) },
   { name: 'audit-log-maxage', arg: 'int', help: 'Days a rotated audit log file is kept, by the timestamp in its name (default 0: no age limit).', apply: (c, v) => (c.auditLogMaxAgeDays = count('audit-log-maxage', v)) },
-  { name: 'encryption-provider-config', arg: 'file', help: 'EncryptionConfiguration (apiserver.config.k8s.io/v1, YAML or JSON) saying how objects are encrypted in etcd, as kube-apiserver\'s: resources such as sharedsecrets.management.platform.sh, ownedaccesskeys.management.platform.sh, signingkeys.management.platform.sh (the token signing keys) or *.management.platform.sh, each with providers aescbc, aesgcm, secretbox, kms (v2) or identity; the first provider writes, all read. Default with the embedded etcd: <data-dir>/encryption-config.yaml, made on first start with a random secretbox key; with --etcd-servers: none (stored in clear).', apply: (c, v) => (c.encryptionProviderConfig = v) },
+  { name: 'encryption-provider-config', arg: 'file', help: `EncryptionConfiguration (apiserver.config.k8s.io/v1, YAML or JSON) saying how objects are encrypted in etcd, as kube-apiserver's: resources such as sharedsecrets.${GROUP_NAME}, ownedaccesskeys.${GROUP_NAME}, signingkeys.${GROUP_NAME} (the token signing keys) or *.${GROUP_NAME}, each with providers aescbc, aesgcm, secretbox, kms (v2) or identity; the first provider writes, all read. Default with the embedded etcd: <data-dir>/encryption-config.yaml, made on first start with a random secretbox key; with --etcd-servers: none (stored in clear).`, apply: (c, v) => (c.encryptionProviderConfig = v) },
   { name: 'encryption-provider-config-automatic-reload', arg: 'bool', help: 'Look at --encryption-provider-config every minute and put a changed file in force without a restart; an invalid file is logged and the previous configuration kept (default false).', apply: (c, v) => (c.encryptionProviderConfigAutomaticReload = bool('encryption-provider-config-automatic-reload', v)) },
 ];
 
@@ -187,6 +188,7 @@ function atLeast(flag: string, ms: number, min: number): number {
 export function duration(flag: string, value: string): number {
   const ms = parseGoDuration(value);
   if (ms === undefined) throw new FlagError(`--${flag} must be a duration such as 5m, 30s or 1h (got ${JSON.stringify(value)})`);
+  if (ms < 0) throw new FlagError(`--${flag} must not be negative (got ${JSON.stringify(value)})`);
   return ms;
 }
 
@@ -282,5 +284,5 @@ export function parseFlags(argv: string[]): Config | undefined {
 
 export function helpText(): string {
   const rows = FLAGS.map((f) => `  --${f.name} ${f.arg}\n      ${f.help}`);
-  return `Usage: node dist/main.js [flags]\n\nThe management.platform.sh/v1 API server.\n\nFlags:\n${rows.join('\n')}\n  -h, --help\n      Show this help.\n`;
+  return `Usage: node dist/main.js [flags]\n\nThe ${GROUP_NAME}/v1 API server.\n\nFlags:\n${rows.join('\n')}\n  -h, --help\n      Show this help.\n`;
 }

@@ -6,7 +6,9 @@ import { join, resolve as resolvePath } from 'node:path';
 import { directClusterEndpointTokenAction } from './actions/directclusterendpointtoken.js';
 import { importVirtualClusterAction } from './actions/importvirtualcluster.js';
 import { kubeConfigAction } from './actions/kubeconfig.js';
+import { ServedActions } from './actions/served.js';
 import * as errors from './apimachinery/status.js';
+import { ownerDeletionCheck } from './auth/ownerdeletion.js';
 import { clientCertificateAuthorities, setUpAuth } from './auth/setup.js';
 import { HostCluster } from './host/cluster.js';
 import type { Config } from './config.js';
@@ -96,15 +98,16 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
         healthy ? log.info('etcd answers again; serving requests that need it') : log.error('etcd does not answer; requests that need it fail at once until it does', { reason }),
     });
     cleanups.push(['closing the etcd client', () => storage.close()]);
-    const compactor = new Compactor(storage.client, { intervalMs: config.etcdCompactionIntervalMs, log: (msg, fields) => log.info(msg, fields) });
+    const compactor = new Compactor(storage, { intervalMs: config.etcdCompactionIntervalMs, log: (msg, fields) => log.info(msg, fields) });
     compactor.start();
     cleanups.push(['stopping the compactor', async () => compactor.stop()]);
 
     const registry = new Registry(loadDefinitions(), storage, config.etcdPrefix, (msg, fields) => log.warn(msg, fields));
     await registry.start();
     metrics.watchCaches(registryWatchCacheStats(registry, () => storage.currentRevision()));
-    registry.addAction(importVirtualClusterAction(registry));
-    const signingKeys = new SigningKeys(storage.client, `${config.etcdPrefix}/signingkeys/direct-cluster-endpoint-tokens`, {
+    const actions = new ServedActions();
+    actions.add(importVirtualClusterAction(registry));
+    const signingKeys = new SigningKeys(storage, `${config.etcdPrefix}/signingkeys/direct-cluster-endpoint-tokens`, {
       rotationPeriodMs: config.tokenSigningKeyRotationPeriodMs,
       publishDelayMs: config.tokenSigningKeyPublishDelayMs,
       maxTokenTtlMs: config.tokenMaxTtlMs,
@@ -115,7 +118,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     if (encryption.configured) rewriteStale();
     // The issuer is known once the port is bound (the default is this server's URL).
     let issuer = config.tokenIssuer ?? '';
-    registry.addAction(
+    actions.add(
       directClusterEndpointTokenAction(registry.definitions, {
         get issuer() {
           return issuer;
@@ -129,9 +132,9 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     const hostCluster = HostCluster.load({ kubeconfig: config.kubeconfig });
     config = await frontProxyFromCluster(config, hostCluster, log);
     if (!hostCluster) log.info('no host cluster configured: TokenReview, SubjectAccessReview, the access sync to host RBAC and virtual cluster kube configs are off');
-    registry.addAction(kubeConfigAction(registry, hostCluster, log));
+    actions.add(kubeConfigAction(registry, hostCluster, log));
     const controllers = startControllers({
-      client: storage.client,
+      leaseLock: (key) => storage.leaseLock(key),
       etcdPrefix: config.etcdPrefix,
       leaseDurationMs: config.leaderElectLeaseDurationMs,
       controllers: serverControllers(config, registry, hostCluster, log, metrics),
@@ -140,6 +143,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     cleanups.push(['stopping the controllers and releasing the leader lease', () => controllers.stop()]);
     metrics.leaderElection('controllers', () => controllers.isLeader());
     const auth = setUpAuth(config, registry, hostCluster, log);
+    registry.useOwnerDeletionCheck(ownerDeletionCheck(registry, auth.authorizer));
     cleanups.push(['writing access key activity', () => auth.stop()]);
     const adminToken = auth.adminToken;
 
@@ -163,6 +167,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     const connections = new ConnectionGuard(connectionLimits, log);
     const app = createApp({
       registry,
+      actions,
       authenticator: auth.authenticator,
       authorizer: auth.authorizer,
       visibleTo: auth.visibleTo,

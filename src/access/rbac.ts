@@ -5,13 +5,13 @@
  * entries with different verbs need different Roles; one pair per entry keeps each one exactly what its entry says,
  * and an edit to one entry touches only its pair.
  *
- * Pure: the controller compares these with what the host has.
+ * Pure: the access sync (controllers/accesssync.ts) compares these with what the host has.
  */
 import { createHash } from 'node:crypto';
+import { GROUP_NAME } from '../apimachinery/group.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { TEAM_GROUP_PREFIX } from '../apimachinery/user.js';
-import type { ResourceDefinition } from '../registry/definitions.js';
-import type { AccessEntry } from '../registry/kinds/access.js';
+import type { AccessEntry, Owner } from './model.js';
 
 export const RBAC_GROUP = 'rbac.authorization.k8s.io';
 export const RBAC_API_VERSION = `${RBAC_GROUP}/v1`;
@@ -19,18 +19,27 @@ export const RBAC_API_VERSION = `${RBAC_GROUP}/v1`;
 /** On every generated object, so all of them can be watched and swept. */
 export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 export const MANAGED_BY = 'platform-management-api';
-export const SOURCE_KIND_LABEL = 'management.platform.sh/source-kind';
-export const SOURCE_NAMESPACE_LABEL = 'management.platform.sh/source-namespace';
-export const SOURCE_NAME_LABEL = 'management.platform.sh/source-name';
-export const SOURCE_UID_LABEL = 'management.platform.sh/source-uid';
+export const SOURCE_KIND_LABEL = `${GROUP_NAME}/source-kind`;
+export const SOURCE_NAMESPACE_LABEL = `${GROUP_NAME}/source-namespace`;
+export const SOURCE_NAME_LABEL = `${GROUP_NAME}/source-name`;
+export const SOURCE_UID_LABEL = `${GROUP_NAME}/source-uid`;
 /** The source's full namespace/name, which a label value (63 characters at most) may not hold. */
-export const SOURCE_ANNOTATION = 'management.platform.sh/source';
+export const SOURCE_ANNOTATION = `${GROUP_NAME}/source`;
 
 /** Generated names stay within a DNS label, readable in `kubectl get`, and valid for every RBAC kind. */
 const MAX_NAME_LENGTH = 63;
 const MAX_LABEL_VALUE_LENGTH = 63;
 /** 64 bits of hash in a cut name: collisions are left to chance no longer than they must be. */
 const NAME_HASH_LENGTH = 16;
+
+/** What the mapping reads of a kind's definition (registry/definitions.ts's ResourceDefinition has it all). */
+export interface SourceKind {
+  group: string;
+  kind: string;
+  plural: string;
+  namespaced: boolean;
+  hasStatus: boolean;
+}
 
 export type RbacKind = 'Role' | 'RoleBinding' | 'ClusterRole' | 'ClusterRoleBinding';
 
@@ -57,8 +66,8 @@ export interface RbacObject {
 }
 
 /** The Roles and bindings `obj` (of the kind `def`) asks for; empty when it has neither owner nor access. */
-export function desiredRbac(def: ResourceDefinition, obj: KubeObject): RbacObject[] {
-  const spec = (obj.spec ?? {}) as { owner?: { user?: string; team?: string }; access?: AccessEntry[] };
+export function desiredRbac(def: SourceKind, obj: KubeObject): RbacObject[] {
+  const spec = (obj.spec ?? {}) as { owner?: Owner; access?: AccessEntry[] };
   const grants: Array<{ suffix: string; verbs: string[]; subresources: string[]; subjects: Subject[] }> = [];
   const owner = ownerSubjects(spec.owner);
   if (owner.length) grants.push({ suffix: 'owner', verbs: ['*'], subresources: ['*'], subjects: owner });
@@ -101,7 +110,7 @@ export function desiredRbac(def: ResourceDefinition, obj: KubeObject): RbacObjec
  * the source's uid as well as its whole name, so that sources whose long names share a prefix (or a source
  * deleted and made again) get names of their own; whatever still collides is refused by the ownership check.
  */
-export function generatedName(def: ResourceDefinition, source: { name: string; uid: string }, suffix: string): string {
+export function generatedName(def: SourceKind, source: { name: string; uid: string }, suffix: string): string {
   const kind = def.kind.toLowerCase();
   const plain = `platform-${kind}-${source.name}-${suffix}`;
   if (plain.length <= MAX_NAME_LENGTH) return plain;
@@ -112,7 +121,7 @@ export function generatedName(def: ResourceDefinition, source: { name: string; u
 }
 
 /** The labels that find what was generated for `obj`. */
-function sourceLabels(def: ResourceDefinition, obj: KubeObject): Record<string, string> {
+function sourceLabels(def: SourceKind, obj: KubeObject): Record<string, string> {
   return {
     [MANAGED_BY_LABEL]: MANAGED_BY,
     [SOURCE_KIND_LABEL]: def.kind,
@@ -122,14 +131,23 @@ function sourceLabels(def: ResourceDefinition, obj: KubeObject): Record<string, 
   };
 }
 
+/**
+ * Every resource the Roles generated for a kind may name (the owner's: the kind and each of its subresources). The
+ * server must hold them itself to grant them (RBAC's escalation check): the Helm chart's ClusterRole gives it `*` on
+ * exactly these for each kind whose strategy declares host RBAC.
+ */
+export function grantableResources(def: SourceKind): string[] {
+  return resourcesOf(def, ['*']);
+}
+
 /** The kind's resource and the subresources asked for; '*' means each subresource the kind has (RBAC has no wildcard for them). */
-function resourcesOf(def: ResourceDefinition, subresources: string[]): string[] {
+function resourcesOf(def: SourceKind, subresources: string[]): string[] {
   const known = def.hasStatus ? ['status'] : [];
   const subs = subresources.includes('*') ? [...known, ...subresources.filter((s) => s !== '*')] : subresources;
   return unique([def.plural, ...subs.map((s) => `${def.plural}/${s}`)]);
 }
 
-function ownerSubjects(owner: { user?: string; team?: string } | undefined): Subject[] {
+function ownerSubjects(owner: Owner | undefined): Subject[] {
   if (owner?.user) return [user(owner.user)];
   if (owner?.team) return [team(owner.team)];
   return [];

@@ -57,11 +57,6 @@ export function requestSchema(fields: Record<string, StructuralSchema>): Structu
   return { type: 'object', properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { type: 'object' }, ...fields } };
 }
 
-/** `group/version/resource/subresource`, the key actions are found by. */
-export function actionKey(a: { group: string; version: string; resource: string; subresource: string }): string {
-  return `${a.group}/${a.version}/${a.resource}/${a.subresource}`;
-}
-
 const validators = new WeakMap<Action, SchemaValidator>();
 
 /**

@@ -11,20 +11,20 @@
 import { randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { Path, fieldError, type FieldError } from '../apimachinery/field.js';
+import { GROUP_NAME } from '../apimachinery/group.js';
 import type { StructuralSchema } from '../apimachinery/schema.js';
 import * as errors from '../apimachinery/status.js';
-import type { KubeObject } from '../apimachinery/types.js';
+import { isPlainObject, type KubeObject } from '../apimachinery/types.js';
 import { nowRFC3339 } from '../apimachinery/time.js';
 import type { ResourceDefinition } from '../registry/definitions.js';
 import { validateScopeAndRules } from '../registry/kinds/keyscope.js';
 import type { Signer } from '../tokens/signingkeys.js';
 import { answer, requestSchema, type Action, type ActionCall } from './action.js';
 
-const GROUP = 'management.platform.sh';
 const RESOURCE = 'directclusterendpointtokens';
 const KIND = 'DirectClusterEndpointToken';
 /** The audience every direct cluster endpoint token is for; a connected cluster accepts only this one. */
-export const DIRECT_CLUSTER_ENDPOINT_AUDIENCE = 'management.platform.sh/direct-cluster-endpoint';
+export const DIRECT_CLUSTER_ENDPOINT_AUDIENCE = `${GROUP_NAME}/direct-cluster-endpoint`;
 /** The lifetime of a token that asks for none. */
 export const DEFAULT_TOKEN_TTL_SECONDS = 3600;
 const CLI_ROLE = 'platformCLI';
@@ -52,31 +52,31 @@ function tokenSchema(keyDefinition: ResourceDefinition | undefined): StructuralS
 
 export function directClusterEndpointTokenAction(definitions: ResourceDefinition[], opts: DirectTokenOptions): Action {
   const action: Action = {
-    group: GROUP,
+    group: GROUP_NAME,
     version: 'v1',
     resource: RESOURCE,
     subresource: '',
     kind: KIND,
     namespaced: false,
     verbs: ['create'],
-    schema: tokenSchema(definitions.find((d) => d.group === GROUP && d.kind === 'OwnedAccessKey')),
+    schema: tokenSchema(definitions.find((d) => d.group === GROUP_NAME && d.kind === 'OwnedAccessKey')),
     async serve(call: ActionCall): Promise<KubeObject> {
       const { user } = call;
       // The token would carry the caller's identity without the credential's restriction (as for access keys).
       if (user.restriction) {
-        throw errors.forbidden({ group: GROUP, resource: RESOURCE }, '', `User ${JSON.stringify(user.name)} cannot create resource "${RESOURCE}" in API group "${GROUP}" at the cluster scope: a credential with a scope or rules may not create tokens`);
+        throw errors.forbidden({ group: GROUP_NAME, resource: RESOURCE }, '', `User ${JSON.stringify(user.name)} cannot create resource "${RESOURCE}" in API group "${GROUP_NAME}" at the cluster scope: a credential with a scope or rules may not create tokens`);
       }
       // kube reserves `system:` names for its own identities (service accounts, nodes, components): a connected
       // cluster mapping the token's subject directly would take it for one of them.
       if (user.name.startsWith(SYSTEM_PREFIX)) {
-        throw errors.forbidden({ group: GROUP, resource: RESOURCE }, '', `User ${JSON.stringify(user.name)} cannot create resource "${RESOURCE}" in API group "${GROUP}" at the cluster scope: names starting with "${SYSTEM_PREFIX}" are reserved for Kubernetes' own identities and are not given tokens for connected clusters`);
+        throw errors.forbidden({ group: GROUP_NAME, resource: RESOURCE }, '', `User ${JSON.stringify(user.name)} cannot create resource "${RESOURCE}" in API group "${GROUP_NAME}" at the cluster scope: names starting with "${SYSTEM_PREFIX}" are reserved for Kubernetes' own identities and are not given tokens for connected clusters`);
       }
-      const spec = (call.object!.spec ?? {}) as Record<string, any>;
+      const spec = (call.object!.spec ?? {}) as Record<string, unknown>;
       const errs: FieldError[] = validateScopeAndRules(spec, Path.root('spec'));
       if (typeof spec.ttl === 'number' && spec.ttl < 0) errs.push(fieldError.invalid(Path.root('spec').child('ttl'), spec.ttl, 'must be greater than or equal to 0 (0 or absent: the default of 3600 seconds)'));
-      if (errs.length) throw errors.invalid({ group: GROUP, kind: KIND }, '', errs);
+      if (errs.length) throw errors.invalid({ group: GROUP_NAME, kind: KIND }, '', errs);
 
-      let ttl = spec.ttl || DEFAULT_TOKEN_TTL_SECONDS;
+      let ttl = typeof spec.ttl === 'number' && spec.ttl > 0 ? spec.ttl : DEFAULT_TOKEN_TTL_SECONDS;
       if (ttl > opts.maxTtlSeconds) {
         call.warnings.push(`spec.ttl ${ttl} is longer than this server issues tokens for; the token expires after ${opts.maxTtlSeconds} seconds`);
         ttl = opts.maxTtlSeconds;
@@ -108,9 +108,9 @@ export function directClusterEndpointTokenAction(definitions: ResourceDefinition
 }
 
 /** spec.scope with the deprecated fields mapped in; undefined when the token is not narrowed at all. */
-function tokenScope(spec: Record<string, any>): Record<string, unknown> | undefined {
-  const scope: Record<string, any> = { ...(spec.scope ?? {}) };
-  if (spec.allowPlatformCli === true && !(scope.roles ?? []).some((r: { role?: string }) => r.role === CLI_ROLE)) {
+function tokenScope(spec: Record<string, unknown>): Record<string, unknown> | undefined {
+  const scope: { roles?: { role?: string }[]; [field: string]: unknown } = { ...(isPlainObject(spec.scope) ? spec.scope : {}) };
+  if (spec.allowPlatformCli === true && !(scope.roles ?? []).some((r) => r.role === CLI_ROLE)) {
     scope.roles = [...(scope.roles ?? []), { role: CLI_ROLE }];
   }
   if (Array.isArray(spec.rules) && spec.rules.length) scope.rules = spec.rules;

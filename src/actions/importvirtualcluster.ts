@@ -10,21 +10,22 @@
  */
 import { jsonEqual } from '../apimachinery/equality.js';
 import { Path, fieldError, type FieldError } from '../apimachinery/field.js';
+import { GROUP_NAME } from '../apimachinery/group.js';
 import type { StructuralSchema } from '../apimachinery/schema.js';
 import * as errors from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../apimachinery/validation.js';
-import { ownerGivenAway, validateOwner } from '../registry/kinds/access.js';
+import { ownerGivenAway, validateOwner } from '../access/validation.js';
+import type { Owner } from '../access/model.js';
 import { projectNamespace } from '../registry/kinds/project.js';
 import { checkNotImported, clusterErrors } from '../registry/kinds/virtualclusterplacement.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
 import { answer, requestSchema, type Action, type ActionCall } from './action.js';
 
-const GROUP = 'management.platform.sh';
 const VERSION = 'v1';
 const KIND = 'ProjectImportVirtualCluster';
-const gk = { group: GROUP, kind: KIND };
+const gk = { group: GROUP_NAME, kind: KIND };
 
 const owner: StructuralSchema = { type: 'object', properties: { user: { type: 'string' }, team: { type: 'string' } } };
 /** The fields that may sit at the top level or inside sourceVirtualCluster. */
@@ -35,6 +36,13 @@ const placed: Record<'owner' | 'importName' | 'upgradeToPro' | 'skipHelmDeploy',
   skipHelmDeploy: { type: 'boolean' },
 };
 type Placed = keyof typeof placed;
+/** The placed fields as the request schema has checked them. */
+interface PlacedFields {
+  owner?: Owner;
+  importName?: string;
+  upgradeToPro?: boolean;
+  skipHelmDeploy?: boolean;
+}
 
 const schema = requestSchema({
   sourceVirtualCluster: {
@@ -51,9 +59,9 @@ interface Source {
 }
 
 export function importVirtualClusterAction(registry: Registry): Action {
-  const store = (resource: string): Store => registry.lookup(GROUP, VERSION, resource)!;
+  const store = (resource: string): Store => registry.lookup(GROUP_NAME, VERSION, resource)!;
   const action: Action = {
-    group: GROUP,
+    group: GROUP_NAME,
     version: VERSION,
     resource: 'projects',
     subresource: 'importvirtualcluster',
@@ -66,17 +74,17 @@ export function importVirtualClusterAction(registry: Registry): Action {
       const project = await store('projects').get(undefined, call.name);
       const { source, fields, ownerAt } = readRequest(request);
       const givenAway = ownerGivenAway(fields.owner, call.user, ownerAt);
-      if (givenAway) throw errors.forbidden({ group: GROUP, resource: 'projects' }, call.name, `User ${JSON.stringify(call.user.name)} cannot import a virtual cluster for someone else: ${givenAway}`);
+      if (givenAway) throw errors.forbidden({ group: GROUP_NAME, resource: 'projects' }, call.name, `User ${JSON.stringify(call.user.name)} cannot import a virtual cluster for someone else: ${givenAway}`);
       const name = fields.importName ?? source.name!;
       const namespace = projectNamespace(call.name);
       const caller = { user: call.user, authorize: call.authorize };
       const clusterErrs = await clusterErrors(store('clusters'), project, source.cluster!, Path.root('sourceVirtualCluster').child('cluster'), caller);
       if (clusterErrs.length) throw errors.invalid(gk, '', clusterErrs);
       const ref = { cluster: source.cluster!, namespace: source.namespace, virtualCluster: source.name! };
-      await checkNotImported(store('virtualclusterinstances'), ref, { gr: { group: GROUP, resource: 'projects/importvirtualcluster' }, name: source.name!, user: call.user });
+      await checkNotImported(store('virtualclusterinstances'), ref, { gr: { group: GROUP_NAME, resource: 'projects/importvirtualcluster' }, name: source.name!, user: call.user });
 
       const instance: KubeObject = {
-        apiVersion: `${GROUP}/${VERSION}`,
+        apiVersion: `${GROUP_NAME}/${VERSION}`,
         kind: 'VirtualClusterInstance',
         metadata: {
           name,
@@ -105,10 +113,10 @@ export function importVirtualClusterAction(registry: Registry): Action {
 }
 
 /** The source and the placed fields from wherever they were given; 422 naming each field that is missing or wrong. */
-function readRequest(request: KubeObject): { source: Source; fields: Partial<Record<Placed, any>>; ownerAt: Path } {
+function readRequest(request: KubeObject): { source: Source; fields: PlacedFields; ownerAt: Path } {
   const errs: FieldError[] = [];
   const at = Path.root('sourceVirtualCluster');
-  const inner = (request.sourceVirtualCluster ?? {}) as Source & Partial<Record<Placed, any>>;
+  const inner = (request.sourceVirtualCluster ?? {}) as Source & PlacedFields;
   if (request.sourceVirtualCluster === undefined) errs.push(fieldError.required(at, 'the virtual cluster to import: name, namespace and cluster'));
   const source: Source = { name: inner.name, namespace: inner.namespace, cluster: inner.cluster };
   const check = (field: keyof Source, rule: (v: string) => string[], what: string) => {
@@ -122,14 +130,14 @@ function readRequest(request: KubeObject): { source: Source; fields: Partial<Rec
     check('cluster', isDNS1123Subdomain, 'the name of the Cluster the virtual cluster runs on');
   }
 
-  const fields: Partial<Record<Placed, any>> = {};
+  const fields: PlacedFields = {};
   for (const field of Object.keys(placed) as Placed[]) {
     const top = request[field];
     const nested = inner[field];
     if (top !== undefined && nested !== undefined && !jsonEqual(top, nested)) {
       errs.push(fieldError.invalid(at.child(field), nested, `differs from ${field} at the top level; give it in one place or the same in both`));
     }
-    fields[field] = top ?? nested;
+    (fields as Record<Placed, unknown>)[field] = top ?? nested;
   }
   const ownerAt = request.owner !== undefined ? Path.root('owner') : at.child('owner');
   errs.push(...validateOwner(fields.owner, ownerAt));

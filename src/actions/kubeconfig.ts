@@ -15,6 +15,7 @@
  */
 import yaml from 'js-yaml';
 import { Path, fieldError } from '../apimachinery/field.js';
+import { GROUP_NAME } from '../apimachinery/group.js';
 import * as errors from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { HostClusterError, type HostCluster } from '../host/cluster.js';
@@ -23,7 +24,6 @@ import { silentLogger, type Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { answer, requestSchema, type Action, type ActionCall } from './action.js';
 
-const GROUP = 'management.platform.sh';
 const VERSION = 'v1';
 const KIND = 'VirtualClusterInstanceKubeConfig';
 /** The spec's default certificate lifetime: one day. */
@@ -43,9 +43,9 @@ const schema = requestSchema({
 });
 
 export function kubeConfigAction(registry: Registry, host: HostCluster | undefined, log: Logger = silentLogger): Action {
-  const instances = registry.lookup(GROUP, VERSION, 'virtualclusterinstances')!;
+  const instances = registry.lookup(GROUP_NAME, VERSION, 'virtualclusterinstances')!;
   const action: Action = {
-    group: GROUP,
+    group: GROUP_NAME,
     version: VERSION,
     resource: 'virtualclusterinstances',
     subresource: 'kubeconfig',
@@ -58,12 +58,12 @@ export function kubeConfigAction(registry: Registry, host: HostCluster | undefin
       const ttl = certificateTTL(call);
       if (call.user.name.startsWith(SYSTEM_PREFIX)) {
         throw errors.forbidden(
-          { group: GROUP, resource: 'virtualclusterinstances' },
+          { group: GROUP_NAME, resource: 'virtualclusterinstances' },
           call.name,
           `User ${JSON.stringify(call.user.name)} cannot get a kube config: its certificate would carry this ${SYSTEM_PREFIX} identity into the virtual cluster; kube configs are issued to users, not to Kubernetes' own identities`,
         );
       }
-      // Without a namespace the name matched no instance the caller may use (app.ts findNamespace).
+      // Without a namespace the name matched no instance the caller may use (http/findnamespace.ts).
       if (!call.namespace) throw errors.notFound(instances.def.groupResource, call.name);
       const instance = await instances.get(call.namespace, call.name);
       const where = `VirtualClusterInstance ${call.namespace}/${call.name}`;
@@ -99,7 +99,7 @@ function certificateTTL(call: ActionCall): number {
   const n = ttl as number;
   if (n !== 0 && n < MIN_CERTIFICATE_TTL_SECONDS) {
     const at = Path.root('spec').child('certificateTTL');
-    throw errors.invalid({ group: GROUP, kind: KIND }, call.name, [
+    throw errors.invalid({ group: GROUP_NAME, kind: KIND }, call.name, [
       fieldError.invalid(at, n, `must be 0 (the virtual cluster's signing duration) or at least ${MIN_CERTIFICATE_TTL_SECONDS} seconds, the shortest a certificate signing request may ask for`),
     ]);
   }

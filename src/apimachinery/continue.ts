@@ -17,7 +17,7 @@ export function encodeContinue(revision: number, nextStart: string): string {
 
 export function decodeContinue(token: string): ContinueToken {
   const invalid = (why: string) => errors.badRequest(`invalid continue token: ${why}`);
-  let parsed: any;
+  let parsed: { v?: unknown; start?: unknown; rv?: unknown } | null;
   try {
     parsed = JSON.parse(Buffer.from(token.replace(/=+$/, ''), 'base64url').toString('utf8'));
   } catch {
@@ -26,6 +26,6 @@ export function decodeContinue(token: string): ContinueToken {
   if (parsed?.v !== 'meta.k8s.io/v1') throw invalid('server does not recognize this encoded version');
   if (typeof parsed.start !== 'string' || parsed.start === '') throw invalid('continue key is not valid');
   if (parsed.start.startsWith('/') || parsed.start.split('/').includes('..')) throw invalid('continue key is not valid');
-  if (!Number.isInteger(parsed.rv) || parsed.rv === 0 || parsed.rv < -1) throw invalid('incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
+  if (typeof parsed.rv !== 'number' || !Number.isInteger(parsed.rv) || parsed.rv === 0 || parsed.rv < -1) throw invalid('incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
   return { revision: parsed.rv, start: parsed.start };
 }

@@ -1,10 +1,45 @@
-/** Go durations (time.ParseDuration, without a sign), as kube takes them in flags and in `?timeout=`. */
-const GO_DURATION = /^(\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$/;
-const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+/**
+ * Durations as the server uses them: Go durations read from flags, `?timeout=` and the KMS configuration (in
+ * milliseconds, for timers), and ages as kube prints them (apimachinery pkg/util/duration.HumanDuration).
+ */
+import { parseDuration } from './golang/duration.js';
 
-/** `30s`, `1m30s`, `250ms`, `1.5h`, `0` in milliseconds; undefined when the text is not a duration. */
+/** time.ParseDuration in milliseconds (`30s`, `1m30s`, `.5s`, `-1h`, `0`); undefined when Go refuses the text. */
 export function parseGoDuration(text: string): number | undefined {
-  if (text === '0') return 0;
-  if (!GO_DURATION.test(text)) return undefined;
-  return [...text.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g)].reduce((ms, [, n, unit]) => ms + Number(n) * UNIT_MS[unit], 0);
+  const parsed = parseDuration(text);
+  return parsed.ok ? Number(parsed.nanoseconds) / 1e6 : undefined;
+}
+
+/**
+ * duration.HumanDuration for a duration in milliseconds: "45s", "5m", "7m30s", "3h", "2h5m", "2d", "3d4h",
+ * "400d", "2y30d", "9y"; "0s" for up to 2 seconds in the future, "<invalid>" beyond.
+ */
+export function humanDuration(ms: number): string {
+  const seconds = Math.trunc(ms / 1000);
+  if (seconds < -1) return '<invalid>';
+  if (seconds < 0) return '0s';
+  if (seconds < 60 * 2) return `${seconds}s`;
+  const minutes = Math.trunc(seconds / 60);
+  if (minutes < 10) {
+    const s = seconds % 60;
+    return s === 0 ? `${minutes}m` : `${minutes}m${s}s`;
+  }
+  if (minutes < 60 * 3) return `${minutes}m`;
+  const hours = Math.trunc(minutes / 60);
+  if (hours < 8) {
+    const m = minutes % 60;
+    return m === 0 ? `${hours}h` : `${hours}h${m}m`;
+  }
+  if (hours < 48) return `${hours}h`;
+  if (hours < 24 * 8) {
+    const h = hours % 24;
+    return h === 0 ? `${Math.trunc(hours / 24)}d` : `${Math.trunc(hours / 24)}d${h}h`;
+  }
+  if (hours < 24 * 365 * 2) return `${Math.trunc(hours / 24)}d`;
+  if (hours < 24 * 365 * 8) {
+    const dy = Math.trunc(hours / 24) % 365;
+    const y = Math.trunc(hours / 24 / 365);
+    return dy === 0 ? `${y}y` : `${y}y${dy}d`;
+  }
+  return `${Math.trunc(hours / 24 / 365)}y`;
 }

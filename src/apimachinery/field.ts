@@ -2,7 +2,7 @@
  * Field errors as apimachinery's pkg/util/validation/field has them: a path, a type, the bad value and a detail.
  * They become the causes of a 422 Invalid Status.
  */
-import { goQuote, goStringSlice } from './validation.js';
+import { goQuote, goStringSlice } from './golang/strconv.js';
 
 export type FieldErrorType =
   | 'FieldValueRequired'

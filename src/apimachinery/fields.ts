@@ -9,7 +9,8 @@
  */
 import { badRequest } from './status.js';
 import type { KubeObject } from './types.js';
-import { goQuote } from './validation.js';
+import { compareStrings } from './golang/strings.js';
+import { goQuote } from './golang/strconv.js';
 
 export type FieldOperator = '=' | '!=';
 
@@ -107,10 +108,6 @@ function splitTerm(term: string): { lhs: string; op: (typeof TERM_OPERATORS)[num
   return undefined;
 }
 
-function compareGo(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
-}
-
 class AndSelector implements FieldSelector {
   constructor(readonly requirements: readonly FieldRequirement[]) {}
 
@@ -144,7 +141,7 @@ export const everythingFields: FieldSelector = new AndSelector([]);
  */
 export function parseFieldSelector(text: string | null | undefined): FieldSelector {
   if (!text) return everythingFields;
-  const parts = splitTerms(text).sort(compareGo);
+  const parts = splitTerms(text).sort(compareStrings);
   const requirements: FieldRequirement[] = [];
   try {
     for (const part of parts) {

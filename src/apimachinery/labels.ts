@@ -14,6 +14,7 @@
  *   <exact-match-restriction> ::= ["=" | "==" | "!=" | ">" | "<"] VALUE
  */
 import { fieldError, aggregateMessage, type FieldError } from './field.js';
+import { compareStrings } from './golang/strings.js';
 import { badRequest } from './status.js';
 import { isQualifiedName, isValidLabelValue } from './validation.js';
 
@@ -180,11 +181,6 @@ enum Context {
 const BINARY_OPERATORS = 'in, notin, =, ==, !=, gt, lt';
 
 class ParseError extends Error {}
-
-/** Go's byte-wise string order (sort.Strings), not UTF-16 code-unit order. */
-function compareGo(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
-}
 
 /** strconv.ParseInt(s, 10, 64). */
 function parseInt64(s: string): bigint | undefined {
@@ -426,7 +422,7 @@ class Parser {
 }
 
 function sortedSet(values: Iterable<string>): string[] {
-  return [...new Set(values)].sort(compareGo);
+  return [...new Set(values)].sort(compareStrings);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -521,6 +517,6 @@ export function parseLabelSelector(text: string | null | undefined): LabelSelect
     throw err;
   }
   // sort.Sort(ByKey): Go's sort is stable for the short lists selectors have; a stable sort keeps ties in order.
-  requirements.sort((a, b) => compareGo(a.key, b.key));
+  requirements.sort((a, b) => compareStrings(a.key, b.key));
   return new InternalSelector(requirements);
 }

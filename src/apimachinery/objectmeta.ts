@@ -12,13 +12,13 @@
  * Not here: the resourceVersion-required check of ValidateObjectMetaAccessorUpdate (the registry does it).
  */
 import { jsonEqual } from './equality.js';
+import { formatTime, parseRFC3339, sameGoTime, type GoTime } from './golang/time.js';
+import { compareStrings } from './golang/strings.js';
 import { fieldError, GoLiteral, Path, type FieldError } from './field.js';
 import type { ManagedFieldsEntry, ObjectMeta, OwnerReference } from './types.js';
+import { goRunes, goStringSlice, isGoPrint } from './golang/strconv.js';
 import {
   byteLength,
-  goRunes,
-  goStringSlice,
-  isGoPrint,
   isQualifiedName,
   isValidLabelValue,
   validateNamespaceName,
@@ -163,14 +163,9 @@ function immutableString(newVal: string | undefined, oldVal: string | undefined,
 /** objectmeta.ValidateNoNewFinalizers: Go's detail prints the sorted new finalizers with %#v. */
 export function validateNoNewFinalizers(newFinalizers: readonly string[] | undefined, oldFinalizers: readonly string[] | undefined, at: Path): FieldError[] {
   const old = new Set(oldFinalizers ?? []);
-  const extra = [...new Set(newFinalizers ?? [])].filter((f) => !old.has(f)).sort(compareGoStrings);
+  const extra = [...new Set(newFinalizers ?? [])].filter((f) => !old.has(f)).sort(compareStrings);
   if (extra.length === 0) return [];
   return [fieldError.forbidden(at, `no new finalizers can be added if the object is being deleted, found new finalizers ${goStringSlice(extra)}`)];
-}
-
-/** Go compares strings bytewise (UTF-8); UTF-16 order differs only above U+FFFF vs U+E000..U+FFFF. */
-function compareGoStrings(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -220,6 +215,7 @@ export function validateAnnotations(annotations: Record<string, string> | undefi
 
 /** strings.ToLower: simple (1:1) case mapping per code point, so 'İ' (U+0130) becomes 'i' as in Go. */
 function goToLower(value: string): string {
+  // eslint-disable-next-line no-control-regex -- ASCII, control characters included, lowers the same in Go and JS
   if (/^[\x00-\x7f]*$/.test(value)) return value.toLowerCase();
   let out = '';
   for (const ch of value) {
@@ -362,51 +358,22 @@ export function validateManagedFields(entries: readonly ManagedFieldsEntry[] | u
 // metav1.Time as Go prints it
 // ---------------------------------------------------------------------------------------------
 
-/** A parsed metav1.Time: whole seconds since the epoch plus nanoseconds; `raw` when it did not parse. */
-interface GoTime {
-  seconds: number;
-  nanos: number;
-  raw?: string;
-}
+/** A metav1.Time as decoded, or its text when Go would not parse it. */
+type MetaTime = GoTime | { raw: string };
 
-/** Seconds since the epoch of a UTC civil time; years 0..99 are taken literally (not as 19xx). */
-function utcSeconds(year: number, month: number, day: number, hour = 0, minute = 0, second = 0): number {
-  const d = new Date(0);
-  d.setUTCFullYear(year, month - 1, day);
-  d.setUTCHours(hour, minute, second, 0);
-  return d.getTime() / 1000;
-}
-
-const ZERO_TIME: GoTime = { seconds: utcSeconds(1, 1, 1), nanos: 0 };
-
-const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$/;
+/** The zero time.Time (January 1, year 1, UTC), which a null or missing metav1.Time decodes to. */
+const ZERO_TIME: GoTime = parseRFC3339('0001-01-01T00:00:00Z')!;
 
 /** metav1.Time's UnmarshalJSON: null (or missing) is the zero time; otherwise time.Parse(RFC3339, …). */
-function parseTime(value: string | null | undefined): GoTime {
+function parseTime(value: string | null | undefined): MetaTime {
   if (value == null || value === '') return ZERO_TIME;
-  const m = RFC3339.exec(value);
-  if (!m) return { seconds: NaN, nanos: 0, raw: value };
-  const [y, mo, d, h, mi, s] = m.slice(1, 7).map(Number);
-  const [frac, zone] = [m[7], m[8]];
-  const daysInMonth = new Date(Date.UTC(2000, mo, 0)).getUTCDate() - (mo === 2 && !isLeap(y) ? 1 : 0);
-  if (mo < 1 || mo > 12 || d < 1 || d > daysInMonth || h > 23 || mi > 59 || s > 59) return { seconds: NaN, nanos: 0, raw: value };
-  let seconds = utcSeconds(y, mo, d, h, mi, s);
-  if (zone !== 'Z') {
-    const sign = zone[0] === '-' ? -1 : 1;
-    seconds -= sign * (Number(zone.slice(1, 3)) * 3600 + Number(zone.slice(4, 6)) * 60);
-  }
-  const nanos = frac ? Number(frac.slice(0, 9).padEnd(9, '0')) : 0;
-  return { seconds, nanos };
-}
-
-function isLeap(year: number): boolean {
-  return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+  return parseRFC3339(value) ?? { raw: value };
 }
 
 /** apiequality.Semantic for metav1.Time: the same instant (a.UTC() == b.UTC()). */
-function sameTime(a: GoTime, b: GoTime): boolean {
-  if (a.raw !== undefined || b.raw !== undefined) return a.raw === b.raw;
-  return a.seconds === b.seconds && a.nanos === b.nanos;
+function sameTime(a: MetaTime, b: MetaTime): boolean {
+  if ('raw' in a || 'raw' in b) return 'raw' in a && 'raw' in b && a.raw === b.raw;
+  return sameGoTime(a, b);
 }
 
 /**
@@ -418,12 +385,6 @@ export function goTimeString(value: string | null | undefined): string {
   return goTime(parseTime(value));
 }
 
-function goTime(t: GoTime): string {
-  if (t.raw !== undefined) return t.raw;
-  const d = new Date(t.seconds * 1000);
-  const pad = (n: number, w = 2) => String(n).padStart(w, '0');
-  const year = d.getUTCFullYear();
-  let out = `${pad(year, 4)}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}`;
-  if (t.nanos !== 0) out += `.${String(t.nanos).padStart(9, '0').replace(/0+$/, '')}`;
-  return `${out} +0000 UTC`;
+function goTime(t: MetaTime): string {
+  return 'raw' in t ? t.raw : formatTime(t);
 }

@@ -22,7 +22,7 @@ export interface StructuralSchema {
 }
 
 // ajv-formats' default export differs between its CommonJS and ESM shapes.
-const addFormats = ((addFormatsModule as any).default ?? addFormatsModule) as (ajv: Ajv, formats?: string[]) => Ajv;
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv, formats?: string[]) => Ajv;
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
@@ -127,10 +127,10 @@ function fieldPath(pointer: string, schema: StructuralSchema, root: string): str
 function toFieldError(e: ErrorObject, schema: StructuralSchema, root: string): FieldError {
   const path = fieldPath(e.instancePath, schema, root);
   const at = path || root || '<root>';
-  const p = e.params as Record<string, any>;
+  const p = e.params as { missingProperty?: string; type?: string | string[]; allowedValues?: unknown[]; format?: string; pattern?: string; limit?: number };
   switch (e.keyword) {
     case 'required': {
-      const missing = path ? `${path}.${p.missingProperty}` : p.missingProperty;
+      const missing = path ? `${path}.${p.missingProperty}` : (p.missingProperty ?? '');
       return fieldError.required(missing);
     }
     case 'type':
@@ -147,11 +147,11 @@ function toFieldError(e: ErrorObject, schema: StructuralSchema, root: string): F
     case 'pattern':
       return fieldError.invalid(at, e.data, `${at} in body should match '${p.pattern}'`);
     case 'maxLength':
-      return fieldError.tooLong(at, p.limit);
+      return fieldError.tooLong(at, p.limit!);
     case 'minLength':
       return fieldError.invalid(at, e.data, `${at} in body should be at least ${p.limit} chars long`);
     case 'maxItems':
-      return fieldError.tooMany(at, (e.data as unknown[]).length, p.limit);
+      return fieldError.tooMany(at, (e.data as unknown[]).length, p.limit!);
     case 'minItems':
       return fieldError.invalid(at, e.data, `${at} in body should have at least ${p.limit} items`);
     case 'minimum':

@@ -10,7 +10,7 @@
  * an explicit stack (no recursion), no dependencies. Text that is not valid JSON yields [] (Go reports the
  * syntax error instead of strict errors; the caller parses the body separately).
  */
-import { goQuote } from './validation.js';
+import { goQuote } from './golang/strconv.js';
 
 /** sigs.k8s.io/json stops collecting strict errors after this many. */
 const MAX_ERRORS = 100;

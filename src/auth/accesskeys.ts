@@ -20,7 +20,7 @@
  *   - team key: user `platform:team:<team>`, groups `spec.groups` + `platform:team:<team>`;
  *   - subject key: user `spec.subject`, groups `spec.groups`;
  *   - extra `platform.sh/access-key: [<key object name>]`; the union adds `system:authenticated`;
- *   - a `restriction` (scope.ts) when the key has a scope, rules or allowPlatformCli.
+ *   - a `restriction` (src/access/scope.ts) when the key has a scope, rules or allowPlatformCli.
  * Two keys with the same key material (client-chosen keys can collide) resolve to the oldest one, so a later copy
  * can never take over the identity of the first; copies created in the same second (creationTimestamp has whole
  * seconds) are 401. A create never says whether a key value is in use.
@@ -28,13 +28,13 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { KubeObject } from '../apimachinery/types.js';
-import type { Restriction } from '../apimachinery/user.js';
+import type { Restriction, UserInfo } from '../apimachinery/user.js';
 import type { CacheEvent, WatchCache } from '../storage/cacher.js';
 import { TEAM_GROUP_PREFIX } from '../apimachinery/user.js';
 import { USER_GROUP_PREFIX, hashAccessKey, isKeyHash, lastActivityOf } from '../registry/kinds/ownedaccesskey.js';
 import type { ActivityRecorder } from './activity.js';
-import { buildRestriction, type RestrictionOptions } from './scope.js';
-import { AuthenticationError, bearerToken, type Authenticator, type UserInfo } from './types.js';
+import { buildRestriction, type RestrictionOptions } from '../access/scope.js';
+import { AuthenticationError, bearerToken, type Authenticator } from './types.js';
 
 /** The extra key naming the OwnedAccessKey a request authenticated with. */
 export const ACCESS_KEY_EXTRA = 'platform.sh/access-key';
@@ -46,7 +46,7 @@ export interface AccessKeyAuthenticatorOptions {
   prefix: string;
   /** Notes each use for `status.lastActivity`. */
   recorder?: ActivityRecorder;
-  /** Passed to the restrictions (scope.ts). */
+  /** Passed to the restrictions (src/access/scope.ts). */
   isNamespaced?: RestrictionOptions['isNamespaced'];
   /** Bring the cache up to date before answering that a token is unknown (default true). */
   refreshOnMiss?: boolean;

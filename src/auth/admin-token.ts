@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { MASTERS_GROUP, type UserInfo } from './types.js';
+import { MASTERS_GROUP, type UserInfo } from '../apimachinery/user.js';
 
 export const ADMIN_USER: UserInfo = { name: 'admin', uid: 'admin', groups: [MASTERS_GROUP] };
 

@@ -2,7 +2,8 @@
  * Authorization for now: members of system:masters may do everything, and every authenticated user may read
  * discovery (as kube's system:discovery role allows). Richer authorizers join the union later.
  */
-import { AUTHENTICATED_GROUP, MASTERS_GROUP, type Attributes, type Authorizer, type Decision } from './types.js';
+import type { Attributes, Authorizer, Decision } from '../apimachinery/authorizer.js';
+import { AUTHENTICATED_GROUP, MASTERS_GROUP } from '../apimachinery/user.js';
 
 export const mastersAuthorizer: Authorizer = {
   async authorize(attrs: Attributes): Promise<Decision> {
@@ -16,7 +17,7 @@ const DISCOVERY_PATHS = [
   /^\/apis\/[^/]+\/?$/,
   /^\/apis\/[^/]+\/[^/]+\/?$/,
   /^\/version\/?$/,
-  // kubectl's namespace check after a NotFound (see http/app.ts namespaceDocument).
+  // kubectl's namespace check after a NotFound (see http/nonresource.ts namespaceDocument).
   /^\/api\/v1\/namespaces\/[^/]+$/,
   // OpenAPI: system:discovery allows /openapi, /openapi/*.
   /^\/openapi\/v2\/?$/,

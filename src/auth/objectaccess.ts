@@ -1,42 +1,15 @@
 /**
- * Object-level access, read from the object itself (the spec's access lists): a SharedSecret's or Cluster's
- * `spec.owner` may do everything with it, and each `spec.access` entry grants its verbs (`*` = all) on the
- * object and on the listed subresources to its users and teams. An OwnedAccessKey belongs to its user or team.
+ * The object-access authorizer: a request on one of this API's objects is allowed when the object itself grants it
+ * (src/access/model.ts: its owner and access lists, an OwnedAccessKey's user or team), and lists and watches the
+ * caller may not make in full are narrowed to the objects it may see.
  */
+import type { Attributes, Authorizer, Decision } from '../apimachinery/authorizer.js';
+import { GROUP_NAME } from '../apimachinery/group.js';
 import type { KubeObject } from '../apimachinery/types.js';
-import { teamsOf } from '../apimachinery/user.js';
-import type { Attributes, Authorizer, Decision, UserInfo } from './types.js';
+import { objectGrants, OWNED_ACCESS_KEYS } from '../access/model.js';
 
-const GROUP = 'management.platform.sh';
-const OWNED_ACCESS_KEYS = 'ownedaccesskeys';
 /** Kinds anyone may create for themselves (what they create is checked to be their own). */
 const SELF_SERVICE = [OWNED_ACCESS_KEYS, 'directclusterendpointtokens'];
-
-interface AccessEntry {
-  verbs?: string[];
-  subresources?: string[];
-  users?: string[];
-  teams?: string[];
-}
-
-function ownedBy(owner: { user?: string; team?: string } | undefined, user: UserInfo): boolean {
-  if (!owner) return false;
-  return (!!owner.user && owner.user === user.name) || (!!owner.team && teamsOf(user).includes(owner.team));
-}
-
-/** Whether `obj` itself lets `user` do `verb` (on `subresource`, if any). */
-export function objectGrants(resource: string, obj: KubeObject, user: UserInfo, verb: string, subresource = ''): boolean {
-  const spec = obj.spec ?? {};
-  if (resource === OWNED_ACCESS_KEYS) return ownedBy({ user: spec.user, team: spec.team }, user);
-  if (ownedBy(spec.owner, user)) return true;
-  const teams = teamsOf(user);
-  return ((spec.access ?? []) as AccessEntry[]).some((entry) => {
-    const forUser = entry.users?.includes(user.name) || entry.teams?.some((t) => teams.includes(t));
-    const forVerb = entry.verbs?.includes('*') || entry.verbs?.includes(verb);
-    const forSubresource = !subresource || entry.subresources?.includes('*') || entry.subresources?.includes(subresource);
-    return !!(forUser && forVerb && forSubresource);
-  });
-}
 
 /** Reads the object a request names (consistently: a grant just written must count). */
 export type ObjectLookup = (attrs: Attributes) => Promise<KubeObject | undefined>;
@@ -45,7 +18,7 @@ export class ObjectAccessAuthorizer implements Authorizer {
   constructor(private readonly lookup: ObjectLookup) {}
 
   async authorize(attrs: Attributes): Promise<Decision> {
-    if (!attrs.isResourceRequest || attrs.apiGroup !== GROUP) return { decision: 'noOpinion' };
+    if (!attrs.isResourceRequest || attrs.apiGroup !== GROUP_NAME) return { decision: 'noOpinion' };
     // Anyone may ask for a key or token of their own; the kind's rules refuse keys for someone else.
     if (SELF_SERVICE.includes(attrs.resource) && attrs.verb === 'create' && !attrs.name) return { decision: 'allow' };
     if (!attrs.name) return { decision: 'noOpinion' };
@@ -62,7 +35,7 @@ export class ObjectAccessAuthorizer implements Authorizer {
    * of one object is such a watch too (narrowed to its name): an object that stops being visible is DELETED.
    */
   visibleTo(attrs: Attributes): ((obj: KubeObject) => boolean) | undefined {
-    if (!attrs.isResourceRequest || attrs.apiGroup !== GROUP || (attrs.verb !== 'list' && attrs.verb !== 'watch')) return undefined;
+    if (!attrs.isResourceRequest || attrs.apiGroup !== GROUP_NAME || (attrs.verb !== 'list' && attrs.verb !== 'watch')) return undefined;
     // A watch of one object was allowed by `watch` before it became a filtered one: that still counts for it.
     const verbs = attrs.name && attrs.verb === 'watch' ? ['get', 'watch'] : ['get'];
     return (obj) => verbs.some((verb) => objectGrants(attrs.resource, obj, attrs.user, verb));

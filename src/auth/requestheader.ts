@@ -8,7 +8,8 @@
  */
 import type { X509Certificate } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { Authenticator, UserInfo } from './types.js';
+import type { UserInfo } from '../apimachinery/user.js';
+import type { Authenticator } from './types.js';
 import { parseCertificateBundle, peerCertificates, subjectNames, verifyClientCertificate } from './x509.js';
 
 export interface RequestHeaderOptions {

@@ -3,6 +3,8 @@
  * the credentials decides) and the authorizers' union. The one place that knows every auth piece.
  */
 import { readFileSync } from 'node:fs';
+import type { Attributes, Authorizer } from '../apimachinery/authorizer.js';
+import { GROUP_NAME } from '../apimachinery/group.js';
 import type { Config } from '../config.js';
 import type { HostCluster } from '../host/cluster.js';
 import type { Logger } from '../log.js';
@@ -17,12 +19,11 @@ import { SubjectAccessReviewAuthorizer } from './subjectaccessreview.js';
 import { TokenReviewAuthenticator } from './tokenreview.js';
 import { ClientCertAuthenticator } from './x509.js';
 import { readTokenFile, TokenAuthenticator } from './token-file.js';
-import type { Attributes, Authenticator, Authorizer } from './types.js';
+import type { Authenticator } from './types.js';
 import { unionAuthenticator } from './union.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
 
-const GROUP = 'management.platform.sh';
 
 export interface Auth {
   authenticator: Authenticator;
@@ -67,8 +68,8 @@ export function setUpAuth(config: Config, registry: Registry, host: HostCluster 
   if (config.clientCaFile) authenticators.push(new ClientCertAuthenticator({ caPem: readFileSync(config.clientCaFile, 'utf8') }));
 
   // Access keys: looked up by hash in the watch cache; their use recorded off the request path.
-  const keyStore = registry.lookup(GROUP, 'v1', 'ownedaccesskeys');
-  const cache = registry.caches.get(GROUP);
+  const keyStore = registry.lookup(GROUP_NAME, 'v1', 'ownedaccesskeys');
+  const cache = registry.caches.get(GROUP_NAME);
   let accessKeys: AccessKeyAuthenticator | undefined;
   let recorder: ActivityRecorder | undefined;
   if (keyStore && cache) {
@@ -79,7 +80,7 @@ export function setUpAuth(config: Config, registry: Registry, host: HostCluster 
     });
     accessKeys = new AccessKeyAuthenticator({
       cache,
-      prefix: `${config.etcdPrefix}/${GROUP}/ownedaccesskeys/`,
+      prefix: `${config.etcdPrefix}/${GROUP_NAME}/ownedaccesskeys/`,
       recorder,
       isNamespaced: (group, resource) => registry.definitions.find((d) => d.group === group && d.plural === resource)?.namespaced,
     });

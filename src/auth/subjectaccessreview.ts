@@ -5,9 +5,9 @@
  * (10 s each by default). A host that cannot answer gives no opinion (never allow) and is not cached.
  */
 import { createHash } from 'node:crypto';
+import type { Attributes, Authorizer, Decision } from '../apimachinery/authorizer.js';
 import { subjectAccessReviewSpec, type SubjectAccessReviewResult } from '../host/cluster.js';
 import { ExpiringCache } from './tokenreview.js';
-import type { Attributes, Authorizer, Decision } from './types.js';
 
 /** What the authorizer needs of the host cluster (HostCluster has it). */
 export interface SubjectAccessReviewer {

@@ -2,7 +2,8 @@
  * Static bearer tokens from a CSV file, as kube-apiserver's --token-auth-file: `token,user,uid,"group1,group2"`.
  */
 import { readFileSync } from 'node:fs';
-import { bearerToken, type Authenticator, type UserInfo } from './types.js';
+import type { UserInfo } from '../apimachinery/user.js';
+import { bearerToken, type Authenticator } from './types.js';
 
 /** Splits one CSV line, honouring double quotes ("a,b" is one field, "" inside quotes is a quote). */
 function csvFields(line: string): string[] {

@@ -6,8 +6,9 @@
  */
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import type { UserInfo } from '../apimachinery/user.js';
 import type { TokenReviewResult } from '../host/cluster.js';
-import { AuthenticationError, bearerToken, type Authenticator, type UserInfo } from './types.js';
+import { AuthenticationError, bearerToken, type Authenticator } from './types.js';
 
 /** What the authenticator needs of the host cluster (HostCluster has it). */
 export interface TokenReviewer {

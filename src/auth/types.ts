@@ -1,9 +1,11 @@
-/** Who is asking, and may they: the shapes authenticators and authorizers share. */
+/**
+ * Who is asking: the shapes authenticators share (kube's authentication/authenticator). The user and authorizer
+ * shapes every layer may name live in apimachinery/user.ts and apimachinery/authorizer.ts.
+ */
 import type { IncomingMessage } from 'node:http';
 
 import type { UserInfo } from '../apimachinery/user.js';
 
-export { AUTHENTICATED_GROUP, MASTERS_GROUP, type UserInfo } from '../apimachinery/user.js';
 export const ANONYMOUS_USER: UserInfo = { name: 'system:anonymous', groups: ['system:unauthenticated'] };
 
 /**
@@ -19,28 +21,6 @@ export class AuthenticationError extends Error {
   constructor(message = 'Unauthorized') {
     super(message);
   }
-}
-
-/** What a request does, for authorization (kube's authorizer.Attributes). */
-export interface Attributes {
-  user: UserInfo;
-  /** Resource verbs (get, list, watch, create, update, patch, delete, deletecollection) or the lowercase method. */
-  verb: string;
-  isResourceRequest: boolean;
-  /** The path without the direct prefix: "/apis/management.platform.sh/v1/clusters". */
-  path: string;
-  apiGroup: string;
-  apiVersion: string;
-  namespace: string;
-  resource: string;
-  subresource: string;
-  name: string;
-}
-
-export type Decision = { decision: 'allow' } | { decision: 'deny' | 'noOpinion'; reason?: string };
-
-export interface Authorizer {
-  authorize(attrs: Attributes): Promise<Decision>;
 }
 
 export function bearerToken(req: IncomingMessage): string | undefined {

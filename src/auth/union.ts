@@ -1,5 +1,6 @@
 /** Authenticators tried in order (kube's union): the first that recognises the request's credentials decides. */
-import { AuthenticationError, bearerToken, type Authenticator, type UserInfo } from './types.js';
+import type { UserInfo } from '../apimachinery/user.js';
+import { AuthenticationError, bearerToken, type Authenticator } from './types.js';
 
 export function unionAuthenticator(...authenticators: Authenticator[]): Authenticator {
   return {

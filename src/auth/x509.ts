@@ -7,7 +7,8 @@ import { X509Certificate } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { DetailedPeerCertificate, TLSSocket } from 'node:tls';
 import forge from 'node-forge';
-import { AuthenticationError, type Authenticator, type UserInfo } from './types.js';
+import type { UserInfo } from '../apimachinery/user.js';
+import { AuthenticationError, type Authenticator } from './types.js';
 
 /** extendedKeyUsage values Go's x509.Verify accepts for ExtKeyUsageClientAuth. */
 const CLIENT_AUTH_OID = '1.3.6.1.5.5.7.3.2';
@@ -24,7 +25,7 @@ export function parseCertificateBundle(pem: string, what = 'CA bundle'): X509Cer
     try {
       return new X509Certificate(block);
     } catch (err) {
-      throw new Error(`${what}: certificate ${i + 1} does not parse: ${(err as Error).message}`);
+      throw new Error(`${what}: certificate ${i + 1} does not parse: ${(err as Error).message}`, { cause: err });
     }
   });
 }

@@ -1,6 +1,6 @@
 /**
- * Keeps the host cluster's RBAC in step with the owner and access lists of SharedSecrets and Clusters
- * (src/access/rbac.ts says what each object asks for):
+ * Keeps the host cluster's RBAC in step with the owner and access lists of the kinds whose strategy declares host
+ * RBAC (SharedSecrets and Clusters; src/access/rbac.ts says what each object asks for):
  *
  * - objects that ask for RBAC carry the finalizer `management.platform.sh/access-cleanup`, added before anything is
  *   created in the host, so a deletion always waits until their Roles and bindings are gone;
@@ -16,6 +16,7 @@
  *   again, everything waiting is retried at once.
  */
 import { jsonEqual } from '../apimachinery/equality.js';
+import { GROUP_NAME } from '../apimachinery/group.js';
 import { isStatusError } from '../apimachinery/status.js';
 import { nowRFC3339 } from '../apimachinery/time.js';
 import type { KubeObject } from '../apimachinery/types.js';
@@ -28,10 +29,8 @@ import { sleep } from './sleep.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
 
-export const ACCESS_CLEANUP_FINALIZER = 'management.platform.sh/access-cleanup';
+export const ACCESS_CLEANUP_FINALIZER = `${GROUP_NAME}/access-cleanup`;
 export const ACCESS_SYNCED = 'AccessSynced';
-/** The resources whose owner and access lists become RBAC. */
-export const ACCESS_RESOURCES = ['sharedsecrets', 'clusters'];
 const FIELD_MANAGER = 'access-sync';
 /** Longest wait between two attempts to list and watch the host's RBAC while it fails. */
 const HOST_PROBE_MAX_MS = 5_000;
@@ -89,10 +88,8 @@ export class AccessSync {
     this.resyncMs = opts.resyncIntervalMs ?? 5 * 60_000;
     this.workers = opts.workers ?? 4;
     this.queue = new WorkQueue({ baseDelayMs: opts.retryDelayMs ?? 1000, maxDelayMs: RETRY_MAX_MS, name: 'access-sync', metrics: opts.workQueueMetrics });
-    this.stores = registry.definitions
-      .filter((d) => ACCESS_RESOURCES.includes(d.plural))
-      .map((d) => registry.lookup(d.group, d.version, d.plural))
-      .filter((s): s is Store => !!s);
+    // The kinds whose strategy declares host RBAC (registry/kinds: ownedKindStrategy's hostRbac).
+    this.stores = registry.definitions.map((d) => registry.lookup(d.group, d.version, d.plural)).filter((s): s is Store => !!s?.strategy.access?.hostRbac);
   }
 
   async run(signal: AbortSignal): Promise<void> {

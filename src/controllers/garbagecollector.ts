@@ -354,18 +354,13 @@ export class GarbageCollector {
     return out;
   }
 
-  private storeFor(apiVersion: string, kind: string): Store | undefined {
-    const def = this.registry.definitions.find((d) => d.apiVersion === apiVersion && d.kind === kind);
-    return def ? this.registry.lookup(def.group, def.version, def.plural) : undefined;
-  }
-
   /** The index node of a freshly read object (created from it if the index has not seen it yet). */
   private nodeOf(obj: KubeObject): Node | undefined {
     const uid = obj.metadata.uid;
     if (!uid || !obj.metadata.name) return undefined;
     const known = this.nodes.get(uid);
     if (known) return known;
-    const store = this.storeFor(obj.apiVersion ?? '', obj.kind ?? '');
+    const store = this.registry.lookupKind(obj.apiVersion ?? '', obj.kind ?? '');
     if (!store) return undefined;
     this.upsert(store, obj);
     return this.nodes.get(uid);

@@ -1,21 +1,21 @@
 /**
- * Leader election on an etcd lease (after client-go's leaderelection, on etcd's primitives): the leader holds
- * the key `key` (e.g. `<prefix>/leases/controllers`), written with a create-only compare-and-swap and attached to
- * a lease of `leaseTtlSeconds`. Other electors watch the key and campaign again as soon as it is deleted (the
+ * Leader election on an etcd lease (after client-go's leaderelection, on etcd's primitives, reached through storage's
+ * LeaseLock as client-go's elector reaches them through a resourcelock): the leader holds the lock's key (e.g.
+ * `<prefix>/leases/controllers`), written with a create-only compare-and-swap and attached to a lease of
+ * `leaseTtlSeconds`. Other electors watch the key and campaign again as soon as it is deleted (the
  * leader stopped and revoked its lease) or expires (the leader died or lost etcd).
  *
  * The leader keeps the lease alive every TTL/3. It steps down on its own once the last confirmed keepalive is
  * about to run out (etcd unreachable), when etcd says the lease is gone, or when the key no longer holds its
  * identity, so it stops before etcd can hand the key to another replica.
  */
-import type { Etcd3, Lease } from 'etcd3';
+import { withDeadline } from '../apimachinery/deadline.js';
+import type { GrantedLease, LeaseLock } from '../storage/leaselock.js';
 import { sleep } from './sleep.js';
-import { withDeadline } from '../deadline.js';
 
 export interface LeaderElectorOptions {
-  client: Etcd3;
-  /** The etcd key the leader holds. */
-  key: string;
+  /** The key the leader holds (EtcdStorage.leaseLock). */
+  lock: LeaseLock;
   /** Unique per process (e.g. hostname + random suffix). */
   identity: string;
   leaseTtlSeconds?: number;
@@ -35,7 +35,7 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
 }
 
 export class LeaderElector {
-  private readonly client: Etcd3;
+  private readonly lock: LeaseLock;
   private readonly key: string;
   readonly identity: string;
   private readonly ttl: number;
@@ -45,12 +45,12 @@ export class LeaderElector {
   /** Aborts when stop() is called: ends waits and the campaign loop. */
   private stopController = new AbortController();
   private loop?: Promise<void>;
-  private lease?: Lease;
+  private lease?: GrantedLease;
   private leading?: { controller: AbortController; lost: Promise<void>; loseNow: (why: string) => void };
 
   constructor(private readonly opts: LeaderElectorOptions) {
-    this.client = opts.client;
-    this.key = opts.key;
+    this.lock = opts.lock;
+    this.key = opts.lock.key;
     this.identity = opts.identity;
     this.ttl = Math.max(1, Math.round(opts.leaseTtlSeconds ?? 10));
     this.log = opts.log ?? (() => {});
@@ -100,45 +100,43 @@ export class LeaderElector {
   private async tryAcquire(): Promise<boolean> {
     const stopSignal = this.stopController.signal;
     const timeout = Math.max(1000, (this.ttl * 1000) / 2);
-    const lease = this.client.lease(this.ttl, { autoKeepAlive: false });
-    lease.on('lost', () => {}); // reported through keepaliveOnce's result; no unhandled 'lost'
-    this.lease = lease;
     const grantedFrom = Date.now();
-    const leaseId = await withTimeout(lease.grant(), timeout, 'lease grant');
-    const txn = await withTimeout(
-      this.client
-        .if(this.key, 'Create', '==', 0)
-        .then(this.client.put(this.key).value(this.identity).lease(leaseId))
-        .else(this.client.get(this.key))
-        .commit(),
-      timeout,
-      'lease acquire',
-    );
-    if (txn.succeeded && this.running) {
+    const granting = this.lock.grant(this.ttl);
+    let lease: GrantedLease;
+    try {
+      lease = await withTimeout(granting, timeout, 'lease grant');
+    } catch (err) {
+      // A grant that lands late holds no key: revoke it then rather than leave it to run out.
+      void granting.then((late) => late.revoke().catch(() => late.release()), () => {});
+      throw err;
+    }
+    this.lease = lease;
+    const attempt = await withTimeout(this.lock.acquire(this.identity, lease), timeout, 'lease acquire');
+    if (attempt.acquired && this.running) {
       this.deadline = grantedFrom + this.ttl * 1000;
-      this.acquiredRevision = txn.header.revision;
+      this.acquiredRevision = attempt.revision;
       return true;
     }
     await this.releaseLease();
     if (!this.running) return false;
-    const holder = txn.responses[0]?.response_range?.kvs?.[0]?.value?.toString();
-    this.log('leader election: waiting for the current leader', { key: this.key, holder });
+    this.log('leader election: waiting for the current leader', { key: this.key, holder: attempt.holder });
     // Wait for the key to go (deleted or expired) after the revision we read; poll as a fallback.
-    const after = String(Number(txn.header.revision) + 1);
     const gone = new AbortController();
     const onStop = () => gone.abort();
     stopSignal.addEventListener('abort', onStop, { once: true });
-    let watcher: Awaited<ReturnType<ReturnType<Etcd3['watch']>['create']>> | undefined;
+    let watcher: { close(): Promise<void> } | undefined;
     try {
-      watcher = await withTimeout(this.client.watch().key(this.key).startRevision(after).create(), timeout, 'watch');
-      watcher.on('delete', () => gone.abort());
-      watcher.on('error', () => gone.abort());
+      watcher = await withTimeout(
+        this.lock.watch(attempt.revision, { held: () => {}, released: () => gone.abort(), error: () => gone.abort() }),
+        timeout,
+        'watch',
+      );
     } catch {
       // No watch: the poll below still notices.
     }
     await sleep(this.ttl * 1000, gone.signal);
     stopSignal.removeEventListener('abort', onStop);
-    await watcher?.cancel().catch(() => {});
+    await watcher?.close().catch(() => {});
     return false;
   }
 
@@ -188,39 +186,38 @@ export class LeaderElector {
         if (controller.signal.aborted) return;
         const sentAt = Date.now();
         try {
-          const res = await withTimeout(this.lease!.keepaliveOnce(), interval, 'keepalive');
+          const ttl = await withTimeout(this.lease!.keepAlive(), interval, 'keepalive');
           if (controller.signal.aborted) return;
-          const ttl = Number(res.TTL ?? 0);
-          if (ttl <= 0) return loseNow('lease expired');
-          const holder = await withTimeout(this.client.get(this.key).string(), interval, 'read leader key');
+          if (ttl <= 0) return loseNow('lease expired or revoked');
+          const holder = await withTimeout(this.lock.holder(), interval, 'read leader key');
           if (holder !== this.identity) return loseNow('leader key changed');
           this.deadline = sentAt + ttl * 1000;
           armExpiry();
         } catch (err) {
           this.log('leader election: renewal failed', { key: this.key, error: String(err) });
-          if (/lease not found|requested lease not found/i.test(String(err))) return loseNow('lease revoked');
         }
       }
     };
     void renew();
     // Someone else deleting or overwriting the key (e.g. revoking the lease) ends leadership at once.
-    let watcher: Awaited<ReturnType<ReturnType<Etcd3['watch']>['create']>> | undefined;
+    let watcher: { close(): Promise<void> } | undefined;
     try {
       watcher = await withTimeout(
-        this.client.watch().key(this.key).startRevision(String(Number(this.acquiredRevision) + 1)).create(),
+        this.lock.watch(this.acquiredRevision, {
+          held: (holder) => {
+            if (holder !== this.identity) loseNow('leader key taken over');
+          },
+          released: () => loseNow('leader key deleted'),
+          error: () => {},
+        }),
         interval,
         'watch leader key',
       );
-      watcher.on('delete', () => loseNow('leader key deleted'));
-      watcher.on('put', (kv) => {
-        if (kv.value.toString() !== this.identity) loseNow('leader key taken over');
-      });
-      watcher.on('error', () => {});
     } catch {
       // The renewal loop still checks the key.
     }
     await lost;
-    void watcher?.cancel().catch(() => {});
+    void watcher?.close().catch(() => {});
     clearTimeout(expiry);
     this.leading = undefined;
     // Let the work begun as leader wind down (bounded) before another replica can take the lease.

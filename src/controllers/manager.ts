@@ -1,12 +1,13 @@
 /**
- * Runs the server's controllers on exactly one replica at a time: every replica campaigns for one etcd lease
- * (`<prefix>/leases/controllers`); the holder runs all controllers until it stops leading, then the next takes over.
+ * Runs the server's controllers on exactly one replica at a time: every replica campaigns, through storage's lease
+ * lock, for one etcd lease (`<prefix>/leases/controllers`); the holder runs all controllers until it stops leading,
+ * then the next takes over.
  */
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
-import type { Etcd3 } from 'etcd3';
 import type { Logger } from '../log.js';
+import type { LeaseLock } from '../storage/leaselock.js';
 import { LeaderElector } from './leader.js';
 import { sleep } from './sleep.js';
 
@@ -19,7 +20,8 @@ export interface Controller {
 }
 
 export interface ControllerManagerOptions {
-  client: Etcd3;
+  /** The lock on a key (EtcdStorage.leaseLock). */
+  leaseLock(key: string): LeaseLock;
   etcdPrefix: string;
   leaseDurationMs: number;
   controllers: Controller[];
@@ -36,8 +38,7 @@ export interface RunningControllers {
 export function startControllers(opts: ControllerManagerOptions): RunningControllers {
   const { log } = opts;
   const elector = new LeaderElector({
-    client: opts.client,
-    key: `${opts.etcdPrefix}/leases/controllers`,
+    lock: opts.leaseLock(`${opts.etcdPrefix}/leases/controllers`),
     // client-go's convention: hostname plus a random part, so two processes on one host differ.
     identity: `${hostname()}_${randomUUID()}`,
     leaseTtlSeconds: Math.round(opts.leaseDurationMs / 1000),

@@ -4,7 +4,7 @@
  * the objects that were seen, so the controller can forget the ones deleted while nobody watched.
  */
 import type { KubeObject } from '../apimachinery/types.js';
-import type { RunningWatch } from '../registry/reader.js';
+import type { RunningWatch } from '../storage/reader.js';
 import type { Store } from '../registry/store.js';
 import { sleep } from './sleep.js';
 

@@ -23,6 +23,7 @@ export async function readAuthenticationConfigMap(host: HostCluster): Promise<Re
     const why = err instanceof Error ? err.message : String(err);
     throw new Error(
       `${why}. The server's ServiceAccount needs the Role extension-apiserver-authentication-reader in kube-system (a RoleBinding); or give --requestheader-client-ca-file, or --authentication-skip-lookup`,
+      { cause: err },
     );
   }
 }

@@ -15,7 +15,8 @@ import {
   type Middleware,
   type V1SubjectAccessReviewSpec,
 } from '@kubernetes/client-node';
-import type { Attributes, UserInfo } from '../auth/types.js';
+import type { Attributes } from '../apimachinery/authorizer.js';
+import type { UserInfo } from '../apimachinery/user.js';
 
 export const DEFAULT_HOST_TIMEOUT_MS = 5_000;
 
@@ -69,7 +70,7 @@ export class HostCluster {
       try {
         kc.loadFromFile(opts.kubeconfig);
       } catch (err) {
-        throw new Error(`--kubeconfig ${opts.kubeconfig}: ${(err as Error).message}`);
+        throw new Error(`--kubeconfig ${opts.kubeconfig}: ${(err as Error).message}`, { cause: err });
       }
       if (!kc.getCurrentCluster()) throw new Error(`--kubeconfig ${opts.kubeconfig}: no current context with a cluster`);
     } else if (env.KUBERNETES_SERVICE_HOST) {

@@ -2,7 +2,7 @@
  * The four RBAC kinds of the host cluster through client-node: list by label, get, create, replace, delete, and a watch
  * by label. The typed client has one method per kind and verb; the table below keeps the rest of the code kind-free.
  */
-import { RbacAuthorizationV1Api, Watch } from '@kubernetes/client-node';
+import { RbacAuthorizationV1Api, Watch, type V1ClusterRole, type V1ClusterRoleBinding, type V1Role, type V1RoleBinding } from '@kubernetes/client-node';
 import { RBAC_API_VERSION, type RbacKind, type RbacObject } from '../access/rbac.js';
 import { HostClusterError, type HostCluster } from './cluster.js';
 
@@ -11,7 +11,6 @@ export const RBAC_KINDS: RbacKind[] = ['Role', 'RoleBinding', 'ClusterRole', 'Cl
 const PLURAL: Record<RbacKind, string> = { Role: 'roles', RoleBinding: 'rolebindings', ClusterRole: 'clusterroles', ClusterRoleBinding: 'clusterrolebindings' };
 
 type Api = RbacAuthorizationV1Api;
-type AnyBody = any; // the generated V1Role/V1RoleBinding/... types; RbacObject is their JSON
 interface Ops {
   list(api: Api, labelSelector: string): Promise<{ items: unknown[]; metadata?: { resourceVersion?: string } }>;
   get(api: Api, namespace: string, name: string): Promise<unknown>;
@@ -24,29 +23,29 @@ const OPS: Record<RbacKind, Ops> = {
   Role: {
     list: (api, labelSelector) => api.listRoleForAllNamespaces({ labelSelector }),
     get: (api, namespace, name) => api.readNamespacedRole({ name, namespace }),
-    create: (api, o) => api.createNamespacedRole({ namespace: o.metadata.namespace!, body: o as AnyBody }),
-    replace: (api, o) => api.replaceNamespacedRole({ name: o.metadata.name, namespace: o.metadata.namespace!, body: o as AnyBody }),
+    create: (api, o) => api.createNamespacedRole({ namespace: o.metadata.namespace!, body: o as unknown as V1Role }),
+    replace: (api, o) => api.replaceNamespacedRole({ name: o.metadata.name, namespace: o.metadata.namespace!, body: o as unknown as V1Role }),
     delete: (api, namespace, name, uid) => api.deleteNamespacedRole({ name, namespace, body: preconditions(uid) }),
   },
   RoleBinding: {
     list: (api, labelSelector) => api.listRoleBindingForAllNamespaces({ labelSelector }),
     get: (api, namespace, name) => api.readNamespacedRoleBinding({ name, namespace }),
-    create: (api, o) => api.createNamespacedRoleBinding({ namespace: o.metadata.namespace!, body: o as AnyBody }),
-    replace: (api, o) => api.replaceNamespacedRoleBinding({ name: o.metadata.name, namespace: o.metadata.namespace!, body: o as AnyBody }),
+    create: (api, o) => api.createNamespacedRoleBinding({ namespace: o.metadata.namespace!, body: o as unknown as V1RoleBinding }),
+    replace: (api, o) => api.replaceNamespacedRoleBinding({ name: o.metadata.name, namespace: o.metadata.namespace!, body: o as unknown as V1RoleBinding }),
     delete: (api, namespace, name, uid) => api.deleteNamespacedRoleBinding({ name, namespace, body: preconditions(uid) }),
   },
   ClusterRole: {
     list: (api, labelSelector) => api.listClusterRole({ labelSelector }),
     get: (api, _namespace, name) => api.readClusterRole({ name }),
-    create: (api, o) => api.createClusterRole({ body: o as AnyBody }),
-    replace: (api, o) => api.replaceClusterRole({ name: o.metadata.name, body: o as AnyBody }),
+    create: (api, o) => api.createClusterRole({ body: o as unknown as V1ClusterRole }),
+    replace: (api, o) => api.replaceClusterRole({ name: o.metadata.name, body: o as unknown as V1ClusterRole }),
     delete: (api, _namespace, name, uid) => api.deleteClusterRole({ name, body: preconditions(uid) }),
   },
   ClusterRoleBinding: {
     list: (api, labelSelector) => api.listClusterRoleBinding({ labelSelector }),
     get: (api, _namespace, name) => api.readClusterRoleBinding({ name }),
-    create: (api, o) => api.createClusterRoleBinding({ body: o as AnyBody }),
-    replace: (api, o) => api.replaceClusterRoleBinding({ name: o.metadata.name, body: o as AnyBody }),
+    create: (api, o) => api.createClusterRoleBinding({ body: o as unknown as V1ClusterRoleBinding }),
+    replace: (api, o) => api.replaceClusterRoleBinding({ name: o.metadata.name, body: o as unknown as V1ClusterRoleBinding }),
     delete: (api, _namespace, name, uid) => api.deleteClusterRoleBinding({ name, body: preconditions(uid) }),
   },
 };

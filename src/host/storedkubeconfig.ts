@@ -126,7 +126,7 @@ function find(doc: Record<string, unknown>, list: string, name: string): { entry
   return index < 0 ? undefined : { entry: entries[index] as Entry, index };
 }
 
-function isMap(v: unknown): v is Record<string, any> {
+function isMap(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 

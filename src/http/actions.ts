@@ -1,16 +1,17 @@
 /** Serving actions (src/actions): decode the request object, run the action, answer its object. */
 import type { Request, Response } from 'express';
 import { decodeRequest, type Action, type ActionVerb } from '../actions/action.js';
+import { requestContext, requestUser } from '../apimachinery/request.js';
 import * as errors from '../apimachinery/status.js';
-import type { UserInfo } from '../apimachinery/user.js';
 import type { AuthorizeOther } from '../registry/strategy.js';
 import { parseObjectBody, rawBody } from './body.js';
 import { negotiateResponse, requestEncoding } from './negotiation.js';
 import { writeOptions } from './options.js';
-import type { RequestInfo } from './requestinfo.js';
 import { withWarnings, writeObject } from './responses.js';
 
-export async function handleAction(req: Request, res: Response, info: RequestInfo, action: Action): Promise<void> {
+/** `authorize`: what else the caller may do, for the action's own checks. */
+export async function handleAction(req: Request, res: Response, action: Action, authorize: AuthorizeOther): Promise<void> {
+  const { info, query } = requestContext(req);
   const groupResource = { group: action.group, resource: action.subresource ? `${action.resource}/${action.subresource}` : action.resource };
   const verb = info.verb as ActionVerb;
   // A kind of its own is only created, on its collection; everything else on it is 405 (as kube's create-only REST).
@@ -19,7 +20,6 @@ export async function handleAction(req: Request, res: Response, info: RequestInf
   if (info.extraParts.length) throw errors.notFoundPath();
   if (action.namespaced ? !info.namespace && !action.anyNamespace : info.namespace) throw errors.notFoundPath();
 
-  const query = new URL(req.originalUrl, 'https://x').searchParams;
   // Tables and metadata-only forms are for stored objects; an action's answer comes only as itself.
   const encoding = negotiateResponse(req.headers.accept);
   const warnings: string[] = [];
@@ -32,8 +32,7 @@ export async function handleAction(req: Request, res: Response, info: RequestInf
     const parsed = body.length ? parseObjectBody(body, requestEncoding(req.headers['content-type']), action.kind) : {};
     object = decodeRequest(action, parsed, opts.fieldValidation, warnings);
   }
-  const authorize = res.locals.authorizeOther as AuthorizeOther;
-  const answer = await action.serve({ verb, namespace: info.namespace || undefined, name: info.name, object, query, user: res.locals.user as UserInfo, authorize, warnings });
+  const answer = await action.serve({ verb, namespace: info.namespace || undefined, name: info.name, object, query, user: requestUser(req), authorize, warnings });
   // Answers may carry credentials (a client key, a token): no cache may keep them.
   res.setHeader('Cache-Control', 'no-store');
   writeObject(withWarnings(res, warnings), verb === 'create' ? 201 : 200, answer, encoding);

@@ -1,5 +1,5 @@
 /** Request bodies: size-limited raw bytes, decoded as JSON or YAML into a plain object. */
-import type { Request } from 'express';
+import express, { type Request } from 'express';
 import yaml from 'js-yaml';
 import { MAX_NESTING_DEPTH, checkNesting } from '../apimachinery/nesting.js';
 import * as errors from '../apimachinery/status.js';
@@ -15,6 +15,23 @@ export const MAX_BODY_BYTES = 3 * 1024 * 1024;
  * checkNesting then applies exactly, as for JSON.
  */
 const YAML_OPTIONS: yaml.LoadOptions = { schema: yaml.CORE_SCHEMA, ...{ maxDepth: MAX_NESTING_DEPTH + 2 } };
+
+/**
+ * The filter that reads the body (express's body-parser), as raw bytes whatever the Content-Type, up to
+ * MAX_BODY_BYTES. Bodies are taken uncompressed, as kube-apiserver takes them: a Content-Encoding is 415.
+ */
+export function readBody() {
+  return express.raw({ type: () => true, limit: MAX_BODY_BYTES, inflate: false });
+}
+
+/** body-parser's failures in Status terms; undefined for any other error. */
+export function bodyError(err: any): errors.StatusError | undefined {
+  if (err?.type === 'entity.too.large') return errors.requestEntityTooLarge(`limit is ${MAX_BODY_BYTES}`);
+  if (err?.type === 'encoding.unsupported') return errors.unsupportedContentEncoding(String(err.encoding ?? ''));
+  if (err?.type === 'charset.unsupported') return errors.unsupportedMediaType(['application/json', 'application/yaml']);
+  if (err?.type === 'request.aborted' || err?.type === 'request.size.invalid') return errors.badRequest(err.message);
+  return undefined;
+}
 
 export function rawBody(req: Request): Buffer {
   return Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);

@@ -7,9 +7,9 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import { parseGoDuration } from '../apimachinery/duration.js';
+import { requestContext } from '../apimachinery/request.js';
 import * as errors from '../apimachinery/status.js';
 import { writeStatus } from './responses.js';
-import type { RequestInfo } from './requestinfo.js';
 
 export interface DeadlineOptions {
   /** --request-timeout; 0: none. */
@@ -18,9 +18,9 @@ export interface DeadlineOptions {
 
 export function requestDeadline(opts: DeadlineOptions) {
   return (req: Request, res: Response, next: NextFunction) => {
-    const info = res.locals.info as RequestInfo;
+    const { info, query } = requestContext(req);
     if (info.verb === 'watch') return next();
-    const asked = new URL(req.originalUrl, 'https://x').searchParams.get('timeout');
+    const asked = query.get('timeout');
     let timeoutMs = opts.requestTimeoutMs;
     if (asked) {
       const ms = parseGoDuration(asked);

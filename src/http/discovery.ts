@@ -1,5 +1,6 @@
-/** Legacy discovery documents (/api, /apis, /apis/<g>, /apis/<g>/<v>) built from the resource definitions. */
+/** Legacy discovery documents (/api, /apis, /apis/<g>, /apis/<g>/<v>) built from the resource definitions and actions. */
 import type { Action } from '../actions/action.js';
+import type { ServedActions } from '../actions/served.js';
 import type { ResourceDefinition } from '../registry/definitions.js';
 import type { Registry } from '../registry/registry.js';
 
@@ -25,10 +26,10 @@ export function apiGroupDocument(registry: Registry, name: string): object | und
   return group && { kind: 'APIGroup', apiVersion: 'v1', ...apiGroup(group) };
 }
 
-export function apiResourceList(registry: Registry, group: string, version: string): object | undefined {
+export function apiResourceList(registry: Registry, served: ServedActions, group: string, version: string): object | undefined {
   const defs = registry.definitions.filter((d) => d.group === group && d.version === version);
   if (!defs.length) return undefined;
-  const actions = registry.actions.filter((a) => a.group === group && a.version === version).map(actionEntry);
+  const actions = served.all.filter((a) => a.group === group && a.version === version).map(actionEntry);
   const resources = [...defs.flatMap(resourceEntries), ...actions].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: `${group}/${version}`, resources };
 }

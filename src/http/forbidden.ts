@@ -1,6 +1,6 @@
 /** The 403 a request its caller may not make gets. */
+import type { Attributes } from '../apimachinery/authorizer.js';
 import * as errors from '../apimachinery/status.js';
-import type { Attributes } from '../auth/types.js';
 
 /** kube's responsewriters.Forbidden message. */
 export function forbidden(a: Attributes, reason?: string): errors.StatusError {

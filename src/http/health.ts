@@ -3,16 +3,15 @@
  * check and a closing line; `?exclude=<check>` skips a check. Reasons are withheld from the answer.
  */
 import type { Request, Response } from 'express';
-import { withDeadline } from '../deadline.js';
+import { withDeadline } from '../apimachinery/deadline.js';
+import type { HealthCheck } from '../apimachinery/health.js';
+import { requestContext } from '../apimachinery/request.js';
 
-export interface HealthCheck {
-  name: string;
-  check(): Promise<void>;
-}
+export type { HealthCheck };
 
 export function healthHandler(endpoint: string, checks: HealthCheck[]) {
   return async (req: Request, res: Response): Promise<void> => {
-    const query = new URL(req.originalUrl, 'https://x').searchParams;
+    const { query } = requestContext(req);
     const excluded = new Set(query.getAll('exclude'));
     const lines: string[] = [];
     let failed = false;

@@ -5,24 +5,20 @@
  * administrator can still act on an overloaded server. 0 turns a limit off.
  */
 import type { NextFunction, Request, Response } from 'express';
+import { requestContext, requestUser } from '../apimachinery/request.js';
 import * as errors from '../apimachinery/status.js';
-import { isMaster, type UserInfo } from '../apimachinery/user.js';
-import type { RequestInfo } from './requestinfo.js';
+import { isMaster } from '../apimachinery/user.js';
+import type { InFlightCounts } from '../observability/metrics.js';
 
 const READ_ONLY_VERBS = new Set(['get', 'list', 'watch']);
 
-export interface InFlightLimits {
-  readOnly: number;
-  mutating: number;
-}
-
-/** Requests being served now, by kind (read by apiserver_current_inflight_requests). */
-export type InFlightCounts = InFlightLimits;
+/** The most requests served at once, by kind (the counts' kinds). */
+export type InFlightLimits = InFlightCounts;
 
 export function maxInFlight(limits: InFlightLimits, running: InFlightCounts = { readOnly: 0, mutating: 0 }) {
-  return (_req: Request, res: Response, next: NextFunction) => {
-    const { info, user } = res.locals as { info: RequestInfo; user: UserInfo };
-    if (info.verb === 'watch' || isMaster(user)) return next();
+  return (req: Request, res: Response, next: NextFunction) => {
+    const { info } = requestContext(req);
+    if (info.verb === 'watch' || isMaster(requestUser(req))) return next();
     const kind: keyof InFlightLimits = !info.isResourceRequest || READ_ONLY_VERBS.has(info.verb) ? 'readOnly' : 'mutating';
     if (limits[kind] > 0 && running[kind] >= limits[kind]) throw errors.tooManyRequests();
     running[kind]++;

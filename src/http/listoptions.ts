@@ -4,7 +4,7 @@ import { objectFields, parseSupportedFieldSelector } from '../apimachinery/field
 import { parseLabelSelector } from '../apimachinery/labels.js';
 import * as errors from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
-import type { ListOptions, Predicate, WatchOptions } from '../registry/reader.js';
+import type { ListOptions, Predicate, WatchOptions } from '../storage/reader.js';
 
 export interface WatchQuery extends WatchOptions {
   timeoutSeconds?: number;

@@ -1,13 +1,10 @@
 /** Media types in and out (after kube's endpoints/handlers/negotiation). */
+import { JSON_TYPE, YAML_TYPE } from '../apimachinery/mediatypes.js';
 import * as errors from '../apimachinery/status.js';
 
-export type Encoding = 'json' | 'yaml';
+export { APPLY_PATCH_TYPE, JSON_PATCH_TYPE, JSON_TYPE, MERGE_PATCH_TYPE, YAML_TYPE } from '../apimachinery/mediatypes.js';
 
-export const JSON_TYPE = 'application/json';
-export const YAML_TYPE = 'application/yaml';
-export const JSON_PATCH_TYPE = 'application/json-patch+json';
-export const MERGE_PATCH_TYPE = 'application/merge-patch+json';
-export const APPLY_PATCH_TYPE = 'application/apply-patch+yaml';
+export type Encoding = 'json' | 'yaml';
 
 const SERVED = [JSON_TYPE, YAML_TYPE];
 

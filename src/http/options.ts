@@ -78,7 +78,7 @@ export interface ParsedDeleteOptions extends DeleteOptions {
 
 /** DeleteOptions from a JSON/YAML body and from query parameters (the query wins where both say something). */
 export function deleteOptions(body: Record<string, unknown> | undefined, query: URLSearchParams): ParsedDeleteOptions {
-  const opts = { ...(body ?? {}) } as Record<string, any>;
+  const opts = { ...(body ?? {}) } as Record<string, unknown>;
   if (opts.kind !== undefined && opts.kind !== 'DeleteOptions') throw errors.badRequest(`the body of a delete must be a DeleteOptions, not ${String(opts.kind)}`);
   if (query.has('gracePeriodSeconds')) opts.gracePeriodSeconds = Number(query.get('gracePeriodSeconds'));
   if (query.has('propagationPolicy')) opts.propagationPolicy = query.get('propagationPolicy');
@@ -89,7 +89,7 @@ export function deleteOptions(body: Record<string, unknown> | undefined, query: 
   if (opts.gracePeriodSeconds !== undefined && !Number.isInteger(opts.gracePeriodSeconds)) {
     errs.push(fieldError.invalid('gracePeriodSeconds', opts.gracePeriodSeconds, 'must be a whole number of seconds'));
   }
-  if (opts.propagationPolicy !== undefined && !PROPAGATION_POLICIES.includes(opts.propagationPolicy)) {
+  if (opts.propagationPolicy !== undefined && !PROPAGATION_POLICIES.includes(opts.propagationPolicy as PropagationPolicy)) {
     errs.push(fieldError.notSupported('propagationPolicy', opts.propagationPolicy, [...PROPAGATION_POLICIES, 'nil']));
   }
   if (opts.orphanDependents !== undefined && opts.propagationPolicy !== undefined) {
@@ -105,10 +105,11 @@ export function deleteOptions(body: Record<string, unknown> | undefined, query: 
   const dry = dryRun('DeleteOptions', [opts.dryRun ?? []].flat().map(String));
   return {
     dryRun: dry,
-    propagationPolicy: opts.propagationPolicy,
-    orphanDependents: opts.orphanDependents,
-    gracePeriodSeconds: opts.gracePeriodSeconds,
-    preconditions: opts.preconditions,
+    // Each was checked above.
+    propagationPolicy: opts.propagationPolicy as PropagationPolicy | undefined,
+    orphanDependents: opts.orphanDependents as boolean | undefined,
+    gracePeriodSeconds: opts.gracePeriodSeconds as number | undefined,
+    preconditions: opts.preconditions as ParsedDeleteOptions['preconditions'],
   };
 }
 

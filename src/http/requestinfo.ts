@@ -1,19 +1,37 @@
 /**
- * What a request asks for, read from its path and method (after kube's endpoints/request/requestinfo.go).
- * Both the aggregated form (/apis/...) and the direct form (/orchestrator/management/apis/...) are understood.
+ * The first filter (kube's WithRequestInfo): the one place the URL is parsed. What the request asks for is read
+ * from its path and method (after kube's endpoints/request/requestinfo.go) and, with the query, becomes the
+ * request's context, which every later filter and handler reads. Both the aggregated form (/apis/...) and the
+ * direct form (/orchestrator/management/apis/...) are understood.
  */
-
-import type { Attributes } from '../auth/types.js';
+import type { NextFunction, Request, Response } from 'express';
+import { newRequestContext, type RequestInfo } from '../apimachinery/request.js';
+import * as errors from '../apimachinery/status.js';
 
 export const DIRECT_PREFIX = '/orchestrator/management';
 
-/** The request attributes authorization decides on, plus what routing needs. */
-export interface RequestInfo extends Omit<Attributes, 'user'> {
-  /** Path segments after the resource name and subresource, which no resource has. */
-  extraParts: string[];
+const methodVerbs: Record<string, string> = { POST: 'create', GET: 'get', HEAD: 'get', PUT: 'update', PATCH: 'patch', DELETE: 'delete' };
+
+export function withRequestInfo() {
+  return (req: Request, _res: Response, next: NextFunction) => {
+    refuseDotSegments(req.originalUrl);
+    const url = new URL(req.originalUrl, 'https://x');
+    newRequestContext(req, resolveRequestInfo(req.method, url.pathname, url.searchParams), url.searchParams);
+    next();
+  };
 }
 
-const methodVerbs: Record<string, string> = { POST: 'create', GET: 'get', HEAD: 'get', PUT: 'update', PATCH: 'patch', DELETE: 'delete' };
+/**
+ * `.` and `..` path segments (also %-encoded, or after a backslash, which URL parsing turns into a slash) would be
+ * resolved away by URL parsing: `.../sharedsecrets/<name>/..` would become the collection, and a DELETE of it a
+ * deletecollection. They are refused instead.
+ */
+function refuseDotSegments(originalUrl: string): void {
+  const path = originalUrl.split('?')[0];
+  if (path.split(/[/\\]/).some((segment) => /^(?:\.|%2e){1,2}$/i.test(segment))) {
+    throw errors.badRequest(`the path ${JSON.stringify(path)} has a "." or ".." segment; use the path without it`);
+  }
+}
 
 export function stripDirectPrefix(path: string): string {
   if (path === DIRECT_PREFIX) return '/';

@@ -1,38 +1,50 @@
-/** Resource requests: decode, call the resource's store, encode. No Kubernetes rule lives here. */
+/**
+ * Resource requests: find the resource's store (or its action), refuse what kube's installer has no route for
+ * (405 or 404), decode the request, call the store, and encode its answer in the negotiated shape. The object rules
+ * live in the store and the kinds' strategies, not here; what the caller may also do is asked of the authorizers
+ * handed in at start.
+ */
 import type { Request, Response } from 'express';
-import type { AuthorizeOther } from '../registry/strategy.js';
+import type { Authorizer } from '../apimachinery/authorizer.js';
 import { checkNesting } from '../apimachinery/nesting.js';
 import { applyJsonPatch, applyMergePatch } from '../apimachinery/patch.js';
+import { requestContext, requestUser, type RequestInfo } from '../apimachinery/request.js';
 import * as errors from '../apimachinery/status.js';
 import { isPlainObject, type KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
+import type { ServedActions } from '../actions/served.js';
 import type { Registry } from '../registry/registry.js';
 import type { DeleteOptions, Store } from '../registry/store.js';
+import type { AuthorizeOther } from '../registry/strategy.js';
 import { handleAction } from './actions.js';
 import { parseObjectBody, rawBody } from './body.js';
 import { parseListQuery, parseWatchQuery } from './listoptions.js';
 import { APPLY_PATCH_TYPE, JSON_PATCH_TYPE, MERGE_PATCH_TYPE, contentType, negotiate, requestEncoding } from './negotiation.js';
 import { duplicateFields } from '../apimachinery/strictjson.js';
 import { applyOptions, deleteOptions, rejectForceOnNonApplyPatch, writeOptions, type ParsedWriteOptions } from './options.js';
-import type { RequestInfo } from './requestinfo.js';
 import { withWarnings, writeObject } from './responses.js';
 import { forbidden } from './forbidden.js';
-import { mayDeleteOwner } from './owners.js';
 import { shaper } from './shapes.js';
 import { serveWatch } from './watch.js';
 import { watchTimeoutSeconds } from './deadline.js';
 
 const PATCH_TYPES = [JSON_PATCH_TYPE, MERGE_PATCH_TYPE, APPLY_PATCH_TYPE];
 
-/** How watches are served: their default length, and a signal that ends them all (at shutdown). */
 export interface ServingOptions {
+  /** How long a watch without timeoutSeconds lasts at least (--min-request-timeout). */
   minRequestTimeoutSeconds: number;
+  /** Ends every watch (at shutdown). */
   watchesEnd?: AbortSignal;
+  /** What else the caller may do (the credential's restriction included): built once, at start. */
+  authorizer: Authorizer;
 }
 
-export async function handleResource(req: Request, res: Response, info: RequestInfo, registry: Registry, serving: ServingOptions): Promise<void> {
-  const action = registry.action(info.apiGroup, info.apiVersion, info.resource, info.subresource);
-  if (action) return handleAction(req, res, info, action);
+export async function handleResource(req: Request, res: Response, registry: Registry, actions: ServedActions, serving: ServingOptions): Promise<void> {
+  const { info, query, visible } = requestContext(req);
+  const user = requestUser(req);
+  const authorizeOther: AuthorizeOther = (attrs) => serving.authorizer.authorize({ ...attrs, user });
+  const action = actions.find(info.apiGroup, info.apiVersion, info.resource, info.subresource);
+  if (action) return handleAction(req, res, action, authorizeOther);
   const store = registry.lookup(info.apiGroup, info.apiVersion, info.resource);
   const def = store?.def;
   if (!store || !def || info.extraParts.length) throw errors.notFoundPath();
@@ -42,16 +54,12 @@ export async function handleResource(req: Request, res: Response, info: RequestI
 
   const namespace = def.namespaced && info.namespace ? info.namespace : undefined;
   const subresource = info.subresource ? 'status' : undefined;
-  const query = new URL(req.originalUrl, 'https://x').searchParams;
   const answer = info.verb === 'list' ? 'list' : info.verb === 'watch' ? 'watch' : 'object';
   const target = negotiate(req.headers.accept, answer);
   const shape = shaper(target, def, store.strategy, query);
   const encoding = target.encoding;
-  const user = res.locals.user as UserInfo | undefined;
-  const authorizeOther = res.locals.authorizeOther as AuthorizeOther | undefined;
   // What every write carries about its caller.
-  const caller = { user, authorize: authorizeOther, mayDeleteOwner: authorizeOther && mayDeleteOwner(registry, authorizeOther, user?.name ?? '') };
-  const visible = res.locals.visible as ((obj: KubeObject) => boolean) | undefined;
+  const caller = { user, authorize: authorizeOther };
   const notSupported = () => errors.methodNotSupported(def.groupResource, info.verb || req.method);
 
   switch (info.verb) {
@@ -84,7 +92,7 @@ export async function handleResource(req: Request, res: Response, info: RequestI
     case 'patch': {
       if (!info.name) throw notSupported();
       if (contentType(req.headers['content-type']) === APPLY_PATCH_TYPE) {
-        const opts = { ...applyOptions(query), ...caller, authorizeCreate: authorizeOther && user && createAuthorizer(info, user, authorizeOther) };
+        const opts = { ...applyOptions(query), ...caller, authorizeCreate: createAuthorizer(info, user, authorizeOther) };
         const config = parseObjectBody(rawBody(req), 'yaml', def.kind) as KubeObject;
         const { object, created } = await store.apply(namespace, info.name, config, subresource, opts);
         return writeObject(withWarnings(res, opts.warnings), created ? 201 : 200, shape.object(object), encoding);
@@ -132,7 +140,7 @@ function readObject(req: Request, kind: string, opts: ParsedWriteOptions & { dup
   const body = rawBody(req);
   const obj = parseObjectBody(body, encoding, kind) as KubeObject;
   // For the audit log: the object's name completes what the URL says (a create names it only here).
-  if (isPlainObject(obj.metadata)) req.res!.locals.requestObject = obj.metadata;
+  if (isPlainObject(obj.metadata)) requestContext(req).requestObject = obj.metadata;
   if (encoding === 'json') opts.duplicateFields = duplicateFields(body.toString('utf8'));
   return obj;
 }
@@ -160,7 +168,7 @@ async function deleteObject(
   namespace: string | undefined,
   name: string,
   query: URLSearchParams,
-  caller: Pick<DeleteOptions, 'user' | 'mayDeleteOwner'>,
+  caller: Pick<DeleteOptions, 'user'>,
   writeRemaining: (obj: KubeObject, status: number) => void,
 ): Promise<void> {
   const opts = deleteOptionsOf(req, query);

@@ -1,8 +1,9 @@
 /** Writing answers: objects in the negotiated encoding, and every error as a metav1.Status in one place. */
 import type { Response } from 'express';
 import yaml from 'js-yaml';
+import { findRequestContext } from '../apimachinery/request.js';
 import { internalError, StatusError, type Status } from '../apimachinery/status.js';
-import { goQuote } from '../apimachinery/validation.js';
+import { goQuote } from '../apimachinery/golang/strconv.js';
 import type { Logger } from '../log.js';
 import { listJson, toJson } from './json.js';
 import { JSON_TYPE, YAML_TYPE, type Encoding } from './negotiation.js';
@@ -27,8 +28,9 @@ export function withWarnings(res: Response, warnings: string[]): Response {
 /** Errors are always JSON (as kube-apiserver sends them); a Retry-After goes with retryAfterSeconds. */
 export function writeStatus(res: Response, status: Status): void {
   if (res.headersSent) return;
-  // For the request log and the audit event.
-  res.locals.status = status;
+  // For the request log and the audit event (a URL refused before the request had a context has none of those).
+  const context = findRequestContext(res.req);
+  if (context) context.status = status;
   const retry = status.details?.retryAfterSeconds;
   if (retry && retry > 0) res.setHeader('Retry-After', String(retry));
   res.status(status.code).type(JSON_TYPE).send(`${JSON.stringify(status)}\n`);

@@ -8,9 +8,9 @@
 import { setMaxListeners } from 'node:events';
 import type { Server } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
+import { requestContext } from '../apimachinery/request.js';
 import * as errors from '../apimachinery/status.js';
 import type { Logger } from '../log.js';
-import type { RequestInfo } from './requestinfo.js';
 
 export interface ShutdownOptions {
   /** --shutdown-delay-duration: how long requests are still served after /readyz turned false. */
@@ -46,9 +46,9 @@ export class GracefulShutdown {
    * watch is refused with 429 and Retry-After, so its client goes to another replica.
    */
   track() {
-    return (_req: Request, res: Response, next: NextFunction) => {
+    return (req: Request, res: Response, next: NextFunction) => {
       if (this.started) res.setHeader('Connection', 'close');
-      const watch = (res.locals.info as RequestInfo).verb === 'watch';
+      const watch = requestContext(req).info.verb === 'watch';
       if (watch && this.watches.signal.aborted) throw errors.shuttingDown();
       if (!watch) {
         this.inFlight++;

@@ -10,10 +10,16 @@
  * - rows[].object (apiserver handlers/response.go asTable): per includeObject, a PartialObjectMetadata
  *   (default), the whole object, or null;
  * - metadata: resourceVersion, continue and remainingItemCount of the list, or the object's resourceVersion.
+ *
+ * The JSONPath evaluator and the text of its results are apimachinery/jsonpath.ts; Go's time and number formats
+ * are apimachinery/golang/.
  */
+import { humanDuration } from '../apimachinery/duration.js';
+import { goTimeMillis, parseRFC3339 } from '../apimachinery/golang/time.js';
+import { compileJSONPath, jsonPathText } from '../apimachinery/jsonpath.js';
 import { badRequest } from '../apimachinery/status.js';
 import type { KubeList, KubeObject, ListMeta, ObjectMeta } from '../apimachinery/types.js';
-import { goQuote } from '../apimachinery/validation.js';
+import { goQuote } from '../apimachinery/golang/strconv.js';
 import type { PrinterColumn, ResourceDefinition } from '../registry/definitions.js';
 import type { ComputedPrinterColumn, Strategy } from '../registry/strategy.js';
 
@@ -128,194 +134,13 @@ function listMeta(meta: ListMeta | undefined): ListMeta {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Ages (apimachinery pkg/util/duration.HumanDuration)
-// ---------------------------------------------------------------------------------------------
-
-/**
- * duration.HumanDuration for a duration in milliseconds: "45s", "5m", "7m30s", "3h", "2h5m", "2d", "3d4h",
- * "400d", "2y30d", "9y"; "0s" for up to 2 seconds in the future, "<invalid>" beyond.
- */
-export function humanDuration(ms: number): string {
-  const seconds = Math.trunc(ms / 1000);
-  if (seconds < -1) return '<invalid>';
-  if (seconds < 0) return '0s';
-  if (seconds < 60 * 2) return `${seconds}s`;
-  const minutes = Math.trunc(seconds / 60);
-  if (minutes < 10) {
-    const s = seconds % 60;
-    return s === 0 ? `${minutes}m` : `${minutes}m${s}s`;
-  }
-  if (minutes < 60 * 3) return `${minutes}m`;
-  const hours = Math.trunc(minutes / 60);
-  if (hours < 8) {
-    const m = minutes % 60;
-    return m === 0 ? `${hours}h` : `${hours}h${m}m`;
-  }
-  if (hours < 48) return `${hours}h`;
-  if (hours < 24 * 8) {
-    const h = hours % 24;
-    return h === 0 ? `${Math.trunc(hours / 24)}d` : `${Math.trunc(hours / 24)}d${h}h`;
-  }
-  if (hours < 24 * 365 * 2) return `${Math.trunc(hours / 24)}d`;
-  if (hours < 24 * 365 * 8) {
-    const dy = Math.trunc(hours / 24) % 365;
-    const y = Math.trunc(hours / 24 / 365);
-    return dy === 0 ? `${y}y` : `${y}y${dy}d`;
-  }
-  return `${Math.trunc(hours / 24 / 365)}y`;
-}
-
-function daysInMonth(year: number, month: number): number {
-  return new Date(Date.UTC(year, month, 0)).getUTCDate();
-}
-
-/** time.Parse(time.RFC3339, s) as epoch milliseconds, or undefined when Go would refuse it. */
-export function parseRFC3339(s: string): number | undefined {
-  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:Z|([+-])(\d{2}):(\d{2}))$/.exec(s);
-  if (!m) return undefined;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number);
-  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return undefined;
-  if (hour > 23 || minute > 59 || second > 59) return undefined;
-  let offset = 0;
-  if (m[8]) {
-    const oh = Number(m[9]);
-    const om = Number(m[10]);
-    if (oh > 23 || om > 59) return undefined;
-    offset = (m[8] === '-' ? -1 : 1) * (oh * 60 + om) * 60_000;
-  }
-  const fraction = m[7] ? Math.trunc(Number(`0${m[7]}`) * 1000) : 0;
-  const utc = Date.UTC(year, month - 1, day, hour, minute, second, fraction);
-  // Date.UTC maps years 0-99 to 1900-1999.
-  const fixed = year < 100 ? new Date(utc).setUTCFullYear(year) : utc;
-  return fixed - offset;
-}
-
-// ---------------------------------------------------------------------------------------------
-// JSONPath (the simple paths CRD printer columns allow)
-// ---------------------------------------------------------------------------------------------
-
-type Step = { kind: 'field'; name: string } | { kind: 'index'; index: number };
-
-/** A compiled JSONPath: `.a.b`, `.a[0].b`, `.a[-1]`, `.a['x.y']`, `.a["x"]`; found=false when any step is missing. */
-export type JSONPathEvaluator = (obj: unknown) => { found: boolean; value?: unknown };
-
-export function compileJSONPath(path: string): JSONPathEvaluator {
-  const text = path.startsWith('{') && path.endsWith('}') ? path.slice(1, -1) : path;
-  const steps: Step[] = [];
-  let i = 0;
-  const fail = (): never => {
-    throw new Error(`unrecognized column definition ${JSON.stringify(path)}`);
-  };
-  while (i < text.length) {
-    const c = text[i];
-    if (c === '.') {
-      let j = i + 1;
-      while (j < text.length && text[j] !== '.' && text[j] !== '[') j++;
-      const name = text.slice(i + 1, j);
-      if (!name) {
-        // a leading "." alone (the root) is allowed only as the whole path
-        if (text.length === 1) break;
-        fail();
-      }
-      steps.push({ kind: 'field', name });
-      i = j;
-    } else if (c === '[') {
-      const close = text.indexOf(']', i);
-      if (close < 0) fail();
-      const inner = text.slice(i + 1, close).trim();
-      const quoted = /^'(.*)'$|^"(.*)"$/.exec(inner);
-      if (quoted) steps.push({ kind: 'field', name: quoted[1] ?? quoted[2] });
-      else if (/^-?\d+$/.test(inner)) steps.push({ kind: 'index', index: Number(inner) });
-      else fail();
-      i = close + 1;
-    } else {
-      fail();
-    }
-  }
-  return (obj: unknown) => {
-    let cur: unknown = obj;
-    for (const step of steps) {
-      if (step.kind === 'field') {
-        if (cur === null || typeof cur !== 'object' || Array.isArray(cur)) return { found: false };
-        if (!Object.prototype.hasOwnProperty.call(cur, step.name)) return { found: false };
-        cur = (cur as Record<string, unknown>)[step.name];
-      } else {
-        if (!Array.isArray(cur)) return { found: false };
-        const index = step.index < 0 ? step.index + cur.length : step.index;
-        if (index < 0 || index >= cur.length) return { found: false };
-        cur = cur[index];
-      }
-    }
-    return { found: true, value: cur };
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
 // Cells (tableconvertor.go)
 // ---------------------------------------------------------------------------------------------
-
-const INT64_LIMIT = 2 ** 63;
-
-/** fmt's %v of a float64: strconv 'g' with the shortest digits, so "1.5", "1e-05", "1.2345675e+06". */
-function goFloat(v: number): string {
-  if (Number.isNaN(v)) return 'NaN';
-  if (!Number.isFinite(v)) return v > 0 ? '+Inf' : '-Inf';
-  if (v === 0) return Object.is(v, -0) ? '-0' : '0';
-  // Shortest round-trip digits and the decimal exponent.
-  const [mantissa, expText] = v.toExponential().split('e');
-  const exp = Number(expText);
-  const negative = mantissa.startsWith('-');
-  const digits = mantissa.replace('-', '').replace('.', '');
-  const sign = negative ? '-' : '';
-  // strconv 'g' with shortest precision switches to %e when exp < -4 || exp >= 6 (eprec 6).
-  if (exp < -4 || exp >= 6) {
-    const frac = digits.length > 1 ? `.${digits.slice(1)}` : '';
-    const e = Math.abs(exp).toString().padStart(2, '0');
-    return `${sign}${digits[0]}${frac}e${exp < 0 ? '-' : '+'}${e}`;
-  }
-  if (exp < 0) return `${sign}0.${'0'.repeat(-exp - 1)}${digits}`;
-  const intPart = digits.slice(0, exp + 1).padEnd(exp + 1, '0');
-  const fracPart = digits.slice(exp + 1);
-  return `${sign}${intPart}${fracPart ? `.${fracPart}` : ''}`;
-}
-
-/** encoding/json of an unstructured value: map keys sorted, HTML characters escaped. */
-function goJSON(value: unknown): string {
-  const sortKeys = (v: unknown): unknown => {
-    if (Array.isArray(v)) return v.map(sortKeys);
-    if (v !== null && typeof v === 'object') {
-      const out: Record<string, unknown> = {};
-      for (const k of Object.keys(v).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))) {
-        out[k] = sortKeys((v as Record<string, unknown>)[k]);
-      }
-      return out;
-    }
-    return v;
-  };
-  return JSON.stringify(sortKeys(value)).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-}
-
-/** The text a string column shows for a JSONPath result (jsonpath PrintResults of one value). */
-function printValue(value: unknown): string {
-  // An explicit null: jsonpath prints the invalid reflect.Value of a nil interface as "<no value>".
-  if (value === null || value === undefined) return '<no value>';
-  switch (typeof value) {
-    case 'string':
-      return value;
-    case 'boolean':
-      return String(value);
-    case 'number':
-      // Integers decode as int64 (printed in full), other numbers as float64 (printed with %v).
-      return Number.isInteger(value) && Math.abs(value) < INT64_LIMIT ? value.toFixed(0) : goFloat(value);
-    default:
-      return goJSON(value);
-  }
-}
 
 /** cellForJSONValue, plus the string case ConvertToTable handles with the JSONPath printer. */
 function cellFor(type: string, found: boolean, value: unknown, now: number): unknown {
   if (!found || value === undefined) return null;
-  if (type === 'string') return printValue(value);
+  if (type === 'string') return jsonPathText(value);
   if (value === null) return null;
   switch (type) {
     case 'integer':
@@ -329,7 +154,7 @@ function cellFor(type: string, found: boolean, value: unknown, now: number): unk
       // metav1.Time.UnmarshalQueryParameter: "" and "null" are the zero time, shown as <unknown>.
       if (value === '' || value === 'null') return '<unknown>';
       const t = parseRFC3339(value);
-      return t === undefined ? '<invalid>' : humanDuration(now - t);
+      return t === undefined ? '<invalid>' : humanDuration(now - goTimeMillis(t));
     }
     default:
       return null;

@@ -3,10 +3,11 @@
  * with bookmarks, a timeout that ends the stream cleanly, and an ERROR event for a 410 at the start.
  */
 import type { Request, Response } from 'express';
+import { requestContext } from '../apimachinery/request.js';
 import { isStatusError, type Status } from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { ResourceDefinition } from '../registry/definitions.js';
-import type { RunningWatch, WatchSink } from '../registry/reader.js';
+import type { RunningWatch, WatchSink } from '../storage/reader.js';
 import type { EventType } from '../storage/cacher.js';
 import type { WatchQuery } from './listoptions.js';
 import { toJson } from './json.js';
@@ -88,7 +89,7 @@ export async function serveWatch(
       ended = true;
       throw err;
     }
-    beginStream(res);
+    beginStream(req, res);
     started = true;
     res.end(`${JSON.stringify({ type: 'ERROR', object: err.status satisfies Status })}\n`);
     ended = true;
@@ -98,7 +99,7 @@ export async function serveWatch(
     running.stop();
     return;
   }
-  beginStream(res);
+  beginStream(req, res);
   started = true;
   for (const line of pending.splice(0)) res.write(line);
 
@@ -111,9 +112,11 @@ export async function serveWatch(
   timers.push(setTimeout(end, timeoutMs));
 }
 
-function beginStream(res: Response): void {
+/** The 200 goes out: from now on the watch is long-running, and the request's observer is told so. */
+function beginStream(req: Request, res: Response): void {
   res.status(200);
   res.setHeader('Content-Type', JSON_TYPE);
   res.setHeader('Cache-Control', 'no-cache, private');
+  requestContext(req).streamStarted?.();
   res.flushHeaders();
 }

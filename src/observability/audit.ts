@@ -11,9 +11,9 @@
  * messages) only when the server built it from the request's metadata: an Invalid or BadRequest message may quote
  * the body (a field's value, which may be secret data), and an internal error's may say anything.
  */
+import type { RequestInfo, RequestObjectMeta } from '../apimachinery/request.js';
 import type { Status } from '../apimachinery/status.js';
 import type { UserInfo } from '../apimachinery/user.js';
-import type { RequestInfo } from '../http/requestinfo.js';
 import { RotatingFile, type RotatingFileOptions } from './rotatingfile.js';
 
 export interface AuditEvent {
@@ -51,13 +51,6 @@ export interface AuditedRequest {
   authorization?: { decision: 'allow' | 'forbid'; reason?: string };
   /** The metadata of the object a create or update sent, which completes objectRef (kube's LogRequestObject). */
   requestObject?: RequestObjectMeta;
-}
-
-export interface RequestObjectMeta {
-  name?: unknown;
-  namespace?: unknown;
-  uid?: unknown;
-  resourceVersion?: unknown;
 }
 
 /** Reasons whose messages the server writes from the request's metadata alone (paths, names, users, limits). */

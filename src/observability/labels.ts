@@ -6,7 +6,8 @@
  * Labels never take a value the client can choose freely: an unknown resource or subresource counts as '', and a
  * non-resource path that is not one this server serves counts as "other", so scanners cannot grow the series.
  */
-import type { RequestInfo } from '../http/requestinfo.js';
+import type { RequestInfo } from '../apimachinery/request.js';
+import type { ServedActions } from '../actions/served.js';
 import type { Registry } from '../registry/registry.js';
 
 export const COMPONENT = 'apiserver';
@@ -91,8 +92,8 @@ export function requestLabels(method: string, info: RequestInfo, query: URLSearc
   return labels;
 }
 
-/** What the registry serves: its resources (with status when they have it) and actions, and their discovery documents. */
-export function servedBy(registry: Registry): ServedApis {
+/** What is served: the registry's resources (with status when they have it), the actions, and their discovery documents. */
+export function servedBy(registry: Registry, actions: ServedActions): ServedApis {
   const documents = new Set<string>();
   for (const { name, versions } of registry.groups()) {
     documents.add(`/apis/${name}`);
@@ -100,7 +101,7 @@ export function servedBy(registry: Registry): ServedApis {
   }
   return {
     serves(group, version, resource, subresource) {
-      if (registry.action(group, version, resource, subresource)) return true;
+      if (actions.find(group, version, resource, subresource)) return true;
       const store = registry.lookup(group, version, resource);
       return !!store && (subresource === '' || (subresource === 'status' && store.def.hasStatus));
     },

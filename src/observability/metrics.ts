@@ -18,7 +18,6 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { WorkQueueMetrics } from '../controllers/workqueue.js';
-import type { InFlightCounts } from '../http/inflight.js';
 import type { Registry as ApiRegistry } from '../registry/registry.js';
 import type { RequestLabels } from './labels.js';
 
@@ -38,6 +37,12 @@ export interface WatchCacheStats {
   revision: number;
   /** etcd's current revision minus `revision`; absent when etcd could not be asked. */
   lag?: number;
+}
+
+/** Requests being served now, by kind (read by apiserver_current_inflight_requests; kept by http/inflight.ts). */
+export interface InFlightCounts {
+  readOnly: number;
+  mutating: number;
 }
 
 export interface MetricsOptions {

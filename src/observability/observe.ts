@@ -5,21 +5,21 @@
  * - an audit ID per request: the `Audit-Id` header kube-apiserver forwards when it has one, else a new UUID; sent
  *   back as `Audit-Id` (as kube does) and written in the request log line and the audit events;
  * - apiserver_request_total and apiserver_request_duration_seconds when the response ends, and
- *   apiserver_longrunning_requests while a watch is open;
+ *   apiserver_longrunning_requests while a watch is open (from the moment the watch handler says its 200 went out);
  * - a request log line at --v=3 and more, and for every 5xx at any level (as an error);
  * - the audit events.
  *
  * A request log line has the audit ID, user, verb, resource, namespace, name, code, latency and user agent, and the
  * path without its query; never headers or bodies.
+ *
+ * All it knows of the request it reads from the request's context, which the filters after it fill in.
  */
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
-import type { Status } from '../apimachinery/status.js';
-import type { UserInfo } from '../apimachinery/user.js';
-import type { RequestInfo } from '../http/requestinfo.js';
+import { requestContext, type RequestContext } from '../apimachinery/request.js';
 import type { Logger } from '../log.js';
 import { authenticatedByFrontProxy } from '../auth/requestheader.js';
-import { auditEvent, type AuditedRequest, type AuditLog, type RequestObjectMeta } from './audit.js';
+import { auditEvent, type AuditedRequest, type AuditLog } from './audit.js';
 import { requestLabels, type ServedApis } from './labels.js';
 import type { Metrics } from './metrics.js';
 import { peerIP, sourceIPs } from './sourceips.js';
@@ -36,71 +36,53 @@ export interface ObserveOptions {
   served: ServedApis;
 }
 
-/** What the app's middlewares leave on res.locals that this reads when the answer is done. */
-interface ObservedLocals {
-  info?: RequestInfo;
-  user?: UserInfo;
-  authorization?: AuditedRequest['authorization'];
-  auditID?: string;
-  /** The Status answered, left by writeStatus (every failure is written there). */
-  status?: Status;
-  /** Left by the resource handler when it has read the object of a create or update. */
-  requestObject?: RequestObjectMeta;
-}
-
 export function observeRequests(opts: ObserveOptions) {
   const { log, metrics, audit, served } = opts;
   return (req: Request, res: Response, next: NextFunction) => {
     const received = new Date();
     const start = performance.now();
-    const locals = res.locals as ObservedLocals;
+    const context = requestContext(req);
     const auditID = auditIdOf(req.headers['audit-id']);
-    locals.auditID = auditID;
     res.setHeader(AUDIT_ID_HEADER, auditID);
 
-    const url = new URL(req.originalUrl, 'https://x');
     // Read now: once the connection is gone its address is too.
     const srcIP = peerIP(req.socket.remoteAddress);
     const request = (code: number): AuditedRequest => ({
       auditID,
       requestURI: req.originalUrl,
-      info: locals.info!,
-      user: locals.user,
+      info: context.info,
+      user: context.user,
       sourceIPs: sourceIPs(req.headers, srcIP, authenticatedByFrontProxy(req)),
       userAgent: req.headers['user-agent'],
       received,
       code,
-      status: locals.status,
-      authorization: locals.authorization,
-      requestObject: locals.requestObject,
+      status: context.status,
+      authorization: context.authorization,
+      requestObject: context.requestObject,
     });
-    const labels = () => requestLabels(req.method, locals.info!, url.searchParams, req.headers['content-type'], served);
+    const labels = () => requestLabels(req.method, context.info, context.query, req.headers['content-type'], served);
 
-    // A watch is long-running from the moment its 200 goes out: counted as open, and audited as ResponseStarted.
+    // A watch is long-running from the moment its 200 goes out (the watch handler says when): counted as open, and
+    // audited as ResponseStarted.
     let watchEnded: (() => void) | undefined;
-    const writeHead = res.writeHead;
-    res.writeHead = function (this: Response, ...args: unknown[]) {
-      const code = Number(args[0]);
-      if (locals.info?.verb === 'watch' && code < 300 && !watchEnded) {
-        watchEnded = metrics?.longRunningStarted(labels()) ?? (() => {});
-        audit?.write(auditEvent(request(code), 'ResponseStarted', new Date()));
-      }
-      return (writeHead as (...a: unknown[]) => Response).apply(this, args);
-    } as Response['writeHead'];
+    context.streamStarted = () => {
+      if (watchEnded) return;
+      watchEnded = metrics?.longRunningStarted(labels()) ?? (() => {});
+      audit?.write(auditEvent(request(res.statusCode), 'ResponseStarted', new Date()));
+    };
 
     res.once('close', () => {
       watchEnded?.();
       const code = res.statusCode;
       const ms = performance.now() - start;
-      if (!locals.info) return; // nothing was understood of it
       metrics?.observeRequest(labels(), code, ms / 1000);
       if (audit) {
         // kube audits a failed authentication as one ResponseStarted event without a user.
-        const stage = code === 401 && !locals.user ? 'ResponseStarted' : 'ResponseComplete';
+        const stage = code === 401 && !context.user ? 'ResponseStarted' : 'ResponseComplete';
         audit.write(auditEvent(request(code), stage, new Date()));
       }
       if (code >= 500 || log.v(REQUEST_LOG_VERBOSITY)) {
-        const fields = requestLogFields(req, locals, auditID, code, ms, srcIP);
+        const fields = requestLogFields(req, context, auditID, code, ms, srcIP);
         if (code >= 500) log.error('HTTP', fields);
         else log.info('HTTP', fields);
       }
@@ -109,8 +91,8 @@ export function observeRequests(opts: ObserveOptions) {
   };
 }
 
-function requestLogFields(req: Request, locals: ObservedLocals, auditID: string, code: number, ms: number, srcIP: string): Record<string, unknown> {
-  const info = locals.info!;
+function requestLogFields(req: Request, context: RequestContext, auditID: string, code: number, ms: number, srcIP: string): Record<string, unknown> {
+  const { info } = context;
   const fields: Record<string, unknown> = { auditID, verb: info.verb, path: info.path };
   if (info.isResourceRequest) {
     fields.apiGroup = info.apiGroup;
@@ -118,9 +100,9 @@ function requestLogFields(req: Request, locals: ObservedLocals, auditID: string,
     if (info.namespace) fields.namespace = info.namespace;
     if (info.name) fields.name = info.name;
   }
-  if (locals.user) fields.user = locals.user.name;
+  if (context.user) fields.user = context.user.name;
   fields.code = code;
-  if (locals.status?.reason) fields.reason = locals.status.reason;
+  if (context.status?.reason) fields.reason = context.status.reason;
   fields.latencyMs = Math.round(ms * 1000) / 1000;
   fields.userAgent = req.headers['user-agent'] ?? '';
   fields.srcIP = srcIP;

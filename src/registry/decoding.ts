@@ -7,7 +7,7 @@ import { objectMetaSchema } from '../apimachinery/metaschema.js';
 import { prune, type StructuralSchema } from '../apimachinery/schema.js';
 import * as errors from '../apimachinery/status.js';
 import { isPlainObject, type GroupKind, type KubeObject } from '../apimachinery/types.js';
-import { goQuote } from '../apimachinery/validation.js';
+import { goQuote } from '../apimachinery/golang/strconv.js';
 
 export interface TypeMeta {
   apiVersion: string;

@@ -44,13 +44,31 @@ export function loadDefinitions(dir = defaultCrdDir): ResourceDefinition[] {
   return readdirSync(dir)
     .filter((f) => f.endsWith('.yaml'))
     .sort()
-    .map((f) => fromCrd(yaml.load(readFileSync(join(dir, f), 'utf8')) as any, f));
+    .map((f) => fromCrd(yaml.load(readFileSync(join(dir, f), 'utf8')) as CrdDocument | undefined, f));
 }
 
-function fromCrd(crd: any, file: string): ResourceDefinition {
+/** The parts of a CustomResourceDefinition manifest read here (the manifests are ours, under crds/). */
+interface CrdDocument {
+  kind?: string;
+  spec: {
+    group: string;
+    scope: string;
+    names: { kind: string; listKind?: string; plural: string; singular?: string; shortNames?: string[]; categories?: string[] };
+    versions: {
+      name: string;
+      served?: boolean;
+      storage?: boolean;
+      subresources?: { status?: unknown };
+      schema: { openAPIV3Schema: ResourceDefinition['schema'] };
+      additionalPrinterColumns?: ResourceDefinition['printerColumns'];
+    }[];
+  };
+}
+
+function fromCrd(crd: CrdDocument | undefined, file: string): ResourceDefinition {
   if (crd?.kind !== 'CustomResourceDefinition') throw new Error(`${file}: not a CustomResourceDefinition`);
   const { group, names, scope } = crd.spec;
-  const served = (crd.spec.versions as any[]).find((v) => v.served && v.storage);
+  const served = crd.spec.versions.find((v) => v.served && v.storage);
   if (!served) throw new Error(`${file}: no served storage version`);
   return {
     group,

@@ -19,8 +19,7 @@ export type OwnerLookup =
   | { unresolvable: string; store: Store };
 
 export async function findOwner(registry: Registry, ref: OwnerReference, dependentNamespace: string | undefined): Promise<OwnerLookup> {
-  const def = registry.definitions.find((d) => d.apiVersion === ref.apiVersion && d.kind === ref.kind);
-  const store = def && registry.lookup(def.group, def.version, def.plural);
+  const store = registry.lookupKind(ref.apiVersion, ref.kind);
   if (!store) return { absent: true };
   if (store.def.namespaced && !dependentNamespace) {
     return { unresolvable: `a cluster-scoped object cannot be owned by the namespaced ${ref.kind} ${JSON.stringify(ref.name)}`, store };

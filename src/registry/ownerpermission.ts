@@ -17,6 +17,7 @@
  */
 import { Path, fieldError, type FieldError } from '../apimachinery/field.js';
 import type { KubeObject, OwnerReference } from '../apimachinery/types.js';
+import type { UserInfo } from '../apimachinery/user.js';
 
 export type OwnerDeletionPermission =
   | { allowed: true }
@@ -29,6 +30,9 @@ export type OwnerDeletionPermission =
  * dependent's), which must have `ref`'s uid if it exists.
  */
 export type MayDeleteOwner = (ref: OwnerReference, namespace: string | undefined) => Promise<OwnerDeletionPermission>;
+
+/** The same for any caller: built once at start from the authorizers (auth/ownerdeletion.ts), asked per write. */
+export type OwnerDeletionCheck = (user: UserInfo, ref: OwnerReference, namespace: string | undefined) => Promise<OwnerDeletionPermission>;
 
 /** Both checks, as every write by a client (create, update, patch, apply, dry run) needs them. */
 export async function checkOwnerReferencePermissions(obj: KubeObject, old: KubeObject | undefined, mayDelete: MayDeleteOwner): Promise<FieldError[]> {

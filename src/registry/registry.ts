@@ -1,20 +1,18 @@
-/**
- * All served resources, each with its generic store, found by group, version and plural name; and the actions
- * (src/actions) served next to them.
- */
-import { actionKey, type Action } from '../actions/action.js';
+/** All served resources, each with its generic store, found by group, version and plural name (or apiVersion and kind). */
 import type { KubeObject } from '../apimachinery/types.js';
 import { WatchCache } from '../storage/cacher.js';
 import type { Storage } from '../storage/interface.js';
 import type { ResourceDefinition } from './definitions.js';
 import { strategies } from './kinds/index.js';
+import type { OwnerDeletionCheck } from './ownerpermission.js';
 import { Store } from './store.js';
 
 export class Registry {
   private readonly stores = new Map<string, Store>();
-  private readonly served = new Map<string, Action>();
+  private readonly byKind = new Map<string, Store>();
   /** One watch cache per API group: a single etcd watch feeds every resource of the group. */
   readonly caches = new Map<string, WatchCache<KubeObject>>();
+  private ownerDeletion?: OwnerDeletionCheck;
 
   constructor(
     readonly definitions: ResourceDefinition[],
@@ -22,11 +20,21 @@ export class Registry {
     etcdPrefix: string,
     log?: (msg: string, fields?: Record<string, unknown>) => void,
   ) {
+    refuseStrategiesWithoutDefinition(definitions);
     for (const def of definitions) {
       if (!this.caches.has(def.group)) this.caches.set(def.group, new WatchCache(storage, `${etcdPrefix}/${def.group}/`, { log }));
-      const store = new Store(def, strategies[def.kind] ?? {}, storage, this.caches.get(def.group)!, etcdPrefix, (g, v, r) => this.lookup(g, v, r));
+      const store = new Store(def, strategies[def.kind] ?? {}, storage, this.caches.get(def.group)!, etcdPrefix, (g, v, r) => this.lookup(g, v, r), () => this.ownerDeletion);
       this.stores.set(`${def.group}/${def.version}/${def.plural}`, store);
+      this.byKind.set(`${def.apiVersion}/${def.kind}`, store);
     }
+  }
+
+  /**
+   * How the stores ask whether a client may delete an owner its write names: set once at start, before serving, as
+   * soon as the authorizers exist (they read this registry), as kube's admission initializer hands the authorizer on.
+   */
+  useOwnerDeletionCheck(check: OwnerDeletionCheck): void {
+    this.ownerDeletion = check;
   }
 
   /** Fills the caches; the server serves only after this. */
@@ -42,17 +50,9 @@ export class Registry {
     return this.stores.get(`${group}/${version}/${resource}`);
   }
 
-  /** Serves an action; set up before the server takes requests. */
-  addAction(action: Action): void {
-    this.served.set(actionKey(action), action);
-  }
-
-  action(group: string, version: string, resource: string, subresource: string): Action | undefined {
-    return this.served.get(actionKey({ group, version, resource, subresource }));
-  }
-
-  get actions(): Action[] {
-    return [...this.served.values()];
+  /** The store of the kind an object or a reference names by apiVersion ("group/version") and kind, as kube's RESTMapper. */
+  lookupKind(apiVersion: string, kind: string): Store | undefined {
+    return this.byKind.get(`${apiVersion}/${kind}`);
   }
 
   /** The served groups and, for each, its versions (one today). */
@@ -64,4 +64,19 @@ export class Registry {
     }
     return [...byGroup].map(([name, versions]) => ({ name, versions: [...versions] }));
   }
+}
+
+/**
+ * A strategy whose kind no CRD defines is a mistake (a misspelt or renamed kind) that would serve the real kind
+ * without its rules: the server does not start, naming it.
+ */
+function refuseStrategiesWithoutDefinition(definitions: readonly ResourceDefinition[]): void {
+  const defined = new Set(definitions.map((d) => d.kind));
+  const unknown = Object.keys(strategies).filter((kind) => !defined.has(kind));
+  if (!unknown.length) return;
+  const named = unknown.map((k) => JSON.stringify(k)).join(', ');
+  throw new Error(
+    `src/registry/kinds has a strategy for the ${unknown.length > 1 ? 'kinds' : 'kind'} ${named}, which no CRD in crds/ defines (the CRDs define ${[...defined].sort().join(', ')}): ` +
+      'a strategy must be keyed by the kind its CRD names (spec.names.kind), or the kind would be served without its rules',
+  );
 }

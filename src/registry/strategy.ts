@@ -2,17 +2,26 @@
  * What a kind adds to the generic store: rules its schema cannot say. Everything else (metadata, names,
  * resourceVersion, generation, status handling) is the store's, the same for every kind.
  */
+import type { Attributes, Decision } from '../apimachinery/authorizer.js';
 import type { FieldError } from '../apimachinery/field.js';
-import type { KubeObject } from '../apimachinery/types.js';
+import type { KubeList, KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
-import type { Attributes, Decision } from '../auth/types.js';
 import type { FieldPath } from './hiddenfields.js';
-import type { Store } from './store.js';
+import type { ListOptions } from '../storage/reader.js';
+
+/** What a rule may read of another resource's store (a Store, seen from here without importing it: no cycle). */
+export interface StoredObjects {
+  get(namespace: string | undefined, name: string): Promise<KubeObject>;
+  list(namespace: string | undefined, opts?: ListOptions): Promise<KubeList>;
+}
 
 /** The stores of the served resources, for rules that read other objects. */
-export type StoreLookup = (group: string, version: string, resource: string) => Store | undefined;
+export type StoreLookup = (group: string, version: string, resource: string) => StoredObjects | undefined;
 
-/** Whether the caller may also do something besides its request, asked of the same authorizers (http/app.ts). */
+/**
+ * Whether the caller may also do something besides its request, asked of the same authorizers (http/resources.ts
+ * binds the caller to the authorizers set up at start).
+ */
 export type AuthorizeOther = (attrs: Omit<Attributes, 'user'>) => Promise<Decision>;
 
 /** Who asks, for admitCreate; both unset for the server's own writes. */
@@ -49,6 +58,11 @@ export interface ComputedPrinterColumn {
 }
 
 export interface Strategy {
+  /**
+   * Set when the kind's objects carry `spec.owner` and `spec.access` (src/access); `hostRbac` when the access sync
+   * makes them Roles and bindings in the host cluster, which the Helm chart must then let the server grant.
+   */
+  access?: { hostRbac: boolean };
   /** Extra validation of a new object; runs after its schema and metadata validated cleanly. */
   validate?(obj: KubeObject): FieldError[];
   /** Extra validation of an update; defaults to `validate` of the new object. */

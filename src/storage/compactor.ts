@@ -3,7 +3,7 @@
  * the revision seen at the previous interval, so at least one interval of history always remains. A
  * compare-and-swap on a shared key makes several servers on one etcd compact once per interval between them.
  */
-import type { Etcd3 } from 'etcd3';
+import type { EtcdStorage } from './etcd.js';
 
 export const COMPACT_REVISION_KEY = 'compact_rev_key';
 
@@ -19,7 +19,7 @@ export class Compactor {
   private timer?: NodeJS.Timeout;
 
   constructor(
-    private readonly client: Etcd3,
+    private readonly storage: Pick<EtcdStorage, 'putIfVersion' | 'compact'>,
     private readonly opts: CompactorOptions,
   ) {}
 
@@ -42,15 +42,11 @@ export class Compactor {
 
   /** One round: claim this interval (CAS on the key's version), then compact to the previous round's revision. */
   async compactOnce(): Promise<void> {
-    const txn = await this.client
-      .if(COMPACT_REVISION_KEY, 'Version', '==', this.seenVersion)
-      .then(this.client.put(COMPACT_REVISION_KEY).value(String(this.seenRevision)))
-      .else(this.client.get(COMPACT_REVISION_KEY))
-      .commit();
-    const revision = Number(txn.header.revision);
-    if (!txn.succeeded) {
+    const claim = await this.storage.putIfVersion(COMPACT_REVISION_KEY, this.seenVersion, String(this.seenRevision));
+    const revision = Number(claim.revision);
+    if (!claim.written) {
       // Another server compacted this interval; follow its count.
-      this.seenVersion = Number(txn.responses[0].response_range.kvs[0]?.version ?? 0);
+      this.seenVersion = claim.version;
       this.seenRevision = revision;
       return;
     }
@@ -58,7 +54,7 @@ export class Compactor {
     this.seenVersion += 1;
     this.seenRevision = revision;
     if (previous > 0) {
-      await this.client.kv.compact({ revision: String(previous) });
+      await this.storage.compact(String(previous));
       this.opts.log?.('etcd compacted', { revision: previous });
     }
   }

@@ -1,19 +1,25 @@
 /**
- * Storage on etcd v3: every write is one transaction comparing the key's mod revision with the one read
- * (kube's pkg/storage/etcd3/store.go), so concurrent writers never lose each other's updates.
+ * Storage on etcd v3, and the server's only door to etcd: objects, the token signing keys' document (getValue,
+ * guaranteedUpdateValue), the compactor's shared counter and compaction, and the leader's lease (leaseLock). Every
+ * call goes through call(): the health guard, the onCall metrics, and failures as StorageError. Every write is one
+ * transaction comparing the key's mod revision with the one read (kube's pkg/storage/etcd3/store.go), so concurrent
+ * writers never lose each other's updates.
  */
 import { ConsecutiveBreaker, ExponentialBackoff, circuitBreaker, handleWhen, retry, type IBackoff } from 'cockatiel';
 import { Etcd3, GRPCUnavailableError, Range, type IOptions } from 'etcd3';
 import { decode, encode } from './codec.js';
 import { identityTransformer, type Transformer } from './encryption/transformer.js';
 import { EtcdHealth } from './etcdhealth.js';
+import { EtcdLeaseLock, type LeaseLock } from './leaselock.js';
 import {
   StorageError,
+  type CreateOptions,
   type ListResult,
   type Page,
   type PageOptions,
   type Storage,
   type StoredObject,
+  type StoredValue,
   type UpdateOptions,
   type UpdateResult,
   type WatchEvent,
@@ -52,7 +58,8 @@ interface Read<T> {
 }
 
 export class EtcdStorage implements Storage {
-  readonly client: Etcd3;
+  /** Private: every etcd call goes through call() (health guard, metrics, StorageError). */
+  private readonly client: Etcd3;
   /** Whether etcd answers; while it does not, calls fail at once. */
   readonly health: EtcdHealth;
   private readonly pageSize: number;
@@ -89,8 +96,12 @@ export class EtcdStorage implements Storage {
     this.onUnreadable = opts.onUnreadable;
   }
 
-  async create<T extends StoredObject>(key: string, obj: T): Promise<T> {
+  async create<T extends StoredObject>(key: string, obj: T, opts: CreateOptions = {}): Promise<T> {
     const bytes = encode(obj);
+    if (opts.dryRun) {
+      if (await this.readRaw(key)) throw new StorageError('KeyExists', key, `key exists: ${key}`);
+      return JSON.parse(bytes) as T;
+    }
     const stored = await this.toStorage(key, bytes);
     const txn = await this.call('create', key, () =>
       this.client.if(key, 'Mod', '==', 0).then(this.client.put(key).value(stored)).commit(),
@@ -121,7 +132,7 @@ export class EtcdStorage implements Storage {
   }
 
   async listPage<T extends StoredObject>(prefix: string, opts: PageOptions): Promise<Page<T>> {
-    const res = await this.range(prefix, opts, false);
+    const res = await this.range(prefix, opts, false).catch((err) => this.withCurrentRevision(err, opts));
     const items = await Promise.all(res.kvs.map(async (kv) => (await this.fromStorage<T>(kv.key.toString(), kv.value, kv.mod_revision)).object));
     const keys = res.kvs.map((kv) => kv.key.toString());
     return { items, keys, resourceVersion: res.header.revision, more: res.more, count: Number(res.count) };
@@ -206,6 +217,56 @@ export class EtcdStorage implements Storage {
     }
   }
 
+  /** The value under `key` (not an object: see StoredValue), read through `transformer`. */
+  async getValue(key: string, transformer: Transformer): Promise<StoredValue | undefined> {
+    const kv = await this.readRaw(key);
+    return kv ? { ...(await this.untransform(key, kv.value, transformer)), revision: kv.modRevision } : undefined;
+  }
+
+  /**
+   * guaranteedUpdate for a value that is not an object, creating the key when it is absent (kube's GuaranteedUpdate
+   * with ignoreNotFound): `tryUpdate` gets the stored value (undefined when there is none) and returns the value to
+   * store, and runs again on the winner's value after a lost race. Returning the value unchanged writes nothing,
+   * unless an old encryption key or provider wrote it.
+   */
+  async guaranteedUpdateValue(
+    key: string,
+    transformer: Transformer,
+    tryUpdate: (current: StoredValue | undefined) => Promise<string> | string,
+  ): Promise<StoredValue & { written: boolean }> {
+    let current = await this.readRaw(key);
+    for (;;) {
+      const read = current;
+      const existing = read ? { ...(await this.untransform(key, read.value, transformer)), revision: read.modRevision } : undefined;
+      const value = await tryUpdate(existing);
+      if (existing && value === existing.value && !existing.stale) return { ...existing, written: false };
+      const stored = await this.transform(key, value, transformer);
+      const txn = await this.call(read ? 'update' : 'create', key, () =>
+        this.client.if(key, 'Mod', '==', read ? read.modRevision : 0).then(this.client.put(key).value(stored)).else(this.client.get(key)).commit(),
+      );
+      if (txn.succeeded) return { value, revision: txn.header.revision, stale: false, written: true };
+      current = rawFromElse(txn.responses);
+    }
+  }
+
+  /**
+   * Writes `value` under `key` if the key's version (its number of writes since it was created; 0 when absent) is
+   * `version`, else reports the version it has: the compactor's shared counter (kube's compact.go keeps it so). The
+   * value is bookkeeping, stored plain.
+   */
+  async putIfVersion(key: string, version: number, value: string): Promise<{ written: boolean; version: number; revision: string }> {
+    const txn = await this.call('update', key, () =>
+      this.client.if(key, 'Version', '==', version).then(this.client.put(key).value(value)).else(this.client.get(key)).commit(),
+    );
+    if (txn.succeeded) return { written: true, version: version + 1, revision: txn.header.revision };
+    return { written: false, version: Number(txn.responses[0]?.response_range?.kvs[0]?.version ?? 0), revision: txn.header.revision };
+  }
+
+  /** The key a leader holds, on an etcd lease (leader election's door to etcd). */
+  leaseLock(key: string): LeaseLock {
+    return new EtcdLeaseLock(this.client, key, (operation, fn) => this.call(operation, key, fn));
+  }
+
   async compact(revision: string): Promise<void> {
     await this.call('compact', '', () => this.client.kv.compact({ revision }));
   }
@@ -221,6 +282,7 @@ export class EtcdStorage implements Storage {
       const read = current;
       const existing = await this.fromStorage<T>(key, read.value, read.modRevision);
       const updated = await tryUpdate(existing.object);
+      if (opts.dryRun) return { object: updated, written: false, deleted: !!opts.deleteInstead?.(updated) };
       if (opts.deleteInstead?.(updated)) {
         const txn = await this.call('delete', key, () =>
           this.client.if(key, 'Mod', '==', read.modRevision).then(this.client.delete().key(key)).else(this.client.get(key)).commit(),
@@ -267,29 +329,38 @@ export class EtcdStorage implements Storage {
   }
 
   /** The bytes stored for `plaintext` under `key` (encrypted when the configuration says so; the key is authenticated). */
-  private async toStorage(key: string, plaintext: string): Promise<Buffer> {
+  private toStorage(key: string, plaintext: string): Promise<Buffer> {
+    return this.transform(key, plaintext, this.transformers.forKey(key));
+  }
+
+  /** The object stored under `key`; StorageError Internal (naming the key, never the data) when it cannot be read. */
+  private async fromStorage<T extends StoredObject>(key: string, value: Buffer, revision: string): Promise<Read<T>> {
+    const { value: plaintext, stale } = await this.untransform(key, value, this.transformers.forKey(key));
     try {
-      return Buffer.from(await this.transformers.forKey(key).transformToStorage(Buffer.from(plaintext), key));
+      return { object: decode<T>(plaintext, revision), plaintext, stale };
+    } catch {
+      // JSON.parse's message quotes the value: say only where.
+      throw new StorageError('Internal', key, `unable to decode key ${JSON.stringify(key)}: not a JSON object`);
+    }
+  }
+
+  private async transform(key: string, plaintext: string, transformer: Transformer): Promise<Buffer> {
+    try {
+      return Buffer.from(await transformer.transformToStorage(Buffer.from(plaintext), key));
     } catch (err) {
       throw new StorageError('Internal', key, `unable to transform key ${JSON.stringify(key)}: ${transformReason(err)}`);
     }
   }
 
-  /** The object stored under `key`; StorageError Internal (naming the key, never the data) when it cannot be read. */
-  private async fromStorage<T extends StoredObject>(key: string, value: Buffer, revision: string): Promise<Read<T>> {
+  /** The plain value stored under `key`; StorageError Internal (naming the key, never the data) when it cannot be read. */
+  private async untransform(key: string, value: Buffer, transformer: Transformer): Promise<{ value: string; stale: boolean }> {
     let plain: { data: Uint8Array; stale: boolean };
     try {
-      plain = await this.transformers.forKey(key).transformFromStorage(value, key);
+      plain = await transformer.transformFromStorage(value, key);
     } catch (err) {
       throw new StorageError('Internal', key, `unable to transform key ${JSON.stringify(key)}: ${transformReason(err)}`);
     }
-    const plaintext = Buffer.from(plain.data.buffer, plain.data.byteOffset, plain.data.byteLength).toString();
-    try {
-      return { object: decode<T>(plaintext, revision), plaintext, stale: plain.stale };
-    } catch {
-      // JSON.parse's message quotes the value: say only where.
-      throw new StorageError('Internal', key, `unable to decode key ${JSON.stringify(key)}: not a JSON object`);
-    }
+    return { value: Buffer.from(plain.data.buffer, plain.data.byteOffset, plain.data.byteLength).toString(), stale: plain.stale };
   }
 
   private async toWatchEvent<T extends StoredObject>(e: WatchedEvent): Promise<WatchEvent<T> | undefined> {
@@ -304,6 +375,13 @@ export class EtcdStorage implements Storage {
       this.onUnreadable?.(key, (err as Error).message);
       return undefined;
     }
+  }
+
+  /** A FutureRevision failure with the revision asked for and the current one, for the client's answer. */
+  private async withCurrentRevision(err: unknown, opts: PageOptions): Promise<never> {
+    if (!(err instanceof StorageError && err.code === 'FutureRevision')) throw err;
+    const current = Number(await this.currentRevision().catch(() => '0'));
+    throw new StorageError(err.code, err.key, err.message, { requested: Number(opts.revision ?? 0), current });
   }
 
   /** One range request under `prefix`, from `start`, at `revision`. */

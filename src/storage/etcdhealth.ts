@@ -4,7 +4,7 @@
  * row, new calls are refused, and calls already waiting are given up (a write among them may still land, as after
  * any timeout). The first probe that succeeds again lets calls through: recovery needs no restart.
  */
-import { withDeadline } from '../deadline.js';
+import { withDeadline } from '../apimachinery/deadline.js';
 
 export interface EtcdHealthOptions {
   /** One probe; rejects (or outlasts `timeoutMs`) when etcd does not answer. */

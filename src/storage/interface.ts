@@ -27,6 +27,8 @@ export class StorageError extends Error {
     readonly code: StorageErrorCode,
     readonly key: string,
     message: string,
+    /** FutureRevision: the revision asked for, and etcd's current one. */
+    readonly revisions?: { requested: number; current: number },
   ) {
     super(message);
     this.name = 'StorageError';
@@ -90,18 +92,38 @@ export interface UpdateOptions<T> {
    * revision) instead of written, e.g. when an update removes the last finalizer of an object being deleted.
    */
   deleteInstead?: (updated: T) => boolean;
+  /**
+   * Run tryUpdate on the stored object and answer with its result, writing and deleting nothing (`dryRun=All`, as
+   * kube's dry-run storage does it): `deleted` says whether the key would have been deleted.
+   */
+  dryRun?: boolean;
+}
+
+export interface CreateOptions {
+  /** Answer as if the object had been stored, without a resourceVersion, writing nothing; KeyExists still holds. */
+  dryRun?: boolean;
 }
 
 export interface UpdateResult<T> {
   object: T;
-  /** False when the update changed nothing, so nothing was written and the resourceVersion stayed. */
+  /** False when nothing was written (the update changed nothing, or a dry run), so the resourceVersion stayed. */
   written: boolean;
   deleted: boolean;
 }
 
+/** A value kept whole under a key of its own, not an object (the token signing keys' document). */
+export interface StoredValue {
+  /** The plain value. */
+  value: string;
+  /** The key's mod revision. */
+  revision: string;
+  /** An encryption key or provider that no longer writes wrote it: to be written again. */
+  stale: boolean;
+}
+
 export interface Storage {
   /** Stores a new object; StorageError KeyExists when the key is taken. */
-  create<T extends StoredObject>(key: string, obj: T): Promise<T>;
+  create<T extends StoredObject>(key: string, obj: T, opts?: CreateOptions): Promise<T>;
 
   get<T extends StoredObject>(key: string): Promise<T | undefined>;
 

@@ -2,8 +2,9 @@
  * The signing keys of DirectClusterEndpointTokens (ES256 JWTs), shared by every replica through one etcd key.
  *
  * The key set is one JSON document `{ keys: StoredKey[] }`. Its life cycle is pure logic (planKeySet, with the
- * clock passed in); SigningKeys keeps it in etcd and writes every change with a compare-and-swap on the key's mod
- * revision, so replicas that race end up with one key set.
+ * clock passed in); SigningKeys keeps it in etcd through storage's guaranteedUpdateValue (a compare-and-swap on the
+ * key's mod revision, under the etcd health guard, measured, failing as StorageError), so replicas that race end up
+ * with one key set.
  *
  * Life of a key:
  *   pending  (activeAt > now)            published in the JWKS, not used for signing yet, so verifiers that cache
@@ -16,9 +17,10 @@
  * In etcd the document goes through the resource `signingkeys.management.platform.sh` of the encryption
  * configuration (--encryption-provider-config), so it is encrypted at rest like the objects.
  */
-import type { Etcd3 } from 'etcd3';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import { identityTransformer, type Transformer } from '../storage/encryption/transformer.js';
+import type { EtcdStorage } from '../storage/etcd.js';
+import type { StoredValue } from '../storage/interface.js';
 
 export type SigningAlg = 'ES256';
 
@@ -200,8 +202,8 @@ interface Snapshot {
   stale?: boolean;
 }
 
-/** Conflicting writes in a row before giving up (each loser re-reads, so this only trips under a write storm). */
-const MAX_CAS_ATTEMPTS = 10;
+/** What the signing keys need of storage: one value, read and updated whole. */
+export type SigningKeysStorage = Pick<EtcdStorage, 'getValue' | 'guaranteedUpdateValue'>;
 
 export class SigningKeys {
   private readonly timings: KeySetTimings;
@@ -213,7 +215,7 @@ export class SigningKeys {
   private readonly transformer: Transformer;
 
   constructor(
-    private readonly client: Etcd3,
+    private readonly storage: SigningKeysStorage,
     /** e.g. `${etcdPrefix}/signingkeys/direct-cluster-endpoint-tokens` */
     private readonly key: string,
     opts: SigningKeysOptions,
@@ -232,7 +234,7 @@ export class SigningKeys {
   /** Writes the document again if an old encryption key or provider wrote it (as a no-op update of an object does). */
   async rewrite(): Promise<void> {
     const snap = await this.read();
-    if (snap?.stale) await this.sync(snap);
+    if (snap?.stale) await this.sync();
   }
 
   /** The key to sign with now (creating, rotating or retiring keys in etcd when due). */
@@ -240,7 +242,7 @@ export class SigningKeys {
     const now = this.now();
     let snap = this.cache;
     if (!snap || now.getTime() - snap.readAt >= this.refreshMs) snap = await this.sync();
-    else if (keySetChangeDue(snap.doc, now, this.timings)) snap = await this.sync(snap);
+    else if (keySetChangeDue(snap.doc, now, this.timings)) snap = await this.sync();
     const key = currentSigningKey(snap.doc, this.now());
     if (!key) throw new Error(`signing keys: no signing key in ${this.key}`);
     return { kid: key.kid, alg: key.alg, key: await this.importKey(key) };
@@ -249,49 +251,41 @@ export class SigningKeys {
   /** The public keys to publish, read fresh from etcd (the first key is created when there is none). */
   async jwks(): Promise<{ keys: JWK[] }> {
     let snap = await this.read();
-    if (!snap) snap = await this.sync(null);
+    if (!snap) snap = await this.sync();
     else this.remember(snap);
     return publicJwks(snap.doc, this.now(), this.timings);
   }
 
-  /**
-   * Brings the document up to date in etcd; one run at a time per instance (concurrent callers share it).
-   * `start`: the snapshot to plan from (undefined: read etcd first; null: known absent).
-   */
-  private sync(start?: Snapshot | null): Promise<Snapshot> {
+  /** Brings the document up to date in etcd; one run at a time per instance (concurrent callers share it). */
+  private sync(): Promise<Snapshot> {
     if (!this.syncing) {
-      this.syncing = this.syncLoop(start).finally(() => {
+      this.syncing = this.update().finally(() => {
         this.syncing = undefined;
       });
     }
     return this.syncing;
   }
 
-  private async syncLoop(start?: Snapshot | null): Promise<Snapshot> {
-    let snap = start === undefined ? await this.read() : (start ?? undefined);
-    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+  /** Plans from what etcd holds, again after a lost race (usually nothing is left to do then). */
+  private async update(): Promise<Snapshot> {
+    let doc!: KeySetDoc;
+    let readAt = 0;
+    const stored = await this.storage.guaranteedUpdateValue(this.key, this.transformer, async (current) => {
       const now = this.now();
-      // A stale document is written again unchanged, under the encryption key that writes now.
-      const next = (await planKeySet(snap?.doc, now, this.timings)) ?? (snap?.stale ? snap.doc : undefined);
-      if (!next) return this.remember(snap!); // planKeySet always returns a document when there is none
-      const value = Buffer.from(await this.transformer.transformToStorage(Buffer.from(JSON.stringify(next)), this.key));
-      const txn = await this.client
-        .if(this.key, 'Mod', '==', snap ? snap.modRevision : 0)
-        .then(this.client.put(this.key).value(value))
-        .else(this.client.get(this.key))
-        .commit();
-      if (txn.succeeded) return this.remember({ doc: next, modRevision: txn.header.revision, readAt: now.getTime() });
-      // Lost the race: plan again from the winner's document (usually nothing is left to do).
-      const kv = txn.responses[0]?.response_range?.kvs?.[0];
-      snap = kv ? await this.parse(kv.value, kv.mod_revision) : undefined;
-    }
-    throw new Error(`signing keys: gave up after ${MAX_CAS_ATTEMPTS} conflicting writes to ${this.key}`);
+      readAt = now.getTime();
+      const snap = current && this.parse(current);
+      // planKeySet always returns a document when there is none. Returned unchanged, a document is written again
+      // only when stale, under the encryption key that writes now.
+      const next = await planKeySet(snap?.doc, now, this.timings);
+      doc = next ?? snap!.doc;
+      return next ? JSON.stringify(next) : current!.value;
+    });
+    return this.remember({ doc, modRevision: stored.revision, readAt });
   }
 
   private async read(): Promise<Snapshot | undefined> {
-    const res = await this.client.get(this.key).exec();
-    const kv = res.kvs[0];
-    return kv ? await this.parse(kv.value, kv.mod_revision) : undefined;
+    const stored = await this.storage.getValue(this.key, this.transformer);
+    return stored && this.parse(stored);
   }
 
   /** Keeps the newest snapshot seen, and forgets imported keys no longer in it. */
@@ -324,21 +318,15 @@ export class SigningKeys {
   }
 
   /** Parses a stored document; errors never quote the value (JSON.parse's message would show key material). */
-  private async parse(value: Buffer, modRevision: string): Promise<Snapshot> {
-    let plain: { data: Uint8Array; stale: boolean };
-    try {
-      plain = await this.transformer.transformFromStorage(value, this.key);
-    } catch (err) {
-      throw new Error(`signing keys: unable to transform key ${JSON.stringify(this.key)}: ${(err as Error).message}`);
-    }
+  private parse(stored: StoredValue): Snapshot {
     let doc: unknown;
     try {
-      doc = JSON.parse(Buffer.from(plain.data).toString());
+      doc = JSON.parse(stored.value);
     } catch {
       throw new Error(`signing keys: ${this.key} does not hold JSON`);
     }
     if (!isKeySetDoc(doc)) throw new Error(`signing keys: ${this.key} does not hold a valid key set`);
-    return { doc, modRevision, readAt: this.now().getTime(), stale: plain.stale };
+    return { doc, modRevision: stored.revision, readAt: this.now().getTime(), stale: stored.stale };
   }
 }
 

@@ -10,15 +10,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
 import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
-import { kubectl } from '../support/kubectl.js';
+import { API_VERSION } from '../support/fixtures.js';
+import { kubectl, kubectlOn } from '../support/kubectl.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
-const API_VERSION = 'management.platform.sh/v1';
 let host: HostClusterStandIn;
 let vcluster: HostClusterStandIn;
 let ts: TestServer;
 let dir: string;
-const k = (...args: string[]) => kubectl(args, { kubeconfig: ts.kubeconfig });
+const { k } = kubectlOn(() => ts.kubeconfig);
 
 function file(name: string, doc: object): string {
   const path = join(dir, name);

@@ -5,15 +5,15 @@
  * against the README, so the README stays true to what a user sees.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import yaml from 'js-yaml';
-import { kubectl } from '../support/kubectl.js';
+import { API_VERSION } from '../support/fixtures.js';
+import { kubectl, kubectlOn } from '../support/kubectl.js';
+import { manifestWriter } from '../support/manifests.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
-const API_VERSION = 'management.platform.sh/v1';
 const README = readFileSync(resolve(dirname(fileURLToPath(import.meta.url)), '../../README.md'), 'utf8');
 /** The README's section on these commands (its table), whitespace collapsed as a person reads it. */
 const section = (() => {
@@ -26,14 +26,9 @@ let ts: TestServer;
 let dir: string;
 /** bob's access key: a user without any grant. */
 let bobKey: string;
-const admin = (...args: string[]) => kubectl(args, { kubeconfig: ts.kubeconfig });
+const { k: admin } = kubectlOn(() => ts.kubeconfig);
 const bob = (...args: string[]) => kubectl(['--token', bobKey, ...args], { kubeconfig: ts.kubeconfig });
-
-function manifest(file: string, ...docs: object[]): string {
-  const path = join(dir, `${file}.yaml`);
-  writeFileSync(path, docs.map((d) => yaml.dump(d)).join('---\n'));
-  return path;
-}
+const manifest = manifestWriter(() => dir);
 
 const secret = (ns: string, name: string) => ({
   apiVersion: API_VERSION,

@@ -11,21 +11,18 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
-import { kubectl, kubectlInBackground, stopBackgroundKubectls } from '../support/kubectl.js';
+import { API_VERSION } from '../support/fixtures.js';
+import { flat, kubectl, kubectlOn, lines, stopBackgroundKubectls } from '../support/kubectl.js';
+import { manifestWriter } from '../support/manifests.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
-const API_VERSION = 'management.platform.sh/v1';
 /** A fresh object's AGE column: seconds. */
 const AGE = /^\d+s$/;
 
 let ts: TestServer;
 let dir: string;
-const k = (...args: string[]) => kubectl(args, { kubeconfig: ts.kubeconfig });
+const { k, getJson, background } = kubectlOn(() => ts.kubeconfig);
 const b64 = (s: string) => Buffer.from(s).toString('base64');
-/** explain wraps descriptions at 76-78 columns: compare text with whitespace collapsed. */
-const flat = (s: string) => s.replace(/\s+/g, ' ');
-/** Non-empty output lines. */
-const lines = (s: string) => s.split('\n').filter((l) => l.trim() !== '');
 /** The cells of a table line: kubectl pads columns with at least three spaces, values here hold at most one. */
 const cells = (line: string) => line.trim().split(/\s{2,}/);
 
@@ -42,19 +39,7 @@ function cluster(name: string, spec: Record<string, unknown>, meta: { labels?: R
   return { apiVersion: API_VERSION, kind: 'Cluster', metadata: { name, ...meta }, spec };
 }
 
-/** Writes the documents as one YAML file (a multi-document stream if more than one). */
-function manifest(file: string, ...docs: object[]): string {
-  const path = join(dir, `${file}.yaml`);
-  writeFileSync(path, docs.map((d) => yaml.dump(d)).join('---\n'));
-  return path;
-}
-
-/** `kubectl get ... -o json`, which must succeed. */
-async function getJson(...args: string[]): Promise<any> {
-  const res = await k('get', ...args, '-o', 'json');
-  expect(res).toMatchObject({ code: 0, stderr: '' });
-  return JSON.parse(res.stdout);
-}
+const manifest = manifestWriter(() => dir);
 
 /** True if `kubectl get` finds the object. */
 async function exists(...args: string[]): Promise<boolean> {
@@ -62,8 +47,6 @@ async function exists(...args: string[]): Promise<boolean> {
   if (res.code !== 0) expect(res.stderr).toContain('(NotFound)');
   return res.code === 0;
 }
-
-const background = (args: string[]) => kubectlInBackground(args, { kubeconfig: ts.kubeconfig });
 
 beforeAll(async () => {
   ts = await startTestServer();

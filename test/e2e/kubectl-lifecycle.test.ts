@@ -4,29 +4,23 @@
  * The everyday read and write commands are in kubectl-everyday.test.ts.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import yaml from 'js-yaml';
-import { kubectl, kubectlInBackground, stopBackgroundKubectls, type BackgroundKubectl } from '../support/kubectl.js';
+import { API_VERSION } from '../support/fixtures.js';
+import { kubectlOn, lines, stopBackgroundKubectls, type BackgroundKubectl } from '../support/kubectl.js';
+import { manifestWriter } from '../support/manifests.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
-const API_VERSION = 'management.platform.sh/v1';
 const FINALIZER = 'example.com/hold';
 
 let ts: TestServer;
 let dir: string;
-const k = (...args: string[]) => kubectl(args, { kubeconfig: ts.kubeconfig });
-const lines = (s: string) => s.split('\n').filter((l) => l.trim() !== '');
+const { k, getJson, names, background } = kubectlOn(() => ts.kubeconfig);
+const manifest = manifestWriter(() => dir);
 
 function secret(ns: string, name: string, meta: { labels?: Record<string, string>; finalizers?: string[] } = {}): Record<string, unknown> {
   return { apiVersion: API_VERSION, kind: 'SharedSecret', metadata: { name, namespace: ns, ...meta }, spec: { displayName: name } };
-}
-
-function manifest(file: string, ...docs: object[]): string {
-  const path = join(dir, `${file}.yaml`);
-  writeFileSync(path, docs.map((d) => yaml.dump(d)).join('---\n'));
-  return path;
 }
 
 async function create(file: string, ...docs: object[]): Promise<string> {
@@ -35,21 +29,6 @@ async function create(file: string, ...docs: object[]): Promise<string> {
   expect(res).toMatchObject({ code: 0, stderr: '' });
   return path;
 }
-
-async function getJson(...args: string[]): Promise<any> {
-  const res = await k('get', ...args, '-o', 'json');
-  expect(res).toMatchObject({ code: 0, stderr: '' });
-  return JSON.parse(res.stdout);
-}
-
-/** The names `kubectl get -o name` lists (without the resource prefix). */
-async function names(...args: string[]): Promise<string[]> {
-  const res = await k('get', ...args, '-o', 'name');
-  expect(res.code).toBe(0);
-  return lines(res.stdout).map((l) => l.slice(l.indexOf('/') + 1));
-}
-
-const background = (args: string[]) => kubectlInBackground(args, { kubeconfig: ts.kubeconfig });
 
 /**
  * Starts `kubectl wait --for=delete` and returns once it watches (seen in its -v=6 request log), so whatever happens

@@ -5,25 +5,18 @@
  * advertises strategic merge patch, updates with JSON merge patches.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import yaml from 'js-yaml';
 import { GROUP_PATH } from '../support/http.js';
-import { kubectl } from '../support/kubectl.js';
+import { flat, kubectlOn } from '../support/kubectl.js';
+import { manifestWriter } from '../support/manifests.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 let ts: TestServer;
 let dir: string;
-const k = (...args: string[]) => kubectl(args, { kubeconfig: ts.kubeconfig });
-/** explain wraps descriptions at 76-78 columns: compare text with whitespace collapsed. */
-const flat = (s: string) => s.replace(/\s+/g, ' ');
-
-function manifest(name: string, doc: object): string {
-  const file = join(dir, `${name}.yaml`);
-  writeFileSync(file, yaml.dump(doc));
-  return file;
-}
+const { k } = kubectlOn(() => ts.kubeconfig);
+const manifest = manifestWriter(() => dir);
 
 /** The -v=6 log line of a request kubectl made. */
 function requestLine(stderr: string, method: string, pathPart: string): string | undefined {

@@ -8,14 +8,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
+import { APPLY_PATCH as APPLY } from '../support/fixtures.js';
 import { GROUP_PATH } from '../support/http.js';
-import { kubectl } from '../support/kubectl.js';
+import { kubectlOn } from '../support/kubectl.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
-const APPLY = 'application/apply-patch+yaml';
 let ts: TestServer;
 let dir: string;
-const k = (...args: string[]) => kubectl(args, { kubeconfig: ts.kubeconfig });
+const { k } = kubectlOn(() => ts.kubeconfig);
 
 function manifest(name: string, spec: object): string {
   const file = join(dir, `${name}-${Math.random().toString(36).slice(2)}.yaml`);

@@ -3,22 +3,18 @@
  * clusters. Validation is off until the server publishes OpenAPI (kubectl needs it for --validate=strict).
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
-import { kubectl } from '../support/kubectl.js';
+import { kubectlOn } from '../support/kubectl.js';
+import { manifestWriter } from '../support/manifests.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 let ts: TestServer;
 let dir: string;
-const k = (...args: string[]) => kubectl(args, { kubeconfig: ts.kubeconfig });
-
-function manifest(name: string, doc: object): string {
-  const file = join(dir, `${name}.yaml`);
-  writeFileSync(file, yaml.dump(doc));
-  return file;
-}
+const { k } = kubectlOn(() => ts.kubeconfig);
+const manifest = manifestWriter(() => dir);
 
 beforeAll(async () => {
   ts = await startTestServer();

@@ -30,10 +30,10 @@ import { loadDefinitions } from '../../src/registry/definitions.js';
 import { Registry } from '../../src/registry/registry.js';
 import { EtcdStorage } from '../../src/storage/etcd.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { API_VERSION, GROUP, uniq } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient, type HttpResponse } from '../support/http.js';
+import { sleep } from '../support/wait.js';
 
-const GROUP = 'management.platform.sh';
-const API_VERSION = `${GROUP}/v1`;
 const KEYS = `${GROUP_PATH}/ownedaccesskeys`;
 const DIRECT = '/orchestrator/management';
 const JSON_PATCH = 'application/json-patch+json';
@@ -58,12 +58,6 @@ let bob: HttpClient;
 /** Every response body seen, to check that no key shows up after its create. */
 const seen: { text: string; create: boolean }[] = [];
 const allKeys: string[] = [];
-
-let counter = 0;
-function uniq(prefix: string): string {
-  counter += 1;
-  return `${prefix}-${counter}-${Math.random().toString(36).slice(2, 7)}`;
-}
 
 function sha256(s: string): string {
   return createHash('sha256').update(s).digest('hex');
@@ -112,8 +106,6 @@ async function eventually<T>(fn: () => Promise<T | undefined>, timeoutMs = 10_00
     await new Promise((r) => setTimeout(r, 50));
   }
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 beforeAll(async () => {
   tokenDir = mkdtempSync(join(tmpdir(), 'accesskeys-'));

@@ -9,12 +9,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeCa, makeCert } from '../support/certs.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
+import { GROUP } from '../support/fixtures.js';
 import { GROUP_PATH, HttpClient, type HttpResponse } from '../support/http.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
 import { openWatch } from '../support/watch.js';
 
-const GROUP = 'management.platform.sh';
 const SECRETS = `${GROUP_PATH}/namespaces/audited/sharedsecrets`;
 const SECRET_VALUE = Buffer.from('audit-must-never-see-this').toString('base64');
 const FRONT_PROXY_CA = makeCa('front-proxy-ca');

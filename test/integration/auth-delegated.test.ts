@@ -18,10 +18,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeCa, makeCert, type TestCert } from '../support/certs.js';
-import { authMatrix, collectionPath, expectAllowed, KINDS, objectPath, type Caller, type Target, type Verb } from '../support/authmatrix.js';
+import { authMatrix, collectionPath, expectAllowed, KINDS, listedNames as names, objectPath, RecordingClient, seen, type Target, type Verb } from '../support/authmatrix.js';
 import { DIRECT_PREFIX, GROUP, MERGE_PATCH, uniq } from '../support/fixtures.js';
 import { startHostCluster, type HostClusterStandIn, type KubeObj } from '../support/hostcluster.js';
-import { HttpClient, type HttpResponse, type RequestOptions } from '../support/http.js';
+import type { HttpResponse } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
 import { closeWatches, openWatch } from '../support/watch.js';
@@ -41,20 +41,6 @@ const DENIED = secret('tr-denied');
 
 const clientCa = makeCa('client-ca');
 const CAROL: TestCert = makeCert({ commonName: 'carol', issuer: clientCa });
-
-// ---------------------------------------------------------------------------------------------------------------
-// Clients that remember every response (for the final leak scan)
-// ---------------------------------------------------------------------------------------------------------------
-
-const seen: string[] = [];
-
-class RecordingClient extends HttpClient implements Caller {
-  override async request(method: string, path: string, opts: RequestOptions = {}): Promise<HttpResponse> {
-    const res = await super.request(method, path, opts);
-    seen.push(JSON.stringify(res.headers), res.text);
-    return res;
-  }
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // The server and the host
@@ -150,7 +136,6 @@ function expectForbidden(res: HttpResponse, user: string, verb: Verb, t: Target,
   });
 }
 
-const names = (res: HttpResponse): string[] => (res.body?.items ?? []).map((o: any) => o.metadata.name).sort();
 
 // RBAC in the host.
 function role(ns: string, name: string, rules: object[]): KubeObj {

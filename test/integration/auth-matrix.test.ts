@@ -20,9 +20,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeCa, makeCert, type TestCert } from '../support/certs.js';
-import { authMatrix, bodyOf, collectionPath, expectAllowed, KINDS, objectPath, type Caller, type Target, type Verb } from '../support/authmatrix.js';
+import { authMatrix, bodyOf, collectionPath, expectAllowed, KINDS, listedNames as names, objectPath, RecordingClient, seen, type Caller, type Target, type Verb } from '../support/authmatrix.js';
 import { DIRECT_PREFIX, GROUP, MERGE_PATCH, uniq } from '../support/fixtures.js';
-import { GROUP_PATH, HttpClient, type HttpResponse, type RequestOptions } from '../support/http.js';
+import { GROUP_PATH, HttpClient, type HttpResponse } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { closeWatches, openWatch, type WatchStream } from '../support/watch.js';
 
@@ -77,17 +77,7 @@ const FORGED: Array<[string, string]> = [
 // Clients that remember every response (for the final leak scan)
 // ---------------------------------------------------------------------------------------------------------------
 
-/** Every response seen in this file: status line data, headers and body text. */
-const seen: string[] = [];
 const streams: WatchStream[] = [];
-
-class RecordingClient extends HttpClient implements Caller {
-  override async request(method: string, path: string, opts: RequestOptions = {}): Promise<HttpResponse> {
-    const res = await super.request(method, path, opts);
-    seen.push(JSON.stringify(res.headers), res.text);
-    return res;
-  }
-}
 
 /** A recording client with an optional client certificate, a bearer token and headers given as [name, value] pairs. */
 class CertClient extends RecordingClient {
@@ -211,7 +201,6 @@ async function expectVerbs(who: Caller, user: string, t: Target, allowed: Verb[]
   if (allowed.includes('delete')) expect((await root.request('GET', objectPath(t))).status).toBe(404);
 }
 
-const names = (res: HttpResponse): string[] => (res.body?.items ?? []).map((o: any) => o.metadata.name).sort();
 
 // ---------------------------------------------------------------------------------------------------------------
 // Anonymous and unknown credentials

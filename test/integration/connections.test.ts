@@ -14,6 +14,7 @@ import { createSecretAs, sharedSecretsPath, uniq } from '../support/fixtures.js'
 import { HttpClient } from '../support/http.js';
 import { startTestEtcd } from '../support/etcd.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { sleep } from '../support/wait.js';
 import { closeWatches, openWatch } from '../support/watch.js';
 
 const HEADER_TIMEOUT_MS = 1000;
@@ -111,8 +112,6 @@ function tryHandshake(ts: TestServer): Promise<'connected' | 'refused'> {
     () => 'refused' as const,
   );
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('header deadline and idle timeout', () => {
   let ts: TestServer;

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DataDirInUseError, lockDataDir } from '../../src/datadir-lock.js';
 import { HttpClient } from '../support/http.js';
+import { alive } from '../support/processes.js';
 import { waitFor } from '../support/wait.js';
 
 const MAIN = resolve('dist/main.js');
@@ -49,15 +50,6 @@ function runServer(dataDir: string, port = 0): Run {
       if (child.exitCode === null && child.signalCode === null) child.kill(name);
     },
   };
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 async function ready(dataDir: string, url: string): Promise<number> {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Etcd3 } from 'etcd3';
 import { startEmbeddedEtcd } from '../../src/storage/embedded-etcd.js';
 import { startTestEtcd } from '../support/etcd.js';
+import { alive } from '../support/processes.js';
 
 let tmp: string;
 
@@ -15,15 +16,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await fs.rm(tmp, { recursive: true, force: true });
 });
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function withClient<T>(endpoint: string, fn: (c: Etcd3) => Promise<T>): Promise<T> {
   const client = new Etcd3({ hosts: endpoint });

@@ -15,7 +15,7 @@ import { createLogger } from '../../src/log.js';
 import { startServer } from '../../src/server.js';
 import { startEmbeddedEtcd } from '../../src/storage/embedded-etcd.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
-import { API_VERSION, GROUP, secretBody, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
+import { API_VERSION, GROUP, KNOWN_SECRET as SECRET, KNOWN_SECRET_B64 as SECRET_B64, secretWithKnownData as withData, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
 import { GROUP_PATH } from '../support/http.js';
 import { kubectl } from '../support/kubectl.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -39,9 +39,6 @@ afterAll(async () => {
 
 const key1 = randomBytes(32).toString('base64');
 const key2 = randomBytes(32).toString('base64');
-/** What the tests store as secret data: base64 of a recognisable text. */
-const SECRET = 'correct-horse-battery-staple';
-const SECRET_B64 = Buffer.from(SECRET).toString('base64');
 
 const RESOURCES = ['sharedsecrets.management.platform.sh', 'ownedaccesskeys.management.platform.sh', 'signingkeys.management.platform.sh'];
 
@@ -67,12 +64,6 @@ async function raw(key: string): Promise<Buffer> {
 
 function secretKey(ts: TestServer, ns: string, name: string): string {
   return `${ts.config.etcdPrefix}/${GROUP}/sharedsecrets/${ns}/${name}`;
-}
-
-function withData(name: string): Record<string, any> {
-  const body = secretBody(name);
-  body.spec.data = { token: SECRET_B64 };
-  return body;
 }
 
 async function createSecret(ts: TestServer, ns: string, name: string): Promise<any> {

@@ -308,8 +308,7 @@ describe('GarbageCollector', () => {
     const leading: string[] = [];
     const make = (id: string, reg: Registry, client: EtcdStorage) =>
       new LeaderElector({
-        client: client.client,
-        key,
+        lock: client.leaseLock(key),
         identity: id,
         leaseTtlSeconds: 2,
         onStartedLeading: (signal) => {

@@ -9,22 +9,16 @@ import { Etcd3 } from 'etcd3';
 import { createHash } from 'node:crypto';
 import { kubectl } from '../support/kubectl.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { API_VERSION, APPLY_PATCH, GROUP, JSON_PATCH, MERGE_PATCH, uniq } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient, type HttpResponse } from '../support/http.js';
 
-const GROUP = 'management.platform.sh';
-const API_VERSION = `${GROUP}/v1`;
 const KEYS = `${GROUP_PATH}/ownedaccesskeys`;
-const JSON_PATCH = 'application/json-patch+json';
-const MERGE_PATCH = 'application/merge-patch+json';
-const APPLY_PATCH = 'application/apply-patch+yaml';
 const CONNECTOR_DATA = 'c0nnect0r-s3cret';
 
 let ts: TestServer;
 let etcd: Etcd3;
 let admin: HttpClient;
 
-let counter = 0;
-const uniq = (prefix: string) => `${prefix}-${++counter}-${Math.random().toString(36).slice(2, 7)}`;
 const hashOf = (key: string) => `sha256:${createHash('sha256').update(key).digest('hex')}`;
 
 interface Made {

@@ -3,12 +3,11 @@
  * p-<project>, owned as asked, pointing at the source; every refusal a Status naming what is wrong, nothing stored.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { API_VERSION, CLUSTERS_PATH, MERGE_PATCH, clusterBody, uniq } from '../support/fixtures.js';
+import { API_VERSION, CLUSTERS_PATH, MERGE_PATCH, PROJECTS_PATH as PROJECTS, clusterBody, uniq } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient } from '../support/http.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
 
-const PROJECTS = `${GROUP_PATH}/projects`;
 const importPath = (project: string) => `${PROJECTS}/${project}/importvirtualcluster`;
 const vcisIn = (project: string) => `${GROUP_PATH}/namespaces/p-${project}/virtualclusterinstances`;
 

@@ -7,12 +7,11 @@ import { randomUUID } from 'node:crypto';
 import { Etcd3 } from 'etcd3';
 import protobuf from 'protobufjs';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
-import { GROUP, secretBody, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
+import { GROUP, KNOWN_SECRET_B64 as SECRET_B64, secretWithKnownData as withData, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
 import { encryptedObjectProtoPath, startTestKMSPlugin, type TestKMSPlugin } from '../support/kmsplugin.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 const EncryptedObject = protobuf.loadSync(encryptedObjectProtoPath).lookupType('v2.EncryptedObject');
-const SECRET_B64 = Buffer.from('correct-horse-battery-staple').toString('base64');
 const PREFIX = 'k8s:enc:kms:v2:vault:';
 
 let etcd: TestEtcd;
@@ -45,12 +44,6 @@ async function server(etcdPrefix = `/test-${randomUUID()}`): Promise<TestServer>
   const ts = await startTestServer({ etcdPrefix, encryptionProviderConfig: file }, etcd);
   servers.push(ts);
   return ts;
-}
-
-function withData(name: string): Record<string, any> {
-  const body = secretBody(name);
-  body.spec.data = { token: SECRET_B64 };
-  return body;
 }
 
 test('etcd holds kube\'s KMS v2 EncryptedObject; the API answers the data; a restarted server asks the plugin once per DEK', async () => {

@@ -11,7 +11,7 @@ import { X509Certificate, createPrivateKey, createPublicKey } from 'node:crypto'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { API_VERSION, uniq } from '../support/fixtures.js';
+import { API_VERSION, uniq, virtualClusterInstancesPath as vcis } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient } from '../support/http.js';
 import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
 import { startTestServer, startTestServerWithUsers, type TestServer } from '../support/server.js';
@@ -49,7 +49,6 @@ afterAll(async () => {
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 }, 60_000);
 
-const vcis = (ns: string) => `${GROUP_PATH}/namespaces/${ns}/virtualclusterinstances`;
 const kubeconfigPath = (ns: string, name: string) => `${vcis(ns)}/${name}/kubeconfig`;
 const anyNamespacePath = (name: string) => `${GROUP_PATH}/virtualclusterinstances/${name}/kubeconfig`;
 

@@ -3,21 +3,26 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/gl
 import { randomUUID } from 'node:crypto';
 import { Etcd3 } from 'etcd3';
 import { LeaderElector } from '../../src/controllers/leader.js';
+import { EtcdStorage } from '../../src/storage/etcd.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
 import { waitFor } from '../support/wait.js';
 
 let etcd: TestEtcd;
+/** The test's own view of etcd (an operator's), apart from the replicas'. */
+let operator: Etcd3;
 
 beforeAll(async () => {
   etcd = await startTestEtcd();
+  operator = new Etcd3({ hosts: etcd.endpoint });
 });
 afterAll(async () => {
+  operator?.close();
   await etcd?.stop();
 });
 
 interface Replica {
   elector: LeaderElector;
-  client: Etcd3;
+  storage: EtcdStorage;
   /** When it started and stopped leading (ms since epoch). */
   terms: { from: number; to?: number }[];
   signals: AbortSignal[];
@@ -26,11 +31,10 @@ interface Replica {
 const replicas: Replica[] = [];
 
 function replica(key: string, id: string, ttl: number): Replica {
-  const client = new Etcd3({ hosts: etcd.endpoint, defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + 2000 }) });
-  const r: Replica = { client, terms: [], signals: [], elector: undefined as unknown as LeaderElector };
+  const storage = new EtcdStorage({ endpoints: [etcd.endpoint], callTimeoutMs: 2000 });
+  const r: Replica = { storage, terms: [], signals: [], elector: undefined as unknown as LeaderElector };
   r.elector = new LeaderElector({
-    client,
-    key,
+    lock: storage.leaseLock(key),
     identity: id,
     leaseTtlSeconds: ttl,
     onStartedLeading: (signal) => {
@@ -48,7 +52,7 @@ function replica(key: string, id: string, ttl: number): Replica {
 afterEach(async () => {
   for (const r of replicas.splice(0)) {
     await r.elector.stop();
-    r.client.close();
+    await r.storage.close();
   }
 });
 
@@ -75,7 +79,7 @@ describe('LeaderElector', () => {
     }
     expect(leader.terms).toHaveLength(1);
     expect(leader.signals[0].aborted).toBe(false);
-    const holder = await rs[0].client.get(key).string();
+    const holder = await operator.get(key).string();
     expect(holder).toBe(leader.elector.identity);
     expectNoOverlap(rs);
   }, 20_000);
@@ -94,7 +98,7 @@ describe('LeaderElector', () => {
     const second = await waitFor('a new leader', () => leaders(rest).length === 1 && leaders(rest)[0], ttl * 1000);
     // Well before the TTL: revocation deleted the key and the others were watching it.
     expect(Date.now() - stoppedAt).toBeLessThan(1500);
-    expect(await rs[0].client.get(key).string()).toBe(second.elector.identity);
+    expect(await operator.get(key).string()).toBe(second.elector.identity);
     expectNoOverlap(rs);
   }, 20_000);
 
@@ -106,7 +110,7 @@ describe('LeaderElector', () => {
     const first = await waitFor('a leader', () => leaders(rs).length === 1 && leaders(rs)[0], 5000);
     const diedAt = Date.now();
     // The process loses etcd: its client is gone, keepalives fail, nothing is revoked.
-    first.client.close();
+    await first.storage.close();
     const rest = rs.filter((r) => r !== first);
     const second = await waitFor('a new leader', () => leaders(rest).length === 1 && leaders(rest)[0], ttl * 1000 + 3000);
     expect(Date.now() - diedAt).toBeLessThan(ttl * 1000 + 2500);
@@ -123,13 +127,38 @@ describe('LeaderElector', () => {
     const rs = [replica(key, 'a', ttl), replica(key, 'b', ttl)];
     for (const r of rs) r.elector.start();
     const first = await waitFor('a leader', () => leaders(rs).length === 1 && leaders(rs)[0], 5000);
-    const res = await rs[0].client.get(key).exec();
+    const res = await operator.get(key).exec();
     const revokedAt = Date.now();
-    await rs[0].client.leaseClient.leaseRevoke({ ID: res.kvs[0].lease });
+    await operator.leaseClient.leaseRevoke({ ID: res.kvs[0].lease });
     // It watches its key, so it notices the deletion at once rather than at the next renewal.
     await waitFor('the old leader to step down', () => first.signals[0].aborted, ttl * 1000 + 1000);
     expect(Date.now() - revokedAt).toBeLessThan(500);
     await waitFor('a leader again', () => leaders(rs).length === 1, ttl * 1000 + 2000);
     // (No overlap check here: an outside revocation frees the key before the old leader can hear of it.)
+  }, 20_000);
+
+  test("its etcd calls are storage calls: each measured, and a lease etcd no longer has renews to 0 s", async () => {
+    const key = `/test-${randomUUID()}/leases/controllers`;
+    const calls = new Set<string>();
+    const storage = new EtcdStorage({ endpoints: [etcd.endpoint], onCall: (operation, callKey) => calls.add(`${operation} ${callKey}`) });
+    try {
+      const elector = new LeaderElector({ lock: storage.leaseLock(key), identity: 'a', leaseTtlSeconds: 1, onStartedLeading: () => {}, onStoppedLeading: () => {} });
+      elector.start();
+      await waitFor('a leader', () => elector.isLeader(), 5000);
+      await waitFor('a renewal', () => calls.has(`get ${key}`), 3000);
+      await elector.stop();
+      expect([...calls].sort()).toEqual(['create', 'get', 'leaseGrant', 'leaseKeepAlive', 'leaseRevoke', 'watch'].map((op) => `${op} ${key}`));
+
+      const lock = storage.leaseLock(key);
+      const lease = await lock.grant(5);
+      expect((await lock.acquire('b', lease)).acquired).toBe(true);
+      expect(await lease.keepAlive()).toBeGreaterThan(0);
+      const res = await operator.get(key).exec();
+      await operator.leaseClient.leaseRevoke({ ID: res.kvs[0].lease });
+      expect(await lease.keepAlive()).toBe(0);
+      expect(await lock.holder()).toBeUndefined();
+    } finally {
+      await storage.close();
+    }
   }, 20_000);
 });

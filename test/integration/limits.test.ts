@@ -8,12 +8,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { MAX_NESTING_DEPTH } from '../../src/apimachinery/nesting.js';
-import { API_VERSION, CLUSTERS_PATH, EtcdPeek, JSON_PATCH, MERGE_PATCH, clusterPath, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
+import { API_VERSION, APPLY_PATCH as APPLY, CLUSTERS_PATH, EtcdPeek, JSON_PATCH, MERGE_PATCH, clusterPath, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
 import { rawHttp, type HttpClient } from '../support/http.js';
 import { startTestServer, startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { startSlowVirtualCluster, type SlowVirtualCluster } from '../support/slowrequest.js';
 
-const APPLY = 'application/apply-patch+yaml';
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 
 /** `{"a":{"a":...1}}` with `levels` objects. */
@@ -209,6 +208,9 @@ describe('deadlines', () => {
     expect(bad.body).toMatchObject({ kind: 'Status', reason: 'BadRequest' });
     expect(bad.body.message).toContain('invalid timeout specified in the request URL');
     expect((await root.get(`${CLUSTERS_PATH}?timeout=30s`)).status).toBe(200);
+    // Go's time.ParseDuration takes "30.s"; a timeout that is not positive leaves the server's own, as in kube.
+    expect((await root.get(`${CLUSTERS_PATH}?timeout=30.s`)).status).toBe(200);
+    expect((await root.get(`${CLUSTERS_PATH}?timeout=-1s`)).status).toBe(200);
   }, 30_000);
 
   test('a watch outlives --request-timeout and ends cleanly at its own timeoutSeconds', async () => {

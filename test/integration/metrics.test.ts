@@ -6,13 +6,13 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import { Etcd3 } from 'etcd3';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
+import { GROUP } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient } from '../support/http.js';
 import { find, parseSamples, total, type Sample } from '../support/prometheus.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
 import { closeWatches, openWatch } from '../support/watch.js';
 
-const GROUP = 'management.platform.sh';
 const SECRETS = `${GROUP_PATH}/namespaces/metrics/sharedsecrets`;
 
 let etcd: TestEtcd;

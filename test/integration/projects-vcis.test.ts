@@ -4,7 +4,7 @@
  * patch, delete, Table columns, and their validation (each refusal a 422 naming the field, nothing stored).
  */
 import { afterEach, describe, expect, test } from '@jest/globals';
-import { API_VERSION, GROUP, MERGE_PATCH, uniq, useServerWithPeek, type EtcdPeek } from '../support/fixtures.js';
+import { API_VERSION, GROUP, MERGE_PATCH, PROJECTS_PATH as PROJECTS, uniq, useServerWithPeek, virtualClusterInstancesPath as vcis, type EtcdPeek } from '../support/fixtures.js';
 import { GROUP_PATH } from '../support/http.js';
 import type { TestServer } from '../support/server.js';
 import { closeWatches, openWatch } from '../support/watch.js';
@@ -14,8 +14,6 @@ let peek: EtcdPeek;
 useServerWithPeek((env) => ({ ts, peek } = env));
 afterEach(closeWatches);
 
-const PROJECTS = `${GROUP_PATH}/projects`;
-const vcis = (ns: string) => `${GROUP_PATH}/namespaces/${ns}/virtualclusterinstances`;
 const TABLE = { Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' };
 
 function project(name: string, spec: Record<string, unknown> = {}): Record<string, any> {

@@ -3,17 +3,22 @@ import { afterAll, afterEach, beforeAll, expect, test } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { Etcd3 } from 'etcd3';
 import { SignJWT, createLocalJWKSet, jwtVerify } from 'jose';
+import { EtcdStorage } from '../../src/storage/etcd.js';
+import { StorageError } from '../../src/storage/interface.js';
 import { SigningKeys, type KeySetDoc, type SigningKeysOptions } from '../../src/tokens/signingkeys.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
+import { sleep } from '../support/wait.js';
 
 let etcd: TestEtcd;
 const clients: Etcd3[] = [];
+const storages: EtcdStorage[] = [];
 
 beforeAll(async () => {
   etcd = await startTestEtcd();
 });
-afterEach(() => {
+afterEach(async () => {
   for (const c of clients.splice(0)) c.close();
+  for (const s of storages.splice(0)) await s.close();
 });
 afterAll(async () => {
   await etcd?.stop();
@@ -23,6 +28,13 @@ function client(): Etcd3 {
   const c = new Etcd3({ hosts: etcd.endpoint, defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + 5000 }) });
   clients.push(c);
   return c;
+}
+
+/** One replica's storage. */
+function storage(endpoint = etcd.endpoint, callTimeoutMs = 5000): EtcdStorage {
+  const s = new EtcdStorage({ endpoints: [endpoint], callTimeoutMs });
+  storages.push(s);
+  return s;
 }
 
 const HOUR = 3_600_000;
@@ -37,12 +49,10 @@ async function stored(key: string): Promise<{ raw: string; doc: KeySetDoc }> {
   return { raw, doc: JSON.parse(raw) as KeySetDoc };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 test('two replicas racing for the first key end with one key set', async () => {
   const key = keyName();
-  const a = new SigningKeys(client(), key, slow);
-  const b = new SigningKeys(client(), key, slow);
+  const a = new SigningKeys(storage(), key, slow);
+  const b = new SigningKeys(storage(), key, slow);
   const signers = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).signer()));
   const kids = new Set(signers.map((s) => s.kid));
   expect(kids.size).toBe(1);
@@ -59,8 +69,8 @@ test('two replicas racing for the first key end with one key set', async () => {
 
 test("one replica's JWKS lists the key another signs with, and verifies its tokens", async () => {
   const key = keyName();
-  const a = new SigningKeys(client(), key, slow);
-  const b = new SigningKeys(client(), key, slow);
+  const a = new SigningKeys(storage(), key, slow);
+  const b = new SigningKeys(storage(), key, slow);
   const s = await a.signer();
   const jwks = await b.jwks();
   expect(jwks.keys.map((k) => k.kid)).toEqual([s.kid]);
@@ -74,8 +84,8 @@ test("one replica's JWKS lists the key another signs with, and verifies its toke
 
 test('jwks() on an empty key creates the first key, which signer() then uses', async () => {
   const key = keyName();
-  const a = new SigningKeys(client(), key, slow);
-  const b = new SigningKeys(client(), key, slow);
+  const a = new SigningKeys(storage(), key, slow);
+  const b = new SigningKeys(storage(), key, slow);
   const [ja, jb] = await Promise.all([a.jwks(), b.jwks()]);
   expect(ja.keys).toHaveLength(1);
   expect(jb.keys.map((k) => k.kid)).toEqual(ja.keys.map((k) => k.kid));
@@ -86,9 +96,9 @@ test('jwks() on an empty key creates the first key, which signer() then uses', a
 test('rotation across two replicas: a second key, published before it signs, then the first retired', async () => {
   const key = keyName();
   const opts: SigningKeysOptions = { rotationPeriodMs: 1500, publishDelayMs: 500, maxTokenTtlMs: 60_000 };
-  const a = new SigningKeys(client(), key, opts);
-  // B keeps the default refreshMs (30 s): it learns of A's rotation through its own failed compare-and-swap.
-  const b = new SigningKeys(client(), key, opts);
+  const a = new SigningKeys(storage(), key, opts);
+  // B keeps the default refreshMs (30 s): it learns of A's rotation from etcd, when its own update (due too) reads the key or loses the race.
+  const b = new SigningKeys(storage(), key, opts);
   const first = (await a.signer()).kid;
   expect((await b.signer()).kid).toBe(first);
   const oldToken = await new SignJWT({}).setProtectedHeader({ alg: 'ES256', kid: first }).setExpirationTime('1m').sign((await a.signer()).key);
@@ -124,8 +134,8 @@ test('a retired key is dropped from etcd and the JWKS after its tokens expired',
   const key = keyName();
   let now = Date.parse('2025-01-01T00:00:00Z');
   const opts: SigningKeysOptions = { rotationPeriodMs: 5000, publishDelayMs: 100, maxTokenTtlMs: 1000, clockSkewMs: 0, refreshMs: 0, now: () => new Date(now) };
-  const a = new SigningKeys(client(), key, opts);
-  const b = new SigningKeys(client(), key, opts);
+  const a = new SigningKeys(storage(), key, opts);
+  const b = new SigningKeys(storage(), key, opts);
   const first = (await a.signer()).kid;
   now += 5000;
   await b.signer(); // pending key
@@ -145,7 +155,7 @@ test('a retired key is dropped from etcd and the JWKS after its tokens expired',
 test('a malformed document fails without quoting it', async () => {
   const key = keyName();
   await client().put(key).value('{"keys":[{"d":"SECRET-MATERIAL"');
-  const a = new SigningKeys(client(), key, slow);
+  const a = new SigningKeys(storage(), key, slow);
   const err = await a.signer().catch((e: Error) => e);
   expect(err).toBeInstanceOf(Error);
   expect((err as Error).message).toContain('does not hold JSON');
@@ -153,10 +163,11 @@ test('a malformed document fails without quoting it', async () => {
   await expect(a.jwks()).rejects.toThrow(/does not hold JSON/);
 });
 
-test('etcd errors propagate', async () => {
-  const dead = new Etcd3({ hosts: '127.0.0.1:1', dialTimeout: 300, defaultCallOptions: () => ({ deadline: Date.now() + 300 }) });
-  clients.push(dead);
-  const a = new SigningKeys(dead, keyName(), slow);
-  await expect(a.signer()).rejects.toThrow();
-  await expect(a.jwks()).rejects.toThrow();
+test('etcd errors propagate as storage errors', async () => {
+  const a = new SigningKeys(storage('127.0.0.1:1', 300), keyName(), slow);
+  for (const call of [() => a.signer(), () => a.jwks()]) {
+    const err = await call().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StorageError);
+    expect((err as StorageError).code).toBe('Unreachable');
+  }
 });

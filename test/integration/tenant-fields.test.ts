@@ -7,13 +7,11 @@
  * refusal leaves stored data as it was.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { API_VERSION, CLUSTERS_PATH, GROUP, JSON_PATCH, MERGE_PATCH, clusterBody, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
-import { GROUP_PATH, type HttpClient, type HttpResponse } from '../support/http.js';
+import { API_VERSION, APPLY_PATCH as APPLY, CLUSTERS_PATH, GROUP, JSON_PATCH, MERGE_PATCH, PROJECTS_PATH as PROJECTS, clusterBody, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
+import type { HttpClient, HttpResponse } from '../support/http.js';
 import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 
-const APPLY = 'application/apply-patch+yaml';
-const PROJECTS = `${GROUP_PATH}/projects`;
 
 let host: HostClusterStandIn;
 let ts: TestServer;

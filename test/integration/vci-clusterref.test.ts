@@ -9,14 +9,11 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
 import yaml from 'js-yaml';
-import { API_VERSION, CLUSTERS_PATH, GROUP, JSON_PATCH, MERGE_PATCH, clusterBody, uniq } from '../support/fixtures.js';
-import { GROUP_PATH, type HttpClient } from '../support/http.js';
+import { API_VERSION, APPLY_PATCH as APPLY, CLUSTERS_PATH, GROUP, JSON_PATCH, MERGE_PATCH, PROJECTS_PATH as PROJECTS, clusterBody, uniq, virtualClusterInstancesPath as vcis } from '../support/fixtures.js';
+import type { HttpClient } from '../support/http.js';
 import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 
-const APPLY = 'application/apply-patch+yaml';
-const PROJECTS = `${GROUP_PATH}/projects`;
-const vcis = (ns: string) => `${GROUP_PATH}/namespaces/${ns}/virtualclusterinstances`;
 const vciPath = (ns: string, name: string) => `${vcis(ns)}/${name}`;
 
 let host: HostClusterStandIn;

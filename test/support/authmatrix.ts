@@ -1,11 +1,11 @@
 /**
  * The parts the two authorization matrices (auth-matrix.test.ts: static tokens, certificates, front proxy;
  * auth-delegated.test.ts: the host's TokenReview and SubjectAccessReview) share: the objects they aim at, real
- * requests for each verb, and the answer an allowed verb gets.
+ * requests for each verb, the answer an allowed verb gets, and clients that remember every response.
  */
 import { expect } from '@jest/globals';
 import { clusterBody, MERGE_PATCH, secretBody, uniq } from './fixtures.js';
-import { GROUP_PATH, type HttpResponse, type RequestOptions } from './http.js';
+import { GROUP_PATH, HttpClient, type HttpResponse, type RequestOptions } from './http.js';
 
 export type Kind = 'sharedsecrets' | 'clusters';
 export const KINDS: Kind[] = ['sharedsecrets', 'clusters'];
@@ -27,6 +27,21 @@ export interface Caller {
 }
 
 export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection' | 'get status' | 'update status' | 'patch status';
+
+/** Every response a RecordingClient saw in this test file: headers and body text (for the final leak scan). */
+export const seen: string[] = [];
+
+/** A client that remembers every response in `seen`. */
+export class RecordingClient extends HttpClient implements Caller {
+  override async request(method: string, path: string, opts: RequestOptions = {}): Promise<HttpResponse> {
+    const res = await super.request(method, path, opts);
+    seen.push(JSON.stringify(res.headers), res.text);
+    return res;
+  }
+}
+
+/** The names of a list's items, sorted. */
+export const listedNames = (res: HttpResponse): string[] => (res.body?.items ?? []).map((o: any) => o.metadata.name).sort();
 
 /** The status code each verb answers when allowed. */
 export const OK: Record<Verb, number> = {

@@ -1,7 +1,8 @@
 /**
- * Shared fixtures for the SharedSecret and Cluster integration tests: API constants, unique names, API path
- * builders (for both path forms), plain object bodies, the beforeAll/afterAll that start and stop a test server
- * (with an etcd of its own or of the file's), and EtcdPeek for reading stored objects straight from etcd.
+ * Shared fixtures for the integration and e2e tests: API constants, unique names, API path builders (for both path
+ * forms), plain object bodies (and the known secret the encryption tests look for), the beforeAll/afterAll that
+ * start and stop a test server (with an etcd of its own or of the file's), and EtcdPeek for reading stored objects
+ * straight from etcd.
  * Argument order is always (namespace, name).
  */
 import { beforeAll, afterAll, expect } from '@jest/globals';
@@ -14,6 +15,8 @@ export const GROUP = 'management.platform.sh';
 export const API_VERSION = `${GROUP}/v1`;
 export const JSON_PATCH = 'application/json-patch+json';
 export const MERGE_PATCH = 'application/merge-patch+json';
+/** Server-side apply's patch type. */
+export const APPLY_PATCH = 'application/apply-patch+yaml';
 /** Prefix of the direct path form (/orchestrator/management/apis/...); the aggregated form has none. */
 export const DIRECT_PREFIX = '/orchestrator/management';
 
@@ -33,7 +36,12 @@ export function sharedSecretPath(ns: string, name: string, prefix = ''): string 
   return `${sharedSecretsPath(ns, prefix)}/${name}`;
 }
 
+export function virtualClusterInstancesPath(ns: string): string {
+  return `${GROUP_PATH}/namespaces/${ns}/virtualclusterinstances`;
+}
+
 export const CLUSTERS_PATH = `${GROUP_PATH}/clusters`;
+export const PROJECTS_PATH = `${GROUP_PATH}/projects`;
 
 export function clusterPath(name: string, prefix = ''): string {
   return `${prefix}${CLUSTERS_PATH}/${name}`;
@@ -57,6 +65,17 @@ export function clusterBody(name: string, labels?: Record<string, string>): Reco
     metadata: labels ? { name, labels } : { name },
     spec: { displayName: `Cluster ${name}`, config: { secretName: 'kubeconfig', secretNamespace: 'platform' }, managementNamespace: 'platform-system' },
   };
+}
+
+/** What the encryption tests store as secret data: a recognisable text, to look for in etcd (and its base64). */
+export const KNOWN_SECRET = 'correct-horse-battery-staple';
+export const KNOWN_SECRET_B64 = Buffer.from(KNOWN_SECRET).toString('base64');
+
+/** secretBody(name) with KNOWN_SECRET_B64 as its only data. */
+export function secretWithKnownData(name: string): Record<string, any> {
+  const body = secretBody(name);
+  body.spec.data = { token: KNOWN_SECRET_B64 };
+  return body;
 }
 
 /** Creates secretBody(name, labels) in `ns` as `client`, expects 201 and returns the created object. */

@@ -1,4 +1,8 @@
-/** Runs the real kubectl (unpacked by `npm run tools`) against a test server: to completion, or in the background. */
+/**
+ * Runs the real kubectl (unpacked by `npm run tools`) against a test server: to completion, or in the background;
+ * kubectlOn binds it to one kubeconfig with the shorthands the e2e tests share.
+ */
+import { expect } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import { promises as fs, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -119,4 +123,33 @@ export function kubectlInBackground(args: string[], opts: { kubeconfig: string }
 /** Stops every background kubectl started so far (for afterEach). */
 export async function stopBackgroundKubectls(): Promise<void> {
   await Promise.all(running.splice(0).map((bg) => bg.stop()));
+}
+
+/** Non-empty output lines. */
+export const lines = (s: string) => s.split('\n').filter((l) => l.trim() !== '');
+/** explain wraps descriptions at 76-78 columns: compare text with whitespace collapsed. */
+export const flat = (s: string) => s.replace(/\s+/g, ' ');
+
+/**
+ * kubectl against one kubeconfig (read at each call, as the server starts in beforeAll): `k(...args)` runs it to
+ * completion, `background(args)` in the background, and two shorthands for `get`.
+ */
+export function kubectlOn(kubeconfig: () => string) {
+  const k = (...args: string[]) => kubectl(args, { kubeconfig: kubeconfig() });
+  return {
+    k,
+    background: (args: string[]) => kubectlInBackground(args, { kubeconfig: kubeconfig() }),
+    /** `kubectl get ... -o json`, which must succeed. */
+    async getJson(...args: string[]): Promise<any> {
+      const res = await k('get', ...args, '-o', 'json');
+      expect(res).toMatchObject({ code: 0, stderr: '' });
+      return JSON.parse(res.stdout);
+    },
+    /** The names `kubectl get -o name` lists (without the resource prefix). */
+    async names(...args: string[]): Promise<string[]> {
+      const res = await k('get', ...args, '-o', 'name');
+      expect(res.code).toBe(0);
+      return lines(res.stdout).map((l) => l.slice(l.indexOf('/') + 1));
+    },
+  };
 }

@@ -1,4 +1,7 @@
-/** Polling for something that happens in the background (a garbage collection, a leader change). */
+/** Polling for something that happens in the background (a garbage collection, a leader change), and plain pauses. */
+
+/** Resolves after `ms` milliseconds. */
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Calls `fn` until it returns something truthy and returns that; fails naming `what` and the last value seen. */
 export async function waitFor<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000, intervalMs = 50): Promise<T> {

@@ -37,7 +37,12 @@ describe('deadlines', () => {
     expect(parseGoDuration('250ms')).toBe(250);
     expect(parseGoDuration('1.5h')).toBe(5_400_000);
     expect(parseGoDuration('0')).toBe(0);
-    for (const bad of ['', '30', 's', '1d', '-1s', 'soon', '1s ']) expect(parseGoDuration(bad)).toBeUndefined();
+    // Go takes these too (kube then ignores a timeout that is not positive).
+    expect(parseGoDuration('.5s')).toBe(500);
+    expect(parseGoDuration('5.s')).toBe(5000);
+    expect(parseGoDuration('1µs')).toBe(0.001);
+    expect(parseGoDuration('-1s')).toBe(-1000);
+    for (const bad of ['', '30', 's', '.s', '1d', 'soon', '1s ', '1e3s']) expect(parseGoDuration(bad)).toBeUndefined();
   });
 
   test('watches without timeoutSeconds last between --min-request-timeout and twice that', () => {
@@ -53,6 +58,11 @@ describe('deadlines', () => {
     expect(parseFlags(['--request-timeout=2m', '--min-request-timeout=300'])).toMatchObject({ requestTimeoutMs: 120_000, minRequestTimeoutSeconds: 300 });
     expect(parseFlags(['--request-timeout=0'])!.requestTimeoutMs).toBe(0);
     expect(() => parseFlags(['--request-timeout=60'])).toThrow('--request-timeout must be a duration such as 5m, 30s or 1h (got "60")');
+    // Whatever Go's time.ParseDuration takes: a fraction without a whole part or digits, a micro sign.
+    expect(parseFlags(['--request-timeout=.5s'])!.requestTimeoutMs).toBe(500);
+    expect(parseFlags(['--request-timeout=5.s'])!.requestTimeoutMs).toBe(5000);
+    expect(parseFlags(['--request-timeout=1500µs'])!.requestTimeoutMs).toBe(1.5);
+    expect(() => parseFlags(['--request-timeout=-1m'])).toThrow('--request-timeout must not be negative (got "-1m")');
     expect(() => parseFlags(['--min-request-timeout=0'])).toThrow('--min-request-timeout must be at least 1s');
     expect(() => parseFlags(['--min-request-timeout=1m'])).toThrow('--min-request-timeout must be a whole number');
   });

@@ -407,6 +407,14 @@ describe('kube details', () => {
     });
   });
 
+  test('a value of the wrong type is printed as Go prints it (%v: a float64 in the shortest %g form)', () => {
+    const err = statusOf(() => applyObject(undefined, secret({ displayName: { b: 1234567.5, a: [1e20, 0.00001] } }), 'm', false, '', secretCtx(T0)));
+    expect(err.code).toBe(400);
+    expect(err.status.message).toBe(
+      `failed to create typed patch object (default/s1; ${API}, Kind=SharedSecret): .spec.displayName: expected string, got &{map[a:[1e+20 1e-05] b:1.2345675e+06]}`,
+    );
+  });
+
   test('an apply of another version is a 400', () => {
     const err = statusOf(() => applyObject(undefined, { ...secret({}), apiVersion: 'management.platform.sh/v2' }, 'm', false, '', secretCtx(T0)));
     expect(err.code).toBe(400);

@@ -6,7 +6,7 @@
 import { describe, expect, test } from '@jest/globals';
 import type { KubeObject } from '../../src/apimachinery/types.js';
 import type { UserInfo } from '../../src/apimachinery/user.js';
-import { buildRestriction } from '../../src/auth/scope.js';
+import { buildRestriction } from '../../src/access/scope.js';
 import { ACCESS_KEY_EXTRA, identityOf } from '../../src/auth/accesskeys.js';
 import { ActivityRecorder } from '../../src/auth/activity.js';
 import { GENERATED_KEY_PREFIX, generateAccessKey, hashAccessKey, isKeyHash, ownedAccessKeyStrategy as strategy } from '../../src/registry/kinds/ownedaccesskey.js';

@@ -1,10 +1,10 @@
 /**
- * Access key restrictions (src/auth/scope.ts): each kind of scope entry and rule, allowing what it names and
+ * Access key restrictions (src/access/scope.ts): each kind of scope entry and rule, allowing what it names and
  * nothing else; lists allowed for filtering and then answered per object.
  */
 import { describe, expect, test } from '@jest/globals';
 import type { RequestAttributesLite, Restriction } from '../../src/apimachinery/user.js';
-import { buildRestriction, hasRestriction, nonResourceURLMatches, type KeyRestrictionSpec } from '../../src/auth/scope.js';
+import { buildRestriction, hasRestriction, nonResourceURLMatches, type KeyRestrictionSpec } from '../../src/access/scope.js';
 
 const G = 'management.platform.sh';
 

@@ -1,12 +1,12 @@
 /**
- * Whether a key's new scope, rules and allowPlatformCli stay within the old ones (src/auth/scopecover.ts): what a
+ * Whether a key's new scope, rules and allowPlatformCli stay within the old ones (src/access/scopecover.ts): what a
  * holder outside system:masters may change them to. Each case, and a check against the restrictions themselves
  * (scope.ts) that a change judged narrower never allows a request the old key could not make.
  */
 import { describe, expect, test } from '@jest/globals';
 import type { RequestAttributesLite } from '../../src/apimachinery/user.js';
-import { buildRestriction, type KeyRestrictionSpec } from '../../src/auth/scope.js';
-import { restrictionWidening } from '../../src/auth/scopecover.js';
+import { buildRestriction, type KeyRestrictionSpec } from '../../src/access/scope.js';
+import { restrictionWidening } from '../../src/access/scopecover.js';
 
 const G = 'management.platform.sh';
 

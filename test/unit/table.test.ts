@@ -1,14 +1,14 @@
 import { describe, expect, test } from '@jest/globals';
+import { humanDuration } from '../../src/apimachinery/duration.js';
+import { goTimeMillis, parseRFC3339 } from '../../src/apimachinery/golang/time.js';
+import { compileJSONPath } from '../../src/apimachinery/jsonpath.js';
 import { StatusError } from '../../src/apimachinery/status.js';
 import type { KubeObject } from '../../src/apimachinery/types.js';
 import {
   CREATION_TIMESTAMP_DESCRIPTION,
   NAME_DESCRIPTION,
   TableConvertor,
-  compileJSONPath,
-  humanDuration,
   parseIncludeObject,
-  parseRFC3339,
   partialObjectMetadata,
   partialObjectMetadataList,
 } from '../../src/http/table.js';
@@ -377,11 +377,14 @@ describe('helpers', () => {
     expect(humanDuration(ms)).toBe(text);
   });
 
-  test('parseRFC3339', () => {
-    expect(parseRFC3339('2025-05-01T10:00:00Z')).toBe(NOW);
-    expect(parseRFC3339('2025-05-01T12:30:00+02:30')).toBe(NOW);
-    expect(parseRFC3339('2025-05-01T10:00:00.999999999Z')).toBe(NOW + 999);
-    expect(parseRFC3339('2024-02-29T00:00:00Z')).toBe(Date.parse('2024-02-29T00:00:00Z'));
+  test('dates are read as Go reads RFC 3339 (test/unit/golang.test.ts checks it against Go)', () => {
+    const ms = (text: string) => goTimeMillis(parseRFC3339(text)!);
+    expect(ms('2025-05-01T10:00:00Z')).toBe(NOW);
+    expect(ms('2025-05-01T12:30:00+02:30')).toBe(NOW);
+    expect(ms('2025-05-01T10:00:00.999999999Z')).toBe(NOW + 999);
+    expect(ms('2024-02-29T00:00:00Z')).toBe(Date.parse('2024-02-29T00:00:00Z'));
+    // Go's laxness: a one-digit hour and a comma before the fraction.
+    expect(ms('2025-05-01T9:00:00,5Z')).toBe(NOW - HOUR + 500);
     for (const bad of ['2025-02-29T00:00:00Z', '2025-05-01T24:00:00Z', '2025-05-01T10:00:00', '2025-05-01t10:00:00z', '2025-05-01T10:00:00+2:00']) {
       expect(parseRFC3339(bad)).toBeUndefined();
     }

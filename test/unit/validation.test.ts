@@ -1,7 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
+import { goQuote, goStringSlice } from '../../src/apimachinery/golang/strconv.js';
 import {
-  goQuote,
-  goStringSlice,
   isConfigMapKey,
   isDNS1035Label,
   isDNS1123Label,

@@ -5,8 +5,8 @@
  * also a FieldManagerConflict cause.
  */
 import { StatusError, type StatusCause } from '../status.js';
-import { goQuote } from '../validation.js';
-import { compareStrings } from './gojson.js';
+import { goQuote } from '../golang/strconv.js';
+import { compareStrings } from '../golang/strings.js';
 import { parseManagerIdentifier, UPDATE } from './managers.js';
 import { isPlainObject } from '../types.js';
 import { pathString } from './path.js';

@@ -60,7 +60,7 @@ function read(obj: Record<string, unknown>): { children?: FieldSet; isMember: bo
       pe = deserializePE(key);
     } catch (err) {
       if (err instanceof UnknownPathElementError) continue;
-      throw new Error(`parsing key as path element: ${(err as Error).message}`);
+      throw new Error(`parsing key as path element: ${(err as Error).message}`, { cause: err });
     }
     const sub = isPlainObject(val) ? read(val) : { isMember: true };
     if (sub.isMember) (children ??= new FieldSet()).insertMember(pe);

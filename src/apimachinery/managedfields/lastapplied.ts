@@ -7,7 +7,7 @@
  */
 import { checkNesting } from '../nesting.js';
 import { isPlainObject, type KubeObject } from '../types.js';
-import { goJSON } from './gojson.js';
+import { goJSON } from '../golang/json.js';
 import { FieldSet } from './set.js';
 import { compare } from './merge.js';
 import { toFieldSet } from './tofieldset.js';

@@ -5,7 +5,9 @@
  * Update entries at 10 (capmanagers.go).
  */
 import type { ManagedFieldsEntry } from '../types.js';
-import { compareStrings, goJSONString } from './gojson.js';
+import { goJSONString } from '../golang/json.js';
+import { compareStrings } from '../golang/strings.js';
+import { parseRFC3339 } from '../golang/time.js';
 import { fieldsV1ToSet, setToFieldsV1 } from './fieldsv1.js';
 import { fieldPE } from './path.js';
 import { FieldSet } from './set.js';
@@ -85,10 +87,7 @@ export function decodeOrEmpty(entries: readonly ManagedFieldsEntry[] | undefined
   }
 }
 
-const seconds = (t: string | undefined) => {
-  const ms = t ? Date.parse(t) : NaN;
-  return Number.isNaN(ms) ? 0 : Math.floor(ms / 1000);
-};
+const seconds = (t: string | undefined) => (t ? (parseRFC3339(t)?.seconds ?? 0) : 0);
 
 /** encodeManagedFields: one entry per manager, sorted by operation, time, manager, apiVersion, subresource. */
 export function encodeManagedFields(managed: Managed): ManagedFieldsEntry[] {

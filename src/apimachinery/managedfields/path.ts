@@ -5,8 +5,10 @@
  * serialize-pe.go and value/fields.go.
  */
 import { isPlainObject } from '../types.js';
-import { compareStrings, goJSON, goJSONString, goValue } from './gojson.js';
-import { goQuote } from '../validation.js';
+import { goValue } from '../golang/fmt.js';
+import { goJSON, goJSONString } from '../golang/json.js';
+import { compareStrings } from '../golang/strings.js';
+import { goQuote } from '../golang/strconv.js';
 
 /** One field of a list-item key; a key's fields are sorted by name. */
 export type KeyField = readonly [name: string, value: unknown];
@@ -98,8 +100,9 @@ export function comparePE(a: PathElement, b: PathElement): number {
 /** The FieldsV1 spelling of an element, also used as its identity: `f:name`, `k:{"uid":"x"}`, `v:"a"`, `i:0`. */
 export function serializePE(pe: PathElement): string {
   if ('field' in pe) return `f:${pe.field}`;
-  if ('key' in pe) return `k:{${pe.key.map(([n, v]) => `${goJSONString(n)}:${goJSON(v)}`).join(',')}}`;
-  if ('value' in pe) return `v:${goJSON(pe.value)}`;
+  // structured-merge-diff writes these with json-iterator.
+  if ('key' in pe) return `k:{${pe.key.map(([n, v]) => `${goJSONString(n, 'json-iterator')}:${goJSON(v, 'json-iterator')}`).join(',')}}`;
+  if ('value' in pe) return `v:${goJSON(pe.value, 'json-iterator')}`;
   return `i:${pe.index}`;
 }
 

@@ -23,8 +23,7 @@ export class FieldSet {
   /** Adds a path (its last element becomes a member of the node its other elements lead to). */
   insert(path: Path): void {
     if (path.length === 0) return;
-    let node: FieldSet = this;
-    for (let i = 0; i < path.length - 1; i++) node = node.descend(path[i]);
+    const node = path.slice(0, -1).reduce((at: FieldSet, pe) => at.descend(pe), this);
     node.insertMember(path[path.length - 1]);
   }
 
@@ -49,8 +48,7 @@ export class FieldSet {
 
   has(path: Path): boolean {
     if (path.length === 0) return false;
-    let node: FieldSet | undefined = this;
-    for (let i = 0; i < path.length - 1 && node; i++) node = node.child(path[i]);
+    const node = path.slice(0, -1).reduce((at: FieldSet | undefined, pe) => at?.child(pe), this);
     return node ? node.hasMember(path[path.length - 1]) : false;
   }
 

@@ -5,6 +5,7 @@
  * and structs are granular unless x-kubernetes-map-type is atomic, x-kubernetes-preserve-unknown-fields makes
  * unknown keys "deduced" (maps granular, lists atomic), and `metadata` is metav1.ObjectMeta.
  */
+import { objectMetaSchema } from '../metaschema.js';
 import type { StructuralSchema } from '../schema.js';
 import { isPlainObject } from '../types.js';
 import { keyPE, type PathElement } from './path.js';
@@ -52,55 +53,12 @@ const NO_DEFAULTS: ReadonlyMap<string, unknown> = new Map();
 const DEDUCED_MAP: MapType = { kind: 'map', atomic: false, fields: new Map(), element: DEDUCED };
 const DEDUCED_LIST: ListType = { kind: 'list', atomic: true, keys: [], keyDefaults: NO_DEFAULTS, item: DEDUCED };
 
-const struct = (fields: Record<string, TypeNode>, atomic = false): MapType => ({
-  kind: 'map',
-  atomic,
-  fields: new Map(Object.entries(fields)),
-});
-
-/** metav1.ObjectMeta as kube's OpenAPI describes it to structured-merge-diff. */
-export const OBJECT_META: MapType = struct({
-  name: STRING,
-  generateName: STRING,
-  namespace: STRING,
-  selfLink: STRING,
-  uid: STRING,
-  resourceVersion: STRING,
-  generation: NUMERIC,
-  creationTimestamp: STRING,
-  deletionTimestamp: STRING,
-  deletionGracePeriodSeconds: NUMERIC,
-  labels: { kind: 'map', atomic: false, fields: new Map(), element: STRING },
-  annotations: { kind: 'map', atomic: false, fields: new Map(), element: STRING },
-  // patchStrategy=merge, patchMergeKey=uid; OwnerReference is structType=atomic.
-  ownerReferences: {
-    kind: 'list',
-    atomic: false,
-    keys: ['uid'],
-    keyDefaults: NO_DEFAULTS,
-    item: struct(
-      { apiVersion: STRING, kind: STRING, name: STRING, uid: STRING, controller: BOOLEAN, blockOwnerDeletion: BOOLEAN },
-      true,
-    ),
-  },
-  // patchStrategy=merge without a key: a set.
-  finalizers: { kind: 'list', atomic: false, keys: [], keyDefaults: NO_DEFAULTS, item: STRING },
-  managedFields: {
-    kind: 'list',
-    atomic: true,
-    keys: [],
-    keyDefaults: NO_DEFAULTS,
-    item: struct({
-      manager: STRING,
-      operation: STRING,
-      apiVersion: STRING,
-      time: STRING,
-      fieldsType: STRING,
-      fieldsV1: DEDUCED,
-      subresource: STRING,
-    }),
-  },
-});
+/**
+ * metav1.ObjectMeta as kube's OpenAPI describes it to structured-merge-diff, compiled from the same schema metadata
+ * is decoded with (../metaschema.ts, from ObjectMeta's one description): ownerReferences a map keyed by uid of
+ * atomic items, finalizers a set, managedFields atomic, labels and annotations granular maps.
+ */
+export const OBJECT_META = compile(objectMetaSchema, false) as MapType;
 
 const cache = new WeakMap<StructuralSchema, TypeNode>();
 

@@ -3,7 +3,7 @@
  * declared in the schema, values of the wrong shape, bad or duplicate associative-list items.
  */
 import { isPlainObject } from '../types.js';
-import { goValue } from './gojson.js';
+import { goValue, isInt64 } from '../golang/fmt.js';
 import { fieldPE, pathString, peString, serializePE, type PathElement } from './path.js';
 import { atomFor, fieldType, listItemPE, type TypeNode } from './typeinfo.js';
 
@@ -22,7 +22,7 @@ export function validationErrorsString(errs: readonly ValidationError[]): string
 function goType(v: unknown): string {
   if (typeof v === 'string') return 'string';
   if (typeof v === 'boolean') return 'bool';
-  if (typeof v === 'number') return Number.isInteger(v) ? 'int64' : 'float64';
+  if (typeof v === 'number') return isInt64(v) ? 'int64' : 'float64';
   if (Array.isArray(v)) return '[]interface {}';
   return 'map[string]interface {}';
 }

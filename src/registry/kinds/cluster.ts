@@ -7,7 +7,8 @@ import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import type { KubeObject } from '../../apimachinery/types.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
 import type { Strategy } from '../strategy.js';
-import { ownedKindStrategy, type AdminField } from './access.js';
+import type { AdminField } from '../../access/validation.js';
+import { ownedKindStrategy } from './owned.js';
 
 const spec = Path.root('spec');
 
@@ -31,11 +32,14 @@ const validateSpec = (obj: KubeObject): FieldError[] => {
   return errs;
 };
 
+/** spec.config as stored (checked by the schema on every write). */
+const configOf = (spec: Record<string, unknown>) => (spec.config ?? {}) as { secretName?: string; secretNamespace?: string };
+
 /** The administrator's fields (see the top). */
 const adminFields: AdminField[] = [
-  { path: 'spec.config.secretName', value: (s) => s.config?.secretName ?? '' },
-  { path: 'spec.config.secretNamespace', value: (s) => s.config?.secretNamespace ?? '' },
+  { path: 'spec.config.secretName', value: (s) => configOf(s).secretName ?? '' },
+  { path: 'spec.config.secretNamespace', value: (s) => configOf(s).secretNamespace ?? '' },
   { path: 'spec.unusable', value: (s) => s.unusable === true },
 ];
 
-export const clusterStrategy: Strategy = ownedKindStrategy('clusters', validateSpec, {}, adminFields);
+export const clusterStrategy: Strategy = ownedKindStrategy('clusters', validateSpec, { hostRbac: true, adminFields });

@@ -5,6 +5,7 @@
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import { isPlainObject } from '../../apimachinery/types.js';
 
+/** Each entry of the list at `at` names something in its `field` (e.g. a project in `project`). */
 function validateEntries(entries: unknown, at: Path, field: string, errs: FieldError[]): void {
   if (!Array.isArray(entries)) return;
   entries.forEach((entry, i) => {
@@ -13,16 +14,16 @@ function validateEntries(entries: unknown, at: Path, field: string, errs: FieldE
   });
 }
 
-/** `spec` holds `scope` and `rules`; `at` is the path of spec. */
-export function validateScopeAndRules(s: Record<string, any>, spec: Path): FieldError[] {
+/** `s` is the key's spec, holding `scope` and `rules`; `spec` is its path, where errors are reported. */
+export function validateScopeAndRules(s: Record<string, unknown>, spec: Path): FieldError[] {
   const errs: FieldError[] = [];
-  const scope = s.scope ?? {};
+  const scope = isPlainObject(s.scope) ? s.scope : {};
   const sp = spec.child('scope');
   validateEntries(scope.roles, sp.child('roles'), 'role', errs);
   validateEntries(scope.projects, sp.child('projects'), 'project', errs);
   validateEntries(scope.clusters, sp.child('clusters'), 'cluster', errs);
   if (Array.isArray(s.rules)) {
-    s.rules.forEach((rule: any, i: number) => {
+    s.rules.forEach((rule: unknown, i: number) => {
       const at = spec.child('rules').index(i);
       if (!isPlainObject(rule)) return;
       if (Array.isArray(rule.verbs)) {
@@ -30,7 +31,7 @@ export function validateScopeAndRules(s: Record<string, any>, spec: Path): Field
           if (typeof v === 'string' && v !== '*' && !/^[a-z]+$/.test(v)) errs.push(fieldError.invalid(at.child('verbs').index(j), v, "must be '*' or a lowercase verb such as get, list or create"));
         });
       }
-      (Array.isArray(rule.resources) ? rule.resources : []).forEach((gr: any, j: number) => {
+      (Array.isArray(rule.resources) ? rule.resources : []).forEach((gr: unknown, j: number) => {
         if (isPlainObject(gr) && Array.isArray(gr.resourceNames) && gr.resourceNames.length && !(Array.isArray(gr.resources) && gr.resources.length)) {
           errs.push(fieldError.required(at.child('resources').index(j).child('resources'), 'resourceNames requires resources'));
         }

@@ -21,7 +21,7 @@
  * - Outside system:masters a caller may only create keys for itself (`spec.user` or `spec.subject` equal to its
  *   name) or for a team it belongs to (group `platform:team:<team>`), and may not set `spec.groups`: 403 Forbidden.
  * - Outside system:masters an update may only make a key weaker, since a master may have issued it with groups,
- *   a scope or a ttl its holder is not to escape: a narrower scope or rules (scopecover.ts), `disabled: true`, a
+ *   a scope or a ttl its holder is not to escape: a narrower scope or rules (src/access/scopecover.ts), `disabled: true`, a
  *   ttl added or shortened. Anything else is 403 Forbidden naming the field: removing or widening scope, rules or
  *   allowPlatformCli, clearing `disabled`, removing or lengthening `ttl`, changing `ttlAfterLastActivity`,
  *   `groups`, `user`, `team` or `subject`, and any write of the status subresource (only the server records
@@ -38,16 +38,16 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
+import { GROUP_NAME } from '../../apimachinery/group.js';
 import * as errors from '../../apimachinery/status.js';
 import { isPlainObject, type KubeObject } from '../../apimachinery/types.js';
 import { isMaster, TEAM_GROUP_PREFIX, teamsOf, type UserInfo } from '../../apimachinery/user.js';
 import type { Strategy } from '../strategy.js';
-import { restrictionWidening } from '../../auth/scopecover.js';
+import { restrictionWidening } from '../../access/scopecover.js';
 import { validateScopeAndRules } from './keyscope.js';
 
-export const GROUP = 'management.platform.sh';
 export const RESOURCE = 'ownedaccesskeys';
-const groupResource = { group: GROUP, resource: RESOURCE };
+const groupResource = { group: GROUP_NAME, resource: RESOURCE };
 
 /** The group every user key carries for its user (teams: TEAM_GROUP_PREFIX in apimachinery/user.ts). */
 export const USER_GROUP_PREFIX = 'platform:user:';
@@ -90,7 +90,7 @@ function forbidden(name: string, user: UserInfo, verb: string, why: string): err
   return errors.forbidden(
     groupResource,
     name,
-    `User ${JSON.stringify(user.name)} cannot ${verb} resource ${JSON.stringify(RESOURCE)} in API group ${JSON.stringify(GROUP)} at the cluster scope: ${why}`,
+    `User ${JSON.stringify(user.name)} cannot ${verb} resource ${JSON.stringify(RESOURCE)} in API group ${JSON.stringify(GROUP_NAME)} at the cluster scope: ${why}`,
   );
 }
 
@@ -146,7 +146,7 @@ function lengthensTtl(next: unknown, old: unknown): boolean {
 }
 
 /** Why an update of `before` to `s` does not only weaken the key (the first field found), or undefined. */
-function strengthening(s: Record<string, any>, before: Record<string, any>): string | undefined {
+function strengthening(s: Record<string, unknown>, before: Record<string, unknown>): string | undefined {
   for (const field of OWNER_FIELDS) {
     if (ownerValue(s[field]) !== ownerValue(before[field])) return `spec.${field}: only members of system:masters may change whom a key acts as`;
   }
@@ -193,7 +193,7 @@ function scrubLastApplied(obj: KubeObject): void {
   const annotations = obj.metadata.annotations;
   const text = annotations?.[LAST_APPLIED];
   if (typeof text !== 'string') return;
-  let applied: any;
+  let applied: unknown;
   try {
     applied = JSON.parse(text);
   } catch {
@@ -202,7 +202,7 @@ function scrubLastApplied(obj: KubeObject): void {
     return;
   }
   if (!isPlainObject(applied) || !isPlainObject(applied.spec)) return;
-  const appliedSpec = applied.spec as Record<string, any>;
+  const appliedSpec = applied.spec as Record<string, unknown>;
   let changed = false;
   if ('key' in appliedSpec) {
     delete appliedSpec.key;
@@ -216,7 +216,7 @@ function scrubLastApplied(obj: KubeObject): void {
 }
 
 function immutableKey(name: string): errors.StatusError {
-  return errors.invalid({ group: GROUP, kind: 'OwnedAccessKey' }, name, [fieldError.invalid(spec.child('key'), REDACTED, 'field is immutable')]);
+  return errors.invalid({ group: GROUP_NAME, kind: 'OwnedAccessKey' }, name, [fieldError.invalid(spec.child('key'), REDACTED, 'field is immutable')]);
 }
 
 function validateKey(key: unknown, errs: FieldError[]): void {
@@ -224,6 +224,7 @@ function validateKey(key: unknown, errs: FieldError[]): void {
   if (typeof key !== 'string') return; // the schema reports other types
   if (key === '') errs.push(fieldError.required(at, 'a key is generated when none is given'));
   else if (Buffer.byteLength(key, 'utf8') > KEY_MAX_BYTES) errs.push(fieldError.tooLong(at, KEY_MAX_BYTES));
+  // eslint-disable-next-line no-control-regex -- control characters are what this refuses
   else if (/[\s\x00-\x1f\x7f]/.test(key)) errs.push(fieldError.invalid(at, REDACTED, 'must not contain whitespace or control characters (it is sent as a bearer token)'));
   else if (key.startsWith(KEY_HASH_PREFIX)) errs.push(fieldError.invalid(at, REDACTED, `must not start with ${JSON.stringify(KEY_HASH_PREFIX)}`));
 }

@@ -7,7 +7,8 @@ import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import type { KubeObject } from '../../apimachinery/types.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
 import type { Strategy } from '../strategy.js';
-import { ownedKindStrategy, type AdminField } from './access.js';
+import type { AdminField } from '../../access/validation.js';
+import { ownedKindStrategy } from './owned.js';
 
 const spec = Path.root('spec');
 /** The namespace of a project's virtual clusters: `p-<project>`, which must be a DNS label. */
@@ -36,4 +37,4 @@ const validateSpec = (obj: KubeObject): FieldError[] => {
 /** The administrator's fields (see the top); unset and empty both allow every Cluster. */
 const adminFields: AdminField[] = [{ path: 'spec.allowedClusters', value: (s) => s.allowedClusters ?? [] }];
 
-export const projectStrategy: Strategy = ownedKindStrategy('projects', validateSpec, {}, adminFields);
+export const projectStrategy: Strategy = ownedKindStrategy('projects', validateSpec, { adminFields });

@@ -6,7 +6,7 @@ import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import type { KubeObject } from '../../apimachinery/types.js';
 import { isConfigMapKey } from '../../apimachinery/validation.js';
 import type { Strategy } from '../strategy.js';
-import { ownedKindStrategy } from './access.js';
+import { ownedKindStrategy } from './owned.js';
 
 const spec = Path.root('spec');
 
@@ -19,6 +19,7 @@ export const sharedSecretStrategy: Strategy = ownedKindStrategy(
     }
     return errs;
   },
+  { hostRbac: true },
   {
     printerColumns: [
       {

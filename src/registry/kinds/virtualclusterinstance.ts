@@ -8,7 +8,7 @@ import { validateImmutableField } from '../../apimachinery/objectmeta.js';
 import type { KubeObject } from '../../apimachinery/types.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
 import type { Strategy } from '../strategy.js';
-import { ownedKindStrategy } from './access.js';
+import { ownedKindStrategy } from './owned.js';
 import { admitVirtualClusterInstance } from './virtualclusterplacement.js';
 
 const spec = Path.root('spec');

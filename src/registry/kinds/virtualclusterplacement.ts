@@ -11,18 +11,17 @@
  * cluster even when they name different Clusters.
  */
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
+import { GROUP_NAME } from '../../apimachinery/group.js';
 import * as errors from '../../apimachinery/status.js';
 import type { GroupResource, KubeObject } from '../../apimachinery/types.js';
 import { isMaster, type UserInfo } from '../../apimachinery/user.js';
-import type { Store } from '../store.js';
-import type { Caller, StoreLookup } from '../strategy.js';
-import { ownerGivenAway } from './access.js';
+import type { Caller, StoreLookup, StoredObjects } from '../strategy.js';
+import { ownerGivenAway } from '../../access/validation.js';
 import { namespaceProject } from './project.js';
 
-const GROUP = 'management.platform.sh';
 const VERSION = 'v1';
-const instanceGK = { group: GROUP, kind: 'VirtualClusterInstance' };
-const instanceGR = { group: GROUP, resource: 'virtualclusterinstances' };
+const instanceGK = { group: GROUP_NAME, kind: 'VirtualClusterInstance' };
+const instanceGR = { group: GROUP_NAME, resource: 'virtualclusterinstances' };
 
 /** A virtual cluster on a connected cluster: an instance's spec.clusterRef, or an import's sourceVirtualCluster. */
 export interface VirtualClusterRef {
@@ -37,7 +36,7 @@ export interface VirtualClusterRef {
  * Why `project` may not have a virtual cluster on the Cluster `name` for this caller, as errors on the field `at`;
  * none if it may. Whether the caller may get the Cluster is asked first, so that one who may not learns nothing of it.
  */
-export async function clusterErrors(clusters: Store, project: KubeObject, name: string, at: Path, caller: Caller): Promise<FieldError[]> {
+export async function clusterErrors(clusters: StoredObjects, project: KubeObject, name: string, at: Path, caller: Caller): Promise<FieldError[]> {
   const refused = await clusterRefused(name, at, caller);
   if (refused) return [refused];
   const cluster = await getIfExists(clusters, name);
@@ -57,7 +56,7 @@ export async function clusterErrors(clusters: Store, project: KubeObject, name: 
  */
 async function clusterRefused(name: string, at: Path, { user, authorize }: Caller): Promise<FieldError | undefined> {
   if (!user || isMaster(user)) return undefined;
-  const attrs = { verb: 'get', isResourceRequest: true, path: `/apis/${GROUP}/${VERSION}/clusters/${name}`, apiGroup: GROUP, apiVersion: VERSION };
+  const attrs = { verb: 'get', isResourceRequest: true, path: `/apis/${GROUP_NAME}/${VERSION}/clusters/${name}`, apiGroup: GROUP_NAME, apiVersion: VERSION };
   const decision = authorize ? await authorize({ ...attrs, namespace: '', resource: 'clusters', subresource: '', name }) : { decision: 'deny' as const };
   if (decision.decision === 'allow') return undefined;
   return fieldError.forbidden(
@@ -71,7 +70,7 @@ async function clusterRefused(name: string, at: Path, { user, authorize }: Calle
  * is named to system:masters only: others are not told of objects in projects they may not see (as kube says
  * "provided port is already allocated" without naming the Service holding it).
  */
-export async function checkNotImported(instances: Store, ref: VirtualClusterRef, conflict: { gr: GroupResource; name: string; user: UserInfo | undefined }): Promise<void> {
+export async function checkNotImported(instances: StoredObjects, ref: VirtualClusterRef, conflict: { gr: GroupResource; name: string; user: UserInfo | undefined }): Promise<void> {
   // Not the Cluster: the one host cluster is reached whatever it says (see the top).
   const same = (o: KubeObject) => {
     const r = o.spec?.clusterRef ?? {};
@@ -86,12 +85,12 @@ export async function checkNotImported(instances: Store, ref: VirtualClusterRef,
 /**
  * VirtualClusterInstance's admitCreate: a create by anyone but system:masters (or the server itself) passes the
  * import's checks, in the project whose namespace p-<project> it is created in, and is owned by its creator or
- * a team of the creator's (access.ts ownerGivenAway).
+ * a team of the creator's (src/access/validation.ts ownerGivenAway).
  */
 export async function admitVirtualClusterInstance(obj: KubeObject, caller: Caller, stores: StoreLookup): Promise<void> {
   const { user } = caller;
   if (!user || isMaster(user)) return;
-  const store = (resource: string) => stores(GROUP, VERSION, resource)!;
+  const store = (resource: string) => stores(GROUP_NAME, VERSION, resource)!;
   const name = obj.metadata.name ?? '';
   const givenAway = ownerGivenAway(obj.spec.owner, user, Path.root('spec').child('owner'));
   if (givenAway) throw errors.forbidden(instanceGR, name, `User ${JSON.stringify(user.name)} cannot create this VirtualClusterInstance: ${givenAway}`);
@@ -103,7 +102,7 @@ export async function admitVirtualClusterInstance(obj: KubeObject, caller: Calle
 }
 
 /** The Project whose namespace `namespace` is; 422 on metadata.namespace when there is none. */
-async function projectOfNamespace(projects: Store, namespace: string, name: string): Promise<KubeObject> {
+async function projectOfNamespace(projects: StoredObjects, namespace: string, name: string): Promise<KubeObject> {
   const projectName = namespaceProject(namespace);
   const project = projectName ? await getIfExists(projects, projectName) : undefined;
   if (project) return project;
@@ -114,7 +113,7 @@ async function projectOfNamespace(projects: Store, namespace: string, name: stri
 }
 
 /** A cluster-scoped object, or undefined when there is none of that name. */
-async function getIfExists(store: Store, name: string): Promise<KubeObject | undefined> {
+async function getIfExists(store: StoredObjects, name: string): Promise<KubeObject | undefined> {
   return store.get(undefined, name).catch((err) => {
     if (errors.isStatusError(err, 'NotFound')) return undefined;
     throw err;

@@ -5,7 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { HealthCheck } from '../../http/health.js';
+import { GROUP_NAME } from '../../apimachinery/group.js';
+import type { HealthCheck } from '../../apimachinery/health.js';
 import type { Logger } from '../../log.js';
 import { contentHash, loadEncryptionConfig } from './config.js';
 import { buildTransformers, closeTransformers, ResourceTransformers, type BuiltTransformers } from './transformers.js';
@@ -14,7 +15,7 @@ import { buildTransformers, closeTransformers, ResourceTransformers, type BuiltT
 export const DEFAULT_CONFIG_FILE = 'encryption-config.yaml';
 
 /** The resource name of the token signing keys in an EncryptionConfiguration. */
-export const SIGNING_KEYS_RESOURCE = { group: 'management.platform.sh', resource: 'signingkeys' };
+export const SIGNING_KEYS_RESOURCE = { group: GROUP_NAME, resource: 'signingkeys' };
 
 export interface EncryptionOptions {
   /** --encryption-provider-config; unset: `defaultIn` when given, else no encryption. */
@@ -89,7 +90,7 @@ export function ensureDefaultConfig(dataDir: string, log: Logger): string {
     'kind: EncryptionConfiguration',
     'resources:',
     '  - resources:',
-    "      - '*.management.platform.sh'",
+    `      - '*.${GROUP_NAME}'`,
     '    providers:',
     '      - secretbox:',
     '          keys:',

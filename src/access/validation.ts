@@ -1,10 +1,16 @@
-/** Rules shared by kinds that carry `spec.owner` and `spec.access` (SharedSecret, Cluster, Project, VirtualClusterInstance). */
-import { jsonEqual } from '../../apimachinery/equality.js';
-import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
-import * as errors from '../../apimachinery/status.js';
-import { isPlainObject, type KubeObject } from '../../apimachinery/types.js';
-import { isMaster, teamsOf, type UserInfo } from '../../apimachinery/user.js';
-import type { Strategy } from '../strategy.js';
+/**
+ * The write rules of the owner/access model (model.ts), the same for every kind with access lists and every write
+ * path (the kinds' strategies run them on create, update, patch, apply and dry run; the import action on what it
+ * creates): the owner and entries are well formed; only the owner, an entry granting `*` or system:masters may
+ * change who has access; only system:masters may change an administrator's field or name one of Kubernetes' own
+ * identities; a caller outside system:masters creates only what it or its team owns.
+ */
+import { jsonEqual } from '../apimachinery/equality.js';
+import { Path, fieldError, type FieldError } from '../apimachinery/field.js';
+import * as errors from '../apimachinery/status.js';
+import { isPlainObject, type KubeObject } from '../apimachinery/types.js';
+import { isMaster, teamsOf, type UserInfo } from '../apimachinery/user.js';
+import { objectGrants, type AccessEntry, type Owner } from './model.js';
 
 const VERB = /^[a-z]+$/;
 const SUBRESOURCE = /^[a-z]+$/;
@@ -12,15 +18,7 @@ const SUBRESOURCE = /^[a-z]+$/;
 const SYSTEM_PREFIX = 'system:';
 const spec = Path.root('spec');
 
-export interface AccessEntry {
-  name?: string;
-  verbs?: string[];
-  subresources?: string[];
-  users?: string[];
-  teams?: string[];
-}
-
-export function validateOwner(owner: { user?: string; team?: string } | undefined, path: Path): FieldError[] {
+export function validateOwner(owner: Owner | undefined, path: Path): FieldError[] {
   if (owner?.user && owner?.team) return [fieldError.forbidden(path.child('team'), 'may not be set together with user: an owner is either a user or a team')];
   return [];
 }
@@ -86,13 +84,8 @@ function validateNames(values: string[] | undefined, path: Path): FieldError[] {
 export function guardAccessChanges(resource: string, obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
   if (!user || isMaster(user)) return;
   if (jsonEqual(obj.spec?.owner, old.spec?.owner) && jsonEqual(obj.spec?.access, old.spec?.access)) return;
-  const teams = teamsOf(user);
-  const owner = old.spec?.owner ?? {};
-  if ((owner.user && owner.user === user.name) || (owner.team && teams.includes(owner.team))) return;
-  const full = ((old.spec?.access ?? []) as AccessEntry[]).some(
-    (e) => e.verbs?.includes('*') && (e.users?.includes(user.name) || e.teams?.some((t) => teams.includes(t))),
-  );
-  if (full) return;
+  // The owner, or an entry granting every verb: what the stored object grants for `*` (on the object itself).
+  if (objectGrants(resource, old, user, '*')) return;
   const group = (old.apiVersion ?? '').split('/')[0];
   throw errors.forbidden(
     { group, resource },
@@ -106,7 +99,7 @@ export interface AdminField {
   /** Its path, for the message: "spec.allowedClusters". */
   path: string;
   /** Its value, normalised so that an unset field equals its default. */
-  value(spec: Record<string, any>): unknown;
+  value(spec: Record<string, unknown>): unknown;
 }
 
 /**
@@ -152,7 +145,8 @@ function systemNameErrors(obj: KubeObject, old: KubeObject | undefined, user: Us
   return errs;
 }
 
-function refuseSystemNames(obj: KubeObject, old: KubeObject | undefined, user: UserInfo | undefined): void {
+/** Refuses (422) a write that adds a `system:` name outside system:masters (see systemNameErrors). */
+export function refuseSystemNames(obj: KubeObject, old: KubeObject | undefined, user: UserInfo | undefined): void {
   const errs = systemNameErrors(obj, old, user);
   if (errs.length) throw errors.invalid({ group: (obj.apiVersion ?? '').split('/')[0], kind: obj.kind ?? '' }, obj.metadata?.name ?? '', errs);
 }
@@ -162,34 +156,10 @@ function refuseSystemNames(obj: KubeObject, old: KubeObject | undefined, user: U
  * or a team it belongs to may be (as with access keys); handing ownership to anyone else is for system:masters.
  * An owner may still pass its object on by an update. Undefined when it may.
  */
-export function ownerGivenAway(owner: { user?: string; team?: string } | undefined, user: UserInfo | undefined, at: Path): string | undefined {
+export function ownerGivenAway(owner: Owner | undefined, user: UserInfo | undefined, at: Path): string | undefined {
   if (!isPlainObject(owner) || !user || isMaster(user)) return undefined;
   const tail = 'a caller may name only itself or a team it belongs to, and only system:masters may make someone else the owner';
   if (owner.user !== undefined && owner.user !== user.name) return `${at.child('user')}: may not be ${JSON.stringify(owner.user)}: ${tail}`;
   if (owner.team !== undefined && !teamsOf(user).includes(owner.team)) return `${at.child('team')}: may not be ${JSON.stringify(owner.team)}, a team the caller is not in: ${tail}`;
   return undefined;
-}
-
-/**
- * The strategy of a kind with `spec.owner` and `spec.access`: only the owner, a `*` entry or system:masters may
- * change them, only system:masters may name a `system:` user in them or change `adminFields`, both are validated,
- * and `validateSpec` adds the kind's own rules.
- */
-export function ownedKindStrategy(resource: string, validateSpec: (obj: KubeObject) => FieldError[], extra: Partial<Strategy> = {}, adminFields: readonly AdminField[] = []): Strategy {
-  return {
-    prepareForCreate(obj: KubeObject, user: UserInfo | undefined): void {
-      refuseSystemNames(obj, undefined, user);
-    },
-    prepareForUpdate(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
-      guardAccessChanges(resource, obj, old, user);
-      guardAdminFields(resource, adminFields, obj, old, user);
-      refuseSystemNames(obj, old, user);
-    },
-    validate(obj: KubeObject): FieldError[] {
-      return [...validateSpec(obj), ...validateOwner(obj.spec?.owner, spec.child('owner')), ...validateAccess(obj.spec?.access, spec.child('access'))];
-    },
-    warningsOnCreate: (obj: KubeObject) => accessWarnings(obj.spec?.access, spec.child('access')),
-    warningsOnUpdate: (obj: KubeObject) => accessWarnings(obj.spec?.access, spec.child('access')),
-    ...extra,
-  };
 }

@@ -1,14 +1,15 @@
 /**
- * Reads of one resource: get, list and watch, with kube's resourceVersion semantics. Lists and watches come
+ * Reads of one resource: get, list and watch, with kube's resourceVersion semantics. The policy of where a read is
+ * served lives here, in storage, as in kube's cacher delegator (storage/cacher/delegator.go): lists and watches come
  * from the watch cache; pages, exact revisions and continue tokens from etcd (the cache only has the present).
  */
 import { decodeContinue, encodeContinue } from '../apimachinery/continue.js';
 import * as errors from '../apimachinery/status.js';
-import type { KubeList, KubeObject } from '../apimachinery/types.js';
-import { TooLargeResourceVersion, TooOldResourceVersion, type CacheEvent, type EventType, type WatchCache } from '../storage/cacher.js';
-import { keyAfter } from '../storage/etcd.js';
-import { StorageError, type Storage } from '../storage/interface.js';
-import type { ResourceDefinition } from './definitions.js';
+import type { GroupResource, KubeList, KubeObject } from '../apimachinery/types.js';
+import { TooLargeResourceVersion, TooOldResourceVersion, type CacheEvent, type EventType, type WatchCache } from './cacher.js';
+import { keyAfter } from './etcd.js';
+import { interpretStorageError } from './errors.js';
+import type { Storage } from './interface.js';
 
 /** How long a read waits for the cache to reach a resourceVersion it was asked for (kube: 3 s). */
 const FRESHNESS_TIMEOUT_MS = 3000;
@@ -54,11 +55,18 @@ export interface RunningWatch {
   revision(): number;
 }
 
+/** What the reader knows of the resource it reads: how its lists are typed, and how errors name it. */
+export interface ReadResource {
+  apiVersion: string;
+  listKind: string;
+  groupResource: GroupResource;
+}
+
 const everything: Predicate = { matches: () => true, empty: true };
 
 export class ResourceReader {
   constructor(
-    private readonly def: ResourceDefinition,
+    private readonly def: ReadResource,
     private readonly storage: Storage,
     private readonly cache: WatchCache<KubeObject>,
   ) {}
@@ -121,7 +129,7 @@ export class ResourceReader {
     const match = opts.predicate ?? everything;
     const items: KubeObject[] = [];
     let lastKey: string | undefined;
-    let more = false;
+    let more: boolean;
     let remaining: number | undefined;
     try {
       for (;;) {
@@ -141,7 +149,7 @@ export class ResourceReader {
         start = keyAfter(lastKey!);
       }
     } catch (err) {
-      throw await this.readError(err, opts, revision, start, prefix);
+      throw interpretStorageError(err, { groupResource: this.def.groupResource, name: '', operation: 'list', continueFrom: opts.continue ? start.slice(prefix.length) : undefined });
     }
     const list = this.listOf(items, revision!);
     if (limit && more && lastKey) {
@@ -212,22 +220,6 @@ export class ResourceReader {
 
   private listOf(items: KubeObject[], resourceVersion: string): KubeList {
     return { apiVersion: this.def.apiVersion, kind: this.def.listKind, metadata: { resourceVersion }, items };
-  }
-
-  private async readError(err: unknown, opts: ListOptions, revision: string | undefined, start: string, prefix: string): Promise<unknown> {
-    if (!(err instanceof StorageError)) return err;
-    if (err.code === 'Compacted' && opts.continue) {
-      const status = errors.expiredContinue();
-      status.status.metadata.continue = encodeContinue(-1, start.slice(prefix.length));
-      return status;
-    }
-    if (err.code === 'Compacted') return expired('The resourceVersion for the provided list is too old.');
-    if (err.code === 'FutureRevision') {
-      const current = Number(await this.storage.currentRevision().catch(() => '0'));
-      return tooLarge(new TooLargeResourceVersion(Number(revision), current));
-    }
-    if (err.code === 'Internal') return errors.internalError(err);
-    return errors.serverTimeout(this.def.groupResource, 'list');
   }
 }
 

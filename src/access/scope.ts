@@ -46,10 +46,13 @@
  * objects (e.g. a list of clusters under `scope.clusters`, a list across all namespaces under `scope.projects`,
  * a list under a rule with resourceNames or namespaces); the caller then keeps only the objects for which
  * `check` with the object's name and namespace (same verb) allows. So `check` with a name answers per object.
+ *
+ * Part of the access model (src/access), below the registry: the access key authenticator applies it, and the
+ * OwnedAccessKey strategy compares an update's restriction with the stored one through it (scopecover.ts).
  */
+import { GROUP_NAME } from '../apimachinery/group.js';
 import type { RequestAttributesLite, Restriction } from '../apimachinery/user.js';
 
-export const MANAGEMENT_GROUP = 'management.platform.sh';
 /** Scope role names that stand for the command line client's read-only access. */
 export const CLI_ROLES: readonly string[] = ['platformCLI', 'platform-cli'];
 const READ_VERBS = new Set(['get', 'list', 'watch']);
@@ -205,7 +208,7 @@ class ScopeRestriction implements Restriction {
       const project = projectOf(req.namespace);
       return project !== undefined && listed(this.projects, project);
     }
-    if (req.apiGroup === MANAGEMENT_GROUP && req.resource === 'projects') {
+    if (req.apiGroup === GROUP_NAME && req.resource === 'projects') {
       return req.name ? listed(this.projects, req.name) : isCollectionRead(req) || this.projects.includes('*');
     }
     // A list across all namespaces: the objects of the listed projects' namespaces are kept.
@@ -225,13 +228,13 @@ class ScopeRestriction implements Restriction {
   }
 
   private clusterGrant(req: RequestAttributesLite): boolean {
-    if (!req.isResourceRequest || !this.clusters.length || req.apiGroup !== MANAGEMENT_GROUP || req.resource !== 'clusters') return false;
+    if (!req.isResourceRequest || !this.clusters.length || req.apiGroup !== GROUP_NAME || req.resource !== 'clusters') return false;
     if (this.clusters.includes('*')) return true;
     return req.name ? this.clusters.includes(req.name) : isCollectionRead(req);
   }
 
   private cliGrant(req: RequestAttributesLite): boolean {
-    if (!this.cli || !req.isResourceRequest || req.apiGroup !== MANAGEMENT_GROUP || !READ_VERBS.has(req.verb)) return false;
+    if (!this.cli || !req.isResourceRequest || req.apiGroup !== GROUP_NAME || !READ_VERBS.has(req.verb)) return false;
     if (req.subresource && req.subresource !== 'status') return false;
     if (req.resource === 'clusters' && this.clusters.length) return this.clusterGrant(req);
     if (this.limitsProjects) {

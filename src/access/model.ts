@@ -1,0 +1,49 @@
+/**
+ * The owner/access model of this API's objects, read from the object itself: a kind with access lists (SharedSecret,
+ * Cluster, Project, VirtualClusterInstance) lets its `spec.owner` do everything with it, and each `spec.access`
+ * entry grant its verbs (`*` = all) on the object and on the listed subresources to its users and teams; an
+ * OwnedAccessKey belongs to its user or team. The object-access authorizer (auth/objectaccess.ts), the kinds' write
+ * rules (validation.ts) and the host RBAC mapping (rbac.ts) all read objects through these shapes.
+ *
+ * The folder holds the whole access model: this, its write rules (validation.ts), its host RBAC (rbac.ts) and what an
+ * access key's scope allows (scope.ts, scopecover.ts). It imports only apimachinery and sits below the registry,
+ * whose kind strategies enforce its rules on every write, as kube keeps an API's types and validation
+ * (pkg/apis/rbac, pkg/apis/rbac/validation) below its registry and the authorizer and controllers that use them above.
+ */
+import type { KubeObject } from '../apimachinery/types.js';
+import { teamsOf, type UserInfo } from '../apimachinery/user.js';
+
+/** `spec.owner`: a user or a team (never both, see validation.ts). */
+export type Owner = { user?: string; team?: string };
+
+/** One entry of `spec.access`: its verbs, on the object and the listed subresources, for its users and teams. */
+export interface AccessEntry {
+  name?: string;
+  verbs?: string[];
+  subresources?: string[];
+  users?: string[];
+  teams?: string[];
+}
+
+/** The resource whose objects belong to `spec.user` or `spec.team` instead of having access lists. */
+export const OWNED_ACCESS_KEYS = 'ownedaccesskeys';
+
+/** Whether `user` is `owner` or in its team. */
+export function ownedBy(owner: Owner | undefined, user: UserInfo): boolean {
+  if (!owner) return false;
+  return (!!owner.user && owner.user === user.name) || (!!owner.team && teamsOf(user).includes(owner.team));
+}
+
+/** Whether `obj` (of `resource`) itself lets `user` do `verb` (on `subresource`, if any). */
+export function objectGrants(resource: string, obj: KubeObject, user: UserInfo, verb: string, subresource = ''): boolean {
+  const spec = obj.spec ?? {};
+  if (resource === OWNED_ACCESS_KEYS) return ownedBy({ user: spec.user, team: spec.team }, user);
+  if (ownedBy(spec.owner, user)) return true;
+  const teams = teamsOf(user);
+  return ((spec.access ?? []) as AccessEntry[]).some((entry) => {
+    const forUser = entry.users?.includes(user.name) || entry.teams?.some((t) => teams.includes(t));
+    const forVerb = entry.verbs?.includes('*') || entry.verbs?.includes(verb);
+    const forSubresource = !subresource || entry.subresources?.includes('*') || entry.subresources?.includes(subresource);
+    return !!(forUser && forVerb && forSubresource);
+  });
+}

@@ -1,0 +1,28 @@
+/**
+ * What a request does and whether it may (kube's k8s.io/apiserver/pkg/authorization/authorizer): the shapes every
+ * authorizer, the registry's rules that ask what else a caller may do, and the host cluster's SubjectAccessReview
+ * share. Types only, low in the tree so that any layer may name them.
+ */
+import type { UserInfo } from './user.js';
+
+/** What a request does, for authorization (kube's authorizer.Attributes). */
+export interface Attributes {
+  user: UserInfo;
+  /** Resource verbs (get, list, watch, create, update, patch, delete, deletecollection) or the lowercase method. */
+  verb: string;
+  isResourceRequest: boolean;
+  /** The path without the direct prefix: "/apis/management.platform.sh/v1/clusters". */
+  path: string;
+  apiGroup: string;
+  apiVersion: string;
+  namespace: string;
+  resource: string;
+  subresource: string;
+  name: string;
+}
+
+export type Decision = { decision: 'allow' } | { decision: 'deny' | 'noOpinion'; reason?: string };
+
+export interface Authorizer {
+  authorize(attrs: Attributes): Promise<Decision>;
+}

@@ -1,0 +1,34 @@
+/**
+ * The authentication filter (kube's WithAuthentication): the authenticators' union says who asks. Bad credentials
+ * are 401; none at all are 401 too, except on a public path, which is served to system:anonymous. Every
+ * authenticated user is in system:authenticated.
+ */
+import type { NextFunction, Request, Response } from 'express';
+import { requestContext } from '../apimachinery/request.js';
+import * as errors from '../apimachinery/status.js';
+import { AUTHENTICATED_GROUP, type UserInfo } from '../apimachinery/user.js';
+import { ANONYMOUS_USER, AuthenticationError, type Authenticator } from '../auth/types.js';
+import type { ConnectionGuard } from './connections.js';
+
+export function authenticate(authenticator: Authenticator, isPublic: (path: string) => boolean, connections?: Pick<ConnectionGuard, 'authenticated'>) {
+  return async (req: Request, _res: Response, next: NextFunction) => {
+    const context = requestContext(req);
+    let user: UserInfo | undefined;
+    try {
+      user = await authenticator.authenticate(req);
+    } catch (err) {
+      if (err instanceof AuthenticationError) throw errors.unauthorized(err.message);
+      throw err;
+    }
+    if (user) {
+      const groups = user.groups.includes(AUTHENTICATED_GROUP) ? user.groups : [...user.groups, AUTHENTICATED_GROUP];
+      context.user = { ...user, groups };
+      connections?.authenticated(req);
+    } else if (isPublic(context.info.path)) {
+      context.user = ANONYMOUS_USER;
+    } else {
+      throw errors.unauthorized();
+    }
+    next();
+  };
+}

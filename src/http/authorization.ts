@@ -1,0 +1,79 @@
+/**
+ * The authorization filter (kube's WithAuthorization): the authorizers' union decides; a list or watch it does not
+ * allow shows only the objects the caller may see instead of failing; and a credential's own restriction (an access
+ * key's scope) narrows both. Paths anyone may read (--authorization-always-allow-paths and what kube's
+ * system:public-info-viewer allows) pass without asking.
+ */
+import type { NextFunction, Request, Response } from 'express';
+import type { Attributes, Authorizer } from '../apimachinery/authorizer.js';
+import { requestContext, requestUser } from '../apimachinery/request.js';
+import type { KubeObject } from '../apimachinery/types.js';
+import { forbidden } from './forbidden.js';
+import { OIDC_PATHS } from './oidc.js';
+
+const HEALTH_PATHS = ['/healthz', '/livez', '/readyz'];
+
+/** For a list or watch the authorizer does not allow: which objects the caller may still see. */
+export type VisibleTo = (attrs: Attributes) => ((obj: KubeObject) => boolean) | undefined;
+
+/**
+ * Paths anyone may read without credentials: --authorization-always-allow-paths (a trailing * makes a prefix), and
+ * what kube's system:public-info-viewer allows.
+ */
+export function publicPaths(alwaysAllow: string[] = HEALTH_PATHS): (path: string) => boolean {
+  const exact = new Set([...alwaysAllow.filter((p) => !p.endsWith('*')), '/version', ...OIDC_PATHS]);
+  const prefixes = alwaysAllow.filter((p) => p.endsWith('*')).map((p) => p.slice(0, -1));
+  return (path) => exact.has(trimmed(path)) || prefixes.some((prefix) => path.startsWith(prefix));
+}
+
+function trimmed(path: string): string {
+  return path.length > 1 ? path.replace(/\/+$/, '') : path;
+}
+
+export function authorize(authorizer: Authorizer, visibleTo: VisibleTo | undefined, isPublic: (path: string) => boolean) {
+  return async (req: Request, _res: Response, next: NextFunction) => {
+    const context = requestContext(req);
+    const { info } = context;
+    const user = requestUser(req);
+    if (!info.isResourceRequest && isPublic(info.path)) {
+      context.authorization = { decision: 'allow', reason: 'always allowed path' };
+      return next();
+    }
+    const attrs: Attributes = { user, ...info };
+    const restricted = user.restriction?.check(attrs);
+    if (restricted && !restricted.allowed) {
+      context.authorization = { decision: 'forbid', reason: restricted.reason };
+      throw forbidden(attrs, restricted.reason);
+    }
+    const decision = await authorizer.authorize(attrs);
+    let visible: ((obj: KubeObject) => boolean) | undefined;
+    context.authorization = { decision: 'allow' };
+    if (decision.decision === 'allow' && (await grantedForThisNameOnly(authorizer, attrs))) {
+      visible = visibleTo?.(attrs);
+      if (visible) context.authorization = { decision: 'allow', reason: 'only while the object lets the user see it' };
+    }
+    if (decision.decision !== 'allow') {
+      visible = visibleTo?.(attrs);
+      context.authorization = visible ? { decision: 'allow', reason: 'only the objects the user may see' } : { decision: 'forbid', reason: decision.reason };
+      if (!visible) throw forbidden(attrs, decision.reason);
+    }
+    const restriction = user.restriction;
+    if (restriction && (info.verb === 'list' || info.verb === 'watch')) {
+      const seen = visible ?? (() => true);
+      const meta = (obj: KubeObject) => ({ name: obj.metadata.name ?? '', namespace: obj.metadata.namespace ?? '' });
+      visible = (obj) => seen(obj) && restriction.check({ ...attrs, ...meta(obj) }).allowed;
+    }
+    context.visible = visible;
+    next();
+  };
+}
+
+/**
+ * A watch outlives its authorization. One of a single object that is allowed for that name only (by the object's
+ * access list, or by host RBAC naming it, which the access sync generates from that list) is served filtered like
+ * a collection watch, so that a grant revoked while it runs ends what it shows.
+ */
+async function grantedForThisNameOnly(authorizer: Authorizer, attrs: Attributes): Promise<boolean> {
+  if (attrs.verb !== 'watch' || !attrs.name) return false;
+  return (await authorizer.authorize({ ...attrs, name: '' })).decision !== 'allow';
+}

@@ -1,0 +1,44 @@
+/**
+ * The strategy of a kind whose objects carry `spec.owner` and `spec.access` (SharedSecret, Cluster, Project,
+ * VirtualClusterInstance): the access model's write rules (src/access/validation.ts) joined to the kind's own, and
+ * the kind's declaration of whether the access sync makes its lists RBAC in the host cluster.
+ */
+import { Path, type FieldError } from '../../apimachinery/field.js';
+import type { KubeObject } from '../../apimachinery/types.js';
+import type { UserInfo } from '../../apimachinery/user.js';
+import { accessWarnings, guardAccessChanges, guardAdminFields, refuseSystemNames, validateAccess, validateOwner, type AdminField } from '../../access/validation.js';
+import type { Strategy } from '../strategy.js';
+
+const spec = Path.root('spec');
+
+export interface OwnedKindOptions {
+  /** Whether the access sync turns the owner and access lists into Roles and bindings in the host cluster. */
+  hostRbac?: boolean;
+  /** Fields of `spec` only system:masters may change. */
+  adminFields?: readonly AdminField[];
+}
+
+/**
+ * Only the owner, a `*` entry or system:masters may change the owner and access lists, only system:masters may name
+ * a `system:` user in them or change `adminFields`, both are validated, and `validateSpec` adds the kind's own rules.
+ */
+export function ownedKindStrategy(resource: string, validateSpec: (obj: KubeObject) => FieldError[], options: OwnedKindOptions = {}, extra: Partial<Strategy> = {}): Strategy {
+  const adminFields = options.adminFields ?? [];
+  return {
+    access: { hostRbac: options.hostRbac ?? false },
+    prepareForCreate(obj: KubeObject, user: UserInfo | undefined): void {
+      refuseSystemNames(obj, undefined, user);
+    },
+    prepareForUpdate(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
+      guardAccessChanges(resource, obj, old, user);
+      guardAdminFields(resource, adminFields, obj, old, user);
+      refuseSystemNames(obj, old, user);
+    },
+    validate(obj: KubeObject): FieldError[] {
+      return [...validateSpec(obj), ...validateOwner(obj.spec?.owner, spec.child('owner')), ...validateAccess(obj.spec?.access, spec.child('access'))];
+    },
+    warningsOnCreate: (obj: KubeObject) => accessWarnings(obj.spec?.access, spec.child('access')),
+    warningsOnUpdate: (obj: KubeObject) => accessWarnings(obj.spec?.access, spec.child('access')),
+    ...extra,
+  };
+}

@@ -1,0 +1,70 @@
+/** Storage's own operations against a real etcd: dry runs that write nothing, and a raw value's guaranteed update. */
+import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import { Etcd3 } from 'etcd3';
+import { identityTransformer } from '../../src/storage/encryption/transformer.js';
+import { EtcdStorage } from '../../src/storage/etcd.js';
+import { StorageError, type StoredObject } from '../../src/storage/interface.js';
+import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
+
+let etcd: TestEtcd;
+let storage: EtcdStorage;
+/** The test's own view of etcd, to see what was really written. */
+let raw: Etcd3;
+
+beforeAll(async () => {
+  etcd = await startTestEtcd();
+  storage = new EtcdStorage({ endpoints: [etcd.endpoint] });
+  raw = new Etcd3({ hosts: etcd.endpoint });
+});
+afterAll(async () => {
+  raw?.close();
+  await storage?.close();
+  await etcd?.stop();
+});
+
+const key = () => `/test-${randomUUID()}/group/things/a`;
+const thing = (spec: string): StoredObject => ({ metadata: { name: 'a' } as StoredObject['metadata'], spec });
+
+test('a dry-run create answers without a resourceVersion and writes nothing; a taken key is still KeyExists', async () => {
+  const k = key();
+  const answer = await storage.create(k, thing('x'), { dryRun: true });
+  expect(answer).toEqual({ metadata: { name: 'a' }, spec: 'x' });
+  expect(await raw.get(k).string()).toBeNull();
+  await storage.create(k, thing('x'));
+  const err = await storage.create(k, thing('y'), { dryRun: true }).catch((e: unknown) => e);
+  expect((err as StorageError).code).toBe('KeyExists');
+});
+
+test('a dry-run update answers with what tryUpdate made and writes nothing, nor deletes', async () => {
+  const k = key();
+  const created = await storage.create(k, thing('x'));
+  const before = await raw.get(k).exec();
+  const updated = await storage.guaranteedUpdate<StoredObject>(k, (o) => ({ ...o, spec: 'y' }), { dryRun: true });
+  expect(updated).toMatchObject({ object: { spec: 'y', metadata: { resourceVersion: created.metadata.resourceVersion } }, written: false, deleted: false });
+  const deleting = await storage.guaranteedUpdate<StoredObject>(k, (o) => o, { dryRun: true, deleteInstead: () => true });
+  expect(deleting).toMatchObject({ written: false, deleted: true });
+  const after = await raw.get(k).exec();
+  expect(after.kvs[0].mod_revision).toBe(before.kvs[0].mod_revision);
+  expect(JSON.parse(after.kvs[0].value.toString()).spec).toBe('x');
+});
+
+test('a raw value is created when absent, updated by compare-and-swap, and left alone when unchanged', async () => {
+  const k = key();
+  expect(await storage.getValue(k, identityTransformer)).toBeUndefined();
+  const seen: (string | undefined)[] = [];
+  const first = await storage.guaranteedUpdateValue(k, identityTransformer, (current) => {
+    seen.push(current?.value);
+    return 'one';
+  });
+  expect(first).toMatchObject({ value: 'one', written: true });
+  expect(seen).toEqual([undefined]);
+  // Racing updates each run again on the winner's value: none is lost.
+  await Promise.all(
+    Array.from({ length: 8 }, () => storage.guaranteedUpdateValue(k, identityTransformer, (current) => `${current!.value}+`)),
+  );
+  expect(await raw.get(k).string()).toBe(`one${'+'.repeat(8)}`);
+  const same = await storage.guaranteedUpdateValue(k, identityTransformer, (current) => current!.value);
+  expect(same.written).toBe(false);
+  expect((await storage.getValue(k, identityTransformer))?.revision).toBe(same.revision);
+});

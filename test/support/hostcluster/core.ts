@@ -1,0 +1,69 @@
+/**
+ * The core (/api/v1) objects a test seeds in the stand-in, read-only over the API: GET of a namespace, and of a
+ * secret or configmap in one.
+ */
+import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import * as errors from '../../../src/apimachinery/status.js';
+import { reply } from './http.js';
+import { now, type KubeObj, type ResourceVersions } from './objects.js';
+
+const NAMESPACE_PATH = /^\/api\/v1\/namespaces\/([^/]+)$/;
+const NAMESPACED_OBJECT_PATH = /^\/api\/v1\/namespaces\/([^/]+)\/(secrets|configmaps)\/([^/]+)$/;
+
+export class CoreObjects {
+  private readonly namespaces = new Map<string, KubeObj>();
+  private readonly secrets = new Map<string, KubeObj>();
+  private readonly configMaps = new Map<string, KubeObj>();
+
+  constructor(private readonly rv: ResourceVersions) {}
+
+  addNamespace(name: string, labels: Record<string, string> = {}): void {
+    this.namespaces.set(name, {
+      kind: 'Namespace',
+      apiVersion: 'v1',
+      metadata: { name, uid: randomUUID(), resourceVersion: this.rv.next(), creationTimestamp: now(), labels: { 'kubernetes.io/metadata.name': name, ...labels } },
+      spec: { finalizers: ['kubernetes'] },
+      status: { phase: 'Active' },
+    });
+  }
+
+  /** `data` in plain text; the stored Secret has it base64-encoded, as the API sends it. */
+  addSecret(namespace: string, name: string, data: Record<string, string>, type = 'Opaque'): void {
+    this.secrets.set(`${namespace}/${name}`, {
+      kind: 'Secret',
+      apiVersion: 'v1',
+      metadata: { name, namespace, uid: randomUUID(), resourceVersion: this.rv.next(), creationTimestamp: now() },
+      type,
+      data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
+    });
+  }
+
+  addConfigMap(namespace: string, name: string, data: Record<string, string>): void {
+    this.configMaps.set(`${namespace}/${name}`, {
+      kind: 'ConfigMap',
+      apiVersion: 'v1',
+      metadata: { name, namespace, uid: randomUUID(), resourceVersion: this.rv.next(), creationTimestamp: now() },
+      data: { ...data },
+    });
+  }
+
+  /** Answers a GET of a seeded object; false when the path names none of these (the caller answers 404). */
+  handle(res: ServerResponse, method: string, path: string): boolean {
+    if (method !== 'GET') return false;
+    const ns = NAMESPACE_PATH.exec(path);
+    if (ns) return answer(res, this.namespaces.get(decodeURIComponent(ns[1])), 'namespaces', decodeURIComponent(ns[1]));
+    const m = NAMESPACED_OBJECT_PATH.exec(path);
+    if (!m) return false;
+    const [namespace, resource, name] = [decodeURIComponent(m[1]), m[2], decodeURIComponent(m[3])];
+    const objects = resource === 'secrets' ? this.secrets : this.configMaps;
+    return answer(res, objects.get(`${namespace}/${name}`), resource, name);
+  }
+}
+
+/** The object, or kube's 404 for it. */
+function answer(res: ServerResponse, obj: KubeObj | undefined, resource: string, name: string): true {
+  if (!obj) throw errors.notFound({ group: '', resource }, name);
+  reply(res, 200, obj);
+  return true;
+}

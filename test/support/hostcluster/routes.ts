@@ -1,0 +1,63 @@
+/**
+ * The stand-in's request path: log the request, answer 503 while "unavailable", require the kubeconfig's bearer
+ * token, read the JSON body, and hand the request to the part that serves its REST path (404 for any other path).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import * as errors from '../../../src/apimachinery/status.js';
+import type { CoreObjects } from './core.js';
+import { CSR_PATH, CSR_RESOURCE, type CertificateSigningRequests } from './csrs.js';
+import { readBody, reply } from './http.js';
+import type { SarSpec, SarStatus } from './rbacauthorizer.js';
+import { RBAC_PATH } from './rbacrest.js';
+import type { RbacResource } from './rbacstore.js';
+import { subjectAccessReview, tokenReview, type TokenUser } from './reviews.js';
+
+export interface RequestRecord {
+  method: string;
+  path: string;
+  /** The resource the path names (tokenreviews, roles, namespaces, ...), '' for others. */
+  resource: string;
+  /** The query string, with its '?' ('' for none): tells a watch from a list. */
+  query: string;
+}
+
+export interface Routes {
+  /** Where each request is logged as it arrives. */
+  requests: RequestRecord[];
+  unavailable: () => boolean;
+  /** The one bearer token the stand-in accepts. */
+  token: string;
+  tokens: ReadonlyMap<string, TokenUser>;
+  decide: (spec: SarSpec) => SarStatus;
+  rbac: (req: IncomingMessage, res: ServerResponse, body: any, resource: RbacResource, namespace: string | undefined, name: string | undefined, q: URLSearchParams) => void;
+  csrs: CertificateSigningRequests;
+  core: CoreObjects;
+}
+
+export function routes(r: Routes) {
+  return async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'https://host');
+    const path = url.pathname;
+    const method = req.method ?? 'GET';
+    const rbacMatch = RBAC_PATH.exec(path);
+    const csrMatch = CSR_PATH.exec(path);
+    const resource = rbacMatch?.[2] ?? (csrMatch ? CSR_RESOURCE : undefined) ?? /\/(tokenreviews|subjectaccessreviews|secrets|configmaps|namespaces)(?:\/[^/]+)?$/.exec(path)?.[1] ?? '';
+    r.requests.push({ method, path, resource, query: url.search });
+    if (r.unavailable()) throw errors.serviceUnavailable('the host cluster is down (stand-in)');
+    if (req.headers.authorization !== `Bearer ${r.token}`) throw errors.unauthorized();
+    const body = ['POST', 'PUT', 'PATCH', 'DELETE'].includes(method) ? await readBody(req) : undefined;
+
+    if (rbacMatch) {
+      const [, ns, res2, name] = rbacMatch;
+      return r.rbac(req, res, body, res2 as RbacResource, ns === undefined ? undefined : decodeURIComponent(ns), name === undefined ? undefined : decodeURIComponent(name), url.searchParams);
+    }
+    if (csrMatch) {
+      const [, name, subresource] = csrMatch;
+      return r.csrs.handle(res, method, body, name === undefined ? undefined : decodeURIComponent(name), subresource, url.searchParams);
+    }
+    if (method === 'POST' && path === '/apis/authentication.k8s.io/v1/tokenreviews') return reply(res, 201, tokenReview(r.tokens, body));
+    if (method === 'POST' && path === '/apis/authorization.k8s.io/v1/subjectaccessreviews') return reply(res, 201, subjectAccessReview(body, r.decide));
+    if (r.core.handle(res, method, path)) return;
+    throw errors.notFoundPath();
+  };
+}

@@ -1,0 +1,11 @@
+/** Whether a process (an etcd the server started, say) still runs, seen from outside it. */
+
+/** True while a process with this pid exists (signal 0 checks without sending anything). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
