@@ -25,12 +25,21 @@ export function readBody() {
 }
 
 /** body-parser's failures in Status terms; undefined for any other error. */
-export function bodyError(err: any): errors.StatusError | undefined {
-  if (err?.type === 'entity.too.large') return errors.requestEntityTooLarge(`limit is ${MAX_BODY_BYTES}`);
-  if (err?.type === 'encoding.unsupported') return errors.unsupportedContentEncoding(String(err.encoding ?? ''));
-  if (err?.type === 'charset.unsupported') return errors.unsupportedMediaType(['application/json', 'application/yaml']);
-  if (err?.type === 'request.aborted' || err?.type === 'request.size.invalid') return errors.badRequest(err.message);
-  return undefined;
+export function bodyError(err: unknown): errors.StatusError | undefined {
+  const failure = err as { type?: string; encoding?: string; message?: string } | undefined;
+  switch (failure?.type) {
+    case 'entity.too.large':
+      return errors.requestEntityTooLarge(`limit is ${MAX_BODY_BYTES}`);
+    case 'encoding.unsupported':
+      return errors.unsupportedContentEncoding(String(failure.encoding ?? ''));
+    case 'charset.unsupported':
+      return errors.unsupportedMediaType(['application/json', 'application/yaml']);
+    case 'request.aborted':
+    case 'request.size.invalid':
+      return errors.badRequest(failure.message ?? '');
+    default:
+      return undefined;
+  }
 }
 
 export function rawBody(req: Request): Buffer {

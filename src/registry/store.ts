@@ -359,10 +359,7 @@ export class Store {
     return !jsonEqual(strip(next), strip(current));
   }
 
-  /**
-   * Prunes unknown fields, then checks types against the schema, metadata rules, and the kind's own rules.
-   * Semantic checks run only on well-typed input, so they never trip over a wrong type.
-   */
+  /** What the field manager needs to know of this kind and this moment. */
   private fieldManagerContext(): FieldManagerContext {
     return { apiVersion: this.def.apiVersion, now: nowRFC3339(), schema: this.def.schema, hasStatusSubresource: this.def.hasStatus };
   }
@@ -384,6 +381,10 @@ export class Store {
     if (errs.length) throw errors.invalid(this.def.groupKind, typeof obj.metadata.name === 'string' ? obj.metadata.name : '', errs);
   }
 
+  /**
+   * Checks types against the schema first (the caller has pruned unknown fields already); only well-typed
+   * input then meets the metadata rules and the kind's own rules, so those never trip over a wrong type.
+   */
   private validate(obj: KubeObject, old?: KubeObject): FieldError[] {
     const { metadata, ...body } = obj;
     const schemaErrs = [...this.validateMetaSchema(metadata), ...this.validateSchema(body)];
