@@ -32,9 +32,11 @@ afterAll(async () => {
 
 async function inParallel(n: number, fn: (i: number) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (next < n) await fn(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < n) await fn(next++);
+    }),
+  );
 }
 
 async function until(fn: () => Promise<boolean> | boolean): Promise<void> {
@@ -45,14 +47,21 @@ const generatedCount = () => host.list('roles', NS).length + host.list('rolebind
 
 async function syncedCount(): Promise<number> {
   const list = (await ts.admin.get(sharedSecretsPath(NS))).body.items as any[];
-  return list.filter((o) => o.status?.conditions?.some((c: any) => c.type === 'AccessSynced' && c.status === 'True' && c.observedGeneration === o.metadata.generation)).length;
+  return list.filter((o) =>
+    o.status?.conditions?.some(
+      (c: any) => c.type === 'AccessSynced' && c.status === 'True' && c.observedGeneration === o.metadata.generation,
+    ),
+  ).length;
 }
 
 test(`${OBJECTS} SharedSecrets with access converge into host RBAC`, async () => {
   const t0 = performance.now();
   await inParallel(OBJECTS, async (i) => {
     const body = secretBody(`s-${i}`);
-    body.spec.access = [{ verbs: ['get', 'list'], users: [`user-${i}`] }, { verbs: ['update'], teams: [`team-${i % 10}`] }];
+    body.spec.access = [
+      { verbs: ['get', 'list'], users: [`user-${i}`] },
+      { verbs: ['update'], teams: [`team-${i % 10}`] },
+    ];
     const res = await ts.admin.post(sharedSecretsPath(NS), body);
     if (res.status !== 201) throw new Error(`create s-${i}: ${res.status} ${res.text}`);
   });
@@ -65,7 +74,9 @@ test(`${OBJECTS} SharedSecrets with access converge into host RBAC`, async () =>
   const del = await ts.admin.delete(sharedSecretsPath(NS));
   if (del.status !== 200) throw new Error(`deletecollection: ${del.status}`);
   const deleteAsked = performance.now();
-  await until(async () => generatedCount() === 0 && (await ts.admin.get(sharedSecretsPath(NS))).body.items.length === 0);
+  await until(
+    async () => generatedCount() === 0 && (await ts.admin.get(sharedSecretsPath(NS))).body.items.length === 0,
+  );
   const deleted = performance.now();
 
   const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;

@@ -59,7 +59,9 @@ const KEY_PREFIX = `${ETCD_PREFIX}/${GROUP}/sharedsecrets/${NS}/`;
 const name = (i) => `secret-${String(i).padStart(5, '0')}`;
 
 /** The compiled server: BENCH_DIST (bench/run.sh builds a private copy in bench/.build/dist) or the repo's dist/. */
-const dist = process.env.BENCH_DIST ? pathToFileURL(resolve(process.env.BENCH_DIST) + '/') : new URL('../dist/', import.meta.url);
+const dist = process.env.BENCH_DIST
+  ? pathToFileURL(resolve(process.env.BENCH_DIST) + '/')
+  : new URL('../dist/', import.meta.url);
 
 const now = () => performance.now();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -89,14 +91,6 @@ function cpuSeconds(pid) {
     return NaN;
   }
 }
-function rssMiB(pid) {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) / 1024 : NaN;
-  } catch {
-    return NaN;
-  }
-}
 /** Busy (non-idle) CPU seconds of the whole machine, from /proc/stat. */
 function machineBusySeconds() {
   const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
@@ -116,7 +110,10 @@ async function withCpu(label, fn) {
   const ours = Object.values(seconds).reduce((a, b) => a + b, 0);
   seconds['other processes'] = Math.max(0, machineBusySeconds() - busyBefore - ours);
   if (profileDir) {
-    const file = join(profileDir, `${String(cpuTable.length).padStart(2, '0')}-${label.replace(/[^a-zA-Z0-9=]+/g, '-').replace(/-+$/, '')}.cpuprofile`);
+    const file = join(
+      profileDir,
+      `${String(cpuTable.length).padStart(2, '0')}-${label.replace(/[^a-zA-Z0-9=]+/g, '-').replace(/-+$/, '')}.cpuprofile`,
+    );
     await askChild({ type: 'profile', action: 'stop', file });
     log(`  profile: ${file}`);
   }
@@ -157,7 +154,9 @@ function machine() {
   let etcdVersion = 'unknown';
   try {
     etcdVersion = execFileSync('etcd', ['--version']).toString().split('\n')[0].replace('etcd Version: ', '');
-  } catch {}
+  } catch {
+    // etcd not on PATH: the report says unknown.
+  }
   return {
     cpu: `${model}${mhz ? ` (${Number(mhz).toFixed(0)} MHz)` : ''}`,
     cores: os.cpus().length,
@@ -165,7 +164,10 @@ function machine() {
     kernel: os.release(),
     node: process.version,
     etcd: etcdVersion,
-    loadavg: os.loadavg().map((x) => x.toFixed(2)).join(' '),
+    loadavg: os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' '),
   };
 }
 
@@ -181,7 +183,15 @@ function httpsRequest(method, path, { agent, body, contentType } = {}) {
   }
   return new Promise((resolve, reject) => {
     const req = https.request(
-      { hostname: url.hostname, port: url.port, path: url.pathname + url.search, method, headers, ca: server.caPem, agent },
+      {
+        hostname: url.hostname,
+        port: url.port,
+        path: url.pathname + url.search,
+        method,
+        headers,
+        ca: server.caPem,
+        agent,
+      },
       (res) => {
         const chunks = [];
         res.on('data', (c) => chunks.push(c));
@@ -228,7 +238,14 @@ function sharedSecret(i) {
       description: `Credentials service ${i} uses to reach its database and the payment API`,
       owner: i % 2 ? { user: `user-${i % 50}` } : { team: `team-${i % 10}` },
       data: { username: b64(12), password: b64(24), 'api-token': b64(48) },
-      access: [{ name: 'readers', verbs: ['get', 'list', 'watch'], users: [`user-${i % 50}`, 'alice'], teams: [`team-${i % 10}`, 'ci'] }],
+      access: [
+        {
+          name: 'readers',
+          verbs: ['get', 'list', 'watch'],
+          users: [`user-${i % 50}`, 'alice'],
+          teams: [`team-${i % 10}`, 'ci'],
+        },
+      ],
     },
   };
 }
@@ -259,7 +276,10 @@ function etcdMetrics() {
         res.on('data', (c) => (text += c));
         res.on('end', () => {
           const gauge = (n) => Number(new RegExp(`^${n} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
-          resolve({ watchers: gauge('etcd_debugging_mvcc_watcher_total'), streams: gauge('etcd_debugging_mvcc_watch_stream_total') });
+          resolve({
+            watchers: gauge('etcd_debugging_mvcc_watcher_total'),
+            streams: gauge('etcd_debugging_mvcc_watch_stream_total'),
+          });
         });
       })
       .on('error', reject);
@@ -303,7 +323,12 @@ async function benchList(etcd) {
       let start = KEY_PREFIX;
       let revision;
       for (;;) {
-        const res = await etcd.kv.range({ key: Buffer.from(start), range_end: Buffer.from(prefixEnd(KEY_PREFIX)), limit: 1000, revision });
+        const res = await etcd.kv.range({
+          key: Buffer.from(start),
+          range_end: Buffer.from(prefixEnd(KEY_PREFIX)),
+          limit: 1000,
+          revision,
+        });
         revision = res.header.revision;
         for (const kv of res.kvs) items.push(JSON.parse(kv.value.toString('utf8')));
         if (!res.more || !res.kvs.length) break;
@@ -328,7 +353,14 @@ async function benchList(etcd) {
   });
   agent.destroy();
   return Object.fromEntries(
-    names.map((n) => [n, { total: summary(samples[n].map((s) => s.total)), transfer: summary(samples[n].map((s) => s.transfer)), bytes: samples[n][0].bytes }]),
+    names.map((n) => [
+      n,
+      {
+        total: summary(samples[n].map((s) => s.total)),
+        transfer: summary(samples[n].map((s) => s.transfer)),
+        bytes: samples[n][0].bytes,
+      },
+    ]),
   );
 }
 
@@ -374,7 +406,9 @@ async function benchGet(etcd) {
       JSON.parse(res.body.toString('utf8'));
     },
     'server GET ?resourceVersion=0 (watch cache)': (agent) => async () => {
-      const res = await retryOnReset(() => httpsRequest('GET', `${NS_PATH}/${name(random())}?resourceVersion=0`, { agent }));
+      const res = await retryOnReset(() =>
+        httpsRequest('GET', `${NS_PATH}/${name(random())}?resourceVersion=0`, { agent }),
+      );
       if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
       JSON.parse(res.body.toString('utf8'));
     },
@@ -404,7 +438,13 @@ async function benchGet(etcd) {
     }
     for (const row of rows) {
       row.agent.destroy();
-      const r = { concurrency: c, label: row.label, rps: row.latencies.length / row.elapsed, ...summary(row.latencies), errors: row.errors };
+      const r = {
+        concurrency: c,
+        label: row.label,
+        rps: row.latencies.length / row.elapsed,
+        ...summary(row.latencies),
+        errors: row.errors,
+      };
       log(`  c=${c} ${row.label}: ${r.rps.toFixed(0)} req/s p50 ${f2(r.p50)} ms p99 ${f2(r.p99)} ms`);
       results.push(r);
     }
@@ -429,10 +469,27 @@ async function benchWatch() {
   const watchers = [];
   const openOne = (i) =>
     new Promise((resolve, reject) => {
-      const w = { i, count: 0, other: 0, outOfOrder: 0, lastRV: 0, rvs: new Float64Array(writes + 64), times: new Float64Array(writes + 64), req: undefined, ended: false };
+      const w = {
+        i,
+        count: 0,
+        other: 0,
+        outOfOrder: 0,
+        lastRV: 0,
+        rvs: new Float64Array(writes + 64),
+        times: new Float64Array(writes + 64),
+        req: undefined,
+        ended: false,
+      };
       const url = new URL(`${NS_PATH}?watch=true&resourceVersion=${fromRV}&timeoutSeconds=600`, server.url);
       w.req = https.request(
-        { hostname: url.hostname, port: url.port, path: url.pathname + url.search, headers: { Authorization: `Bearer ${server.token}` }, ca: server.caPem, agent: watchAgent },
+        {
+          hostname: url.hostname,
+          port: url.port,
+          path: url.pathname + url.search,
+          headers: { Authorization: `Bearer ${server.token}` },
+          ca: server.caPem,
+          agent: watchAgent,
+        },
         (res) => {
           if (res.statusCode !== 200) return reject(new Error(`watch ${i}: HTTP ${res.statusCode}`));
           res.setEncoding('utf8');
@@ -473,7 +530,9 @@ async function benchWatch() {
   const tOpen = now();
   await withCpu(`watch: open ${WATCHERS} watch streams`, async () => {
     for (let i = 0; i < WATCHERS; i += 50) {
-      watchers.push(...(await Promise.all(Array.from({ length: Math.min(50, WATCHERS - i) }, (_, k) => openOne(i + k)))));
+      watchers.push(
+        ...(await Promise.all(Array.from({ length: Math.min(50, WATCHERS - i) }, (_, k) => openOne(i + k)))),
+      );
     }
   });
   const openSeconds = (now() - tOpen) / 1000;
@@ -620,7 +679,12 @@ async function main() {
   let stopServer = async () => {};
   let etcd;
   try {
-    await run(serverConfig, etcdProc, (stop) => (stopServer = stop), (client) => (etcd = client));
+    await run(
+      serverConfig,
+      etcdProc,
+      (stop) => (stopServer = stop),
+      (client) => (etcd = client),
+    );
   } finally {
     etcd?.close();
     await stopServer();
@@ -637,12 +701,19 @@ async function run(serverConfig, etcdProc, setStop, setEtcd) {
     const { defaultConfig } = await import(new URL('config.js', dist).href);
     const { silentLogger } = await import(new URL('log.js', dist).href);
     const running = await startServer({ ...defaultConfig(), ...serverConfig }, silentLogger);
-    server = { url: running.url, caPem: running.caPem, token: readFileSync(join(serverConfig.dataDir, 'admin-token'), 'utf8').trim() };
+    server = {
+      url: running.url,
+      caPem: running.caPem,
+      token: readFileSync(join(serverConfig.dataDir, 'admin-token'), 'utf8').trim(),
+    };
     if (args.profile) throw new Error('--profile needs the server in a child process');
     stopServer = () => running.close();
     pids = { 'bench client + server (one process)': process.pid, etcd: etcdProc.pid };
   } else {
-    child = fork(new URL('./server-child.mjs', import.meta.url), [], { env: { ...process.env, BENCH_SERVER_CONFIG: JSON.stringify(serverConfig) }, stdio: 'inherit' });
+    child = fork(new URL('./server-child.mjs', import.meta.url), [], {
+      env: { ...process.env, BENCH_SERVER_CONFIG: JSON.stringify(serverConfig) },
+      stdio: 'inherit',
+    });
     server = await new Promise((resolve, reject) => {
       child.once('message', resolve);
       child.once('exit', (code) => reject(new Error(`server child exited with ${code}`)));
@@ -661,7 +732,19 @@ async function run(serverConfig, etcdProc, setStop, setEtcd) {
 
   const etcd = new Etcd3({ hosts: etcdEndpoint, grpcOptions: { 'grpc.max_receive_message_length': -1 } });
   setEtcd(etcd);
-  const results = { machine: info, options: { N, LIST_REPS, GET_SECONDS, CONCURRENCY, WATCHERS, WRITE_RATE, WATCH_SECONDS, inProcess: args['in-process'] } };
+  const results = {
+    machine: info,
+    options: {
+      N,
+      LIST_REPS,
+      GET_SECONDS,
+      CONCURRENCY,
+      WATCHERS,
+      WRITE_RATE,
+      WATCH_SECONDS,
+      inProcess: args['in-process'],
+    },
+  };
   {
     log(`seeding ${N} SharedSecrets through the server (32 concurrent POSTs)`);
     const seedAgent = new https.Agent({ keepAlive: true, maxSockets: 32 });
@@ -675,7 +758,8 @@ async function run(serverConfig, etcdProc, setStop, setEtcd) {
     if (ONLY.has('list')) {
       log(`list: ${LIST_REPS} repetitions of each variant, interleaved`);
       results.list = await benchList(etcd);
-      for (const [k, v] of Object.entries(results.list)) log(`  ${k}: median ${f1(v.total.p50)} ms p95 ${f1(v.total.p95)} ms`);
+      for (const [k, v] of Object.entries(results.list))
+        log(`  ${k}: median ${f1(v.total.p50)} ms p95 ${f1(v.total.p95)} ms`);
     }
     if (ONLY.has('get')) {
       log(`get: ${GET_SECONDS} s per row, concurrency ${CONCURRENCY.join(', ')}`);
@@ -689,52 +773,104 @@ async function run(serverConfig, etcdProc, setStop, setEtcd) {
       const stats = await askChild('stats');
       results.serverMemory = { rssMiB: stats.memory.rss / 2 ** 20, heapUsedMiB: stats.memory.heapUsed / 2 ** 20 };
     } else {
-      results.serverMemory = { rssMiB: process.memoryUsage().rss / 2 ** 20, heapUsedMiB: process.memoryUsage().heapUsed / 2 ** 20 };
+      results.serverMemory = {
+        rssMiB: process.memoryUsage().rss / 2 ** 20,
+        heapUsedMiB: process.memoryUsage().heapUsed / 2 ** 20,
+      };
     }
   }
-  results.machine.loadavgAtEnd = os.loadavg().map((x) => x.toFixed(2)).join(' ');
+  results.machine.loadavgAtEnd = os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
   results.cpu = cpuTable;
   console.log(report(results));
-  if (process.env.BENCH_JSON) (await import('node:fs')).writeFileSync(process.env.BENCH_JSON, JSON.stringify(results, null, 2));
+  if (process.env.BENCH_JSON)
+    (await import('node:fs')).writeFileSync(process.env.BENCH_JSON, JSON.stringify(results, null, 2));
 }
 
 function report(r) {
   const out = [];
   const m = r.machine;
   out.push(`### Run of ${new Date().toISOString()}`, '');
-  out.push(`Machine: ${m.cpu}, **${m.cores} cores**, ${m.memoryGiB} GiB RAM, Linux ${m.kernel}; Node ${m.node}; etcd ${m.etcd} (--unsafe-no-fsync).`);
+  out.push(
+    `Machine: ${m.cpu}, **${m.cores} cores**, ${m.memoryGiB} GiB RAM, Linux ${m.kernel}; Node ${m.node}; etcd ${m.etcd} (--unsafe-no-fsync).`,
+  );
   out.push(`Server source: ${process.env.BENCH_SOURCE ?? `the repository's dist/ (${dist.pathname})`}.`);
-  out.push(`Load average before / after: ${m.loadavg} / ${m.loadavgAtEnd}. Server ${r.options.inProcess ? 'in the benchmark process' : 'in a child process'}.`, '');
-  out.push(`Seed: ${N} SharedSecrets created through the server (32 concurrent POSTs) in ${f1(r.seed.seconds)} s = ${r.seed.perSecond.toFixed(0)} creates/s; one object is ${r.seed.storedBytes} bytes in etcd.`, '');
+  out.push(
+    `Load average before / after: ${m.loadavg} / ${m.loadavgAtEnd}. Server ${r.options.inProcess ? 'in the benchmark process' : 'in a child process'}.`,
+    '',
+  );
+  out.push(
+    `Seed: ${N} SharedSecrets created through the server (32 concurrent POSTs) in ${f1(r.seed.seconds)} s = ${r.seed.perSecond.toFixed(0)} creates/s; one object is ${r.seed.storedBytes} bytes in etcd.`,
+    '',
+  );
   if (r.list) {
-    out.push(`#### 1. List of ${N} SharedSecrets (${LIST_REPS} repetitions each, interleaved in turning order; time to a parsed result in the client)`, '');
-    out.push('| Variant | median ms | p95 ms | min ms | median ms to last byte | bytes | median vs raw etcd3 (one range) |', '|---|---|---|---|---|---|---|');
+    out.push(
+      `#### 1. List of ${N} SharedSecrets (${LIST_REPS} repetitions each, interleaved in turning order; time to a parsed result in the client)`,
+      '',
+    );
+    out.push(
+      '| Variant | median ms | p95 ms | min ms | median ms to last byte | bytes | median vs raw etcd3 (one range) |',
+      '|---|---|---|---|---|---|---|',
+    );
     const base = r.list['raw etcd3, one range + JSON.parse'].total.p50;
     for (const [k, v] of Object.entries(r.list)) {
-      out.push(`| ${k} | ${f1(v.total.p50)} | ${f1(v.total.p95)} | ${f1(v.total.min)} | ${f1(v.transfer.p50)} | ${Number.isFinite(v.bytes) ? v.bytes : '-'} | ${f2(v.total.p50 / base)}x |`);
+      out.push(
+        `| ${k} | ${f1(v.total.p50)} | ${f1(v.total.p95)} | ${f1(v.total.min)} | ${f1(v.transfer.p50)} | ${Number.isFinite(v.bytes) ? v.bytes : '-'} | ${f2(v.total.p50 / base)}x |`,
+      );
     }
     out.push('');
   }
   if (r.get) {
-    out.push(`#### 2. Single-object GET, closed loop, ${GET_SECONDS} s per row in ${profileDir ? 1 : GET_SLICES} slices taken in turn (random object of ${N})`, '');
-    out.push('| Concurrency | Target | req/s | p50 ms | p99 ms | max ms | errors | req/s vs raw etcd3 |', '|---|---|---|---|---|---|---|---|');
+    out.push(
+      `#### 2. Single-object GET, closed loop, ${GET_SECONDS} s per row in ${profileDir ? 1 : GET_SLICES} slices taken in turn (random object of ${N})`,
+      '',
+    );
+    out.push(
+      '| Concurrency | Target | req/s | p50 ms | p99 ms | max ms | errors | req/s vs raw etcd3 |',
+      '|---|---|---|---|---|---|---|---|',
+    );
     for (const row of r.get) {
       const base = r.get.find((x) => x.concurrency === row.concurrency && x.label.startsWith('raw')).rps;
-      out.push(`| ${row.concurrency} | ${row.label} | ${row.rps.toFixed(0)} | ${f2(row.p50)} | ${f2(row.p99)} | ${f1(row.max)} | ${row.errors} | ${f2(row.rps / base)}x |`);
+      out.push(
+        `| ${row.concurrency} | ${row.label} | ${row.rps.toFixed(0)} | ${f2(row.p50)} | ${f2(row.p99)} | ${f1(row.max)} | ${row.errors} | ${f2(row.rps / base)}x |`,
+      );
     }
     out.push('');
   }
   if (r.watch) {
     const w = r.watch;
-    out.push(`#### 3. Watch fan-out: ${WATCHERS} watchers, ${WRITE_RATE} writes/s for ${WATCH_SECONDS} s (${w.writes} merge-patches through the server)`, '');
-    out.push(`The ${w.writes} writes were all answered after ${f1(w.writeSeconds)} s: ${f1(w.writes / w.writeSeconds)} writes/s achieved (${WRITE_RATE} offered), i.e. ${(w.writes * WATCHERS / w.writeSeconds / 1000).toFixed(1)}k event deliveries/s.`, '');
-    out.push(`Watch streams opened in ${f1(w.openSeconds)} s. Delivered ${w.delivered} of ${w.expected} events (${w.writeErrors} failed writes, ${w.writeRetries} writes retried after a keep-alive reset, ${w.unknown} unmatched, ${w.outOfOrder} out of order, ${w.other} other lines, ${w.ended} streams ended early); ${w.complete} of ${WATCHERS} watchers got every event exactly once in order; ${w.eventsComplete} of ${w.succeeded} successful writes reached every watcher as events.`, '');
+    out.push(
+      `#### 3. Watch fan-out: ${WATCHERS} watchers, ${WRITE_RATE} writes/s for ${WATCH_SECONDS} s (${w.writes} merge-patches through the server)`,
+      '',
+    );
+    out.push(
+      `The ${w.writes} writes were all answered after ${f1(w.writeSeconds)} s: ${f1(w.writes / w.writeSeconds)} writes/s achieved (${WRITE_RATE} offered), i.e. ${((w.writes * WATCHERS) / w.writeSeconds / 1000).toFixed(1)}k event deliveries/s.`,
+      '',
+    );
+    out.push(
+      `Watch streams opened in ${f1(w.openSeconds)} s. Delivered ${w.delivered} of ${w.expected} events (${w.writeErrors} failed writes, ${w.writeRetries} writes retried after a keep-alive reset, ${w.unknown} unmatched, ${w.outOfOrder} out of order, ${w.other} other lines, ${w.ended} streams ended early); ${w.complete} of ${WATCHERS} watchers got every event exactly once in order; ${w.eventsComplete} of ${w.succeeded} successful writes reached every watcher as events.`,
+      '',
+    );
     out.push('| Latency (ms) | p50 | p99 | max |', '|---|---|---|---|');
-    out.push(`| write acknowledged → event received (each event × watcher) | ${f1(w.fromAck.p50)} | ${f1(w.fromAck.p99)} | ${f1(w.fromAck.max)} |`);
-    out.push(`| write sent → event received (each event × watcher) | ${f1(w.fromSend.p50)} | ${f1(w.fromSend.p99)} | ${f1(w.fromSend.max)} |`);
-    out.push(`| write acknowledged → last watcher has it (per event) | ${f1(w.lastFromAck.p50)} | ${f1(w.lastFromAck.p99)} | ${f1(w.lastFromAck.max)} |`);
-    out.push(`| write sent → acknowledged (the PATCH itself) | ${f1(w.ackLatency.p50)} | ${f1(w.ackLatency.p99)} | ${f1(w.ackLatency.max)} |`);
-    out.push('', `${w.beforeAck} deliveries arrived before the writer had processed its acknowledgement (negative ack → event; included as is).`, '');
+    out.push(
+      `| write acknowledged → event received (each event × watcher) | ${f1(w.fromAck.p50)} | ${f1(w.fromAck.p99)} | ${f1(w.fromAck.max)} |`,
+    );
+    out.push(
+      `| write sent → event received (each event × watcher) | ${f1(w.fromSend.p50)} | ${f1(w.fromSend.p99)} | ${f1(w.fromSend.max)} |`,
+    );
+    out.push(
+      `| write acknowledged → last watcher has it (per event) | ${f1(w.lastFromAck.p50)} | ${f1(w.lastFromAck.p99)} | ${f1(w.lastFromAck.max)} |`,
+    );
+    out.push(
+      `| write sent → acknowledged (the PATCH itself) | ${f1(w.ackLatency.p50)} | ${f1(w.ackLatency.p99)} | ${f1(w.ackLatency.max)} |`,
+    );
+    out.push(
+      '',
+      `${w.beforeAck} deliveries arrived before the writer had processed its acknowledgement (negative ack → event; included as is).`,
+      '',
+    );
     const mm = w.metrics;
     out.push('etcd watch gauges (`etcd_debugging_mvcc_watcher_total` / `etcd_debugging_mvcc_watch_stream_total`):', '');
     out.push(`- before the watchers: ${mm.beforeWatchers.watchers} / ${mm.beforeWatchers.streams}`);
@@ -742,11 +878,18 @@ function report(r) {
     out.push(`- midway through the writes: ${mm.duringWrites?.watchers} / ${mm.duringWrites?.streams}`);
     out.push(`- after the streams closed: ${mm.afterClose.watchers} / ${mm.afterClose.streams}`, '');
   }
-  out.push(`#### CPU per process during each phase (cores busy = CPU seconds / wall seconds; ${m.cores} cores in all)`, '');
+  out.push(
+    `#### CPU per process during each phase (cores busy = CPU seconds / wall seconds; ${m.cores} cores in all)`,
+    '',
+  );
   const procs = Object.keys(r.cpu[0]?.seconds ?? {});
   out.push(`| Phase | wall s | ${procs.join(' | ')} |`, `|---|---|${procs.map(() => '---').join('|')}|`);
-  for (const c of r.cpu) out.push(`| ${c.label} | ${f1(c.wall)} | ${procs.map((p) => f2(c.seconds[p] / c.wall)).join(' | ')} |`);
-  out.push('', `Server memory at the end: RSS ${f1(r.serverMemory.rssMiB)} MiB, heap used ${f1(r.serverMemory.heapUsedMiB)} MiB.`);
+  for (const c of r.cpu)
+    out.push(`| ${c.label} | ${f1(c.wall)} | ${procs.map((p) => f2(c.seconds[p] / c.wall)).join(' | ')} |`);
+  out.push(
+    '',
+    `Server memory at the end: RSS ${f1(r.serverMemory.rssMiB)} MiB, heap used ${f1(r.serverMemory.heapUsedMiB)} MiB.`,
+  );
   return out.join('\n');
 }
 

@@ -72,10 +72,18 @@ for (const [id, t] of self) {
 const busy = total - idle;
 const ms = (us) => (us / 1000).toFixed(0).padStart(7);
 const share = (us) => `${((100 * us) / busy).toFixed(1).padStart(5)}%`;
-console.log(`${file}\nprofiled ${ms(total)} ms, busy ${ms(busy)} ms (${((100 * busy) / total).toFixed(0)}% of the wall time)\n`);
+console.log(
+  `${file}\nprofiled ${ms(total)} ms, busy ${ms(busy)} ms (${((100 * busy) / total).toFixed(0)}% of the wall time)\n`,
+);
 console.log(`Top ${top} by self time (share of busy time):`);
-for (const [k, t] of [...bySelf].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${ms(t)} ms ${share(t)}  ${k}`);
+for (const [k, t] of [...bySelf].sort((a, b) => b[1] - a[1]).slice(0, top))
+  console.log(`${ms(t)} ms ${share(t)}  ${k}`);
 console.log(`\nTop ${top} of the server's own code (dist/) by inclusive time:`);
-for (const [k, t] of [...inclusive].filter(([k]) => k.includes(' dist/')).sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${ms(t)} ms ${share(t)}  ${k}`);
+for (const [k, t] of [...inclusive]
+  .filter(([k]) => k.includes(' dist/'))
+  .sort((a, b) => b[1] - a[1])
+  .slice(0, top))
+  console.log(`${ms(t)} ms ${share(t)}  ${k}`);
 console.log('\nInclusive time by package (a sample counts for every package on its stack):');
-for (const [k, t] of [...byPackage].sort((a, b) => b[1] - a[1]).slice(0, 12)) console.log(`${ms(t)} ms ${share(t)}  ${k}`);
+for (const [k, t] of [...byPackage].sort((a, b) => b[1] - a[1]).slice(0, 12))
+  console.log(`${ms(t)} ms ${share(t)}  ${k}`);

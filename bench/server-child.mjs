@@ -9,7 +9,9 @@ import { Session } from 'node:inspector';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const dist = process.env.BENCH_DIST ? pathToFileURL(resolve(process.env.BENCH_DIST) + '/') : new URL('../dist/', import.meta.url);
+const dist = process.env.BENCH_DIST
+  ? pathToFileURL(resolve(process.env.BENCH_DIST) + '/')
+  : new URL('../dist/', import.meta.url);
 const { startServer } = await import(new URL('server.js', dist).href);
 const { defaultConfig } = await import(new URL('config.js', dist).href);
 const { silentLogger } = await import(new URL('log.js', dist).href);
@@ -21,7 +23,8 @@ const token = readFileSync(join(config.dataDir, 'admin-token'), 'utf8').trim();
 process.send({ type: 'ready', url: server.url, caPem: server.caPem, token, pid: process.pid });
 
 let session;
-const post = (method, params) => new Promise((resolve, reject) => session.post(method, params, (err, res) => (err ? reject(err) : resolve(res))));
+const post = (method, params) =>
+  new Promise((resolve, reject) => session.post(method, params, (err, res) => (err ? reject(err) : resolve(res))));
 
 process.on('message', async (msg) => {
   if (msg === 'stats') {

@@ -98,60 +98,311 @@ interface FlagSpec {
   apply: (config: Config, value: string) => void;
 }
 
-const list = (value: string) => value.split(',').map((s) => s.trim()).filter(Boolean);
+const list = (value: string) =>
+  value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 export const FLAGS: FlagSpec[] = [
-  { name: 'etcd-servers', arg: 'urls', help: 'Comma-separated etcd client URLs. Without it a local etcd is started under --data-dir and stopped on exit.', apply: (c, v) => (c.etcdServers = list(v)) },
-  { name: 'etcd-cafile', arg: 'file', help: 'CA bundle (PEM) that verifies the etcd servers\' certificates (with https:// --etcd-servers).', apply: (c, v) => (c.etcdCafile = v) },
-  { name: 'etcd-certfile', arg: 'file', help: 'Client certificate (PEM) presented to etcd, for etcd\'s --client-cert-auth; needs --etcd-keyfile.', apply: (c, v) => (c.etcdCertfile = v) },
-  { name: 'etcd-keyfile', arg: 'file', help: 'Private key (PEM) of --etcd-certfile.', apply: (c, v) => (c.etcdKeyfile = v) },
-  { name: 'etcd-prefix', arg: 'string', help: 'Prefix of every etcd key (default "/registry").', apply: (c, v) => (c.etcdPrefix = v.replace(/\/+$/, '')) },
-  { name: 'etcd-compaction-interval', arg: 'duration', help: 'How often etcd history is compacted, like kube-apiserver (default 5m; 0 disables). Units: ms, s, m, h.', apply: (c, v) => (c.etcdCompactionIntervalMs = duration('etcd-compaction-interval', v)) },
-  { name: 'access-key-activity-interval', arg: 'duration', help: 'Access key use is written to status.lastActivity at most this often per key, off the request path (default 1m).', apply: (c, v) => (c.accessKeyActivityMinIntervalMs = duration('access-key-activity-interval', v)) },
-  { name: 'data-dir', arg: 'dir', help: 'Where the embedded etcd, the admin token and kubeconfig, and generated certificates are kept (default ".data").', apply: (c, v) => (c.dataDir = v) },
-  { name: 'bind-address', arg: 'ip', help: 'Address to listen on for HTTPS (default "0.0.0.0").', apply: (c, v) => (c.bindAddress = v) },
-  { name: 'secure-port', arg: 'port', help: 'Port to serve HTTPS on (default 8443; 0 picks a free port).', apply: (c, v) => (c.securePort = port(v)) },
-  { name: 'tls-cert-file', arg: 'file', help: 'Serving certificate (PEM, may hold the chain). Without it a self-signed one is made in --cert-dir.', apply: (c, v) => (c.tlsCertFile = v) },
-  { name: 'tls-private-key-file', arg: 'file', help: 'Private key of --tls-cert-file (PEM).', apply: (c, v) => (c.tlsPrivateKeyFile = v) },
-  { name: 'cert-dir', arg: 'dir', help: 'Where the self-signed CA and serving certificate are kept and reused (default "<data-dir>/certs").', apply: (c, v) => (c.certDir = v) },
-  { name: 'tls-sans', arg: 'names', help: 'Extra DNS names and IPs for the self-signed serving certificate, comma-separated (localhost and 127.0.0.1 are always in).', apply: (c, v) => (c.tlsSans = list(v)) },
-  { name: 'token-auth-file', arg: 'file', help: 'Static bearer tokens, CSV lines token,user,uid,"group1,group2". Without it an admin token and <data-dir>/admin.kubeconfig are made.', apply: (c, v) => (c.tokenAuthFile = v) },
-  { name: 'requestheader-client-ca-file', arg: 'file', help: 'CA bundle (PEM) that signs the front proxy\'s client certificate (kube-apiserver\'s --proxy-client-cert-file). The identity headers below are trusted only on connections presenting such a certificate; without this flag they are ignored.', apply: (c, v) => (c.requestheaderClientCaFile = v) },
-  { name: 'requestheader-allowed-names', arg: 'names', help: 'Common names the front proxy\'s client certificate may have, comma-separated (for example "front-proxy-client"). Empty: any certificate signed by --requestheader-client-ca-file.', apply: (c, v) => (c.requestheaderAllowedNames = list(v)) },
-  { name: 'requestheader-username-headers', arg: 'headers', help: 'Headers holding the user name, comma-separated; the first non-empty one wins (default "X-Remote-User").', apply: (c, v) => (c.requestheaderUsernameHeaders = list(v)) },
-  { name: 'requestheader-uid-headers', arg: 'headers', help: 'Headers holding the user\'s uid, comma-separated; the first non-empty one wins (default "X-Remote-Uid").', apply: (c, v) => (c.requestheaderUidHeaders = list(v)) },
-  { name: 'requestheader-group-headers', arg: 'headers', help: 'Headers holding the user\'s groups, comma-separated; every value of each counts (default "X-Remote-Group").', apply: (c, v) => (c.requestheaderGroupHeaders = list(v)) },
-  { name: 'requestheader-extra-headers-prefix', arg: 'prefixes', help: 'Header prefixes for extra user information, comma-separated; the rest of the header name, lowercased and %-decoded, is the key (default "X-Remote-Extra-").', apply: (c, v) => (c.requestheaderExtraHeadersPrefix = list(v)) },
-  { name: 'authentication-skip-lookup', arg: 'bool', help: 'Without --requestheader-client-ca-file, the front proxy\'s settings (and the client CA) are read from the ConfigMap kube-system/extension-apiserver-authentication of the host cluster at start, as aggregated API servers do; true skips that (default false).', apply: (c, v) => (c.authenticationSkipLookup = bool('authentication-skip-lookup', v)) },
-  { name: 'client-ca-file', arg: 'file', help: 'CA bundle (PEM) for clients that connect directly with a certificate: its common name is the user name, its organizations the groups.', apply: (c, v) => (c.clientCaFile = v) },
-  { name: 'kubeconfig', arg: 'file', help: 'Kubeconfig of the host cluster, asked to review bearer tokens (TokenReview) and to authorize requests (SubjectAccessReview), and holding RBAC. Default: the in-cluster configuration when running in a pod, else no host cluster.', apply: (c, v) => (c.kubeconfig = v) },
-  { name: 'authentication-token-webhook-cache-ttl', arg: 'duration', help: 'How long TokenReview answers, accepted or rejected, are cached (default 10s; 0 disables).', apply: (c, v) => (c.authenticationTokenWebhookCacheTtlMs = duration('authentication-token-webhook-cache-ttl', v)) },
-  { name: 'authorization-webhook-cache-authorized-ttl', arg: 'duration', help: 'How long allowed SubjectAccessReview answers are cached (default 10s; 0 disables).', apply: (c, v) => (c.authorizationWebhookCacheAuthorizedTtlMs = duration('authorization-webhook-cache-authorized-ttl', v)) },
-  { name: 'authorization-webhook-cache-unauthorized-ttl', arg: 'duration', help: 'How long SubjectAccessReview answers that do not allow are cached (default 10s; 0 disables).', apply: (c, v) => (c.authorizationWebhookCacheUnauthorizedTtlMs = duration('authorization-webhook-cache-unauthorized-ttl', v)) },
-  { name: 'leader-elect-lease-duration', arg: 'duration', help: 'The controllers (garbage collector and the others) run on one replica at a time, the holder of an etcd lease of this length; when it dies another replica takes over within about this long (default 10s, at least 1s).', apply: (c, v) => (c.leaderElectLeaseDurationMs = atLeast('leader-elect-lease-duration', duration('leader-elect-lease-duration', v), 1000)) },
-  { name: 'access-resync-period', arg: 'duration', help: 'Besides watching both sides, every SharedSecret and Cluster is compared with its Roles and bindings in the host cluster this often, and generated RBAC whose source is gone is removed (default 5m, at least 1s).', apply: (c, v) => (c.accessResyncPeriodMs = atLeast('access-resync-period', duration('access-resync-period', v), 1000)) },
-  { name: 'max-requests-inflight', arg: 'int', help: 'Read-only requests served at once; past it 429 TooManyRequests with Retry-After (watches and system:masters are not counted; default 400, 0 for no limit).', apply: (c, v) => (c.maxRequestsInflight = count('max-requests-inflight', v)) },
-  { name: 'max-mutating-requests-inflight', arg: 'int', help: 'Mutating requests (create, update, patch, delete) served at once; past it 429 as above (default 200, 0 for no limit).', apply: (c, v) => (c.maxMutatingRequestsInflight = count('max-mutating-requests-inflight', v)) },
-  { name: 'request-timeout', arg: 'duration', help: 'A request is answered 504 Timeout when not done within this long; a client may ask for less with ?timeout=. Watches are not limited by it (default 1m; 0: no deadline).', apply: (c, v) => (c.requestTimeoutMs = duration('request-timeout', v)) },
-  { name: 'min-request-timeout', arg: 'int', help: 'A watch that does not set timeoutSeconds ends after a random time between this many seconds and twice as long, so clients do not all re-watch at once (default 1800, at least 1).', apply: (c, v) => (c.minRequestTimeoutSeconds = atLeast('min-request-timeout', count('min-request-timeout', v) * 1000, 1000) / 1000) },
-  { name: 'shutdown-delay-duration', arg: 'duration', help: 'On SIGTERM /readyz fails at once, and requests are still served this long (so load balancers and kube-apiserver stop sending first); then the listener closes, watches end and requests in flight get up to --request-timeout to finish (default 0s).', apply: (c, v) => (c.shutdownDelayMs = duration('shutdown-delay-duration', v)) },
-  { name: 'token-issuer', arg: 'url', help: 'The issuer (iss) of direct cluster endpoint tokens: an https URL under which /.well-known/openid-configuration and /openid/v1/jwks of this server are reached, as connected clusters verify tokens (default: this server\'s URL).', apply: (c, v) => (c.tokenIssuer = issuerUrl(v)) },
-  { name: 'token-max-ttl', arg: 'duration', help: 'The longest lifetime of a direct cluster endpoint token; a longer spec.ttl is shortened to it, with a warning (default 24h, at least 1m).', apply: (c, v) => (c.tokenMaxTtlMs = atLeast('token-max-ttl', duration('token-max-ttl', v), 60_000)) },
-  { name: 'token-signing-key-rotation-period', arg: 'duration', help: 'Token signing keys are replaced this often; a replaced key stays published until the last token it signed has expired (default 168h, at least 1s).', apply: (c, v) => (c.tokenSigningKeyRotationPeriodMs = atLeast('token-signing-key-rotation-period', duration('token-signing-key-rotation-period', v), 1000)) },
-  { name: 'token-signing-key-publish-delay', arg: 'duration', help: 'A new signing key is published at /openid/v1/jwks this long before it signs, so verifiers that cache the keys know it first; the JWKS may be cached half as long (default 10m).', apply: (c, v) => (c.tokenSigningKeyPublishDelayMs = duration('token-signing-key-publish-delay', v)) },
-  { name: 'v', arg: 'int', help: 'Log verbosity, 0 to 10 as klog\'s: 0 logs errors, warnings and lifecycle events (every 5xx answer is an error line at any level); 3 and more add one line per request (request id, user, verb, resource, namespace, name, code, latency, user agent), as kube-apiserver does at 3; 4 and more add debug lines (default 0).', apply: (c, v) => (c.verbosity = verbosity(v)) },
-  { name: 'authorization-always-allow-paths', arg: 'paths', help: 'Non-resource paths anyone may GET, without credentials or authorization, comma-separated; a trailing * makes a prefix, as in "/metrics*" (default "/healthz,/readyz,/livez"; add /metrics for an anonymous Prometheus scrape). /version and the OpenID documents are always public.', apply: (c, v) => (c.authorizationAlwaysAllowPaths = allowPaths(v)) },
-  { name: 'audit-log-path', arg: 'file', help: 'Write audit events (audit.k8s.io/v1 Event at level Metadata: who did what to which object and the answer, never bodies) as JSON lines to this file, or "-" for stdout. Unset: no audit log.', apply: (c, v) => (c.auditLogPath = v) },
-  { name: 'audit-log-maxsize', arg: 'int', help: 'Megabytes an audit log file may reach before it is rotated to <name>-<UTC timestamp>.<ext> beside it (default 100; 0: never rotated).', apply: (c, v) => (c.auditLogMaxSizeBytes = count('audit-log-maxsize', v) * 1024 * 1024) },
-  { name: 'audit-log-maxbackup', arg: 'int', help: 'Rotated audit log files kept; older ones are removed (default 10; 0: all are kept).', apply: (c, v) => (c.auditLogMaxBackup = count('audit-log-maxbackup', v)) },
-  { name: 'audit-log-maxage', arg: 'int', help: 'Days a rotated audit log file is kept, by the timestamp in its name (default 0: no age limit).', apply: (c, v) => (c.auditLogMaxAgeDays = count('audit-log-maxage', v)) },
-  { name: 'encryption-provider-config', arg: 'file', help: `EncryptionConfiguration (apiserver.config.k8s.io/v1, YAML or JSON) saying how objects are encrypted in etcd, as kube-apiserver's: resources such as sharedsecrets.${GROUP_NAME}, ownedaccesskeys.${GROUP_NAME}, signingkeys.${GROUP_NAME} (the token signing keys) or *.${GROUP_NAME}, each with providers aescbc, aesgcm, secretbox, kms (v2) or identity; the first provider writes, all read. Default with the embedded etcd: <data-dir>/encryption-config.yaml, made on first start with a random secretbox key; with --etcd-servers: none (stored in clear).`, apply: (c, v) => (c.encryptionProviderConfig = v) },
-  { name: 'encryption-provider-config-automatic-reload', arg: 'bool', help: 'Look at --encryption-provider-config every minute and put a changed file in force without a restart; an invalid file is logged and the previous configuration kept (default false).', apply: (c, v) => (c.encryptionProviderConfigAutomaticReload = bool('encryption-provider-config-automatic-reload', v)) },
+  {
+    name: 'etcd-servers',
+    arg: 'urls',
+    help: 'Comma-separated etcd client URLs. Without it a local etcd is started under --data-dir and stopped on exit.',
+    apply: (c, v) => (c.etcdServers = list(v)),
+  },
+  {
+    name: 'etcd-cafile',
+    arg: 'file',
+    help: "CA bundle (PEM) that verifies the etcd servers' certificates (with https:// --etcd-servers).",
+    apply: (c, v) => (c.etcdCafile = v),
+  },
+  {
+    name: 'etcd-certfile',
+    arg: 'file',
+    help: "Client certificate (PEM) presented to etcd, for etcd's --client-cert-auth; needs --etcd-keyfile.",
+    apply: (c, v) => (c.etcdCertfile = v),
+  },
+  {
+    name: 'etcd-keyfile',
+    arg: 'file',
+    help: 'Private key (PEM) of --etcd-certfile.',
+    apply: (c, v) => (c.etcdKeyfile = v),
+  },
+  {
+    name: 'etcd-prefix',
+    arg: 'string',
+    help: 'Prefix of every etcd key (default "/registry").',
+    apply: (c, v) => (c.etcdPrefix = v.replace(/\/+$/, '')),
+  },
+  {
+    name: 'etcd-compaction-interval',
+    arg: 'duration',
+    help: 'How often etcd history is compacted, like kube-apiserver (default 5m; 0 disables). Units: ms, s, m, h.',
+    apply: (c, v) => (c.etcdCompactionIntervalMs = duration('etcd-compaction-interval', v)),
+  },
+  {
+    name: 'access-key-activity-interval',
+    arg: 'duration',
+    help: 'Access key use is written to status.lastActivity at most this often per key, off the request path (default 1m).',
+    apply: (c, v) => (c.accessKeyActivityMinIntervalMs = duration('access-key-activity-interval', v)),
+  },
+  {
+    name: 'data-dir',
+    arg: 'dir',
+    help: 'Where the embedded etcd, the admin token and kubeconfig, and generated certificates are kept (default ".data").',
+    apply: (c, v) => (c.dataDir = v),
+  },
+  {
+    name: 'bind-address',
+    arg: 'ip',
+    help: 'Address to listen on for HTTPS (default "0.0.0.0").',
+    apply: (c, v) => (c.bindAddress = v),
+  },
+  {
+    name: 'secure-port',
+    arg: 'port',
+    help: 'Port to serve HTTPS on (default 8443; 0 picks a free port).',
+    apply: (c, v) => (c.securePort = port(v)),
+  },
+  {
+    name: 'tls-cert-file',
+    arg: 'file',
+    help: 'Serving certificate (PEM, may hold the chain). Without it a self-signed one is made in --cert-dir.',
+    apply: (c, v) => (c.tlsCertFile = v),
+  },
+  {
+    name: 'tls-private-key-file',
+    arg: 'file',
+    help: 'Private key of --tls-cert-file (PEM).',
+    apply: (c, v) => (c.tlsPrivateKeyFile = v),
+  },
+  {
+    name: 'cert-dir',
+    arg: 'dir',
+    help: 'Where the self-signed CA and serving certificate are kept and reused (default "<data-dir>/certs").',
+    apply: (c, v) => (c.certDir = v),
+  },
+  {
+    name: 'tls-sans',
+    arg: 'names',
+    help: 'Extra DNS names and IPs for the self-signed serving certificate, comma-separated (localhost and 127.0.0.1 are always in).',
+    apply: (c, v) => (c.tlsSans = list(v)),
+  },
+  {
+    name: 'token-auth-file',
+    arg: 'file',
+    help: 'Static bearer tokens, CSV lines token,user,uid,"group1,group2". Without it an admin token and <data-dir>/admin.kubeconfig are made.',
+    apply: (c, v) => (c.tokenAuthFile = v),
+  },
+  {
+    name: 'requestheader-client-ca-file',
+    arg: 'file',
+    help: "CA bundle (PEM) that signs the front proxy's client certificate (kube-apiserver's --proxy-client-cert-file). The identity headers below are trusted only on connections presenting such a certificate; without this flag they are ignored.",
+    apply: (c, v) => (c.requestheaderClientCaFile = v),
+  },
+  {
+    name: 'requestheader-allowed-names',
+    arg: 'names',
+    help: 'Common names the front proxy\'s client certificate may have, comma-separated (for example "front-proxy-client"). Empty: any certificate signed by --requestheader-client-ca-file.',
+    apply: (c, v) => (c.requestheaderAllowedNames = list(v)),
+  },
+  {
+    name: 'requestheader-username-headers',
+    arg: 'headers',
+    help: 'Headers holding the user name, comma-separated; the first non-empty one wins (default "X-Remote-User").',
+    apply: (c, v) => (c.requestheaderUsernameHeaders = list(v)),
+  },
+  {
+    name: 'requestheader-uid-headers',
+    arg: 'headers',
+    help: 'Headers holding the user\'s uid, comma-separated; the first non-empty one wins (default "X-Remote-Uid").',
+    apply: (c, v) => (c.requestheaderUidHeaders = list(v)),
+  },
+  {
+    name: 'requestheader-group-headers',
+    arg: 'headers',
+    help: 'Headers holding the user\'s groups, comma-separated; every value of each counts (default "X-Remote-Group").',
+    apply: (c, v) => (c.requestheaderGroupHeaders = list(v)),
+  },
+  {
+    name: 'requestheader-extra-headers-prefix',
+    arg: 'prefixes',
+    help: 'Header prefixes for extra user information, comma-separated; the rest of the header name, lowercased and %-decoded, is the key (default "X-Remote-Extra-").',
+    apply: (c, v) => (c.requestheaderExtraHeadersPrefix = list(v)),
+  },
+  {
+    name: 'authentication-skip-lookup',
+    arg: 'bool',
+    help: "Without --requestheader-client-ca-file, the front proxy's settings (and the client CA) are read from the ConfigMap kube-system/extension-apiserver-authentication of the host cluster at start, as aggregated API servers do; true skips that (default false).",
+    apply: (c, v) => (c.authenticationSkipLookup = bool('authentication-skip-lookup', v)),
+  },
+  {
+    name: 'client-ca-file',
+    arg: 'file',
+    help: 'CA bundle (PEM) for clients that connect directly with a certificate: its common name is the user name, its organizations the groups.',
+    apply: (c, v) => (c.clientCaFile = v),
+  },
+  {
+    name: 'kubeconfig',
+    arg: 'file',
+    help: 'Kubeconfig of the host cluster, asked to review bearer tokens (TokenReview) and to authorize requests (SubjectAccessReview), and holding RBAC. Default: the in-cluster configuration when running in a pod, else no host cluster.',
+    apply: (c, v) => (c.kubeconfig = v),
+  },
+  {
+    name: 'authentication-token-webhook-cache-ttl',
+    arg: 'duration',
+    help: 'How long TokenReview answers, accepted or rejected, are cached (default 10s; 0 disables).',
+    apply: (c, v) => (c.authenticationTokenWebhookCacheTtlMs = duration('authentication-token-webhook-cache-ttl', v)),
+  },
+  {
+    name: 'authorization-webhook-cache-authorized-ttl',
+    arg: 'duration',
+    help: 'How long allowed SubjectAccessReview answers are cached (default 10s; 0 disables).',
+    apply: (c, v) =>
+      (c.authorizationWebhookCacheAuthorizedTtlMs = duration('authorization-webhook-cache-authorized-ttl', v)),
+  },
+  {
+    name: 'authorization-webhook-cache-unauthorized-ttl',
+    arg: 'duration',
+    help: 'How long SubjectAccessReview answers that do not allow are cached (default 10s; 0 disables).',
+    apply: (c, v) =>
+      (c.authorizationWebhookCacheUnauthorizedTtlMs = duration('authorization-webhook-cache-unauthorized-ttl', v)),
+  },
+  {
+    name: 'leader-elect-lease-duration',
+    arg: 'duration',
+    help: 'The controllers (garbage collector and the others) run on one replica at a time, the holder of an etcd lease of this length; when it dies another replica takes over within about this long (default 10s, at least 1s).',
+    apply: (c, v) =>
+      (c.leaderElectLeaseDurationMs = atLeast(
+        'leader-elect-lease-duration',
+        duration('leader-elect-lease-duration', v),
+        1000,
+      )),
+  },
+  {
+    name: 'access-resync-period',
+    arg: 'duration',
+    help: 'Besides watching both sides, every SharedSecret and Cluster is compared with its Roles and bindings in the host cluster this often, and generated RBAC whose source is gone is removed (default 5m, at least 1s).',
+    apply: (c, v) =>
+      (c.accessResyncPeriodMs = atLeast('access-resync-period', duration('access-resync-period', v), 1000)),
+  },
+  {
+    name: 'max-requests-inflight',
+    arg: 'int',
+    help: 'Read-only requests served at once; past it 429 TooManyRequests with Retry-After (watches and system:masters are not counted; default 400, 0 for no limit).',
+    apply: (c, v) => (c.maxRequestsInflight = count('max-requests-inflight', v)),
+  },
+  {
+    name: 'max-mutating-requests-inflight',
+    arg: 'int',
+    help: 'Mutating requests (create, update, patch, delete) served at once; past it 429 as above (default 200, 0 for no limit).',
+    apply: (c, v) => (c.maxMutatingRequestsInflight = count('max-mutating-requests-inflight', v)),
+  },
+  {
+    name: 'request-timeout',
+    arg: 'duration',
+    help: 'A request is answered 504 Timeout when not done within this long; a client may ask for less with ?timeout=. Watches are not limited by it (default 1m; 0: no deadline).',
+    apply: (c, v) => (c.requestTimeoutMs = duration('request-timeout', v)),
+  },
+  {
+    name: 'min-request-timeout',
+    arg: 'int',
+    help: 'A watch that does not set timeoutSeconds ends after a random time between this many seconds and twice as long, so clients do not all re-watch at once (default 1800, at least 1).',
+    apply: (c, v) =>
+      (c.minRequestTimeoutSeconds =
+        atLeast('min-request-timeout', count('min-request-timeout', v) * 1000, 1000) / 1000),
+  },
+  {
+    name: 'shutdown-delay-duration',
+    arg: 'duration',
+    help: 'On SIGTERM /readyz fails at once, and requests are still served this long (so load balancers and kube-apiserver stop sending first); then the listener closes, watches end and requests in flight get up to --request-timeout to finish (default 0s).',
+    apply: (c, v) => (c.shutdownDelayMs = duration('shutdown-delay-duration', v)),
+  },
+  {
+    name: 'token-issuer',
+    arg: 'url',
+    help: "The issuer (iss) of direct cluster endpoint tokens: an https URL under which /.well-known/openid-configuration and /openid/v1/jwks of this server are reached, as connected clusters verify tokens (default: this server's URL).",
+    apply: (c, v) => (c.tokenIssuer = issuerUrl(v)),
+  },
+  {
+    name: 'token-max-ttl',
+    arg: 'duration',
+    help: 'The longest lifetime of a direct cluster endpoint token; a longer spec.ttl is shortened to it, with a warning (default 24h, at least 1m).',
+    apply: (c, v) => (c.tokenMaxTtlMs = atLeast('token-max-ttl', duration('token-max-ttl', v), 60_000)),
+  },
+  {
+    name: 'token-signing-key-rotation-period',
+    arg: 'duration',
+    help: 'Token signing keys are replaced this often; a replaced key stays published until the last token it signed has expired (default 168h, at least 1s).',
+    apply: (c, v) =>
+      (c.tokenSigningKeyRotationPeriodMs = atLeast(
+        'token-signing-key-rotation-period',
+        duration('token-signing-key-rotation-period', v),
+        1000,
+      )),
+  },
+  {
+    name: 'token-signing-key-publish-delay',
+    arg: 'duration',
+    help: 'A new signing key is published at /openid/v1/jwks this long before it signs, so verifiers that cache the keys know it first; the JWKS may be cached half as long (default 10m).',
+    apply: (c, v) => (c.tokenSigningKeyPublishDelayMs = duration('token-signing-key-publish-delay', v)),
+  },
+  {
+    name: 'v',
+    arg: 'int',
+    help: "Log verbosity, 0 to 10 as klog's: 0 logs errors, warnings and lifecycle events (every 5xx answer is an error line at any level); 3 and more add one line per request (request id, user, verb, resource, namespace, name, code, latency, user agent), as kube-apiserver does at 3; 4 and more add debug lines (default 0).",
+    apply: (c, v) => (c.verbosity = verbosity(v)),
+  },
+  {
+    name: 'authorization-always-allow-paths',
+    arg: 'paths',
+    help: 'Non-resource paths anyone may GET, without credentials or authorization, comma-separated; a trailing * makes a prefix, as in "/metrics*" (default "/healthz,/readyz,/livez"; add /metrics for an anonymous Prometheus scrape). /version and the OpenID documents are always public.',
+    apply: (c, v) => (c.authorizationAlwaysAllowPaths = allowPaths(v)),
+  },
+  {
+    name: 'audit-log-path',
+    arg: 'file',
+    help: 'Write audit events (audit.k8s.io/v1 Event at level Metadata: who did what to which object and the answer, never bodies) as JSON lines to this file, or "-" for stdout. Unset: no audit log.',
+    apply: (c, v) => (c.auditLogPath = v),
+  },
+  {
+    name: 'audit-log-maxsize',
+    arg: 'int',
+    help: 'Megabytes an audit log file may reach before it is rotated to <name>-<UTC timestamp>.<ext> beside it (default 100; 0: never rotated).',
+    apply: (c, v) => (c.auditLogMaxSizeBytes = count('audit-log-maxsize', v) * 1024 * 1024),
+  },
+  {
+    name: 'audit-log-maxbackup',
+    arg: 'int',
+    help: 'Rotated audit log files kept; older ones are removed (default 10; 0: all are kept).',
+    apply: (c, v) => (c.auditLogMaxBackup = count('audit-log-maxbackup', v)),
+  },
+  {
+    name: 'audit-log-maxage',
+    arg: 'int',
+    help: 'Days a rotated audit log file is kept, by the timestamp in its name (default 0: no age limit).',
+    apply: (c, v) => (c.auditLogMaxAgeDays = count('audit-log-maxage', v)),
+  },
+  {
+    name: 'encryption-provider-config',
+    arg: 'file',
+    help: `EncryptionConfiguration (apiserver.config.k8s.io/v1, YAML or JSON) saying how objects are encrypted in etcd, as kube-apiserver's: resources such as sharedsecrets.${GROUP_NAME}, ownedaccesskeys.${GROUP_NAME}, signingkeys.${GROUP_NAME} (the token signing keys) or *.${GROUP_NAME}, each with providers aescbc, aesgcm, secretbox, kms (v2) or identity; the first provider writes, all read. Default with the embedded etcd: <data-dir>/encryption-config.yaml, made on first start with a random secretbox key; with --etcd-servers: none (stored in clear).`,
+    apply: (c, v) => (c.encryptionProviderConfig = v),
+  },
+  {
+    name: 'encryption-provider-config-automatic-reload',
+    arg: 'bool',
+    help: 'Look at --encryption-provider-config every minute and put a changed file in force without a restart; an invalid file is logged and the previous configuration kept (default false).',
+    apply: (c, v) =>
+      (c.encryptionProviderConfigAutomaticReload = bool('encryption-provider-config-automatic-reload', v)),
+  },
 ];
 
 function verbosity(value: string): number {
   const n = Number(value);
-  if (!/^\d+$/.test(value) || n > 10) throw new FlagError(`--v must be a whole number from 0 to 10 (got ${JSON.stringify(value)})`);
+  if (!/^\d+$/.test(value) || n > 10)
+    throw new FlagError(`--v must be a whole number from 0 to 10 (got ${JSON.stringify(value)})`);
   return n;
 }
 
@@ -159,7 +410,9 @@ function allowPaths(value: string): string[] {
   const paths = list(value);
   for (const p of paths) {
     if (!p.startsWith('/') || p.slice(0, -1).includes('*')) {
-      throw new FlagError(`--authorization-always-allow-paths takes paths such as /healthz, with at most a trailing * (got ${JSON.stringify(p)})`);
+      throw new FlagError(
+        `--authorization-always-allow-paths takes paths such as /healthz, with at most a trailing * (got ${JSON.stringify(p)})`,
+      );
     }
   }
   return paths;
@@ -171,10 +424,14 @@ function issuerUrl(value: string): string {
   try {
     url = new URL(value);
   } catch {
-    throw new FlagError(`--token-issuer must be an https URL such as https://platform.example.com (got ${JSON.stringify(value)})`);
+    throw new FlagError(
+      `--token-issuer must be an https URL such as https://platform.example.com (got ${JSON.stringify(value)})`,
+    );
   }
   if (url.protocol !== 'https:' || url.search || url.hash || url.username || url.password) {
-    throw new FlagError(`--token-issuer must be an https URL without credentials, query or fragment (got ${JSON.stringify(value)})`);
+    throw new FlagError(
+      `--token-issuer must be an https URL without credentials, query or fragment (got ${JSON.stringify(value)})`,
+    );
   }
   return value.replace(/\/+$/, '');
 }
@@ -187,14 +444,16 @@ function atLeast(flag: string, ms: number, min: number): number {
 /** Go-style durations as kube-apiserver's flags take them: "5m", "30s", "1h30m", "250ms", "0". */
 export function duration(flag: string, value: string): number {
   const ms = parseGoDuration(value);
-  if (ms === undefined) throw new FlagError(`--${flag} must be a duration such as 5m, 30s or 1h (got ${JSON.stringify(value)})`);
+  if (ms === undefined)
+    throw new FlagError(`--${flag} must be a duration such as 5m, 30s or 1h (got ${JSON.stringify(value)})`);
   if (ms < 0) throw new FlagError(`--${flag} must not be negative (got ${JSON.stringify(value)})`);
   return ms;
 }
 
 function count(flag: string, value: string): number {
   const n = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n)) throw new FlagError(`--${flag} must be a whole number, 0 or more (got ${JSON.stringify(value)})`);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n))
+    throw new FlagError(`--${flag} must be a whole number, 0 or more (got ${JSON.stringify(value)})`);
   return n;
 }
 
@@ -206,7 +465,8 @@ function bool(flag: string, value: string): boolean {
 
 function port(value: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new FlagError(`--secure-port must be a port number from 0 to 65535, not ${JSON.stringify(value)}`);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new FlagError(`--secure-port must be a port number from 0 to 65535, not ${JSON.stringify(value)}`);
   return n;
 }
 
@@ -276,9 +536,12 @@ export function parseFlags(argv: string[]): Config | undefined {
     spec.apply(config, value);
   }
   if (!config.certDir) config.certDir = join(config.dataDir, 'certs');
-  if (!!config.tlsCertFile !== !!config.tlsPrivateKeyFile) throw new FlagError('--tls-cert-file and --tls-private-key-file go together');
-  if (!!config.etcdCertfile !== !!config.etcdKeyfile) throw new FlagError('--etcd-certfile and --etcd-keyfile go together');
-  if (config.encryptionProviderConfigAutomaticReload && !config.encryptionProviderConfig) throw new FlagError('--encryption-provider-config-automatic-reload must be set with --encryption-provider-config');
+  if (!!config.tlsCertFile !== !!config.tlsPrivateKeyFile)
+    throw new FlagError('--tls-cert-file and --tls-private-key-file go together');
+  if (!!config.etcdCertfile !== !!config.etcdKeyfile)
+    throw new FlagError('--etcd-certfile and --etcd-keyfile go together');
+  if (config.encryptionProviderConfigAutomaticReload && !config.encryptionProviderConfig)
+    throw new FlagError('--encryption-provider-config-automatic-reload must be set with --encryption-provider-config');
   return config;
 }
 

@@ -17,7 +17,10 @@ export interface DataDirLock {
 }
 
 export class DataDirInUseError extends Error {
-  constructor(readonly dataDir: string, readonly pid: number | undefined) {
+  constructor(
+    readonly dataDir: string,
+    readonly pid: number | undefined,
+  ) {
     super(
       `the data dir ${dataDir} is in use by another server (${pid ? `pid ${pid}` : 'pid unknown'}): ` +
         'stop that one first (Ctrl-C, or kill -TERM <pid>), or give this one its own --data-dir',

@@ -12,7 +12,12 @@ export function writeKubeconfig(path: string, opts: KubeconfigOptions): void {
   const doc = {
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: 'platform', cluster: { server: opts.server, 'certificate-authority-data': Buffer.from(opts.caPem).toString('base64') } }],
+    clusters: [
+      {
+        name: 'platform',
+        cluster: { server: opts.server, 'certificate-authority-data': Buffer.from(opts.caPem).toString('base64') },
+      },
+    ],
     users: [{ name: 'platform-admin', user: { token: opts.token } }],
     contexts: [{ name: 'platform-admin', context: { cluster: 'platform', user: 'platform-admin' } }],
     'current-context': 'platform-admin',

@@ -39,8 +39,17 @@ export function createLogger(write?: (line: string) => void, opts: LoggerOptions
     },
     destination,
   );
-  const entry = (level: 'info' | 'warn' | 'error' | 'debug') => (msg: string, fields: Record<string, unknown> = {}) => p[level](fields, msg);
-  return { info: entry('info'), warn: entry('warn'), error: entry('error'), debug: entry('debug'), v: (level) => verbosity >= level };
+  const entry =
+    (level: 'info' | 'warn' | 'error' | 'debug') =>
+    (msg: string, fields: Record<string, unknown> = {}) =>
+      p[level](fields, msg);
+  return {
+    info: entry('info'),
+    warn: entry('warn'),
+    error: entry('error'),
+    debug: entry('debug'),
+    v: (level) => verbosity >= level,
+  };
 }
 
 export const silentLogger: Logger = { info() {}, warn() {}, error() {}, debug() {}, v: () => false };

@@ -87,22 +87,31 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       onReloadResult: (ok) => metrics.encryptionConfigReload(ok),
     });
     if (encryption.configured) cleanups.push(['stopping encryption at rest', async () => encryption.stop()]);
-    const onCall = (operation: string, key: string, seconds: number, failed: boolean) => metrics.etcdRequest(operation, etcdObjectType(etcdPrefix, key), seconds, failed);
+    const onCall = (operation: string, key: string, seconds: number, failed: boolean) =>
+      metrics.etcdRequest(operation, etcdObjectType(etcdPrefix, key), seconds, failed);
     const storage = new EtcdStorage({
       endpoints,
       tls: etcdTls(config),
       onCall,
       transformers: encryption.transformers,
-      onUnreadable: (key, reason) => log.error('a watched value cannot be read; the watch cache lists again', { key, reason }),
+      onUnreadable: (key, reason) =>
+        log.error('a watched value cannot be read; the watch cache lists again', { key, reason }),
       onHealthChange: (healthy, reason) =>
-        healthy ? log.info('etcd answers again; serving requests that need it') : log.error('etcd does not answer; requests that need it fail at once until it does', { reason }),
+        healthy
+          ? log.info('etcd answers again; serving requests that need it')
+          : log.error('etcd does not answer; requests that need it fail at once until it does', { reason }),
     });
     cleanups.push(['closing the etcd client', () => storage.close()]);
-    const compactor = new Compactor(storage, { intervalMs: config.etcdCompactionIntervalMs, log: (msg, fields) => log.info(msg, fields) });
+    const compactor = new Compactor(storage, {
+      intervalMs: config.etcdCompactionIntervalMs,
+      log: (msg, fields) => log.info(msg, fields),
+    });
     compactor.start();
     cleanups.push(['stopping the compactor', async () => compactor.stop()]);
 
-    const registry = new Registry(loadDefinitions(), storage, config.etcdPrefix, (msg, fields) => log.warn(msg, fields));
+    const registry = new Registry(loadDefinitions(), storage, config.etcdPrefix, (msg, fields) =>
+      log.warn(msg, fields),
+    );
     await registry.start();
     metrics.watchCaches(registryWatchCacheStats(registry, () => storage.currentRevision()));
     const actions = new ServedActions();
@@ -114,7 +123,13 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       transformer: encryption.transformers.forResource(SIGNING_KEYS_RESOURCE.group, SIGNING_KEYS_RESOURCE.resource),
     });
     // After a key rotation (start or reload) objects and signing keys move to the key that writes now.
-    rewriteStale = () => void rewriteStaleValues(storage, [...registry.caches.values()].map((c) => c.prefix), signingKeys, log);
+    rewriteStale = () =>
+      void rewriteStaleValues(
+        storage,
+        [...registry.caches.values()].map((c) => c.prefix),
+        signingKeys,
+        log,
+      );
     if (encryption.configured) rewriteStale();
     // The issuer is known once the port is bound (the default is this server's URL).
     let issuer = config.tokenIssuer ?? '';
@@ -131,7 +146,10 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     const tls = await servingCertificate(config);
     const hostCluster = HostCluster.load({ kubeconfig: config.kubeconfig });
     config = await frontProxyFromCluster(config, hostCluster, log);
-    if (!hostCluster) log.info('no host cluster configured: TokenReview, SubjectAccessReview, the access sync to host RBAC and virtual cluster kube configs are off');
+    if (!hostCluster)
+      log.info(
+        'no host cluster configured: TokenReview, SubjectAccessReview, the access sync to host RBAC and virtual cluster kube configs are off',
+      );
     actions.add(kubeConfigAction(registry, hostCluster, log));
     const controllers = startControllers({
       leaseLock: (key) => storage.leaseLock(key),
@@ -171,12 +189,19 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       authenticator: auth.authenticator,
       authorizer: auth.authorizer,
       visibleTo: auth.visibleTo,
-      health: { livez: [ping], healthz: [ping, etcdCheck, ...kmsChecks], readyz: [ping, etcdCheck, ...kmsChecks, shutdown] },
+      health: {
+        livez: [ping],
+        healthz: [ping, etcdCheck, ...kmsChecks],
+        readyz: [ping, etcdCheck, ...kmsChecks, shutdown],
+      },
       get serverAddress() {
         return serverAddress(boundPort);
       },
       maxInFlight: { readOnly: config.maxRequestsInflight, mutating: config.maxMutatingRequestsInflight },
-      timeouts: { requestTimeoutMs: config.requestTimeoutMs, minRequestTimeoutSeconds: config.minRequestTimeoutSeconds },
+      timeouts: {
+        requestTimeoutMs: config.requestTimeoutMs,
+        minRequestTimeoutSeconds: config.minRequestTimeoutSeconds,
+      },
       shutdown: graceful,
       oidc: {
         get issuer() {
@@ -195,7 +220,16 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     // Client certificates (front proxy, direct clients) are asked for, not required; authenticators check them.
     const clientCAs = clientCertificateAuthorities(config);
     const clientAuth = clientCAs.length ? { requestCert: true, rejectUnauthorized: false, ca: clientCAs } : {};
-    const server: Server = createServer({ cert: tls.cert, key: tls.key, maxHeaderSize: MAX_HEADER_BYTES, ...connectionServerOptions(connectionLimits), ...clientAuth }, app);
+    const server: Server = createServer(
+      {
+        cert: tls.cert,
+        key: tls.key,
+        maxHeaderSize: MAX_HEADER_BYTES,
+        ...connectionServerOptions(connectionLimits),
+        ...clientAuth,
+      },
+      app,
+    );
     answerClientErrors(server);
     connections.attach(server);
     await new Promise<void>((resolve, reject) => {
@@ -205,7 +239,10 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     boundPort = (server.address() as AddressInfo).port;
     // Requests in flight cannot outlast their deadline (answered 504 then), so that bounds the drain.
     const drainMs = config.requestTimeoutMs || 60_000;
-    cleanups.push(['draining the HTTPS server', () => graceful.shutdown(server, { delayMs: config.shutdownDelayMs, drainMs, log })]);
+    cleanups.push([
+      'draining the HTTPS server',
+      () => graceful.shutdown(server, { delayMs: config.shutdownDelayMs, drainMs, log }),
+    ]);
 
     const url = `https://${serverAddress(boundPort)}`;
     issuer ||= url;
@@ -231,14 +268,28 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
 /** A port already taken is named, with the flags that choose another. */
 function listenError(err: NodeJS.ErrnoException, config: Config): Error {
   const address = `${config.bindAddress.includes(':') ? `[${config.bindAddress}]` : config.bindAddress}:${config.securePort}`;
-  if (err.code === 'EADDRINUSE') return new Error(`cannot serve on ${address}: the port is in use by another process; choose another with --secure-port (0 picks a free one) or --bind-address`);
-  if (err.code === 'EACCES') return new Error(`cannot serve on ${address}: permission denied (ports below 1024 need root); choose another with --secure-port`);
-  if (err.code === 'EADDRNOTAVAIL') return new Error(`cannot serve on ${address}: no network interface has this address; choose another with --bind-address`);
+  if (err.code === 'EADDRINUSE')
+    return new Error(
+      `cannot serve on ${address}: the port is in use by another process; choose another with --secure-port (0 picks a free one) or --bind-address`,
+    );
+  if (err.code === 'EACCES')
+    return new Error(
+      `cannot serve on ${address}: permission denied (ports below 1024 need root); choose another with --secure-port`,
+    );
+  if (err.code === 'EADDRNOTAVAIL')
+    return new Error(
+      `cannot serve on ${address}: no network interface has this address; choose another with --bind-address`,
+    );
   return err;
 }
 
 /** Writes again what an old encryption key or provider wrote, and logs how much (and what could not be read). */
-async function rewriteStaleValues(storage: EtcdStorage, prefixes: string[], signingKeys: SigningKeys, log: Logger): Promise<void> {
+async function rewriteStaleValues(
+  storage: EtcdStorage,
+  prefixes: string[],
+  signingKeys: SigningKeys,
+  log: Logger,
+): Promise<void> {
   try {
     let rewritten = 0;
     const unreadable: string[] = [];
@@ -248,21 +299,46 @@ async function rewriteStaleValues(storage: EtcdStorage, prefixes: string[], sign
       unreadable.push(...result.unreadable);
     }
     await signingKeys.rewrite();
-    if (unreadable.length) log.error('encryption at rest: these objects cannot be read with the keys configured and were not rewritten', { keys: unreadable });
+    if (unreadable.length)
+      log.error('encryption at rest: these objects cannot be read with the keys configured and were not rewritten', {
+        keys: unreadable,
+      });
     log.info('encryption at rest: every stored object is written with the current write key', { rewritten });
   } catch (err) {
-    log.error('encryption at rest: rewriting stored objects with the current write key failed; it is tried again at the next start or reload', { error: (err as Error).message });
+    log.error(
+      'encryption at rest: rewriting stored objects with the current write key failed; it is tried again at the next start or reload',
+      { error: (err as Error).message },
+    );
   }
 }
 
 /** What runs on the elected replica: the garbage collector, and the access sync when there is a host cluster. */
-function serverControllers(config: Config, registry: Registry, host: HostCluster | undefined, log: Logger, metrics: Metrics): Controller[] {
+function serverControllers(
+  config: Config,
+  registry: Registry,
+  host: HostCluster | undefined,
+  log: Logger,
+  metrics: Metrics,
+): Controller[] {
   const info = (msg: string, fields?: Record<string, unknown>) => log.info(msg, fields);
   const workQueueMetrics = metrics.workQueues;
-  const controllers: Controller[] = [{ name: 'garbage-collector', run: (signal) => new GarbageCollector(registry, { log: info, workQueueMetrics }).run(signal) }];
+  const controllers: Controller[] = [
+    {
+      name: 'garbage-collector',
+      run: (signal) => new GarbageCollector(registry, { log: info, workQueueMetrics }).run(signal),
+    },
+  ];
   if (host) {
     const rbac = new HostRbac(host);
-    controllers.push({ name: 'access-sync', run: (signal) => new AccessSync(registry, rbac, { log: info, resyncIntervalMs: config.accessResyncPeriodMs, workQueueMetrics }).run(signal) });
+    controllers.push({
+      name: 'access-sync',
+      run: (signal) =>
+        new AccessSync(registry, rbac, {
+          log: info,
+          resyncIntervalMs: config.accessResyncPeriodMs,
+          workQueueMetrics,
+        }).run(signal),
+    });
   }
   return controllers;
 }
@@ -275,7 +351,9 @@ async function frontProxyFromCluster(config: Config, host: HostCluster | undefin
   if (!host || config.requestheaderClientCaFile || config.authenticationSkipLookup) return config;
   const data = await readAuthenticationConfigMap(host);
   if (!data) {
-    log.warn('the host cluster has no ConfigMap kube-system/extension-apiserver-authentication: requests through a front proxy (kube-apiserver) cannot be authenticated');
+    log.warn(
+      'the host cluster has no ConfigMap kube-system/extension-apiserver-authentication: requests through a front proxy (kube-apiserver) cannot be authenticated',
+    );
     return config;
   }
   const resolved = withAuthenticationConfigMap(config, data);
@@ -308,7 +386,9 @@ function etcdTls(config: Config): EtcdStorageOptions['tls'] {
 /** etcd errors while reading or writing the signing keys, as a Status that names no key material. */
 function signingKeysUnavailable(err: unknown): never {
   if (errors.isStatusError(err)) throw err;
-  throw errors.serviceUnavailable(`the token signing keys cannot be read from etcd: ${(err as Error)?.name ?? 'error'}; try again`);
+  throw errors.serviceUnavailable(
+    `the token signing keys cannot be read from etcd: ${(err as Error)?.name ?? 'error'}; try again`,
+  );
 }
 
 async function servingCertificate(config: Config): Promise<{ cert: string; key: string; caPem?: string }> {

@@ -35,7 +35,13 @@ export function ownedBy(owner: Owner | undefined, user: UserInfo): boolean {
 }
 
 /** Whether `obj` (of `resource`) itself lets `user` do `verb` (on `subresource`, if any). */
-export function objectGrants(resource: string, obj: KubeObject, user: UserInfo, verb: string, subresource = ''): boolean {
+export function objectGrants(
+  resource: string,
+  obj: KubeObject,
+  user: UserInfo,
+  verb: string,
+  subresource = '',
+): boolean {
   const spec = obj.spec ?? {};
   if (resource === OWNED_ACCESS_KEYS) return ownedBy({ user: spec.user, team: spec.team }, user);
   if (ownedBy(spec.owner, user)) return true;
@@ -43,7 +49,8 @@ export function objectGrants(resource: string, obj: KubeObject, user: UserInfo, 
   return ((spec.access ?? []) as AccessEntry[]).some((entry) => {
     const forUser = entry.users?.includes(user.name) || entry.teams?.some((t) => teams.includes(t));
     const forVerb = entry.verbs?.includes('*') || entry.verbs?.includes(verb);
-    const forSubresource = !subresource || entry.subresources?.includes('*') || entry.subresources?.includes(subresource);
+    const forSubresource =
+      !subresource || entry.subresources?.includes('*') || entry.subresources?.includes(subresource);
     return !!(forUser && forVerb && forSubresource);
   });
 }

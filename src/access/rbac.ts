@@ -59,7 +59,14 @@ export interface Subject {
 export interface RbacObject {
   apiVersion: string;
   kind: RbacKind;
-  metadata: { name: string; namespace?: string; labels: Record<string, string>; annotations: Record<string, string>; resourceVersion?: string; uid?: string };
+  metadata: {
+    name: string;
+    namespace?: string;
+    labels: Record<string, string>;
+    annotations: Record<string, string>;
+    resourceVersion?: string;
+    uid?: string;
+  };
   rules?: PolicyRule[];
   roleRef?: { apiGroup: string; kind: 'Role' | 'ClusterRole'; name: string };
   subjects?: Subject[];
@@ -73,7 +80,13 @@ export function desiredRbac(def: SourceKind, obj: KubeObject): RbacObject[] {
   if (owner.length) grants.push({ suffix: 'owner', verbs: ['*'], subresources: ['*'], subjects: owner });
   (spec.access ?? []).forEach((entry, i) => {
     const subjects = [...(entry.users ?? []).map(user), ...(entry.teams ?? []).map(team)];
-    if (entry.verbs?.length && subjects.length) grants.push({ suffix: `access-${i}`, verbs: unique(entry.verbs), subresources: entry.subresources ?? [], subjects: uniqueSubjects(subjects) });
+    if (entry.verbs?.length && subjects.length)
+      grants.push({
+        suffix: `access-${i}`,
+        verbs: unique(entry.verbs),
+        subresources: entry.subresources ?? [],
+        subjects: uniqueSubjects(subjects),
+      });
   });
 
   const namespaced = def.namespaced;
@@ -83,7 +96,9 @@ export function desiredRbac(def: SourceKind, obj: KubeObject): RbacObject[] {
     name,
     ...(namespaced ? { namespace: obj.metadata.namespace! } : {}),
     labels: sourceLabels(def, obj),
-    annotations: { [SOURCE_ANNOTATION]: `${def.kind} ${namespaced ? `${obj.metadata.namespace}/` : ''}${obj.metadata.name}` },
+    annotations: {
+      [SOURCE_ANNOTATION]: `${def.kind} ${namespaced ? `${obj.metadata.namespace}/` : ''}${obj.metadata.name}`,
+    },
   });
   return grants.flatMap((g): RbacObject[] => {
     const name = generatedName(def, { name: obj.metadata.name!, uid: obj.metadata.uid! }, g.suffix);
@@ -92,7 +107,14 @@ export function desiredRbac(def: SourceKind, obj: KubeObject): RbacObject[] {
         apiVersion: RBAC_API_VERSION,
         kind: roleKind,
         metadata: metadata(name),
-        rules: [{ apiGroups: [def.group], resources: resourcesOf(def, g.subresources), resourceNames: [obj.metadata.name!], verbs: g.verbs }],
+        rules: [
+          {
+            apiGroups: [def.group],
+            resources: resourcesOf(def, g.subresources),
+            resourceNames: [obj.metadata.name!],
+            verbs: g.verbs,
+          },
+        ],
       },
       {
         apiVersion: RBAC_API_VERSION,

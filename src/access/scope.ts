@@ -126,13 +126,18 @@ export function hasRestriction(spec: KeyRestrictionSpec | undefined): boolean {
 }
 
 /** The key's restriction, or undefined when it has no scope, no rules and no allowPlatformCli. */
-export function buildRestriction(spec: KeyRestrictionSpec | undefined, opts: RestrictionOptions = {}): Restriction | undefined {
+export function buildRestriction(
+  spec: KeyRestrictionSpec | undefined,
+  opts: RestrictionOptions = {},
+): Restriction | undefined {
   if (!hasRestriction(spec)) return undefined;
   return new ScopeRestriction(spec!, opts);
 }
 
 function projectOf(namespace: string): string | undefined {
-  return namespace.startsWith(PROJECT_NAMESPACE_PREFIX) && namespace.length > PROJECT_NAMESPACE_PREFIX.length ? namespace.slice(PROJECT_NAMESPACE_PREFIX.length) : undefined;
+  return namespace.startsWith(PROJECT_NAMESPACE_PREFIX) && namespace.length > PROJECT_NAMESPACE_PREFIX.length
+    ? namespace.slice(PROJECT_NAMESPACE_PREFIX.length)
+    : undefined;
 }
 
 function trimSlashes(path: string): string {
@@ -172,10 +177,17 @@ class ScopeRestriction implements Restriction {
     private readonly opts: RestrictionOptions,
   ) {
     const scope = spec.scope ?? {};
-    this.projects = arr(scope.projects).map((p) => str(p?.project)).filter(Boolean);
+    this.projects = arr(scope.projects)
+      .map((p) => str(p?.project))
+      .filter(Boolean);
     this.spaces = arr(scope.spaces).map((s) => ({ project: str(s?.project), name: str(s?.space) }));
-    this.virtualClusters = arr(scope.virtualClusters).map((v) => ({ project: str(v?.project), name: str(v?.virtualCluster) }));
-    this.clusters = arr(scope.clusters).map((c) => str(c?.cluster)).filter(Boolean);
+    this.virtualClusters = arr(scope.virtualClusters).map((v) => ({
+      project: str(v?.project),
+      name: str(v?.virtualCluster),
+    }));
+    this.clusters = arr(scope.clusters)
+      .map((c) => str(c?.cluster))
+      .filter(Boolean);
     this.cli = spec.allowPlatformCli === true || arr(scope.roles).some((r) => CLI_ROLES.includes(str(r?.role)));
     this.rules = arr(spec.rules).filter((r) => typeof r === 'object' && r !== null);
   }
@@ -228,7 +240,8 @@ class ScopeRestriction implements Restriction {
   }
 
   private clusterGrant(req: RequestAttributesLite): boolean {
-    if (!req.isResourceRequest || !this.clusters.length || req.apiGroup !== GROUP_NAME || req.resource !== 'clusters') return false;
+    if (!req.isResourceRequest || !this.clusters.length || req.apiGroup !== GROUP_NAME || req.resource !== 'clusters')
+      return false;
     if (this.clusters.includes('*')) return true;
     return req.name ? this.clusters.includes(req.name) : isCollectionRead(req);
   }
@@ -283,7 +296,9 @@ class ScopeRestriction implements Restriction {
 function resourceMatches(patterns: string[], resource: string, subresource: string): boolean {
   if (!patterns.length) return true;
   const full = subresource ? `${resource}/${subresource}` : resource;
-  return patterns.some((p) => p === '*' || p === full || (!!subresource && (p === `${resource}/*` || p === `*/${subresource}`)));
+  return patterns.some(
+    (p) => p === '*' || p === full || (!!subresource && (p === `${resource}/*` || p === `*/${subresource}`)),
+  );
 }
 
 /** kube's NonResourceURLs: exact, or a prefix ending in '/*'; '*' alone matches every path. */

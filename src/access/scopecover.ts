@@ -8,7 +8,13 @@
  * it matches. A change that allows no more only through several old grants together is refused (a master may
  * still make it).
  */
-import { CLI_ROLES, hasRestriction, nonResourceURLMatches, type AccessKeyRule, type KeyRestrictionSpec } from './scope.js';
+import {
+  CLI_ROLES,
+  hasRestriction,
+  nonResourceURLMatches,
+  type AccessKeyRule,
+  type KeyRestrictionSpec,
+} from './scope.js';
 
 /** The spec field through which a restriction allows more than another. */
 export type WideningField = 'scope' | 'rules' | 'allowPlatformCli';
@@ -33,8 +39,14 @@ function readScope(spec: KeyRestrictionSpec) {
   const names = (list: unknown, field: string) => arr(list).map((e) => str(isEntry(e) ? e[field] : undefined));
   const roles = names(scope.roles, 'role');
   const projects = names(scope.projects, 'project').filter(Boolean);
-  const spaces = arr(scope.spaces).map((e) => ({ project: str(isEntry(e) ? e.project : undefined), name: str(isEntry(e) ? e.space : undefined) }));
-  const virtualClusters = arr(scope.virtualClusters).map((e) => ({ project: str(isEntry(e) ? e.project : undefined), name: str(isEntry(e) ? e.virtualCluster : undefined) }));
+  const spaces = arr(scope.spaces).map((e) => ({
+    project: str(isEntry(e) ? e.project : undefined),
+    name: str(isEntry(e) ? e.space : undefined),
+  }));
+  const virtualClusters = arr(scope.virtualClusters).map((e) => ({
+    project: str(isEntry(e) ? e.project : undefined),
+    name: str(isEntry(e) ? e.virtualCluster : undefined),
+  }));
   return {
     roles: roles.filter((r) => !CLI_ROLES.includes(r)),
     cli: spec.allowPlatformCli === true || roles.some((r) => CLI_ROLES.includes(r)),
@@ -57,7 +69,9 @@ interface NamedInProject {
 }
 
 function namedInProjectCovered(next: NamedInProject[], old: NamedInProject[]): boolean {
-  return next.every((n) => old.some((o) => (o.project === '*' || o.project === n.project) && (o.name === '*' || o.name === n.name)));
+  return next.every((n) =>
+    old.some((o) => (o.project === '*' || o.project === n.project) && (o.name === '*' || o.name === n.name)),
+  );
 }
 
 /** The field of `next` whose scope (roles, projects, spaces, virtual clusters, clusters, CLI reads) reaches beyond `old`'s. */
@@ -66,7 +80,8 @@ function scopeWidening(next: KeyRestrictionSpec, old: KeyRestrictionSpec): Widen
   const o = readScope(old);
   if (n.cli && !o.cli) return next.allowPlatformCli === true ? 'allowPlatformCli' : 'scope';
   // The CLI's reads are limited by the clusters and projects listed: they may not lose those limits.
-  if (n.cli && ((o.clusters.length > 0 && n.clusters.length === 0) || (o.limitsProjects && !n.limitsProjects))) return 'scope';
+  if (n.cli && ((o.clusters.length > 0 && n.clusters.length === 0) || (o.limitsProjects && !n.limitsProjects)))
+    return 'scope';
   const covered =
     n.roles.every((r) => o.roles.includes(r)) &&
     namesCovered(n.projects, o.projects) &&
@@ -113,7 +128,11 @@ function groupResourcesCovered(next: unknown, old: unknown): boolean {
   const oldResources = arr(old.resources);
   if (!(oldResources.length === 0 || oldResources.includes('*'))) {
     const nextResources = arr(next.resources);
-    if (nextResources.length === 0 || !nextResources.every((p) => oldResources.some((q) => resourcePatternCovered(str(p), str(q))))) return false;
+    if (
+      nextResources.length === 0 ||
+      !nextResources.every((p) => oldResources.some((q) => resourcePatternCovered(str(p), str(q))))
+    )
+      return false;
   }
   return listCovered(arr(next.resourceNames), arr(old.resourceNames));
 }
@@ -175,7 +194,10 @@ function restrictingField(spec: KeyRestrictionSpec): WideningField {
  * The field through which `next` (a key's new scope, rules and allowPlatformCli) may allow a request `old` does
  * not; undefined when every request `next` allows, `old` allows too.
  */
-export function restrictionWidening(next: KeyRestrictionSpec | undefined, old: KeyRestrictionSpec | undefined): WideningField | undefined {
+export function restrictionWidening(
+  next: KeyRestrictionSpec | undefined,
+  old: KeyRestrictionSpec | undefined,
+): WideningField | undefined {
   if (!hasRestriction(old)) return undefined;
   if (!hasRestriction(next)) return restrictingField(old!);
   const scope = scopeWidening(next!, old!);

@@ -19,7 +19,13 @@ const SYSTEM_PREFIX = 'system:';
 const spec = Path.root('spec');
 
 export function validateOwner(owner: Owner | undefined, path: Path): FieldError[] {
-  if (owner?.user && owner?.team) return [fieldError.forbidden(path.child('team'), 'may not be set together with user: an owner is either a user or a team')];
+  if (owner?.user && owner?.team)
+    return [
+      fieldError.forbidden(
+        path.child('team'),
+        'may not be set together with user: an owner is either a user or a team',
+      ),
+    ];
   return [];
 }
 
@@ -28,12 +34,28 @@ export function validateAccess(entries: AccessEntry[] | undefined, path: Path): 
   const errs: FieldError[] = [];
   (entries ?? []).forEach((entry, i) => {
     const at = path.index(i);
-    if (!entry.verbs?.length) errs.push(fieldError.required(at.child('verbs'), "at least one verb is required ('*' for all)"));
-    errs.push(...validateWords(entry.verbs, at.child('verbs'), VERB, "must be '*' or a lowercase verb such as get, list, watch, create, update, patch or delete"));
-    errs.push(...validateWords(entry.subresources, at.child('subresources'), SUBRESOURCE, "must be '*' or a lowercase subresource name such as status"));
+    if (!entry.verbs?.length)
+      errs.push(fieldError.required(at.child('verbs'), "at least one verb is required ('*' for all)"));
+    errs.push(
+      ...validateWords(
+        entry.verbs,
+        at.child('verbs'),
+        VERB,
+        "must be '*' or a lowercase verb such as get, list, watch, create, update, patch or delete",
+      ),
+    );
+    errs.push(
+      ...validateWords(
+        entry.subresources,
+        at.child('subresources'),
+        SUBRESOURCE,
+        "must be '*' or a lowercase subresource name such as status",
+      ),
+    );
     errs.push(...validateNames(entry.users, at.child('users')));
     errs.push(...validateNames(entry.teams, at.child('teams')));
-    if (!entry.users?.length && !entry.teams?.length) errs.push(fieldError.required(at.child('users'), 'at least one user or team is required'));
+    if (!entry.users?.length && !entry.teams?.length)
+      errs.push(fieldError.required(at.child('users'), 'at least one user or team is required'));
   });
   return errs;
 }
@@ -49,7 +71,9 @@ export function accessWarnings(entries: AccessEntry[] | undefined, path: Path): 
   const known = `known verbs: ${KNOWN_VERBS.join(', ')}, '*' for all`;
   return (entries ?? []).flatMap((entry, i) =>
     (entry.verbs ?? []).flatMap((verb, j) =>
-      verb === '*' || KNOWN_VERBS.includes(verb) ? [] : [`${path.index(i).child('verbs').index(j)}: unknown verb ${JSON.stringify(verb)} grants nothing; ${known}`],
+      verb === '*' || KNOWN_VERBS.includes(verb)
+        ? []
+        : [`${path.index(i).child('verbs').index(j)}: unknown verb ${JSON.stringify(verb)} grants nothing; ${known}`],
     ),
   );
 }
@@ -81,7 +105,12 @@ function validateNames(values: string[] | undefined, path: Path): FieldError[] {
  * an access entry granting `*`, or system:masters. Otherwise an entry granting only `update` could grant its
  * holder everything (as RBAC refuses escalation).
  */
-export function guardAccessChanges(resource: string, obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
+export function guardAccessChanges(
+  resource: string,
+  obj: KubeObject,
+  old: KubeObject,
+  user: UserInfo | undefined,
+): void {
   if (!user || isMaster(user)) return;
   if (jsonEqual(obj.spec?.owner, old.spec?.owner) && jsonEqual(obj.spec?.access, old.spec?.access)) return;
   // The owner, or an entry granting every verb: what the stored object grants for `*` (on the object itself).
@@ -106,12 +135,22 @@ export interface AdminField {
  * Policy fields (a Project's allowed clusters, a Cluster's connection and unusable mark) are the administrator's:
  * outside system:masters an update that changes one is 403 naming it, whoever the caller is, owner included.
  */
-export function guardAdminFields(resource: string, fields: readonly AdminField[], obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
+export function guardAdminFields(
+  resource: string,
+  fields: readonly AdminField[],
+  obj: KubeObject,
+  old: KubeObject,
+  user: UserInfo | undefined,
+): void {
   if (!user || isMaster(user) || !fields.length) return;
   const changed = fields.filter((f) => !jsonEqual(f.value(obj.spec ?? {}), f.value(old.spec ?? {}))).map((f) => f.path);
   if (!changed.length) return;
   const group = (old.apiVersion ?? '').split('/')[0];
-  throw errors.forbidden({ group, resource }, old.metadata.name ?? '', `User ${JSON.stringify(user.name)} cannot change ${changed.join(', ')}: only system:masters may`);
+  throw errors.forbidden(
+    { group, resource },
+    old.metadata.name ?? '',
+    `User ${JSON.stringify(user.name)} cannot change ${changed.join(', ')}: only system:masters may`,
+  );
 }
 
 /**
@@ -128,18 +167,28 @@ function systemNameErrors(obj: KubeObject, old: KubeObject | undefined, user: Us
   const named = (o: KubeObject | undefined, visit: (name: string, at: Path, field: 'owner' | 'access') => void) => {
     const s = o?.spec;
     if (!isPlainObject(s)) return;
-    if (isPlainObject(s.owner) && typeof s.owner.user === 'string') visit(s.owner.user, spec.child('owner').child('user'), 'owner');
+    if (isPlainObject(s.owner) && typeof s.owner.user === 'string')
+      visit(s.owner.user, spec.child('owner').child('user'), 'owner');
     if (!Array.isArray(s.access)) return;
     s.access.forEach((entry: unknown, i: number) => {
       const users = isPlainObject(entry) && Array.isArray(entry.users) ? entry.users : [];
-      users.forEach((u: unknown, j: number) => typeof u === 'string' && visit(u, spec.child('access').index(i).child('users').index(j), 'access'));
+      users.forEach(
+        (u: unknown, j: number) =>
+          typeof u === 'string' && visit(u, spec.child('access').index(i).child('users').index(j), 'access'),
+      );
     });
   };
   named(old, (name, _at, field) => stored.add(`${field}/${name}`));
   const errs: FieldError[] = [];
   named(obj, (name, at, field) => {
     if (name.startsWith(SYSTEM_PREFIX) && !stored.has(`${field}/${name}`)) {
-      errs.push(fieldError.invalid(at, name, `names one of Kubernetes' own identities (${SYSTEM_PREFIX}...), which only system:masters may grant access to`));
+      errs.push(
+        fieldError.invalid(
+          at,
+          name,
+          `names one of Kubernetes' own identities (${SYSTEM_PREFIX}...), which only system:masters may grant access to`,
+        ),
+      );
     }
   });
   return errs;
@@ -148,7 +197,12 @@ function systemNameErrors(obj: KubeObject, old: KubeObject | undefined, user: Us
 /** Refuses (422) a write that adds a `system:` name outside system:masters (see systemNameErrors). */
 export function refuseSystemNames(obj: KubeObject, old: KubeObject | undefined, user: UserInfo | undefined): void {
   const errs = systemNameErrors(obj, old, user);
-  if (errs.length) throw errors.invalid({ group: (obj.apiVersion ?? '').split('/')[0], kind: obj.kind ?? '' }, obj.metadata?.name ?? '', errs);
+  if (errs.length)
+    throw errors.invalid(
+      { group: (obj.apiVersion ?? '').split('/')[0], kind: obj.kind ?? '' },
+      obj.metadata?.name ?? '',
+      errs,
+    );
 }
 
 /**
@@ -158,8 +212,11 @@ export function refuseSystemNames(obj: KubeObject, old: KubeObject | undefined, 
  */
 export function ownerGivenAway(owner: Owner | undefined, user: UserInfo | undefined, at: Path): string | undefined {
   if (!isPlainObject(owner) || !user || isMaster(user)) return undefined;
-  const tail = 'a caller may name only itself or a team it belongs to, and only system:masters may make someone else the owner';
-  if (owner.user !== undefined && owner.user !== user.name) return `${at.child('user')}: may not be ${JSON.stringify(owner.user)}: ${tail}`;
-  if (owner.team !== undefined && !teamsOf(user).includes(owner.team)) return `${at.child('team')}: may not be ${JSON.stringify(owner.team)}, a team the caller is not in: ${tail}`;
+  const tail =
+    'a caller may name only itself or a team it belongs to, and only system:masters may make someone else the owner';
+  if (owner.user !== undefined && owner.user !== user.name)
+    return `${at.child('user')}: may not be ${JSON.stringify(owner.user)}: ${tail}`;
+  if (owner.team !== undefined && !teamsOf(user).includes(owner.team))
+    return `${at.child('team')}: may not be ${JSON.stringify(owner.team)}, a team the caller is not in: ${tail}`;
   return undefined;
 }

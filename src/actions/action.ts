@@ -54,7 +54,10 @@ export interface Action {
 
 /** A request kind's schema: apiVersion, kind and metadata, and the kind's own `fields`. */
 export function requestSchema(fields: Record<string, StructuralSchema>): StructuralSchema {
-  return { type: 'object', properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { type: 'object' }, ...fields } };
+  return {
+    type: 'object',
+    properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { type: 'object' }, ...fields },
+  };
 }
 
 const validators = new WeakMap<Action, SchemaValidator>();
@@ -63,12 +66,23 @@ const validators = new WeakMap<Action, SchemaValidator>();
  * The request object of a create, checked as the generic store checks objects: apiVersion and kind when given,
  * unknown fields dropped (refused with fieldValidation=Strict, warned about with Warn), types per the schema.
  */
-export function decodeRequest(action: Action, body: Record<string, unknown>, fieldValidation: 'Ignore' | 'Strict' | 'Warn', warnings: string[]): KubeObject {
+export function decodeRequest(
+  action: Action,
+  body: Record<string, unknown>,
+  fieldValidation: 'Ignore' | 'Strict' | 'Warn',
+  warnings: string[],
+): KubeObject {
   const gk: GroupKind = { group: action.group, kind: action.kind };
   const obj = structuredClone(body) as KubeObject;
   if (obj.metadata === undefined || obj.metadata === null) obj.metadata = {};
-  if (!isPlainObject(obj.metadata)) throw errors.invalid(gk, '', [fieldError.typeInvalid(Path.root('metadata'), obj.metadata, 'must be an object')]);
-  const type = { apiVersion: `${action.group}/${action.version}`, version: action.version, kind: action.kind, groupKind: gk };
+  if (!isPlainObject(obj.metadata))
+    throw errors.invalid(gk, '', [fieldError.typeInvalid(Path.root('metadata'), obj.metadata, 'must be an object')]);
+  const type = {
+    apiVersion: `${action.group}/${action.version}`,
+    version: action.version,
+    kind: action.kind,
+    groupKind: gk,
+  };
   checkTypeMeta(obj, type);
   dropUnknownFields(obj, action.schema, type, { fieldValidation, warnings });
 
@@ -81,5 +95,10 @@ export function decodeRequest(action: Action, body: Record<string, unknown>, fie
 
 /** The answer object's frame: apiVersion, kind and the request's metadata with a creation time. */
 export function answer(action: Action, metadata: ObjectMeta, body: Record<string, unknown>): KubeObject {
-  return { apiVersion: `${action.group}/${action.version}`, kind: action.kind, metadata: { ...metadata, creationTimestamp: nowRFC3339() }, ...body };
+  return {
+    apiVersion: `${action.group}/${action.version}`,
+    kind: action.kind,
+    metadata: { ...metadata, creationTimestamp: nowRFC3339() },
+    ...body,
+  };
 }

@@ -44,9 +44,15 @@ function tokenSchema(keyDefinition: ResourceDefinition | undefined): StructuralS
   const keySpec = keyDefinition?.schema.properties?.spec?.properties ?? {};
   const spec: StructuralSchema = {
     type: 'object',
-    properties: { ttl: { type: 'integer', format: 'int64' }, scope: keySpec.scope, rules: keySpec.rules, allowPlatformCli: keySpec.allowPlatformCli },
+    properties: {
+      ttl: { type: 'integer', format: 'int64' },
+      scope: keySpec.scope,
+      rules: keySpec.rules,
+      allowPlatformCli: keySpec.allowPlatformCli,
+    },
   };
-  for (const [field, s] of Object.entries(spec.properties!)) if (!s) throw new Error(`the OwnedAccessKey schema has no spec.${field} to share`);
+  for (const [field, s] of Object.entries(spec.properties!))
+    if (!s) throw new Error(`the OwnedAccessKey schema has no spec.${field} to share`);
   return requestSchema({ spec, status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } });
 }
 
@@ -64,25 +70,46 @@ export function directClusterEndpointTokenAction(definitions: ResourceDefinition
       const { user } = call;
       // The token would carry the caller's identity without the credential's restriction (as for access keys).
       if (user.restriction) {
-        throw errors.forbidden({ group: GROUP_NAME, resource: RESOURCE }, '', `User ${JSON.stringify(user.name)} cannot create resource "${RESOURCE}" in API group "${GROUP_NAME}" at the cluster scope: a credential with a scope or rules may not create tokens`);
+        throw errors.forbidden(
+          { group: GROUP_NAME, resource: RESOURCE },
+          '',
+          `User ${JSON.stringify(user.name)} cannot create resource "${RESOURCE}" in API group "${GROUP_NAME}" at the cluster scope: a credential with a scope or rules may not create tokens`,
+        );
       }
       // kube reserves `system:` names for its own identities (service accounts, nodes, components): a connected
       // cluster mapping the token's subject directly would take it for one of them.
       if (user.name.startsWith(SYSTEM_PREFIX)) {
-        throw errors.forbidden({ group: GROUP_NAME, resource: RESOURCE }, '', `User ${JSON.stringify(user.name)} cannot create resource "${RESOURCE}" in API group "${GROUP_NAME}" at the cluster scope: names starting with "${SYSTEM_PREFIX}" are reserved for Kubernetes' own identities and are not given tokens for connected clusters`);
+        throw errors.forbidden(
+          { group: GROUP_NAME, resource: RESOURCE },
+          '',
+          `User ${JSON.stringify(user.name)} cannot create resource "${RESOURCE}" in API group "${GROUP_NAME}" at the cluster scope: names starting with "${SYSTEM_PREFIX}" are reserved for Kubernetes' own identities and are not given tokens for connected clusters`,
+        );
       }
       const spec = (call.object!.spec ?? {}) as Record<string, unknown>;
       const errs: FieldError[] = validateScopeAndRules(spec, Path.root('spec'));
-      if (typeof spec.ttl === 'number' && spec.ttl < 0) errs.push(fieldError.invalid(Path.root('spec').child('ttl'), spec.ttl, 'must be greater than or equal to 0 (0 or absent: the default of 3600 seconds)'));
+      if (typeof spec.ttl === 'number' && spec.ttl < 0)
+        errs.push(
+          fieldError.invalid(
+            Path.root('spec').child('ttl'),
+            spec.ttl,
+            'must be greater than or equal to 0 (0 or absent: the default of 3600 seconds)',
+          ),
+        );
       if (errs.length) throw errors.invalid({ group: GROUP_NAME, kind: KIND }, '', errs);
 
       let ttl = typeof spec.ttl === 'number' && spec.ttl > 0 ? spec.ttl : DEFAULT_TOKEN_TTL_SECONDS;
       if (ttl > opts.maxTtlSeconds) {
-        call.warnings.push(`spec.ttl ${ttl} is longer than this server issues tokens for; the token expires after ${opts.maxTtlSeconds} seconds`);
+        call.warnings.push(
+          `spec.ttl ${ttl} is longer than this server issues tokens for; the token expires after ${opts.maxTtlSeconds} seconds`,
+        );
         ttl = opts.maxTtlSeconds;
       }
-      if (spec.allowPlatformCli !== undefined) call.warnings.push(`spec.allowPlatformCli is deprecated; use a spec.scope.roles entry with role "${CLI_ROLE}"`);
-      if (spec.rules !== undefined) call.warnings.push('spec.rules is deprecated; use spec.scope.projects, spec.scope.spaces and spec.scope.virtualClusters');
+      if (spec.allowPlatformCli !== undefined)
+        call.warnings.push(`spec.allowPlatformCli is deprecated; use a spec.scope.roles entry with role "${CLI_ROLE}"`);
+      if (spec.rules !== undefined)
+        call.warnings.push(
+          'spec.rules is deprecated; use spec.scope.projects, spec.scope.spaces and spec.scope.virtualClusters',
+        );
 
       const signer = await opts.signer();
       const iat = Math.floor(Date.now() / 1000);
@@ -101,7 +128,10 @@ export function directClusterEndpointTokenAction(definitions: ResourceDefinition
         .setJti(randomUUID())
         .sign(signer.key);
       const { metadata } = call.object!;
-      return answer(action, metadata, { spec: { ...spec, ttl }, status: { token, expirationTimestamp: nowRFC3339(new Date((iat + ttl) * 1000)) } });
+      return answer(action, metadata, {
+        spec: { ...spec, ttl },
+        status: { token, expirationTimestamp: nowRFC3339(new Date((iat + ttl) * 1000)) },
+      });
     },
   };
   return action;
@@ -109,7 +139,9 @@ export function directClusterEndpointTokenAction(definitions: ResourceDefinition
 
 /** spec.scope with the deprecated fields mapped in; undefined when the token is not narrowed at all. */
 function tokenScope(spec: Record<string, unknown>): Record<string, unknown> | undefined {
-  const scope: { roles?: { role?: string }[]; [field: string]: unknown } = { ...(isPlainObject(spec.scope) ? spec.scope : {}) };
+  const scope: { roles?: { role?: string }[]; [field: string]: unknown } = {
+    ...(isPlainObject(spec.scope) ? spec.scope : {}),
+  };
   if (spec.allowPlatformCli === true && !(scope.roles ?? []).some((r) => r.role === CLI_ROLE)) {
     scope.roles = [...(scope.roles ?? []), { role: CLI_ROLE }];
   }

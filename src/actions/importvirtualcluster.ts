@@ -74,14 +74,29 @@ export function importVirtualClusterAction(registry: Registry): Action {
       const project = await store('projects').get(undefined, call.name);
       const { source, fields, ownerAt } = readRequest(request);
       const givenAway = ownerGivenAway(fields.owner, call.user, ownerAt);
-      if (givenAway) throw errors.forbidden({ group: GROUP_NAME, resource: 'projects' }, call.name, `User ${JSON.stringify(call.user.name)} cannot import a virtual cluster for someone else: ${givenAway}`);
+      if (givenAway)
+        throw errors.forbidden(
+          { group: GROUP_NAME, resource: 'projects' },
+          call.name,
+          `User ${JSON.stringify(call.user.name)} cannot import a virtual cluster for someone else: ${givenAway}`,
+        );
       const name = fields.importName ?? source.name!;
       const namespace = projectNamespace(call.name);
       const caller = { user: call.user, authorize: call.authorize };
-      const clusterErrs = await clusterErrors(store('clusters'), project, source.cluster!, Path.root('sourceVirtualCluster').child('cluster'), caller);
+      const clusterErrs = await clusterErrors(
+        store('clusters'),
+        project,
+        source.cluster!,
+        Path.root('sourceVirtualCluster').child('cluster'),
+        caller,
+      );
       if (clusterErrs.length) throw errors.invalid(gk, '', clusterErrs);
       const ref = { cluster: source.cluster!, namespace: source.namespace, virtualCluster: source.name! };
-      await checkNotImported(store('virtualclusterinstances'), ref, { gr: { group: GROUP_NAME, resource: 'projects/importvirtualcluster' }, name: source.name!, user: call.user });
+      await checkNotImported(store('virtualclusterinstances'), ref, {
+        gr: { group: GROUP_NAME, resource: 'projects/importvirtualcluster' },
+        name: source.name!,
+        user: call.user,
+      });
 
       const instance: KubeObject = {
         apiVersion: `${GROUP_NAME}/${VERSION}`,
@@ -89,7 +104,14 @@ export function importVirtualClusterAction(registry: Registry): Action {
         metadata: {
           name,
           namespace,
-          ownerReferences: [{ apiVersion: project.apiVersion!, kind: project.kind!, name: project.metadata.name!, uid: project.metadata.uid! }],
+          ownerReferences: [
+            {
+              apiVersion: project.apiVersion!,
+              kind: project.kind!,
+              name: project.metadata.name!,
+              uid: project.metadata.uid!,
+            },
+          ],
         },
         spec: {
           owner: fields.owner ?? { user: call.user.name },
@@ -99,14 +121,18 @@ export function importVirtualClusterAction(registry: Registry): Action {
         },
       };
       const created = await store('virtualclusterinstances').create(namespace, instance, caller);
-      return answer(action, { name: call.name }, {
-        sourceVirtualCluster: source,
-        owner: created.spec.owner,
-        importName: name,
-        upgradeToPro: created.spec.upgradeToPro,
-        skipHelmDeploy: created.spec.skipHelmDeploy,
-        status: { virtualClusterInstance: { namespace, name, uid: created.metadata.uid } },
-      });
+      return answer(
+        action,
+        { name: call.name },
+        {
+          sourceVirtualCluster: source,
+          owner: created.spec.owner,
+          importName: name,
+          upgradeToPro: created.spec.upgradeToPro,
+          skipHelmDeploy: created.spec.skipHelmDeploy,
+          status: { virtualClusterInstance: { namespace, name, uid: created.metadata.uid } },
+        },
+      );
     },
   };
   return action;
@@ -117,7 +143,8 @@ function readRequest(request: KubeObject): { source: Source; fields: PlacedField
   const errs: FieldError[] = [];
   const at = Path.root('sourceVirtualCluster');
   const inner = (request.sourceVirtualCluster ?? {}) as Source & PlacedFields;
-  if (request.sourceVirtualCluster === undefined) errs.push(fieldError.required(at, 'the virtual cluster to import: name, namespace and cluster'));
+  if (request.sourceVirtualCluster === undefined)
+    errs.push(fieldError.required(at, 'the virtual cluster to import: name, namespace and cluster'));
   const source: Source = { name: inner.name, namespace: inner.namespace, cluster: inner.cluster };
   const check = (field: keyof Source, rule: (v: string) => string[], what: string) => {
     const value = source[field];
@@ -135,16 +162,24 @@ function readRequest(request: KubeObject): { source: Source; fields: PlacedField
     const top = request[field];
     const nested = inner[field];
     if (top !== undefined && nested !== undefined && !jsonEqual(top, nested)) {
-      errs.push(fieldError.invalid(at.child(field), nested, `differs from ${field} at the top level; give it in one place or the same in both`));
+      errs.push(
+        fieldError.invalid(
+          at.child(field),
+          nested,
+          `differs from ${field} at the top level; give it in one place or the same in both`,
+        ),
+      );
     }
     (fields as Record<Placed, unknown>)[field] = top ?? nested;
   }
   const ownerAt = request.owner !== undefined ? Path.root('owner') : at.child('owner');
   errs.push(...validateOwner(fields.owner, ownerAt));
-  if (fields.owner && !fields.owner.user && !fields.owner.team) errs.push(fieldError.required(ownerAt.child('user'), 'an owner names a user or a team'));
+  if (fields.owner && !fields.owner.user && !fields.owner.team)
+    errs.push(fieldError.required(ownerAt.child('user'), 'an owner names a user or a team'));
   if (fields.importName !== undefined) {
     const nameAt = request.importName !== undefined ? Path.root('importName') : at.child('importName');
-    for (const msg of isDNS1123Subdomain(fields.importName)) errs.push(fieldError.invalid(nameAt, fields.importName, msg));
+    for (const msg of isDNS1123Subdomain(fields.importName))
+      errs.push(fieldError.invalid(nameAt, fields.importName, msg));
   }
   if (errs.length) throw errors.invalid(gk, '', errs);
   return { source, fields, ownerAt };

@@ -19,7 +19,13 @@ import { GROUP_NAME } from '../apimachinery/group.js';
 import * as errors from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { HostClusterError, type HostCluster } from '../host/cluster.js';
-import { CertificateNotIssuedError, VirtualClusterConnectionError, connectVirtualCluster, issueClientCertificate, type VirtualCluster } from '../host/virtualcluster.js';
+import {
+  CertificateNotIssuedError,
+  VirtualClusterConnectionError,
+  connectVirtualCluster,
+  issueClientCertificate,
+  type VirtualCluster,
+} from '../host/virtualcluster.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { answer, requestSchema, type Action, type ActionCall } from './action.js';
@@ -35,14 +41,19 @@ const SIGNING_TIMEOUT_MS = 10_000;
 /** Kubernetes' own identities, which no kube config is issued for. */
 const SYSTEM_PREFIX = 'system:';
 /** All a caller is told when the virtual cluster cannot be reached (see the top). */
-export const CONNECTION_UNAVAILABLE = "the virtual cluster's connection is not available; is the virtual cluster running? (the server's log has the details)";
+export const CONNECTION_UNAVAILABLE =
+  "the virtual cluster's connection is not available; is the virtual cluster running? (the server's log has the details)";
 
 const schema = requestSchema({
   spec: { type: 'object', properties: { certificateTTL: { type: 'integer', format: 'int64' } } },
   status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
 });
 
-export function kubeConfigAction(registry: Registry, host: HostCluster | undefined, log: Logger = silentLogger): Action {
+export function kubeConfigAction(
+  registry: Registry,
+  host: HostCluster | undefined,
+  log: Logger = silentLogger,
+): Action {
   const instances = registry.lookup(GROUP_NAME, VERSION, 'virtualclusterinstances')!;
   const action: Action = {
     group: GROUP_NAME,
@@ -68,16 +79,36 @@ export function kubeConfigAction(registry: Registry, host: HostCluster | undefin
       const instance = await instances.get(call.namespace, call.name);
       const where = `VirtualClusterInstance ${call.namespace}/${call.name}`;
       const endpoint: string | undefined = instance.spec?.ingressEndpoint;
-      if (!endpoint) throw errors.badRequest(`${where} has no ingress endpoint (spec.ingressEndpoint): a kube config is made only for a virtual cluster reachable through an ingress`);
+      if (!endpoint)
+        throw errors.badRequest(
+          `${where} has no ingress endpoint (spec.ingressEndpoint): a kube config is made only for a virtual cluster reachable through an ingress`,
+        );
       const ref = instance.spec?.clusterRef ?? {};
-      if (!ref.namespace) throw errors.badRequest(`${where} does not say where the virtual cluster runs (spec.clusterRef.namespace), so its connection cannot be found`);
-      if (!host) throw errors.serviceUnavailable('no host cluster is configured (--kubeconfig, or in-cluster): the virtual cluster cannot be reached to issue a certificate');
+      if (!ref.namespace)
+        throw errors.badRequest(
+          `${where} does not say where the virtual cluster runs (spec.clusterRef.namespace), so its connection cannot be found`,
+        );
+      if (!host)
+        throw errors.serviceUnavailable(
+          'no host cluster is configured (--kubeconfig, or in-cluster): the virtual cluster cannot be reached to issue a certificate',
+        );
 
       const vc = await connect(host, ref.namespace, ref.virtualCluster || call.name, where, log);
       const kubeConfig = await withStatusErrors(where, log, async () => {
         const groups = call.user.groups.filter((g) => !g.startsWith('system:'));
-        const cert = await issueClientCertificate(vc.api, { user: call.user.name, groups, expirationSeconds: ttl, timeoutMs: SIGNING_TIMEOUT_MS });
-        return renderKubeConfig(`platform_${call.namespace}_${call.name}`, endpoint, vc.caData, cert.certificatePem, cert.keyPem);
+        const cert = await issueClientCertificate(vc.api, {
+          user: call.user.name,
+          groups,
+          expirationSeconds: ttl,
+          timeoutMs: SIGNING_TIMEOUT_MS,
+        });
+        return renderKubeConfig(
+          `platform_${call.namespace}_${call.name}`,
+          endpoint,
+          vc.caData,
+          cert.certificatePem,
+          cert.keyPem,
+        );
       });
       const metadata = { name: call.name, namespace: call.namespace };
       return answer(action, metadata, { spec: { certificateTTL: ttl }, status: { kubeConfig } });
@@ -93,21 +124,34 @@ function certificateTTL(call: ActionCall): number {
     ttl = call.object?.spec?.certificateTTL ?? ttl;
   } else if (call.query.has('certificateTTL')) {
     const text = call.query.get('certificateTTL')!;
-    if (!/^\d+$/.test(text)) throw errors.badRequest(`the certificateTTL query parameter must be a whole number of seconds (got ${JSON.stringify(text)})`);
+    if (!/^\d+$/.test(text))
+      throw errors.badRequest(
+        `the certificateTTL query parameter must be a whole number of seconds (got ${JSON.stringify(text)})`,
+      );
     ttl = Number(text);
   }
   const n = ttl as number;
   if (n !== 0 && n < MIN_CERTIFICATE_TTL_SECONDS) {
     const at = Path.root('spec').child('certificateTTL');
     throw errors.invalid({ group: GROUP_NAME, kind: KIND }, call.name, [
-      fieldError.invalid(at, n, `must be 0 (the virtual cluster's signing duration) or at least ${MIN_CERTIFICATE_TTL_SECONDS} seconds, the shortest a certificate signing request may ask for`),
+      fieldError.invalid(
+        at,
+        n,
+        `must be 0 (the virtual cluster's signing duration) or at least ${MIN_CERTIFICATE_TTL_SECONDS} seconds, the shortest a certificate signing request may ask for`,
+      ),
     ]);
   }
   return n;
 }
 
 /** The virtual cluster's connection; any failure to read or use it is the one 503, its detail logged. */
-async function connect(host: HostCluster, namespace: string, name: string, where: string, log: Logger): Promise<VirtualCluster> {
+async function connect(
+  host: HostCluster,
+  namespace: string,
+  name: string,
+  where: string,
+  log: Logger,
+): Promise<VirtualCluster> {
   try {
     return await connectVirtualCluster(host, namespace, name);
   } catch (err) {
@@ -125,7 +169,8 @@ async function withStatusErrors<T>(where: string, log: Logger, fn: () => Promise
   try {
     return await fn();
   } catch (err) {
-    if (err instanceof CertificateNotIssuedError) throw err.timedOut ? errors.timeout(err.message) : errors.internalError(new Error(err.message));
+    if (err instanceof CertificateNotIssuedError)
+      throw err.timedOut ? errors.timeout(err.message) : errors.internalError(new Error(err.message));
     if (err instanceof HostClusterError) {
       log.warn('the virtual cluster did not answer a kube config request', { instance: where, reason: err.message });
       throw errors.serviceUnavailable(CONNECTION_UNAVAILABLE);
@@ -134,7 +179,13 @@ async function withStatusErrors<T>(where: string, log: Logger, fn: () => Promise
   }
 }
 
-function renderKubeConfig(name: string, server: string, caData: string, certificatePem: string, keyPem: string): string {
+function renderKubeConfig(
+  name: string,
+  server: string,
+  caData: string,
+  certificatePem: string,
+  keyPem: string,
+): string {
   const b64 = (text: string) => Buffer.from(text).toString('base64');
   return yaml.dump(
     {

@@ -25,7 +25,9 @@ export function decodeContinue(token: string): ContinueToken {
   }
   if (parsed?.v !== 'meta.k8s.io/v1') throw invalid('server does not recognize this encoded version');
   if (typeof parsed.start !== 'string' || parsed.start === '') throw invalid('continue key is not valid');
-  if (parsed.start.startsWith('/') || parsed.start.split('/').includes('..')) throw invalid('continue key is not valid');
-  if (typeof parsed.rv !== 'number' || !Number.isInteger(parsed.rv) || parsed.rv === 0 || parsed.rv < -1) throw invalid('incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
+  if (parsed.start.startsWith('/') || parsed.start.split('/').includes('..'))
+    throw invalid('continue key is not valid');
+  if (typeof parsed.rv !== 'number' || !Number.isInteger(parsed.rv) || parsed.rv === 0 || parsed.rv < -1)
+    throw invalid('incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
   return { revision: parsed.rv, start: parsed.start };
 }

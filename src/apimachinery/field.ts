@@ -79,12 +79,18 @@ export const fieldError = {
   invalid: (at: At, value: unknown, detail: string) => make('FieldValueInvalid', at, value, detail),
   typeInvalid: (at: At, value: unknown, detail: string) => make('FieldValueTypeInvalid', at, value, detail),
   notSupported: (at: At, value: unknown, supported: readonly string[]) =>
-    make('FieldValueNotSupported', at, value, supported.length ? `supported values: ${supported.map(goQuote).join(', ')}` : ''),
+    make(
+      'FieldValueNotSupported',
+      at,
+      value,
+      supported.length ? `supported values: ${supported.map(goQuote).join(', ')}` : '',
+    ),
   forbidden: (at: At, detail: string) => make('FieldValueForbidden', at, omit, detail),
   duplicate: (at: At, value: unknown) => make('FieldValueDuplicate', at, value),
   notFound: (at: At, value: unknown) => make('FieldValueNotFound', at, value),
   tooLong: (at: At, maxBytes: number) => make('FieldValueTooLong', at, omit, `may not be more than ${maxBytes} bytes`),
-  tooMany: (at: At, actual: number, max: number) => make('FieldValueTooMany', at, actual, `must have at most ${max} items`),
+  tooMany: (at: At, actual: number, max: number) =>
+    make('FieldValueTooMany', at, actual, `must have at most ${max} items`),
 };
 
 /**
@@ -103,7 +109,9 @@ export function formatValue(value: unknown): string {
 /** The text after the field path: "Invalid value: \"x\": must be ...". */
 export function errorBody(e: FieldError): string {
   const head = typeText[e.type];
-  const bare = e.value === omit || ['FieldValueRequired', 'FieldValueForbidden', 'FieldValueTooLong', 'InternalError'].includes(e.type);
+  const bare =
+    e.value === omit ||
+    ['FieldValueRequired', 'FieldValueForbidden', 'FieldValueTooLong', 'InternalError'].includes(e.type);
   const body = bare ? head : `${head}: ${formatValue(e.value)}`;
   return e.detail ? `${body}: ${e.detail}` : body;
 }

@@ -169,7 +169,9 @@ export function parseFieldSelector(text: string | null | undefined): FieldSelect
 export function checkFieldSelector(selector: FieldSelector): FieldSelector {
   for (const r of selector.requirements) {
     if (!SUPPORTED_FIELDS.includes(r.field)) {
-      throw badRequest(`${goQuote(r.field)} is not a known field selector: only ${SUPPORTED_FIELDS.map(goQuote).join(', ')}`);
+      throw badRequest(
+        `${goQuote(r.field)} is not a known field selector: only ${SUPPORTED_FIELDS.map(goQuote).join(', ')}`,
+      );
     }
   }
   return selector;

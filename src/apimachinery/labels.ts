@@ -204,20 +204,24 @@ function newRequirement(key: string, operator: LabelOperator, values: string[]):
   switch (operator) {
     case 'in':
     case 'notin':
-      if (values.length === 0) errs.push(fieldError.invalid('values', values, "for 'in', 'notin' operators, values set can't be empty"));
+      if (values.length === 0)
+        errs.push(fieldError.invalid('values', values, "for 'in', 'notin' operators, values set can't be empty"));
       break;
     case '=':
     case '==':
     case '!=':
-      if (values.length !== 1) errs.push(fieldError.invalid('values', values, 'exact-match compatibility requires one single value'));
+      if (values.length !== 1)
+        errs.push(fieldError.invalid('values', values, 'exact-match compatibility requires one single value'));
       break;
     case 'exists':
     case '!':
-      if (values.length !== 0) errs.push(fieldError.invalid('values', values, 'values set must be empty for exists and does not exist'));
+      if (values.length !== 0)
+        errs.push(fieldError.invalid('values', values, 'values set must be empty for exists and does not exist'));
       break;
     case 'gt':
     case 'lt':
-      if (values.length !== 1) errs.push(fieldError.invalid('values', values, "for 'Gt', 'Lt' operators, exactly one value is required"));
+      if (values.length !== 1)
+        errs.push(fieldError.invalid('values', values, "for 'Gt', 'Lt' operators, exactly one value is required"));
       values.forEach((v, i) => {
         if (parseInt64(v) === undefined) {
           errs.push(fieldError.invalid(`values[${i}]`, v, "for 'Gt', 'Lt' operators, the value must be an integer"));
@@ -365,7 +369,8 @@ class Parser {
       case Tok.Identifier:
       case Tok.Comma: {
         const s = this.parseIdentifiersList();
-        if (this.consume(Context.Values).tok !== Tok.ClosedPar) throw new ParseError(`found '${item.literal}', expected: ')'`);
+        if (this.consume(Context.Values).tok !== Tok.ClosedPar)
+          throw new ParseError(`found '${item.literal}', expected: ')'`);
         return sortedSet(s);
       }
       case Tok.ClosedPar:

@@ -29,11 +29,15 @@ export function decodedSchema(definition: Record<string, unknown>): StructuralSc
   const out: StructuralSchema = {};
   for (const [k, v] of Object.entries(definition)) if (DECODED_KEYWORDS.has(k)) out[k] = v;
   if (isPlainObject(definition.properties)) {
-    out.properties = Object.fromEntries(Object.entries(definition.properties).map(([k, v]) => [k, decodedSchema(v as Record<string, unknown>)]));
+    out.properties = Object.fromEntries(
+      Object.entries(definition.properties).map(([k, v]) => [k, decodedSchema(v as Record<string, unknown>)]),
+    );
   }
   if (isPlainObject(definition.items)) out.items = decodedSchema(definition.items);
-  if (isPlainObject(definition.additionalProperties)) out.additionalProperties = decodedSchema(definition.additionalProperties);
-  if (out.type === 'object' && !out.properties && out.additionalProperties === undefined) out['x-kubernetes-preserve-unknown-fields'] = true;
+  if (isPlainObject(definition.additionalProperties))
+    out.additionalProperties = decodedSchema(definition.additionalProperties);
+  if (out.type === 'object' && !out.properties && out.additionalProperties === undefined)
+    out['x-kubernetes-preserve-unknown-fields'] = true;
   return out;
 }
 

@@ -44,7 +44,8 @@ export function checkNesting(value: unknown): void {
       throw new NestingError('document contains excessive aliasing');
     }
     if (v === null || typeof v !== 'object') continue;
-    if (depth >= MAX_NESTING_DEPTH) throw new NestingError(`exceeded max depth: nested more than ${MAX_NESTING_DEPTH} levels`);
+    if (depth >= MAX_NESTING_DEPTH)
+      throw new NestingError(`exceeded max depth: nested more than ${MAX_NESTING_DEPTH} levels`);
     const alias = viaAlias || seen.has(v);
     seen.add(v);
     const children = Array.isArray(v) ? v : Object.values(v);

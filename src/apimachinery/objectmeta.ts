@@ -63,14 +63,19 @@ export function dropEmptyMetadataFields(meta: ObjectMeta): void {
 }
 
 /** ValidateObjectMetaAccessor: metadata on create. Name generation is expected to have happened already. */
-export function validateObjectMeta(meta: ObjectMeta, opts: ObjectMetaValidationOptions, path: Path = Path.root('metadata')): FieldError[] {
+export function validateObjectMeta(
+  meta: ObjectMeta,
+  opts: ObjectMetaValidationOptions,
+  path: Path = Path.root('metadata'),
+): FieldError[] {
   const errs: FieldError[] = [];
   const generateName = meta.generateName ?? '';
   const name = meta.name ?? '';
   const namespace = meta.namespace ?? '';
 
   if (generateName.length !== 0) {
-    for (const msg of opts.nameFn(generateName, true)) errs.push(fieldError.invalid(path.child('generateName'), generateName, msg));
+    for (const msg of opts.nameFn(generateName, true))
+      errs.push(fieldError.invalid(path.child('generateName'), generateName, msg));
   }
   if (name.length === 0) {
     errs.push(fieldError.required(path.child('name'), 'name or generateName is required'));
@@ -81,7 +86,8 @@ export function validateObjectMeta(meta: ObjectMeta, opts: ObjectMetaValidationO
     if (namespace.length === 0) {
       errs.push(fieldError.required(path.child('namespace'), ''));
     } else {
-      for (const msg of validateNamespaceName(namespace, false)) errs.push(fieldError.invalid(path.child('namespace'), namespace, msg));
+      for (const msg of validateNamespaceName(namespace, false))
+        errs.push(fieldError.invalid(path.child('namespace'), namespace, msg));
     }
   } else if (namespace.length !== 0) {
     errs.push(fieldError.forbidden(path.child('namespace'), 'not allowed on this type'));
@@ -106,7 +112,11 @@ export function validateObjectMeta(meta: ObjectMeta, opts: ObjectMetaValidationO
  * deletionGracePeriodSeconds immutable, then (as Go does on update too) labels, annotations,
  * ownerReferences and managedFields of the new object. Finalizer names are not re-checked on update (Go doesn't).
  */
-export function validateObjectMetaUpdate(newMeta: ObjectMeta, oldMeta: ObjectMeta, path: Path = Path.root('metadata')): FieldError[] {
+export function validateObjectMetaUpdate(
+  newMeta: ObjectMeta,
+  oldMeta: ObjectMeta,
+  path: Path = Path.root('metadata'),
+): FieldError[] {
   const errs: FieldError[] = [];
 
   if (oldMeta.deletionTimestamp != null) {
@@ -125,7 +135,9 @@ export function validateObjectMetaUpdate(newMeta: ObjectMeta, oldMeta: ObjectMet
   // creationTimestamp is a metav1.Time value: missing/null is the zero time, printed by its String().
   const newCreated = parseTime(newMeta.creationTimestamp);
   if (!sameTime(newCreated, parseTime(oldMeta.creationTimestamp))) {
-    errs.push(fieldError.invalid(path.child('creationTimestamp'), new GoLiteral(goTime(newCreated)), FIELD_IMMUTABLE_ERROR_MSG));
+    errs.push(
+      fieldError.invalid(path.child('creationTimestamp'), new GoLiteral(goTime(newCreated)), FIELD_IMMUTABLE_ERROR_MSG),
+    );
   }
 
   // deletionTimestamp is a *metav1.Time: nil prints as "null", otherwise the time's String().
@@ -140,7 +152,13 @@ export function validateObjectMetaUpdate(newMeta: ObjectMeta, oldMeta: ObjectMet
   const newGrace = newMeta.deletionGracePeriodSeconds ?? null;
   const oldGrace = oldMeta.deletionGracePeriodSeconds ?? null;
   if (newGrace !== oldGrace) {
-    errs.push(fieldError.invalid(path.child('deletionGracePeriodSeconds'), newGrace === null ? 'null' : newGrace, FIELD_IMMUTABLE_ERROR_MSG));
+    errs.push(
+      fieldError.invalid(
+        path.child('deletionGracePeriodSeconds'),
+        newGrace === null ? 'null' : newGrace,
+        FIELD_IMMUTABLE_ERROR_MSG,
+      ),
+    );
   }
 
   errs.push(...validateLabels(newMeta.labels, path.child('labels')));
@@ -161,11 +179,20 @@ function immutableString(newVal: string | undefined, oldVal: string | undefined,
 }
 
 /** objectmeta.ValidateNoNewFinalizers: Go's detail prints the sorted new finalizers with %#v. */
-export function validateNoNewFinalizers(newFinalizers: readonly string[] | undefined, oldFinalizers: readonly string[] | undefined, at: Path): FieldError[] {
+export function validateNoNewFinalizers(
+  newFinalizers: readonly string[] | undefined,
+  oldFinalizers: readonly string[] | undefined,
+  at: Path,
+): FieldError[] {
   const old = new Set(oldFinalizers ?? []);
   const extra = [...new Set(newFinalizers ?? [])].filter((f) => !old.has(f)).sort(compareStrings);
   if (extra.length === 0) return [];
-  return [fieldError.forbidden(at, `no new finalizers can be added if the object is being deleted, found new finalizers ${goStringSlice(extra)}`)];
+  return [
+    fieldError.forbidden(
+      at,
+      `no new finalizers can be added if the object is being deleted, found new finalizers ${goStringSlice(extra)}`,
+    ),
+  ];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -196,7 +223,8 @@ export function validateLabels(labels: Record<string, string> | undefined, at: P
 /** objectmeta.ValidateAnnotationsSize: the sum of key and value byte lengths exceeds 256 KiB. */
 export function annotationsTooLarge(annotations: Record<string, string> | undefined): boolean {
   let total = 0;
-  for (const [k, v] of Object.entries(annotations ?? {})) total += byteLength(k) + byteLength(typeof v === 'string' ? v : String(v));
+  for (const [k, v] of Object.entries(annotations ?? {}))
+    total += byteLength(k) + byteLength(typeof v === 'string' ? v : String(v));
   return total > TOTAL_ANNOTATION_SIZE_LIMIT_B;
 }
 
@@ -248,7 +276,8 @@ function validateOwnerReference(ref: OwnerReference, at: Path): FieldError[] {
   const name = ref.name ?? '';
   const uid = ref.uid ?? '';
   const gv = parseGroupVersion(apiVersion);
-  if (gv.version.length === 0) errs.push(fieldError.invalid(at.child('apiVersion'), apiVersion, 'version must not be empty'));
+  if (gv.version.length === 0)
+    errs.push(fieldError.invalid(at.child('apiVersion'), apiVersion, 'version must not be empty'));
   if (kind.length === 0) errs.push(fieldError.invalid(at.child('kind'), kind, 'kind must not be empty'));
   if (name.length === 0) errs.push(fieldError.invalid(at.child('name'), name, 'name must not be empty'));
   if (uid.length === 0) errs.push(fieldError.invalid(at.child('uid'), uid, 'uid must not be empty'));
@@ -264,7 +293,10 @@ function validateOwnerReference(ref: OwnerReference, at: Path): FieldError[] {
  * each controller reference after the first, naming the first and the current one as Kind/name. The
  * value is the whole list (printed as JSON: Go's %#v of it would show heap addresses).
  */
-export function validateOwnerReferences(ownerReferences: readonly OwnerReference[] | undefined, at: Path): FieldError[] {
+export function validateOwnerReferences(
+  ownerReferences: readonly OwnerReference[] | undefined,
+  at: Path,
+): FieldError[] {
   const errs: FieldError[] = [];
   const refs = ownerReferences ?? [];
   let firstControllerName = '';
@@ -322,7 +354,9 @@ export function validateFieldManager(fieldManager: string, at: Path): FieldError
   if (byteLength(fieldManager) > FIELD_MANAGER_MAX_LENGTH) errs.push(fieldError.tooLong(at, FIELD_MANAGER_MAX_LENGTH));
   for (const { rune, byteIndex } of goRunes(fieldManager)) {
     if (!isGoPrint(rune)) {
-      errs.push(fieldError.invalid(at, fieldManager, `invalid character ${goUnicode(rune)} (at position ${byteIndex})`));
+      errs.push(
+        fieldError.invalid(at, fieldManager, `invalid character ${goUnicode(rune)} (at position ${byteIndex})`),
+      );
     }
   }
   return errs;

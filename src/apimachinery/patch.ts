@@ -9,7 +9,9 @@ export const MAX_JSON_PATCH_OPERATIONS = 10000;
 export function applyJsonPatch<T>(doc: T, patch: unknown): unknown {
   if (!Array.isArray(patch)) throw errors.badRequest('a JSON patch must be a JSON array of operations');
   if (patch.length > MAX_JSON_PATCH_OPERATIONS) {
-    throw errors.requestEntityTooLarge(`The allowed maximum operations in a JSON patch is ${MAX_JSON_PATCH_OPERATIONS}, got ${patch.length}`);
+    throw errors.requestEntityTooLarge(
+      `The allowed maximum operations in a JSON patch is ${MAX_JSON_PATCH_OPERATIONS}, got ${patch.length}`,
+    );
   }
   try {
     return jsonpatch.applyPatch(doc, patch as jsonpatch.Operation[], true, false).newDocument;
@@ -47,7 +49,13 @@ function merge(target: unknown, patch: unknown): unknown {
   for (const [key, value] of Object.entries(patch)) {
     if (value === null) delete out[key];
     // defineProperty, so that a "__proto__" key stays a plain field
-    else Object.defineProperty(out, key, { value: merge(out[key], value), enumerable: true, writable: true, configurable: true });
+    else
+      Object.defineProperty(out, key, {
+        value: merge(out[key], value),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
   }
   return out;
 }

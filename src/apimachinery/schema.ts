@@ -22,7 +22,10 @@ export interface StructuralSchema {
 }
 
 // ajv-formats' default export differs between its CommonJS and ESM shapes.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv, formats?: string[]) => Ajv;
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
+  ajv: Ajv,
+  formats?: string[],
+) => Ajv;
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
@@ -30,7 +33,10 @@ function newAjv(): Ajv {
   const ajv = new Ajv({ allErrors: true, strict: false, validateFormats: true, verbose: true });
   addFormats(ajv, ['date-time', 'date', 'uri', 'email', 'uuid', 'hostname', 'ipv4', 'ipv6']);
   ajv.addFormat('byte', BASE64);
-  ajv.addFormat('int32', { type: 'number', validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31 });
+  ajv.addFormat('int32', {
+    type: 'number',
+    validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31,
+  });
   ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) });
   ajv.addFormat('double', { type: 'number', validate: () => true });
   ajv.addFormat('float', { type: 'number', validate: () => true });
@@ -72,7 +78,9 @@ function walk(value: unknown, schema: StructuralSchema, path: string, unknown: s
   if (!isPlainObject(value)) return;
   const preserve = schema['x-kubernetes-preserve-unknown-fields'] === true;
   for (const key of Object.keys(value)) {
-    const child = schema.properties?.[key] ?? (isPlainObject(schema.additionalProperties) ? schema.additionalProperties : undefined);
+    const child =
+      schema.properties?.[key] ??
+      (isPlainObject(schema.additionalProperties) ? schema.additionalProperties : undefined);
     const childPath = schema.properties?.[key] ? `${path}.${key}` : `${path}[${key}]`;
     if (!child) {
       if (!preserve && schema.additionalProperties !== true) {
@@ -127,21 +135,36 @@ function fieldPath(pointer: string, schema: StructuralSchema, root: string): str
 function toFieldError(e: ErrorObject, schema: StructuralSchema, root: string): FieldError {
   const path = fieldPath(e.instancePath, schema, root);
   const at = path || root || '<root>';
-  const p = e.params as { missingProperty?: string; type?: string | string[]; allowedValues?: unknown[]; format?: string; pattern?: string; limit?: number };
+  const p = e.params as {
+    missingProperty?: string;
+    type?: string | string[];
+    allowedValues?: unknown[];
+    format?: string;
+    pattern?: string;
+    limit?: number;
+  };
   switch (e.keyword) {
     case 'required': {
       const missing = path ? `${path}.${p.missingProperty}` : (p.missingProperty ?? '');
       return fieldError.required(missing);
     }
     case 'type':
-      return fieldError.typeInvalid(at, jsonType(e.data), `${at} in body must be of type ${[p.type].flat().join(',')}: ${JSON.stringify(jsonType(e.data))}`);
+      return fieldError.typeInvalid(
+        at,
+        jsonType(e.data),
+        `${at} in body must be of type ${[p.type].flat().join(',')}: ${JSON.stringify(jsonType(e.data))}`,
+      );
     case 'enum':
       return fieldError.notSupported(at, e.data, (p.allowedValues as unknown[]).map(String));
     case 'format':
       // kube says only "must be of type byte" and echoes the value; a byte field holds secret data, and someone who
       // pasted the plain text needs to hear that base64 is wanted, so name it and print the value's type instead.
       if (p.format === 'byte') {
-        return fieldError.invalid(at, jsonType(e.data), `${at} in body must be of type byte: a base64 string (RFC 4648, padded), e.g. "aGVsbG8=" for "hello"`);
+        return fieldError.invalid(
+          at,
+          jsonType(e.data),
+          `${at} in body must be of type byte: a base64 string (RFC 4648, padded), e.g. "aGVsbG8=" for "hello"`,
+        );
       }
       return fieldError.invalid(at, e.data, `${at} in body must be of type ${p.format}: ${JSON.stringify(e.data)}`);
     case 'pattern':

@@ -66,7 +66,12 @@ export function successStatus(details: StatusDetails): Status {
 }
 
 export function notFound(gr: GroupResource, name: string): StatusError {
-  return failure(404, 'NotFound', `${groupResourceString(gr)} ${JSON.stringify(name)} not found`, resourceDetails(gr, name));
+  return failure(
+    404,
+    'NotFound',
+    `${groupResourceString(gr)} ${JSON.stringify(name)} not found`,
+    resourceDetails(gr, name),
+  );
 }
 
 /** The generic 404 for paths and resources the server does not serve. */
@@ -75,7 +80,12 @@ export function notFoundPath(): StatusError {
 }
 
 export function alreadyExists(gr: GroupResource, name: string): StatusError {
-  return failure(409, 'AlreadyExists', `${groupResourceString(gr)} ${JSON.stringify(name)} already exists`, resourceDetails(gr, name));
+  return failure(
+    409,
+    'AlreadyExists',
+    `${groupResourceString(gr)} ${JSON.stringify(name)} already exists`,
+    resourceDetails(gr, name),
+  );
 }
 
 export function generateNameConflict(gr: GroupResource, name: string, retryAfterSeconds: number): StatusError {
@@ -84,10 +94,16 @@ export function generateNameConflict(gr: GroupResource, name: string, retryAfter
 }
 
 export function conflict(gr: GroupResource, name: string, why: string): StatusError {
-  return failure(409, 'Conflict', `Operation cannot be fulfilled on ${groupResourceString(gr)} ${JSON.stringify(name)}: ${why}`, resourceDetails(gr, name));
+  return failure(
+    409,
+    'Conflict',
+    `Operation cannot be fulfilled on ${groupResourceString(gr)} ${JSON.stringify(name)}: ${why}`,
+    resourceDetails(gr, name),
+  );
 }
 
-export const OBJECT_MODIFIED = 'the object has been modified; please apply your changes to the latest version and try again';
+export const OBJECT_MODIFIED =
+  'the object has been modified; please apply your changes to the latest version and try again';
 
 export function invalid(gk: GroupKind, name: string, errs: readonly FieldError[]): StatusError {
   const details: StatusDetails = {};
@@ -95,7 +111,12 @@ export function invalid(gk: GroupKind, name: string, errs: readonly FieldError[]
   if (gk.group) details.group = gk.group;
   details.kind = gk.kind;
   details.causes = errs.map((e) => ({ reason: e.type, message: errorBody(e), field: e.field }));
-  return failure(422, 'Invalid', `${groupKindString(gk)} ${JSON.stringify(name)} is invalid: ${aggregateMessage(errs)}`, details);
+  return failure(
+    422,
+    'Invalid',
+    `${groupKindString(gk)} ${JSON.stringify(name)} is invalid: ${aggregateMessage(errs)}`,
+    details,
+  );
 }
 
 export function badRequest(message: string): StatusError {
@@ -114,7 +135,12 @@ export function forbidden(gr: GroupResource | undefined, name: string, why: stri
 }
 
 export function methodNotSupported(gr: GroupResource, verb: string): StatusError {
-  return failure(405, 'MethodNotAllowed', `${verb} is not supported on resources of kind ${JSON.stringify(groupResourceString(gr))}`, resourceDetails(gr));
+  return failure(
+    405,
+    'MethodNotAllowed',
+    `${verb} is not supported on resources of kind ${JSON.stringify(groupResourceString(gr))}`,
+    resourceDetails(gr),
+  );
 }
 
 export function notAcceptable(accepted: readonly string[]): StatusError {
@@ -122,12 +148,20 @@ export function notAcceptable(accepted: readonly string[]): StatusError {
 }
 
 export function unsupportedMediaType(accepted: readonly string[]): StatusError {
-  return failure(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${accepted.join(', ')}`);
+  return failure(
+    415,
+    'UnsupportedMediaType',
+    `the body of the request was in an unknown format - accepted media types include: ${accepted.join(', ')}`,
+  );
 }
 
 /** 415 for a compressed request body: bodies are taken as sent, uncompressed (as kube-apiserver does). */
 export function unsupportedContentEncoding(encoding: string): StatusError {
-  return failure(415, 'UnsupportedMediaType', `Content-Encoding ${JSON.stringify(encoding)} is not supported: send the request body uncompressed`);
+  return failure(
+    415,
+    'UnsupportedMediaType',
+    `Content-Encoding ${JSON.stringify(encoding)} is not supported: send the request body uncompressed`,
+  );
 }
 
 export function requestEntityTooLarge(limit: string): StatusError {
@@ -141,7 +175,12 @@ export function internalError(err: unknown): StatusError {
 
 export function serverTimeout(gr: GroupResource, operation: string, retryAfterSeconds = 2): StatusError {
   const message = `The ${operation} operation against ${groupResourceString(gr)} could not be completed at this time, please try again.`;
-  return failure(500, 'ServerTimeout', message, { group: gr.group || undefined, kind: gr.resource, name: operation, retryAfterSeconds });
+  return failure(500, 'ServerTimeout', message, {
+    group: gr.group || undefined,
+    kind: gr.resource,
+    name: operation,
+    retryAfterSeconds,
+  });
 }
 
 /** 429 TooManyRequests, as kube-apiserver's max-in-flight filter answers it (clients retry on Retry-After). */
@@ -151,7 +190,9 @@ export function tooManyRequests(retryAfterSeconds = 1): StatusError {
 
 /** 429 for a request a shutting-down server will not start (kube's --shutdown-send-retry-after): try another replica. */
 export function shuttingDown(): StatusError {
-  return failure(429, 'TooManyRequests', 'The apiserver is shutting down, please try again later.', { retryAfterSeconds: 1 });
+  return failure(429, 'TooManyRequests', 'The apiserver is shutting down, please try again later.', {
+    retryAfterSeconds: 1,
+  });
 }
 
 /** 504 Timeout: the request could not be completed in time (kube's StatusReasonTimeout). */

@@ -60,7 +60,8 @@ function anchored(fmt: string): RegExp {
 const qnameCharFmt = '[A-Za-z0-9]';
 const qnameExtCharFmt = '[-A-Za-z0-9_.]';
 export const qualifiedNameFmt = `(${qnameCharFmt}${qnameExtCharFmt}*)?${qnameCharFmt}`;
-const qualifiedNameErrMsg = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const qualifiedNameErrMsg =
+  "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 export const QUALIFIED_NAME_MAX_LENGTH = 63;
 const qualifiedNameRegexp = anchored(qualifiedNameFmt);
 
@@ -114,7 +115,8 @@ const labelValueRegexp = anchored(labelValueFmt);
 export function isValidLabelValue(value: string): string[] {
   const errs: string[] = [];
   if (byteLength(value) > LABEL_VALUE_MAX_LENGTH) errs.push(maxLenError(LABEL_VALUE_MAX_LENGTH));
-  if (!labelValueRegexp.test(value)) errs.push(regexError(labelValueErrMsg, labelValueFmt, 'MyValue', 'my_value', '12345'));
+  if (!labelValueRegexp.test(value))
+    errs.push(regexError(labelValueErrMsg, labelValueFmt, 'MyValue', 'my_value', '12345'));
   return errs;
 }
 
@@ -156,7 +158,8 @@ export function isDNS1123Label(value: string): string[] {
 export function isDNS1123Subdomain(value: string): string[] {
   const errs: string[] = [];
   if (byteLength(value) > DNS1123_SUBDOMAIN_MAX_LENGTH) errs.push(maxLenError(DNS1123_SUBDOMAIN_MAX_LENGTH));
-  if (!dns1123SubdomainRegexp.test(value)) errs.push(regexError(dns1123SubdomainErrorMsg, dns1123SubdomainFmt, 'example.com'));
+  if (!dns1123SubdomainRegexp.test(value))
+    errs.push(regexError(dns1123SubdomainErrorMsg, dns1123SubdomainFmt, 'example.com'));
   return errs;
 }
 
@@ -193,7 +196,8 @@ function hasChDirPrefix(value: string): string[] {
 export function isConfigMapKey(value: string): string[] {
   const errs: string[] = [];
   if (byteLength(value) > DNS1123_SUBDOMAIN_MAX_LENGTH) errs.push(maxLenError(DNS1123_SUBDOMAIN_MAX_LENGTH));
-  if (!configMapKeyRegexp.test(value)) errs.push(regexError(configMapKeyErrMsg, configMapKeyFmt, 'key.name', 'KEY_NAME', 'key-name'));
+  if (!configMapKeyRegexp.test(value))
+    errs.push(regexError(configMapKeyErrMsg, configMapKeyFmt, 'key.name', 'KEY_NAME', 'key-name'));
   errs.push(...hasChDirPrefix(value));
   return errs;
 }

@@ -84,7 +84,11 @@ export function identityOf(obj: KubeObject, restriction?: Restriction): UserInfo
   } else {
     return undefined;
   }
-  const user: UserInfo = { name, groups: [...new Set(groups)], extra: { [ACCESS_KEY_EXTRA]: [obj.metadata.name ?? ''] } };
+  const user: UserInfo = {
+    name,
+    groups: [...new Set(groups)],
+    extra: { [ACCESS_KEY_EXTRA]: [obj.metadata.name ?? ''] },
+  };
   if (restriction) user.restriction = restriction;
   return user;
 }
@@ -189,7 +193,10 @@ export class AccessKeyAuthenticator implements Authenticator {
         tied = true;
       }
     }
-    if (best && tied) throw new AuthenticationError('this access key belongs to several OwnedAccessKeys created in the same second; it is refused');
+    if (best && tied)
+      throw new AuthenticationError(
+        'this access key belongs to several OwnedAccessKeys created in the same second; it is refused',
+      );
     return best;
   }
 
@@ -225,7 +232,9 @@ export class AccessKeyAuthenticator implements Authenticator {
       });
     } catch (err) {
       // The cache is listing again (after losing its etcd watch): try once it is back.
-      this.log('access keys: could not follow the watch cache; trying again', { error: err instanceof Error ? err.message : String(err) });
+      this.log('access keys: could not follow the watch cache; trying again', {
+        error: err instanceof Error ? err.message : String(err),
+      });
       this.schedule(Math.min(retryDelay * 2, 5000));
     }
   }

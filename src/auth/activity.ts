@@ -124,7 +124,10 @@ export class ActivityRecorder {
           entry.written = Math.max(entry.written, seen);
           entry.writtenAt = this.now();
         }
-        this.log('could not record the last activity of an access key', { name, error: err instanceof Error ? err.message : String(err) });
+        this.log('could not record the last activity of an access key', {
+          name,
+          error: err instanceof Error ? err.message : String(err),
+        });
       }
     }
   }

@@ -27,8 +27,11 @@ const DISCOVERY_PATHS = [
 
 export const discoveryAuthorizer: Authorizer = {
   async authorize(attrs: Attributes): Promise<Decision> {
-    const readsDiscovery = !attrs.isResourceRequest && attrs.verb === 'get' && DISCOVERY_PATHS.some((p) => p.test(attrs.path));
-    return readsDiscovery && attrs.user.groups.includes(AUTHENTICATED_GROUP) ? { decision: 'allow' } : { decision: 'noOpinion' };
+    const readsDiscovery =
+      !attrs.isResourceRequest && attrs.verb === 'get' && DISCOVERY_PATHS.some((p) => p.test(attrs.path));
+    return readsDiscovery && attrs.user.groups.includes(AUTHENTICATED_GROUP)
+      ? { decision: 'allow' }
+      : { decision: 'noOpinion' };
   },
 };
 

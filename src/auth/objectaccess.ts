@@ -26,7 +26,9 @@ export class ObjectAccessAuthorizer implements Authorizer {
     // event is checked against the object's grants as they are then, so a revoked grant ends what it shows.
     if (attrs.verb === 'watch') return { decision: 'noOpinion' };
     const obj = await this.lookup(attrs);
-    return obj && objectGrants(attrs.resource, obj, attrs.user, attrs.verb, attrs.subresource) ? { decision: 'allow' } : { decision: 'noOpinion' };
+    return obj && objectGrants(attrs.resource, obj, attrs.user, attrs.verb, attrs.subresource)
+      ? { decision: 'allow' }
+      : { decision: 'noOpinion' };
   }
 
   /**
@@ -35,7 +37,8 @@ export class ObjectAccessAuthorizer implements Authorizer {
    * of one object is such a watch too (narrowed to its name): an object that stops being visible is DELETED.
    */
   visibleTo(attrs: Attributes): ((obj: KubeObject) => boolean) | undefined {
-    if (!attrs.isResourceRequest || attrs.apiGroup !== GROUP_NAME || (attrs.verb !== 'list' && attrs.verb !== 'watch')) return undefined;
+    if (!attrs.isResourceRequest || attrs.apiGroup !== GROUP_NAME || (attrs.verb !== 'list' && attrs.verb !== 'watch'))
+      return undefined;
     // A watch of one object was allowed by `watch` before it became a filtered one: that still counts for it.
     const verbs = attrs.name && attrs.verb === 'watch' ? ['get', 'watch'] : ['get'];
     return (obj) => verbs.some((verb) => objectGrants(attrs.resource, obj, attrs.user, verb));

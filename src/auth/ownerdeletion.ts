@@ -16,7 +16,10 @@ export function ownerDeletionCheck(registry: Registry, authorizer: Authorizer): 
   return async (user: UserInfo, ref, namespace) => {
     const def = registry.lookupKind(ref.apiVersion, ref.kind)?.def;
     if (!def) {
-      return { allowed: false, reason: `no resource of this server has apiVersion ${JSON.stringify(ref.apiVersion)} and kind ${JSON.stringify(ref.kind)}, so delete permission on it cannot be checked` };
+      return {
+        allowed: false,
+        reason: `no resource of this server has apiVersion ${JSON.stringify(ref.apiVersion)} and kind ${JSON.stringify(ref.kind)}, so delete permission on it cannot be checked`,
+      };
     }
     const ns = def.namespaced ? (namespace ?? '') : '';
     const where = ns ? ` in the namespace ${JSON.stringify(ns)}` : '';
@@ -35,7 +38,10 @@ export function ownerDeletionCheck(registry: Registry, authorizer: Authorizer): 
     });
     if (decision.decision !== 'allow') {
       const why = decision.reason ? `: ${decision.reason}` : '';
-      return { allowed: false, reason: `User ${JSON.stringify(user.name)} cannot delete ${def.plural}.${def.group} ${JSON.stringify(ref.name)}${where}${why}` };
+      return {
+        allowed: false,
+        reason: `User ${JSON.stringify(user.name)} cannot delete ${def.plural}.${def.group} ${JSON.stringify(ref.name)}${where}${why}`,
+      };
     }
     // Told only to a caller who may delete what the reference names: the object there has another uid, so the
     // garbage collector takes the reference for one to an absent owner.

@@ -24,7 +24,6 @@ import { unionAuthenticator } from './union.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
 
-
 export interface Auth {
   authenticator: Authenticator;
   authorizer: Authorizer;
@@ -36,7 +35,9 @@ export interface Auth {
 
 /** The CA bundles of client certificates the TLS server must ask for (front proxy, direct clients). */
 export function clientCertificateAuthorities(config: Config): string[] {
-  return [config.requestheaderClientCaFile, config.clientCaFile].filter((f): f is string => !!f).map((f) => readFileSync(f, 'utf8'));
+  return [config.requestheaderClientCaFile, config.clientCaFile]
+    .filter((f): f is string => !!f)
+    .map((f) => readFileSync(f, 'utf8'));
 }
 
 export function setUpAuth(config: Config, registry: Registry, host: HostCluster | undefined, log?: Logger): Auth {
@@ -65,7 +66,8 @@ export function setUpAuth(config: Config, registry: Registry, host: HostCluster 
       }),
     );
   }
-  if (config.clientCaFile) authenticators.push(new ClientCertAuthenticator({ caPem: readFileSync(config.clientCaFile, 'utf8') }));
+  if (config.clientCaFile)
+    authenticators.push(new ClientCertAuthenticator({ caPem: readFileSync(config.clientCaFile, 'utf8') }));
 
   // Access keys: looked up by hash in the watch cache; their use recorded off the request path.
   const keyStore = registry.lookup(GROUP_NAME, 'v1', 'ownedaccesskeys');
@@ -82,7 +84,8 @@ export function setUpAuth(config: Config, registry: Registry, host: HostCluster 
       cache,
       prefix: `${config.etcdPrefix}/${GROUP_NAME}/ownedaccesskeys/`,
       recorder,
-      isNamespaced: (group, resource) => registry.definitions.find((d) => d.group === group && d.plural === resource)?.namespaced,
+      isNamespaced: (group, resource) =>
+        registry.definitions.find((d) => d.group === group && d.plural === resource)?.namespaced,
     });
     accessKeys.start();
   }
@@ -90,10 +93,15 @@ export function setUpAuth(config: Config, registry: Registry, host: HostCluster 
   authenticators.push(new TokenAuthenticator(tokens));
   if (accessKeys) authenticators.push(accessKeys);
   if (host) {
-    const review = new TokenReviewAuthenticator(host, { cacheTtlMs: config.authenticationTokenWebhookCacheTtlMs, log: warn });
+    const review = new TokenReviewAuthenticator(host, {
+      cacheTtlMs: config.authenticationTokenWebhookCacheTtlMs,
+      log: warn,
+    });
     // A disabled or expired access key is refused here; it must never be sent on to the host cluster.
     const keys = accessKeys;
-    authenticators.push({ authenticate: async (req) => (keys?.recognises(req) ? undefined : review.authenticate(req)) });
+    authenticators.push({
+      authenticate: async (req) => (keys?.recognises(req) ? undefined : review.authenticate(req)),
+    });
   }
 
   const authorizers: Authorizer[] = [mastersAuthorizer, discoveryAuthorizer, objectAccess];

@@ -66,6 +66,10 @@ export class SubjectAccessReviewAuthorizer implements Authorizer {
 /** The SubjectAccessReview spec with extra keys sorted (what kube keys its cache by), hashed. */
 function cacheKey(attrs: Attributes): string {
   const spec = subjectAccessReviewSpec(attrs);
-  const extra = spec.extra ? Object.fromEntries(Object.entries(spec.extra).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : undefined;
-  return createHash('sha256').update(JSON.stringify({ ...spec, extra })).digest('hex');
+  const extra = spec.extra
+    ? Object.fromEntries(Object.entries(spec.extra).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+    : undefined;
+  return createHash('sha256')
+    .update(JSON.stringify({ ...spec, extra }))
+    .digest('hex');
 }

@@ -33,10 +33,20 @@ export function parseTokenFile(text: string, file = 'token file'): Map<string, U
   text.split(/\r?\n/).forEach((line, i) => {
     if (line.trim() === '') return;
     const [token, name, uid, groups] = csvFields(line);
-    if (uid === undefined) throw new Error(`${file} line ${i + 1}: must have at least 3 columns (token, user name, user uid)`);
+    if (uid === undefined)
+      throw new Error(`${file} line ${i + 1}: must have at least 3 columns (token, user name, user uid)`);
     if (!token) throw new Error(`${file} line ${i + 1}: the token is empty`);
     if (tokens.has(token)) throw new Error(`${file} line ${i + 1}: the same token appears twice`);
-    tokens.set(token, { name, uid, groups: groups ? groups.split(',').map((g) => g.trim()).filter(Boolean) : [] });
+    tokens.set(token, {
+      name,
+      uid,
+      groups: groups
+        ? groups
+            .split(',')
+            .map((g) => g.trim())
+            .filter(Boolean)
+        : [],
+    });
   });
   return tokens;
 }

@@ -65,7 +65,8 @@ function readPeerChain(socket: TLSSocket): X509Certificate[] | undefined {
 
 export type VerifyFailure = 'untrusted' | 'expired' | 'notYetValid' | 'usage';
 
-export type VerifyResult = { ok: true; chain: X509Certificate[] } | { ok: false; failure: VerifyFailure; message: string };
+export type VerifyResult =
+  { ok: true; chain: X509Certificate[] } | { ok: false; failure: VerifyFailure; message: string };
 
 /**
  * Go's `leaf.Verify(x509.VerifyOptions{Roots, Intermediates, KeyUsages: [ClientAuth]})`: a chain from the leaf
@@ -73,18 +74,37 @@ export type VerifyResult = { ok: true; chain: X509Certificate[] } | { ok: false;
  * every certificate of the chain within its dates; and, where a certificate restricts extendedKeyUsage, clientAuth
  * (or anyExtendedKeyUsage) among them.
  */
-export function verifyClientCertificate(presented: X509Certificate[], roots: X509Certificate[], now = Date.now()): VerifyResult {
+export function verifyClientCertificate(
+  presented: X509Certificate[],
+  roots: X509Certificate[],
+  now = Date.now(),
+): VerifyResult {
   const [leaf, ...intermediates] = presented;
   const chain = buildChain(leaf, intermediates, roots);
-  if (!chain) return { ok: false, failure: 'untrusted', message: `certificate ${describe(leaf)} is not signed by a trusted CA` };
+  if (!chain)
+    return { ok: false, failure: 'untrusted', message: `certificate ${describe(leaf)} is not signed by a trusted CA` };
   for (const cert of chain) {
-    if (now < Date.parse(cert.validFrom)) return { ok: false, failure: 'notYetValid', message: `certificate ${describe(cert)} is not valid before ${cert.validFrom}` };
-    if (now > Date.parse(cert.validTo)) return { ok: false, failure: 'expired', message: `certificate ${describe(cert)} has expired (valid until ${cert.validTo})` };
+    if (now < Date.parse(cert.validFrom))
+      return {
+        ok: false,
+        failure: 'notYetValid',
+        message: `certificate ${describe(cert)} is not valid before ${cert.validFrom}`,
+      };
+    if (now > Date.parse(cert.validTo))
+      return {
+        ok: false,
+        failure: 'expired',
+        message: `certificate ${describe(cert)} has expired (valid until ${cert.validTo})`,
+      };
   }
   for (const cert of chain) {
     const usages = extendedKeyUsages(cert);
     if (usages && !usages.includes(CLIENT_AUTH_OID) && !usages.includes(ANY_EXTENDED_KEY_USAGE_OID)) {
-      return { ok: false, failure: 'usage', message: `certificate ${describe(cert)} is not allowed for client authentication` };
+      return {
+        ok: false,
+        failure: 'usage',
+        message: `certificate ${describe(cert)} is not allowed for client authentication`,
+      };
     }
   }
   return { ok: true, chain };
@@ -98,7 +118,11 @@ function issuedBy(cert: X509Certificate, issuer: X509Certificate): boolean {
   }
 }
 
-function buildChain(leaf: X509Certificate, intermediates: X509Certificate[], roots: X509Certificate[]): X509Certificate[] | undefined {
+function buildChain(
+  leaf: X509Certificate,
+  intermediates: X509Certificate[],
+  roots: X509Certificate[],
+): X509Certificate[] | undefined {
   const chain = [leaf];
   let current = leaf;
   while (chain.length <= MAX_CHAIN_LENGTH) {

@@ -20,7 +20,15 @@ import { GROUP_NAME } from '../apimachinery/group.js';
 import { isStatusError } from '../apimachinery/status.js';
 import { nowRFC3339 } from '../apimachinery/time.js';
 import type { KubeObject } from '../apimachinery/types.js';
-import { desiredRbac, MANAGED_BY, MANAGED_BY_LABEL, SOURCE_ANNOTATION, SOURCE_UID_LABEL, type RbacKind, type RbacObject } from '../access/rbac.js';
+import {
+  desiredRbac,
+  MANAGED_BY,
+  MANAGED_BY_LABEL,
+  SOURCE_ANNOTATION,
+  SOURCE_UID_LABEL,
+  type RbacKind,
+  type RbacObject,
+} from '../access/rbac.js';
 import { HostClusterError } from '../host/cluster.js';
 import { RBAC_KINDS, type HostRbac } from '../host/rbac.js';
 import type { Registry } from '../registry/registry.js';
@@ -87,9 +95,16 @@ export class AccessSync {
     this.log = opts.log ?? (() => {});
     this.resyncMs = opts.resyncIntervalMs ?? 5 * 60_000;
     this.workers = opts.workers ?? 4;
-    this.queue = new WorkQueue({ baseDelayMs: opts.retryDelayMs ?? 1000, maxDelayMs: RETRY_MAX_MS, name: 'access-sync', metrics: opts.workQueueMetrics });
+    this.queue = new WorkQueue({
+      baseDelayMs: opts.retryDelayMs ?? 1000,
+      maxDelayMs: RETRY_MAX_MS,
+      name: 'access-sync',
+      metrics: opts.workQueueMetrics,
+    });
     // The kinds whose strategy declares host RBAC (registry/kinds: ownedKindStrategy's hostRbac).
-    this.stores = registry.definitions.map((d) => registry.lookup(d.group, d.version, d.plural)).filter((s): s is Store => !!s?.strategy.access?.hostRbac);
+    this.stores = registry.definitions
+      .map((d) => registry.lookup(d.group, d.version, d.plural))
+      .filter((s): s is Store => !!s?.strategy.access?.hostRbac);
   }
 
   async run(signal: AbortSignal): Promise<void> {
@@ -147,7 +162,13 @@ export class AccessSync {
         if (hostUnavailable(err)) this.noteHostDown(err);
         const delayMs = this.queue.retry(uid);
         const src = this.sources.get(uid);
-        this.log('access sync: will retry', { kind: src?.store.def.kind, namespace: src?.namespace, name: src?.name, error: String((err as Error).message ?? err), delayMs });
+        this.log('access sync: will retry', {
+          kind: src?.store.def.kind,
+          namespace: src?.namespace,
+          name: src?.name,
+          error: String((err as Error).message ?? err),
+          delayMs,
+        });
       } finally {
         this.queue.done(uid);
       }
@@ -168,7 +189,11 @@ export class AccessSync {
       if (!hasFinalizer) return;
       await this.converge(uid, []);
       await this.setFinalizer(src, uid, false);
-      this.log('access sync: removed the RBAC of a deleted object', { kind: def.kind, namespace: src.namespace, name: src.name });
+      this.log('access sync: removed the RBAC of a deleted object', {
+        kind: def.kind,
+        namespace: src.namespace,
+        name: src.name,
+      });
       return;
     }
 
@@ -183,7 +208,9 @@ export class AccessSync {
     if (!desired.length && hasFinalizer) await this.setFinalizer(src, uid, false);
     const roles = desired.filter((o) => !o.roleRef).length;
     const what = def.namespaced ? ['Role', 'RoleBinding'] : ['ClusterRole', 'ClusterRoleBinding'];
-    const message = roles ? `${roles} ${what[0]}(s) and ${roles} ${what[1]}(s) in the host cluster grant the owner and access entries` : 'nothing to grant: no owner and no access entries';
+    const message = roles
+      ? `${roles} ${what[0]}(s) and ${roles} ${what[1]}(s) in the host cluster grant the owner and access entries`
+      : 'nothing to grant: no owner and no access entries';
     await this.setCondition(src, uid, obj, { status: 'True', reason: 'Synced', message });
   }
 
@@ -192,7 +219,8 @@ export class AccessSync {
     const existing = this.generated.get(uid) ?? new Map<string, RbacObject>();
     const taken: RbacObject[] = [];
     // A binding to a role someone else holds would grant that role: it is not made, and one of ours is removed.
-    const roleTaken = (want: RbacObject) => !!want.roleRef && taken.some((t) => !t.roleRef && t.metadata.name === want.roleRef!.name);
+    const roleTaken = (want: RbacObject) =>
+      !!want.roleRef && taken.some((t) => !t.roleRef && t.metadata.name === want.roleRef!.name);
     const wanted = new Set<string>();
     for (const want of desired) {
       if (roleTaken(want)) continue;
@@ -203,7 +231,9 @@ export class AccessSync {
     }
     for (const [key, have] of existing) {
       if (wanted.has(key)) continue;
-      await hostStep('delete', have, () => this.rbac.delete(have.kind, have.metadata.namespace, have.metadata.name, have.metadata.uid));
+      await hostStep('delete', have, () =>
+        this.rbac.delete(have.kind, have.metadata.namespace, have.metadata.name, have.metadata.uid),
+      );
       this.forgetObject(uid, key);
     }
     this.noteHostUp();
@@ -215,17 +245,23 @@ export class AccessSync {
    * written) when that is an object this server did not make for this source.
    */
   private async write(uid: string, want: RbacObject): Promise<boolean> {
-    let have = await hostStep('read', want, () => this.rbac.get(want.kind, want.metadata.namespace, want.metadata.name));
+    let have = await hostStep('read', want, () =>
+      this.rbac.get(want.kind, want.metadata.namespace, want.metadata.name),
+    );
     if (have && !madeFor(have, uid)) return false;
     // roleRef cannot change (kube answers 422): a binding pointing elsewhere is deleted first.
     if (have?.roleRef && !jsonEqual(have.roleRef, want.roleRef)) {
       const old = have;
-      await hostStep('delete', old, () => this.rbac.delete(old.kind, old.metadata.namespace, old.metadata.name, old.metadata.uid));
+      await hostStep('delete', old, () =>
+        this.rbac.delete(old.kind, old.metadata.namespace, old.metadata.name, old.metadata.uid),
+      );
       have = undefined;
     }
     const resourceVersion = have?.metadata.resourceVersion;
     const written = resourceVersion
-      ? await hostStep('update', want, () => this.rbac.replace({ ...want, metadata: { ...want.metadata, resourceVersion } }))
+      ? await hostStep('update', want, () =>
+          this.rbac.replace({ ...want, metadata: { ...want.metadata, resourceVersion } }),
+        )
       : await hostStep('create', want, () => this.rbac.create(want));
     this.remember(uid, written);
     return true;
@@ -239,7 +275,10 @@ export class AccessSync {
     const first = [...existing.values()][0];
     if (await this.sourceStillExists(first, uid)) return;
     await this.converge(uid, []);
-    this.log('access sync: swept RBAC whose source is gone', { source: first.metadata.annotations?.[SOURCE_ANNOTATION], objects: existing.size });
+    this.log('access sync: swept RBAC whose source is gone', {
+      source: first.metadata.annotations?.[SOURCE_ANNOTATION],
+      objects: existing.size,
+    });
   }
 
   private async sourceStillExists(obj: RbacObject, uid: string): Promise<boolean> {
@@ -273,7 +312,12 @@ export class AccessSync {
   }
 
   /** Sets the AccessSynced condition; its lastTransitionTime moves only when its status does. */
-  private async setCondition(src: Source, uid: string, read: KubeObject, c: Pick<Condition, 'status' | 'reason' | 'message'>): Promise<void> {
+  private async setCondition(
+    src: Source,
+    uid: string,
+    read: KubeObject,
+    c: Pick<Condition, 'status' | 'reason' | 'message'>,
+  ): Promise<void> {
     try {
       await this.updateIfSame(src, uid, 'status', (obj) => {
         const status = (obj.status ?? {}) as { conditions?: Condition[] };
@@ -290,18 +334,34 @@ export class AccessSync {
       });
     } catch (err) {
       // The condition is a report; failing to write it must not hide the reconcile's own outcome.
-      this.log('access sync: could not write the condition', { kind: src.store.def.kind, namespace: src.namespace, name: src.name, error: String(err) });
+      this.log('access sync: could not write the condition', {
+        kind: src.store.def.kind,
+        namespace: src.namespace,
+        name: src.name,
+        error: String(err),
+      });
     }
   }
 
-  private async updateIfSame(src: Source, uid: string, subresource: 'status' | undefined, change: (obj: KubeObject) => KubeObject): Promise<void> {
+  private async updateIfSame(
+    src: Source,
+    uid: string,
+    subresource: 'status' | undefined,
+    change: (obj: KubeObject) => KubeObject,
+  ): Promise<void> {
     try {
-      await src.store.update(src.namespace, src.name, {
-        patch: (obj) => {
-          if (obj.metadata.uid !== uid) throw new NotTheSameObject();
-          return change(obj);
+      await src.store.update(
+        src.namespace,
+        src.name,
+        {
+          patch: (obj) => {
+            if (obj.metadata.uid !== uid) throw new NotTheSameObject();
+            return change(obj);
+          },
         },
-      }, subresource, { fieldManager: FIELD_MANAGER });
+        subresource,
+        { fieldManager: FIELD_MANAGER },
+      );
     } catch (err) {
       if (err instanceof NotTheSameObject || isStatusError(err, 'NotFound')) return;
       throw err;
@@ -328,7 +388,13 @@ export class AccessSync {
           };
           signal.addEventListener('abort', onAbort, { once: true });
           this.rbac
-            .watch(kind, selector, resourceVersion, (type, obj) => this.hostEvent(type, obj), (err) => (err ? reject(err) : resolve()))
+            .watch(
+              kind,
+              selector,
+              resourceVersion,
+              (type, obj) => this.hostEvent(type, obj),
+              (err) => (err ? reject(err) : resolve()),
+            )
             .then((h) => {
               handle = h;
               if (signal.aborted) h.stop();
@@ -393,7 +459,9 @@ export class AccessSync {
   private noteHostDown(err: unknown): void {
     if (this.hostFailing) return;
     this.hostFailing = true;
-    this.log('access sync: the host cluster does not answer; retrying with backoff', { error: String((err as Error)?.message ?? err) });
+    this.log('access sync: the host cluster does not answer; retrying with backoff', {
+      error: String((err as Error)?.message ?? err),
+    });
     void this.probeUntilUp();
   }
 
@@ -414,7 +482,8 @@ export class AccessSync {
 
 /** Equal in what we set: our labels and annotation, rules, roleRef and subjects. */
 function sameContent(have: RbacObject, want: RbacObject): boolean {
-  const ours = (m: Record<string, string> | undefined, keys: string[]) => Object.fromEntries(keys.map((k) => [k, m?.[k]]));
+  const ours = (m: Record<string, string> | undefined, keys: string[]) =>
+    Object.fromEntries(keys.map((k) => [k, m?.[k]]));
   const labelKeys = Object.keys(want.metadata.labels);
   const annotationKeys = Object.keys(want.metadata.annotations);
   return (
@@ -428,7 +497,12 @@ function sameContent(have: RbacObject, want: RbacObject): boolean {
 
 /** Rules as the host returns them may leave out empty lists. */
 function normalRules(rules: RbacObject['rules']): unknown {
-  return (rules ?? []).map((r) => ({ apiGroups: r.apiGroups ?? [], resources: r.resources ?? [], resourceNames: r.resourceNames ?? [], verbs: r.verbs ?? [] }));
+  return (rules ?? []).map((r) => ({
+    apiGroups: r.apiGroups ?? [],
+    resources: r.resources ?? [],
+    resourceNames: r.resourceNames ?? [],
+    verbs: r.verbs ?? [],
+  }));
 }
 
 /** The host did not answer, or answered that it cannot (5xx, 429): worth waiting for, not a refusal. */
@@ -442,7 +516,8 @@ function madeFor(obj: RbacObject, uid: string): boolean {
   return labels[MANAGED_BY_LABEL] === MANAGED_BY && labels[SOURCE_UID_LABEL] === uid;
 }
 
-const describeObject = (o: RbacObject) => `${o.kind} ${JSON.stringify(o.metadata.name)}${o.metadata.namespace ? ` in the namespace ${JSON.stringify(o.metadata.namespace)}` : ''}`;
+const describeObject = (o: RbacObject) =>
+  `${o.kind} ${JSON.stringify(o.metadata.name)}${o.metadata.namespace ? ` in the namespace ${JSON.stringify(o.metadata.namespace)}` : ''}`;
 
 /**
  * A host failure on one generated object. Its message is the host's full answer (for the log); `summary` is what
@@ -453,7 +528,8 @@ class GeneratedObjectError extends HostClusterError {
 
   constructor(action: string, obj: RbacObject, cause: HostClusterError) {
     super(cause.message, cause.code);
-    const answer = cause.code === undefined ? 'the host cluster did not answer' : `the host cluster answered HTTP ${cause.code}`;
+    const answer =
+      cause.code === undefined ? 'the host cluster did not answer' : `the host cluster answered HTTP ${cause.code}`;
     this.summary = `could not ${action} ${describeObject(obj)}: ${answer} (the server's log has the details)`;
   }
 }
@@ -479,10 +555,19 @@ class NamesTaken extends Error {
 /** The condition for a failed reconcile: short and free of the host's own words, which only the log gets. */
 function failure(err: unknown): { reason: string; message: string } {
   const message = err instanceof GeneratedObjectError ? err.summary : undefined;
-  if (hostUnavailable(err)) return { reason: 'HostUnavailable', message: message ?? `the host cluster did not answer as expected (HTTP ${(err as HostClusterError).code ?? 'none'})` };
-  if (err instanceof HostClusterError) return { reason: 'HostRejected', message: message ?? `the host cluster refused a request (HTTP ${err.code})` };
+  if (hostUnavailable(err))
+    return {
+      reason: 'HostUnavailable',
+      message:
+        message ?? `the host cluster did not answer as expected (HTTP ${(err as HostClusterError).code ?? 'none'})`,
+    };
+  if (err instanceof HostClusterError)
+    return { reason: 'HostRejected', message: message ?? `the host cluster refused a request (HTTP ${err.code})` };
   if (err instanceof NamesTaken) return { reason: 'NameTaken', message: err.message };
-  return { reason: 'SyncFailed', message: 'the access could not be synced to the host cluster (the server\'s log has the details)' };
+  return {
+    reason: 'SyncFailed',
+    message: "the access could not be synced to the host cluster (the server's log has the details)",
+  };
 }
 
 class NotTheSameObject extends Error {}

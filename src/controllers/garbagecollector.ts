@@ -50,7 +50,6 @@ interface Node {
   finalizers: string[];
 }
 
-
 export class GarbageCollector {
   private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
   private readonly resyncMs: number;
@@ -69,7 +68,12 @@ export class GarbageCollector {
   ) {
     this.log = opts.log ?? (() => {});
     this.resyncMs = opts.resyncIntervalMs ?? 60_000;
-    this.queue = new WorkQueue({ baseDelayMs: opts.retryDelayMs ?? 500, maxDelayMs: 30_000, name: 'garbage-collector', metrics: opts.workQueueMetrics });
+    this.queue = new WorkQueue({
+      baseDelayMs: opts.retryDelayMs ?? 500,
+      maxDelayMs: 30_000,
+      name: 'garbage-collector',
+      metrics: opts.workQueueMetrics,
+    });
     this.stores = registry.definitions
       .map((d) => registry.lookup(d.group, d.version, d.plural))
       .filter((s): s is Store => !!s);
@@ -181,7 +185,13 @@ export class GarbageCollector {
         } catch (err) {
           if (signal.aborted) return;
           const delayMs = this.queue.retry(uid);
-          this.log('garbage collector: will retry', { resource: node?.store.def.plural, name: node?.name, namespace: node?.namespace, error: String(err), delayMs });
+          this.log('garbage collector: will retry', {
+            resource: node?.store.def.plural,
+            name: node?.name,
+            namespace: node?.namespace,
+            error: String(err),
+            delayMs,
+          });
         } finally {
           this.queue.done(uid);
         }
@@ -214,11 +224,19 @@ export class GarbageCollector {
       const owner = await findOwner(this.registry, ref, meta.namespace);
       if ('unresolvable' in owner) {
         // As kube's collector: an owner it cannot look up is neither there nor absent, so the object is left as it is.
-        this.log('garbage collector: cannot look an owner up, leaving the object alone', { resource: node.store.def.plural, name: node.name, why: owner.unresolvable });
+        this.log('garbage collector: cannot look an owner up, leaving the object alone', {
+          resource: node.store.def.plural,
+          name: node.name,
+          why: owner.unresolvable,
+        });
         return;
       }
       if ('absent' in owner) dangling.push(ref);
-      else if (owner.found.metadata.deletionTimestamp && owner.found.metadata.finalizers?.includes(FINALIZER_FOREGROUND)) waiting.push(ref);
+      else if (
+        owner.found.metadata.deletionTimestamp &&
+        owner.found.metadata.finalizers?.includes(FINALIZER_FOREGROUND)
+      )
+        waiting.push(ref);
       else solid.push(ref);
     }
 
@@ -253,7 +271,13 @@ export class GarbageCollector {
       : meta.finalizers?.includes(FINALIZER_FOREGROUND)
         ? 'Foreground'
         : 'Background';
-    this.log('garbage collector: deleting object whose owners are gone', { resource: node.store.def.plural, namespace: node.namespace, name: node.name, uid: node.uid, policy });
+    this.log('garbage collector: deleting object whose owners are gone', {
+      resource: node.store.def.plural,
+      namespace: node.namespace,
+      name: node.name,
+      uid: node.uid,
+      policy,
+    });
     await this.deleteIfSame(node, policy);
   }
 
@@ -263,13 +287,19 @@ export class GarbageCollector {
       const depNode = this.nodeOf(dep);
       if (!depNode) continue;
       await this.patchIfSame(depNode, (obj) => {
-        const refs = (obj.metadata.ownerReferences ?? []).filter((r) => !refersTo(r, obj.metadata.namespace, current, owner.store));
+        const refs = (obj.metadata.ownerReferences ?? []).filter(
+          (r) => !refersTo(r, obj.metadata.namespace, current, owner.store),
+        );
         if (refs.length) obj.metadata.ownerReferences = refs;
         else delete obj.metadata.ownerReferences;
         return obj;
       });
     }
-    this.log('garbage collector: orphaned dependents', { resource: owner.store.def.plural, namespace: owner.namespace, name: owner.name });
+    this.log('garbage collector: orphaned dependents', {
+      resource: owner.store.def.plural,
+      namespace: owner.namespace,
+      name: owner.name,
+    });
     await this.removeFinalizer(owner, FINALIZER_ORPHAN);
   }
 
@@ -281,20 +311,37 @@ export class GarbageCollector {
       // Each dependent decides for itself (it may have other owners); the owner counts as waiting for it.
       if (depNode && !dep.metadata.deletionTimestamp) this.enqueue(depNode.uid);
     }
-    const blocking = deps.filter((d) => (d.metadata.ownerReferences ?? []).some((r) => r.blockOwnerDeletion === true && refersTo(r, d.metadata.namespace, current, owner.store)));
+    const blocking = deps.filter((d) =>
+      (d.metadata.ownerReferences ?? []).some(
+        (r) => r.blockOwnerDeletion === true && refersTo(r, d.metadata.namespace, current, owner.store),
+      ),
+    );
     if (blocking.length) return; // woken again when they are gone or stop blocking
-    this.log('garbage collector: dependents deleted, finishing foreground deletion', { resource: owner.store.def.plural, namespace: owner.namespace, name: owner.name });
+    this.log('garbage collector: dependents deleted, finishing foreground deletion', {
+      resource: owner.store.def.plural,
+      namespace: owner.namespace,
+      name: owner.name,
+    });
     await this.removeFinalizer(owner, FINALIZER_FOREGROUND);
   }
 
   /** Deletes in the foreground: the store adds `foregroundDeletion`, so it stays until its own dependents are gone. */
   private async deleteForeground(node: Node): Promise<void> {
-    this.log('garbage collector: deleting object in the foreground', { resource: node.store.def.plural, namespace: node.namespace, name: node.name, uid: node.uid });
+    this.log('garbage collector: deleting object in the foreground', {
+      resource: node.store.def.plural,
+      namespace: node.namespace,
+      name: node.name,
+      uid: node.uid,
+    });
     await this.deleteIfSame(node, 'Foreground');
   }
 
   private async deleteIfSame(node: Node, policy: PropagationPolicy): Promise<void> {
-    const opts: DeleteOptions = { preconditions: { uid: node.uid }, propagationPolicy: policy, fieldManager: 'garbage-collector' };
+    const opts: DeleteOptions = {
+      preconditions: { uid: node.uid },
+      propagationPolicy: policy,
+      fieldManager: 'garbage-collector',
+    };
     try {
       await node.store.delete(node.namespace, node.name, opts);
     } catch (err) {
@@ -316,12 +363,18 @@ export class GarbageCollector {
   /** Updates the object (re-run on conflicts) if it still is the same one (uid); gone is fine. */
   private async patchIfSame(node: Node, change: (obj: KubeObject) => KubeObject): Promise<void> {
     try {
-      await node.store.update(node.namespace, node.name, {
-        patch: (obj) => {
-          if (obj.metadata.uid !== node.uid) throw new NotTheSameObject();
-          return change(obj);
+      await node.store.update(
+        node.namespace,
+        node.name,
+        {
+          patch: (obj) => {
+            if (obj.metadata.uid !== node.uid) throw new NotTheSameObject();
+            return change(obj);
+          },
         },
-      }, undefined, { fieldManager: 'garbage-collector' });
+        undefined,
+        { fieldManager: 'garbage-collector' },
+      );
     } catch (err) {
       if (err instanceof NotTheSameObject || isStatusError(err, 'NotFound')) return;
       throw err;
@@ -329,7 +382,12 @@ export class GarbageCollector {
   }
 
   /** The object as stored now (read from etcd), if it still is the one with `uid`. */
-  private async fresh(store: Store, namespace: string | undefined, name: string, uid: string): Promise<KubeObject | undefined> {
+  private async fresh(
+    store: Store,
+    namespace: string | undefined,
+    name: string,
+    uid: string,
+  ): Promise<KubeObject | undefined> {
     try {
       const obj = await store.get(namespace, name);
       return obj.metadata.uid === uid ? obj : undefined;
@@ -348,7 +406,8 @@ export class GarbageCollector {
     for (const store of this.stores) {
       const list = await store.list(undefined);
       for (const obj of list.items) {
-        if ((obj.metadata.ownerReferences ?? []).some((r) => refersTo(r, obj.metadata.namespace, current, owner.store))) out.push(obj);
+        if ((obj.metadata.ownerReferences ?? []).some((r) => refersTo(r, obj.metadata.namespace, current, owner.store)))
+          out.push(obj);
       }
     }
     return out;

@@ -26,7 +26,6 @@ export interface LeaderElectorOptions {
   log?: (msg: string, fields?: Record<string, unknown>) => void;
 }
 
-
 /** How long a stepping-down leader waits for its work to stop before giving up the lease. */
 const STOP_WORK_TIMEOUT_MS = 5000;
 
@@ -107,7 +106,10 @@ export class LeaderElector {
       lease = await withTimeout(granting, timeout, 'lease grant');
     } catch (err) {
       // A grant that lands late holds no key: revoke it then rather than leave it to run out.
-      void granting.then((late) => late.revoke().catch(() => late.release()), () => {});
+      void granting.then(
+        (late) => late.revoke().catch(() => late.release()),
+        () => {},
+      );
       throw err;
     }
     this.lease = lease;

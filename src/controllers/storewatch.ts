@@ -16,7 +16,11 @@ export interface StoreWatchHandlers {
   log(msg: string, fields?: Record<string, unknown>): void;
 }
 
-export function watchStore(store: Store, signal: AbortSignal, handlers: StoreWatchHandlers): { synced: Promise<void>; done: Promise<void> } {
+export function watchStore(
+  store: Store,
+  signal: AbortSignal,
+  handlers: StoreWatchHandlers,
+): { synced: Promise<void>; done: Promise<void> } {
   let markSynced!: () => void;
   const synced = new Promise<void>((resolve) => (markSynced = resolve));
   // One abort listener for the whole loop, however often the watch restarts: a controller watches many
@@ -37,15 +41,19 @@ export function watchStore(store: Store, signal: AbortSignal, handlers: StoreWat
       const seen = new Set<string>();
       let initial = true;
       try {
-        running = await store.watch(undefined, {}, {
-          event: (type, obj) => {
-            if (initial && obj.metadata.uid) seen.add(obj.metadata.uid);
-            if (type === 'DELETED') handlers.remove(obj);
-            else if (type === 'ADDED' || type === 'MODIFIED') handlers.upsert(obj);
+        running = await store.watch(
+          undefined,
+          {},
+          {
+            event: (type, obj) => {
+              if (initial && obj.metadata.uid) seen.add(obj.metadata.uid);
+              if (type === 'DELETED') handlers.remove(obj);
+              else if (type === 'ADDED' || type === 'MODIFIED') handlers.upsert(obj);
+            },
+            initialEventsEnd: () => {},
+            end: () => endThis(),
           },
-          initialEventsEnd: () => {},
-          end: () => endThis(),
-        });
+        );
       } catch (err) {
         handlers.log('watch failed, retrying', { resource: store.def.plural, error: String(err) });
         await sleep(backoff, signal);

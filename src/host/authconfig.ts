@@ -16,7 +16,9 @@ const WHERE = `ConfigMap ${AUTHENTICATION_CONFIGMAP.namespace}/${AUTHENTICATION_
 /** What the ConfigMap says, or undefined when it does not exist (the host has no front proxy configured). */
 export async function readAuthenticationConfigMap(host: HostCluster): Promise<Record<string, string> | undefined> {
   try {
-    const cm = await host.call(`reading ${WHERE}`, () => host.api(CoreV1Api).readNamespacedConfigMap(AUTHENTICATION_CONFIGMAP));
+    const cm = await host.call(`reading ${WHERE}`, () =>
+      host.api(CoreV1Api).readNamespacedConfigMap(AUTHENTICATION_CONFIGMAP),
+    );
     return cm.data ?? {};
   } catch (err) {
     if (err instanceof HostClusterError && err.code === 404) return undefined;
@@ -45,9 +47,11 @@ export function withAuthenticationConfigMap(config: Config, data: Record<string,
   if (caPem && !config.requestheaderClientCaFile) {
     out.requestheaderClientCaFile = write('requestheader-client-ca.crt', caPem);
     out.requestheaderAllowedNames = list(data, 'requestheader-allowed-names') ?? [];
-    out.requestheaderUsernameHeaders = list(data, 'requestheader-username-headers') ?? config.requestheaderUsernameHeaders;
+    out.requestheaderUsernameHeaders =
+      list(data, 'requestheader-username-headers') ?? config.requestheaderUsernameHeaders;
     out.requestheaderGroupHeaders = list(data, 'requestheader-group-headers') ?? config.requestheaderGroupHeaders;
-    out.requestheaderExtraHeadersPrefix = list(data, 'requestheader-extra-headers-prefix') ?? config.requestheaderExtraHeadersPrefix;
+    out.requestheaderExtraHeadersPrefix =
+      list(data, 'requestheader-extra-headers-prefix') ?? config.requestheaderExtraHeadersPrefix;
     out.requestheaderUidHeaders = list(data, 'requestheader-uid-headers') ?? config.requestheaderUidHeaders;
   }
   const clientCaPem = data['client-ca-file'];
@@ -65,6 +69,7 @@ function list(data: Record<string, string>, key: string): string[] | undefined {
   } catch {
     throw new Error(`${WHERE}: ${key} is not a JSON array of strings (${JSON.stringify(text.slice(0, 80))})`);
   }
-  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) throw new Error(`${WHERE}: ${key} is not a JSON array of strings`);
+  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string'))
+    throw new Error(`${WHERE}: ${key} is not a JSON array of strings`);
   return value.length ? value : undefined;
 }

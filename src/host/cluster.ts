@@ -72,7 +72,8 @@ export class HostCluster {
       } catch (err) {
         throw new Error(`--kubeconfig ${opts.kubeconfig}: ${(err as Error).message}`, { cause: err });
       }
-      if (!kc.getCurrentCluster()) throw new Error(`--kubeconfig ${opts.kubeconfig}: no current context with a cluster`);
+      if (!kc.getCurrentCluster())
+        throw new Error(`--kubeconfig ${opts.kubeconfig}: no current context with a cluster`);
     } else if (env.KUBERNETES_SERVICE_HOST) {
       kc.loadFromCluster();
     } else {
@@ -129,7 +130,11 @@ export class HostCluster {
   async tokenReview(token: string, audiences?: string[]): Promise<TokenReviewResult> {
     const review = await this.call('TokenReview', () =>
       this.api(AuthenticationV1Api).createTokenReview({
-        body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token, ...(audiences?.length ? { audiences } : {}) } },
+        body: {
+          apiVersion: 'authentication.k8s.io/v1',
+          kind: 'TokenReview',
+          spec: { token, ...(audiences?.length ? { audiences } : {}) },
+        },
       }),
     );
     const status = review.status ?? {};
@@ -137,8 +142,16 @@ export class HostCluster {
     if (status.error) result.error = status.error;
     if (status.audiences) result.audiences = status.audiences;
     // Like kube's webhook authenticator: a token for none of the requested audiences is not accepted.
-    if (result.authenticated && audiences?.length && status.audiences && !status.audiences.some((a) => audiences.includes(a))) {
-      return { authenticated: false, error: `token audiences ${JSON.stringify(status.audiences)} are invalid for the target audiences ${JSON.stringify(audiences)}` };
+    if (
+      result.authenticated &&
+      audiences?.length &&
+      status.audiences &&
+      !status.audiences.some((a) => audiences.includes(a))
+    ) {
+      return {
+        authenticated: false,
+        error: `token audiences ${JSON.stringify(status.audiences)} are invalid for the target audiences ${JSON.stringify(audiences)}`,
+      };
     }
     if (result.authenticated) {
       const u = status.user ?? {};
@@ -155,11 +168,19 @@ export class HostCluster {
   async subjectAccessReview(attrs: Attributes): Promise<SubjectAccessReviewResult> {
     const review = await this.call('SubjectAccessReview', () =>
       this.api(AuthorizationV1Api).createSubjectAccessReview({
-        body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: subjectAccessReviewSpec(attrs) },
+        body: {
+          apiVersion: 'authorization.k8s.io/v1',
+          kind: 'SubjectAccessReview',
+          spec: subjectAccessReviewSpec(attrs),
+        },
       }),
     );
     const status = review.status;
-    const result: SubjectAccessReviewResult = { allowed: !!status?.allowed, denied: !!status?.denied, reason: status?.reason ?? '' };
+    const result: SubjectAccessReviewResult = {
+      allowed: !!status?.allowed,
+      denied: !!status?.denied,
+      reason: status?.reason ?? '',
+    };
     if (status?.evaluationError) result.evaluationError = status.evaluationError;
     return result;
   }

@@ -2,13 +2,25 @@
  * The four RBAC kinds of the host cluster through client-node: list by label, get, create, replace, delete, and a watch
  * by label. The typed client has one method per kind and verb; the table below keeps the rest of the code kind-free.
  */
-import { RbacAuthorizationV1Api, Watch, type V1ClusterRole, type V1ClusterRoleBinding, type V1Role, type V1RoleBinding } from '@kubernetes/client-node';
+import {
+  RbacAuthorizationV1Api,
+  Watch,
+  type V1ClusterRole,
+  type V1ClusterRoleBinding,
+  type V1Role,
+  type V1RoleBinding,
+} from '@kubernetes/client-node';
 import { RBAC_API_VERSION, type RbacKind, type RbacObject } from '../access/rbac.js';
 import { HostClusterError, type HostCluster } from './cluster.js';
 
 export const RBAC_KINDS: RbacKind[] = ['Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'];
 
-const PLURAL: Record<RbacKind, string> = { Role: 'roles', RoleBinding: 'rolebindings', ClusterRole: 'clusterroles', ClusterRoleBinding: 'clusterrolebindings' };
+const PLURAL: Record<RbacKind, string> = {
+  Role: 'roles',
+  RoleBinding: 'rolebindings',
+  ClusterRole: 'clusterroles',
+  ClusterRoleBinding: 'clusterrolebindings',
+};
 
 type Api = RbacAuthorizationV1Api;
 interface Ops {
@@ -24,15 +36,27 @@ const OPS: Record<RbacKind, Ops> = {
     list: (api, labelSelector) => api.listRoleForAllNamespaces({ labelSelector }),
     get: (api, namespace, name) => api.readNamespacedRole({ name, namespace }),
     create: (api, o) => api.createNamespacedRole({ namespace: o.metadata.namespace!, body: o as unknown as V1Role }),
-    replace: (api, o) => api.replaceNamespacedRole({ name: o.metadata.name, namespace: o.metadata.namespace!, body: o as unknown as V1Role }),
+    replace: (api, o) =>
+      api.replaceNamespacedRole({
+        name: o.metadata.name,
+        namespace: o.metadata.namespace!,
+        body: o as unknown as V1Role,
+      }),
     delete: (api, namespace, name, uid) => api.deleteNamespacedRole({ name, namespace, body: preconditions(uid) }),
   },
   RoleBinding: {
     list: (api, labelSelector) => api.listRoleBindingForAllNamespaces({ labelSelector }),
     get: (api, namespace, name) => api.readNamespacedRoleBinding({ name, namespace }),
-    create: (api, o) => api.createNamespacedRoleBinding({ namespace: o.metadata.namespace!, body: o as unknown as V1RoleBinding }),
-    replace: (api, o) => api.replaceNamespacedRoleBinding({ name: o.metadata.name, namespace: o.metadata.namespace!, body: o as unknown as V1RoleBinding }),
-    delete: (api, namespace, name, uid) => api.deleteNamespacedRoleBinding({ name, namespace, body: preconditions(uid) }),
+    create: (api, o) =>
+      api.createNamespacedRoleBinding({ namespace: o.metadata.namespace!, body: o as unknown as V1RoleBinding }),
+    replace: (api, o) =>
+      api.replaceNamespacedRoleBinding({
+        name: o.metadata.name,
+        namespace: o.metadata.namespace!,
+        body: o as unknown as V1RoleBinding,
+      }),
+    delete: (api, namespace, name, uid) =>
+      api.deleteNamespacedRoleBinding({ name, namespace, body: preconditions(uid) }),
   },
   ClusterRole: {
     list: (api, labelSelector) => api.listClusterRole({ labelSelector }),
@@ -45,7 +69,8 @@ const OPS: Record<RbacKind, Ops> = {
     list: (api, labelSelector) => api.listClusterRoleBinding({ labelSelector }),
     get: (api, _namespace, name) => api.readClusterRoleBinding({ name }),
     create: (api, o) => api.createClusterRoleBinding({ body: o as unknown as V1ClusterRoleBinding }),
-    replace: (api, o) => api.replaceClusterRoleBinding({ name: o.metadata.name, body: o as unknown as V1ClusterRoleBinding }),
+    replace: (api, o) =>
+      api.replaceClusterRoleBinding({ name: o.metadata.name, body: o as unknown as V1ClusterRoleBinding }),
     delete: (api, _namespace, name, uid) => api.deleteClusterRoleBinding({ name, body: preconditions(uid) }),
   },
 };
@@ -65,14 +90,23 @@ export class HostRbac {
   async list(kind: RbacKind, labelSelector: string): Promise<{ items: RbacObject[]; resourceVersion: string }> {
     const list = await this.host.call(`list ${PLURAL[kind]}`, () => OPS[kind].list(this.api, labelSelector));
     // client-node decodes into its own classes; plain JSON compares and copies simply.
-    const items = (JSON.parse(JSON.stringify(list.items)) as RbacObject[]).map((o) => ({ ...o, apiVersion: RBAC_API_VERSION, kind }));
+    const items = (JSON.parse(JSON.stringify(list.items)) as RbacObject[]).map((o) => ({
+      ...o,
+      apiVersion: RBAC_API_VERSION,
+      kind,
+    }));
     return { items, resourceVersion: list.metadata?.resourceVersion ?? '' };
   }
 
   /** The object of that name, or undefined when there is none. */
   async get(kind: RbacKind, namespace: string | undefined, name: string): Promise<RbacObject | undefined> {
     try {
-      return plain(await this.host.call(`get ${PLURAL[kind]} ${namespace ? `${namespace}/` : ''}${name}`, () => OPS[kind].get(this.api, namespace ?? '', name)), kind);
+      return plain(
+        await this.host.call(`get ${PLURAL[kind]} ${namespace ? `${namespace}/` : ''}${name}`, () =>
+          OPS[kind].get(this.api, namespace ?? '', name),
+        ),
+        kind,
+      );
     } catch (err) {
       if (err instanceof HostClusterError && err.code === 404) return undefined;
       throw err;
@@ -84,13 +118,18 @@ export class HostRbac {
   }
 
   async replace(obj: RbacObject): Promise<RbacObject> {
-    return plain(await this.host.call(`replace ${describe(obj)}`, () => OPS[obj.kind].replace(this.api, obj)), obj.kind);
+    return plain(
+      await this.host.call(`replace ${describe(obj)}`, () => OPS[obj.kind].replace(this.api, obj)),
+      obj.kind,
+    );
   }
 
   /** Deletes (only the object with that uid, when given); one already gone is fine. */
   async delete(kind: RbacKind, namespace: string | undefined, name: string, uid?: string): Promise<void> {
     try {
-      await this.host.call(`delete ${PLURAL[kind]} ${namespace ? `${namespace}/` : ''}${name}`, () => OPS[kind].delete(this.api, namespace ?? '', name, uid));
+      await this.host.call(`delete ${PLURAL[kind]} ${namespace ? `${namespace}/` : ''}${name}`, () =>
+        OPS[kind].delete(this.api, namespace ?? '', name, uid),
+      );
     } catch (err) {
       if (!(err instanceof HostClusterError && err.code === 404)) throw err;
     }
@@ -114,8 +153,10 @@ export class HostRbac {
       `/apis/${RBAC_API_VERSION}/${PLURAL[kind]}`,
       { labelSelector, resourceVersion, allowWatchBookmarks: true },
       (type, obj) => {
-        if (type === 'ERROR') return end(new HostClusterError(`watch ${PLURAL[kind]}: ${obj?.message ?? 'error event'}`, obj?.code));
-        if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') onEvent(type, { ...obj, apiVersion: RBAC_API_VERSION, kind });
+        if (type === 'ERROR')
+          return end(new HostClusterError(`watch ${PLURAL[kind]}: ${obj?.message ?? 'error event'}`, obj?.code));
+        if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED')
+          onEvent(type, { ...obj, apiVersion: RBAC_API_VERSION, kind });
       },
       (err) => end(err),
     );

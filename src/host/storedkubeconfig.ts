@@ -31,7 +31,8 @@ const REFUSED: Record<string, string> = {
   'client-certificate': 'it reads a file',
   'client-key': 'it reads a file',
   'proxy-url': 'it sends requests through another server',
-  'insecure-skip-tls-verify': "it does not check the server's certificate, and the CA is handed out to callers as the virtual cluster's",
+  'insecure-skip-tls-verify':
+    "it does not check the server's certificate, and the CA is handed out to callers as the virtual cluster's",
   username: 'basic authentication, which kube-apiserver no longer accepts',
   password: 'basic authentication, which kube-apiserver no longer accepts',
   as: 'impersonation acts as another user',
@@ -61,31 +62,58 @@ export function kubeConfigFromData(text: string): KubeConfig {
   const current = doc['current-context'];
   if (typeof current !== 'string' || !current) throw new StoredKubeConfigError('the kubeconfig has no current-context');
   const context = find(doc, 'contexts', current);
-  if (!context || !isMap(context.entry.context)) throw new StoredKubeConfigError(`the kubeconfig has no context ${JSON.stringify(current)} (its current-context)`);
+  if (!context || !isMap(context.entry.context))
+    throw new StoredKubeConfigError(`the kubeconfig has no context ${JSON.stringify(current)} (its current-context)`);
   const { cluster: clusterName, user: userName } = context.entry.context;
   const cluster = typeof clusterName === 'string' ? find(doc, 'clusters', clusterName) : undefined;
-  if (!cluster || !isMap(cluster.entry.cluster)) throw new StoredKubeConfigError('the kubeconfig has no current cluster');
+  if (!cluster || !isMap(cluster.entry.cluster))
+    throw new StoredKubeConfigError('the kubeconfig has no current cluster');
   const user = typeof userName === 'string' ? find(doc, 'users', userName) : undefined;
-  if (!user || !isMap(user.entry.user)) throw new StoredKubeConfigError('the kubeconfig has no user in its current context');
+  if (!user || !isMap(user.entry.user))
+    throw new StoredKubeConfigError('the kubeconfig has no user in its current context');
 
   const c = cluster.entry.cluster as Record<string, unknown>;
   const u = user.entry.user as Record<string, unknown>;
-  const refused = [...refusedFields(c, CLUSTER_FIELDS, `clusters[${cluster.index}].cluster`), ...refusedFields(u, USER_FIELDS, `users[${user.index}].user`)];
-  if (refused.length) throw new StoredKubeConfigError(`the kubeconfig may not use ${refused.join('; ')}. A stored kubeconfig is data: it may hold only ${ALLOWED_TEXT}`);
+  const refused = [
+    ...refusedFields(c, CLUSTER_FIELDS, `clusters[${cluster.index}].cluster`),
+    ...refusedFields(u, USER_FIELDS, `users[${user.index}].user`),
+  ];
+  if (refused.length)
+    throw new StoredKubeConfigError(
+      `the kubeconfig may not use ${refused.join('; ')}. A stored kubeconfig is data: it may hold only ${ALLOWED_TEXT}`,
+    );
 
   const server = c.server;
-  if (typeof server !== 'string' || !isHttps(server)) throw new StoredKubeConfigError(`clusters[${cluster.index}].cluster.server must be an https URL`);
-  if (!c['certificate-authority-data']) throw new StoredKubeConfigError("the kubeconfig's cluster has no certificate-authority-data");
+  if (typeof server !== 'string' || !isHttps(server))
+    throw new StoredKubeConfigError(`clusters[${cluster.index}].cluster.server must be an https URL`);
+  if (!c['certificate-authority-data'])
+    throw new StoredKubeConfigError("the kubeconfig's cluster has no certificate-authority-data");
   const hasCert = !!u['client-certificate-data'] || !!u['client-key-data'];
   if (hasCert && !(u['client-certificate-data'] && u['client-key-data'])) {
     throw new StoredKubeConfigError(`users[${user.index}].user needs both client-certificate-data and client-key-data`);
   }
-  if (!hasCert && !u.token) throw new StoredKubeConfigError(`users[${user.index}].user has no credential (${USER_CREDENTIALS})`);
+  if (!hasCert && !u.token)
+    throw new StoredKubeConfigError(`users[${user.index}].user has no credential (${USER_CREDENTIALS})`);
 
   const kc = new KubeConfig();
   kc.loadFromOptions({
-    clusters: [{ name: 'cluster', server: server.replace(/\/$/, ''), caData: c['certificate-authority-data'] as string, tlsServerName: tlsServerName(server, c['tls-server-name']), skipTLSVerify: false }],
-    users: [{ name: 'user', certData: u['client-certificate-data'] as string | undefined, keyData: u['client-key-data'] as string | undefined, token: u.token as string | undefined }],
+    clusters: [
+      {
+        name: 'cluster',
+        server: server.replace(/\/$/, ''),
+        caData: c['certificate-authority-data'] as string,
+        tlsServerName: tlsServerName(server, c['tls-server-name']),
+        skipTLSVerify: false,
+      },
+    ],
+    users: [
+      {
+        name: 'user',
+        certData: u['client-certificate-data'] as string | undefined,
+        keyData: u['client-key-data'] as string | undefined,
+        token: u.token as string | undefined,
+      },
+    ],
     contexts: [{ name: 'context', cluster: 'cluster', user: 'user' }],
     currentContext: 'context',
   });

@@ -38,22 +38,35 @@ export interface VirtualCluster {
  * Reads `vc-<name>` in `namespace` of the host and connects to the virtual cluster it describes. The Secret is
  * tenant-writable data: its kubeconfig may hold only certificates, a token and the CA (storedkubeconfig.ts).
  */
-export async function connectVirtualCluster(host: HostCluster, namespace: string, name: string): Promise<VirtualCluster> {
+export async function connectVirtualCluster(
+  host: HostCluster,
+  namespace: string,
+  name: string,
+): Promise<VirtualCluster> {
   const secretName = connectionSecretName(name);
   const where = `Secret ${namespace}/${secretName} in the host cluster`;
   let data: Record<string, string> | undefined;
   try {
-    data = (await host.call(`reading ${where}`, () => host.api(CoreV1Api).readNamespacedSecret({ name: secretName, namespace }))).data;
+    data = (
+      await host.call(`reading ${where}`, () =>
+        host.api(CoreV1Api).readNamespacedSecret({ name: secretName, namespace }),
+      )
+    ).data;
   } catch (err) {
-    if (err instanceof HostClusterError && err.code === 404) throw new VirtualClusterConnectionError(`the virtual cluster's connection (${where}) does not exist; is the virtual cluster running?`);
+    if (err instanceof HostClusterError && err.code === 404)
+      throw new VirtualClusterConnectionError(
+        `the virtual cluster's connection (${where}) does not exist; is the virtual cluster running?`,
+      );
     throw err;
   }
-  if (!data?.[CONNECTION_KEY]) throw new VirtualClusterConnectionError(`${where} has no key ${JSON.stringify(CONNECTION_KEY)}`);
+  if (!data?.[CONNECTION_KEY])
+    throw new VirtualClusterConnectionError(`${where} has no key ${JSON.stringify(CONNECTION_KEY)}`);
   let kc: KubeConfig;
   try {
     kc = kubeConfigFromData(Buffer.from(data[CONNECTION_KEY], 'base64').toString('utf8'));
   } catch (err) {
-    if (err instanceof StoredKubeConfigError) throw new VirtualClusterConnectionError(`${where}, key ${JSON.stringify(CONNECTION_KEY)}: ${err.message}`);
+    if (err instanceof StoredKubeConfigError)
+      throw new VirtualClusterConnectionError(`${where}, key ${JSON.stringify(CONNECTION_KEY)}: ${err.message}`);
     throw err;
   }
   const cluster = kc.getCurrentCluster()!;
@@ -92,12 +105,18 @@ export class CertificateNotIssuedError extends Error {
  * the connection's admin credential), then polled until the signer issues the certificate. The private key exists
  * only in the returned value.
  */
-export async function issueClientCertificate(vc: HostCluster, req: ClientCertificateRequest): Promise<ClientCertificate> {
+export async function issueClientCertificate(
+  vc: HostCluster,
+  req: ClientCertificateRequest,
+): Promise<ClientCertificate> {
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const keyPem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
   const csr = forge.pki.createCertificationRequest();
   csr.publicKey = forge.pki.publicKeyFromPem(publicKey.export({ type: 'spki', format: 'pem' }).toString());
-  csr.setSubject([{ name: 'commonName', value: req.user }, ...req.groups.map((g) => ({ name: 'organizationName', value: g }))]);
+  csr.setSubject([
+    { name: 'commonName', value: req.user },
+    ...req.groups.map((g) => ({ name: 'organizationName', value: g })),
+  ]);
   csr.sign(forge.pki.privateKeyFromPem(keyPem), forge.md.sha256.create());
 
   const certificates = vc.api(CertificatesV1Api);
@@ -112,20 +131,43 @@ export async function issueClientCertificate(vc: HostCluster, req: ClientCertifi
       ...(req.expirationSeconds ? { expirationSeconds: req.expirationSeconds } : {}),
     },
   };
-  const created = await vc.call('creating a CertificateSigningRequest in the virtual cluster', () => certificates.createCertificateSigningRequest({ body }));
+  const created = await vc.call('creating a CertificateSigningRequest in the virtual cluster', () =>
+    certificates.createCertificateSigningRequest({ body }),
+  );
   const name = created.metadata!.name!;
-  const approval = { type: 'Approved', status: 'True', reason: 'PlatformKubeConfig', message: `kube config for ${req.user}, approved by the management API` };
+  const approval = {
+    type: 'Approved',
+    status: 'True',
+    reason: 'PlatformKubeConfig',
+    message: `kube config for ${req.user}, approved by the management API`,
+  };
   await vc.call(`approving CertificateSigningRequest ${name}`, () =>
-    certificates.replaceCertificateSigningRequestApproval({ name, body: { ...created, status: { ...created.status, conditions: [approval] } } }),
+    certificates.replaceCertificateSigningRequestApproval({
+      name,
+      body: { ...created, status: { ...created.status, conditions: [approval] } },
+    }),
   );
 
   const deadline = Date.now() + req.timeoutMs;
   for (let delay = 50; ; delay = Math.min(delay * 2, 500)) {
-    const current = await vc.call(`reading CertificateSigningRequest ${name}`, () => certificates.readCertificateSigningRequest({ name }));
-    if (current.status?.certificate) return { certificatePem: Buffer.from(current.status.certificate, 'base64').toString('utf8'), keyPem };
-    const refused = current.status?.conditions?.find((c) => (c.type === 'Failed' || c.type === 'Denied') && c.status === 'True');
-    if (refused) throw new CertificateNotIssuedError(`the virtual cluster's signer did not issue the certificate (CertificateSigningRequest ${name}: ${refused.type}, ${refused.reason ?? ''}: ${refused.message ?? ''})`, false);
-    if (Date.now() + delay > deadline) throw new CertificateNotIssuedError(`the virtual cluster did not issue the certificate within ${req.timeoutMs / 1000}s (CertificateSigningRequest ${name} is approved; is its signer running?)`, true);
+    const current = await vc.call(`reading CertificateSigningRequest ${name}`, () =>
+      certificates.readCertificateSigningRequest({ name }),
+    );
+    if (current.status?.certificate)
+      return { certificatePem: Buffer.from(current.status.certificate, 'base64').toString('utf8'), keyPem };
+    const refused = current.status?.conditions?.find(
+      (c) => (c.type === 'Failed' || c.type === 'Denied') && c.status === 'True',
+    );
+    if (refused)
+      throw new CertificateNotIssuedError(
+        `the virtual cluster's signer did not issue the certificate (CertificateSigningRequest ${name}: ${refused.type}, ${refused.reason ?? ''}: ${refused.message ?? ''})`,
+        false,
+      );
+    if (Date.now() + delay > deadline)
+      throw new CertificateNotIssuedError(
+        `the virtual cluster did not issue the certificate within ${req.timeoutMs / 1000}s (CertificateSigningRequest ${name} is approved; is its signer running?)`,
+        true,
+      );
     await sleep(delay);
   }
 }

@@ -10,13 +10,22 @@ import { writeOptions } from './options.js';
 import { withWarnings, writeObject } from './responses.js';
 
 /** `authorize`: what else the caller may do, for the action's own checks. */
-export async function handleAction(req: Request, res: Response, action: Action, authorize: AuthorizeOther): Promise<void> {
+export async function handleAction(
+  req: Request,
+  res: Response,
+  action: Action,
+  authorize: AuthorizeOther,
+): Promise<void> {
   const { info, query } = requestContext(req);
-  const groupResource = { group: action.group, resource: action.subresource ? `${action.resource}/${action.subresource}` : action.resource };
+  const groupResource = {
+    group: action.group,
+    resource: action.subresource ? `${action.resource}/${action.subresource}` : action.resource,
+  };
   const verb = info.verb as ActionVerb;
   // A kind of its own is only created, on its collection; everything else on it is 405 (as kube's create-only REST).
   const onItsPath = action.subresource !== '' || info.name === '';
-  if (!onItsPath || !action.verbs.includes(verb)) throw errors.methodNotSupported(groupResource, info.verb || req.method);
+  if (!onItsPath || !action.verbs.includes(verb))
+    throw errors.methodNotSupported(groupResource, info.verb || req.method);
   if (info.extraParts.length) throw errors.notFoundPath();
   if (action.namespaced ? !info.namespace && !action.anyNamespace : info.namespace) throw errors.notFoundPath();
 
@@ -27,12 +36,24 @@ export async function handleAction(req: Request, res: Response, action: Action, 
   if (verb === 'create') {
     const opts = writeOptions('CreateOptions', query, req.headers['user-agent']);
     // Nothing an action does is a stored write that a dry run could stop short of.
-    if (opts.dryRun) throw errors.badRequest(`dryRun is not supported by ${groupResource.resource}: it creates nothing that is stored`);
+    if (opts.dryRun)
+      throw errors.badRequest(
+        `dryRun is not supported by ${groupResource.resource}: it creates nothing that is stored`,
+      );
     const body = rawBody(req);
     const parsed = body.length ? parseObjectBody(body, requestEncoding(req.headers['content-type']), action.kind) : {};
     object = decodeRequest(action, parsed, opts.fieldValidation, warnings);
   }
-  const answer = await action.serve({ verb, namespace: info.namespace || undefined, name: info.name, object, query, user: requestUser(req), authorize, warnings });
+  const answer = await action.serve({
+    verb,
+    namespace: info.namespace || undefined,
+    name: info.name,
+    object,
+    query,
+    user: requestUser(req),
+    authorize,
+    warnings,
+  });
   // Answers may carry credentials (a client key, a token): no cache may keep them.
   res.setHeader('Cache-Control', 'no-store');
   writeObject(withWarnings(res, warnings), verb === 'create' ? 201 : 200, answer, encoding);

@@ -90,7 +90,14 @@ export function createApp(opts: AppOptions): express.Express {
   const isPublic = publicPaths(opts.alwaysAllowPaths);
   const actions = opts.actions ?? new ServedActions();
   app.use(withRequestInfo());
-  app.use(observeRequests({ log: opts.log, metrics: opts.metrics, audit: opts.audit, served: servedBy(opts.registry, actions) }));
+  app.use(
+    observeRequests({
+      log: opts.log,
+      metrics: opts.metrics,
+      audit: opts.audit,
+      served: servedBy(opts.registry, actions),
+    }),
+  );
   if (opts.shutdown) app.use(opts.shutdown.track());
   app.use(requestDeadline({ requestTimeoutMs: opts.timeouts?.requestTimeoutMs ?? 0 }));
   app.use(authenticate(opts.authenticator, isPublic, opts.connections));

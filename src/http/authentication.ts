@@ -10,7 +10,11 @@ import { AUTHENTICATED_GROUP, type UserInfo } from '../apimachinery/user.js';
 import { ANONYMOUS_USER, AuthenticationError, type Authenticator } from '../auth/types.js';
 import type { ConnectionGuard } from './connections.js';
 
-export function authenticate(authenticator: Authenticator, isPublic: (path: string) => boolean, connections?: Pick<ConnectionGuard, 'authenticated'>) {
+export function authenticate(
+  authenticator: Authenticator,
+  isPublic: (path: string) => boolean,
+  connections?: Pick<ConnectionGuard, 'authenticated'>,
+) {
   return async (req: Request, _res: Response, next: NextFunction) => {
     const context = requestContext(req);
     let user: UserInfo | undefined;

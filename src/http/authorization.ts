@@ -30,7 +30,11 @@ function trimmed(path: string): string {
   return path.length > 1 ? path.replace(/\/+$/, '') : path;
 }
 
-export function authorize(authorizer: Authorizer, visibleTo: VisibleTo | undefined, isPublic: (path: string) => boolean) {
+export function authorize(
+  authorizer: Authorizer,
+  visibleTo: VisibleTo | undefined,
+  isPublic: (path: string) => boolean,
+) {
   return async (req: Request, _res: Response, next: NextFunction) => {
     const context = requestContext(req);
     const { info } = context;
@@ -54,7 +58,9 @@ export function authorize(authorizer: Authorizer, visibleTo: VisibleTo | undefin
     }
     if (decision.decision !== 'allow') {
       visible = visibleTo?.(attrs);
-      context.authorization = visible ? { decision: 'allow', reason: 'only the objects the user may see' } : { decision: 'forbid', reason: decision.reason };
+      context.authorization = visible
+        ? { decision: 'allow', reason: 'only the objects the user may see' }
+        : { decision: 'forbid', reason: decision.reason };
       if (!visible) throw forbidden(attrs, decision.reason);
     }
     const restriction = user.restriction;

@@ -65,16 +65,22 @@ export function parseBody(body: Buffer, encoding: Encoding, what: string): unkno
     return value;
   } catch (err) {
     // js-yaml's own depth guard is said the way checkNesting says it.
-    const reason = String((err as Error).message).split('\n')[0].replace(/^nesting exceeded maxDepth.*/, `exceeded max depth: nested more than ${MAX_NESTING_DEPTH} levels`);
+    const reason = String((err as Error).message)
+      .split('\n')[0]
+      .replace(/^nesting exceeded maxDepth.*/, `exceeded max depth: nested more than ${MAX_NESTING_DEPTH} levels`);
     const why = encoding === 'json' ? `couldn't get version/kind; json parse error: ${reason}` : `yaml: ${reason}`;
-    throw errors.badRequest(`the object provided is unrecognized (must be of type ${what}): ${why} (${summarize(body)})`);
+    throw errors.badRequest(
+      `the object provided is unrecognized (must be of type ${what}): ${why} (${summarize(body)})`,
+    );
   }
 }
 
 export function parseObjectBody(body: Buffer, encoding: Encoding, what: string): Record<string, unknown> {
   const value = parseBody(body, encoding, what);
   if (!isPlainObject(value)) {
-    throw errors.badRequest(`the object provided is unrecognized (must be of type ${what}): the body must be a ${encoding === 'json' ? 'JSON' : 'YAML'} object (${summarize(body)})`);
+    throw errors.badRequest(
+      `the object provided is unrecognized (must be of type ${what}): the body must be a ${encoding === 'json' ? 'JSON' : 'YAML'} object (${summarize(body)})`,
+    );
   }
   return value;
 }

@@ -20,13 +20,25 @@ export const MAX_HEADER_BYTES = 1 << 20;
 function answer(code: number, phrase: string, reason: string, message: string): string {
   const status: Status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
   const body = `${JSON.stringify(status)}\n`;
-  return [`HTTP/1.1 ${code} ${phrase}`, 'Content-Type: application/json', `Content-Length: ${Buffer.byteLength(body)}`, 'Connection: close', '', body].join('\r\n');
+  return [
+    `HTTP/1.1 ${code} ${phrase}`,
+    'Content-Type: application/json',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    'Connection: close',
+    '',
+    body,
+  ].join('\r\n');
 }
 
 function answerFor(err: NodeJS.ErrnoException): string {
   switch (err.code) {
     case 'HPE_HEADER_OVERFLOW':
-      return answer(431, 'Request Header Fields Too Large', 'RequestHeaderFieldsTooLarge', `the request line and headers together may be at most ${MAX_HEADER_BYTES} bytes (a long URL counts too)`);
+      return answer(
+        431,
+        'Request Header Fields Too Large',
+        'RequestHeaderFieldsTooLarge',
+        `the request line and headers together may be at most ${MAX_HEADER_BYTES} bytes (a long URL counts too)`,
+      );
     case 'ERR_HTTP_REQUEST_TIMEOUT':
       return answer(408, 'Request Timeout', 'Timeout', 'the request was not received in time');
     default:

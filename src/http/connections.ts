@@ -91,10 +91,13 @@ export class ConnectionGuard {
     this.refusedSinceWarning++;
     if (Date.now() - this.lastWarning < REFUSAL_WARNING_INTERVAL_MS) return;
     this.lastWarning = Date.now();
-    this.log?.warn('too many connections have not authenticated: new connections are closed until some authenticate or reach the header deadline', {
-      maxUnauthenticated: this.limits.maxUnauthenticated,
-      closed: this.refusedSinceWarning,
-    });
+    this.log?.warn(
+      'too many connections have not authenticated: new connections are closed until some authenticate or reach the header deadline',
+      {
+        maxUnauthenticated: this.limits.maxUnauthenticated,
+        closed: this.refusedSinceWarning,
+      },
+    );
     this.refusedSinceWarning = 0;
   }
 

@@ -24,12 +24,16 @@ export function requestDeadline(opts: DeadlineOptions) {
     let timeoutMs = opts.requestTimeoutMs;
     if (asked) {
       const ms = parseGoDuration(asked);
-      if (ms === undefined) throw errors.badRequest(`invalid timeout specified in the request URL: ${JSON.stringify(asked)} is not a duration such as 30s or 1m`);
+      if (ms === undefined)
+        throw errors.badRequest(
+          `invalid timeout specified in the request URL: ${JSON.stringify(asked)} is not a duration such as 30s or 1m`,
+        );
       if (ms > 0 && (timeoutMs === 0 || ms < timeoutMs)) timeoutMs = ms;
     }
     if (timeoutMs > 0) {
       const timer = setTimeout(() => {
-        if (!res.headersSent) writeStatus(res, errors.timeout('Timeout: request did not complete within the allotted timeout', 0).status);
+        if (!res.headersSent)
+          writeStatus(res, errors.timeout('Timeout: request did not complete within the allotted timeout', 0).status);
       }, timeoutMs);
       res.once('close', () => clearTimeout(timer));
     }

@@ -9,7 +9,11 @@ const RESOURCE_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', '
 const STATUS_VERBS = ['get', 'patch', 'update'];
 
 export function apiVersions(serverAddress: string): object {
-  return { kind: 'APIVersions', versions: [], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress }] };
+  return {
+    kind: 'APIVersions',
+    versions: [],
+    serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress }],
+  };
 }
 
 function apiGroup(group: { name: string; versions: string[] }): object {
@@ -26,19 +30,35 @@ export function apiGroupDocument(registry: Registry, name: string): object | und
   return group && { kind: 'APIGroup', apiVersion: 'v1', ...apiGroup(group) };
 }
 
-export function apiResourceList(registry: Registry, served: ServedActions, group: string, version: string): object | undefined {
+export function apiResourceList(
+  registry: Registry,
+  served: ServedActions,
+  group: string,
+  version: string,
+): object | undefined {
   const defs = registry.definitions.filter((d) => d.group === group && d.version === version);
   if (!defs.length) return undefined;
   const actions = served.all.filter((a) => a.group === group && a.version === version).map(actionEntry);
-  const resources = [...defs.flatMap(resourceEntries), ...actions].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const resources = [...defs.flatMap(resourceEntries), ...actions].sort((a, b) =>
+    a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+  );
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: `${group}/${version}`, resources };
 }
 
 /** A subresource action is listed as `<resource>/<subresource>`; a kind of its own like any resource. */
 function actionEntry(a: Action): { name: string } {
   const verbs = [...a.verbs].sort();
-  if (a.subresource) return { name: `${a.resource}/${a.subresource}`, singularName: '', namespaced: a.namespaced, kind: a.kind, verbs } as { name: string };
-  return { name: a.resource, singularName: a.kind.toLowerCase(), namespaced: a.namespaced, kind: a.kind, verbs } as { name: string };
+  if (a.subresource)
+    return {
+      name: `${a.resource}/${a.subresource}`,
+      singularName: '',
+      namespaced: a.namespaced,
+      kind: a.kind,
+      verbs,
+    } as { name: string };
+  return { name: a.resource, singularName: a.kind.toLowerCase(), namespaced: a.namespaced, kind: a.kind, verbs } as {
+    name: string;
+  };
 }
 
 function resourceEntries(def: ResourceDefinition): { name: string }[] {
@@ -52,5 +72,8 @@ function resourceEntries(def: ResourceDefinition): { name: string }[] {
     ...(def.categories.length ? { categories: def.categories } : {}),
   };
   if (!def.hasStatus) return [main];
-  return [main, { name: `${def.plural}/status`, singularName: '', namespaced: def.namespaced, kind: def.kind, verbs: STATUS_VERBS }];
+  return [
+    main,
+    { name: `${def.plural}/status`, singularName: '', namespaced: def.namespaced, kind: def.kind, verbs: STATUS_VERBS },
+  ];
 }

@@ -24,7 +24,9 @@ export function findNamespace(registry: Registry, actions: ServedActions, author
     const store = registry.lookup(info.apiGroup, info.apiVersion, info.resource);
     if (!action?.anyNamespace || !store) return next();
     const user = requestUser(req);
-    const sameName = await store.list(undefined, { predicate: { matches: (o) => o.metadata.name === info.name, empty: false } });
+    const sameName = await store.list(undefined, {
+      predicate: { matches: (o) => o.metadata.name === info.name, empty: false },
+    });
     const usable: string[] = [];
     for (const obj of sameName.items) {
       const namespace = obj.metadata.namespace ?? '';
@@ -32,7 +34,10 @@ export function findNamespace(registry: Registry, actions: ServedActions, author
     }
     if (usable.length === 1) info.namespace = usable[0];
     if (usable.length > 1) {
-      const paths = usable.map((ns) => `/apis/${info.apiGroup}/${info.apiVersion}/namespaces/${ns}/${info.resource}/${info.name}/${info.subresource}`);
+      const paths = usable.map(
+        (ns) =>
+          `/apis/${info.apiGroup}/${info.apiVersion}/namespaces/${ns}/${info.resource}/${info.name}/${info.subresource}`,
+      );
       throw errors.conflict(
         { group: info.apiGroup, resource: info.resource },
         info.name,

@@ -13,5 +13,9 @@ export function forbidden(a: Attributes, reason?: string): errors.StatusError {
     message = `User ${JSON.stringify(a.user.name)} cannot ${a.verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(a.apiGroup)} ${scope}`;
   }
   if (reason) message += `: ${reason}`;
-  return errors.forbidden(a.isResourceRequest ? { group: a.apiGroup, resource: a.resource } : undefined, a.name, message);
+  return errors.forbidden(
+    a.isResourceRequest ? { group: a.apiGroup, resource: a.resource } : undefined,
+    a.name,
+    message,
+  );
 }

@@ -29,7 +29,10 @@ export function healthHandler(endpoint: string, checks: HealthCheck[]) {
         lines.push(`[-]${c.name} failed: reason withheld`);
       }
     }
-    if (excluded.size) lines.push(`warn: some health checks cannot be excluded: no matches for ${[...excluded].map((e) => JSON.stringify(e)).join(',')}`);
+    if (excluded.size)
+      lines.push(
+        `warn: some health checks cannot be excluded: no matches for ${[...excluded].map((e) => JSON.stringify(e)).join(',')}`,
+      );
     res.type('text/plain; charset=utf-8').setHeader('X-Content-Type-Options', 'nosniff');
     if (failed) {
       res.status(500).send(`${lines.join('\n')}\n${endpoint} check failed\n`);

@@ -19,7 +19,8 @@ export function maxInFlight(limits: InFlightLimits, running: InFlightCounts = { 
   return (req: Request, res: Response, next: NextFunction) => {
     const { info } = requestContext(req);
     if (info.verb === 'watch' || isMaster(requestUser(req))) return next();
-    const kind: keyof InFlightLimits = !info.isResourceRequest || READ_ONLY_VERBS.has(info.verb) ? 'readOnly' : 'mutating';
+    const kind: keyof InFlightLimits =
+      !info.isResourceRequest || READ_ONLY_VERBS.has(info.verb) ? 'readOnly' : 'mutating';
     if (limits[kind] > 0 && running[kind] >= limits[kind]) throw errors.tooManyRequests();
     running[kind]++;
     // 'close' comes once the answer is sent, or when the client goes away first.

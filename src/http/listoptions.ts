@@ -16,7 +16,8 @@ const MATCHES = ['Exact', 'NotOlderThan'];
 function integer(query: URLSearchParams, name: string): number | undefined {
   const raw = query.get(name);
   if (raw === null || raw === '') return undefined;
-  if (!/^-?[0-9]+$/.test(raw)) throw errors.badRequest(`invalid value for ${name}: ${JSON.stringify(raw)}: must be an integer`);
+  if (!/^-?[0-9]+$/.test(raw))
+    throw errors.badRequest(`invalid value for ${name}: ${JSON.stringify(raw)}: must be an integer`);
   return Number(raw);
 }
 
@@ -38,7 +39,8 @@ export function predicate(query: URLSearchParams, name?: string, visible?: (obj:
   const fields = parseSupportedFieldSelector(fieldText);
   return {
     empty: labels.empty() && fields.empty() && !visible,
-    matches: (obj: KubeObject) => labels.matches(obj.metadata.labels) && fields.matches(objectFields(obj)) && (!visible || visible(obj)),
+    matches: (obj: KubeObject) =>
+      labels.matches(obj.metadata.labels) && fields.matches(objectFields(obj)) && (!visible || visible(obj)),
   };
 }
 
@@ -52,14 +54,31 @@ export function parseListQuery(query: URLSearchParams, visible?: (obj: KubeObjec
   const cont = query.get('continue') ?? '';
   const errs: FieldError[] = [];
   if (match) {
-    if (!resourceVersion) errs.push(fieldError.forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden unless resourceVersion is provided'));
-    if (cont) errs.push(fieldError.forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden when continue is provided'));
+    if (!resourceVersion)
+      errs.push(
+        fieldError.forbidden(
+          'resourceVersionMatch',
+          'resourceVersionMatch is forbidden unless resourceVersion is provided',
+        ),
+      );
+    if (cont)
+      errs.push(
+        fieldError.forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden when continue is provided'),
+      );
     if (!MATCHES.includes(match)) errs.push(fieldError.notSupported('resourceVersionMatch', match, [...MATCHES, '']));
-    if (match === 'Exact' && resourceVersion === '0') errs.push(fieldError.forbidden('resourceVersionMatch', 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'));
+    if (match === 'Exact' && resourceVersion === '0')
+      errs.push(
+        fieldError.forbidden(
+          'resourceVersionMatch',
+          'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+        ),
+      );
   }
-  if (query.has('sendInitialEvents')) errs.push(fieldError.forbidden('sendInitialEvents', 'sendInitialEvents is forbidden for list'));
+  if (query.has('sendInitialEvents'))
+    errs.push(fieldError.forbidden('sendInitialEvents', 'sendInitialEvents is forbidden for list'));
   if (errs.length) throw invalid(errs);
-  if (cont && resourceVersion) throw errors.badRequest('specifying resource version is not allowed when using continue');
+  if (cont && resourceVersion)
+    throw errors.badRequest('specifying resource version is not allowed when using continue');
   const limit = integer(query, 'limit');
   return {
     predicate: predicate(query, undefined, visible),
@@ -70,15 +89,30 @@ export function parseListQuery(query: URLSearchParams, visible?: (obj: KubeObjec
   };
 }
 
-export function parseWatchQuery(query: URLSearchParams, name?: string, visible?: (obj: KubeObject) => boolean): WatchQuery {
+export function parseWatchQuery(
+  query: URLSearchParams,
+  name?: string,
+  visible?: (obj: KubeObject) => boolean,
+): WatchQuery {
   const match = query.get('resourceVersionMatch') ?? '';
   const sendInitialEvents = flag(query, 'sendInitialEvents');
   const errs: FieldError[] = [];
   if (sendInitialEvents !== undefined && match !== 'NotOlderThan') {
-    errs.push(fieldError.forbidden('resourceVersionMatch', 'sendInitialEvents requires setting resourceVersionMatch to NotOlderThan'));
+    errs.push(
+      fieldError.forbidden(
+        'resourceVersionMatch',
+        'sendInitialEvents requires setting resourceVersionMatch to NotOlderThan',
+      ),
+    );
   }
   if (match) {
-    if (sendInitialEvents === undefined) errs.push(fieldError.forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided'));
+    if (sendInitialEvents === undefined)
+      errs.push(
+        fieldError.forbidden(
+          'resourceVersionMatch',
+          'resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided',
+        ),
+      );
     if (match !== 'NotOlderThan') errs.push(fieldError.notSupported('resourceVersionMatch', match, ['NotOlderThan']));
   }
   if (errs.length) throw invalid(errs);

@@ -2,7 +2,13 @@
 import { JSON_TYPE, YAML_TYPE } from '../apimachinery/mediatypes.js';
 import * as errors from '../apimachinery/status.js';
 
-export { APPLY_PATCH_TYPE, JSON_PATCH_TYPE, JSON_TYPE, MERGE_PATCH_TYPE, YAML_TYPE } from '../apimachinery/mediatypes.js';
+export {
+  APPLY_PATCH_TYPE,
+  JSON_PATCH_TYPE,
+  JSON_TYPE,
+  MERGE_PATCH_TYPE,
+  YAML_TYPE,
+} from '../apimachinery/mediatypes.js';
 
 export type Encoding = 'json' | 'yaml';
 
@@ -22,7 +28,11 @@ export function parseMediaRanges(header: string): MediaRange[] {
       const params: Record<string, string> = {};
       for (const p of rawParams) {
         const eq = p.indexOf('=');
-        if (eq > 0) params[p.slice(0, eq).trim().toLowerCase()] = p.slice(eq + 1).trim().replace(/^"|"$/g, '');
+        if (eq > 0)
+          params[p.slice(0, eq).trim().toLowerCase()] = p
+            .slice(eq + 1)
+            .trim()
+            .replace(/^"|"$/g, '');
       }
       const q = params.q === undefined ? 1 : Number(params.q);
       return { type: type.toLowerCase(), params, q: Number.isFinite(q) ? q : 0 };

@@ -26,7 +26,10 @@ export interface NonResourceOptions {
   metrics?: Metrics;
 }
 
-export function nonResourceHandler(opts: NonResourceOptions, actions: ServedActions): (req: Request, res: Response) => Promise<void> {
+export function nonResourceHandler(
+  opts: NonResourceOptions,
+  actions: ServedActions,
+): (req: Request, res: Response) => Promise<void> {
   const health = {
     '/healthz': healthHandler('healthz', opts.health.healthz),
     '/livez': healthHandler('livez', opts.health.livez),
@@ -42,7 +45,8 @@ export function nonResourceHandler(opts: NonResourceOptions, actions: ServedActi
       throw errors.methodNotSupported({ group: '', resource: '' }, req.method);
     }
     if (health[path]) return health[path](req, res);
-    if (path === '/metrics' && opts.metrics) return void res.type(opts.metrics.contentType).send(await opts.metrics.text());
+    if (path === '/metrics' && opts.metrics)
+      return void res.type(opts.metrics.contentType).send(await opts.metrics.text());
     if (isOpenAPIPath(path)) return openapi.serve(req, res, path);
     if (oidc && OIDC_PATHS.includes(path)) return oidc(req, res, path);
     const doc = nonResourceDocument(path, opts, actions);
@@ -75,5 +79,11 @@ function nonResourceDocument(path: string, opts: NonResourceOptions, actions: Se
  */
 function namespaceDocument(name: string): object | undefined {
   if (isDNS1123Label(name).length) return undefined;
-  return { kind: 'Namespace', apiVersion: 'v1', metadata: { name }, spec: { finalizers: ['kubernetes'] }, status: { phase: 'Active' } };
+  return {
+    kind: 'Namespace',
+    apiVersion: 'v1',
+    metadata: { name },
+    spec: { finalizers: ['kubernetes'] },
+    status: { phase: 'Active' },
+  };
 }

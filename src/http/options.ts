@@ -47,8 +47,10 @@ export function writeOptions(kind: OptionsKind, query: URLSearchParams, userAgen
     errs.push(fieldError.notSupported('fieldValidation', validation, ['', ...FIELD_VALIDATION]));
   }
   const manager = query.get('fieldManager') ?? undefined;
-  if (manager !== undefined && Buffer.byteLength(manager) > MAX_FIELD_MANAGER_LENGTH) errs.push(fieldError.tooLong('fieldManager', MAX_FIELD_MANAGER_LENGTH));
-  if (manager !== undefined && /[^\x20-\x7e]/.test(manager)) errs.push(fieldError.invalid('fieldManager', manager, 'must consist of printable characters'));
+  if (manager !== undefined && Buffer.byteLength(manager) > MAX_FIELD_MANAGER_LENGTH)
+    errs.push(fieldError.tooLong('fieldManager', MAX_FIELD_MANAGER_LENGTH));
+  if (manager !== undefined && /[^\x20-\x7e]/.test(manager))
+    errs.push(fieldError.invalid('fieldManager', manager, 'must consist of printable characters'));
   if (errs.length) throw invalidOptions(kind, errs);
   return {
     dryRun: dryRun(kind, query.getAll('dryRun')),
@@ -62,13 +64,15 @@ export function writeOptions(kind: OptionsKind, query: URLSearchParams, userAgen
 export function applyOptions(query: URLSearchParams): ParsedWriteOptions & { fieldManager: string; force: boolean } {
   const opts = writeOptions('PatchOptions', query);
   const manager = query.get('fieldManager');
-  if (!manager) throw invalidOptions('PatchOptions', [fieldError.required('fieldManager', 'is required for apply patch')]);
+  if (!manager)
+    throw invalidOptions('PatchOptions', [fieldError.required('fieldManager', 'is required for apply patch')]);
   const force = query.get('force');
   return { ...opts, fieldManager: manager, force: force !== null && queryBool('force', force) };
 }
 
 export function rejectForceOnNonApplyPatch(query: URLSearchParams): void {
-  if (query.has('force')) throw invalidOptions('PatchOptions', [fieldError.forbidden('force', 'may not be specified for non-apply patch')]);
+  if (query.has('force'))
+    throw invalidOptions('PatchOptions', [fieldError.forbidden('force', 'may not be specified for non-apply patch')]);
 }
 
 export interface ParsedDeleteOptions extends DeleteOptions {
@@ -79,27 +83,40 @@ export interface ParsedDeleteOptions extends DeleteOptions {
 /** DeleteOptions from a JSON/YAML body and from query parameters (the query wins where both say something). */
 export function deleteOptions(body: Record<string, unknown> | undefined, query: URLSearchParams): ParsedDeleteOptions {
   const opts = { ...(body ?? {}) } as Record<string, unknown>;
-  if (opts.kind !== undefined && opts.kind !== 'DeleteOptions') throw errors.badRequest(`the body of a delete must be a DeleteOptions, not ${String(opts.kind)}`);
+  if (opts.kind !== undefined && opts.kind !== 'DeleteOptions')
+    throw errors.badRequest(`the body of a delete must be a DeleteOptions, not ${String(opts.kind)}`);
   if (query.has('gracePeriodSeconds')) opts.gracePeriodSeconds = Number(query.get('gracePeriodSeconds'));
   if (query.has('propagationPolicy')) opts.propagationPolicy = query.get('propagationPolicy');
-  if (query.has('orphanDependents')) opts.orphanDependents = queryBool('orphanDependents', query.get('orphanDependents')!);
+  if (query.has('orphanDependents'))
+    opts.orphanDependents = queryBool('orphanDependents', query.get('orphanDependents')!);
   if (query.has('dryRun')) opts.dryRun = query.getAll('dryRun');
 
   const errs: FieldError[] = [];
   if (opts.gracePeriodSeconds !== undefined && !Number.isInteger(opts.gracePeriodSeconds)) {
     errs.push(fieldError.invalid('gracePeriodSeconds', opts.gracePeriodSeconds, 'must be a whole number of seconds'));
   }
-  if (opts.propagationPolicy !== undefined && !PROPAGATION_POLICIES.includes(opts.propagationPolicy as PropagationPolicy)) {
+  if (
+    opts.propagationPolicy !== undefined &&
+    !PROPAGATION_POLICIES.includes(opts.propagationPolicy as PropagationPolicy)
+  ) {
     errs.push(fieldError.notSupported('propagationPolicy', opts.propagationPolicy, [...PROPAGATION_POLICIES, 'nil']));
   }
   if (opts.orphanDependents !== undefined && opts.propagationPolicy !== undefined) {
-    errs.push(fieldError.invalid('propagationPolicy', opts.propagationPolicy, 'orphanDependents and deletionPropagation cannot be both set'));
+    errs.push(
+      fieldError.invalid(
+        'propagationPolicy',
+        opts.propagationPolicy,
+        'orphanDependents and deletionPropagation cannot be both set',
+      ),
+    );
   }
   if (opts.orphanDependents !== undefined && typeof opts.orphanDependents !== 'boolean') {
     errs.push(fieldError.typeInvalid('orphanDependents', opts.orphanDependents, 'must be true or false'));
   }
   if (opts.preconditions !== undefined && !isPlainObject(opts.preconditions)) {
-    errs.push(fieldError.typeInvalid('preconditions', opts.preconditions, 'must be an object with uid and/or resourceVersion'));
+    errs.push(
+      fieldError.typeInvalid('preconditions', opts.preconditions, 'must be an object with uid and/or resourceVersion'),
+    );
   }
   if (errs.length) throw invalidOptions('DeleteOptions', errs);
   const dry = dryRun('DeleteOptions', [opts.dryRun ?? []].flat().map(String));
@@ -115,6 +132,7 @@ export function deleteOptions(body: Record<string, unknown> | undefined, query: 
 
 /** A boolean query parameter as kube's query decoding reads it (an empty value counts as true). */
 function queryBool(name: string, value: string): boolean {
-  if (!['true', 'false', '1', '0', ''].includes(value)) throw errors.badRequest(`invalid value for ${name}: ${JSON.stringify(value)}: must be true or false`);
+  if (!['true', 'false', '1', '0', ''].includes(value))
+    throw errors.badRequest(`invalid value for ${name}: ${JSON.stringify(value)}: must be true or false`);
   return value === 'true' || value === '1' || value === '';
 }

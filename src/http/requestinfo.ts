@@ -10,7 +10,14 @@ import * as errors from '../apimachinery/status.js';
 
 export const DIRECT_PREFIX = '/orchestrator/management';
 
-const methodVerbs: Record<string, string> = { POST: 'create', GET: 'get', HEAD: 'get', PUT: 'update', PATCH: 'patch', DELETE: 'delete' };
+const methodVerbs: Record<string, string> = {
+  POST: 'create',
+  GET: 'get',
+  HEAD: 'get',
+  PUT: 'update',
+  PATCH: 'patch',
+  DELETE: 'delete',
+};
 
 export function withRequestInfo() {
   return (req: Request, _res: Response, next: NextFunction) => {
@@ -52,7 +59,10 @@ export function resolveRequestInfo(method: string, rawPath: string, query: URLSe
     name: '',
     extraParts: [],
   };
-  let parts = path.split('/').filter((p) => p !== '').map(decodeSegment);
+  let parts = path
+    .split('/')
+    .filter((p) => p !== '')
+    .map(decodeSegment);
   // /apis/<group>/<version>/<resource>...: fewer parts is discovery, not a resource.
   if (parts[0] !== 'apis' || parts.length < 4) return info;
   info.apiGroup = parts[1];

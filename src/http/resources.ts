@@ -19,9 +19,22 @@ import type { AuthorizeOther } from '../registry/strategy.js';
 import { handleAction } from './actions.js';
 import { parseObjectBody, rawBody } from './body.js';
 import { parseListQuery, parseWatchQuery } from './listoptions.js';
-import { APPLY_PATCH_TYPE, JSON_PATCH_TYPE, MERGE_PATCH_TYPE, contentType, negotiate, requestEncoding } from './negotiation.js';
+import {
+  APPLY_PATCH_TYPE,
+  JSON_PATCH_TYPE,
+  MERGE_PATCH_TYPE,
+  contentType,
+  negotiate,
+  requestEncoding,
+} from './negotiation.js';
 import { duplicateFields } from '../apimachinery/strictjson.js';
-import { applyOptions, deleteOptions, rejectForceOnNonApplyPatch, writeOptions, type ParsedWriteOptions } from './options.js';
+import {
+  applyOptions,
+  deleteOptions,
+  rejectForceOnNonApplyPatch,
+  writeOptions,
+  type ParsedWriteOptions,
+} from './options.js';
 import { withWarnings, writeObject } from './responses.js';
 import { forbidden } from './forbidden.js';
 import { shaper } from './shapes.js';
@@ -39,7 +52,13 @@ export interface ServingOptions {
   authorizer: Authorizer;
 }
 
-export async function handleResource(req: Request, res: Response, registry: Registry, actions: ServedActions, serving: ServingOptions): Promise<void> {
+export async function handleResource(
+  req: Request,
+  res: Response,
+  registry: Registry,
+  actions: ServedActions,
+  serving: ServingOptions,
+): Promise<void> {
   const { info, query, visible } = requestContext(req);
   const user = requestUser(req);
   const authorizeOther: AuthorizeOther = (attrs) => serving.authorizer.authorize({ ...attrs, user });
@@ -71,8 +90,19 @@ export async function handleResource(req: Request, res: Response, registry: Regi
       return writeObject(res, 200, shape.list(await store.list(namespace, parseListQuery(query, visible))), encoding);
     case 'watch': {
       const parsed = parseWatchQuery(query, info.name || undefined, visible);
-      const opts = { ...parsed, timeoutSeconds: parsed.timeoutSeconds ?? watchTimeoutSeconds(serving.minRequestTimeoutSeconds) };
-      return serveWatch(req, res, def, opts, shape.watch(), (sink) => store.watch(namespace, opts, sink), serving.watchesEnd);
+      const opts = {
+        ...parsed,
+        timeoutSeconds: parsed.timeoutSeconds ?? watchTimeoutSeconds(serving.minRequestTimeoutSeconds),
+      };
+      return serveWatch(
+        req,
+        res,
+        def,
+        opts,
+        shape.watch(),
+        (sink) => store.watch(namespace, opts, sink),
+        serving.watchesEnd,
+      );
     }
     case 'create': {
       if (info.name || (def.namespaced && !namespace)) throw notSupported();
@@ -92,7 +122,11 @@ export async function handleResource(req: Request, res: Response, registry: Regi
     case 'patch': {
       if (!info.name) throw notSupported();
       if (contentType(req.headers['content-type']) === APPLY_PATCH_TYPE) {
-        const opts = { ...applyOptions(query), ...caller, authorizeCreate: createAuthorizer(info, user, authorizeOther) };
+        const opts = {
+          ...applyOptions(query),
+          ...caller,
+          authorizeCreate: createAuthorizer(info, user, authorizeOther),
+        };
         const config = parseObjectBody(rawBody(req), 'yaml', def.kind) as KubeObject;
         const { object, created } = await store.apply(namespace, info.name, config, subresource, opts);
         return writeObject(withWarnings(res, opts.warnings), created ? 201 : 200, shape.object(object), encoding);
@@ -106,11 +140,18 @@ export async function handleResource(req: Request, res: Response, registry: Regi
     case 'deletecollection': {
       if (def.namespaced && !namespace) throw notSupported();
       const opts = { ...deleteOptionsOf(req, query), ...caller };
-      return writeObject(res, 200, shape.list(await store.deleteCollection(namespace, parseListQuery(query), opts)), encoding);
+      return writeObject(
+        res,
+        200,
+        shape.list(await store.deleteCollection(namespace, parseListQuery(query), opts)),
+        encoding,
+      );
     }
     case 'delete': {
       if (subresource) throw notSupported();
-      return deleteObject(req, res, store, namespace, info.name, query, caller, (obj, status) => writeObject(res, status, shape.object(obj), encoding));
+      return deleteObject(req, res, store, namespace, info.name, query, caller, (obj, status) =>
+        writeObject(res, status, shape.object(obj), encoding),
+      );
     }
     default:
       throw notSupported();
@@ -131,7 +172,10 @@ function createAuthorizer(info: RequestInfo, user: UserInfo, authorizeOther: Aut
 
 function deleteOptionsOf(req: Request, query: URLSearchParams) {
   const body = rawBody(req);
-  return deleteOptions(body.length ? parseObjectBody(body, requestEncoding(req.headers['content-type']), 'DeleteOptions') : undefined, query);
+  return deleteOptions(
+    body.length ? parseObjectBody(body, requestEncoding(req.headers['content-type']), 'DeleteOptions') : undefined,
+    query,
+  );
 }
 
 /** The object in the body; duplicate JSON keys are noted for fieldValidation. */
@@ -146,7 +190,10 @@ function readObject(req: Request, kind: string, opts: ParsedWriteOptions & { dup
 }
 
 /** The patch document, as a function of the current object (re-applied if a concurrent write wins). */
-function readPatch(req: Request, opts: ParsedWriteOptions & { duplicateFields?: string[] }): (current: KubeObject) => KubeObject {
+function readPatch(
+  req: Request,
+  opts: ParsedWriteOptions & { duplicateFields?: string[] },
+): (current: KubeObject) => KubeObject {
   const type = contentType(req.headers['content-type']);
   if (type !== JSON_PATCH_TYPE && type !== MERGE_PATCH_TYPE) throw errors.unsupportedMediaType(PATCH_TYPES);
   let doc: unknown;

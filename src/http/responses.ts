@@ -12,11 +12,17 @@ import { JSON_TYPE, YAML_TYPE, type Encoding } from './negotiation.js';
 export function writeObject(res: Response, code: number, obj: unknown, encoding: Encoding = 'json'): void {
   if (res.headersSent) return;
   if (encoding === 'yaml') {
-    res.status(code).type(YAML_TYPE).send(yaml.dump(obj, { noRefs: true, lineWidth: -1 }));
+    res
+      .status(code)
+      .type(YAML_TYPE)
+      .send(yaml.dump(obj, { noRefs: true, lineWidth: -1 }));
     return;
   }
   const items = (obj as { items?: unknown }).items;
-  res.status(code).type(JSON_TYPE).send(`${Array.isArray(items) ? listJson(obj as { items: unknown[] }) : toJson(obj)}\n`);
+  res
+    .status(code)
+    .type(JSON_TYPE)
+    .send(`${Array.isArray(items) ? listJson(obj as { items: unknown[] }) : toJson(obj)}\n`);
 }
 
 /** Warnings go back as `Warning: 299 - "<text>"` headers, one per distinct warning (a retried write repeats them). */
@@ -33,7 +39,10 @@ export function writeStatus(res: Response, status: Status): void {
   if (context) context.status = status;
   const retry = status.details?.retryAfterSeconds;
   if (retry && retry > 0) res.setHeader('Retry-After', String(retry));
-  res.status(status.code).type(JSON_TYPE).send(`${JSON.stringify(status)}\n`);
+  res
+    .status(status.code)
+    .type(JSON_TYPE)
+    .send(`${JSON.stringify(status)}\n`);
 }
 
 export function writeError(res: Response, err: unknown, log: Logger): void {

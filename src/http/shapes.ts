@@ -47,7 +47,13 @@ export function shaper(target: Target, def: ResourceDefinition, strategy: Strate
               first = false;
               return table;
             },
-            bookmark: (rv, annotations) => ({ kind: 'Table', apiVersion: meta, metadata: bookmarkMeta(rv, annotations), columnDefinitions: null, rows: [] }),
+            bookmark: (rv, annotations) => ({
+              kind: 'Table',
+              apiVersion: meta,
+              metadata: bookmarkMeta(rv, annotations),
+              columnDefinitions: null,
+              rows: [],
+            }),
           };
         },
       };
@@ -59,7 +65,11 @@ export function shaper(target: Target, def: ResourceDefinition, strategy: Strate
         list: (list) => partialObjectMetadataList(list, version),
         watch: () => ({
           event: (obj) => partialObjectMetadata(obj, version),
-          bookmark: (rv, annotations) => ({ kind: 'PartialObjectMetadata', apiVersion: meta, metadata: bookmarkMeta(rv, annotations) }),
+          bookmark: (rv, annotations) => ({
+            kind: 'PartialObjectMetadata',
+            apiVersion: meta,
+            metadata: bookmarkMeta(rv, annotations),
+          }),
         }),
       };
     default:
@@ -68,7 +78,11 @@ export function shaper(target: Target, def: ResourceDefinition, strategy: Strate
         list: (list) => list,
         watch: () => ({
           event: (obj) => obj,
-          bookmark: (rv, annotations) => ({ kind: def.kind, apiVersion: def.apiVersion, metadata: bookmarkMeta(rv, annotations) }),
+          bookmark: (rv, annotations) => ({
+            kind: def.kind,
+            apiVersion: def.apiVersion,
+            metadata: bookmarkMeta(rv, annotations),
+          }),
         }),
       };
   }

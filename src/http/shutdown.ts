@@ -69,10 +69,16 @@ export class GracefulShutdown {
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     this.watches.abort();
-    opts.log.info('shutdown: stopped accepting connections and ended watches; waiting for requests in flight', { inFlight: this.inFlight });
+    opts.log.info('shutdown: stopped accepting connections and ended watches; waiting for requests in flight', {
+      inFlight: this.inFlight,
+    });
     const finished = await this.waitForRequests(opts.drainMs);
     if (finished) opts.log.info('shutdown: requests in flight finished');
-    else opts.log.warn('shutdown: requests still in flight after the drain period are cut off', { inFlight: this.inFlight, drainMs: opts.drainMs });
+    else
+      opts.log.warn('shutdown: requests still in flight after the drain period are cut off', {
+        inFlight: this.inFlight,
+        drainMs: opts.drainMs,
+      });
     server.closeAllConnections();
     await closed;
   }

@@ -108,7 +108,10 @@ export function parseIncludeObject(value: string | readonly string[] | null | un
 // ---------------------------------------------------------------------------------------------
 
 /** meta.AsPartialObjectMetadata: all of the object's metadata under kind PartialObjectMetadata. */
-export function partialObjectMetadata(obj: Pick<KubeObject, 'metadata'>, version: TableVersion = 'v1'): PartialObjectMetadata {
+export function partialObjectMetadata(
+  obj: Pick<KubeObject, 'metadata'>,
+  version: TableVersion = 'v1',
+): PartialObjectMetadata {
   return { kind: 'PartialObjectMetadata', apiVersion: `meta.k8s.io/${version}`, metadata: { ...obj.metadata } };
 }
 
@@ -129,7 +132,8 @@ function listMeta(meta: ListMeta | undefined): ListMeta {
   const out: ListMeta = {};
   if (meta?.resourceVersion) out.resourceVersion = meta.resourceVersion;
   if (meta?.continue) out.continue = meta.continue;
-  if (meta?.remainingItemCount !== undefined && meta.remainingItemCount !== null) out.remainingItemCount = meta.remainingItemCount;
+  if (meta?.remainingItemCount !== undefined && meta.remainingItemCount !== null)
+    out.remainingItemCount = meta.remainingItemCount;
   return out;
 }
 
@@ -191,7 +195,13 @@ function crdColumn(col: PrinterColumn): Column {
 
 function computedColumn(col: ComputedPrinterColumn): Column {
   return {
-    definition: { name: col.name, type: col.type, format: col.format ?? '', description: col.description, priority: col.priority ?? 0 },
+    definition: {
+      name: col.name,
+      type: col.type,
+      format: col.format ?? '',
+      description: col.description,
+      priority: col.priority ?? 0,
+    },
     value: (obj) => {
       const value = col.cell(obj);
       return value === undefined ? { found: false } : { found: true, value };

@@ -27,8 +27,24 @@ export interface AuditEvent {
   user: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
   sourceIPs: string[];
   userAgent?: string;
-  objectRef?: { resource?: string; namespace?: string; name?: string; uid?: string; apiGroup?: string; apiVersion?: string; resourceVersion?: string; subresource?: string };
-  responseStatus: { metadata: Record<string, never>; status?: string; message?: string; reason?: string; details?: Status['details']; code: number };
+  objectRef?: {
+    resource?: string;
+    namespace?: string;
+    name?: string;
+    uid?: string;
+    apiGroup?: string;
+    apiVersion?: string;
+    resourceVersion?: string;
+    subresource?: string;
+  };
+  responseStatus: {
+    metadata: Record<string, never>;
+    status?: string;
+    message?: string;
+    reason?: string;
+    details?: Status['details'];
+    code: number;
+  };
   requestReceivedTimestamp: string;
   stageTimestamp: string;
   annotations?: Record<string, string>;
@@ -90,13 +106,21 @@ export function auditEvent(r: AuditedRequest, stage: AuditEvent['stage'], at: Da
     stageTimestamp: microTime(at),
   };
   if (r.authorization) {
-    event.annotations = { 'authorization.k8s.io/decision': r.authorization.decision, 'authorization.k8s.io/reason': r.authorization.reason ?? '' };
+    event.annotations = {
+      'authorization.k8s.io/decision': r.authorization.decision,
+      'authorization.k8s.io/reason': r.authorization.reason ?? '',
+    };
   }
   return event;
 }
 
 function userOf(u: UserInfo): AuditEvent['user'] {
-  return { username: u.name, ...(u.uid ? { uid: u.uid } : {}), groups: u.groups, ...(u.extra && Object.keys(u.extra).length ? { extra: u.extra } : {}) };
+  return {
+    username: u.name,
+    ...(u.uid ? { uid: u.uid } : {}),
+    groups: u.groups,
+    ...(u.extra && Object.keys(u.extra).length ? { extra: u.extra } : {}),
+  };
 }
 
 /** What the URL names, completed by the sent object's metadata where the URL is silent (a create's name). */
@@ -129,7 +153,16 @@ function responseStatusOf(r: AuditedRequest): AuditEvent['responseStatus'] {
   if (s.reason) out.reason = s.reason;
   if (s.details) {
     const { causes, ...rest } = s.details;
-    out.details = { ...rest, ...(causes ? { causes: causes.map((c) => (safe ? c : { ...(c.reason ? { reason: c.reason } : {}), ...(c.field ? { field: c.field } : {}) })) } : {}) };
+    out.details = {
+      ...rest,
+      ...(causes
+        ? {
+            causes: causes.map((c) =>
+              safe ? c : { ...(c.reason ? { reason: c.reason } : {}), ...(c.field ? { field: c.field } : {}) },
+            ),
+          }
+        : {}),
+    };
   }
   return out;
 }
@@ -155,7 +188,13 @@ export class AuditLog {
 
   constructor(opts: AuditLogOptions) {
     if (opts.path !== '-') {
-      this.file = new RotatingFile({ path: opts.path, maxSizeBytes: opts.maxSizeBytes, maxBackups: opts.maxBackups, maxAgeDays: opts.maxAgeDays, onError: opts.onError });
+      this.file = new RotatingFile({
+        path: opts.path,
+        maxSizeBytes: opts.maxSizeBytes,
+        maxBackups: opts.maxBackups,
+        maxAgeDays: opts.maxAgeDays,
+        onError: opts.onError,
+      });
     }
   }
 

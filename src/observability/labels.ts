@@ -31,11 +31,37 @@ export interface ServedApis {
   servesPath(path: string): boolean;
 }
 
-const VERBS = new Set(['APPLY', 'CONNECT', 'CREATE', 'DELETE', 'DELETECOLLECTION', 'GET', 'LIST', 'PATCH', 'POST', 'PROXY', 'PUT', 'UPDATE', 'WATCH']);
+const VERBS = new Set([
+  'APPLY',
+  'CONNECT',
+  'CREATE',
+  'DELETE',
+  'DELETECOLLECTION',
+  'GET',
+  'LIST',
+  'PATCH',
+  'POST',
+  'PROXY',
+  'PUT',
+  'UPDATE',
+  'WATCH',
+]);
 const APPLY_PATCH = 'application/apply-patch+yaml';
 
 /** Non-resource paths counted by name whatever the answer (health, metrics, version, discovery roots, OpenAPI roots, OIDC). */
-export const FIXED_PATHS = new Set(['/healthz', '/livez', '/readyz', '/metrics', '/version', '/api', '/apis', '/openapi/v2', '/openapi/v3', '/.well-known/openid-configuration', '/openid/v1/jwks']);
+export const FIXED_PATHS = new Set([
+  '/healthz',
+  '/livez',
+  '/readyz',
+  '/metrics',
+  '/version',
+  '/api',
+  '/apis',
+  '/openapi/v2',
+  '/openapi/v3',
+  '/.well-known/openid-configuration',
+  '/openid/v1/jwks',
+]);
 
 /** kube's CleanScope. */
 export function scopeOf(info: RequestInfo): string {
@@ -67,7 +93,13 @@ function trimmed(path: string): string {
   return path.length > 1 ? path.replace(/\/+$/, '') : path;
 }
 
-export function requestLabels(method: string, info: RequestInfo, query: URLSearchParams, contentType: string | undefined, served: ServedApis): RequestLabels {
+export function requestLabels(
+  method: string,
+  info: RequestInfo,
+  query: URLSearchParams,
+  contentType: string | undefined,
+  served: ServedApis,
+): RequestLabels {
   const labels: RequestLabels = {
     verb: reportedVerb(method, info, contentType),
     dry_run: dryRunLabel(query),
@@ -83,7 +115,8 @@ export function requestLabels(method: string, info: RequestInfo, query: URLSearc
       labels.group = info.apiGroup;
       labels.version = info.apiVersion;
       labels.resource = info.resource;
-      if (info.subresource && served.serves(info.apiGroup, info.apiVersion, info.resource, info.subresource)) labels.subresource = info.subresource;
+      if (info.subresource && served.serves(info.apiGroup, info.apiVersion, info.resource, info.subresource))
+        labels.subresource = info.subresource;
     }
     return labels;
   }

@@ -24,9 +24,20 @@ import type { RequestLabels } from './labels.js';
 /** kube's apiserver_request_duration_seconds buckets. */
 const REQUEST_BUCKETS = [0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60];
 /** kube's etcd_request_duration_seconds buckets. */
-const ETCD_BUCKETS = [0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60];
+const ETCD_BUCKETS = [
+  0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60,
+];
 
-const REQUEST_LABELS = ['verb', 'dry_run', 'group', 'version', 'resource', 'subresource', 'scope', 'component'] as const;
+const REQUEST_LABELS = [
+  'verb',
+  'dry_run',
+  'group',
+  'version',
+  'resource',
+  'subresource',
+  'scope',
+  'component',
+] as const;
 const LONG_RUNNING_LABELS = ['verb', 'group', 'version', 'resource', 'subresource', 'scope', 'component'] as const;
 
 /** One resource's watch cache, as scraped. */
@@ -117,7 +128,11 @@ export class Metrics {
           }
         },
       });
-    cacheGauge('apiserver_watch_cache_resource_version', 'Current resource version of watch cache broken by resource type.', (s) => s.revision);
+    cacheGauge(
+      'apiserver_watch_cache_resource_version',
+      'Current resource version of watch cache broken by resource type.',
+      (s) => s.revision,
+    );
     cacheGauge('apiserver_watch_cache_objects', 'Objects held by the watch cache, by resource.', (s) => s.objects);
     cacheGauge(
       'apiserver_watch_cache_lag_revisions',
@@ -147,7 +162,11 @@ export class Metrics {
       registers,
       collect() {
         this.reset();
-        for (const [name, set] of queues) this.set({ name }, [...set].reduce((n, q) => n + q.length, 0));
+        for (const [name, set] of queues)
+          this.set(
+            { name },
+            [...set].reduce((n, q) => n + q.length, 0),
+          );
       },
     });
     this.encryptionReloads = new Counter({
@@ -162,7 +181,12 @@ export class Metrics {
       labelNames: ['status'],
       registers,
     });
-    this.queueAdds = new Counter({ name: 'workqueue_adds_total', help: 'Total number of adds handled by workqueue', labelNames: ['name'], registers });
+    this.queueAdds = new Counter({
+      name: 'workqueue_adds_total',
+      help: 'Total number of adds handled by workqueue',
+      labelNames: ['name'],
+      registers,
+    });
     this.queueRetries = new Counter({
       name: 'workqueue_retries_total',
       help: 'Total number of retries handled by workqueue (each follows a failed sync of the key)',
@@ -173,7 +197,7 @@ export class Metrics {
     const leaders = this.leaders;
     new Gauge({
       name: 'leader_election_master_status',
-      help: 'Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. \'name\' is the string used to identify the lease.',
+      help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
       labelNames: ['name'],
       registers,
       collect() {
@@ -250,7 +274,10 @@ export class Metrics {
  * The watch caches of a registry, one line per resource (a cache serves a whole API group; its revision and lag are
  * the group's), with etcd's current revision read once per scrape for the lag.
  */
-export function registryWatchCacheStats(registry: ApiRegistry, etcdRevision: () => Promise<string>): () => Promise<WatchCacheStats[]> {
+export function registryWatchCacheStats(
+  registry: ApiRegistry,
+  etcdRevision: () => Promise<string>,
+): () => Promise<WatchCacheStats[]> {
   return async () => {
     const current = await etcdRevision().then(Number, () => undefined);
     const counts = new Map([...registry.caches].map(([group, cache]) => [group, cache.keyCounts()]));
@@ -259,7 +286,9 @@ export function registryWatchCacheStats(registry: ApiRegistry, etcdRevision: () 
       if (!cache) return [];
       const revision = cache.currentRevision;
       const lag = current === undefined ? undefined : Math.max(0, current - revision);
-      return [{ group: def.group, resource: def.plural, objects: counts.get(def.group)?.get(def.plural) ?? 0, revision, lag }];
+      return [
+        { group: def.group, resource: def.plural, objects: counts.get(def.group)?.get(def.plural) ?? 0, revision, lag },
+      ];
     });
   };
 }

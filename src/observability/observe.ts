@@ -91,7 +91,14 @@ export function observeRequests(opts: ObserveOptions) {
   };
 }
 
-function requestLogFields(req: Request, context: RequestContext, auditID: string, code: number, ms: number, srcIP: string): Record<string, unknown> {
+function requestLogFields(
+  req: Request,
+  context: RequestContext,
+  auditID: string,
+  code: number,
+  ms: number,
+  srcIP: string,
+): Record<string, unknown> {
   const { info } = context;
   const fields: Record<string, unknown> = { auditID, verb: info.verb, path: info.path };
   if (info.isResourceRequest) {

@@ -5,7 +5,17 @@
  * maxAgeDays (0: no limit), judged by the time in their names. A single line longer than the limit gets a file of
  * its own. Writes are buffered (the process never waits for the disk on a request); close() flushes them.
  */
-import { createWriteStream, fstatSync, mkdirSync, openSync, readdirSync, renameSync, existsSync, unlinkSync, type WriteStream } from 'node:fs';
+import {
+  createWriteStream,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  existsSync,
+  unlinkSync,
+  type WriteStream,
+} from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
 
 export interface RotatingFileOptions {
@@ -120,7 +130,8 @@ export class RotatingFile {
   private prune(): void {
     const backups = this.backups();
     const remove = new Set<string>();
-    if (this.opts.maxBackups > 0) backups.slice(0, Math.max(0, backups.length - this.opts.maxBackups)).forEach((f) => remove.add(f));
+    if (this.opts.maxBackups > 0)
+      backups.slice(0, Math.max(0, backups.length - this.opts.maxBackups)).forEach((f) => remove.add(f));
     if (this.opts.maxAgeDays > 0) {
       const cutoff = this.now().getTime() - this.opts.maxAgeDays * 24 * 3600_000;
       for (const f of backups) if (backupTime(f) < cutoff) remove.add(f);

@@ -28,7 +28,9 @@ export interface FieldValidationOptions {
 export function checkTypeMeta(obj: KubeObject, type: TypeMeta): void {
   if (!isPlainObject(obj.metadata)) obj.metadata = {};
   if (obj.apiVersion !== undefined && obj.apiVersion !== type.apiVersion) {
-    throw errors.badRequest(`the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (${type.apiVersion})`);
+    throw errors.badRequest(
+      `the API version in the data (${String(obj.apiVersion)}) does not match the expected API version (${type.apiVersion})`,
+    );
   }
   if (obj.kind !== undefined && obj.kind !== type.kind) {
     const name = typeof obj.metadata.name === 'string' ? obj.metadata.name : '';
@@ -42,15 +44,27 @@ export function checkTypeMeta(obj: KubeObject, type: TypeMeta): void {
  * Drops fields the schema does not know (kube's pruning; metadata by ObjectMeta's schema) and, per
  * fieldValidation, refuses the request with kube's strict decoding error or warns about each unknown or duplicate field.
  */
-export function dropUnknownFields(obj: KubeObject, schema: StructuralSchema, type: TypeMeta, opts: FieldValidationOptions): void {
+export function dropUnknownFields(
+  obj: KubeObject,
+  schema: StructuralSchema,
+  type: TypeMeta,
+  opts: FieldValidationOptions,
+): void {
   const { metadata: _m, ...body } = obj;
-  const unknown = [...prune(obj.metadata, objectMetaSchema, 'metadata'), ...prune(body, schema, '')].map((p) => p.replace(/^\./, ''));
+  const unknown = [...prune(obj.metadata, objectMetaSchema, 'metadata'), ...prune(body, schema, '')].map((p) =>
+    p.replace(/^\./, ''),
+  );
   for (const k of Object.keys(obj)) if (k !== 'metadata' && !(k in body)) delete obj[k];
-  const problems = [...(opts.duplicateFields ?? []).map((p) => `duplicate field ${goQuote(p)}`), ...unknown.map((p) => `unknown field ${goQuote(p)}`)];
+  const problems = [
+    ...(opts.duplicateFields ?? []).map((p) => `duplicate field ${goQuote(p)}`),
+    ...unknown.map((p) => `unknown field ${goQuote(p)}`),
+  ];
   if (!problems.length || opts.fieldValidation === 'Ignore') return;
   if (opts.fieldValidation === 'Strict') {
     const { kind, version } = type;
-    throw errors.badRequest(`${kind} in version ${goQuote(version)} cannot be handled as a ${kind}: strict decoding error: ${problems.join(', ')}`);
+    throw errors.badRequest(
+      `${kind} in version ${goQuote(version)} cannot be handled as a ${kind}: strict decoding error: ${problems.join(', ')}`,
+    );
   }
   opts.warnings?.push(...problems);
 }

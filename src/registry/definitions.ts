@@ -53,7 +53,14 @@ interface CrdDocument {
   spec: {
     group: string;
     scope: string;
-    names: { kind: string; listKind?: string; plural: string; singular?: string; shortNames?: string[]; categories?: string[] };
+    names: {
+      kind: string;
+      listKind?: string;
+      plural: string;
+      singular?: string;
+      shortNames?: string[];
+      categories?: string[];
+    };
     versions: {
       name: string;
       served?: boolean;

@@ -18,11 +18,18 @@ export type OwnerLookup =
   /** A cluster-scoped object cannot have a namespaced owner: kube's collector neither keeps nor deletes it for that. */
   | { unresolvable: string; store: Store };
 
-export async function findOwner(registry: Registry, ref: OwnerReference, dependentNamespace: string | undefined): Promise<OwnerLookup> {
+export async function findOwner(
+  registry: Registry,
+  ref: OwnerReference,
+  dependentNamespace: string | undefined,
+): Promise<OwnerLookup> {
   const store = registry.lookupKind(ref.apiVersion, ref.kind);
   if (!store) return { absent: true };
   if (store.def.namespaced && !dependentNamespace) {
-    return { unresolvable: `a cluster-scoped object cannot be owned by the namespaced ${ref.kind} ${JSON.stringify(ref.name)}`, store };
+    return {
+      unresolvable: `a cluster-scoped object cannot be owned by the namespaced ${ref.kind} ${JSON.stringify(ref.name)}`,
+      store,
+    };
   }
   if (isValidPathSegmentName(ref.name).length) return { absent: true, store };
   const object = await store.get(store.def.namespaced ? dependentNamespace : undefined, ref.name).catch((err) => {
@@ -34,7 +41,12 @@ export async function findOwner(registry: Registry, ref: OwnerReference, depende
 }
 
 /** Whether `ref`, on an object in `dependentNamespace`, points to `owner` (of `ownerStore`) by kind, name and uid. */
-export function refersTo(ref: OwnerReference, dependentNamespace: string | undefined, owner: KubeObject, ownerStore: Store): boolean {
+export function refersTo(
+  ref: OwnerReference,
+  dependentNamespace: string | undefined,
+  owner: KubeObject,
+  ownerStore: Store,
+): boolean {
   const def = ownerStore.def;
   return (
     ref.uid === owner.metadata.uid &&

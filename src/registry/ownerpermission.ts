@@ -32,18 +32,38 @@ export type OwnerDeletionPermission =
 export type MayDeleteOwner = (ref: OwnerReference, namespace: string | undefined) => Promise<OwnerDeletionPermission>;
 
 /** The same for any caller: built once at start from the authorizers (auth/ownerdeletion.ts), asked per write. */
-export type OwnerDeletionCheck = (user: UserInfo, ref: OwnerReference, namespace: string | undefined) => Promise<OwnerDeletionPermission>;
+export type OwnerDeletionCheck = (
+  user: UserInfo,
+  ref: OwnerReference,
+  namespace: string | undefined,
+) => Promise<OwnerDeletionPermission>;
 
 /** Both checks, as every write by a client (create, update, patch, apply, dry run) needs them. */
-export async function checkOwnerReferencePermissions(obj: KubeObject, old: KubeObject | undefined, mayDelete: MayDeleteOwner): Promise<FieldError[]> {
-  return [...(await checkOwnerReferenceChange(obj, old, mayDelete)), ...(await checkBlockingOwnerReferences(obj, old, mayDelete))];
+export async function checkOwnerReferencePermissions(
+  obj: KubeObject,
+  old: KubeObject | undefined,
+  mayDelete: MayDeleteOwner,
+): Promise<FieldError[]> {
+  return [
+    ...(await checkOwnerReferenceChange(obj, old, mayDelete)),
+    ...(await checkBlockingOwnerReferences(obj, old, mayDelete)),
+  ];
 }
 
 /** A change of an existing object's ownerReferences, other than removing them all, needs delete permission on it. */
-export async function checkOwnerReferenceChange(obj: KubeObject, old: KubeObject | undefined, mayDelete: MayDeleteOwner): Promise<FieldError[]> {
+export async function checkOwnerReferenceChange(
+  obj: KubeObject,
+  old: KubeObject | undefined,
+  mayDelete: MayDeleteOwner,
+): Promise<FieldError[]> {
   const refs = obj.metadata.ownerReferences ?? [];
   if (!old || !refs.length || sameReferences(refs, old.metadata.ownerReferences ?? [])) return [];
-  const self = { apiVersion: obj.apiVersion ?? '', kind: obj.kind ?? '', name: obj.metadata.name ?? '', uid: old.metadata.uid ?? '' };
+  const self = {
+    apiVersion: obj.apiVersion ?? '',
+    kind: obj.kind ?? '',
+    name: obj.metadata.name ?? '',
+    uid: old.metadata.uid ?? '',
+  };
   const permission = await mayDelete(self, obj.metadata.namespace);
   if (permission.allowed) return [];
   const why = 'reason' in permission ? permission.reason : permission.misnamed;
@@ -58,14 +78,25 @@ export async function checkOwnerReferenceChange(obj: KubeObject, old: KubeObject
 /** The same references, in any order (compared as JSON with sorted keys, as a client may reorder either). */
 function sameReferences(a: OwnerReference[], b: OwnerReference[]): boolean {
   if (a.length !== b.length) return false;
-  const key = (r: OwnerReference) => JSON.stringify(Object.keys(r).sort().map((k) => [k, (r as unknown as Record<string, unknown>)[k]]));
+  const key = (r: OwnerReference) =>
+    JSON.stringify(
+      Object.keys(r)
+        .sort()
+        .map((k) => [k, (r as unknown as Record<string, unknown>)[k]]),
+    );
   const left = a.map(key).sort();
   const right = b.map(key).sort();
   return left.every((k, i) => k === right[i]);
 }
 
-export async function checkBlockingOwnerReferences(obj: KubeObject, old: KubeObject | undefined, mayDeleteOwner: MayDeleteOwner): Promise<FieldError[]> {
-  const blockedBefore = new Set((old?.metadata.ownerReferences ?? []).filter((r) => r.blockOwnerDeletion === true).map((r) => r.uid));
+export async function checkBlockingOwnerReferences(
+  obj: KubeObject,
+  old: KubeObject | undefined,
+  mayDeleteOwner: MayDeleteOwner,
+): Promise<FieldError[]> {
+  const blockedBefore = new Set(
+    (old?.metadata.ownerReferences ?? []).filter((r) => r.blockOwnerDeletion === true).map((r) => r.uid),
+  );
   const errs: FieldError[] = [];
   const refs = obj.metadata.ownerReferences ?? [];
   for (const [i, ref] of refs.entries()) {
@@ -74,7 +105,13 @@ export async function checkBlockingOwnerReferences(obj: KubeObject, old: KubeObj
     if (permission.allowed) continue;
     const at = Path.root('metadata').child('ownerReferences').index(i);
     if ('misnamed' in permission) errs.push(fieldError.invalid(at.child('uid'), ref.uid, permission.misnamed));
-    else errs.push(fieldError.forbidden(at.child('blockOwnerDeletion'), `cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't delete: ${permission.reason}`));
+    else
+      errs.push(
+        fieldError.forbidden(
+          at.child('blockOwnerDeletion'),
+          `cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't delete: ${permission.reason}`,
+        ),
+      );
   }
   return errs;
 }

@@ -22,8 +22,17 @@ export class Registry {
   ) {
     refuseStrategiesWithoutDefinition(definitions);
     for (const def of definitions) {
-      if (!this.caches.has(def.group)) this.caches.set(def.group, new WatchCache(storage, `${etcdPrefix}/${def.group}/`, { log }));
-      const store = new Store(def, strategies[def.kind] ?? {}, storage, this.caches.get(def.group)!, etcdPrefix, (g, v, r) => this.lookup(g, v, r), () => this.ownerDeletion);
+      if (!this.caches.has(def.group))
+        this.caches.set(def.group, new WatchCache(storage, `${etcdPrefix}/${def.group}/`, { log }));
+      const store = new Store(
+        def,
+        strategies[def.kind] ?? {},
+        storage,
+        this.caches.get(def.group)!,
+        etcdPrefix,
+        (g, v, r) => this.lookup(g, v, r),
+        () => this.ownerDeletion,
+      );
       this.stores.set(`${def.group}/${def.version}/${def.plural}`, store);
       this.byKind.set(`${def.apiVersion}/${def.kind}`, store);
     }

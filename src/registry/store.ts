@@ -6,9 +6,19 @@ import { randomUUID } from 'node:crypto';
 import { jsonEqual } from '../apimachinery/equality.js';
 import { GoLiteral, Path, fieldError, type FieldError } from '../apimachinery/field.js';
 import { objectMetaSchema } from '../apimachinery/metaschema.js';
-import { applyObject, keepTimestampsOfNoopWrite, updateManagedFields, type FieldManagerContext } from '../apimachinery/managedfields/index.js';
+import {
+  applyObject,
+  keepTimestampsOfNoopWrite,
+  updateManagedFields,
+  type FieldManagerContext,
+} from '../apimachinery/managedfields/index.js';
 import { generateName } from '../apimachinery/names.js';
-import { dropEmptyMetadataFields, validateFinalizers, validateObjectMeta, validateObjectMetaUpdate } from '../apimachinery/objectmeta.js';
+import {
+  dropEmptyMetadataFields,
+  validateFinalizers,
+  validateObjectMeta,
+  validateObjectMetaUpdate,
+} from '../apimachinery/objectmeta.js';
 import { compileSchema, type SchemaValidator } from '../apimachinery/schema.js';
 import * as errors from '../apimachinery/status.js';
 import { sameInstant, nowRFC3339 } from '../apimachinery/time.js';
@@ -18,7 +28,13 @@ import { isValidPathSegmentName, nameIsDNSSubdomain } from '../apimachinery/vali
 import { interpretStorageError } from '../storage/errors.js';
 import { StorageError, type Storage } from '../storage/interface.js';
 import type { WatchCache } from '../storage/cacher.js';
-import { ResourceReader, type ListOptions, type RunningWatch, type WatchOptions, type WatchSink } from '../storage/reader.js';
+import {
+  ResourceReader,
+  type ListOptions,
+  type RunningWatch,
+  type WatchOptions,
+  type WatchSink,
+} from '../storage/reader.js';
 import { checkTypeMeta, dropUnknownFields, type FieldValidationOptions } from './decoding.js';
 import type { ResourceDefinition } from './definitions.js';
 import { carryOverFields, withoutFields } from './hiddenfields.js';
@@ -102,7 +118,9 @@ export class Store {
   }
 
   watch(namespace: string | undefined, opts: WatchOptions, sink: WatchSink): Promise<RunningWatch> {
-    const out: WatchSink = this.strategy.hiddenFields ? { ...sink, event: (type, obj) => sink.event(type, this.toClient(obj)) } : sink;
+    const out: WatchSink = this.strategy.hiddenFields
+      ? { ...sink, event: (type, obj) => sink.event(type, this.toClient(obj)) }
+      : sink;
     return this.storageCall('watch', '', () => this.reader.watch(this.collectionKey(namespace), opts, out));
   }
 
@@ -125,13 +143,19 @@ export class Store {
   }
 
   /** `trackFields` is false when the object comes from an apply, which set its managedFields already. */
-  private async createObject(namespace: string | undefined, input: KubeObject, opts: WriteOptions, trackFields: boolean): Promise<KubeObject> {
+  private async createObject(
+    namespace: string | undefined,
+    input: KubeObject,
+    opts: WriteOptions,
+    trackFields: boolean,
+  ): Promise<KubeObject> {
     const obj = structuredClone(input);
     checkTypeMeta(obj, this.def);
     this.checkMetadataTypes(obj);
     dropEmptyMetadataFields(obj.metadata);
     this.takeNamespace(obj, namespace);
-    if (obj.metadata.resourceVersion) throw errors.badRequest('resourceVersion should not be set on objects to be created');
+    if (obj.metadata.resourceVersion)
+      throw errors.badRequest('resourceVersion should not be set on objects to be created');
     const meta = obj.metadata;
     delete meta.selfLink;
     delete meta.deletionTimestamp;
@@ -154,20 +178,31 @@ export class Store {
 
     for (let attempt = 1; ; attempt++) {
       try {
-        const stored = await this.storageCall('create', meta.name!, () => this.storage.create(this.key(namespace, meta.name!), this.toStorage(obj), { dryRun: opts.dryRun }));
+        const stored = await this.storageCall('create', meta.name!, () =>
+          this.storage.create(this.key(namespace, meta.name!), this.toStorage(obj), { dryRun: opts.dryRun }),
+        );
         opts.warnings?.push(...warnings);
-        return this.strategy.createResponse ? this.strategy.createResponse(this.toClient(stored), obj) : this.toClient(stored);
+        return this.strategy.createResponse
+          ? this.strategy.createResponse(this.toClient(stored), obj)
+          : this.toClient(stored);
       } catch (err) {
         if (!(err instanceof StorageError && err.code === 'KeyExists')) throw err;
         if (!generate) throw await this.alreadyExists(namespace, meta.name!);
-        if (attempt === GENERATE_NAME_ATTEMPTS) throw errors.generateNameConflict(this.def.groupResource, meta.name!, 1);
+        if (attempt === GENERATE_NAME_ATTEMPTS)
+          throw errors.generateNameConflict(this.def.groupResource, meta.name!, 1);
         meta.name = generateName(meta.generateName!);
       }
     }
   }
 
   /** PUT and PATCH of the object or of its status subresource. */
-  async update(namespace: string | undefined, name: string, source: UpdateSource, subresource?: 'status', opts: WriteOptions = {}): Promise<KubeObject> {
+  async update(
+    namespace: string | undefined,
+    name: string,
+    source: UpdateSource,
+    subresource?: 'status',
+    opts: WriteOptions = {},
+  ): Promise<KubeObject> {
     const key = this.key(namespace, name);
     // Those of the attempt that wrote (guaranteedUpdate may run the function again on a conflict).
     let warnings: string[] = [];
@@ -177,7 +212,11 @@ export class Store {
         async (current) => {
           // Patches and applies act on what the caller may see: hidden fields are neither read nor written by them.
           const updated =
-            'replace' in source ? structuredClone(source.replace) : 'patch' in source ? source.patch(this.visibleCopy(current)) : source.apply(this.visibleCopy(current));
+            'replace' in source
+              ? structuredClone(source.replace)
+              : 'patch' in source
+                ? source.patch(this.visibleCopy(current))
+                : source.apply(this.visibleCopy(current));
           if (!isPlainObject(updated)) throw errors.badRequest('the request body must be a JSON or YAML object');
           checkTypeMeta(updated, this.def);
           this.checkMetadataTypes(updated);
@@ -185,9 +224,14 @@ export class Store {
           this.checkNameOnUrl(updated, namespace, name);
           this.checkResourceVersion(updated, current, name);
           if ('replace' in source && updated.metadata.uid && updated.metadata.uid !== current.metadata.uid) {
-            throw errors.conflict(this.def.groupResource, name, `Precondition failed: UID in precondition: ${updated.metadata.uid}, UID in object meta: ${current.metadata.uid}`);
+            throw errors.conflict(
+              this.def.groupResource,
+              name,
+              `Precondition failed: UID in precondition: ${updated.metadata.uid}, UID in object meta: ${current.metadata.uid}`,
+            );
           }
-          const next = subresource === 'status' ? this.statusUpdate(updated, current) : this.mainUpdate(updated, current);
+          const next =
+            subresource === 'status' ? this.statusUpdate(updated, current) : this.mainUpdate(updated, current);
           if (this.strategy.hiddenFields) carryOverFields(next, current, this.strategy.hiddenFields);
           if (subresource === 'status') this.strategy.prepareForStatusUpdate?.(next, current, opts.user);
           else this.strategy.prepareForUpdate?.(next, current, opts.user);
@@ -196,13 +240,17 @@ export class Store {
           if (errs.length) throw errors.invalid(this.def.groupKind, name, errs);
           warnings = (subresource === 'status' ? undefined : this.strategy.warningsOnUpdate?.(next, current)) ?? [];
           await this.checkOwnerPermissions(next, current, opts);
-          if (subresource !== 'status' && this.specChanged(next, current)) next.metadata.generation = (current.metadata.generation ?? 0) + 1;
+          if (subresource !== 'status' && this.specChanged(next, current))
+            next.metadata.generation = (current.metadata.generation ?? 0) + 1;
           if (!('apply' in source)) this.recordFieldManager(next, current, opts, subresource ?? '');
           // A write that would only refresh managedFields times changes nothing, so nothing is written.
           return keepTimestampsOfNoopWrite(this.toStorage(next), current);
         },
         // Removing the last finalizer of an object being deleted deletes it.
-        { deleteInstead: (next) => !!next.metadata.deletionTimestamp && !next.metadata.finalizers?.length, dryRun: opts.dryRun },
+        {
+          deleteInstead: (next) => !!next.metadata.deletionTimestamp && !next.metadata.finalizers?.length,
+          dryRun: opts.dryRun,
+        },
       ),
     );
     opts.warnings?.push(...warnings);
@@ -214,18 +262,27 @@ export class Store {
    * `opts.fieldManager`, creating the object when it does not exist yet. Conflicts with other managers are 409
    * unless `force`.
    */
-  async apply(namespace: string | undefined, name: string, config: KubeObject, subresource: 'status' | undefined, opts: ApplyOptions): Promise<{ object: KubeObject; created: boolean }> {
+  async apply(
+    namespace: string | undefined,
+    name: string,
+    config: KubeObject,
+    subresource: 'status' | undefined,
+    opts: ApplyOptions,
+  ): Promise<{ object: KubeObject; created: boolean }> {
     const applied = structuredClone(config);
     if (!isPlainObject(applied)) throw errors.badRequest('the apply configuration must be an object');
     // An apply configuration names its version itself (kube's field manager refuses it otherwise, with this message).
     if (applied.apiVersion !== this.def.apiVersion) {
-      throw errors.badRequest(`Incorrect version specified in apply patch. Specified patch version: ${typeof applied.apiVersion === 'string' ? applied.apiVersion : ''}, expected: ${this.def.apiVersion}`);
+      throw errors.badRequest(
+        `Incorrect version specified in apply patch. Specified patch version: ${typeof applied.apiVersion === 'string' ? applied.apiVersion : ''}, expected: ${this.def.apiVersion}`,
+      );
     }
     checkTypeMeta(applied, this.def);
     this.checkMetadataTypes(applied);
     this.checkNameOnUrl(applied, namespace, name);
     dropUnknownFields(applied, this.def.schema, this.def, opts);
-    const merge = (live: KubeObject | undefined) => applyObject(live, applied, opts.fieldManager, !!opts.force, subresource ?? '', this.fieldManagerContext());
+    const merge = (live: KubeObject | undefined) =>
+      applyObject(live, applied, opts.fieldManager, !!opts.force, subresource ?? '', this.fieldManagerContext());
     for (;;) {
       try {
         return { object: await this.update(namespace, name, { apply: merge }, subresource, opts), created: false };
@@ -250,10 +307,14 @@ export class Store {
   async delete(namespace: string | undefined, name: string, opts: DeleteOptions = {}): Promise<DeleteResult> {
     const key = this.key(namespace, name);
     const res = await this.storageCall('delete', name, () =>
-      this.storage.guaranteedUpdate<KubeObject>(key, (obj) => {
-        this.checkDeletePreconditions(obj, opts);
-        return markDeleting(obj, opts);
-      }, { deleteInstead: (obj) => !obj.metadata.finalizers?.length, dryRun: opts.dryRun }),
+      this.storage.guaranteedUpdate<KubeObject>(
+        key,
+        (obj) => {
+          this.checkDeletePreconditions(obj, opts);
+          return markDeleting(obj, opts);
+        },
+        { deleteInstead: (obj) => !obj.metadata.finalizers?.length, dryRun: opts.dryRun },
+      ),
     );
     return { deleted: res.deleted, object: this.toClient(res.object) };
   }
@@ -286,7 +347,8 @@ export class Store {
 
   private collectionKey(namespace: string | undefined): string {
     const nsMsgs = namespace ? isValidPathSegmentName(namespace) : [];
-    if (nsMsgs.length) throw errors.badRequest(`Namespace parameter invalid: ${JSON.stringify(namespace)}: ${nsMsgs.join(';')}`);
+    if (nsMsgs.length)
+      throw errors.badRequest(`Namespace parameter invalid: ${JSON.stringify(namespace)}: ${nsMsgs.join(';')}`);
     const base = `${this.prefix}/${this.def.group}/${this.def.plural}/`;
     return this.def.namespaced && namespace ? `${base}${namespace}/` : base;
   }
@@ -306,7 +368,9 @@ export class Store {
   private checkNameOnUrl(obj: KubeObject, namespace: string | undefined, name: string): void {
     this.takeNamespace(obj, namespace);
     if (obj.metadata.name !== name) {
-      throw errors.badRequest(`the name of the object (${obj.metadata.name ?? ''}) does not match the name on the URL (${name})`);
+      throw errors.badRequest(
+        `the name of the object (${obj.metadata.name ?? ''}) does not match the name on the URL (${name})`,
+      );
     }
   }
 
@@ -314,13 +378,20 @@ export class Store {
   private checkResourceVersion(obj: KubeObject, current: KubeObject, name: string): void {
     const rv = obj.metadata.resourceVersion;
     if (rv === undefined || rv === '') {
-      const field = fieldError.invalid('metadata.resourceVersion', new GoLiteral('0x0'), 'must be specified for an update');
+      const field = fieldError.invalid(
+        'metadata.resourceVersion',
+        new GoLiteral('0x0'),
+        'must be specified for an update',
+      );
       throw errors.invalid({ group: this.def.group, kind: this.def.plural }, name, [field]);
     }
     if (typeof rv !== 'string' || !/^[0-9]+$/.test(rv)) {
-      throw errors.invalid(this.def.groupKind, name, [fieldError.invalid('metadata.resourceVersion', rv, 'must be the resourceVersion the object was read at')]);
+      throw errors.invalid(this.def.groupKind, name, [
+        fieldError.invalid('metadata.resourceVersion', rv, 'must be the resourceVersion the object was read at'),
+      ]);
     }
-    if (rv !== current.metadata.resourceVersion) throw errors.conflict(this.def.groupResource, name, errors.OBJECT_MODIFIED);
+    if (rv !== current.metadata.resourceVersion)
+      throw errors.conflict(this.def.groupResource, name, errors.OBJECT_MODIFIED);
   }
 
   /** A write to the main resource: status and server-owned metadata stay as stored. */
@@ -334,7 +405,8 @@ export class Store {
     delete meta.selfLink;
     meta.generation = old.generation;
     meta.uid ||= old.uid;
-    if (!meta.creationTimestamp || sameInstant(meta.creationTimestamp, old.creationTimestamp)) meta.creationTimestamp = old.creationTimestamp;
+    if (!meta.creationTimestamp || sameInstant(meta.creationTimestamp, old.creationTimestamp))
+      meta.creationTimestamp = old.creationTimestamp;
     if (old.deletionTimestamp) meta.deletionTimestamp = old.deletionTimestamp;
     if (old.deletionGracePeriodSeconds !== undefined && meta.deletionGracePeriodSeconds === undefined) {
       meta.deletionGracePeriodSeconds = old.deletionGracePeriodSeconds;
@@ -361,12 +433,28 @@ export class Store {
 
   /** What the field manager needs to know of this kind and this moment. */
   private fieldManagerContext(): FieldManagerContext {
-    return { apiVersion: this.def.apiVersion, now: nowRFC3339(), schema: this.def.schema, hasStatusSubresource: this.def.hasStatus };
+    return {
+      apiVersion: this.def.apiVersion,
+      now: nowRFC3339(),
+      schema: this.def.schema,
+      hasStatusSubresource: this.def.hasStatus,
+    };
   }
 
   /** Records in managedFields which fields this (non-apply) write set, as an Update by its field manager. */
-  private recordFieldManager(obj: KubeObject, live: KubeObject | undefined, opts: WriteOptions, subresource: string): void {
-    const entries = updateManagedFields(live, obj, opts.fieldManager || 'unknown', subresource, this.fieldManagerContext());
+  private recordFieldManager(
+    obj: KubeObject,
+    live: KubeObject | undefined,
+    opts: WriteOptions,
+    subresource: string,
+  ): void {
+    const entries = updateManagedFields(
+      live,
+      obj,
+      opts.fieldManager || 'unknown',
+      subresource,
+      this.fieldManagerContext(),
+    );
     if (entries.length) obj.metadata.managedFields = entries;
     else delete obj.metadata.managedFields;
   }
@@ -378,7 +466,8 @@ export class Store {
    */
   private checkMetadataTypes(obj: KubeObject): void {
     const errs = this.validateMetaSchema(obj.metadata);
-    if (errs.length) throw errors.invalid(this.def.groupKind, typeof obj.metadata.name === 'string' ? obj.metadata.name : '', errs);
+    if (errs.length)
+      throw errors.invalid(this.def.groupKind, typeof obj.metadata.name === 'string' ? obj.metadata.name : '', errs);
   }
 
   /**
@@ -391,7 +480,10 @@ export class Store {
     if (schemaErrs.some((e) => e.type === 'FieldValueTypeInvalid')) return schemaErrs;
     // Finalizer names are checked on update too, so no update can add one that create would refuse.
     const metaErrs = old
-      ? [...validateObjectMetaUpdate(metadata, old.metadata), ...validateFinalizers(metadata.finalizers, Path.root('metadata').child('finalizers'))]
+      ? [
+          ...validateObjectMetaUpdate(metadata, old.metadata),
+          ...validateFinalizers(metadata.finalizers, Path.root('metadata').child('finalizers')),
+        ]
       : validateObjectMeta(metadata, { namespaced: this.def.namespaced, nameFn: nameIsDNSSubdomain });
     const errs = [...schemaErrs, ...metaErrs];
     if (old && this.strategy.validateUpdate) errs.push(...this.strategy.validateUpdate(obj, old));
@@ -413,10 +505,18 @@ export class Store {
     const gr = { group: this.def.group, resource: this.def.kind };
     const name = current.metadata.name ?? '';
     if (p?.uid && p.uid !== current.metadata.uid) {
-      throw errors.conflict(gr, name, `the UID in the precondition (${p.uid}) does not match the UID in record (${current.metadata.uid}). The object might have been deleted and then recreated`);
+      throw errors.conflict(
+        gr,
+        name,
+        `the UID in the precondition (${p.uid}) does not match the UID in record (${current.metadata.uid}). The object might have been deleted and then recreated`,
+      );
     }
     if (p?.resourceVersion && p.resourceVersion !== current.metadata.resourceVersion) {
-      throw errors.conflict(gr, name, `the ResourceVersion in the precondition (${p.resourceVersion}) does not match the ResourceVersion in record (${current.metadata.resourceVersion}). The object might have been modified`);
+      throw errors.conflict(
+        gr,
+        name,
+        `the ResourceVersion in the precondition (${p.resourceVersion}) does not match the ResourceVersion in record (${current.metadata.resourceVersion}). The object might have been modified`,
+      );
     }
   }
 
@@ -457,4 +557,5 @@ function markDeleting(obj: KubeObject, opts: PropagationOptions): KubeObject {
   return obj;
 }
 
-const missingOwnerDeletionCheck: OwnerDeletionCheck = () => Promise.reject(new Error('no owner deletion check is set up (Registry.useOwnerDeletionCheck)'));
+const missingOwnerDeletionCheck: OwnerDeletionCheck = () =>
+  Promise.reject(new Error('no owner deletion check is set up (Registry.useOwnerDeletionCheck)'));

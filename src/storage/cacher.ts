@@ -274,7 +274,10 @@ export class WatchCache<T extends StoredObject> {
   private async restart(): Promise<void> {
     if (this.stopped || this.restarting) return;
     this.restarting = true;
-    this.log('watch cache: the etcd watch was lost (history compacted under it, or a value could not be read); listing again', { prefix: this.prefix });
+    this.log(
+      'watch cache: the etcd watch was lost (history compacted under it, or a value could not be read); listing again',
+      { prefix: this.prefix },
+    );
     await this.handle?.close().catch(() => undefined);
     for (const watcher of [...this.watchers.keys()]) this.removeWatcher(watcher, true);
     for (let delay = 100; !this.stopped; delay = Math.min(delay * 2, 5000)) {

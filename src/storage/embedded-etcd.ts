@@ -52,7 +52,15 @@ export async function startEmbeddedEtcd(opts: EmbeddedEtcdOptions): Promise<Embe
 
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startOnce({ binary, etcdDir, pidFile, logFile, log, unsafeNoFsync: !!opts.unsafeNoFsync, ports: opts.ports });
+      return await startOnce({
+        binary,
+        etcdDir,
+        pidFile,
+        logFile,
+        log,
+        unsafeNoFsync: !!opts.unsafeNoFsync,
+        ports: opts.ports,
+      });
     } catch (err) {
       const raced = err instanceof Error && /address already in use/.test(err.message);
       if (!raced || opts.ports || attempt >= PORT_RACE_ATTEMPTS) throw err;
@@ -72,7 +80,10 @@ function notFound(where: string): Error {
 async function resolveBinary(binary: string): Promise<string> {
   const candidates = binary.includes('/')
     ? [path.resolve(binary)]
-    : (process.env.PATH ?? '').split(path.delimiter).filter(Boolean).map((dir) => path.join(dir, binary));
+    : (process.env.PATH ?? '')
+        .split(path.delimiter)
+        .filter(Boolean)
+        .map((dir) => path.join(dir, binary));
   for (const file of candidates) {
     try {
       await fs.access(file, fsConstants.X_OK);
@@ -99,25 +110,39 @@ async function startOnce(a: StartArgs): Promise<EmbeddedEtcd> {
   const clientUrl = `http://127.0.0.1:${clientPort}`;
   const peerUrl = `http://127.0.0.1:${peerPort}`;
   const args = [
-    '--data-dir', a.etcdDir,
-    '--name', 'default',
-    '--listen-client-urls', clientUrl,
-    '--advertise-client-urls', clientUrl,
-    '--listen-peer-urls', peerUrl,
-    '--initial-advertise-peer-urls', peerUrl,
+    '--data-dir',
+    a.etcdDir,
+    '--name',
+    'default',
+    '--listen-client-urls',
+    clientUrl,
+    '--advertise-client-urls',
+    clientUrl,
+    '--listen-peer-urls',
+    peerUrl,
+    '--initial-advertise-peer-urls',
+    peerUrl,
     // Only read when the data dir is new; ignored on restart.
-    '--initial-cluster', `default=${peerUrl}`,
+    '--initial-cluster',
+    `default=${peerUrl}`,
     // A lone member has no peers to miss heartbeats from; short timers cut startup from ~0.7-1 s
     // (one default election timeout) to ~0.1-0.2 s.
-    '--heartbeat-interval', '10',
-    '--election-timeout', '100',
-    '--logger', 'zap',
-    '--log-level', 'warn',
+    '--heartbeat-interval',
+    '10',
+    '--election-timeout',
+    '100',
+    '--logger',
+    'zap',
+    '--log-level',
+    'warn',
   ];
   if (a.unsafeNoFsync) args.push('--unsafe-no-fsync');
 
   // Only show the failure of this start, not the history of earlier runs in the same log.
-  const logStart = await fs.stat(a.logFile).then((s) => s.size, () => 0);
+  const logStart = await fs.stat(a.logFile).then(
+    (s) => s.size,
+    () => 0,
+  );
   const logFd = openSync(a.logFile, 'a', 0o600);
   let child: ChildProcess;
   try {
@@ -152,9 +177,7 @@ async function startOnce(a: StartArgs): Promise<EmbeddedEtcd> {
       const tail = await readTail(a.logFile, logStart);
       return new Error(`etcd exited during startup with ${signal ?? `code ${code}`}; ${a.logFile}:\n${tail}`);
     }),
-    spawnError.then((err) =>
-      (err as NodeJS.ErrnoException).code === 'ENOENT' ? notFound(`at ${a.binary}`) : err,
-    ),
+    spawnError.then((err) => ((err as NodeJS.ErrnoException).code === 'ENOENT' ? notFound(`at ${a.binary}`) : err)),
   ]);
 
   // The server process may die without calling stop(); do not leave etcd running behind it.
@@ -198,11 +221,15 @@ function etcdEnv(): NodeJS.ProcessEnv {
 export async function freePorts(n: number): Promise<number[]> {
   // Hold all listeners open together so the same port is not handed out twice.
   const servers = await Promise.all(
-    Array.from({ length: n }, () => new Promise<net.Server>((resolve, reject) => {
-      const s = net.createServer();
-      s.once('error', reject);
-      s.listen(0, '127.0.0.1', () => resolve(s));
-    })),
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<net.Server>((resolve, reject) => {
+          const s = net.createServer();
+          s.once('error', reject);
+          s.listen(0, '127.0.0.1', () => resolve(s));
+        }),
+    ),
   );
   const ports = servers.map((s) => (s.address() as net.AddressInfo).port);
   await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));

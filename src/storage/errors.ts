@@ -30,9 +30,12 @@ export function interpretStorageError(err: unknown, ctx: StorageErrorContext): u
       return errors.alreadyExists(ctx.groupResource, ctx.name);
     case 'TooLarge':
       // Not worth a retry: the object itself is too big (kubernetes/kubernetes#112152 asks the same of kube).
-      return errors.requestEntityTooLarge('the object is larger than etcd accepts in one request (its --max-request-bytes, 1.5 MiB by default)');
+      return errors.requestEntityTooLarge(
+        'the object is larger than etcd accepts in one request (its --max-request-bytes, 1.5 MiB by default)',
+      );
     case 'Compacted': {
-      if (ctx.continueFrom === undefined) return errors.expired('The resourceVersion for the provided list is too old.');
+      if (ctx.continueFrom === undefined)
+        return errors.expired('The resourceVersion for the provided list is too old.');
       const status = errors.expiredContinue();
       status.status.metadata.continue = encodeContinue(-1, ctx.continueFrom);
       return status;

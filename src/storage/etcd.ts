@@ -85,7 +85,11 @@ export class EtcdStorage implements Storage {
       grpcOptions: { 'grpc.max_receive_message_length': -1 },
     };
     if (opts.tls) {
-      options.credentials = { rootCertificate: opts.tls.caPem ?? (null as unknown as Buffer), privateKey: opts.tls.keyPem, certChain: opts.tls.certPem };
+      options.credentials = {
+        rootCertificate: opts.tls.caPem ?? (null as unknown as Buffer),
+        privateKey: opts.tls.keyPem,
+        certChain: opts.tls.certPem,
+      };
     }
     this.client = new Etcd3(options);
     this.health = new EtcdHealth({ probe: () => this.client.get('health').exec(), onChange: opts.onHealthChange });
@@ -133,7 +137,9 @@ export class EtcdStorage implements Storage {
 
   async listPage<T extends StoredObject>(prefix: string, opts: PageOptions): Promise<Page<T>> {
     const res = await this.range(prefix, opts, false).catch((err) => this.withCurrentRevision(err, opts));
-    const items = await Promise.all(res.kvs.map(async (kv) => (await this.fromStorage<T>(kv.key.toString(), kv.value, kv.mod_revision)).object));
+    const items = await Promise.all(
+      res.kvs.map(async (kv) => (await this.fromStorage<T>(kv.key.toString(), kv.value, kv.mod_revision)).object),
+    );
     const keys = res.kvs.map((kv) => kv.key.toString());
     return { items, keys, resourceVersion: res.header.revision, more: res.more, count: Number(res.count) };
   }
@@ -150,13 +156,24 @@ export class EtcdStorage implements Storage {
   }
 
   async currentRevision(): Promise<string> {
-    const res = await this.call('currentRevision', '', () => this.client.kv.range({ key: Buffer.from([0]), limit: 1, keys_only: true }));
+    const res = await this.call('currentRevision', '', () =>
+      this.client.kv.range({ key: Buffer.from([0]), limit: 1, keys_only: true }),
+    );
     return res.header.revision;
   }
 
-  async watch<T extends StoredObject>(prefix: string, afterRevision: string, handlers: WatchHandlers<T>): Promise<WatchHandle> {
+  async watch<T extends StoredObject>(
+    prefix: string,
+    afterRevision: string,
+    handlers: WatchHandlers<T>,
+  ): Promise<WatchHandle> {
     const watcher = await this.call('watch', prefix, () =>
-      this.client.watch().prefix(prefix).startRevision(String(BigInt(afterRevision) + 1n)).withPreviousKV().create(),
+      this.client
+        .watch()
+        .prefix(prefix)
+        .startRevision(String(BigInt(afterRevision) + 1n))
+        .withPreviousKV()
+        .create(),
     );
     // Values are decrypted asynchronously; one queue keeps events and progress in etcd's order.
     let delivered = Promise.resolve();
@@ -237,12 +254,18 @@ export class EtcdStorage implements Storage {
     let current = await this.readRaw(key);
     for (;;) {
       const read = current;
-      const existing = read ? { ...(await this.untransform(key, read.value, transformer)), revision: read.modRevision } : undefined;
+      const existing = read
+        ? { ...(await this.untransform(key, read.value, transformer)), revision: read.modRevision }
+        : undefined;
       const value = await tryUpdate(existing);
       if (existing && value === existing.value && !existing.stale) return { ...existing, written: false };
       const stored = await this.transform(key, value, transformer);
       const txn = await this.call(read ? 'update' : 'create', key, () =>
-        this.client.if(key, 'Mod', '==', read ? read.modRevision : 0).then(this.client.put(key).value(stored)).else(this.client.get(key)).commit(),
+        this.client
+          .if(key, 'Mod', '==', read ? read.modRevision : 0)
+          .then(this.client.put(key).value(stored))
+          .else(this.client.get(key))
+          .commit(),
       );
       if (txn.succeeded) return { value, revision: txn.header.revision, stale: false, written: true };
       current = rawFromElse(txn.responses);
@@ -254,12 +277,24 @@ export class EtcdStorage implements Storage {
    * `version`, else reports the version it has: the compactor's shared counter (kube's compact.go keeps it so). The
    * value is bookkeeping, stored plain.
    */
-  async putIfVersion(key: string, version: number, value: string): Promise<{ written: boolean; version: number; revision: string }> {
+  async putIfVersion(
+    key: string,
+    version: number,
+    value: string,
+  ): Promise<{ written: boolean; version: number; revision: string }> {
     const txn = await this.call('update', key, () =>
-      this.client.if(key, 'Version', '==', version).then(this.client.put(key).value(value)).else(this.client.get(key)).commit(),
+      this.client
+        .if(key, 'Version', '==', version)
+        .then(this.client.put(key).value(value))
+        .else(this.client.get(key))
+        .commit(),
     );
     if (txn.succeeded) return { written: true, version: version + 1, revision: txn.header.revision };
-    return { written: false, version: Number(txn.responses[0]?.response_range?.kvs[0]?.version ?? 0), revision: txn.header.revision };
+    return {
+      written: false,
+      version: Number(txn.responses[0]?.response_range?.kvs[0]?.version ?? 0),
+      revision: txn.header.revision,
+    };
   }
 
   /** The key a leader holds, on an etcd lease (leader election's door to etcd). */
@@ -285,19 +320,29 @@ export class EtcdStorage implements Storage {
       if (opts.dryRun) return { object: updated, written: false, deleted: !!opts.deleteInstead?.(updated) };
       if (opts.deleteInstead?.(updated)) {
         const txn = await this.call('delete', key, () =>
-          this.client.if(key, 'Mod', '==', read.modRevision).then(this.client.delete().key(key)).else(this.client.get(key)).commit(),
+          this.client
+            .if(key, 'Mod', '==', read.modRevision)
+            .then(this.client.delete().key(key))
+            .else(this.client.get(key))
+            .commit(),
         );
-        if (txn.succeeded) return { object: decode<T>(encode(updated), txn.header.revision), written: true, deleted: true };
+        if (txn.succeeded)
+          return { object: decode<T>(encode(updated), txn.header.revision), written: true, deleted: true };
         current = rawFromElse(txn.responses);
         continue;
       }
       const bytes = encode(updated);
       // A value an old key or provider wrote is written again even when nothing changed (kube's GuaranteedUpdate):
       // this is how a no-op update moves objects to the new key.
-      if (bytes === existing.plaintext && !existing.stale) return { object: decode<T>(bytes, read.modRevision), written: false, deleted: false };
+      if (bytes === existing.plaintext && !existing.stale)
+        return { object: decode<T>(bytes, read.modRevision), written: false, deleted: false };
       const stored = await this.toStorage(key, bytes);
       const txn = await this.call('update', key, () =>
-        this.client.if(key, 'Mod', '==', read.modRevision).then(this.client.put(key).value(stored)).else(this.client.get(key)).commit(),
+        this.client
+          .if(key, 'Mod', '==', read.modRevision)
+          .then(this.client.put(key).value(stored))
+          .else(this.client.get(key))
+          .commit(),
       );
       if (txn.succeeded) return { object: decode<T>(bytes, txn.header.revision), written: true, deleted: false };
       current = rawFromElse(txn.responses);
@@ -312,7 +357,11 @@ export class EtcdStorage implements Storage {
       const { plaintext, object } = await this.fromStorage<T>(key, read.value, read.modRevision);
       await precondition?.(object);
       const txn = await this.call('delete', key, () =>
-        this.client.if(key, 'Mod', '==', read.modRevision).then(this.client.delete().key(key)).else(this.client.get(key)).commit(),
+        this.client
+          .if(key, 'Mod', '==', read.modRevision)
+          .then(this.client.delete().key(key))
+          .else(this.client.get(key))
+          .commit(),
       );
       if (txn.succeeded) return decode<T>(plaintext, txn.header.revision);
       current = rawFromElse(txn.responses);
@@ -348,28 +397,52 @@ export class EtcdStorage implements Storage {
     try {
       return Buffer.from(await transformer.transformToStorage(Buffer.from(plaintext), key));
     } catch (err) {
-      throw new StorageError('Internal', key, `unable to transform key ${JSON.stringify(key)}: ${transformReason(err)}`);
+      throw new StorageError(
+        'Internal',
+        key,
+        `unable to transform key ${JSON.stringify(key)}: ${transformReason(err)}`,
+      );
     }
   }
 
   /** The plain value stored under `key`; StorageError Internal (naming the key, never the data) when it cannot be read. */
-  private async untransform(key: string, value: Buffer, transformer: Transformer): Promise<{ value: string; stale: boolean }> {
+  private async untransform(
+    key: string,
+    value: Buffer,
+    transformer: Transformer,
+  ): Promise<{ value: string; stale: boolean }> {
     let plain: { data: Uint8Array; stale: boolean };
     try {
       plain = await transformer.transformFromStorage(value, key);
     } catch (err) {
-      throw new StorageError('Internal', key, `unable to transform key ${JSON.stringify(key)}: ${transformReason(err)}`);
+      throw new StorageError(
+        'Internal',
+        key,
+        `unable to transform key ${JSON.stringify(key)}: ${transformReason(err)}`,
+      );
     }
-    return { value: Buffer.from(plain.data.buffer, plain.data.byteOffset, plain.data.byteLength).toString(), stale: plain.stale };
+    return {
+      value: Buffer.from(plain.data.buffer, plain.data.byteOffset, plain.data.byteLength).toString(),
+      stale: plain.stale,
+    };
   }
 
   private async toWatchEvent<T extends StoredObject>(e: WatchedEvent): Promise<WatchEvent<T> | undefined> {
     const revision = e.kv.mod_revision;
     const key = e.kv.key.toString();
     try {
-      const previous = e.prev_kv ? (await this.fromStorage<T>(key, e.prev_kv.value, e.prev_kv.mod_revision ?? revision)).object : undefined;
-      if (e.type === 'Delete') return { type: 'delete', key, revision, object: previous && decode<T>(encode(previous), revision), previous };
-      return { type: 'put', key, revision, object: (await this.fromStorage<T>(key, e.kv.value, revision)).object, previous };
+      const previous = e.prev_kv
+        ? (await this.fromStorage<T>(key, e.prev_kv.value, e.prev_kv.mod_revision ?? revision)).object
+        : undefined;
+      if (e.type === 'Delete')
+        return { type: 'delete', key, revision, object: previous && decode<T>(encode(previous), revision), previous };
+      return {
+        type: 'put',
+        key,
+        revision,
+        object: (await this.fromStorage<T>(key, e.kv.value, revision)).object,
+        previous,
+      };
     } catch (err) {
       // A value that is not JSON, or one this server has no key for.
       this.onUnreadable?.(key, (err as Error).message);
@@ -416,9 +489,11 @@ export class EtcdStorage implements Storage {
       if (err instanceof StorageError) throw err;
       const message = (err as Error).message;
       if (/required revision has been compacted/.test(message)) throw new StorageError('Compacted', key, message);
-      if (/required revision is a future revision/.test(message)) throw new StorageError('FutureRevision', key, message);
+      if (/required revision is a future revision/.test(message))
+        throw new StorageError('FutureRevision', key, message);
       // etcd's own limit (--max-request-bytes), or its gRPC server's a little above it.
-      if (/request is too large|received message larger than max/i.test(message)) throw new StorageError('TooLarge', key, message);
+      if (/request is too large|received message larger than max/i.test(message))
+        throw new StorageError('TooLarge', key, message);
       throw new StorageError('Unreachable', key, `etcd: ${message}`);
     }
   }
@@ -433,7 +508,12 @@ export class EtcdStorage implements Storage {
  * etcd as a whole answers is EtcdHealth's to judge.
  */
 function memberFaultHandling(members: number): Pick<NonNullable<IOptions['faultHandling']>, 'host' | 'global'> {
-  const notSent = handleWhen((err) => err instanceof GRPCUnavailableError && !/etcdserver:/.test(err.message) && /No connection established|ECONNREFUSED|failed to connect/i.test(err.message));
+  const notSent = handleWhen(
+    (err) =>
+      err instanceof GRPCUnavailableError &&
+      !/etcdserver:/.test(err.message) &&
+      /No connection established|ECONNREFUSED|failed to connect/i.test(err.message),
+  );
   return {
     host: () => circuitBreaker(notSent, { halfOpenAfter: 1000, breaker: new ConsecutiveBreaker(3) }),
     global: retry(notSent, { maxAttempts: members }),
@@ -456,7 +536,9 @@ function transformReason(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function rawFromElse(responses: { response_range?: { kvs: { value: Buffer; mod_revision: string }[] } }[]): RawKv | undefined {
+function rawFromElse(
+  responses: { response_range?: { kvs: { value: Buffer; mod_revision: string }[] } }[],
+): RawKv | undefined {
   const kv = responses[0]?.response_range?.kvs[0];
   return kv ? { value: kv.value, modRevision: kv.mod_revision } : undefined;
 }

@@ -87,7 +87,8 @@ export class EtcdHealth {
       this.failures = 0;
       this.set(true);
     } catch (err) {
-      if (++this.failures >= (this.opts.failuresToTrip ?? 2)) this.set(false, err instanceof Error ? err.message : String(err));
+      if (++this.failures >= (this.opts.failuresToTrip ?? 2))
+        this.set(false, err instanceof Error ? err.message : String(err));
     }
     this.schedule(this.intervalMs);
   }

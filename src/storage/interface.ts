@@ -135,7 +135,11 @@ export interface Storage {
    * revision that was read; on a lost race it re-reads and runs `tryUpdate` again. The loop lives only here.
    * A result that encodes exactly as the stored bytes is not written. StorageError KeyNotFound if absent.
    */
-  guaranteedUpdate<T extends StoredObject>(key: string, tryUpdate: (current: T) => Promise<T> | T, opts?: UpdateOptions<T>): Promise<UpdateResult<T>>;
+  guaranteedUpdate<T extends StoredObject>(
+    key: string,
+    tryUpdate: (current: T) => Promise<T> | T,
+    opts?: UpdateOptions<T>,
+  ): Promise<UpdateResult<T>>;
 
   /**
    * Deletes the object if `precondition` (run on each fresh read) does not throw, compare-and-swap on the read
@@ -156,7 +160,11 @@ export interface Storage {
    * Watches every change under `prefix` after `afterRevision`. Reconnects by itself after etcd restarts or
    * network failures, resuming after the last delivered revision, so nothing is lost or repeated.
    */
-  watch<T extends StoredObject>(prefix: string, afterRevision: string, handlers: WatchHandlers<T>): Promise<WatchHandle>;
+  watch<T extends StoredObject>(
+    prefix: string,
+    afterRevision: string,
+    handlers: WatchHandlers<T>,
+  ): Promise<WatchHandle>;
 
   /** Drops history before `revision`. */
   compact(revision: string): Promise<void>;

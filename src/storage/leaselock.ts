@@ -88,10 +88,17 @@ export class EtcdLeaseLock implements LeaseLock {
     }
   }
 
-  async acquire(identity: string, lease: GrantedLease): Promise<{ acquired: boolean; holder?: string; revision: string }> {
+  async acquire(
+    identity: string,
+    lease: GrantedLease,
+  ): Promise<{ acquired: boolean; holder?: string; revision: string }> {
     if (!(lease instanceof EtcdLease)) throw new Error('lease lock: the lease was not granted by this lock');
     const txn = await this.call('create', () =>
-      this.client.if(this.key, 'Create', '==', 0).then(this.client.put(this.key).value(identity).lease(lease.id)).else(this.client.get(this.key)).commit(),
+      this.client
+        .if(this.key, 'Create', '==', 0)
+        .then(this.client.put(this.key).value(identity).lease(lease.id))
+        .else(this.client.get(this.key))
+        .commit(),
     );
     const holder = txn.succeeded ? identity : txn.responses[0]?.response_range?.kvs?.[0]?.value?.toString();
     return { acquired: txn.succeeded, holder, revision: txn.header.revision };
@@ -102,7 +109,13 @@ export class EtcdLeaseLock implements LeaseLock {
   }
 
   async watch(afterRevision: string, handlers: LockWatchHandlers): Promise<{ close(): Promise<void> }> {
-    const watcher = await this.call('watch', () => this.client.watch().key(this.key).startRevision(String(BigInt(afterRevision) + 1n)).create());
+    const watcher = await this.call('watch', () =>
+      this.client
+        .watch()
+        .key(this.key)
+        .startRevision(String(BigInt(afterRevision) + 1n))
+        .create(),
+    );
     watcher.on('put', (kv) => handlers.held(kv.value.toString()));
     watcher.on('delete', () => handlers.released());
     watcher.on('error', () => handlers.error());

@@ -6,7 +6,13 @@
 import { decodeContinue, encodeContinue } from '../apimachinery/continue.js';
 import * as errors from '../apimachinery/status.js';
 import type { GroupResource, KubeList, KubeObject } from '../apimachinery/types.js';
-import { TooLargeResourceVersion, TooOldResourceVersion, type CacheEvent, type EventType, type WatchCache } from './cacher.js';
+import {
+  TooLargeResourceVersion,
+  TooOldResourceVersion,
+  type CacheEvent,
+  type EventType,
+  type WatchCache,
+} from './cacher.js';
 import { keyAfter } from './etcd.js';
 import { interpretStorageError } from './errors.js';
 import type { Storage } from './interface.js';
@@ -92,7 +98,8 @@ export class ResourceReader {
 
   async list(prefix: string, opts: ListOptions): Promise<KubeList> {
     const rv = opts.resourceVersion;
-    const exact = opts.resourceVersionMatch === 'Exact' || (!!rv && rv !== '0' && !!opts.limit && !opts.resourceVersionMatch);
+    const exact =
+      opts.resourceVersionMatch === 'Exact' || (!!rv && rv !== '0' && !!opts.limit && !opts.resourceVersionMatch);
     if (opts.continue || exact || (!rv && opts.limit)) return this.listFromEtcd(prefix, opts, exact);
 
     let revision: number;
@@ -149,7 +156,12 @@ export class ResourceReader {
         start = keyAfter(lastKey!);
       }
     } catch (err) {
-      throw interpretStorageError(err, { groupResource: this.def.groupResource, name: '', operation: 'list', continueFrom: opts.continue ? start.slice(prefix.length) : undefined });
+      throw interpretStorageError(err, {
+        groupResource: this.def.groupResource,
+        name: '',
+        operation: 'list',
+        continueFrom: opts.continue ? start.slice(prefix.length) : undefined,
+      });
     }
     const list = this.listOf(items, revision!);
     if (limit && more && lastKey) {

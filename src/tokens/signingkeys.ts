@@ -138,7 +138,8 @@ function step(current: KeySetDoc | undefined, now: Date, opts: KeySetTimings): S
   const pending = kept.some((k) => ms(k.activeAt) > t);
   let newKeyActiveAt: Date | undefined;
   if (!signing) newKeyActiveAt = now;
-  else if (!pending && t - ms(signing.activeAt) >= opts.rotationPeriodMs) newKeyActiveAt = new Date(t + opts.publishDelayMs);
+  else if (!pending && t - ms(signing.activeAt) >= opts.rotationPeriodMs)
+    newKeyActiveAt = new Date(t + opts.publishDelayMs);
   return { keys: kept, changed, newKeyActiveAt };
 }
 

@@ -55,7 +55,8 @@ class Rendered {
   }
   get(kind: string, name: string): K8sObject {
     const found = this.find(kind, name);
-    if (!found) throw new Error(`no ${kind} ${name} among ${this.docs.map((d) => `${d.kind}/${d.metadata.name}`).join(', ')}`);
+    if (!found)
+      throw new Error(`no ${kind} ${name} among ${this.docs.map((d) => `${d.kind}/${d.metadata.name}`).join(', ')}`);
     return found;
   }
   get deployment(): K8sObject {
@@ -125,14 +126,19 @@ describe('every rendered object is valid for Kubernetes 1.33', () => {
 
   test('the models are the 1.33 ones, and the unknown-field check finds a misspelt field', async () => {
     const ContainerStatus = (await import('kubernetes-models/v1/ContainerStatus')) as Record<string, any>;
-    expect(Object.keys(new ContainerStatus.ContainerStatus({ stopSignal: 'SIGTERM' }).toJSON())).toContain('stopSignal');
+    expect(Object.keys(new ContainerStatus.ContainerStatus({ stopSignal: 'SIGTERM' }).toJSON())).toContain(
+      'stopSignal',
+    );
     // 1.34's resource.k8s.io/v1 is not there; 1.33 has v1beta2 at most.
     expect(await modelFor('resource.k8s.io/v1', 'ResourceClaim')).toBeUndefined();
 
     const deployment = structuredClone(rendered.default.deployment);
-    deployment.spec.template.spec.containers[0].readinessProbes = deployment.spec.template.spec.containers[0].readinessProbe;
+    deployment.spec.template.spec.containers[0].readinessProbes =
+      deployment.spec.template.spec.containers[0].readinessProbe;
     const Deployment = await modelFor('apps/v1', 'Deployment');
-    expect(unknownFields(Deployment!.prototype.validate, deployment)).toEqual(['.spec.template.spec.containers[0].readinessProbes']);
+    expect(unknownFields(Deployment!.prototype.validate, deployment)).toEqual([
+      '.spec.template.spec.containers[0].readinessProbes',
+    ]);
   });
 
   test('objects are in the release namespace (the front proxy RoleBinding in kube-system), or cluster-scoped', () => {
@@ -140,7 +146,9 @@ describe('every rendered object is valid for Kubernetes 1.33', () => {
     for (const variant of VARIANT_NAMES) {
       for (const d of rendered[variant].docs) {
         const expected = clusterScoped.has(d.kind) ? undefined : d.kind === 'RoleBinding' ? 'kube-system' : NS;
-        expect(`${variant} ${d.kind}/${d.metadata.name} in ${d.metadata.namespace}`).toBe(`${variant} ${d.kind}/${d.metadata.name} in ${expected}`);
+        expect(`${variant} ${d.kind}/${d.metadata.name} in ${d.metadata.namespace}`).toBe(
+          `${variant} ${d.kind}/${d.metadata.name} in ${expected}`,
+        );
       }
     }
   });
@@ -154,42 +162,50 @@ describe('no CustomResourceDefinitions', () => {
 });
 
 describe('APIService and serving certificate', () => {
-  test.each(VARIANT_NAMES)('%s: v1.management.platform.sh points at the Service, which reaches the HTTPS port', (variant) => {
-    const r = rendered[variant];
-    const apiService = r.get('APIService', 'v1.management.platform.sh');
-    expect(apiService.spec).toMatchObject({
-      group: 'management.platform.sh',
-      version: 'v1',
-      groupPriorityMinimum: 1000,
-      versionPriority: 15,
-      service: { name: FULLNAME, namespace: NS, port: 443 },
-    });
-    expect(apiService.spec.insecureSkipTLSVerify).toBeUndefined();
-    const service = r.get('Service', FULLNAME);
-    expect(service.spec.selector).toEqual(r.deployment.spec.selector.matchLabels);
-    expect(service.spec.ports).toEqual([{ name: 'https', port: 443, targetPort: 'https', protocol: 'TCP' }]);
-    expect(r.container.ports).toEqual([{ name: 'https', containerPort: 8443, protocol: 'TCP' }]);
-  });
+  test.each(VARIANT_NAMES)(
+    '%s: v1.management.platform.sh points at the Service, which reaches the HTTPS port',
+    (variant) => {
+      const r = rendered[variant];
+      const apiService = r.get('APIService', 'v1.management.platform.sh');
+      expect(apiService.spec).toMatchObject({
+        group: 'management.platform.sh',
+        version: 'v1',
+        groupPriorityMinimum: 1000,
+        versionPriority: 15,
+        service: { name: FULLNAME, namespace: NS, port: 443 },
+      });
+      expect(apiService.spec.insecureSkipTLSVerify).toBeUndefined();
+      const service = r.get('Service', FULLNAME);
+      expect(service.spec.selector).toEqual(r.deployment.spec.selector.matchLabels);
+      expect(service.spec.ports).toEqual([{ name: 'https', port: 443, targetPort: 'https', protocol: 'TCP' }]);
+      expect(r.container.ports).toEqual([{ name: 'https', containerPort: 8443, protocol: 'TCP' }]);
+    },
+  );
 
-  test.each(['default', 'ha', 'external-etcd'] as Variant[])('%s (generated): caBundle verifies the serving certificate, which names <svc>.<ns>.svc', (variant) => {
-    const r = rendered[variant];
-    const caBundle = r.get('APIService', 'v1.management.platform.sh').spec.caBundle;
-    const ca = new X509Certificate(fromB64(caBundle));
-    const secret = r.get('Secret', `${FULLNAME}-tls`);
-    expect(secret.type).toBe('kubernetes.io/tls');
-    const cert = new X509Certificate(fromB64(secret.data['tls.crt']));
-    expect(ca.ca).toBe(true);
-    expect(issuedBy(cert, ca)).toBe(true);
-    expect(cert.checkPrivateKey(createPrivateKey(fromB64(secret.data['tls.key'])))).toBe(true);
-    expect(dnsNames(cert).sort()).toEqual([FULLNAME, `${FULLNAME}.${NS}`, SERVICE_DNS, `${SERVICE_DNS}.cluster.local`].sort());
-    expect(cert.keyUsage).toContain(SERVER_AUTH);
-    expect(secret.data['ca.crt']).toBe(caBundle);
-    // The server serves exactly that Secret's certificate.
-    const config = serverConfig(r);
-    expect(secretFile(r, config.tlsCertFile!)).toEqual({ secretName: `${FULLNAME}-tls`, key: 'tls.crt' });
-    expect(secretFile(r, config.tlsPrivateKeyFile!)).toEqual({ secretName: `${FULLNAME}-tls`, key: 'tls.key' });
-    expect(r.deployment.spec.template.metadata.annotations['checksum/tls']).toMatch(/^[0-9a-f]{64}$/);
-  });
+  test.each(['default', 'ha', 'external-etcd'] as Variant[])(
+    '%s (generated): caBundle verifies the serving certificate, which names <svc>.<ns>.svc',
+    (variant) => {
+      const r = rendered[variant];
+      const caBundle = r.get('APIService', 'v1.management.platform.sh').spec.caBundle;
+      const ca = new X509Certificate(fromB64(caBundle));
+      const secret = r.get('Secret', `${FULLNAME}-tls`);
+      expect(secret.type).toBe('kubernetes.io/tls');
+      const cert = new X509Certificate(fromB64(secret.data['tls.crt']));
+      expect(ca.ca).toBe(true);
+      expect(issuedBy(cert, ca)).toBe(true);
+      expect(cert.checkPrivateKey(createPrivateKey(fromB64(secret.data['tls.key'])))).toBe(true);
+      expect(dnsNames(cert).sort()).toEqual(
+        [FULLNAME, `${FULLNAME}.${NS}`, SERVICE_DNS, `${SERVICE_DNS}.cluster.local`].sort(),
+      );
+      expect(cert.keyUsage).toContain(SERVER_AUTH);
+      expect(secret.data['ca.crt']).toBe(caBundle);
+      // The server serves exactly that Secret's certificate.
+      const config = serverConfig(r);
+      expect(secretFile(r, config.tlsCertFile!)).toEqual({ secretName: `${FULLNAME}-tls`, key: 'tls.crt' });
+      expect(secretFile(r, config.tlsPrivateKeyFile!)).toEqual({ secretName: `${FULLNAME}-tls`, key: 'tls.key' });
+      expect(r.deployment.spec.template.metadata.annotations['checksum/tls']).toMatch(/^[0-9a-f]{64}$/);
+    },
+  );
 
   test('cert-manager: self-signed CA chain, serving Certificate for <svc>.<ns>.svc, inject-ca-from and no caBundle', () => {
     const r = rendered['cert-manager'];
@@ -217,7 +233,14 @@ describe('APIService and serving certificate', () => {
   });
 
   test('cert-manager with an existing issuer: only the serving Certificate, signed by it', async () => {
-    const r = await template(['--set', 'tls.mode=certManager', '--set', 'tls.certManager.issuerRef.name=corp-ca', '--set', 'tls.certManager.issuerRef.kind=ClusterIssuer']);
+    const r = await template([
+      '--set',
+      'tls.mode=certManager',
+      '--set',
+      'tls.certManager.issuerRef.name=corp-ca',
+      '--set',
+      'tls.certManager.issuerRef.kind=ClusterIssuer',
+    ]);
     expect(r.all('Issuer')).toEqual([]);
     expect(r.all('Certificate').map((c) => [c.metadata.name, c.spec.issuerRef])).toEqual([
       [`${FULLNAME}-serving`, { group: 'cert-manager.io', kind: 'ClusterIssuer', name: 'corp-ca' }],
@@ -230,7 +253,14 @@ describe('APIService and serving certificate', () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'chart-ca-'));
     try {
       await fs.writeFile(path.join(dir, 'ca.crt'), caPem);
-      const r = await template(['--set', 'tls.mode=existingSecret', '--set', 'tls.existingSecret.name=corp-tls', '--set-file', `tls.existingSecret.caBundle=${path.join(dir, 'ca.crt')}`]);
+      const r = await template([
+        '--set',
+        'tls.mode=existingSecret',
+        '--set',
+        'tls.existingSecret.name=corp-tls',
+        '--set-file',
+        `tls.existingSecret.caBundle=${path.join(dir, 'ca.crt')}`,
+      ]);
       expect(r.find('Secret', `${FULLNAME}-tls`)).toBeUndefined();
       expect(r.all('Certificate')).toEqual([]);
       expect(fromB64(r.get('APIService', 'v1.management.platform.sh').spec.caBundle)).toBe(caPem);
@@ -258,17 +288,29 @@ describe('APIService and serving certificate', () => {
         secret.metadata.annotations = { 'meta.helm.sh/release-name': RELEASE, 'meta.helm.sh/release-namespace': NS };
         cluster.secrets.set(`${NS}/${name}`, secret);
       }
-      const upgrade = await template(['--dry-run=server', '--disable-openapi-validation', '--is-upgrade'], { kubeconfig: cluster.kubeconfig });
+      const upgrade = await template(['--dry-run=server', '--disable-openapi-validation', '--is-upgrade'], {
+        kubeconfig: cluster.kubeconfig,
+      });
       for (const name of names) expect(upgrade.get('Secret', name).data).toEqual(first.get('Secret', name).data);
-      expect(upgrade.get('APIService', 'v1.management.platform.sh').spec.caBundle).toBe(first.get('APIService', 'v1.management.platform.sh').spec.caBundle);
+      expect(upgrade.get('APIService', 'v1.management.platform.sh').spec.caBundle).toBe(
+        first.get('APIService', 'v1.management.platform.sh').spec.caBundle,
+      );
       // Unchanged certificates do not roll the pods.
-      expect(upgrade.deployment.spec.template.metadata.annotations).toEqual(first.deployment.spec.template.metadata.annotations);
-      expect(upgrade.get('StatefulSet', ETCD).spec.template.metadata.annotations).toEqual(first.get('StatefulSet', ETCD).spec.template.metadata.annotations);
+      expect(upgrade.deployment.spec.template.metadata.annotations).toEqual(
+        first.deployment.spec.template.metadata.annotations,
+      );
+      expect(upgrade.get('StatefulSet', ETCD).spec.template.metadata.annotations).toEqual(
+        first.get('StatefulSet', ETCD).spec.template.metadata.annotations,
+      );
 
       // Without them (a first install) new ones are made.
       cluster.secrets.clear();
-      const fresh = await template(['--dry-run=server', '--disable-openapi-validation'], { kubeconfig: cluster.kubeconfig });
-      expect(fresh.get('Secret', `${FULLNAME}-tls`).data['ca.crt']).not.toBe(first.get('Secret', `${FULLNAME}-tls`).data['ca.crt']);
+      const fresh = await template(['--dry-run=server', '--disable-openapi-validation'], {
+        kubeconfig: cluster.kubeconfig,
+      });
+      expect(fresh.get('Secret', `${FULLNAME}-tls`).data['ca.crt']).not.toBe(
+        first.get('Secret', `${FULLNAME}-tls`).data['ca.crt'],
+      );
     });
   });
 });
@@ -284,7 +326,9 @@ describe('full name', () => {
   ])('release %s: objects are named %s', async (release, fullname) => {
     const r = await helm(['template', release, CHART, '--namespace', NS]);
     expect(r.code).toBe(0);
-    const docs = new Rendered((yaml.loadAll(r.stdout) as K8sObject[]).filter((d) => d !== null && typeof d === 'object'));
+    const docs = new Rendered(
+      (yaml.loadAll(r.stdout) as K8sObject[]).filter((d) => d !== null && typeof d === 'object'),
+    );
     expect(docs.find('Deployment', fullname)).toBeDefined();
     expect(docs.find('Service', fullname)).toBeDefined();
     expect(docs.find('StatefulSet', `${fullname}-etcd`)).toBeDefined();
@@ -297,44 +341,60 @@ describe('server Deployment', () => {
     ['ha', 3],
     ['external-etcd', 2],
     ['cert-manager', 2],
-  ] as [Variant, number][])('%s: %d replicas, probes, security context, data dir, ServiceAccount', (variant, replicas) => {
-    const r = rendered[variant];
-    const d = r.deployment;
-    expect(d.spec.replicas).toBe(replicas);
-    expect(d.spec.strategy.rollingUpdate).toEqual({ maxSurge: 1, maxUnavailable: 0 });
-    const pod = d.spec.template.spec;
-    const c = r.container;
-    expect(c.image).toBe('platform-management-api:0.1.0');
-    expect(c.livenessProbe.httpGet).toEqual({ path: '/livez', port: 'https', scheme: 'HTTPS' });
-    expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'https', scheme: 'HTTPS' });
-    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, fsGroup: 65532, seccompProfile: { type: 'RuntimeDefault' } });
-    expect(c.securityContext).toMatchObject({
-      runAsNonRoot: true,
-      readOnlyRootFilesystem: true,
-      allowPrivilegeEscalation: false,
-      capabilities: { drop: ['ALL'] },
-      seccompProfile: { type: 'RuntimeDefault' },
-    });
-    expect(c.resources.requests).toBeDefined();
-    expect(c.resources.limits.memory).toBeDefined();
-    // --data-dir is a writable emptyDir (the root filesystem is read-only).
-    const config = serverConfig(r);
-    const dataMount = c.volumeMounts.find((m: any) => m.mountPath === config.dataDir);
-    expect(dataMount?.readOnly).toBeFalsy();
-    expect(pod.volumes.find((v: any) => v.name === dataMount.name).emptyDir).toBeDefined();
-    expect(pod.serviceAccountName).toBe(FULLNAME);
-    expect(pod.automountServiceAccountToken).toBe(true);
-    expect(r.get('ServiceAccount', FULLNAME)).toBeDefined();
-    expect(d.spec.template.metadata.annotations['checksum/tls']).toMatch(/^[0-9a-f]{64}$/);
-    expect(d.spec.template.metadata.annotations['checksum/etcd-tls']).toMatch(/^[0-9a-f]{64}$/);
-  });
+  ] as [Variant, number][])(
+    '%s: %d replicas, probes, security context, data dir, ServiceAccount',
+    (variant, replicas) => {
+      const r = rendered[variant];
+      const d = r.deployment;
+      expect(d.spec.replicas).toBe(replicas);
+      expect(d.spec.strategy.rollingUpdate).toEqual({ maxSurge: 1, maxUnavailable: 0 });
+      const pod = d.spec.template.spec;
+      const c = r.container;
+      expect(c.image).toBe('platform-management-api:0.1.0');
+      expect(c.livenessProbe.httpGet).toEqual({ path: '/livez', port: 'https', scheme: 'HTTPS' });
+      expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'https', scheme: 'HTTPS' });
+      expect(pod.securityContext).toMatchObject({
+        runAsNonRoot: true,
+        runAsUser: 65532,
+        fsGroup: 65532,
+        seccompProfile: { type: 'RuntimeDefault' },
+      });
+      expect(c.securityContext).toMatchObject({
+        runAsNonRoot: true,
+        readOnlyRootFilesystem: true,
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ['ALL'] },
+        seccompProfile: { type: 'RuntimeDefault' },
+      });
+      expect(c.resources.requests).toBeDefined();
+      expect(c.resources.limits.memory).toBeDefined();
+      // --data-dir is a writable emptyDir (the root filesystem is read-only).
+      const config = serverConfig(r);
+      const dataMount = c.volumeMounts.find((m: any) => m.mountPath === config.dataDir);
+      expect(dataMount?.readOnly).toBeFalsy();
+      expect(pod.volumes.find((v: any) => v.name === dataMount.name).emptyDir).toBeDefined();
+      expect(pod.serviceAccountName).toBe(FULLNAME);
+      expect(pod.automountServiceAccountToken).toBe(true);
+      expect(r.get('ServiceAccount', FULLNAME)).toBeDefined();
+      expect(d.spec.template.metadata.annotations['checksum/tls']).toMatch(/^[0-9a-f]{64}$/);
+      expect(d.spec.template.metadata.annotations['checksum/etcd-tls']).toMatch(/^[0-9a-f]{64}$/);
+    },
+  );
 
   test.each(['default', 'ha'] as Variant[])('%s: PodDisruptionBudget and anti-affinity on hostname', (variant) => {
     const r = rendered[variant];
     const selector = r.deployment.spec.selector.matchLabels;
-    expect(r.get('PodDisruptionBudget', FULLNAME).spec).toEqual({ minAvailable: 1, selector: { matchLabels: selector } });
-    expect(r.deployment.spec.template.spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution).toEqual([
-      { weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: selector } } },
+    expect(r.get('PodDisruptionBudget', FULLNAME).spec).toEqual({
+      minAvailable: 1,
+      selector: { matchLabels: selector },
+    });
+    expect(
+      r.deployment.spec.template.spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution,
+    ).toEqual([
+      {
+        weight: 100,
+        podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: selector } },
+      },
     ]);
     // The server's selector does not take in the etcd pods.
     expect(selector['app.kubernetes.io/component']).toBe('apiserver');
@@ -343,7 +403,12 @@ describe('server Deployment', () => {
   test('ha: topology spread over zones gets the pods’ own selector', () => {
     const d = rendered.ha.deployment;
     expect(d.spec.template.spec.topologySpreadConstraints).toEqual([
-      { maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: d.spec.selector.matchLabels } },
+      {
+        maxSkew: 1,
+        topologyKey: 'topology.kubernetes.io/zone',
+        whenUnsatisfiable: 'ScheduleAnyway',
+        labelSelector: { matchLabels: d.spec.selector.matchLabels },
+      },
     ]);
   });
 
@@ -365,12 +430,22 @@ describe('server flags, parsed by the server’s own parser', () => {
     etcdKeyfile: '/etc/platform/etcd/tls.key',
     shutdownDelayMs: 5000,
   };
-  const members = (n: number) => Array.from({ length: n }, (_, i) => `https://${ETCD}-${i}.${ETCD_HEADLESS}.${NS}.svc:2379`);
+  const members = (n: number) =>
+    Array.from({ length: n }, (_, i) => `https://${ETCD}-${i}.${ETCD_HEADLESS}.${NS}.svc:2379`);
 
   test.each([
     ['default', { ...common, etcdServers: members(1), tokenIssuer: `https://${SERVICE_DNS}`, etcdPrefix: '/registry' }],
     ['ha', { ...common, etcdServers: members(3), tokenIssuer: `https://${SERVICE_DNS}` }],
-    ['external-etcd', { ...common, etcdServers: EXTERNAL_ENDPOINTS, tokenIssuer: 'https://platform.example.com', etcdPrefix: '/platform', tokenMaxTtlMs: 12 * 3600_000 }],
+    [
+      'external-etcd',
+      {
+        ...common,
+        etcdServers: EXTERNAL_ENDPOINTS,
+        tokenIssuer: 'https://platform.example.com',
+        etcdPrefix: '/platform',
+        tokenMaxTtlMs: 12 * 3600_000,
+      },
+    ],
     ['cert-manager', { ...common, etcdServers: members(1), tokenIssuer: `https://${SERVICE_DNS}` }],
   ] as [Variant, Partial<Config>][])('%s', (variant, expected) => {
     const config = serverConfig(rendered[variant]);
@@ -378,9 +453,15 @@ describe('server flags, parsed by the server’s own parser', () => {
     // In-cluster configuration, and the front proxy's settings from kube-system/extension-apiserver-authentication.
     expect(config.kubeconfig).toBeUndefined();
     expect(config.requestheaderClientCaFile).toBeUndefined();
-    expect(rendered[variant].container.args.filter((a: string) => /^--(kubeconfig|requestheader-|authentication-skip-lookup)/.test(a))).toEqual([]);
+    expect(
+      rendered[variant].container.args.filter((a: string) =>
+        /^--(kubeconfig|requestheader-|authentication-skip-lookup)/.test(a),
+      ),
+    ).toEqual([]);
     // The kubelet's SIGKILL comes only after the shutdown delay and the longest request.
-    expect(rendered[variant].deployment.spec.template.spec.terminationGracePeriodSeconds * 1000).toBeGreaterThan(config.shutdownDelayMs + config.requestTimeoutMs);
+    expect(rendered[variant].deployment.spec.template.spec.terminationGracePeriodSeconds * 1000).toBeGreaterThan(
+      config.shutdownDelayMs + config.requestTimeoutMs,
+    );
   });
 });
 
@@ -393,51 +474,94 @@ describe('RBAC', () => {
    * strategy declares host RBAC (src/registry/kinds). A kind that declares it fails here until the chart follows.
    */
   const hostRbacKinds = loadDefinitions().filter((d) => strategies[d.kind]?.access?.hostRbac);
-  const hostRbacRule = { apiGroups: [...new Set(hostRbacKinds.map((d) => d.group))], resources: hostRbacKinds.flatMap(grantableResources).sort(), verbs: ['*'] };
+  const hostRbacRule = {
+    apiGroups: [...new Set(hostRbacKinds.map((d) => d.group))],
+    resources: hostRbacKinds.flatMap(grantableResources).sort(),
+    verbs: ['*'],
+  };
   /** A rule with its resources sorted, to compare with hostRbacRule. */
   const sortedResources = (rule: any) => ({ ...rule, resources: [...rule.resources].sort() });
   /** Every rule of every Role and ClusterRole the chart makes, with where it comes from. */
-  const rulesOf = (r: Rendered) => [...r.all('ClusterRole'), ...r.all('Role')].flatMap((role) => role.rules.map((rule: any) => ({ role: role.metadata.name, ...rule })));
+  const rulesOf = (r: Rendered) =>
+    [...r.all('ClusterRole'), ...r.all('Role')].flatMap((role) =>
+      role.rules.map((rule: any) => ({ role: role.metadata.name, ...rule })),
+    );
 
-  test.each(VARIANT_NAMES)('%s: exactly auth-delegator, the front proxy reader, the access sync’s ClusterRole and get on Secrets', (variant) => {
-    const r = rendered[variant];
-    const bindings = r.all('ClusterRoleBinding').map((b) => ({ name: b.metadata.name, roleRef: b.roleRef, subjects: b.subjects }));
-    expect(bindings).toEqual([
-      { name: `${FULLNAME}:system:auth-delegator`, roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: 'system:auth-delegator' }, subjects },
-      { name: FULLNAME, roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: FULLNAME }, subjects },
-      { name: CONNECTIONS, roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: CONNECTIONS }, subjects },
-    ]);
-    const roleBindings = r.all('RoleBinding').map((b) => ({ namespace: b.metadata.namespace, roleRef: b.roleRef, subjects: b.subjects }));
-    expect(roleBindings).toEqual([{ namespace: 'kube-system', roleRef: { apiGroup: RBAC, kind: 'Role', name: 'extension-apiserver-authentication-reader' }, subjects }]);
-    expect(r.all('Role')).toEqual([]);
-    expect(hostRbacRule.resources).toContain('sharedsecrets');
-    expect(r.all('ClusterRole').map((c) => [c.metadata.name, c.rules.map((rule: any) => (rule.verbs.includes('*') ? sortedResources(rule) : rule))])).toEqual([
-      [
-        FULLNAME,
+  test.each(VARIANT_NAMES)(
+    '%s: exactly auth-delegator, the front proxy reader, the access sync’s ClusterRole and get on Secrets',
+    (variant) => {
+      const r = rendered[variant];
+      const bindings = r
+        .all('ClusterRoleBinding')
+        .map((b) => ({ name: b.metadata.name, roleRef: b.roleRef, subjects: b.subjects }));
+      expect(bindings).toEqual([
+        {
+          name: `${FULLNAME}:system:auth-delegator`,
+          roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: 'system:auth-delegator' },
+          subjects,
+        },
+        { name: FULLNAME, roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: FULLNAME }, subjects },
+        { name: CONNECTIONS, roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: CONNECTIONS }, subjects },
+      ]);
+      const roleBindings = r
+        .all('RoleBinding')
+        .map((b) => ({ namespace: b.metadata.namespace, roleRef: b.roleRef, subjects: b.subjects }));
+      expect(roleBindings).toEqual([
+        {
+          namespace: 'kube-system',
+          roleRef: { apiGroup: RBAC, kind: 'Role', name: 'extension-apiserver-authentication-reader' },
+          subjects,
+        },
+      ]);
+      expect(r.all('Role')).toEqual([]);
+      expect(hostRbacRule.resources).toContain('sharedsecrets');
+      expect(
+        r
+          .all('ClusterRole')
+          .map((c) => [
+            c.metadata.name,
+            c.rules.map((rule: any) => (rule.verbs.includes('*') ? sortedResources(rule) : rule)),
+          ]),
+      ).toEqual([
         [
-          { apiGroups: [RBAC], resources: ['roles', 'rolebindings', 'clusterroles', 'clusterrolebindings'], verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'] },
-          hostRbacRule,
+          FULLNAME,
+          [
+            {
+              apiGroups: [RBAC],
+              resources: ['roles', 'rolebindings', 'clusterroles', 'clusterrolebindings'],
+              verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'],
+            },
+            hostRbacRule,
+          ],
         ],
-      ],
-      [CONNECTIONS, [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }]],
-    ]);
-  });
+        [CONNECTIONS, [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }]],
+      ]);
+    },
+  );
 
-  test.each(VARIANT_NAMES)('%s: no wildcard group or resource, `*` verbs only on the kinds the server serves, nothing that escalates', (variant) => {
-    const rules = rulesOf(rendered[variant]);
-    expect(rules.length).toBeGreaterThan(0);
-    for (const rule of rules) {
-      expect({ ...rule, nonResourceURLs: rule.nonResourceURLs ?? [] }).toMatchObject({ nonResourceURLs: [] });
-      expect(rule.apiGroups).not.toContain('*');
-      expect(rule.resources).not.toContain('*');
-      for (const verb of ['escalate', 'bind', 'impersonate', 'approve', 'sign', 'deletecollection', 'patch']) expect(rule.verbs).not.toContain(verb);
-      if (rule.verbs.includes('*')) expect(rule).toMatchObject({ apiGroups: ['management.platform.sh'] });
-    }
-  });
+  test.each(VARIANT_NAMES)(
+    '%s: no wildcard group or resource, `*` verbs only on the kinds the server serves, nothing that escalates',
+    (variant) => {
+      const rules = rulesOf(rendered[variant]);
+      expect(rules.length).toBeGreaterThan(0);
+      for (const rule of rules) {
+        expect({ ...rule, nonResourceURLs: rule.nonResourceURLs ?? [] }).toMatchObject({ nonResourceURLs: [] });
+        expect(rule.apiGroups).not.toContain('*');
+        expect(rule.resources).not.toContain('*');
+        for (const verb of ['escalate', 'bind', 'impersonate', 'approve', 'sign', 'deletecollection', 'patch'])
+          expect(rule.verbs).not.toContain(verb);
+        if (rule.verbs.includes('*')) expect(rule).toMatchObject({ apiGroups: ['management.platform.sh'] });
+      }
+    },
+  );
 
   test.each(VARIANT_NAMES)('%s: Secrets can be read one by one (get), never listed or watched', (variant) => {
     const rules = rulesOf(rendered[variant]);
-    const onSecrets = rules.filter((rule) => rule.apiGroups.includes('') && rule.resources.some((res: string) => res === 'secrets' || res.startsWith('secrets/')));
+    const onSecrets = rules.filter(
+      (rule) =>
+        rule.apiGroups.includes('') &&
+        rule.resources.some((res: string) => res === 'secrets' || res.startsWith('secrets/')),
+    );
     expect(onSecrets.map((rule) => [rule.resources, rule.verbs])).toEqual([[['secrets'], ['get']]]);
     // Nothing else of the core group: no ConfigMaps (the front proxy's one comes from kube's own Role), no pods.
     expect(rules.filter((rule) => rule.apiGroups.includes('') && !onSecrets.includes(rule))).toEqual([]);
@@ -447,10 +571,24 @@ describe('RBAC', () => {
     const r = await template(['--set', 'rbac.virtualClusterNamespaces={vcluster-a,vcluster-b}']);
     expect(r.all('ClusterRoleBinding').map((b) => b.roleRef.name)).toEqual(['system:auth-delegator', FULLNAME]);
     const connections = r.all('RoleBinding').filter((b) => b.roleRef.name === CONNECTIONS);
-    expect(connections.map((b) => ({ namespace: b.metadata.namespace, name: b.metadata.name, roleRef: b.roleRef, subjects: b.subjects }))).toEqual(
-      ['vcluster-a', 'vcluster-b'].map((namespace) => ({ namespace, name: CONNECTIONS, roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: CONNECTIONS }, subjects })),
+    expect(
+      connections.map((b) => ({
+        namespace: b.metadata.namespace,
+        name: b.metadata.name,
+        roleRef: b.roleRef,
+        subjects: b.subjects,
+      })),
+    ).toEqual(
+      ['vcluster-a', 'vcluster-b'].map((namespace) => ({
+        namespace,
+        name: CONNECTIONS,
+        roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: CONNECTIONS },
+        subjects,
+      })),
     );
-    expect(r.get('ClusterRole', CONNECTIONS).rules).toEqual([{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }]);
+    expect(r.get('ClusterRole', CONNECTIONS).rules).toEqual([
+      { apiGroups: [''], resources: ['secrets'], verbs: ['get'] },
+    ]);
     const problems = (await Promise.all(r.docs.map((d) => modelProblems(d)))).flat();
     expect(problems).toEqual([]);
   });
@@ -458,7 +596,11 @@ describe('RBAC', () => {
   test('rbac.virtualClusterNamespaces=[]: no access to Secrets at all', async () => {
     const r = await template(['--set-json', 'rbac.virtualClusterNamespaces=[]']);
     expect(rulesOf(r).filter((rule) => rule.resources.includes('secrets'))).toEqual([]);
-    expect([...r.all('RoleBinding'), ...r.all('ClusterRoleBinding')].map((b) => b.roleRef.name)).toEqual(['extension-apiserver-authentication-reader', 'system:auth-delegator', FULLNAME]);
+    expect([...r.all('RoleBinding'), ...r.all('ClusterRoleBinding')].map((b) => b.roleRef.name)).toEqual([
+      'extension-apiserver-authentication-reader',
+      'system:auth-delegator',
+      FULLNAME,
+    ]);
   });
 
   test('rbac.create=false renders no RBAC', async () => {
@@ -475,8 +617,21 @@ describe('observability', () => {
   });
 
   test('verbosity, an anonymous /metrics scrape and the audit log on stdout', async () => {
-    const config = serverConfig(await template(['--set', 'observability.verbosity=3', '--set', 'observability.anonymousMetrics=true', '--set', 'observability.auditLog.enabled=true']));
-    expect(config).toMatchObject({ verbosity: 3, authorizationAlwaysAllowPaths: ['/healthz', '/readyz', '/livez', '/metrics'], auditLogPath: '-' });
+    const config = serverConfig(
+      await template([
+        '--set',
+        'observability.verbosity=3',
+        '--set',
+        'observability.anonymousMetrics=true',
+        '--set',
+        'observability.auditLog.enabled=true',
+      ]),
+    );
+    expect(config).toMatchObject({
+      verbosity: 3,
+      authorizationAlwaysAllowPaths: ['/healthz', '/readyz', '/livez', '/metrics'],
+      auditLogPath: '-',
+    });
   });
 });
 
@@ -487,14 +642,32 @@ describe('encryption at rest', () => {
     expect(r.deployment.spec.template.spec.volumes.map((v: any) => v.name)).not.toContain('encryption-config');
   });
 
-  test('existingSecret: the EncryptionConfiguration is that Secret\'s key, mounted whole (updates reach it) and reloaded', async () => {
-    const r = await template(['--set', 'encryptionAtRest.existingSecret=platform-encryption', '--set', 'encryptionAtRest.key=config.yaml']);
+  test("existingSecret: the EncryptionConfiguration is that Secret's key, mounted whole (updates reach it) and reloaded", async () => {
+    const r = await template([
+      '--set',
+      'encryptionAtRest.existingSecret=platform-encryption',
+      '--set',
+      'encryptionAtRest.key=config.yaml',
+    ]);
     const config = serverConfig(r);
     expect(config.encryptionProviderConfigAutomaticReload).toBe(true);
-    expect(secretFile(r, config.encryptionProviderConfig!)).toEqual({ secretName: 'platform-encryption', key: 'config.yaml' });
+    expect(secretFile(r, config.encryptionProviderConfig!)).toEqual({
+      secretName: 'platform-encryption',
+      key: 'config.yaml',
+    });
     expect(r.container.volumeMounts.find((m: any) => m.name === 'encryption-config').subPath).toBeUndefined();
-    const reloadOff = serverConfig(await template(['--set', 'encryptionAtRest.existingSecret=platform-encryption', '--set', 'encryptionAtRest.automaticReload=false']));
-    expect(reloadOff).toMatchObject({ encryptionProviderConfig: '/etc/platform/encryption/encryption-config.yaml', encryptionProviderConfigAutomaticReload: false });
+    const reloadOff = serverConfig(
+      await template([
+        '--set',
+        'encryptionAtRest.existingSecret=platform-encryption',
+        '--set',
+        'encryptionAtRest.automaticReload=false',
+      ]),
+    );
+    expect(reloadOff).toMatchObject({
+      encryptionProviderConfig: '/etc/platform/encryption/encryption-config.yaml',
+      encryptionProviderConfigAutomaticReload: false,
+    });
   });
 });
 
@@ -503,7 +676,13 @@ describe('etcd', () => {
     const server = r.get('Secret', `${ETCD}-server-tls`);
     const client = r.get('Secret', `${ETCD}-client-tls`);
     const ca = new X509Certificate(fromB64(server.data['ca.crt']));
-    return { server, client, ca, serverCert: new X509Certificate(fromB64(server.data['tls.crt'])), clientCert: new X509Certificate(fromB64(client.data['tls.crt'])) };
+    return {
+      server,
+      client,
+      ca,
+      serverCert: new X509Certificate(fromB64(server.data['tls.crt'])),
+      clientCert: new X509Certificate(fromB64(client.data['tls.crt'])),
+    };
   }
 
   test.each([
@@ -517,25 +696,45 @@ describe('etcd', () => {
     expect(sts.spec.serviceName).toBe(ETCD_HEADLESS);
     expect(sts.spec.podManagementPolicy).toBe('Parallel');
     const headless = r.get('Service', ETCD_HEADLESS);
-    expect(headless.spec).toMatchObject({ clusterIP: 'None', publishNotReadyAddresses: true, selector: sts.spec.selector.matchLabels });
+    expect(headless.spec).toMatchObject({
+      clusterIP: 'None',
+      publishNotReadyAddresses: true,
+      selector: sts.spec.selector.matchLabels,
+    });
     expect(sts.spec.selector.matchLabels['app.kubernetes.io/component']).toBe('etcd');
 
     const c = sts.spec.template.spec.containers[0];
     expect(c.image).toBe('registry.k8s.io/etcd:3.5.21-0');
     const hosts = Array.from({ length: n }, (_, i) => `${ETCD}-${i}.${ETCD_HEADLESS}.${NS}.svc`);
-    expect(flagValue(c.args, 'initial-cluster')!.split(',')).toEqual(hosts.map((h, i) => `${ETCD}-${i}=https://${h}:2380`));
-    expect(c.args).toEqual(expect.arrayContaining(['--client-cert-auth', '--peer-client-cert-auth', '--initial-cluster-state=new', '--name=$(POD_NAME)']));
-    for (const flag of ['trusted-ca-file', 'peer-trusted-ca-file']) expect(flagValue(c.args, flag)).toBe('/etc/etcd/tls/ca.crt');
+    expect(flagValue(c.args, 'initial-cluster')!.split(',')).toEqual(
+      hosts.map((h, i) => `${ETCD}-${i}=https://${h}:2380`),
+    );
+    expect(c.args).toEqual(
+      expect.arrayContaining([
+        '--client-cert-auth',
+        '--peer-client-cert-auth',
+        '--initial-cluster-state=new',
+        '--name=$(POD_NAME)',
+      ]),
+    );
+    for (const flag of ['trusted-ca-file', 'peer-trusted-ca-file'])
+      expect(flagValue(c.args, flag)).toBe('/etc/etcd/tls/ca.crt');
     for (const flag of ['cert-file', 'peer-cert-file']) expect(flagValue(c.args, flag)).toBe('/etc/etcd/tls/tls.crt');
     for (const flag of ['key-file', 'peer-key-file']) expect(flagValue(c.args, flag)).toBe('/etc/etcd/tls/tls.key');
     expect(flagValue(c.args, 'listen-client-urls')).toMatch(/^https:/);
     expect(flagValue(c.args, 'listen-peer-urls')).toMatch(/^https:/);
-    expect(c.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+    expect(c.securityContext).toMatchObject({
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+    });
     expect(sts.spec.template.spec.securityContext).toMatchObject({ runAsNonRoot: true });
 
     // Persistent data: a claim per member, mounted above --data-dir.
     expect(sts.spec.volumeClaimTemplates.map((t: any) => t.metadata.name)).toEqual(['data']);
-    expect(c.volumeMounts.find((m: any) => m.name === 'data').mountPath).toBe(path.posix.dirname(flagValue(c.args, 'data-dir')!));
+    expect(c.volumeMounts.find((m: any) => m.name === 'data').mountPath).toBe(
+      path.posix.dirname(flagValue(c.args, 'data-dir')!),
+    );
     const tlsVolume = sts.spec.template.spec.volumes.find((v: any) => v.name === 'tls');
     expect(tlsVolume.secret.secretName).toBe(`${ETCD}-server-tls`);
 
@@ -556,7 +755,10 @@ describe('etcd', () => {
   test('default: one member, 8Gi claim, no PodDisruptionBudget for etcd', () => {
     const r = rendered.default;
     const sts = r.get('StatefulSet', ETCD);
-    expect(sts.spec.volumeClaimTemplates[0].spec).toEqual({ accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '8Gi' } } });
+    expect(sts.spec.volumeClaimTemplates[0].spec).toEqual({
+      accessModes: ['ReadWriteOnce'],
+      resources: { requests: { storage: '8Gi' } },
+    });
     expect(r.find('PodDisruptionBudget', ETCD)).toBeUndefined();
   });
 
@@ -568,7 +770,11 @@ describe('etcd', () => {
     expect(sts.spec.template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution).toEqual([
       { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: selector } },
     ]);
-    expect(sts.spec.volumeClaimTemplates[0].spec).toEqual({ accessModes: ['ReadWriteOnce'], storageClassName: 'fast-ssd', resources: { requests: { storage: '20Gi' } } });
+    expect(sts.spec.volumeClaimTemplates[0].spec).toEqual({
+      accessModes: ['ReadWriteOnce'],
+      storageClassName: 'fast-ssd',
+      resources: { requests: { storage: '20Gi' } },
+    });
     expect(sts.spec.template.spec.containers[0].args).toContain('--quota-backend-bytes=8589934592');
   });
 
@@ -591,8 +797,19 @@ describe('bad values fail at template time (values.schema.json)', () => {
     [['--set', 'tls.mode=bogus'], "'/tls/mode'"],
     [['--set', 'etcd.replicas=2'], "'/etcd/replicas'"],
     [['--set', 'etcd.external.endpoints={https://etcd-0.example.internal:2379}'], "'/etcd/external/secretName'"],
-    [['--set', 'etcd.external.endpoints={http://etcd-0.example.internal:2379}', '--set', 'etcd.external.secretName=etcd-client'], "'/etcd/external/endpoints/0'"],
-    [['--set', 'tls.mode=existingSecret', '--set', 'tls.existingSecret.name=corp-tls'], "'/tls/existingSecret/caBundle'"],
+    [
+      [
+        '--set',
+        'etcd.external.endpoints={http://etcd-0.example.internal:2379}',
+        '--set',
+        'etcd.external.secretName=etcd-client',
+      ],
+      "'/etcd/external/endpoints/0'",
+    ],
+    [
+      ['--set', 'tls.mode=existingSecret', '--set', 'tls.existingSecret.name=corp-tls'],
+      "'/tls/existingSecret/caBundle'",
+    ],
     [['--set', 'tokenIssuer=http://platform.example.com'], "'/tokenIssuer'"],
     [['--set', 'image.pullPolicy=Sometimes'], "'/image/pullPolicy'"],
     [['--set', 'observability.verbosity=11'], "'/observability/verbosity'"],
@@ -634,14 +851,29 @@ describe('NOTES.txt', () => {
     const warning = 'names no registry, so the nodes look for it on Docker Hub';
     expect(await notesOf()).toContain(`The image platform-management-api:0.1.0 ${warning}`);
     expect(await notesOf('myorg/platform-management-api')).toContain(warning);
-    for (const withRegistry of ['registry.example.com/platform-management-api', 'localhost:5000/pma', 'localhost/pma']) {
+    for (const withRegistry of [
+      'registry.example.com/platform-management-api',
+      'localhost:5000/pma',
+      'localhost/pma',
+    ]) {
       expect(await notesOf(withRegistry)).not.toContain(warning);
     }
   });
 
   test('says that kube configs cannot be issued when the server may read no connection Secret', async () => {
-    const r = await helm(['install', RELEASE, CHART, '--namespace', NS, '--dry-run=client', '--set-json', 'rbac.virtualClusterNamespaces=[]']);
+    const r = await helm([
+      'install',
+      RELEASE,
+      CHART,
+      '--namespace',
+      NS,
+      '--dry-run=client',
+      '--set-json',
+      'rbac.virtualClusterNamespaces=[]',
+    ]);
     expect(r.code).toBe(0);
-    expect(r.stdout.slice(r.stdout.indexOf('NOTES:'))).toContain('rbac.virtualClusterNamespaces is empty: the server may read no virtual cluster');
+    expect(r.stdout.slice(r.stdout.indexOf('NOTES:'))).toContain(
+      'rbac.virtualClusterNamespaces is empty: the server may read no virtual cluster',
+    );
   });
 });

@@ -21,15 +21,28 @@ const GROUPS: Record<string, Resource[]> = {
     r('clusterrolebindings', 'ClusterRoleBinding', false),
   ],
   'apiregistration.k8s.io/v1': [r('apiservices', 'APIService', false)],
-  'cert-manager.io/v1': [r('certificates', 'Certificate', true), r('issuers', 'Issuer', true), r('clusterissuers', 'ClusterIssuer', false)],
+  'cert-manager.io/v1': [
+    r('certificates', 'Certificate', true),
+    r('issuers', 'Issuer', true),
+    r('clusterissuers', 'ClusterIssuer', false),
+  ],
 };
-const CORE: Resource[] = [r('secrets', 'Secret', true), r('services', 'Service', true), r('serviceaccounts', 'ServiceAccount', true), r('configmaps', 'ConfigMap', true)];
+const CORE: Resource[] = [
+  r('secrets', 'Secret', true),
+  r('services', 'Service', true),
+  r('serviceaccounts', 'ServiceAccount', true),
+  r('configmaps', 'ConfigMap', true),
+];
 
 const resourceList = (groupVersion: string, resources: Resource[]) => ({
   kind: 'APIResourceList',
   apiVersion: 'v1',
   groupVersion,
-  resources: resources.map((x) => ({ ...x, singularName: x.kind.toLowerCase(), verbs: ['get', 'list', 'create', 'update', 'delete'] })),
+  resources: resources.map((x) => ({
+    ...x,
+    singularName: x.kind.toLowerCase(),
+    verbs: ['get', 'list', 'create', 'update', 'delete'],
+  })),
 });
 
 export interface FakeCluster {
@@ -47,7 +60,8 @@ export async function startFakeCluster(): Promise<FakeCluster> {
       res.end(JSON.stringify(body));
     };
     const p = new URL(req.url ?? '/', 'http://x').pathname;
-    if (req.method !== 'GET') return send(405, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'MethodNotAllowed', code: 405 });
+    if (req.method !== 'GET')
+      return send(405, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'MethodNotAllowed', code: 405 });
     if (p === '/version') return send(200, { major: '1', minor: '33', gitVersion: 'v1.33.0', platform: 'linux/amd64' });
     if (p === '/api') return send(200, { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [] });
     if (p === '/api/v1') return send(200, resourceList('v1', CORE));
@@ -63,7 +77,14 @@ export async function startFakeCluster(): Promise<FakeCluster> {
     const secret = /^\/api\/v1\/namespaces\/([^/]+)\/secrets\/([^/]+)$/.exec(p);
     const found = secret && secrets.get(`${decodeURIComponent(secret[1])}/${decodeURIComponent(secret[2])}`);
     if (found) return send(200, found);
-    send(404, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404, message: `${p} not found` });
+    send(404, {
+      kind: 'Status',
+      apiVersion: 'v1',
+      status: 'Failure',
+      reason: 'NotFound',
+      code: 404,
+      message: `${p} not found`,
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

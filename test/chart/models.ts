@@ -17,7 +17,12 @@ export interface K8sObject {
   [field: string]: any;
 }
 
-type ModelClass = { new (data: unknown): { validate(): void }; apiVersion: string; kind: string; prototype: { validate(): void } };
+type ModelClass = {
+  new (data: unknown): { validate(): void };
+  apiVersion: string;
+  kind: string;
+  prototype: { validate(): void };
+};
 
 const CERT_MANAGER_GROUPS = new Set(['cert-manager.io', 'acme.cert-manager.io']);
 
@@ -31,13 +36,15 @@ let importing: Promise<unknown> = Promise.resolve();
 function importModels(specifier: string): Promise<Record<string, unknown> | undefined> {
   let mod = modules.get(specifier);
   if (!mod) {
-    mod = importing.then(() => import(specifier)).then(
-      (m: Record<string, unknown>) => m,
-      (err: { code?: string }) => {
-        if (err?.code === 'ERR_MODULE_NOT_FOUND' || /Cannot find module/.test(String(err))) return undefined;
-        throw err;
-      },
-    );
+    mod = importing
+      .then(() => import(specifier))
+      .then(
+        (m: Record<string, unknown>) => m,
+        (err: { code?: string }) => {
+          if (err?.code === 'ERR_MODULE_NOT_FOUND' || /Cannot find module/.test(String(err))) return undefined;
+          throw err;
+        },
+      );
     modules.set(specifier, mod);
     importing = mod.catch(() => undefined);
   }
@@ -47,7 +54,11 @@ function importModels(specifier: string): Promise<Record<string, unknown> | unde
 /** The model class for an apiVersion and kind, or undefined when the packages have none. */
 export async function modelFor(apiVersion: string, kind: string): Promise<ModelClass | undefined> {
   const group = apiVersion.includes('/') ? apiVersion.split('/')[0] : '';
-  const mod = await importModels(CERT_MANAGER_GROUPS.has(group) ? `@kubernetes-models/cert-manager/${apiVersion}` : `kubernetes-models/${apiVersion}`);
+  const mod = await importModels(
+    CERT_MANAGER_GROUPS.has(group)
+      ? `@kubernetes-models/cert-manager/${apiVersion}`
+      : `kubernetes-models/${apiVersion}`,
+  );
   if (!mod) return undefined;
   const cls = mod[kind] as ModelClass | undefined;
   // Only a top-level kind (with its own apiVersion and kind) counts, not a type such as ObjectMeta.

@@ -7,7 +7,17 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import yaml from 'js-yaml';
-import { API_VERSION, clusterBody, clusterPath, CLUSTERS_PATH, MERGE_PATCH, secretBody, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
+import {
+  API_VERSION,
+  clusterBody,
+  clusterPath,
+  CLUSTERS_PATH,
+  MERGE_PATCH,
+  secretBody,
+  sharedSecretPath,
+  sharedSecretsPath,
+  uniq,
+} from '../support/fixtures.js';
 import { helm } from '../support/helm.js';
 import { GROUP_PATH, type HttpClient } from '../support/http.js';
 import { startHostCluster, type HostClusterStandIn, type RequestRecord } from '../support/hostcluster.js';
@@ -34,7 +44,12 @@ const BUILT_IN: Record<string, Rule[]> = {
     { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
   ],
   'Role/extension-apiserver-authentication-reader': [
-    { apiGroups: [''], resources: ['configmaps'], resourceNames: ['extension-apiserver-authentication'], verbs: ['get', 'list', 'watch'] },
+    {
+      apiGroups: [''],
+      resources: ['configmaps'],
+      resourceNames: ['extension-apiserver-authentication'],
+      verbs: ['get', 'list', 'watch'],
+    },
   ],
 };
 
@@ -53,14 +68,30 @@ async function grantsOfChart(args: string[]): Promise<Array<{ namespace?: string
   expect(r.code).toBe(0);
   const docs = (yaml.loadAll(r.stdout) as any[]).filter((d) => d?.apiVersion === 'rbac.authorization.k8s.io/v1');
   const rulesOf = (ref: { kind: string; name: string }, namespace?: string): Rule[] => {
-    const own = docs.find((d) => d.kind === ref.kind && d.metadata.name === ref.name && d.metadata.namespace === namespace);
+    const own = docs.find(
+      (d) => d.kind === ref.kind && d.metadata.name === ref.name && d.metadata.namespace === namespace,
+    );
     const rules = own?.rules ?? BUILT_IN[`${ref.kind}/${ref.name}`];
-    if (!rules) throw new Error(`the chart binds ${ref.kind} ${ref.name}, which it neither makes nor is one of kube's known here`);
+    if (!rules)
+      throw new Error(
+        `the chart binds ${ref.kind} ${ref.name}, which it neither makes nor is one of kube's known here`,
+      );
     return rules;
   };
   return docs
-    .filter((d) => d.kind.endsWith('Binding') && d.subjects.some((s: any) => s.kind === 'ServiceAccount' && s.name === SERVICE_ACCOUNT && s.namespace === NS))
-    .map((b) => (b.kind === 'ClusterRoleBinding' ? { rules: rulesOf(b.roleRef) } : { namespace: b.metadata.namespace, rules: rulesOf(b.roleRef, b.roleRef.kind === 'Role' ? b.metadata.namespace : undefined) }));
+    .filter(
+      (d) =>
+        d.kind.endsWith('Binding') &&
+        d.subjects.some((s: any) => s.kind === 'ServiceAccount' && s.name === SERVICE_ACCOUNT && s.namespace === NS),
+    )
+    .map((b) =>
+      b.kind === 'ClusterRoleBinding'
+        ? { rules: rulesOf(b.roleRef) }
+        : {
+            namespace: b.metadata.namespace,
+            rules: rulesOf(b.roleRef, b.roleRef.kind === 'Role' ? b.metadata.namespace : undefined),
+          },
+    );
 }
 
 /** The authorizer's view of a logged request; a PUT may create (the access sync's writes do), so it needs both. */
@@ -89,7 +120,13 @@ function allowed(grants: Array<{ namespace?: string; rules: Rule[] }>, req: Requ
   return grants.some(
     (g) =>
       (g.namespace === undefined || g.namespace === req.namespace) &&
-      g.rules.some((r) => has(r.apiGroups, req.group) && has(r.resources, req.resource) && has(r.verbs, req.verb) && (!r.resourceNames?.length || (!!req.name && r.resourceNames.includes(req.name)))),
+      g.rules.some(
+        (r) =>
+          has(r.apiGroups, req.group) &&
+          has(r.resources, req.resource) &&
+          has(r.verbs, req.verb) &&
+          (!r.resourceNames?.length || (!!req.name && r.resourceNames.includes(req.name))),
+      ),
   );
 }
 
@@ -104,11 +141,15 @@ let alice: HttpClient;
 let used: Request[];
 
 async function synced(client: HttpClient, path: string): Promise<void> {
-  await waitFor(`${path} to be AccessSynced`, async () => {
-    const obj = (await client.get(path)).body;
-    const c = obj?.status?.conditions?.find((x: any) => x.type === 'AccessSynced');
-    return c?.status === 'True' && c.observedGeneration === obj.metadata.generation;
-  }, 20_000);
+  await waitFor(
+    `${path} to be AccessSynced`,
+    async () => {
+      const obj = (await client.get(path)).body;
+      const c = obj?.status?.conditions?.find((x: any) => x.type === 'AccessSynced');
+      return c?.status === 'True' && c.observedGeneration === obj.metadata.generation;
+    },
+    20_000,
+  );
 }
 
 beforeAll(async () => {
@@ -116,7 +157,10 @@ beforeAll(async () => {
   vcluster = await startHostCluster();
   host.addNamespace(TENANT_NS);
   host.addToken('alice-token', { name: 'alice', groups: [] });
-  ts = await startTestServerWithUsers({ root: ['system:masters'] }, { kubeconfig: host.kubeconfigPath, leaderElectLeaseDurationMs: 2000 });
+  ts = await startTestServerWithUsers(
+    { root: ['system:masters'] },
+    { kubeconfig: host.kubeconfigPath, leaderElectLeaseDurationMs: 2000 },
+  );
   root = ts.as.root;
   alice = ts.client('alice-token');
 
@@ -128,18 +172,49 @@ beforeAll(async () => {
   // updated), everything removed with its source; the same with a ClusterRole and ClusterRoleBinding for a Cluster.
   const name = uniq('s');
   const body = secretBody(name);
-  body.spec = { ...body.spec, owner: { user: 'bob' }, access: [{ verbs: ['get'], users: ['alice'] }, { verbs: ['get', 'update'], teams: ['dev'] }] };
+  body.spec = {
+    ...body.spec,
+    owner: { user: 'bob' },
+    access: [
+      { verbs: ['get'], users: ['alice'] },
+      { verbs: ['get', 'update'], teams: ['dev'] },
+    ],
+  };
   expect((await root.post(sharedSecretsPath(TENANT_NS), body)).status).toBe(201);
   await synced(root, sharedSecretPath(TENANT_NS, name));
-  expect((await root.patch(sharedSecretPath(TENANT_NS, name), { spec: { access: [{ verbs: ['get'], users: ['alice'] }] } }, MERGE_PATCH)).status).toBe(200);
+  expect(
+    (
+      await root.patch(
+        sharedSecretPath(TENANT_NS, name),
+        { spec: { access: [{ verbs: ['get'], users: ['alice'] }] } },
+        MERGE_PATCH,
+      )
+    ).status,
+  ).toBe(200);
   await synced(root, sharedSecretPath(TENANT_NS, name));
-  expect((await root.patch(sharedSecretPath(TENANT_NS, name), { spec: { owner: { user: 'carol' }, access: [{ verbs: ['get', 'list'], users: ['alice'] }] } }, MERGE_PATCH)).status).toBe(200);
+  expect(
+    (
+      await root.patch(
+        sharedSecretPath(TENANT_NS, name),
+        { spec: { owner: { user: 'carol' }, access: [{ verbs: ['get', 'list'], users: ['alice'] }] } },
+        MERGE_PATCH,
+      )
+    ).status,
+  ).toBe(200);
   await synced(root, sharedSecretPath(TENANT_NS, name));
   const cluster = clusterBody(uniq('c'));
   cluster.spec = { ...cluster.spec, owner: { team: 'ops' }, access: [{ verbs: ['get'], users: ['alice'] }] };
   expect((await root.post(CLUSTERS_PATH, cluster)).status).toBe(201);
   await synced(root, clusterPath(cluster.metadata.name));
-  expect((await root.patch(clusterPath(cluster.metadata.name), { spec: { owner: { team: 'sre' }, access: [{ verbs: ['get', 'update'], users: ['alice'] }] } }, MERGE_PATCH)).status).toBe(200);
+  expect(
+    (
+      await root.patch(
+        clusterPath(cluster.metadata.name),
+        { spec: { owner: { team: 'sre' }, access: [{ verbs: ['get', 'update'], users: ['alice'] }] } },
+        MERGE_PATCH,
+      )
+    ).status,
+  ).toBe(200);
   await synced(root, clusterPath(cluster.metadata.name));
   for (const path of [sharedSecretPath(TENANT_NS, name), clusterPath(cluster.metadata.name)]) {
     expect((await root.delete(path)).status).toBe(200);
@@ -149,9 +224,19 @@ beforeAll(async () => {
   // The kube config action: the connection Secret vc-<name> (the CSR goes to the virtual cluster, not the host).
   const vc = uniq('vc');
   host.addSecret(VC_NAMESPACE, `vc-${vc}`, { config: vcluster.kubeconfigText() });
-  const instance = { apiVersion: API_VERSION, kind: 'VirtualClusterInstance', metadata: { name: vc }, spec: { clusterRef: { cluster: 'eu-1', namespace: VC_NAMESPACE, virtualCluster: vc }, ingressEndpoint: `https://${vc}.example.com` } };
+  const instance = {
+    apiVersion: API_VERSION,
+    kind: 'VirtualClusterInstance',
+    metadata: { name: vc },
+    spec: {
+      clusterRef: { cluster: 'eu-1', namespace: VC_NAMESPACE, virtualCluster: vc },
+      ingressEndpoint: `https://${vc}.example.com`,
+    },
+  };
   expect((await root.post(`${GROUP_PATH}/namespaces/${TENANT_NS}/virtualclusterinstances`, instance)).status).toBe(201);
-  expect((await root.get(`${GROUP_PATH}/namespaces/${TENANT_NS}/virtualclusterinstances/${vc}/kubeconfig`)).status).toBe(200);
+  expect(
+    (await root.get(`${GROUP_PATH}/namespaces/${TENANT_NS}/virtualclusterinstances/${vc}/kubeconfig`)).status,
+  ).toBe(200);
 
   used = host.requests.flatMap(requestsOf);
 }, 180_000);
@@ -168,27 +253,46 @@ describe("the chart's RBAC allows every request the server makes, and grants no 
     ['the virtual clusters’ namespaces listed', ['--set', `rbac.virtualClusterNamespaces={${VC_NAMESPACE}}`]],
   ])('%s', async (_, args) => {
     const grants = await grantsOfChart(args);
-    expect(used.filter((r) => !allowed(grants, r)).map((r) => `${key(r)} ${r.namespace ?? ''}/${r.name ?? ''}`)).toEqual([]);
+    expect(
+      used.filter((r) => !allowed(grants, r)).map((r) => `${key(r)} ${r.namespace ?? ''}/${r.name ?? ''}`),
+    ).toEqual([]);
 
     const usedKeys = new Set(used.map(key));
     // The chart's own rules, except those the server holds only so that RBAC lets it grant them (escalation).
     const granted = grants
       .flatMap((g) => g.rules)
       .filter((r) => !r.apiGroups?.includes('management.platform.sh') && !r.resourceNames?.length)
-      .flatMap((r) => r.apiGroups!.flatMap((group) => r.resources!.flatMap((resource) => r.verbs.map((verb) => key({ verb, group, resource })))));
+      .flatMap((r) =>
+        r.apiGroups!.flatMap((group) =>
+          r.resources!.flatMap((resource) => r.verbs.map((verb) => key({ verb, group, resource }))),
+        ),
+      );
     expect(granted.filter((k) => !usedKeys.has(k))).toEqual([]);
   });
 
   test('the server only reads Secrets, one by name, and writes nothing but RBAC objects and reviews', () => {
-    expect(used.filter((r) => r.resource === 'secrets').map((r) => [r.verb, r.namespace, r.name])).toEqual([['get', VC_NAMESPACE, expect.stringMatching(/^vc-/)]]);
+    expect(used.filter((r) => r.resource === 'secrets').map((r) => [r.verb, r.namespace, r.name])).toEqual([
+      ['get', VC_NAMESPACE, expect.stringMatching(/^vc-/)],
+    ]);
     const writes = used.filter((r) => !['get', 'list', 'watch'].includes(r.verb));
-    expect([...new Set(writes.map((r) => r.resource))].sort()).toEqual(['clusterrolebindings', 'clusterroles', 'rolebindings', 'roles', 'subjectaccessreviews', 'tokenreviews']);
+    expect([...new Set(writes.map((r) => r.resource))].sort()).toEqual([
+      'clusterrolebindings',
+      'clusterroles',
+      'rolebindings',
+      'roles',
+      'subjectaccessreviews',
+      'tokenreviews',
+    ]);
   });
 
   test('a Secret outside the listed namespaces is not readable', async () => {
     const grants = await grantsOfChart(['--set', `rbac.virtualClusterNamespaces={${VC_NAMESPACE}}`]);
-    expect(allowed(grants, { verb: 'get', group: '', resource: 'secrets', namespace: 'kube-system', name: 'vc-x' })).toBe(false);
+    expect(
+      allowed(grants, { verb: 'get', group: '', resource: 'secrets', namespace: 'kube-system', name: 'vc-x' }),
+    ).toBe(false);
     expect(allowed(grants, { verb: 'list', group: '', resource: 'secrets', namespace: VC_NAMESPACE })).toBe(false);
-    expect(allowed(grants, { verb: 'get', group: '', resource: 'secrets', namespace: VC_NAMESPACE, name: 'vc-x' })).toBe(true);
+    expect(
+      allowed(grants, { verb: 'get', group: '', resource: 'secrets', namespace: VC_NAMESPACE, name: 'vc-x' }),
+    ).toBe(true);
   });
 });

@@ -44,7 +44,9 @@ describe('kubectl and the actions', () => {
   test('api-resources lists directclusterendpointtokens as create-only', async () => {
     const res = await k('api-resources', '--api-group=management.platform.sh', '-o', 'wide');
     expect(res.code).toBe(0);
-    expect(res.stdout).toMatch(/\ndirectclusterendpointtokens\s+management\.platform\.sh\/v1\s+false\s+DirectClusterEndpointToken\s+create\s/);
+    expect(res.stdout).toMatch(
+      /\ndirectclusterendpointtokens\s+management\.platform\.sh\/v1\s+false\s+DirectClusterEndpointToken\s+create\s/,
+    );
   });
 
   test('the OpenAPI documents describe the action kinds: explain knows the token, every write declares fieldValidation', async () => {
@@ -59,27 +61,47 @@ describe('kubectl and the actions', () => {
     const expected: Array<[string, string[], string]> = [
       [`${base}/directclusterendpointtokens`, ['post'], 'DirectClusterEndpointToken'],
       [`${base}/projects/{name}/importvirtualcluster`, ['post'], 'ProjectImportVirtualCluster'],
-      [`${base}/namespaces/{namespace}/virtualclusterinstances/{name}/kubeconfig`, ['get', 'post'], 'VirtualClusterInstanceKubeConfig'],
+      [
+        `${base}/namespaces/{namespace}/virtualclusterinstances/{name}/kubeconfig`,
+        ['get', 'post'],
+        'VirtualClusterInstanceKubeConfig',
+      ],
       [`${base}/virtualclusterinstances/{name}/kubeconfig`, ['get', 'post'], 'VirtualClusterInstanceKubeConfig'],
     ];
     for (const [path, methods, kind] of expected) {
       const item = v3.paths[path];
-      expect({ path, methods: Object.keys(item ?? {}).filter((m) => m !== 'parameters').sort() }).toEqual({ path, methods });
-      expect(item.post['x-kubernetes-group-version-kind']).toEqual({ group: 'management.platform.sh', version: 'v1', kind });
+      expect({
+        path,
+        methods: Object.keys(item ?? {})
+          .filter((m) => m !== 'parameters')
+          .sort(),
+      }).toEqual({ path, methods });
+      expect(item.post['x-kubernetes-group-version-kind']).toEqual({
+        group: 'management.platform.sh',
+        version: 'v1',
+        kind,
+      });
       expect(item.post.parameters.map((p: any) => p.name)).toContain('fieldValidation');
       expect(v3.components.schemas[`sh.platform.management.v1.${kind}`]).toBeDefined();
     }
   });
 
   test('create -f a DirectClusterEndpointToken prints a token that verifies with the published keys; get is refused', async () => {
-    const manifest = file('token.yaml', { apiVersion: API_VERSION, kind: 'DirectClusterEndpointToken', spec: { ttl: 900 } });
+    const manifest = file('token.yaml', {
+      apiVersion: API_VERSION,
+      kind: 'DirectClusterEndpointToken',
+      spec: { ttl: 900 },
+    });
     // kubectl leaves validation to the server only for kinds with a PATCH; for this create-only kind it validates
     // itself from /openapi/v2 in protobuf, which kube-apiserver serves (with our kinds merged in) but we do not.
     const created = await k('create', '-f', manifest, '--validate=false', '-o', 'jsonpath={.status.token}');
     expect(created).toMatchObject({ code: 0, stderr: '' });
     const jwks = await k('get', '--raw', '/openid/v1/jwks');
     expect(jwks.code).toBe(0);
-    const { payload } = await jwtVerify(created.stdout, createLocalJWKSet(JSON.parse(jwks.stdout)), { issuer: ts.server.url, audience: 'management.platform.sh/direct-cluster-endpoint' });
+    const { payload } = await jwtVerify(created.stdout, createLocalJWKSet(JSON.parse(jwks.stdout)), {
+      issuer: ts.server.url,
+      audience: 'management.platform.sh/direct-cluster-endpoint',
+    });
     expect(payload.exp! - payload.iat!).toBe(900);
     // The admin is in system:masters, which a token for connected clusters never carries (nor any system: group).
     expect(payload.sub).toBe('admin');
@@ -87,29 +109,81 @@ describe('kubectl and the actions', () => {
 
     const listed = await k('get', 'directclusterendpointtokens');
     expect(listed.code).not.toBe(0);
-    expect(listed.stderr).toContain('Error from server (MethodNotAllowed): list is not supported on resources of kind "directclusterendpointtokens.management.platform.sh"');
+    expect(listed.stderr).toContain(
+      'Error from server (MethodNotAllowed): list is not supported on resources of kind "directclusterendpointtokens.management.platform.sh"',
+    );
   });
 
   test('create --raw imports a virtual cluster into a project; the instance shows in get', async () => {
-    expect((await k('create', '-f', file('project.yaml', { apiVersion: API_VERSION, kind: 'Project', metadata: { name: 'web' } }), '--validate=false')).code).toBe(0);
-    expect((await k('create', '-f', file('cluster.yaml', { apiVersion: API_VERSION, kind: 'Cluster', metadata: { name: 'eu-1' }, spec: { local: true } }), '--validate=false')).code).toBe(0);
-    const request = file('import.json', { apiVersion: API_VERSION, kind: 'ProjectImportVirtualCluster', sourceVirtualCluster: { name: 'vc1', namespace: 'vcluster-vc1', cluster: 'eu-1' }, importName: 'shop' });
-    const imported = await k('create', '--raw', '/apis/management.platform.sh/v1/projects/web/importvirtualcluster', '-f', request);
+    expect(
+      (
+        await k(
+          'create',
+          '-f',
+          file('project.yaml', { apiVersion: API_VERSION, kind: 'Project', metadata: { name: 'web' } }),
+          '--validate=false',
+        )
+      ).code,
+    ).toBe(0);
+    expect(
+      (
+        await k(
+          'create',
+          '-f',
+          file('cluster.yaml', {
+            apiVersion: API_VERSION,
+            kind: 'Cluster',
+            metadata: { name: 'eu-1' },
+            spec: { local: true },
+          }),
+          '--validate=false',
+        )
+      ).code,
+    ).toBe(0);
+    const request = file('import.json', {
+      apiVersion: API_VERSION,
+      kind: 'ProjectImportVirtualCluster',
+      sourceVirtualCluster: { name: 'vc1', namespace: 'vcluster-vc1', cluster: 'eu-1' },
+      importName: 'shop',
+    });
+    const imported = await k(
+      'create',
+      '--raw',
+      '/apis/management.platform.sh/v1/projects/web/importvirtualcluster',
+      '-f',
+      request,
+    );
     expect(imported.code).toBe(0);
-    expect(JSON.parse(imported.stdout)).toMatchObject({ kind: 'ProjectImportVirtualCluster', importName: 'shop', status: { virtualClusterInstance: { namespace: 'p-web', name: 'shop' } } });
+    expect(JSON.parse(imported.stdout)).toMatchObject({
+      kind: 'ProjectImportVirtualCluster',
+      importName: 'shop',
+      status: { virtualClusterInstance: { namespace: 'p-web', name: 'shop' } },
+    });
     const got = await k('get', 'virtualclusterinstances', '-n', 'p-web');
     expect(got.stdout).toMatch(/\nshop\s+eu-1\s+vcluster-vc1\s+vc1\s+\d+s/);
   });
 
   test('get --raw on the spec path gives a kube config kubectl can load', async () => {
     host.addSecret('vcluster-vc2', 'vc-vc2', { config: vcluster.kubeconfigText() });
-    const instance = { apiVersion: API_VERSION, kind: 'VirtualClusterInstance', metadata: { name: 'vc2', namespace: 'p-web' }, spec: { clusterRef: { cluster: 'eu-1', namespace: 'vcluster-vc2' }, ingressEndpoint: 'https://vc2.example.com' } };
+    const instance = {
+      apiVersion: API_VERSION,
+      kind: 'VirtualClusterInstance',
+      metadata: { name: 'vc2', namespace: 'p-web' },
+      spec: { clusterRef: { cluster: 'eu-1', namespace: 'vcluster-vc2' }, ingressEndpoint: 'https://vc2.example.com' },
+    };
     expect((await k('create', '-f', file('vci.yaml', instance), '--validate=false')).code).toBe(0);
-    const res = await k('get', '--raw', '/apis/management.platform.sh/v1/virtualclusterinstances/vc2/kubeconfig?certificateTTL=3600');
+    const res = await k(
+      'get',
+      '--raw',
+      '/apis/management.platform.sh/v1/virtualclusterinstances/vc2/kubeconfig?certificateTTL=3600',
+    );
     expect(res.code).toBe(0);
     const configFile = join(dir, 'vc2.kubeconfig');
     writeFileSync(configFile, JSON.parse(res.stdout).status.kubeConfig);
-    const view = await kubectl(['config', 'view', '--raw', '-o', 'jsonpath={.clusters[0].cluster.server} {.current-context}'], { kubeconfig: configFile });
+    const view = await kubectl(
+      ['config', 'view', '--raw', '-o', 'jsonpath={.clusters[0].cluster.server} {.current-context}'],
+      { kubeconfig: configFile },
+    );
     expect(view).toMatchObject({ code: 0, stdout: 'https://vc2.example.com platform_p-web_vc2' });
   });
 });

@@ -83,11 +83,16 @@ describe('kubectl auth can-i', () => {
     const refused = await bob('create', '-f', file, '--dry-run=server');
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain('Error from server (Forbidden)');
-    expect(refused.stderr).toContain('User "bob" cannot create resource "sharedsecrets" in API group "management.platform.sh" in the namespace "can-i"');
+    expect(refused.stderr).toContain(
+      'User "bob" cannot create resource "sharedsecrets" in API group "management.platform.sh" in the namespace "can-i"',
+    );
     expect(section).toContain('User "bob" cannot create resource "sharedsecrets"');
 
     const allowed = await admin('create', '-f', file, '--dry-run=server');
-    expect(allowed).toMatchObject({ code: 0, stdout: 'sharedsecret.management.platform.sh/deploy-keys created (server dry run)\n' });
+    expect(allowed).toMatchObject({
+      code: 0,
+      stdout: 'sharedsecret.management.platform.sh/deploy-keys created (server dry run)\n',
+    });
     expect(await names('can-i')).toEqual([]);
   });
 });
@@ -123,7 +128,12 @@ describe('kubectl auth whoami', () => {
   });
 
   test('instead, a dry-run OwnedAccessKey with an empty spec shows the user the server sees, and stores nothing', async () => {
-    const file = manifest('whoami', { apiVersion: API_VERSION, kind: 'OwnedAccessKey', metadata: { name: 'whoami' }, spec: {} });
+    const file = manifest('whoami', {
+      apiVersion: API_VERSION,
+      kind: 'OwnedAccessKey',
+      metadata: { name: 'whoami' },
+      spec: {},
+    });
     const res = await bob('create', '-f', file, '--dry-run=server', '-o', 'jsonpath={.spec.user}');
     expect(res).toMatchObject({ code: 0, stdout: 'bob' });
     expect(section).toContain("kubectl create -f key.yaml --dry-run=server -o jsonpath='{.spec.user}'");
@@ -144,7 +154,10 @@ describe('kubectl apply --prune', () => {
       noList.stderr,
       'error: error retrieving RESTMappings to prune: invalid resource /v1, Kind=ConfigMap, Namespaced=true: no matches for kind "ConfigMap" in version "v1"',
     );
-    expect(await names('prune')).toEqual(['sharedsecret.management.platform.sh/dropped', 'sharedsecret.management.platform.sh/kept']);
+    expect(await names('prune')).toEqual([
+      'sharedsecret.management.platform.sh/dropped',
+      'sharedsecret.management.platform.sh/kept',
+    ]);
 
     const allowlist = '--prune-allowlist=management.platform.sh/v1/SharedSecret';
     expect(section).toContain(`kubectl apply --prune -l team=ci ${allowlist} -f`);

@@ -35,7 +35,11 @@ function secret(
   return { apiVersion: API_VERSION, kind: 'SharedSecret', metadata: { name, namespace: ns, ...meta }, spec };
 }
 
-function cluster(name: string, spec: Record<string, unknown>, meta: { labels?: Record<string, string> } = {}): Record<string, unknown> {
+function cluster(
+  name: string,
+  spec: Record<string, unknown>,
+  meta: { labels?: Record<string, string> } = {},
+): Record<string, unknown> {
   return { apiVersion: API_VERSION, kind: 'Cluster', metadata: { name, ...meta }, spec };
 }
 
@@ -72,7 +76,11 @@ describe('kubectl get', () => {
     secret(NS, 'c2', { displayName: 'Alpha keys', data: { token: b64('t') } }),
     secret(OTHER, 'o1', { displayName: 'Other keys' }, { labels: { team: 'a' } }),
     cluster('get-local', { displayName: 'Local cluster', local: true }),
-    cluster('get-remote', { displayName: 'Remote cluster', unusable: true, config: { secretName: 'remote-kubeconfig', secretNamespace: 'platform' } }),
+    cluster('get-remote', {
+      displayName: 'Remote cluster',
+      unusable: true,
+      config: { secretName: 'remote-kubeconfig', secretNamespace: 'platform' },
+    }),
   ];
   const rowsOf = (stdout: string) => lines(stdout).slice(1).map(cells);
   const namesOf = (stdout: string) => rowsOf(stdout).map((r) => r[0]);
@@ -163,10 +171,20 @@ describe('kubectl get', () => {
     expect(list.items.map((i: any) => i.metadata.name)).toEqual(['a1', 'a2', 'b1', 'c1', 'c2']);
     expect(list.items.every((i: any) => i.kind === 'SharedSecret' && i.apiVersion === API_VERSION)).toBe(true);
     const listYaml = yaml.load((await k('get', 'gsec', '-n', NS, '-o', 'yaml')).stdout) as any;
-    expect(listYaml.items.map((i: any) => i.spec.displayName)).toEqual(['Echo keys', 'Delta keys', 'Charlie keys', 'Bravo keys', 'Alpha keys']);
+    expect(listYaml.items.map((i: any) => i.spec.displayName)).toEqual([
+      'Echo keys',
+      'Delta keys',
+      'Charlie keys',
+      'Bravo keys',
+      'Alpha keys',
+    ]);
 
     const c = await getJson('cluster', 'get-remote');
-    expect(c).toMatchObject({ kind: 'Cluster', metadata: { name: 'get-remote' }, spec: { unusable: true, config: { secretName: 'remote-kubeconfig' } } });
+    expect(c).toMatchObject({
+      kind: 'Cluster',
+      metadata: { name: 'get-remote' },
+      spec: { unusable: true, config: { secretName: 'remote-kubeconfig' } },
+    });
     expect(c.metadata.namespace).toBeUndefined();
   });
 
@@ -177,7 +195,9 @@ describe('kubectl get', () => {
     expect(namesOf((await k('get', 'gsec', '-n', NS, '-l', 'team in (a,b)')).stdout)).toEqual(['a1', 'a2', 'b1']);
     expect(namesOf((await k('get', 'gsec', '-n', NS, '-l', '!team')).stdout)).toEqual(['c2']);
     expect(namesOf((await k('get', 'gsec', '-n', NS, '-l', 'team=a,tier=gold')).stdout)).toEqual(['a2']);
-    const everywhere = rowsOf((await k('get', 'gsec', '-A', '-l', 'team=a')).stdout).filter((r) => r[0] === NS || r[0] === OTHER);
+    const everywhere = rowsOf((await k('get', 'gsec', '-A', '-l', 'team=a')).stdout).filter(
+      (r) => r[0] === NS || r[0] === OTHER,
+    );
     expect(everywhere.map((r) => `${r[0]}/${r[1]}`)).toEqual([`${NS}/a1`, `${NS}/a2`, `${OTHER}/o1`]);
 
     const none = await k('get', 'gsec', '-n', NS, '-l', 'team=zzz');
@@ -189,9 +209,18 @@ describe('kubectl get', () => {
     const res = await k('get', 'gsec', '-n', NS, '--field-selector', 'metadata.name=b1');
     expect(res).toMatchObject({ code: 0, stderr: '' });
     expect(namesOf(res.stdout)).toEqual(['b1']);
-    expect(namesOf((await k('get', 'gsec', '-n', NS, '--field-selector', 'metadata.name!=b1')).stdout)).toEqual(['a1', 'a2', 'c1', 'c2']);
-    expect(namesOf((await k('get', 'gsec', '-A', '--field-selector', `metadata.namespace=${OTHER}`)).stdout)).toEqual([OTHER]);
-    expect(namesOf((await k('get', 'pcl', '--field-selector', 'metadata.name=get-local')).stdout)).toEqual(['get-local']);
+    expect(namesOf((await k('get', 'gsec', '-n', NS, '--field-selector', 'metadata.name!=b1')).stdout)).toEqual([
+      'a1',
+      'a2',
+      'c1',
+      'c2',
+    ]);
+    expect(namesOf((await k('get', 'gsec', '-A', '--field-selector', `metadata.namespace=${OTHER}`)).stdout)).toEqual([
+      OTHER,
+    ]);
+    expect(namesOf((await k('get', 'pcl', '--field-selector', 'metadata.name=get-local')).stdout)).toEqual([
+      'get-local',
+    ]);
   });
 
   test('an unknown field selector is refused with the supported ones', async () => {
@@ -212,7 +241,9 @@ describe('kubectl get', () => {
     expect(namesOf(res.stdout)).toEqual(['a1', 'a2', 'b1', 'c1', 'c2']);
     // One header only, although three pages arrived.
     expect(lines(res.stdout).filter((l) => l.startsWith('NAME'))).toHaveLength(1);
-    const lists = res.stderr.split('\n').filter((l) => l.includes('"Response"') && l.includes(`/namespaces/${NS}/sharedsecrets?`));
+    const lists = res.stderr
+      .split('\n')
+      .filter((l) => l.includes('"Response"') && l.includes(`/namespaces/${NS}/sharedsecrets?`));
     expect(lists).toHaveLength(3);
     expect(lists[0]).toContain('limit=2');
     expect(lists[0]).not.toContain('continue=');
@@ -231,12 +262,11 @@ describe('kubectl get', () => {
     expect((await k('get', 'gsec', '-A', '--chunk-size=1', '-o', 'name')).stdout).toBe(all.stdout);
     const selected = await k('get', 'gsec', '-A', '--chunk-size=1', '-l', 'team in (a,b)');
     expect(selected.code).toBe(0);
-    expect(rowsOf(selected.stdout).filter((r) => r[0] === NS || r[0] === OTHER).map((r) => `${r[0]}/${r[1]}`)).toEqual([
-      `${NS}/a1`,
-      `${NS}/a2`,
-      `${NS}/b1`,
-      `${OTHER}/o1`,
-    ]);
+    expect(
+      rowsOf(selected.stdout)
+        .filter((r) => r[0] === NS || r[0] === OTHER)
+        .map((r) => `${r[0]}/${r[1]}`),
+    ).toEqual([`${NS}/a1`, `${NS}/a2`, `${NS}/b1`, `${OTHER}/o1`]);
   });
 
   test('-A adds a NAMESPACE column and lists every namespace', async () => {
@@ -270,15 +300,32 @@ describe('kubectl get', () => {
   test('-o name, -o jsonpath, -o custom-columns', async () => {
     const names = await k('get', 'gsec', '-n', NS, '-o', 'name');
     expect(names).toMatchObject({ code: 0, stderr: '' });
-    expect(names.stdout).toBe(['a1', 'a2', 'b1', 'c1', 'c2'].map((n) => `sharedsecret.management.platform.sh/${n}\n`).join(''));
-    expect((await k('get', 'pcl', 'get-local', '-o', 'name')).stdout).toBe('cluster.management.platform.sh/get-local\n');
+    expect(names.stdout).toBe(
+      ['a1', 'a2', 'b1', 'c1', 'c2'].map((n) => `sharedsecret.management.platform.sh/${n}\n`).join(''),
+    );
+    expect((await k('get', 'pcl', 'get-local', '-o', 'name')).stdout).toBe(
+      'cluster.management.platform.sh/get-local\n',
+    );
 
     const jp = await k('get', 'gsec', '-n', NS, '-o', 'jsonpath={.items[*].metadata.name}');
     expect(jp).toMatchObject({ code: 0, stdout: 'a1 a2 b1 c1 c2', stderr: '' });
-    expect((await k('get', 'gsec', 'a1', '-n', NS, '-o', 'jsonpath={.spec.displayName}/{.metadata.labels.team}')).stdout).toBe('Echo keys/a');
-    expect((await k('get', 'pcl', 'get-remote', '-o', 'jsonpath={.spec.config.secretName}')).stdout).toBe('remote-kubeconfig');
+    expect(
+      (await k('get', 'gsec', 'a1', '-n', NS, '-o', 'jsonpath={.spec.displayName}/{.metadata.labels.team}')).stdout,
+    ).toBe('Echo keys/a');
+    expect((await k('get', 'pcl', 'get-remote', '-o', 'jsonpath={.spec.config.secretName}')).stdout).toBe(
+      'remote-kubeconfig',
+    );
 
-    const cc = await k('get', 'gsec', '-n', NS, '-l', 'team=a', '-o', 'custom-columns=NAME:.metadata.name,TEAM:.metadata.labels.team,TOKEN:.spec.data.token');
+    const cc = await k(
+      'get',
+      'gsec',
+      '-n',
+      NS,
+      '-l',
+      'team=a',
+      '-o',
+      'custom-columns=NAME:.metadata.name,TEAM:.metadata.labels.team,TOKEN:.spec.data.token',
+    );
     expect(cc.code).toBe(0);
     expect(lines(cc.stdout).map(cells)).toEqual([
       ['NAME', 'TEAM', 'TOKEN'],
@@ -309,9 +356,17 @@ describe('kubectl get', () => {
 
   test('a missing object: NotFound, exit 1, nothing on stdout', async () => {
     const res = await k('get', 'gsec', 'nope', '-n', 'default');
-    expect(res).toEqual({ code: 1, stdout: '', stderr: 'Error from server (NotFound): sharedsecrets.management.platform.sh "nope" not found\n' });
+    expect(res).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'Error from server (NotFound): sharedsecrets.management.platform.sh "nope" not found\n',
+    });
     const c = await k('get', 'pcl', 'nope', '-o', 'yaml');
-    expect(c).toEqual({ code: 1, stdout: '', stderr: 'Error from server (NotFound): clusters.management.platform.sh "nope" not found\n' });
+    expect(c).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'Error from server (NotFound): clusters.management.platform.sh "nope" not found\n',
+    });
     // One missing among found ones: the found ones print, the error follows, the exit code is 1.
     const mixed = await k('get', 'pcl', 'get-local', 'nope', '-o', 'name');
     expect(mixed).toEqual({
@@ -324,9 +379,13 @@ describe('kubectl get', () => {
   // After a NotFound in a namespace other than "default", kubectl asks GET /api/v1/namespaces/<ns> and, if that is
   // a 404 too, prints that error instead ("namespaces "x" not found" from kube-apiserver). The namespace of objects
   // that exist exists, so the person must still see the object's own NotFound.
-  test('a missing object in a namespace other than default: still the object\'s NotFound', async () => {
+  test("a missing object in a namespace other than default: still the object's NotFound", async () => {
     const res = await k('get', 'gsec', 'nope', '-n', NS);
-    expect(res).toEqual({ code: 1, stdout: '', stderr: 'Error from server (NotFound): sharedsecrets.management.platform.sh "nope" not found\n' });
+    expect(res).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'Error from server (NotFound): sharedsecrets.management.platform.sh "nope" not found\n',
+    });
   });
 
   test('an empty namespace says so', async () => {
@@ -339,7 +398,11 @@ describe('kubectl get -w', () => {
   const NS = 'watch-ns';
 
   beforeAll(async () => {
-    const res = await k('create', '-f', manifest('watch', secret(NS, 'w1', { displayName: 'Watched' }), secret(NS, 'w2', { displayName: 'Bystander' })));
+    const res = await k(
+      'create',
+      '-f',
+      manifest('watch', secret(NS, 'w1', { displayName: 'Watched' }), secret(NS, 'w2', { displayName: 'Bystander' })),
+    );
     expect(res.code).toBe(0);
   });
 
@@ -393,7 +456,9 @@ describe('kubectl get -w', () => {
   });
 
   test('a watch with a label selector: an object that starts matching is ADDED, one that stops matching is DELETED', async () => {
-    expect((await k('create', '-f', manifest('watch-sel', secret(NS, 'w4', { displayName: 'Selected' })))).code).toBe(0);
+    expect((await k('create', '-f', manifest('watch-sel', secret(NS, 'w4', { displayName: 'Selected' })))).code).toBe(
+      0,
+    );
     const watch = background(['get', 'gsec', '-n', NS, '-l', 'shade=blue', '-w', '--output-watch-events', '-v=6']);
     // Nothing matches yet, so nothing is printed: the request log (-v=6) tells when the watch runs.
     await watch.until('stderr', /labelSelector=shade%3Dblue[^"]*watch=true[^"]*" status="200 OK"/);
@@ -424,7 +489,9 @@ describe('kubectl get -w', () => {
   test('get -w over the namespace with -o name sees every object, then the changed one again', async () => {
     const watch = background(['get', 'gsec', '-n', NS, '-w', '-o', 'name']);
     await watch.until('stdout', /sharedsecret\.management\.platform\.sh\/w2\n/);
-    expect((await k('patch', 'gsec', 'w2', '-n', NS, '--type=merge', '-p', '{"spec":{"description":"changed"}}')).code).toBe(0);
+    expect(
+      (await k('patch', 'gsec', 'w2', '-n', NS, '--type=merge', '-p', '{"spec":{"description":"changed"}}')).code,
+    ).toBe(0);
     await watch.until('stdout', /w2\n[^]*w2\n/);
     const res = await watch.stop();
     expect(lines(res.stdout)).toEqual([
@@ -439,11 +506,19 @@ describe('kubectl apply', () => {
   const NS = 'apply-ns';
 
   test('creates, reports unchanged, updates (configured), and keeps the last applied configuration', async () => {
-    const doc = secret(NS, 'deploy-keys', { displayName: 'Deploy keys', data: { token: b64('hunter2') }, access: [{ verbs: ['get'], users: ['alice'] }] });
+    const doc = secret(NS, 'deploy-keys', {
+      displayName: 'Deploy keys',
+      data: { token: b64('hunter2') },
+      access: [{ verbs: ['get'], users: ['alice'] }],
+    });
     const file = manifest('apply-deploy-keys', doc);
 
     const created = await k('apply', '-f', file);
-    expect(created).toEqual({ code: 0, stdout: 'sharedsecret.management.platform.sh/deploy-keys created\n', stderr: '' });
+    expect(created).toEqual({
+      code: 0,
+      stdout: 'sharedsecret.management.platform.sh/deploy-keys created\n',
+      stderr: '',
+    });
     let obj = await getJson('gsec', 'deploy-keys', '-n', NS);
     expect(obj.spec).toEqual(doc.spec);
     expect(obj.metadata.generation).toBe(1);
@@ -454,18 +529,28 @@ describe('kubectl apply', () => {
     const rv = obj.metadata.resourceVersion;
 
     const same = await k('apply', '-f', file);
-    expect(same).toEqual({ code: 0, stdout: 'sharedsecret.management.platform.sh/deploy-keys unchanged\n', stderr: '' });
+    expect(same).toEqual({
+      code: 0,
+      stdout: 'sharedsecret.management.platform.sh/deploy-keys unchanged\n',
+      stderr: '',
+    });
     expect((await getJson('gsec', 'deploy-keys', '-n', NS)).metadata.resourceVersion).toBe(rv);
 
     const changed = { ...doc, spec: { displayName: 'Deploy keys v2', data: { token: b64('hunter3') } } };
     manifest('apply-deploy-keys', changed);
     const configured = await k('apply', '-f', file);
-    expect(configured).toEqual({ code: 0, stdout: 'sharedsecret.management.platform.sh/deploy-keys configured\n', stderr: '' });
+    expect(configured).toEqual({
+      code: 0,
+      stdout: 'sharedsecret.management.platform.sh/deploy-keys configured\n',
+      stderr: '',
+    });
     obj = await getJson('gsec', 'deploy-keys', '-n', NS);
     // The three-way merge removed spec.access, which the last applied configuration had and the manifest drops.
     expect(obj.spec).toEqual({ displayName: 'Deploy keys v2', data: { token: b64('hunter3') } });
     expect(obj.metadata.generation).toBe(2);
-    expect(JSON.parse(obj.metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']).spec).toEqual(changed.spec);
+    expect(JSON.parse(obj.metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']).spec).toEqual(
+      changed.spec,
+    );
 
     expect((await k('apply', '-f', file)).stdout).toBe('sharedsecret.management.platform.sh/deploy-keys unchanged\n');
   });
@@ -485,7 +570,10 @@ describe('kubectl apply', () => {
     expect((await k('apply', '-f', file)).stdout).toBe(
       'cluster.management.platform.sh/apply-eu unchanged\nsharedsecret.management.platform.sh/eu-keys unchanged\n',
     );
-    expect((await getJson('pcl', 'apply-eu')).spec.config).toEqual({ secretName: 'eu-kubeconfig', secretNamespace: 'platform' });
+    expect((await getJson('pcl', 'apply-eu')).spec.config).toEqual({
+      secretName: 'eu-kubeconfig',
+      secretNamespace: 'platform',
+    });
     expect((await k('delete', '-f', file)).code).toBe(0);
   });
 
@@ -518,7 +606,11 @@ describe('kubectl apply', () => {
     const doc = secret(NS, 'dry', { displayName: 'Dry' });
     const file = manifest('apply-dry', doc);
     const res = await k('apply', '-f', file, '--dry-run=server');
-    expect(res).toEqual({ code: 0, stdout: 'sharedsecret.management.platform.sh/dry created (server dry run)\n', stderr: '' });
+    expect(res).toEqual({
+      code: 0,
+      stdout: 'sharedsecret.management.platform.sh/dry created (server dry run)\n',
+      stderr: '',
+    });
     expect(await exists('gsec', 'dry', '-n', NS)).toBe(false);
 
     expect((await k('apply', '-f', file)).code).toBe(0);
@@ -533,7 +625,9 @@ describe('kubectl apply', () => {
     const after = await getJson('gsec', 'dry', '-n', NS);
     expect(after.spec.displayName).toBe('Dry');
     expect(after.metadata.resourceVersion).toBe(stored.metadata.resourceVersion);
-    expect((await k('apply', '-f', file, '--dry-run=server')).stdout).toBe('sharedsecret.management.platform.sh/dry configured (server dry run)\n');
+    expect((await k('apply', '-f', file, '--dry-run=server')).stdout).toBe(
+      'sharedsecret.management.platform.sh/dry configured (server dry run)\n',
+    );
     expect((await getJson('gsec', 'dry', '-n', NS)).spec.displayName).toBe('Dry');
   });
 
@@ -552,16 +646,38 @@ describe('kubectl apply', () => {
 
   test('an unknown verb in an access entry: stored, with a warning naming the field and the known verbs', async () => {
     const warning =
-      "Warning: spec.access[0].verbs[1]: unknown verb \"reed\" grants nothing; known verbs: get, list, watch, create, update, patch, delete, deletecollection, '*' for all\n";
+      'Warning: spec.access[0].verbs[1]: unknown verb "reed" grants nothing; known verbs: get, list, watch, create, update, patch, delete, deletecollection, \'*\' for all\n';
     const doc = secret('apply-ns', 'typo', { access: [{ verbs: ['get', 'reed'], users: ['bob'] }] });
     const res = await k('apply', '-f', manifest('typo', doc));
     expect(res).toEqual({ code: 0, stdout: 'sharedsecret.management.platform.sh/typo created\n', stderr: warning });
-    expect((await getJson('gsec', 'typo', '-n', 'apply-ns')).spec.access).toEqual([{ verbs: ['get', 'reed'], users: ['bob'] }]);
+    expect((await getJson('gsec', 'typo', '-n', 'apply-ns')).spec.access).toEqual([
+      { verbs: ['get', 'reed'], users: ['bob'] },
+    ]);
 
     // On update too; a fixed entry gets no warning.
-    const updated = await k('apply', '-f', manifest('typo', { ...doc, spec: { displayName: 'Typo', access: [{ verbs: ['get', 'reed'], users: ['bob'] }] } }));
-    expect(updated).toEqual({ code: 0, stdout: 'sharedsecret.management.platform.sh/typo configured\n', stderr: warning });
-    const fixed = await k('apply', '-f', manifest('typo', { ...doc, spec: { access: [{ verbs: ['get', 'list'], users: ['bob'] }, { verbs: ['*'], users: ['ann'] }] } }));
+    const updated = await k(
+      'apply',
+      '-f',
+      manifest('typo', { ...doc, spec: { displayName: 'Typo', access: [{ verbs: ['get', 'reed'], users: ['bob'] }] } }),
+    );
+    expect(updated).toEqual({
+      code: 0,
+      stdout: 'sharedsecret.management.platform.sh/typo configured\n',
+      stderr: warning,
+    });
+    const fixed = await k(
+      'apply',
+      '-f',
+      manifest('typo', {
+        ...doc,
+        spec: {
+          access: [
+            { verbs: ['get', 'list'], users: ['bob'] },
+            { verbs: ['*'], users: ['ann'] },
+          ],
+        },
+      }),
+    );
     expect(fixed).toEqual({ code: 0, stdout: 'sharedsecret.management.platform.sh/typo configured\n', stderr: '' });
   });
 
@@ -570,7 +686,9 @@ describe('kubectl apply', () => {
     expect((await k('create', '-f', file)).code).toBe(0);
     const res = await k('create', '-f', file);
     expect(res.code).toBe(1);
-    expect(res.stderr).toBe(`Error from server (AlreadyExists): error when creating "${file}": sharedsecrets.management.platform.sh "exists" already exists\n`);
+    expect(res.stderr).toBe(
+      `Error from server (AlreadyExists): error when creating "${file}": sharedsecrets.management.platform.sh "exists" already exists\n`,
+    );
   });
 });
 
@@ -617,14 +735,30 @@ describe('kubectl diff', () => {
     expect(await k('diff', '-f', file)).toEqual({ code: 0, stdout: '', stderr: '' });
 
     // An explicit empty map or list in metadata is dropped as well, on create and on update.
-    const empty = manifest('diff-empty', secret(NS, 'empty', { displayName: 'Empty' }, { labels: {}, annotations: {} }));
+    const empty = manifest(
+      'diff-empty',
+      secret(NS, 'empty', { displayName: 'Empty' }, { labels: {}, annotations: {} }),
+    );
     expect((await k('create', '-f', empty)).code).toBe(0);
     const created = await getJson('gsec', 'empty', '-n', NS);
     expect(created.metadata).not.toHaveProperty('labels');
     expect(created.metadata).not.toHaveProperty('annotations');
     expect(await k('diff', '-f', empty)).toEqual({ code: 0, stdout: '', stderr: '' });
-    const patched = await k('patch', 'gsec', 'empty', '-n', NS, '--type=merge', '-p', '{"metadata":{"labels":{},"finalizers":[]}}');
-    expect(patched).toEqual({ code: 0, stdout: 'sharedsecret.management.platform.sh/empty patched (no change)\n', stderr: '' });
+    const patched = await k(
+      'patch',
+      'gsec',
+      'empty',
+      '-n',
+      NS,
+      '--type=merge',
+      '-p',
+      '{"metadata":{"labels":{},"finalizers":[]}}',
+    );
+    expect(patched).toEqual({
+      code: 0,
+      stdout: 'sharedsecret.management.platform.sh/empty patched (no change)\n',
+      stderr: '',
+    });
     const after = await getJson('gsec', 'empty', '-n', NS);
     expect(after.metadata).not.toHaveProperty('labels');
     expect(after.metadata).not.toHaveProperty('finalizers');
@@ -639,13 +773,30 @@ describe('kubectl patch', () => {
     const res = await k(
       'create',
       '-f',
-      manifest('patch', secret(NS, 'deploy-keys', { displayName: 'Deploy keys', data: { token: b64('hunter2') } }, { annotations: { contact: 'ops' } })),
+      manifest(
+        'patch',
+        secret(
+          NS,
+          'deploy-keys',
+          { displayName: 'Deploy keys', data: { token: b64('hunter2') } },
+          { annotations: { contact: 'ops' } },
+        ),
+      ),
     );
     expect(res.code).toBe(0);
   });
 
   test('--type=json adds an annotation (a one-element add under /metadata/annotations)', async () => {
-    const res = await k('patch', 'gsec', 'deploy-keys', '-n', NS, '--type=json', '-p', '[{"op":"add","path":"/metadata/annotations/owner","value":"team-a"}]');
+    const res = await k(
+      'patch',
+      'gsec',
+      'deploy-keys',
+      '-n',
+      NS,
+      '--type=json',
+      '-p',
+      '[{"op":"add","path":"/metadata/annotations/owner","value":"team-a"}]',
+    );
     expect(res).toEqual({ code: 0, stdout: 'sharedsecret.management.platform.sh/deploy-keys patched\n', stderr: '' });
     const obj = await getJson('gsec', 'deploy-keys', '-n', NS);
     expect(obj.metadata.annotations).toEqual({ contact: 'ops', owner: 'team-a' });
@@ -660,20 +811,34 @@ describe('kubectl patch', () => {
     const res = await k('patch', 'gsec', 'deploy-keys', '-n', NS, '--type=merge', '-p', patch);
     expect(res).toEqual({ code: 0, stdout: 'sharedsecret.management.platform.sh/deploy-keys patched\n', stderr: '' });
     const obj = await getJson('gsec', 'deploy-keys', '-n', NS);
-    expect(obj.spec).toEqual({ displayName: 'Deploy keys', description: 'keys for the deploy job', data: { token: b64('hunter2') } });
+    expect(obj.spec).toEqual({
+      displayName: 'Deploy keys',
+      description: 'keys for the deploy job',
+      data: { token: b64('hunter2') },
+    });
     expect(obj.metadata.generation).toBe(before.metadata.generation + 1);
 
     const again = await k('patch', 'gsec', 'deploy-keys', '-n', NS, '--type=merge', '-p', patch);
-    expect(again).toEqual({ code: 0, stdout: 'sharedsecret.management.platform.sh/deploy-keys patched (no change)\n', stderr: '' });
-    expect((await getJson('gsec', 'deploy-keys', '-n', NS)).metadata.resourceVersion).toBe(obj.metadata.resourceVersion);
+    expect(again).toEqual({
+      code: 0,
+      stdout: 'sharedsecret.management.platform.sh/deploy-keys patched (no change)\n',
+      stderr: '',
+    });
+    expect((await getJson('gsec', 'deploy-keys', '-n', NS)).metadata.resourceVersion).toBe(
+      obj.metadata.resourceVersion,
+    );
 
     // null removes a field.
-    expect((await k('patch', 'gsec', 'deploy-keys', '-n', NS, '--type=merge', '-p', '{"spec":{"description":null}}')).code).toBe(0);
+    expect(
+      (await k('patch', 'gsec', 'deploy-keys', '-n', NS, '--type=merge', '-p', '{"spec":{"description":null}}')).code,
+    ).toBe(0);
     expect((await getJson('gsec', 'deploy-keys', '-n', NS)).spec.description).toBeUndefined();
   });
 
   test('a cluster: merge patch on a cluster-scoped object by short name', async () => {
-    expect((await k('create', '-f', manifest('patch-cluster', cluster('patch-eu', { config: { secretName: 'eu' } })))).code).toBe(0);
+    expect(
+      (await k('create', '-f', manifest('patch-cluster', cluster('patch-eu', { config: { secretName: 'eu' } })))).code,
+    ).toBe(0);
     const res = await k('patch', 'pcl', 'patch-eu', '--type=merge', '-p', '{"spec":{"unusable":true}}');
     expect(res).toEqual({ code: 0, stdout: 'cluster.management.platform.sh/patch-eu patched\n', stderr: '' });
     expect((await getJson('pcl', 'patch-eu')).spec).toEqual({ config: { secretName: 'eu' }, unusable: true });
@@ -724,12 +889,24 @@ describe('kubectl patch', () => {
 
   test('a missing object: NotFound', async () => {
     const inDefault = await k('patch', 'gsec', 'nope', '-n', 'default', '--type=merge', '-p', '{"spec":{}}');
-    expect(inDefault).toEqual({ code: 1, stdout: '', stderr: 'Error from server (NotFound): sharedsecrets.management.platform.sh "nope" not found\n' });
+    expect(inDefault).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'Error from server (NotFound): sharedsecrets.management.platform.sh "nope" not found\n',
+    });
     const cl = await k('patch', 'pcl', 'nope', '--type=merge', '-p', '{"spec":{}}');
-    expect(cl).toEqual({ code: 1, stdout: '', stderr: 'Error from server (NotFound): clusters.management.platform.sh "nope" not found\n' });
+    expect(cl).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'Error from server (NotFound): clusters.management.platform.sh "nope" not found\n',
+    });
     // In another namespace kubectl checks the namespace first (see kubectl get): the object's NotFound all the same.
     const res = await k('patch', 'gsec', 'nope', '-n', NS, '--type=merge', '-p', '{"spec":{}}');
-    expect(res).toEqual({ code: 1, stdout: '', stderr: 'Error from server (NotFound): sharedsecrets.management.platform.sh "nope" not found\n' });
+    expect(res).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'Error from server (NotFound): sharedsecrets.management.platform.sh "nope" not found\n',
+    });
   });
 });
 
@@ -737,7 +914,16 @@ describe('kubectl label and annotate', () => {
   const NS = 'label-ns';
 
   beforeAll(async () => {
-    const res = await k('create', '-f', manifest('label', secret(NS, 'l1', {}), secret(NS, 'l2', {}, { labels: { team: 'a' } }), cluster('label-eu', { local: true })));
+    const res = await k(
+      'create',
+      '-f',
+      manifest(
+        'label',
+        secret(NS, 'l1', {}),
+        secret(NS, 'l2', {}, { labels: { team: 'a' } }),
+        cluster('label-eu', { local: true }),
+      ),
+    );
     expect(res.code).toBe(0);
   });
 
@@ -751,7 +937,11 @@ describe('kubectl label and annotate', () => {
     expect((await getJson('gsec', 'l1', '-n', NS)).metadata.labels).toEqual({ team: 'a', tier: 'gold' });
 
     const refused = await k('label', 'gsec', 'l1', '-n', NS, 'team=b');
-    expect(refused).toEqual({ code: 1, stdout: '', stderr: "error: 'team' already has a value (a), and --overwrite is false\n" });
+    expect(refused).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: "error: 'team' already has a value (a), and --overwrite is false\n",
+    });
     expect((await getJson('gsec', 'l1', '-n', NS)).metadata.labels.team).toBe('a');
 
     const overwritten = await k('label', 'gsec', 'l1', '-n', NS, 'team=b', '--overwrite');
@@ -763,7 +953,9 @@ describe('kubectl label and annotate', () => {
     expect((await getJson('gsec', 'l1', '-n', NS)).metadata.labels).toEqual({ team: 'b' });
 
     // The selector sees the labels as they are now.
-    expect(lines((await k('get', 'gsec', '-n', NS, '-l', 'team=b', '-o', 'name')).stdout)).toEqual(['sharedsecret.management.platform.sh/l1']);
+    expect(lines((await k('get', 'gsec', '-n', NS, '-l', 'team=b', '-o', 'name')).stdout)).toEqual([
+      'sharedsecret.management.platform.sh/l1',
+    ]);
     // Labels never change the generation.
     expect((await getJson('gsec', 'l1', '-n', NS)).metadata.generation).toBe(1);
   });
@@ -771,7 +963,10 @@ describe('kubectl label and annotate', () => {
   test('label many at once with -l, and a cluster', async () => {
     const res = await k('label', 'gsec', '-n', NS, '--all', 'reviewed=yes');
     expect(res.code).toBe(0);
-    expect(lines(res.stdout)).toEqual(['sharedsecret.management.platform.sh/l1 labeled', 'sharedsecret.management.platform.sh/l2 labeled']);
+    expect(lines(res.stdout)).toEqual([
+      'sharedsecret.management.platform.sh/l1 labeled',
+      'sharedsecret.management.platform.sh/l2 labeled',
+    ]);
     const sel = await k('label', 'gsec', '-n', NS, '-l', 'team=a', 'picked=yes');
     expect(lines(sel.stdout)).toEqual(['sharedsecret.management.platform.sh/l2 labeled']);
     const list = await getJson('gsec', '-n', NS);
@@ -792,7 +987,9 @@ describe('kubectl label and annotate', () => {
 
     const refused = await k('annotate', 'gsec', 'l2', '-n', NS, 'owner=team-b');
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toBe("error: --overwrite is false but found the following declared annotation(s): 'owner' already has a value (team-a)\n");
+    expect(refused.stderr).toBe(
+      "error: --overwrite is false but found the following declared annotation(s): 'owner' already has a value (team-a)\n",
+    );
 
     const overwritten = await k('annotate', 'gsec', 'l2', '-n', NS, 'owner=team-b', '--overwrite');
     expect(overwritten).toEqual({ code: 0, stdout: 'sharedsecret.management.platform.sh/l2 annotated\n', stderr: '' });
@@ -817,7 +1014,15 @@ describe('kubectl label and annotate', () => {
         'the object has been modified; please apply your changes to the latest version and try again\n',
     );
     expect((await getJson('gsec', 'l1', '-n', NS)).metadata.labels.stale).toBeUndefined();
-    const ok = await k('label', 'gsec', 'l1', '-n', NS, 'fresh=yes', `--resource-version=${obj.metadata.resourceVersion}`);
+    const ok = await k(
+      'label',
+      'gsec',
+      'l1',
+      '-n',
+      NS,
+      'fresh=yes',
+      `--resource-version=${obj.metadata.resourceVersion}`,
+    );
     expect(ok.code).toBe(0);
     expect((await getJson('gsec', 'l1', '-n', NS)).metadata.labels.fresh).toBe('yes');
   });
@@ -833,14 +1038,29 @@ describe('kubectl edit', () => {
     chmodSync(file, 0o755);
     return file;
   }
-  const edit = (editorPath: string, ...args: string[]) => kubectl(['edit', ...args], { kubeconfig: ts.kubeconfig, env: { KUBE_EDITOR: editorPath } });
+  const edit = (editorPath: string, ...args: string[]) =>
+    kubectl(['edit', ...args], { kubeconfig: ts.kubeconfig, env: { KUBE_EDITOR: editorPath } });
 
   beforeAll(async () => {
-    expect((await k('create', '-f', manifest('edit', secret(NS, 'x', { displayName: 'Before edit', data: { token: b64('t') } })))).code).toBe(0);
+    expect(
+      (
+        await k(
+          'create',
+          '-f',
+          manifest('edit', secret(NS, 'x', { displayName: 'Before edit', data: { token: b64('t') } })),
+        )
+      ).code,
+    ).toBe(0);
   });
 
   test('a scripted editor changes displayName; the change is stored', async () => {
-    const res = await edit(editor('edit-display', 's/displayName: .*/displayName: Edited by script/'), 'gsec', 'x', '-n', NS);
+    const res = await edit(
+      editor('edit-display', 's/displayName: .*/displayName: Edited by script/'),
+      'gsec',
+      'x',
+      '-n',
+      NS,
+    );
     expect(res).toEqual({ code: 0, stdout: 'sharedsecret.management.platform.sh/x edited\n', stderr: '' });
     const obj = await getJson('gsec', 'x', '-n', NS);
     expect(obj.spec).toEqual({ displayName: 'Edited by script', data: { token: b64('t') } });
@@ -896,7 +1116,18 @@ describe('kubectl replace and describe', () => {
   });
 
   test('describe prints the object', async () => {
-    expect((await k('create', '-f', manifest('describe', secret(NS, 'd1', { displayName: 'Described', data: { token: b64('t') } }, { labels: { team: 'a' } })))).code).toBe(0);
+    expect(
+      (
+        await k(
+          'create',
+          '-f',
+          manifest(
+            'describe',
+            secret(NS, 'd1', { displayName: 'Described', data: { token: b64('t') } }, { labels: { team: 'a' } }),
+          ),
+        )
+      ).code,
+    ).toBe(0);
     const res = await k('describe', 'gsec', 'd1', '-n', NS);
     expect(res).toMatchObject({ code: 0, stderr: '' });
     const out = lines(res.stdout);
@@ -932,7 +1163,9 @@ describe('kubectl explain', () => {
     const out = flat(res.stdout);
     expect(out).toContain('GROUP: management.platform.sh KIND: Cluster VERSION: v1');
     expect(out).toContain('FIELD: unusable <boolean>');
-    expect(out).toContain('DESCRIPTION: When true, no spaces or virtual clusters can be scheduled on the cluster. Default false.');
+    expect(out).toContain(
+      'DESCRIPTION: When true, no spaces or virtual clusters can be scheduled on the cluster. Default false.',
+    );
   });
 });
 
@@ -967,7 +1200,11 @@ describe('bad input through kubectl', () => {
   });
 
   test('several errors at once are listed one per line', async () => {
-    const res = await k('apply', '-f', manifest('bad-many', cluster('bad-many', { config: { secretNamespace: 'Not_A_Label' } })));
+    const res = await k(
+      'apply',
+      '-f',
+      manifest('bad-many', cluster('bad-many', { config: { secretNamespace: 'Not_A_Label' } })),
+    );
     expect(res.code).toBe(1);
     const [first, ...rest] = res.stderr.trimEnd().split('\n');
     expect(first).toBe('The Cluster "bad-many" is invalid: ');

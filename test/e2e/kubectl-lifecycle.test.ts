@@ -19,8 +19,17 @@ let dir: string;
 const { k, getJson, names, background } = kubectlOn(() => ts.kubeconfig);
 const manifest = manifestWriter(() => dir);
 
-function secret(ns: string, name: string, meta: { labels?: Record<string, string>; finalizers?: string[] } = {}): Record<string, unknown> {
-  return { apiVersion: API_VERSION, kind: 'SharedSecret', metadata: { name, namespace: ns, ...meta }, spec: { displayName: name } };
+function secret(
+  ns: string,
+  name: string,
+  meta: { labels?: Record<string, string>; finalizers?: string[] } = {},
+): Record<string, unknown> {
+  return {
+    apiVersion: API_VERSION,
+    kind: 'SharedSecret',
+    metadata: { name, namespace: ns, ...meta },
+    spec: { displayName: name },
+  };
 }
 
 async function create(file: string, ...docs: object[]): Promise<string> {
@@ -36,7 +45,12 @@ async function create(file: string, ...docs: object[]): Promise<string> {
  */
 async function waitForDelete(ns: string, name: string): Promise<BackgroundKubectl> {
   const wait = background(['wait', '--for=delete', `gsec/${name}`, '-n', ns, '--timeout=20s', '-v=6']);
-  await wait.until('stderr', new RegExp(`"Response" verb="GET" url="[^"]*/namespaces/${ns}/sharedsecrets\\?[^"]*fieldSelector=metadata\\.name%3D${name}[^"]*watch=true[^"]*" status="200 OK"`));
+  await wait.until(
+    'stderr',
+    new RegExp(
+      `"Response" verb="GET" url="[^"]*/namespaces/${ns}/sharedsecrets\\?[^"]*fieldSelector=metadata\\.name%3D${name}[^"]*watch=true[^"]*" status="200 OK"`,
+    ),
+  );
   return wait;
 }
 
@@ -109,12 +123,32 @@ describe('finalizers', () => {
 
     const wait = await waitForDelete(NS, 'x');
     // A new finalizer cannot be added to an object being deleted.
-    const add = await k('patch', 'gsec', 'x', '-n', NS, '--type=json', '-p', '[{"op":"add","path":"/metadata/finalizers/-","value":"example.com/more"}]');
+    const add = await k(
+      'patch',
+      'gsec',
+      'x',
+      '-n',
+      NS,
+      '--type=json',
+      '-p',
+      '[{"op":"add","path":"/metadata/finalizers/-","value":"example.com/more"}]',
+    );
     expect(add.code).toBe(1);
-    expect(add.stderr).toContain('The SharedSecret "x" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted');
+    expect(add.stderr).toContain(
+      'The SharedSecret "x" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted',
+    );
     expect(wait.stdout).toBe('');
 
-    const removed = await k('patch', 'gsec', 'x', '-n', NS, '--type=json', '-p', '[{"op":"remove","path":"/metadata/finalizers"}]');
+    const removed = await k(
+      'patch',
+      'gsec',
+      'x',
+      '-n',
+      NS,
+      '--type=json',
+      '-p',
+      '[{"op":"remove","path":"/metadata/finalizers"}]',
+    );
     expect(removed).toEqual({ code: 0, stdout: 'sharedsecret.management.platform.sh/x patched\n', stderr: '' });
 
     const res = await wait.exited();
@@ -137,7 +171,9 @@ describe('finalizers', () => {
     // A kubectl delete that waits returns once the finalizer goes.
     const deleting = background(['delete', 'gsec', 'y', '-n', NS, '--timeout=20s', '-v=6']);
     await deleting.until('stderr', /fieldSelector=metadata\.name%3Dy[^"]*watch=true[^"]*" status="200 OK"/);
-    expect((await k('patch', 'gsec', 'y', '-n', NS, '--type=merge', '-p', '{"metadata":{"finalizers":null}}')).code).toBe(0);
+    expect(
+      (await k('patch', 'gsec', 'y', '-n', NS, '--type=merge', '-p', '{"metadata":{"finalizers":null}}')).code,
+    ).toBe(0);
     const done = await deleting.exited();
     expect(done.code).toBe(0);
     expect(done.stdout).toBe('sharedsecret.management.platform.sh "y" deleted\n');
@@ -145,12 +181,26 @@ describe('finalizers', () => {
   });
 
   test('a finalizer on a Cluster holds it the same way', async () => {
-    await create('fin-cluster', { apiVersion: API_VERSION, kind: 'Cluster', metadata: { name: 'fin-eu', finalizers: [FINALIZER] }, spec: { local: true } });
-    expect((await k('delete', 'pcl', 'fin-eu', '--wait=false')).stdout).toBe('cluster.management.platform.sh "fin-eu" deleted\n');
+    await create('fin-cluster', {
+      apiVersion: API_VERSION,
+      kind: 'Cluster',
+      metadata: { name: 'fin-eu', finalizers: [FINALIZER] },
+      spec: { local: true },
+    });
+    expect((await k('delete', 'pcl', 'fin-eu', '--wait=false')).stdout).toBe(
+      'cluster.management.platform.sh "fin-eu" deleted\n',
+    );
     expect((await getJson('pcl', 'fin-eu')).metadata.deletionTimestamp).toBeDefined();
-    expect((await k('patch', 'pcl', 'fin-eu', '--type=json', '-p', '[{"op":"remove","path":"/metadata/finalizers/0"}]')).code).toBe(0);
+    expect(
+      (await k('patch', 'pcl', 'fin-eu', '--type=json', '-p', '[{"op":"remove","path":"/metadata/finalizers/0"}]'))
+        .code,
+    ).toBe(0);
     const gone = await k('get', 'pcl', 'fin-eu');
-    expect(gone).toEqual({ code: 1, stdout: '', stderr: 'Error from server (NotFound): clusters.management.platform.sh "fin-eu" not found\n' });
+    expect(gone).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'Error from server (NotFound): clusters.management.platform.sh "fin-eu" not found\n',
+    });
   });
 });
 
@@ -182,12 +232,12 @@ describe('kubectl delete', () => {
 
   test('-f deletes what the file names; again it is NotFound, unless --ignore-not-found', async () => {
     const NS = 'delete-file-ns';
-    const file = await create(
-      'del-file',
-      secret(NS, 'f1'),
-      secret(NS, 'f2'),
-      { apiVersion: API_VERSION, kind: 'Cluster', metadata: { name: 'del-file-eu' }, spec: { config: { secretName: 'eu' } } },
-    );
+    const file = await create('del-file', secret(NS, 'f1'), secret(NS, 'f2'), {
+      apiVersion: API_VERSION,
+      kind: 'Cluster',
+      metadata: { name: 'del-file-eu' },
+      spec: { config: { secretName: 'eu' } },
+    });
     await create('del-file-keep', secret(NS, 'keep'));
 
     const res = await k('delete', '-f', file);
@@ -214,7 +264,13 @@ describe('kubectl delete', () => {
   });
 
   test('--all -n ns deletes everything in that namespace and nothing elsewhere', async () => {
-    await create('del-all', secret('delete-all-ns', 'x1'), secret('delete-all-ns', 'x2'), secret('delete-all-ns', 'x3'), secret('delete-all-other', 'x1'));
+    await create(
+      'del-all',
+      secret('delete-all-ns', 'x1'),
+      secret('delete-all-ns', 'x2'),
+      secret('delete-all-ns', 'x3'),
+      secret('delete-all-other', 'x1'),
+    );
     const res = await k('delete', 'gsec', '--all', '-n', 'delete-all-ns');
     expect(res.code).toBe(0);
     expect(res.stderr).toBe('');
@@ -225,7 +281,11 @@ describe('kubectl delete', () => {
     ]);
     expect(await names('gsec', '-n', 'delete-all-ns')).toEqual([]);
     expect(await names('gsec', '-n', 'delete-all-other')).toEqual(['x1']);
-    expect(await k('delete', 'gsec', '--all', '-n', 'delete-all-ns')).toEqual({ code: 0, stdout: 'No resources found\n', stderr: '' });
+    expect(await k('delete', 'gsec', '--all', '-n', 'delete-all-ns')).toEqual({
+      code: 0,
+      stdout: 'No resources found\n',
+      stderr: '',
+    });
   });
 
   test('by name, several at once; a cluster; --dry-run=server deletes nothing', async () => {
@@ -238,7 +298,11 @@ describe('kubectl delete', () => {
     });
 
     const dry = await k('delete', 'gsec', 'n1', '-n', NS, '--dry-run=server');
-    expect(dry).toEqual({ code: 0, stdout: 'sharedsecret.management.platform.sh "n1" deleted (server dry run)\n', stderr: '' });
+    expect(dry).toEqual({
+      code: 0,
+      stdout: 'sharedsecret.management.platform.sh "n1" deleted (server dry run)\n',
+      stderr: '',
+    });
     expect(await names('gsec', '-n', NS)).toEqual(['n1', 'n2', 'n3']);
 
     const res = await k('delete', 'gsec', 'n1', 'n2', '-n', NS);
@@ -252,13 +316,21 @@ describe('kubectl delete', () => {
     const c = await k('delete', 'cluster', 'del-name-eu');
     expect(c).toEqual({ code: 0, stdout: 'cluster.management.platform.sh "del-name-eu" deleted\n', stderr: '' });
     const missing = await k('delete', 'pcl', 'del-name-eu');
-    expect(missing).toEqual({ code: 1, stdout: '', stderr: 'Error from server (NotFound): clusters.management.platform.sh "del-name-eu" not found\n' });
+    expect(missing).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'Error from server (NotFound): clusters.management.platform.sh "del-name-eu" not found\n',
+    });
   });
 
-  test('a missing object in a namespace: the object\'s NotFound', async () => {
+  test("a missing object in a namespace: the object's NotFound", async () => {
     // kubectl checks GET /api/v1/namespaces/<ns> after a NotFound outside "default" (see kubectl-everyday's get).
     const res = await k('delete', 'gsec', 'nope', '-n', 'delete-name-ns');
-    expect(res).toEqual({ code: 1, stdout: '', stderr: 'Error from server (NotFound): sharedsecrets.management.platform.sh "nope" not found\n' });
+    expect(res).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'Error from server (NotFound): sharedsecrets.management.platform.sh "nope" not found\n',
+    });
   });
 });
 
@@ -271,7 +343,17 @@ describe('kubectl delete --cascade', () => {
     let owner: any;
     for (const name of names) {
       const meta = owner
-        ? { ownerReferences: [{ apiVersion: API_VERSION, kind: 'SharedSecret', name: owner.metadata.name, uid: owner.metadata.uid, blockOwnerDeletion: true }] }
+        ? {
+            ownerReferences: [
+              {
+                apiVersion: API_VERSION,
+                kind: 'SharedSecret',
+                name: owner.metadata.name,
+                uid: owner.metadata.uid,
+                blockOwnerDeletion: true,
+              },
+            ],
+          }
         : {};
       await create(name, { ...secret(NS, name), metadata: { name, namespace: NS, ...meta } });
       owner = await getJson('gsec', name, '-n', NS);
@@ -292,7 +374,9 @@ describe('kubectl delete --cascade', () => {
     expect(res).toEqual({ code: 0, stdout: `sharedsecret.management.platform.sh "${a}" deleted\n`, stderr: '' });
     expect((await names('gsec', '-n', NS)).filter((n) => n.startsWith('orphan-'))).toEqual([b, c]);
     expect((await getJson('gsec', b, '-n', NS)).metadata.ownerReferences).toBeUndefined();
-    expect((await getJson('gsec', c, '-n', NS)).metadata.ownerReferences).toEqual([expect.objectContaining({ name: b })]);
+    expect((await getJson('gsec', c, '-n', NS)).metadata.ownerReferences).toEqual([
+      expect.objectContaining({ name: b }),
+    ]);
   });
 
   test('background (the default): the owner goes at once, the garbage collector takes the rest', async () => {

@@ -45,9 +45,9 @@ describe('the OpenAPI endpoints', () => {
     const doc = await ts.admin.get(url);
     expect(doc.status).toBe(200);
     expect(doc.headers.etag).toBe(`"${url.split('hash=')[1]}"`);
-    expect(doc.body.components.schemas['sh.platform.management.v1.SharedSecret']['x-kubernetes-group-version-kind']).toEqual([
-      { group: 'management.platform.sh', kind: 'SharedSecret', version: 'v1' },
-    ]);
+    expect(
+      doc.body.components.schemas['sh.platform.management.v1.SharedSecret']['x-kubernetes-group-version-kind'],
+    ).toEqual([{ group: 'management.platform.sh', kind: 'SharedSecret', version: 'v1' }]);
     const cached = await ts.admin.get(url, { headers: { 'If-None-Match': doc.headers.etag as string } });
     expect(cached.status).toBe(304);
     expect(cached.text).toBe('');
@@ -58,7 +58,9 @@ describe('the OpenAPI endpoints', () => {
     expect(v2.body.definitions['sh.platform.management.v1.Cluster']['x-kubernetes-group-version-kind']).toEqual([
       { group: 'management.platform.sh', kind: 'Cluster', version: 'v1' },
     ]);
-    expect((await ts.admin.get('/openapi/v2', { headers: { 'If-None-Match': v2.headers.etag as string } })).status).toBe(304);
+    expect(
+      (await ts.admin.get('/openapi/v2', { headers: { 'If-None-Match': v2.headers.etag as string } })).status,
+    ).toBe(304);
     expect((await ts.admin.get('/openapi/v3/apis/nothing.example.com/v1')).status).toBe(404);
   });
 
@@ -76,8 +78,12 @@ describe('kubectl explain', () => {
     const out = flat(res.stdout);
     expect(out).toContain('GROUP: management.platform.sh KIND: SharedSecret VERSION: v1');
     expect(out).toContain('FIELD: access <[]Object>');
-    expect(out).toContain('DESCRIPTION: Access rights for users and teams. They are transformed into Roles and RoleBindings.');
-    expect(out).toContain("verbs <[]string> Verbs that apply to all resource kinds and restrictions of the rule. '*' stands for all verbs.");
+    expect(out).toContain(
+      'DESCRIPTION: Access rights for users and teams. They are transformed into Roles and RoleBindings.',
+    );
+    expect(out).toContain(
+      "verbs <[]string> Verbs that apply to all resource kinds and restrictions of the rule. '*' stands for all verbs.",
+    );
     expect(out).toContain('users <[]string> Users that are granted the verbs.');
     expect(out).toContain('name <string> Optional name for the rule.');
   });
@@ -96,7 +102,9 @@ describe('kubectl explain', () => {
   test('the kind itself, with ObjectMeta behind metadata; an unknown field is an error', async () => {
     const top = await k('explain', 'gsec');
     expect(top.code).toBe(0);
-    expect(flat(top.stdout)).toContain('DESCRIPTION: SharedSecret holds sensitive key/value data shared across users, teams and connected clusters.');
+    expect(flat(top.stdout)).toContain(
+      'DESCRIPTION: SharedSecret holds sensitive key/value data shared across users, teams and connected clusters.',
+    );
     expect(flat(top.stdout)).toContain('metadata <ObjectMeta>');
     const meta = await k('explain', 'sharedsecret.metadata.ownerReferences');
     expect(meta.code).toBe(0);
@@ -134,7 +142,9 @@ describe('kubectl with default validation', () => {
     expect(updated.stdout).toContain('cluster.management.platform.sh/prod-eu configured');
     const patch = updated.stderr.split('\n').find((l) => l.includes('curl -v -XPATCH'));
     expect(patch).toContain('-H "Content-Type: application/merge-patch+json"');
-    expect(patch).toContain('/apis/management.platform.sh/v1/clusters/prod-eu?fieldManager=kubectl-client-side-apply&fieldValidation=Strict');
+    expect(patch).toContain(
+      '/apis/management.platform.sh/v1/clusters/prod-eu?fieldManager=kubectl-client-side-apply&fieldValidation=Strict',
+    );
 
     expect((await k('apply', '-f', file)).stdout).toContain('cluster.management.platform.sh/prod-eu unchanged');
     const obj = JSON.parse((await k('get', 'cluster', 'prod-eu', '-o', 'json')).stdout);
@@ -165,7 +175,10 @@ describe('kubectl with default validation', () => {
       spec: { displayName: 'Typo', bogus: true },
     };
     // What the server itself answers to the request kubectl is about to make (as a dry run).
-    const direct = await ts.admin.post(`${GROUP_PATH}/namespaces/default/sharedsecrets?fieldValidation=Strict&dryRun=All`, doc);
+    const direct = await ts.admin.post(
+      `${GROUP_PATH}/namespaces/default/sharedsecrets?fieldValidation=Strict&dryRun=All`,
+      doc,
+    );
 
     const res = await k('apply', '-f', manifest('typo', doc), '-v=6');
     // No client-side schema validation happened (it would fail before any write with "error validating data").

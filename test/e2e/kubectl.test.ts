@@ -32,7 +32,11 @@ describe('kubectl', () => {
       apiVersion: 'management.platform.sh/v1',
       kind: 'SharedSecret',
       metadata: { name: 's1', namespace: 'default' },
-      spec: { displayName: 'Deploy keys', data: { token: Buffer.from('hunter2').toString('base64') }, access: [{ verbs: ['get'], users: ['alice'] }] },
+      spec: {
+        displayName: 'Deploy keys',
+        data: { token: Buffer.from('hunter2').toString('base64') },
+        access: [{ verbs: ['get'], users: ['alice'] }],
+      },
     });
     const created = await k('create', '-f', file, '--validate=false');
     expect(created).toMatchObject({ code: 0 });
@@ -49,7 +53,11 @@ describe('kubectl', () => {
     const got = await k('get', 'sharedsecret', 's1', '-n', 'default', '-o', 'yaml');
     expect(got.code).toBe(0);
     const obj = yaml.load(got.stdout) as any;
-    expect(obj).toMatchObject({ apiVersion: 'management.platform.sh/v1', kind: 'SharedSecret', metadata: { name: 's1', namespace: 'default', generation: 1 } });
+    expect(obj).toMatchObject({
+      apiVersion: 'management.platform.sh/v1',
+      kind: 'SharedSecret',
+      metadata: { name: 's1', namespace: 'default', generation: 1 },
+    });
     expect(obj.metadata.uid).toMatch(/^[0-9a-f-]{36}$/);
     expect(obj.spec.data.token).toBe(Buffer.from('hunter2').toString('base64'));
 
@@ -69,13 +77,26 @@ describe('kubectl', () => {
       spec: { displayName: 'Production EU', config: { secretName: 'prod-eu-kubeconfig', secretNamespace: 'platform' } },
     };
     const file = manifest('cluster', doc);
-    expect((await k('apply', '-f', file, '--validate=false')).stdout).toContain('cluster.management.platform.sh/prod-eu created');
-    expect((await k('apply', '-f', file, '--validate=false')).stdout).toContain('cluster.management.platform.sh/prod-eu unchanged');
+    expect((await k('apply', '-f', file, '--validate=false')).stdout).toContain(
+      'cluster.management.platform.sh/prod-eu created',
+    );
+    expect((await k('apply', '-f', file, '--validate=false')).stdout).toContain(
+      'cluster.management.platform.sh/prod-eu unchanged',
+    );
 
     manifest('cluster', { ...doc, spec: { ...doc.spec, unusable: true } });
-    expect((await k('apply', '-f', file, '--validate=false')).stdout).toContain('cluster.management.platform.sh/prod-eu configured');
+    expect((await k('apply', '-f', file, '--validate=false')).stdout).toContain(
+      'cluster.management.platform.sh/prod-eu configured',
+    );
 
-    const patched = await k('patch', 'pcl', 'prod-eu', '--type=json', '-p', '[{"op":"add","path":"/metadata/annotations","value":{"owner":"team-a"}}]');
+    const patched = await k(
+      'patch',
+      'pcl',
+      'prod-eu',
+      '--type=json',
+      '-p',
+      '[{"op":"add","path":"/metadata/annotations","value":{"owner":"team-a"}}]',
+    );
     expect(patched).toMatchObject({ code: 0 });
     expect(patched.stdout).toContain('cluster.management.platform.sh/prod-eu patched');
 

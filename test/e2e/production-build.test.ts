@@ -47,21 +47,34 @@ test('the Dockerfile build stage on a clean clone gives a runtime that serves wi
   const dockerfile = readFileSync(join(clone, 'Dockerfile'), 'utf8');
   const build = stage(dockerfile, 'build');
   expect(build.run.length).toBeGreaterThan(0);
-  for (const source of build.copies) expect({ source, exists: existsSync(join(clone, source)) }).toEqual({ source, exists: true });
-  for (const command of build.run) execFileSync('sh', ['-c', command], { cwd: clone, stdio: 'ignore', timeout: 300_000 });
+  for (const source of build.copies)
+    expect({ source, exists: existsSync(join(clone, source)) }).toEqual({ source, exists: true });
+  for (const command of build.run)
+    execFileSync('sh', ['-c', command], { cwd: clone, stdio: 'ignore', timeout: 300_000 });
 
   // The runtime stage's files from the build (and crds/ and package.json from the clone), nothing else.
   const runtime = join(dir, 'app');
-  for (const part of ['node_modules', 'dist', 'package.json', 'crds']) cpSync(join(clone, part), join(runtime, part), { recursive: true });
+  for (const part of ['node_modules', 'dist', 'package.json', 'crds'])
+    cpSync(join(clone, part), join(runtime, part), { recursive: true });
   expect(execFileSync('find', [join(runtime, 'node_modules'), '-name', '*.map'], { encoding: 'utf8' })).toBe('');
   // Development tools are gone.
-  for (const devOnly of ['typescript', 'jest', '@aws-cdk/lambda-layer-kubectl-v33']) expect(existsSync(join(runtime, 'node_modules', devOnly))).toBe(false);
+  for (const devOnly of ['typescript', 'jest', '@aws-cdk/lambda-layer-kubectl-v33'])
+    expect(existsSync(join(runtime, 'node_modules', devOnly))).toBe(false);
 
   const dataDir = join(dir, 'data');
   let log = '';
-  server = spawn(process.execPath, ['dist/main.js', `--data-dir=${dataDir}`, '--bind-address=127.0.0.1', '--secure-port=0'], { cwd: runtime, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, NODE_ENV: 'production' } });
+  server = spawn(
+    process.execPath,
+    ['dist/main.js', `--data-dir=${dataDir}`, '--bind-address=127.0.0.1', '--secure-port=0'],
+    { cwd: runtime, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, NODE_ENV: 'production' } },
+  );
   server.stderr!.setEncoding('utf8').on('data', (c: string) => (log += c));
-  const serving = await waitFor('the production build to serve', () => log.split('\n').find((l) => l.includes('"msg":"serving"')), 60_000, 100);
+  const serving = await waitFor(
+    'the production build to serve',
+    () => log.split('\n').find((l) => l.includes('"msg":"serving"')),
+    60_000,
+    100,
+  );
   expect(JSON.parse(serving).url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
 
   const kubeconfig = join(dataDir, 'admin.kubeconfig');

@@ -34,7 +34,11 @@ const prefix = `/cluster-${randomUUID()}`;
 beforeAll(async () => {
   cluster = await startTestEtcdCluster(3);
   tokens = rootTokenFile();
-  server = await startServerProcess({ etcdEndpoint: cluster.endpoints.join(','), etcdPrefix: prefix, tokenAuthFile: tokens.file });
+  server = await startServerProcess({
+    etcdEndpoint: cluster.endpoints.join(','),
+    etcdPrefix: prefix,
+    tokenAuthFile: tokens.file,
+  });
   client = new PooledClient(server.url, server.caPem, tokens.token, WORKERS * 2);
 }, 90_000);
 
@@ -46,7 +50,8 @@ afterAll(async () => {
 }, 60_000);
 
 const seqOf = (o: any) => Number(o?.metadata?.annotations?.seq);
-const isStatus5xx = (r: HttpResponse) => r.status >= 500 && r.body?.kind === 'Status' && r.body.code === r.status && [500, 503, 504].includes(r.status);
+const isStatus5xx = (r: HttpResponse) =>
+  r.status >= 500 && r.body?.kind === 'Status' && r.body.code === r.status && [500, 503, 504].includes(r.status);
 
 type Known = { seq: number; rv: string };
 interface Unknown {
@@ -77,8 +82,17 @@ async function worker(load: Load, id: number, stop: () => boolean): Promise<void
       let error: unknown;
       try {
         res = state
-          ? await client.patch(sharedSecretPath(NS, name), { metadata: { annotations: { seq: String(seq) } } }, MERGE_PATCH, { timeoutMs: ANSWER_BOUND_MS })
-          : await client.post(sharedSecretsPath(NS), { ...secretBody(name), metadata: { name, annotations: { seq: '0' } } }, { timeoutMs: ANSWER_BOUND_MS });
+          ? await client.patch(
+              sharedSecretPath(NS, name),
+              { metadata: { annotations: { seq: String(seq) } } },
+              MERGE_PATCH,
+              { timeoutMs: ANSWER_BOUND_MS },
+            )
+          : await client.post(
+              sharedSecretsPath(NS),
+              { ...secretBody(name), metadata: { name, annotations: { seq: '0' } } },
+              { timeoutMs: ANSWER_BOUND_MS },
+            );
       } catch (err) {
         error = err;
       }
@@ -91,7 +105,8 @@ async function worker(load: Load, id: number, stop: () => boolean): Promise<void
       }
       load.failures.push({ sent, at, what: res ? `${res.status} ${res.body?.reason}` : String(error) });
       if (res && !isStatus5xx(res)) load.unexpected.push(`${name} seq ${seq}: ${res.status} ${res.text.slice(0, 200)}`);
-      if (!res && !/timed out|ECONNRESET|socket hang up/.test(String(error))) load.unexpected.push(`${name} seq ${seq}: ${String(error)}`);
+      if (!res && !/timed out|ECONNRESET|socket hang up/.test(String(error)))
+        load.unexpected.push(`${name} seq ${seq}: ${String(error)}`);
       load.known.delete(name);
       load.unknown.push({ name, before: state, seq });
       await new Promise((r) => setTimeout(r, 50));
@@ -102,22 +117,31 @@ async function worker(load: Load, id: number, stop: () => boolean): Promise<void
 
 /** Every acknowledged write is stored as acknowledged; every write in doubt is as before it or as asked. */
 async function verify(load: Load): Promise<void> {
-  const res = await waitFor('a list', async () => {
-    const r = await client.get(sharedSecretsPath(NS)).catch(() => undefined);
-    return r?.status === 200 && r;
-  }, 30_000, 200);
+  const res = await waitFor(
+    'a list',
+    async () => {
+      const r = await client.get(sharedSecretsPath(NS)).catch(() => undefined);
+      return r?.status === 200 && r;
+    },
+    30_000,
+    200,
+  );
   const stored = new Map<string, any>(res.body.items.map((o: any) => [o.metadata.name, o]));
   const problems: string[] = [];
   for (const [name, k] of load.known) {
     const o = stored.get(name);
     if (!o) problems.push(`${name}: acknowledged seq ${k.seq}, missing`);
-    else if (seqOf(o) !== k.seq || o.metadata.resourceVersion !== k.rv) problems.push(`${name}: acknowledged seq ${k.seq} rv ${k.rv}, stored seq ${seqOf(o)} rv ${o.metadata.resourceVersion}`);
+    else if (seqOf(o) !== k.seq || o.metadata.resourceVersion !== k.rv)
+      problems.push(
+        `${name}: acknowledged seq ${k.seq} rv ${k.rv}, stored seq ${seqOf(o)} rv ${o.metadata.resourceVersion}`,
+      );
   }
   for (const u of load.unknown) {
     const o = stored.get(u.name);
     const asBefore = u.before ? !!o && seqOf(o) === u.before.seq && o.metadata.resourceVersion === u.before.rv : !o;
     const asAsked = !!o && seqOf(o) === u.seq;
-    if (!asBefore && !asAsked) problems.push(`${u.name}: a write of seq ${u.seq} in doubt left ${o ? `seq ${seqOf(o)}` : 'nothing'}`);
+    if (!asBefore && !asAsked)
+      problems.push(`${u.name}: a write of seq ${u.seq} in doubt left ${o ? `seq ${seqOf(o)}` : 'nothing'}`);
   }
   expect(problems).toEqual([]);
 }
@@ -128,7 +152,7 @@ describe('a 3-member etcd cluster', () => {
 
   test('kill -9 of the etcd leader under write load: writes resume within seconds, then none fails, and no acknowledged write is lost', async () => {
     let stopped = false;
-    let postFailover: string[] = [];
+    let postFailover: string[] | undefined;
     const workers = Array.from({ length: WORKERS }, (_, i) => worker(load, i, () => stopped));
     try {
       await waitFor('writes before the kill', () => load.acks.length >= 300, 30_000, 10);
@@ -137,7 +161,12 @@ describe('a 3-member etcd cluster', () => {
       await cluster.kill(leader);
       figures.killedLeader = leader.name;
       // Writes resume: one sent after the kill is acknowledged.
-      await waitFor('a write sent after the kill to be acknowledged', () => load.acks.some((a) => a.sent > killedAt), 30_000, 10);
+      await waitFor(
+        'a write sent after the kill to be acknowledged',
+        () => load.acks.some((a) => a.sent > killedAt),
+        30_000,
+        10,
+      );
       const resumed = Math.min(...load.acks.filter((a) => a.sent > killedAt).map((a) => a.at));
       figures.writesResumeAfterLeaderKillSeconds = Math.round(resumed - killedAt) / 1000;
       figures.newLeader = (await cluster.leader()).name;
@@ -146,11 +175,19 @@ describe('a 3-member etcd cluster', () => {
       const acksAtResume = load.acks.length;
       await new Promise((r) => setTimeout(r, Math.max(0, killedAt + 15_000 - performance.now())));
       figures.acknowledgedAfterResume = load.acks.length - acksAtResume;
-      postFailover = load.failures.filter((f) => f.sent > resumed + 1000).map((f) => `${Math.round(f.at - killedAt)} ms after the kill: ${f.what}`);
+      postFailover = load.failures
+        .filter((f) => f.sent > resumed + 1000)
+        .map((f) => `${Math.round(f.at - killedAt)} ms after the kill: ${f.what}`);
       // The longest time without any acknowledgement around the kill.
-      const around = load.acks.map((a) => a.at).filter((t) => t > killedAt - 1000).sort((a, b) => a - b);
-      figures.longestGapWithoutAcksSeconds = Math.round(Math.max(0, ...around.slice(1).map((t, i) => t - around[i]), around[0] - killedAt)) / 1000;
-      figures.failedWrites = load.failures.map((f) => `${f.what}${f.at < killedAt ? ' (before the kill)' : ''}`).reduce<Record<string, number>>((m, w) => ((m[w] = (m[w] ?? 0) + 1), m), {});
+      const around = load.acks
+        .map((a) => a.at)
+        .filter((t) => t > killedAt - 1000)
+        .sort((a, b) => a - b);
+      figures.longestGapWithoutAcksSeconds =
+        Math.round(Math.max(0, ...around.slice(1).map((t, i) => t - around[i]), around[0] - killedAt)) / 1000;
+      figures.failedWrites = load.failures
+        .map((f) => `${f.what}${f.at < killedAt ? ' (before the kill)' : ''}`)
+        .reduce<Record<string, number>>((m, w) => ((m[w] = (m[w] ?? 0) + 1), m), {});
     } finally {
       stopped = true;
       await Promise.all(workers);
@@ -167,7 +204,13 @@ describe('a 3-member etcd cluster', () => {
     // The killed member back first: all three up.
     for (const m of cluster.members) await cluster.start(m);
     await cluster.waitHealthy();
-    await waitFor('the server to write again', async () => (await client.post(sharedSecretsPath(NS), secretBody(`before-${randomUUID().slice(0, 8)}`))).status === 201, 30_000, 200);
+    await waitFor(
+      'the server to write again',
+      async () =>
+        (await client.post(sharedSecretsPath(NS), secretBody(`before-${randomUUID().slice(0, 8)}`))).status === 201,
+      30_000,
+      200,
+    );
 
     const leader = await cluster.leader();
     const follower = cluster.members.find((m) => m !== leader)!;
@@ -180,10 +223,22 @@ describe('a 3-member etcd cluster', () => {
     // again once /readyz has failed.
     const known = [...load.known.keys()][0];
     const requests: [string, () => Promise<HttpResponse>][] = [
-      ['create', () => client.post(sharedSecretsPath(NS), secretBody(`during-${randomUUID().slice(0, 8)}`), { timeoutMs: ANSWER_BOUND_MS })],
+      [
+        'create',
+        () =>
+          client.post(sharedSecretsPath(NS), secretBody(`during-${randomUUID().slice(0, 8)}`), {
+            timeoutMs: ANSWER_BOUND_MS,
+          }),
+      ],
       ['get', () => client.get(sharedSecretPath(NS, known), { timeoutMs: ANSWER_BOUND_MS })],
       ['list', () => client.get(sharedSecretsPath(NS), { timeoutMs: ANSWER_BOUND_MS })],
-      ['merge patch', () => client.patch(sharedSecretPath(NS, known), { metadata: { labels: { during: 'outage' } } }, MERGE_PATCH, { timeoutMs: ANSWER_BOUND_MS })],
+      [
+        'merge patch',
+        () =>
+          client.patch(sharedSecretPath(NS, known), { metadata: { labels: { during: 'outage' } } }, MERGE_PATCH, {
+            timeoutMs: ANSWER_BOUND_MS,
+          }),
+      ],
       ['delete', () => client.delete(sharedSecretPath(NS, known), { timeoutMs: ANSWER_BOUND_MS })],
     ];
     const latencies: Record<string, number[]> = {};
@@ -203,7 +258,12 @@ describe('a 3-member etcd cluster', () => {
     await Promise.all(requests.map(([what, send]) => ask(`${what} at once`, send)));
 
     // /readyz fails soon (the etcd check or the probe notices) while /livez stays fine.
-    await waitFor('/readyz to fail', async () => (await client.get('/readyz', { timeoutMs: ANSWER_BOUND_MS })).status !== 200, 30_000, 200);
+    await waitFor(
+      '/readyz to fail',
+      async () => (await client.get('/readyz', { timeoutMs: ANSWER_BOUND_MS })).status !== 200,
+      30_000,
+      200,
+    );
     figures.readyzFailsAfterQuorumLossSeconds = secondsSince(lostAt);
     expect((await client.get('/livez')).status).toBe(200);
 
@@ -222,7 +282,17 @@ describe('a 3-member etcd cluster', () => {
     const backAt = performance.now();
     await Promise.all([cluster.start(leader), cluster.start(follower)]);
     await cluster.waitHealthy();
-    await waitFor('a write to succeed again', async () => (await client.post(sharedSecretsPath(NS), secretBody(`after-${randomUUID().slice(0, 8)}`)).catch(() => undefined))?.status === 201, 60_000, 200);
+    await waitFor(
+      'a write to succeed again',
+      async () =>
+        (
+          await client
+            .post(sharedSecretsPath(NS), secretBody(`after-${randomUUID().slice(0, 8)}`))
+            .catch(() => undefined)
+        )?.status === 201,
+      60_000,
+      200,
+    );
     figures.writesResumeAfterQuorumBackSeconds = secondsSince(backAt);
     await waitFor('/readyz to pass', async () => (await client.get('/readyz')).status === 200, 60_000, 200);
     figures.readyzPassesAfterQuorumBackSeconds = secondsSince(backAt);

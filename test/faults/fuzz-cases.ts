@@ -79,9 +79,17 @@ export interface KindInfo {
 export function kinds(): KindInfo[] {
   const valid: Record<string, (name: string) => Record<string, any>> = {
     SharedSecret: (name) => ({ spec: { displayName: `Secret ${name}`, data: { token: 'c2VjcmV0' } } }),
-    Cluster: () => ({ spec: { displayName: 'Cluster', config: { secretName: 'kubeconfig', secretNamespace: 'platform' }, managementNamespace: 'platform-system' } }),
+    Cluster: () => ({
+      spec: {
+        displayName: 'Cluster',
+        config: { secretName: 'kubeconfig', secretNamespace: 'platform' },
+        managementNamespace: 'platform-system',
+      },
+    }),
     Project: () => ({ spec: { displayName: 'Project', allowedClusters: [{ name: 'eu-1' }] } }),
-    VirtualClusterInstance: (name) => ({ spec: { displayName: 'VC', clusterRef: { cluster: 'eu-1', namespace: `vcluster-${name}`, virtualCluster: name } } }),
+    VirtualClusterInstance: (name) => ({
+      spec: { displayName: 'VC', clusterRef: { cluster: 'eu-1', namespace: `vcluster-${name}`, virtualCluster: name } },
+    }),
     OwnedAccessKey: () => ({ spec: { user: 'alice', displayName: 'key' } }),
   };
   return readdirSync('crds')
@@ -97,7 +105,12 @@ export function kinds(): KindInfo[] {
         namespaced,
         namespace,
         schema: crd.spec.versions[0].schema.openAPIV3Schema,
-        valid: (name: string) => ({ apiVersion: API_VERSION, kind, metadata: namespace ? { name, namespace } : { name }, ...valid[kind](name) }),
+        valid: (name: string) => ({
+          apiVersion: API_VERSION,
+          kind,
+          metadata: namespace ? { name, namespace } : { name },
+          ...valid[kind](name),
+        }),
       };
     });
 }
@@ -135,7 +148,8 @@ function propertyPaths(s: Schema, at: Path = []): { path: Path; schema: Schema }
   const out: { path: Path; schema: Schema }[] = [];
   if (at.length && s.type) out.push({ path: at, schema: s });
   for (const [k, c] of Object.entries(s.properties ?? {})) out.push(...propertyPaths(c, [...at, k]));
-  if (s.additionalProperties && typeof s.additionalProperties === 'object') out.push(...propertyPaths(s.additionalProperties, [...at, 'fuzzkey']));
+  if (s.additionalProperties && typeof s.additionalProperties === 'object')
+    out.push(...propertyPaths(s.additionalProperties, [...at, 'fuzzkey']));
   if (s.items) out.push(...propertyPaths(s.items, [...at, 0]));
   return out;
 }
@@ -165,14 +179,19 @@ function setAt(obj: Record<string, any>, path: Path, value: unknown): Record<str
   for (let i = 0; i < path.length - 1; i++) {
     const wantArray = typeof path[i + 1] === 'number';
     const have = cur[path[i]];
-    if (wantArray ? !Array.isArray(have) : have === null || typeof have !== 'object' || Array.isArray(have)) cur[path[i]] = wantArray ? [] : {};
+    if (wantArray ? !Array.isArray(have) : have === null || typeof have !== 'object' || Array.isArray(have))
+      cur[path[i]] = wantArray ? [] : {};
     cur = cur[path[i]];
   }
   cur[path[path.length - 1]] = value;
   return root;
 }
 
-const pathText = (p: Path) => p.map((s) => (typeof s === 'number' ? `[${s}]` : `.${s}`)).join('').slice(1);
+const pathText = (p: Path) =>
+  p
+    .map((s) => (typeof s === 'number' ? `[${s}]` : `.${s}`))
+    .join('')
+    .slice(1);
 
 const json = (v: unknown) => JSON.stringify(v);
 
@@ -188,7 +207,11 @@ export function generateCases(seed: number, fixtures: Fixtures): FuzzCase[] {
   for (const k of all) {
     const fixture = fixtures[k.kind];
     const fresh = k.valid('fuzz-new');
-    const applyBase = { apiVersion: API_VERSION, kind: k.kind, metadata: k.namespace ? { name: TARGET, namespace: k.namespace } : { name: TARGET } };
+    const applyBase = {
+      apiVersion: API_VERSION,
+      kind: k.kind,
+      metadata: k.namespace ? { name: TARGET, namespace: k.namespace } : { name: TARGET },
+    };
     const paths = [
       ...propertyPaths({ properties: { metadata: objectMetaSchema as Schema } }),
       ...propertyPaths(k.schema).filter((p) => p.path[0] !== 'metadata'),
@@ -196,32 +219,115 @@ export function generateCases(seed: number, fixtures: Fixtures): FuzzCase[] {
 
     // wrong-type and bad-format: each path, each wrong value, through every way of writing it.
     for (const { path, schema } of paths) {
-      const values = [...(WRONG[schema.type!] ?? []).map((v) => ['wrong-type', v] as const), ...(BAD_FORMAT[schema.format ?? ''] ?? []).map((v) => ['bad-format', v] as const)];
+      const values = [
+        ...(WRONG[schema.type!] ?? []).map((v) => ['wrong-type', v] as const),
+        ...(BAD_FORMAT[schema.format ?? ''] ?? []).map((v) => ['bad-format', v] as const),
+      ];
       for (const [category, value] of values) {
         const what = `${k.kind} ${pathText(path)} = ${json(value)}`;
         const codes = [400, 422];
         if (path[0] === 'status') {
           // Only the status subresource writes status; elsewhere status is dropped, as kube does.
-          add({ category, what: `${what} (PUT status)`, method: 'PUT', path: `${objectPath(k)}/status`, body: json(setAt(fixture, path, value)), expect: codes });
-          add({ category, what: `${what} (merge patch status)`, method: 'PATCH', path: `${objectPath(k)}/status`, contentType: MERGE_PATCH, body: json(setAt({}, path, value)), expect: codes });
-          add({ category, what: `${what} (apply status)`, method: 'PATCH', path: `${objectPath(k)}/status?fieldManager=fuzz&force=true`, contentType: APPLY, body: yaml.dump(setAt(applyBase, path, value)), expect: codes });
+          add({
+            category,
+            what: `${what} (PUT status)`,
+            method: 'PUT',
+            path: `${objectPath(k)}/status`,
+            body: json(setAt(fixture, path, value)),
+            expect: codes,
+          });
+          add({
+            category,
+            what: `${what} (merge patch status)`,
+            method: 'PATCH',
+            path: `${objectPath(k)}/status`,
+            contentType: MERGE_PATCH,
+            body: json(setAt({}, path, value)),
+            expect: codes,
+          });
+          add({
+            category,
+            what: `${what} (apply status)`,
+            method: 'PATCH',
+            path: `${objectPath(k)}/status?fieldManager=fuzz&force=true`,
+            contentType: APPLY,
+            body: yaml.dump(setAt(applyBase, path, value)),
+            expect: codes,
+          });
           continue;
         }
-        add({ category, what: `${what} (create)`, method: 'POST', path: collectionPath(k), body: json(setAt(fresh, path, value)), expect: codes });
-        add({ category, what: `${what} (update)`, method: 'PUT', path: objectPath(k), body: json(setAt(fixture, path, value)), expect: codes });
-        add({ category, what: `${what} (merge patch)`, method: 'PATCH', path: objectPath(k), contentType: MERGE_PATCH, body: json(setAt({}, path, value)), expect: codes });
+        add({
+          category,
+          what: `${what} (create)`,
+          method: 'POST',
+          path: collectionPath(k),
+          body: json(setAt(fresh, path, value)),
+          expect: codes,
+        });
+        add({
+          category,
+          what: `${what} (update)`,
+          method: 'PUT',
+          path: objectPath(k),
+          body: json(setAt(fixture, path, value)),
+          expect: codes,
+        });
+        add({
+          category,
+          what: `${what} (merge patch)`,
+          method: 'PATCH',
+          path: objectPath(k),
+          contentType: MERGE_PATCH,
+          body: json(setAt({}, path, value)),
+          expect: codes,
+        });
         const top = String(path[0]);
         const replaced = setAt(fixture, path, value)[top];
-        add({ category, what: `${what} (json patch)`, method: 'PATCH', path: objectPath(k), contentType: JSON_PATCH, body: json([{ op: 'add', path: `/${top}`, value: replaced }]), expect: codes });
-        add({ category, what: `${what} (apply)`, method: 'PATCH', path: `${objectPath(k)}?fieldManager=fuzz&force=true`, contentType: APPLY, body: yaml.dump(setAt(applyBase, path, value)), expect: codes });
+        add({
+          category,
+          what: `${what} (json patch)`,
+          method: 'PATCH',
+          path: objectPath(k),
+          contentType: JSON_PATCH,
+          body: json([{ op: 'add', path: `/${top}`, value: replaced }]),
+          expect: codes,
+        });
+        add({
+          category,
+          what: `${what} (apply)`,
+          method: 'PATCH',
+          path: `${objectPath(k)}?fieldManager=fuzz&force=true`,
+          contentType: APPLY,
+          body: yaml.dump(setAt(applyBase, path, value)),
+          expect: codes,
+        });
       }
     }
     // The top level too: apiVersion, kind, metadata, spec and status of the wrong type.
-    for (const [field, values] of Object.entries({ apiVersion: [1, true, {}, []], kind: [1, false, {}, ['SharedSecret']], metadata: ['x', 1, [], true], spec: ['x', 1, [1], true] })) {
+    for (const [field, values] of Object.entries({
+      apiVersion: [1, true, {}, []],
+      kind: [1, false, {}, ['SharedSecret']],
+      metadata: ['x', 1, [], true],
+      spec: ['x', 1, [1], true],
+    })) {
       for (const value of values) {
         const what = `${k.kind} ${field} = ${json(value)}`;
-        add({ category: 'wrong-type', what: `${what} (create)`, method: 'POST', path: collectionPath(k), body: json({ ...fresh, [field]: value }), expect: [400, 422] });
-        add({ category: 'wrong-type', what: `${what} (update)`, method: 'PUT', path: objectPath(k), body: json({ ...fixture, [field]: value }), expect: [400, 422] });
+        add({
+          category: 'wrong-type',
+          what: `${what} (create)`,
+          method: 'POST',
+          path: collectionPath(k),
+          body: json({ ...fresh, [field]: value }),
+          expect: [400, 422],
+        });
+        add({
+          category: 'wrong-type',
+          what: `${what} (update)`,
+          method: 'PUT',
+          path: objectPath(k),
+          body: json({ ...fixture, [field]: value }),
+          expect: [400, 422],
+        });
       }
     }
 
@@ -229,15 +335,47 @@ export function generateCases(seed: number, fixtures: Fixtures): FuzzCase[] {
     const jsonDocs: [string, string, string, string | undefined][] = [
       ['create', 'POST', collectionPath(k), json(fresh)],
       ['update', 'PUT', objectPath(k), json(fixture)],
-      ['merge patch', 'PATCH', objectPath(k), json({ spec: { description: 'changed' }, metadata: { labels: { a: 'b' } } })],
-      ['json patch', 'PATCH', objectPath(k), json([{ op: 'replace', path: '/spec/description', value: 'changed' }, { op: 'add', path: '/metadata/labels', value: { a: 'b' } }])],
+      [
+        'merge patch',
+        'PATCH',
+        objectPath(k),
+        json({ spec: { description: 'changed' }, metadata: { labels: { a: 'b' } } }),
+      ],
+      [
+        'json patch',
+        'PATCH',
+        objectPath(k),
+        json([
+          { op: 'replace', path: '/spec/description', value: 'changed' },
+          { op: 'add', path: '/metadata/labels', value: { a: 'b' } },
+        ]),
+      ],
       ['status update', 'PUT', `${objectPath(k)}/status`, json(fixture)],
-      ['delete options', 'DELETE', objectPath(k), json({ kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: 'Background', preconditions: { uid: fixture.metadata.uid } })],
+      [
+        'delete options',
+        'DELETE',
+        objectPath(k),
+        json({
+          kind: 'DeleteOptions',
+          apiVersion: 'v1',
+          propagationPolicy: 'Background',
+          preconditions: { uid: fixture.metadata.uid },
+        }),
+      ],
     ];
     for (const [what, method, path, doc] of jsonDocs) {
-      const contentType = what === 'merge patch' ? MERGE_PATCH : what === 'json patch' ? JSON_PATCH : 'application/json';
+      const contentType =
+        what === 'merge patch' ? MERGE_PATCH : what === 'json patch' ? JSON_PATCH : 'application/json';
       for (const body of brokenVariants(rng, doc!, 50, (b) => parses(() => JSON.parse(b.toString('utf8'))))) {
-        add({ category: 'broken-json', what: `${k.kind} ${what}: ${preview(body)}`, method, path, contentType, body, expect: [400] });
+        add({
+          category: 'broken-json',
+          what: `${k.kind} ${what}: ${preview(body)}`,
+          method,
+          path,
+          contentType,
+          body,
+          expect: [400],
+        });
       }
     }
 
@@ -248,8 +386,22 @@ export function generateCases(seed: number, fixtures: Fixtures): FuzzCase[] {
       ['apply', 'PATCH', `${objectPath(k)}?fieldManager=fuzz`, APPLY, yaml.dump({ ...applyBase, spec: fresh.spec })],
     ];
     for (const [what, method, path, contentType, doc] of yamlDocs) {
-      for (const body of brokenVariants(rng, doc, 60, (b) => parses(() => yaml.load(b.toString('utf8'), { schema: yaml.CORE_SCHEMA })), yamlMutations)) {
-        add({ category: 'broken-yaml', what: `${k.kind} ${what}: ${preview(body)}`, method, path, contentType, body, expect: [400] });
+      for (const body of brokenVariants(
+        rng,
+        doc,
+        60,
+        (b) => parses(() => yaml.load(b.toString('utf8'), { schema: yaml.CORE_SCHEMA })),
+        yamlMutations,
+      )) {
+        add({
+          category: 'broken-yaml',
+          what: `${k.kind} ${what}: ${preview(body)}`,
+          method,
+          path,
+          contentType,
+          body,
+          expect: [400],
+        });
       }
     }
 
@@ -263,7 +415,15 @@ export function generateCases(seed: number, fixtures: Fixtures): FuzzCase[] {
     ] as const) {
       const body = json({ ...fresh, spec: { ...fresh.spec, description: '' } });
       const padded = body.replace('"description":""', `"description":"${'x'.repeat(size - body.length)}"`);
-      add({ category: 'huge', what: `${k.kind} ${method} ${contentType} of ${padded.length} bytes`, method, path, contentType, body: padded, expect: [413] });
+      add({
+        category: 'huge',
+        what: `${k.kind} ${method} ${contentType} of ${padded.length} bytes`,
+        method,
+        path,
+        contentType,
+        body: padded,
+        expect: [413],
+      });
     }
 
     // too-large: under the body limit, over what etcd takes in one request (1.5 MiB): kube answers 413
@@ -275,8 +435,21 @@ export function generateCases(seed: number, fixtures: Fixtures): FuzzCase[] {
       [2, 'PATCH', objectPath(k), MERGE_PATCH],
     ] as const) {
       const description = 'x'.repeat(Math.floor(size * 1024 * 1024));
-      const body = method === 'POST' ? { ...fresh, spec: { ...fresh.spec, description } } : method === 'PUT' ? { ...fixture, spec: { ...fixture.spec, description } } : { spec: { description } };
-      add({ category: 'too-large', what: `${k.kind} ${method} of a ${size} MiB object`, method, path, contentType, body: json(body), expect: [413] });
+      const body =
+        method === 'POST'
+          ? { ...fresh, spec: { ...fresh.spec, description } }
+          : method === 'PUT'
+            ? { ...fixture, spec: { ...fixture.spec, description } }
+            : { spec: { description } };
+      add({
+        category: 'too-large',
+        what: `${k.kind} ${method} of a ${size} MiB object`,
+        method,
+        path,
+        contentType,
+        body: json(body),
+        expect: [413],
+      });
     }
 
     // deep: past the nesting limit in bodies, patches and YAML.
@@ -284,24 +457,122 @@ export function generateCases(seed: number, fixtures: Fixtures): FuzzCase[] {
       const arrays = `${'['.repeat(levels)}${']'.repeat(levels)}`;
       const objects = `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`;
       const inSpec = (v: string) => json({ ...fresh, spec: { ...fresh.spec, description: '@' } }).replace('"@"', v);
-      add({ category: 'deep', what: `${k.kind} create with ${levels} nested arrays`, method: 'POST', path: collectionPath(k), body: inSpec(arrays), expect: [400] });
-      add({ category: 'deep', what: `${k.kind} create with ${levels} nested objects`, method: 'POST', path: collectionPath(k), body: inSpec(objects), expect: [400] });
-      add({ category: 'deep', what: `${k.kind} merge patch with ${levels} nested objects`, method: 'PATCH', path: objectPath(k), contentType: MERGE_PATCH, body: `{"spec":{"description":${objects}}}`, expect: [400] });
-      add({ category: 'deep', what: `${k.kind} json patch with ${levels} nested arrays`, method: 'PATCH', path: objectPath(k), contentType: JSON_PATCH, body: `[{"op":"add","path":"/spec/description","value":${arrays}}]`, expect: [400] });
-      add({ category: 'deep', what: `${k.kind} YAML create with ${levels} nested flow sequences`, method: 'POST', path: collectionPath(k), contentType: YAML, body: `${yaml.dump({ ...fresh, spec: undefined })}spec:\n  description: ${arrays}\n`, expect: [400] });
-      add({ category: 'deep', what: `${k.kind} apply with ${levels} nested flow mappings`, method: 'PATCH', path: `${objectPath(k)}?fieldManager=fuzz`, contentType: APPLY, body: `${yaml.dump(applyBase)}spec:\n  description: ${'{a: '.repeat(levels)}1${'}'.repeat(levels)}\n`, expect: [400] });
-      add({ category: 'deep', what: `${k.kind} delete options with ${levels} nested arrays`, method: 'DELETE', path: objectPath(k), body: `{"kind":"DeleteOptions","apiVersion":"v1","preconditions":${arrays}}`, expect: [400] });
+      add({
+        category: 'deep',
+        what: `${k.kind} create with ${levels} nested arrays`,
+        method: 'POST',
+        path: collectionPath(k),
+        body: inSpec(arrays),
+        expect: [400],
+      });
+      add({
+        category: 'deep',
+        what: `${k.kind} create with ${levels} nested objects`,
+        method: 'POST',
+        path: collectionPath(k),
+        body: inSpec(objects),
+        expect: [400],
+      });
+      add({
+        category: 'deep',
+        what: `${k.kind} merge patch with ${levels} nested objects`,
+        method: 'PATCH',
+        path: objectPath(k),
+        contentType: MERGE_PATCH,
+        body: `{"spec":{"description":${objects}}}`,
+        expect: [400],
+      });
+      add({
+        category: 'deep',
+        what: `${k.kind} json patch with ${levels} nested arrays`,
+        method: 'PATCH',
+        path: objectPath(k),
+        contentType: JSON_PATCH,
+        body: `[{"op":"add","path":"/spec/description","value":${arrays}}]`,
+        expect: [400],
+      });
+      add({
+        category: 'deep',
+        what: `${k.kind} YAML create with ${levels} nested flow sequences`,
+        method: 'POST',
+        path: collectionPath(k),
+        contentType: YAML,
+        body: `${yaml.dump({ ...fresh, spec: undefined })}spec:\n  description: ${arrays}\n`,
+        expect: [400],
+      });
+      add({
+        category: 'deep',
+        what: `${k.kind} apply with ${levels} nested flow mappings`,
+        method: 'PATCH',
+        path: `${objectPath(k)}?fieldManager=fuzz`,
+        contentType: APPLY,
+        body: `${yaml.dump(applyBase)}spec:\n  description: ${'{a: '.repeat(levels)}1${'}'.repeat(levels)}\n`,
+        expect: [400],
+      });
+      add({
+        category: 'deep',
+        what: `${k.kind} delete options with ${levels} nested arrays`,
+        method: 'DELETE',
+        path: objectPath(k),
+        body: `{"kind":"DeleteOptions","apiVersion":"v1","preconditions":${arrays}}`,
+        expect: [400],
+      });
     }
 
     // alias-bomb: a few sizes of "billion laughs", wherever YAML is read.
-    for (const [width, depth] of [[10, 9], [9, 8], [2, 30], [50, 5]]) {
+    for (const [width, depth] of [
+      [10, 9],
+      [9, 8],
+      [2, 30],
+      [50, 5],
+    ]) {
       const bomb = aliasBomb(width, depth);
       const withBomb = (doc: Record<string, unknown>, at: 'spec' | 'status') => `${yaml.dump(doc)}${at}:\n${bomb}`;
-      add({ category: 'alias-bomb', what: `${k.kind} create with ${width}^${depth} aliases`, method: 'POST', path: collectionPath(k), contentType: YAML, body: withBomb({ ...fresh, spec: undefined }, 'spec'), expect: [400] });
-      add({ category: 'alias-bomb', what: `${k.kind} update with ${width}^${depth} aliases`, method: 'PUT', path: objectPath(k), contentType: YAML, body: withBomb({ ...fixture, spec: undefined }, 'spec'), expect: [400] });
-      add({ category: 'alias-bomb', what: `${k.kind} apply with ${width}^${depth} aliases`, method: 'PATCH', path: `${objectPath(k)}?fieldManager=fuzz`, contentType: APPLY, body: withBomb(applyBase, 'spec'), expect: [400] });
-      add({ category: 'alias-bomb', what: `${k.kind} status apply with ${width}^${depth} aliases`, method: 'PATCH', path: `${objectPath(k)}/status?fieldManager=fuzz`, contentType: APPLY, body: withBomb(applyBase, 'status'), expect: [400] });
-      add({ category: 'alias-bomb', what: `${k.kind} delete options with ${width}^${depth} aliases`, method: 'DELETE', path: objectPath(k), contentType: YAML, body: `kind: DeleteOptions\napiVersion: v1\npreconditions:\n${bomb}`, expect: [400] });
+      add({
+        category: 'alias-bomb',
+        what: `${k.kind} create with ${width}^${depth} aliases`,
+        method: 'POST',
+        path: collectionPath(k),
+        contentType: YAML,
+        body: withBomb({ ...fresh, spec: undefined }, 'spec'),
+        expect: [400],
+      });
+      add({
+        category: 'alias-bomb',
+        what: `${k.kind} update with ${width}^${depth} aliases`,
+        method: 'PUT',
+        path: objectPath(k),
+        contentType: YAML,
+        body: withBomb({ ...fixture, spec: undefined }, 'spec'),
+        expect: [400],
+      });
+      add({
+        category: 'alias-bomb',
+        what: `${k.kind} apply with ${width}^${depth} aliases`,
+        method: 'PATCH',
+        path: `${objectPath(k)}?fieldManager=fuzz`,
+        contentType: APPLY,
+        body: withBomb(applyBase, 'spec'),
+        expect: [400],
+      });
+      add({
+        category: 'alias-bomb',
+        what: `${k.kind} status apply with ${width}^${depth} aliases`,
+        method: 'PATCH',
+        path: `${objectPath(k)}/status?fieldManager=fuzz`,
+        contentType: APPLY,
+        body: withBomb(applyBase, 'status'),
+        expect: [400],
+      });
+      add({
+        category: 'alias-bomb',
+        what: `${k.kind} delete options with ${width}^${depth} aliases`,
+        method: 'DELETE',
+        path: objectPath(k),
+        contentType: YAML,
+        body: `kind: DeleteOptions\napiVersion: v1\npreconditions:\n${bomb}`,
+        expect: [400],
+      });
     }
 
     // json-patch: documents that are not patches, and operations that cannot apply.
@@ -322,8 +593,16 @@ export function generateCases(seed: number, fixtures: Fixtures): FuzzCase[] {
       ['an add under a missing parent', [{ op: 'add', path: '/nope/deeper/x', value: 'x' }], [400, 422]],
       ['a remove of a missing field', [{ op: 'remove', path: '/spec/nonexistent' }], [400, 422]],
       ['a replace of a missing field', [{ op: 'replace', path: '/spec/nonexistent/x', value: 1 }], [400, 422]],
-      ['a move from a missing field', [{ op: 'move', from: '/spec/nonexistent', path: '/spec/description' }], [400, 422]],
-      ['a copy from a missing field', [{ op: 'copy', from: '/spec/nonexistent', path: '/spec/description' }], [400, 422]],
+      [
+        'a move from a missing field',
+        [{ op: 'move', from: '/spec/nonexistent', path: '/spec/description' }],
+        [400, 422],
+      ],
+      [
+        'a copy from a missing field',
+        [{ op: 'copy', from: '/spec/nonexistent', path: '/spec/description' }],
+        [400, 422],
+      ],
       ['a move without from', [{ op: 'move', path: '/spec/description' }], [400, 422]],
       ['a failing test', [{ op: 'test', path: '/metadata/name', value: 'not-the-name' }], [400, 409, 422]],
       ['a test of a missing field', [{ op: 'test', path: '/spec/nonexistent', value: 'x' }], [400, 409, 422]],
@@ -334,19 +613,43 @@ export function generateCases(seed: number, fixtures: Fixtures): FuzzCase[] {
       ['a remove of the root', [{ op: 'remove', path: '' }], [400, 422]],
       ['a replace of the root by a string', [{ op: 'replace', path: '', value: 'x' }], [400, 422]],
       ['a change of the name', [{ op: 'replace', path: '/metadata/name', value: 'renamed' }], [400, 422]],
-      ['a change of the uid', [{ op: 'replace', path: '/metadata/uid', value: '00000000-0000-0000-0000-000000000000' }], [400, 409, 422]],
+      [
+        'a change of the uid',
+        [{ op: 'replace', path: '/metadata/uid', value: '00000000-0000-0000-0000-000000000000' }],
+        [400, 409, 422],
+      ],
       ['a change of the kind', [{ op: 'replace', path: '/kind', value: 'Other' }], [400, 422]],
       ['a change of the apiVersion', [{ op: 'replace', path: '/apiVersion', value: `${GROUP}/v2` }], [400, 422]],
       ['a stale resourceVersion', [{ op: 'replace', path: '/metadata/resourceVersion', value: '1' }], [409]],
       ['a bad resourceVersion', [{ op: 'replace', path: '/metadata/resourceVersion', value: 'abc' }], [400, 409, 422]],
       ['a finalizer list that is a string', [{ op: 'add', path: '/metadata/finalizers', value: 'x' }], [400, 422]],
-      ['10,001 passing tests', Array.from({ length: 10_001 }, () => ({ op: 'test', path: '/metadata/name', value: TARGET })), [413]],
+      [
+        '10,001 passing tests',
+        Array.from({ length: 10_001 }, () => ({ op: 'test', path: '/metadata/name', value: TARGET })),
+        [413],
+      ],
     ];
     for (const [what, patch, codes] of ops) {
-      add({ category: 'json-patch', what: `${k.kind}: ${what}`, method: 'PATCH', path: objectPath(k), contentType: JSON_PATCH, body: json(patch), expect: codes });
+      add({
+        category: 'json-patch',
+        what: `${k.kind}: ${what}`,
+        method: 'PATCH',
+        path: objectPath(k),
+        contentType: JSON_PATCH,
+        body: json(patch),
+        expect: codes,
+      });
       // /status takes only status from the patched object (kube too): a new uid there changes nothing.
       if (what === 'a change of the uid') continue;
-      add({ category: 'json-patch', what: `${k.kind} status: ${what}`, method: 'PATCH', path: `${objectPath(k)}/status`, contentType: JSON_PATCH, body: json(patch), expect: codes });
+      add({
+        category: 'json-patch',
+        what: `${k.kind} status: ${what}`,
+        method: 'PATCH',
+        path: `${objectPath(k)}/status`,
+        contentType: JSON_PATCH,
+        body: json(patch),
+        expect: codes,
+      });
     }
 
     // merge-patch: not an object, or a change that may not be made.
@@ -362,38 +665,122 @@ export function generateCases(seed: number, fixtures: Fixtures): FuzzCase[] {
       ['another version', json({ apiVersion: `${GROUP}/v2` }), [400, 422]],
       ['no metadata', json({ metadata: null }), [400, 422]],
       ['a stale resourceVersion', json({ metadata: { resourceVersion: '1' }, spec: { description: 'x' } }), [409]],
-      ['a resourceVersion that is not a number', json({ metadata: { resourceVersion: 'abc' }, spec: { description: 'x' } }), [400, 409, 422]],
+      [
+        'a resourceVersion that is not a number',
+        json({ metadata: { resourceVersion: 'abc' }, spec: { description: 'x' } }),
+        [400, 409, 422],
+      ],
       ['a bad label', json({ metadata: { labels: { 'bad key!': 'v' } } }), [422]],
       ['a bad label value', json({ metadata: { labels: { ok: 'bad value!' } } }), [422]],
       ['a bad finalizer', json({ metadata: { finalizers: ['bad finalizer'] } }), [422]],
-      ['an owner reference without uid', json({ metadata: { ownerReferences: [{ apiVersion: API_VERSION, kind: 'Cluster', name: 'x' }] } }), [422]],
-      ['a managedFields entry of an unknown operation', json({ metadata: { managedFields: [{ manager: 'm', operation: 'Frob', fieldsType: 'FieldsV1', fieldsV1: {} }] } }), [400, 422]],
+      [
+        'an owner reference without uid',
+        json({ metadata: { ownerReferences: [{ apiVersion: API_VERSION, kind: 'Cluster', name: 'x' }] } }),
+        [422],
+      ],
+      [
+        'a managedFields entry of an unknown operation',
+        json({
+          metadata: { managedFields: [{ manager: 'm', operation: 'Frob', fieldsType: 'FieldsV1', fieldsV1: {} }] },
+        }),
+        [400, 422],
+      ],
     ];
     // (A cluster-scoped object's namespace is cleared, as kube does: only a namespaced one can be moved.)
     if (k.namespaced) merges.push(['a new namespace', json({ metadata: { namespace: 'elsewhere' } }), [400, 404, 422]]);
     for (const [what, body, codes] of merges) {
-      add({ category: 'merge-patch', what: `${k.kind}: ${what}`, method: 'PATCH', path: objectPath(k), contentType: MERGE_PATCH, body, expect: codes });
+      add({
+        category: 'merge-patch',
+        what: `${k.kind}: ${what}`,
+        method: 'PATCH',
+        path: objectPath(k),
+        contentType: MERGE_PATCH,
+        body,
+        expect: codes,
+      });
     }
 
     // apply-patch: a configuration that cannot be applied.
     const applies: [string, string, string, number[]][] = [
       ['no fieldManager', objectPath(k), yaml.dump({ ...applyBase, spec: fresh.spec }), [400, 422]],
-      ['an empty fieldManager', `${objectPath(k)}?fieldManager=`, yaml.dump({ ...applyBase, spec: fresh.spec }), [400, 422]],
-      ['a fieldManager of 129 characters', `${objectPath(k)}?fieldManager=${'m'.repeat(129)}`, yaml.dump({ ...applyBase, spec: fresh.spec }), [400, 422]],
-      ['force=maybe', `${objectPath(k)}?fieldManager=fuzz&force=maybe`, yaml.dump({ ...applyBase, spec: fresh.spec }), [400, 422]],
-      ['another name', `${objectPath(k)}?fieldManager=fuzz`, yaml.dump({ ...applyBase, metadata: { ...applyBase.metadata, name: 'other' }, spec: fresh.spec }), [400, 422]],
-      ['another kind', `${objectPath(k)}?fieldManager=fuzz`, yaml.dump({ ...applyBase, kind: 'Other', spec: fresh.spec }), [400, 422]],
-      ['another version', `${objectPath(k)}?fieldManager=fuzz`, yaml.dump({ ...applyBase, apiVersion: `${GROUP}/v2`, spec: fresh.spec }), [400, 422]],
+      [
+        'an empty fieldManager',
+        `${objectPath(k)}?fieldManager=`,
+        yaml.dump({ ...applyBase, spec: fresh.spec }),
+        [400, 422],
+      ],
+      [
+        'a fieldManager of 129 characters',
+        `${objectPath(k)}?fieldManager=${'m'.repeat(129)}`,
+        yaml.dump({ ...applyBase, spec: fresh.spec }),
+        [400, 422],
+      ],
+      [
+        'force=maybe',
+        `${objectPath(k)}?fieldManager=fuzz&force=maybe`,
+        yaml.dump({ ...applyBase, spec: fresh.spec }),
+        [400, 422],
+      ],
+      [
+        'another name',
+        `${objectPath(k)}?fieldManager=fuzz`,
+        yaml.dump({ ...applyBase, metadata: { ...applyBase.metadata, name: 'other' }, spec: fresh.spec }),
+        [400, 422],
+      ],
+      [
+        'another kind',
+        `${objectPath(k)}?fieldManager=fuzz`,
+        yaml.dump({ ...applyBase, kind: 'Other', spec: fresh.spec }),
+        [400, 422],
+      ],
+      [
+        'another version',
+        `${objectPath(k)}?fieldManager=fuzz`,
+        yaml.dump({ ...applyBase, apiVersion: `${GROUP}/v2`, spec: fresh.spec }),
+        [400, 422],
+      ],
       ['a list', `${objectPath(k)}?fieldManager=fuzz`, '- a\n- b\n', [400, 422]],
       ['a string', `${objectPath(k)}?fieldManager=fuzz`, 'just a string\n', [400, 422]],
       ['an empty document', `${objectPath(k)}?fieldManager=fuzz`, '', [400, 422]],
-      ['managedFields', `${objectPath(k)}?fieldManager=fuzz`, yaml.dump({ ...applyBase, metadata: { ...applyBase.metadata, managedFields: [{ manager: 'x', operation: 'Apply' }] }, spec: fresh.spec }), [400, 422]],
-      ['a stale resourceVersion', `${objectPath(k)}?fieldManager=fuzz`, yaml.dump({ ...applyBase, metadata: { ...applyBase.metadata, resourceVersion: '1' }, spec: fresh.spec }), [409]],
-      ['an invalid name that would be created', `${collectionPath(k)}/Not_A_Name?fieldManager=fuzz`, yaml.dump({ ...applyBase, metadata: { ...applyBase.metadata, name: 'Not_A_Name' }, spec: fresh.spec }), [400, 422]],
-      ['dryRun=maybe', `${objectPath(k)}?fieldManager=fuzz&dryRun=maybe`, yaml.dump({ ...applyBase, spec: fresh.spec }), [400, 422]],
+      [
+        'managedFields',
+        `${objectPath(k)}?fieldManager=fuzz`,
+        yaml.dump({
+          ...applyBase,
+          metadata: { ...applyBase.metadata, managedFields: [{ manager: 'x', operation: 'Apply' }] },
+          spec: fresh.spec,
+        }),
+        [400, 422],
+      ],
+      [
+        'a stale resourceVersion',
+        `${objectPath(k)}?fieldManager=fuzz`,
+        yaml.dump({ ...applyBase, metadata: { ...applyBase.metadata, resourceVersion: '1' }, spec: fresh.spec }),
+        [409],
+      ],
+      [
+        'an invalid name that would be created',
+        `${collectionPath(k)}/Not_A_Name?fieldManager=fuzz`,
+        yaml.dump({ ...applyBase, metadata: { ...applyBase.metadata, name: 'Not_A_Name' }, spec: fresh.spec }),
+        [400, 422],
+      ],
+      [
+        'dryRun=maybe',
+        `${objectPath(k)}?fieldManager=fuzz&dryRun=maybe`,
+        yaml.dump({ ...applyBase, spec: fresh.spec }),
+        [400, 422],
+      ],
     ];
     for (const [what, path, body, codes] of applies) {
-      add({ category: 'apply-patch', what: `${k.kind}: ${what}`, method: 'PATCH', path, contentType: APPLY, body, expect: codes });
+      add({
+        category: 'apply-patch',
+        what: `${k.kind}: ${what}`,
+        method: 'PATCH',
+        path,
+        contentType: APPLY,
+        body,
+        expect: codes,
+      });
     }
 
     // bad-object: the wrong kind, version, name or namespace, or no object at all.
@@ -403,19 +790,91 @@ export function generateCases(seed: number, fixtures: Fixtures): FuzzCase[] {
       ['create with another version', 'POST', collectionPath(k), { ...fresh, apiVersion: `${GROUP}/v2` }, [400, 422]],
       ['create with the core version', 'POST', collectionPath(k), { ...fresh, apiVersion: 'v1' }, [400, 422]],
       ['create without metadata', 'POST', collectionPath(k), { ...fresh, metadata: undefined }, [400, 422]],
-      ['create without a name', 'POST', collectionPath(k), { ...fresh, metadata: { ...fresh.metadata, name: undefined } }, [400, 422]],
-      ['create with an invalid name', 'POST', collectionPath(k), { ...fresh, metadata: { ...fresh.metadata, name: 'Not A Name' } }, [400, 422]],
-      ['create with a name of 254 characters', 'POST', collectionPath(k), { ...fresh, metadata: { ...fresh.metadata, name: 'a'.repeat(254) } }, [400, 422]],
-      ['create with an invalid generateName', 'POST', collectionPath(k), { ...fresh, metadata: { ...fresh.metadata, name: undefined, generateName: 'Bad_' } }, [400, 422]],
-      ['create with a resourceVersion', 'POST', collectionPath(k), { ...fresh, metadata: { ...fresh.metadata, resourceVersion: '5' } }, [400, 422]],
-      ['create with a bad label', 'POST', collectionPath(k), { ...fresh, metadata: { ...fresh.metadata, labels: { '-bad': 'x' } } }, [422]],
-      ['create with an annotation too big', 'POST', collectionPath(k), { ...fresh, metadata: { ...fresh.metadata, annotations: { big: 'x'.repeat(262_145) } } }, [422]],
-      ['update with another name', 'PUT', objectPath(k), { ...fixture, metadata: { ...fixture.metadata, name: 'renamed' } }, [400, 422]],
-      ['update without resourceVersion', 'PUT', objectPath(k), { ...fixture, metadata: { ...fixture.metadata, resourceVersion: undefined } }, [400, 409, 422]],
-      ['update with a stale resourceVersion', 'PUT', objectPath(k), { ...fixture, metadata: { ...fixture.metadata, resourceVersion: '1' } }, [409]],
-      ['update with another uid', 'PUT', objectPath(k), { ...fixture, metadata: { ...fixture.metadata, uid: '00000000-0000-0000-0000-000000000000' } }, [400, 409, 422]],
+      [
+        'create without a name',
+        'POST',
+        collectionPath(k),
+        { ...fresh, metadata: { ...fresh.metadata, name: undefined } },
+        [400, 422],
+      ],
+      [
+        'create with an invalid name',
+        'POST',
+        collectionPath(k),
+        { ...fresh, metadata: { ...fresh.metadata, name: 'Not A Name' } },
+        [400, 422],
+      ],
+      [
+        'create with a name of 254 characters',
+        'POST',
+        collectionPath(k),
+        { ...fresh, metadata: { ...fresh.metadata, name: 'a'.repeat(254) } },
+        [400, 422],
+      ],
+      [
+        'create with an invalid generateName',
+        'POST',
+        collectionPath(k),
+        { ...fresh, metadata: { ...fresh.metadata, name: undefined, generateName: 'Bad_' } },
+        [400, 422],
+      ],
+      [
+        'create with a resourceVersion',
+        'POST',
+        collectionPath(k),
+        { ...fresh, metadata: { ...fresh.metadata, resourceVersion: '5' } },
+        [400, 422],
+      ],
+      [
+        'create with a bad label',
+        'POST',
+        collectionPath(k),
+        { ...fresh, metadata: { ...fresh.metadata, labels: { '-bad': 'x' } } },
+        [422],
+      ],
+      [
+        'create with an annotation too big',
+        'POST',
+        collectionPath(k),
+        { ...fresh, metadata: { ...fresh.metadata, annotations: { big: 'x'.repeat(262_145) } } },
+        [422],
+      ],
+      [
+        'update with another name',
+        'PUT',
+        objectPath(k),
+        { ...fixture, metadata: { ...fixture.metadata, name: 'renamed' } },
+        [400, 422],
+      ],
+      [
+        'update without resourceVersion',
+        'PUT',
+        objectPath(k),
+        { ...fixture, metadata: { ...fixture.metadata, resourceVersion: undefined } },
+        [400, 409, 422],
+      ],
+      [
+        'update with a stale resourceVersion',
+        'PUT',
+        objectPath(k),
+        { ...fixture, metadata: { ...fixture.metadata, resourceVersion: '1' } },
+        [409],
+      ],
+      [
+        'update with another uid',
+        'PUT',
+        objectPath(k),
+        { ...fixture, metadata: { ...fixture.metadata, uid: '00000000-0000-0000-0000-000000000000' } },
+        [400, 409, 422],
+      ],
       ['update of another kind', 'PUT', objectPath(k), { ...fixture, kind: other.kind }, [400, 422]],
-      ['update of a missing object', 'PUT', objectPath(k, 'missing'), { ...fixture, metadata: { ...fixture.metadata, name: 'missing' } }, [404, 409, 422]],
+      [
+        'update of a missing object',
+        'PUT',
+        objectPath(k, 'missing'),
+        { ...fixture, metadata: { ...fixture.metadata, name: 'missing' } },
+        [404, 409, 422],
+      ],
       ['a list as body', 'POST', collectionPath(k), [fresh], [400]],
       ['a string as body', 'POST', collectionPath(k), 'just a string', [400]],
       ['a number as body', 'POST', collectionPath(k), 42, [400]],
@@ -424,12 +883,37 @@ export function generateCases(seed: number, fixtures: Fixtures): FuzzCase[] {
       ['a list as update', 'PUT', objectPath(k), [fixture], [400]],
     ];
     if (k.namespaced) {
-      objects.push(['create with another namespace in the body', 'POST', collectionPath(k), { ...fresh, metadata: { ...fresh.metadata, namespace: 'elsewhere' } }, [400, 422]]);
-      objects.push(['create in an invalid namespace', 'POST', collectionPath(k, 'Not_A_Namespace'), { ...fresh, metadata: { name: 'fuzz-new', namespace: 'Not_A_Namespace' } }, [400, 404, 422]]);
-      objects.push(['create in a namespace of 64 characters', 'POST', collectionPath(k, 'n'.repeat(64)), { ...fresh, metadata: { name: 'fuzz-new' } }, [400, 404, 422]]);
+      objects.push([
+        'create with another namespace in the body',
+        'POST',
+        collectionPath(k),
+        { ...fresh, metadata: { ...fresh.metadata, namespace: 'elsewhere' } },
+        [400, 422],
+      ]);
+      objects.push([
+        'create in an invalid namespace',
+        'POST',
+        collectionPath(k, 'Not_A_Namespace'),
+        { ...fresh, metadata: { name: 'fuzz-new', namespace: 'Not_A_Namespace' } },
+        [400, 404, 422],
+      ]);
+      objects.push([
+        'create in a namespace of 64 characters',
+        'POST',
+        collectionPath(k, 'n'.repeat(64)),
+        { ...fresh, metadata: { name: 'fuzz-new' } },
+        [400, 404, 422],
+      ]);
     }
     for (const [what, method, path, body, codes] of objects) {
-      add({ category: 'bad-object', what: `${k.kind}: ${what}`, method, path, body: typeof body === 'string' ? json(body) : json(body), expect: codes });
+      add({
+        category: 'bad-object',
+        what: `${k.kind}: ${what}`,
+        method,
+        path,
+        body: typeof body === 'string' ? json(body) : json(body),
+        expect: codes,
+      });
     }
 
     // delete-options: malformed, or preconditions that do not hold (nothing may be deleted).
@@ -446,12 +930,30 @@ export function generateCases(seed: number, fixtures: Fixtures): FuzzCase[] {
       ['dryRun ["bad"]', { dryRun: ['bad'] }, [400, 422]],
       ['dryRun 5', { dryRun: 5 }, [400, 422]],
       ['preconditions "x"', { preconditions: 'x' }, [400, 422]],
-      ['a uid precondition that does not hold', { preconditions: { uid: '00000000-0000-0000-0000-000000000000' } }, [409]],
+      [
+        'a uid precondition that does not hold',
+        { preconditions: { uid: '00000000-0000-0000-0000-000000000000' } },
+        [409],
+      ],
       ['a resourceVersion precondition that does not hold', { preconditions: { resourceVersion: '1' } }, [409]],
     ];
     for (const [what, body, codes] of deletes) {
-      add({ category: 'delete-options', what: `${k.kind}: ${what}`, method: 'DELETE', path: objectPath(k), body: json(body), expect: codes });
-      add({ category: 'delete-options', what: `${k.kind} collection: ${what}`, method: 'DELETE', path: collectionPath(k), body: json(body), expect: codes.includes(409) ? [400, 409, 422] : codes });
+      add({
+        category: 'delete-options',
+        what: `${k.kind}: ${what}`,
+        method: 'DELETE',
+        path: objectPath(k),
+        body: json(body),
+        expect: codes,
+      });
+      add({
+        category: 'delete-options',
+        what: `${k.kind} collection: ${what}`,
+        method: 'DELETE',
+        path: collectionPath(k),
+        body: json(body),
+        expect: codes.includes(409) ? [400, 409, 422] : codes,
+      });
     }
   }
 
@@ -461,28 +963,172 @@ export function generateCases(seed: number, fixtures: Fixtures): FuzzCase[] {
 
   // label-selector and field-selector: hand-picked, then random ones the server's parsers refuse.
   const labelSelectors = [
-    'a in (', 'a in', '(', ')', 'a=b c', 'a=(b)', '!', 'a!', 'a!!b', '=b', '==b', '!=b', 'a=b,', ',a=b', 'a=b,,c=d',
-    '-a=b', 'a-=b', 'a/b/c=d', '/a=b', 'a/=b', `${'k'.repeat(64)}=v`, `a=${'v'.repeat(64)}`, `${'p'.repeat(254)}/a=b`, 'a=b!', 'a=-b', 'a=b-', 'a=.b',
-    'a>b', 'a<b', 'a>1.5', 'a<-', 'a>', 'a<', 'a gt 1', 'a in (b c)', 'a in (b,c', 'a in b,c)', 'a notin b', 'a exists', 'a=é', 'é=a', 'a=b c=d', 'a =b =c',
-    'A_B-=x', 'a=${x}', 'a in ((b))', 'a=%', 'a%=b', '*', 'a=*', '!a=b', '!a,!', 'a=b=c', 'a==b==c',
+    'a in (',
+    'a in',
+    '(',
+    ')',
+    'a=b c',
+    'a=(b)',
+    '!',
+    'a!',
+    'a!!b',
+    '=b',
+    '==b',
+    '!=b',
+    'a=b,',
+    ',a=b',
+    'a=b,,c=d',
+    '-a=b',
+    'a-=b',
+    'a/b/c=d',
+    '/a=b',
+    'a/=b',
+    `${'k'.repeat(64)}=v`,
+    `a=${'v'.repeat(64)}`,
+    `${'p'.repeat(254)}/a=b`,
+    'a=b!',
+    'a=-b',
+    'a=b-',
+    'a=.b',
+    'a>b',
+    'a<b',
+    'a>1.5',
+    'a<-',
+    'a>',
+    'a<',
+    'a gt 1',
+    'a in (b c)',
+    'a in (b,c',
+    'a in b,c)',
+    'a notin b',
+    'a exists',
+    'a=é',
+    'é=a',
+    'a=b c=d',
+    'a =b =c',
+    'A_B-=x',
+    'a=${x}',
+    'a in ((b))',
+    'a=%',
+    'a%=b',
+    '*',
+    'a=*',
+    '!a=b',
+    '!a,!',
+    'a=b=c',
+    'a==b==c',
   ];
   const fieldSelectors = [
-    'spec.displayName=x', 'status.phase=Running', 'metadata.uid=x', 'metadata.labels=x', 'metadata.name>x', 'metadata.name<x', 'metadata.name in (a)', '=x', '==x', '!=x',
-    'metadata.name', 'metadata.name!', 'metadata.name=x=y', 'nope', 'metadata.name=a,spec.x=b', 'metadata.namespace=a,status.y=z', 'x.y.z=1', 'metadata.name=\\', 'metadata.name=a\\b', 'metadata.name=a\\',
+    'spec.displayName=x',
+    'status.phase=Running',
+    'metadata.uid=x',
+    'metadata.labels=x',
+    'metadata.name>x',
+    'metadata.name<x',
+    'metadata.name in (a)',
+    '=x',
+    '==x',
+    '!=x',
+    'metadata.name',
+    'metadata.name!',
+    'metadata.name=x=y',
+    'nope',
+    'metadata.name=a,spec.x=b',
+    'metadata.namespace=a,status.y=z',
+    'x.y.z=1',
+    'metadata.name=\\',
+    'metadata.name=a\\b',
+    'metadata.name=a\\',
   ];
-  const labelVocabulary = ['a', 'b', 'k8s.io/a', 'x/y/z', '=', '==', '!=', ' in ', ' notin ', '(', ')', ',', '!', '>', '<', '1', '-1', '1.5', '-', '_', '.', ' ', 'é', '%', '*', '"', 'A', `${'k'.repeat(64)}`, '/', '\\', '\t', '\n'];
-  const fieldVocabulary = ['metadata.name', 'metadata.namespace', 'spec.x', 'status.phase', 'metadata.uid', '=', '==', '!=', ',', 'x', '\\', '(', ')', '!', ' ', 'in', '>', '<', '=\\', '\\,', 'é'];
+  const labelVocabulary = [
+    'a',
+    'b',
+    'k8s.io/a',
+    'x/y/z',
+    '=',
+    '==',
+    '!=',
+    ' in ',
+    ' notin ',
+    '(',
+    ')',
+    ',',
+    '!',
+    '>',
+    '<',
+    '1',
+    '-1',
+    '1.5',
+    '-',
+    '_',
+    '.',
+    ' ',
+    'é',
+    '%',
+    '*',
+    '"',
+    'A',
+    `${'k'.repeat(64)}`,
+    '/',
+    '\\',
+    '\t',
+    '\n',
+  ];
+  const fieldVocabulary = [
+    'metadata.name',
+    'metadata.namespace',
+    'spec.x',
+    'status.phase',
+    'metadata.uid',
+    '=',
+    '==',
+    '!=',
+    ',',
+    'x',
+    '\\',
+    '(',
+    ')',
+    '!',
+    ' ',
+    'in',
+    '>',
+    '<',
+    '=\\',
+    '\\,',
+    'é',
+  ];
   const refuses = (parse: (s: string) => unknown) => (s: string) => !parses(() => parse(s));
   labelSelectors.push(...randomStrings(rng, labelVocabulary, 300, refuses(parseLabelSelector)));
   fieldSelectors.push(...randomStrings(rng, fieldVocabulary, 200, refuses(parseSupportedFieldSelector)));
-  for (const s of labelSelectors) if (!refuses(parseLabelSelector)(s)) throw new Error(`generator: label selector ${JSON.stringify(s)} is valid`);
-  for (const s of fieldSelectors) if (!refuses(parseSupportedFieldSelector)(s)) throw new Error(`generator: field selector ${JSON.stringify(s)} is valid`);
+  for (const s of labelSelectors)
+    if (!refuses(parseLabelSelector)(s)) throw new Error(`generator: label selector ${JSON.stringify(s)} is valid`);
+  for (const s of fieldSelectors)
+    if (!refuses(parseSupportedFieldSelector)(s))
+      throw new Error(`generator: field selector ${JSON.stringify(s)} is valid`);
   const selectorCases = (category: string, param: string, selectors: string[]) => {
     for (const s of selectors) {
       const q = `${param}=${encodeURIComponent(s)}`;
-      add({ category, what: `list ${JSON.stringify(s)}`, method: 'GET', path: `${rng.pick(listPaths)}?${q}`, expect: [400] });
-      add({ category, what: `watch ${JSON.stringify(s)}`, method: 'GET', path: `${rng.pick(listPaths)}?watch=true&${q}`, expect: [400] });
-      add({ category, what: `deletecollection ${JSON.stringify(s)}`, method: 'DELETE', path: `${rng.pick([collectionPath(secrets), collectionPath(clusters)])}?${q}`, expect: [400] });
+      add({
+        category,
+        what: `list ${JSON.stringify(s)}`,
+        method: 'GET',
+        path: `${rng.pick(listPaths)}?${q}`,
+        expect: [400],
+      });
+      add({
+        category,
+        what: `watch ${JSON.stringify(s)}`,
+        method: 'GET',
+        path: `${rng.pick(listPaths)}?watch=true&${q}`,
+        expect: [400],
+      });
+      add({
+        category,
+        what: `deletecollection ${JSON.stringify(s)}`,
+        method: 'DELETE',
+        path: `${rng.pick([collectionPath(secrets), collectionPath(clusters)])}?${q}`,
+        expect: [400],
+      });
     }
   };
   selectorCases('label-selector', 'labelSelector', labelSelectors);
@@ -505,46 +1151,152 @@ export function generateCases(seed: number, fixtures: Fixtures): FuzzCase[] {
       ['get resourceVersion=1.5', 'GET', `${obj}?resourceVersion=1.5`, undefined, undefined, [400]],
       ['list resourceVersion=abc', 'GET', `${coll}?resourceVersion=abc`, undefined, undefined, [400]],
       ['list resourceVersion= 1', 'GET', `${coll}?resourceVersion=%201`, undefined, undefined, [400]],
-      ['list resourceVersionMatch=Bogus', 'GET', `${coll}?resourceVersion=1&resourceVersionMatch=Bogus`, undefined, undefined, [400, 422]],
-      ['list resourceVersionMatch without resourceVersion', 'GET', `${coll}?resourceVersionMatch=NotOlderThan`, undefined, undefined, [400, 422]],
-      ['list resourceVersionMatch=Exact with 0', 'GET', `${coll}?resourceVersion=0&resourceVersionMatch=Exact`, undefined, undefined, [400, 422]],
+      [
+        'list resourceVersionMatch=Bogus',
+        'GET',
+        `${coll}?resourceVersion=1&resourceVersionMatch=Bogus`,
+        undefined,
+        undefined,
+        [400, 422],
+      ],
+      [
+        'list resourceVersionMatch without resourceVersion',
+        'GET',
+        `${coll}?resourceVersionMatch=NotOlderThan`,
+        undefined,
+        undefined,
+        [400, 422],
+      ],
+      [
+        'list resourceVersionMatch=Exact with 0',
+        'GET',
+        `${coll}?resourceVersion=0&resourceVersionMatch=Exact`,
+        undefined,
+        undefined,
+        [400, 422],
+      ],
       ['list continue=garbage', 'GET', `${coll}?limit=1&continue=garbage`, undefined, undefined, [400, 410]],
-      ['list continue of base64 garbage', 'GET', `${coll}?limit=1&continue=${Buffer.from('{"v":"x"}').toString('base64')}`, undefined, undefined, [400, 410]],
-      ['list continue with resourceVersion', 'GET', `${coll}?continue=abc&resourceVersion=1`, undefined, undefined, [400, 422]],
+      [
+        'list continue of base64 garbage',
+        'GET',
+        `${coll}?limit=1&continue=${Buffer.from('{"v":"x"}').toString('base64')}`,
+        undefined,
+        undefined,
+        [400, 410],
+      ],
+      [
+        'list continue with resourceVersion',
+        'GET',
+        `${coll}?continue=abc&resourceVersion=1`,
+        undefined,
+        undefined,
+        [400, 422],
+      ],
       ['list sendInitialEvents', 'GET', `${coll}?sendInitialEvents=true`, undefined, undefined, [400, 422]],
       ['watch timeoutSeconds=x', 'GET', `${coll}?watch=true&timeoutSeconds=x`, undefined, undefined, [400]],
       ['watch timeoutSeconds=1.5', 'GET', `${coll}?watch=true&timeoutSeconds=1.5`, undefined, undefined, [400]],
       ['watch resourceVersion=abc', 'GET', `${coll}?watch=true&resourceVersion=abc`, undefined, undefined, [400]],
-      ['watch allowWatchBookmarks=maybe', 'GET', `${coll}?watch=true&allowWatchBookmarks=maybe`, undefined, undefined, [400]],
-      ['watch sendInitialEvents=maybe', 'GET', `${coll}?watch=true&sendInitialEvents=maybe&resourceVersionMatch=NotOlderThan`, undefined, undefined, [400]],
-      ['watch sendInitialEvents without resourceVersionMatch', 'GET', `${coll}?watch=true&sendInitialEvents=true`, undefined, undefined, [400, 422]],
-      ['watch resourceVersionMatch=Exact', 'GET', `${coll}?watch=true&sendInitialEvents=true&resourceVersionMatch=Exact`, undefined, undefined, [400, 422]],
+      [
+        'watch allowWatchBookmarks=maybe',
+        'GET',
+        `${coll}?watch=true&allowWatchBookmarks=maybe`,
+        undefined,
+        undefined,
+        [400],
+      ],
+      [
+        'watch sendInitialEvents=maybe',
+        'GET',
+        `${coll}?watch=true&sendInitialEvents=maybe&resourceVersionMatch=NotOlderThan`,
+        undefined,
+        undefined,
+        [400],
+      ],
+      [
+        'watch sendInitialEvents without resourceVersionMatch',
+        'GET',
+        `${coll}?watch=true&sendInitialEvents=true`,
+        undefined,
+        undefined,
+        [400, 422],
+      ],
+      [
+        'watch resourceVersionMatch=Exact',
+        'GET',
+        `${coll}?watch=true&sendInitialEvents=true&resourceVersionMatch=Exact`,
+        undefined,
+        undefined,
+        [400, 422],
+      ],
       ['create fieldValidation=Bogus', 'POST', `${coll}?fieldValidation=Bogus`, fresh, undefined, [400, 422]],
       ['create fieldValidation=strict', 'POST', `${coll}?fieldValidation=strict`, fresh, undefined, [400, 422]],
       ['create dryRun=bad', 'POST', `${coll}?dryRun=bad`, fresh, undefined, [400, 422]],
       ['create dryRun=true', 'POST', `${coll}?dryRun=true`, fresh, undefined, [400, 422]],
       ['create dryRun=All&dryRun=x', 'POST', `${coll}?dryRun=All&dryRun=x`, fresh, undefined, [400, 422]],
-      ['create fieldManager of 129 characters', 'POST', `${coll}?fieldManager=${'m'.repeat(129)}`, fresh, undefined, [400, 422]],
-      ['create fieldManager with a control character', 'POST', `${coll}?fieldManager=a%07b`, fresh, undefined, [400, 422]],
-      ['update fieldValidation=Bogus', 'PUT', `${obj}?fieldValidation=Bogus`, json(fixtures[k.kind]), undefined, [400, 422]],
+      [
+        'create fieldManager of 129 characters',
+        'POST',
+        `${coll}?fieldManager=${'m'.repeat(129)}`,
+        fresh,
+        undefined,
+        [400, 422],
+      ],
+      [
+        'create fieldManager with a control character',
+        'POST',
+        `${coll}?fieldManager=a%07b`,
+        fresh,
+        undefined,
+        [400, 422],
+      ],
+      [
+        'update fieldValidation=Bogus',
+        'PUT',
+        `${obj}?fieldValidation=Bogus`,
+        json(fixtures[k.kind]),
+        undefined,
+        [400, 422],
+      ],
       ['update dryRun=bad', 'PUT', `${obj}?dryRun=bad`, json(fixtures[k.kind]), undefined, [400, 422]],
       ['merge patch force=true', 'PATCH', `${obj}?force=true`, merge, MERGE_PATCH, [400, 422]],
       ['merge patch fieldValidation=Bogus', 'PATCH', `${obj}?fieldValidation=Bogus`, merge, MERGE_PATCH, [400, 422]],
       ['merge patch dryRun=bad', 'PATCH', `${obj}?dryRun=bad`, merge, MERGE_PATCH, [400, 422]],
       ['delete dryRun=bad', 'DELETE', `${obj}?dryRun=bad`, undefined, undefined, [400, 422]],
       ['delete propagationPolicy=Bogus', 'DELETE', `${obj}?propagationPolicy=Bogus`, undefined, undefined, [400, 422]],
-      ['delete propagationPolicy=foreground', 'DELETE', `${obj}?propagationPolicy=foreground`, undefined, undefined, [400, 422]],
+      [
+        'delete propagationPolicy=foreground',
+        'DELETE',
+        `${obj}?propagationPolicy=foreground`,
+        undefined,
+        undefined,
+        [400, 422],
+      ],
       ['delete gracePeriodSeconds=abc', 'DELETE', `${obj}?gracePeriodSeconds=abc`, undefined, undefined, [400, 422]],
       ['delete gracePeriodSeconds=1.5', 'DELETE', `${obj}?gracePeriodSeconds=1.5`, undefined, undefined, [400, 422]],
       ['delete orphanDependents=maybe', 'DELETE', `${obj}?orphanDependents=maybe`, undefined, undefined, [400, 422]],
-      ['delete orphanDependents with propagationPolicy', 'DELETE', `${obj}?orphanDependents=true&propagationPolicy=Orphan`, undefined, undefined, [400, 422]],
+      [
+        'delete orphanDependents with propagationPolicy',
+        'DELETE',
+        `${obj}?orphanDependents=true&propagationPolicy=Orphan`,
+        undefined,
+        undefined,
+        [400, 422],
+      ],
       ['deletecollection dryRun=bad', 'DELETE', `${coll}?dryRun=bad`, undefined, undefined, [400, 422]],
-      ['deletecollection propagationPolicy=Bogus', 'DELETE', `${coll}?propagationPolicy=Bogus`, undefined, undefined, [400, 422]],
+      [
+        'deletecollection propagationPolicy=Bogus',
+        'DELETE',
+        `${coll}?propagationPolicy=Bogus`,
+        undefined,
+        undefined,
+        [400, 422],
+      ],
       ['deletecollection limit=abc', 'DELETE', `${coll}?limit=abc&dryRun=x`, undefined, undefined, [400, 422]],
       ['get timeout=abc', 'GET', `${obj}?timeout=abc`, undefined, undefined, [400]],
       ['create timeout=-5s', 'POST', `${coll}?timeout=-5s&dryRun=bad`, fresh, undefined, [400, 422]],
     ];
-    for (const [what, method, path, body, contentType, codes] of queries) add({ category: 'query', what: `${k.kind}: ${what}`, method, path, body, contentType, expect: codes });
+    for (const [what, method, path, body, contentType, codes] of queries)
+      add({ category: 'query', what: `${k.kind}: ${what}`, method, path, body, contentType, expect: codes });
   }
 
   // path and method: what is not there, and verbs a path does not have.
@@ -605,7 +1357,22 @@ export function generateCases(seed: number, fixtures: Fixtures): FuzzCase[] {
     ['DELETE', `${GROUP_PATH}/directclusterendpointtokens`, [405]],
     ['GET', `${GROUP_PATH}/directclusterendpointtokens`, [405]],
   ];
-  for (const p of ['/apis', '/api', `/apis/${GROUP}`, GROUP_PATH, '/version', '/openapi/v2', '/openapi/v3', `/openapi/v3/apis/${GROUP}/v1`, '/healthz', '/livez', '/readyz', '/api/v1/namespaces/fuzz', '/.well-known/openid-configuration', '/openid/v1/jwks']) {
+  for (const p of [
+    '/apis',
+    '/api',
+    `/apis/${GROUP}`,
+    GROUP_PATH,
+    '/version',
+    '/openapi/v2',
+    '/openapi/v3',
+    `/openapi/v3/apis/${GROUP}/v1`,
+    '/healthz',
+    '/livez',
+    '/readyz',
+    '/api/v1/namespaces/fuzz',
+    '/.well-known/openid-configuration',
+    '/openid/v1/jwks',
+  ]) {
     for (const m of ['POST', 'PUT', 'PATCH', 'DELETE']) paths.push([m, p, [405]]);
   }
   for (const m of ['OPTIONS', 'TRACE', 'PROPFIND', 'MKCOL', 'LOCK', 'PURGE']) {
@@ -613,7 +1380,18 @@ export function generateCases(seed: number, fixtures: Fixtures): FuzzCase[] {
   }
   for (const [method, path, codes] of paths) {
     const body = ['PUT', 'POST', 'PATCH'].includes(method) ? json(secrets.valid('fuzz-new')) : undefined;
-    add({ category: ['OPTIONS', 'TRACE', 'PROPFIND', 'MKCOL', 'LOCK', 'PURGE'].includes(method) || codes.includes(405) ? 'method' : 'path', what: `${method} ${path.slice(0, 120)}`, method, path, body, contentType: method === 'PATCH' ? MERGE_PATCH : undefined, expect: codes });
+    add({
+      category:
+        ['OPTIONS', 'TRACE', 'PROPFIND', 'MKCOL', 'LOCK', 'PURGE'].includes(method) || codes.includes(405)
+          ? 'method'
+          : 'path',
+      what: `${method} ${path.slice(0, 120)}`,
+      method,
+      path,
+      body,
+      contentType: method === 'PATCH' ? MERGE_PATCH : undefined,
+      expect: codes,
+    });
   }
 
   // media-type: bodies and answers in types the server does not speak.
@@ -624,56 +1402,219 @@ export function generateCases(seed: number, fixtures: Fixtures): FuzzCase[] {
     ['application/xml create', 'POST', s, '<a/>', { 'Content-Type': 'application/xml' }, [415]],
     ['protobuf create', 'POST', s, fresh, { 'Content-Type': 'application/vnd.kubernetes.protobuf' }, [415]],
     ['form create', 'POST', s, 'a=b', { 'Content-Type': 'application/x-www-form-urlencoded' }, [415]],
-    ['gzip encoded create', 'POST', s, 'not gzip', { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' }, [400, 415]],
-    ['brotli encoded create', 'POST', s, fresh, { 'Content-Type': 'application/json', 'Content-Encoding': 'br' }, [400, 415]],
-    ['unknown encoding create', 'POST', s, fresh, { 'Content-Type': 'application/json', 'Content-Encoding': 'x-fuzz' }, [400, 415]],
+    [
+      'gzip encoded create',
+      'POST',
+      s,
+      'not gzip',
+      { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' },
+      [400, 415],
+    ],
+    [
+      'brotli encoded create',
+      'POST',
+      s,
+      fresh,
+      { 'Content-Type': 'application/json', 'Content-Encoding': 'br' },
+      [400, 415],
+    ],
+    [
+      'unknown encoding create',
+      'POST',
+      s,
+      fresh,
+      { 'Content-Type': 'application/json', 'Content-Encoding': 'x-fuzz' },
+      [400, 415],
+    ],
     ['text/plain update', 'PUT', target, fresh, { 'Content-Type': 'text/plain' }, [415]],
     ['application/json patch', 'PATCH', target, '{}', { 'Content-Type': 'application/json' }, [415]],
-    ['strategic merge patch', 'PATCH', target, '{}', { 'Content-Type': 'application/strategic-merge-patch+json' }, [415]],
+    [
+      'strategic merge patch',
+      'PATCH',
+      target,
+      '{}',
+      { 'Content-Type': 'application/strategic-merge-patch+json' },
+      [415],
+    ],
     ['text/plain patch', 'PATCH', target, '{}', { 'Content-Type': 'text/plain' }, [415]],
     ['patch without a content type', 'PATCH', target, '{}', {}, [415]],
     ['Accept image/png', 'GET', target, undefined, { Accept: 'image/png' }, [406]],
     ['Accept protobuf', 'GET', target, undefined, { Accept: 'application/vnd.kubernetes.protobuf' }, [406]],
     ['Accept text/html list', 'GET', s, undefined, { Accept: 'text/html' }, [406]],
-    ['Accept a Table of another group', 'GET', s, undefined, { Accept: 'application/json;as=Table;v=v1;g=example.com' }, [406]],
-    ['Accept a Table of another version', 'GET', s, undefined, { Accept: 'application/json;as=Table;v=v9;g=meta.k8s.io' }, [406]],
-    ['Accept something else', 'GET', s, undefined, { Accept: 'application/json;as=Something;v=v1;g=meta.k8s.io' }, [406]],
+    [
+      'Accept a Table of another group',
+      'GET',
+      s,
+      undefined,
+      { Accept: 'application/json;as=Table;v=v1;g=example.com' },
+      [406],
+    ],
+    [
+      'Accept a Table of another version',
+      'GET',
+      s,
+      undefined,
+      { Accept: 'application/json;as=Table;v=v9;g=meta.k8s.io' },
+      [406],
+    ],
+    [
+      'Accept something else',
+      'GET',
+      s,
+      undefined,
+      { Accept: 'application/json;as=Something;v=v1;g=meta.k8s.io' },
+      [406],
+    ],
     ['Accept image/png create', 'POST', s, fresh, { Accept: 'image/png', 'Content-Type': 'application/json' }, [406]],
   ];
   for (const [what, method, path, body, headers, codes] of media) {
-    add({ category: 'media-type', what, method, path, body, headers, contentType: headers['Content-Type'], expect: codes });
+    add({
+      category: 'media-type',
+      what,
+      method,
+      path,
+      body,
+      headers,
+      contentType: headers['Content-Type'],
+      expect: codes,
+    });
   }
 
   // auth: no or wrong credentials, on reads and writes alike.
-  const authHeaders = ['Bearer wrong-token', 'Bearer ', 'Bearer', 'Basic dXNlcjpwYXNz', 'bearer', 'Token abc', 'Bearer a b', `Bearer ${'x'.repeat(4096)}`, 'Bearer \u00e9', 'Negotiate abc'];
-  const authTargets: [string, string][] = [['GET', s], ['GET', target], ['POST', s], ['PUT', target], ['DELETE', target], ['DELETE', s], ['GET', `${s}?watch=true`], ['GET', '/apis'], ['GET', '/openapi/v2']];
+  const authHeaders = [
+    'Bearer wrong-token',
+    'Bearer ',
+    'Bearer',
+    'Basic dXNlcjpwYXNz',
+    'bearer',
+    'Token abc',
+    'Bearer a b',
+    `Bearer ${'x'.repeat(4096)}`,
+    'Bearer \u00e9',
+    'Negotiate abc',
+  ];
+  const authTargets: [string, string][] = [
+    ['GET', s],
+    ['GET', target],
+    ['POST', s],
+    ['PUT', target],
+    ['DELETE', target],
+    ['DELETE', s],
+    ['GET', `${s}?watch=true`],
+    ['GET', '/apis'],
+    ['GET', '/openapi/v2'],
+  ];
   for (const [method, path] of authTargets) {
     const body = ['PUT', 'POST'].includes(method) ? fresh : undefined;
-    add({ category: 'auth', what: `${method} ${path} without credentials`, method, path, body, auth: 'none', expect: [401] });
-    for (const h of authHeaders) add({ category: 'auth', what: `${method} ${path} with ${JSON.stringify(h.slice(0, 30))}`, method, path, body, auth: { header: h }, expect: [401] });
+    add({
+      category: 'auth',
+      what: `${method} ${path} without credentials`,
+      method,
+      path,
+      body,
+      auth: 'none',
+      expect: [401],
+    });
+    for (const h of authHeaders)
+      add({
+        category: 'auth',
+        what: `${method} ${path} with ${JSON.stringify(h.slice(0, 30))}`,
+        method,
+        path,
+        body,
+        auth: { header: h },
+        expect: [401],
+      });
   }
 
   // action: the action kinds with wrongly typed and broken bodies.
   const keyKind = all.find((k) => k.kind === 'OwnedAccessKey')!;
   const keySpec = keyKind.schema.properties!.spec.properties!;
-  const tokenSchema: Schema = { properties: { spec: { type: 'object', properties: { ttl: { type: 'integer' }, scope: keySpec.scope, rules: keySpec.rules, allowPlatformCli: keySpec.allowPlatformCli } } } };
-  const placed: Record<string, Schema> = { owner: { type: 'object', properties: { user: { type: 'string' }, team: { type: 'string' } } }, importName: { type: 'string' }, upgradeToPro: { type: 'boolean' }, skipHelmDeploy: { type: 'boolean' } };
-  const importSchema: Schema = { properties: { sourceVirtualCluster: { type: 'object', properties: { name: { type: 'string' }, namespace: { type: 'string' }, cluster: { type: 'string' }, ...placed } }, ...placed } };
+  const tokenSchema: Schema = {
+    properties: {
+      spec: {
+        type: 'object',
+        properties: {
+          ttl: { type: 'integer' },
+          scope: keySpec.scope,
+          rules: keySpec.rules,
+          allowPlatformCli: keySpec.allowPlatformCli,
+        },
+      },
+    },
+  };
+  const placed: Record<string, Schema> = {
+    owner: { type: 'object', properties: { user: { type: 'string' }, team: { type: 'string' } } },
+    importName: { type: 'string' },
+    upgradeToPro: { type: 'boolean' },
+    skipHelmDeploy: { type: 'boolean' },
+  };
+  const importSchema: Schema = {
+    properties: {
+      sourceVirtualCluster: {
+        type: 'object',
+        properties: { name: { type: 'string' }, namespace: { type: 'string' }, cluster: { type: 'string' }, ...placed },
+      },
+      ...placed,
+    },
+  };
   const actions: [string, string, Schema, Record<string, any>][] = [
-    ['DirectClusterEndpointToken', `${GROUP_PATH}/directclusterendpointtokens`, tokenSchema, { apiVersion: API_VERSION, kind: 'DirectClusterEndpointToken', spec: { ttl: 60 } }],
-    ['ProjectImportVirtualCluster', `${GROUP_PATH}/projects/${TARGET}/importvirtualcluster`, importSchema, { apiVersion: API_VERSION, kind: 'ProjectImportVirtualCluster', sourceVirtualCluster: { name: 'vc', namespace: 'vc-ns', cluster: 'eu-1' } }],
+    [
+      'DirectClusterEndpointToken',
+      `${GROUP_PATH}/directclusterendpointtokens`,
+      tokenSchema,
+      { apiVersion: API_VERSION, kind: 'DirectClusterEndpointToken', spec: { ttl: 60 } },
+    ],
+    [
+      'ProjectImportVirtualCluster',
+      `${GROUP_PATH}/projects/${TARGET}/importvirtualcluster`,
+      importSchema,
+      {
+        apiVersion: API_VERSION,
+        kind: 'ProjectImportVirtualCluster',
+        sourceVirtualCluster: { name: 'vc', namespace: 'vc-ns', cluster: 'eu-1' },
+      },
+    ],
   ];
   for (const [kind, path, schema, base] of actions) {
     for (const { path: p, schema: ps } of propertyPaths(schema)) {
       for (const value of WRONG[ps.type!] ?? []) {
-        add({ category: 'action', what: `${kind} ${pathText(p)} = ${json(value)}`, method: 'POST', path, body: json(setAt(base, p, value)), expect: [400, 422] });
+        add({
+          category: 'action',
+          what: `${kind} ${pathText(p)} = ${json(value)}`,
+          method: 'POST',
+          path,
+          body: json(setAt(base, p, value)),
+          expect: [400, 422],
+        });
       }
     }
     for (const body of brokenVariants(rng, json(base), 40, (b) => parses(() => JSON.parse(b.toString('utf8'))))) {
-      add({ category: 'action', what: `${kind} broken JSON: ${preview(body)}`, method: 'POST', path, body, expect: [400] });
+      add({
+        category: 'action',
+        what: `${kind} broken JSON: ${preview(body)}`,
+        method: 'POST',
+        path,
+        body,
+        expect: [400],
+      });
     }
-    add({ category: 'action', what: `${kind} of another kind`, method: 'POST', path, body: json({ ...base, kind: 'Other' }), expect: [400, 422] });
-    add({ category: 'action', what: `${kind} dryRun=All`, method: 'POST', path: `${path}?dryRun=All`, body: json(base), expect: [400] });
+    add({
+      category: 'action',
+      what: `${kind} of another kind`,
+      method: 'POST',
+      path,
+      body: json({ ...base, kind: 'Other' }),
+      expect: [400, 422],
+    });
+    add({
+      category: 'action',
+      what: `${kind} dryRun=All`,
+      method: 'POST',
+      path: `${path}?dryRun=All`,
+      body: json(base),
+      expect: [400],
+    });
     add({ category: 'action', what: `${kind} as a list`, method: 'POST', path, body: json([base]), expect: [400] });
   }
   return cases;
@@ -702,7 +1643,36 @@ function badByte(r: Rng, t: string): Buffer {
   return buf;
 }
 
-const junk = ['{', '}', '[', ']', ':', ',', '"', '\\', "'", '\u0000', '\u0007', '\n', 'NaN', 'undefined', 'Infinity', '//', '/*', '\t', '\ud800', 'é', '\\x41', '\\u12', 'tru', 'nul', '0x1', '+1', '.5', '01'];
+const junk = [
+  '{',
+  '}',
+  '[',
+  ']',
+  ':',
+  ',',
+  '"',
+  '\\',
+  "'",
+  '\u0000',
+  '\u0007',
+  '\n',
+  'NaN',
+  'undefined',
+  'Infinity',
+  '//',
+  '/*',
+  '\t',
+  '\ud800',
+  'é',
+  '\\x41',
+  '\\u12',
+  'tru',
+  'nul',
+  '0x1',
+  '+1',
+  '.5',
+  '01',
+];
 
 const jsonMutations: Mutation[] = [
   (r, t) => t.slice(0, 1 + r.int(t.length - 1)),
@@ -754,7 +1724,28 @@ const yamlMutations: Mutation[] = [
   },
   (r, t) => {
     const lines = t.split('\n');
-    lines.splice(1 + r.int(Math.max(1, lines.length - 2)), 0, r.pick(['  - item', 'key: [a, b', 'key: {a: b', 'key: "open', "key: 'open", '? complex', 'a: b: c', '*nosuchalias', '&a &b x', '!!binary xyz', '!unknown x', '%YAML 9.9', '@at', '`tick', 'key: |\n bad', '- - -\nx:']));
+    lines.splice(
+      1 + r.int(Math.max(1, lines.length - 2)),
+      0,
+      r.pick([
+        '  - item',
+        'key: [a, b',
+        'key: {a: b',
+        'key: "open',
+        "key: 'open",
+        '? complex',
+        'a: b: c',
+        '*nosuchalias',
+        '&a &b x',
+        '!!binary xyz',
+        '!unknown x',
+        '%YAML 9.9',
+        '@at',
+        '`tick',
+        'key: |\n bad',
+        '- - -\nx:',
+      ]),
+    );
     return lines.join('\n');
   },
   (r, t) => t.replace(/: /g, (m) => (r.next() < 0.2 ? ':: ' : m)),
@@ -762,7 +1753,13 @@ const yamlMutations: Mutation[] = [
 ];
 
 /** Up to `count` distinct variants of `text` that `ok` refuses (ok returns true when a variant parses). */
-function brokenVariants(rng: Rng, text: string, count: number, ok: (b: Buffer) => boolean, mutations: Mutation[] = jsonMutations): (string | Buffer)[] {
+function brokenVariants(
+  rng: Rng,
+  text: string,
+  count: number,
+  ok: (b: Buffer) => boolean,
+  mutations: Mutation[] = jsonMutations,
+): (string | Buffer)[] {
   const out: (string | Buffer)[] = [];
   const seen = new Set<string>();
   for (let tries = 0; out.length < count && tries < count * 20; tries++) {
@@ -792,6 +1789,11 @@ function randomStrings(rng: Rng, vocabulary: string[], count: number, keep: (s: 
 /** YAML: `depth` anchors, each a list of `width` aliases of the one before, indented under a key. */
 function aliasBomb(width: number, depth: number): string {
   const lines = [`  a0: &a0 [${Array(width).fill('x').join(', ')}]`];
-  for (let i = 1; i < depth; i++) lines.push(`  a${i}: &a${i} [${Array(width).fill(`*a${i - 1}`).join(', ')}]`);
+  for (let i = 1; i < depth; i++)
+    lines.push(
+      `  a${i}: &a${i} [${Array(width)
+        .fill(`*a${i - 1}`)
+        .join(', ')}]`,
+    );
   return `${lines.join('\n')}\n`;
 }

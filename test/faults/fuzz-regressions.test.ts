@@ -4,7 +4,18 @@
  */
 import { describe, expect, test } from '@jest/globals';
 import type { EtcdPeek } from '../support/fixtures.js';
-import { API_VERSION, CLUSTERS_PATH, MERGE_PATCH, clusterBody, clusterPath, secretBody, sharedSecretPath, sharedSecretsPath, uniq, useServerWithPeek } from '../support/fixtures.js';
+import {
+  API_VERSION,
+  CLUSTERS_PATH,
+  MERGE_PATCH,
+  clusterBody,
+  clusterPath,
+  secretBody,
+  sharedSecretPath,
+  sharedSecretsPath,
+  uniq,
+  useServerWithPeek,
+} from '../support/fixtures.js';
 import { GROUP_PATH } from '../support/http.js';
 import type { TestServer } from '../support/server.js';
 
@@ -17,9 +28,12 @@ const APPLY = 'application/apply-patch+yaml';
 describe('deletecollection', () => {
   test('preconditions hold for every object: one that does not hold is 409 and deletes nothing', async () => {
     const ns = uniq('dc');
-    for (const name of ['a', 'b', 'c']) expect((await ts.admin.post(sharedSecretsPath(ns), secretBody(name))).status).toBe(201);
+    for (const name of ['a', 'b', 'c'])
+      expect((await ts.admin.post(sharedSecretsPath(ns), secretBody(name))).status).toBe(201);
     for (const preconditions of [{ uid: '00000000-0000-0000-0000-000000000000' }, { resourceVersion: '1' }]) {
-      const res = await ts.admin.delete(sharedSecretsPath(ns), { body: { kind: 'DeleteOptions', apiVersion: 'v1', preconditions } });
+      const res = await ts.admin.delete(sharedSecretsPath(ns), {
+        body: { kind: 'DeleteOptions', apiVersion: 'v1', preconditions },
+      });
       expect(res.status).toBe(409);
       expect(res.body).toMatchObject({ kind: 'Status', reason: 'Conflict', code: 409 });
     }
@@ -35,7 +49,8 @@ describe('server-side apply', () => {
   test('a wrongly typed field in the configuration is 400 BadRequest, not 500', async () => {
     const ns = uniq('apply');
     const name = uniq('s');
-    const config = (spec: string) => `apiVersion: ${API_VERSION}\nkind: SharedSecret\nmetadata:\n  name: ${name}\n  namespace: ${ns}\nspec:\n${spec}\n`;
+    const config = (spec: string) =>
+      `apiVersion: ${API_VERSION}\nkind: SharedSecret\nmetadata:\n  name: ${name}\n  namespace: ${ns}\nspec:\n${spec}\n`;
     for (const spec of ['  displayName: [1, 2]', '  data: 5', '  access: {a: 1}']) {
       const res = await ts.admin.patch(`${sharedSecretPath(ns, name)}?fieldManager=fuzz`, config(spec), APPLY);
       expect({ status: res.status, reason: res.body?.reason }).toEqual({ status: 400, reason: 'BadRequest' });
@@ -53,7 +68,13 @@ describe('wrongly typed metadata the server sets itself', () => {
 
   test('is refused on create, even where the server would overwrite it', async () => {
     const ns = uniq('meta');
-    for (const [field, value] of [['generation', 'abc'], ['selfLink', 42], ['uid', true], ['deletionGracePeriodSeconds', 'x'], ['creationTimestamp', 7]] as const) {
+    for (const [field, value] of [
+      ['generation', 'abc'],
+      ['selfLink', 42],
+      ['uid', true],
+      ['deletionGracePeriodSeconds', 'x'],
+      ['creationTimestamp', 7],
+    ] as const) {
       const name = uniq('s');
       const body = secretBody(name);
       body.metadata[field] = value;
@@ -72,13 +93,32 @@ describe('wrongly typed metadata the server sets itself', () => {
     const name = uniq('s');
     const made = (await ts.admin.post(sharedSecretsPath(ns), secretBody(name))).body;
     const before = await peek.entry(peek.sharedSecretKey(ns, name));
-    invalidAt(await ts.admin.put(sharedSecretPath(ns, name), { ...made, metadata: { ...made.metadata, generation: 'abc' } }), 'metadata.generation');
-    invalidAt(await ts.admin.patch(sharedSecretPath(ns, name), { metadata: { selfLink: 42 } }, MERGE_PATCH), 'metadata.selfLink');
-    invalidAt(await ts.admin.patch(`${sharedSecretPath(ns, name)}/status`, [{ op: 'add', path: '/metadata/finalizers', value: 'x' }], 'application/json-patch+json'), 'metadata.finalizers');
+    invalidAt(
+      await ts.admin.put(sharedSecretPath(ns, name), { ...made, metadata: { ...made.metadata, generation: 'abc' } }),
+      'metadata.generation',
+    );
+    invalidAt(
+      await ts.admin.patch(sharedSecretPath(ns, name), { metadata: { selfLink: 42 } }, MERGE_PATCH),
+      'metadata.selfLink',
+    );
+    invalidAt(
+      await ts.admin.patch(
+        `${sharedSecretPath(ns, name)}/status`,
+        [{ op: 'add', path: '/metadata/finalizers', value: 'x' }],
+        'application/json-patch+json',
+      ),
+      'metadata.finalizers',
+    );
     const apply = `apiVersion: ${API_VERSION}\nkind: SharedSecret\nmetadata:\n  name: ${name}\n  namespace: ${ns}\n  generation: abc\n`;
-    invalidAt(await ts.admin.patch(`${sharedSecretPath(ns, name)}?fieldManager=fuzz`, apply, APPLY), 'metadata.generation');
+    invalidAt(
+      await ts.admin.patch(`${sharedSecretPath(ns, name)}?fieldManager=fuzz`, apply, APPLY),
+      'metadata.generation',
+    );
     const cluster = (await ts.admin.post(CLUSTERS_PATH, clusterBody(uniq('c')))).body;
-    invalidAt(await ts.admin.patch(clusterPath(cluster.metadata.name), { metadata: { namespace: 42 } }, MERGE_PATCH), 'metadata.namespace');
+    invalidAt(
+      await ts.admin.patch(clusterPath(cluster.metadata.name), { metadata: { namespace: 42 } }, MERGE_PATCH),
+      'metadata.namespace',
+    );
     expect(await peek.entry(peek.sharedSecretKey(ns, name))).toEqual(before);
   });
 });
@@ -87,12 +127,24 @@ describe('owned access keys', () => {
   test('a wrongly typed spec.user is refused, not replaced by the caller', async () => {
     for (const user of [42, true, { a: 'b' }, ['x']]) {
       const name = uniq('key');
-      const res = await ts.admin.post(`${GROUP_PATH}/ownedaccesskeys`, { apiVersion: API_VERSION, kind: 'OwnedAccessKey', metadata: { name }, spec: { user } });
+      const res = await ts.admin.post(`${GROUP_PATH}/ownedaccesskeys`, {
+        apiVersion: API_VERSION,
+        kind: 'OwnedAccessKey',
+        metadata: { name },
+        spec: { user },
+      });
       expect({ status: res.status, reason: res.body?.reason }).toEqual({ status: 422, reason: 'Invalid' });
-      expect(res.body.details.causes).toContainEqual(expect.objectContaining({ reason: 'FieldValueTypeInvalid', field: 'spec.user' }));
+      expect(res.body.details.causes).toContainEqual(
+        expect.objectContaining({ reason: 'FieldValueTypeInvalid', field: 'spec.user' }),
+      );
     }
     // Not given at all, it is still the caller.
-    const made = await ts.admin.post(`${GROUP_PATH}/ownedaccesskeys`, { apiVersion: API_VERSION, kind: 'OwnedAccessKey', metadata: { name: uniq('key') }, spec: {} });
+    const made = await ts.admin.post(`${GROUP_PATH}/ownedaccesskeys`, {
+      apiVersion: API_VERSION,
+      kind: 'OwnedAccessKey',
+      metadata: { name: uniq('key') },
+      spec: {},
+    });
     expect(made.status).toBe(201);
     expect(typeof made.body.spec.user).toBe('string');
   });

@@ -15,7 +15,15 @@ import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
 import { rawHttp, type HttpResponse } from '../support/http.js';
 import { PooledClient, etcdSnapshot, recordFigures, rootTokenFile, runPool, secondsSince } from '../support/load.js';
 import { startServerProcess, type ServerProcess } from '../support/serverprocess.js';
-import { TARGET, collectionPath, generateCases, kinds, objectPath, type FuzzCase, type Fixtures } from './fuzz-cases.js';
+import {
+  TARGET,
+  collectionPath,
+  generateCases,
+  kinds,
+  objectPath,
+  type FuzzCase,
+  type Fixtures,
+} from './fuzz-cases.js';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20_251_122);
 const CONCURRENCY = 16;
@@ -33,7 +41,12 @@ beforeAll(async () => {
   etcd = await startTestEtcd();
   kv = new Etcd3({ hosts: etcd.endpoint });
   tokens = rootTokenFile();
-  server = await startServerProcess({ etcdEndpoint: etcd.endpoint, etcdPrefix: prefix, tokenAuthFile: tokens.file, args: ['--etcd-compaction-interval=0'] });
+  server = await startServerProcess({
+    etcdEndpoint: etcd.endpoint,
+    etcdPrefix: prefix,
+    tokenAuthFile: tokens.file,
+    args: ['--etcd-compaction-interval=0'],
+  });
   root = new PooledClient(server.url, server.caPem, tokens.token, CONCURRENCY);
   anonymous = new PooledClient(server.url, server.caPem, undefined, CONCURRENCY);
   // One object of each kind for the updates, patches and deletes to aim at.
@@ -60,7 +73,14 @@ function problem(c: FuzzCase, res: HttpResponse): string | undefined {
   if (!c.expect.includes(res.status)) return `${res.status}, expected ${c.expect.join(' or ')}`;
   if (!type.startsWith('application/json')) return `Content-Type ${type}`;
   const b = res.body;
-  if (b?.kind !== 'Status' || b.apiVersion !== 'v1' || b.status !== 'Failure' || b.code !== res.status || typeof b.message !== 'string') return 'not a failure Status with the same code';
+  if (
+    b?.kind !== 'Status' ||
+    b.apiVersion !== 'v1' ||
+    b.status !== 'Failure' ||
+    b.code !== res.status ||
+    typeof b.message !== 'string'
+  )
+    return 'not a failure Status with the same code';
   return undefined;
 }
 
@@ -101,10 +121,21 @@ describe('fuzz: malformed requests', () => {
       }
       tally.statuses[res.status] = (tally.statuses[res.status] ?? 0) + 1;
       const wrong = problem(c, res);
-      if (wrong) problems.push(`[${c.category}] ${c.what} (${c.method} ${c.path.slice(0, 100)}): ${wrong}: ${res.text.slice(0, 200)}`);
+      if (wrong)
+        problems.push(
+          `[${c.category}] ${c.what} (${c.method} ${c.path.slice(0, 100)}): ${wrong}: ${res.text.slice(0, 200)}`,
+        );
     });
     const seconds = secondsSince(start);
-    recordFigures('fuzz', { seed: SEED, cases: cases.length, generated: generated.length, seconds, requestsPerSecond: Math.round(cases.length / seconds), byCategory, problems: problems.length });
+    recordFigures('fuzz', {
+      seed: SEED,
+      cases: cases.length,
+      generated: generated.length,
+      seconds,
+      requestsPerSecond: Math.round(cases.length / seconds),
+      byCategory,
+      problems: problems.length,
+    });
 
     expect(problems.slice(0, 30)).toEqual([]);
     const after = await etcdSnapshot(kv, `${prefix}/`);
@@ -112,9 +143,11 @@ describe('fuzz: malformed requests', () => {
     expect(after).toEqual(before);
     // Alive and well.
     expect((await root.get('/readyz')).status).toBe(200);
-    for (const k of kinds()) expect((await root.get(objectPath(k))).body.metadata.resourceVersion).toBe(fixtures[k.kind].metadata.resourceVersion);
+    for (const k of kinds())
+      expect((await root.get(objectPath(k))).body.metadata.resourceVersion).toBe(
+        fixtures[k.kind].metadata.resourceVersion,
+      );
     expect(server.count('internal error')).toBe(0);
-
   }, 240_000);
 
   test('malformed HTTP on raw connections gets a 4xx Status; the server lives on', async () => {
@@ -127,27 +160,87 @@ describe('fuzz: malformed requests', () => {
       ['an unknown HTTP version', `GET /apis HTTP/9.9\r\nHost: x\r\n\r\n`, [400, 505]],
       ['a space in the path', `GET /a b HTTP/1.1\r\nHost: x\r\n\r\n`, [400]],
       ['a NUL in the path', `GET /ap\u0000is HTTP/1.1\r\nHost: x\r\n\r\n`, [400]],
-      ['Content-Length abc', `POST ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: abc\r\n\r\n{}`, [400]],
-      ['Content-Length -1', `POST ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: -1\r\n\r\n{}`, [400]],
-      ['two different Content-Lengths', `POST ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}`, [400]],
-      ['Content-Length with chunked', `POST ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`, [400]],
-      ['a bad chunk size', `PUT ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`, [400]],
-      ['an unknown transfer encoding', `PUT ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n{}`, [400, 501]],
+      [
+        'Content-Length abc',
+        `POST ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: abc\r\n\r\n{}`,
+        [400],
+      ],
+      [
+        'Content-Length -1',
+        `POST ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: -1\r\n\r\n{}`,
+        [400],
+      ],
+      [
+        'two different Content-Lengths',
+        `POST ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}`,
+        [400],
+      ],
+      [
+        'Content-Length with chunked',
+        `POST ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`,
+        [400],
+      ],
+      [
+        'a bad chunk size',
+        `PUT ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`,
+        [400],
+      ],
+      [
+        'an unknown transfer encoding',
+        `PUT ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n{}`,
+        [400, 501],
+      ],
       ['headers over 1 MiB', `GET /apis HTTP/1.1\r\nHost: x\r\nX-Big: ${'x'.repeat(1024 * 1024 + 10)}\r\n\r\n`, [431]],
-      ['a request line over 1 MiB', `GET /apis?${'q'.repeat(1024 * 1024 + 10)} HTTP/1.1\r\nHost: x\r\n\r\n`, [414, 431, 400]],
+      [
+        'a request line over 1 MiB',
+        `GET /apis?${'q'.repeat(1024 * 1024 + 10)} HTTP/1.1\r\nHost: x\r\n\r\n`,
+        [414, 431, 400],
+      ],
       ['binary garbage', Buffer.from(Array.from({ length: 512 }, (_, i) => (i * 97 + 13) % 256)), [400]],
       ['a TLS record inside TLS', Buffer.from([0x16, 0x03, 0x01, 0x00, 0x05, 0x01, 0x00, 0x00, 0x01, 0x00]), [400]],
       // Dot segments, which an HTTP client library would resolve before sending.
       // Dot segments as names (kube: 400, may not be '.' or '..'): never the collection, never a list, never a
       // deletecollection.
-      ['GET of the name "."', `GET ${target.replace(/[^/]+$/, '.')} HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`, [400, 404]],
-      ['DELETE of the name "."', `DELETE ${target.replace(/[^/]+$/, '.')} HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`, [400, 404]],
-      ['DELETE of the name "%2e"', `DELETE ${target.replace(/[^/]+$/, '%2e')} HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`, [400, 404]],
-      ['GET of the name ".."', `GET ${target.replace(/[^/]+$/, '..')} HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`, [400, 404]],
-      ['DELETE of the name "%2E%2E"', `DELETE ${target.replace(/[^/]+$/, '%2E%2E')} HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`, [400, 404]],
-      ['DELETE of ".." after a name', `DELETE ${target}/.. HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`, [400, 404]],
-      ['DELETE of the namespace ".."', `DELETE ${target.replace(/namespaces\/[^/]+/, 'namespaces/..')} HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`, [400, 404]],
-      ['a chunked body that never ends, then garbage', `PUT ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\nnot-a-chunk\r\n`, [400]],
+      [
+        'GET of the name "."',
+        `GET ${target.replace(/[^/]+$/, '.')} HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`,
+        [400, 404],
+      ],
+      [
+        'DELETE of the name "."',
+        `DELETE ${target.replace(/[^/]+$/, '.')} HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`,
+        [400, 404],
+      ],
+      [
+        'DELETE of the name "%2e"',
+        `DELETE ${target.replace(/[^/]+$/, '%2e')} HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`,
+        [400, 404],
+      ],
+      [
+        'GET of the name ".."',
+        `GET ${target.replace(/[^/]+$/, '..')} HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`,
+        [400, 404],
+      ],
+      [
+        'DELETE of the name "%2E%2E"',
+        `DELETE ${target.replace(/[^/]+$/, '%2E%2E')} HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`,
+        [400, 404],
+      ],
+      [
+        'DELETE of ".." after a name',
+        `DELETE ${target}/.. HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`,
+        [400, 404],
+      ],
+      [
+        'DELETE of the namespace ".."',
+        `DELETE ${target.replace(/namespaces\/[^/]+/, 'namespaces/..')} HTTP/1.1\r\nHost: x\r\n${auth}Connection: close\r\n\r\n`,
+        [400, 404],
+      ],
+      [
+        'a chunked body that never ends, then garbage',
+        `PUT ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\nnot-a-chunk\r\n`,
+        [400],
+      ],
     ];
     const problems: string[] = [];
     for (const [what, raw, codes] of raws) {
@@ -158,17 +251,22 @@ describe('fuzz: malformed requests', () => {
         problems.push(`${what}: no answer (${String(err)})`);
         continue;
       }
-      if (!codes.includes(answer.status)) problems.push(`${what}: ${answer.status}, expected ${codes.join(' or ')}: ${answer.text.slice(0, 200)}`);
-      else if (answer.body?.kind !== 'Status' || answer.body.code !== answer.status) problems.push(`${what}: not a Status with code ${answer.status}: ${answer.text.slice(0, 300)}`);
+      if (!codes.includes(answer.status))
+        problems.push(`${what}: ${answer.status}, expected ${codes.join(' or ')}: ${answer.text.slice(0, 200)}`);
+      else if (answer.body?.kind !== 'Status' || answer.body.code !== answer.status)
+        problems.push(`${what}: not a Status with code ${answer.status}: ${answer.text.slice(0, 300)}`);
     }
     expect(problems).toEqual([]);
     expect((await root.get('/readyz')).status).toBe(200);
     // None of it deleted or changed anything.
-    for (const k of kinds()) expect((await root.get(objectPath(k))).body.metadata.resourceVersion).toBe(fixtures[k.kind].metadata.resourceVersion);
+    for (const k of kinds())
+      expect((await root.get(objectPath(k))).body.metadata.resourceVersion).toBe(
+        fixtures[k.kind].metadata.resourceVersion,
+      );
   }, 120_000);
 
   // Last: what it finds wrong can upset the server for a while.
-  test('objects over etcd\'s request limit (but under 3 MiB) are 413, and the server goes on serving everyone else', async () => {
+  test("objects over etcd's request limit (but under 3 MiB) are 413, and the server goes on serving everyone else", async () => {
     const cases = generateCases(SEED, fixtures).filter((c) => c.category === 'too-large');
     expect(cases.length).toBeGreaterThan(0);
     const problems: string[] = [];
@@ -179,11 +277,15 @@ describe('fuzz: malformed requests', () => {
       // Each time, at once: other requests are served and the server stays ready.
       const other = await root.get(collectionPath(kinds()[0]));
       const ready = await root.get('/readyz');
-      if (other.status !== 200 || ready.status !== 200) problems.push(`after ${c.what}: a list answers ${other.status}, /readyz ${ready.status}`);
+      if (other.status !== 200 || ready.status !== 200)
+        problems.push(`after ${c.what}: a list answers ${other.status}, /readyz ${ready.status}`);
     }
     expect(problems).toEqual([]);
     const after = await etcdSnapshot(kv, `${prefix}/`);
-    for (const k of kinds()) expect((await root.get(objectPath(k))).body.metadata.resourceVersion).toBe(fixtures[k.kind].metadata.resourceVersion);
+    for (const k of kinds())
+      expect((await root.get(objectPath(k))).body.metadata.resourceVersion).toBe(
+        fixtures[k.kind].metadata.resourceVersion,
+      );
     expect(after.size).toBeGreaterThanOrEqual(kinds().length);
   }, 120_000);
 });

@@ -35,7 +35,11 @@ interface Replica {
 const replicas: Replica[] = [];
 
 async function startReplica(): Promise<Replica> {
-  const process = await startServerProcess({ etcdEndpoint: etcd.endpoint, etcdPrefix: prefix, tokenAuthFile: tokens.file });
+  const process = await startServerProcess({
+    etcdEndpoint: etcd.endpoint,
+    etcdPrefix: prefix,
+    tokenAuthFile: tokens.file,
+  });
   return { process, client: new PooledClient(process.url, process.caPem, tokens.token, WORKERS), dead: false };
 }
 
@@ -111,11 +115,24 @@ async function worker(round: Round, replica: Replica, id: number, stop: () => bo
       } else if (roll < 0.8) {
         op = 'merge-patch';
         after = { present: true, seq };
-        send = () => c.patch(path, { metadata: { annotations: { seq: String(seq) } }, spec: { description: `patch ${seq}` } }, MERGE_PATCH);
+        send = () =>
+          c.patch(
+            path,
+            { metadata: { annotations: { seq: String(seq) } }, spec: { description: `patch ${seq}` } },
+            MERGE_PATCH,
+          );
       } else {
         op = 'json-patch';
         after = { present: true, seq };
-        send = () => c.patch(path, [{ op: 'test', path: '/metadata/resourceVersion', value: state.present ? state.rv : '' }, { op: 'replace', path: '/metadata/annotations/seq', value: String(seq) }], JSON_PATCH);
+        send = () =>
+          c.patch(
+            path,
+            [
+              { op: 'test', path: '/metadata/resourceVersion', value: state.present ? state.rv : '' },
+              { op: 'replace', path: '/metadata/annotations/seq', value: String(seq) },
+            ],
+            JSON_PATCH,
+          );
       }
     }
     let res: HttpResponse;
@@ -133,7 +150,9 @@ async function worker(round: Round, replica: Replica, id: number, stop: () => bo
       round.unexpected.push(`${op} ${name}: ${res.status} ${res.text.slice(0, 300)}`);
       return;
     }
-    state = after.present ? { present: true, seq: after.seq, rv: res.body.metadata.resourceVersion } : { present: false };
+    state = after.present
+      ? { present: true, seq: after.seq, rv: res.body.metadata.resourceVersion }
+      : { present: false };
     round.known.set(name, state);
     round.acked += 1;
     round.ops[op] = (round.ops[op] ?? 0) + 1;
@@ -156,16 +175,23 @@ async function verify(round: Round, c: PooledClient): Promise<{ unanswered: numb
     if (!k.present && o) problems.push(`${name}: deleted with a 200, still there`);
     if (k.present && !o) problems.push(`${name}: acknowledged (seq ${k.seq}, rv ${k.rv}), missing`);
     if (k.present && o && (seqOf(o) !== k.seq || o.metadata.resourceVersion !== k.rv)) {
-      problems.push(`${name}: acknowledged seq ${k.seq} rv ${k.rv}, stored seq ${seqOf(o)} rv ${o.metadata.resourceVersion}`);
+      problems.push(
+        `${name}: acknowledged seq ${k.seq} rv ${k.rv}, stored seq ${seqOf(o)} rv ${o.metadata.resourceVersion}`,
+      );
     }
   }
   let applied = 0;
   for (const u of round.unknown) {
     const o = stored.get(u.name);
-    const asBefore = u.before.present ? !!o && o.metadata.resourceVersion === u.before.rv && seqOf(o) === u.before.seq : !o;
+    const asBefore = u.before.present
+      ? !!o && o.metadata.resourceVersion === u.before.rv && seqOf(o) === u.before.seq
+      : !o;
     const asAfter = u.after.present ? !!o && seqOf(o) === u.after.seq : !o;
     if (asAfter && !asBefore) applied += 1;
-    if (!asBefore && !asAfter) problems.push(`${u.name}: unanswered ${u.op} left it neither as before nor as after: ${o ? `seq ${seqOf(o)} rv ${o.metadata.resourceVersion}` : 'absent'}`);
+    if (!asBefore && !asAfter)
+      problems.push(
+        `${u.name}: unanswered ${u.op} left it neither as before nor as after: ${o ? `seq ${seqOf(o)} rv ${o.metadata.resourceVersion}` : 'absent'}`,
+      );
   }
   const attempted = new Set([...round.known.keys(), ...round.unknown.map((u) => u.name)]);
   for (const name of stored.keys()) if (!attempted.has(name)) problems.push(`${name}: exists, but no client wrote it`);
@@ -177,7 +203,16 @@ describe('kill -9 of a replica under write load', () => {
   test('every acknowledged write survives, seen through the other replica and through the restarted one; unanswered ones are all or nothing', async () => {
     const figures: object[] = [];
     for (let r = 0; r < ROUNDS; r++) {
-      const round: Round = { ns: `kill-r${r}`, known: new Map(), unknown: [], acked: 0, ackedAfterKill: 0, killed: false, unexpected: [], ops: {} };
+      const round: Round = {
+        ns: `kill-r${r}`,
+        known: new Map(),
+        unknown: [],
+        acked: 0,
+        ackedAfterKill: 0,
+        killed: false,
+        unexpected: [],
+        ops: {},
+      };
       const victimIndex = r % 2;
       const victim = replicas[victimIndex];
       const survivor = replicas[1 - victimIndex];
@@ -194,7 +229,12 @@ describe('kill -9 of a replica under write load', () => {
       await victim.process.kill();
       round.killed = true;
       const killedAt = performance.now();
-      await waitFor('writes on the survivor after the kill', () => failOn() ?? round.ackedAfterKill >= AFTER_KILL, 60_000, 5);
+      await waitFor(
+        'writes on the survivor after the kill',
+        () => failOn() ?? round.ackedAfterKill >= AFTER_KILL,
+        60_000,
+        5,
+      );
       stopped = true;
       await Promise.all(workers);
       expect(round.unexpected).toEqual([]);

@@ -28,7 +28,9 @@ beforeAll(async () => {
   etcd = await startTestEtcd();
   tokens = rootTokenFile();
   for (let i = 0; i < 3; i++) {
-    replicas.push(await startServerProcess({ etcdEndpoint: etcd.endpoint, etcdPrefix: prefix, tokenAuthFile: tokens.file }));
+    replicas.push(
+      await startServerProcess({ etcdEndpoint: etcd.endpoint, etcdPrefix: prefix, tokenAuthFile: tokens.file }),
+    );
   }
   clients.push(...replicas.map((r) => new PooledClient(r.url, r.caPem, tokens.token, CONCURRENCY)));
 }, 90_000);
@@ -104,7 +106,14 @@ describe('three replicas, 10,000 concurrent read-modify-write updates', () => {
       const res = await clients[i % 3].post(sharedSecretsPath(NS), body);
       expect(res.status).toBe(201);
     }
-    const t: Tally = { acked: Array.from({ length: OBJECTS }, () => []), versions: Array.from({ length: OBJECTS }, () => []), conflicts: 0, throttled: 0, requests: 0, unexpected: [] };
+    const t: Tally = {
+      acked: Array.from({ length: OBJECTS }, () => []),
+      versions: Array.from({ length: OBJECTS }, () => []),
+      conflicts: 0,
+      throttled: 0,
+      requests: 0,
+      unexpected: [],
+    };
 
     const start = performance.now();
     // Update i goes to object i mod OBJECTS, read first through replica i mod 3: every object and every
@@ -122,7 +131,11 @@ describe('three replicas, 10,000 concurrent read-modify-write updates', () => {
         const res = await c.get(sharedSecretPath(NS, objectName(i)));
         expect(res.status).toBe(200);
         const ids: string[] = res.body.metadata.annotations.ids.split(',');
-        expect({ name: objectName(i), count: Number(res.body.metadata.annotations.count), ids: ids.length }).toEqual({ name: objectName(i), count: t.acked[i].length, ids: t.acked[i].length });
+        expect({ name: objectName(i), count: Number(res.body.metadata.annotations.count), ids: ids.length }).toEqual({
+          name: objectName(i),
+          count: t.acked[i].length,
+          ids: t.acked[i].length,
+        });
         expect(new Set(ids).size).toBe(ids.length);
         expect([...ids].sort()).toEqual([...t.acked[i]].sort());
         // The last acknowledged write is what is stored.
@@ -146,6 +159,17 @@ describe('three replicas, 10,000 concurrent read-modify-write updates', () => {
     // The races were real.
     expect(t.conflicts).toBeGreaterThan(0);
 
-    recordFigures('replicas-rmw', { updates: UPDATES, objects: OBJECTS, concurrency: CONCURRENCY, acknowledged: ackedTotal, conflicts: t.conflicts, throttled: t.throttled, requests: t.requests, seconds, requestsPerSecond: Math.round(t.requests / seconds), updatesPerSecond: Math.round(UPDATES / seconds) });
+    recordFigures('replicas-rmw', {
+      updates: UPDATES,
+      objects: OBJECTS,
+      concurrency: CONCURRENCY,
+      acknowledged: ackedTotal,
+      conflicts: t.conflicts,
+      throttled: t.throttled,
+      requests: t.requests,
+      seconds,
+      requestsPerSecond: Math.round(t.requests / seconds),
+      updatesPerSecond: Math.round(UPDATES / seconds),
+    });
   }, 240_000);
 });

@@ -42,7 +42,12 @@ beforeAll(async () => {
   etcd = await startTestEtcd();
   kv = new Etcd3({ hosts: etcd.endpoint });
   tokens = rootTokenFile();
-  server = await startServerProcess({ etcdEndpoint: etcd.endpoint, etcdPrefix: prefix, tokenAuthFile: tokens.file, args: ['--etcd-compaction-interval=0'] });
+  server = await startServerProcess({
+    etcdEndpoint: etcd.endpoint,
+    etcdPrefix: prefix,
+    tokenAuthFile: tokens.file,
+    args: ['--etcd-compaction-interval=0'],
+  });
   client = new PooledClient(server.url, server.caPem, tokens.token, WRITERS * 2);
   kc = new k8s.KubeConfig();
   kc.loadFromOptions({
@@ -96,7 +101,8 @@ async function startInformer(name: string, path: string, list: () => Promise<any
     rec.lists += 1;
     return list();
   });
-  const record = (type: Seen['type']) => (o: Obj) => rec.events.push({ type, key: keyOf(o), rv: o.metadata?.resourceVersion ?? '', seq: seqOf(o) });
+  const record = (type: Seen['type']) => (o: Obj) =>
+    rec.events.push({ type, key: keyOf(o), rv: o.metadata?.resourceVersion ?? '', seq: seqOf(o) });
   rec.informer.on('add', record('add'));
   rec.informer.on('update', record('update'));
   rec.informer.on('delete', record('delete'));
@@ -152,7 +158,12 @@ class Gate {
  * are safe: a create that happened answers 409 AlreadyExists, a patch sets the same values again, a delete that
  * happened answers 404.
  */
-async function definitely(t: Truth, send: () => Promise<HttpResponse>, done: (r: HttpResponse) => boolean, what: string): Promise<HttpResponse> {
+async function definitely(
+  t: Truth,
+  send: () => Promise<HttpResponse>,
+  done: (r: HttpResponse) => boolean,
+  what: string,
+): Promise<HttpResponse> {
   for (let attempt = 0; ; attempt++) {
     let res: HttpResponse | undefined;
     try {
@@ -165,7 +176,8 @@ async function definitely(t: Truth, send: () => Promise<HttpResponse>, done: (r:
       t.unexpected.push(`${what}: ${res.status} ${res.text.slice(0, 300)}`);
       return res;
     }
-    if (res && res.body?.kind !== 'Status') t.unexpected.push(`${what}: ${res.status} without a Status: ${res.text.slice(0, 300)}`);
+    if (res && res.body?.kind !== 'Status')
+      t.unexpected.push(`${what}: ${res.status} without a Status: ${res.text.slice(0, 300)}`);
     if (attempt > 600) throw new Error(`${what} never got through; last ${res?.status} ${res?.text}`);
     t.retries += 1;
     await new Promise((r) => setTimeout(r, 100));
@@ -185,7 +197,12 @@ async function writer(t: Truth, gate: Gate, id: number, stop: () => boolean): Pr
         const name = `w${id}-${made++}`;
         const body = secretBody(name);
         body.metadata.annotations = { seq: '0' };
-        await definitely(t, () => client.post(sharedSecretsPath(ns), body, opts), (r) => r.status === 201 || (r.status === 409 && r.body?.reason === 'AlreadyExists'), `create ${ns}/${name}`);
+        await definitely(
+          t,
+          () => client.post(sharedSecretsPath(ns), body, opts),
+          (r) => r.status === 201 || (r.status === 409 && r.body?.reason === 'AlreadyExists'),
+          `create ${ns}/${name}`,
+        );
         live.push({ ns, name, seq: 0 });
         t.state.set(`${ns}/${name}`, { seq: 0 });
       } else if (roll < 0.85) {
@@ -193,7 +210,13 @@ async function writer(t: Truth, gate: Gate, id: number, stop: () => boolean): Pr
         const seq = o.seq + 1;
         await definitely(
           t,
-          () => client.patch(sharedSecretPath(o.ns, o.name), { metadata: { annotations: { seq: String(seq) } }, spec: { description: `seq ${seq}` } }, MERGE_PATCH, opts),
+          () =>
+            client.patch(
+              sharedSecretPath(o.ns, o.name),
+              { metadata: { annotations: { seq: String(seq) } }, spec: { description: `seq ${seq}` } },
+              MERGE_PATCH,
+              opts,
+            ),
           (r) => r.status === 200 && seqOf(r.body) === seq,
           `patch ${o.ns}/${o.name}`,
         );
@@ -201,7 +224,12 @@ async function writer(t: Truth, gate: Gate, id: number, stop: () => boolean): Pr
         t.state.set(`${o.ns}/${o.name}`, { seq });
       } else {
         const [o] = live.splice(Math.floor(Math.random() * live.length), 1);
-        await definitely(t, () => client.delete(sharedSecretPath(o.ns, o.name), opts), (r) => r.status === 200 || r.status === 404, `delete ${o.ns}/${o.name}`);
+        await definitely(
+          t,
+          () => client.delete(sharedSecretPath(o.ns, o.name), opts),
+          (r) => r.status === 200 || r.status === 404,
+          `delete ${o.ns}/${o.name}`,
+        );
         t.state.set(`${o.ns}/${o.name}`, 'deleted');
       }
       t.writes += 1;
@@ -216,7 +244,9 @@ async function serverState(namespaces?: string[]): Promise<Map<string, { rv: str
   const res = await client.get(`${GROUP_PATH}/sharedsecrets`);
   expect(res.status).toBe(200);
   const items: any[] = res.body.items.filter((o: any) => !namespaces || namespaces.includes(o.metadata.namespace));
-  return new Map(items.map((o) => [`${o.metadata.namespace}/${o.metadata.name}`, { rv: o.metadata.resourceVersion, seq: seqOf(o) }]));
+  return new Map(
+    items.map((o) => [`${o.metadata.namespace}/${o.metadata.name}`, { rv: o.metadata.resourceVersion, seq: seqOf(o) }]),
+  );
 }
 
 function cacheState(rec: Recorded): Map<string, string> {
@@ -233,11 +263,14 @@ function eventRules(rec: Recorded): string[] {
     if (adds !== 1) problems.push(`${rec.name}: ${key} added ${adds} times: ${JSON.stringify(events)}`);
     if (events[0].type !== 'add') problems.push(`${rec.name}: ${key} first seen as ${events[0].type}`);
     const del = events.findIndex((e) => e.type === 'delete');
-    if (del >= 0 && del !== events.length - 1) problems.push(`${rec.name}: ${key} has events after its delete: ${JSON.stringify(events)}`);
+    if (del >= 0 && del !== events.length - 1)
+      problems.push(`${rec.name}: ${key} has events after its delete: ${JSON.stringify(events)}`);
     const changes = events.filter((e) => e.type !== 'delete');
     for (let i = 1; i < changes.length; i++) {
       if (!(BigInt(changes[i].rv) > BigInt(changes[i - 1].rv) && changes[i].seq > changes[i - 1].seq)) {
-        problems.push(`${rec.name}: ${key} went from rv ${changes[i - 1].rv} seq ${changes[i - 1].seq} to rv ${changes[i].rv} seq ${changes[i].seq}`);
+        problems.push(
+          `${rec.name}: ${key} went from rv ${changes[i - 1].rv} seq ${changes[i - 1].seq} to rv ${changes[i].rv} seq ${changes[i].seq}`,
+        );
       }
     }
   }
@@ -257,8 +290,17 @@ describe('informers across etcd restarts and compactions, under writes', () => {
     const start = performance.now();
     try {
       const api = kc.makeApiClient(k8s.CustomObjectsApi);
-      await startInformer('namespaced', sharedSecretsPath(NAMESPACES[0]), () => api.listNamespacedCustomObject({ group: GROUP, version: 'v1', namespace: NAMESPACES[0], plural: 'sharedsecrets' }));
-      await startInformer('all-namespaces', `${GROUP_PATH}/sharedsecrets`, () => api.listClusterCustomObject({ group: GROUP, version: 'v1', plural: 'sharedsecrets' }));
+      await startInformer('namespaced', sharedSecretsPath(NAMESPACES[0]), () =>
+        api.listNamespacedCustomObject({
+          group: GROUP,
+          version: 'v1',
+          namespace: NAMESPACES[0],
+          plural: 'sharedsecrets',
+        }),
+      );
+      await startInformer('all-namespaces', `${GROUP_PATH}/sharedsecrets`, () =>
+        api.listClusterCustomObject({ group: GROUP, version: 'v1', plural: 'sharedsecrets' }),
+      );
 
       // 1. etcd restarts under the writes.
       await sleep(1500);
@@ -304,13 +346,21 @@ describe('informers across etcd restarts and compactions, under writes', () => {
     expect(truth.unexpected.slice(0, 5)).toEqual([]);
     const all = await serverState();
     // The server holds what the writers were told.
-    const told = [...truth.state].filter(([, s]) => s !== 'deleted').map(([k, s]) => `${k}#${(s as { seq: number }).seq}`).sort();
+    const told = [...truth.state]
+      .filter(([, s]) => s !== 'deleted')
+      .map(([k, s]) => `${k}#${(s as { seq: number }).seq}`)
+      .sort();
     expect([...all].map(([k, s]) => `${k}#${s.seq}`).sort()).toEqual(told);
 
     for (const rec of informers) {
       const want = await serverState(nsOf(rec));
       const wanted = JSON.stringify([...want].map(([k, s]) => [k, s.rv]).sort());
-      await waitFor(`the ${rec.name} informer's cache to equal the server`, () => JSON.stringify([...cacheState(rec)].sort()) === wanted, 30_000, 50);
+      await waitFor(
+        `the ${rec.name} informer's cache to equal the server`,
+        () => JSON.stringify([...cacheState(rec)].sort()) === wanted,
+        30_000,
+        50,
+      );
     }
     figures.convergeAfterWritesStopSeconds = secondsSince(stoppedAt);
     await stopInformers();
@@ -321,7 +371,11 @@ describe('informers across etcd restarts and compactions, under writes', () => {
       // The last event of every object is its current version; every deleted object it had was deleted.
       const last = new Map<string, Seen>();
       for (const e of rec.events) last.set(e.key, e);
-      for (const [key, s] of want) expect({ key, last: last.get(key) && { type: last.get(key)!.type, rv: last.get(key)!.rv } }).toEqual({ key, last: { type: expect.stringMatching(/^(add|update)$/), rv: s.rv } });
+      for (const [key, s] of want)
+        expect({ key, last: last.get(key) && { type: last.get(key)!.type, rv: last.get(key)!.rv } }).toEqual({
+          key,
+          last: { type: expect.stringMatching(/^(add|update)$/), rv: s.rv },
+        });
       for (const [key, e] of last) if (!want.has(key)) expect({ key, type: e.type }).toEqual({ key, type: 'delete' });
       // The compaction did cut them off: each listed again.
       expect(rec.lists).toBeGreaterThanOrEqual(2);
@@ -331,7 +385,12 @@ describe('informers across etcd restarts and compactions, under writes', () => {
     figures.writeRetriesWhileEtcdAway = truth.retries;
     figures.objectsAtEnd = all.size;
     figures.watchCacheRelists = server.count(/^watch cache: the etcd watch was lost/);
-    figures.informers = informers.map((r) => ({ name: r.name, events: r.events.length, lists: r.lists, errors: r.errors }));
+    figures.informers = informers.map((r) => ({
+      name: r.name,
+      events: r.events.length,
+      lists: r.lists,
+      errors: r.errors,
+    }));
     recordFigures('watch-across-outage', figures);
   }, 150_000);
 });

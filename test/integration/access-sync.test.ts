@@ -16,7 +16,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HostCluster } from '../../src/host/cluster.js';
 import type { Grants } from '../support/authmatrix.js';
-import { clusterBody, clusterPath, CLUSTERS_PATH, GROUP, JSON_PATCH, MERGE_PATCH, secretBody, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
+import {
+  clusterBody,
+  clusterPath,
+  CLUSTERS_PATH,
+  GROUP,
+  JSON_PATCH,
+  MERGE_PATCH,
+  secretBody,
+  sharedSecretPath,
+  sharedSecretsPath,
+  uniq,
+} from '../support/fixtures.js';
 import { startHostCluster, type HostClusterStandIn, type KubeObj, type RbacResource } from '../support/hostcluster.js';
 import type { HttpClient } from '../support/http.js';
 import { startServerProcess } from '../support/serverprocess.js';
@@ -70,17 +81,30 @@ async function setGrants(path: string, grants: Grants): Promise<any> {
 
 /** Waits for AccessSynced=True for the object's current generation; returns the object. */
 async function synced(path: string, timeoutMs = 15_000): Promise<any> {
-  return waitFor(`${path} to be AccessSynced`, async () => {
-    const obj = (await admin.get(path)).body;
-    const c = obj?.status?.conditions?.find((x: any) => x.type === 'AccessSynced');
-    return c?.status === 'True' && c.observedGeneration === obj.metadata.generation && obj;
-  }, timeoutMs);
+  return waitFor(
+    `${path} to be AccessSynced`,
+    async () => {
+      const obj = (await admin.get(path)).body;
+      const c = obj?.status?.conditions?.find((x: any) => x.type === 'AccessSynced');
+      return c?.status === 'True' && c.observedGeneration === obj.metadata.generation && obj;
+    },
+    timeoutMs,
+  );
 }
 
-const generated = (uid: string, resource: RbacResource) => host.list(resource).filter((o) => o.metadata.labels?.[UID_LABEL] === uid);
+const generated = (uid: string, resource: RbacResource) =>
+  host.list(resource).filter((o) => o.metadata.labels?.[UID_LABEL] === uid);
 
 /** What the host's own RBAC allows (kube-apiserver's answer, through the stand-in's SubjectAccessReview). */
-async function hostAllows(user: string, groups: string[], verb: string, resource: string, name: string, namespace = '', subresource = ''): Promise<boolean> {
+async function hostAllows(
+  user: string,
+  groups: string[],
+  verb: string,
+  resource: string,
+  name: string,
+  namespace = '',
+  subresource = '',
+): Promise<boolean> {
   const review = await hostClient.subjectAccessReview({
     user: { name: user, groups: ['system:authenticated', ...groups] },
     verb,
@@ -98,7 +122,7 @@ async function hostAllows(user: string, groups: string[], verb: string, resource
 
 // ---------------------------------------------------------------------------------------------------------------
 
-describe('the whole loop through the host\'s authorization', () => {
+describe("the whole loop through the host's authorization", () => {
   test('an entry for alice on s1 lets her get s1 and not s2; removing the entry takes it away', async () => {
     const s1 = await createSecret(uniq('s1'), { access: [{ verbs: ['get'], users: ['alice'] }] });
     const s2 = await createSecret(uniq('s2'), {});
@@ -121,7 +145,12 @@ describe('the whole loop through the host\'s authorization', () => {
     expect(generated(s1.metadata.uid, 'rolebindings')).toEqual([]);
     expect(after.metadata.finalizers).toBeUndefined();
     expect(after.status.conditions).toEqual([
-      expect.objectContaining({ type: 'AccessSynced', status: 'True', reason: 'Synced', message: 'nothing to grant: no owner and no access entries' }),
+      expect.objectContaining({
+        type: 'AccessSynced',
+        status: 'True',
+        reason: 'Synced',
+        message: 'nothing to grant: no owner and no access entries',
+      }),
     ]);
   });
 
@@ -149,7 +178,10 @@ describe('the whole loop through the host\'s authorization', () => {
 
 describe('what is generated', () => {
   test('one Role and RoleBinding per entry and for the owner, named and labelled after the source', async () => {
-    const s = await createSecret(uniq('shape'), { owner: { user: 'olga' }, access: [{ verbs: ['get', 'watch'], subresources: ['status'], users: ['alice'], teams: ['green'] }] });
+    const s = await createSecret(uniq('shape'), {
+      owner: { user: 'olga' },
+      access: [{ verbs: ['get', 'watch'], subresources: ['status'], users: ['alice'], teams: ['green'] }],
+    });
     const obj = await synced(sharedSecretPath(NS, s.metadata.name));
     expect(obj.metadata.finalizers).toEqual([FINALIZER]);
     const cond = obj.status.conditions.find((c: any) => c.type === 'AccessSynced');
@@ -173,7 +205,14 @@ describe('what is generated', () => {
     const role = host.get('roles', NS, `platform-sharedsecret-${n}-access-0`)!;
     expect(role).toMatchObject({
       metadata: { labels, annotations: { 'management.platform.sh/source': `SharedSecret ${NS}/${n}` } },
-      rules: [{ apiGroups: [GROUP], resources: ['sharedsecrets', 'sharedsecrets/status'], resourceNames: [n], verbs: ['get', 'watch'] }],
+      rules: [
+        {
+          apiGroups: [GROUP],
+          resources: ['sharedsecrets', 'sharedsecrets/status'],
+          resourceNames: [n],
+          verbs: ['get', 'watch'],
+        },
+      ],
     });
     const binding = host.get('rolebindings', NS, `platform-sharedsecret-${n}-access-0`)!;
     expect(binding).toMatchObject({
@@ -187,7 +226,9 @@ describe('what is generated', () => {
     expect(host.get('roles', NS, `platform-sharedsecret-${n}-owner`)!.rules).toEqual([
       { apiGroups: [GROUP], resources: ['sharedsecrets', 'sharedsecrets/status'], resourceNames: [n], verbs: ['*'] },
     ]);
-    expect(host.get('rolebindings', NS, `platform-sharedsecret-${n}-owner`)!.subjects).toEqual([{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'olga' }]);
+    expect(host.get('rolebindings', NS, `platform-sharedsecret-${n}-owner`)!.subjects).toEqual([
+      { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'olga' },
+    ]);
   });
 
   test('a Cluster gets a ClusterRole and ClusterRoleBinding', async () => {
@@ -196,17 +237,30 @@ describe('what is generated', () => {
     body.spec.access = [{ verbs: ['get', 'update'], users: ['alice'] }];
     expect((await admin.post(CLUSTERS_PATH, body)).status).toBe(201);
     const obj = await synced(clusterPath(name));
-    expect(generated(obj.metadata.uid, 'clusterroles').map((o) => o.metadata.name)).toEqual([`platform-cluster-${name}-access-0`]);
-    expect(generated(obj.metadata.uid, 'clusterrolebindings')[0].roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `platform-cluster-${name}-access-0` });
+    expect(generated(obj.metadata.uid, 'clusterroles').map((o) => o.metadata.name)).toEqual([
+      `platform-cluster-${name}-access-0`,
+    ]);
+    expect(generated(obj.metadata.uid, 'clusterrolebindings')[0].roleRef).toEqual({
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'ClusterRole',
+      name: `platform-cluster-${name}-access-0`,
+    });
     expect(generated(obj.metadata.uid, 'roles')).toEqual([]);
     expect(await hostAllows('alice', [], 'update', 'clusters', name)).toBe(true);
     expect(await hostAllows('alice', [], 'delete', 'clusters', name)).toBe(false);
-    expect(obj.status.conditions[0].message).toBe('1 ClusterRole(s) and 1 ClusterRoleBinding(s) in the host cluster grant the owner and access entries');
+    expect(obj.status.conditions[0].message).toBe(
+      '1 ClusterRole(s) and 1 ClusterRoleBinding(s) in the host cluster grant the owner and access entries',
+    );
   });
 
   test('names at the length limit: generated names stay within 63 characters, distinct, and still grant', async () => {
     const long = `${'l'.repeat(200)}-${randomBytes(4).toString('hex')}`;
-    const s = await createSecret(long, { access: [{ verbs: ['get'], users: ['alice'] }, { verbs: ['list'], users: ['bob'] }] });
+    const s = await createSecret(long, {
+      access: [
+        { verbs: ['get'], users: ['alice'] },
+        { verbs: ['list'], users: ['bob'] },
+      ],
+    });
     await synced(sharedSecretPath(NS, long));
     const roles = generated(s.metadata.uid, 'roles');
     expect(roles).toHaveLength(2);
@@ -221,7 +275,11 @@ describe('what is generated', () => {
   });
 
   test('many entries, users and teams; editing one entry rewrites only its own pair', async () => {
-    const access = Array.from({ length: 25 }, (_, i) => ({ verbs: i % 2 ? ['get'] : ['get', 'update'], users: [`user-${i}`, `shared-${i % 3}`], teams: [`team-${i}`] }));
+    const access = Array.from({ length: 25 }, (_, i) => ({
+      verbs: i % 2 ? ['get'] : ['get', 'update'],
+      users: [`user-${i}`, `shared-${i % 3}`],
+      teams: [`team-${i}`],
+    }));
     const s = await createSecret(uniq('many'), { access });
     const path = sharedSecretPath(NS, s.metadata.name);
     await synced(path);
@@ -231,17 +289,26 @@ describe('what is generated', () => {
     expect(await hostAllows('user-7', [], 'update', 'sharedsecrets', s.metadata.name, NS)).toBe(false);
 
     host.resetCounts();
-    const res = await admin.patch(path, [{ op: 'replace', path: '/spec/access/7/verbs', value: ['get', 'update'] }], JSON_PATCH);
+    const res = await admin.patch(
+      path,
+      [{ op: 'replace', path: '/spec/access/7/verbs', value: ['get', 'update'] }],
+      JSON_PATCH,
+    );
     expect(res.status).toBe(200);
     await synced(path);
-    await waitFor('user-7 to be allowed', () => hostAllows('user-7', [], 'update', 'sharedsecrets', s.metadata.name, NS));
+    await waitFor('user-7 to be allowed', () =>
+      hostAllows('user-7', [], 'update', 'sharedsecrets', s.metadata.name, NS),
+    );
     expect(host.count('roles', 'PUT')).toBe(1);
     expect(host.count('rolebindings', 'PUT')).toBe(0);
 
     // Dropping the last 20 entries deletes their pairs.
     await admin.patch(path, { spec: { access: access.slice(0, 5) } }, MERGE_PATCH);
     await synced(path);
-    await waitFor('20 pairs deleted', () => generated(s.metadata.uid, 'roles').length === 5 && generated(s.metadata.uid, 'rolebindings').length === 5);
+    await waitFor(
+      '20 pairs deleted',
+      () => generated(s.metadata.uid, 'roles').length === 5 && generated(s.metadata.uid, 'rolebindings').length === 5,
+    );
   });
 });
 
@@ -304,22 +371,30 @@ describe('drift', () => {
 
     // A binding pointing at another role (roleRef cannot change in kube: it is deleted and created again).
     host.remove('rolebindings', NS, name);
-    host.put({ ...structuredClone(original.binding), metadata: { ...structuredClone(original.binding.metadata), resourceVersion: undefined }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' } });
+    host.put({
+      ...structuredClone(original.binding),
+      metadata: { ...structuredClone(original.binding.metadata), resourceVersion: undefined },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+    });
     await waitFor('the roleRef to be back', () => host.get('rolebindings', NS, name)?.roleRef?.kind === 'Role');
   });
 });
 
 /** Waits for AccessSynced=False for the object's current generation; returns the condition. */
 async function failed(path: string, timeoutMs = 15_000): Promise<any> {
-  return waitFor(`${path} to be AccessSynced=False`, async () => {
-    const obj = (await admin.get(path)).body;
-    const c = obj?.status?.conditions?.find((x: any) => x.type === 'AccessSynced');
-    return c?.status === 'False' && c.observedGeneration === obj.metadata.generation && c;
-  }, timeoutMs);
+  return waitFor(
+    `${path} to be AccessSynced=False`,
+    async () => {
+      const obj = (await admin.get(path)).body;
+      const c = obj?.status?.conditions?.find((x: any) => x.type === 'AccessSynced');
+      return c?.status === 'False' && c.observedGeneration === obj.metadata.generation && c;
+    },
+    timeoutMs,
+  );
 }
 
 describe('objects the server did not make', () => {
-  test('a host Role or RoleBinding that has a generated name but is not this source\'s own is never overwritten, and the condition says so', async () => {
+  test("a host Role or RoleBinding that has a generated name but is not this source's own is never overwritten, and the condition says so", async () => {
     const name = uniq('taken');
     const roleName = `platform-sharedsecret-${name}-access-0`;
     const ownerName = `platform-sharedsecret-${name}-owner`;
@@ -334,7 +409,11 @@ describe('objects the server did not make', () => {
     const otherSource = host.put({
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'RoleBinding',
-      metadata: { name: ownerName, namespace: NS, labels: { 'app.kubernetes.io/managed-by': 'platform-management-api' } },
+      metadata: {
+        name: ownerName,
+        namespace: NS,
+        labels: { 'app.kubernetes.io/managed-by': 'platform-management-api' },
+      },
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'elsewhere' },
       subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'olga' }],
     });
@@ -364,10 +443,12 @@ describe('objects the server did not make', () => {
   }, 40_000);
 
   test("the host's refusal reaches tenants as what failed on which object, never the host's own words", async () => {
-    const hostWords = 'user "system:serviceaccount:platform:management-api" (groups=["system:serviceaccounts" "system:masters-lookalike"]) is attempting to grant RBAC permissions not currently held';
+    const hostWords =
+      'user "system:serviceaccount:platform:management-api" (groups=["system:serviceaccounts" "system:masters-lookalike"]) is attempting to grant RBAC permissions not currently held';
     const name = uniq('refused');
     host.onRbacWrite = (obj) => {
-      if (obj.metadata.name === `platform-sharedsecret-${name}-access-0`) throw errors.forbidden({ group: 'rbac.authorization.k8s.io', resource: 'roles' }, obj.metadata.name, hostWords);
+      if (obj.metadata.name === `platform-sharedsecret-${name}-access-0`)
+        throw errors.forbidden({ group: 'rbac.authorization.k8s.io', resource: 'roles' }, obj.metadata.name, hostWords);
     };
     try {
       await createSecret(name, { access: [{ verbs: ['get'], users: ['alice'] }] });
@@ -421,9 +502,15 @@ describe('without a host cluster', () => {
     const ROOT = `root-${randomBytes(16).toString('hex')}`;
     const dir = mkdtempSync(join(tmpdir(), 'no-host-'));
     writeFileSync(join(dir, 'tokens.csv'), `${ROOT},root,uid-root,"system:masters"\n`);
-    const p = await startServerProcess({ etcdEndpoint: ts.etcd.endpoint, etcdPrefix: `/no-host-${randomBytes(4).toString('hex')}`, tokenAuthFile: join(dir, 'tokens.csv') });
+    const p = await startServerProcess({
+      etcdEndpoint: ts.etcd.endpoint,
+      etcdPrefix: `/no-host-${randomBytes(4).toString('hex')}`,
+      tokenAuthFile: join(dir, 'tokens.csv'),
+    });
     try {
-      const off = p.logs.filter((l) => /the access sync to host RBAC and virtual cluster kube configs are off/.test(l.msg));
+      const off = p.logs.filter((l) =>
+        /the access sync to host RBAC and virtual cluster kube configs are off/.test(l.msg),
+      );
       expect(off).toHaveLength(1);
       const c = p.client(ROOT);
       const body = secretBody('plain');
@@ -440,4 +527,3 @@ describe('without a host cluster', () => {
     }
   }, 60_000);
 });
-

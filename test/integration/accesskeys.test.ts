@@ -40,7 +40,11 @@ const JSON_PATCH = 'application/json-patch+json';
 const MERGE_PATCH = 'application/merge-patch+json';
 const TABLE = 'application/json;as=Table;v=v1;g=meta.k8s.io';
 
-const TOKENS = { admin: 'admin-token-0123456789abcdef', alice: 'alice-token-0123456789abcdef', bob: 'bob-token-0123456789abcdef' };
+const TOKENS = {
+  admin: 'admin-token-0123456789abcdef',
+  alice: 'alice-token-0123456789abcdef',
+  bob: 'bob-token-0123456789abcdef',
+};
 const USERS: Record<keyof typeof TOKENS, UserInfo> = {
   admin: { name: 'root', uid: 'root', groups: ['system:masters'] },
   alice: { name: 'alice', uid: 'alice', groups: ['platform:team:dev'] },
@@ -76,7 +80,11 @@ function note(res: HttpResponse, create = false): HttpResponse {
   return res;
 }
 
-async function createKey(client: HttpClient, name: string, spec: Record<string, unknown> = {}): Promise<{ body: any; key: string }> {
+async function createKey(
+  client: HttpClient,
+  name: string,
+  spec: Record<string, unknown> = {},
+): Promise<{ body: any; key: string }> {
   const res = note(await client.post(KEYS, keyBody(name, spec)), true);
   expect(res.status).toBe(201);
   const key = res.body.spec.key;
@@ -94,7 +102,9 @@ async function getKey(name: string, client = admin): Promise<any> {
 async function etcdEntry(name: string): Promise<{ value: any; text: string; modRevision: string } | undefined> {
   const res = await etcd.get(`${ts.config.etcdPrefix}/${GROUP}/ownedaccesskeys/${name}`).exec();
   const kv = res.kvs[0];
-  return kv ? { value: JSON.parse(kv.value.toString()), text: kv.value.toString(), modRevision: String(kv.mod_revision) } : undefined;
+  return kv
+    ? { value: JSON.parse(kv.value.toString()), text: kv.value.toString(), modRevision: String(kv.mod_revision) }
+    : undefined;
 }
 
 async function eventually<T>(fn: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
@@ -120,7 +130,11 @@ beforeAll(async () => {
       .join('\n'),
   );
   // The activity options are the lead's to name; a short interval lets lastActivity show up within a test.
-  const overrides = { tokenAuthFile: tokenFile, accessKeyActivityMinIntervalMs: 200, accessKeyActivityTickMs: 50 } as unknown as Partial<Config>;
+  const overrides = {
+    tokenAuthFile: tokenFile,
+    accessKeyActivityMinIntervalMs: 200,
+    accessKeyActivityTickMs: 50,
+  } as unknown as Partial<Config>;
   ts = await startTestServer(overrides);
   etcd = new Etcd3({ hosts: ts.etcd.endpoint });
   admin = ts.client(TOKENS.admin);
@@ -140,7 +154,12 @@ describe('key material', () => {
     const { body, key } = await createKey(admin, name, { user: 'alice' });
     expect(key).toMatch(/^pak_[A-Za-z0-9_-]{43}$/);
     expect(Buffer.from(key.slice(4), 'base64url')).toHaveLength(32);
-    expect(body).toMatchObject({ kind: 'OwnedAccessKey', apiVersion: API_VERSION, metadata: { name }, spec: { user: 'alice' } });
+    expect(body).toMatchObject({
+      kind: 'OwnedAccessKey',
+      apiVersion: API_VERSION,
+      metadata: { name },
+      spec: { user: 'alice' },
+    });
     const other = await createKey(admin, uniq('gen'), { user: 'alice' });
     expect(other.key).not.toBe(key);
   });
@@ -152,7 +171,10 @@ describe('key material', () => {
 
   test('etcd holds only the hash of the key', async () => {
     const name = uniq('hash');
-    const { key } = await createKey(admin, name, { user: 'alice', identity: { username: 'alice', connectorData: 'c0nnect0r-data' } });
+    const { key } = await createKey(admin, name, {
+      user: 'alice',
+      identity: { username: 'alice', connectorData: 'c0nnect0r-data' },
+    });
     const entry = await etcdEntry(name);
     expect(entry?.value.spec.key).toBe(`sha256:${sha256(key)}`);
     expect(entry?.text).not.toContain(key);
@@ -162,7 +184,10 @@ describe('key material', () => {
 
   test('get, list, Table and watch never show spec.key or identity.connectorData', async () => {
     const name = uniq('hidden');
-    const { key } = await createKey(admin, name, { user: 'alice', identity: { username: 'alice', connectorData: 'c0nnect0r-data' } });
+    const { key } = await createKey(admin, name, {
+      user: 'alice',
+      identity: { username: 'alice', connectorData: 'c0nnect0r-data' },
+    });
     const got = await getKey(name);
     expect(got.spec).not.toHaveProperty('key');
     expect(got.spec.identity).toEqual({ username: 'alice' });
@@ -177,7 +202,10 @@ describe('key material', () => {
     expect(table.status).toBe(200);
     expect(table.body.kind).toBe('Table');
     const watch = note(await admin.get(`${KEYS}?watch=true&timeoutSeconds=1&fieldSelector=metadata.name=${name}`));
-    const events = watch.text.trim().split('\n').map((l) => JSON.parse(l));
+    const events = watch.text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(events[0]).toMatchObject({ type: 'ADDED', object: { metadata: { name } } });
     expect(events[0].object.spec).not.toHaveProperty('key');
     expect(events[0].object.spec.identity).not.toHaveProperty('connectorData');
@@ -200,18 +228,33 @@ describe('key material', () => {
     expect(put.body.spec).not.toHaveProperty('key');
     expect((await etcdEntry(name))?.value.spec.key).toBe(hash);
 
-    const same = note(await admin.put(keyPath(name), { ...put.body, spec: { ...put.body.spec, key, displayName: 'three' } }));
+    const same = note(
+      await admin.put(keyPath(name), { ...put.body, spec: { ...put.body.spec, key, displayName: 'three' } }),
+    );
     expect(same.status).toBe(200);
     expect(same.body.spec).not.toHaveProperty('key');
     expect((await etcdEntry(name))?.value.spec.key).toBe(hash);
 
     const before = await etcdEntry(name);
-    const other = note(await admin.put(keyPath(name), { ...same.body, spec: { ...same.body.spec, key: 'another-key-0123456789', displayName: 'four' } }));
+    const other = note(
+      await admin.put(keyPath(name), {
+        ...same.body,
+        spec: { ...same.body.spec, key: 'another-key-0123456789', displayName: 'four' },
+      }),
+    );
     expect(other.status).toBe(422);
     expect(other.body).toMatchObject({ kind: 'Status', reason: 'Invalid', code: 422 });
-    expect(other.body.message).toBe(`OwnedAccessKey.${GROUP} "${name}" is invalid: spec.key: Invalid value: "<redacted>": field is immutable`);
+    expect(other.body.message).toBe(
+      `OwnedAccessKey.${GROUP} "${name}" is invalid: spec.key: Invalid value: "<redacted>": field is immutable`,
+    );
     expect(other.text).not.toContain('another-key-0123456789');
-    const patch = note(await admin.patch(keyPath(name), [{ op: 'replace', path: '/spec/key', value: 'another-key-0123456789' }], JSON_PATCH));
+    const patch = note(
+      await admin.patch(
+        keyPath(name),
+        [{ op: 'replace', path: '/spec/key', value: 'another-key-0123456789' }],
+        JSON_PATCH,
+      ),
+    );
     expect(patch.status).toBe(422);
     expect(patch.text).not.toContain('another-key-0123456789');
     const after = await etcdEntry(name);
@@ -228,16 +271,31 @@ describe('key material', () => {
     const name = uniq('conn');
     await createKey(admin, name, { user: 'alice', identity: { username: 'alice', connectorData: 'c0nnect0r-data' } });
     const current = await getKey(name);
-    const put = note(await admin.put(keyPath(name), { ...current, spec: { ...current.spec, identity: { ...current.spec.identity, email: 'alice@example.com' } } }));
+    const put = note(
+      await admin.put(keyPath(name), {
+        ...current,
+        spec: { ...current.spec, identity: { ...current.spec.identity, email: 'alice@example.com' } },
+      }),
+    );
     expect(put.status).toBe(200);
     expect(put.body.spec.identity).toEqual({ username: 'alice', email: 'alice@example.com' });
-    expect((await etcdEntry(name))?.value.spec.identity).toEqual({ username: 'alice', email: 'alice@example.com', connectorData: 'c0nnect0r-data' });
+    expect((await etcdEntry(name))?.value.spec.identity).toEqual({
+      username: 'alice',
+      email: 'alice@example.com',
+      connectorData: 'c0nnect0r-data',
+    });
   });
 
   test("kubectl's last-applied-configuration annotation does not keep the key", async () => {
     const name = uniq('applied');
     const config = keyBody(name, { user: 'alice', key: 'applied-key-0123456789' });
-    const body = { ...config, metadata: { name, annotations: { 'kubectl.kubernetes.io/last-applied-configuration': JSON.stringify(config) + '\n' } } };
+    const body = {
+      ...config,
+      metadata: {
+        name,
+        annotations: { 'kubectl.kubernetes.io/last-applied-configuration': JSON.stringify(config) + '\n' },
+      },
+    };
     const res = note(await admin.post(KEYS, body), true);
     expect(res.status).toBe(201);
     allKeys.push('applied-key-0123456789');
@@ -267,7 +325,10 @@ describe('key material', () => {
       rules: [
         {
           verbs: ['get', 'list'],
-          resources: [{ group: GROUP, resources: ['clusters', 'clusters/status'], resourceNames: ['c1'] }, { group: '', resources: ['pods/log'] }],
+          resources: [
+            { group: GROUP, resources: ['clusters', 'clusters/status'], resourceNames: ['c1'] },
+            { group: '', resources: ['pods/log'] },
+          ],
           namespaces: ['', 'p-alpha'],
           nonResourceURLs: ['/version', '/apis/*'],
           requestTargets: ['Management', 'Cluster'],
@@ -277,13 +338,32 @@ describe('key material', () => {
       ],
       allowPlatformCli: true,
       type: 'User',
-      identity: { userId: 'u-1', username: 'alice', preferredUsername: 'Alice', email: 'alice@example.com', emailVerified: true, groups: ['idp-group'], connector: 'github', connectorData: 'c0nnect0r-data' },
+      identity: {
+        userId: 'u-1',
+        username: 'alice',
+        preferredUsername: 'Alice',
+        email: 'alice@example.com',
+        emailVerified: true,
+        groups: ['idp-group'],
+        connector: 'github',
+        connectorData: 'c0nnect0r-data',
+      },
       identityRefresh: '2030-01-02T03:04:05Z',
       oidcProvider: { clientId: 'cli', nonce: 'n', redirectUri: 'https://example.com/cb', scopes: 'openid email' },
       parent: 'parent-key',
-      oidcLogin: { idToken: 'id.tok.en', accessToken: 'access', refreshToken: 'refresh', lastRefresh: '2030-01-02T03:04:05Z' },
+      oidcLogin: {
+        idToken: 'id.tok.en',
+        accessToken: 'access',
+        refreshToken: 'refresh',
+        lastRefresh: '2030-01-02T03:04:05Z',
+      },
     };
-    const res = note(await admin.post(KEYS, keyBody(name, { ...spec, key: 'full-key-0123456789' }), { headers: { 'Content-Type': 'application/json' } }), true);
+    const res = note(
+      await admin.post(KEYS, keyBody(name, { ...spec, key: 'full-key-0123456789' }), {
+        headers: { 'Content-Type': 'application/json' },
+      }),
+      true,
+    );
     allKeys.push('full-key-0123456789');
     expect(res.status).toBe(201);
     expect(res.headers.warning).toBeUndefined();
@@ -292,7 +372,9 @@ describe('key material', () => {
     expect(res.body.spec).toEqual({ ...expected, key: 'full-key-0123456789' });
     expect((await getKey(name)).spec).toEqual(expected);
     // status.lastActivity goes through the status subresource, like any status.
-    const status = note(await admin.patch(`${keyPath(name)}/status`, { status: { lastActivity: '2026-01-01T00:00:00Z' } }, MERGE_PATCH));
+    const status = note(
+      await admin.patch(`${keyPath(name)}/status`, { status: { lastActivity: '2026-01-01T00:00:00Z' } }, MERGE_PATCH),
+    );
     expect(status.status).toBe(200);
     expect(status.body.status).toEqual({ lastActivity: '2026-01-01T00:00:00Z' });
     expect(status.body.spec).toEqual(expected);
@@ -326,13 +408,18 @@ describe('whose keys', () => {
     const name = uniq('theirs');
     const res = note(await alice.post(KEYS, keyBody(name, { user: 'bob' })));
     expect(res.status).toBe(403);
-    expect(res.body).toMatchObject({ kind: 'Status', reason: 'Forbidden', code: 403, details: { name, group: GROUP, kind: 'ownedaccesskeys' } });
+    expect(res.body).toMatchObject({
+      kind: 'Status',
+      reason: 'Forbidden',
+      code: 403,
+      details: { name, group: GROUP, kind: 'ownedaccesskeys' },
+    });
     expect(res.body.message).toBe(
       `ownedaccesskeys.${GROUP} "${name}" is forbidden: User "alice" cannot create resource "ownedaccesskeys" in API group "${GROUP}" at the cluster scope: may not create access keys for user "bob"; only for themself or for a team they belong to`,
     );
     const team = note(await bob.post(KEYS, keyBody(uniq('team'), { team: 'dev' })));
     expect(team.status).toBe(403);
-    expect((await etcdEntry(name))).toBeUndefined();
+    expect(await etcdEntry(name)).toBeUndefined();
   });
 
   test('only system:masters may put groups on a key', async () => {
@@ -360,12 +447,22 @@ describe('outside system:masters a write only weakens a key', () => {
   const APPLY = 'application/apply-patch+yaml';
   const forbiddenBecause = (res: HttpResponse, name: string, user: string, why: string) => {
     expect(res.status).toBe(403);
-    expect(res.body).toMatchObject({ kind: 'Status', reason: 'Forbidden', code: 403, details: { name, group: GROUP, kind: 'ownedaccesskeys' } });
-    expect(res.body.message).toBe(`ownedaccesskeys.${GROUP} "${name}" is forbidden: User "${user}" cannot update resource "ownedaccesskeys" in API group "${GROUP}" at the cluster scope: ${why}`);
+    expect(res.body).toMatchObject({
+      kind: 'Status',
+      reason: 'Forbidden',
+      code: 403,
+      details: { name, group: GROUP, kind: 'ownedaccesskeys' },
+    });
+    expect(res.body.message).toBe(
+      `ownedaccesskeys.${GROUP} "${name}" is forbidden: User "${user}" cannot update resource "ownedaccesskeys" in API group "${GROUP}" at the cluster scope: ${why}`,
+    );
   };
   const SCOPE = 'spec.scope: only members of system:masters may remove or widen the scope of a key';
   /** A master key issued for the command line client's reads, and clusters c1 and c2. */
-  const issued = { groups: ['system:masters'], scope: { roles: [{ role: 'platformCLI' }], clusters: [{ cluster: 'c1' }, { cluster: 'c2' }] } };
+  const issued = {
+    groups: ['system:masters'],
+    scope: { roles: [{ role: 'platformCLI' }], clusters: [{ cluster: 'c1' }, { cluster: 'c2' }] },
+  };
 
   test('removing the scope of a master key one holds is 403 on PUT, JSON patch, merge patch, apply and dry run; the key gains nothing', async () => {
     const name = uniq('widen');
@@ -374,31 +471,90 @@ describe('outside system:masters a write only weakens a key', () => {
     const current = await getKey(name, alice);
     const { scope: _scope, ...unscoped } = current.spec;
     forbiddenBecause(note(await alice.put(keyPath(name), { ...current, spec: unscoped })), name, 'alice', SCOPE);
-    forbiddenBecause(note(await alice.patch(keyPath(name), [{ op: 'remove', path: '/spec/scope' }], JSON_PATCH)), name, 'alice', SCOPE);
-    forbiddenBecause(note(await alice.patch(`${keyPath(name)}?dryRun=All`, [{ op: 'remove', path: '/spec/scope' }], JSON_PATCH)), name, 'alice', SCOPE);
-    forbiddenBecause(note(await alice.patch(keyPath(name), { spec: { scope: null } }, MERGE_PATCH)), name, 'alice', SCOPE);
+    forbiddenBecause(
+      note(await alice.patch(keyPath(name), [{ op: 'remove', path: '/spec/scope' }], JSON_PATCH)),
+      name,
+      'alice',
+      SCOPE,
+    );
+    forbiddenBecause(
+      note(await alice.patch(`${keyPath(name)}?dryRun=All`, [{ op: 'remove', path: '/spec/scope' }], JSON_PATCH)),
+      name,
+      'alice',
+      SCOPE,
+    );
+    forbiddenBecause(
+      note(await alice.patch(keyPath(name), { spec: { scope: null } }, MERGE_PATCH)),
+      name,
+      'alice',
+      SCOPE,
+    );
     const apply = keyBody(name, { scope: { clusters: [{ cluster: '*' }] } });
-    forbiddenBecause(note(await alice.patch(`${keyPath(name)}?fieldManager=alice&force=true`, apply, APPLY)), name, 'alice', SCOPE);
-    forbiddenBecause(note(await alice.patch(`${keyPath(name)}?fieldManager=alice&force=true&dryRun=All`, apply, APPLY)), name, 'alice', SCOPE);
+    forbiddenBecause(
+      note(await alice.patch(`${keyPath(name)}?fieldManager=alice&force=true`, apply, APPLY)),
+      name,
+      'alice',
+      SCOPE,
+    );
+    forbiddenBecause(
+      note(await alice.patch(`${keyPath(name)}?fieldManager=alice&force=true&dryRun=All`, apply, APPLY)),
+      name,
+      'alice',
+      SCOPE,
+    );
     expect((await etcdEntry(name))?.modRevision).toBe(before?.modRevision);
     // The key still cannot make clusters.
-    const write = note(await ts.client(key).post(`${GROUP_PATH}/clusters`, { apiVersion: API_VERSION, kind: 'Cluster', metadata: { name: uniq('c') }, spec: { local: true } }));
+    const write = note(
+      await ts.client(key).post(`${GROUP_PATH}/clusters`, {
+        apiVersion: API_VERSION,
+        kind: 'Cluster',
+        metadata: { name: uniq('c') },
+        spec: { local: true },
+      }),
+    );
     expect(write.status).toBe(403);
     // A narrower scope is the holder's to set.
-    const narrower = note(await alice.patch(keyPath(name), [{ op: 'replace', path: '/spec/scope/clusters', value: [{ cluster: 'c1' }] }], JSON_PATCH));
+    const narrower = note(
+      await alice.patch(
+        keyPath(name),
+        [{ op: 'replace', path: '/spec/scope/clusters', value: [{ cluster: 'c1' }] }],
+        JSON_PATCH,
+      ),
+    );
     expect(narrower.status).toBe(200);
     expect(narrower.body.spec.scope.clusters).toEqual([{ cluster: 'c1' }]);
     // Adding a cluster, even one it reads already, would let it write that cluster.
-    forbiddenBecause(note(await alice.patch(keyPath(name), [{ op: 'add', path: '/spec/scope/clusters/-', value: { cluster: 'c3' } }], JSON_PATCH)), name, 'alice', SCOPE);
+    forbiddenBecause(
+      note(
+        await alice.patch(
+          keyPath(name),
+          [{ op: 'add', path: '/spec/scope/clusters/-', value: { cluster: 'c3' } }],
+          JSON_PATCH,
+        ),
+      ),
+      name,
+      'alice',
+      SCOPE,
+    );
   });
 
   test('a team member may not widen a team key either', async () => {
     const name = uniq('teamwiden');
     await createKey(admin, name, { team: 'dev', ...issued });
     const before = await etcdEntry(name);
-    forbiddenBecause(note(await alice.patch(keyPath(name), [{ op: 'remove', path: '/spec/scope' }], JSON_PATCH)), name, 'alice', SCOPE);
+    forbiddenBecause(
+      note(await alice.patch(keyPath(name), [{ op: 'remove', path: '/spec/scope' }], JSON_PATCH)),
+      name,
+      'alice',
+      SCOPE,
+    );
     const groups = note(await alice.patch(keyPath(name), { spec: { groups: null } }, MERGE_PATCH));
-    forbiddenBecause(groups, name, 'alice', 'spec.groups: only members of system:masters may change the groups of a key');
+    forbiddenBecause(
+      groups,
+      name,
+      'alice',
+      'spec.groups: only members of system:masters may change the groups of a key',
+    );
     const moved = note(await alice.patch(keyPath(name), { spec: { team: null, user: 'alice' } }, MERGE_PATCH));
     forbiddenBecause(moved, name, 'alice', 'spec.user: only members of system:masters may change whom a key acts as');
     expect((await etcdEntry(name))?.modRevision).toBe(before?.modRevision);
@@ -413,10 +569,25 @@ describe('outside system:masters a write only weakens a key', () => {
     const before = await etcdEntry(name);
     const TTL = 'spec.ttl: only members of system:masters may remove or lengthen the ttl of a key';
     forbiddenBecause(note(await alice.patch(keyPath(name), { spec: { ttl: 0 } }, MERGE_PATCH)), name, 'alice', TTL);
-    forbiddenBecause(note(await alice.patch(keyPath(name), [{ op: 'remove', path: '/spec/ttl' }], JSON_PATCH)), name, 'alice', TTL);
-    forbiddenBecause(note(await alice.patch(`${keyPath(name)}?dryRun=All`, { spec: { ttl: 86400 } }, MERGE_PATCH)), name, 'alice', TTL);
+    forbiddenBecause(
+      note(await alice.patch(keyPath(name), [{ op: 'remove', path: '/spec/ttl' }], JSON_PATCH)),
+      name,
+      'alice',
+      TTL,
+    );
+    forbiddenBecause(
+      note(await alice.patch(`${keyPath(name)}?dryRun=All`, { spec: { ttl: 86400 } }, MERGE_PATCH)),
+      name,
+      'alice',
+      TTL,
+    );
     const current = await getKey(name, alice);
-    forbiddenBecause(note(await alice.put(keyPath(name), { ...current, spec: { ...current.spec, ttl: 86400 } })), name, 'alice', TTL);
+    forbiddenBecause(
+      note(await alice.put(keyPath(name), { ...current, spec: { ...current.spec, ttl: 86400 } })),
+      name,
+      'alice',
+      TTL,
+    );
     forbiddenBecause(
       note(await alice.patch(keyPath(name), { spec: { ttlAfterLastActivity: true } }, MERGE_PATCH)),
       name,
@@ -436,35 +607,93 @@ describe('outside system:masters a write only weakens a key', () => {
     const name = uniq('reenable');
     const { key } = await createKey(admin, name, { user: 'alice', disabled: true });
     const DISABLED = 'spec.disabled: only members of system:masters may enable a disabled key';
-    forbiddenBecause(note(await alice.patch(keyPath(name), { spec: { disabled: false } }, MERGE_PATCH)), name, 'alice', DISABLED);
-    forbiddenBecause(note(await alice.patch(keyPath(name), [{ op: 'remove', path: '/spec/disabled' }], JSON_PATCH)), name, 'alice', DISABLED);
-    forbiddenBecause(note(await alice.patch(`${keyPath(name)}?fieldManager=alice&force=true`, keyBody(name, { disabled: false }), APPLY)), name, 'alice', DISABLED);
+    forbiddenBecause(
+      note(await alice.patch(keyPath(name), { spec: { disabled: false } }, MERGE_PATCH)),
+      name,
+      'alice',
+      DISABLED,
+    );
+    forbiddenBecause(
+      note(await alice.patch(keyPath(name), [{ op: 'remove', path: '/spec/disabled' }], JSON_PATCH)),
+      name,
+      'alice',
+      DISABLED,
+    );
+    forbiddenBecause(
+      note(
+        await alice.patch(`${keyPath(name)}?fieldManager=alice&force=true`, keyBody(name, { disabled: false }), APPLY),
+      ),
+      name,
+      'alice',
+      DISABLED,
+    );
     expect((await ts.client(key).get(keyPath(name))).status).toBe(401);
 
     const own = uniq('own-disable');
     await createKey(alice, own);
     expect(note(await alice.patch(keyPath(own), { spec: { disabled: true } }, MERGE_PATCH)).status).toBe(200);
-    forbiddenBecause(note(await alice.patch(keyPath(own), { spec: { disabled: false } }, MERGE_PATCH)), own, 'alice', DISABLED);
+    forbiddenBecause(
+      note(await alice.patch(keyPath(own), { spec: { disabled: false } }, MERGE_PATCH)),
+      own,
+      'alice',
+      DISABLED,
+    );
   });
 
-  test('the status is the server\'s: a holder\'s write of /status is 403 on every verb, and no one writes lastActivity into the future', async () => {
+  test("the status is the server's: a holder's write of /status is 403 on every verb, and no one writes lastActivity into the future", async () => {
     const name = uniq('status');
     const { key } = await createKey(admin, name, { user: 'alice', ttl: 1, ttlAfterLastActivity: true });
     const created = Date.parse((await getKey(name)).metadata.creationTimestamp);
     const before = await etcdEntry(name);
     const future = '2099-01-01T00:00:00Z';
-    const STATUS = 'status: only members of system:masters may write the status of a key; the server records status.lastActivity itself';
+    const STATUS =
+      'status: only members of system:masters may write the status of a key; the server records status.lastActivity itself';
     const current = await getKey(name, alice);
     const statusPath = `${keyPath(name)}/status`;
-    forbiddenBecause(note(await alice.put(statusPath, { ...current, status: { lastActivity: future } })), name, 'alice', STATUS);
-    forbiddenBecause(note(await alice.patch(statusPath, { status: { lastActivity: future } }, MERGE_PATCH)), name, 'alice', STATUS);
-    forbiddenBecause(note(await alice.patch(statusPath, [{ op: 'add', path: '/status', value: { lastActivity: future } }], JSON_PATCH)), name, 'alice', STATUS);
-    forbiddenBecause(note(await alice.patch(`${statusPath}?dryRun=All`, { status: { lastActivity: future } }, MERGE_PATCH)), name, 'alice', STATUS);
-    forbiddenBecause(note(await alice.patch(`${statusPath}?fieldManager=alice&force=true`, { ...keyBody(name), status: { lastActivity: future } }, APPLY)), name, 'alice', STATUS);
+    forbiddenBecause(
+      note(await alice.put(statusPath, { ...current, status: { lastActivity: future } })),
+      name,
+      'alice',
+      STATUS,
+    );
+    forbiddenBecause(
+      note(await alice.patch(statusPath, { status: { lastActivity: future } }, MERGE_PATCH)),
+      name,
+      'alice',
+      STATUS,
+    );
+    forbiddenBecause(
+      note(
+        await alice.patch(statusPath, [{ op: 'add', path: '/status', value: { lastActivity: future } }], JSON_PATCH),
+      ),
+      name,
+      'alice',
+      STATUS,
+    );
+    forbiddenBecause(
+      note(await alice.patch(`${statusPath}?dryRun=All`, { status: { lastActivity: future } }, MERGE_PATCH)),
+      name,
+      'alice',
+      STATUS,
+    );
+    forbiddenBecause(
+      note(
+        await alice.patch(
+          `${statusPath}?fieldManager=alice&force=true`,
+          { ...keyBody(name), status: { lastActivity: future } },
+          APPLY,
+        ),
+      ),
+      name,
+      'alice',
+      STATUS,
+    );
     const master = note(await admin.patch(statusPath, { status: { lastActivity: future } }, MERGE_PATCH));
     expect(master.status).toBe(422);
     expect(master.body).toMatchObject({ kind: 'Status', reason: 'Invalid', code: 422 });
-    expect(master.body.message).toBe(`OwnedAccessKey.${GROUP} "${name}" is invalid: status.lastActivity: Invalid value: "${future}": must not be in the future: it is the time the key was last used`);
+    expect(master.body.message).toBe(
+      `OwnedAccessKey.${GROUP} "${name}" is invalid: status.lastActivity: Invalid value: "${future}": must not be in the future: it is the time the key was last used`,
+    );
     expect((await etcdEntry(name))?.modRevision).toBe(before?.modRevision);
     // Unused, the key expires a second after its creation.
     await sleep(Math.max(0, created + 1000 - Date.now()) + 100);
@@ -481,7 +710,16 @@ describe('what a create tells about other keys', () => {
     const real = note(await bob.post(KEYS, keyBody(name)), true);
     for (const res of [dry, real]) {
       expect(res.status).toBe(409);
-      expect(res.body).toEqual({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `ownedaccesskeys.${GROUP} "${name}" already exists`, reason: 'AlreadyExists', details: { name, group: GROUP, kind: 'ownedaccesskeys' }, code: 409 });
+      expect(res.body).toEqual({
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message: `ownedaccesskeys.${GROUP} "${name}" already exists`,
+        reason: 'AlreadyExists',
+        details: { name, group: GROUP, kind: 'ownedaccesskeys' },
+        code: 409,
+      });
     }
     // The same key value under another name is not refused, so a create is no oracle for key values; it does not
     // take the key over either (the oldest key with a value answers for it).
@@ -510,7 +748,11 @@ describe('what a create tells about other keys', () => {
     expect((await ts.client(value).get(keyPath(name))).status).toBe(200);
     const entry = (await etcdEntry(name))!;
     const copy = uniq('aa-copy');
-    const copied = { ...entry.value, metadata: { ...entry.value.metadata, name: copy, uid: `${entry.value.metadata.uid}-copy` }, spec: { ...entry.value.spec, user: 'bob' } };
+    const copied = {
+      ...entry.value,
+      metadata: { ...entry.value.metadata, name: copy, uid: `${entry.value.metadata.uid}-copy` },
+      spec: { ...entry.value.spec, user: 'bob' },
+    };
     await etcd.put(`${ts.config.etcdPrefix}/${GROUP}/ownedaccesskeys/${copy}`).value(JSON.stringify(copied));
     const res = await eventually(async () => {
       const r = note(await ts.client(value).get(keyPath(name)));
@@ -528,7 +770,12 @@ interface KeyApp {
   url: string;
   accessKeys: AccessKeyAuthenticator;
   recorder: ActivityRecorder;
-  request(method: string, path: string, token?: string, body?: unknown): Promise<{ status: number; body: any; text: string }>;
+  request(
+    method: string,
+    path: string,
+    token?: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: any; text: string }>;
   close(): Promise<void>;
 }
 
@@ -542,10 +789,16 @@ async function startKeyApp(): Promise<KeyApp> {
     cache: registry.caches.get(GROUP)!,
     prefix: `${ts.config.etcdPrefix}/${GROUP}/ownedaccesskeys/`,
     recorder,
-    isNamespaced: (group, resource) => registry.definitions.find((d) => d.group === group && d.plural === resource)?.namespaced,
+    isNamespaced: (group, resource) =>
+      registry.definitions.find((d) => d.group === group && d.plural === resource)?.namespaced,
   });
   accessKeys.start();
-  const objectAccess = new ObjectAccessAuthorizer(async (attrs) => registry.lookup(attrs.apiGroup, attrs.apiVersion, attrs.resource)?.get(attrs.namespace || undefined, attrs.name).catch(() => undefined));
+  const objectAccess = new ObjectAccessAuthorizer(async (attrs) =>
+    registry
+      .lookup(attrs.apiGroup, attrs.apiVersion, attrs.resource)
+      ?.get(attrs.namespace || undefined, attrs.name)
+      .catch(() => undefined),
+  );
   const tokens = new Map(Object.entries(TOKENS).map(([who, token]) => [token, USERS[who as keyof typeof TOKENS]]));
   const app = createApp({
     registry,
@@ -568,7 +821,11 @@ async function startKeyApp(): Promise<KeyApp> {
       const headers: Record<string, string> = {};
       if (token) headers.Authorization = `Bearer ${token}`;
       if (body !== undefined) headers['Content-Type'] = 'application/json';
-      const res = await fetch(url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      const res = await fetch(url + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
       const text = await res.text();
       let parsed: any;
       try {
@@ -597,11 +854,17 @@ async function startKeyApp(): Promise<KeyApp> {
  * once wired, the test server.
  */
 interface Target {
-  call(method: string, path: string, token: string, body?: unknown): Promise<{ status: number; body: any; text: string }>;
+  call(
+    method: string,
+    path: string,
+    token: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: any; text: string }>;
 }
 
 function authenticationTests(target: () => Target) {
-  const call = (method: string, path: string, token: string, body?: unknown) => target().call(method, path, token, body);
+  const call = (method: string, path: string, token: string, body?: unknown) =>
+    target().call(method, path, token, body);
 
   test('Bearer <key> authenticates on both path prefixes, as the key user', async () => {
     const name = uniq('auth');
@@ -694,7 +957,16 @@ function authenticationTests(target: () => Target) {
     const c1 = uniq('c-in');
     const c2 = uniq('c-out');
     for (const c of [c1, c2]) {
-      expect(note(await admin.post(`${GROUP_PATH}/clusters`, { apiVersion: API_VERSION, kind: 'Cluster', metadata: { name: c }, spec: { local: true, owner: { user: 'alice' } } })).status).toBe(201);
+      expect(
+        note(
+          await admin.post(`${GROUP_PATH}/clusters`, {
+            apiVersion: API_VERSION,
+            kind: 'Cluster',
+            metadata: { name: c },
+            spec: { local: true, owner: { user: 'alice' } },
+          }),
+        ).status,
+      ).toBe(201);
     }
     const name = uniq('scoped');
     const { key } = await createKey(admin, name, { user: 'alice', scope: { clusters: [{ cluster: c1 }] } });
@@ -702,7 +974,9 @@ function authenticationTests(target: () => Target) {
     const out = await call('GET', `${GROUP_PATH}/clusters/${c2}`, key);
     expect(out.status).toBe(403);
     expect(out.body.reason).toBe('Forbidden');
-    expect(out.body.message).toContain(`User "alice" cannot get resource "clusters" in API group "${GROUP}" at the cluster scope`);
+    expect(out.body.message).toContain(
+      `User "alice" cannot get resource "clusters" in API group "${GROUP}" at the cluster scope`,
+    );
     const list = await call('GET', `${GROUP_PATH}/clusters`, key);
     expect(list.status).toBe(200);
     expect(list.body.items.map((i: any) => i.metadata.name)).toEqual([c1]);
@@ -761,8 +1035,12 @@ describe('authentication (assembled app: createApp + AccessKeyAuthenticator)', (
     const name = uniq('tampered');
     const { key } = await createKey(admin, name, { user: 'alice', ttl: 2, ttlAfterLastActivity: true });
     const entry = (await etcdEntry(name))!;
-    await etcd.put(`${ts.config.etcdPrefix}/${GROUP}/ownedaccesskeys/${name}`).value(JSON.stringify({ ...entry.value, status: { lastActivity: '2099-01-01T00:00:00Z' } }));
-    await eventually(async () => ((await getKey(name)).status?.lastActivity === '2099-01-01T00:00:00Z' ? true : undefined));
+    await etcd
+      .put(`${ts.config.etcdPrefix}/${GROUP}/ownedaccesskeys/${name}`)
+      .value(JSON.stringify({ ...entry.value, status: { lastActivity: '2099-01-01T00:00:00Z' } }));
+    await eventually(async () =>
+      (await getKey(name)).status?.lastActivity === '2099-01-01T00:00:00Z' ? true : undefined,
+    );
     // Used while young: the server records the real time in place of the future one.
     expect((await app.request('GET', keyPath(name), key)).status).toBe(200);
     await app.recorder.flush();
@@ -783,8 +1061,12 @@ describe('authentication (assembled app: createApp + AccessKeyAuthenticator)', (
     const { key } = await createKey(admin, name, { user: 'alice', ttl: 1, ttlAfterLastActivity: true });
     const entry = (await etcdEntry(name))!;
     const created = Date.parse(entry.value.metadata.creationTimestamp);
-    await etcd.put(`${ts.config.etcdPrefix}/${GROUP}/ownedaccesskeys/${name}`).value(JSON.stringify({ ...entry.value, status: { lastActivity: '2099-01-01T00:00:00Z' } }));
-    await eventually(async () => ((await getKey(name)).status?.lastActivity === '2099-01-01T00:00:00Z' ? true : undefined));
+    await etcd
+      .put(`${ts.config.etcdPrefix}/${GROUP}/ownedaccesskeys/${name}`)
+      .value(JSON.stringify({ ...entry.value, status: { lastActivity: '2099-01-01T00:00:00Z' } }));
+    await eventually(async () =>
+      (await getKey(name)).status?.lastActivity === '2099-01-01T00:00:00Z' ? true : undefined,
+    );
     await sleep(Math.max(0, created + 1000 - Date.now()) + 100);
     const res = await app.request('GET', keyPath(name), key);
     expect(res.status).toBe(401);
@@ -795,7 +1077,10 @@ describe('authentication (assembled app: createApp + AccessKeyAuthenticator)', (
 describe('authentication through the test server', () => {
   authenticationTests(() => ({
     call: async (method, path, token, body) => {
-      const res = note(await ts.client(token).request(method, path, body === undefined ? {} : { body }), method === 'POST' && path.endsWith('/ownedaccesskeys'));
+      const res = note(
+        await ts.client(token).request(method, path, body === undefined ? {} : { body }),
+        method === 'POST' && path.endsWith('/ownedaccesskeys'),
+      );
       return { status: res.status, body: res.body, text: res.text };
     },
   }));

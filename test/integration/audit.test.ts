@@ -52,20 +52,32 @@ describe('events', () => {
   beforeAll(async () => {
     const requestheaderClientCaFile = join(dir, 'front-proxy-ca.crt');
     writeFileSync(requestheaderClientCaFile, FRONT_PROXY_CA.certPem);
-    ts = await startTestServerWithUsers({ root: ['system:masters'], alice: [] }, { auditLogPath: file(), requestheaderClientCaFile, requestheaderAllowedNames: ['front-proxy-client'] }, etcd);
+    ts = await startTestServerWithUsers(
+      { root: ['system:masters'], alice: [] },
+      { auditLogPath: file(), requestheaderClientCaFile, requestheaderAllowedNames: ['front-proxy-client'] },
+      etcd,
+    );
     const { root, alice } = ts.as;
     const body = { metadata: { name: 's1' }, spec: { data: { token: SECRET_VALUE } } };
     answers.create = await root.post(SECRETS, body, { headers: { 'User-Agent': 'audit-test/1.0' } });
     answers.get = await root.get(`${SECRETS}/s1`, { headers: { 'Audit-Id': 'given-by-the-front-proxy-1' } });
     answers.list = await root.get(SECRETS);
-    answers.update = await root.put(`${SECRETS}/s1`, { ...body, metadata: { name: 's1', resourceVersion: answers.create.body.metadata.resourceVersion } });
+    answers.update = await root.put(`${SECRETS}/s1`, {
+      ...body,
+      metadata: { name: 's1', resourceVersion: answers.create.body.metadata.resourceVersion },
+    });
     // The invalid label value is quoted in the answer (an invalid data value names only its type).
-    answers.invalid = await root.post(SECRETS, { metadata: { name: 's2', labels: { note: `${SECRET_VALUE}!` } }, spec: { data: { token: `${SECRET_VALUE}!` } } });
+    answers.invalid = await root.post(SECRETS, {
+      metadata: { name: 's2', labels: { note: `${SECRET_VALUE}!` } },
+      spec: { data: { token: `${SECRET_VALUE}!` } },
+    });
     answers.forbidden = await alice.get(`${SECRETS}/s1`);
     answers.unauthorized = await new HttpClient(ts.server.url, ts.server.caPem!, 'not-a-known-token').get(SECRETS);
     answers.anonymous = await ts.anonymous.get(SECRETS);
     answers.healthz = await ts.anonymous.get('/healthz');
-    answers.forwardedByClient = await root.get(SECRETS, { headers: { 'X-Forwarded-For': '203.0.113.7', 'X-Real-Ip': '198.51.100.2' } });
+    answers.forwardedByClient = await root.get(SECRETS, {
+      headers: { 'X-Forwarded-For': '203.0.113.7', 'X-Real-Ip': '198.51.100.2' },
+    });
     const frontProxy = new HttpClient(ts.server.url, ts.server.caPem!, undefined, {
       cert: FRONT_PROXY,
       headers: [
@@ -79,7 +91,10 @@ describe('events', () => {
     watchId = watch.headers['audit-id'] as string;
     watch.close();
     answers.delete = await root.delete(`${SECRETS}/s1`);
-    await waitFor('the watch to be audited as complete', () => existsSync(file()) && events(file()).some((e) => e.auditID === watchId && e.stage === 'ResponseComplete'));
+    await waitFor(
+      'the watch to be audited as complete',
+      () => existsSync(file()) && events(file()).some((e) => e.auditID === watchId && e.stage === 'ResponseComplete'),
+    );
     await ts.stop();
     all = events(file());
   }, 60_000);
@@ -127,16 +142,27 @@ describe('events', () => {
     expect(answers.forwardedByClient.status).toBe(200);
     expect(of('forwardedByClient')[0]).toMatchObject({ user: { username: 'root' }, sourceIPs: ['127.0.0.1'] });
     expect(answers.forwardedByFrontProxy.status).toBe(200);
-    expect(of('forwardedByFrontProxy')[0]).toMatchObject({ user: { username: 'proxied' }, sourceIPs: ['203.0.113.7', '10.1.2.3', '127.0.0.1'] });
+    expect(of('forwardedByFrontProxy')[0]).toMatchObject({
+      user: { username: 'proxied' },
+      sourceIPs: ['203.0.113.7', '10.1.2.3', '127.0.0.1'],
+    });
   });
 
   test('an update names the resourceVersion it was sent with', () => {
     expect(answers.update.status).toBe(200);
-    expect(of('update')[0]).toMatchObject({ verb: 'update', objectRef: { name: 's1', namespace: 'audited', resourceVersion: answers.create.body.metadata.resourceVersion }, responseStatus: { code: 200 } });
+    expect(of('update')[0]).toMatchObject({
+      verb: 'update',
+      objectRef: { name: 's1', namespace: 'audited', resourceVersion: answers.create.body.metadata.resourceVersion },
+      responseStatus: { code: 200 },
+    });
   });
 
   test('get, list and delete name their verb and object', () => {
-    expect(of('get')[0]).toMatchObject({ verb: 'get', objectRef: { name: 's1', namespace: 'audited' }, responseStatus: { code: 200 } });
+    expect(of('get')[0]).toMatchObject({
+      verb: 'get',
+      objectRef: { name: 's1', namespace: 'audited' },
+      responseStatus: { code: 200 },
+    });
     expect(of('list')[0]).toMatchObject({ verb: 'list', requestURI: SECRETS, responseStatus: { code: 200 } });
     expect(of('list')[0].objectRef.name).toBeUndefined();
     expect(of('delete')[0]).toMatchObject({ verb: 'delete', objectRef: { name: 's1' }, responseStatus: { code: 200 } });
@@ -168,7 +194,12 @@ describe('events', () => {
     for (const name of ['unauthorized', 'anonymous']) {
       expect(answers[name].status).toBe(401);
       const [e] = of(name);
-      expect(e).toMatchObject({ stage: 'ResponseStarted', verb: 'list', user: {}, responseStatus: { status: 'Failure', reason: 'Unauthorized', code: 401 } });
+      expect(e).toMatchObject({
+        stage: 'ResponseStarted',
+        verb: 'list',
+        user: {},
+        responseStatus: { status: 'Failure', reason: 'Unauthorized', code: 401 },
+      });
       expect(e.annotations).toBeUndefined();
     }
   });
@@ -187,7 +218,11 @@ describe('events', () => {
     expect(answers.invalid.status).toBeGreaterThanOrEqual(400);
     expect(answers.invalid.text).toContain(SECRET_VALUE.slice(0, 8));
     const [e] = of('invalid');
-    expect(e.responseStatus).toMatchObject({ status: 'Failure', code: answers.invalid.status, reason: answers.invalid.body.reason });
+    expect(e.responseStatus).toMatchObject({
+      status: 'Failure',
+      code: answers.invalid.status,
+      reason: answers.invalid.body.reason,
+    });
     expect(readFileSync(file(), 'utf8')).not.toContain(SECRET_VALUE);
     expect(readFileSync(file(), 'utf8')).not.toContain('not-a-known-token');
   });
@@ -196,7 +231,11 @@ describe('events', () => {
 test('rotation: past --audit-log-maxsize the log moves aside as <name>-<time>.<ext>; --audit-log-maxbackup are kept', async () => {
   const logDir = join(dir, 'rotated');
   const path = join(logDir, 'api-audit.log');
-  const ts = await startTestServerWithUsers({ root: ['system:masters'] }, { auditLogPath: path, auditLogMaxSizeBytes: 4096, auditLogMaxBackup: 2 }, etcd);
+  const ts = await startTestServerWithUsers(
+    { root: ['system:masters'] },
+    { auditLogPath: path, auditLogMaxSizeBytes: 4096, auditLogMaxBackup: 2 },
+    etcd,
+  );
   const ids: string[] = [];
   try {
     for (let i = 0; i < 40; i++) ids.push(auditId(await ts.as.root.get(`${SECRETS}/n${i}`)));
@@ -205,7 +244,10 @@ test('rotation: past --audit-log-maxsize the log moves aside as <name>-<time>.<e
   }
   const names = readdirSync(logDir).sort();
   expect(names).toHaveLength(3);
-  expect(names.filter((n) => n !== 'api-audit.log')).toEqual([expect.stringMatching(/^api-audit-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}\.log$/), expect.stringMatching(/^api-audit-.*\.log$/)]);
+  expect(names.filter((n) => n !== 'api-audit.log')).toEqual([
+    expect.stringMatching(/^api-audit-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}\.log$/),
+    expect.stringMatching(/^api-audit-.*\.log$/),
+  ]);
   const kept: any[] = [];
   for (const name of [...names.filter((n) => n !== 'api-audit.log'), 'api-audit.log']) {
     expect(statSync(join(logDir, name)).size).toBeLessThanOrEqual(4096);

@@ -18,7 +18,18 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeCa, makeCert, type TestCert } from '../support/certs.js';
-import { authMatrix, collectionPath, expectAllowed, KINDS, listedNames as names, objectPath, RecordingClient, seen, type Target, type Verb } from '../support/authmatrix.js';
+import {
+  authMatrix,
+  collectionPath,
+  expectAllowed,
+  KINDS,
+  listedNames as names,
+  objectPath,
+  RecordingClient,
+  seen,
+  type Target,
+  type Verb,
+} from '../support/authmatrix.js';
 import { DIRECT_PREFIX, GROUP, MERGE_PATCH, uniq } from '../support/fixtures.js';
 import { startHostCluster, type HostClusterStandIn, type KubeObj } from '../support/hostcluster.js';
 import type { HttpResponse } from '../support/http.js';
@@ -30,10 +41,20 @@ const secret = (who: string) => `${who}-${randomBytes(24).toString('hex')}`;
 
 /** Tokens the stand-in's TokenReview accepts, and the users it says they are. */
 const HOST_USERS = {
-  alice: { token: secret('tr-alice'), user: { name: 'tr-alice', uid: 'uid-tr-alice', groups: ['platform:team:green', 'developers'] } },
+  alice: {
+    token: secret('tr-alice'),
+    user: { name: 'tr-alice', uid: 'uid-tr-alice', groups: ['platform:team:green', 'developers'] },
+  },
   root: { token: secret('tr-root'), user: { name: 'tr-root', uid: 'uid-tr-root', groups: ['system:masters'] } },
   dave: { token: secret('tr-dave'), user: { name: 'tr-dave', uid: 'uid-tr-dave', groups: [] as string[] } },
-  deployer: { token: secret('tr-sa'), user: { name: 'system:serviceaccount:ci:deployer', uid: 'uid-sa', groups: ['system:serviceaccounts', 'system:serviceaccounts:ci'] } },
+  deployer: {
+    token: secret('tr-sa'),
+    user: {
+      name: 'system:serviceaccount:ci:deployer',
+      uid: 'uid-sa',
+      groups: ['system:serviceaccounts', 'system:serviceaccounts:ci'],
+    },
+  },
   viewer: { token: secret('tr-viewer'), user: { name: 'tr-viewer', groups: ['cluster-viewers'] } },
 };
 /** A token the stand-in does not know. */
@@ -56,7 +77,8 @@ const as: Record<keyof typeof HOST_USERS, RecordingClient> = {} as any;
 let denied: RecordingClient;
 let nobody: RecordingClient;
 
-const client = (token?: string, cert?: TestCert) => new RecordingClient(ts.server.url, ts.server.caPem ?? '', token, { cert });
+const client = (token?: string, cert?: TestCert) =>
+  new RecordingClient(ts.server.url, ts.server.caPem ?? '', token, { cert });
 
 beforeAll(async () => {
   host = await startHostCluster();
@@ -109,7 +131,15 @@ function expectUnauthorized(res: HttpResponse, what = ''): void {
   expect({ what, status: res.status, body: res.body }).toEqual({
     what,
     status: 401,
-    body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: expect.any(String), reason: 'Unauthorized', code: 401 },
+    body: {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: expect.any(String),
+      reason: 'Unauthorized',
+      code: 401,
+    },
   });
 }
 
@@ -136,10 +166,14 @@ function expectForbidden(res: HttpResponse, user: string, verb: Verb, t: Target,
   });
 }
 
-
 // RBAC in the host.
 function role(ns: string, name: string, rules: object[]): KubeObj {
-  return { apiVersion: 'rbac.authorization.k8s.io/v1', kind: ns ? 'Role' : 'ClusterRole', metadata: ns ? { name, namespace: ns } : { name }, rules };
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: ns ? 'Role' : 'ClusterRole',
+    metadata: ns ? { name, namespace: ns } : { name },
+    rules,
+  };
 }
 
 function binding(ns: string, name: string, roleRef: { kind: string; name: string }, subjects: object[]): KubeObj {
@@ -152,22 +186,31 @@ function binding(ns: string, name: string, roleRef: { kind: string; name: string
   };
 }
 
-const rule = (resources: string[], verbs: string[], extra: object = {}) => ({ apiGroups: [GROUP], resources, verbs, ...extra });
+const rule = (resources: string[], verbs: string[], extra: object = {}) => ({
+  apiGroups: [GROUP],
+  resources,
+  verbs,
+  ...extra,
+});
 
 // ---------------------------------------------------------------------------------------------------------------
 // TokenReview
 // ---------------------------------------------------------------------------------------------------------------
 
 describe('TokenReview', () => {
-  test.each(KINDS)('a token the host accepts is that user: its access-list grants on %s apply, on both path forms', async (kind) => {
-    const t = await make(kind, { access: [{ verbs: ['get'], users: ['tr-alice'] }] });
-    for (const prefix of PREFIXES) {
-      host.resetCounts();
-      expectAllowed(await act(as.alice, 'get', t, prefix), 'get', prefix);
-      expect(host.count('tokenreviews', 'POST')).toBe(1);
-      for (const verb of ['update', 'patch', 'delete', 'create', 'get status'] as Verb[]) expectForbidden(await act(as.alice, verb, t, prefix), 'tr-alice', verb, t);
-    }
-  });
+  test.each(KINDS)(
+    'a token the host accepts is that user: its access-list grants on %s apply, on both path forms',
+    async (kind) => {
+      const t = await make(kind, { access: [{ verbs: ['get'], users: ['tr-alice'] }] });
+      for (const prefix of PREFIXES) {
+        host.resetCounts();
+        expectAllowed(await act(as.alice, 'get', t, prefix), 'get', prefix);
+        expect(host.count('tokenreviews', 'POST')).toBe(1);
+        for (const verb of ['update', 'patch', 'delete', 'create', 'get status'] as Verb[])
+          expectForbidden(await act(as.alice, verb, t, prefix), 'tr-alice', verb, t);
+      }
+    },
+  );
 
   test('its groups come along: a team from TokenReview reaches team grants and owners, and lists are filtered for it', async () => {
     const ns = uniq('tr');
@@ -177,7 +220,8 @@ describe('TokenReview', () => {
     expectAllowed(await act(as.alice, 'get', team), 'get');
     expectAllowed(await act(as.alice, 'update', team), 'update');
     expectForbidden(await act(as.alice, 'delete', team), 'tr-alice', 'delete', team);
-    for (const verb of ['get', 'patch', 'get status', 'delete'] as Verb[]) expectAllowed(await act(as.alice, verb, owned), verb);
+    for (const verb of ['get', 'patch', 'get status', 'delete'] as Verb[])
+      expectAllowed(await act(as.alice, verb, owned), verb);
     expectForbidden(await act(as.alice, 'get', other), 'tr-alice', 'get', other);
     expect(names(await as.alice.request('GET', collectionPath('sharedsecrets', ns)))).toEqual([team.name]);
     expect(names(await as.dave.request('GET', collectionPath('sharedsecrets', ns)))).toEqual([]);
@@ -186,7 +230,8 @@ describe('TokenReview', () => {
   test.each(KINDS)('a TokenReview user in system:masters may do every verb on %s', async (kind) => {
     for (const prefix of PREFIXES) {
       const t = await make(kind);
-      for (const verb of ['get', 'list', 'create', 'update', 'patch', 'get status', 'delete'] as Verb[]) expectAllowed(await act(as.root, verb, t, prefix), verb, prefix);
+      for (const verb of ['get', 'list', 'create', 'update', 'patch', 'get status', 'delete'] as Verb[])
+        expectAllowed(await act(as.root, verb, t, prefix), verb, prefix);
     }
   });
 
@@ -202,7 +247,15 @@ describe('TokenReview', () => {
   });
 
   test('a denied token is 401 on discovery and public paths too', async () => {
-    for (const path of ['/apis', `/apis/${GROUP}/v1`, `${DIRECT_PREFIX}/apis/${GROUP}/v1`, '/openapi/v2', '/healthz', '/version']) expectUnauthorized(await denied.request('GET', path), path);
+    for (const path of [
+      '/apis',
+      `/apis/${GROUP}/v1`,
+      `${DIRECT_PREFIX}/apis/${GROUP}/v1`,
+      '/openapi/v2',
+      '/healthz',
+      '/version',
+    ])
+      expectUnauthorized(await denied.request('GET', path), path);
   });
 
   test('a denied token\'s 401 says only "Unauthorized", as kube-apiserver\'s does (reference §1.2: failed credentials)', async () => {
@@ -249,12 +302,17 @@ describe('SubjectAccessReview', () => {
     expectForbidden(await act(as.dave, 'get', in1), 'tr-dave', 'get', in1);
 
     host.put(role(ns1, 'sharedsecret-reader', [rule(['sharedsecrets'], ['get'])]));
-    host.put(binding(ns1, 'dave-reads', { kind: 'Role', name: 'sharedsecret-reader' }, [{ kind: 'User', name: 'tr-dave', apiGroup: 'rbac.authorization.k8s.io' }]));
+    host.put(
+      binding(ns1, 'dave-reads', { kind: 'Role', name: 'sharedsecret-reader' }, [
+        { kind: 'User', name: 'tr-dave', apiGroup: 'rbac.authorization.k8s.io' },
+      ]),
+    );
     for (const prefix of PREFIXES) {
       expectAllowed(await act(as.dave, 'get', in1, prefix), 'get', prefix);
       expectForbidden(await act(as.dave, 'get', in2, prefix), 'tr-dave', 'get', in2);
       // Only get, only sharedsecrets, not their status, not clusters.
-      for (const verb of ['update', 'patch', 'delete', 'create', 'get status'] as Verb[]) expectForbidden(await act(as.dave, verb, in1, prefix), 'tr-dave', verb, in1);
+      for (const verb of ['update', 'patch', 'delete', 'create', 'get status'] as Verb[])
+        expectForbidden(await act(as.dave, verb, in1, prefix), 'tr-dave', verb, in1);
       expectForbidden(await act(as.dave, 'get', c, prefix), 'tr-dave', 'get', c);
     }
     // Another user is not named by the binding.
@@ -270,9 +328,15 @@ describe('SubjectAccessReview', () => {
     const a = await make('sharedsecrets', {}, { ns });
     const b = await make('sharedsecrets', { owner: { user: 'someone' } }, { ns });
     // The access sync writes b (finalizer, condition) for its owner: its updates are done before the ones below.
-    await waitFor('b to be AccessSynced', async () => (await admin.request('GET', objectPath(b))).body?.status?.conditions?.some((c: any) => c.type === 'AccessSynced'));
+    await waitFor('b to be AccessSynced', async () =>
+      (await admin.request('GET', objectPath(b))).body?.status?.conditions?.some((c: any) => c.type === 'AccessSynced'),
+    );
     host.put(role(ns, 'deployer', [rule(['sharedsecrets', 'sharedsecrets/status'], ['get', 'list', 'update'])]));
-    host.put(binding(ns, 'deployer', { kind: 'Role', name: 'deployer' }, [{ kind: 'ServiceAccount', name: 'deployer', namespace: 'ci' }]));
+    host.put(
+      binding(ns, 'deployer', { kind: 'Role', name: 'deployer' }, [
+        { kind: 'ServiceAccount', name: 'deployer', namespace: 'ci' },
+      ]),
+    );
     for (const prefix of PREFIXES) {
       expect(names(await act(as.deployer, 'list', a, prefix))).toEqual([a.name, b.name].sort());
       expectAllowed(await act(as.deployer, 'update', b, prefix), 'update');
@@ -286,13 +350,25 @@ describe('SubjectAccessReview', () => {
     const ns = uniq('applycreate');
     const existing = await make('sharedsecrets', {}, { ns });
     host.put(role(ns, 'patcher', [rule(['sharedsecrets'], ['get', 'patch', 'update'])]));
-    host.put(binding(ns, 'dave-patches', { kind: 'Role', name: 'patcher' }, [{ kind: 'User', name: 'tr-dave', apiGroup: 'rbac.authorization.k8s.io' }]));
+    host.put(
+      binding(ns, 'dave-patches', { kind: 'Role', name: 'patcher' }, [
+        { kind: 'User', name: 'tr-dave', apiGroup: 'rbac.authorization.k8s.io' },
+      ]),
+    );
     const name = uniq('new');
     const target: Target = { kind: 'sharedsecrets', ns, name };
     const path = `${collectionPath('sharedsecrets', ns)}/${name}`;
-    const config = { apiVersion: `${GROUP}/v1`, kind: 'SharedSecret', metadata: { name }, spec: { displayName: 'made by apply', data: { token: 'c2VjcmV0' } } };
+    const config = {
+      apiVersion: `${GROUP}/v1`,
+      kind: 'SharedSecret',
+      metadata: { name },
+      spec: { displayName: 'made by apply', data: { token: 'c2VjcmV0' } },
+    };
     const apply = (query = '') =>
-      as.dave.request('PATCH', `${path}?fieldManager=dave${query}`, { body: JSON.stringify(config), contentType: 'application/apply-patch+yaml' });
+      as.dave.request('PATCH', `${path}?fieldManager=dave${query}`, {
+        body: JSON.stringify(config),
+        contentType: 'application/apply-patch+yaml',
+      });
     const refused = {
       kind: 'Status',
       apiVersion: 'v1',
@@ -313,12 +389,23 @@ describe('SubjectAccessReview', () => {
     expect({ status: put.status, reason: put.body?.reason }).toEqual({ status: 404, reason: 'NotFound' });
     expect((await admin.request('GET', path)).status).toBe(404);
     // Applying to an existing object needs only patch.
-    const onExisting = { ...config, metadata: { name: existing.name }, spec: { ...config.spec, displayName: 'applied' } };
-    const applied = await as.dave.request('PATCH', `${collectionPath('sharedsecrets', ns)}/${existing.name}?fieldManager=dave&force=true`, {
-      body: JSON.stringify(onExisting),
-      contentType: 'application/apply-patch+yaml',
+    const onExisting = {
+      ...config,
+      metadata: { name: existing.name },
+      spec: { ...config.spec, displayName: 'applied' },
+    };
+    const applied = await as.dave.request(
+      'PATCH',
+      `${collectionPath('sharedsecrets', ns)}/${existing.name}?fieldManager=dave&force=true`,
+      {
+        body: JSON.stringify(onExisting),
+        contentType: 'application/apply-patch+yaml',
+      },
+    );
+    expect({ status: applied.status, displayName: applied.body?.spec?.displayName }).toEqual({
+      status: 200,
+      displayName: 'applied',
     });
-    expect({ status: applied.status, displayName: applied.body?.spec?.displayName }).toEqual({ status: 200, displayName: 'applied' });
     // With create as well, the apply creates.
     host.put(role(ns, 'patcher', [rule(['sharedsecrets'], ['get', 'patch', 'update', 'create'])]));
     const created = await apply();
@@ -327,21 +414,36 @@ describe('SubjectAccessReview', () => {
 
   test('a watch of one object that host RBAC allows for that name only (as access sync makes it) ends in DELETED when the grant goes', async () => {
     const ns = uniq('namedwatch');
-    const t = await make('sharedsecrets', { access: [{ verbs: ['get', 'list', 'watch'], users: ['tr-dave'] }] }, { ns });
+    const t = await make(
+      'sharedsecrets',
+      { access: [{ verbs: ['get', 'list', 'watch'], users: ['tr-dave'] }] },
+      { ns },
+    );
     // The access sync turns the entry into a Role for this name: the host allows the watch by itself.
     const roleName = `platform-sharedsecret-${t.name}-access-0`;
-    await waitFor('the generated Role and RoleBinding', () => host.get('roles', ns, roleName) && host.get('rolebindings', ns, roleName));
+    await waitFor(
+      'the generated Role and RoleBinding',
+      () => host.get('roles', ns, roleName) && host.get('rolebindings', ns, roleName),
+    );
     const s = await openWatch(as.dave, `${objectPath(t)}?watch=true`);
     expect(s.status).toBe(200);
     await s.count(1);
-    const revoke = await admin.request('PATCH', objectPath(t), { body: { spec: { access: null } }, contentType: MERGE_PATCH });
+    const revoke = await admin.request('PATCH', objectPath(t), {
+      body: { spec: { access: null } },
+      contentType: MERGE_PATCH,
+    });
     expect(revoke.status).toBe(200);
     // The data changes before the access sync has removed the Role.
-    const changed = await admin.request('PATCH', objectPath(t), { body: { spec: { data: { token: 'bmV3LXNlY3JldA==' } } }, contentType: MERGE_PATCH });
+    const changed = await admin.request('PATCH', objectPath(t), {
+      body: { spec: { data: { token: 'bmV3LXNlY3JldA==' } } },
+      contentType: MERGE_PATCH,
+    });
     expect(changed.status).toBe(200);
     await s.count(2);
     await s.quiet(300);
-    expect(s.events.map((e) => ({ type: e.type, rv: e.object.metadata.resourceVersion, data: e.object.spec?.data }))).toEqual([
+    expect(
+      s.events.map((e) => ({ type: e.type, rv: e.object.metadata.resourceVersion, data: e.object.spec?.data })),
+    ).toEqual([
       { type: 'ADDED', rv: expect.any(String), data: { token: 'c2VjcmV0' } },
       { type: 'DELETED', rv: revoke.body.metadata.resourceVersion, data: { token: 'c2VjcmV0' } },
     ]);
@@ -351,7 +453,11 @@ describe('SubjectAccessReview', () => {
     const ns = uniq('kindwatch');
     const t = await make('sharedsecrets', {}, { ns });
     host.put(role(ns, 'watcher', [rule(['sharedsecrets'], ['get', 'list', 'watch'])]));
-    host.put(binding(ns, 'dave-watches', { kind: 'Role', name: 'watcher' }, [{ kind: 'User', name: 'tr-dave', apiGroup: 'rbac.authorization.k8s.io' }]));
+    host.put(
+      binding(ns, 'dave-watches', { kind: 'Role', name: 'watcher' }, [
+        { kind: 'User', name: 'tr-dave', apiGroup: 'rbac.authorization.k8s.io' },
+      ]),
+    );
     const s = await openWatch(as.dave, `${objectPath(t)}?watch=true`);
     expect(s.status).toBe(200);
     const first = await s.nth(1);
@@ -361,7 +467,11 @@ describe('SubjectAccessReview', () => {
   test('a ClusterRoleBinding to a group grants clusters to TokenReview members of the group, and to nobody else', async () => {
     const c = await make('clusters');
     host.put(role('', 'cluster-viewer', [rule(['clusters'], ['get', 'list'])]));
-    host.put(binding('', 'cluster-viewers', { kind: 'ClusterRole', name: 'cluster-viewer' }, [{ kind: 'Group', name: 'cluster-viewers', apiGroup: 'rbac.authorization.k8s.io' }]));
+    host.put(
+      binding('', 'cluster-viewers', { kind: 'ClusterRole', name: 'cluster-viewer' }, [
+        { kind: 'Group', name: 'cluster-viewers', apiGroup: 'rbac.authorization.k8s.io' },
+      ]),
+    );
     expectAllowed(await act(as.viewer, 'get', c), 'get');
     expect(names(await act(as.viewer, 'list', c))).toEqual(names(await act(admin, 'list', c)));
     expectForbidden(await act(as.viewer, 'delete', c), 'tr-viewer', 'delete', c);
@@ -371,7 +481,9 @@ describe('SubjectAccessReview', () => {
   test('a certificate user is authorized by the host as well', async () => {
     const c = await make('clusters');
     host.put(role('', 'carol-clusters', [rule(['clusters'], ['get'], { resourceNames: [c.name] })]));
-    host.put(binding('', 'carol-clusters', { kind: 'ClusterRole', name: 'carol-clusters' }, [{ kind: 'User', name: 'carol' }]));
+    host.put(
+      binding('', 'carol-clusters', { kind: 'ClusterRole', name: 'carol-clusters' }, [{ kind: 'User', name: 'carol' }]),
+    );
     expectAllowed(await act(carol, 'get', c), 'get');
     const other = await make('clusters');
     expectForbidden(await act(carol, 'get', other), 'carol', 'get', other);
@@ -391,13 +503,28 @@ describe('SubjectAccessReview', () => {
         user: 'tr-alice',
         uid: 'uid-tr-alice',
         groups: expect.arrayContaining(['platform:team:green', 'developers', 'system:authenticated']),
-        resourceAttributes: { namespace: NS, verb: 'get', group: GROUP, version: 'v1', resource: 'sharedsecrets', name: t.name },
+        resourceAttributes: {
+          namespace: NS,
+          verb: 'get',
+          group: GROUP,
+          version: 'v1',
+          resource: 'sharedsecrets',
+          name: t.name,
+        },
       },
       {
         user: 'tr-alice',
         uid: 'uid-tr-alice',
         groups: expect.arrayContaining(['platform:team:green', 'developers', 'system:authenticated']),
-        resourceAttributes: { namespace: NS, verb: 'get', group: GROUP, version: 'v1', resource: 'sharedsecrets', subresource: 'status', name: t.name },
+        resourceAttributes: {
+          namespace: NS,
+          verb: 'get',
+          group: GROUP,
+          version: 'v1',
+          resource: 'sharedsecrets',
+          subresource: 'status',
+          name: t.name,
+        },
       },
     ]);
   });
@@ -427,10 +554,16 @@ describe('SubjectAccessReview', () => {
 
 describe.each(['refused', 'unavailable'] as const)('host down (%s)', (mode) => {
   test('TokenReview users are 401; the admin, certificate users and object grants are unaffected; host grants are gone', async () => {
-    const t = await make('sharedsecrets', { access: [{ verbs: ['get'], users: ['tr-alice', 'carol'] }] }, { ns: uniq(mode) });
+    const t = await make(
+      'sharedsecrets',
+      { access: [{ verbs: ['get'], users: ['tr-alice', 'carol'] }] },
+      { ns: uniq(mode) },
+    );
     const c = await make('clusters');
     host.put(role('', `carol-${mode}`, [rule(['clusters'], ['get'], { resourceNames: [c.name] })]));
-    host.put(binding('', `carol-${mode}`, { kind: 'ClusterRole', name: `carol-${mode}` }, [{ kind: 'User', name: 'carol' }]));
+    host.put(
+      binding('', `carol-${mode}`, { kind: 'ClusterRole', name: `carol-${mode}` }, [{ kind: 'User', name: 'carol' }]),
+    );
     // Up: everyone as expected.
     expectAllowed(await act(as.alice, 'get', t), 'get');
     expectAllowed(await act(carol, 'get', c), 'get');
@@ -466,8 +599,16 @@ describe.each(['refused', 'unavailable'] as const)('host down (%s)', (mode) => {
 describe('secrets', () => {
   test("neither the admin token nor the host's tokens appear in any response received in this file", () => {
     expect(seen.length).toBeGreaterThan(200);
-    const secrets = [adminToken, host.token, DENIED, ...Object.values(HOST_USERS).map((u) => u.token), CAROL.keyPem.split('\n')[1]];
-    const leaks = secrets.flatMap((s) => seen.filter((text) => text.includes(s)).map((text) => `${s.slice(0, 8)}… in ${text.slice(0, 200)}`));
+    const secrets = [
+      adminToken,
+      host.token,
+      DENIED,
+      ...Object.values(HOST_USERS).map((u) => u.token),
+      CAROL.keyPem.split('\n')[1],
+    ];
+    const leaks = secrets.flatMap((s) =>
+      seen.filter((text) => text.includes(s)).map((text) => `${s.slice(0, 8)}… in ${text.slice(0, 200)}`),
+    );
     expect(leaks).toEqual([]);
   });
 });

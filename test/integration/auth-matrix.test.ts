@@ -20,7 +20,20 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeCa, makeCert, type TestCert } from '../support/certs.js';
-import { authMatrix, bodyOf, collectionPath, expectAllowed, KINDS, listedNames as names, objectPath, RecordingClient, seen, type Caller, type Target, type Verb } from '../support/authmatrix.js';
+import {
+  authMatrix,
+  bodyOf,
+  collectionPath,
+  expectAllowed,
+  KINDS,
+  listedNames as names,
+  objectPath,
+  RecordingClient,
+  seen,
+  type Caller,
+  type Target,
+  type Verb,
+} from '../support/authmatrix.js';
 import { DIRECT_PREFIX, GROUP, MERGE_PATCH, uniq } from '../support/fixtures.js';
 import { GROUP_PATH, HttpClient, type HttpResponse } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -53,7 +66,12 @@ const CERTS = {
   /** Signed by the front proxy CA, but its CN is not in --requestheader-allowed-names. */
   frontProxyOtherName: makeCert({ commonName: 'not-the-front-proxy', issuer: frontProxyCa }),
   /** The allowed CN, but expired. */
-  frontProxyExpired: makeCert({ commonName: FRONT_PROXY_CN, issuer: frontProxyCa, notBefore: new Date(Date.now() - 2 * 86_400_000), notAfter: new Date(Date.now() - 86_400_000) }),
+  frontProxyExpired: makeCert({
+    commonName: FRONT_PROXY_CN,
+    issuer: frontProxyCa,
+    notBefore: new Date(Date.now() - 2 * 86_400_000),
+    notAfter: new Date(Date.now() - 86_400_000),
+  }),
   /** The allowed CN from a CA the server does not know. */
   frontProxyRogue: makeCert({ commonName: FRONT_PROXY_CN, issuer: rogueCa }),
   /** --client-ca-file users. */
@@ -153,7 +171,15 @@ function expectUnauthorized(res: HttpResponse, what = ''): void {
   expect({ what, status: res.status, body: res.body }).toEqual({
     what,
     status: 401,
-    body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 },
+    body: {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: 'Unauthorized',
+      reason: 'Unauthorized',
+      code: 401,
+    },
   });
 }
 
@@ -183,13 +209,27 @@ function forbiddenStatus(user: string, verb: Verb, t: Target): Record<string, an
 }
 
 function expectForbidden(res: HttpResponse, user: string, verb: Verb, t: Target): void {
-  expect({ verb, status: res.status, body: res.body }).toEqual({ verb, status: 403, body: forbiddenStatus(user, verb, t) });
+  expect({ verb, status: res.status, body: res.body }).toEqual({
+    verb,
+    status: 403,
+    body: forbiddenStatus(user, verb, t),
+  });
 }
 
 /** Expects each verb to be allowed or forbidden for `who` (named `user` in messages) and the object to change only when allowed. */
-async function expectVerbs(who: Caller, user: string, t: Target, allowed: Verb[], forbidden: Verb[] = [], prefix = ''): Promise<void> {
+async function expectVerbs(
+  who: Caller,
+  user: string,
+  t: Target,
+  allowed: Verb[],
+  forbidden: Verb[] = [],
+  prefix = '',
+): Promise<void> {
   for (const verb of forbidden) {
-    const before = verb === 'create' || verb === 'list' || verb === 'watch' || verb === 'deletecollection' ? undefined : await current(t);
+    const before =
+      verb === 'create' || verb === 'list' || verb === 'watch' || verb === 'deletecollection'
+        ? undefined
+        : await current(t);
     expectForbidden(await act(who, verb, t, prefix), user, verb, t);
     // A refused write changes nothing.
     if (before) expect((await current(t)).metadata.resourceVersion).toBe(before.metadata.resourceVersion);
@@ -201,13 +241,33 @@ async function expectVerbs(who: Caller, user: string, t: Target, allowed: Verb[]
   if (allowed.includes('delete')) expect((await root.request('GET', objectPath(t))).status).toBe(404);
 }
 
-
 // ---------------------------------------------------------------------------------------------------------------
 // Anonymous and unknown credentials
 // ---------------------------------------------------------------------------------------------------------------
 
-const ALL_VERBS: Verb[] = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection', 'get status', 'update status', 'patch status'];
-const DISCOVERY_PATHS = ['/api', '/apis', `/apis/${GROUP}`, `/apis/${GROUP}/v1`, '/openapi/v2', '/openapi/v3', `/openapi/v3/apis/${GROUP}/v1`, '/api/v1/namespaces/default'];
+const ALL_VERBS: Verb[] = [
+  'get',
+  'list',
+  'watch',
+  'create',
+  'update',
+  'patch',
+  'delete',
+  'deletecollection',
+  'get status',
+  'update status',
+  'patch status',
+];
+const DISCOVERY_PATHS = [
+  '/api',
+  '/apis',
+  `/apis/${GROUP}`,
+  `/apis/${GROUP}/v1`,
+  '/openapi/v2',
+  '/openapi/v3',
+  `/openapi/v3/apis/${GROUP}/v1`,
+  '/api/v1/namespaces/default',
+];
 const PUBLIC_PATHS = ['/healthz', '/livez', '/readyz', '/version'];
 
 describe('no credentials', () => {
@@ -222,7 +282,8 @@ describe('no credentials', () => {
 
   test('discovery and OpenAPI are 401, on both path forms', async () => {
     for (const [, prefix] of PREFIXES) {
-      for (const path of DISCOVERY_PATHS) expectUnauthorized(await nobody.request('GET', `${prefix}${path}`), `${prefix}${path}`);
+      for (const path of DISCOVERY_PATHS)
+        expectUnauthorized(await nobody.request('GET', `${prefix}${path}`), `${prefix}${path}`);
     }
   });
 
@@ -236,7 +297,11 @@ describe('no credentials', () => {
       const res = await nobody.request('GET', path);
       expect({ path, status: res.status }).toEqual({ path, status: 200 });
     }
-    expect((await nobody.request('GET', '/version')).body).toMatchObject({ major: expect.any(String), minor: expect.any(String), gitVersion: expect.any(String) });
+    expect((await nobody.request('GET', '/version')).body).toMatchObject({
+      major: expect.any(String),
+      minor: expect.any(String),
+      gitVersion: expect.any(String),
+    });
   });
 });
 
@@ -251,7 +316,8 @@ describe('unknown bearer token', () => {
   });
 
   test('discovery is 401, and so are the public paths: a failed login is never anonymous', async () => {
-    for (const path of [...DISCOVERY_PATHS, ...PUBLIC_PATHS]) expectUnauthorized(await unknown().request('GET', path), path);
+    for (const path of [...DISCOVERY_PATHS, ...PUBLIC_PATHS])
+      expectUnauthorized(await unknown().request('GET', path), path);
   });
 
   test('a static token with something appended, or in another case, is unknown', async () => {
@@ -260,7 +326,9 @@ describe('unknown bearer token', () => {
   });
 
   test('a malformed Authorization header authenticates nobody', async () => {
-    const res = await nobody.request('GET', collectionPath('clusters', ''), { headers: { Authorization: `Basic ${Buffer.from(`root:${TOKENS.root}`).toString('base64')}` } });
+    const res = await nobody.request('GET', collectionPath('clusters', ''), {
+      headers: { Authorization: `Basic ${Buffer.from(`root:${TOKENS.root}`).toString('base64')}` },
+    });
     expectUnauthorized(res);
   });
 });
@@ -273,14 +341,40 @@ describe('a static-token user in system:masters', () => {
   test.each(KINDS)('may do every verb on %s, on both path forms', async (kind) => {
     for (const [, prefix] of PREFIXES) {
       const t = await make(kind);
-      await expectVerbs(root, 'root', t, ['get', 'list', 'watch', 'create', 'update', 'patch', 'deletecollection', 'get status', 'update status', 'patch status', 'delete'], [], prefix);
+      await expectVerbs(
+        root,
+        'root',
+        t,
+        [
+          'get',
+          'list',
+          'watch',
+          'create',
+          'update',
+          'patch',
+          'deletecollection',
+          'get status',
+          'update status',
+          'patch status',
+          'delete',
+        ],
+        [],
+        prefix,
+      );
     }
   });
 
   test('lists show every object, whoever it grants', async () => {
     const ns = uniq('masters');
-    const made = [await make('sharedsecrets', {}, { ns }), await make('sharedsecrets', { owner: { user: 'alice' } }, { ns }), await make('sharedsecrets', { access: [{ verbs: ['get'], teams: ['blue'] }] }, { ns })];
-    for (const [, prefix] of PREFIXES) expect(names(await root.request('GET', collectionPath('sharedsecrets', ns, prefix)))).toEqual(made.map((t) => t.name).sort());
+    const made = [
+      await make('sharedsecrets', {}, { ns }),
+      await make('sharedsecrets', { owner: { user: 'alice' } }, { ns }),
+      await make('sharedsecrets', { access: [{ verbs: ['get'], teams: ['blue'] }] }, { ns }),
+    ];
+    for (const [, prefix] of PREFIXES)
+      expect(names(await root.request('GET', collectionPath('sharedsecrets', ns, prefix)))).toEqual(
+        made.map((t) => t.name).sort(),
+      );
   });
 
   test('deletecollection removes what it selects', async () => {
@@ -289,7 +383,10 @@ describe('a static-token user in system:masters', () => {
     const t = await make('sharedsecrets', {}, { ns, labels: { batch } });
     const c = await make('clusters', {}, { labels: { batch } });
     for (const target of [t, c]) {
-      const res = await root.request('DELETE', `${collectionPath(target.kind, target.ns)}?labelSelector=batch%3D${batch}`);
+      const res = await root.request(
+        'DELETE',
+        `${collectionPath(target.kind, target.ns)}?labelSelector=batch%3D${batch}`,
+      );
       expect(res.status).toBe(200);
       expect((await root.request('GET', objectPath(target))).status).toBe(404);
     }
@@ -297,16 +394,42 @@ describe('a static-token user in system:masters', () => {
 });
 
 describe('a static-token user outside system:masters, granted nothing', () => {
-  test.each(KINDS)('is 403 with kube\'s Forbidden message for every verb on a %s, on both path forms', async (kind) => {
-    const t = await make(kind, { owner: { user: 'alice' }, access: [{ verbs: ['*'], subresources: ['*'], users: ['alice'], teams: ['blue'] }] });
-    for (const [, prefix] of PREFIXES) await expectVerbs(eve, 'eve', t, [], ['get', 'update', 'patch', 'delete', 'create', 'deletecollection', 'get status', 'update status', 'patch status'], prefix);
+  test.each(KINDS)("is 403 with kube's Forbidden message for every verb on a %s, on both path forms", async (kind) => {
+    const t = await make(kind, {
+      owner: { user: 'alice' },
+      access: [{ verbs: ['*'], subresources: ['*'], users: ['alice'], teams: ['blue'] }],
+    });
+    for (const [, prefix] of PREFIXES)
+      await expectVerbs(
+        eve,
+        'eve',
+        t,
+        [],
+        [
+          'get',
+          'update',
+          'patch',
+          'delete',
+          'create',
+          'deletecollection',
+          'get status',
+          'update status',
+          'patch status',
+        ],
+        prefix,
+      );
   });
 
   test('a create whose body makes the caller the owner is still 403, and stores nothing', async () => {
     for (const kind of KINDS) {
       const t: Target = { kind, ns: kind === 'clusters' ? '' : NS, name: uniq('mine') };
-      const res = await eve.request('POST', collectionPath(kind, t.ns), { body: bodyOf(kind, t.name, { owner: { user: 'eve' }, access: [{ verbs: ['*'], users: ['eve'] }] }) });
-      expect({ status: res.status, body: res.body }).toEqual({ status: 403, body: forbiddenStatus('eve', 'create', t) });
+      const res = await eve.request('POST', collectionPath(kind, t.ns), {
+        body: bodyOf(kind, t.name, { owner: { user: 'eve' }, access: [{ verbs: ['*'], users: ['eve'] }] }),
+      });
+      expect({ status: res.status, body: res.body }).toEqual({
+        status: 403,
+        body: forbiddenStatus('eve', 'create', t),
+      });
       expect((await root.request('GET', objectPath(t))).status).toBe(404);
     }
   });
@@ -314,7 +437,10 @@ describe('a static-token user outside system:masters, granted nothing', () => {
   test('a server-side apply that would create an object granting the caller is 403, and stores nothing', async () => {
     const t: Target = { kind: 'sharedsecrets', ns: NS, name: uniq('apply') };
     const body = bodyOf('sharedsecrets', t.name, { owner: { user: 'eve' } });
-    const res = await eve.request('PATCH', `${objectPath(t)}?fieldManager=eve`, { body: JSON.stringify(body), contentType: 'application/apply-patch+yaml' });
+    const res = await eve.request('PATCH', `${objectPath(t)}?fieldManager=eve`, {
+      body: JSON.stringify(body),
+      contentType: 'application/apply-patch+yaml',
+    });
     expectForbidden(res, 'eve', 'patch', t);
     expect((await root.request('GET', objectPath(t))).status).toBe(404);
   });
@@ -334,7 +460,11 @@ describe('a static-token user outside system:masters, granted nothing', () => {
     const c = await make('clusters', { owner: { team: 'blue' } });
     for (const [, prefix] of PREFIXES) {
       const list = await eve.request('GET', collectionPath('sharedsecrets', ns, prefix));
-      expect({ status: list.status, kind: list.body?.kind, items: list.body?.items }).toEqual({ status: 200, kind: 'SharedSecretList', items: [] });
+      expect({ status: list.status, kind: list.body?.kind, items: list.body?.items }).toEqual({
+        status: 200,
+        kind: 'SharedSecretList',
+        items: [],
+      });
       const all = await eve.request('GET', `${prefix}${GROUP_PATH}/sharedsecrets`);
       expect({ status: all.status, items: all.body?.items }).toEqual({ status: 200, items: [] });
       const clusters = await eve.request('GET', collectionPath('clusters', '', prefix));
@@ -359,45 +489,86 @@ describe('a static-token user outside system:masters, granted nothing', () => {
 // ---------------------------------------------------------------------------------------------------------------
 
 describe('access list', () => {
-  test.each(KINDS)('users entry with verbs [get] on a %s: get is allowed (both path forms), every other verb 403', async (kind) => {
-    const t = await make(kind, { access: [{ verbs: ['get'], users: ['alice'] }] });
-    for (const [, prefix] of PREFIXES) await expectVerbs(alice, 'alice', t, ['get'], ['update', 'patch', 'delete', 'get status', 'update status', 'patch status', 'create', 'deletecollection'], prefix);
-    // bob is not in the entry.
-    expectForbidden(await act(bob, 'get', t), 'bob', 'get', t);
-  });
+  test.each(KINDS)(
+    'users entry with verbs [get] on a %s: get is allowed (both path forms), every other verb 403',
+    async (kind) => {
+      const t = await make(kind, { access: [{ verbs: ['get'], users: ['alice'] }] });
+      for (const [, prefix] of PREFIXES)
+        await expectVerbs(
+          alice,
+          'alice',
+          t,
+          ['get'],
+          ['update', 'patch', 'delete', 'get status', 'update status', 'patch status', 'create', 'deletecollection'],
+          prefix,
+        );
+      // bob is not in the entry.
+      expectForbidden(await act(bob, 'get', t), 'bob', 'get', t);
+    },
+  );
 
   test.each(KINDS)('verbs [get, update] on a %s: get and update allowed, patch and delete 403', async (kind) => {
     const t = await make(kind, { access: [{ verbs: ['get', 'update'], users: ['alice'] }] });
     await expectVerbs(alice, 'alice', t, ['get', 'update'], ['patch', 'delete', 'update status']);
   });
 
-  test.each(KINDS)("verbs ['*'] on a %s: every verb on the object, on both path forms; none on its status; no create", async (kind) => {
-    for (const [, prefix] of PREFIXES) {
-      const t = await make(kind, { access: [{ verbs: ['*'], users: ['alice'] }] });
-      await expectVerbs(alice, 'alice', t, ['get', 'update', 'patch', 'delete'], ['get status', 'update status', 'patch status', 'create', 'deletecollection'], prefix);
-    }
-  });
+  test.each(KINDS)(
+    "verbs ['*'] on a %s: every verb on the object, on both path forms; none on its status; no create",
+    async (kind) => {
+      for (const [, prefix] of PREFIXES) {
+        const t = await make(kind, { access: [{ verbs: ['*'], users: ['alice'] }] });
+        await expectVerbs(
+          alice,
+          'alice',
+          t,
+          ['get', 'update', 'patch', 'delete'],
+          ['get status', 'update status', 'patch status', 'create', 'deletecollection'],
+          prefix,
+        );
+      }
+    },
+  );
 
-  test.each(KINDS)('subresource status on a %s only when listed in subresources, with the listed verbs', async (kind) => {
-    const t = await make(kind, { access: [{ verbs: ['get', 'update'], subresources: ['status'], users: ['alice'] }] });
-    await expectVerbs(alice, 'alice', t, ['get status', 'update status'], ['patch status']);
-    const all = await make(kind, { access: [{ verbs: ['*'], subresources: ['*'], users: ['alice'] }] });
-    await expectVerbs(alice, 'alice', all, ['get status', 'update status', 'patch status']);
-    // The status write really happened.
-    expect((await current(all)).status).toEqual({ conditions: [{ type: 'Ready', status: 'False' }] });
-  });
+  test.each(KINDS)(
+    'subresource status on a %s only when listed in subresources, with the listed verbs',
+    async (kind) => {
+      const t = await make(kind, {
+        access: [{ verbs: ['get', 'update'], subresources: ['status'], users: ['alice'] }],
+      });
+      await expectVerbs(alice, 'alice', t, ['get status', 'update status'], ['patch status']);
+      const all = await make(kind, { access: [{ verbs: ['*'], subresources: ['*'], users: ['alice'] }] });
+      await expectVerbs(alice, 'alice', all, ['get status', 'update status', 'patch status']);
+      // The status write really happened.
+      expect((await current(all)).status).toEqual({ conditions: [{ type: 'Ready', status: 'False' }] });
+    },
+  );
 
   test('an entry for another user or another verb grants nothing', async () => {
-    const t = await make('sharedsecrets', { access: [{ verbs: ['*'], users: ['alice-2', 'Alice'] }, { verbs: ['list', 'watch'], users: ['alice'] }] });
+    const t = await make('sharedsecrets', {
+      access: [
+        { verbs: ['*'], users: ['alice-2', 'Alice'] },
+        { verbs: ['list', 'watch'], users: ['alice'] },
+      ],
+    });
     expectForbidden(await act(alice, 'get', t), 'alice', 'get', t);
   });
 
   test('a grant takes effect at once and its removal too', async () => {
     const t = await make('sharedsecrets');
     expectForbidden(await act(alice, 'get', t), 'alice', 'get', t);
-    expect((await root.request('PATCH', objectPath(t), { body: { spec: { access: [{ verbs: ['get'], users: ['alice'] }] } }, contentType: MERGE_PATCH })).status).toBe(200);
+    expect(
+      (
+        await root.request('PATCH', objectPath(t), {
+          body: { spec: { access: [{ verbs: ['get'], users: ['alice'] }] } },
+          contentType: MERGE_PATCH,
+        })
+      ).status,
+    ).toBe(200);
     expectAllowed(await act(alice, 'get', t), 'get');
-    expect((await root.request('PATCH', objectPath(t), { body: { spec: { access: null } }, contentType: MERGE_PATCH })).status).toBe(200);
+    expect(
+      (await root.request('PATCH', objectPath(t), { body: { spec: { access: null } }, contentType: MERGE_PATCH }))
+        .status,
+    ).toBe(200);
     expectForbidden(await act(alice, 'get', t), 'alice', 'get', t);
   });
 
@@ -405,7 +576,10 @@ describe('access list', () => {
     const t = await make('sharedsecrets', { access: [{ verbs: ['*'], users: ['alice'] }] });
     const other = uniq('other');
     const twin: Target = { kind: 'sharedsecrets', ns: other, name: t.name };
-    expect((await root.request('POST', collectionPath('sharedsecrets', other), { body: bodyOf('sharedsecrets', t.name) })).status).toBe(201);
+    expect(
+      (await root.request('POST', collectionPath('sharedsecrets', other), { body: bodyOf('sharedsecrets', t.name) }))
+        .status,
+    ).toBe(201);
     expectAllowed(await act(alice, 'get', t), 'get');
     expectForbidden(await act(alice, 'get', twin), 'alice', 'get', twin);
   });
@@ -414,14 +588,17 @@ describe('access list', () => {
 describe('team member (group platform:team:<team> in the token file)', () => {
   test.each(KINDS)('a teams entry on a %s grants its verbs to members only', async (kind) => {
     const t = await make(kind, { access: [{ verbs: ['get', 'patch'], teams: ['blue'] }] });
-    for (const [, prefix] of PREFIXES) await expectVerbs(bob, 'bob', t, ['get', 'patch'], ['update', 'delete', 'get status'], prefix);
+    for (const [, prefix] of PREFIXES)
+      await expectVerbs(bob, 'bob', t, ['get', 'patch'], ['update', 'delete', 'get status'], prefix);
     // alice is in no team; eve is in team red; a user named like the team is not a member.
     expectForbidden(await act(alice, 'get', t), 'alice', 'get', t);
     expectForbidden(await act(eve, 'get', t), 'eve', 'get', t);
   });
 
   test('the team is the group without its prefix: a user entry naming the group, or a team entry naming the group, grants nothing', async () => {
-    const t = await make('sharedsecrets', { access: [{ verbs: ['*'], users: ['platform:team:blue'], teams: ['platform:team:blue', 'Blue'] }] });
+    const t = await make('sharedsecrets', {
+      access: [{ verbs: ['*'], users: ['platform:team:blue'], teams: ['platform:team:blue', 'Blue'] }],
+    });
     expectForbidden(await act(bob, 'get', t), 'bob', 'get', t);
   });
 
@@ -437,7 +614,14 @@ describe('owner', () => {
       const t = await make(kind, { owner: { user: 'alice' } });
       expectForbidden(await act(bob, 'get', t, prefix), 'bob', 'get', t);
       expectForbidden(await act(eve, 'update', t, prefix), 'eve', 'update', t);
-      await expectVerbs(alice, 'alice', t, ['get', 'update', 'patch', 'get status', 'update status', 'patch status', 'delete'], ['create', 'deletecollection'], prefix);
+      await expectVerbs(
+        alice,
+        'alice',
+        t,
+        ['get', 'update', 'patch', 'get status', 'update status', 'patch status', 'delete'],
+        ['create', 'deletecollection'],
+        prefix,
+      );
     }
   });
 
@@ -445,12 +629,21 @@ describe('owner', () => {
     const t = await make(kind, { owner: { team: 'blue' } });
     expectForbidden(await act(alice, 'get', t), 'alice', 'get', t);
     expectForbidden(await act(eve, 'delete', t), 'eve', 'delete', t);
-    await expectVerbs(bob, 'bob', t, ['get', 'update', 'patch', 'get status', 'update status', 'patch status', 'delete'], []);
+    await expectVerbs(
+      bob,
+      'bob',
+      t,
+      ['get', 'update', 'patch', 'get status', 'update status', 'patch status', 'delete'],
+      [],
+    );
   });
 
   test('an owner who hands the object to someone else loses it', async () => {
     const t = await make('sharedsecrets', { owner: { user: 'alice' } });
-    const res = await alice.request('PATCH', objectPath(t), { body: { spec: { owner: { user: 'bob' } } }, contentType: MERGE_PATCH });
+    const res = await alice.request('PATCH', objectPath(t), {
+      body: { spec: { owner: { user: 'bob' } } },
+      contentType: MERGE_PATCH,
+    });
     expect(res.status).toBe(200);
     expectForbidden(await act(alice, 'get', t), 'alice', 'get', t);
     expectAllowed(await act(bob, 'get', t), 'get');
@@ -468,8 +661,16 @@ describe('lists and watches by callers outside system:masters', () => {
       aliceGet: await make('sharedsecrets', { access: [{ verbs: ['get'], users: ['alice'] }] }, { ns }),
       aliceAll: await make('sharedsecrets', { access: [{ verbs: ['*'], users: ['alice'] }] }, { ns }),
       aliceOwner: await make('sharedsecrets', { owner: { user: 'alice' } }, { ns }),
-      aliceUpdateOnly: await make('sharedsecrets', { access: [{ verbs: ['update', 'list'], users: ['alice'] }] }, { ns }),
-      aliceStatusOnly: await make('sharedsecrets', { access: [{ verbs: ['list'], subresources: ['status'], users: ['alice'] }] }, { ns }),
+      aliceUpdateOnly: await make(
+        'sharedsecrets',
+        { access: [{ verbs: ['update', 'list'], users: ['alice'] }] },
+        { ns },
+      ),
+      aliceStatusOnly: await make(
+        'sharedsecrets',
+        { access: [{ verbs: ['list'], subresources: ['status'], users: ['alice'] }] },
+        { ns },
+      ),
       blueGet: await make('sharedsecrets', { access: [{ verbs: ['get'], teams: ['blue'] }] }, { ns }),
       blueOwner: await make('sharedsecrets', { owner: { team: 'blue' } }, { ns }),
       nobody: await make('sharedsecrets', {}, { ns }),
@@ -485,13 +686,28 @@ describe('lists and watches by callers outside system:masters', () => {
       // Across namespaces: the same objects from this namespace, and only objects that grant the caller elsewhere.
       const all = await alice.request('GET', `${prefix}${GROUP_PATH}/sharedsecrets`);
       expect(all.status).toBe(200);
-      expect(all.body.items.filter((o: any) => o.metadata.namespace === ns).map((o: any) => o.metadata.name).sort()).toEqual(expected.alice);
-      for (const o of all.body.items) expect({ name: o.metadata.name, grants: grantsGet(o, 'alice', []) }).toEqual({ name: o.metadata.name, grants: true });
+      expect(
+        all.body.items
+          .filter((o: any) => o.metadata.namespace === ns)
+          .map((o: any) => o.metadata.name)
+          .sort(),
+      ).toEqual(expected.alice);
+      for (const o of all.body.items)
+        expect({ name: o.metadata.name, grants: grantsGet(o, 'alice', []) }).toEqual({
+          name: o.metadata.name,
+          grants: true,
+        });
     }
     // Selectors still apply on top.
-    const one = await alice.request('GET', `${collectionPath('sharedsecrets', ns)}?fieldSelector=metadata.name%3D${s.aliceOwner.name}`);
+    const one = await alice.request(
+      'GET',
+      `${collectionPath('sharedsecrets', ns)}?fieldSelector=metadata.name%3D${s.aliceOwner.name}`,
+    );
     expect(names(one)).toEqual([s.aliceOwner.name]);
-    const hidden = await alice.request('GET', `${collectionPath('sharedsecrets', ns)}?fieldSelector=metadata.name%3D${s.nobody.name}`);
+    const hidden = await alice.request(
+      'GET',
+      `${collectionPath('sharedsecrets', ns)}?fieldSelector=metadata.name%3D${s.nobody.name}`,
+    );
     expect({ status: hidden.status, items: hidden.body.items }).toEqual({ status: 200, items: [] });
   });
 
@@ -506,12 +722,22 @@ describe('lists and watches by callers outside system:masters', () => {
       expect(names(forAlice)).toContain(c.alice.name);
       expect(names(forAlice)).not.toContain(c.blue.name);
       expect(names(forAlice)).not.toContain(c.none.name);
-      for (const o of forAlice.body.items) expect({ name: o.metadata.name, grants: grantsGet(o, 'alice', []) }).toEqual({ name: o.metadata.name, grants: true });
+      for (const o of forAlice.body.items)
+        expect({ name: o.metadata.name, grants: grantsGet(o, 'alice', []) }).toEqual({
+          name: o.metadata.name,
+          grants: true,
+        });
       const forBob = await bob.request('GET', collectionPath('clusters', '', prefix));
       expect(names(forBob)).toContain(c.blue.name);
       expect(names(forBob)).not.toContain(c.alice.name);
-      for (const o of forBob.body.items) expect({ name: o.metadata.name, grants: grantsGet(o, 'bob', ['blue']) }).toEqual({ name: o.metadata.name, grants: true });
-      expect((await root.request('GET', collectionPath('clusters', '', prefix))).body.items.length).toBeGreaterThanOrEqual(3);
+      for (const o of forBob.body.items)
+        expect({ name: o.metadata.name, grants: grantsGet(o, 'bob', ['blue']) }).toEqual({
+          name: o.metadata.name,
+          grants: true,
+        });
+      expect(
+        (await root.request('GET', collectionPath('clusters', '', prefix))).body.items.length,
+      ).toBeGreaterThanOrEqual(3);
     }
   });
 
@@ -527,7 +753,14 @@ describe('lists and watches by callers outside system:masters', () => {
     const granted = await make('sharedsecrets', { access: [{ verbs: ['get'], users: ['alice'] }] }, { ns });
     const blue = await make('sharedsecrets', { access: [{ verbs: ['get'], teams: ['blue'] }] }, { ns });
     for (const t of [hidden, granted, blue]) {
-      expect((await root.request('PATCH', objectPath(t), { body: { metadata: { labels: { touched: 'yes' } } }, contentType: MERGE_PATCH })).status).toBe(200);
+      expect(
+        (
+          await root.request('PATCH', objectPath(t), {
+            body: { metadata: { labels: { touched: 'yes' } } },
+            contentType: MERGE_PATCH,
+          })
+        ).status,
+      ).toBe(200);
     }
     for (const t of [hidden, granted, blue]) expect((await root.request('DELETE', objectPath(t))).status).toBe(200);
 
@@ -540,7 +773,11 @@ describe('lists and watches by callers outside system:masters', () => {
     }
     await bobWatch.count(3);
     await bobWatch.quiet(100);
-    expect(short(bobWatch)).toEqual([`ADDED ${ns}/${blue.name}`, `MODIFIED ${ns}/${blue.name}`, `DELETED ${ns}/${blue.name}`]);
+    expect(short(bobWatch)).toEqual([
+      `ADDED ${ns}/${blue.name}`,
+      `MODIFIED ${ns}/${blue.name}`,
+      `DELETED ${ns}/${blue.name}`,
+    ]);
     await eveWatch.quiet(100);
     expect(eveWatch.events).toEqual([]);
   });
@@ -549,10 +786,19 @@ describe('lists and watches by callers outside system:masters', () => {
     const ns = uniq('watch');
     const t = await make('sharedsecrets', {}, { ns });
     const list = await root.request('GET', collectionPath('sharedsecrets', ns));
-    const s = await watch(alice, `${collectionPath('sharedsecrets', ns)}?resourceVersion=${list.body.metadata.resourceVersion}`);
-    const grant = await root.request('PATCH', objectPath(t), { body: { spec: { access: [{ verbs: ['get'], users: ['alice'] }] } }, contentType: MERGE_PATCH });
+    const s = await watch(
+      alice,
+      `${collectionPath('sharedsecrets', ns)}?resourceVersion=${list.body.metadata.resourceVersion}`,
+    );
+    const grant = await root.request('PATCH', objectPath(t), {
+      body: { spec: { access: [{ verbs: ['get'], users: ['alice'] }] } },
+      contentType: MERGE_PATCH,
+    });
     expect(grant.status).toBe(200);
-    const revoke = await root.request('PATCH', objectPath(t), { body: { spec: { access: null } }, contentType: MERGE_PATCH });
+    const revoke = await root.request('PATCH', objectPath(t), {
+      body: { spec: { access: null } },
+      contentType: MERGE_PATCH,
+    });
     expect(revoke.status).toBe(200);
     await s.count(2);
     await s.quiet(200);
@@ -564,14 +810,20 @@ describe('lists and watches by callers outside system:masters', () => {
 
   test('a cluster watch from a resourceVersion shows only the granted cluster', async () => {
     const list = await root.request('GET', collectionPath('clusters', ''));
-    const s = await watch(alice, `${collectionPath('clusters', '', DIRECT_PREFIX)}?resourceVersion=${list.body.metadata.resourceVersion}`);
+    const s = await watch(
+      alice,
+      `${collectionPath('clusters', '', DIRECT_PREFIX)}?resourceVersion=${list.body.metadata.resourceVersion}`,
+    );
     const none = await make('clusters');
     const granted = await make('clusters', { owner: { user: 'alice' } });
     expect((await root.request('DELETE', objectPath(none))).status).toBe(200);
     expect((await root.request('DELETE', objectPath(granted))).status).toBe(200);
     await s.count(2);
     await s.quiet(300);
-    expect(s.events.map((e) => `${e.type} ${e.object.metadata.name}`)).toEqual([`ADDED ${granted.name}`, `DELETED ${granted.name}`]);
+    expect(s.events.map((e) => `${e.type} ${e.object.metadata.name}`)).toEqual([
+      `ADDED ${granted.name}`,
+      `DELETED ${granted.name}`,
+    ]);
   });
 
   test('a watch without resourceVersion starts with the granted objects only', async () => {
@@ -589,7 +841,14 @@ describe('lists and watches by callers outside system:masters', () => {
     const t = await make('sharedsecrets', {}, { ns });
     const byName = await watch(alice, `${collectionPath('sharedsecrets', ns)}?fieldSelector=metadata.name%3D${t.name}`);
     expect(byName.status).toBe(200);
-    expect((await root.request('PATCH', objectPath(t), { body: { spec: { description: 'changed' } }, contentType: MERGE_PATCH })).status).toBe(200);
+    expect(
+      (
+        await root.request('PATCH', objectPath(t), {
+          body: { spec: { description: 'changed' } },
+          contentType: MERGE_PATCH,
+        })
+      ).status,
+    ).toBe(200);
     await byName.quiet(300);
     expect(byName.events).toEqual([]);
   });
@@ -597,18 +856,31 @@ describe('lists and watches by callers outside system:masters', () => {
   test('a watch of one object granted by its access list ends in DELETED when the grant goes, and shows nothing after', async () => {
     const ns = uniq('watch');
     const t = await make('sharedsecrets', { access: [{ verbs: ['get', 'list', 'watch'], users: ['alice'] }] }, { ns });
-    const forms = [`${objectPath(t)}?watch=true`, `${collectionPath('sharedsecrets', ns)}?fieldSelector=metadata.name%3D${t.name}`];
+    const forms = [
+      `${objectPath(t)}?watch=true`,
+      `${collectionPath('sharedsecrets', ns)}?fieldSelector=metadata.name%3D${t.name}`,
+    ];
     const streams = await Promise.all(forms.map((path) => watch(alice, path)));
     for (const s of streams) expect(s.status).toBe(200);
     await Promise.all(streams.map((s) => s.count(1)));
-    const revoke = await root.request('PATCH', objectPath(t), { body: { spec: { access: null } }, contentType: MERGE_PATCH });
+    const revoke = await root.request('PATCH', objectPath(t), {
+      body: { spec: { access: null } },
+      contentType: MERGE_PATCH,
+    });
     expect(revoke.status).toBe(200);
-    const changed = await root.request('PATCH', objectPath(t), { body: { spec: { data: { token: 'bmV3LXNlY3JldA==' } } }, contentType: MERGE_PATCH });
+    const changed = await root.request('PATCH', objectPath(t), {
+      body: { spec: { data: { token: 'bmV3LXNlY3JldA==' } } },
+      contentType: MERGE_PATCH,
+    });
     expect(changed.status).toBe(200);
     for (const [i, s] of streams.entries()) {
       await s.count(2);
       await s.quiet(300);
-      const seen = s.events.map((e) => ({ type: e.type, rv: e.object.metadata.resourceVersion, data: e.object.spec?.data }));
+      const seen = s.events.map((e) => ({
+        type: e.type,
+        rv: e.object.metadata.resourceVersion,
+        data: e.object.spec?.data,
+      }));
       // DELETED carries the last state alice could see (the data before the change), never the new data.
       expect({ form: forms[i], seen }).toEqual({
         form: forms[i],
@@ -626,7 +898,9 @@ function grantsGet(obj: any, user: string, teams: string[]): boolean {
   const owner = obj.spec?.owner ?? {};
   if (owner.user === user || (owner.team && teams.includes(owner.team))) return true;
   return (obj.spec?.access ?? []).some(
-    (e: any) => (e.users?.includes(user) || e.teams?.some((t: string) => teams.includes(t))) && (e.verbs?.includes('*') || e.verbs?.includes('get')),
+    (e: any) =>
+      (e.users?.includes(user) || e.teams?.some((t: string) => teams.includes(t))) &&
+      (e.verbs?.includes('*') || e.verbs?.includes('get')),
   );
 }
 
@@ -635,15 +909,19 @@ function grantsGet(obj: any, user: string, teams: string[]): boolean {
 // ---------------------------------------------------------------------------------------------------------------
 
 describe('forged X-Remote-* headers without a client certificate', () => {
-  test.each(KINDS)('are ignored: 401 on every verb on %s, both path forms, when nothing else identifies the caller', async (kind) => {
-    const t = await make(kind);
-    const forger = new CertClient({ headers: FORGED });
-    for (const [, prefix] of PREFIXES) {
-      for (const verb of ['get', 'list', 'create', 'update', 'patch', 'delete', 'get status'] as Verb[]) expectUnauthorized(await act(forger, verb, t, prefix), `${verb} ${prefix}`);
-    }
-    expectUnauthorized(await forger.request('GET', `/apis/${GROUP}/v1`));
-    expect((await root.request('GET', objectPath(t))).status).toBe(200);
-  });
+  test.each(KINDS)(
+    'are ignored: 401 on every verb on %s, both path forms, when nothing else identifies the caller',
+    async (kind) => {
+      const t = await make(kind);
+      const forger = new CertClient({ headers: FORGED });
+      for (const [, prefix] of PREFIXES) {
+        for (const verb of ['get', 'list', 'create', 'update', 'patch', 'delete', 'get status'] as Verb[])
+          expectUnauthorized(await act(forger, verb, t, prefix), `${verb} ${prefix}`);
+      }
+      expectUnauthorized(await forger.request('GET', `/apis/${GROUP}/v1`));
+      expect((await root.request('GET', objectPath(t))).status).toBe(200);
+    },
+  );
 
   test('sent through HttpClient too (plain TLS, no certificate): 401', async () => {
     const t = await make('sharedsecrets');
@@ -656,7 +934,8 @@ describe('forged X-Remote-* headers without a client certificate', () => {
     const t = await make(kind, { access: [{ verbs: ['get'], users: ['alice'] }] });
     const eveForging = new CertClient({ token: TOKENS.eve, headers: [...FORGED, ['X-Remote-User', 'alice']] });
     for (const [, prefix] of PREFIXES) {
-      for (const verb of ['get', 'update', 'delete', 'create'] as Verb[]) expectForbidden(await act(eveForging, verb, t, prefix), 'eve', verb, t);
+      for (const verb of ['get', 'update', 'delete', 'create'] as Verb[])
+        expectForbidden(await act(eveForging, verb, t, prefix), 'eve', verb, t);
     }
     // And a list is filtered for eve, not for a master nor alice.
     expect((await eveForging.request('GET', collectionPath(kind, t.ns))).body.items).toEqual([]);
@@ -667,40 +946,88 @@ describe('forged X-Remote-* headers without a client certificate', () => {
 });
 
 describe('front proxy certificate (signed by the requestheader CA)', () => {
-  const proxied = (headers: Array<[string, string]>, cert: TestCert = CERTS.frontProxy, token?: string) => new CertClient({ cert, headers, token });
+  const proxied = (headers: Array<[string, string]>, cert: TestCert = CERTS.frontProxy, token?: string) =>
+    new CertClient({ cert, headers, token });
 
-  test.each(KINDS)('with an allowed CN, the header identity is used: a masters group may do every verb on %s, both path forms', async (kind) => {
-    const master = proxied([['X-Remote-User', 'system:kube-aggregator'], ['X-Remote-Group', 'system:masters']]);
-    for (const [, prefix] of PREFIXES) {
-      const t = await make(kind);
-      await expectVerbs(master, 'system:kube-aggregator', t, ['get', 'list', 'watch', 'create', 'update', 'patch', 'get status', 'update status', 'patch status', 'deletecollection', 'delete'], [], prefix);
-    }
-  });
+  test.each(KINDS)(
+    'with an allowed CN, the header identity is used: a masters group may do every verb on %s, both path forms',
+    async (kind) => {
+      const master = proxied([
+        ['X-Remote-User', 'system:kube-aggregator'],
+        ['X-Remote-Group', 'system:masters'],
+      ]);
+      for (const [, prefix] of PREFIXES) {
+        const t = await make(kind);
+        await expectVerbs(
+          master,
+          'system:kube-aggregator',
+          t,
+          [
+            'get',
+            'list',
+            'watch',
+            'create',
+            'update',
+            'patch',
+            'get status',
+            'update status',
+            'patch status',
+            'deletecollection',
+            'delete',
+          ],
+          [],
+          prefix,
+        );
+      }
+    },
+  );
 
-  test('the aggregator\'s discovery check passes', async () => {
-    const aggregator = proxied([['X-Remote-User', 'system:kube-aggregator'], ['X-Remote-Group', 'system:masters']]);
-    for (const [, prefix] of PREFIXES) expect((await aggregator.request('GET', `${prefix}/apis/${GROUP}/v1`)).status).toBe(200);
+  test("the aggregator's discovery check passes", async () => {
+    const aggregator = proxied([
+      ['X-Remote-User', 'system:kube-aggregator'],
+      ['X-Remote-Group', 'system:masters'],
+    ]);
+    for (const [, prefix] of PREFIXES)
+      expect((await aggregator.request('GET', `${prefix}/apis/${GROUP}/v1`)).status).toBe(200);
   });
 
   test.each(KINDS)('the header user without masters gets exactly its access on %s', async (kind) => {
     const t = await make(kind, { access: [{ verbs: ['get'], users: ['alice'] }] });
-    const asAlice = proxied([['X-Remote-User', 'alice'], ['X-Remote-Group', 'system:authenticated']]);
-    for (const [, prefix] of PREFIXES) await expectVerbs(asAlice, 'alice', t, ['get'], ['update', 'patch', 'delete', 'create'], prefix);
+    const asAlice = proxied([
+      ['X-Remote-User', 'alice'],
+      ['X-Remote-Group', 'system:authenticated'],
+    ]);
+    for (const [, prefix] of PREFIXES)
+      await expectVerbs(asAlice, 'alice', t, ['get'], ['update', 'patch', 'delete', 'create'], prefix);
     expect(names(await asAlice.request('GET', collectionPath(kind, t.ns)))).toContain(t.name);
   });
 
   test('header groups count: several X-Remote-Group lines, one of them a team', async () => {
     const t = await make('sharedsecrets', { owner: { team: 'green' } });
-    const zed = proxied([['X-Remote-User', 'zed'], ['X-Remote-Group', 'developers'], ['X-Remote-Group', 'platform:team:green']]);
+    const zed = proxied([
+      ['X-Remote-User', 'zed'],
+      ['X-Remote-Group', 'developers'],
+      ['X-Remote-Group', 'platform:team:green'],
+    ]);
     await expectVerbs(zed, 'zed', t, ['get', 'update', 'delete'], []);
-    const zedAlone = proxied([['X-Remote-User', 'zed'], ['X-Remote-Group', 'developers']]);
+    const zedAlone = proxied([
+      ['X-Remote-User', 'zed'],
+      ['X-Remote-Group', 'developers'],
+    ]);
     const u = await make('sharedsecrets', { owner: { team: 'green' } });
     expectForbidden(await act(zedAlone, 'get', u), 'zed', 'get', u);
   });
 
-  test('the headers win over a bearer token on the same request (kube\'s order: request header first)', async () => {
+  test("the headers win over a bearer token on the same request (kube's order: request header first)", async () => {
     const t = await make('sharedsecrets');
-    const master = proxied([['X-Remote-User', 'proxied-admin'], ['X-Remote-Group', 'system:masters']], CERTS.frontProxy, TOKENS.eve);
+    const master = proxied(
+      [
+        ['X-Remote-User', 'proxied-admin'],
+        ['X-Remote-Group', 'system:masters'],
+      ],
+      CERTS.frontProxy,
+      TOKENS.eve,
+    );
     expectAllowed(await act(master, 'get', t), 'get');
     const asBob = proxied([['X-Remote-User', 'bob']], CERTS.frontProxy, TOKENS.root);
     expectForbidden(await act(asBob, 'get', t), 'bob', 'get', t);
@@ -712,16 +1039,20 @@ describe('front proxy certificate (signed by the requestheader CA)', () => {
     expectUnauthorized(await act(proxied([]), 'list', t));
   });
 
-  test.each(KINDS)('with a CN not in --requestheader-allowed-names the headers are ignored: 401 on %s, both path forms', async (kind) => {
-    const t = await make(kind);
-    const wrongName = proxied(FORGED, CERTS.frontProxyOtherName);
-    for (const [, prefix] of PREFIXES) {
-      for (const verb of ['get', 'list', 'create', 'update', 'delete'] as Verb[]) expectUnauthorized(await act(wrongName, verb, t, prefix), `${verb} ${prefix}`);
-    }
-    expectUnauthorized(await wrongName.request('GET', `/apis/${GROUP}/v1`));
-    // With a bearer token as well, the token decides.
-    expectForbidden(await act(proxied(FORGED, CERTS.frontProxyOtherName, TOKENS.eve), 'get', t), 'eve', 'get', t);
-  });
+  test.each(KINDS)(
+    'with a CN not in --requestheader-allowed-names the headers are ignored: 401 on %s, both path forms',
+    async (kind) => {
+      const t = await make(kind);
+      const wrongName = proxied(FORGED, CERTS.frontProxyOtherName);
+      for (const [, prefix] of PREFIXES) {
+        for (const verb of ['get', 'list', 'create', 'update', 'delete'] as Verb[])
+          expectUnauthorized(await act(wrongName, verb, t, prefix), `${verb} ${prefix}`);
+      }
+      expectUnauthorized(await wrongName.request('GET', `/apis/${GROUP}/v1`));
+      // With a bearer token as well, the token decides.
+      expectForbidden(await act(proxied(FORGED, CERTS.frontProxyOtherName, TOKENS.eve), 'get', t), 'eve', 'get', t);
+    },
+  );
 
   test('an expired front proxy certificate, or one from another CA, is not believed: 401', async () => {
     const t = await make('clusters');
@@ -744,10 +1075,15 @@ describe('client certificate (signed by --client-ca-file)', () => {
   test.each(KINDS)('CN is the user: access-list grants on %s apply, others are 403 naming the CN', async (kind) => {
     const carol = new CertClient({ cert: CERTS.carol });
     const t = await make(kind, { access: [{ verbs: ['get', 'update'], users: ['carol'] }] });
-    for (const [, prefix] of PREFIXES) await expectVerbs(carol, 'carol', t, ['get', 'update'], ['patch', 'delete', 'create', 'get status'], prefix);
+    for (const [, prefix] of PREFIXES)
+      await expectVerbs(carol, 'carol', t, ['get', 'update'], ['patch', 'delete', 'create', 'get status'], prefix);
     const list = await carol.request('GET', collectionPath(kind, t.ns));
     expect(names(list)).toContain(t.name);
-    for (const o of list.body.items) expect({ name: o.metadata.name, grants: grantsGet(o, 'carol', []) }).toEqual({ name: o.metadata.name, grants: true });
+    for (const o of list.body.items)
+      expect({ name: o.metadata.name, grants: grantsGet(o, 'carol', []) }).toEqual({
+        name: o.metadata.name,
+        grants: true,
+      });
   });
 
   test('O values are the groups: a team in O reaches team grants', async () => {
@@ -766,7 +1102,14 @@ describe('client certificate (signed by --client-ca-file)', () => {
     const ops = new CertClient({ cert: CERTS.ops });
     for (const [, prefix] of PREFIXES) {
       const t = await make(kind);
-      await expectVerbs(ops, 'ops', t, ['get', 'list', 'create', 'update', 'patch', 'get status', 'update status', 'deletecollection', 'delete'], [], prefix);
+      await expectVerbs(
+        ops,
+        'ops',
+        t,
+        ['get', 'list', 'create', 'update', 'patch', 'get status', 'update status', 'deletecollection', 'delete'],
+        [],
+        prefix,
+      );
     }
   });
 
@@ -775,7 +1118,8 @@ describe('client certificate (signed by --client-ca-file)', () => {
     for (const cert of [CERTS.rogueMaster, CERTS.selfSigned]) {
       const rogue = new CertClient({ cert });
       for (const [, prefix] of PREFIXES) {
-        for (const verb of ['get', 'list', 'create', 'update', 'delete'] as Verb[]) expectUnauthorized(await act(rogue, verb, t, prefix), `${verb} ${prefix}`);
+        for (const verb of ['get', 'list', 'create', 'update', 'delete'] as Verb[])
+          expectUnauthorized(await act(rogue, verb, t, prefix), `${verb} ${prefix}`);
         expectUnauthorized(await rogue.request('GET', `${prefix}/apis/${GROUP}/v1`));
       }
     }
@@ -784,7 +1128,12 @@ describe('client certificate (signed by --client-ca-file)', () => {
 
   test('a certificate from an unknown CA next to a valid bearer token: the token decides', async () => {
     const t = await make('sharedsecrets');
-    expectForbidden(await act(new CertClient({ cert: CERTS.rogueMaster, token: TOKENS.alice }), 'get', t), 'alice', 'get', t);
+    expectForbidden(
+      await act(new CertClient({ cert: CERTS.rogueMaster, token: TOKENS.alice }), 'get', t),
+      'alice',
+      'get',
+      t,
+    );
   });
 
   test('the front proxy certificate is not a client certificate: its CN is nobody', async () => {
@@ -802,7 +1151,9 @@ describe('secrets', () => {
     for (const s of streams) seen.push(...s.lines, s.partial);
     expect(seen.length).toBeGreaterThan(500);
     const secrets = [...Object.values(TOKENS), ...Object.values(CERTS).map((c) => c.keyPem.split('\n')[1])];
-    const leaks = secrets.flatMap((s) => seen.filter((text) => text.includes(s)).map((text) => `${s.slice(0, 8)}… in ${text.slice(0, 200)}`));
+    const leaks = secrets.flatMap((s) =>
+      seen.filter((text) => text.includes(s)).map((text) => `${s.slice(0, 8)}… in ${text.slice(0, 200)}`),
+    );
     expect(leaks).toEqual([]);
   });
 });

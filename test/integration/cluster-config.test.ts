@@ -27,7 +27,12 @@ describe('etcd over TLS with a client certificate', () => {
   });
 
   test('the server stores and reads through a TLS etcd that requires client certificates', async () => {
-    const ts = await startTestServer({ etcdServers: [etcd.endpoint], etcdCafile: etcd.files.ca, etcdCertfile: etcd.files.cert, etcdKeyfile: etcd.files.key });
+    const ts = await startTestServer({
+      etcdServers: [etcd.endpoint],
+      etcdCafile: etcd.files.ca,
+      etcdCertfile: etcd.files.cert,
+      etcdKeyfile: etcd.files.key,
+    });
     try {
       const name = uniq('c');
       expect((await ts.admin.post(CLUSTERS_PATH, clusterBody(name))).status).toBe(201);
@@ -84,7 +89,13 @@ describe('front proxy settings from kube-system/extension-apiserver-authenticati
 
   /** What kube-apiserver sends to an aggregated server: its front proxy certificate and the user in headers. */
   const proxied = (ts: TestServer, cert = frontProxy) =>
-    new HttpClient(ts.server.url, ts.server.caPem!, undefined, { cert, headers: [['X-Remote-User', 'alice'], ['X-Remote-Group', 'system:masters']] });
+    new HttpClient(ts.server.url, ts.server.caPem!, undefined, {
+      cert,
+      headers: [
+        ['X-Remote-User', 'alice'],
+        ['X-Remote-Group', 'system:masters'],
+      ],
+    });
 
   test('without --requestheader-* flags the ConfigMap is used: the front proxy identifies the user, the client CA its certificates', async () => {
     const ts = await startTestServer({ kubeconfig: host.kubeconfigPath });
@@ -94,7 +105,9 @@ describe('front proxy settings from kube-system/extension-apiserver-authenticati
       // Only the allowed name may speak for users.
       expect((await proxied(ts, otherProxy).get(CLUSTERS_PATH)).status).toBe(401);
       // client-ca-file: a certificate it signed is a user (CN) with groups (O).
-      expect((await new HttpClient(ts.server.url, ts.server.caPem!, undefined, { cert: ops }).get(CLUSTERS_PATH)).status).toBe(200);
+      expect(
+        (await new HttpClient(ts.server.url, ts.server.caPem!, undefined, { cert: ops }).get(CLUSTERS_PATH)).status,
+      ).toBe(200);
     } finally {
       await ts.stop();
     }
@@ -131,8 +144,18 @@ describe('front proxy settings from kube-system/extension-apiserver-authenticati
     await host.setDown(true, 'unavailable');
     const dataDir = mkdtempSync(join(tmpdir(), 'no-cm-'));
     try {
-      const config = { ...defaultConfig(), etcdServers: [], dataDir, certDir: join(dataDir, 'certs'), bindAddress: '127.0.0.1', securePort: 0, kubeconfig: host.kubeconfigPath };
-      await expect(startServer(config, silentLogger)).rejects.toThrow(/extension-apiserver-authentication.*the host cluster answered HTTP 503.*extension-apiserver-authentication-reader/s);
+      const config = {
+        ...defaultConfig(),
+        etcdServers: [],
+        dataDir,
+        certDir: join(dataDir, 'certs'),
+        bindAddress: '127.0.0.1',
+        securePort: 0,
+        kubeconfig: host.kubeconfigPath,
+      };
+      await expect(startServer(config, silentLogger)).rejects.toThrow(
+        /extension-apiserver-authentication.*the host cluster answered HTTP 503.*extension-apiserver-authentication-reader/s,
+      );
     } finally {
       await host.setDown(false);
       rmSync(dataDir, { recursive: true, force: true });

@@ -68,7 +68,10 @@ describe('Compactor', () => {
 
   test('its etcd calls are storage calls: each measured, and a failure is a StorageError', async () => {
     const calls: string[] = [];
-    const measured = new EtcdStorage({ endpoints: [etcd.endpoint], onCall: (operation, _key, _s, failed) => calls.push(`${operation}${failed ? ' failed' : ''}`) });
+    const measured = new EtcdStorage({
+      endpoints: [etcd.endpoint],
+      onCall: (operation, _key, _s, failed) => calls.push(`${operation}${failed ? ' failed' : ''}`),
+    });
     const dead = new EtcdStorage({ endpoints: ['127.0.0.1:1'], callTimeoutMs: 300 });
     try {
       const compactor = new Compactor(measured, { intervalMs: 0 });

@@ -53,7 +53,9 @@ function hold(socket: Socket): Held {
  */
 function serverConnections(ts: TestServer): number {
   const handles = (process as unknown as { _getActiveHandles(): unknown[] })._getActiveHandles();
-  const peers = handles.filter((h): h is Socket => h instanceof Socket && !h.destroyed && h.localPort === ts.server.port).map((h) => h.remotePort);
+  const peers = handles
+    .filter((h): h is Socket => h instanceof Socket && !h.destroyed && h.localPort === ts.server.port)
+    .map((h) => h.remotePort);
   return new Set(peers).size;
 }
 
@@ -77,7 +79,12 @@ function openTls(ts: TestServer): Promise<Held> {
   const url = new URL(ts.server.url);
   return new Promise((resolve, reject) => {
     // allowHalfOpen is a net.Socket option tls.connect passes on; its types leave it out.
-    const options: ConnectionOptions & { allowHalfOpen: boolean } = { host: url.hostname, port: Number(url.port), ca: ts.server.caPem, allowHalfOpen: true };
+    const options: ConnectionOptions & { allowHalfOpen: boolean } = {
+      host: url.hostname,
+      port: Number(url.port),
+      ca: ts.server.caPem,
+      allowHalfOpen: true,
+    };
     const socket: TLSSocket = tlsConnect(options, () => resolve(hold(socket)));
     socket.once('error', reject);
   });
@@ -86,7 +93,9 @@ function openTls(ts: TestServer): Promise<Held> {
 function openTcp(ts: TestServer): Promise<Held> {
   const url = new URL(ts.server.url);
   return new Promise((resolve, reject) => {
-    const socket = tcpConnect({ host: url.hostname, port: Number(url.port), allowHalfOpen: true }, () => resolve(hold(socket)));
+    const socket = tcpConnect({ host: url.hostname, port: Number(url.port), allowHalfOpen: true }, () =>
+      resolve(hold(socket)),
+    );
     socket.once('error', reject);
   });
 }
@@ -128,11 +137,16 @@ describe('header deadline and idle timeout', () => {
   test('50 connections sending their headers slowly are each answered 408 and closed at the header deadline', async () => {
     const slow = await Promise.all(Array.from({ length: 50 }, () => openTls(ts)));
     held.push(...slow);
-    for (const h of slow) trickle(h, (i) => (i === 0 ? 'GET /apis HTTP/1.1\r\nHost: x\r\n' : `X-Slow-${i}: a\r\n`), 200);
+    for (const h of slow)
+      trickle(h, (i) => (i === 0 ? 'GET /apis HTTP/1.1\r\nHost: x\r\n' : `X-Slow-${i}: a\r\n`), 200);
     await expectEndedWithin(slow, HEADER_TIMEOUT_MS + SLACK_MS);
     for (const h of slow) {
       expect(h.received).toMatch(/^HTTP\/1\.1 408 /);
-      expect(JSON.parse(h.received.slice(h.received.indexOf('\r\n\r\n') + 4))).toMatchObject({ kind: 'Status', code: 408, reason: 'Timeout' });
+      expect(JSON.parse(h.received.slice(h.received.indexOf('\r\n\r\n') + 4))).toMatchObject({
+        kind: 'Status',
+        code: 408,
+        reason: 'Timeout',
+      });
     }
     // Closed, not only half-closed: the clients never close their side, and the server holds none of them.
     expect(await serverConnectionsAfter(ts, SLACK_MS)).toBe(0);
@@ -205,7 +219,12 @@ describe('connections that have not authenticated', () => {
 
   test('beyond the bound new connections are closed at once, authenticated ones are served, and room comes back at the deadline', async () => {
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    const admin = new HttpClient(ts.server.url, ts.server.caPem!, readFileSync(join(ts.config.dataDir, 'admin-token'), 'utf8').trim(), { agent });
+    const admin = new HttpClient(
+      ts.server.url,
+      ts.server.caPem!,
+      readFileSync(join(ts.config.dataDir, 'admin-token'), 'utf8').trim(),
+      { agent },
+    );
     try {
       // An authenticated keep-alive connection does not count against the bound.
       expect((await admin.get('/apis')).status).toBe(200);
@@ -213,7 +232,9 @@ describe('connections that have not authenticated', () => {
       const flood = await Promise.all(Array.from({ length: MAX }, () => openTls(ts)));
       held.push(...flood);
       for (let i = 0; i < 3; i++) expect(await tryHandshake(ts)).toBe('refused');
-      expect((await ts.anonymous.get('/healthz').catch((err: Error) => ({ status: err.message }))).status).not.toBe(200);
+      expect((await ts.anonymous.get('/healthz').catch((err: Error) => ({ status: err.message }))).status).not.toBe(
+        200,
+      );
 
       // The authenticated connection is served on.
       expect((await admin.get('/apis')).status).toBe(200);

@@ -7,7 +7,20 @@ import { describe, test, expect } from '@jest/globals';
 import yaml from 'js-yaml';
 import type { TestServer } from '../support/server.js';
 import { GROUP_PATH, type HttpResponse } from '../support/http.js';
-import { API_VERSION, CLUSTERS_PATH, DIRECT_PREFIX, GROUP, JSON_PATCH, MERGE_PATCH, clusterPath, sharedSecretPath, sharedSecretsPath, uniq, useServerWithPeek, type EtcdPeek } from '../support/fixtures.js';
+import {
+  API_VERSION,
+  CLUSTERS_PATH,
+  DIRECT_PREFIX,
+  GROUP,
+  JSON_PATCH,
+  MERGE_PATCH,
+  clusterPath,
+  sharedSecretPath,
+  sharedSecretsPath,
+  uniq,
+  useServerWithPeek,
+  type EtcdPeek,
+} from '../support/fixtures.js';
 
 let ts: TestServer;
 let peek: EtcdPeek;
@@ -16,7 +29,10 @@ useServerWithPeek((env) => ({ ts, peek } = env));
 
 /** A failure Status, always JSON. */
 function expectStatus(res: HttpResponse, code: number, reason: string, message?: string): void {
-  expect({ status: res.status, body: res.body }).toMatchObject({ status: code, body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason } });
+  expect({ status: res.status, body: res.body }).toMatchObject({
+    status: code,
+    body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason },
+  });
   expect(res.headers['content-type']).toMatch(/^application\/json/);
   if (message !== undefined) expect(res.body.message).toContain(message);
 }
@@ -26,7 +42,11 @@ function secretBody(name: string, extra: Record<string, unknown> = {}): Record<s
     apiVersion: API_VERSION,
     kind: 'SharedSecret',
     metadata: { name },
-    spec: { displayName: `Secret ${name}`, description: 'for tests', data: { token: 'c2VjcmV0', 'tls.crt': 'Y2VydA==' } },
+    spec: {
+      displayName: `Secret ${name}`,
+      description: 'for tests',
+      data: { token: 'c2VjcmV0', 'tls.crt': 'Y2VydA==' },
+    },
     ...extra,
   };
 }
@@ -36,7 +56,11 @@ function clusterBody(name: string, extra: Record<string, unknown> = {}): Record<
     apiVersion: API_VERSION,
     kind: 'Cluster',
     metadata: { name },
-    spec: { displayName: `Cluster ${name}`, config: { secretName: 'kubeconfig', secretNamespace: 'platform' }, managementNamespace: 'platform-system' },
+    spec: {
+      displayName: `Cluster ${name}`,
+      config: { secretName: 'kubeconfig', secretNamespace: 'platform' },
+      managementNamespace: 'platform-system',
+    },
     ...extra,
   };
 }
@@ -85,7 +109,10 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       const got = await ts.admin.get(secret(name));
       expect(got.status).toBe(200);
       expect(got.body).toEqual(res.body);
-      expect(await peek.value(peek.sharedSecretKey(ns, name))).toMatchObject({ kind: 'SharedSecret', metadata: { name, namespace: ns, uid: res.body.metadata.uid } });
+      expect(await peek.value(peek.sharedSecretKey(ns, name))).toMatchObject({
+        kind: 'SharedSecret',
+        metadata: { name, namespace: ns, uid: res.body.metadata.uid },
+      });
     });
 
     test('create with an application/yaml body (as the spec shows) is stored like JSON', async () => {
@@ -113,7 +140,11 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
         apiVersion: API_VERSION,
         kind: 'SharedSecret',
         metadata: { name, namespace: ns, labels: { team: 'blue' } },
-        spec: { displayName: 'From YAML', data: { password: 'cGFzcw==' }, access: [{ verbs: ['get', 'list'], users: ['alice'] }] },
+        spec: {
+          displayName: 'From YAML',
+          data: { password: 'cGFzcw==' },
+          access: [{ verbs: ['get', 'list'], users: ['alice'] }],
+        },
       });
       const got = await ts.admin.get(secret(name));
       expect(got.body).toEqual(res.body);
@@ -123,16 +154,25 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       const name = uniq('typeless');
       const res = await ts.admin.post(secrets(), { metadata: { name }, spec: { displayName: 'no type meta' } });
       expect(res.status).toBe(201);
-      expect(res.body).toMatchObject({ apiVersion: API_VERSION, kind: 'SharedSecret', metadata: { name, namespace: ns } });
+      expect(res.body).toMatchObject({
+        apiVersion: API_VERSION,
+        kind: 'SharedSecret',
+        metadata: { name, namespace: ns },
+      });
       expect((await ts.admin.get(secret(name))).body).toMatchObject({ apiVersion: API_VERSION, kind: 'SharedSecret' });
-      expect(await peek.value(peek.sharedSecretKey(ns, name))).toMatchObject({ apiVersion: API_VERSION, kind: 'SharedSecret' });
+      expect(await peek.value(peek.sharedSecretKey(ns, name))).toMatchObject({
+        apiVersion: API_VERSION,
+        kind: 'SharedSecret',
+      });
     });
 
     test('an apiVersion that does not match the path is 400 and nothing is stored', async () => {
       const name = uniq('badversion');
       const res = await ts.admin.post(secrets(), secretBody(name, { apiVersion: 'x' }));
       expectStatus(res, 400, 'BadRequest');
-      expect(res.body.message).toBe('the API version in the data (x) does not match the expected API version (management.platform.sh/v1)');
+      expect(res.body.message).toBe(
+        'the API version in the data (x) does not match the expected API version (management.platform.sh/v1)',
+      );
       expect((await ts.admin.get(secret(name))).status).toBe(404);
       expect(await peek.value(peek.sharedSecretKey(ns, name))).toBeUndefined();
     });
@@ -181,7 +221,8 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       const pairs = all.body.items.map((i: any) => `${i.metadata.namespace}/${i.metadata.name}`);
       expect(pairs).toEqual(expect.arrayContaining([`${nsA}/${a1}`, `${nsA}/${a2}`, `${nsB}/${b1}`]));
       // The list is read at one revision that covers every item in it.
-      for (const item of all.body.items) expect(Number(item.metadata.resourceVersion)).toBeLessThanOrEqual(Number(all.body.metadata.resourceVersion));
+      for (const item of all.body.items)
+        expect(Number(item.metadata.resourceVersion)).toBeLessThanOrEqual(Number(all.body.metadata.resourceVersion));
     });
 
     test('an empty list has items: [] (not null) and a resourceVersion', async () => {
@@ -203,13 +244,20 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       expect(res.body.metadata.resourceVersion).not.toBe(created.metadata.resourceVersion);
       const got = await ts.admin.get(secret(name));
       expect(got.body).toEqual(res.body);
-      expect((await peek.value(peek.sharedSecretKey(ns, name))).spec).toEqual({ displayName: 'Replaced', data: { other: 'b3RoZXI=' } });
+      expect((await peek.value(peek.sharedSecretKey(ns, name))).spec).toEqual({
+        displayName: 'Replaced',
+        data: { other: 'b3RoZXI=' },
+      });
     });
 
     test('JSON patch adding one annotation (the spec example) changes only that annotation', async () => {
       const name = uniq('jsonpatch');
       const created = await createSecret(name, { metadata: { name, annotations: { 'example.com/owner': 'team-a' } } });
-      const res = await ts.admin.patch(secret(name), [{ op: 'add', path: '/metadata/annotations/example.com~1note', value: 'hello' }], JSON_PATCH);
+      const res = await ts.admin.patch(
+        secret(name),
+        [{ op: 'add', path: '/metadata/annotations/example.com~1note', value: 'hello' }],
+        JSON_PATCH,
+      );
       expect(res.status).toBe(200);
       expect(res.body.metadata.annotations).toEqual({ 'example.com/owner': 'team-a', 'example.com/note': 'hello' });
       expect(res.body.spec).toEqual(created.spec);
@@ -221,7 +269,11 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
     test('JSON patch adding an annotation when there is no annotations map fails (422) and changes nothing', async () => {
       const name = uniq('jsonpatch-noann');
       const created = await createSecret(name);
-      const res = await ts.admin.patch(secret(name), [{ op: 'add', path: '/metadata/annotations/note', value: 'hello' }], JSON_PATCH);
+      const res = await ts.admin.patch(
+        secret(name),
+        [{ op: 'add', path: '/metadata/annotations/note', value: 'hello' }],
+        JSON_PATCH,
+      );
       expectStatus(res, 422, 'Invalid', 'the server rejected our request due to an error in our request');
       const got = await ts.admin.get(secret(name));
       expect(got.body).toEqual(created);
@@ -232,7 +284,10 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       const created = await createSecret(name);
       const res = await ts.admin.patch(
         secret(name),
-        { metadata: { labels: { tier: 'gold' } }, spec: { displayName: 'Merged', description: null, data: { extra: 'ZXh0cmE=' } } },
+        {
+          metadata: { labels: { tier: 'gold' } },
+          spec: { displayName: 'Merged', description: null, data: { extra: 'ZXh0cmE=' } },
+        },
         MERGE_PATCH,
       );
       expect(res.status).toBe(200);
@@ -265,7 +320,11 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
 
     test('PUT, PATCH and DELETE of a missing object are 404 and create nothing', async () => {
       const name = uniq('ghost');
-      expectStatus(await ts.admin.put(secret(name), { ...secretBody(name), metadata: { name, resourceVersion: '1' } }), 404, 'NotFound');
+      expectStatus(
+        await ts.admin.put(secret(name), { ...secretBody(name), metadata: { name, resourceVersion: '1' } }),
+        404,
+        'NotFound',
+      );
       expectStatus(await ts.admin.patch(secret(name), { spec: { displayName: 'x' } }, MERGE_PATCH), 404, 'NotFound');
       expectStatus(await ts.admin.delete(secret(name)), 404, 'NotFound');
       expect(await peek.value(peek.sharedSecretKey(ns, name))).toBeUndefined();
@@ -274,7 +333,12 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
     test('a named SharedSecret outside a namespace path is 404', async () => {
       const name = uniq('nonamespace');
       await createSecret(name);
-      expectStatus(await ts.admin.get(`${api}/sharedsecrets/${name}`), 404, 'NotFound', 'the server could not find the requested resource');
+      expectStatus(
+        await ts.admin.get(`${api}/sharedsecrets/${name}`),
+        404,
+        'NotFound',
+        'the server could not find the requested resource',
+      );
     });
   });
 
@@ -285,7 +349,12 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       body.metadata.namespace = 'some-namespace';
       const res = await ts.admin.post(clusters, body);
       expect(res.status).toBe(201);
-      expect(res.body).toMatchObject({ apiVersion: API_VERSION, kind: 'Cluster', metadata: { name, generation: 1 }, spec: clusterBody(name).spec });
+      expect(res.body).toMatchObject({
+        apiVersion: API_VERSION,
+        kind: 'Cluster',
+        metadata: { name, generation: 1 },
+        spec: clusterBody(name).spec,
+      });
       expect(res.body.metadata.namespace).toBeUndefined();
       expect(res.body.metadata.uid).toMatch(/^[0-9a-f-]{36}$/);
       expect(res.body.metadata.resourceVersion).toMatch(/^[0-9]+$/);
@@ -315,7 +384,9 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       const badVersion = uniq('cl-badversion');
       const v = await ts.admin.post(clusters, clusterBody(badVersion, { apiVersion: 'management.platform.sh/v2' }));
       expectStatus(v, 400, 'BadRequest');
-      expect(v.body.message).toBe('the API version in the data (management.platform.sh/v2) does not match the expected API version (management.platform.sh/v1)');
+      expect(v.body.message).toBe(
+        'the API version in the data (management.platform.sh/v2) does not match the expected API version (management.platform.sh/v1)',
+      );
       expect((await ts.admin.get(cluster(badVersion))).status).toBe(404);
 
       const badKind = uniq('cl-badkind');
@@ -328,12 +399,28 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
 
     test('an apply configuration must name its apiVersion: left out or another one is 400, as kube says it', async () => {
       const name = uniq('cl-apply-version');
-      for (const [apiVersion, shown] of [[undefined, ''], ['management.platform.sh/v2', 'management.platform.sh/v2']]) {
-        const res = await ts.admin.patch(`${cluster(name)}?fieldManager=ci`, { ...(apiVersion && { apiVersion }), kind: 'Cluster', metadata: { name }, spec: { local: true } }, 'application/apply-patch+yaml');
-        expectStatus(res, 400, 'BadRequest', `Incorrect version specified in apply patch. Specified patch version: ${shown}, expected: ${API_VERSION}`);
+      for (const [apiVersion, shown] of [
+        [undefined, ''],
+        ['management.platform.sh/v2', 'management.platform.sh/v2'],
+      ]) {
+        const res = await ts.admin.patch(
+          `${cluster(name)}?fieldManager=ci`,
+          { ...(apiVersion && { apiVersion }), kind: 'Cluster', metadata: { name }, spec: { local: true } },
+          'application/apply-patch+yaml',
+        );
+        expectStatus(
+          res,
+          400,
+          'BadRequest',
+          `Incorrect version specified in apply patch. Specified patch version: ${shown}, expected: ${API_VERSION}`,
+        );
       }
       expect(await peek.value(peek.clusterKey(name))).toBeUndefined();
-      const ok = await ts.admin.patch(`${cluster(name)}?fieldManager=ci`, { apiVersion: API_VERSION, kind: 'Cluster', metadata: { name }, spec: { local: true } }, 'application/apply-patch+yaml');
+      const ok = await ts.admin.patch(
+        `${cluster(name)}?fieldManager=ci`,
+        { apiVersion: API_VERSION, kind: 'Cluster', metadata: { name }, spec: { local: true } },
+        'application/apply-patch+yaml',
+      );
       expect(ok.status).toBe(201);
     });
 
@@ -357,10 +444,20 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       const name = uniq('cl-nspath');
       await createCluster(name);
       const nsPath = `${api}/namespaces/default/clusters`;
-      expectStatus(await ts.admin.get(`${nsPath}/${name}`), 404, 'NotFound', 'the server could not find the requested resource');
+      expectStatus(
+        await ts.admin.get(`${nsPath}/${name}`),
+        404,
+        'NotFound',
+        'the server could not find the requested resource',
+      );
       expectStatus(await ts.admin.get(nsPath), 404, 'NotFound', 'the server could not find the requested resource');
       const other = uniq('cl-nspath-new');
-      expectStatus(await ts.admin.post(nsPath, clusterBody(other)), 404, 'NotFound', 'the server could not find the requested resource');
+      expectStatus(
+        await ts.admin.post(nsPath, clusterBody(other)),
+        404,
+        'NotFound',
+        'the server could not find the requested resource',
+      );
       expect((await ts.admin.get(cluster(other))).status).toBe(404);
       expectStatus(await ts.admin.delete(`${nsPath}/${name}`), 404, 'NotFound');
       expect((await ts.admin.get(cluster(name))).status).toBe(200);
@@ -369,7 +466,11 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
     test('PUT replaces a cluster (200) and keeps its uid; a namespace in the body is cleared', async () => {
       const name = uniq('cl-put');
       const created = await createCluster(name);
-      const replacement = { ...created, metadata: { ...created.metadata, namespace: 'ignored' }, spec: { local: true, displayName: 'Now local' } };
+      const replacement = {
+        ...created,
+        metadata: { ...created.metadata, namespace: 'ignored' },
+        spec: { local: true, displayName: 'Now local' },
+      };
       const res = await ts.admin.put(cluster(name), replacement);
       expect(res.status).toBe(200);
       expect(res.body.spec).toEqual({ local: true, displayName: 'Now local' });
@@ -381,14 +482,26 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
     test('JSON patch (annotation add) and merge patch on a cluster', async () => {
       const name = uniq('cl-patch');
       const created = await createCluster(name, { metadata: { name, annotations: { a: '1' } } });
-      const jp = await ts.admin.patch(cluster(name), [{ op: 'add', path: '/metadata/annotations/note', value: 'hi' }], JSON_PATCH);
+      const jp = await ts.admin.patch(
+        cluster(name),
+        [{ op: 'add', path: '/metadata/annotations/note', value: 'hi' }],
+        JSON_PATCH,
+      );
       expect(jp.status).toBe(200);
       expect(jp.body.metadata.annotations).toEqual({ a: '1', note: 'hi' });
       expect(jp.body.spec).toEqual(created.spec);
 
-      const mp = await ts.admin.patch(cluster(name), { spec: { unusable: true, managementNamespace: null } }, MERGE_PATCH);
+      const mp = await ts.admin.patch(
+        cluster(name),
+        { spec: { unusable: true, managementNamespace: null } },
+        MERGE_PATCH,
+      );
       expect(mp.status).toBe(200);
-      expect(mp.body.spec).toEqual({ displayName: created.spec.displayName, config: created.spec.config, unusable: true });
+      expect(mp.body.spec).toEqual({
+        displayName: created.spec.displayName,
+        config: created.spec.config,
+        unusable: true,
+      });
       expect(mp.body.metadata.annotations).toEqual({ a: '1', note: 'hi' });
       expect((await ts.admin.get(cluster(name))).body).toEqual(mp.body);
     });
@@ -417,14 +530,29 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       const get = await ts.admin.get(`${api}/widgets`);
       expectStatus(get, 404, 'NotFound');
       expect(get.body.message).toBe('the server could not find the requested resource');
-      expectStatus(await ts.admin.get(`${api}/namespaces/${ns}/widgets/w1`), 404, 'NotFound', 'the server could not find the requested resource');
-      expectStatus(await ts.admin.post(`${api}/namespaces/${ns}/widgets`, { metadata: { name: 'w1' } }), 404, 'NotFound', 'the server could not find the requested resource');
+      expectStatus(
+        await ts.admin.get(`${api}/namespaces/${ns}/widgets/w1`),
+        404,
+        'NotFound',
+        'the server could not find the requested resource',
+      );
+      expectStatus(
+        await ts.admin.post(`${api}/namespaces/${ns}/widgets`, { metadata: { name: 'w1' } }),
+        404,
+        'NotFound',
+        'the server could not find the requested resource',
+      );
     });
 
     test('an unknown subresource is 404 and a write to it changes nothing', async () => {
       const name = uniq('subres');
       const created = await createSecret(name);
-      expectStatus(await ts.admin.get(`${secret(name)}/bogus`), 404, 'NotFound', 'the server could not find the requested resource');
+      expectStatus(
+        await ts.admin.get(`${secret(name)}/bogus`),
+        404,
+        'NotFound',
+        'the server could not find the requested resource',
+      );
       const put = await ts.admin.put(`${secret(name)}/bogus`, { ...created, spec: { displayName: 'changed' } });
       expectStatus(put, 404, 'NotFound', 'the server could not find the requested resource');
       expectStatus(await ts.admin.get(`${cluster('whatever')}/scale`), 404, 'NotFound');
@@ -435,12 +563,19 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       const name = uniq('post-named');
       const res = await ts.admin.post(secret(name), secretBody(name));
       expectStatus(res, 405, 'MethodNotAllowed');
-      expect(res.body.message).toBe('create is not supported on resources of kind "sharedsecrets.management.platform.sh"');
+      expect(res.body.message).toBe(
+        'create is not supported on resources of kind "sharedsecrets.management.platform.sh"',
+      );
       expect((await ts.admin.get(secret(name))).status).toBe(404);
 
       const cname = uniq('post-named-cl');
       const cres = await ts.admin.post(cluster(cname), clusterBody(cname));
-      expectStatus(cres, 405, 'MethodNotAllowed', 'create is not supported on resources of kind "clusters.management.platform.sh"');
+      expectStatus(
+        cres,
+        405,
+        'MethodNotAllowed',
+        'create is not supported on resources of kind "clusters.management.platform.sh"',
+      );
       expect((await ts.admin.get(cluster(cname))).status).toBe(404);
     });
 
@@ -448,9 +583,23 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       const name = uniq('put-collection');
       const created = await createSecret(name);
       const put = await ts.admin.put(sharedSecretsPath(ns, prefix), secretBody(name));
-      expectStatus(put, 405, 'MethodNotAllowed', 'update is not supported on resources of kind "sharedsecrets.management.platform.sh"');
-      const patch = await ts.admin.patch(`${prefix}${CLUSTERS_PATH}`, { metadata: { labels: { a: 'b' } } }, MERGE_PATCH);
-      expectStatus(patch, 405, 'MethodNotAllowed', 'patch is not supported on resources of kind "clusters.management.platform.sh"');
+      expectStatus(
+        put,
+        405,
+        'MethodNotAllowed',
+        'update is not supported on resources of kind "sharedsecrets.management.platform.sh"',
+      );
+      const patch = await ts.admin.patch(
+        `${prefix}${CLUSTERS_PATH}`,
+        { metadata: { labels: { a: 'b' } } },
+        MERGE_PATCH,
+      );
+      expectStatus(
+        patch,
+        405,
+        'MethodNotAllowed',
+        'patch is not supported on resources of kind "clusters.management.platform.sh"',
+      );
       expect((await ts.admin.get(secret(name))).body).toEqual(created);
     });
 
@@ -473,7 +622,9 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
     test('Accept: application/vnd.kubernetes.protobuf, application/json is answered with JSON', async () => {
       const name = uniq('accept-proto');
       const created = await createSecret(name);
-      const res = await ts.admin.get(secret(name), { headers: { Accept: 'application/vnd.kubernetes.protobuf, application/json' } });
+      const res = await ts.admin.get(secret(name), {
+        headers: { Accept: 'application/vnd.kubernetes.protobuf, application/json' },
+      });
       expect(res.status).toBe(200);
       expect(res.headers['content-type']).toMatch(/^application\/json/);
       expect(res.body).toEqual(created);
@@ -496,7 +647,12 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
     test('Content-Type: text/plain is 415 and stores nothing', async () => {
       const name = uniq('ctype');
       const res = await ts.admin.post(secrets(), JSON.stringify(secretBody(name)), { contentType: 'text/plain' });
-      expectStatus(res, 415, 'UnsupportedMediaType', 'the body of the request was in an unknown format - accepted media types include: ');
+      expectStatus(
+        res,
+        415,
+        'UnsupportedMediaType',
+        'the body of the request was in an unknown format - accepted media types include: ',
+      );
       expect(res.body.message).toContain('application/json');
       expect((await ts.admin.get(secret(name))).status).toBe(404);
       expect(await peek.value(peek.sharedSecretKey(ns, name))).toBeUndefined();
@@ -505,8 +661,17 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
     test('a strategic merge patch is 415 listing the patch types served, and changes nothing', async () => {
       const name = uniq('smp');
       const created = await createSecret(name);
-      const res = await ts.admin.patch(secret(name), { spec: { displayName: 'smp' } }, 'application/strategic-merge-patch+json');
-      expectStatus(res, 415, 'UnsupportedMediaType', 'the body of the request was in an unknown format - accepted media types include: ');
+      const res = await ts.admin.patch(
+        secret(name),
+        { spec: { displayName: 'smp' } },
+        'application/strategic-merge-patch+json',
+      );
+      expectStatus(
+        res,
+        415,
+        'UnsupportedMediaType',
+        'the body of the request was in an unknown format - accepted media types include: ',
+      );
       expect(res.body.message).toContain('application/json-patch+json');
       expect(res.body.message).toContain('application/merge-patch+json');
       expect((await ts.admin.get(secret(name))).body).toEqual(created);
@@ -515,13 +680,17 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
     test('malformed JSON is 400 BadRequest and stores nothing', async () => {
       const name = uniq('badjson');
       const namespace = uniq('badjson-ns');
-      const res = await ts.admin.post(secrets(namespace), `{"metadata": {"name": "${name}"}, "spec": {`, { contentType: 'application/json' });
+      const res = await ts.admin.post(secrets(namespace), `{"metadata": {"name": "${name}"}, "spec": {`, {
+        contentType: 'application/json',
+      });
       expectStatus(res, 400, 'BadRequest', 'the object provided is unrecognized');
       expect((await ts.admin.get(secret(name, namespace))).status).toBe(404);
       expect((await ts.admin.get(secrets(namespace))).body.items).toEqual([]);
 
       const created = await createSecret(uniq('badjson-put'));
-      const put = await ts.admin.put(secret(created.metadata.name), '{"metadata": ', { contentType: 'application/json' });
+      const put = await ts.admin.put(secret(created.metadata.name), '{"metadata": ', {
+        contentType: 'application/json',
+      });
       expectStatus(put, 400, 'BadRequest');
       expect((await ts.admin.get(secret(created.metadata.name))).body).toEqual(created);
 
@@ -533,7 +702,11 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
     test('malformed YAML is 400 BadRequest and stores nothing', async () => {
       const namespace = uniq('badyaml-ns');
       const name = uniq('badyaml');
-      const res = await ts.admin.post(secrets(namespace), `metadata:\n  name: ${name}\nspec: [unclosed\n  displayName: "x\n`, { contentType: 'application/yaml' });
+      const res = await ts.admin.post(
+        secrets(namespace),
+        `metadata:\n  name: ${name}\nspec: [unclosed\n  displayName: "x\n`,
+        { contentType: 'application/yaml' },
+      );
       expectStatus(res, 400, 'BadRequest', 'yaml');
       expect((await ts.admin.get(secret(name, namespace))).status).toBe(404);
       expect((await ts.admin.get(secrets(namespace))).body.items).toEqual([]);
@@ -581,7 +754,11 @@ describe('both path forms serve the same objects', () => {
     expect(listDirect.body.items).toEqual(listAggregated.body.items);
     expect(listDirect.body.kind).toBe(listAggregated.body.kind);
 
-    const patched = await ts.admin.patch(`${direct}/namespaces/${ns}/sharedsecrets/${name}`, { metadata: { labels: { via: 'direct' } } }, MERGE_PATCH);
+    const patched = await ts.admin.patch(
+      `${direct}/namespaces/${ns}/sharedsecrets/${name}`,
+      { metadata: { labels: { via: 'direct' } } },
+      MERGE_PATCH,
+    );
     expect(patched.status).toBe(200);
     expect((await ts.admin.get(`${GROUP_PATH}/namespaces/${ns}/sharedsecrets/${name}`)).body).toEqual(patched.body);
 

@@ -28,9 +28,13 @@ interface Run {
 
 /** The server as `make run` starts it: embedded etcd under --data-dir, admin.kubeconfig written there. */
 function runServer(dataDir: string, port = 0): Run {
-  const child = spawn(process.execPath, [MAIN, `--data-dir=${dataDir}`, '--bind-address=127.0.0.1', `--secure-port=${port}`], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [MAIN, `--data-dir=${dataDir}`, '--bind-address=127.0.0.1', `--secure-port=${port}`],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let stderr = '';
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
   const serving = new Promise<Record<string, unknown> | undefined>((done) => {
@@ -53,7 +57,11 @@ function runServer(dataDir: string, port = 0): Run {
 }
 
 async function ready(dataDir: string, url: string): Promise<number> {
-  const client = new HttpClient(url, readFileSync(join(dataDir, 'certs', 'ca.crt'), 'utf8'), readFileSync(join(dataDir, 'admin-token'), 'utf8').trim());
+  const client = new HttpClient(
+    url,
+    readFileSync(join(dataDir, 'certs', 'ca.crt'), 'utf8'),
+    readFileSync(join(dataDir, 'admin-token'), 'utf8').trim(),
+  );
   return (await client.get('/readyz')).status;
 }
 
@@ -151,7 +159,9 @@ test('a data dir with a path longer than a unix socket address holds: the lock i
     expect(existsSync(join(dataDir, 'server.lock'))).toBe(true);
     const refused = await lockDataDir(dataDir).catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(DataDirInUseError);
-    expect((refused as Error).message).toContain(`the data dir ${dataDir} is in use by another server (pid ${process.pid})`);
+    expect((refused as Error).message).toContain(
+      `the data dir ${dataDir} is in use by another server (pid ${process.pid})`,
+    );
   } finally {
     await lock.release();
   }

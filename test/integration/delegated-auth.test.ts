@@ -37,16 +37,30 @@ afterEach(async () => {
 });
 
 /** Just enough of a request for bearer-token authenticators. */
-const withToken = (token?: string) => ({ headers: token ? { authorization: `Bearer ${token}` } : {} }) as IncomingMessage;
+const withToken = (token?: string) =>
+  ({ headers: token ? { authorization: `Bearer ${token}` } : {} }) as IncomingMessage;
 
 function clock(start = Date.now()) {
   let t = start;
   return { now: () => t, advance: (ms: number) => void (t += ms) };
 }
 
-const ALICE: UserInfo = { name: 'alice', uid: 'alice-uid', groups: ['dev', 'system:authenticated'], extra: { 'example.com/team': ['blue'] } };
+const ALICE: UserInfo = {
+  name: 'alice',
+  uid: 'alice-uid',
+  groups: ['dev', 'system:authenticated'],
+  extra: { 'example.com/team': ['blue'] },
+};
 
-function resourceAttrs(user: UserInfo, verb: string, namespace: string, resource: string, name = '', subresource = '', apiGroup = 'management.platform.sh'): Attributes {
+function resourceAttrs(
+  user: UserInfo,
+  verb: string,
+  namespace: string,
+  resource: string,
+  name = '',
+  subresource = '',
+  apiGroup = 'management.platform.sh',
+): Attributes {
   return {
     user,
     verb,
@@ -62,7 +76,18 @@ function resourceAttrs(user: UserInfo, verb: string, namespace: string, resource
 }
 
 function pathAttrs(user: UserInfo, verb: string, path: string): Attributes {
-  return { user, verb, isResourceRequest: false, path, apiGroup: '', apiVersion: '', namespace: '', resource: '', subresource: '', name: '' };
+  return {
+    user,
+    verb,
+    isResourceRequest: false,
+    path,
+    apiGroup: '',
+    apiVersion: '',
+    namespace: '',
+    resource: '',
+    subresource: '',
+    name: '',
+  };
 }
 
 describe('HostCluster', () => {
@@ -75,7 +100,10 @@ describe('HostCluster', () => {
     try {
       expect(HostCluster.load({})?.server).toBe('https://10.96.0.1:443');
     } finally {
-      for (const [k, v] of [['KUBERNETES_SERVICE_HOST', saved.host], ['KUBERNETES_SERVICE_PORT', saved.port]] as const) {
+      for (const [k, v] of [
+        ['KUBERNETES_SERVICE_HOST', saved.host],
+        ['KUBERNETES_SERVICE_PORT', saved.port],
+      ] as const) {
         if (v === undefined) delete process.env[k];
         else process.env[k] = v;
       }
@@ -87,7 +115,9 @@ describe('HostCluster', () => {
     host.addToken('direct-token', ALICE);
     expect(await cluster.tokenReview('direct-token')).toEqual({ authenticated: true, user: ALICE, audiences: [] });
     expect(await cluster.tokenReview('nope')).toEqual({ authenticated: false, error: 'invalid bearer token' });
-    expect(await cluster.subjectAccessReview(pathAttrs({ name: 'root', groups: ['system:masters'] }, 'get', '/healthz'))).toEqual({ allowed: true, denied: false, reason: '' });
+    expect(
+      await cluster.subjectAccessReview(pathAttrs({ name: 'root', groups: ['system:masters'] }, 'get', '/healthz')),
+    ).toEqual({ allowed: true, denied: false, reason: '' });
   });
 
   test('requests are bounded in time', async () => {
@@ -97,7 +127,11 @@ describe('HostCluster', () => {
     const dir = mkdtempSync(join(tmpdir(), 'silent-host-'));
     try {
       const kubeconfig = join(dir, 'kubeconfig');
-      writeKubeconfig(kubeconfig, { server: `https://127.0.0.1:${(silent.address() as AddressInfo).port}`, caPem: host.caPem, token: 't' });
+      writeKubeconfig(kubeconfig, {
+        server: `https://127.0.0.1:${(silent.address() as AddressInfo).port}`,
+        caPem: host.caPem,
+        token: 't',
+      });
       const slow = HostCluster.load({ kubeconfig, timeoutMs: 300 })!;
       const started = Date.now();
       await expect(slow.tokenReview('x')).rejects.toThrow(/did not answer within 300ms/);
@@ -161,7 +195,9 @@ describe('TokenReviewAuthenticator', () => {
   test('a host that cannot answer is a plain 401 for the caller, logged for the operator, not cached, and never shows the token', async () => {
     host.addToken('outage-token', ALICE);
     const logged: string[] = [];
-    const authn = new TokenReviewAuthenticator(cluster, { log: (msg, fields) => logged.push(`${msg} ${JSON.stringify(fields)}`) });
+    const authn = new TokenReviewAuthenticator(cluster, {
+      log: (msg, fields) => logged.push(`${msg} ${JSON.stringify(fields)}`),
+    });
     for (const mode of ['refused', 'unavailable'] as const) {
       await host.setDown(true, mode);
       const err = await authn.authenticate(withToken('outage-token')).catch((e) => e);
@@ -176,8 +212,14 @@ describe('TokenReviewAuthenticator', () => {
 
   test('audiences are asked for and checked', async () => {
     host.addToken('aud-token', { ...ALICE, audiences: ['https://kubernetes.default.svc'] });
-    expect(await new TokenReviewAuthenticator(cluster, { audiences: ['https://kubernetes.default.svc'] }).authenticate(withToken('aud-token'))).toMatchObject({ name: 'alice' });
-    await expect(new TokenReviewAuthenticator(cluster, { audiences: ['other'] }).authenticate(withToken('aud-token'))).rejects.toThrow(AuthenticationError);
+    expect(
+      await new TokenReviewAuthenticator(cluster, { audiences: ['https://kubernetes.default.svc'] }).authenticate(
+        withToken('aud-token'),
+      ),
+    ).toMatchObject({ name: 'alice' });
+    await expect(
+      new TokenReviewAuthenticator(cluster, { audiences: ['other'] }).authenticate(withToken('aud-token')),
+    ).rejects.toThrow(AuthenticationError);
   });
 });
 
@@ -202,10 +244,18 @@ describe('SubjectAccessReviewAuthorizer', () => {
 
   test('a RoleBinding for alice on sharedsecrets in ns1 allows get there and not in ns2', async () => {
     const authz = new SubjectAccessReviewAuthorizer(cluster);
-    expect(await authz.authorize(resourceAttrs(alice, 'get', 'ns1', 'sharedsecrets', 's1'))).toEqual({ decision: 'allow' });
-    expect(await authz.authorize(resourceAttrs(alice, 'get', 'ns2', 'sharedsecrets', 's1'))).toMatchObject({ decision: 'noOpinion' });
-    expect(await authz.authorize(resourceAttrs(alice, 'delete', 'ns1', 'sharedsecrets', 's1'))).toMatchObject({ decision: 'noOpinion' });
-    expect(await authz.authorize(resourceAttrs({ name: 'bob', groups: [] }, 'get', 'ns1', 'sharedsecrets', 's1'))).toMatchObject({ decision: 'noOpinion' });
+    expect(await authz.authorize(resourceAttrs(alice, 'get', 'ns1', 'sharedsecrets', 's1'))).toEqual({
+      decision: 'allow',
+    });
+    expect(await authz.authorize(resourceAttrs(alice, 'get', 'ns2', 'sharedsecrets', 's1'))).toMatchObject({
+      decision: 'noOpinion',
+    });
+    expect(await authz.authorize(resourceAttrs(alice, 'delete', 'ns1', 'sharedsecrets', 's1'))).toMatchObject({
+      decision: 'noOpinion',
+    });
+    expect(
+      await authz.authorize(resourceAttrs({ name: 'bob', groups: [] }, 'get', 'ns1', 'sharedsecrets', 's1')),
+    ).toMatchObject({ decision: 'noOpinion' });
   });
 
   test('allowed and not-allowed answers are cached for their TTLs', async () => {
@@ -230,10 +280,18 @@ describe('SubjectAccessReviewAuthorizer', () => {
 
   test('denied is deny with the reason; neither is no opinion with the reason', async () => {
     host.onSubjectAccessReview = (spec) =>
-      spec.resourceAttributes?.verb === 'delete' ? { allowed: false, denied: true, reason: 'deletes are frozen' } : { allowed: false, reason: 'no rule says so' };
+      spec.resourceAttributes?.verb === 'delete'
+        ? { allowed: false, denied: true, reason: 'deletes are frozen' }
+        : { allowed: false, reason: 'no rule says so' };
     const authz = new SubjectAccessReviewAuthorizer(cluster);
-    expect(await authz.authorize(resourceAttrs(alice, 'delete', 'ns1', 'sharedsecrets', 's1'))).toEqual({ decision: 'deny', reason: 'deletes are frozen' });
-    expect(await authz.authorize(resourceAttrs(alice, 'update', 'ns1', 'sharedsecrets', 's1'))).toEqual({ decision: 'noOpinion', reason: 'no rule says so' });
+    expect(await authz.authorize(resourceAttrs(alice, 'delete', 'ns1', 'sharedsecrets', 's1'))).toEqual({
+      decision: 'deny',
+      reason: 'deletes are frozen',
+    });
+    expect(await authz.authorize(resourceAttrs(alice, 'update', 'ns1', 'sharedsecrets', 's1'))).toEqual({
+      decision: 'noOpinion',
+      reason: 'no rule says so',
+    });
   });
 
   test('the review carries the user, uid, groups, extra and every attribute', async () => {
@@ -242,13 +300,23 @@ describe('SubjectAccessReviewAuthorizer', () => {
       seen = spec;
       return undefined;
     };
-    await new SubjectAccessReviewAuthorizer(cluster).authorize(resourceAttrs(ALICE, 'get', 'ns1', 'virtualclusterinstances', 'vc1', 'kubeconfig'));
+    await new SubjectAccessReviewAuthorizer(cluster).authorize(
+      resourceAttrs(ALICE, 'get', 'ns1', 'virtualclusterinstances', 'vc1', 'kubeconfig'),
+    );
     expect(seen).toEqual({
       user: 'alice',
       uid: 'alice-uid',
       groups: ['dev', 'system:authenticated'],
       extra: { 'example.com/team': ['blue'] },
-      resourceAttributes: { namespace: 'ns1', verb: 'get', group: 'management.platform.sh', version: 'v1', resource: 'virtualclusterinstances', subresource: 'kubeconfig', name: 'vc1' },
+      resourceAttributes: {
+        namespace: 'ns1',
+        verb: 'get',
+        group: 'management.platform.sh',
+        version: 'v1',
+        resource: 'virtualclusterinstances',
+        subresource: 'kubeconfig',
+        name: 'vc1',
+      },
     });
     await new SubjectAccessReviewAuthorizer(cluster).authorize(pathAttrs(ALICE, 'get', '/openapi/v2'));
     expect(seen).toMatchObject({ nonResourceAttributes: { path: '/openapi/v2', verb: 'get' } });
@@ -256,7 +324,9 @@ describe('SubjectAccessReviewAuthorizer', () => {
 
   test('a host that cannot answer gives no opinion (never allow) and no reason to the caller, is logged, and not cached', async () => {
     const logged: string[] = [];
-    const authz = new SubjectAccessReviewAuthorizer(cluster, { log: (msg, fields) => logged.push(`${msg} ${JSON.stringify(fields)}`) });
+    const authz = new SubjectAccessReviewAuthorizer(cluster, {
+      log: (msg, fields) => logged.push(`${msg} ${JSON.stringify(fields)}`),
+    });
     const attrs = resourceAttrs(alice, 'watch', 'ns1', 'sharedsecrets');
     await host.setDown(true);
     const d = await authz.authorize(attrs);
@@ -271,30 +341,77 @@ describe('the stand-in RBAC evaluator', () => {
   const sar = (user: UserInfo, attrs: Attributes) => cluster.subjectAccessReview({ ...attrs, user });
 
   test('cluster roles, groups, service accounts, subresources, resource names, non-resource URLs, aggregation', async () => {
-    host.put({ kind: 'ClusterRole', metadata: { name: 'kubeconfig-getter' }, rules: [{ apiGroups: ['*'], resources: ['virtualclusterinstances/kubeconfig'], verbs: ['get'] }] });
-    host.put({ kind: 'ClusterRoleBinding', metadata: { name: 'ops-kubeconfigs' }, roleRef: { kind: 'ClusterRole', name: 'kubeconfig-getter' }, subjects: [{ kind: 'Group', name: 'ops' }] });
+    host.put({
+      kind: 'ClusterRole',
+      metadata: { name: 'kubeconfig-getter' },
+      rules: [{ apiGroups: ['*'], resources: ['virtualclusterinstances/kubeconfig'], verbs: ['get'] }],
+    });
+    host.put({
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'ops-kubeconfigs' },
+      roleRef: { kind: 'ClusterRole', name: 'kubeconfig-getter' },
+      subjects: [{ kind: 'Group', name: 'ops' }],
+    });
     const ops: UserInfo = { name: 'olga', groups: ['ops'] };
-    expect((await sar(ops, resourceAttrs(ops, 'get', 'any', 'virtualclusterinstances', 'vc', 'kubeconfig'))).allowed).toBe(true);
+    expect(
+      (await sar(ops, resourceAttrs(ops, 'get', 'any', 'virtualclusterinstances', 'vc', 'kubeconfig'))).allowed,
+    ).toBe(true);
     expect((await sar(ops, resourceAttrs(ops, 'get', 'any', 'virtualclusterinstances', 'vc'))).allowed).toBe(false);
 
-    host.put({ kind: 'ClusterRole', metadata: { name: 'one-secret' }, rules: [{ apiGroups: [''], resources: ['secrets'], resourceNames: ['s1'], verbs: ['get'] }] });
-    host.put({ kind: 'RoleBinding', metadata: { name: 'sa-one-secret', namespace: 'ns3' }, roleRef: { kind: 'ClusterRole', name: 'one-secret' }, subjects: [{ kind: 'ServiceAccount', name: 'robot' }] });
+    host.put({
+      kind: 'ClusterRole',
+      metadata: { name: 'one-secret' },
+      rules: [{ apiGroups: [''], resources: ['secrets'], resourceNames: ['s1'], verbs: ['get'] }],
+    });
+    host.put({
+      kind: 'RoleBinding',
+      metadata: { name: 'sa-one-secret', namespace: 'ns3' },
+      roleRef: { kind: 'ClusterRole', name: 'one-secret' },
+      subjects: [{ kind: 'ServiceAccount', name: 'robot' }],
+    });
     const robot: UserInfo = { name: 'system:serviceaccount:ns3:robot', groups: ['system:serviceaccounts'] };
     const allowed = await sar(robot, resourceAttrs(robot, 'get', 'ns3', 'secrets', 's1', '', ''));
-    expect(allowed).toMatchObject({ allowed: true, reason: 'RBAC: allowed by RoleBinding "sa-one-secret/ns3" of ClusterRole "one-secret" to ServiceAccount "robot/ns3"' });
+    expect(allowed).toMatchObject({
+      allowed: true,
+      reason:
+        'RBAC: allowed by RoleBinding "sa-one-secret/ns3" of ClusterRole "one-secret" to ServiceAccount "robot/ns3"',
+    });
     expect((await sar(robot, resourceAttrs(robot, 'get', 'ns3', 'secrets', 's2', '', ''))).allowed).toBe(false);
     expect((await sar(robot, resourceAttrs(robot, 'get', 'ns4', 'secrets', 's1', '', ''))).allowed).toBe(false);
 
-    host.put({ kind: 'ClusterRole', metadata: { name: 'metrics' }, rules: [{ nonResourceURLs: ['/metrics', '/debug/*'], verbs: ['get'] }] });
-    host.put({ kind: 'ClusterRoleBinding', metadata: { name: 'metrics' }, roleRef: { kind: 'ClusterRole', name: 'metrics' }, subjects: [{ kind: 'User', name: 'prom' }] });
+    host.put({
+      kind: 'ClusterRole',
+      metadata: { name: 'metrics' },
+      rules: [{ nonResourceURLs: ['/metrics', '/debug/*'], verbs: ['get'] }],
+    });
+    host.put({
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'metrics' },
+      roleRef: { kind: 'ClusterRole', name: 'metrics' },
+      subjects: [{ kind: 'User', name: 'prom' }],
+    });
     const prom: UserInfo = { name: 'prom', groups: [] };
     expect((await sar(prom, pathAttrs(prom, 'get', '/metrics'))).allowed).toBe(true);
     expect((await sar(prom, pathAttrs(prom, 'get', '/debug/pprof'))).allowed).toBe(true);
     expect((await sar(prom, pathAttrs(prom, 'post', '/metrics'))).allowed).toBe(false);
 
-    host.put({ kind: 'ClusterRole', metadata: { name: 'platform-view' }, aggregationRule: { clusterRoleSelectors: [{ matchLabels: { 'platform.sh/aggregate-to-view': 'true' } }] }, rules: [] });
-    host.put({ kind: 'ClusterRole', metadata: { name: 'view-clusters', labels: { 'platform.sh/aggregate-to-view': 'true' } }, rules: [{ apiGroups: ['management.platform.sh'], resources: ['clusters'], verbs: ['get', 'list'] }] });
-    host.put({ kind: 'ClusterRoleBinding', metadata: { name: 'viewers' }, roleRef: { kind: 'ClusterRole', name: 'platform-view' }, subjects: [{ kind: 'User', name: 'viv' }] });
+    host.put({
+      kind: 'ClusterRole',
+      metadata: { name: 'platform-view' },
+      aggregationRule: { clusterRoleSelectors: [{ matchLabels: { 'platform.sh/aggregate-to-view': 'true' } }] },
+      rules: [],
+    });
+    host.put({
+      kind: 'ClusterRole',
+      metadata: { name: 'view-clusters', labels: { 'platform.sh/aggregate-to-view': 'true' } },
+      rules: [{ apiGroups: ['management.platform.sh'], resources: ['clusters'], verbs: ['get', 'list'] }],
+    });
+    host.put({
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'viewers' },
+      roleRef: { kind: 'ClusterRole', name: 'platform-view' },
+      subjects: [{ kind: 'User', name: 'viv' }],
+    });
     const viv: UserInfo = { name: 'viv', groups: [] };
     expect((await sar(viv, { ...resourceAttrs(viv, 'list', '', 'clusters'), namespace: '' })).allowed).toBe(true);
   });
@@ -302,30 +419,52 @@ describe('the stand-in RBAC evaluator', () => {
 
 describe('the stand-in RBAC API through client-node', () => {
   const rbac = () => cluster.api(RbacAuthorizationV1Api);
-  const code = (p: Promise<unknown>) => p.then(() => 0, (e) => (e instanceof ApiException ? e.code : -1));
+  const code = (p: Promise<unknown>) =>
+    p.then(
+      () => 0,
+      (e) => (e instanceof ApiException ? e.code : -1),
+    );
 
   test('create, get, list by label, update with resourceVersion, conflicts, delete', async () => {
     const api = rbac();
     const created = await api.createNamespacedRole({
       namespace: 'crud',
-      body: { metadata: { name: 'r1', labels: { app: 'platform' } }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }] },
+      body: {
+        metadata: { name: 'r1', labels: { app: 'platform' } },
+        rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }],
+      },
     });
     expect(created.metadata?.resourceVersion).toMatch(/^\d+$/);
     expect(await code(api.createNamespacedRole({ namespace: 'crud', body: { metadata: { name: 'r1' } } }))).toBe(409);
-    await api.createNamespacedRole({ namespace: 'crud', body: { metadata: { name: 'r2', labels: { app: 'other' } }, rules: [] } });
+    await api.createNamespacedRole({
+      namespace: 'crud',
+      body: { metadata: { name: 'r2', labels: { app: 'other' } }, rules: [] },
+    });
 
     const listed = await api.listNamespacedRole({ namespace: 'crud', labelSelector: 'app=platform' });
     expect(listed.items.map((r) => r.metadata?.name)).toEqual(['r1']);
     expect(Number(listed.metadata?.resourceVersion)).toBeGreaterThanOrEqual(Number(created.metadata?.resourceVersion));
-    expect((await api.listRoleForAllNamespaces({ fieldSelector: 'metadata.name=r2' })).items.map((r) => r.metadata?.namespace)).toEqual(['crud']);
+    expect(
+      (await api.listRoleForAllNamespaces({ fieldSelector: 'metadata.name=r2' })).items.map(
+        (r) => r.metadata?.namespace,
+      ),
+    ).toEqual(['crud']);
 
-    const updated = await api.replaceNamespacedRole({ namespace: 'crud', name: 'r1', body: { ...created, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list'] }] } });
+    const updated = await api.replaceNamespacedRole({
+      namespace: 'crud',
+      name: 'r1',
+      body: { ...created, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list'] }] },
+    });
     expect(Number(updated.metadata?.resourceVersion)).toBeGreaterThan(Number(created.metadata?.resourceVersion));
     expect(updated.metadata?.uid).toBe(created.metadata?.uid);
     const stale = code(api.replaceNamespacedRole({ namespace: 'crud', name: 'r1', body: created }));
     expect(await stale).toBe(409);
 
-    const patched = await api.patchNamespacedRole({ namespace: 'crud', name: 'r1', body: [{ op: 'add', path: '/metadata/labels/extra', value: 'yes' }] });
+    const patched = await api.patchNamespacedRole({
+      namespace: 'crud',
+      name: 'r1',
+      body: [{ op: 'add', path: '/metadata/labels/extra', value: 'yes' }],
+    });
     expect(patched.metadata?.labels).toEqual({ app: 'platform', extra: 'yes' });
 
     await api.deleteNamespacedRole({ namespace: 'crud', name: 'r1' });
@@ -349,17 +488,39 @@ describe('the stand-in RBAC API through client-node', () => {
       },
     });
     host.put({ kind: 'ClusterRole', metadata: { name: 'taken' }, rules: [] });
-    const conflict = await fetchJson(`/apis/rbac.authorization.k8s.io/v1/clusterroles`, 'POST', { metadata: { name: 'taken' } });
-    expect(conflict).toMatchObject({ status: 409, body: { reason: 'AlreadyExists', message: 'clusterroles.rbac.authorization.k8s.io "taken" already exists' } });
-    const unauthenticated = await fetchJson(`/apis/rbac.authorization.k8s.io/v1/clusterroles`, 'GET', undefined, 'wrong-token');
+    const conflict = await fetchJson(`/apis/rbac.authorization.k8s.io/v1/clusterroles`, 'POST', {
+      metadata: { name: 'taken' },
+    });
+    expect(conflict).toMatchObject({
+      status: 409,
+      body: { reason: 'AlreadyExists', message: 'clusterroles.rbac.authorization.k8s.io "taken" already exists' },
+    });
+    const unauthenticated = await fetchJson(
+      `/apis/rbac.authorization.k8s.io/v1/clusterroles`,
+      'GET',
+      undefined,
+      'wrong-token',
+    );
     expect(unauthenticated).toMatchObject({ status: 401, body: { reason: 'Unauthorized' } });
   });
 
   test('roleRef cannot change', async () => {
-    host.put({ kind: 'ClusterRoleBinding', metadata: { name: 'fixed' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'a' }, subjects: [] });
+    host.put({
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'fixed' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'a' },
+      subjects: [],
+    });
     const api = rbac();
     const current = await api.readClusterRoleBinding({ name: 'fixed' });
-    expect(await code(api.replaceClusterRoleBinding({ name: 'fixed', body: { ...current, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'b' } } }))).toBe(422);
+    expect(
+      await code(
+        api.replaceClusterRoleBinding({
+          name: 'fixed',
+          body: { ...current, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'b' } },
+        }),
+      ),
+    ).toBe(422);
   });
 
   test('watch from a resourceVersion sees adds, changes, label moves and deletes', async () => {
@@ -375,14 +536,30 @@ describe('the stand-in RBAC API through client-node', () => {
       (err) => (ended = err),
     );
     try {
-      const body = (labels: Record<string, string>, user: string) => ({ metadata: { name: 'w1', labels }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' }, subjects: [{ kind: 'User', name: user }] });
+      const body = (labels: Record<string, string>, user: string) => ({
+        metadata: { name: 'w1', labels },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' },
+        subjects: [{ kind: 'User', name: user }],
+      });
       const c = await api.createClusterRoleBinding({ body: body({ sync: 'yes' }, 'u1') });
-      const m = await api.replaceClusterRoleBinding({ name: 'w1', body: { ...body({ sync: 'yes' }, 'u2'), metadata: { ...c.metadata } } });
+      const m = await api.replaceClusterRoleBinding({
+        name: 'w1',
+        body: { ...body({ sync: 'yes' }, 'u2'), metadata: { ...c.metadata } },
+      });
       // The same write again changes nothing: no event, same resourceVersion.
-      const same = await api.replaceClusterRoleBinding({ name: 'w1', body: { ...body({ sync: 'yes' }, 'u2'), metadata: { ...m.metadata } } });
+      const same = await api.replaceClusterRoleBinding({
+        name: 'w1',
+        body: { ...body({ sync: 'yes' }, 'u2'), metadata: { ...m.metadata } },
+      });
       expect(same.metadata?.resourceVersion).toBe(m.metadata?.resourceVersion);
-      await api.replaceClusterRoleBinding({ name: 'w1', body: { ...body({ sync: 'no' }, 'u2'), metadata: { ...same.metadata, labels: { sync: 'no' } } } });
-      await api.patchClusterRoleBinding({ name: 'w1', body: [{ op: 'replace', path: '/metadata/labels/sync', value: 'yes' }] });
+      await api.replaceClusterRoleBinding({
+        name: 'w1',
+        body: { ...body({ sync: 'no' }, 'u2'), metadata: { ...same.metadata, labels: { sync: 'no' } } },
+      });
+      await api.patchClusterRoleBinding({
+        name: 'w1',
+        body: [{ op: 'replace', path: '/metadata/labels/sync', value: 'yes' }],
+      });
       await api.deleteClusterRoleBinding({ name: 'w1' });
       await waitFor(() => events.length >= 5);
       expect(events).toEqual([
@@ -398,9 +575,19 @@ describe('the stand-in RBAC API through client-node', () => {
     }
 
     // Without a resourceVersion a watch starts with the current objects.
-    host.put({ kind: 'ClusterRoleBinding', metadata: { name: 'w2', labels: { sync: 'yes' } }, roleRef: { kind: 'ClusterRole', name: 'view' }, subjects: [] });
+    host.put({
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'w2', labels: { sync: 'yes' } },
+      roleRef: { kind: 'ClusterRole', name: 'view' },
+      subjects: [],
+    });
     const initial: string[] = [];
-    const c2 = await watch.watch('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', { labelSelector: 'sync=yes' }, (type, obj) => initial.push(`${type} ${obj.metadata.name}`), () => {});
+    const c2 = await watch.watch(
+      '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings',
+      { labelSelector: 'sync=yes' },
+      (type, obj) => initial.push(`${type} ${obj.metadata.name}`),
+      () => {},
+    );
     try {
       await waitFor(() => initial.length >= 1);
       expect(initial).toEqual(['ADDED w2']);
@@ -412,8 +599,14 @@ describe('the stand-in RBAC API through client-node', () => {
   test('namespaces and secrets can be seeded', async () => {
     host.addNamespace('team-a');
     host.addSecret('team-a', 'creds', { password: 's3cret' });
-    expect(await fetchJson('/api/v1/namespaces/team-a')).toMatchObject({ status: 200, body: { kind: 'Namespace', metadata: { name: 'team-a' }, status: { phase: 'Active' } } });
-    expect(await fetchJson('/api/v1/namespaces/team-b')).toMatchObject({ status: 404, body: { message: 'namespaces "team-b" not found' } });
+    expect(await fetchJson('/api/v1/namespaces/team-a')).toMatchObject({
+      status: 200,
+      body: { kind: 'Namespace', metadata: { name: 'team-a' }, status: { phase: 'Active' } },
+    });
+    expect(await fetchJson('/api/v1/namespaces/team-b')).toMatchObject({
+      status: 404,
+      body: { message: 'namespaces "team-b" not found' },
+    });
     const secret = await fetchJson('/api/v1/namespaces/team-a/secrets/creds');
     expect(Buffer.from(secret.body.data.password, 'base64').toString()).toBe('s3cret');
   });
@@ -427,17 +620,29 @@ async function waitFor(cond: () => boolean, ms = 5000): Promise<void> {
   }
 }
 
-async function fetchJson(path: string, method = 'GET', body?: unknown, token = host.token): Promise<{ status: number; body: any }> {
+async function fetchJson(
+  path: string,
+  method = 'GET',
+  body?: unknown,
+  token = host.token,
+): Promise<{ status: number; body: any }> {
   const { request } = await import('node:https');
   return new Promise((resolve, reject) => {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const req = request(
       `${host.url}${path}`,
-      { method, ca: host.caPem, agent: false, headers: { Authorization: `Bearer ${token}`, ...(payload ? { 'Content-Type': 'application/json' } : {}) } },
+      {
+        method,
+        ca: host.caPem,
+        agent: false,
+        headers: { Authorization: `Bearer ${token}`, ...(payload ? { 'Content-Type': 'application/json' } : {}) },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }),
+        );
       },
     );
     req.on('error', reject);

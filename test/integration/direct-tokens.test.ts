@@ -25,7 +25,11 @@ let deployer: HttpClient;
 beforeAll(async () => {
   etcd = await startTestEtcd();
   const server = await startTestServerWithUsers(
-    { root: ['system:masters', 'platform:team:ops'], bob: ['platform:team:dev'], 'system:serviceaccount:ci:deployer': ['system:serviceaccounts', 'deployers'] },
+    {
+      root: ['system:masters', 'platform:team:ops'],
+      bob: ['platform:team:dev'],
+      'system:serviceaccount:ci:deployer': ['system:serviceaccounts', 'deployers'],
+    },
     { tokenMaxTtlMs: 2 * 3600_000 },
     etcd,
   );
@@ -42,7 +46,10 @@ function tokenBody(spec: Record<string, unknown> = {}): Record<string, unknown> 
   return { apiVersion: API_VERSION, kind: 'DirectClusterEndpointToken', spec };
 }
 
-async function issue(client: HttpClient, spec: Record<string, unknown> = {}): Promise<{ token: string; body: any; headers: Record<string, unknown> }> {
+async function issue(
+  client: HttpClient,
+  spec: Record<string, unknown> = {},
+): Promise<{ token: string; body: any; headers: Record<string, unknown> }> {
   const res = await client.post(TOKENS_PATH, tokenBody(spec));
   expect({ status: res.status, body: res.body }).toMatchObject({ status: 201 });
   return { token: res.body.status.token, body: res.body, headers: res.headers };
@@ -58,7 +65,8 @@ async function verifierOf(server: TestServer) {
   return {
     issuer: discovery.body.issuer as string,
     keys: jwks.body.keys as any[],
-    verify: (token: string, currentDate?: Date) => jwtVerify(token, keySet, { issuer: discovery.body.issuer, audience: AUDIENCE, currentDate }),
+    verify: (token: string, currentDate?: Date) =>
+      jwtVerify(token, keySet, { issuer: discovery.body.issuer, audience: AUDIENCE, currentDate }),
   };
 }
 
@@ -106,7 +114,9 @@ describe('issuing and verifying', () => {
     const { token } = await issue(root, { ttl: 600 });
     const verifier = await verifierOf(ts);
     const { payload } = await verifier.verify(token);
-    await expect(verifier.verify(token, new Date((payload.exp! + 1) * 1000))).rejects.toMatchObject({ code: 'ERR_JWT_EXPIRED' });
+    await expect(verifier.verify(token, new Date((payload.exp! + 1) * 1000))).rejects.toMatchObject({
+      code: 'ERR_JWT_EXPIRED',
+    });
     await expect(verifier.verify(token, new Date((payload.exp! - 5) * 1000))).resolves.toBeDefined();
   });
 
@@ -115,8 +125,12 @@ describe('issuing and verifying', () => {
     const verifier = await verifierOf(ts);
     const [header, payload, signature] = token.split('.');
     const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as JWTPayload;
-    const forged = Buffer.from(JSON.stringify({ ...claims, sub: 'root', groups: ['system:masters'] })).toString('base64url');
-    await expect(verifier.verify(`${header}.${forged}.${signature}`)).rejects.toMatchObject({ code: 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED' });
+    const forged = Buffer.from(JSON.stringify({ ...claims, sub: 'root', groups: ['system:masters'] })).toString(
+      'base64url',
+    );
+    await expect(verifier.verify(`${header}.${forged}.${signature}`)).rejects.toMatchObject({
+      code: 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED',
+    });
     const unsigned = Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url');
     await expect(verifier.verify(`${unsigned}.${payload}.`)).rejects.toThrow();
     const flipped = `${signature.slice(0, -2)}${signature.endsWith('AA') ? 'BB' : 'AA'}`;
@@ -128,7 +142,9 @@ describe('issuing and verifying', () => {
     try {
       const { token } = await issue(other.admin, { ttl: 600 });
       const verifier = await verifierOf(ts);
-      await expect(jwtVerify(token, createLocalJWKSet({ keys: verifier.keys }), { audience: AUDIENCE })).rejects.toMatchObject({ code: 'ERR_JWKS_NO_MATCHING_KEY' });
+      await expect(
+        jwtVerify(token, createLocalJWKSet({ keys: verifier.keys }), { audience: AUDIENCE }),
+      ).rejects.toMatchObject({ code: 'ERR_JWKS_NO_MATCHING_KEY' });
     } finally {
       await other.stop();
     }
@@ -147,7 +163,9 @@ describe('lifetime and scope', () => {
     const { token, body, headers } = await issue(root, { ttl: 10 * 3600 });
     expect((await verifier.verify(token)).payload.exp! - (await verifier.verify(token)).payload.iat!).toBe(7200);
     expect(body.spec.ttl).toBe(7200);
-    expect(headers.warning).toBe('299 - "spec.ttl 36000 is longer than this server issues tokens for; the token expires after 7200 seconds"');
+    expect(headers.warning).toBe(
+      '299 - "spec.ttl 36000 is longer than this server issues tokens for; the token expires after 7200 seconds"',
+    );
   });
 
   test('the scope is carried; the deprecated allowPlatformCli and rules are mapped into it, with warnings', async () => {
@@ -157,9 +175,15 @@ describe('lifetime and scope', () => {
 
     const rules = [{ verbs: ['get'], resources: [{ group: '', resources: ['pods'] }], namespaces: ['web'] }];
     const res = await issue(bob, { scope: { projects: [{ project: 'web' }] }, allowPlatformCli: true, rules });
-    expect((await verifier.verify(res.token)).payload.scope).toEqual({ projects: [{ project: 'web' }], roles: [{ role: 'platformCLI' }], rules });
+    expect((await verifier.verify(res.token)).payload.scope).toEqual({
+      projects: [{ project: 'web' }],
+      roles: [{ role: 'platformCLI' }],
+      rules,
+    });
     const warnings = String(res.headers.warning);
-    expect(warnings).toContain('spec.allowPlatformCli is deprecated; use a spec.scope.roles entry with role \\"platformCLI\\"');
+    expect(warnings).toContain(
+      'spec.allowPlatformCli is deprecated; use a spec.scope.roles entry with role \\"platformCLI\\"',
+    );
     expect(warnings).toContain('spec.rules is deprecated');
     // platformCLI already asked for is not repeated.
     const again = await issue(bob, { scope: { roles: [{ role: 'platformCLI' }] }, allowPlatformCli: true });
@@ -169,12 +193,21 @@ describe('lifetime and scope', () => {
   test.each([
     ['a negative ttl', { ttl: -1 }, 'spec.ttl', 'FieldValueInvalid'],
     ['a ttl that is not a number', { ttl: '1h' }, 'spec.ttl', 'FieldValueTypeInvalid'],
-    ['a project entry without its project', { scope: { projects: [{}] } }, 'spec.scope.projects[0].project', 'FieldValueRequired'],
+    [
+      'a project entry without its project',
+      { scope: { projects: [{}] } },
+      'spec.scope.projects[0].project',
+      'FieldValueRequired',
+    ],
     ['a rule verb that is no verb', { rules: [{ verbs: ['GET'] }] }, 'spec.rules[0].verbs[0]', 'FieldValueInvalid'],
   ])('%s: 422 naming the field', async (_what, spec, field, reason) => {
     const res = await root.post(TOKENS_PATH, tokenBody(spec));
     expect(res.status).toBe(422);
-    expect(res.body).toMatchObject({ kind: 'Status', reason: 'Invalid', details: { kind: 'DirectClusterEndpointToken' } });
+    expect(res.body).toMatchObject({
+      kind: 'Status',
+      reason: 'Invalid',
+      details: { kind: 'DirectClusterEndpointToken' },
+    });
     expect(res.body.details.causes).toEqual([expect.objectContaining({ field, reason })]);
   });
 });
@@ -192,11 +225,25 @@ describe('a create-only kind that stores nothing', () => {
       ['POST', `${TOKENS_PATH}/some-token`],
     ];
     for (const [method, path] of cases) {
-      const res = await root.request(method, path, { body: ['PUT', 'PATCH', 'POST'].includes(method) ? tokenBody() : undefined, contentType: method === 'PATCH' ? 'application/merge-patch+json' : undefined });
-      expect({ method, path, status: res.status, reason: res.body?.reason }).toEqual({ method, path, status: 405, reason: 'MethodNotAllowed' });
+      const res = await root.request(method, path, {
+        body: ['PUT', 'PATCH', 'POST'].includes(method) ? tokenBody() : undefined,
+        contentType: method === 'PATCH' ? 'application/merge-patch+json' : undefined,
+      });
+      expect({ method, path, status: res.status, reason: res.body?.reason }).toEqual({
+        method,
+        path,
+        status: 405,
+        reason: 'MethodNotAllowed',
+      });
     }
     const discovery = await root.get(GROUP_PATH);
-    expect(discovery.body.resources).toContainEqual({ name: 'directclusterendpointtokens', singularName: 'directclusterendpointtoken', namespaced: false, kind: 'DirectClusterEndpointToken', verbs: ['create'] });
+    expect(discovery.body.resources).toContainEqual({
+      name: 'directclusterendpointtokens',
+      singularName: 'directclusterendpointtoken',
+      namespaced: false,
+      kind: 'DirectClusterEndpointToken',
+      verbs: ['create'],
+    });
   });
 
   test('no token is kept in etcd, only the signing keys', async () => {
@@ -204,7 +251,9 @@ describe('a create-only kind that stores nothing', () => {
     const kv = new Etcd3({ hosts: etcd.endpoint });
     try {
       const all = await kv.getAll().prefix(`${ts.config.etcdPrefix}/`).strings();
-      expect(Object.keys(all).filter((k) => k.includes('directclusterendpointtokens') && !k.includes('/signingkeys/'))).toEqual([]);
+      expect(
+        Object.keys(all).filter((k) => k.includes('directclusterendpointtokens') && !k.includes('/signingkeys/')),
+      ).toEqual([]);
       for (const value of Object.values(all)) expect(value).not.toContain(token.split('.')[2]);
     } finally {
       kv.close();
@@ -216,7 +265,15 @@ describe('a create-only kind that stores nothing', () => {
       apiVersion: API_VERSION,
       kind: 'OwnedAccessKey',
       metadata: { name: 'bob-scoped' },
-      spec: { user: 'bob', rules: [{ verbs: ['create'], resources: [{ group: 'management.platform.sh', resources: ['directclusterendpointtokens'] }] }] },
+      spec: {
+        user: 'bob',
+        rules: [
+          {
+            verbs: ['create'],
+            resources: [{ group: 'management.platform.sh', resources: ['directclusterendpointtokens'] }],
+          },
+        ],
+      },
     });
     expect(created.status).toBe(201);
     const res = await ts.client(created.body.spec.key).post(TOKENS_PATH, tokenBody({ ttl: 600 }));
@@ -265,16 +322,26 @@ describe('several replicas and key rotation', () => {
   });
 
   test('after a rotation, tokens of the old key still verify, and the new key signs', async () => {
-    const rotating = await startTestServer({ tokenSigningKeyRotationPeriodMs: 1500, tokenSigningKeyPublishDelayMs: 500 }, etcd);
+    const rotating = await startTestServer(
+      { tokenSigningKeyRotationPeriodMs: 1500, tokenSigningKeyPublishDelayMs: 500 },
+      etcd,
+    );
     try {
       const first = await issue(rotating.admin, { ttl: 600 });
       const firstKid = decodeProtectedHeader(first.token).kid;
-      const later = await waitFor('a token signed with a new key', async () => {
-        const t = await issue(rotating.admin, { ttl: 600 });
-        return decodeProtectedHeader(t.token).kid !== firstKid && t;
-      }, 15_000, 200);
+      const later = await waitFor(
+        'a token signed with a new key',
+        async () => {
+          const t = await issue(rotating.admin, { ttl: 600 });
+          return decodeProtectedHeader(t.token).kid !== firstKid && t;
+        },
+        15_000,
+        200,
+      );
       const verifier = await verifierOf(rotating);
-      expect(verifier.keys.map((k) => k.kid)).toEqual(expect.arrayContaining([firstKid, decodeProtectedHeader(later.token).kid]));
+      expect(verifier.keys.map((k) => k.kid)).toEqual(
+        expect.arrayContaining([firstKid, decodeProtectedHeader(later.token).kid]),
+      );
       await expect(verifier.verify(first.token)).resolves.toBeDefined();
       await expect(verifier.verify(later.token)).resolves.toBeDefined();
     } finally {

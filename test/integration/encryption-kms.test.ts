@@ -30,7 +30,15 @@ beforeAll(async () => {
     JSON.stringify({
       apiVersion: 'apiserver.config.k8s.io/v1',
       kind: 'EncryptionConfiguration',
-      resources: [{ resources: ['*.management.platform.sh'], providers: [{ kms: { apiVersion: 'v2', name: 'vault', endpoint: plugin.endpoint, timeout: '2s' } }, { identity: {} }] }],
+      resources: [
+        {
+          resources: ['*.management.platform.sh'],
+          providers: [
+            { kms: { apiVersion: 'v2', name: 'vault', endpoint: plugin.endpoint, timeout: '2s' } },
+            { identity: {} },
+          ],
+        },
+      ],
     }),
   );
   ts = await startTestServer({ encryptionProviderConfig: file }, etcd);
@@ -55,10 +63,14 @@ test('values are stored under k8s:enc:kms:v2:vault: without plaintext, and read 
   expect((await ts.admin.get(sharedSecretPath(ns, 'a'))).body.spec.data).toEqual(body.spec.data);
   const signing = await ts.anonymous.get('/openid/v1/jwks');
   expect(signing.status).toBe(200);
-  expect((await kv.get(`${ts.config.etcdPrefix}/signingkeys/direct-cluster-endpoint-tokens`).string())!.startsWith('k8s:enc:kms:v2:vault:')).toBe(true);
+  expect(
+    (await kv.get(`${ts.config.etcdPrefix}/signingkeys/direct-cluster-endpoint-tokens`).string())!.startsWith(
+      'k8s:enc:kms:v2:vault:',
+    ),
+  ).toBe(true);
 });
 
-test('the plugin\'s health is kube\'s kms-providers check in /healthz and /readyz, not in /livez', async () => {
+test("the plugin's health is kube's kms-providers check in /healthz and /readyz, not in /livez", async () => {
   expect((await ts.admin.get('/readyz?verbose')).text).toContain('[+]kms-providers ok');
   expect((await ts.admin.get('/healthz?verbose')).text).toContain('[+]kms-providers ok');
   await plugin.stop();

@@ -59,7 +59,6 @@ afterEach(async () => {
   }
 });
 
-
 function ref(owner: KubeObject, extra: Partial<OwnerReference> = {}): OwnerReference {
   return { apiVersion: API_VERSION, kind: owner.kind!, name: owner.metadata.name!, uid: owner.metadata.uid!, ...extra };
 }
@@ -113,13 +112,17 @@ async function chain(block = false): Promise<[KubeObject, KubeObject, KubeObject
 /** Records the order in which Clusters are deleted (DELETED events of a registry watch). */
 async function recordDeletions(): Promise<{ names: string[]; stop(): void }> {
   const names: string[] = [];
-  const w = await clusters.watch(undefined, { resourceVersion: String(await storage.currentRevision()) }, {
-    event: (type, obj) => {
-      if (type === 'DELETED') names.push(obj.metadata.name!);
+  const w = await clusters.watch(
+    undefined,
+    { resourceVersion: String(await storage.currentRevision()) },
+    {
+      event: (type, obj) => {
+        if (type === 'DELETED') names.push(obj.metadata.name!);
+      },
+      initialEventsEnd: () => {},
+      end: () => {},
     },
-    initialEventsEnd: () => {},
-    end: () => {},
-  });
+  );
   return { names, stop: () => w.stop() };
 }
 
@@ -128,7 +131,10 @@ describe('GarbageCollector', () => {
     startGc();
     const [a, b, c] = await chain();
     await deleteWithPolicy(a.metadata.name!);
-    await waitFor('B and C to be collected', async () => !(await exists(b.metadata.name!)) && !(await exists(c.metadata.name!)));
+    await waitFor(
+      'B and C to be collected',
+      async () => !(await exists(b.metadata.name!)) && !(await exists(c.metadata.name!)),
+    );
   }, 20_000);
 
   test('Orphan: A goes, B and C stay, B without its reference to A', async () => {
@@ -175,7 +181,11 @@ describe('GarbageCollector', () => {
     startGc();
     const [a, b, c] = await chain(false);
     await deleteWithPolicy(a.metadata.name!, 'Foreground');
-    await waitFor('all three gone', async () => !(await exists(a.metadata.name!)) && !(await exists(b.metadata.name!)) && !(await exists(c.metadata.name!)));
+    await waitFor(
+      'all three gone',
+      async () =>
+        !(await exists(a.metadata.name!)) && !(await exists(b.metadata.name!)) && !(await exists(c.metadata.name!)),
+    );
   }, 20_000);
 
   test('Foreground: a dependent with another, living owner stays and loses the reference', async () => {
@@ -195,8 +205,13 @@ describe('GarbageCollector', () => {
     const ghost: OwnerReference = { apiVersion: API_VERSION, kind: 'Cluster', name: uniq('ghost'), uid: randomUUID() };
     const dep = await createCluster(uniq('dep'), [ghost]);
     const secret = await createSecret(uniq('s'), [ghost]);
-    const unknownKind = await createCluster(uniq('dep'), [{ apiVersion: 'example.com/v1', kind: 'Nope', name: 'x', uid: randomUUID() }]);
-    await waitFor('dependents of the ghost to be collected', async () => !(await exists(dep.metadata.name!)) && !(await exists(unknownKind.metadata.name!)));
+    const unknownKind = await createCluster(uniq('dep'), [
+      { apiVersion: 'example.com/v1', kind: 'Nope', name: 'x', uid: randomUUID() },
+    ]);
+    await waitFor(
+      'dependents of the ghost to be collected',
+      async () => !(await exists(dep.metadata.name!)) && !(await exists(unknownKind.metadata.name!)),
+    );
     await waitFor('the secret to be collected', async () => {
       try {
         await secrets.get(NS, secret.metadata.name!);
@@ -243,7 +258,9 @@ describe('GarbageCollector', () => {
 
   test('an object being deleted is not deleted again: its finalizers are left alone', async () => {
     startGc();
-    const dep = await createCluster(uniq('dep'), [{ apiVersion: API_VERSION, kind: 'Cluster', name: 'gone', uid: randomUUID() }]);
+    const dep = await createCluster(uniq('dep'), [
+      { apiVersion: API_VERSION, kind: 'Cluster', name: 'gone', uid: randomUUID() },
+    ]);
     // Someone else's finalizer holds it; once deleted, the collector must not touch it.
     await clusters.update(undefined, dep.metadata.name!, {
       patch: (obj) => {
@@ -251,7 +268,10 @@ describe('GarbageCollector', () => {
         return obj;
       },
     });
-    await waitFor('the collector to delete it (deletionTimestamp set)', async () => !!(await getCluster(dep.metadata.name!))?.metadata.deletionTimestamp);
+    await waitFor(
+      'the collector to delete it (deletionTimestamp set)',
+      async () => !!(await getCluster(dep.metadata.name!))?.metadata.deletionTimestamp,
+    );
     const before = await getCluster(dep.metadata.name!);
     await new Promise((r) => setTimeout(r, 500));
     const after = await getCluster(dep.metadata.name!);
@@ -275,7 +295,11 @@ describe('GarbageCollector', () => {
     await first.done;
     expect(await exists(a.metadata.name!)).toBe(true);
     startGc();
-    await waitFor('all three gone', async () => !(await exists(a.metadata.name!)) && !(await exists(b.metadata.name!)) && !(await exists(c.metadata.name!)));
+    await waitFor(
+      'all three gone',
+      async () =>
+        !(await exists(a.metadata.name!)) && !(await exists(b.metadata.name!)) && !(await exists(c.metadata.name!)),
+    );
   }, 20_000);
 
   test('two collectors at once (a leader hand-over overlapping) still converge without errors', async () => {
@@ -283,14 +307,21 @@ describe('GarbageCollector', () => {
     startGc();
     const [a, b, c] = await chain(true);
     await deleteWithPolicy(a.metadata.name!, 'Foreground');
-    await waitFor('all three gone', async () => !(await exists(a.metadata.name!)) && !(await exists(b.metadata.name!)) && !(await exists(c.metadata.name!)));
+    await waitFor(
+      'all three gone',
+      async () =>
+        !(await exists(a.metadata.name!)) && !(await exists(b.metadata.name!)) && !(await exists(c.metadata.name!)),
+    );
   }, 20_000);
 
   test('a running collector keeps one abort listener per watched resource on its signal, and none once stopped', async () => {
     const gc = startGc();
     const [a, b, c] = await chain();
     await deleteWithPolicy(a.metadata.name!);
-    await waitFor('B and C to be collected', async () => !(await exists(b.metadata.name!)) && !(await exists(c.metadata.name!)));
+    await waitFor(
+      'B and C to be collected',
+      async () => !(await exists(b.metadata.name!)) && !(await exists(c.metadata.name!)),
+    );
     // A long-running server's leader signal must not gather listeners: one per resource watch and one for the worker.
     const resources = registry.definitions.length;
     expect(getEventListeners(gc.controller.signal, 'abort').length).toBeLessThanOrEqual(resources + 1);
@@ -326,13 +357,22 @@ describe('GarbageCollector', () => {
       const [first, second] = e1.isLeader() ? [e1, e2] : [e2, e1];
       const [a1, b1, c1] = await chain();
       await deleteWithPolicy(a1.metadata.name!);
-      await waitFor('collected by the first leader', async () => !(await exists(b1.metadata.name!)) && !(await exists(c1.metadata.name!)));
+      await waitFor(
+        'collected by the first leader',
+        async () => !(await exists(b1.metadata.name!)) && !(await exists(c1.metadata.name!)),
+      );
       expect(second.isLeader()).toBe(false);
       await first.stop();
       await waitFor('the other to lead', () => second.isLeader(), 3000);
       const [a2, b2, c2] = await chain(true);
       await deleteWithPolicy(a2.metadata.name!, 'Foreground');
-      await waitFor('collected by the second leader', async () => !(await exists(a2.metadata.name!)) && !(await exists(b2.metadata.name!)) && !(await exists(c2.metadata.name!)));
+      await waitFor(
+        'collected by the second leader',
+        async () =>
+          !(await exists(a2.metadata.name!)) &&
+          !(await exists(b2.metadata.name!)) &&
+          !(await exists(c2.metadata.name!)),
+      );
       expect(leading).toHaveLength(2);
       expect(new Set(leading).size).toBe(2);
     } finally {
@@ -361,14 +401,16 @@ describe('owners are looked up by kind, namespace and name, with the uid', () =>
   }
 
   async function release(name: string): Promise<void> {
-    await clusters.update(undefined, name, {
-      patch: (obj) => {
-        delete obj.metadata.finalizers;
-        return obj;
-      },
-    }).catch((err) => {
-      if (!isStatusError(err, 'NotFound')) throw err;
-    });
+    await clusters
+      .update(undefined, name, {
+        patch: (obj) => {
+          delete obj.metadata.finalizers;
+          return obj;
+        },
+      })
+      .catch((err) => {
+        if (!isStatusError(err, 'NotFound')) throw err;
+      });
   }
 
   test("a reference with one object's name and another's uid points to no owner: the dependent is collected", async () => {
@@ -407,7 +449,10 @@ describe('owners are looked up by kind, namespace and name, with the uid', () =>
     body.metadata.ownerReferences = [ref(owner, { blockOwnerDeletion: true })];
     const dep = await clusters.create(undefined, body);
     await deleteWithPolicy(owner.metadata.name!, 'Foreground');
-    await waitFor('the dependent to be deleted', async () => !!(await getCluster(dep.metadata.name!))?.metadata.deletionTimestamp);
+    await waitFor(
+      'the dependent to be deleted',
+      async () => !!(await getCluster(dep.metadata.name!))?.metadata.deletionTimestamp,
+    );
     await new Promise((r) => setTimeout(r, 500));
     expect(await exists(owner.metadata.name!)).toBe(true);
     await release(dep.metadata.name!);
@@ -421,16 +466,26 @@ describe('owners are looked up by kind, namespace and name, with the uid', () =>
     body.metadata.ownerReferences = [ref(owner)];
     const elsewhere = await secrets.create(`${NS}-other`, body);
     const here = await createSecret(uniq('dep'), [ref(owner)]);
-    await waitFor('the dependent in the other namespace to be collected', async () => !(await getSecret(`${NS}-other`, elsewhere.metadata.name!)));
+    await waitFor(
+      'the dependent in the other namespace to be collected',
+      async () => !(await getSecret(`${NS}-other`, elsewhere.metadata.name!)),
+    );
     expect((await getSecret(NS, here.metadata.name!))?.metadata.uid).toBe(here.metadata.uid);
     expect(await getSecret(NS, owner.metadata.name!)).toBeDefined();
   }, 20_000);
 
   test('a cluster-scoped object with a namespaced owner is left alone, as kube leaves it', async () => {
     startGc();
-    const ghost = await createCluster(uniq('dep'), [{ apiVersion: API_VERSION, kind: 'SharedSecret', name: uniq('ghost'), uid: randomUUID() }]);
-    const collected = await createCluster(uniq('dep'), [{ apiVersion: API_VERSION, kind: 'Cluster', name: uniq('ghost'), uid: randomUUID() }]);
-    await waitFor('the one with a cluster-scoped owner to be collected', async () => !(await exists(collected.metadata.name!)));
+    const ghost = await createCluster(uniq('dep'), [
+      { apiVersion: API_VERSION, kind: 'SharedSecret', name: uniq('ghost'), uid: randomUUID() },
+    ]);
+    const collected = await createCluster(uniq('dep'), [
+      { apiVersion: API_VERSION, kind: 'Cluster', name: uniq('ghost'), uid: randomUUID() },
+    ]);
+    await waitFor(
+      'the one with a cluster-scoped owner to be collected',
+      async () => !(await exists(collected.metadata.name!)),
+    );
     await new Promise((r) => setTimeout(r, 500));
     expect(await exists(ghost.metadata.name!)).toBe(true);
     await clusters.delete(undefined, ghost.metadata.name!);

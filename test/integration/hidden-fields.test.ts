@@ -30,7 +30,12 @@ interface Made {
 /** A key of alice's with connectorData; what is secret about it. */
 async function makeKey(): Promise<Made> {
   const name = uniq('hidden');
-  const res = await admin.post(KEYS, { apiVersion: API_VERSION, kind: 'OwnedAccessKey', metadata: { name }, spec: { user: 'alice', identity: { username: 'alice', connectorData: CONNECTOR_DATA } } });
+  const res = await admin.post(KEYS, {
+    apiVersion: API_VERSION,
+    kind: 'OwnedAccessKey',
+    metadata: { name },
+    spec: { user: 'alice', identity: { username: 'alice', connectorData: CONNECTOR_DATA } },
+  });
   expect(res.status).toBe(201);
   return { name, key: res.body.spec.key, hash: hashOf(res.body.spec.key) };
 }
@@ -85,14 +90,32 @@ afterAll(async () => {
 
 describe('JSON patch acts on what the caller may see', () => {
   test.each([
-    ['copy of the key hash into an annotation', () => [ANNOTATIONS, { op: 'copy', from: '/spec/key', path: '/metadata/annotations/leak' }]],
-    ['copy of connectorData into an annotation', () => [ANNOTATIONS, { op: 'copy', from: '/spec/identity/connectorData', path: '/metadata/annotations/leak' }]],
-    ['move of connectorData into displayName', () => [{ op: 'move', from: '/spec/identity/connectorData', path: '/spec/displayName' }]],
+    [
+      'copy of the key hash into an annotation',
+      () => [ANNOTATIONS, { op: 'copy', from: '/spec/key', path: '/metadata/annotations/leak' }],
+    ],
+    [
+      'copy of connectorData into an annotation',
+      () => [ANNOTATIONS, { op: 'copy', from: '/spec/identity/connectorData', path: '/metadata/annotations/leak' }],
+    ],
+    [
+      'move of connectorData into displayName',
+      () => [{ op: 'move', from: '/spec/identity/connectorData', path: '/spec/displayName' }],
+    ],
     ['copy of the key hash into a field of another type', () => [{ op: 'copy', from: '/spec/key', path: '/spec/ttl' }]],
-    ['test of the right hash (an oracle for the stored value)', (m: Made) => [{ op: 'test', path: '/spec/key', value: m.hash }]],
-    ['test of the right connectorData', () => [{ op: 'test', path: '/spec/identity/connectorData', value: CONNECTOR_DATA }]],
+    [
+      'test of the right hash (an oracle for the stored value)',
+      (m: Made) => [{ op: 'test', path: '/spec/key', value: m.hash }],
+    ],
+    [
+      'test of the right connectorData',
+      () => [{ op: 'test', path: '/spec/identity/connectorData', value: CONNECTOR_DATA }],
+    ],
     ['remove of the key', () => [{ op: 'remove', path: '/spec/key' }]],
-    ['replace of the key (there is none to replace)', () => [{ op: 'replace', path: '/spec/key', value: 'pak_another-key-0123456789' }]],
+    [
+      'replace of the key (there is none to replace)',
+      () => [{ op: 'replace', path: '/spec/key', value: 'pak_another-key-0123456789' }],
+    ],
   ])('%s is 422, echoes nothing secret and changes nothing', async (_what, ops) => {
     const made = await makeKey();
     const res = await expectRefused(made, () => admin.patch(keyPath(made.name), ops(made), JSON_PATCH));
@@ -103,19 +126,35 @@ describe('JSON patch acts on what the caller may see', () => {
 
   test('on /status: copying the key hash into status is 422 and changes nothing', async () => {
     const made = await makeKey();
-    const ops = [{ op: 'add', path: '/status', value: {} }, { op: 'copy', from: '/spec/key', path: '/status/lastActivity' }];
+    const ops = [
+      { op: 'add', path: '/status', value: {} },
+      { op: 'copy', from: '/spec/key', path: '/status/lastActivity' },
+    ];
     await expectRefused(made, () => admin.patch(`${keyPath(made.name)}/status`, ops, JSON_PATCH));
     await expectHiddenKept(made);
   });
 
   test('with dryRun=All: a copy of a hidden field is refused as without it', async () => {
     const made = await makeKey();
-    await expectRefused(made, () => admin.patch(`${keyPath(made.name)}?dryRun=All`, [ANNOTATIONS, { op: 'copy', from: '/spec/identity/connectorData', path: '/metadata/annotations/leak' }], JSON_PATCH));
+    await expectRefused(made, () =>
+      admin.patch(
+        `${keyPath(made.name)}?dryRun=All`,
+        [ANNOTATIONS, { op: 'copy', from: '/spec/identity/connectorData', path: '/metadata/annotations/leak' }],
+        JSON_PATCH,
+      ),
+    );
   });
 
   test('an ordinary patch keeps both hidden fields, and its answer shows neither', async () => {
     const made = await makeKey();
-    const res = await admin.patch(keyPath(made.name), [{ op: 'add', path: '/spec/displayName', value: 'CI' }, { op: 'add', path: '/spec/identity/email', value: 'a@example.com' }], JSON_PATCH);
+    const res = await admin.patch(
+      keyPath(made.name),
+      [
+        { op: 'add', path: '/spec/displayName', value: 'CI' },
+        { op: 'add', path: '/spec/identity/email', value: 'a@example.com' },
+      ],
+      JSON_PATCH,
+    );
     expect(res.status).toBe(200);
     expectNoSecret(res, made);
     expect(res.body.spec).not.toHaveProperty('key');
@@ -130,14 +169,26 @@ describe('JSON patch acts on what the caller may see', () => {
     expect(same.status).toBe(200);
     expectNoSecret(same, made);
     await expectHiddenKept(made);
-    const other = await expectRefused(made, () => admin.patch(keyPath(made.name), [{ op: 'add', path: '/spec/key', value: 'pak_another-key-0123456789' }], JSON_PATCH));
-    expect(other.body.message).toBe(`OwnedAccessKey.${GROUP} "${made.name}" is invalid: spec.key: Invalid value: "<redacted>": field is immutable`);
+    const other = await expectRefused(made, () =>
+      admin.patch(
+        keyPath(made.name),
+        [{ op: 'add', path: '/spec/key', value: 'pak_another-key-0123456789' }],
+        JSON_PATCH,
+      ),
+    );
+    expect(other.body.message).toBe(
+      `OwnedAccessKey.${GROUP} "${made.name}" is invalid: spec.key: Invalid value: "<redacted>": field is immutable`,
+    );
     expect(other.text).not.toContain('pak_another-key');
   });
 
   test('add of connectorData behaves as a PUT sending it: it is stored as sent and not shown', async () => {
     const made = await makeKey();
-    const res = await admin.patch(keyPath(made.name), [{ op: 'add', path: '/spec/identity/connectorData', value: 'new-connector-data' }], JSON_PATCH);
+    const res = await admin.patch(
+      keyPath(made.name),
+      [{ op: 'add', path: '/spec/identity/connectorData', value: 'new-connector-data' }],
+      JSON_PATCH,
+    );
     expect(res.status).toBe(200);
     expect(res.text).not.toContain('new-connector-data');
     expect((await stored(made.name)).value.spec.identity.connectorData).toBe('new-connector-data');
@@ -147,7 +198,11 @@ describe('JSON patch acts on what the caller may see', () => {
 describe('merge patch', () => {
   test('keeps both hidden fields; null for one of them removes nothing the caller cannot see', async () => {
     const made = await makeKey();
-    const res = await admin.patch(keyPath(made.name), { spec: { description: 'patched', key: null, identity: { email: 'a@example.com', connectorData: null } } }, MERGE_PATCH);
+    const res = await admin.patch(
+      keyPath(made.name),
+      { spec: { description: 'patched', key: null, identity: { email: 'a@example.com', connectorData: null } } },
+      MERGE_PATCH,
+    );
     expect(res.status).toBe(200);
     expectNoSecret(res, made);
     expect(res.body.spec.identity).toEqual({ username: 'alice', email: 'a@example.com' });
@@ -156,11 +211,16 @@ describe('merge patch', () => {
 });
 
 describe('server-side apply', () => {
-  const config = (name: string, spec: Record<string, unknown>) => JSON.stringify({ apiVersion: API_VERSION, kind: 'OwnedAccessKey', metadata: { name }, spec });
+  const config = (name: string, spec: Record<string, unknown>) =>
+    JSON.stringify({ apiVersion: API_VERSION, kind: 'OwnedAccessKey', metadata: { name }, spec });
 
   test('merges into the object the caller may see: hidden fields are kept, answered by neither, owned as before', async () => {
     const made = await makeKey();
-    const res = await admin.patch(`${keyPath(made.name)}?fieldManager=applier`, config(made.name, { user: 'alice', displayName: 'applied', identity: { username: 'alice' } }), APPLY_PATCH);
+    const res = await admin.patch(
+      `${keyPath(made.name)}?fieldManager=applier`,
+      config(made.name, { user: 'alice', displayName: 'applied', identity: { username: 'alice' } }),
+      APPLY_PATCH,
+    );
     expect(res.status).toBe(200);
     expectNoSecret(res, made);
     expect(res.body.spec).toMatchObject({ user: 'alice', displayName: 'applied', identity: { username: 'alice' } });
@@ -169,20 +229,30 @@ describe('server-side apply', () => {
     const entries = res.body.metadata.managedFields as any[];
     const applier = entries.find((e) => e.manager === 'applier');
     expect(applier).toMatchObject({ operation: 'Apply' });
-    expect(applier.fieldsV1).toEqual({ 'f:spec': { 'f:user': {}, 'f:displayName': {}, 'f:identity': { 'f:username': {} } } });
+    expect(applier.fieldsV1).toEqual({
+      'f:spec': { 'f:user': {}, 'f:displayName': {}, 'f:identity': { 'f:username': {} } },
+    });
     // The creator still owns the hidden fields it set: they are still there.
     const creator = entries.find((e) => e.operation === 'Update');
     expect(creator.fieldsV1['f:spec']).toMatchObject({ 'f:key': {}, 'f:identity': { 'f:connectorData': {} } });
 
     // The same apply again changes nothing, so nothing is written (the hidden fields do not count as a change).
     const before = await stored(made.name);
-    const same = await admin.patch(`${keyPath(made.name)}?fieldManager=applier`, config(made.name, { user: 'alice', displayName: 'applied', identity: { username: 'alice' } }), APPLY_PATCH);
+    const same = await admin.patch(
+      `${keyPath(made.name)}?fieldManager=applier`,
+      config(made.name, { user: 'alice', displayName: 'applied', identity: { username: 'alice' } }),
+      APPLY_PATCH,
+    );
     expect(same.status).toBe(200);
     expect((await stored(made.name)).modRevision).toBe(before.modRevision);
 
     // Applying again without identity's username prunes what this manager applied, and connectorData goes with
     // identity only if nothing is left of it: here the creator still owns identity, so it stays.
-    const again = await admin.patch(`${keyPath(made.name)}?fieldManager=applier`, config(made.name, { user: 'alice', displayName: 'applied' }), APPLY_PATCH);
+    const again = await admin.patch(
+      `${keyPath(made.name)}?fieldManager=applier`,
+      config(made.name, { user: 'alice', displayName: 'applied' }),
+      APPLY_PATCH,
+    );
     expect(again.status).toBe(200);
     expectNoSecret(again, made);
     await expectHiddenKept(made);
@@ -191,13 +261,32 @@ describe('server-side apply', () => {
   test('an apply of spec.key: 409 while its creator owns it; forced, another key is 422 with the value redacted and the same key is accepted', async () => {
     const made = await makeKey();
     // The applier sees no key, so setting one changes a field another manager owns (kube's rule; no value shown).
-    const conflict = await expectRefused(made, () => admin.patch(`${keyPath(made.name)}?fieldManager=applier`, config(made.name, { user: 'alice', key: made.key }), APPLY_PATCH), 409);
+    const conflict = await expectRefused(
+      made,
+      () =>
+        admin.patch(
+          `${keyPath(made.name)}?fieldManager=applier`,
+          config(made.name, { user: 'alice', key: made.key }),
+          APPLY_PATCH,
+        ),
+      409,
+    );
     expect(conflict.body.reason).toBe('Conflict');
     expect(conflict.body.message).toContain('.spec.key');
-    const other = await expectRefused(made, () => admin.patch(`${keyPath(made.name)}?fieldManager=applier&force=true`, config(made.name, { user: 'alice', key: 'pak_another-key-0123456789' }), APPLY_PATCH));
+    const other = await expectRefused(made, () =>
+      admin.patch(
+        `${keyPath(made.name)}?fieldManager=applier&force=true`,
+        config(made.name, { user: 'alice', key: 'pak_another-key-0123456789' }),
+        APPLY_PATCH,
+      ),
+    );
     expect(other.body.message).toContain('spec.key: Invalid value: "<redacted>": field is immutable');
     expect(other.text).not.toContain('pak_another-key');
-    const same = await admin.patch(`${keyPath(made.name)}?fieldManager=applier&force=true`, config(made.name, { user: 'alice', key: made.key }), APPLY_PATCH);
+    const same = await admin.patch(
+      `${keyPath(made.name)}?fieldManager=applier&force=true`,
+      config(made.name, { user: 'alice', key: made.key }),
+      APPLY_PATCH,
+    );
     expect(same.status).toBe(200);
     expectNoSecret(same, made);
     await expectHiddenKept(made);
@@ -206,7 +295,11 @@ describe('server-side apply', () => {
   test('with dryRun=All the answer shows no hidden field and nothing is written', async () => {
     const made = await makeKey();
     const before = await stored(made.name);
-    const res = await admin.patch(`${keyPath(made.name)}?fieldManager=applier&dryRun=All`, config(made.name, { user: 'alice', displayName: 'dry' }), APPLY_PATCH);
+    const res = await admin.patch(
+      `${keyPath(made.name)}?fieldManager=applier&dryRun=All`,
+      config(made.name, { user: 'alice', displayName: 'dry' }),
+      APPLY_PATCH,
+    );
     expect(res.status).toBe(200);
     expectNoSecret(res, made);
     expect(res.body.spec.displayName).toBe('dry');
@@ -217,19 +310,42 @@ describe('server-side apply', () => {
 describe('kubectl', () => {
   const k = (args: string[], stdin?: string) => kubectl(args, { kubeconfig: ts.kubeconfig, stdin });
   const manifest = (name: string, displayName: string) =>
-    JSON.stringify({ apiVersion: API_VERSION, kind: 'OwnedAccessKey', metadata: { name }, spec: { user: 'alice', key: 'pak_kubectl-key-0123456789', displayName, identity: { username: 'alice', connectorData: CONNECTOR_DATA } } });
+    JSON.stringify({
+      apiVersion: API_VERSION,
+      kind: 'OwnedAccessKey',
+      metadata: { name },
+      spec: {
+        user: 'alice',
+        key: 'pak_kubectl-key-0123456789',
+        displayName,
+        identity: { username: 'alice', connectorData: CONNECTOR_DATA },
+      },
+    });
 
   test('apply twice keeps both hidden fields; a json patch copying one fails without showing it', async () => {
     const name = uniq('kubectl');
     const made = { name, key: 'pak_kubectl-key-0123456789', hash: hashOf('pak_kubectl-key-0123456789') };
-    expect(await k(['apply', '-f', '-'], manifest(name, 'one'))).toMatchObject({ code: 0, stdout: `ownedaccesskey.${GROUP}/${name} created\n` });
-    expect(await k(['apply', '-f', '-'], manifest(name, 'two'))).toMatchObject({ code: 0, stdout: `ownedaccesskey.${GROUP}/${name} configured\n` });
+    expect(await k(['apply', '-f', '-'], manifest(name, 'one'))).toMatchObject({
+      code: 0,
+      stdout: `ownedaccesskey.${GROUP}/${name} created\n`,
+    });
+    expect(await k(['apply', '-f', '-'], manifest(name, 'two'))).toMatchObject({
+      code: 0,
+      stdout: `ownedaccesskey.${GROUP}/${name} configured\n`,
+    });
     const value = await expectHiddenKept(made);
     expect(value.spec.displayName).toBe('two');
     expect(value.metadata.annotations['kubectl.kubernetes.io/last-applied-configuration']).not.toContain(made.key);
 
     const before = await stored(name);
-    const copy = await k(['patch', 'ownedaccesskey', name, '--type=json', '-p', JSON.stringify([{ op: 'copy', from: '/spec/identity/connectorData', path: '/spec/displayName' }])]);
+    const copy = await k([
+      'patch',
+      'ownedaccesskey',
+      name,
+      '--type=json',
+      '-p',
+      JSON.stringify([{ op: 'copy', from: '/spec/identity/connectorData', path: '/spec/displayName' }]),
+    ]);
     expect(copy.code).toBe(1);
     expect(copy.stderr).toContain('The request is invalid');
     for (const text of [copy.stdout, copy.stderr]) {

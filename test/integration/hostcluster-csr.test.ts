@@ -14,7 +14,13 @@ import { ApiException, CertificatesV1Api, KubeConfig, type V1CertificateSigningR
 import yaml from 'js-yaml';
 import { createPrivateKey, generateKeyPairSync, X509Certificate } from 'node:crypto';
 import forge from 'node-forge';
-import { KUBE_APISERVER_CLIENT_SIGNER, KUBECONFIG_GROUPS, KUBECONFIG_USERNAME, startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
+import {
+  KUBE_APISERVER_CLIENT_SIGNER,
+  KUBECONFIG_GROUPS,
+  KUBECONFIG_USERNAME,
+  startHostCluster,
+  type HostClusterStandIn,
+} from '../support/hostcluster.js';
 import { waitFor } from '../support/wait.js';
 
 const MINUTE_MS = 60_000;
@@ -30,7 +36,11 @@ interface Request {
 }
 
 function rsaKeyPem(): string {
-  return generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs1', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } }).privateKey;
+  return generateKeyPairSync('rsa', {
+    modulusLength: 2048,
+    privateKeyEncoding: { type: 'pkcs1', format: 'pem' },
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+  }).privateKey;
 }
 
 /** A PKCS#10 request for CN=cn, O=orgs from a fresh key; signed by `signWith` instead to spoil the signature. */
@@ -40,7 +50,10 @@ function certificateRequest(cn: string, orgs: string[] = [], signWith?: string):
   const csr = forge.pki.createCertificationRequest();
   csr.publicKey = forge.pki.setRsaPublicKey(key.n, key.e);
   csr.setSubject([{ name: 'commonName', value: cn }, ...orgs.map((value) => ({ name: 'organizationName', value }))]);
-  csr.sign(signWith ? (forge.pki.privateKeyFromPem(signWith) as forge.pki.rsa.PrivateKey) : key, forge.md.sha256.create());
+  csr.sign(
+    signWith ? (forge.pki.privateKeyFromPem(signWith) as forge.pki.rsa.PrivateKey) : key,
+    forge.md.sha256.create(),
+  );
   return { keyPem, request: Buffer.from(forge.pki.certificationRequestToPem(csr)).toString('base64') };
 }
 
@@ -51,19 +64,38 @@ function clientOf(host: HostClusterStandIn): CertificatesV1Api {
 }
 
 function csrBody(name: string, request: string, spec: Record<string, unknown> = {}): V1CertificateSigningRequest {
-  return { apiVersion: 'certificates.k8s.io/v1', kind: 'CertificateSigningRequest', metadata: { name }, spec: { request, signerName: KUBE_APISERVER_CLIENT_SIGNER, usages: CLIENT_USAGES, ...spec } };
+  return {
+    apiVersion: 'certificates.k8s.io/v1',
+    kind: 'CertificateSigningRequest',
+    metadata: { name },
+    spec: { request, signerName: KUBE_APISERVER_CLIENT_SIGNER, usages: CLIENT_USAGES, ...spec },
+  };
 }
 
 /** What an approver does: read, add the condition, PUT the approval subresource. */
-async function decide(api: CertificatesV1Api, name: string, type: 'Approved' | 'Denied'): Promise<V1CertificateSigningRequest> {
+async function decide(
+  api: CertificatesV1Api,
+  name: string,
+  type: 'Approved' | 'Denied',
+): Promise<V1CertificateSigningRequest> {
   const csr = await api.readCertificateSigningRequest({ name });
-  csr.status = { ...csr.status, conditions: [...(csr.status?.conditions ?? []), { type, status: 'True', reason: 'ByTest', message: `${type} by the test` }] };
+  csr.status = {
+    ...csr.status,
+    conditions: [
+      ...(csr.status?.conditions ?? []),
+      { type, status: 'True', reason: 'ByTest', message: `${type} by the test` },
+    ],
+  };
   return api.replaceCertificateSigningRequestApproval({ name, body: csr });
 }
 
 /** Polls as a client of a real signer must, and returns the issued certificate. */
 async function issued(api: CertificatesV1Api, name: string, timeoutMs = 5000): Promise<X509Certificate> {
-  const b64 = await waitFor(`a certificate for ${name}`, async () => (await api.readCertificateSigningRequest({ name })).status?.certificate, timeoutMs);
+  const b64 = await waitFor(
+    `a certificate for ${name}`,
+    async () => (await api.readCertificateSigningRequest({ name })).status?.certificate,
+    timeoutMs,
+  );
   return new X509Certificate(Buffer.from(b64, 'base64').toString('utf8'));
 }
 
@@ -96,17 +128,33 @@ describe('a stand-in with its signer on (default options)', () => {
   test('an approved kube-apiserver-client request gets a client certificate from the CA the kubeconfig trusts', async () => {
     const { keyPem, request } = certificateRequest('vc-alice', ['team-a', 'team-b']);
     host.resetCounts();
-    const created = await api.createCertificateSigningRequest({ body: csrBody('alice', request, { expirationSeconds: 3600 }) });
+    const created = await api.createCertificateSigningRequest({
+      body: csrBody('alice', request, { expirationSeconds: 3600 }),
+    });
     // The requester is the caller, whatever the body says.
-    expect(created.spec).toMatchObject({ username: KUBECONFIG_USERNAME, groups: [...KUBECONFIG_GROUPS], expirationSeconds: 3600 });
-    expect(created.metadata).toMatchObject({ name: 'alice', uid: expect.any(String), resourceVersion: expect.any(String) });
+    expect(created.spec).toMatchObject({
+      username: KUBECONFIG_USERNAME,
+      groups: [...KUBECONFIG_GROUPS],
+      expirationSeconds: 3600,
+    });
+    expect(created.metadata).toMatchObject({
+      name: 'alice',
+      uid: expect.any(String),
+      resourceVersion: expect.any(String),
+    });
     expect(created.metadata?.creationTimestamp).toBeInstanceOf(Date);
     expect(created.status?.certificate).toBeUndefined();
     expect(host.count('certificatesigningrequests', 'POST')).toBe(1);
 
     const approved = await decide(api, 'alice', 'Approved');
     expect(approved.status?.conditions).toEqual([
-      expect.objectContaining({ type: 'Approved', status: 'True', reason: 'ByTest', lastUpdateTime: expect.any(Date), lastTransitionTime: expect.any(Date) }),
+      expect.objectContaining({
+        type: 'Approved',
+        status: 'True',
+        reason: 'ByTest',
+        lastUpdateTime: expect.any(Date),
+        lastTransitionTime: expect.any(Date),
+      }),
     ]);
     expect(host.count('certificatesigningrequests', 'PUT')).toBe(1);
 
@@ -134,14 +182,19 @@ describe('a stand-in with its signer on (default options)', () => {
 
   test('generateName names the request; a taken name is AlreadyExists; get, list and delete work', async () => {
     const { request } = certificateRequest('vc-gen');
-    const made = await api.createCertificateSigningRequest({ body: { ...csrBody('', request), metadata: { generateName: 'vc-gen-' } } });
+    const made = await api.createCertificateSigningRequest({
+      body: { ...csrBody('', request), metadata: { generateName: 'vc-gen-' } },
+    });
     const name = made.metadata!.name!;
     expect(name).toMatch(/^vc-gen-.{5}$/);
     expect((await api.readCertificateSigningRequest({ name })).metadata?.uid).toBe(made.metadata?.uid);
 
     const taken = await failure(api.createCertificateSigningRequest({ body: csrBody(name, request) }));
     expect(taken.code).toBe(409);
-    expect(taken.body).toMatchObject({ reason: 'AlreadyExists', message: `certificatesigningrequests.certificates.k8s.io "${name}" already exists` });
+    expect(taken.body).toMatchObject({
+      reason: 'AlreadyExists',
+      message: `certificatesigningrequests.certificates.k8s.io "${name}" already exists`,
+    });
 
     const list = await api.listCertificateSigningRequest();
     expect(list.items.map((c) => c.metadata?.name)).toContain(name);
@@ -153,35 +206,58 @@ describe('a stand-in with its signer on (default options)', () => {
 
   test('kube refuses bad requests with 422 and the field at fault', async () => {
     const { request } = certificateRequest('vc-refused');
-    const short = await failure(api.createCertificateSigningRequest({ body: csrBody('short', request, { expirationSeconds: 599 }) }));
+    const short = await failure(
+      api.createCertificateSigningRequest({ body: csrBody('short', request, { expirationSeconds: 599 }) }),
+    );
     expect(short.code).toBe(422);
-    expect(short.body).toMatchObject({ reason: 'Invalid', details: { causes: [{ field: 'spec.expirationSeconds', reason: 'FieldValueInvalid' }] } });
-    expect(short.body.message).toContain('spec.expirationSeconds: Invalid value: 599: may not specify a duration less than 600 seconds (10 minutes)');
+    expect(short.body).toMatchObject({
+      reason: 'Invalid',
+      details: { causes: [{ field: 'spec.expirationSeconds', reason: 'FieldValueInvalid' }] },
+    });
+    expect(short.body.message).toContain(
+      'spec.expirationSeconds: Invalid value: 599: may not specify a duration less than 600 seconds (10 minutes)',
+    );
     // The shortest duration kube takes is accepted.
     await api.createCertificateSigningRequest({ body: csrBody('ten-minutes', request, { expirationSeconds: 600 }) });
 
-    const notPem = await failure(api.createCertificateSigningRequest({ body: csrBody('not-pem', Buffer.from('hello').toString('base64')) }));
+    const notPem = await failure(
+      api.createCertificateSigningRequest({ body: csrBody('not-pem', Buffer.from('hello').toString('base64')) }),
+    );
     expect(notPem.code).toBe(422);
     expect(fields(notPem.body)).toEqual(['spec.request']);
     expect(notPem.body.message).toContain('PEM block type must be CERTIFICATE REQUEST');
 
-    const certificateNotRequest = await failure(api.createCertificateSigningRequest({ body: csrBody('a-cert', Buffer.from(host.caPem).toString('base64')) }));
+    const certificateNotRequest = await failure(
+      api.createCertificateSigningRequest({ body: csrBody('a-cert', Buffer.from(host.caPem).toString('base64')) }),
+    );
     expect(fields(certificateNotRequest.body)).toEqual(['spec.request']);
 
     const spoiled = certificateRequest('vc-spoiled', [], rsaKeyPem());
-    const badSignature = await failure(api.createCertificateSigningRequest({ body: csrBody('bad-signature', spoiled.request) }));
+    const badSignature = await failure(
+      api.createCertificateSigningRequest({ body: csrBody('bad-signature', spoiled.request) }),
+    );
     expect(badSignature.code).toBe(422);
     expect(fields(badSignature.body)).toEqual(['spec.request']);
 
-    const bare = await failure(api.createCertificateSigningRequest({ body: { metadata: { name: 'bare' }, spec: { request } } as V1CertificateSigningRequest }));
+    const bare = await failure(
+      api.createCertificateSigningRequest({
+        body: { metadata: { name: 'bare' }, spec: { request } } as V1CertificateSigningRequest,
+      }),
+    );
     expect(bare.code).toBe(422);
     expect(fields(bare.body)).toEqual(['spec.usages', 'spec.signerName']);
 
-    const unknownUsage = await failure(api.createCertificateSigningRequest({ body: csrBody('odd-usage', request, { usages: ['client auth', 'flying'] }) }));
+    const unknownUsage = await failure(
+      api.createCertificateSigningRequest({
+        body: csrBody('odd-usage', request, { usages: ['client auth', 'flying'] }),
+      }),
+    );
     expect(fields(unknownUsage.body)).toEqual(['spec.usages[1]']);
     expect(unknownUsage.body.details.causes[0].reason).toBe('FieldValueNotSupported');
 
-    expect(host.csrs().map((c) => c.metadata.name)).toEqual(expect.not.arrayContaining(['short', 'not-pem', 'a-cert', 'bad-signature', 'bare', 'odd-usage']));
+    expect(host.csrs().map((c) => c.metadata.name)).toEqual(
+      expect.not.arrayContaining(['short', 'not-pem', 'a-cert', 'bad-signature', 'bare', 'odd-usage']),
+    );
   });
 
   test('a client certificate for system:masters is forbidden at create (certificatesubjectrestriction)', async () => {
@@ -196,21 +272,35 @@ describe('a stand-in with its signer on (default options)', () => {
   test('usages that do not fit a client certificate are accepted, then failed by the signer without a certificate', async () => {
     // kube checks these in kube-controller-manager's signer, not at create: a client sees Failed, never a 422.
     const { request } = certificateRequest('vc-server');
-    await api.createCertificateSigningRequest({ body: csrBody('server-auth', request, { usages: ['digital signature', 'key encipherment', 'server auth'] }) });
-    await api.createCertificateSigningRequest({ body: csrBody('no-client-auth', request, { usages: ['digital signature'] }) });
+    await api.createCertificateSigningRequest({
+      body: csrBody('server-auth', request, { usages: ['digital signature', 'key encipherment', 'server auth'] }),
+    });
+    await api.createCertificateSigningRequest({
+      body: csrBody('no-client-auth', request, { usages: ['digital signature'] }),
+    });
     await decide(api, 'server-auth', 'Approved');
     await decide(api, 'no-client-auth', 'Approved');
     const failed = async (name: string) =>
-      waitFor(`${name} to fail`, async () => (await api.readCertificateSigningRequest({ name })).status?.conditions?.find((c) => c.type === 'Failed'));
-    expect(await failed('server-auth')).toMatchObject({ status: 'True', reason: 'SignerValidationFailure', message: 'invalid usage for client certificate: server auth' });
-    expect(await failed('no-client-auth')).toMatchObject({ message: 'missing required usage for client certificate: client auth' });
+      waitFor(`${name} to fail`, async () =>
+        (await api.readCertificateSigningRequest({ name })).status?.conditions?.find((c) => c.type === 'Failed'),
+      );
+    expect(await failed('server-auth')).toMatchObject({
+      status: 'True',
+      reason: 'SignerValidationFailure',
+      message: 'invalid usage for client certificate: server auth',
+    });
+    expect(await failed('no-client-auth')).toMatchObject({
+      message: 'missing required usage for client certificate: client auth',
+    });
     expect((await api.readCertificateSigningRequest({ name: 'server-auth' })).status?.certificate).toBeUndefined();
   });
 
   test('a denied request and a request for another signer get no certificate', async () => {
     const { request } = certificateRequest('vc-nope');
     await api.createCertificateSigningRequest({ body: csrBody('denied', request) });
-    await api.createCertificateSigningRequest({ body: csrBody('other-signer', request, { signerName: 'example.com/my-signer' }) });
+    await api.createCertificateSigningRequest({
+      body: csrBody('other-signer', request, { signerName: 'example.com/my-signer' }),
+    });
     const denied = await decide(api, 'denied', 'Denied');
     expect(denied.status?.conditions?.map((c) => c.type)).toEqual(['Denied']);
     await decide(api, 'other-signer', 'Approved');
@@ -242,7 +332,9 @@ describe('a stand-in with its signer on (default options)', () => {
     await issued(api, 'torn');
     // The signer's write moved the resourceVersion on: a stale body conflicts, as with kube.
     approved.status = { ...approved.status, conditions: [] };
-    expect((await failure(api.replaceCertificateSigningRequestApproval({ name: 'torn', body: approved }))).code).toBe(409);
+    expect((await failure(api.replaceCertificateSigningRequestApproval({ name: 'torn', body: approved }))).code).toBe(
+      409,
+    );
     const current = await api.readCertificateSigningRequest({ name: 'torn' });
     current.status = { ...current.status, conditions: [] };
     const takenBack = await failure(api.replaceCertificateSigningRequestApproval({ name: 'torn', body: current }));
@@ -261,7 +353,12 @@ describe('a stand-in with its signer on (default options)', () => {
 
     const doc = yaml.load(host.kubeconfigText()) as any;
     expect(doc).toMatchObject({ apiVersion: 'v1', kind: 'Config', 'current-context': expect.any(String) });
-    expect(doc.clusters).toEqual([{ name: expect.any(String), cluster: { server: host.url, 'certificate-authority-data': Buffer.from(host.caPem).toString('base64') } }]);
+    expect(doc.clusters).toEqual([
+      {
+        name: expect.any(String),
+        cluster: { server: host.url, 'certificate-authority-data': Buffer.from(host.caPem).toString('base64') },
+      },
+    ]);
     expect(doc.users).toEqual([{ name: expect.any(String), user: { token: host.token } }]);
     expect(doc.contexts.map((c: any) => c.name)).toEqual([doc['current-context']]);
   });
@@ -294,7 +391,9 @@ describe('a stand-in with a slow signer and a two-hour signing duration', () => 
   test('the certificate comes after the delay, and lasts no longer than the cluster allows', async () => {
     host = await startHostCluster({ csrSigningDelayMs: 400, clusterSigningDurationSeconds: 2 * 60 * 60 });
     const api = clientOf(host);
-    await api.createCertificateSigningRequest({ body: csrBody('slow', certificateRequest('vc-slow').request, { expirationSeconds: 24 * 60 * 60 }) });
+    await api.createCertificateSigningRequest({
+      body: csrBody('slow', certificateRequest('vc-slow').request, { expirationSeconds: 24 * 60 * 60 }),
+    });
     const approved = await decide(api, 'slow', 'Approved');
     const approvedAt = Date.now();
     expect(approved.status?.certificate).toBeUndefined();

@@ -3,7 +3,14 @@
  * p-<project>, owned as asked, pointing at the source; every refusal a Status naming what is wrong, nothing stored.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { API_VERSION, CLUSTERS_PATH, MERGE_PATCH, PROJECTS_PATH as PROJECTS, clusterBody, uniq } from '../support/fixtures.js';
+import {
+  API_VERSION,
+  CLUSTERS_PATH,
+  MERGE_PATCH,
+  PROJECTS_PATH as PROJECTS,
+  clusterBody,
+  uniq,
+} from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient } from '../support/http.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
@@ -27,7 +34,12 @@ afterAll(async () => {
 }, 60_000);
 
 async function createProject(spec: Record<string, unknown> = {}): Promise<any> {
-  const res = await root.post(PROJECTS, { apiVersion: API_VERSION, kind: 'Project', metadata: { name: uniq('proj') }, spec });
+  const res = await root.post(PROJECTS, {
+    apiVersion: API_VERSION,
+    kind: 'Project',
+    metadata: { name: uniq('proj') },
+    spec,
+  });
   expect(res.status).toBe(201);
   return res.body;
 }
@@ -82,7 +94,12 @@ describe('importing a virtual cluster', () => {
     const vci = await root.get(`${vcisIn(project)}/imported`);
     expect(vci.status).toBe(200);
     expect(vci.body.metadata.uid).toBe(res.body.status.virtualClusterInstance.uid);
-    expect(vci.body.spec).toEqual({ owner: { team: 'ops' }, clusterRef: { cluster, namespace: src.namespace, virtualCluster: src.name }, upgradeToPro: true, skipHelmDeploy: true });
+    expect(vci.body.spec).toEqual({
+      owner: { team: 'ops' },
+      clusterRef: { cluster, namespace: src.namespace, virtualCluster: src.name },
+      upgradeToPro: true,
+      skipHelmDeploy: true,
+    });
     expect(vci.body.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'Project', name: project })]);
   });
 
@@ -92,35 +109,61 @@ describe('importing a virtual cluster', () => {
     const res = await root.post(importPath(project), { sourceVirtualCluster: { ...src, upgradeToPro: true } });
     expect(res.status).toBe(201);
     const vci = (await root.get(`${vcisIn(project)}/${src.name}`)).body;
-    expect(vci.spec).toMatchObject({ owner: { user: 'root' }, upgradeToPro: true, skipHelmDeploy: false, clusterRef: { virtualCluster: src.name } });
+    expect(vci.spec).toMatchObject({
+      owner: { user: 'root' },
+      upgradeToPro: true,
+      skipHelmDeploy: false,
+      clusterRef: { virtualCluster: src.name },
+    });
 
     const p2 = (await createProject()).metadata.name;
-    const nested = await root.post(importPath(p2), { sourceVirtualCluster: { ...source(cluster), owner: { user: 'dave' }, importName: 'named-inside' } });
+    const nested = await root.post(importPath(p2), {
+      sourceVirtualCluster: { ...source(cluster), owner: { user: 'dave' }, importName: 'named-inside' },
+    });
     expect(nested.status).toBe(201);
     expect((await root.get(`${vcisIn(p2)}/named-inside`)).body.spec.owner).toEqual({ user: 'dave' });
   });
 
   test('the same field in both places must agree', async () => {
     const project = (await createProject()).metadata.name;
-    const same = await root.post(importPath(project), { sourceVirtualCluster: { ...source(cluster), importName: 'x1' }, importName: 'x1' });
+    const same = await root.post(importPath(project), {
+      sourceVirtualCluster: { ...source(cluster), importName: 'x1' },
+      importName: 'x1',
+    });
     expect(same.status).toBe(201);
-    const differ = await root.post(importPath(project), { sourceVirtualCluster: { ...source(cluster), importName: 'a' }, importName: 'b' });
+    const differ = await root.post(importPath(project), {
+      sourceVirtualCluster: { ...source(cluster), importName: 'a' },
+      importName: 'b',
+    });
     expect(differ.status).toBe(422);
     expect(differ.body.reason).toBe('Invalid');
-    expect(differ.body.details.causes).toEqual([expect.objectContaining({ field: 'sourceVirtualCluster.importName', reason: 'FieldValueInvalid' })]);
+    expect(differ.body.details.causes).toEqual([
+      expect.objectContaining({ field: 'sourceVirtualCluster.importName', reason: 'FieldValueInvalid' }),
+    ]);
     expect(await instanceNames(project)).toEqual(['x1']);
   });
 
   test('deleting the project deletes its imported instances', async () => {
     const project = (await createProject()).metadata.name;
-    expect((await root.post(importPath(project), { sourceVirtualCluster: source(cluster), importName: 'goes' })).status).toBe(201);
+    expect(
+      (await root.post(importPath(project), { sourceVirtualCluster: source(cluster), importName: 'goes' })).status,
+    ).toBe(201);
     expect((await root.delete(`${PROJECTS}/${project}`)).status).toBe(200);
-    await waitFor('the garbage collector to delete the instance', async () => (await root.get(`${vcisIn(project)}/goes`)).status === 404);
+    await waitFor(
+      'the garbage collector to delete the instance',
+      async () => (await root.get(`${vcisIn(project)}/goes`)).status === 404,
+    );
   });
 
   test('discovery lists projects/importvirtualcluster as create-only', async () => {
     const res = await root.get(GROUP_PATH);
-    expect(res.body.resources).toContainEqual({ name: 'projects/importvirtualcluster', singularName: '', namespaced: false, kind: 'ProjectImportVirtualCluster', verbs: ['create'] });
+    expect(res.body.resources).toContainEqual({
+      name: 'projects/importvirtualcluster',
+      singularName: '',
+      namespaced: false,
+      kind: 'ProjectImportVirtualCluster',
+      verbs: ['create'],
+    });
   });
 });
 
@@ -135,7 +178,11 @@ describe('refusals leave nothing behind', () => {
   test('an unknown project: 404 NotFound', async () => {
     const res = await root.post(importPath('no-such-project'), { sourceVirtualCluster: source(cluster) });
     expect(res.status).toBe(404);
-    expect(res.body).toMatchObject({ kind: 'Status', reason: 'NotFound', details: { name: 'no-such-project', kind: 'projects' } });
+    expect(res.body).toMatchObject({
+      kind: 'Status',
+      reason: 'NotFound',
+      details: { name: 'no-such-project', kind: 'projects' },
+    });
   });
 
   test.each([
@@ -149,14 +196,34 @@ describe('refusals leave nothing behind', () => {
         ['sourceVirtualCluster.cluster', 'FieldValueRequired'],
       ],
     ],
-    ['a source namespace that is no namespace name', { sourceVirtualCluster: { name: 'vc', namespace: 'Not_A_Namespace', cluster: 'c' } }, [['sourceVirtualCluster.namespace', 'FieldValueInvalid']]],
-    ['an importName that is no object name', { sourceVirtualCluster: { name: 'vc', namespace: 'ns', cluster: 'c' }, importName: 'Bad Name' }, [['importName', 'FieldValueInvalid']]],
-    ['an owner that is both user and team', { sourceVirtualCluster: { name: 'vc', namespace: 'ns', cluster: 'c' }, owner: { user: 'a', team: 'b' } }, [['owner.team', 'FieldValueForbidden']]],
-    ['a wrongly typed field', { sourceVirtualCluster: { name: 'vc', namespace: 'ns', cluster: 'c' }, upgradeToPro: 'yes' }, [['upgradeToPro', 'FieldValueTypeInvalid']]],
+    [
+      'a source namespace that is no namespace name',
+      { sourceVirtualCluster: { name: 'vc', namespace: 'Not_A_Namespace', cluster: 'c' } },
+      [['sourceVirtualCluster.namespace', 'FieldValueInvalid']],
+    ],
+    [
+      'an importName that is no object name',
+      { sourceVirtualCluster: { name: 'vc', namespace: 'ns', cluster: 'c' }, importName: 'Bad Name' },
+      [['importName', 'FieldValueInvalid']],
+    ],
+    [
+      'an owner that is both user and team',
+      { sourceVirtualCluster: { name: 'vc', namespace: 'ns', cluster: 'c' }, owner: { user: 'a', team: 'b' } },
+      [['owner.team', 'FieldValueForbidden']],
+    ],
+    [
+      'a wrongly typed field',
+      { sourceVirtualCluster: { name: 'vc', namespace: 'ns', cluster: 'c' }, upgradeToPro: 'yes' },
+      [['upgradeToPro', 'FieldValueTypeInvalid']],
+    ],
   ])('%s: 422 naming each field', async (_what, body, causes) => {
     const res = await root.post(importPath(project), body);
     expect(res.status).toBe(422);
-    expect(res.body).toMatchObject({ kind: 'Status', reason: 'Invalid', details: { kind: 'ProjectImportVirtualCluster', group: 'management.platform.sh' } });
+    expect(res.body).toMatchObject({
+      kind: 'Status',
+      reason: 'Invalid',
+      details: { kind: 'ProjectImportVirtualCluster', group: 'management.platform.sh' },
+    });
     expect(res.body.details.causes.map((c: any) => [c.field, c.reason])).toEqual(causes);
     expect(await instanceNames(project)).toEqual([]);
   });
@@ -164,7 +231,9 @@ describe('refusals leave nothing behind', () => {
   test('an unknown cluster: 422 NotFound on sourceVirtualCluster.cluster', async () => {
     const res = await root.post(importPath(project), { sourceVirtualCluster: source('no-such-cluster') });
     expect(res.status).toBe(422);
-    expect(res.body.details.causes).toEqual([{ reason: 'FieldValueNotFound', message: 'Not found: "no-such-cluster"', field: 'sourceVirtualCluster.cluster' }]);
+    expect(res.body.details.causes).toEqual([
+      { reason: 'FieldValueNotFound', message: 'Not found: "no-such-cluster"', field: 'sourceVirtualCluster.cluster' },
+    ]);
     expect(await instanceNames(project)).toEqual([]);
   });
 
@@ -172,17 +241,27 @@ describe('refusals leave nothing behind', () => {
     const unusable = await createCluster({ unusable: true });
     const res = await root.post(importPath(project), { sourceVirtualCluster: source(unusable) });
     expect(res.status).toBe(422);
-    expect(res.body.message).toContain(`Cluster "${unusable}" is marked unusable (spec.unusable: true) and accepts no new virtual clusters`);
-    expect(res.body.details.causes[0]).toMatchObject({ field: 'sourceVirtualCluster.cluster', reason: 'FieldValueForbidden' });
+    expect(res.body.message).toContain(
+      `Cluster "${unusable}" is marked unusable (spec.unusable: true) and accepts no new virtual clusters`,
+    );
+    expect(res.body.details.causes[0]).toMatchObject({
+      field: 'sourceVirtualCluster.cluster',
+      reason: 'FieldValueForbidden',
+    });
     expect(await instanceNames(project)).toEqual([]);
 
     // Usable again: the import goes through.
-    expect((await root.patch(`${CLUSTERS_PATH}/${unusable}`, { spec: { unusable: false } }, MERGE_PATCH)).status).toBe(200);
-    expect((await root.post(importPath(project), { sourceVirtualCluster: source(unusable), importName: 'after-fix' })).status).toBe(201);
+    expect((await root.patch(`${CLUSTERS_PATH}/${unusable}`, { spec: { unusable: false } }, MERGE_PATCH)).status).toBe(
+      200,
+    );
+    expect(
+      (await root.post(importPath(project), { sourceVirtualCluster: source(unusable), importName: 'after-fix' }))
+        .status,
+    ).toBe(201);
     await root.delete(`${vcisIn(project)}/after-fix`);
   });
 
-  test("a cluster the project does not allow is refused", async () => {
+  test('a cluster the project does not allow is refused', async () => {
     const allowed = await createCluster();
     const limited = (await createProject({ allowedClusters: [{ name: allowed }] })).metadata.name;
     const res = await root.post(importPath(limited), { sourceVirtualCluster: source(cluster) });
@@ -197,7 +276,10 @@ describe('refusals leave nothing behind', () => {
     const before = (await root.get(`${vcisIn(project)}/taken`)).body;
     const res = await root.post(importPath(project), { sourceVirtualCluster: source(cluster), importName: 'taken' });
     expect(res.status).toBe(409);
-    expect(res.body).toMatchObject({ reason: 'AlreadyExists', details: { name: 'taken', kind: 'virtualclusterinstances' } });
+    expect(res.body).toMatchObject({
+      reason: 'AlreadyExists',
+      details: { name: 'taken', kind: 'virtualclusterinstances' },
+    });
     expect((await root.get(`${vcisIn(project)}/taken`)).body).toEqual(before);
     await root.delete(`${vcisIn(project)}/taken`);
   });
@@ -214,10 +296,12 @@ describe('refusals leave nothing behind', () => {
     await root.delete(`${vcisIn(project)}/once`);
   });
 
-  test("a virtual cluster already imported in a project the caller cannot see: 409 naming nothing of it", async () => {
+  test('a virtual cluster already imported in a project the caller cannot see: 409 naming nothing of it', async () => {
     const src = source(cluster);
     const hidden = (await createProject()).metadata.name;
-    expect((await root.post(importPath(hidden), { sourceVirtualCluster: src, importName: 'secret-name' })).status).toBe(201);
+    expect((await root.post(importPath(hidden), { sourceVirtualCluster: src, importName: 'secret-name' })).status).toBe(
+      201,
+    );
     const bobs = (await createProject({ owner: { user: 'bob' } })).metadata.name;
     const res = await bob.post(importPath(bobs), { sourceVirtualCluster: src });
     expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 409, reason: 'Conflict' });
@@ -229,9 +313,15 @@ describe('refusals leave nothing behind', () => {
   });
 
   test('bad bodies and options: 400; other verbs: 405', async () => {
-    const broken = await root.request('POST', importPath(project), { body: '{"sourceVirtualCluster": ', contentType: 'application/json' });
+    const broken = await root.request('POST', importPath(project), {
+      body: '{"sourceVirtualCluster": ',
+      contentType: 'application/json',
+    });
     expect(broken.status).toBe(400);
-    const strict = await root.post(`${importPath(project)}?fieldValidation=Strict`, { sourceVirtualCluster: source(cluster), colour: 'blue' });
+    const strict = await root.post(`${importPath(project)}?fieldValidation=Strict`, {
+      sourceVirtualCluster: source(cluster),
+      colour: 'blue',
+    });
     expect(strict.status).toBe(400);
     expect(strict.body.message).toContain('strict decoding error: unknown field "colour"');
     const dry = await root.post(`${importPath(project)}?dryRun=All`, { sourceVirtualCluster: source(cluster) });
@@ -239,14 +329,25 @@ describe('refusals leave nothing behind', () => {
     const wrongKind = await root.post(importPath(project), { kind: 'Project', sourceVirtualCluster: source(cluster) });
     expect(wrongKind.status).toBe(422);
     for (const method of ['GET', 'PUT', 'PATCH', 'DELETE']) {
-      const res = await root.request(method, importPath(project), { body: method === 'GET' || method === 'DELETE' ? undefined : {}, contentType: method === 'PATCH' ? MERGE_PATCH : undefined });
-      expect({ method, status: res.status, reason: res.body?.reason }).toEqual({ method, status: 405, reason: 'MethodNotAllowed' });
+      const res = await root.request(method, importPath(project), {
+        body: method === 'GET' || method === 'DELETE' ? undefined : {},
+        contentType: method === 'PATCH' ? MERGE_PATCH : undefined,
+      });
+      expect({ method, status: res.status, reason: res.body?.reason }).toEqual({
+        method,
+        status: 405,
+        reason: 'MethodNotAllowed',
+      });
     }
     expect(await instanceNames(project)).toEqual([]);
   });
 
   test('unknown fields are dropped with a warning by default', async () => {
-    const res = await root.post(importPath(project), { sourceVirtualCluster: source(cluster), importName: 'warned', colour: 'blue' });
+    const res = await root.post(importPath(project), {
+      sourceVirtualCluster: source(cluster),
+      importName: 'warned',
+      colour: 'blue',
+    });
     expect(res.status).toBe(201);
     expect(res.headers.warning).toBe('299 - "unknown field \\"colour\\""');
     await root.delete(`${vcisIn(project)}/warned`);
@@ -268,22 +369,44 @@ describe('who may import', () => {
   test('the caller owns what it imports: another user or a team it is not in is 403 naming the field, nothing stored', async () => {
     const cluster = await createCluster();
     const project = (await createProject({ owner: { user: 'bob' } })).metadata.name;
-    const tail = 'a caller may name only itself or a team it belongs to, and only system:masters may make someone else the owner';
+    const tail =
+      'a caller may name only itself or a team it belongs to, and only system:masters may make someone else the owner';
     for (const [body, message] of [
       [{ owner: { user: 'carol' } }, `owner.user: may not be "carol": ${tail}`],
       [{ owner: { team: 'ops' } }, `owner.team: may not be "ops", a team the caller is not in: ${tail}`],
-      [{ sourceVirtualCluster: { owner: { user: 'carol' } } }, `sourceVirtualCluster.owner.user: may not be "carol": ${tail}`],
+      [
+        { sourceVirtualCluster: { owner: { user: 'carol' } } },
+        `sourceVirtualCluster.owner.user: may not be "carol": ${tail}`,
+      ],
     ] as const) {
       const src = source(cluster);
       const nested = 'sourceVirtualCluster' in body ? { ...src, ...body.sourceVirtualCluster } : src;
       const res = await bob.post(importPath(project), { ...body, sourceVirtualCluster: nested });
       expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 403, reason: 'Forbidden' });
-      expect(res.body.message).toBe(`projects.management.platform.sh "${project}" is forbidden: User "bob" cannot import a virtual cluster for someone else: ${message}`);
+      expect(res.body.message).toBe(
+        `projects.management.platform.sh "${project}" is forbidden: User "bob" cannot import a virtual cluster for someone else: ${message}`,
+      );
     }
     expect(await instanceNames(project)).toEqual([]);
     // Himself, or a team he is in: fine; system:masters may name anyone.
-    expect((await bob.post(importPath(project), { sourceVirtualCluster: source(cluster), owner: { team: 'dev' }, importName: 'teams' })).status).toBe(201);
+    expect(
+      (
+        await bob.post(importPath(project), {
+          sourceVirtualCluster: source(cluster),
+          owner: { team: 'dev' },
+          importName: 'teams',
+        })
+      ).status,
+    ).toBe(201);
     expect((await root.get(`${vcisIn(project)}/teams`)).body.spec.owner).toEqual({ team: 'dev' });
-    expect((await root.post(importPath(project), { sourceVirtualCluster: source(cluster), owner: { user: 'carol' }, importName: 'carols' })).status).toBe(201);
+    expect(
+      (
+        await root.post(importPath(project), {
+          sourceVirtualCluster: source(cluster),
+          owner: { user: 'carol' },
+          importName: 'carols',
+        })
+      ).status,
+    ).toBe(201);
   });
 });

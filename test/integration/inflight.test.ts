@@ -17,7 +17,10 @@ let bob: HttpClient;
 
 beforeAll(async () => {
   slow = await startSlowVirtualCluster(2000);
-  const server = await startTestServerWithUsers({ root: ['system:masters'], bob: [] }, { kubeconfig: slow.host.kubeconfigPath, maxRequestsInflight: 1, maxMutatingRequestsInflight: 1 });
+  const server = await startTestServerWithUsers(
+    { root: ['system:masters'], bob: [] },
+    { kubeconfig: slow.host.kubeconfigPath, maxRequestsInflight: 1, maxMutatingRequestsInflight: 1 },
+  );
   ({ root, bob } = server.as);
   ts = server;
   await slow.createInstance(root, 'bob');
@@ -42,7 +45,12 @@ test('past --max-requests-inflight reads get 429 with Retry-After; masters and w
   const refused = await bob.get(CLUSTERS_PATH);
   expect(refused.status).toBe(429);
   expect(refused.headers['retry-after']).toBe('1');
-  expect(refused.body).toMatchObject({ kind: 'Status', reason: 'TooManyRequests', message: 'Too many requests, please try again later.', details: { retryAfterSeconds: 1 } });
+  expect(refused.body).toMatchObject({
+    kind: 'Status',
+    reason: 'TooManyRequests',
+    message: 'Too many requests, please try again later.',
+    details: { retryAfterSeconds: 1 },
+  });
   expect((await root.get(CLUSTERS_PATH)).status).toBe(200);
   expect((await bob.get(`${CLUSTERS_PATH}?watch=true&timeoutSeconds=1`)).status).toBe(200);
   // Mutating requests have their own limit.

@@ -10,7 +10,18 @@ import type { Etcd3 } from 'etcd3';
 import type { TestServer } from '../support/server.js';
 import { compactEtcd, type TestEtcd } from '../support/etcd.js';
 import { eventually } from '../support/http.js';
-import { API_VERSION, CLUSTERS_PATH, GROUP, MERGE_PATCH, clusterPath, secretBody, sharedSecretPath, sharedSecretsPath, uniq, useServerWithOwnEtcd } from '../support/fixtures.js';
+import {
+  API_VERSION,
+  CLUSTERS_PATH,
+  GROUP,
+  MERGE_PATCH,
+  clusterPath,
+  secretBody,
+  sharedSecretPath,
+  sharedSecretsPath,
+  uniq,
+  useServerWithOwnEtcd,
+} from '../support/fixtures.js';
 
 let etcd: TestEtcd;
 let ts: TestServer;
@@ -71,7 +82,14 @@ async function startInformer(path: string, list: () => Promise<any>, labelSelect
 function secretInformer(ns: string, labelSelector?: string): Promise<Recorded> {
   return startInformer(
     sharedSecretsPath(ns),
-    () => api.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: 'sharedsecrets', labelSelector }),
+    () =>
+      api.listNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: ns,
+        plural: 'sharedsecrets',
+        labelSelector,
+      }),
     labelSelector,
   );
 }
@@ -82,7 +100,9 @@ async function until(check: () => boolean, what: string, rec?: Recorded, timeout
   while (!check()) {
     if (Date.now() > deadline) {
       const state = rec && {
-        cache: rec.informer.list().map((o) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name}@${o.metadata?.resourceVersion}`),
+        cache: rec.informer
+          .list()
+          .map((o) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name}@${o.metadata?.resourceVersion}`),
         adds: rec.adds.map((o) => o.metadata?.name),
         updates: rec.updates.map((o) => `${o.metadata?.name}@${o.metadata?.resourceVersion}`),
         deletes: rec.deletes.map((o) => o.metadata?.name),
@@ -90,26 +110,40 @@ async function until(check: () => boolean, what: string, rec?: Recorded, timeout
         connects: rec.connects,
         lists: rec.lists,
       };
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${state ? `; informer: ${JSON.stringify(state)}` : ''}`);
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${state ? `; informer: ${JSON.stringify(state)}` : ''}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 25));
   }
 }
 
 async function createSecret(ns: string, name: string, labels?: Record<string, string>): Promise<any> {
-  const res = await eventually(() => ts.admin.post(sharedSecretsPath(ns), secretBody(name, labels)), (r) => r.status !== 0 && r.status < 500, `create ${ns}/${name}`);
+  const res = await eventually(
+    () => ts.admin.post(sharedSecretsPath(ns), secretBody(name, labels)),
+    (r) => r.status !== 0 && r.status < 500,
+    `create ${ns}/${name}`,
+  );
   expect({ status: res.status, body: res.body }).toMatchObject({ status: 201 });
   return res.body;
 }
 
 async function patchSecret(ns: string, name: string, patch: unknown): Promise<any> {
-  const res = await eventually(() => ts.admin.patch(sharedSecretPath(ns, name), patch, MERGE_PATCH), (r) => r.status !== 0 && r.status < 500, `patch ${ns}/${name}`);
+  const res = await eventually(
+    () => ts.admin.patch(sharedSecretPath(ns, name), patch, MERGE_PATCH),
+    (r) => r.status !== 0 && r.status < 500,
+    `patch ${ns}/${name}`,
+  );
   expect({ status: res.status, body: res.body }).toMatchObject({ status: 200 });
   return res.body;
 }
 
 async function deleteSecret(ns: string, name: string): Promise<void> {
-  const res = await eventually(() => ts.admin.delete(sharedSecretPath(ns, name)), (r) => r.status !== 0 && r.status < 500, `delete ${ns}/${name}`);
+  const res = await eventually(
+    () => ts.admin.delete(sharedSecretPath(ns, name)),
+    (r) => r.status !== 0 && r.status < 500,
+    `delete ${ns}/${name}`,
+  );
   expect(res.status).toBe(200);
 }
 
@@ -119,7 +153,17 @@ const cached = (rec: Recorded, ns: string, name: string) => rec.informer.get(nam
 async function expectInSync(rec: Recorded, ns: string): Promise<void> {
   const listed = await ts.admin.get(sharedSecretsPath(ns));
   const want = listed.body.items.map((o: any) => `${o.metadata.name}@${o.metadata.resourceVersion}`).sort();
-  await until(() => JSON.stringify(rec.informer.list(ns).map((o) => `${o.metadata?.name}@${o.metadata?.resourceVersion}`).sort()) === JSON.stringify(want), `the informer cache to equal the list ${JSON.stringify(want)}`, rec);
+  await until(
+    () =>
+      JSON.stringify(
+        rec.informer
+          .list(ns)
+          .map((o) => `${o.metadata?.name}@${o.metadata?.resourceVersion}`)
+          .sort(),
+      ) === JSON.stringify(want),
+    `the informer cache to equal the list ${JSON.stringify(want)}`,
+    rec,
+  );
 }
 
 describe('informer', () => {
@@ -136,13 +180,20 @@ describe('informer', () => {
     expect(cached(rec, ns, added.metadata.name)).toEqual(added);
 
     const updated = await patchSecret(ns, first.metadata.name, { spec: { displayName: 'updated' } });
-    await until(() => rec.updates.some((o) => o.metadata?.resourceVersion === updated.metadata.resourceVersion), 'the update', rec);
+    await until(
+      () => rec.updates.some((o) => o.metadata?.resourceVersion === updated.metadata.resourceVersion),
+      'the update',
+      rec,
+    );
     expect(cached(rec, ns, first.metadata.name)).toEqual(updated);
 
     await deleteSecret(ns, added.metadata.name);
     await until(() => rec.deletes.some((o) => o.metadata?.name === added.metadata.name), 'the delete', rec);
     expect(cached(rec, ns, added.metadata.name)).toBeUndefined();
-    expect(rec.deletes[0]).toMatchObject({ kind: 'SharedSecret', metadata: { name: added.metadata.name, namespace: ns } });
+    expect(rec.deletes[0]).toMatchObject({
+      kind: 'SharedSecret',
+      metadata: { name: added.metadata.name, namespace: ns },
+    });
 
     // Objects of other namespaces never show up.
     await createSecret(uniq('inf-other'), uniq('s'));
@@ -165,19 +216,29 @@ describe('informer', () => {
     expect(rec.deletes.map((o) => [o.metadata?.name, o.metadata?.labels?.team])).toEqual([[name, 'blue']]);
 
     const back = await patchSecret(ns, name, { metadata: { labels: { team: 'blue' } } });
-    await until(() => cached(rec, ns, name)?.metadata?.resourceVersion === back.metadata.resourceVersion, 'the object to come back', rec);
+    await until(
+      () => cached(rec, ns, name)?.metadata?.resourceVersion === back.metadata.resourceVersion,
+      'the object to come back',
+      rec,
+    );
     expect(rec.adds.map((o) => o.metadata?.name)).toEqual([name, name]);
     expect(rec.errors).toEqual([]);
   });
 
   test('a cluster-scoped informer (clusters)', async () => {
-    const rec = await startInformer(CLUSTERS_PATH, () => api.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'clusters' }));
+    const rec = await startInformer(CLUSTERS_PATH, () =>
+      api.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'clusters' }),
+    );
     const name = uniq('cl');
     const res = await ts.admin.post(CLUSTERS_PATH, {
       apiVersion: API_VERSION,
       kind: 'Cluster',
       metadata: { name },
-      spec: { displayName: name, config: { secretName: 'kubeconfig', secretNamespace: 'platform' }, managementNamespace: 'platform-system' },
+      spec: {
+        displayName: name,
+        config: { secretName: 'kubeconfig', secretNamespace: 'platform' },
+        managementNamespace: 'platform-system',
+      },
     });
     expect(res.status).toBe(201);
     await until(() => !!rec.informer.get(name), 'the cluster', rec);
@@ -198,7 +259,12 @@ describe('informer', () => {
     const b = await createSecret(ns, `b-${uniq('s')}`);
     const a2 = await patchSecret(ns, a.metadata.name, { spec: { displayName: 'after restart' } });
     await until(() => !!cached(rec, ns, b.metadata.name), 'the add after the restart', rec, 20_000);
-    await until(() => cached(rec, ns, a.metadata.name)?.metadata?.resourceVersion === a2.metadata.resourceVersion, 'the update after the restart', rec, 20_000);
+    await until(
+      () => cached(rec, ns, a.metadata.name)?.metadata?.resourceVersion === a2.metadata.resourceVersion,
+      'the update after the restart',
+      rec,
+      20_000,
+    );
     await deleteSecret(ns, a.metadata.name);
     await until(() => !cached(rec, ns, a.metadata.name), 'the delete after the restart', rec);
 
@@ -217,7 +283,11 @@ describe('informer', () => {
     const rec = await secretInformer(ns);
     await until(() => rec.informer.list(ns).length === 2, 'the listed objects', rec);
     const a1 = await patchSecret(ns, a.metadata.name, { spec: { displayName: 'before' } });
-    await until(() => cached(rec, ns, a.metadata.name)?.metadata?.resourceVersion === a1.metadata.resourceVersion, 'the first update', rec);
+    await until(
+      () => cached(rec, ns, a.metadata.name)?.metadata?.resourceVersion === a1.metadata.resourceVersion,
+      'the first update',
+      rec,
+    );
     expect(rec.lists).toBe(1);
 
     // Move etcd past the last revision the server's watch cache has seen (with writes it does not watch),
@@ -235,7 +305,11 @@ describe('informer', () => {
     const c = await createSecret(ns, `c-${uniq('s')}`);
 
     await until(() => rec.lists >= 2, 'a re-list after the 410', rec, 20_000);
-    await until(() => cached(rec, ns, a.metadata.name)?.metadata?.resourceVersion === a2.metadata.resourceVersion, 'the update made in the gap', rec);
+    await until(
+      () => cached(rec, ns, a.metadata.name)?.metadata?.resourceVersion === a2.metadata.resourceVersion,
+      'the update made in the gap',
+      rec,
+    );
     await until(() => !cached(rec, ns, gone.metadata.name), 'the delete made in the gap', rec);
     await until(() => !!cached(rec, ns, c.metadata.name), 'the add made in the gap', rec);
 
@@ -243,7 +317,11 @@ describe('informer', () => {
     const d = await createSecret(ns, `d-${uniq('s')}`);
     const a3 = await patchSecret(ns, a.metadata.name, { spec: { displayName: 'after' } });
     await until(() => !!cached(rec, ns, d.metadata.name), 'an add after the re-list', rec);
-    await until(() => cached(rec, ns, a.metadata.name)?.metadata?.resourceVersion === a3.metadata.resourceVersion, 'an update after the re-list', rec);
+    await until(
+      () => cached(rec, ns, a.metadata.name)?.metadata?.resourceVersion === a3.metadata.resourceVersion,
+      'an update after the re-list',
+      rec,
+    );
     expect(rec.errors).toEqual([]);
     expect(rec.deletes.map((o) => o.metadata?.name)).toEqual([gone.metadata.name]);
     await expectInSync(rec, ns);

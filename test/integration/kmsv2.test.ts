@@ -49,7 +49,18 @@ function decodeStored(stored: Uint8Array) {
 beforeEach(async () => {
   jest.useFakeTimers({
     advanceTimers: true,
-    doNotFake: ['hrtime', 'nextTick', 'performance', 'queueMicrotask', 'setImmediate', 'clearImmediate', 'setInterval', 'clearInterval', 'setTimeout', 'clearTimeout'],
+    doNotFake: [
+      'hrtime',
+      'nextTick',
+      'performance',
+      'queueMicrotask',
+      'setImmediate',
+      'clearImmediate',
+      'setInterval',
+      'clearInterval',
+      'setTimeout',
+      'clearTimeout',
+    ],
   });
   plugin = await startTestKMSPlugin();
 });
@@ -60,7 +71,7 @@ afterEach(async () => {
   jest.useRealTimers();
 });
 
-test('objects round-trip; what is stored is kube\'s EncryptedObject with the key ID and the plugin-encrypted seed, and no plaintext', async () => {
+test("objects round-trip; what is stored is kube's EncryptedObject with the key ID and the plugin-encrypted seed, and no plaintext", async () => {
   const t = await transformer();
   const stored = await t.transformToStorage(secret, key);
   expect(Buffer.from(stored).includes('s3cr3t-value')).toBe(false);
@@ -75,7 +86,7 @@ test('objects round-trip; what is stored is kube\'s EncryptedObject with the key
   expect(object.encryptedData.length).toBe(32 + 12 + secret.length + 16);
 });
 
-test('an object kube wrote reads back: kube\'s recorded HKDF/AES-GCM output decrypts under its seed', async () => {
+test("an object kube wrote reads back: kube's recorded HKDF/AES-GCM output decrypts under its seed", async () => {
   // From kube's aes_test.go TestExtendedNonceGCMLegacyDataCompatibility: the seed, and what kube stored for
   // "pandas are the best" under the authenticated data "bamboo".
   const seed = Buffer.from('5d40323a820ff95561675e3b95e81867c5fdd561d35a88a2d08b08aa9d4fcf5c', 'hex');
@@ -84,7 +95,13 @@ test('an object kube wrote reads back: kube\'s recorded HKDF/AES-GCM output decr
     'hex',
   );
   const stored = EncryptedObject.encode(
-    EncryptedObject.fromObject({ encryptedData, keyID: 'key-1', encryptedDEKSource: plugin.seal(seed), annotations: plugin.annotations, encryptedDEKSourceType: 1 }),
+    EncryptedObject.fromObject({
+      encryptedData,
+      keyID: 'key-1',
+      encryptedDEKSource: plugin.seal(seed),
+      annotations: plugin.annotations,
+      encryptedDEKSourceType: 1,
+    }),
   ).finish();
   const t = await transformer();
   expect(Buffer.from((await t.transformFromStorage(stored, 'bamboo')).data).toString()).toBe('pandas are the best');
@@ -93,18 +110,32 @@ test('an object kube wrote reads back: kube\'s recorded HKDF/AES-GCM output decr
 
 test('an object kube wrote before 1.29 (the DEK itself encrypted by the plugin) reads back, as stale', async () => {
   // From kube's aes_test.go TestGCMLegacyDataCompatibility: AES-GCM under the key "snorlax_awesomes".
-  const encryptedData = Buffer.from('9f27c8fcea8a58c467d8e437dbf2d85955f9b4bd912f4ef967d788a0cb07797dac0a3f0a0845605ca85ac8562b4ae1', 'hex');
+  const encryptedData = Buffer.from(
+    '9f27c8fcea8a58c467d8e437dbf2d85955f9b4bd912f4ef967d788a0cb07797dac0a3f0a0845605ca85ac8562b4ae1',
+    'hex',
+  );
   const stored = EncryptedObject.encode(
-    EncryptedObject.fromObject({ encryptedData, keyID: 'key-1', encryptedDEKSource: plugin.seal(Buffer.from('snorlax_awesomes')), annotations: plugin.annotations }),
+    EncryptedObject.fromObject({
+      encryptedData,
+      keyID: 'key-1',
+      encryptedDEKSource: plugin.seal(Buffer.from('snorlax_awesomes')),
+      annotations: plugin.annotations,
+    }),
   ).finish();
   const t = await transformer();
-  expect(await t.transformFromStorage(stored, 'bamboo')).toEqual({ data: Buffer.from('pandas are the best'), stale: true });
+  expect(await t.transformFromStorage(stored, 'bamboo')).toEqual({
+    data: Buffer.from('pandas are the best'),
+    stale: true,
+  });
 });
 
 test('the plugin encrypts one seed for many writes, and the writer reads its own objects without calling Decrypt', async () => {
   const t = await transformer();
-  const stored = await Promise.all(Array.from({ length: 20 }, (_, i) => t.transformToStorage(Buffer.from(`object ${i}`), `${key}-${i}`)));
-  for (const [i, s] of stored.entries()) expect(Buffer.from((await t.transformFromStorage(s, `${key}-${i}`)).data).toString()).toBe(`object ${i}`);
+  const stored = await Promise.all(
+    Array.from({ length: 20 }, (_, i) => t.transformToStorage(Buffer.from(`object ${i}`), `${key}-${i}`)),
+  );
+  for (const [i, s] of stored.entries())
+    expect(Buffer.from((await t.transformFromStorage(s, `${key}-${i}`)).data).toString()).toBe(`object ${i}`);
   expect(plugin.calls.Encrypt).toBe(1);
   expect(plugin.calls.Decrypt).toBe(0);
   expect(new Set(stored.map((s) => decodeStored(s).encryptedDEKSource.toString('base64'))).size).toBe(1);
@@ -112,7 +143,9 @@ test('the plugin encrypts one seed for many writes, and the writer reads its own
 
 test('after a restart, objects sharing a seed cost one Decrypt, even when read at the same time; every request has its own uid', async () => {
   const writer = await transformer();
-  const stored = await Promise.all(Array.from({ length: 10 }, (_, i) => writer.transformToStorage(Buffer.from(`object ${i}`), `${key}-${i}`)));
+  const stored = await Promise.all(
+    Array.from({ length: 10 }, (_, i) => writer.transformToStorage(Buffer.from(`object ${i}`), `${key}-${i}`)),
+  );
   writer.close();
 
   const restarted = await transformer();
@@ -161,7 +194,9 @@ test('health reflects Status: healthz, API version and key ID are checked as kub
   plugin.healthz = 'vault sealed';
   await expect(t.health()).resolves.toBeUndefined(); // a healthy answer is trusted for 20s, as kube's
   later(21_000);
-  await expect(t.health()).rejects.toThrow(`KMS v2 provider "vault" (${plugin.endpoint}): the plugin is not healthy: got unexpected healthz status: vault sealed`);
+  await expect(t.health()).rejects.toThrow(
+    `KMS v2 provider "vault" (${plugin.endpoint}): the plugin is not healthy: got unexpected healthz status: vault sealed`,
+  );
 
   plugin.healthz = 'ok';
   plugin.version = 'v1';
@@ -193,7 +228,9 @@ test('a plugin whose Encrypt returns annotations that are not domain names, or a
   plugin.annotations = { 'version.kms.example.com': Buffer.from('1') };
   plugin.encryptKeyID = 'key-0';
   later(4_000);
-  await expect(t.health()).rejects.toThrow(/failed to rotate DEK to key ID hash "sha256:[0-9a-f]{64}": Encrypt returned key ID hash "sha256:[0-9a-f]{64}", Status "sha256:/);
+  await expect(t.health()).rejects.toThrow(
+    /failed to rotate DEK to key ID hash "sha256:[0-9a-f]{64}": Encrypt returned key ID hash "sha256:[0-9a-f]{64}", Status "sha256:/,
+  );
   await expect(t.transformToStorage(secret, key)).rejects.toThrow('no data encryption key yet');
 
   plugin.encryptKeyID = undefined;
@@ -212,10 +249,14 @@ test('a plugin that is down: reads needing Decrypt fail naming the provider and 
   await expect(t.transformFromStorage(stored, key)).resolves.toEqual({ data: Buffer.from(secret), stale: false });
   await t.transformToStorage(secret, key);
   later(21_000);
-  await expect(t.health()).rejects.toThrow(`KMS v2 provider "vault" (${plugin.endpoint}): Status failed: no answer within 0.5s`);
+  await expect(t.health()).rejects.toThrow(
+    `KMS v2 provider "vault" (${plugin.endpoint}): Status failed: no answer within 0.5s`,
+  );
 
   // One that needs Decrypt cannot.
-  await expect(other.transformFromStorage(stored, key)).rejects.toThrow(`KMS v2 provider "vault" (${plugin.endpoint}): Decrypt failed: no answer within 0.5s`);
+  await expect(other.transformFromStorage(stored, key)).rejects.toThrow(
+    `KMS v2 provider "vault" (${plugin.endpoint}): Decrypt failed: no answer within 0.5s`,
+  );
 
   // Past 3 minutes without a good Status, writes are refused.
   later(3 * 60_000);
@@ -242,7 +283,9 @@ test('Decrypt failing or too slow is an error naming the provider and the socket
   plugin.failing.clear();
   plugin.delayMs = 2000;
   const started = performance.now();
-  await expect(reader.transformFromStorage(stored, key)).rejects.toThrow(`KMS v2 provider "vault" (${plugin.endpoint}): Decrypt failed: no answer within 0.5s`);
+  await expect(reader.transformFromStorage(stored, key)).rejects.toThrow(
+    `KMS v2 provider "vault" (${plugin.endpoint}): Decrypt failed: no answer within 0.5s`,
+  );
   expect(performance.now() - started).toBeLessThan(1500);
 
   plugin.delayMs = 0;
@@ -266,7 +309,9 @@ test('a value changed in etcd, or copied under another key, does not decrypt', a
   const stored = await t.transformToStorage(secret, key);
 
   // Moved to another object's key: the etcd key is authenticated data.
-  await expect(t.transformFromStorage(stored, '/registry/management.platform.sh/accesskeys/tenant-b/ak-1')).rejects.toThrow(
+  await expect(
+    t.transformFromStorage(stored, '/registry/management.platform.sh/accesskeys/tenant-b/ak-1'),
+  ).rejects.toThrow(
     `KMS v2 provider "vault" (${plugin.endpoint}): the value stored at /registry/management.platform.sh/accesskeys/tenant-b/ak-1 failed to decrypt: cipher: message authentication failed`,
   );
 
@@ -283,21 +328,29 @@ test('a value changed in etcd, or copied under another key, does not decrypt', a
   const dek = Buffer.from(object.encryptedDEKSource);
   dek[20] ^= 1;
   const otherSeed = EncryptedObject.encode(EncryptedObject.fromObject({ ...object, encryptedDEKSource: dek })).finish();
-  await expect(t.transformFromStorage(otherSeed, key)).rejects.toThrow(`KMS v2 provider "vault" (${plugin.endpoint}): Decrypt failed: INVALID_ARGUMENT`);
+  await expect(t.transformFromStorage(otherSeed, key)).rejects.toThrow(
+    `KMS v2 provider "vault" (${plugin.endpoint}): Decrypt failed: INVALID_ARGUMENT`,
+  );
 
   // Not an EncryptedObject, or one kube would refuse.
   await expect(t.transformFromStorage(Buffer.from('{"kind":"AccessKey"}'), key)).rejects.toThrow(
     `KMS v2 provider "vault" (${plugin.endpoint}): the stored value is not a`,
   );
   const noKeyID = EncryptedObject.encode(EncryptedObject.fromObject({ ...object, keyID: '' })).finish();
-  await expect(t.transformFromStorage(noKeyID, key)).rejects.toThrow('the stored value is not a valid KMS v2 EncryptedObject: invalid key ID: keyID is empty');
-  const unknownType = EncryptedObject.encode(EncryptedObject.fromObject({ ...object, encryptedDEKSourceType: 7 })).finish();
+  await expect(t.transformFromStorage(noKeyID, key)).rejects.toThrow(
+    'the stored value is not a valid KMS v2 EncryptedObject: invalid key ID: keyID is empty',
+  );
+  const unknownType = EncryptedObject.encode(
+    EncryptedObject.fromObject({ ...object, encryptedDEKSourceType: 7 }),
+  ).finish();
   await expect(t.transformFromStorage(unknownType, key)).rejects.toThrow('unknown encryptedDEKSourceType: 7');
 });
 
 test('an endpoint that is not a unix socket is refused before anything starts', async () => {
-  await expect(newKMSv2Transformer({ name: 'vault', endpoint: 'tcp://127.0.0.1:9000', timeoutMs: 3000 })).rejects.toThrow(
-    'unsupported scheme "tcp" for remote KMS provider: only unix:///path/to/socket is supported',
+  await expect(
+    newKMSv2Transformer({ name: 'vault', endpoint: 'tcp://127.0.0.1:9000', timeoutMs: 3000 }),
+  ).rejects.toThrow('unsupported scheme "tcp" for remote KMS provider: only unix:///path/to/socket is supported');
+  await expect(newKMSv2Transformer({ name: 'vault', endpoint: plugin.endpoint, timeoutMs: 0 })).rejects.toThrow(
+    'KMS v2 provider "vault": timeout must be positive, got 0ms',
   );
-  await expect(newKMSv2Transformer({ name: 'vault', endpoint: plugin.endpoint, timeoutMs: 0 })).rejects.toThrow('KMS v2 provider "vault": timeout must be positive, got 0ms');
 });

@@ -35,8 +35,18 @@ beforeAll(async () => {
   scratch = mkdtempSync(join(tmpdir(), 'kubeconfig-test-'));
   host = await startHostCluster();
   vcluster = await startHostCluster({ csrSigningDelayMs: 150 });
-  const users = { root: ['system:masters'], bob: ['platform:team:dev', 'system:serviceaccounts'], carol: [], 'system:serviceaccount:default:builder': ['system:serviceaccounts'] };
-  const server = await startTestServerWithUsers(users, { kubeconfig: host.kubeconfigPath }, undefined, createLogger((line) => logged.push(line)));
+  const users = {
+    root: ['system:masters'],
+    bob: ['platform:team:dev', 'system:serviceaccounts'],
+    carol: [],
+    'system:serviceaccount:default:builder': ['system:serviceaccounts'],
+  };
+  const server = await startTestServerWithUsers(
+    users,
+    { kubeconfig: host.kubeconfigPath },
+    undefined,
+    createLogger((line) => logged.push(line)),
+  );
   ({ root, bob, carol } = server.as);
   sa = server.as['system:serviceaccount:default:builder'];
   ts = server;
@@ -53,14 +63,23 @@ const kubeconfigPath = (ns: string, name: string) => `${vcis(ns)}/${name}/kubeco
 const anyNamespacePath = (name: string) => `${GROUP_PATH}/virtualclusterinstances/${name}/kubeconfig`;
 
 /** A VirtualClusterInstance whose virtual cluster is `vc` (its connection Secret in the host), created as root. */
-async function createInstance(ns: string, name: string, spec: Record<string, unknown> = {}, vc: HostClusterStandIn | null = vcluster): Promise<void> {
+async function createInstance(
+  ns: string,
+  name: string,
+  spec: Record<string, unknown> = {},
+  vc: HostClusterStandIn | null = vcluster,
+): Promise<void> {
   const hostNamespace = `vcluster-${name}`;
   if (vc) host.addSecret(hostNamespace, `vc-${name}`, { config: vc.kubeconfigText() });
   const res = await root.post(vcis(ns), {
     apiVersion: API_VERSION,
     kind: 'VirtualClusterInstance',
     metadata: { name },
-    spec: { clusterRef: { cluster: 'eu-1', namespace: hostNamespace, virtualCluster: name }, ingressEndpoint: `https://${name}.vc.example.com`, ...spec },
+    spec: {
+      clusterRef: { cluster: 'eu-1', namespace: hostNamespace, virtualCluster: name },
+      ingressEndpoint: `https://${name}.vc.example.com`,
+      ...spec,
+    },
   });
   expect(res.status).toBe(201);
 }
@@ -69,11 +88,16 @@ async function createInstance(ns: string, name: string, spec: Record<string, unk
  * `vc`'s connection kubeconfig with fields of its cluster and user entries changed (undefined removes one), and
  * top-level fields replaced: what a tenant who can write the Secret might store.
  */
-function connectionWith(vc: HostClusterStandIn, change: { cluster?: Record<string, unknown>; user?: Record<string, unknown>; [top: string]: unknown }): string {
+function connectionWith(
+  vc: HostClusterStandIn,
+  change: { cluster?: Record<string, unknown>; user?: Record<string, unknown>; [top: string]: unknown },
+): string {
   const { cluster = {}, user = {}, ...top } = change;
   const config = yaml.load(vc.kubeconfigText()) as any;
   const merge = (into: Record<string, unknown>, fields: Record<string, unknown>) => {
-    for (const [k, v] of Object.entries(fields)) if (v === undefined) delete into[k]; else into[k] = v;
+    for (const [k, v] of Object.entries(fields))
+      if (v === undefined) delete into[k];
+      else into[k] = v;
   };
   merge(config.clusters[0].cluster, cluster);
   merge(config.users[0].user, user);
@@ -104,7 +128,13 @@ function readKubeConfig(body: any): Issued {
 
 /** The virtual cluster's CSR that issued `cert`. */
 function csrOf(cert: X509Certificate) {
-  return vcluster.csrs().find((c) => c.status?.certificate && new X509Certificate(Buffer.from(c.status.certificate, 'base64')).serialNumber === cert.serialNumber);
+  return vcluster
+    .csrs()
+    .find(
+      (c) =>
+        c.status?.certificate &&
+        new X509Certificate(Buffer.from(c.status.certificate, 'base64')).serialNumber === cert.serialNumber,
+    );
 }
 
 /**
@@ -113,13 +143,18 @@ function csrOf(cert: X509Certificate) {
  */
 function expectUnavailable(res: { status: number; body: any }, name: string, detail: string): void {
   expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 503, reason: 'ServiceUnavailable' });
-  expect(res.body.message).toBe("the virtual cluster's connection is not available; is the virtual cluster running? (the server's log has the details)");
+  expect(res.body.message).toBe(
+    "the virtual cluster's connection is not available; is the virtual cluster running? (the server's log has the details)",
+  );
   expect(loggedAbout(name).join('\n')).toContain(detail);
 }
 
 /** The reasons the server logged for the instance or virtual cluster `name`. */
 function loggedAbout(name: string): string[] {
-  return logged.map((line) => JSON.parse(line)).filter((l) => `${l.instance} ${l.reason}`.includes(name)).map((l) => `${l.msg}: ${l.reason}`);
+  return logged
+    .map((line) => JSON.parse(line))
+    .filter((l) => `${l.instance} ${l.reason}`.includes(name))
+    .map((l) => `${l.msg}: ${l.reason}`);
 }
 
 const lifetimeSeconds = (cert: X509Certificate) => (Date.parse(cert.validTo) - Date.now()) / 1000;
@@ -134,11 +169,21 @@ describe('getting a kube config', () => {
     const res = await bob.get(kubeconfigPath(ns, name));
     expect(res.status).toBe(200);
     expect(res.headers['cache-control']).toBe('no-store');
-    expect(res.body).toMatchObject({ apiVersion: API_VERSION, kind: 'VirtualClusterInstanceKubeConfig', metadata: { name, namespace: ns }, spec: { certificateTTL: DAY } });
+    expect(res.body).toMatchObject({
+      apiVersion: API_VERSION,
+      kind: 'VirtualClusterInstanceKubeConfig',
+      metadata: { name, namespace: ns },
+      spec: { certificateTTL: DAY },
+    });
 
     const { config, cert, ca, keyPem } = readKubeConfig(res.body);
     const context = `platform_${ns}_${name}`;
-    expect(config).toMatchObject({ apiVersion: 'v1', kind: 'Config', 'current-context': context, contexts: [{ name: context, context: { cluster: context, user: context } }] });
+    expect(config).toMatchObject({
+      apiVersion: 'v1',
+      kind: 'Config',
+      'current-context': context,
+      contexts: [{ name: context, context: { cluster: context, user: context } }],
+    });
     expect(config.clusters[0].cluster.server).toBe(`https://${name}.vc.example.com`);
     expect(ca.fingerprint256).toBe(new X509Certificate(vcluster.caPem).fingerprint256);
     expect(cert.verify(ca.publicKey)).toBe(true);
@@ -147,14 +192,24 @@ describe('getting a kube config', () => {
     expect(subjectOf(cert)).toEqual(['CN=bob', 'O=platform:team:dev']);
     expect(cert.keyUsage).toContain('1.3.6.1.5.5.7.3.2');
     // The key in the answer is the certificate's.
-    expect(createPublicKey(createPrivateKey(keyPem)).export({ type: 'spki', format: 'der' }).equals(cert.publicKey.export({ type: 'spki', format: 'der' }))).toBe(true);
+    expect(
+      createPublicKey(createPrivateKey(keyPem))
+        .export({ type: 'spki', format: 'der' })
+        .equals(cert.publicKey.export({ type: 'spki', format: 'der' })),
+    ).toBe(true);
     expect(Math.abs(lifetimeSeconds(cert) - (DAY - 300))).toBeLessThan(120);
 
     // One CSR, for the kube-apiserver-client signer, asking for a day, approved by the management API.
     expect(vcluster.count('certificatesigningrequests', 'POST')).toBe(1);
     const csr = csrOf(cert);
-    expect(csr?.spec).toMatchObject({ signerName: 'kubernetes.io/kube-apiserver-client', expirationSeconds: DAY, usages: expect.arrayContaining(['client auth']) });
-    expect(csr?.status.conditions).toContainEqual(expect.objectContaining({ type: 'Approved', status: 'True', reason: 'PlatformKubeConfig' }));
+    expect(csr?.spec).toMatchObject({
+      signerName: 'kubernetes.io/kube-apiserver-client',
+      expirationSeconds: DAY,
+      usages: expect.arrayContaining(['client auth']),
+    });
+    expect(csr?.status.conditions).toContainEqual(
+      expect.objectContaining({ type: 'Approved', status: 'True', reason: 'PlatformKubeConfig' }),
+    );
   });
 
   test("the spec's path without a namespace finds the instance by name", async () => {
@@ -171,7 +226,11 @@ describe('getting a kube config', () => {
     const ns = uniq('p');
     const name = uniq('vc');
     await createInstance(ns, name);
-    const posted = await root.post(kubeconfigPath(ns, name), { apiVersion: API_VERSION, kind: 'VirtualClusterInstanceKubeConfig', spec: { certificateTTL: 3600 } });
+    const posted = await root.post(kubeconfigPath(ns, name), {
+      apiVersion: API_VERSION,
+      kind: 'VirtualClusterInstanceKubeConfig',
+      spec: { certificateTTL: 3600 },
+    });
     expect(posted.status).toBe(201);
     expect(posted.body.spec.certificateTTL).toBe(3600);
     expect(Math.abs(lifetimeSeconds(readKubeConfig(posted.body).cert) - 3600)).toBeLessThan(60);
@@ -190,7 +249,13 @@ describe('getting a kube config', () => {
 
   test('discovery lists virtualclusterinstances/kubeconfig with get and create', async () => {
     const res = await root.get(GROUP_PATH);
-    expect(res.body.resources).toContainEqual({ name: 'virtualclusterinstances/kubeconfig', singularName: '', namespaced: true, kind: 'VirtualClusterInstanceKubeConfig', verbs: ['create', 'get'] });
+    expect(res.body.resources).toContainEqual({
+      name: 'virtualclusterinstances/kubeconfig',
+      singularName: '',
+      namespaced: true,
+      kind: 'VirtualClusterInstanceKubeConfig',
+      verbs: ['create', 'get'],
+    });
   });
 
   test('the private key is in the answer only: nothing in etcd holds it', async () => {
@@ -214,12 +279,24 @@ describe('finding the instance without a namespace', () => {
     const name = uniq('vc');
     const [ns1, ns2] = [uniq('p'), uniq('p')];
     await createInstance(ns1, name);
-    await root.post(vcis(ns2), { apiVersion: API_VERSION, kind: 'VirtualClusterInstance', metadata: { name }, spec: { owner: { user: 'bob' }, clusterRef: { cluster: 'eu-1', namespace: `vcluster-${name}`, virtualCluster: name }, ingressEndpoint: 'https://other.example.com' } });
+    await root.post(vcis(ns2), {
+      apiVersion: API_VERSION,
+      kind: 'VirtualClusterInstance',
+      metadata: { name },
+      spec: {
+        owner: { user: 'bob' },
+        clusterRef: { cluster: 'eu-1', namespace: `vcluster-${name}`, virtualCluster: name },
+        ingressEndpoint: 'https://other.example.com',
+      },
+    });
 
     const res = await root.get(anyNamespacePath(name));
     expect(res.status).toBe(409);
     expect(res.body.reason).toBe('Conflict');
-    for (const ns of [ns1, ns2]) expect(res.body.message).toContain(`/apis/management.platform.sh/v1/namespaces/${ns}/virtualclusterinstances/${name}/kubeconfig`);
+    for (const ns of [ns1, ns2])
+      expect(res.body.message).toContain(
+        `/apis/management.platform.sh/v1/namespaces/${ns}/virtualclusterinstances/${name}/kubeconfig`,
+      );
 
     const bobs = await bob.get(anyNamespacePath(name));
     expect(bobs.status).toBe(200);
@@ -230,12 +307,17 @@ describe('finding the instance without a namespace', () => {
   test('no instance of that name: 404 for someone allowed everywhere, 403 for others (nothing is revealed)', async () => {
     const missing = await root.get(anyNamespacePath('no-such-vc'));
     expect(missing.status).toBe(404);
-    expect(missing.body).toMatchObject({ reason: 'NotFound', details: { name: 'no-such-vc', kind: 'virtualclusterinstances' } });
+    expect(missing.body).toMatchObject({
+      reason: 'NotFound',
+      details: { name: 'no-such-vc', kind: 'virtualclusterinstances' },
+    });
     const name = uniq('vc');
     await createInstance(uniq('p'), name);
     const hidden = await carol.get(anyNamespacePath(name));
     expect(hidden.status).toBe(403);
-    expect(hidden.body.message).toContain('cannot get resource "virtualclusterinstances/kubeconfig" in API group "management.platform.sh" at the cluster scope');
+    expect(hidden.body.message).toContain(
+      'cannot get resource "virtualclusterinstances/kubeconfig" in API group "management.platform.sh" at the cluster scope',
+    );
   });
 });
 
@@ -252,7 +334,7 @@ describe('who may get one', () => {
     expect((await bob.get(kubeconfigPath(ns, name))).status).toBe(403);
   });
 
-  test("a caller named system:... (here a host ServiceAccount) gets none, even for its own instance: 403, nothing asked of the virtual cluster", async () => {
+  test('a caller named system:... (here a host ServiceAccount) gets none, even for its own instance: 403, nothing asked of the virtual cluster', async () => {
     const ns = uniq('p');
     const name = uniq('vc');
     const account = 'system:serviceaccount:default:builder';
@@ -279,7 +361,9 @@ describe('refusals', () => {
     const res = await root.get(kubeconfigPath(ns, name));
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({ kind: 'Status', reason: 'BadRequest' });
-    expect(res.body.message).toBe(`VirtualClusterInstance ${ns}/${name} has no ingress endpoint (spec.ingressEndpoint): a kube config is made only for a virtual cluster reachable through an ingress`);
+    expect(res.body.message).toBe(
+      `VirtualClusterInstance ${ns}/${name} has no ingress endpoint (spec.ingressEndpoint): a kube config is made only for a virtual cluster reachable through an ingress`,
+    );
     expect(vcluster.count('certificatesigningrequests')).toBe(0);
   });
 
@@ -315,7 +399,11 @@ describe('refusals', () => {
     await createInstance(ns, keyless, {}, null);
     host.addSecret(`vcluster-${keyless}`, `vc-${keyless}`, { other: 'x' });
     const [a, b] = [await root.get(kubeconfigPath(ns, missing)), await root.get(kubeconfigPath(ns, keyless))];
-    expectUnavailable(a, missing, `the virtual cluster's connection (Secret vcluster-${missing}/vc-${missing} in the host cluster) does not exist`);
+    expectUnavailable(
+      a,
+      missing,
+      `the virtual cluster's connection (Secret vcluster-${missing}/vc-${missing} in the host cluster) does not exist`,
+    );
     expectUnavailable(b, keyless, `Secret vcluster-${keyless}/vc-${keyless} in the host cluster has no key "config"`);
     expect(b.body).toEqual(a.body);
   });
@@ -326,48 +414,116 @@ describe('refusals', () => {
     await createInstance(ns, name, {}, null);
     const marker = join(scratch, `${name}-ran`);
     // A plugin that would also work: it prints the virtual cluster's own token, so before the fix this was a 200.
-    const credential = JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1beta1', kind: 'ExecCredential', status: { token: vcluster.token } });
-    const exec = { apiVersion: 'client.authentication.k8s.io/v1beta1', command: '/bin/sh', args: ['-c', `touch '${marker}'; echo '${credential}'`], interactiveMode: 'Never' };
+    const credential = JSON.stringify({
+      apiVersion: 'client.authentication.k8s.io/v1beta1',
+      kind: 'ExecCredential',
+      status: { token: vcluster.token },
+    });
+    const exec = {
+      apiVersion: 'client.authentication.k8s.io/v1beta1',
+      command: '/bin/sh',
+      args: ['-c', `touch '${marker}'; echo '${credential}'`],
+      interactiveMode: 'Never',
+    };
     host.addSecret(`vcluster-${name}`, `vc-${name}`, { config: connectionWith(vcluster, { user: { exec } }) });
     vcluster.resetCounts();
 
     const res = await root.get(kubeconfigPath(ns, name));
-    expectUnavailable(res, name, `Secret vcluster-${name}/vc-${name} in the host cluster, key "config": the kubeconfig may not use users[0].user.exec (it runs a command)`);
+    expectUnavailable(
+      res,
+      name,
+      `Secret vcluster-${name}/vc-${name} in the host cluster, key "config": the kubeconfig may not use users[0].user.exec (it runs a command)`,
+    );
     expect(existsSync(marker)).toBe(false);
     expect(vcluster.requests).toEqual([]);
   });
 
   test.each([
-    ['a token read from a file', { user: { 'token-file': '/etc/hostname' } }, 'users[0].user.token-file (it reads a file)'],
+    [
+      'a token read from a file',
+      { user: { 'token-file': '/etc/hostname' } },
+      'users[0].user.token-file (it reads a file)',
+    ],
     ["client-go's tokenFile", { user: { tokenFile: '/etc/hostname' } }, 'users[0].user.tokenFile (it reads a file)'],
-    ['an auth-provider plugin', { user: { 'auth-provider': { name: 'oidc', config: { 'id-token': 'x' } } } }, 'users[0].user.auth-provider (it runs an authentication plugin)'],
-    ['a client key file', { user: { 'client-certificate': '/etc/ssl/cert.pem', 'client-key': '/etc/ssl/private/key.pem' } }, 'users[0].user.client-certificate (it reads a file); users[0].user.client-key (it reads a file)'],
-    ['a CA file', { cluster: { 'certificate-authority': '/etc/ssl/certs/ca-certificates.crt' } }, 'clusters[0].cluster.certificate-authority (it reads a file)'],
-    ['a proxy', { cluster: { 'proxy-url': 'http://127.0.0.1:3128' } }, 'clusters[0].cluster.proxy-url (it sends requests through another server)'],
-    ['no TLS verification', { cluster: { 'insecure-skip-tls-verify': true } }, "clusters[0].cluster.insecure-skip-tls-verify (it does not check the server's certificate"],
-    ['basic authentication', { user: { username: 'admin', password: 'hunter2' } }, 'users[0].user.username (basic authentication, which kube-apiserver no longer accepts); users[0].user.password'],
+    [
+      'an auth-provider plugin',
+      { user: { 'auth-provider': { name: 'oidc', config: { 'id-token': 'x' } } } },
+      'users[0].user.auth-provider (it runs an authentication plugin)',
+    ],
+    [
+      'a client key file',
+      { user: { 'client-certificate': '/etc/ssl/cert.pem', 'client-key': '/etc/ssl/private/key.pem' } },
+      'users[0].user.client-certificate (it reads a file); users[0].user.client-key (it reads a file)',
+    ],
+    [
+      'a CA file',
+      { cluster: { 'certificate-authority': '/etc/ssl/certs/ca-certificates.crt' } },
+      'clusters[0].cluster.certificate-authority (it reads a file)',
+    ],
+    [
+      'a proxy',
+      { cluster: { 'proxy-url': 'http://127.0.0.1:3128' } },
+      'clusters[0].cluster.proxy-url (it sends requests through another server)',
+    ],
+    [
+      'no TLS verification',
+      { cluster: { 'insecure-skip-tls-verify': true } },
+      "clusters[0].cluster.insecure-skip-tls-verify (it does not check the server's certificate",
+    ],
+    [
+      'basic authentication',
+      { user: { username: 'admin', password: 'hunter2' } },
+      'users[0].user.username (basic authentication, which kube-apiserver no longer accepts); users[0].user.password',
+    ],
     ['impersonation', { user: { as: 'system:admin' } }, 'users[0].user.as (impersonation acts as another user)'],
-    ['an unknown field', { user: { colour: 'blue' } }, 'users[0].user.colour (not a field a stored kubeconfig may use)'],
-  ])('a connection with %s: 503, the field logged, nothing asked of the virtual cluster', async (_what, change, refused) => {
-    const ns = uniq('p');
-    const name = uniq('vc');
-    await createInstance(ns, name, {}, null);
-    host.addSecret(`vcluster-${name}`, `vc-${name}`, { config: connectionWith(vcluster, change) });
-    vcluster.resetCounts();
-    const res = await root.get(kubeconfigPath(ns, name));
-    expectUnavailable(res, name, `key "config": the kubeconfig may not use ${refused}`);
-    expectUnavailable(res, name, 'A stored kubeconfig is data: it may hold only server, certificate-authority-data and tls-server-name');
-    // Field names only: no value of the kubeconfig is repeated, in the answer or the log.
-    const lines = loggedAbout(name).join('\n');
-    for (const secret of ['hunter2', '/etc/', vcluster.token]) expect(lines).not.toContain(secret);
-    expect(vcluster.requests).toEqual([]);
-  });
+    [
+      'an unknown field',
+      { user: { colour: 'blue' } },
+      'users[0].user.colour (not a field a stored kubeconfig may use)',
+    ],
+  ])(
+    'a connection with %s: 503, the field logged, nothing asked of the virtual cluster',
+    async (_what, change, refused) => {
+      const ns = uniq('p');
+      const name = uniq('vc');
+      await createInstance(ns, name, {}, null);
+      host.addSecret(`vcluster-${name}`, `vc-${name}`, { config: connectionWith(vcluster, change) });
+      vcluster.resetCounts();
+      const res = await root.get(kubeconfigPath(ns, name));
+      expectUnavailable(res, name, `key "config": the kubeconfig may not use ${refused}`);
+      expectUnavailable(
+        res,
+        name,
+        'A stored kubeconfig is data: it may hold only server, certificate-authority-data and tls-server-name',
+      );
+      // Field names only: no value of the kubeconfig is repeated, in the answer or the log.
+      const lines = loggedAbout(name).join('\n');
+      for (const secret of ['hunter2', '/etc/', vcluster.token]) expect(lines).not.toContain(secret);
+      expect(vcluster.requests).toEqual([]);
+    },
+  );
 
   test.each([
-    ['a plain-http server', { cluster: { server: 'http://127.0.0.1:1' } }, 'clusters[0].cluster.server must be an https URL'],
-    ['no CA', { cluster: { 'certificate-authority-data': undefined } }, "the kubeconfig's cluster has no certificate-authority-data"],
-    ['no credential', { user: { token: undefined } }, 'users[0].user has no credential (client-certificate-data with client-key-data, or token)'],
-    ['a certificate without its key', { user: { 'client-certificate-data': 'eA==' } }, 'users[0].user needs both client-certificate-data and client-key-data'],
+    [
+      'a plain-http server',
+      { cluster: { server: 'http://127.0.0.1:1' } },
+      'clusters[0].cluster.server must be an https URL',
+    ],
+    [
+      'no CA',
+      { cluster: { 'certificate-authority-data': undefined } },
+      "the kubeconfig's cluster has no certificate-authority-data",
+    ],
+    [
+      'no credential',
+      { user: { token: undefined } },
+      'users[0].user has no credential (client-certificate-data with client-key-data, or token)',
+    ],
+    [
+      'a certificate without its key',
+      { user: { 'client-certificate-data': 'eA==' } },
+      'users[0].user needs both client-certificate-data and client-key-data',
+    ],
     ['no current context', { 'current-context': undefined }, 'the kubeconfig has no current-context'],
   ])('a connection with %s: 503, what is wrong logged', async (_what, change, message) => {
     const ns = uniq('p');
@@ -378,13 +534,17 @@ describe('refusals', () => {
     expectUnavailable(res, name, `key "config": ${message}`);
   });
 
-  test('a connection that is not YAML: 503, the parser\'s reason logged, not the text', async () => {
+  test("a connection that is not YAML: 503, the parser's reason logged, not the text", async () => {
     const ns = uniq('p');
     const name = uniq('vc');
     await createInstance(ns, name, {}, null);
     host.addSecret(`vcluster-${name}`, `vc-${name}`, { config: 'token: "s3cret\n  bad: [' });
     const res = await root.get(kubeconfigPath(ns, name));
-    expectUnavailable(res, name, `Secret vcluster-${name}/vc-${name} in the host cluster, key "config": not a kubeconfig:`);
+    expectUnavailable(
+      res,
+      name,
+      `Secret vcluster-${name}/vc-${name} in the host cluster, key "config": not a kubeconfig:`,
+    );
     expect(logged.join('\n')).not.toContain('s3cret');
   });
 
@@ -392,7 +552,14 @@ describe('refusals', () => {
     const ns = uniq('p');
     const name = uniq('vc');
     await createInstance(ns, name, {}, null);
-    const change = { cluster: { extensions: [{ name: 'x', extension: {} }], 'tls-server-name': '127.0.0.1', 'insecure-skip-tls-verify': false }, user: { extensions: [] } };
+    const change = {
+      cluster: {
+        extensions: [{ name: 'x', extension: {} }],
+        'tls-server-name': '127.0.0.1',
+        'insecure-skip-tls-verify': false,
+      },
+      user: { extensions: [] },
+    };
     host.addSecret(`vcluster-${name}`, `vc-${name}`, { config: connectionWith(vcluster, change) });
     const res = await root.get(kubeconfigPath(ns, name));
     expect(res.status).toBe(200);
@@ -403,7 +570,9 @@ describe('refusals', () => {
     const ns = uniq('p');
     const name = uniq('vc');
     await createInstance(ns, name, {}, null);
-    host.addSecret(`vcluster-${name}`, `vc-${name}`, { config: connectionWith(vcluster, { cluster: { 'tls-server-name': 'other.example' } }) });
+    host.addSecret(`vcluster-${name}`, `vc-${name}`, {
+      config: connectionWith(vcluster, { cluster: { 'tls-server-name': 'other.example' } }),
+    });
     const res = await root.get(kubeconfigPath(ns, name));
     expectUnavailable(res, name, 'ERR_TLS_CERT_ALTNAME_INVALID');
   });
@@ -415,15 +584,21 @@ describe('refusals', () => {
     await vcluster.setDown(true, 'unavailable');
     try {
       const res = await root.get(kubeconfigPath(ns, name));
-      expect({ status: res.status, message: res.body.message }).toEqual({ status: 503, message: "the virtual cluster's connection is not available; is the virtual cluster running? (the server's log has the details)" });
-      expect(loggedAbout(name).join('\n')).toContain('creating a CertificateSigningRequest in the virtual cluster: the host cluster answered HTTP 503');
+      expect({ status: res.status, message: res.body.message }).toEqual({
+        status: 503,
+        message:
+          "the virtual cluster's connection is not available; is the virtual cluster running? (the server's log has the details)",
+      });
+      expect(loggedAbout(name).join('\n')).toContain(
+        'creating a CertificateSigningRequest in the virtual cluster: the host cluster answered HTTP 503',
+      );
     } finally {
       await vcluster.setDown(false);
     }
     expect((await root.get(kubeconfigPath(ns, name))).status).toBe(200);
   });
 
-  test("a virtual cluster whose signer never signs: 504 Timeout after a bounded wait", async () => {
+  test('a virtual cluster whose signer never signs: 504 Timeout after a bounded wait', async () => {
     const silent = await startHostCluster({ csrSigning: false });
     try {
       const ns = uniq('p');
@@ -463,7 +638,12 @@ describe('without a host cluster', () => {
     try {
       const ns = uniq('p');
       const name = uniq('vc');
-      const created = await plain.admin.post(vcis(ns), { apiVersion: API_VERSION, kind: 'VirtualClusterInstance', metadata: { name }, spec: { clusterRef: { cluster: 'eu-1', namespace: 'vcluster-x' }, ingressEndpoint: 'https://vc.example.com' } });
+      const created = await plain.admin.post(vcis(ns), {
+        apiVersion: API_VERSION,
+        kind: 'VirtualClusterInstance',
+        metadata: { name },
+        spec: { clusterRef: { cluster: 'eu-1', namespace: 'vcluster-x' }, ingressEndpoint: 'https://vc.example.com' },
+      });
       expect(created.status).toBe(201);
       const res = await plain.admin.get(kubeconfigPath(ns, name));
       expect(res.status).toBe(503);

@@ -24,13 +24,19 @@ afterAll(async () => {
 
 /** A SharedSecret whose one data value is `kib` KiB before base64 (a third more after). */
 function big(name: string, kib: number) {
-  return { apiVersion: API_VERSION, kind: 'SharedSecret', metadata: { name }, spec: { data: { k: Buffer.alloc(kib * 1024, name).toString('base64') } } };
+  return {
+    apiVersion: API_VERSION,
+    kind: 'SharedSecret',
+    metadata: { name },
+    spec: { data: { k: Buffer.alloc(kib * 1024, name).toString('base64') } },
+  };
 }
 
 test('objects adding up to more than 4 MiB are listed, also by a server that starts on them', async () => {
   first = await startTestServer({}, etcd);
   const names = ['big-1', 'big-2', 'big-3', 'big-4'];
-  for (const name of names) expect((await first.admin.post(sharedSecretsPath('default'), big(name, 1000))).status).toBe(201);
+  for (const name of names)
+    expect((await first.admin.post(sharedSecretsPath('default'), big(name, 1000))).status).toBe(201);
   const prefix = first.config.etcdPrefix;
   await first.stop();
   first = undefined;
@@ -41,7 +47,9 @@ test('objects adding up to more than 4 MiB are listed, also by a server that sta
     expect(list.status).toBe(200);
     expect(list.body.items.map((i: any) => i.metadata.name)).toEqual(query === '?limit=2' ? names.slice(0, 2) : names);
   }
-  expect((await second.admin.get(sharedSecretPath('default', 'big-3'))).body.spec.data.k).toBe(big('big-3', 1000).spec.data.k);
+  expect((await second.admin.get(sharedSecretPath('default', 'big-3'))).body.spec.data.k).toBe(
+    big('big-3', 1000).spec.data.k,
+  );
 }, 120_000);
 
 test('an object etcd refuses as too large is 413 RequestEntityTooLarge and is not stored', async () => {
@@ -51,7 +59,13 @@ test('an object etcd refuses as too large is 413 RequestEntityTooLarge and is no
   expect(res.body).toMatchObject({ kind: 'Status', reason: 'RequestEntityTooLarge', code: 413 });
   expect(res.body.message).toContain('larger than etcd accepts in one request');
   expect((await ts.admin.get(sharedSecretPath('default', 'too-big'))).status).toBe(404);
-  const update = await ts.admin.put(sharedSecretPath('default', 'big-1'), { ...big('big-1', 1300), metadata: { name: 'big-1', resourceVersion: (await ts.admin.get(sharedSecretPath('default', 'big-1'))).body.metadata.resourceVersion } });
+  const update = await ts.admin.put(sharedSecretPath('default', 'big-1'), {
+    ...big('big-1', 1300),
+    metadata: {
+      name: 'big-1',
+      resourceVersion: (await ts.admin.get(sharedSecretPath('default', 'big-1'))).body.metadata.resourceVersion,
+    },
+  });
   expect(update.status).toBe(413);
   expect((await ts.admin.get('/readyz')).status).toBe(200);
 }, 60_000);

@@ -56,12 +56,13 @@ afterEach(async () => {
   }
 });
 
-
 const leaders = (rs: Replica[]) => rs.filter((r) => r.elector.isLeader());
 
 /** No two replicas ever led at the same time (terms do not overlap). */
 function expectNoOverlap(rs: Replica[]): void {
-  const terms = rs.flatMap((r) => r.terms.map((t) => ({ from: t.from, to: t.to ?? Infinity }))).sort((a, b) => a.from - b.from);
+  const terms = rs
+    .flatMap((r) => r.terms.map((t) => ({ from: t.from, to: t.to ?? Infinity })))
+    .sort((a, b) => a.from - b.from);
   for (let i = 1; i < terms.length; i++) expect(terms[i].from).toBeGreaterThanOrEqual(terms[i - 1].to);
 }
 
@@ -112,7 +113,11 @@ describe('LeaderElector', () => {
     // The process loses etcd: its client is gone, keepalives fail, nothing is revoked.
     await first.storage.close();
     const rest = rs.filter((r) => r !== first);
-    const second = await waitFor('a new leader', () => leaders(rest).length === 1 && leaders(rest)[0], ttl * 1000 + 3000);
+    const second = await waitFor(
+      'a new leader',
+      () => leaders(rest).length === 1 && leaders(rest)[0],
+      ttl * 1000 + 3000,
+    );
     expect(Date.now() - diedAt).toBeLessThan(ttl * 1000 + 2500);
     // The dead one noticed by itself (before etcd could hand the key over).
     expect(first.signals[0].aborted).toBe(true);
@@ -137,17 +142,28 @@ describe('LeaderElector', () => {
     // (No overlap check here: an outside revocation frees the key before the old leader can hear of it.)
   }, 20_000);
 
-  test("its etcd calls are storage calls: each measured, and a lease etcd no longer has renews to 0 s", async () => {
+  test('its etcd calls are storage calls: each measured, and a lease etcd no longer has renews to 0 s', async () => {
     const key = `/test-${randomUUID()}/leases/controllers`;
     const calls = new Set<string>();
-    const storage = new EtcdStorage({ endpoints: [etcd.endpoint], onCall: (operation, callKey) => calls.add(`${operation} ${callKey}`) });
+    const storage = new EtcdStorage({
+      endpoints: [etcd.endpoint],
+      onCall: (operation, callKey) => calls.add(`${operation} ${callKey}`),
+    });
     try {
-      const elector = new LeaderElector({ lock: storage.leaseLock(key), identity: 'a', leaseTtlSeconds: 1, onStartedLeading: () => {}, onStoppedLeading: () => {} });
+      const elector = new LeaderElector({
+        lock: storage.leaseLock(key),
+        identity: 'a',
+        leaseTtlSeconds: 1,
+        onStartedLeading: () => {},
+        onStoppedLeading: () => {},
+      });
       elector.start();
       await waitFor('a leader', () => elector.isLeader(), 5000);
       await waitFor('a renewal', () => calls.has(`get ${key}`), 3000);
       await elector.stop();
-      expect([...calls].sort()).toEqual(['create', 'get', 'leaseGrant', 'leaseKeepAlive', 'leaseRevoke', 'watch'].map((op) => `${op} ${key}`));
+      expect([...calls].sort()).toEqual(
+        ['create', 'get', 'leaseGrant', 'leaseKeepAlive', 'leaseRevoke', 'watch'].map((op) => `${op} ${key}`),
+      );
 
       const lock = storage.leaseLock(key);
       const lease = await lock.grant(5);

@@ -40,7 +40,10 @@ const ALL_SECRETS = `${GROUP_PATH}/sharedsecrets`;
 const OPAQUE_TOKEN = /^[A-Za-z0-9_-]+$/;
 
 function expectStatus(res: HttpResponse, code: number, reason: string, message?: string): void {
-  expect({ status: res.status, body: res.body }).toMatchObject({ status: code, body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason } });
+  expect({ status: res.status, body: res.body }).toMatchObject({
+    status: code,
+    body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason },
+  });
   expect(res.headers['content-type']).toMatch(/^application\/json/);
   if (message !== undefined) expect(res.body.message).toBe(message);
 }
@@ -55,7 +58,8 @@ function expectListOptionsInvalid(res: HttpResponse, field: string, detail: stri
   });
 }
 
-const createSecret = (ns: string, name: string, labels?: Record<string, string>) => createSecretAs(ts.admin, ns, name, labels);
+const createSecret = (ns: string, name: string, labels?: Record<string, string>) =>
+  createSecretAs(ts.admin, ns, name, labels);
 
 async function setDisplayName(ns: string, name: string, displayName: string): Promise<any> {
   const res = await ts.admin.patch(sharedSecretPath(ns, name), { spec: { displayName } }, MERGE_PATCH);
@@ -66,7 +70,10 @@ async function setDisplayName(ns: string, name: string, displayName: string): Pr
 /** GET a list and expect 200; `query` is appended as is. */
 async function list(path: string, query = ''): Promise<any> {
   const res = await ts.admin.get(query ? `${path}?${query}` : path);
-  expect({ status: res.status, body: res.body }).toMatchObject({ status: 200, body: { kind: expect.stringMatching(/List$/) } });
+  expect({ status: res.status, body: res.body }).toMatchObject({
+    status: 200,
+    body: { kind: expect.stringMatching(/List$/) },
+  });
   return res.body;
 }
 
@@ -74,7 +81,8 @@ function names(listBody: any): string[] {
   return listBody.items.map((i: any) => i.metadata.name);
 }
 
-const q = (params: Record<string, string | number>) => new URLSearchParams(Object.entries(params).map(([k, v]): [string, string] => [k, String(v)])).toString();
+const q = (params: Record<string, string | number>) =>
+  new URLSearchParams(Object.entries(params).map(([k, v]): [string, string] => [k, String(v)])).toString();
 
 function decodeToken(token: string): any {
   return JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
@@ -119,7 +127,10 @@ describe('label selectors', () => {
     const team = uniq('team');
     const x = uniq('cl');
     const y = uniq('cl');
-    for (const [name, labels] of [[x, { team, role: 'hub' }], [y, { team, role: 'spoke' }]] as const) {
+    for (const [name, labels] of [
+      [x, { team, role: 'hub' }],
+      [y, { team, role: 'spoke' }],
+    ] as const) {
       const res = await ts.admin.post(CLUSTERS_PATH, clusterBody(name, labels));
       expect(res.status).toBe(201);
     }
@@ -128,11 +139,14 @@ describe('label selectors', () => {
     expect(names(await list(CLUSTERS_PATH, q({ labelSelector: `team=${team},role in (hub)` })))).toEqual([x]);
   });
 
-  test.each([['env in (prod'], ['env=prod,'], ['!'], ['env@=x'], ['a b']])('bad label selector syntax %j is 400 BadRequest', async (selector) => {
-    const res = await ts.admin.get(`${sharedSecretsPath(ns)}?${q({ labelSelector: selector })}`);
-    expectStatus(res, 400, 'BadRequest');
-    expect(res.body.message).not.toBe('');
-  });
+  test.each([['env in (prod'], ['env=prod,'], ['!'], ['env@=x'], ['a b']])(
+    'bad label selector syntax %j is 400 BadRequest',
+    async (selector) => {
+      const res = await ts.admin.get(`${sharedSecretsPath(ns)}?${q({ labelSelector: selector })}`);
+      expectStatus(res, 400, 'BadRequest');
+      expect(res.body.message).not.toBe('');
+    },
+  );
 });
 
 describe('field selectors', () => {
@@ -162,13 +176,22 @@ describe('field selectors', () => {
 
   test('across namespaces: metadata.namespace =, ==, != and combined with metadata.name', async () => {
     const pairs = (body: any) => body.items.map((i: any) => `${i.metadata.namespace}/${i.metadata.name}`);
-    expect(pairs(await list(ALL_SECRETS, q({ fieldSelector: `metadata.namespace=${other}` })))).toEqual([`${other}/${elsewhere}`]);
-    expect(pairs(await list(ALL_SECRETS, q({ fieldSelector: `metadata.namespace==${ns}` })))).toEqual([`${ns}/${a}`, `${ns}/${b}`]);
+    expect(pairs(await list(ALL_SECRETS, q({ fieldSelector: `metadata.namespace=${other}` })))).toEqual([
+      `${other}/${elsewhere}`,
+    ]);
+    expect(pairs(await list(ALL_SECRETS, q({ fieldSelector: `metadata.namespace==${ns}` })))).toEqual([
+      `${ns}/${a}`,
+      `${ns}/${b}`,
+    ]);
     const notNs = pairs(await list(ALL_SECRETS, q({ fieldSelector: `metadata.namespace!=${ns}` })));
     expect(notNs).toContain(`${other}/${elsewhere}`);
     expect(notNs.filter((p: string) => p.startsWith(`${ns}/`))).toEqual([]);
-    expect(pairs(await list(ALL_SECRETS, q({ fieldSelector: `metadata.namespace=${ns},metadata.name!=${a}` })))).toEqual([`${ns}/${b}`]);
-    expect(pairs(await list(ALL_SECRETS, q({ fieldSelector: `metadata.name=${elsewhere}` })))).toEqual([`${other}/${elsewhere}`]);
+    expect(
+      pairs(await list(ALL_SECRETS, q({ fieldSelector: `metadata.namespace=${ns},metadata.name!=${a}` }))),
+    ).toEqual([`${ns}/${b}`]);
+    expect(pairs(await list(ALL_SECRETS, q({ fieldSelector: `metadata.name=${elsewhere}` })))).toEqual([
+      `${other}/${elsewhere}`,
+    ]);
   });
 
   test('metadata.name on a cluster-scoped list', async () => {
@@ -184,21 +207,36 @@ describe('field selectors', () => {
     const y = uniq('y');
     await createSecret(nsx, x, { keep: 'yes' });
     await createSecret(nsx, y, { keep: 'yes' });
-    expect(names(await list(sharedSecretsPath(nsx), q({ labelSelector: 'keep=yes', fieldSelector: `metadata.name!=${x}` })))).toEqual([y]);
+    expect(
+      names(await list(sharedSecretsPath(nsx), q({ labelSelector: 'keep=yes', fieldSelector: `metadata.name!=${x}` }))),
+    ).toEqual([y]);
   });
 
-  test('an unsupported field is 400 with kube\'s message', async () => {
+  test("an unsupported field is 400 with kube's message", async () => {
     const res = await ts.admin.get(`${sharedSecretsPath(ns)}?${q({ fieldSelector: 'spec.displayName=x' })}`);
-    expectStatus(res, 400, 'BadRequest', '"spec.displayName" is not a known field selector: only "metadata.name", "metadata.namespace"');
+    expectStatus(
+      res,
+      400,
+      'BadRequest',
+      '"spec.displayName" is not a known field selector: only "metadata.name", "metadata.namespace"',
+    );
     const cl = await ts.admin.get(`${CLUSTERS_PATH}?${q({ fieldSelector: 'status.phase!=Ready' })}`);
-    expectStatus(cl, 400, 'BadRequest', '"status.phase" is not a known field selector: only "metadata.name", "metadata.namespace"');
+    expectStatus(
+      cl,
+      400,
+      'BadRequest',
+      '"status.phase" is not a known field selector: only "metadata.name", "metadata.namespace"',
+    );
   });
 
-  test.each([['metadata.name'], ['metadata.name=a=b'], ['metadata.name=a\\x'], ['=a']])('bad field selector syntax %j is 400 BadRequest', async (selector) => {
-    const res = await ts.admin.get(`${sharedSecretsPath(ns)}?${q({ fieldSelector: selector })}`);
-    expectStatus(res, 400, 'BadRequest');
-    expect(res.body.message).not.toBe('');
-  });
+  test.each([['metadata.name'], ['metadata.name=a=b'], ['metadata.name=a\\x'], ['=a']])(
+    'bad field selector syntax %j is 400 BadRequest',
+    async (selector) => {
+      const res = await ts.admin.get(`${sharedSecretsPath(ns)}?${q({ fieldSelector: selector })}`);
+      expectStatus(res, 400, 'BadRequest');
+      expect(res.body.message).not.toBe('');
+    },
+  );
 });
 
 describe('paging with limit and continue', () => {
@@ -213,7 +251,11 @@ describe('paging with limit and continue', () => {
     expect(page1.metadata.continue).toMatch(OPAQUE_TOKEN);
     const rv = page1.metadata.resourceVersion;
     expect(rv).toMatch(/^[0-9]+$/);
-    expect(decodeToken(page1.metadata.continue)).toMatchObject({ v: 'meta.k8s.io/v1', rv: Number(rv), start: expect.any(String) });
+    expect(decodeToken(page1.metadata.continue)).toMatchObject({
+      v: 'meta.k8s.io/v1',
+      rv: Number(rv),
+      start: expect.any(String),
+    });
 
     // A write between pages is not seen by later pages: they are read at the first page's revision.
     const late = `p9-${uniq('late')}`;
@@ -279,12 +321,20 @@ describe('paging with limit and continue', () => {
     expect(page1.metadata.continue).toMatch(OPAQUE_TOKEN);
     expect(page1.metadata.remainingItemCount).toBeUndefined();
 
-    const page2 = await list(sharedSecretsPath(ns), q({ labelSelector: 'parity=even', limit: 2, continue: page1.metadata.continue }));
+    const page2 = await list(
+      sharedSecretsPath(ns),
+      q({ labelSelector: 'parity=even', limit: 2, continue: page1.metadata.continue }),
+    );
     expect(names(page2)).toEqual(even.slice(2));
     expect(page2.metadata.resourceVersion).toBe(page1.metadata.resourceVersion);
     expect(page2.metadata.remainingItemCount).toBeUndefined();
     const rest = page2.metadata.continue
-      ? names(await list(sharedSecretsPath(ns), q({ labelSelector: 'parity=even', limit: 2, continue: page2.metadata.continue })))
+      ? names(
+          await list(
+            sharedSecretsPath(ns),
+            q({ labelSelector: 'parity=even', limit: 2, continue: page2.metadata.continue }),
+          ),
+        )
       : [];
     expect(rest).toEqual([]);
 
@@ -313,7 +363,11 @@ describe('paging with limit and continue', () => {
     );
     const fresh = res.body.metadata?.continue;
     expect(fresh).toMatch(OPAQUE_TOKEN);
-    expect(decodeToken(fresh)).toEqual({ v: 'meta.k8s.io/v1', rv: -1, start: decodeToken(page1.metadata.continue).start });
+    expect(decodeToken(fresh)).toEqual({
+      v: 'meta.k8s.io/v1',
+      rv: -1,
+      start: decodeToken(page1.metadata.continue).start,
+    });
 
     // The new token continues from the latest data.
     const rest = await list(sharedSecretsPath(ns), q({ limit: 2, continue: fresh }));
@@ -325,7 +379,10 @@ describe('paging with limit and continue', () => {
     ['not base64 JSON', 'garbage!!'],
     ['base64 of junk', Buffer.from('hello').toString('base64url')],
     ['wrong version', Buffer.from(JSON.stringify({ v: 'x', rv: 5, start: 'a\u0000' })).toString('base64url')],
-    ['escaping the prefix', Buffer.from(JSON.stringify({ v: 'meta.k8s.io/v1', rv: 5, start: '../other/a' })).toString('base64url')],
+    [
+      'escaping the prefix',
+      Buffer.from(JSON.stringify({ v: 'meta.k8s.io/v1', rv: 5, start: '../other/a' })).toString('base64url'),
+    ],
     ['rv 0', Buffer.from(JSON.stringify({ v: 'meta.k8s.io/v1', rv: 0, start: 'a\u0000' })).toString('base64url')],
   ])('a garbage continue token (%s) is 400 invalid continue token', async (_why, token) => {
     const res = await ts.admin.get(`${sharedSecretsPath('default')}?${q({ limit: 2, continue: token })}`);
@@ -337,7 +394,9 @@ describe('paging with limit and continue', () => {
     const ns = uniq('paging-rv');
     for (const n of ['a', 'b', 'c']) await createSecret(ns, `${n}-${uniq('x')}`);
     const page1 = await list(sharedSecretsPath(ns), 'limit=1');
-    const res = await ts.admin.get(`${sharedSecretsPath(ns)}?${q({ limit: 1, continue: page1.metadata.continue, resourceVersion: page1.metadata.resourceVersion })}`);
+    const res = await ts.admin.get(
+      `${sharedSecretsPath(ns)}?${q({ limit: 1, continue: page1.metadata.continue, resourceVersion: page1.metadata.resourceVersion })}`,
+    );
     expectStatus(res, 400, 'BadRequest', 'specifying resource version is not allowed when using continue');
   });
 
@@ -348,7 +407,11 @@ describe('paging with limit and continue', () => {
     const res = await ts.admin.get(
       `${sharedSecretsPath(ns)}?${q({ limit: 1, continue: page1.metadata.continue, resourceVersion: page1.metadata.resourceVersion, resourceVersionMatch: 'Exact' })}`,
     );
-    expectListOptionsInvalid(res, 'resourceVersionMatch', 'resourceVersionMatch is forbidden when continue is provided');
+    expectListOptionsInvalid(
+      res,
+      'resourceVersionMatch',
+      'resourceVersionMatch is forbidden when continue is provided',
+    );
   });
 });
 
@@ -356,13 +419,21 @@ describe('ListOptions validation', () => {
   test('resourceVersionMatch without resourceVersion is 422 (ListOptions.meta.k8s.io)', async () => {
     for (const match of ['NotOlderThan', 'Exact']) {
       const res = await ts.admin.get(`${sharedSecretsPath('default')}?resourceVersionMatch=${match}`);
-      expectListOptionsInvalid(res, 'resourceVersionMatch', 'resourceVersionMatch is forbidden unless resourceVersion is provided');
+      expectListOptionsInvalid(
+        res,
+        'resourceVersionMatch',
+        'resourceVersionMatch is forbidden unless resourceVersion is provided',
+      );
     }
   });
 
   test('resourceVersionMatch=Exact with resourceVersion=0 is 422', async () => {
     const res = await ts.admin.get(`${sharedSecretsPath('default')}?resourceVersion=0&resourceVersionMatch=Exact`);
-    expectListOptionsInvalid(res, 'resourceVersionMatch', 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"');
+    expectListOptionsInvalid(
+      res,
+      'resourceVersionMatch',
+      'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+    );
   });
 
   test('sendInitialEvents on a list is 422', async () => {
@@ -375,19 +446,26 @@ describe('ListOptions validation', () => {
   test('an unknown resourceVersionMatch is 422 Unsupported value', async () => {
     const res = await ts.admin.get(`${sharedSecretsPath('default')}?resourceVersion=1&resourceVersionMatch=Latest`);
     expectStatus(res, 422, 'Invalid');
-    expect(res.body.details.causes).toEqual([expect.objectContaining({ reason: 'FieldValueNotSupported', field: 'resourceVersionMatch' })]);
+    expect(res.body.details.causes).toEqual([
+      expect.objectContaining({ reason: 'FieldValueNotSupported', field: 'resourceVersionMatch' }),
+    ]);
   });
 
-  test.each([['abc'], ['-1'], ['1.5'], ['12a']])('a non-numeric resourceVersion %j is 400 invalid resource version', async (rv) => {
-    for (const path of [sharedSecretsPath('default'), CLUSTERS_PATH]) {
-      const res = await ts.admin.get(`${path}?${q({ resourceVersion: rv })}`);
-      expectStatus(res, 400, 'BadRequest');
-      expect(res.body.message).toMatch(/^invalid resource version: /);
-    }
-    const exact = await ts.admin.get(`${sharedSecretsPath('default')}?${q({ resourceVersion: rv, resourceVersionMatch: 'Exact' })}`);
-    expectStatus(exact, 400, 'BadRequest');
-    expect(exact.body.message).toMatch(/^invalid resource version: /);
-  });
+  test.each([['abc'], ['-1'], ['1.5'], ['12a']])(
+    'a non-numeric resourceVersion %j is 400 invalid resource version',
+    async (rv) => {
+      for (const path of [sharedSecretsPath('default'), CLUSTERS_PATH]) {
+        const res = await ts.admin.get(`${path}?${q({ resourceVersion: rv })}`);
+        expectStatus(res, 400, 'BadRequest');
+        expect(res.body.message).toMatch(/^invalid resource version: /);
+      }
+      const exact = await ts.admin.get(
+        `${sharedSecretsPath('default')}?${q({ resourceVersion: rv, resourceVersionMatch: 'Exact' })}`,
+      );
+      expectStatus(exact, 400, 'BadRequest');
+      expect(exact.body.message).toMatch(/^invalid resource version: /);
+    },
+  );
 });
 
 describe('resourceVersion semantics', () => {
@@ -397,7 +475,7 @@ describe('resourceVersion semantics', () => {
     for (const name of all) await createSecret(ns, name);
     // The cache may lag a write by a moment with rv=0 ("any"); it must catch up quickly.
     let body: any;
-    for (const deadline = Date.now() + 5000; ; ) {
+    for (const deadline = Date.now() + 5000; ;) {
       body = await list(sharedSecretsPath(ns), 'resourceVersion=0&limit=1');
       if (body.items.length === 3 || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 50));
@@ -414,13 +492,21 @@ describe('resourceVersion semantics', () => {
     await createSecret(ns, name);
     const updated = await setDisplayName(ns, name, 'v2');
     const rv = updated.metadata.resourceVersion;
-    for (const query of [q({ resourceVersion: rv }), q({ resourceVersion: rv, resourceVersionMatch: 'NotOlderThan' })]) {
+    for (const query of [
+      q({ resourceVersion: rv }),
+      q({ resourceVersion: rv, resourceVersionMatch: 'NotOlderThan' }),
+    ]) {
       const body = await list(sharedSecretsPath(ns), query);
       expect(Number(body.metadata.resourceVersion)).toBeGreaterThanOrEqual(Number(rv));
-      expect(body.items.map((o: any) => [o.metadata.name, o.spec.displayName, o.metadata.resourceVersion])).toEqual([[name, 'v2', rv]]);
+      expect(body.items.map((o: any) => [o.metadata.name, o.spec.displayName, o.metadata.resourceVersion])).toEqual([
+        [name, 'v2', rv],
+      ]);
     }
     // An older N is served too (not older than N), with the latest state.
-    const older = await list(sharedSecretsPath(ns), q({ resourceVersion: Number(rv) - 1, resourceVersionMatch: 'NotOlderThan' }));
+    const older = await list(
+      sharedSecretsPath(ns),
+      q({ resourceVersion: Number(rv) - 1, resourceVersionMatch: 'NotOlderThan' }),
+    );
     expect(Number(older.metadata.resourceVersion)).toBeGreaterThanOrEqual(Number(rv));
     expect(older.items[0].spec.displayName).toBe('v2');
   });
@@ -451,7 +537,9 @@ describe('resourceVersion semantics', () => {
 
     const exact = await list(sharedSecretsPath(ns), q({ resourceVersion: r1, resourceVersionMatch: 'Exact' }));
     expect(exact.metadata.resourceVersion).toBe(r1);
-    expect(exact.items.map((o: any) => [o.metadata.name, o.spec.displayName, o.metadata.resourceVersion])).toEqual([[name, `Secret ${name}`, r1]]);
+    expect(exact.items.map((o: any) => [o.metadata.name, o.spec.displayName, o.metadata.resourceVersion])).toEqual([
+      [name, `Secret ${name}`, r1],
+    ]);
 
     // With a limit and no match, resourceVersion=N is the legacy exact read too (and pages at N).
     const legacy = await list(sharedSecretsPath(ns), q({ resourceVersion: r1, limit: 10 }));
@@ -467,9 +555,13 @@ describe('resourceVersion semantics', () => {
     const created = await createSecret(ns, uniq('ec'));
     await setDisplayName(ns, created.metadata.name, 'v2');
     await compactNow();
-    const res = await ts.admin.get(`${sharedSecretsPath(ns)}?${q({ resourceVersion: created.metadata.resourceVersion, resourceVersionMatch: 'Exact' })}`);
+    const res = await ts.admin.get(
+      `${sharedSecretsPath(ns)}?${q({ resourceVersion: created.metadata.resourceVersion, resourceVersionMatch: 'Exact' })}`,
+    );
     expectStatus(res, 410, 'Expired', 'The resourceVersion for the provided list is too old.');
-    const legacy = await ts.admin.get(`${sharedSecretsPath(ns)}?${q({ resourceVersion: created.metadata.resourceVersion, limit: 5 })}`);
+    const legacy = await ts.admin.get(
+      `${sharedSecretsPath(ns)}?${q({ resourceVersion: created.metadata.resourceVersion, limit: 5 })}`,
+    );
     expectStatus(legacy, 410, 'Expired', 'The resourceVersion for the provided list is too old.');
   });
 
@@ -509,15 +601,20 @@ describe('resourceVersion semantics', () => {
         const body = await list(path);
         const got = body.items.find((o: any) => o.metadata.namespace === ns && o.metadata.name === name);
         const cnt = body.items.find((o: any) => o.metadata.namespace === ns && o.metadata.name === counter);
-        if (!got || got.metadata.resourceVersion !== created.metadata.resourceVersion) failures.push(`round ${i}: ${name} missing from ${path}`);
-        if (cnt?.spec.displayName !== `round ${i}`) failures.push(`round ${i}: counter shows ${cnt?.spec.displayName} in ${path}`);
+        if (!got || got.metadata.resourceVersion !== created.metadata.resourceVersion)
+          failures.push(`round ${i}: ${name} missing from ${path}`);
+        if (cnt?.spec.displayName !== `round ${i}`)
+          failures.push(`round ${i}: counter shows ${cnt?.spec.displayName} in ${path}`);
         if (Number(body.metadata.resourceVersion) < Number(patched.metadata.resourceVersion)) {
-          failures.push(`round ${i}: list rv ${body.metadata.resourceVersion} < write rv ${patched.metadata.resourceVersion}`);
+          failures.push(
+            `round ${i}: list rv ${body.metadata.resourceVersion} < write rv ${patched.metadata.resourceVersion}`,
+          );
         }
       }
       // A GET without resourceVersion is always current, too.
       const got = await ts.admin.get(sharedSecretPath(ns, counter));
-      if (got.body?.spec?.displayName !== `round ${i}`) failures.push(`round ${i}: GET shows ${got.body?.spec?.displayName}`);
+      if (got.body?.spec?.displayName !== `round ${i}`)
+        failures.push(`round ${i}: GET shows ${got.body?.spec?.displayName}`);
     }
     expect(failures).toEqual([]);
   }, 60_000);
@@ -561,7 +658,13 @@ describe('list shapes', () => {
 
   test('an empty list has items: [] on every read path', async () => {
     const ns = uniq('empty');
-    for (const query of ['', 'limit=5', 'resourceVersion=0', 'labelSelector=none%3Dhere', 'fieldSelector=metadata.name%3Dnope']) {
+    for (const query of [
+      '',
+      'limit=5',
+      'resourceVersion=0',
+      'labelSelector=none%3Dhere',
+      'fieldSelector=metadata.name%3Dnope',
+    ]) {
       const res = await ts.admin.get(query ? `${sharedSecretsPath(ns)}?${query}` : sharedSecretsPath(ns));
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ apiVersion: API_VERSION, kind: 'SharedSecretList', items: [] });
@@ -577,10 +680,22 @@ describe('list shapes', () => {
     const ns = uniq('pom');
     const name = uniq('pom');
     await createSecret(ns, name, { a: 'b' });
-    const res = await ts.admin.get(sharedSecretsPath(ns), { headers: { Accept: 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1' } });
+    const res = await ts.admin.get(sharedSecretsPath(ns), {
+      headers: { Accept: 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1' },
+    });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ kind: 'PartialObjectMetadataList', apiVersion: 'meta.k8s.io/v1', metadata: { resourceVersion: expect.stringMatching(/^[0-9]+$/) } });
-    expect(res.body.items).toEqual([{ kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: expect.objectContaining({ name, namespace: ns, labels: { a: 'b' } }) }]);
+    expect(res.body).toMatchObject({
+      kind: 'PartialObjectMetadataList',
+      apiVersion: 'meta.k8s.io/v1',
+      metadata: { resourceVersion: expect.stringMatching(/^[0-9]+$/) },
+    });
+    expect(res.body.items).toEqual([
+      {
+        kind: 'PartialObjectMetadata',
+        apiVersion: 'meta.k8s.io/v1',
+        metadata: expect.objectContaining({ name, namespace: ns, labels: { a: 'b' } }),
+      },
+    ]);
   });
 });
 
@@ -591,10 +706,15 @@ describe('GET with a resourceVersion', () => {
     const created = await createSecret(ns, name);
     const got0 = await ts.admin.get(`${sharedSecretPath(ns, name)}?resourceVersion=0`);
     expect(got0.status).toBe(200);
-    expect(got0.body).toMatchObject({ kind: 'SharedSecret', metadata: { name, namespace: ns, uid: created.metadata.uid } });
+    expect(got0.body).toMatchObject({
+      kind: 'SharedSecret',
+      metadata: { name, namespace: ns, uid: created.metadata.uid },
+    });
 
     const updated = await setDisplayName(ns, name, 'v2');
-    const gotN = await ts.admin.get(`${sharedSecretPath(ns, name)}?resourceVersion=${updated.metadata.resourceVersion}`);
+    const gotN = await ts.admin.get(
+      `${sharedSecretPath(ns, name)}?resourceVersion=${updated.metadata.resourceVersion}`,
+    );
     expect(gotN.status).toBe(200);
     expect(gotN.body).toEqual(updated);
 

@@ -39,7 +39,10 @@ async function scrape(client: HttpClient = root): Promise<Sample[]> {
   return parseSamples(res.text);
 }
 
-const secret = (name: string) => ({ metadata: { name }, spec: { data: { token: Buffer.from('x').toString('base64') } } });
+const secret = (name: string) => ({
+  metadata: { name },
+  spec: { data: { token: Buffer.from('x').toString('base64') } },
+});
 
 test('only those allowed read /metrics: system:masters yes, another user 403, no credentials 401', async () => {
   const res = await root.get('/metrics');
@@ -49,7 +52,11 @@ test('only those allowed read /metrics: system:masters yes, another user 403, no
 
   const forbidden = await alice.get('/metrics');
   expect(forbidden.status).toBe(403);
-  expect(forbidden.body).toMatchObject({ kind: 'Status', reason: 'Forbidden', message: 'forbidden: User "alice" cannot get path "/metrics"' });
+  expect(forbidden.body).toMatchObject({
+    kind: 'Status',
+    reason: 'Forbidden',
+    message: 'forbidden: User "alice" cannot get path "/metrics"',
+  });
   const anonymous = await ts.anonymous.get('/metrics');
   expect(anonymous.status).toBe(401);
   expect(anonymous.body).toMatchObject({ kind: 'Status', reason: 'Unauthorized' });
@@ -62,7 +69,14 @@ test('requests are counted with kube verbs, scopes and codes, including refusals
   expect((await root.get(`${GROUP_PATH}/sharedsecrets`)).status).toBe(200);
   expect((await root.get(`${SECRETS}/missing`)).status).toBe(404);
   const applied = { apiVersion: `${GROUP}/v1`, kind: 'SharedSecret', ...secret('applied') };
-  expect((await root.request('PATCH', `${SECRETS}/applied?fieldManager=metrics-test`, { body: JSON.stringify(applied), contentType: 'application/apply-patch+yaml' })).status).toBe(201);
+  expect(
+    (
+      await root.request('PATCH', `${SECRETS}/applied?fieldManager=metrics-test`, {
+        body: JSON.stringify(applied),
+        contentType: 'application/apply-patch+yaml',
+      })
+    ).status,
+  ).toBe(201);
   expect((await root.post(`${SECRETS}?dryRun=All`, secret('dry'))).status).toBe(201);
   expect((await ts.anonymous.get(SECRETS)).status).toBe(401);
   expect((await alice.delete(`${SECRETS}/a`)).status).toBe(403);
@@ -85,15 +99,38 @@ test('requests are counted with kube verbs, scopes and codes, including refusals
   expect(count({ verb: 'GET', group: '', resource: '', subresource: '/healthz', scope: '', code: '200' })).toBe(1);
   // Paths and resources this server does not serve never become label values.
   expect(count({ subresource: 'other', code: '404' })).toBeGreaterThanOrEqual(1);
-  expect(find(s, 'apiserver_request_total').filter((x) => /wp-admin|nothings/.test(JSON.stringify(x.labels)))).toEqual([]);
+  expect(find(s, 'apiserver_request_total').filter((x) => /wp-admin|nothings/.test(JSON.stringify(x.labels)))).toEqual(
+    [],
+  );
   expect(count({ group: '', resource: '', verb: 'LIST', scope: 'cluster', code: '404' })).toBe(1);
 
   const posted = { ...resource, verb: 'POST', scope: 'resource', dry_run: '' };
   expect(total(s, 'apiserver_request_duration_seconds_count', posted)).toBe(1);
   expect(total(s, 'apiserver_request_duration_seconds_bucket', { ...posted, le: '60' })).toBe(1);
-  expect(find(s, 'apiserver_request_duration_seconds_bucket', posted).map((b) => b.labels.le)).toEqual(
-    ['0.05', '0.1', '0.2', '0.4', '0.6', '0.8', '1', '1.25', '1.5', '2', '3', '4', '5', '6', '8', '10', '15', '20', '30', '45', '60', '+Inf'],
-  );
+  expect(find(s, 'apiserver_request_duration_seconds_bucket', posted).map((b) => b.labels.le)).toEqual([
+    '0.05',
+    '0.1',
+    '0.2',
+    '0.4',
+    '0.6',
+    '0.8',
+    '1',
+    '1.25',
+    '1.5',
+    '2',
+    '3',
+    '4',
+    '5',
+    '6',
+    '8',
+    '10',
+    '15',
+    '20',
+    '30',
+    '45',
+    '60',
+    '+Inf',
+  ]);
 });
 
 test('an open watch is a long-running request until it ends', async () => {
@@ -142,12 +179,17 @@ test('the watch cache reports the objects it holds, its revision, and how far it
 test('etcd calls are timed by operation and object type', async () => {
   expect((await root.post(SECRETS, secret('timed'))).status).toBe(201);
   const s = await scrape();
-  expect(total(s, 'etcd_request_duration_seconds_count', { operation: 'create', type: `sharedsecrets.${GROUP}` })).toBeGreaterThanOrEqual(1);
+  expect(
+    total(s, 'etcd_request_duration_seconds_count', { operation: 'create', type: `sharedsecrets.${GROUP}` }),
+  ).toBeGreaterThanOrEqual(1);
   expect(find(s, 'etcd_request_duration_seconds_count').every((x) => !x.labels.type.includes('/'))).toBe(true);
 });
 
 test('controllers: the leader reports it, and the garbage collector queue counts what it is given', async () => {
-  await waitFor('this replica to lead', async () => total(await scrape(), 'leader_election_master_status', { name: 'controllers' }) === 1);
+  await waitFor(
+    'this replica to lead',
+    async () => total(await scrape(), 'leader_election_master_status', { name: 'controllers' }) === 1,
+  );
   const before = total(await scrape(), 'workqueue_adds_total', { name: 'garbage-collector' });
   expect((await root.post(SECRETS, secret('queued'))).status).toBe(201);
   const s = await waitFor('the garbage collector to queue the new object', async () => {
@@ -167,7 +209,11 @@ describe('--authorization-always-allow-paths', () => {
   let open: TestServer;
 
   beforeAll(async () => {
-    open = await startTestServerWithUsers({ root: ['system:masters'] }, { authorizationAlwaysAllowPaths: ['/metrics', '/livez'] }, etcd);
+    open = await startTestServerWithUsers(
+      { root: ['system:masters'] },
+      { authorizationAlwaysAllowPaths: ['/metrics', '/livez'] },
+      etcd,
+    );
   }, 60_000);
 
   afterAll(async () => {

@@ -6,7 +6,19 @@
 import { describe, test, expect } from '@jest/globals';
 import type { TestServer } from '../support/server.js';
 import type { HttpResponse } from '../support/http.js';
-import { API_VERSION, CLUSTERS_PATH, GROUP, JSON_PATCH, MERGE_PATCH, clusterPath, sharedSecretPath, sharedSecretsPath, uniq, useServerWithPeek, type EtcdPeek } from '../support/fixtures.js';
+import {
+  API_VERSION,
+  CLUSTERS_PATH,
+  GROUP,
+  JSON_PATCH,
+  MERGE_PATCH,
+  clusterPath,
+  sharedSecretPath,
+  sharedSecretsPath,
+  uniq,
+  useServerWithPeek,
+  type EtcdPeek,
+} from '../support/fixtures.js';
 
 const NS = 'rules';
 const NAME_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
@@ -20,7 +32,10 @@ const secrets = (ns = NS) => sharedSecretsPath(ns);
 const secret = (name: string, ns = NS) => sharedSecretPath(ns, name);
 
 function expectStatus(res: HttpResponse, code: number, reason: string, message?: string): void {
-  expect({ status: res.status, body: res.body }).toMatchObject({ status: code, body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason } });
+  expect({ status: res.status, body: res.body }).toMatchObject({
+    status: code,
+    body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason },
+  });
   if (message !== undefined) expect(res.body.message).toContain(message);
 }
 
@@ -59,7 +74,10 @@ async function expectUnchanged(name: string, before: any): Promise<void> {
 describe('uid and creationTimestamp', () => {
   test('are set by the server on create; client-sent values are ignored', async () => {
     const name = uniq('sysfields');
-    const res = await ts.admin.post(secrets(), secretBody(name, { metadata: { name, uid: 'client-chosen-uid', creationTimestamp: '2001-01-01T00:00:00Z' } }));
+    const res = await ts.admin.post(
+      secrets(),
+      secretBody(name, { metadata: { name, uid: 'client-chosen-uid', creationTimestamp: '2001-01-01T00:00:00Z' } }),
+    );
     expect(res.status).toBe(201);
     expect(res.body.metadata.uid).not.toBe('client-chosen-uid');
     expect(res.body.metadata.uid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
@@ -93,37 +111,73 @@ describe('uid and creationTimestamp', () => {
     expect(merge.status).toBe(200);
     expect(merge.body.metadata).toMatchObject({ uid, creationTimestamp });
 
-    const json = await ts.admin.patch(secret(name), [{ op: 'replace', path: '/spec/displayName', value: 'json' }], JSON_PATCH);
+    const json = await ts.admin.patch(
+      secret(name),
+      [{ op: 'replace', path: '/spec/displayName', value: 'json' }],
+      JSON_PATCH,
+    );
     expect(json.status).toBe(200);
     expect(json.body.metadata).toMatchObject({ uid, creationTimestamp });
 
     expect((await getSecret(name)).metadata).toMatchObject({ uid, creationTimestamp });
-    expect((await peek.entry(peek.sharedSecretKey(NS, name)))?.value.metadata).toMatchObject({ uid, creationTimestamp });
+    expect((await peek.entry(peek.sharedSecretKey(NS, name)))?.value.metadata).toMatchObject({
+      uid,
+      creationTimestamp,
+    });
   });
 
   test('a PUT with a different uid is 409 Conflict and changes nothing', async () => {
     const name = uniq('put-uid');
     const created = await createSecret(name);
-    const res = await ts.admin.put(secret(name), { ...created, metadata: { ...created.metadata, uid: '00000000-0000-0000-0000-000000000000' }, spec: { displayName: 'x' } });
-    expectStatus(res, 409, 'Conflict', `Operation cannot be fulfilled on sharedsecrets.management.platform.sh "${name}"`);
+    const res = await ts.admin.put(secret(name), {
+      ...created,
+      metadata: { ...created.metadata, uid: '00000000-0000-0000-0000-000000000000' },
+      spec: { displayName: 'x' },
+    });
+    expectStatus(
+      res,
+      409,
+      'Conflict',
+      `Operation cannot be fulfilled on sharedsecrets.management.platform.sh "${name}"`,
+    );
     await expectUnchanged(name, created);
   });
 
   test('changing uid via patch is 422 "field is immutable" and changes nothing', async () => {
     const name = uniq('patch-uid');
     const created = await createSecret(name);
-    const res = await ts.admin.patch(secret(name), { metadata: { uid: '00000000-0000-0000-0000-000000000000' } }, MERGE_PATCH);
+    const res = await ts.admin.patch(
+      secret(name),
+      { metadata: { uid: '00000000-0000-0000-0000-000000000000' } },
+      MERGE_PATCH,
+    );
     expectStatus(res, 422, 'Invalid', 'field is immutable');
-    expect(causes(res)).toContainEqual(expect.objectContaining({ field: 'metadata.uid', reason: 'FieldValueInvalid', message: expect.stringContaining('field is immutable') }));
+    expect(causes(res)).toContainEqual(
+      expect.objectContaining({
+        field: 'metadata.uid',
+        reason: 'FieldValueInvalid',
+        message: expect.stringContaining('field is immutable'),
+      }),
+    );
     await expectUnchanged(name, created);
   });
 
   test('changing creationTimestamp via patch is 422 "field is immutable" and changes nothing', async () => {
     const name = uniq('patch-ctime');
     const created = await createSecret(name);
-    const res = await ts.admin.patch(secret(name), [{ op: 'replace', path: '/metadata/creationTimestamp', value: '2001-01-01T00:00:00Z' }], JSON_PATCH);
+    const res = await ts.admin.patch(
+      secret(name),
+      [{ op: 'replace', path: '/metadata/creationTimestamp', value: '2001-01-01T00:00:00Z' }],
+      JSON_PATCH,
+    );
     expectStatus(res, 422, 'Invalid', 'field is immutable');
-    expect(causes(res)).toContainEqual(expect.objectContaining({ field: 'metadata.creationTimestamp', reason: 'FieldValueInvalid', message: expect.stringContaining('field is immutable') }));
+    expect(causes(res)).toContainEqual(
+      expect.objectContaining({
+        field: 'metadata.creationTimestamp',
+        reason: 'FieldValueInvalid',
+        message: expect.stringContaining('field is immutable'),
+      }),
+    );
     await expectUnchanged(name, created);
   });
 });
@@ -141,7 +195,10 @@ describe('selfLink', () => {
     expect(list.body.metadata).not.toHaveProperty('selfLink');
     for (const item of list.body.items) expect(item.metadata).not.toHaveProperty('selfLink');
 
-    const put = await ts.admin.put(secret(name), { ...created.body, metadata: { ...created.body.metadata, selfLink: link } });
+    const put = await ts.admin.put(secret(name), {
+      ...created.body,
+      metadata: { ...created.body.metadata, selfLink: link },
+    });
     expect(put.status).toBe(200);
     expect(put.body.metadata).not.toHaveProperty('selfLink');
 
@@ -183,7 +240,7 @@ describe('resourceVersion', () => {
     expect(entry?.value.metadata).not.toHaveProperty('resourceVersion');
   });
 
-  test('PUT with a stale resourceVersion is 409 Conflict with kube\'s message and changes nothing', async () => {
+  test("PUT with a stale resourceVersion is 409 Conflict with kube's message and changes nothing", async () => {
     const name = uniq('stale');
     const created = await createSecret(name);
     const first = await ts.admin.put(secret(name), { ...created, spec: { displayName: 'first writer' } });
@@ -201,7 +258,11 @@ describe('resourceVersion', () => {
     const name = uniq('stale-patch');
     const created = await createSecret(name);
     const current = (await ts.admin.patch(secret(name), { spec: { displayName: 'moved on' } }, MERGE_PATCH)).body;
-    const res = await ts.admin.patch(secret(name), { metadata: { resourceVersion: created.metadata.resourceVersion }, spec: { displayName: 'late' } }, MERGE_PATCH);
+    const res = await ts.admin.patch(
+      secret(name),
+      { metadata: { resourceVersion: created.metadata.resourceVersion }, spec: { displayName: 'late' } },
+      MERGE_PATCH,
+    );
     expectStatus(res, 409, 'Conflict', 'the object has been modified');
     await expectUnchanged(name, current);
   });
@@ -214,8 +275,15 @@ describe('resourceVersion', () => {
     body.spec.displayName = 'unconditional';
     const res = await ts.admin.put(secret(name), body);
     expectStatus(res, 422, 'Invalid', 'must be specified for an update');
-    expect(res.body.message).toBe(`sharedsecrets.management.platform.sh "${name}" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update`);
-    expect(causes(res)).toContainEqual(expect.objectContaining({ field: 'metadata.resourceVersion', message: expect.stringContaining('must be specified for an update') }));
+    expect(res.body.message).toBe(
+      `sharedsecrets.management.platform.sh "${name}" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update`,
+    );
+    expect(causes(res)).toContainEqual(
+      expect.objectContaining({
+        field: 'metadata.resourceVersion',
+        message: expect.stringContaining('must be specified for an update'),
+      }),
+    );
     await expectUnchanged(name, created);
   });
 
@@ -225,10 +293,18 @@ describe('resourceVersion', () => {
     const put = await ts.admin.put(secret(name), created);
     expect(put.status).toBe(200);
     expect(put.body).toEqual(created);
-    const patch = await ts.admin.patch(secret(name), { metadata: { labels: { a: 'b' } }, spec: { displayName: created.spec.displayName } }, MERGE_PATCH);
+    const patch = await ts.admin.patch(
+      secret(name),
+      { metadata: { labels: { a: 'b' } }, spec: { displayName: created.spec.displayName } },
+      MERGE_PATCH,
+    );
     expect(patch.status).toBe(200);
     expect(patch.body.metadata.resourceVersion).toBe(created.metadata.resourceVersion);
-    const jsonTest = await ts.admin.patch(secret(name), [{ op: 'test', path: '/metadata/labels/a', value: 'b' }], JSON_PATCH);
+    const jsonTest = await ts.admin.patch(
+      secret(name),
+      [{ op: 'test', path: '/metadata/labels/a', value: 'b' }],
+      JSON_PATCH,
+    );
     expect(jsonTest.status).toBe(200);
     expect(jsonTest.body.metadata.resourceVersion).toBe(created.metadata.resourceVersion);
     await expectUnchanged(name, created);
@@ -293,11 +369,19 @@ describe('generation', () => {
     expect(labels.body.metadata.generation).toBe(2);
     expect(labels.body.metadata.resourceVersion).not.toBe(put.body.metadata.resourceVersion);
 
-    const status = await ts.admin.patch(`${secret(name)}/status`, { status: { conditions: [{ type: 'Ready', status: 'True' }] } }, MERGE_PATCH);
+    const status = await ts.admin.patch(
+      `${secret(name)}/status`,
+      { status: { conditions: [{ type: 'Ready', status: 'True' }] } },
+      MERGE_PATCH,
+    );
     expect(status.status).toBe(200);
     expect(status.body.metadata.generation).toBe(2);
 
-    const spec = await ts.admin.patch(secret(name), [{ op: 'add', path: '/spec/description', value: 'v3' }], JSON_PATCH);
+    const spec = await ts.admin.patch(
+      secret(name),
+      [{ op: 'add', path: '/spec/description', value: 'v3' }],
+      JSON_PATCH,
+    );
     expect(spec.status).toBe(200);
     expect(spec.body.metadata.generation).toBe(3);
 
@@ -332,7 +416,12 @@ describe('immutable name and namespace', () => {
     const created = await createSecret(name);
     const other = uniq('renamed-patch');
     const res = await ts.admin.patch(secret(name), { metadata: { name: other } }, MERGE_PATCH);
-    expectStatus(res, 400, 'BadRequest', `the name of the object (${other}) does not match the name on the URL (${name})`);
+    expectStatus(
+      res,
+      400,
+      'BadRequest',
+      `the name of the object (${other}) does not match the name on the URL (${name})`,
+    );
     await expectUnchanged(name, created);
     expect((await ts.admin.get(secret(other))).status).toBe(404);
   });
@@ -340,10 +429,23 @@ describe('immutable name and namespace', () => {
   test('changing the namespace (PUT or patch) is 400 and changes nothing', async () => {
     const name = uniq('move-ns');
     const created = await createSecret(name);
-    const put = await ts.admin.put(secret(name), { ...created, metadata: { ...created.metadata, namespace: 'elsewhere' } });
-    expectStatus(put, 400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
+    const put = await ts.admin.put(secret(name), {
+      ...created,
+      metadata: { ...created.metadata, namespace: 'elsewhere' },
+    });
+    expectStatus(
+      put,
+      400,
+      'BadRequest',
+      'the namespace of the provided object does not match the namespace sent on the request',
+    );
     const patch = await ts.admin.patch(secret(name), { metadata: { namespace: 'elsewhere' } }, MERGE_PATCH);
-    expectStatus(patch, 400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
+    expectStatus(
+      patch,
+      400,
+      'BadRequest',
+      'the namespace of the provided object does not match the namespace sent on the request',
+    );
     await expectUnchanged(name, created);
     expect((await ts.admin.get(secret(name, 'elsewhere'))).status).toBe(404);
   });
@@ -351,7 +453,12 @@ describe('immutable name and namespace', () => {
   test('a create whose body namespace differs from the URL is 400 and stores nothing', async () => {
     const name = uniq('create-ns');
     const res = await ts.admin.post(secrets(), secretBody(name, { metadata: { name, namespace: 'elsewhere' } }));
-    expectStatus(res, 400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
+    expectStatus(
+      res,
+      400,
+      'BadRequest',
+      'the namespace of the provided object does not match the namespace sent on the request',
+    );
     expect((await ts.admin.get(secret(name))).status).toBe(404);
     expect((await ts.admin.get(secret(name, 'elsewhere'))).status).toBe(404);
   });
@@ -390,11 +497,22 @@ describe('status subresource', () => {
   test('PATCH to /status changes only status', async () => {
     const name = uniq('st-patch');
     const created = await createSecret(name);
-    const res = await ts.admin.patch(`${secret(name)}/status`, { spec: { displayName: 'sneaky' }, status: ready }, MERGE_PATCH);
+    const res = await ts.admin.patch(
+      `${secret(name)}/status`,
+      { spec: { displayName: 'sneaky' }, status: ready },
+      MERGE_PATCH,
+    );
     expect(res.status).toBe(200);
     expect(res.body.status).toEqual(ready);
     expect(res.body.spec).toEqual(created.spec);
-    const json = await ts.admin.patch(`${secret(name)}/status`, [{ op: 'replace', path: '/spec/displayName', value: 'sneaky' }, { op: 'replace', path: '/status/conditions/0/status', value: 'False' }], JSON_PATCH);
+    const json = await ts.admin.patch(
+      `${secret(name)}/status`,
+      [
+        { op: 'replace', path: '/spec/displayName', value: 'sneaky' },
+        { op: 'replace', path: '/status/conditions/0/status', value: 'False' },
+      ],
+      JSON_PATCH,
+    );
     expect(json.status).toBe(200);
     expect(json.body.status.conditions[0].status).toBe('False');
     expect(json.body.spec).toEqual(created.spec);
@@ -409,7 +527,11 @@ describe('status subresource', () => {
     const withStatus = await ts.admin.patch(`${secret(name)}/status`, { status: ready }, MERGE_PATCH);
     expect(withStatus.status).toBe(200);
 
-    const put = await ts.admin.put(secret(name), { ...withStatus.body, spec: { displayName: 'new spec' }, status: { conditions: [{ type: 'Ready', status: 'False' }] } });
+    const put = await ts.admin.put(secret(name), {
+      ...withStatus.body,
+      spec: { displayName: 'new spec' },
+      status: { conditions: [{ type: 'Ready', status: 'False' }] },
+    });
     expect(put.status).toBe(200);
     expect(put.body.spec).toEqual({ displayName: 'new spec' });
     expect(put.body.status).toEqual(ready);
@@ -432,11 +554,19 @@ describe('status subresource', () => {
   test('cluster status: /status writes only status, main writes keep it', async () => {
     const name = uniq('st-cl');
     const created = (await ts.admin.post(CLUSTERS_PATH, { metadata: { name }, spec: { local: true } })).body;
-    const st = await ts.admin.patch(`${clusterPath(name)}/status`, { spec: { unusable: true }, status: { phase: 'Ready', nodes: 3 } }, MERGE_PATCH);
+    const st = await ts.admin.patch(
+      `${clusterPath(name)}/status`,
+      { spec: { unusable: true }, status: { phase: 'Ready', nodes: 3 } },
+      MERGE_PATCH,
+    );
     expect(st.status).toBe(200);
     expect(st.body.status).toEqual({ phase: 'Ready', nodes: 3 });
     expect(st.body.spec).toEqual(created.spec);
-    const main = await ts.admin.patch(clusterPath(name), { spec: { unusable: true }, status: { phase: 'Gone' } }, MERGE_PATCH);
+    const main = await ts.admin.patch(
+      clusterPath(name),
+      { spec: { unusable: true }, status: { phase: 'Gone' } },
+      MERGE_PATCH,
+    );
     expect(main.status).toBe(200);
     expect(main.body.spec.unusable).toBe(true);
     expect(main.body.status).toEqual({ phase: 'Ready', nodes: 3 });
@@ -445,9 +575,15 @@ describe('status subresource', () => {
   test('a status write with an invalid status is 422 and changes nothing', async () => {
     const name = uniq('st-invalid');
     const created = await createSecret(name);
-    const res = await ts.admin.patch(`${secret(name)}/status`, { status: { conditions: [{ reason: 'NoType' }] } }, MERGE_PATCH);
+    const res = await ts.admin.patch(
+      `${secret(name)}/status`,
+      { status: { conditions: [{ reason: 'NoType' }] } },
+      MERGE_PATCH,
+    );
     expectStatus(res, 422, 'Invalid');
-    expect(causes(res).map((c) => c.field)).toEqual(expect.arrayContaining(['status.conditions[0].type', 'status.conditions[0].status']));
+    expect(causes(res).map((c) => c.field)).toEqual(
+      expect.arrayContaining(['status.conditions[0].type', 'status.conditions[0].status']),
+    );
     await expectUnchanged(name, created);
   });
 });
@@ -471,7 +607,11 @@ describe('patch failures', () => {
   test('a JSON patch with a path that does not exist is 422 and changes nothing', async () => {
     const name = uniq('jp-path');
     const created = await createSecret(name);
-    const res = await ts.admin.patch(secret(name), [{ op: 'replace', path: '/spec/nothing/here', value: 'x' }], JSON_PATCH);
+    const res = await ts.admin.patch(
+      secret(name),
+      [{ op: 'replace', path: '/spec/nothing/here', value: 'x' }],
+      JSON_PATCH,
+    );
     expectStatus(res, 422, 'Invalid', 'the server rejected our request due to an error in our request');
     const remove = await ts.admin.patch(secret(name), [{ op: 'remove', path: '/metadata/labels/absent' }], JSON_PATCH);
     expectStatus(remove, 422, 'Invalid');
@@ -491,16 +631,24 @@ describe('patch failures', () => {
     const created = await createSecret(name);
     const res = await ts.admin.patch(secret(name), { spec: { data: { 'bad key': 'dmFsdWU=' } } }, MERGE_PATCH);
     expectStatus(res, 422, 'Invalid', `SharedSecret.management.platform.sh "${name}" is invalid`);
-    expect(causes(res)).toContainEqual(expect.objectContaining({ field: 'spec.data[bad key]', reason: 'FieldValueInvalid' }));
+    expect(causes(res)).toContainEqual(
+      expect.objectContaining({ field: 'spec.data[bad key]', reason: 'FieldValueInvalid' }),
+    );
     await expectUnchanged(name, created);
   });
 
   test('a JSON patch whose result is invalid is 422 and changes nothing', async () => {
     const name = uniq('jp-invalid');
     const created = await createSecret(name);
-    const res = await ts.admin.patch(secret(name), [{ op: 'add', path: '/metadata/labels', value: { 'bad key!': 'v' } }], JSON_PATCH);
+    const res = await ts.admin.patch(
+      secret(name),
+      [{ op: 'add', path: '/metadata/labels', value: { 'bad key!': 'v' } }],
+      JSON_PATCH,
+    );
     expectStatus(res, 422, 'Invalid');
-    expect(causes(res)).toContainEqual(expect.objectContaining({ field: 'metadata.labels', reason: 'FieldValueInvalid' }));
+    expect(causes(res)).toContainEqual(
+      expect.objectContaining({ field: 'metadata.labels', reason: 'FieldValueInvalid' }),
+    );
     await expectUnchanged(name, created);
   });
 
@@ -518,7 +666,11 @@ describe('dryRun', () => {
     const name = uniq('dry-create');
     const res = await ts.admin.post(`${secrets()}?dryRun=All`, secretBody(name));
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ kind: 'SharedSecret', metadata: { name, namespace: NS, generation: 1 }, spec: secretBody(name).spec });
+    expect(res.body).toMatchObject({
+      kind: 'SharedSecret',
+      metadata: { name, namespace: NS, generation: 1 },
+      spec: secretBody(name).spec,
+    });
     expect(res.body.metadata.uid).toMatch(/^[0-9a-f-]{36}$/);
     expect(res.body.metadata.creationTimestamp).toBeDefined();
     expect(res.body.metadata.resourceVersion).toBeUndefined();
@@ -547,13 +699,25 @@ describe('dryRun', () => {
   test('dryRun=All on PATCH (merge and JSON) stores nothing', async () => {
     const name = uniq('dry-patch');
     const created = await createSecret(name);
-    const merge = await ts.admin.patch(`${secret(name)}?dryRun=All`, { spec: { displayName: 'dry merge' } }, MERGE_PATCH);
+    const merge = await ts.admin.patch(
+      `${secret(name)}?dryRun=All`,
+      { spec: { displayName: 'dry merge' } },
+      MERGE_PATCH,
+    );
     expect(merge.status).toBe(200);
     expect(merge.body.spec.displayName).toBe('dry merge');
-    const json = await ts.admin.patch(`${secret(name)}?dryRun=All`, [{ op: 'add', path: '/spec/description', value: 'dry json' }], JSON_PATCH);
+    const json = await ts.admin.patch(
+      `${secret(name)}?dryRun=All`,
+      [{ op: 'add', path: '/spec/description', value: 'dry json' }],
+      JSON_PATCH,
+    );
     expect(json.status).toBe(200);
     expect(json.body.spec.description).toBe('dry json');
-    const status = await ts.admin.patch(`${secret(name)}/status?dryRun=All`, { status: { conditions: [{ type: 'Ready', status: 'True' }] } }, MERGE_PATCH);
+    const status = await ts.admin.patch(
+      `${secret(name)}/status?dryRun=All`,
+      { status: { conditions: [{ type: 'Ready', status: 'True' }] } },
+      MERGE_PATCH,
+    );
     expect(status.status).toBe(200);
     expect(status.body.status.conditions[0].type).toBe('Ready');
     await expectUnchanged(name, created);
@@ -564,7 +728,11 @@ describe('dryRun', () => {
     const created = await createSecret(name);
     const res = await ts.admin.delete(`${secret(name)}?dryRun=All`);
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ kind: 'Status', status: 'Success', details: { name, kind: 'sharedsecrets', uid: created.metadata.uid } });
+    expect(res.body).toMatchObject({
+      kind: 'Status',
+      status: 'Success',
+      details: { name, kind: 'sharedsecrets', uid: created.metadata.uid },
+    });
     await expectUnchanged(name, created);
   });
 
@@ -572,7 +740,9 @@ describe('dryRun', () => {
     const name = uniq('dry-bogus');
     const create = await ts.admin.post(`${secrets()}?dryRun=Bogus`, secretBody(name));
     expectStatus(create, 422, 'Invalid');
-    expect(create.body.message).toBe('CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{"Bogus"}: supported values: "All"');
+    expect(create.body.message).toBe(
+      'CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{"Bogus"}: supported values: "All"',
+    );
     expect(causes(create)).toEqual([expect.objectContaining({ field: 'dryRun', reason: 'FieldValueNotSupported' })]);
     expect((await ts.admin.get(secret(name))).status).toBe(404);
 

@@ -44,6 +44,8 @@ describe('strategies and CRDs', () => {
 
   test('several such strategies are named together', () => {
     const onlySecrets = loadDefinitions().filter((d) => d.kind === 'SharedSecret');
-    expect(() => new Registry(onlySecrets, storage, prefix)).toThrow(/strategy for the kinds "Cluster", "OwnedAccessKey", "Project", "VirtualClusterInstance", which no CRD/);
+    expect(() => new Registry(onlySecrets, storage, prefix)).toThrow(
+      /strategy for the kinds "Cluster", "OwnedAccessKey", "Project", "VirtualClusterInstance", which no CRD/,
+    );
   });
 });

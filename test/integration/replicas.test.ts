@@ -28,7 +28,12 @@ const prefix = `/replicas-${randomUUID()}`;
 const replicas: ServerProcess[] = [];
 
 const start = async () => {
-  const p = await startServerProcess({ etcdEndpoint: etcd.endpoint, etcdPrefix: prefix, tokenAuthFile: tokenFile, args: ['--leader-elect-lease-duration=2s'] });
+  const p = await startServerProcess({
+    etcdEndpoint: etcd.endpoint,
+    etcdPrefix: prefix,
+    tokenAuthFile: tokenFile,
+    args: ['--leader-elect-lease-duration=2s'],
+  });
   replicas.push(p);
   return p;
 };
@@ -59,7 +64,13 @@ async function create(c: HttpClient, name: string, meta: Record<string, unknown>
   return res.body;
 }
 
-const ref = (owner: any, extra: Record<string, unknown> = {}) => ({ apiVersion: API_VERSION, kind: 'SharedSecret', name: owner.metadata.name, uid: owner.metadata.uid, ...extra });
+const ref = (owner: any, extra: Record<string, unknown> = {}) => ({
+  apiVersion: API_VERSION,
+  kind: 'SharedSecret',
+  name: owner.metadata.name,
+  uid: owner.metadata.uid,
+  ...extra,
+});
 
 /** GET, change, PUT with the resourceVersion read; again on 409 (what client-go's RetryOnConflict does). */
 async function readModifyWrite(c: HttpClient, name: string, change: (obj: any) => void): Promise<number> {
@@ -78,7 +89,6 @@ async function names(c: HttpClient, labelSelector: string): Promise<string[]> {
   expect(res.status).toBe(200);
   return res.body.items.map((o: any) => o.metadata.name).sort();
 }
-
 
 beforeAll(async () => {
   etcd = await startTestEtcd();
@@ -112,10 +122,17 @@ describe('two replicas on one etcd', () => {
     expect(read.status).toBe(200);
     expect(read.body.metadata.uid).toBe(made.metadata.uid);
 
-    const patched = await client(b).patch(sharedSecretPath(NS, made.metadata.name), [{ op: 'add', path: '/metadata/labels', value: { by: 'b' } }], JSON_PATCH);
+    const patched = await client(b).patch(
+      sharedSecretPath(NS, made.metadata.name),
+      [{ op: 'add', path: '/metadata/labels', value: { by: 'b' } }],
+      JSON_PATCH,
+    );
     expect(patched.status).toBe(200);
     const again = await client(a).get(sharedSecretPath(NS, made.metadata.name));
-    expect(again.body.metadata).toMatchObject({ labels: { by: 'b' }, resourceVersion: patched.body.metadata.resourceVersion });
+    expect(again.body.metadata).toMatchObject({
+      labels: { by: 'b' },
+      resourceVersion: patched.body.metadata.resourceVersion,
+    });
   });
 
   test('concurrent read-modify-write increments through both replicas lose no update', async () => {
@@ -171,7 +188,11 @@ describe('two replicas on one etcd', () => {
       })(),
       (async () => {
         for (const f of series('a')) {
-          await readModifyWrite(b, name, (obj) => (obj.metadata.finalizers = obj.metadata.finalizers.filter((x: string) => x !== f)));
+          await readModifyWrite(
+            b,
+            name,
+            (obj) => (obj.metadata.finalizers = obj.metadata.finalizers.filter((x: string) => x !== f)),
+          );
         }
       })(),
     ]);
@@ -197,7 +218,11 @@ describe('the garbage collector across replicas', () => {
 
     // Background (the default): the owner goes at once, the dependents after it.
     const del = await c.delete(sharedSecretPath(NS, owner.metadata.name));
-    expect({ status: del.status, kind: del.body.kind, statusText: del.body.status }).toEqual({ status: 200, kind: 'Status', statusText: 'Success' });
+    expect({ status: del.status, kind: del.body.kind, statusText: del.body.status }).toEqual({
+      status: 200,
+      kind: 'Status',
+      statusText: 'Success',
+    });
     await waitFor('the dependents to be gone', async () => (await names(c, `group=${group}`)).length === 0, 30_000);
 
     expect(leader.count(GC_DELETES) - before.leader).toBe(20);
@@ -229,15 +254,23 @@ describe('the garbage collector across replicas', () => {
     const keeper = await create(c, `${group}-keeper`);
     const N = 120;
     for (let i = 0; i < N; i++) {
-      await create(c, `${group}-dep-${i}`, { labels: { group, role: 'dep' }, ownerReferences: [ref(doomed, { blockOwnerDeletion: true })] });
+      await create(c, `${group}-dep-${i}`, {
+        labels: { group, role: 'dep' },
+        ownerReferences: [ref(doomed, { blockOwnerDeletion: true })],
+      });
     }
     // Owned by both: loses its reference to the doomed owner but is not deleted.
     for (let i = 0; i < 10; i++) {
-      await create(c, `${group}-shared-${i}`, { labels: { group, role: 'shared' }, ownerReferences: [ref(doomed, { blockOwnerDeletion: true }), ref(keeper)] });
+      await create(c, `${group}-shared-${i}`, {
+        labels: { group, role: 'shared' },
+        ownerReferences: [ref(doomed, { blockOwnerDeletion: true }), ref(keeper)],
+      });
     }
     const before = leader.count(GC_DELETES);
 
-    const del = await c.delete(sharedSecretPath(NS, doomed.metadata.name), { body: { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: 'Foreground' } });
+    const del = await c.delete(sharedSecretPath(NS, doomed.metadata.name), {
+      body: { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: 'Foreground' },
+    });
     expect(del.status).toBe(200);
     expect(del.body.metadata).toMatchObject({ finalizers: ['foregroundDeletion'], deletionGracePeriodSeconds: 0 });
     expect(del.body.metadata.deletionTimestamp).toBeDefined();
@@ -248,11 +281,21 @@ describe('the garbage collector across replicas', () => {
     const left = await names(c, `group=${group},role=dep`);
     expect(left.length).toBeGreaterThan(0);
 
-    await waitFor('the dependents to be gone', async () => (await names(c, `group=${group},role=dep`)).length === 0, 45_000);
-    await waitFor('the owner to be gone', async () => (await c.get(sharedSecretPath(NS, doomed.metadata.name))).status === 404, 30_000);
+    await waitFor(
+      'the dependents to be gone',
+      async () => (await names(c, `group=${group},role=dep`)).length === 0,
+      45_000,
+    );
+    await waitFor(
+      'the owner to be gone',
+      async () => (await c.get(sharedSecretPath(NS, doomed.metadata.name))).status === 404,
+      30_000,
+    );
 
     // The objects with another owner are all there, owned by it alone, and not being deleted.
-    const shared = await c.get(`${sharedSecretsPath(NS)}?labelSelector=${encodeURIComponent(`group=${group},role=shared`)}`);
+    const shared = await c.get(
+      `${sharedSecretsPath(NS)}?labelSelector=${encodeURIComponent(`group=${group},role=shared`)}`,
+    );
     expect(shared.body.items).toHaveLength(10);
     for (const obj of shared.body.items) {
       expect(obj.metadata.ownerReferences).toEqual([ref(keeper)]);
@@ -260,7 +303,9 @@ describe('the garbage collector across replicas', () => {
     }
     // Nothing is left half-deleted.
     const all = await c.get(sharedSecretsPath(NS));
-    expect(all.body.items.filter((o: any) => o.metadata.deletionTimestamp).map((o: any) => o.metadata.name)).toEqual([]);
+    expect(all.body.items.filter((o: any) => o.metadata.deletionTimestamp).map((o: any) => o.metadata.name)).toEqual(
+      [],
+    );
     await start();
   }, 120_000);
 });

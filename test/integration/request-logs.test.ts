@@ -24,11 +24,28 @@ interface Started {
 
 async function start(etcd: TestEtcd, verbosity: number): Promise<Started> {
   const dataDir = mkdtempSync(join(tmpdir(), 'request-logs-'));
-  const config: Config = { ...defaultConfig(), etcdServers: [etcd.endpoint], dataDir, certDir: join(dataDir, 'certs'), bindAddress: '127.0.0.1', securePort: 0, verbosity };
+  const config: Config = {
+    ...defaultConfig(),
+    etcdServers: [etcd.endpoint],
+    dataDir,
+    certDir: join(dataDir, 'certs'),
+    bindAddress: '127.0.0.1',
+    securePort: 0,
+    verbosity,
+  };
   const lines: string[] = [];
-  const server = await startServer(config, createLogger((line) => lines.push(line), { verbosity }));
+  const server = await startServer(
+    config,
+    createLogger((line) => lines.push(line), { verbosity }),
+  );
   const token = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
-  return { server, admin: new HttpClient(server.url, server.caPem!, token), anonymous: new HttpClient(server.url, server.caPem!), lines, dataDir };
+  return {
+    server,
+    admin: new HttpClient(server.url, server.caPem!, token),
+    anonymous: new HttpClient(server.url, server.caPem!),
+    lines,
+    dataDir,
+  };
 }
 
 async function stop(s: Started | undefined) {
@@ -36,10 +53,16 @@ async function stop(s: Started | undefined) {
   if (s) rmSync(s.dataDir, { recursive: true, force: true });
 }
 
-const parsed = (s: Started) => s.lines.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+const parsed = (s: Started) =>
+  s.lines
+    .join('')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 const requestLines = (s: Started) => parsed(s).filter((l) => l.msg === 'HTTP');
 /** The request's line, once written (it is written when the response has ended, just after the client has it). */
-const lineOf = (s: Started, auditID: unknown) => waitFor(`the log line of request ${auditID}`, () => requestLines(s).find((l) => l.auditID === auditID));
+const lineOf = (s: Started, auditID: unknown) =>
+  waitFor(`the log line of request ${auditID}`, () => requestLines(s).find((l) => l.auditID === auditID));
 
 describe('--v=3', () => {
   let etcd: TestEtcd;
@@ -57,7 +80,11 @@ describe('--v=3', () => {
 
   test('one line per request: id, user, verb, object, code, latency, user agent', async () => {
     const path = `${GROUP_PATH}/namespaces/logged/sharedsecrets`;
-    const created = await s.admin.post(path, { metadata: { name: 'one' }, spec: {} }, { headers: { 'User-Agent': 'logs-test/2' } });
+    const created = await s.admin.post(
+      path,
+      { metadata: { name: 'one' }, spec: {} },
+      { headers: { 'User-Agent': 'logs-test/2' } },
+    );
     expect(created.status).toBe(201);
     const line = await lineOf(s, created.headers['audit-id']);
     expect(line).toEqual({
@@ -77,7 +104,12 @@ describe('--v=3', () => {
       srcIP: '127.0.0.1',
     });
     const got = await s.admin.get(`${path}/one?resourceVersion=0`);
-    expect(await lineOf(s, got.headers['audit-id'])).toMatchObject({ verb: 'get', name: 'one', code: 200, path: `${path}/one` });
+    expect(await lineOf(s, got.headers['audit-id'])).toMatchObject({
+      verb: 'get',
+      name: 'one',
+      code: 200,
+      path: `${path}/one`,
+    });
   });
 
   test('refusals are logged too, without a user when none was authenticated', async () => {

@@ -35,7 +35,10 @@ beforeAll(async () => {
     verbosity: 10,
     auditLogPath: join(dataDir, 'audit', 'audit.log'),
   };
-  server = await startServer(config, createLogger((line) => lines.push(line), { verbosity: 10 }));
+  server = await startServer(
+    config,
+    createLogger((line) => lines.push(line), { verbosity: 10 }),
+  );
 });
 
 afterAll(async () => {
@@ -50,27 +53,54 @@ test('no key, token or secret value is ever logged', async () => {
   const secretValue = Buffer.from('the-secret-value').toString('base64');
   const givenKey = 'my-own-key-0123456789-abcdefghij';
 
-  const generated = await admin.post(`${GROUP_PATH}/ownedaccesskeys`, { metadata: { name: 'ci' }, spec: { user: 'ci-bot' } });
+  const generated = await admin.post(`${GROUP_PATH}/ownedaccesskeys`, {
+    metadata: { name: 'ci' },
+    spec: { user: 'ci-bot' },
+  });
   expect(generated.status).toBe(201);
   const key: string = generated.body.spec.key;
   expect(key).toBeTruthy();
-  expect((await admin.post(`${GROUP_PATH}/ownedaccesskeys`, { metadata: { name: 'given' }, spec: { user: 'ci-bot', key: givenKey } })).status).toBe(201);
-  await admin.post(`${GROUP_PATH}/namespaces/default/sharedsecrets`, { metadata: { name: 's' }, spec: { data: { token: secretValue } } });
+  expect(
+    (
+      await admin.post(`${GROUP_PATH}/ownedaccesskeys`, {
+        metadata: { name: 'given' },
+        spec: { user: 'ci-bot', key: givenKey },
+      })
+    ).status,
+  ).toBe(201);
+  await admin.post(`${GROUP_PATH}/namespaces/default/sharedsecrets`, {
+    metadata: { name: 's' },
+    spec: { data: { token: secretValue } },
+  });
 
   const ci = new HttpClient(server.url, server.caPem!, key);
   expect((await ci.get(`${GROUP_PATH}/clusters`)).status).toBe(200);
   expect((await new HttpClient(server.url, server.caPem!, givenKey).get('/apis')).status).toBe(200);
   // Refusals: a changed key, a disabled key, an unknown token.
-  expect((await admin.patch(`${GROUP_PATH}/ownedaccesskeys/ci`, { spec: { key: 'another-key-that-is-long-enough' } }, 'application/merge-patch+json')).status).toBe(422);
+  expect(
+    (
+      await admin.patch(
+        `${GROUP_PATH}/ownedaccesskeys/ci`,
+        { spec: { key: 'another-key-that-is-long-enough' } },
+        'application/merge-patch+json',
+      )
+    ).status,
+  ).toBe(422);
   await admin.patch(`${GROUP_PATH}/ownedaccesskeys/ci`, { spec: { disabled: true } }, 'application/merge-patch+json');
   for (let i = 0; i < 50 && (await ci.get('/apis')).status !== 401; i++) await new Promise((r) => setTimeout(r, 20));
   expect((await new HttpClient(server.url, server.caPem!, 'not-a-real-token').get('/apis')).status).toBe(401);
   // Answers that quote what was sent: an invalid label value (an invalid data value names only its type), and JSON
   // that does not parse.
-  const quoted = await admin.post(`${GROUP_PATH}/namespaces/default/sharedsecrets`, { metadata: { name: 'bad', labels: { note: `${secretValue}!` } }, spec: { data: { token: `${secretValue}!` } } });
+  const quoted = await admin.post(`${GROUP_PATH}/namespaces/default/sharedsecrets`, {
+    metadata: { name: 'bad', labels: { note: `${secretValue}!` } },
+    spec: { data: { token: `${secretValue}!` } },
+  });
   expect(quoted.status).toBe(422);
   expect(quoted.text).toContain(secretValue);
-  const malformed = await admin.post(`${GROUP_PATH}/namespaces/default/sharedsecrets`, `{"metadata":{"name":"m"},"spec":{"data":{"token":"${secretValue}"`);
+  const malformed = await admin.post(
+    `${GROUP_PATH}/namespaces/default/sharedsecrets`,
+    `{"metadata":{"name":"m"},"spec":{"data":{"token":"${secretValue}"`,
+  );
   expect(malformed.status).toBe(400);
   // A direct cluster endpoint token, and the signing key it was made with (kept in etcd).
   const issued = await admin.post(`${GROUP_PATH}/directclusterendpointtokens`, { spec: { ttl: 600 } });
@@ -90,7 +120,17 @@ test('no key, token or secret value is ever logged', async () => {
   const audit = readFileSync(join(dataDir, 'audit', 'audit.log'), 'utf8');
   expect(audit.split('\n').filter(Boolean).length).toBeGreaterThan(10);
   const token: string = issued.body.status.token;
-  for (const secret of [key, givenKey, adminToken, secretValue, 'not-a-real-token', 'another-key-that-is-long-enough', token, token.split('.')[2], signingKeyD]) {
+  for (const secret of [
+    key,
+    givenKey,
+    adminToken,
+    secretValue,
+    'not-a-real-token',
+    'another-key-that-is-long-enough',
+    token,
+    token.split('.')[2],
+    signingKeyD,
+  ]) {
     expect(log).not.toContain(secret);
     expect(audit).not.toContain(secret);
   }

@@ -23,19 +23,39 @@ const repo = resolve(import.meta.dirname ?? '.', '../..');
 describe('node dist/main.js', () => {
   test('--help lists every flag', async () => {
     const { stdout } = await run('node', [join(repo, 'dist/main.js'), '--help']);
-    for (const flag of ['--etcd-servers', '--etcd-prefix', '--data-dir', '--bind-address', '--secure-port', '--tls-cert-file', '--tls-private-key-file', '--cert-dir', '--tls-sans', '--token-auth-file']) {
+    for (const flag of [
+      '--etcd-servers',
+      '--etcd-prefix',
+      '--data-dir',
+      '--bind-address',
+      '--secure-port',
+      '--tls-cert-file',
+      '--tls-private-key-file',
+      '--cert-dir',
+      '--tls-sans',
+      '--token-auth-file',
+    ]) {
       expect(stdout).toContain(flag);
     }
   });
 
   test('an unknown flag is refused with exit code 2', async () => {
-    await expect(run('node', [join(repo, 'dist/main.js'), '--no-such-flag=1'])).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('unknown flag: --no-such-flag') });
+    await expect(run('node', [join(repo, 'dist/main.js'), '--no-such-flag=1'])).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('unknown flag: --no-such-flag'),
+    });
   });
 });
 
 describe('the embedded default', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'embedded-default-'));
-  const config = { ...defaultConfig(), dataDir, certDir: join(dataDir, 'certs'), bindAddress: '127.0.0.1', securePort: 0 };
+  const config = {
+    ...defaultConfig(),
+    dataDir,
+    certDir: join(dataDir, 'certs'),
+    bindAddress: '127.0.0.1',
+    securePort: 0,
+  };
 
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
@@ -47,7 +67,10 @@ describe('the embedded default', () => {
       expect(kubeconfig.clusters[0].cluster.server).toBe(first.url);
       const ca = Buffer.from(kubeconfig.clusters[0].cluster['certificate-authority-data'], 'base64').toString();
       const client = new HttpClient(first.url, ca, kubeconfig.users[0].user.token);
-      const created = await client.post(`${GROUP_PATH}/clusters`, { metadata: { name: 'local' }, spec: { local: true } });
+      const created = await client.post(`${GROUP_PATH}/clusters`, {
+        metadata: { name: 'local' },
+        spec: { local: true },
+      });
       expect(created.status).toBe(201);
     } finally {
       await first.close();
@@ -57,7 +80,9 @@ describe('the embedded default', () => {
     try {
       const again: any = yaml.load(readFileSync(join(dataDir, 'admin.kubeconfig'), 'utf8'));
       expect(again.users[0].user.token).toBe(kubeconfig.users[0].user.token);
-      expect(again.clusters[0].cluster['certificate-authority-data']).toBe(kubeconfig.clusters[0].cluster['certificate-authority-data']);
+      expect(again.clusters[0].cluster['certificate-authority-data']).toBe(
+        kubeconfig.clusters[0].cluster['certificate-authority-data'],
+      );
       const ca = Buffer.from(again.clusters[0].cluster['certificate-authority-data'], 'base64').toString();
       const res = await new HttpClient(second.url, ca, again.users[0].user.token).get(`${GROUP_PATH}/clusters/local`);
       expect(res.status).toBe(200);
@@ -102,14 +127,22 @@ describe('static tokens (--token-auth-file)', () => {
       const res = await client.get(`${GROUP_PATH}/clusters`);
       expect(res.status).toBe(401);
       expect(res.headers['content-type']).toMatch(/^application\/json/);
-      expect(res.body).toMatchObject({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Unauthorized', code: 401 });
+      expect(res.body).toMatchObject({
+        kind: 'Status',
+        apiVersion: 'v1',
+        status: 'Failure',
+        reason: 'Unauthorized',
+        code: 401,
+      });
     }
     expect((await ts.anonymous.get('/orchestrator/management/apis')).status).toBe(401);
   });
 
   test('a member of system:masters may do everything', async () => {
     const root = ts.client('admin-token-1');
-    expect((await root.post(`${GROUP_PATH}/clusters`, { metadata: { name: 'c1' }, spec: { local: true } })).status).toBe(201);
+    expect(
+      (await root.post(`${GROUP_PATH}/clusters`, { metadata: { name: 'c1' }, spec: { local: true } })).status,
+    ).toBe(201);
     expect((await root.get(`${GROUP_PATH}/clusters/c1`)).status).toBe(200);
   });
 
@@ -120,7 +153,8 @@ describe('static tokens (--token-auth-file)', () => {
     expect(res.status).toBe(403);
     expect(res.body).toMatchObject({
       reason: 'Forbidden',
-      message: 'sharedsecrets.management.platform.sh "s1" is forbidden: User "alice" cannot get resource "sharedsecrets" in API group "management.platform.sh" in the namespace "team-a"',
+      message:
+        'sharedsecrets.management.platform.sh "s1" is forbidden: User "alice" cannot get resource "sharedsecrets" in API group "management.platform.sh" in the namespace "team-a"',
       details: { name: 's1', group: 'management.platform.sh', kind: 'sharedsecrets' },
     });
     // A list she may not make in full shows only what she may get (none yet), rather than 403.
@@ -129,18 +163,34 @@ describe('static tokens (--token-auth-file)', () => {
     expect(list.body.items).toEqual([]);
     // She may not delete the collection, though.
     const wipe = await alice.delete(`${GROUP_PATH}/namespaces/team-a/sharedsecrets`);
-    expect(wipe.body.message).toBe('sharedsecrets.management.platform.sh is forbidden: User "alice" cannot deletecollection resource "sharedsecrets" in API group "management.platform.sh" in the namespace "team-a"');
+    expect(wipe.body.message).toBe(
+      'sharedsecrets.management.platform.sh is forbidden: User "alice" cannot deletecollection resource "sharedsecrets" in API group "management.platform.sh" in the namespace "team-a"',
+    );
   });
 
   test("an object's access list lets its users do its verbs on it, and lists show it to them", async () => {
     const root = ts.client('admin-token-1');
     const alice = ts.client('reader-token-1');
-    await root.post(`${GROUP_PATH}/clusters`, { metadata: { name: 'shared-with-alice' }, spec: { local: true, access: [{ verbs: ['get', 'list'], users: ['alice'] }] } });
-    await root.post(`${GROUP_PATH}/clusters`, { metadata: { name: 'owned-by-qa' }, spec: { local: true, owner: { team: 'qa' } } });
+    await root.post(`${GROUP_PATH}/clusters`, {
+      metadata: { name: 'shared-with-alice' },
+      spec: { local: true, access: [{ verbs: ['get', 'list'], users: ['alice'] }] },
+    });
+    await root.post(`${GROUP_PATH}/clusters`, {
+      metadata: { name: 'owned-by-qa' },
+      spec: { local: true, owner: { team: 'qa' } },
+    });
     await root.post(`${GROUP_PATH}/clusters`, { metadata: { name: 'not-hers' }, spec: { local: true } });
     expect((await alice.get(`${GROUP_PATH}/clusters/shared-with-alice`)).status).toBe(200);
     expect((await alice.get(`${GROUP_PATH}/clusters/not-hers`)).status).toBe(403);
-    expect((await alice.patch(`${GROUP_PATH}/clusters/shared-with-alice`, { spec: { unusable: true } }, 'application/merge-patch+json')).status).toBe(403);
+    expect(
+      (
+        await alice.patch(
+          `${GROUP_PATH}/clusters/shared-with-alice`,
+          { spec: { unusable: true } },
+          'application/merge-patch+json',
+        )
+      ).status,
+    ).toBe(403);
     const names = (await alice.get(`${GROUP_PATH}/clusters`)).body.items.map((c: any) => c.metadata.name).sort();
     expect(names).toEqual(['shared-with-alice']);
   });
@@ -149,17 +199,29 @@ describe('static tokens (--token-auth-file)', () => {
     const root = ts.client('admin-token-1');
     const alice = ts.client('reader-token-1');
     const path = `${GROUP_PATH}/clusters/escalation`;
-    await root.post(`${GROUP_PATH}/clusters`, { metadata: { name: 'escalation' }, spec: { local: true, owner: { user: 'root' }, access: [{ verbs: ['get', 'update', 'patch'], users: ['alice'] }] } });
-    const widen = await alice.patch(path, { spec: { access: [{ verbs: ['*'], users: ['alice'] }] } }, 'application/merge-patch+json');
+    await root.post(`${GROUP_PATH}/clusters`, {
+      metadata: { name: 'escalation' },
+      spec: { local: true, owner: { user: 'root' }, access: [{ verbs: ['get', 'update', 'patch'], users: ['alice'] }] },
+    });
+    const widen = await alice.patch(
+      path,
+      { spec: { access: [{ verbs: ['*'], users: ['alice'] }] } },
+      'application/merge-patch+json',
+    );
     expect(widen.status).toBe(403);
-    expect(widen.body.message).toBe('clusters.management.platform.sh "escalation" is forbidden: User "alice" cannot change spec.owner or spec.access: only the owner, an access entry granting "*", or system:masters may');
+    expect(widen.body.message).toBe(
+      'clusters.management.platform.sh "escalation" is forbidden: User "alice" cannot change spec.owner or spec.access: only the owner, an access entry granting "*", or system:masters may',
+    );
     expect((await root.get(path)).body.spec.access).toEqual([{ verbs: ['get', 'update', 'patch'], users: ['alice'] }]);
     // Her other updates still go through (spec.unusable is system:masters' alone: tenant-fields.test.ts).
-    expect((await alice.patch(path, { spec: { displayName: 'hers' } }, 'application/merge-patch+json')).status).toBe(200);
+    expect((await alice.patch(path, { spec: { displayName: 'hers' } }, 'application/merge-patch+json')).status).toBe(
+      200,
+    );
   });
 
   test('health and /version need no token', async () => {
-    for (const path of ['/healthz', '/livez', '/readyz', '/version']) expect((await ts.anonymous.get(path)).status).toBe(200);
+    for (const path of ['/healthz', '/livez', '/readyz', '/version'])
+      expect((await ts.anonymous.get(path)).status).toBe(200);
   });
 });
 
@@ -175,22 +237,50 @@ describe('discovery, version and health', () => {
     expect(groups.body).toEqual({
       kind: 'APIGroupList',
       apiVersion: 'v1',
-      groups: [{ name: 'management.platform.sh', versions: [{ groupVersion: 'management.platform.sh/v1', version: 'v1' }], preferredVersion: { groupVersion: 'management.platform.sh/v1', version: 'v1' } }],
+      groups: [
+        {
+          name: 'management.platform.sh',
+          versions: [{ groupVersion: 'management.platform.sh/v1', version: 'v1' }],
+          preferredVersion: { groupVersion: 'management.platform.sh/v1', version: 'v1' },
+        },
+      ],
     });
-    expect((await ts.admin.get(`${prefix}/apis/management.platform.sh`)).body).toMatchObject({ kind: 'APIGroup', name: 'management.platform.sh' });
+    expect((await ts.admin.get(`${prefix}/apis/management.platform.sh`)).body).toMatchObject({
+      kind: 'APIGroup',
+      name: 'management.platform.sh',
+    });
     expect((await ts.admin.get(`${prefix}/api`)).body).toMatchObject({ kind: 'APIVersions', versions: [] });
 
     const resources = (await ts.admin.get(`${prefix}/apis/management.platform.sh/v1`)).body;
     expect(resources).toMatchObject({ kind: 'APIResourceList', groupVersion: 'management.platform.sh/v1' });
     const byName = Object.fromEntries(resources.resources.map((r: any) => [r.name, r]));
-    expect(byName.sharedsecrets).toEqual({ name: 'sharedsecrets', singularName: 'sharedsecret', namespaced: true, kind: 'SharedSecret', verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'], shortNames: ['gsec'], categories: ['platform'] });
+    expect(byName.sharedsecrets).toEqual({
+      name: 'sharedsecrets',
+      singularName: 'sharedsecret',
+      namespaced: true,
+      kind: 'SharedSecret',
+      verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
+      shortNames: ['gsec'],
+      categories: ['platform'],
+    });
     expect(byName.clusters).toMatchObject({ namespaced: false, kind: 'Cluster', shortNames: ['pcl'] });
-    expect(byName['sharedsecrets/status']).toEqual({ name: 'sharedsecrets/status', singularName: '', namespaced: true, kind: 'SharedSecret', verbs: ['get', 'patch', 'update'] });
+    expect(byName['sharedsecrets/status']).toEqual({
+      name: 'sharedsecrets/status',
+      singularName: '',
+      namespaced: true,
+      kind: 'SharedSecret',
+      verbs: ['get', 'patch', 'update'],
+    });
     expect(byName['clusters/status']).toBeDefined();
   });
 
   test('the aggregated-discovery Accept of kubectl gets a plain APIGroupList as application/json', async () => {
-    const res = await ts.admin.get('/apis', { headers: { Accept: 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json;q=0.9' } });
+    const res = await ts.admin.get('/apis', {
+      headers: {
+        Accept:
+          'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json;q=0.9',
+      },
+    });
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expect(res.body.kind).toBe('APIGroupList');
@@ -200,14 +290,23 @@ describe('discovery, version and health', () => {
     for (const path of ['/apis/other.group', '/apis/management.platform.sh/v2', '/nope']) {
       const res = await ts.admin.get(path);
       expect(res.status).toBe(404);
-      expect(res.body).toMatchObject({ kind: 'Status', reason: 'NotFound', message: 'the server could not find the requested resource' });
+      expect(res.body).toMatchObject({
+        kind: 'Status',
+        reason: 'NotFound',
+        message: 'the server could not find the requested resource',
+      });
     }
   });
 
   test('every valid namespace exists as far as this server knows (kubectl checks after a NotFound)', async () => {
     const res = await ts.admin.get('/api/v1/namespaces/team-a');
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ kind: 'Namespace', apiVersion: 'v1', metadata: { name: 'team-a' }, status: { phase: 'Active' } });
+    expect(res.body).toMatchObject({
+      kind: 'Namespace',
+      apiVersion: 'v1',
+      metadata: { name: 'team-a' },
+      status: { phase: 'Active' },
+    });
     expect((await ts.admin.get('/api/v1/namespaces/Not_A_Label')).status).toBe(404);
     expect((await ts.anonymous.get('/api/v1/namespaces/team-a')).status).toBe(401);
   });
@@ -243,7 +342,11 @@ describe('readiness follows etcd', () => {
       expect((await ts.anonymous.get('/readyz?exclude=etcd')).status).toBe(200);
       const res = await ts.admin.get(`${GROUP_PATH}/clusters/anything`);
       expect(res.status).toBe(500);
-      expect(res.body).toMatchObject({ reason: 'ServerTimeout', message: 'The get operation against clusters.management.platform.sh could not be completed at this time, please try again.' });
+      expect(res.body).toMatchObject({
+        reason: 'ServerTimeout',
+        message:
+          'The get operation against clusters.management.platform.sh could not be completed at this time, please try again.',
+      });
     } finally {
       await ts.stop();
     }

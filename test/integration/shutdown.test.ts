@@ -64,7 +64,12 @@ function openWatch(p: ServerProcess, path: string): Promise<string> {
 test('SIGTERM: readyz fails first, watches end, the request in flight finishes, activity is written, the lease is handed over', async () => {
   const prefix = '/shutdown-replicas';
   // A long lease: only a released lease lets the second replica lead within this test.
-  const args = ['--leader-elect-lease-duration=300s', '--access-key-activity-interval=1h', '--shutdown-delay-duration=2s', `--kubeconfig=${slow.host.kubeconfigPath}`];
+  const args = [
+    '--leader-elect-lease-duration=300s',
+    '--access-key-activity-interval=1h',
+    '--shutdown-delay-duration=2s',
+    `--kubeconfig=${slow.host.kubeconfigPath}`,
+  ];
   const a = await start(prefix, args);
   await a.waitForLog(STARTED_LEADING);
   const b = await start(prefix, args);
@@ -77,7 +82,9 @@ test('SIGTERM: readyz fails first, watches end, the request in flight finishes, 
   // The first use is written on the next tick; a use a second later is not due for an hour.
   expect((await ci.get('/apis')).status).toBe(200);
   const kv = new Etcd3({ hosts: etcd.endpoint });
-  const lastActivity = async () => JSON.parse((await kv.get(`${prefix}/${GROUP}/ownedaccesskeys/ci`).string())!).status?.lastActivity as string | undefined;
+  const lastActivity = async () =>
+    JSON.parse((await kv.get(`${prefix}/${GROUP}/ownedaccesskeys/ci`).string())!).status?.lastActivity as
+      string | undefined;
   try {
     await waitFor('the first use to be written', async () => !!(await lastActivity()), 20_000);
     const first = (await lastActivity())!;
@@ -131,13 +138,21 @@ test('SIGTERM: readyz fails first, watches end, the request in flight finishes, 
 
 test('with the embedded etcd, etcd is stopped last (then the data dir is released) and nothing is left running', async () => {
   const p = await start('/registry', [], '');
-  const served = await p.client(ROOT_TOKEN).post(sharedSecretsPath('default'), { apiVersion: API_VERSION, kind: 'SharedSecret', metadata: { name: 's' }, spec: {} });
+  const served = await p.client(ROOT_TOKEN).post(sharedSecretsPath('default'), {
+    apiVersion: API_VERSION,
+    kind: 'SharedSecret',
+    metadata: { name: 's' },
+    spec: {},
+  });
   expect(served.status).toBe(201);
   const etcdPid = Number(/pid (\d+)/.exec(p.logs.find((l) => /etcd \(pid \d+\) is serving/.test(l.msg))!.msg)![1]);
   p.signal('SIGTERM');
   expect(await p.exited).toBe(0);
   const steps = p.logs.map((l) => l.msg).filter((m) => m.startsWith('shutdown: ') && m.endsWith(' done'));
-  expect(steps.slice(-2)).toEqual(['shutdown: stopping the embedded etcd done', 'shutdown: releasing the data dir done']);
+  expect(steps.slice(-2)).toEqual([
+    'shutdown: stopping the embedded etcd done',
+    'shutdown: releasing the data dir done',
+  ]);
   expect(steps.indexOf('shutdown: closing the etcd client done')).toBeLessThan(steps.length - 2);
   expect(() => process.kill(etcdPid, 0)).toThrow();
 }, 60_000);

@@ -25,7 +25,10 @@ afterAll(async () => {
 });
 
 function client(): Etcd3 {
-  const c = new Etcd3({ hosts: etcd.endpoint, defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + 5000 }) });
+  const c = new Etcd3({
+    hosts: etcd.endpoint,
+    defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + 5000 }),
+  });
   clients.push(c);
   return c;
 }
@@ -77,7 +80,10 @@ test("one replica's JWKS lists the key another signs with, and verifies its toke
   expect(jwks.keys[0]).not.toHaveProperty('d');
   expect(jwks.keys[0]).toMatchObject({ kty: 'EC', crv: 'P-256', alg: 'ES256', use: 'sig' });
 
-  const token = await new SignJWT({ sub: 'cluster-a' }).setProtectedHeader({ alg: s.alg, kid: s.kid }).setExpirationTime('5m').sign(s.key);
+  const token = await new SignJWT({ sub: 'cluster-a' })
+    .setProtectedHeader({ alg: s.alg, kid: s.kid })
+    .setExpirationTime('5m')
+    .sign(s.key);
   const { payload } = await jwtVerify(token, createLocalJWKSet(jwks));
   expect(payload.sub).toBe('cluster-a');
 });
@@ -101,7 +107,10 @@ test('rotation across two replicas: a second key, published before it signs, the
   const b = new SigningKeys(storage(), key, opts);
   const first = (await a.signer()).kid;
   expect((await b.signer()).kid).toBe(first);
-  const oldToken = await new SignJWT({}).setProtectedHeader({ alg: 'ES256', kid: first }).setExpirationTime('1m').sign((await a.signer()).key);
+  const oldToken = await new SignJWT({})
+    .setProtectedHeader({ alg: 'ES256', kid: first })
+    .setExpirationTime('1m')
+    .sign((await a.signer()).key);
 
   await sleep(1600);
   // Both replicas find rotation due at once; one pending key comes out of it, and neither signs with it yet.
@@ -133,7 +142,14 @@ test('rotation across two replicas: a second key, published before it signs, the
 test('a retired key is dropped from etcd and the JWKS after its tokens expired', async () => {
   const key = keyName();
   let now = Date.parse('2025-01-01T00:00:00Z');
-  const opts: SigningKeysOptions = { rotationPeriodMs: 5000, publishDelayMs: 100, maxTokenTtlMs: 1000, clockSkewMs: 0, refreshMs: 0, now: () => new Date(now) };
+  const opts: SigningKeysOptions = {
+    rotationPeriodMs: 5000,
+    publishDelayMs: 100,
+    maxTokenTtlMs: 1000,
+    clockSkewMs: 0,
+    refreshMs: 0,
+    now: () => new Date(now),
+  };
   const a = new SigningKeys(storage(), key, opts);
   const b = new SigningKeys(storage(), key, opts);
   const first = (await a.signer()).kid;

@@ -41,8 +41,15 @@ test('a dry-run update answers with what tryUpdate made and writes nothing, nor 
   const created = await storage.create(k, thing('x'));
   const before = await raw.get(k).exec();
   const updated = await storage.guaranteedUpdate<StoredObject>(k, (o) => ({ ...o, spec: 'y' }), { dryRun: true });
-  expect(updated).toMatchObject({ object: { spec: 'y', metadata: { resourceVersion: created.metadata.resourceVersion } }, written: false, deleted: false });
-  const deleting = await storage.guaranteedUpdate<StoredObject>(k, (o) => o, { dryRun: true, deleteInstead: () => true });
+  expect(updated).toMatchObject({
+    object: { spec: 'y', metadata: { resourceVersion: created.metadata.resourceVersion } },
+    written: false,
+    deleted: false,
+  });
+  const deleting = await storage.guaranteedUpdate<StoredObject>(k, (o) => o, {
+    dryRun: true,
+    deleteInstead: () => true,
+  });
   expect(deleting).toMatchObject({ written: false, deleted: true });
   const after = await raw.get(k).exec();
   expect(after.kvs[0].mod_revision).toBe(before.kvs[0].mod_revision);
@@ -61,7 +68,9 @@ test('a raw value is created when absent, updated by compare-and-swap, and left 
   expect(seen).toEqual([undefined]);
   // Racing updates each run again on the winner's value: none is lost.
   await Promise.all(
-    Array.from({ length: 8 }, () => storage.guaranteedUpdateValue(k, identityTransformer, (current) => `${current!.value}+`)),
+    Array.from({ length: 8 }, () =>
+      storage.guaranteedUpdateValue(k, identityTransformer, (current) => `${current!.value}+`),
+    ),
   );
   expect(await raw.get(k).string()).toBe(`one${'+'.repeat(8)}`);
   const same = await storage.guaranteedUpdateValue(k, identityTransformer, (current) => current!.value);

@@ -7,11 +7,22 @@
  * refusal leaves stored data as it was.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { API_VERSION, APPLY_PATCH as APPLY, CLUSTERS_PATH, GROUP, JSON_PATCH, MERGE_PATCH, PROJECTS_PATH as PROJECTS, clusterBody, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
+import {
+  API_VERSION,
+  APPLY_PATCH as APPLY,
+  CLUSTERS_PATH,
+  GROUP,
+  JSON_PATCH,
+  MERGE_PATCH,
+  PROJECTS_PATH as PROJECTS,
+  clusterBody,
+  sharedSecretPath,
+  sharedSecretsPath,
+  uniq,
+} from '../support/fixtures.js';
 import type { HttpClient, HttpResponse } from '../support/http.js';
 import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
-
 
 let host: HostClusterStandIn;
 let ts: TestServer;
@@ -22,11 +33,19 @@ let dave: HttpClient;
 
 beforeAll(async () => {
   host = await startHostCluster();
-  const server = await startTestServerWithUsers({ root: ['system:masters'], bob: [], carol: [], dave: [] }, { kubeconfig: host.kubeconfigPath });
+  const server = await startTestServerWithUsers(
+    { root: ['system:masters'], bob: [], carol: [], dave: [] },
+    { kubeconfig: host.kubeconfigPath },
+  );
   ({ root, bob, carol, dave } = server.as);
   ts = server;
   // dave may create SharedSecrets anywhere (host RBAC): what he creates is checked all the same.
-  host.put({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'secret-creator' }, rules: [{ apiGroups: [GROUP], resources: ['sharedsecrets'], verbs: ['create'] }] });
+  host.put({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: 'secret-creator' },
+    rules: [{ apiGroups: [GROUP], resources: ['sharedsecrets'], verbs: ['create'] }],
+  });
   host.put({
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRoleBinding',
@@ -55,36 +74,82 @@ async function putChanged(client: HttpClient, path: string, change: Record<strin
 }
 
 /** Each way a client writes `change` (a merge of spec fields) into the object at `path`. */
-async function everyWrite(client: HttpClient, path: string, kind: string, change: Record<string, unknown>, jsonPatch: unknown[]): Promise<[string, HttpResponse][]> {
+async function everyWrite(
+  client: HttpClient,
+  path: string,
+  kind: string,
+  change: Record<string, unknown>,
+  jsonPatch: unknown[],
+): Promise<[string, HttpResponse][]> {
   const name = (await root.get(path)).body.metadata.name;
   return [
     ['PUT', await putChanged(client, path, change)],
     ['merge patch', await client.patch(path, { spec: change }, MERGE_PATCH)],
     ['JSON patch', await client.patch(path, jsonPatch, JSON_PATCH)],
-    ['apply', await client.patch(`${path}?fieldManager=tenant&force=true`, { apiVersion: API_VERSION, kind, metadata: { name }, spec: change }, APPLY)],
+    [
+      'apply',
+      await client.patch(
+        `${path}?fieldManager=tenant&force=true`,
+        { apiVersion: API_VERSION, kind, metadata: { name }, spec: change },
+        APPLY,
+      ),
+    ],
     ['dry run', await client.patch(`${path}?dryRun=All`, { spec: change }, MERGE_PATCH)],
   ];
 }
 
-function expectForbidden(results: [string, HttpResponse][], resource: string, name: string, user: string, fields: string): void {
+function expectForbidden(
+  results: [string, HttpResponse][],
+  resource: string,
+  name: string,
+  user: string,
+  fields: string,
+): void {
   for (const [how, res] of results) {
     expect({ how, status: res.status, reason: res.body.reason }).toEqual({ how, status: 403, reason: 'Forbidden' });
-    expect({ how, message: res.body.message }).toEqual({ how, message: `${resource}.${GROUP} "${name}" is forbidden: User "${user}" cannot change ${fields}: only system:masters may` });
+    expect({ how, message: res.body.message }).toEqual({
+      how,
+      message: `${resource}.${GROUP} "${name}" is forbidden: User "${user}" cannot change ${fields}: only system:masters may`,
+    });
   }
 }
 
 describe("a Project's allowedClusters are the administrator's", () => {
   test('neither its owner nor an access entry granting update may change them, on any path; system:masters may', async () => {
     const name = uniq('proj');
-    expect((await root.post(PROJECTS, { apiVersion: API_VERSION, kind: 'Project', metadata: { name }, spec: { ...shared, allowedClusters: [{ name: 'eu-1' }] } })).status).toBe(201);
+    expect(
+      (
+        await root.post(PROJECTS, {
+          apiVersion: API_VERSION,
+          kind: 'Project',
+          metadata: { name },
+          spec: { ...shared, allowedClusters: [{ name: 'eu-1' }] },
+        })
+      ).status,
+    ).toBe(201);
     const path = `${PROJECTS}/${name}`;
     // The spec is compared: the access sync writes the status meanwhile.
     const before = (await root.get(path)).body;
-    for (const [user, client] of [['bob', bob], ['carol', carol]] as const) {
+    for (const [user, client] of [
+      ['bob', bob],
+      ['carol', carol],
+    ] as const) {
       // Widening to another Cluster, and removing the list (which allows every Cluster).
-      expectForbidden(await everyWrite(client, path, 'Project', { allowedClusters: [{ name: 'eu-1' }, { name: 'theirs' }] }, [{ op: 'add', path: '/spec/allowedClusters/-', value: { name: 'theirs' } }]), 'projects', name, user, 'spec.allowedClusters');
+      expectForbidden(
+        await everyWrite(client, path, 'Project', { allowedClusters: [{ name: 'eu-1' }, { name: 'theirs' }] }, [
+          { op: 'add', path: '/spec/allowedClusters/-', value: { name: 'theirs' } },
+        ]),
+        'projects',
+        name,
+        user,
+        'spec.allowedClusters',
+      );
       // (An apply configuration's null leaves the field to the manager that set it: that apply changes nothing.)
-      const removals = (await everyWrite(client, path, 'Project', { allowedClusters: null }, [{ op: 'remove', path: '/spec/allowedClusters' }])).filter(([how]) => how !== 'apply');
+      const removals = (
+        await everyWrite(client, path, 'Project', { allowedClusters: null }, [
+          { op: 'remove', path: '/spec/allowedClusters' },
+        ])
+      ).filter(([how]) => how !== 'apply');
       expectForbidden(removals, 'projects', name, user, 'spec.allowedClusters');
     }
     expect((await root.get(path)).body.spec).toEqual(before.spec);
@@ -100,29 +165,55 @@ describe("a Project's allowedClusters are the administrator's", () => {
 describe("a Cluster's connection and unusable mark are the administrator's", () => {
   test.each([
     ['spec.unusable', { unusable: true }, [{ op: 'add', path: '/spec/unusable', value: true }]],
-    ['spec.config.secretName', { config: { secretName: 'someone-elses', secretNamespace: 'platform' } }, [{ op: 'replace', path: '/spec/config/secretName', value: 'someone-elses' }]],
-    ['spec.config.secretNamespace', { config: { secretName: 'kubeconfig', secretNamespace: 'kube-system' } }, [{ op: 'replace', path: '/spec/config/secretNamespace', value: 'kube-system' }]],
-  ])('%s: neither its owner nor an access entry granting update may change it, on any path; system:masters may', async (field, change, jsonPatch) => {
-    const body = clusterBody(uniq('cluster'));
-    body.spec = { ...body.spec, ...shared };
-    expect((await root.post(CLUSTERS_PATH, body)).status).toBe(201);
-    const path = `${CLUSTERS_PATH}/${body.metadata.name}`;
-    const before = (await root.get(path)).body;
-    for (const [user, client] of [['bob', bob], ['carol', carol]] as const) {
-      expectForbidden(await everyWrite(client, path, 'Cluster', change, jsonPatch), 'clusters', body.metadata.name, user, field);
-    }
-    expect((await root.get(path)).body.spec).toEqual(before.spec);
-    expect((await bob.patch(path, { spec: { displayName: 'mine' } }, MERGE_PATCH)).status).toBe(200);
-    expect((await root.patch(path, { spec: change }, MERGE_PATCH)).status).toBe(200);
-  });
+    [
+      'spec.config.secretName',
+      { config: { secretName: 'someone-elses', secretNamespace: 'platform' } },
+      [{ op: 'replace', path: '/spec/config/secretName', value: 'someone-elses' }],
+    ],
+    [
+      'spec.config.secretNamespace',
+      { config: { secretName: 'kubeconfig', secretNamespace: 'kube-system' } },
+      [{ op: 'replace', path: '/spec/config/secretNamespace', value: 'kube-system' }],
+    ],
+  ])(
+    '%s: neither its owner nor an access entry granting update may change it, on any path; system:masters may',
+    async (field, change, jsonPatch) => {
+      const body = clusterBody(uniq('cluster'));
+      body.spec = { ...body.spec, ...shared };
+      expect((await root.post(CLUSTERS_PATH, body)).status).toBe(201);
+      const path = `${CLUSTERS_PATH}/${body.metadata.name}`;
+      const before = (await root.get(path)).body;
+      for (const [user, client] of [
+        ['bob', bob],
+        ['carol', carol],
+      ] as const) {
+        expectForbidden(
+          await everyWrite(client, path, 'Cluster', change, jsonPatch),
+          'clusters',
+          body.metadata.name,
+          user,
+          field,
+        );
+      }
+      expect((await root.get(path)).body.spec).toEqual(before.spec);
+      expect((await bob.patch(path, { spec: { displayName: 'mine' } }, MERGE_PATCH)).status).toBe(200);
+      expect((await root.patch(path, { spec: change }, MERGE_PATCH)).status).toBe(200);
+    },
+  );
 
   test('a change of several is refused naming each', async () => {
     const body = clusterBody(uniq('cluster'));
     body.spec = { ...body.spec, ...shared };
     expect((await root.post(CLUSTERS_PATH, body)).status).toBe(201);
-    const res = await bob.patch(`${CLUSTERS_PATH}/${body.metadata.name}`, { spec: { unusable: true, config: { secretName: 'x', secretNamespace: 'y' } } }, MERGE_PATCH);
+    const res = await bob.patch(
+      `${CLUSTERS_PATH}/${body.metadata.name}`,
+      { spec: { unusable: true, config: { secretName: 'x', secretNamespace: 'y' } } },
+      MERGE_PATCH,
+    );
     expect(res.status).toBe(403);
-    expect(res.body.message).toContain('cannot change spec.config.secretName, spec.config.secretNamespace, spec.unusable: only system:masters may');
+    expect(res.body.message).toContain(
+      'cannot change spec.config.secretName, spec.config.secretNamespace, spec.unusable: only system:masters may',
+    );
   });
 });
 
@@ -131,20 +222,32 @@ describe("owner and access name Kubernetes' own identities only when system:mast
 
   async function ownedSecret(): Promise<{ name: string; path: string }> {
     const name = uniq('secret');
-    const res = await root.post(sharedSecretsPath(ns), { apiVersion: API_VERSION, kind: 'SharedSecret', metadata: { name }, spec: { ...shared, data: { token: 'c2VjcmV0' } } });
+    const res = await root.post(sharedSecretsPath(ns), {
+      apiVersion: API_VERSION,
+      kind: 'SharedSecret',
+      metadata: { name },
+      spec: { ...shared, data: { token: 'c2VjcmV0' } },
+    });
     expect(res.status).toBe(201);
     return { name, path: sharedSecretPath(ns, name) };
   }
 
-  const anonymousReader = [{ verbs: ['get'], users: ['carol'] }, { verbs: ['get'], users: ['system:anonymous'] }];
+  const anonymousReader = [
+    { verbs: ['get'], users: ['carol'] },
+    { verbs: ['get'], users: ['system:anonymous'] },
+  ];
 
   test('an access entry for system:anonymous: 422 naming the entry, on every path', async () => {
     const { name, path } = await ownedSecret();
     const before = (await root.get(path)).body;
-    for (const [how, res] of await everyWrite(bob, path, 'SharedSecret', { access: anonymousReader }, [{ op: 'add', path: '/spec/access/-', value: { verbs: ['get'], users: ['system:anonymous'] } }])) {
+    for (const [how, res] of await everyWrite(bob, path, 'SharedSecret', { access: anonymousReader }, [
+      { op: 'add', path: '/spec/access/-', value: { verbs: ['get'], users: ['system:anonymous'] } },
+    ])) {
       expect({ how, status: res.status, reason: res.body.reason }).toEqual({ how, status: 422, reason: 'Invalid' });
       expect(res.body.details).toMatchObject({ kind: 'SharedSecret', name });
-      expect(res.body.message).toContain(`spec.access[1].users[0]: Invalid value: "system:anonymous": names one of Kubernetes' own identities (system:...), which only system:masters may grant access to`);
+      expect(res.body.message).toContain(
+        `spec.access[1].users[0]: Invalid value: "system:anonymous": names one of Kubernetes' own identities (system:...), which only system:masters may grant access to`,
+      );
     }
     expect((await root.get(path)).body.spec).toEqual(before.spec);
   });
@@ -152,18 +255,38 @@ describe("owner and access name Kubernetes' own identities only when system:mast
   test('an owner that is a ServiceAccount: 422 on spec.owner.user', async () => {
     const { path } = await ownedSecret();
     const before = (await root.get(path)).body;
-    const res = await bob.patch(path, { spec: { owner: { user: 'system:serviceaccount:kube-system:default' } } }, MERGE_PATCH);
+    const res = await bob.patch(
+      path,
+      { spec: { owner: { user: 'system:serviceaccount:kube-system:default' } } },
+      MERGE_PATCH,
+    );
     expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 422, reason: 'Invalid' });
-    expect(res.body.details.causes).toEqual([expect.objectContaining({ field: 'spec.owner.user', reason: 'FieldValueInvalid' })]);
+    expect(res.body.details.causes).toEqual([
+      expect.objectContaining({ field: 'spec.owner.user', reason: 'FieldValueInvalid' }),
+    ]);
     expect((await root.get(path)).body.spec).toEqual(before.spec);
   });
 
   test('a create outside system:masters is refused the same; nothing stored', async () => {
     const name = uniq('secret');
-    const body = { apiVersion: API_VERSION, kind: 'SharedSecret', metadata: { name }, spec: { owner: { user: 'dave' }, access: [{ verbs: ['get'], users: ['system:anonymous'] }], data: { token: 'c2VjcmV0' } } };
-    for (const res of [await dave.post(`${sharedSecretsPath(ns)}?dryRun=All`, body), await dave.post(sharedSecretsPath(ns), body)]) {
+    const body = {
+      apiVersion: API_VERSION,
+      kind: 'SharedSecret',
+      metadata: { name },
+      spec: {
+        owner: { user: 'dave' },
+        access: [{ verbs: ['get'], users: ['system:anonymous'] }],
+        data: { token: 'c2VjcmV0' },
+      },
+    };
+    for (const res of [
+      await dave.post(`${sharedSecretsPath(ns)}?dryRun=All`, body),
+      await dave.post(sharedSecretsPath(ns), body),
+    ]) {
       expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 422, reason: 'Invalid' });
-      expect(res.body.details.causes).toEqual([expect.objectContaining({ field: 'spec.access[0].users[0]', reason: 'FieldValueInvalid' })]);
+      expect(res.body.details.causes).toEqual([
+        expect.objectContaining({ field: 'spec.access[0].users[0]', reason: 'FieldValueInvalid' }),
+      ]);
     }
     expect((await root.get(sharedSecretPath(ns, name))).status).toBe(404);
     // Teams are groups platform:team:<team>, never system: ones: a team named so is just a team.
@@ -179,7 +302,14 @@ describe("owner and access name Kubernetes' own identities only when system:mast
     expect(res.status).toBe(200);
     expect(res.body.spec.access).toEqual(access);
     // What a master granted it does not let the owner make it the owner.
-    const promoted = await bob.patch(path, { spec: { owner: { user: 'system:serviceaccount:ci:deployer' } } }, MERGE_PATCH);
-    expect({ status: promoted.status, field: promoted.body.details?.causes?.[0]?.field }).toEqual({ status: 422, field: 'spec.owner.user' });
+    const promoted = await bob.patch(
+      path,
+      { spec: { owner: { user: 'system:serviceaccount:ci:deployer' } } },
+      MERGE_PATCH,
+    );
+    expect({ status: promoted.status, field: promoted.body.details?.causes?.[0]?.field }).toEqual({
+      status: 422,
+      field: 'spec.owner.user',
+    });
   });
 });

@@ -5,7 +5,18 @@
 import { describe, test, expect } from '@jest/globals';
 import type { TestServer } from '../support/server.js';
 import type { HttpResponse } from '../support/http.js';
-import { API_VERSION, CLUSTERS_PATH, GROUP, MERGE_PATCH, clusterPath, sharedSecretPath, sharedSecretsPath, uniq, useServerWithPeek, type EtcdPeek } from '../support/fixtures.js';
+import {
+  API_VERSION,
+  CLUSTERS_PATH,
+  GROUP,
+  MERGE_PATCH,
+  clusterPath,
+  sharedSecretPath,
+  sharedSecretsPath,
+  uniq,
+  useServerWithPeek,
+  type EtcdPeek,
+} from '../support/fixtures.js';
 
 const NS = 'validation';
 
@@ -27,7 +38,14 @@ interface Cause {
 function expectInvalid(res: HttpResponse, kind: 'SharedSecret' | 'Cluster', name: string): Cause[] {
   expect({ status: res.status, body: res.body }).toMatchObject({
     status: 422,
-    body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 422, reason: 'Invalid', details: { group: GROUP, kind } },
+    body: {
+      kind: 'Status',
+      apiVersion: 'v1',
+      status: 'Failure',
+      code: 422,
+      reason: 'Invalid',
+      details: { group: GROUP, kind },
+    },
   });
   expect(res.headers['content-type']).toMatch(/^application\/json/);
   expect(res.body.message.startsWith(`${kind}.${GROUP} "${name}" is invalid: `)).toBe(true);
@@ -53,11 +71,24 @@ async function expectNoCluster(name: string): Promise<void> {
   expect(await peek.entry(peek.clusterKey(name))).toBeUndefined();
 }
 
-function secretBody(name: string, spec: Record<string, unknown> = {}, metadata: Record<string, unknown> = {}): Record<string, any> {
-  return { apiVersion: API_VERSION, kind: 'SharedSecret', metadata: { name, ...metadata }, spec: { displayName: name, ...spec } };
+function secretBody(
+  name: string,
+  spec: Record<string, unknown> = {},
+  metadata: Record<string, unknown> = {},
+): Record<string, any> {
+  return {
+    apiVersion: API_VERSION,
+    kind: 'SharedSecret',
+    metadata: { name, ...metadata },
+    spec: { displayName: name, ...spec },
+  };
 }
 
-function clusterBody(name: string, spec: Record<string, unknown> = {}, metadata: Record<string, unknown> = {}): Record<string, any> {
+function clusterBody(
+  name: string,
+  spec: Record<string, unknown> = {},
+  metadata: Record<string, unknown> = {},
+): Record<string, any> {
   return { apiVersion: API_VERSION, kind: 'Cluster', metadata: { name, ...metadata }, spec };
 }
 
@@ -80,16 +111,25 @@ describe('SharedSecret data', () => {
     const causes = expectInvalid(res, 'SharedSecret', name);
     expect(fieldsAndReasons(causes)).toEqual(['spec.data[k] FieldValueInvalid']);
     // Named base64, and the value (secret data, maybe pasted in clear) is not echoed.
-    expect(causes[0].message).toBe('Invalid value: "string": spec.data[k] in body must be of type byte: a base64 string (RFC 4648, padded), e.g. "aGVsbG8=" for "hello"');
+    expect(causes[0].message).toBe(
+      'Invalid value: "string": spec.data[k] in body must be of type byte: a base64 string (RFC 4648, padded), e.g. "aGVsbG8=" for "hello"',
+    );
     expect(JSON.stringify(res.body)).not.toContain('notbase64');
     await expectNoSecret(name);
   });
 
   test('bad keys and a bad value in one request are all reported together, one cause each', async () => {
     const name = uniq('dataall');
-    const res = await ts.admin.post(secrets(), secretBody(name, { data: { 'bad key': 'dmFsdWU=', '..': 'dmFsdWU=', k: '!!notbase64', fine: 'ZmluZQ==' } }));
+    const res = await ts.admin.post(
+      secrets(),
+      secretBody(name, { data: { 'bad key': 'dmFsdWU=', '..': 'dmFsdWU=', k: '!!notbase64', fine: 'ZmluZQ==' } }),
+    );
     const causes = expectInvalid(res, 'SharedSecret', name);
-    expect(fieldsAndReasons(causes)).toEqual(['spec.data[..] FieldValueInvalid', 'spec.data[bad key] FieldValueInvalid', 'spec.data[k] FieldValueInvalid']);
+    expect(fieldsAndReasons(causes)).toEqual([
+      'spec.data[..] FieldValueInvalid',
+      'spec.data[bad key] FieldValueInvalid',
+      'spec.data[k] FieldValueInvalid',
+    ]);
     expect(res.body.message).toMatch(/ is invalid: \[.*\]$/);
     await expectNoSecret(name);
   });
@@ -98,7 +138,10 @@ describe('SharedSecret data', () => {
     const name = uniq('data-update');
     const created = await ts.admin.post(secrets(), secretBody(name, { data: { ok: 'b2s=' } }));
     expect(created.status).toBe(201);
-    const res = await ts.admin.put(secret(name), { ...created.body, spec: { data: { ok: 'b2s=', 'no good': 'b2s=' } } });
+    const res = await ts.admin.put(secret(name), {
+      ...created.body,
+      spec: { data: { ok: 'b2s=', 'no good': 'b2s=' } },
+    });
     const causes = expectInvalid(res, 'SharedSecret', name);
     expect(fieldsAndReasons(causes)).toEqual(['spec.data[no good] FieldValueInvalid']);
     expect((await ts.admin.get(secret(name))).body).toEqual(created.body);
@@ -132,10 +175,23 @@ describe('metadata', () => {
 
   test('no name and no generateName is 422 "name or generateName is required"', async () => {
     const ns = uniq('noname');
-    const res = await ts.admin.post(secrets(ns), { apiVersion: API_VERSION, kind: 'SharedSecret', metadata: {}, spec: { displayName: 'nameless' } });
+    const res = await ts.admin.post(secrets(ns), {
+      apiVersion: API_VERSION,
+      kind: 'SharedSecret',
+      metadata: {},
+      spec: { displayName: 'nameless' },
+    });
     const causes = expectInvalid(res, 'SharedSecret', '');
-    expect(res.body.message).toBe('SharedSecret.management.platform.sh "" is invalid: metadata.name: Required value: name or generateName is required');
-    expect(causes).toEqual([{ reason: 'FieldValueRequired', message: 'Required value: name or generateName is required', field: 'metadata.name' }]);
+    expect(res.body.message).toBe(
+      'SharedSecret.management.platform.sh "" is invalid: metadata.name: Required value: name or generateName is required',
+    );
+    expect(causes).toEqual([
+      {
+        reason: 'FieldValueRequired',
+        message: 'Required value: name or generateName is required',
+        field: 'metadata.name',
+      },
+    ]);
     expect((await ts.admin.get(secrets(ns))).body.items).toEqual([]);
 
     const cl = await ts.admin.post(CLUSTERS_PATH, { metadata: {}, spec: { local: true } });
@@ -146,12 +202,28 @@ describe('metadata', () => {
     const name = uniq('labels');
     const res = await ts.admin.post(
       secrets(),
-      secretBody(name, {}, { labels: { 'bad key!': 'fine', good: 'bad value!' }, annotations: { 'bad key!': 'anything goes here', 'example.com/fine': 'x' } }),
+      secretBody(
+        name,
+        {},
+        {
+          labels: { 'bad key!': 'fine', good: 'bad value!' },
+          annotations: { 'bad key!': 'anything goes here', 'example.com/fine': 'x' },
+        },
+      ),
     );
     const causes = expectInvalid(res, 'SharedSecret', name);
-    expect(fieldsAndReasons(causes)).toEqual(['metadata.annotations FieldValueInvalid', 'metadata.labels FieldValueInvalid', 'metadata.labels FieldValueInvalid']);
+    expect(fieldsAndReasons(causes)).toEqual([
+      'metadata.annotations FieldValueInvalid',
+      'metadata.labels FieldValueInvalid',
+      'metadata.labels FieldValueInvalid',
+    ]);
     const labelMessages = causes.filter((c) => c.field === 'metadata.labels').map((c) => c.message);
-    expect(labelMessages).toEqual(expect.arrayContaining([expect.stringContaining('Invalid value: "bad key!"'), expect.stringContaining('Invalid value: "bad value!"')]));
+    expect(labelMessages).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining('Invalid value: "bad key!"'),
+        expect.stringContaining('Invalid value: "bad value!"'),
+      ]),
+    );
     expect(causes.find((c) => c.field === 'metadata.annotations')?.message).toContain('Invalid value: "bad key!"');
     await expectNoSecret(name);
   });
@@ -223,8 +295,13 @@ describe('Cluster connection config', () => {
     await expectNoCluster(bare);
 
     const onlyNs = uniq('cl-onlyns');
-    const res2 = await ts.admin.post(CLUSTERS_PATH, clusterBody(onlyNs, { config: { secretNamespace: 'platform' }, local: false, networkPeer: false }));
-    expect(fieldsAndReasons(expectInvalid(res2, 'Cluster', onlyNs))).toEqual(['spec.config.secretName FieldValueRequired']);
+    const res2 = await ts.admin.post(
+      CLUSTERS_PATH,
+      clusterBody(onlyNs, { config: { secretNamespace: 'platform' }, local: false, networkPeer: false }),
+    );
+    expect(fieldsAndReasons(expectInvalid(res2, 'Cluster', onlyNs))).toEqual([
+      'spec.config.secretName FieldValueRequired',
+    ]);
     await expectNoCluster(onlyNs);
   });
 
@@ -242,10 +319,15 @@ describe('Cluster connection config', () => {
 
   test('removing secretName from a non-local cluster by merge patch is refused and the cluster is unchanged', async () => {
     const name = uniq('cl-unset');
-    const created = await ts.admin.post(CLUSTERS_PATH, clusterBody(name, { config: { secretName: 'kubeconfig', secretNamespace: 'platform' } }));
+    const created = await ts.admin.post(
+      CLUSTERS_PATH,
+      clusterBody(name, { config: { secretName: 'kubeconfig', secretNamespace: 'platform' } }),
+    );
     expect(created.status).toBe(201);
     const res = await ts.admin.patch(clusterPath(name), { spec: { config: { secretName: null } } }, MERGE_PATCH);
-    expect(fieldsAndReasons(expectInvalid(res, 'Cluster', name))).toEqual(['spec.config.secretName FieldValueRequired']);
+    expect(fieldsAndReasons(expectInvalid(res, 'Cluster', name))).toEqual([
+      'spec.config.secretName FieldValueRequired',
+    ]);
     expect((await ts.admin.get(clusterPath(name))).body).toEqual(created.body);
     expect((await peek.entry(peek.clusterKey(name)))?.modRevision).toBe(created.body.metadata.resourceVersion);
   });
@@ -268,9 +350,10 @@ describe('types', () => {
     await expectNoSecret(name);
 
     const res2 = await ts.admin.post(secrets(), secretBody(name, { access: [{ verbs: 'get', users: ['a'] }] }));
-    expect(fieldsAndReasons(expectInvalid(res2, 'SharedSecret', name))).toEqual(['spec.access[0].verbs FieldValueTypeInvalid']);
+    expect(fieldsAndReasons(expectInvalid(res2, 'SharedSecret', name))).toEqual([
+      'spec.access[0].verbs FieldValueTypeInvalid',
+    ]);
     await expectNoSecret(name);
-
   });
 });
 
@@ -300,7 +383,10 @@ describe('unknown fields', () => {
     const name = uniq('prune-update');
     const created = await ts.admin.post(CLUSTERS_PATH, clusterBody(name, { local: true }));
     expect(created.status).toBe(201);
-    const res = await ts.admin.put(clusterPath(name), { ...created.body, spec: { ...created.body.spec, bogus: true, config: { bogus: 'z' } } });
+    const res = await ts.admin.put(clusterPath(name), {
+      ...created.body,
+      spec: { ...created.body.spec, bogus: true, config: { bogus: 'z' } },
+    });
     expect(res.status).toBe(200);
     expect(res.body.spec).toEqual({ local: true, config: {} });
     const stored = (await peek.entry(peek.clusterKey(name)))?.value;

@@ -9,7 +9,18 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
 import yaml from 'js-yaml';
-import { API_VERSION, APPLY_PATCH as APPLY, CLUSTERS_PATH, GROUP, JSON_PATCH, MERGE_PATCH, PROJECTS_PATH as PROJECTS, clusterBody, uniq, virtualClusterInstancesPath as vcis } from '../support/fixtures.js';
+import {
+  API_VERSION,
+  APPLY_PATCH as APPLY,
+  CLUSTERS_PATH,
+  GROUP,
+  JSON_PATCH,
+  MERGE_PATCH,
+  PROJECTS_PATH as PROJECTS,
+  clusterBody,
+  uniq,
+  virtualClusterInstancesPath as vcis,
+} from '../support/fixtures.js';
 import type { HttpClient } from '../support/http.js';
 import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
@@ -33,7 +44,10 @@ beforeAll(async () => {
   host = await startHostCluster();
   bobsCluster = await startHostCluster();
   carolsCluster = await startHostCluster();
-  const server = await startTestServerWithUsers({ root: ['system:masters'], bob: [], carol: [], dave: [], mallory: [], erin: [] }, { kubeconfig: host.kubeconfigPath });
+  const server = await startTestServerWithUsers(
+    { root: ['system:masters'], bob: [], carol: [], dave: [], mallory: [], erin: [] },
+    { kubeconfig: host.kubeconfigPath },
+  );
   ({ root, bob, carol, dave, mallory, erin } = server.as);
   ts = server;
   // dave may create (and apply) instances anywhere and get every Cluster, the widest grant a tenant could have: the
@@ -55,7 +69,12 @@ beforeAll(async () => {
     subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'dave' }],
   });
   // erin may create instances anywhere, but get no Cluster but those that grant it.
-  host.put({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'vci-creator-only' }, rules: [{ apiGroups: [GROUP], resources: ['virtualclusterinstances'], verbs: ['create', 'patch', 'get'] }] });
+  host.put({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: 'vci-creator-only' },
+    rules: [{ apiGroups: [GROUP], resources: ['virtualclusterinstances'], verbs: ['create', 'patch', 'get'] }],
+  });
   host.put({
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRoleBinding',
@@ -72,7 +91,10 @@ afterAll(async () => {
 }, 60_000);
 
 /** A Cluster bob and carol may get (an access entry), unless `spec` says otherwise. */
-async function createCluster(spec: Record<string, unknown> = {}, metadata: Record<string, unknown> = {}): Promise<string> {
+async function createCluster(
+  spec: Record<string, unknown> = {},
+  metadata: Record<string, unknown> = {},
+): Promise<string> {
   const body = clusterBody(uniq('cluster'));
   body.spec = { ...body.spec, access: [{ verbs: ['get'], users: ['bob', 'carol'] }], ...spec };
   Object.assign(body.metadata, metadata);
@@ -82,26 +104,48 @@ async function createCluster(spec: Record<string, unknown> = {}, metadata: Recor
 
 async function createProject(owner: string, spec: Record<string, unknown> = {}): Promise<string> {
   const name = uniq(owner);
-  expect((await root.post(PROJECTS, { apiVersion: API_VERSION, kind: 'Project', metadata: { name }, spec: { owner: { user: owner }, ...spec } })).status).toBe(201);
+  expect(
+    (
+      await root.post(PROJECTS, {
+        apiVersion: API_VERSION,
+        kind: 'Project',
+        metadata: { name },
+        spec: { owner: { user: owner }, ...spec },
+      })
+    ).status,
+  ).toBe(201);
   return name;
 }
 
 /** A tenant's virtual cluster imported into the tenant's project: its instance's namespace and name. */
-async function importOwn(owner: 'bob' | 'carol', client: HttpClient, on = cluster): Promise<{ ns: string; name: string; ref: Record<string, string> }> {
+async function importOwn(
+  owner: 'bob' | 'carol',
+  client: HttpClient,
+  on = cluster,
+): Promise<{ ns: string; name: string; ref: Record<string, string> }> {
   const project = await createProject(owner);
   const name = uniq('vc');
   const ref = { cluster: on, namespace: `vcluster-${name}`, virtualCluster: name };
-  host.addSecret(ref.namespace, `vc-${name}`, { config: (owner === 'bob' ? bobsCluster : carolsCluster).kubeconfigText() });
-  const res = await client.post(`${PROJECTS}/${project}/importvirtualcluster`, { sourceVirtualCluster: { name, namespace: ref.namespace, cluster: on } });
+  host.addSecret(ref.namespace, `vc-${name}`, {
+    config: (owner === 'bob' ? bobsCluster : carolsCluster).kubeconfigText(),
+  });
+  const res = await client.post(`${PROJECTS}/${project}/importvirtualcluster`, {
+    sourceVirtualCluster: { name, namespace: ref.namespace, cluster: on },
+  });
   expect(res.status).toBe(201);
   const ns = `p-${project}`;
-  expect((await root.patch(vciPath(ns, name), { spec: { ingressEndpoint: `https://${name}.example.com` } }, MERGE_PATCH)).status).toBe(200);
+  expect(
+    (await root.patch(vciPath(ns, name), { spec: { ingressEndpoint: `https://${name}.example.com` } }, MERGE_PATCH))
+      .status,
+  ).toBe(200);
   return { ns, name, ref };
 }
 
 function expectImmutable(res: { status: number; body: any }): void {
   expect({ status: res.status, reason: res.body?.reason }).toEqual({ status: 422, reason: 'Invalid' });
-  expect(res.body.details.causes).toEqual([expect.objectContaining({ field: 'spec.clusterRef', reason: 'FieldValueInvalid' })]);
+  expect(res.body.details.causes).toEqual([
+    expect.objectContaining({ field: 'spec.clusterRef', reason: 'FieldValueInvalid' }),
+  ]);
   expect(res.body.message).toContain('spec.clusterRef: Invalid value: ');
   expect(res.body.message).toMatch(/: field is immutable$/);
 }
@@ -111,7 +155,10 @@ describe('spec.clusterRef is immutable', () => {
     const bobs = await importOwn('bob', bob);
     const carols = await importOwn('carol', carol);
     const before = (await bob.get(vciPath(bobs.ns, bobs.name))).body;
-    const res = await bob.put(vciPath(bobs.ns, bobs.name), { ...before, spec: { ...before.spec, clusterRef: carols.ref } });
+    const res = await bob.put(vciPath(bobs.ns, bobs.name), {
+      ...before,
+      spec: { ...before.spec, clusterRef: carols.ref },
+    });
     expectImmutable(res);
     expect((await root.get(vciPath(bobs.ns, bobs.name))).body).toEqual(before);
 
@@ -125,8 +172,16 @@ describe('spec.clusterRef is immutable', () => {
   });
 
   test.each([
-    ['a JSON patch of the namespace', (ref: any) => [{ op: 'replace', path: '/spec/clusterRef/namespace', value: ref.namespace }], JSON_PATCH],
-    ['a JSON patch of the whole reference', (ref: any) => [{ op: 'replace', path: '/spec/clusterRef', value: ref }], JSON_PATCH],
+    [
+      'a JSON patch of the namespace',
+      (ref: any) => [{ op: 'replace', path: '/spec/clusterRef/namespace', value: ref.namespace }],
+      JSON_PATCH,
+    ],
+    [
+      'a JSON patch of the whole reference',
+      (ref: any) => [{ op: 'replace', path: '/spec/clusterRef', value: ref }],
+      JSON_PATCH,
+    ],
     ['a merge patch', (ref: any) => ({ spec: { clusterRef: ref } }), MERGE_PATCH],
     ['a JSON patch removing the namespace', () => [{ op: 'remove', path: '/spec/clusterRef/namespace' }], JSON_PATCH],
   ])('%s: 422, nothing changed', async (_what, patch, contentType) => {
@@ -141,7 +196,12 @@ describe('spec.clusterRef is immutable', () => {
     const bobs = await importOwn('bob', bob);
     const carols = await importOwn('carol', carol);
     const before = (await root.get(vciPath(bobs.ns, bobs.name))).body;
-    const config = { apiVersion: API_VERSION, kind: 'VirtualClusterInstance', metadata: { name: bobs.name }, spec: { clusterRef: carols.ref } };
+    const config = {
+      apiVersion: API_VERSION,
+      kind: 'VirtualClusterInstance',
+      metadata: { name: bobs.name },
+      spec: { clusterRef: carols.ref },
+    };
     expectImmutable(await bob.patch(`${vciPath(bobs.ns, bobs.name)}?fieldManager=bob&force=true`, config, APPLY));
     expect((await root.get(vciPath(bobs.ns, bobs.name))).body).toEqual(before);
   });
@@ -149,37 +209,82 @@ describe('spec.clusterRef is immutable', () => {
   test('a dry run is refused the same', async () => {
     const bobs = await importOwn('bob', bob);
     const carols = await importOwn('carol', carol);
-    expectImmutable(await bob.patch(`${vciPath(bobs.ns, bobs.name)}?dryRun=All`, { spec: { clusterRef: carols.ref } }, MERGE_PATCH));
+    expectImmutable(
+      await bob.patch(`${vciPath(bobs.ns, bobs.name)}?dryRun=All`, { spec: { clusterRef: carols.ref } }, MERGE_PATCH),
+    );
   });
 
   test('someone granted update by an access entry cannot change it either, nor can system:masters', async () => {
     const carols = await importOwn('carol', carol);
     const bobs = await importOwn('bob', bob);
-    expect((await root.patch(vciPath(carols.ns, carols.name), { spec: { access: [{ verbs: ['get', 'update', 'patch'], users: ['bob'] }] } }, MERGE_PATCH)).status).toBe(200);
+    expect(
+      (
+        await root.patch(
+          vciPath(carols.ns, carols.name),
+          { spec: { access: [{ verbs: ['get', 'update', 'patch'], users: ['bob'] }] } },
+          MERGE_PATCH,
+        )
+      ).status,
+    ).toBe(200);
     expectImmutable(await bob.patch(vciPath(carols.ns, carols.name), { spec: { clusterRef: bobs.ref } }, MERGE_PATCH));
-    expectImmutable(await root.patch(vciPath(carols.ns, carols.name), { spec: { clusterRef: { ...carols.ref, namespace: 'elsewhere' } } }, MERGE_PATCH));
+    expectImmutable(
+      await root.patch(
+        vciPath(carols.ns, carols.name),
+        { spec: { clusterRef: { ...carols.ref, namespace: 'elsewhere' } } },
+        MERGE_PATCH,
+      ),
+    );
   });
 
   test('an instance created without a namespace or virtual cluster name cannot have one filled in later', async () => {
     const project = await createProject('bob');
     const ns = `p-${project}`;
     const name = uniq('vc');
-    expect((await root.post(vcis(ns), { apiVersion: API_VERSION, kind: 'VirtualClusterInstance', metadata: { name }, spec: { clusterRef: { cluster } } })).status).toBe(201);
-    expectImmutable(await root.patch(vciPath(ns, name), [{ op: 'add', path: '/spec/clusterRef/namespace', value: 'vcluster-x' }], JSON_PATCH));
-    expectImmutable(await root.patch(vciPath(ns, name), { spec: { clusterRef: { virtualCluster: name } } }, MERGE_PATCH));
+    expect(
+      (
+        await root.post(vcis(ns), {
+          apiVersion: API_VERSION,
+          kind: 'VirtualClusterInstance',
+          metadata: { name },
+          spec: { clusterRef: { cluster } },
+        })
+      ).status,
+    ).toBe(201);
+    expectImmutable(
+      await root.patch(
+        vciPath(ns, name),
+        [{ op: 'add', path: '/spec/clusterRef/namespace', value: 'vcluster-x' }],
+        JSON_PATCH,
+      ),
+    );
+    expectImmutable(
+      await root.patch(vciPath(ns, name), { spec: { clusterRef: { virtualCluster: name } } }, MERGE_PATCH),
+    );
   });
 
   test('every other field may still change, and the same clusterRef may be sent back', async () => {
     const bobs = await importOwn('bob', bob);
     const current = (await bob.get(vciPath(bobs.ns, bobs.name))).body;
-    const res = await bob.put(vciPath(bobs.ns, bobs.name), { ...current, spec: { ...current.spec, displayName: 'mine', ingressEndpoint: 'https://new.example.com' } });
+    const res = await bob.put(vciPath(bobs.ns, bobs.name), {
+      ...current,
+      spec: { ...current.spec, displayName: 'mine', ingressEndpoint: 'https://new.example.com' },
+    });
     expect(res.status).toBe(200);
-    expect(res.body.spec).toMatchObject({ displayName: 'mine', ingressEndpoint: 'https://new.example.com', clusterRef: bobs.ref });
+    expect(res.body.spec).toMatchObject({
+      displayName: 'mine',
+      ingressEndpoint: 'https://new.example.com',
+      clusterRef: bobs.ref,
+    });
   });
 });
 
 describe('a create by anyone but system:masters passes the import checks', () => {
-  const instance = (name: string, ref: Record<string, unknown>) => ({ apiVersion: API_VERSION, kind: 'VirtualClusterInstance', metadata: { name }, spec: { clusterRef: ref, ingressEndpoint: `https://${name}.example.com` } });
+  const instance = (name: string, ref: Record<string, unknown>) => ({
+    apiVersion: API_VERSION,
+    kind: 'VirtualClusterInstance',
+    metadata: { name },
+    spec: { clusterRef: ref, ingressEndpoint: `https://${name}.example.com` },
+  });
 
   test("dave cannot create an instance pointing at carol's imported virtual cluster: 409 that names nothing of hers, in his project", async () => {
     const carols = await importOwn('carol', carol);
@@ -203,18 +308,39 @@ describe('a create by anyone but system:masters passes the import checks', () =>
   });
 
   test.each([
-    ['a namespace of no project', async () => ({ ns: uniq('team'), ref: { cluster } }), 'metadata.namespace', 'not the namespace of a Project'],
-    ['the namespace of a project that does not exist', async () => ({ ns: 'p-no-such-project', ref: { cluster } }), 'metadata.namespace', 'no Project "no-such-project" exists'],
-    ['an unknown Cluster', async () => ({ ns: `p-${await createProject('dave')}`, ref: { cluster: 'no-such-cluster' } }), 'spec.clusterRef.cluster', 'Not found: "no-such-cluster"'],
+    [
+      'a namespace of no project',
+      async () => ({ ns: uniq('team'), ref: { cluster } }),
+      'metadata.namespace',
+      'not the namespace of a Project',
+    ],
+    [
+      'the namespace of a project that does not exist',
+      async () => ({ ns: 'p-no-such-project', ref: { cluster } }),
+      'metadata.namespace',
+      'no Project "no-such-project" exists',
+    ],
+    [
+      'an unknown Cluster',
+      async () => ({ ns: `p-${await createProject('dave')}`, ref: { cluster: 'no-such-cluster' } }),
+      'spec.clusterRef.cluster',
+      'Not found: "no-such-cluster"',
+    ],
     [
       'an unusable Cluster',
-      async () => ({ ns: `p-${await createProject('dave')}`, ref: { cluster: await createCluster({ unusable: true }) } }),
+      async () => ({
+        ns: `p-${await createProject('dave')}`,
+        ref: { cluster: await createCluster({ unusable: true }) },
+      }),
       'spec.clusterRef.cluster',
       'is marked unusable (spec.unusable: true) and accepts no new virtual clusters',
     ],
     [
       'a Cluster the project does not allow',
-      async () => ({ ns: `p-${await createProject('dave', { allowedClusters: [{ name: cluster }] })}`, ref: { cluster: await createCluster() } }),
+      async () => ({
+        ns: `p-${await createProject('dave', { allowedClusters: [{ name: cluster }] })}`,
+        ref: { cluster: await createCluster() },
+      }),
       'spec.clusterRef.cluster',
       'allows only the clusters',
     ],
@@ -258,7 +384,10 @@ describe('a create by anyone but system:masters passes the import checks', () =>
 
   test('system:masters may create any instance (the operator sets up what imports cannot)', async () => {
     const ns = uniq('anywhere');
-    const res = await root.post(vcis(ns), instance(uniq('vc'), { cluster: 'not-yet-registered', namespace: 'vcluster-x' }));
+    const res = await root.post(
+      vcis(ns),
+      instance(uniq('vc'), { cluster: 'not-yet-registered', namespace: 'vcluster-x' }),
+    );
     expect(res.status).toBe(201);
   });
 });
@@ -270,8 +399,12 @@ describe('one virtual cluster, whatever Cluster names it; and only from a Cluste
     metadata: { name },
     spec: { clusterRef: ref, ingressEndpoint: `https://${name}.example.com`, ...spec },
   });
-  const importInto = (client: HttpClient, project: string, source: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
-    client.post(`${PROJECTS}/${project}/importvirtualcluster`, { sourceVirtualCluster: source, ...extra });
+  const importInto = (
+    client: HttpClient,
+    project: string,
+    source: Record<string, unknown>,
+    extra: Record<string, unknown> = {},
+  ) => client.post(`${PROJECTS}/${project}/importvirtualcluster`, { sourceVirtualCluster: source, ...extra });
 
   test("mallory cannot import carol's virtual cluster by naming another Cluster her project allows: 409, nothing stored, nothing signed", async () => {
     const c2 = await createCluster();
@@ -288,7 +421,10 @@ describe('one virtual cluster, whatever Cluster names it; and only from a Cluste
     // A create naming c1 is refused the same (dave may create instances and get every Cluster).
     const daves = `p-${await createProject('dave', { allowedClusters: [{ name: c1 }] })}`;
     const ref = { ...carols.ref, cluster: c1 };
-    for (const created of [await dave.post(vcis(daves), instance(carols.name, ref)), await dave.patch(`${vciPath(daves, carols.name)}?fieldManager=dave`, instance(carols.name, ref), APPLY)]) {
+    for (const created of [
+      await dave.post(vcis(daves), instance(carols.name, ref)),
+      await dave.patch(`${vciPath(daves, carols.name)}?fieldManager=dave`, instance(carols.name, ref), APPLY),
+    ]) {
       expect({ status: created.status, reason: created.body.reason }).toEqual({ status: 409, reason: 'Conflict' });
     }
     expect((await root.get(vcis(`p-${project}`))).body.items).toEqual([]);
@@ -324,7 +460,9 @@ describe('one virtual cluster, whatever Cluster names it; and only from a Cluste
       await erin.patch(`${vciPath(erins, name)}?fieldManager=erin`, instance(name, ref), APPLY),
     ]) {
       expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 422, reason: 'Invalid' });
-      expect(res.body.details.causes).toEqual([expect.objectContaining({ field: 'spec.clusterRef.cluster', reason: 'FieldValueForbidden' })]);
+      expect(res.body.details.causes).toEqual([
+        expect.objectContaining({ field: 'spec.clusterRef.cluster', reason: 'FieldValueForbidden' }),
+      ]);
       expect(res.body.message).toContain(`User "erin" cannot get Cluster "${nobodys}"`);
     }
     expect((await root.get(vcis(`p-${project}`))).body.items).toEqual([]);
@@ -335,7 +473,9 @@ describe('one virtual cluster, whatever Cluster names it; and only from a Cluste
     expect((await root.patch(`${CLUSTERS_PATH}/${nobodys}`, grant, MERGE_PATCH)).status).toBe(200);
     expect((await importInto(mallory, project, source)).status).toBe(201);
     const owned = await createCluster({ owner: { user: 'erin' }, access: [] });
-    expect((await erin.post(vcis(erins), instance(name, { ...ref, cluster: owned, virtualCluster: uniq('vc') }))).status).toBe(201);
+    expect(
+      (await erin.post(vcis(erins), instance(name, { ...ref, cluster: owned, virtualCluster: uniq('vc') }))).status,
+    ).toBe(201);
   });
 
   test('an instance is created for its creator: another owner is 403 naming the field; oneself is fine', async () => {

@@ -45,11 +45,15 @@ afterEach(closeWatches);
 // ---------------------------------------------------------------------------------------------------------
 
 function expectStatusBody(status: number, body: any, code: number, reason: string, message?: string): void {
-  expect({ status, body }).toMatchObject({ status: code, body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason } });
+  expect({ status, body }).toMatchObject({
+    status: code,
+    body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason },
+  });
   if (message !== undefined) expect(body.message).toBe(message);
 }
 
-const createSecret = (ns: string, name: string, labels?: Record<string, string>) => createSecretAs(ts.admin, ns, name, labels);
+const createSecret = (ns: string, name: string, labels?: Record<string, string>) =>
+  createSecretAs(ts.admin, ns, name, labels);
 
 async function patchSecret(ns: string, name: string, patch: unknown): Promise<any> {
   const res = await ts.admin.patch(sharedSecretPath(ns, name), patch, MERGE_PATCH);
@@ -111,17 +115,20 @@ describe('stream format and starting point', () => {
     await w.quiet(300);
   });
 
-  test.each([['watch=1'], ['watch=true&resourceVersion=0'], ['watch=1&resourceVersion=0']])('%s also starts with ADDED for existing objects', async (query) => {
-    const ns = uniq('w-rv0');
-    const a = await createSecret(ns, uniq('s'));
-    const w = await openWatch(ts.admin, `${sharedSecretsPath(ns)}?${query}`);
-    expect(w.status).toBe(200);
-    const [first] = await w.count(1);
-    expect(first).toEqual({ type: 'ADDED', object: a });
-    const b = await createSecret(ns, `zz-${uniq('s')}`);
-    expect(await w.nth(2)).toEqual({ type: 'ADDED', object: b });
-    await w.quiet(200);
-  });
+  test.each([['watch=1'], ['watch=true&resourceVersion=0'], ['watch=1&resourceVersion=0']])(
+    '%s also starts with ADDED for existing objects',
+    async (query) => {
+      const ns = uniq('w-rv0');
+      const a = await createSecret(ns, uniq('s'));
+      const w = await openWatch(ts.admin, `${sharedSecretsPath(ns)}?${query}`);
+      expect(w.status).toBe(200);
+      const [first] = await w.count(1);
+      expect(first).toEqual({ type: 'ADDED', object: a });
+      const b = await createSecret(ns, `zz-${uniq('s')}`);
+      expect(await w.nth(2)).toEqual({ type: 'ADDED', object: b });
+      await w.quiet(200);
+    },
+  );
 
   test('from a given resourceVersion: only later events, with no ADDED for what existed', async () => {
     const ns = uniq('w-from');
@@ -194,7 +201,10 @@ describe('stream format and starting point', () => {
     expect(w.status).toBe(200);
     const a = await createSecret(ns, uniq('s'), { x: 'y' });
     const ev = await w.nth(1);
-    expect(ev).toEqual({ type: 'ADDED', object: { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: a.metadata } });
+    expect(ev).toEqual({
+      type: 'ADDED',
+      object: { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: a.metadata },
+    });
   });
 });
 
@@ -203,7 +213,10 @@ describe('selectors', () => {
     const ns = uniq('w-label');
     const name = uniq('s');
     const rv = await listRv(sharedSecretsPath(ns));
-    const w = await openWatch(ts.admin, `${sharedSecretsPath(ns)}?resourceVersion=${rv}&labelSelector=${encodeURIComponent('app=web')}`);
+    const w = await openWatch(
+      ts.admin,
+      `${sharedSecretsPath(ns)}?resourceVersion=${rv}&labelSelector=${encodeURIComponent('app=web')}`,
+    );
     expect(w.status).toBe(200);
 
     const other = await createSecret(ns, `other-${uniq('s')}`, { app: 'db' }); // never matches
@@ -225,7 +238,10 @@ describe('selectors', () => {
       ['DELETED', 'web', deleteRv],
     ]);
     expect(events[0].object).toEqual(matching);
-    expect(events[2].object).toEqual({ ...stillMatching, metadata: { ...stillMatching.metadata, resourceVersion: leaving.metadata.resourceVersion } });
+    expect(events[2].object).toEqual({
+      ...stillMatching,
+      metadata: { ...stillMatching.metadata, resourceVersion: leaving.metadata.resourceVersion },
+    });
     expect(created.metadata.labels).toEqual({ app: 'db' });
     await w.quiet(300);
   });
@@ -247,13 +263,19 @@ describe('selectors', () => {
     const bystander = await createSecret(ns, `${name}-not`);
 
     // kubectl get NAME -w: watch without resourceVersion, one ADDED for the object, then its changes only.
-    const getW = await openWatch(ts.admin, `${sharedSecretsPath(ns)}?fieldSelector=${encodeURIComponent(`metadata.name=${name}`)}`);
+    const getW = await openWatch(
+      ts.admin,
+      `${sharedSecretsPath(ns)}?fieldSelector=${encodeURIComponent(`metadata.name=${name}`)}`,
+    );
     expect(await getW.nth(1)).toEqual({ type: 'ADDED', object: target });
 
     // kubectl wait --for=delete: list with the field selector, then watch from the list's resourceVersion.
-    const listed = await ts.admin.get(`${sharedSecretsPath(ns)}?fieldSelector=${encodeURIComponent(`metadata.name=${name}`)}`);
+    const listed = await ts.admin.get(
+      `${sharedSecretsPath(ns)}?fieldSelector=${encodeURIComponent(`metadata.name=${name}`)}`,
+    );
     expect(listed.body.items).toEqual([target]);
-    const waitW = await openWatch(ts.admin, 
+    const waitW = await openWatch(
+      ts.admin,
       `${sharedSecretsPath(ns)}?fieldSelector=${encodeURIComponent(`metadata.name=${name}`)}&resourceVersion=${listed.body.metadata.resourceVersion}&allowWatchBookmarks=true&timeoutSeconds=30`,
     );
 
@@ -297,7 +319,10 @@ describe('selectors', () => {
     const clName = uniq('one-cl');
     const cl = await ts.admin.post(CLUSTERS_PATH, clusterBody(clName));
     expect(cl.status).toBe(201);
-    const wc = await openWatch(ts.admin, `${clusterPath(clName)}?watch=1&resourceVersion=${cl.body.metadata.resourceVersion}`);
+    const wc = await openWatch(
+      ts.admin,
+      `${clusterPath(clName)}?watch=1&resourceVersion=${cl.body.metadata.resourceVersion}`,
+    );
     expect(wc.status).toBe(200);
     const other = await ts.admin.post(CLUSTERS_PATH, clusterBody(`${clName}-other`));
     expect(other.status).toBe(201);
@@ -308,9 +333,21 @@ describe('selectors', () => {
   });
 
   test('an unsupported field selector on a watch is 400; so is a bad label selector', async () => {
-    const field = await watchFailure(ts.admin, `${sharedSecretsPath('default')}?fieldSelector=${encodeURIComponent('spec.x=1')}`);
-    expectStatusBody(field.status, field.body, 400, 'BadRequest', '"spec.x" is not a known field selector: only "metadata.name", "metadata.namespace"');
-    const label = await watchFailure(ts.admin, `${sharedSecretsPath('default')}?labelSelector=${encodeURIComponent('a in (b')}`);
+    const field = await watchFailure(
+      ts.admin,
+      `${sharedSecretsPath('default')}?fieldSelector=${encodeURIComponent('spec.x=1')}`,
+    );
+    expectStatusBody(
+      field.status,
+      field.body,
+      400,
+      'BadRequest',
+      '"spec.x" is not a known field selector: only "metadata.name", "metadata.namespace"',
+    );
+    const label = await watchFailure(
+      ts.admin,
+      `${sharedSecretsPath('default')}?labelSelector=${encodeURIComponent('a in (b')}`,
+    );
     expectStatusBody(label.status, label.body, 400, 'BadRequest');
   });
 });
@@ -336,12 +373,19 @@ describe('timeouts and bookmarks', () => {
     const ns = uniq('w-bookmark');
     const rv = await listRv(sharedSecretsPath(ns));
     const started = Date.now();
-    const w = await openWatch(ts.admin, `${sharedSecretsPath(ns)}?resourceVersion=${rv}&allowWatchBookmarks=true&timeoutSeconds=5`);
+    const w = await openWatch(
+      ts.admin,
+      `${sharedSecretsPath(ns)}?resourceVersion=${rv}&allowWatchBookmarks=true&timeoutSeconds=5`,
+    );
     expect(w.status).toBe(200);
     const created = await createSecret(ns, uniq('s'));
     const bookmark = await w.find((e) => e.type === 'BOOKMARK', 'a BOOKMARK', 8000);
     expect(Date.now() - started).toBeLessThan(5000);
-    expect(bookmark.object).toEqual({ kind: 'SharedSecret', apiVersion: API_VERSION, metadata: { resourceVersion: expect.stringMatching(/^[0-9]+$/) } });
+    expect(bookmark.object).toEqual({
+      kind: 'SharedSecret',
+      apiVersion: API_VERSION,
+      metadata: { resourceVersion: expect.stringMatching(/^[0-9]+$/) },
+    });
     expect(Number(rvOf(bookmark))).toBeGreaterThanOrEqual(Number(created.metadata.resourceVersion));
     await w.end(8000);
     expect(w.endedCleanly).toBe(true);
@@ -388,15 +432,28 @@ describe('watch-list (sendInitialEvents)', () => {
     expect(end.object).toMatchObject({
       kind: 'SharedSecret',
       apiVersion: API_VERSION,
-      metadata: { resourceVersion: expect.stringMatching(/^[0-9]+$/), annotations: { 'k8s.io/initial-events-end': 'true' } },
+      metadata: {
+        resourceVersion: expect.stringMatching(/^[0-9]+$/),
+        annotations: { 'k8s.io/initial-events-end': 'true' },
+      },
     });
     const blueprint = end.object.metadata.annotations['kubernetes.io/initial-events-list-blueprint'];
-    if (blueprint !== undefined) expect(JSON.parse(Buffer.from(blueprint, 'base64').toString('utf8'))).toMatchObject({ kind: 'SharedSecretList', apiVersion: API_VERSION, items: [] });
+    if (blueprint !== undefined)
+      expect(JSON.parse(Buffer.from(blueprint, 'base64').toString('utf8'))).toMatchObject({
+        kind: 'SharedSecretList',
+        apiVersion: API_VERSION,
+        items: [],
+      });
     for (const e of initial) expect(Number(rvOf(e))).toBeLessThanOrEqual(Number(rvOf(end)));
     for (const m of made) expect(Number(rvOf(end))).toBeGreaterThanOrEqual(Number(m.metadata.resourceVersion));
 
     const live = await createSecret(nsA, 'bb');
-    const liveEvent = await w.find((e) => e.object.metadata?.name === 'bb' && e.object.metadata?.namespace === nsA, 'the live event', DEFAULT_WAIT_MS, initial.length + 1);
+    const liveEvent = await w.find(
+      (e) => e.object.metadata?.name === 'bb' && e.object.metadata?.namespace === nsA,
+      'the live event',
+      DEFAULT_WAIT_MS,
+      initial.length + 1,
+    );
     expect(liveEvent).toEqual({ type: 'ADDED', object: live });
   });
 
@@ -404,7 +461,10 @@ describe('watch-list (sendInitialEvents)', () => {
     const ns = uniq('w-wl-ns');
     const b = await createSecret(ns, 'b');
     const a = await createSecret(ns, 'a');
-    const w = await openWatch(ts.admin, `${sharedSecretsPath(ns)}?sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=${b.metadata.resourceVersion}`);
+    const w = await openWatch(
+      ts.admin,
+      `${sharedSecretsPath(ns)}?sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=${b.metadata.resourceVersion}`,
+    );
     expect(w.status).toBe(200);
     const events = await w.count(3);
     expect(events.slice(0, 2)).toEqual([
@@ -417,7 +477,10 @@ describe('watch-list (sendInitialEvents)', () => {
   });
 
   test('sendInitialEvents without resourceVersionMatch=NotOlderThan is 422', async () => {
-    const res = await watchFailure(ts.admin, `${sharedSecretsPath('default')}?sendInitialEvents=true&allowWatchBookmarks=true`);
+    const res = await watchFailure(
+      ts.admin,
+      `${sharedSecretsPath('default')}?sendInitialEvents=true&allowWatchBookmarks=true`,
+    );
     expectStatusBody(
       res.status,
       res.body,
@@ -428,12 +491,21 @@ describe('watch-list (sendInitialEvents)', () => {
     expect(res.body.details).toEqual({
       group: 'meta.k8s.io',
       kind: 'ListOptions',
-      causes: [{ reason: 'FieldValueForbidden', message: 'Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan', field: 'resourceVersionMatch' }],
+      causes: [
+        {
+          reason: 'FieldValueForbidden',
+          message: 'Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan',
+          field: 'resourceVersionMatch',
+        },
+      ],
     });
   });
 
   test('resourceVersionMatch on a watch without sendInitialEvents is 422', async () => {
-    const res = await watchFailure(ts.admin, `${sharedSecretsPath('default')}?resourceVersionMatch=NotOlderThan&resourceVersion=0`);
+    const res = await watchFailure(
+      ts.admin,
+      `${sharedSecretsPath('default')}?resourceVersionMatch=NotOlderThan&resourceVersion=0`,
+    );
     expectStatusBody(
       res.status,
       res.body,
@@ -442,7 +514,11 @@ describe('watch-list (sendInitialEvents)', () => {
       'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided',
     );
     expect(res.body.details.causes).toEqual([
-      { reason: 'FieldValueForbidden', message: 'Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided', field: 'resourceVersionMatch' },
+      {
+        reason: 'FieldValueForbidden',
+        message: 'Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided',
+        field: 'resourceVersionMatch',
+      },
     ]);
   });
 });
@@ -458,7 +534,15 @@ describe('too old and too new resourceVersions', () => {
       expect(w.events).toHaveLength(1);
       expect(w.events[0]).toEqual({
         type: 'ERROR',
-        object: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: expect.stringMatching(new RegExp(`^too old resource version: ${old} \\([0-9]+\\)$`)), reason: 'Expired', code: 410 },
+        object: {
+          kind: 'Status',
+          apiVersion: 'v1',
+          metadata: {},
+          status: 'Failure',
+          message: expect.stringMatching(new RegExp(`^too old resource version: ${old} \\([0-9]+\\)$`)),
+          reason: 'Expired',
+          code: 410,
+        },
       });
     }
   });
@@ -493,7 +577,14 @@ describe('one etcd watch for many clients', () => {
     const before = await etcdWatchers();
     expect(before).toBeGreaterThanOrEqual(1); // the server's own watch cache
     const streams = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => openWatch(ts.admin, i % 2 === 0 ? `${sharedSecretsPath(ns)}?resourceVersion=${rv}` : `${ALL_SECRETS}?resourceVersion=${rv}&fieldSelector=metadata.namespace%3D${ns}`)),
+      Array.from({ length: 50 }, (_, i) =>
+        openWatch(
+          ts.admin,
+          i % 2 === 0
+            ? `${sharedSecretsPath(ns)}?resourceVersion=${rv}`
+            : `${ALL_SECRETS}?resourceVersion=${rv}&fieldSelector=metadata.namespace%3D${ns}`,
+        ),
+      ),
     );
     expect(streams.map((s) => s.status)).toEqual(streams.map(() => 200));
     expect(await etcdWatchers()).toBe(before);
@@ -539,7 +630,11 @@ describe('etcd restart', () => {
     const bObj = b.status === 201 ? b.body : (await ts.admin.get(sharedSecretPath(ns, bName))).body;
     const a3 = await patchSecret(ns, a.metadata.name, { spec: { displayName: 'after restart' } });
 
-    await w.find((e) => e.object.metadata.resourceVersion === a3.metadata.resourceVersion, 'the event after the restart', 20_000);
+    await w.find(
+      (e) => e.object.metadata.resourceVersion === a3.metadata.resourceVersion,
+      'the event after the restart',
+      20_000,
+    );
     await w.quiet(500);
     expect(w.events.map((e) => [e.type, e.object.metadata.name, rvOf(e)])).toEqual([
       ['MODIFIED', a.metadata.name, a2.metadata.resourceVersion],
@@ -548,7 +643,11 @@ describe('etcd restart', () => {
     ]);
     expect(w.ended).toBe(false);
 
-    await wAll.find((e) => rvOf(e) === a3.metadata.resourceVersion, 'the event after the restart (second watch)', 20_000);
+    await wAll.find(
+      (e) => rvOf(e) === a3.metadata.resourceVersion,
+      'the event after the restart (second watch)',
+      20_000,
+    );
     const rvs = wAll.events.map((e) => Number(rvOf(e)));
     expect(new Set(rvs).size).toBe(rvs.length);
     expect(wAll.events.map((e) => e.type)).toEqual(['ADDED', 'MODIFIED', 'ADDED', 'MODIFIED']);
@@ -558,7 +657,10 @@ describe('etcd restart', () => {
     const replay = await w2.count(3);
     expect(replay.map(rvOf)).toEqual([a2, bObj, a3].map((o) => o.metadata.resourceVersion));
     const listed = await ts.admin.get(sharedSecretsPath(ns));
-    expect(listed.body.items.map((o: any) => o.metadata.resourceVersion)).toEqual([a3.metadata.resourceVersion, bObj.metadata.resourceVersion]);
+    expect(listed.body.items.map((o: any) => o.metadata.resourceVersion)).toEqual([
+      a3.metadata.resourceVersion,
+      bObj.metadata.resourceVersion,
+    ]);
   }, 60_000);
 
   // Runs last: it compacts etcd under the server's watch cache.
@@ -575,16 +677,22 @@ describe('etcd restart', () => {
     await etcd.restart();
 
     const bName = `b-${uniq('s')}`;
-    const b = await eventually(() => ts.admin.post(sharedSecretsPath(ns), secretBody(bName)), (r) => r.status === 201, 'create after the restart');
+    const b = await eventually(
+      () => ts.admin.post(sharedSecretsPath(ns), secretBody(bName)),
+      (r) => r.status === 201,
+      'create after the restart',
+    );
 
     // A reflector: follow the stream; when it ends, watch again from the last resourceVersion; on 410, list.
     let stream = w;
     let rv = a.metadata.resourceVersion as string;
     let relisted = false;
     let seen = false;
-    for (const deadline = Date.now() + 20_000; !seen; ) {
+    for (const deadline = Date.now() + 20_000; !seen;) {
       if (Date.now() > deadline) {
-        throw new Error(`the create after the restart never reached the client (relisted: ${relisted}; last stream: ${JSON.stringify(stream.summary())}, ended: ${stream.ended})`);
+        throw new Error(
+          `the create after the restart never reached the client (relisted: ${relisted}; last stream: ${JSON.stringify(stream.summary())}, ended: ${stream.ended})`,
+        );
       }
       seen = stream.events.some((e) => e.object?.metadata?.name === bName);
       if (seen) break;
@@ -609,7 +717,10 @@ describe('etcd restart', () => {
 
     // A new watch without resourceVersion is served (no 504) and delivers live events.
     const fresh = await openWatch(ts.admin, sharedSecretsPath(ns), { timeoutMs: 15_000 });
-    expect({ status: fresh.status, body: fresh.status === 200 ? undefined : (await fresh.end().then(() => fresh.body)) }).toEqual({ status: 200, body: undefined });
+    expect({
+      status: fresh.status,
+      body: fresh.status === 200 ? undefined : await fresh.end().then(() => fresh.body),
+    }).toEqual({ status: 200, body: undefined });
     await fresh.count(2);
     const c = await createSecret(ns, `c-${uniq('s')}`);
     expect(await fresh.nth(3)).toEqual({ type: 'ADDED', object: c });

@@ -26,7 +26,18 @@ export interface Caller {
   request(method: string, path: string, opts?: RequestOptions): Promise<HttpResponse>;
 }
 
-export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection' | 'get status' | 'update status' | 'patch status';
+export type Verb =
+  | 'get'
+  | 'list'
+  | 'watch'
+  | 'create'
+  | 'update'
+  | 'patch'
+  | 'delete'
+  | 'deletecollection'
+  | 'get status'
+  | 'update status'
+  | 'patch status';
 
 /** Every response a RecordingClient saw in this test file: headers and body text (for the final leak scan). */
 export const seen: string[] = [];
@@ -41,7 +52,8 @@ export class RecordingClient extends HttpClient implements Caller {
 }
 
 /** The names of a list's items, sorted. */
-export const listedNames = (res: HttpResponse): string[] => (res.body?.items ?? []).map((o: any) => o.metadata.name).sort();
+export const listedNames = (res: HttpResponse): string[] =>
+  (res.body?.items ?? []).map((o: any) => o.metadata.name).sort();
 
 /** The status code each verb answers when allowed. */
 export const OK: Record<Verb, number> = {
@@ -59,21 +71,33 @@ export const OK: Record<Verb, number> = {
 };
 
 export function collectionPath(kind: Kind, ns: string, prefix = ''): string {
-  return kind === 'clusters' ? `${prefix}${GROUP_PATH}/clusters` : `${prefix}${GROUP_PATH}/namespaces/${ns}/sharedsecrets`;
+  return kind === 'clusters'
+    ? `${prefix}${GROUP_PATH}/clusters`
+    : `${prefix}${GROUP_PATH}/namespaces/${ns}/sharedsecrets`;
 }
 
 export function objectPath(t: Target, prefix = '', sub = ''): string {
   return `${collectionPath(t.kind, t.ns, prefix)}/${t.name}${sub ? `/${sub}` : ''}`;
 }
 
-export function bodyOf(kind: Kind, name: string, grants: Grants = {}, labels?: Record<string, string>): Record<string, any> {
+export function bodyOf(
+  kind: Kind,
+  name: string,
+  grants: Grants = {},
+  labels?: Record<string, string>,
+): Record<string, any> {
   const body = kind === 'clusters' ? clusterBody(name, labels) : secretBody(name, labels);
   body.spec = { ...body.spec, ...grants };
   return body;
 }
 
 export function expectAllowed(res: HttpResponse, verb: Verb, what = ''): void {
-  expect({ what, verb, status: res.status, body: res.status === OK[verb] ? undefined : res.body }).toEqual({ what, verb, status: OK[verb], body: undefined });
+  expect({ what, verb, status: res.status, body: res.status === OK[verb] ? undefined : res.body }).toEqual({
+    what,
+    verb,
+    status: OK[verb],
+    body: undefined,
+  });
 }
 
 export interface Matrix {
@@ -92,8 +116,14 @@ export interface Matrix {
 /** `admin` creates and reads the objects; new objects go to `defaultNs`; creates by `act` carry `createGrants`. */
 export function authMatrix(admin: () => Caller, defaultNs: string, createGrants: Grants = {}): Matrix {
   const make: Matrix['make'] = async (kind, grants = {}, opts = {}) => {
-    const t: Target = { kind, ns: kind === 'clusters' ? '' : opts.ns ?? defaultNs, name: uniq(kind === 'clusters' ? 'c' : 's') };
-    const res = await admin().request('POST', collectionPath(kind, t.ns), { body: bodyOf(kind, t.name, grants, opts.labels) });
+    const t: Target = {
+      kind,
+      ns: kind === 'clusters' ? '' : (opts.ns ?? defaultNs),
+      name: uniq(kind === 'clusters' ? 'c' : 's'),
+    };
+    const res = await admin().request('POST', collectionPath(kind, t.ns), {
+      body: bodyOf(kind, t.name, grants, opts.labels),
+    });
     expect({ status: res.status, body: res.body }).toMatchObject({ status: 201 });
     return t;
   };
@@ -115,10 +145,15 @@ export function authMatrix(admin: () => Caller, defaultNs: string, createGrants:
         return who.request('POST', coll, { body: bodyOf(t.kind, uniq('new'), createGrants) });
       case 'update': {
         const obj = await current(t);
-        return who.request('PUT', objectPath(t, prefix), { body: { ...obj, spec: { ...obj.spec, description: `updated ${uniq('u')}` } } });
+        return who.request('PUT', objectPath(t, prefix), {
+          body: { ...obj, spec: { ...obj.spec, description: `updated ${uniq('u')}` } },
+        });
       }
       case 'patch':
-        return who.request('PATCH', objectPath(t, prefix), { body: { spec: { description: `patched ${uniq('p')}` } }, contentType: MERGE_PATCH });
+        return who.request('PATCH', objectPath(t, prefix), {
+          body: { spec: { description: `patched ${uniq('p')}` } },
+          contentType: MERGE_PATCH,
+        });
       case 'delete':
         return who.request('DELETE', objectPath(t, prefix));
       case 'deletecollection':
@@ -127,10 +162,18 @@ export function authMatrix(admin: () => Caller, defaultNs: string, createGrants:
         return who.request('GET', objectPath(t, prefix, 'status'));
       case 'update status': {
         const obj = await current(t);
-        return who.request('PUT', objectPath(t, prefix, 'status'), { body: { ...obj, status: { conditions: [{ type: 'Ready', status: 'True', reason: uniq('R').replace(/-/g, '') }] } } });
+        return who.request('PUT', objectPath(t, prefix, 'status'), {
+          body: {
+            ...obj,
+            status: { conditions: [{ type: 'Ready', status: 'True', reason: uniq('R').replace(/-/g, '') }] },
+          },
+        });
       }
       case 'patch status':
-        return who.request('PATCH', objectPath(t, prefix, 'status'), { body: { status: { conditions: [{ type: 'Ready', status: 'False' }] } }, contentType: MERGE_PATCH });
+        return who.request('PATCH', objectPath(t, prefix, 'status'), {
+          body: { status: { conditions: [{ type: 'Ready', status: 'False' }] } },
+          contentType: MERGE_PATCH,
+        });
     }
   };
   return { make, current, act };

@@ -99,7 +99,12 @@ export async function startAuthServer(authenticator: Authenticator, clientCaPems
       try {
         const user = await authenticator.authenticate(req);
         res.statusCode = 200;
-        reply = { user: user ?? null, headers: req.headers, rawHeaders: req.rawHeaders, clientPort: req.socket.remotePort };
+        reply = {
+          user: user ?? null,
+          headers: req.headers,
+          rawHeaders: req.rawHeaders,
+          clientPort: req.socket.remotePort,
+        };
       } catch (err) {
         res.statusCode = err instanceof AuthenticationError ? 401 : 500;
         reply = { error: (err as Error).message };

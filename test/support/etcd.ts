@@ -95,35 +95,73 @@ export async function startTlsEtcd(): Promise<TlsEtcd> {
     await fs.writeFile(file, pem, { mode: 0o600 });
     return file;
   };
-  const files = { ca: await write('ca.crt', ca.certPem), cert: await write('client.crt', client.certPem), key: await write('client.key', client.keyPem) };
+  const files = {
+    ca: await write('ca.crt', ca.certPem),
+    cert: await write('client.crt', client.certPem),
+    key: await write('client.key', client.keyPem),
+  };
   const rogueFiles = { cert: await write('rogue.crt', rogue.certPem), key: await write('rogue.key', rogue.keyPem) };
   const [clientPort, peerPort] = await freePorts(2);
   const endpoint = `https://127.0.0.1:${clientPort}`;
   const peer = `http://127.0.0.1:${peerPort}`;
-  const child = spawn('etcd', [
-    '--data-dir', path.join(dir, 'data'),
-    '--name', 'default',
-    '--listen-client-urls', endpoint,
-    '--advertise-client-urls', endpoint,
-    '--listen-peer-urls', peer,
-    '--initial-advertise-peer-urls', peer,
-    '--initial-cluster', `default=${peer}`,
-    '--cert-file', await write('server.crt', serving.certPem),
-    '--key-file', await write('server.key', serving.keyPem),
-    '--trusted-ca-file', files.ca,
-    '--client-cert-auth',
-    '--unsafe-no-fsync',
-    '--log-level', 'warn',
-  ], { stdio: 'ignore' });
+  const child = spawn(
+    'etcd',
+    [
+      '--data-dir',
+      path.join(dir, 'data'),
+      '--name',
+      'default',
+      '--listen-client-urls',
+      endpoint,
+      '--advertise-client-urls',
+      endpoint,
+      '--listen-peer-urls',
+      peer,
+      '--initial-advertise-peer-urls',
+      peer,
+      '--initial-cluster',
+      `default=${peer}`,
+      '--cert-file',
+      await write('server.crt', serving.certPem),
+      '--key-file',
+      await write('server.key', serving.keyPem),
+      '--trusted-ca-file',
+      files.ca,
+      '--client-cert-auth',
+      '--unsafe-no-fsync',
+      '--log-level',
+      'warn',
+    ],
+    { stdio: 'ignore' },
+  );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const stop = async () => {
     child.kill('SIGTERM');
     await exited;
     await fs.rm(dir, { recursive: true, force: true });
   };
-  const probe = new Etcd3({ hosts: endpoint, credentials: { rootCertificate: Buffer.from(ca.certPem), certChain: Buffer.from(client.certPem), privateKey: Buffer.from(client.keyPem) } });
+  const probe = new Etcd3({
+    hosts: endpoint,
+    credentials: {
+      rootCertificate: Buffer.from(ca.certPem),
+      certChain: Buffer.from(client.certPem),
+      privateKey: Buffer.from(client.keyPem),
+    },
+  });
   try {
-    await waitFor('the TLS etcd to serve', () => probe.get('probe').string().then(() => true, () => false), 20_000, 100);
+    await waitFor(
+      'the TLS etcd to serve',
+      () =>
+        probe
+          .get('probe')
+          .string()
+          .then(
+            () => true,
+            () => false,
+          ),
+      20_000,
+      100,
+    );
   } catch (err) {
     await stop();
     throw err;

@@ -64,7 +64,11 @@ export async function startTestEtcdCluster(size = 3): Promise<TestEtcdCluster> {
         return this.child?.pid;
       },
       // One client per member, for its own status; a call must not wait long on a member that is down.
-      client: new Etcd3({ hosts: clientUrl, dialTimeout: 1000, defaultCallOptions: () => ({ deadline: Date.now() + 1000 }) }),
+      client: new Etcd3({
+        hosts: clientUrl,
+        dialTimeout: 1000,
+        defaultCallOptions: () => ({ deadline: Date.now() + 1000 }),
+      }),
     };
   });
   const initialCluster = members.map((m) => `${m.name}=${m.peerUrl}`).join(',');
@@ -76,20 +80,34 @@ export async function startTestEtcdCluster(size = 3): Promise<TestEtcdCluster> {
       m.child = spawn(
         'etcd',
         [
-          '--name', m.name,
-          '--data-dir', path.join(m.dataDir, 'data'),
-          '--listen-client-urls', m.clientUrl,
-          '--advertise-client-urls', m.clientUrl,
-          '--listen-peer-urls', m.peerUrl,
-          '--initial-advertise-peer-urls', m.peerUrl,
-          '--initial-cluster', initialCluster,
-          '--initial-cluster-token', token,
-          '--initial-cluster-state', 'new',
+          '--name',
+          m.name,
+          '--data-dir',
+          path.join(m.dataDir, 'data'),
+          '--listen-client-urls',
+          m.clientUrl,
+          '--advertise-client-urls',
+          m.clientUrl,
+          '--listen-peer-urls',
+          m.peerUrl,
+          '--initial-advertise-peer-urls',
+          m.peerUrl,
+          '--initial-cluster',
+          initialCluster,
+          '--initial-cluster-token',
+          token,
+          '--initial-cluster-state',
+          'new',
           '--unsafe-no-fsync',
-          '--logger', 'zap',
-          '--log-level', 'warn',
+          '--logger',
+          'zap',
+          '--log-level',
+          'warn',
         ],
-        { stdio: ['ignore', log, log], env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('ETCD_'))) },
+        {
+          stdio: ['ignore', log, log],
+          env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('ETCD_'))),
+        },
       );
     } finally {
       closeSync(log);

@@ -63,7 +63,11 @@ export function clusterBody(name: string, labels?: Record<string, string>): Reco
     apiVersion: API_VERSION,
     kind: 'Cluster',
     metadata: labels ? { name, labels } : { name },
-    spec: { displayName: `Cluster ${name}`, config: { secretName: 'kubeconfig', secretNamespace: 'platform' }, managementNamespace: 'platform-system' },
+    spec: {
+      displayName: `Cluster ${name}`,
+      config: { secretName: 'kubeconfig', secretNamespace: 'platform' },
+      managementNamespace: 'platform-system',
+    },
   };
 }
 
@@ -79,7 +83,12 @@ export function secretWithKnownData(name: string): Record<string, any> {
 }
 
 /** Creates secretBody(name, labels) in `ns` as `client`, expects 201 and returns the created object. */
-export async function createSecretAs(client: HttpClient, ns: string, name: string, labels?: Record<string, string>): Promise<any> {
+export async function createSecretAs(
+  client: HttpClient,
+  ns: string,
+  name: string,
+  labels?: Record<string, string>,
+): Promise<any> {
   const res = await client.post(sharedSecretsPath(ns), secretBody(name, labels));
   expect({ status: res.status, body: res.body }).toMatchObject({ status: 201 });
   return res.body;

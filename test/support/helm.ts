@@ -13,7 +13,10 @@ export type HelmResult = ToolResult;
  * variables are dropped, and KUBECONFIG points at `opts.kubeconfig` or at nothing, so no cluster is reached unless
  * a test hands one in.
  */
-export async function helm(args: string[], opts: { kubeconfig?: string; timeoutMs?: number } = {}): Promise<HelmResult> {
+export async function helm(
+  args: string[],
+  opts: { kubeconfig?: string; timeoutMs?: number } = {},
+): Promise<HelmResult> {
   const home = await fs.mkdtemp(path.join(os.tmpdir(), 'helm-home-'));
   const timeoutMs = opts.timeoutMs ?? 30_000;
   const env: NodeJS.ProcessEnv = {};

@@ -160,7 +160,8 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
     get: (resource, namespace, name) => rbacStore.get(resource, namespace, name),
     list: (resource, namespace) => clone(rbacStore.objectsOf(resource, namespace)),
     remove: (resource, namespace, name) => rbacStore.remove(resource, namespace, name),
-    count: (resource, method) => requests.filter((r) => r.resource === resource && (!method || r.method === method)).length,
+    count: (resource, method) =>
+      requests.filter((r) => r.resource === resource && (!method || r.method === method)).length,
     resetCounts: () => void requests.splice(0),
     async setDown(down, how = 'refused') {
       if (!down) {

@@ -68,21 +68,34 @@ export class HttpClient {
     }
     if (this.token) all.Authorization = `Bearer ${this.token}`;
     const { cert } = this.identity;
-    return request(new URL(path, this.baseUrl), { method, headers: all, ca: this.ca, agent: this.identity.agent ?? false, ...(cert && { cert: cert.certPem, key: cert.keyPem }) });
+    return request(new URL(path, this.baseUrl), {
+      method,
+      headers: all,
+      ca: this.ca,
+      agent: this.identity.agent ?? false,
+      ...(cert && { cert: cert.certPem, key: cert.keyPem }),
+    });
   }
 
   request(method: string, path: string, opts: RequestOptions = {}): Promise<HttpResponse> {
     const headers: Record<string, string> = { ...opts.headers };
     let payload: Buffer | undefined;
     if (opts.body !== undefined) {
-      payload = typeof opts.body === 'string' || Buffer.isBuffer(opts.body) ? Buffer.from(opts.body) : Buffer.from(JSON.stringify(opts.body));
+      payload =
+        typeof opts.body === 'string' || Buffer.isBuffer(opts.body)
+          ? Buffer.from(opts.body)
+          : Buffer.from(JSON.stringify(opts.body));
       headers['Content-Type'] ??= opts.contentType ?? 'application/json';
       headers['Content-Length'] = String(payload.length);
     }
     return new Promise((resolve, reject) => {
       const req = this.open(method, path, headers);
       let timer: NodeJS.Timeout | undefined;
-      if (opts.timeoutMs) timer = setTimeout(() => req.destroy(new Error(`timed out after ${opts.timeoutMs} ms: ${method} ${path}`)), opts.timeoutMs);
+      if (opts.timeoutMs)
+        timer = setTimeout(
+          () => req.destroy(new Error(`timed out after ${opts.timeoutMs} ms: ${method} ${path}`)),
+          opts.timeoutMs,
+        );
       const fail = (err: Error) => {
         clearTimeout(timer);
         reject(err);
@@ -114,12 +127,23 @@ export class HttpClient {
  * Retries a request while the server cannot reach etcd (it answers 5xx, or the connection fails, until its client
  * reconnects after a restart); `ok` says which answers count as done.
  */
-export async function eventually(fn: () => Promise<HttpResponse>, ok: (r: HttpResponse) => boolean, what: string, timeoutMs = 20_000): Promise<HttpResponse> {
+export async function eventually(
+  fn: () => Promise<HttpResponse>,
+  ok: (r: HttpResponse) => boolean,
+  what: string,
+  timeoutMs = 20_000,
+): Promise<HttpResponse> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const res = await fn().catch((err): HttpResponse => ({ status: 0, headers: {}, text: String(err), body: undefined }));
+    const res = await fn().catch((err): HttpResponse => ({
+      status: 0,
+      headers: {},
+      text: String(err),
+      body: undefined,
+    }));
     if (ok(res)) return res;
-    if (Date.now() > deadline) throw new Error(`${what} did not succeed within ${timeoutMs} ms; last answer ${res.status} ${res.text}`);
+    if (Date.now() > deadline)
+      throw new Error(`${what} did not succeed within ${timeoutMs} ms; last answer ${res.status} ${res.text}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -129,7 +153,11 @@ export async function eventually(fn: () => Promise<HttpResponse>, ok: (r: HttpRe
  * the server closes it (or 10 s pass). The connection is not half-closed: Node's server would then drop answers
  * that take a moment.
  */
-export function rawHttp(baseUrl: string, caPem: string, raw: string | Buffer): Promise<{ status: number; body: any; text: string }> {
+export function rawHttp(
+  baseUrl: string,
+  caPem: string,
+  raw: string | Buffer,
+): Promise<{ status: number; body: any; text: string }> {
   const url = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const socket = connect({ host: url.hostname, port: Number(url.port), ca: caPem }, () => socket.write(raw));

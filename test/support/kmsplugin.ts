@@ -48,7 +48,8 @@ export async function startTestKMSPlugin(): Promise<TestKMSPlugin> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'kms-plugin-'));
   const socketPath = path.join(dir, 'kms.sock');
   const definition = protoLoader.loadSync(pluginProtoPath, { keepCase: true, defaults: true });
-  const service = (grpc.loadPackageDefinition(definition).v2 as grpc.GrpcObject).KeyManagementService as grpc.ServiceClientConstructor;
+  const service = (grpc.loadPackageDefinition(definition).v2 as grpc.GrpcObject)
+    .KeyManagementService as grpc.ServiceClientConstructor;
   const keys = new Map<string, Buffer>();
   const keyFor = (keyID: string) => {
     if (!keys.has(keyID)) keys.set(keyID, randomBytes(32));
@@ -89,19 +90,25 @@ export async function startTestKMSPlugin(): Promise<TestKMSPlugin> {
           key_id: plugin.encryptKeyID ?? plugin.keyID,
           annotations: plugin.annotations,
         })),
-        Decrypt: handler('Decrypt', (req: { ciphertext: Buffer; key_id: string; annotations: Record<string, Buffer> }) => {
-          const key = keys.get(req.key_id);
-          if (!key) throw new Error(`unknown key ID ${req.key_id}`);
-          if (JSON.stringify(req.annotations) !== JSON.stringify(plugin.annotations)) throw new Error('annotations do not match');
-          const c = req.ciphertext;
-          const decipher = createDecipheriv('aes-256-gcm', key, c.subarray(0, 12));
-          decipher.setAuthTag(c.subarray(c.length - 16));
-          return { plaintext: Buffer.concat([decipher.update(c.subarray(12, c.length - 16)), decipher.final()]) };
-        }),
+        Decrypt: handler(
+          'Decrypt',
+          (req: { ciphertext: Buffer; key_id: string; annotations: Record<string, Buffer> }) => {
+            const key = keys.get(req.key_id);
+            if (!key) throw new Error(`unknown key ID ${req.key_id}`);
+            if (JSON.stringify(req.annotations) !== JSON.stringify(plugin.annotations))
+              throw new Error('annotations do not match');
+            const c = req.ciphertext;
+            const decipher = createDecipheriv('aes-256-gcm', key, c.subarray(0, 12));
+            decipher.setAuthTag(c.subarray(c.length - 16));
+            return { plaintext: Buffer.concat([decipher.update(c.subarray(12, c.length - 16)), decipher.final()]) };
+          },
+        ),
       });
       const s = server;
       await new Promise<void>((resolve, reject) =>
-        s.bindAsync(`unix:${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
+        s.bindAsync(`unix:${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) =>
+          err ? reject(err) : resolve(),
+        ),
       );
     },
     async close() {
@@ -110,13 +117,17 @@ export async function startTestKMSPlugin(): Promise<TestKMSPlugin> {
     },
   };
 
-  function handler<Req extends object>(method: Method, answer: (req: Req) => object): grpc.handleUnaryCall<Req, object> {
+  function handler<Req extends object>(
+    method: Method,
+    answer: (req: Req) => object,
+  ): grpc.handleUnaryCall<Req, object> {
     return (call, callback) => {
       plugin.calls[method]++;
       const { uid } = call.request as { uid?: string };
       if (uid !== undefined) plugin.uids.push(uid);
       setTimeout(() => {
-        if (plugin.failing.has(method)) return callback({ code: grpc.status.INTERNAL, details: `${method} is failing (test switch)` });
+        if (plugin.failing.has(method))
+          return callback({ code: grpc.status.INTERNAL, details: `${method} is failing (test switch)` });
         try {
           callback(null, answer(call.request));
         } catch (err) {

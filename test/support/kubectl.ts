@@ -17,7 +17,12 @@ export type KubectlResult = ToolResult;
 const HOME_PREFIX = path.join(os.tmpdir(), 'kubectl-home-');
 
 /** Program, arguments and environment for a kubectl with HOME, TMPDIR and its cache in `home`, and --kubeconfig alone deciding the cluster. */
-function kubectlCommand(home: string, kubeconfig: string, args: string[], extraEnv?: Record<string, string>): [string, string[], NodeJS.ProcessEnv] {
+function kubectlCommand(
+  home: string,
+  kubeconfig: string,
+  args: string[],
+  extraEnv?: Record<string, string>,
+): [string, string[], NodeJS.ProcessEnv] {
   // TMPDIR too: kubectl edit leaves a copy of a rejected edit in its temp dir, which goes with `home`.
   const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, TMPDIR: home, ...extraEnv };
   delete env.KUBECONFIG; // --kubeconfig alone decides
@@ -92,7 +97,9 @@ export function kubectlInBackground(args: string[], opts: { kubeconfig: string }
         };
         const timer = setTimeout(() => {
           finish();
-          reject(new Error(`kubectl ${args.join(' ')}: ${stream} did not match ${re} within ${ms} ms${describeOutput()}`));
+          reject(
+            new Error(`kubectl ${args.join(' ')}: ${stream} did not match ${re} within ${ms} ms${describeOutput()}`),
+          );
         }, ms);
         const finish = () => {
           clearTimeout(timer);
@@ -104,7 +111,10 @@ export function kubectlInBackground(args: string[], opts: { kubeconfig: string }
     },
     exited(ms = 15_000) {
       return new Promise<KubectlResult>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`kubectl ${args.join(' ')} still runs after ${ms} ms${describeOutput()}`)), ms);
+        const timer = setTimeout(
+          () => reject(new Error(`kubectl ${args.join(' ')} still runs after ${ms} ms${describeOutput()}`)),
+          ms,
+        );
         void done.then((r) => {
           clearTimeout(timer);
           resolve(r);

@@ -13,7 +13,8 @@ export function parseSamples(text: string): Sample[] {
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (!m) throw new Error(`not a sample line: ${line}`);
     const labels: Record<string, string> = {};
-    for (const [, k, v] of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[k] = v.replace(/\\(.)/g, (_, c) => (c === 'n' ? '\n' : c));
+    for (const [, k, v] of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g))
+      labels[k] = v.replace(/\\(.)/g, (_, c) => (c === 'n' ? '\n' : c));
     samples.push({ name: m[1], labels, value: Number(m[3]) });
   }
   return samples;

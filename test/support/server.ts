@@ -25,7 +25,11 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
-export async function startTestServer(overrides: Partial<Config> = {}, etcd?: Awaited<ReturnType<typeof startTestEtcd>>, log: Logger = silentLogger): Promise<TestServer> {
+export async function startTestServer(
+  overrides: Partial<Config> = {},
+  etcd?: Awaited<ReturnType<typeof startTestEtcd>>,
+  log: Logger = silentLogger,
+): Promise<TestServer> {
   const ownEtcd = !etcd;
   const theEtcd = etcd ?? (await startTestEtcd());
   const dataDir = mkdtempSync(join(tmpdir(), 'platform-server-'));
@@ -69,13 +73,21 @@ export async function startTestServerWithUsers<U extends string>(
   log?: Logger,
 ): Promise<TestServer & { as: Record<U, HttpClient> }> {
   const dir = mkdtempSync(join(tmpdir(), 'test-users-'));
-  const tokens = Object.fromEntries(Object.keys(users).map((name) => [name, `${name}-${randomUUID()}`])) as Record<U, string>;
-  const lines = (Object.entries(users) as [U, string[]][]).map(([name, groups]) => `${tokens[name]},${name},uid-${name}${groups.length ? `,"${groups.join(',')}"` : ''}`);
+  const tokens = Object.fromEntries(Object.keys(users).map((name) => [name, `${name}-${randomUUID()}`])) as Record<
+    U,
+    string
+  >;
+  const lines = (Object.entries(users) as [U, string[]][]).map(
+    ([name, groups]) => `${tokens[name]},${name},uid-${name}${groups.length ? `,"${groups.join(',')}"` : ''}`,
+  );
   const tokenAuthFile = join(dir, 'tokens.csv');
   writeFileSync(tokenAuthFile, `${lines.join('\n')}\n`, { mode: 0o600 });
   try {
     const ts = await startTestServer({ tokenAuthFile, ...overrides }, etcd, log);
-    const as = Object.fromEntries(Object.keys(users).map((name) => [name, ts.client(tokens[name as U])])) as Record<U, HttpClient>;
+    const as = Object.fromEntries(Object.keys(users).map((name) => [name, ts.client(tokens[name as U])])) as Record<
+      U,
+      HttpClient
+    >;
     return {
       ...ts,
       as,

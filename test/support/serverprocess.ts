@@ -90,7 +90,10 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
     const seen = logs.find(matcher(msg));
     if (seen) return Promise.resolve(seen);
     return new Promise<LogLine>((resolveLine, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no log line ${String(msg)} within ${timeoutMs}ms; logged:\n${stderr}`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`no log line ${String(msg)} within ${timeoutMs}ms; logged:\n${stderr}`)),
+        timeoutMs,
+      );
       waiters.push({ match: matcher(msg), resolve: (l) => (clearTimeout(timer), resolveLine(l)) });
     });
   };

@@ -35,12 +35,24 @@ export async function startSlowVirtualCluster(signingDelayMs: number): Promise<S
     host,
     kubeconfigPath: `${instances}/${NAME}/kubeconfig`,
     async createInstance(admin, owner) {
-      const vci = { apiVersion: API_VERSION, kind: 'VirtualClusterInstance', metadata: { name: NAME }, spec: { owner: { user: owner }, clusterRef: { cluster: 'eu-1', namespace: `vcluster-${NAME}` }, ingressEndpoint: `https://${NAME}.example.com` } };
+      const vci = {
+        apiVersion: API_VERSION,
+        kind: 'VirtualClusterInstance',
+        metadata: { name: NAME },
+        spec: {
+          owner: { user: owner },
+          clusterRef: { cluster: 'eu-1', namespace: `vcluster-${NAME}` },
+          ingressEndpoint: `https://${NAME}.example.com`,
+        },
+      };
       expect((await admin.post(instances, vci)).status).toBe(201);
     },
     resetCounts: () => vcluster.resetCounts(),
     async reached() {
-      await waitFor('the kube config request to reach the virtual cluster', () => vcluster.count('certificatesigningrequests', 'POST') > 0);
+      await waitFor(
+        'the kube config request to reach the virtual cluster',
+        () => vcluster.count('certificatesigningrequests', 'POST') > 0,
+      );
     },
     async stop() {
       await host.stop();

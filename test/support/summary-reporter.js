@@ -4,6 +4,8 @@
 export default class SummaryReporter {
   onRunComplete(_contexts, results) {
     const skipped = results.numPendingTests + results.numTodoTests;
-    process.stdout.write(`\nSummary: ${results.numPassedTests} passed, ${results.numFailedTests} failed, ${skipped} skipped\n`);
+    process.stdout.write(
+      `\nSummary: ${results.numPassedTests} passed, ${results.numFailedTests} failed, ${skipped} skipped\n`,
+    );
   }
 }

@@ -54,7 +54,8 @@ export function runToCompletion(
     // 'close' waits for the output pipes too, so nothing is cut off.
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      if (timedOut) reject(new Error(`${opts.what} timed out after ${opts.timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+      if (timedOut)
+        reject(new Error(`${opts.what} timed out after ${opts.timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
       else resolve({ code: exitCode(code, signal), stdout, stderr });
     });
     // The tool may exit before reading stdin (e.g. on a usage error); that is not our failure.

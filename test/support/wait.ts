@@ -4,12 +4,18 @@
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Calls `fn` until it returns something truthy and returns that; fails naming `what` and the last value seen. */
-export async function waitFor<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000, intervalMs = 50): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  fn: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 10_000,
+  intervalMs = 50,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();
     if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs}ms waiting for ${what} (last: ${JSON.stringify(v)})`);
+    if (Date.now() > end)
+      throw new Error(`timed out after ${timeoutMs}ms waiting for ${what} (last: ${JSON.stringify(v)})`);
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }

@@ -76,7 +76,11 @@ export class WatchStream {
   private waitUntil<T>(check: () => T | undefined, what: string, timeoutMs: number): Promise<T> {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
-        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}; got ${this.events.length} events: ${JSON.stringify(this.summary())}`));
+        reject(
+          new Error(
+            `timed out after ${timeoutMs} ms waiting for ${what}; got ${this.events.length} events: ${JSON.stringify(this.summary())}`,
+          ),
+        );
       }, timeoutMs);
       const attempt = () => {
         let value: T | undefined;
@@ -92,7 +96,11 @@ export class WatchStream {
           resolve(value);
         } else if (this.done) {
           clearTimeout(timer);
-          reject(new Error(`stream ended while waiting for ${what}; got ${this.events.length} events: ${JSON.stringify(this.summary())}`));
+          reject(
+            new Error(
+              `stream ended while waiting for ${what}; got ${this.events.length} events: ${JSON.stringify(this.summary())}`,
+            ),
+          );
         } else {
           this.listeners.push(attempt);
         }
@@ -103,7 +111,11 @@ export class WatchStream {
 
   /** Resolves with the first n events once that many arrived. */
   count(n: number, timeoutMs = DEFAULT_WAIT_MS): Promise<WatchEvent[]> {
-    return this.waitUntil(() => (this.events.length >= n ? this.events.slice(0, n) : undefined), `${n} events`, timeoutMs);
+    return this.waitUntil(
+      () => (this.events.length >= n ? this.events.slice(0, n) : undefined),
+      `${n} events`,
+      timeoutMs,
+    );
   }
 
   /** The Nth event (1-based). */
@@ -112,14 +124,22 @@ export class WatchStream {
   }
 
   /** The first event (from index `from` on) that matches. */
-  find(pred: (e: WatchEvent) => boolean, what = 'a matching event', timeoutMs = DEFAULT_WAIT_MS, from = 0): Promise<WatchEvent> {
+  find(
+    pred: (e: WatchEvent) => boolean,
+    what = 'a matching event',
+    timeoutMs = DEFAULT_WAIT_MS,
+    from = 0,
+  ): Promise<WatchEvent> {
     return this.waitUntil(() => this.events.slice(from).find(pred), what, timeoutMs);
   }
 
   /** Resolves once the stream has ended (cleanly or not). */
   end(timeoutMs = DEFAULT_WAIT_MS): Promise<void> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`stream did not end within ${timeoutMs} ms; events: ${JSON.stringify(this.summary())}`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`stream did not end within ${timeoutMs} ms; events: ${JSON.stringify(this.summary())}`)),
+        timeoutMs,
+      );
       const check = () => {
         if (this.done) {
           clearTimeout(timer);
@@ -138,7 +158,10 @@ export class WatchStream {
   }
 
   summary(): string[] {
-    return this.events.map((e) => `${e.type} ${e.object?.metadata?.namespace ?? ''}/${e.object?.metadata?.name ?? ''}@${e.object?.metadata?.resourceVersion ?? ''}`);
+    return this.events.map(
+      (e) =>
+        `${e.type} ${e.object?.metadata?.namespace ?? ''}/${e.object?.metadata?.name ?? ''}@${e.object?.metadata?.resourceVersion ?? ''}`,
+    );
   }
 
   close(): void {
@@ -156,7 +179,11 @@ export function closeWatches(): void {
 }
 
 /** Opens a watch as `client` (adds watch=true unless the query has a watch parameter); resolves once headers arrive. */
-export function openWatch(client: HttpClient, path: string, opts: { headers?: Record<string, string>; timeoutMs?: number } = {}): Promise<WatchStream> {
+export function openWatch(
+  client: HttpClient,
+  path: string,
+  opts: { headers?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<WatchStream> {
   const url = new URL(path, client.baseUrl);
   if (!url.searchParams.has('watch')) url.searchParams.set('watch', 'true');
   return new Promise((resolve, reject) => {
@@ -188,7 +215,11 @@ export function openWatch(client: HttpClient, path: string, opts: { headers?: Re
 }
 
 /** A non-200 watch answer, read to its end. */
-export async function watchFailure(client: HttpClient, path: string, timeoutMs = DEFAULT_WAIT_MS): Promise<{ status: number; body: any; headers: IncomingHttpHeaders }> {
+export async function watchFailure(
+  client: HttpClient,
+  path: string,
+  timeoutMs = DEFAULT_WAIT_MS,
+): Promise<{ status: number; body: any; headers: IncomingHttpHeaders }> {
   const stream = await openWatch(client, path, { timeoutMs });
   await stream.end(timeoutMs);
   return { status: stream.status, body: stream.body, headers: stream.headers };

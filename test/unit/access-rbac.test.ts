@@ -21,12 +21,25 @@ describe('desiredRbac', () => {
   });
 
   test("'*' subresources expand to the kind's own (RBAC has no wildcard for them); others pass through; verbs keep '*'", () => {
-    const [role] = desiredRbac(secretDef, secret('s', { access: [{ verbs: ['*'], subresources: ['*', 'extra'], users: ['a'] }] }));
-    expect(role.rules).toEqual([{ apiGroups: ['management.platform.sh'], resources: ['sharedsecrets', 'sharedsecrets/status', 'sharedsecrets/extra'], resourceNames: ['s'], verbs: ['*'] }]);
+    const [role] = desiredRbac(
+      secretDef,
+      secret('s', { access: [{ verbs: ['*'], subresources: ['*', 'extra'], users: ['a'] }] }),
+    );
+    expect(role.rules).toEqual([
+      {
+        apiGroups: ['management.platform.sh'],
+        resources: ['sharedsecrets', 'sharedsecrets/status', 'sharedsecrets/extra'],
+        resourceNames: ['s'],
+        verbs: ['*'],
+      },
+    ]);
   });
 
   test('subjects are deduplicated; teams become platform:team: groups', () => {
-    const [, binding] = desiredRbac(secretDef, secret('s', { access: [{ verbs: ['get'], users: ['a', 'a'], teams: ['t'] }] }));
+    const [, binding] = desiredRbac(
+      secretDef,
+      secret('s', { access: [{ verbs: ['get'], users: ['a', 'a'], teams: ['t'] }] }),
+    );
     expect(binding.subjects).toEqual([
       { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'a' },
       { kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: 'platform:team:t' },
@@ -34,7 +47,12 @@ describe('desiredRbac', () => {
   });
 
   test('a cluster-scoped kind gets cluster-wide kinds and no namespace', () => {
-    const obj = { apiVersion: 'management.platform.sh/v1', kind: 'Cluster', metadata: { name: 'eu', uid: 'u' }, spec: { owner: { user: 'o' } } };
+    const obj = {
+      apiVersion: 'management.platform.sh/v1',
+      kind: 'Cluster',
+      metadata: { name: 'eu', uid: 'u' },
+      spec: { owner: { user: 'o' } },
+    };
     const [role, binding] = desiredRbac(clusterDef, obj);
     expect([role.kind, binding.kind]).toEqual(['ClusterRole', 'ClusterRoleBinding']);
     expect(role.metadata.namespace).toBeUndefined();

@@ -4,7 +4,8 @@ import { EtcdHealth, EtcdUnhealthyError } from '../../src/storage/etcdhealth.js'
 function until(what: string, cond: () => boolean): Promise<void> {
   return new Promise((resolve, reject) => {
     const started = Date.now();
-    const tick = () => (cond() ? resolve() : Date.now() - started > 5000 ? reject(new Error(`no ${what}`)) : setTimeout(tick, 5));
+    const tick = () =>
+      cond() ? resolve() : Date.now() - started > 5000 ? reject(new Error(`no ${what}`)) : setTimeout(tick, 5);
     tick();
   });
 }
@@ -24,7 +25,9 @@ test('calls pass while probes succeed; once one fails, waiting calls are given u
     answering = false;
     const waiting = health.guard(() => new Promise(() => {}));
     await expect(waiting).rejects.toThrow(EtcdUnhealthyError);
-    await expect(waiting).rejects.toThrow('etcd does not answer (no answer within 50 ms); calls fail at once until it does');
+    await expect(waiting).rejects.toThrow(
+      'etcd does not answer (no answer within 50 ms); calls fail at once until it does',
+    );
     let called = false;
     await expect(
       health.guard(async () => {

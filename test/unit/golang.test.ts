@@ -37,10 +37,17 @@ describe(`helpers answer as ${go.go} does`, () => {
     const strings = go.compare.inputs.map((text) => JSON.parse(text) as string);
     for (const [i, a] of strings.entries()) {
       for (const [j, b] of strings.entries()) {
-        expect([go.compare.inputs[i], go.compare.inputs[j], compareStrings(a, b)]).toEqual([go.compare.inputs[i], go.compare.inputs[j], go.compare.compare[i][j]]);
+        expect([go.compare.inputs[i], go.compare.inputs[j], compareStrings(a, b)]).toEqual([
+          go.compare.inputs[i],
+          go.compare.inputs[j],
+          go.compare.compare[i][j],
+        ]);
       }
     }
-    const sorted = strings.map((s, i) => ({ s, i })).sort((x, y) => compareStrings(x.s, y.s)).map((x) => x.i);
+    const sorted = strings
+      .map((s, i) => ({ s, i }))
+      .sort((x, y) => compareStrings(x.s, y.s))
+      .map((x) => x.i);
     expect(sorted).toEqual(go.compare.sorted);
   });
 
@@ -55,7 +62,9 @@ describe(`helpers answer as ${go.go} does`, () => {
   });
 
   test.each(go.duration)('time.ParseDuration($input)', (c) => {
-    expect(parseDuration(c.input)).toEqual(c.ok ? { ok: true, nanoseconds: BigInt(c.nanoseconds!) } : { ok: false, error: c.error });
+    expect(parseDuration(c.input)).toEqual(
+      c.ok ? { ok: true, nanoseconds: BigInt(c.nanoseconds!) } : { ok: false, error: c.error },
+    );
     expect(parseGoDuration(c.input)).toBe(c.ok ? Number(BigInt(c.nanoseconds!)) / 1e6 : undefined);
   });
 
@@ -81,7 +90,10 @@ describe(`helpers answer as ${go.go} does`, () => {
 
 describe('where Go since 1.20 differs from the fixture Go', () => {
   // time.Parse range-checks zone offsets since Go 1.20 ("if hr > 24", "if mm > 60"); Go 1.19 took any two digits.
-  test.each(['2025-05-01T10:00:00+25:00', '2025-05-01T10:00:00-99:00', '2025-05-01T10:00:00+23:61'])('time.Parse(time.RFC3339, %s) fails', (input) => {
-    expect(parseRFC3339(input)).toBeUndefined();
-  });
+  test.each(['2025-05-01T10:00:00+25:00', '2025-05-01T10:00:00-99:00', '2025-05-01T10:00:00+23:61'])(
+    'time.Parse(time.RFC3339, %s) fails',
+    (input) => {
+      expect(parseRFC3339(input)).toBeUndefined();
+    },
+  );
 });

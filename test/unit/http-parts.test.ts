@@ -8,8 +8,21 @@ const q = (s = '') => new URLSearchParams(s);
 describe('resolveRequestInfo', () => {
   test('a namespaced object, in both path forms', () => {
     for (const prefix of ['', '/orchestrator/management']) {
-      const info = resolveRequestInfo('GET', `${prefix}/apis/management.platform.sh/v1/namespaces/ns1/sharedsecrets/s1/status`, q());
-      expect(info).toMatchObject({ isResourceRequest: true, verb: 'get', apiGroup: 'management.platform.sh', apiVersion: 'v1', namespace: 'ns1', resource: 'sharedsecrets', name: 's1', subresource: 'status' });
+      const info = resolveRequestInfo(
+        'GET',
+        `${prefix}/apis/management.platform.sh/v1/namespaces/ns1/sharedsecrets/s1/status`,
+        q(),
+      );
+      expect(info).toMatchObject({
+        isResourceRequest: true,
+        verb: 'get',
+        apiGroup: 'management.platform.sh',
+        apiVersion: 'v1',
+        namespace: 'ns1',
+        resource: 'sharedsecrets',
+        name: 's1',
+        subresource: 'status',
+      });
     }
   });
 
@@ -17,7 +30,11 @@ describe('resolveRequestInfo', () => {
     expect(resolveRequestInfo('GET', '/apis/g/v1/sharedsecrets', q()).verb).toBe('list');
     expect(resolveRequestInfo('GET', '/apis/g/v1/sharedsecrets', q('watch=true')).verb).toBe('watch');
     expect(resolveRequestInfo('DELETE', '/apis/g/v1/namespaces/a/sharedsecrets', q()).verb).toBe('deletecollection');
-    expect(resolveRequestInfo('POST', '/apis/g/v1/clusters', q())).toMatchObject({ verb: 'create', namespace: '', resource: 'clusters' });
+    expect(resolveRequestInfo('POST', '/apis/g/v1/clusters', q())).toMatchObject({
+      verb: 'create',
+      namespace: '',
+      resource: 'clusters',
+    });
   });
 
   test('discovery paths are not resource requests', () => {
@@ -44,7 +61,11 @@ describe('negotiateResponse', () => {
 
   test("skips protobuf and shapes it does not serve, as kubectl's Accept expects", () => {
     expect(negotiateResponse('application/vnd.kubernetes.protobuf, application/json')).toBe('json');
-    expect(negotiateResponse('application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json')).toBe('json');
+    expect(
+      negotiateResponse(
+        'application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json',
+      ),
+    ).toBe('json');
   });
 
   test('honours q values', () => {
@@ -56,7 +77,11 @@ describe('negotiateResponse', () => {
       negotiateResponse('text/html');
       throw new Error('no error');
     } catch (err) {
-      expect((err as StatusError).status).toMatchObject({ code: 406, reason: 'NotAcceptable', message: 'only the following media types are accepted: application/json, application/yaml' });
+      expect((err as StatusError).status).toMatchObject({
+        code: 406,
+        reason: 'NotAcceptable',
+        message: 'only the following media types are accepted: application/json, application/yaml',
+      });
     }
   });
 });

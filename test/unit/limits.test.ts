@@ -12,7 +12,9 @@ function arrays(levels: number): unknown {
 describe('checkNesting', () => {
   test(`accepts ${MAX_NESTING_DEPTH} levels of objects and arrays, refuses one more, at any depth without recursion`, () => {
     expect(() => checkNesting(arrays(MAX_NESTING_DEPTH))).not.toThrow();
-    expect(() => checkNesting(arrays(MAX_NESTING_DEPTH + 1))).toThrow(new NestingError(`exceeded max depth: nested more than ${MAX_NESTING_DEPTH} levels`));
+    expect(() => checkNesting(arrays(MAX_NESTING_DEPTH + 1))).toThrow(
+      new NestingError(`exceeded max depth: nested more than ${MAX_NESTING_DEPTH} levels`),
+    );
     expect(() => checkNesting(arrays(1_000_000))).toThrow(NestingError);
     expect(() => checkNesting({ a: 'x'.repeat(100), b: [1, 2, { c: null }] })).not.toThrow();
   });
@@ -20,8 +22,15 @@ describe('checkNesting', () => {
   test('refuses documents that expand through YAML aliases the way go-yaml does, and keeps ordinary reuse', () => {
     // 9 anchors of 10 → 10^9 nodes from a few hundred bytes.
     const lines = ['a0: &a0 [x, x, x, x, x, x, x, x, x, x]'];
-    for (let i = 1; i < 9; i++) lines.push(`a${i}: &a${i} [${Array(10).fill(`*a${i - 1}`).join(', ')}]`);
-    expect(() => checkNesting(yaml.load(lines.join('\n')))).toThrow(new NestingError('document contains excessive aliasing'));
+    for (let i = 1; i < 9; i++)
+      lines.push(
+        `a${i}: &a${i} [${Array(10)
+          .fill(`*a${i - 1}`)
+          .join(', ')}]`,
+      );
+    expect(() => checkNesting(yaml.load(lines.join('\n')))).toThrow(
+      new NestingError('document contains excessive aliasing'),
+    );
     // Reuse of one anchor hundreds of times, small in total, is fine (go-yaml allows 99% aliases in small documents).
     const reuse = ['base: &b {x: 1, y: [1, 2, 3]}', ...Array.from({ length: 300 }, (_, i) => `k${i}: *b`)].join('\n');
     expect(() => checkNesting(yaml.load(reuse))).not.toThrow();
@@ -55,9 +64,14 @@ describe('deadlines', () => {
 
   test('flags: --request-timeout a duration (default 1m, 0 for none), --min-request-timeout whole seconds (default 1800, at least 1)', () => {
     expect(parseFlags([])).toMatchObject({ requestTimeoutMs: 60_000, minRequestTimeoutSeconds: 1800 });
-    expect(parseFlags(['--request-timeout=2m', '--min-request-timeout=300'])).toMatchObject({ requestTimeoutMs: 120_000, minRequestTimeoutSeconds: 300 });
+    expect(parseFlags(['--request-timeout=2m', '--min-request-timeout=300'])).toMatchObject({
+      requestTimeoutMs: 120_000,
+      minRequestTimeoutSeconds: 300,
+    });
     expect(parseFlags(['--request-timeout=0'])!.requestTimeoutMs).toBe(0);
-    expect(() => parseFlags(['--request-timeout=60'])).toThrow('--request-timeout must be a duration such as 5m, 30s or 1h (got "60")');
+    expect(() => parseFlags(['--request-timeout=60'])).toThrow(
+      '--request-timeout must be a duration such as 5m, 30s or 1h (got "60")',
+    );
     // Whatever Go's time.ParseDuration takes: a fraction without a whole part or digits, a micro sign.
     expect(parseFlags(['--request-timeout=.5s'])!.requestTimeoutMs).toBe(500);
     expect(parseFlags(['--request-timeout=5.s'])!.requestTimeoutMs).toBe(5000);
@@ -70,6 +84,8 @@ describe('deadlines', () => {
   test('flags: --shutdown-delay-duration a duration, 0 by default', () => {
     expect(parseFlags([])!.shutdownDelayMs).toBe(0);
     expect(parseFlags(['--shutdown-delay-duration=15s'])!.shutdownDelayMs).toBe(15_000);
-    expect(() => parseFlags(['--shutdown-delay-duration=soon'])).toThrow('--shutdown-delay-duration must be a duration');
+    expect(() => parseFlags(['--shutdown-delay-duration=soon'])).toThrow(
+      '--shutdown-delay-duration must be a duration',
+    );
   });
 });

@@ -1,5 +1,9 @@
 import { describe, expect, test } from '@jest/globals';
-import { applyObject, updateManagedFields, type FieldManagerContext } from '../../src/apimachinery/managedfields/index.js';
+import {
+  applyObject,
+  updateManagedFields,
+  type FieldManagerContext,
+} from '../../src/apimachinery/managedfields/index.js';
 import { fieldsV1ToSet, setToFieldsV1 } from '../../src/apimachinery/managedfields/fieldsv1.js';
 import type { KubeObject, ManagedFieldsEntry } from '../../src/apimachinery/types.js';
 import { loadDefinitions } from '../../src/registry/definitions.js';
@@ -15,8 +19,18 @@ const T1 = '2025-05-01T10:01:00Z';
 const T2 = '2025-05-01T10:02:00Z';
 const T3 = '2025-05-01T10:03:00Z';
 
-const secretCtx = (now: string): FieldManagerContext => ({ apiVersion: API, now, schema: secretDef.schema, hasStatusSubresource: true });
-const clusterCtx = (now: string): FieldManagerContext => ({ apiVersion: API, now, schema: clusterDef.schema, hasStatusSubresource: true });
+const secretCtx = (now: string): FieldManagerContext => ({
+  apiVersion: API,
+  now,
+  schema: secretDef.schema,
+  hasStatusSubresource: true,
+});
+const clusterCtx = (now: string): FieldManagerContext => ({
+  apiVersion: API,
+  now,
+  schema: clusterDef.schema,
+  hasStatusSubresource: true,
+});
 
 function secret(spec: Record<string, unknown>, meta: Record<string, unknown> = {}): KubeObject {
   return { apiVersion: API, kind: 'SharedSecret', metadata: { name: 's1', namespace: 'default', ...meta }, spec };
@@ -83,7 +97,10 @@ describe('FieldsV1 encoding', () => {
         apiVersion: API,
         time: T0,
         fieldsType: 'FieldsV1',
-        fieldsV1: { 'f:metadata': { 'f:labels': { 'f:team': {} } }, 'f:spec': { 'f:data': { 'f:k': {} }, 'f:displayName': {} } },
+        fieldsV1: {
+          'f:metadata': { 'f:labels': { 'f:team': {} } },
+          'f:spec': { 'f:data': { 'f:k': {} }, 'f:displayName': {} },
+        },
       },
     ]);
     expect(out.spec).toEqual({ displayName: 'S1', data: { k: 'dg==' } });
@@ -112,7 +129,10 @@ describe('FieldsV1 encoding', () => {
 
   test('sets round-trip through FieldsV1, including keys, values and "."', () => {
     const fields = {
-      'f:metadata': { 'f:ownerReferences': { 'k:{"uid":"a<b"}': {}, '.': {} }, 'f:finalizers': { 'v:"x"': {}, 'v:"a"': {} } },
+      'f:metadata': {
+        'f:ownerReferences': { 'k:{"uid":"a<b"}': {}, '.': {} },
+        'f:finalizers': { 'v:"x"': {}, 'v:"a"': {} },
+      },
       'f:status': { 'f:conditions': {}, 'f:foo': { '.': {}, 'f:bar': {} } },
       'x:unknown': {},
     };
@@ -137,7 +157,9 @@ describe('update then apply by another manager', () => {
       ['deployer', 'Apply'],
       ['ui', 'Update'],
     ]);
-    expect(entry(mf, 'ui', 'Update')!.fieldsV1).toEqual({ 'f:spec': { '.': {}, 'f:description': {}, 'f:displayName': {} } });
+    expect(entry(mf, 'ui', 'Update')!.fieldsV1).toEqual({
+      'f:spec': { '.': {}, 'f:description': {}, 'f:displayName': {} },
+    });
     expect(entry(mf, 'deployer')!.fieldsV1).toEqual({ 'f:spec': { 'f:displayName': {} } });
   });
 
@@ -151,7 +173,11 @@ describe('update then apply by another manager', () => {
       status: 'Failure',
       message: `Apply failed with 1 conflict: conflict with "ui" using ${API}: .spec.displayName`,
       reason: 'Conflict',
-      details: { causes: [{ reason: 'FieldManagerConflict', message: `conflict with "ui" using ${API}`, field: '.spec.displayName' }] },
+      details: {
+        causes: [
+          { reason: 'FieldManagerConflict', message: `conflict with "ui" using ${API}`, field: '.spec.displayName' },
+        ],
+      },
       code: 409,
     });
   });
@@ -173,7 +199,14 @@ describe('update then apply by another manager', () => {
   });
 
   test('an Update takes changed fields from an applier, without conflict', () => {
-    const applied = applyObject(live, secret({ displayName: 'S1', owner: { user: 'bob' } }), 'deployer', false, '', secretCtx(T1));
+    const applied = applyObject(
+      live,
+      secret({ displayName: 'S1', owner: { user: 'bob' } }),
+      'deployer',
+      false,
+      '',
+      secretCtx(T1),
+    );
     const edited = structuredClone(applied);
     edited.spec.owner.user = 'carol';
     const mf = updateManagedFields(applied, edited, 'ui', '', secretCtx(T2));
@@ -194,7 +227,14 @@ describe('update then apply by another manager', () => {
   });
 
   test('a removed field leaves every set', () => {
-    const applied = applyObject(live, secret({ displayName: 'S1', description: 'd' }), 'deployer', false, '', secretCtx(T1));
+    const applied = applyObject(
+      live,
+      secret({ displayName: 'S1', description: 'd' }),
+      'deployer',
+      false,
+      '',
+      secretCtx(T1),
+    );
     const edited = structuredClone(applied);
     delete edited.spec.description;
     const mf = updateManagedFields(applied, edited, 'editor', '', secretCtx(T2));
@@ -207,11 +247,21 @@ describe('update then apply by another manager', () => {
 
 describe('conflicts', () => {
   test('several conflicts group by manager, in manager order', () => {
-    let live = stored(secret({ displayName: 'A' }), updateManagedFields(undefined, secret({ displayName: 'A' }), 'zed', '', secretCtx(T0)));
+    let live = stored(
+      secret({ displayName: 'A' }),
+      updateManagedFields(undefined, secret({ displayName: 'A' }), 'zed', '', secretCtx(T0)),
+    );
     live = applyObject(live, secret({ description: 'x', data: { k: 'YQ==' } }), 'alpha', false, '', secretCtx(T1));
     live.metadata.resourceVersion = '2';
     const err = statusOf(() =>
-      applyObject(live, secret({ displayName: 'B', description: 'y', data: { k: 'Yg==' } }), 'beta', false, '', secretCtx(T2)),
+      applyObject(
+        live,
+        secret({ displayName: 'B', description: 'y', data: { k: 'Yg==' } }),
+        'beta',
+        false,
+        '',
+        secretCtx(T2),
+      ),
     );
     expect(err.code).toBe(409);
     // Within a manager, paths come in set order: a node's members before its children's paths.
@@ -230,8 +280,17 @@ describe('conflicts', () => {
     const withStatus = { ...structuredClone(base), status: { conditions: [{ type: 'Ready', status: 'True' }] } };
     const mf = updateManagedFields(base, withStatus, 'controller', 'status', secretCtx(T1));
     expect(mf).toEqual([]); // no managed fields yet: kube does not start tracking on an update
-    const tracked = stored(secret({ displayName: 'A' }), updateManagedFields(undefined, secret({ displayName: 'A' }), 'ui', '', secretCtx(T0)));
-    const statusMf = updateManagedFields(tracked, { ...structuredClone(tracked), status: withStatus.status }, 'controller', 'status', secretCtx(T1));
+    const tracked = stored(
+      secret({ displayName: 'A' }),
+      updateManagedFields(undefined, secret({ displayName: 'A' }), 'ui', '', secretCtx(T0)),
+    );
+    const statusMf = updateManagedFields(
+      tracked,
+      { ...structuredClone(tracked), status: withStatus.status },
+      'controller',
+      'status',
+      secretCtx(T1),
+    );
     expect(entry(statusMf, 'controller', 'Update')).toEqual({
       manager: 'controller',
       operation: 'Update',
@@ -243,19 +302,42 @@ describe('conflicts', () => {
     });
     const live = { ...stored(secret({ displayName: 'A' }), statusMf), status: withStatus.status };
     const err = statusOf(() =>
-      applyObject(live, { ...secret({}), status: { conditions: [{ type: 'Ready', status: 'False' }] } } as KubeObject, 'other', false, 'status', secretCtx(T2)),
+      applyObject(
+        live,
+        { ...secret({}), status: { conditions: [{ type: 'Ready', status: 'False' }] } } as KubeObject,
+        'other',
+        false,
+        'status',
+        secretCtx(T2),
+      ),
     );
-    expect(err.status.message).toBe(`Apply failed with 1 conflict: conflict with "controller" with subresource "status" using ${API}: .status.conditions`);
+    expect(err.status.message).toBe(
+      `Apply failed with 1 conflict: conflict with "controller" with subresource "status" using ${API}: .status.conditions`,
+    );
   });
 });
 
 describe('apply removes what its manager stopped applying', () => {
   const ctx = secretCtx(T0);
-  const first = applyObject(undefined, secret({ displayName: 'A', description: 'd', data: { a: 'YQ==', b: 'Yg==' } }, { labels: { x: '1', y: '2' } }), 'deployer', false, '', ctx);
+  const first = applyObject(
+    undefined,
+    secret({ displayName: 'A', description: 'd', data: { a: 'YQ==', b: 'Yg==' } }, { labels: { x: '1', y: '2' } }),
+    'deployer',
+    false,
+    '',
+    ctx,
+  );
   const live = stored(first, first.metadata.managedFields!);
 
   test('fields dropped from the config are removed from the object', () => {
-    const out = applyObject(live, secret({ displayName: 'A', data: { a: 'YQ==' } }, { labels: { x: '1' } }), 'deployer', false, '', secretCtx(T1));
+    const out = applyObject(
+      live,
+      secret({ displayName: 'A', data: { a: 'YQ==' } }, { labels: { x: '1' } }),
+      'deployer',
+      false,
+      '',
+      secretCtx(T1),
+    );
     expect(out.spec).toEqual({ displayName: 'A', data: { a: 'YQ==' } });
     expect(out.metadata.labels).toEqual({ x: '1' });
     expect(entry(out.metadata.managedFields, 'deployer')!.fieldsV1).toEqual({
@@ -272,7 +354,14 @@ describe('apply removes what its manager stopped applying', () => {
 
   test('a field another manager also owns is only released', () => {
     const shared = applyObject(live, secret({ description: 'd' }), 'other', false, '', secretCtx(T1));
-    const out = applyObject(stored(shared, shared.metadata.managedFields!), secret({ displayName: 'A' }), 'deployer', false, '', secretCtx(T2));
+    const out = applyObject(
+      stored(shared, shared.metadata.managedFields!),
+      secret({ displayName: 'A' }),
+      'deployer',
+      false,
+      '',
+      secretCtx(T2),
+    );
     expect(out.spec).toEqual({ displayName: 'A', description: 'd' });
     expect(entry(out.metadata.managedFields, 'other')!.fieldsV1).toEqual({ 'f:spec': { 'f:description': {} } });
     expect(entry(out.metadata.managedFields, 'deployer')!.fieldsV1).toEqual({ 'f:spec': { 'f:displayName': {} } });
@@ -287,7 +376,10 @@ describe('apply removes what its manager stopped applying', () => {
   });
 
   test('an identical re-apply returns the live object unchanged', () => {
-    const cfg = secret({ displayName: 'A', description: 'd', data: { a: 'YQ==', b: 'Yg==' } }, { labels: { x: '1', y: '2' } });
+    const cfg = secret(
+      { displayName: 'A', description: 'd', data: { a: 'YQ==', b: 'Yg==' } },
+      { labels: { x: '1', y: '2' } },
+    );
     const out = applyObject(live, cfg, 'deployer', false, '', secretCtx(T3));
     expect(out).toEqual(live);
     const again = applyObject(out, cfg, 'deployer', false, '', secretCtx(T3));
@@ -312,20 +404,50 @@ describe('apply removes what its manager stopped applying', () => {
 
 describe('metadata', () => {
   test('labels, annotations and finalizers merge per key; ownership is per key', () => {
-    const base = applyObject(undefined, secret({ displayName: 'A' }, { labels: { a: '1' }, finalizers: ['f/one'] }), 'one', false, '', secretCtx(T0));
-    const out = applyObject(stored(base, base.metadata.managedFields!), secret({}, { labels: { b: '2' }, annotations: { n: 'x' }, finalizers: ['f/two'] }), 'two', false, '', secretCtx(T1));
+    const base = applyObject(
+      undefined,
+      secret({ displayName: 'A' }, { labels: { a: '1' }, finalizers: ['f/one'] }),
+      'one',
+      false,
+      '',
+      secretCtx(T0),
+    );
+    const out = applyObject(
+      stored(base, base.metadata.managedFields!),
+      secret({}, { labels: { b: '2' }, annotations: { n: 'x' }, finalizers: ['f/two'] }),
+      'two',
+      false,
+      '',
+      secretCtx(T1),
+    );
     expect(out.metadata.labels).toEqual({ a: '1', b: '2' });
     expect(out.metadata.annotations).toEqual({ n: 'x' });
     expect(out.metadata.finalizers).toEqual(['f/one', 'f/two']);
     expect(entry(out.metadata.managedFields, 'two')!.fieldsV1).toEqual({
       'f:metadata': { 'f:annotations': { 'f:n': {} }, 'f:finalizers': { 'v:"f/two"': {} }, 'f:labels': { 'f:b': {} } },
     });
-    const err = statusOf(() => applyObject(stored(out, out.metadata.managedFields!), secret({}, { labels: { a: 'changed' } }), 'two', false, '', secretCtx(T2)));
+    const err = statusOf(() =>
+      applyObject(
+        stored(out, out.metadata.managedFields!),
+        secret({}, { labels: { a: 'changed' } }),
+        'two',
+        false,
+        '',
+        secretCtx(T2),
+      ),
+    );
     expect(err.status.message).toBe('Apply failed with 1 conflict: conflict with "one": .metadata.labels.a');
   });
 
   test('system metadata is never owned', () => {
-    const out = applyObject(undefined, secret({ displayName: 'A' }, { uid: 'x', resourceVersion: '5', generation: 2, creationTimestamp: null }), 'm', false, '', secretCtx(T0));
+    const out = applyObject(
+      undefined,
+      secret({ displayName: 'A' }, { uid: 'x', resourceVersion: '5', generation: 2, creationTimestamp: null }),
+      'm',
+      false,
+      '',
+      secretCtx(T0),
+    );
     expect(out.metadata.managedFields![0].fieldsV1).toEqual({ 'f:spec': { 'f:displayName': {} } });
   });
 });
@@ -350,14 +472,19 @@ describe('objects without managedFields', () => {
         apiVersion: API,
         time: T1,
         fieldsType: 'FieldsV1',
-        fieldsV1: { 'f:metadata': { 'f:labels': { '.': {}, 'f:app': {} } }, 'f:spec': { '.': {}, 'f:description': {}, 'f:displayName': {} } },
+        fieldsV1: {
+          'f:metadata': { 'f:labels': { '.': {}, 'f:app': {} } },
+          'f:spec': { '.': {}, 'f:description': {}, 'f:displayName': {} },
+        },
       },
     ]);
   });
 
   test('and they conflict like any Update manager', () => {
     const err = statusOf(() => applyObject(plain, secret({ displayName: 'B' }), 'deployer', false, '', secretCtx(T1)));
-    expect(err.status.message).toBe(`Apply failed with 1 conflict: conflict with "before-first-apply" using ${API}: .spec.displayName`);
+    expect(err.status.message).toBe(
+      `Apply failed with 1 conflict: conflict with "before-first-apply" using ${API}: .spec.displayName`,
+    );
   });
 
   test('updates do not start tracking; a create does', () => {
@@ -378,7 +505,10 @@ describe('objects without managedFields', () => {
 
 describe('kube details', () => {
   test('status is not owned through the main resource when the kind has a status subresource', () => {
-    const cfg = { ...secret({ displayName: 'A' }), status: { conditions: [{ type: 'Ready', status: 'True' }] } } as KubeObject;
+    const cfg = {
+      ...secret({ displayName: 'A' }),
+      status: { conditions: [{ type: 'Ready', status: 'True' }] },
+    } as KubeObject;
     const out = applyObject(undefined, cfg, 'm', false, '', secretCtx(T0));
     expect(out.metadata.managedFields![0].fieldsV1).toEqual({ 'f:spec': { 'f:displayName': {} } });
   });
@@ -386,7 +516,13 @@ describe('kube details', () => {
   test('the Cluster status keeps unknown fields, each a member', () => {
     const live = stored(
       { apiVersion: API, kind: 'Cluster', metadata: { name: 'c1' }, spec: { displayName: 'C' } },
-      updateManagedFields(undefined, { apiVersion: API, kind: 'Cluster', metadata: { name: 'c1' }, spec: { displayName: 'C' } }, 'ui', '', clusterCtx(T0)),
+      updateManagedFields(
+        undefined,
+        { apiVersion: API, kind: 'Cluster', metadata: { name: 'c1' }, spec: { displayName: 'C' } },
+        'ui',
+        '',
+        clusterCtx(T0),
+      ),
     );
     const withStatus = { ...structuredClone(live), status: { phase: 'Ready', details: { nodes: 3 }, list: [1, 2] } };
     const mf = updateManagedFields(live, withStatus, 'agent', 'status', clusterCtx(T1));
@@ -396,7 +532,9 @@ describe('kube details', () => {
   });
 
   test('an apply config with an unknown field is a 400 (kube sends a 500: kubernetes/kubernetes#139253)', () => {
-    const err = statusOf(() => applyObject(undefined, secret({ displayName: 'A', bogus: 1 }), 'm', false, '', secretCtx(T0)));
+    const err = statusOf(() =>
+      applyObject(undefined, secret({ displayName: 'A', bogus: 1 }), 'm', false, '', secretCtx(T0)),
+    );
     expect(err.status).toMatchObject({
       kind: 'Status',
       apiVersion: 'v1',
@@ -408,7 +546,16 @@ describe('kube details', () => {
   });
 
   test('a value of the wrong type is printed as Go prints it (%v: a float64 in the shortest %g form)', () => {
-    const err = statusOf(() => applyObject(undefined, secret({ displayName: { b: 1234567.5, a: [1e20, 0.00001] } }), 'm', false, '', secretCtx(T0)));
+    const err = statusOf(() =>
+      applyObject(
+        undefined,
+        secret({ displayName: { b: 1234567.5, a: [1e20, 0.00001] } }),
+        'm',
+        false,
+        '',
+        secretCtx(T0),
+      ),
+    );
     expect(err.code).toBe(400);
     expect(err.status.message).toBe(
       `failed to create typed patch object (default/s1; ${API}, Kind=SharedSecret): .spec.displayName: expected string, got &{map[a:[1e+20 1e-05] b:1.2345675e+06]}`,
@@ -416,19 +563,28 @@ describe('kube details', () => {
   });
 
   test('an apply of another version is a 400', () => {
-    const err = statusOf(() => applyObject(undefined, { ...secret({}), apiVersion: 'management.platform.sh/v2' }, 'm', false, '', secretCtx(T0)));
+    const err = statusOf(() =>
+      applyObject(undefined, { ...secret({}), apiVersion: 'management.platform.sh/v2' }, 'm', false, '', secretCtx(T0)),
+    );
     expect(err.code).toBe(400);
-    expect(err.status.message).toBe(`Incorrect version specified in apply patch. Specified patch version: management.platform.sh/v2, expected: ${API}`);
+    expect(err.status.message).toBe(
+      `Incorrect version specified in apply patch. Specified patch version: management.platform.sh/v2, expected: ${API}`,
+    );
   });
 
   test('an apply config may not set managedFields', () => {
-    const err = statusOf(() => applyObject(undefined, secret({}, { managedFields: [] }), 'm', false, '', secretCtx(T0)));
+    const err = statusOf(() =>
+      applyObject(undefined, secret({}, { managedFields: [] }), 'm', false, '', secretCtx(T0)),
+    );
     expect(err.code).toBe(400);
     expect(err.status.message).toBe('metadata.managedFields must be nil');
   });
 
   test('at most 10 Update managers; the oldest merge into ancient-changes', () => {
-    let live = stored(secret({ displayName: 'x' }), updateManagedFields(undefined, secret({ displayName: 'x' }), 'm0', '', secretCtx('2025-05-01T10:00:00Z')));
+    let live = stored(
+      secret({ displayName: 'x' }),
+      updateManagedFields(undefined, secret({ displayName: 'x' }), 'm0', '', secretCtx('2025-05-01T10:00:00Z')),
+    );
     for (let i = 1; i <= 11; i++) {
       const edited = structuredClone(live);
       edited.spec.data = { ...(edited.spec.data ?? {}), [`k${i}`]: 'YQ==' };
@@ -439,22 +595,43 @@ describe('kube details', () => {
     expect(mf).toHaveLength(10);
     const ancient = entry(mf, 'ancient-changes', 'Update')!;
     expect(ancient.time).toBe('2025-05-01T10:02:00Z');
-    expect(ancient.fieldsV1).toEqual({ 'f:spec': { '.': {}, 'f:data': { '.': {}, 'f:k1': {}, 'f:k2': {} }, 'f:displayName': {} } });
-    expect(mf.map((e) => e.manager)).toEqual(['ancient-changes', 'm3', 'm4', 'm5', 'm6', 'm7', 'm8', 'm9', 'm10', 'm11']);
+    expect(ancient.fieldsV1).toEqual({
+      'f:spec': { '.': {}, 'f:data': { '.': {}, 'f:k1': {}, 'f:k2': {} }, 'f:displayName': {} },
+    });
+    expect(mf.map((e) => e.manager)).toEqual([
+      'ancient-changes',
+      'm3',
+      'm4',
+      'm5',
+      'm6',
+      'm7',
+      'm8',
+      'm9',
+      'm10',
+      'm11',
+    ]);
   });
 
   test('kubectl takes over from client-side apply when values match the last-applied annotation', () => {
     const manifest = secret({ displayName: 'A' });
     const lastApplied = JSON.stringify(manifest);
-    const created = secret({ displayName: 'A' }, { annotations: { 'kubectl.kubernetes.io/last-applied-configuration': lastApplied } });
-    const live = stored(created, updateManagedFields(undefined, created, 'kubectl-client-side-apply', '', secretCtx(T0)));
+    const created = secret(
+      { displayName: 'A' },
+      { annotations: { 'kubectl.kubernetes.io/last-applied-configuration': lastApplied } },
+    );
+    const live = stored(
+      created,
+      updateManagedFields(undefined, created, 'kubectl-client-side-apply', '', secretCtx(T0)),
+    );
     const out = applyObject(live, secret({ displayName: 'B' }), 'kubectl', false, '', secretCtx(T1));
     expect(out.spec.displayName).toBe('B');
     expect(out.metadata.annotations!['kubectl.kubernetes.io/last-applied-configuration']).toBe(
       '{"apiVersion":"management.platform.sh/v1","kind":"SharedSecret","metadata":{"name":"s1","namespace":"default"},"spec":{"displayName":"B"}}\n',
     );
     // Another manager name gets the conflict.
-    expect(statusOf(() => applyObject(live, secret({ displayName: 'B' }), 'helm', false, '', secretCtx(T1))).code).toBe(409);
+    expect(statusOf(() => applyObject(live, secret({ displayName: 'B' }), 'helm', false, '', secretCtx(T1))).code).toBe(
+      409,
+    );
   });
 });
 
@@ -464,7 +641,9 @@ describe('lists', () => {
     const live = stored(created, updateManagedFields(undefined, created, 'ui', '', secretCtx(T0)));
     const cfg = secret({ access: [{ verbs: ['list'], teams: ['t'] }] });
     const err = statusOf(() => applyObject(live, cfg, 'deployer', false, '', secretCtx(T1)));
-    expect(err.status.details?.causes).toEqual([{ reason: 'FieldManagerConflict', message: `conflict with "ui" using ${API}`, field: '.spec.access' }]);
+    expect(err.status.details?.causes).toEqual([
+      { reason: 'FieldManagerConflict', message: `conflict with "ui" using ${API}`, field: '.spec.access' },
+    ]);
     const out = applyObject(live, cfg, 'deployer', true, '', secretCtx(T1));
     expect(out.spec.access).toEqual([{ verbs: ['list'], teams: ['t'] }]);
     // The creator still owns spec itself (a member without children is written {}).
@@ -475,11 +654,24 @@ describe('lists', () => {
     const ref = (uid: string, name: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', name, uid });
     const created = secret({ displayName: 'A' }, { ownerReferences: [ref('u1', 'one')] });
     const live = stored(created, updateManagedFields(undefined, created, 'controller', '', secretCtx(T0)));
-    const out = applyObject(live, secret({}, { ownerReferences: [ref('u2', 'two')] }), 'deployer', false, '', secretCtx(T1));
+    const out = applyObject(
+      live,
+      secret({}, { ownerReferences: [ref('u2', 'two')] }),
+      'deployer',
+      false,
+      '',
+      secretCtx(T1),
+    );
     expect(out.metadata.ownerReferences).toEqual([ref('u1', 'one'), ref('u2', 'two')]);
-    expect(entry(out.metadata.managedFields, 'deployer')!.fieldsV1).toEqual({ 'f:metadata': { 'f:ownerReferences': { 'k:{"uid":"u2"}': {} } } });
-    const err = statusOf(() => applyObject(live, secret({}, { ownerReferences: [ref('u1', 'renamed')] }), 'deployer', false, '', secretCtx(T1)));
-    expect(err.status.message).toBe(`Apply failed with 1 conflict: conflict with "controller" using ${API}: .metadata.ownerReferences[uid="u1"]`);
+    expect(entry(out.metadata.managedFields, 'deployer')!.fieldsV1).toEqual({
+      'f:metadata': { 'f:ownerReferences': { 'k:{"uid":"u2"}': {} } },
+    });
+    const err = statusOf(() =>
+      applyObject(live, secret({}, { ownerReferences: [ref('u1', 'renamed')] }), 'deployer', false, '', secretCtx(T1)),
+    );
+    expect(err.status.message).toBe(
+      `Apply failed with 1 conflict: conflict with "controller" using ${API}: .metadata.ownerReferences[uid="u1"]`,
+    );
   });
 
   test('set items keep the live order, with the config order for shared and new items', () => {
@@ -487,14 +679,25 @@ describe('lists', () => {
     const live = stored(created, updateManagedFields(undefined, created, 'ui', '', secretCtx(T0)));
     const out = applyObject(live, secret({}, { finalizers: ['c', 'a'] }), 'deployer', false, '', secretCtx(T1));
     expect(out.metadata.finalizers).toEqual(['c', 'a', 'b']);
-    const dropped = applyObject(stored(out, out.metadata.managedFields!), secret({}, { finalizers: ['a'] }), 'deployer', false, '', secretCtx(T2));
+    const dropped = applyObject(
+      stored(out, out.metadata.managedFields!),
+      secret({}, { finalizers: ['a'] }),
+      'deployer',
+      false,
+      '',
+      secretCtx(T2),
+    );
     // "c" was only the deployer's: it goes; "a" and "b" are still the creator's.
     expect(dropped.metadata.finalizers).toEqual(['a', 'b']);
-    expect(entry(dropped.metadata.managedFields, 'deployer')!.fieldsV1).toEqual({ 'f:metadata': { 'f:finalizers': { 'v:"a"': {} } } });
+    expect(entry(dropped.metadata.managedFields, 'deployer')!.fieldsV1).toEqual({
+      'f:metadata': { 'f:finalizers': { 'v:"a"': {} } },
+    });
   });
 
   test('a set item in the config that is not a scalar is a 400 with the structured-merge-diff message', () => {
-    const err = statusOf(() => applyObject(undefined, secret({}, { finalizers: [{ a: 1 }] }), 'm', false, '', secretCtx(T0)));
+    const err = statusOf(() =>
+      applyObject(undefined, secret({}, { finalizers: [{ a: 1 }] }), 'm', false, '', secretCtx(T0)),
+    );
     expect(err.code).toBe(400);
     expect(err.status.message).toBe(
       `failed to create typed patch object (default/s1; ${API}, Kind=SharedSecret): .metadata.finalizers: element 0: associative list without keys has an element that's a map type`,
@@ -505,7 +708,10 @@ describe('lists', () => {
 describe('no-op writes', () => {
   test('keepTimestampsOfNoopWrite restores the stored times when only they changed', async () => {
     const { keepTimestampsOfNoopWrite } = await import('../../src/apimachinery/managedfields/index.js');
-    const live = stored(secret({ displayName: 'A' }), updateManagedFields(undefined, secret({ displayName: 'A' }), 'ui', '', secretCtx(T0)));
+    const live = stored(
+      secret({ displayName: 'A' }),
+      updateManagedFields(undefined, secret({ displayName: 'A' }), 'ui', '', secretCtx(T0)),
+    );
     const touched = structuredClone(live);
     touched.metadata.managedFields![0].time = T2;
     expect(keepTimestampsOfNoopWrite(touched, live)).toEqual(live);
@@ -515,20 +721,39 @@ describe('no-op writes', () => {
   });
 
   test('a label key with dots and slashes is one field', () => {
-    const out = applyObject(undefined, secret({}, { labels: { 'app.kubernetes.io/name': 'x' } }), 'm', false, '', secretCtx(T0));
-    expect(out.metadata.managedFields![0].fieldsV1).toEqual({ 'f:metadata': { 'f:labels': { 'f:app.kubernetes.io/name': {} } } });
+    const out = applyObject(
+      undefined,
+      secret({}, { labels: { 'app.kubernetes.io/name': 'x' } }),
+      'm',
+      false,
+      '',
+      secretCtx(T0),
+    );
+    expect(out.metadata.managedFields![0].fieldsV1).toEqual({
+      'f:metadata': { 'f:labels': { 'f:app.kubernetes.io/name': {} } },
+    });
   });
 });
 
 describe('schema changes', () => {
   test('a list tracked item by item that is now atomic becomes one field', () => {
     const schema = structuredClone(secretDef.schema);
-    const live = stored(
-      secret({}, { finalizers: ['a'] }),
-      [{ manager: 'm', operation: 'Apply', apiVersion: API, time: T0, fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': { 'f:access': { 'k:{"name":"r"}': { '.': {}, 'f:name': {} } } } } }],
-    );
+    const live = stored(secret({}, { finalizers: ['a'] }), [
+      {
+        manager: 'm',
+        operation: 'Apply',
+        apiVersion: API,
+        time: T0,
+        fieldsType: 'FieldsV1',
+        fieldsV1: { 'f:spec': { 'f:access': { 'k:{"name":"r"}': { '.': {}, 'f:name': {} } } } },
+      },
+    ]);
     live.spec = { access: [{ name: 'r' }] };
-    const out = applyObject(live, secret({ access: [{ name: 'r' }] }), 'other', false, '', { apiVersion: API, now: T1, schema });
+    const out = applyObject(live, secret({ access: [{ name: 'r' }] }), 'other', false, '', {
+      apiVersion: API,
+      now: T1,
+      schema,
+    });
     expect(entry(out.metadata.managedFields, 'm')!.fieldsV1).toEqual({ 'f:spec': { 'f:access': {} } });
   });
 });
@@ -538,7 +763,13 @@ describe('writes to the main resource and to status', () => {
     const created = secret({ displayName: 'A' });
     let live = stored(created, updateManagedFields(undefined, created, 'ui', '', secretCtx(T0)));
     const withStatus = { ...structuredClone(live), status: { conditions: [{ type: 'Ready', status: 'True' }] } };
-    live = { ...withStatus, metadata: { ...withStatus.metadata, managedFields: updateManagedFields(live, withStatus, 'controller', 'status', secretCtx(T1)) } };
+    live = {
+      ...withStatus,
+      metadata: {
+        ...withStatus.metadata,
+        managedFields: updateManagedFields(live, withStatus, 'controller', 'status', secretCtx(T1)),
+      },
+    };
     const put = structuredClone(live);
     delete put.status;
     put.spec.displayName = 'B';
@@ -551,7 +782,16 @@ describe('writes to the main resource and to status', () => {
     const created = secret({ displayName: 'A' });
     const live = stored(created, updateManagedFields(undefined, created, 'ui', '', secretCtx(T0)));
     const edited = structuredClone(live);
-    edited.metadata.managedFields = [{ manager: 'someone', operation: 'Update', apiVersion: API, time: T0, fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': { 'f:displayName': {} } } }];
+    edited.metadata.managedFields = [
+      {
+        manager: 'someone',
+        operation: 'Update',
+        apiVersion: API,
+        time: T0,
+        fieldsType: 'FieldsV1',
+        fieldsV1: { 'f:spec': { 'f:displayName': {} } },
+      },
+    ];
     edited.spec.description = 'd';
     const mf = updateManagedFields(live, edited, 'ui', '', secretCtx(T1));
     expect(mf.map((e) => [e.manager, e.time, e.fieldsV1])).toEqual([

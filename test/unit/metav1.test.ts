@@ -4,14 +4,26 @@
  * is decoded and validated with, and structured-merge-diff's type of `metadata` (how apply merges it).
  */
 import { describe, expect, test } from '@jest/globals';
-import { OBJECT_META as OBJECT_META_TYPE, type ListType, type MapType } from '../../src/apimachinery/managedfields/typeinfo.js';
+import {
+  OBJECT_META as OBJECT_META_TYPE,
+  type ListType,
+  type MapType,
+} from '../../src/apimachinery/managedfields/typeinfo.js';
 import { decodedSchema, objectMetaSchema } from '../../src/apimachinery/metaschema.js';
 import { META, META_V1_DEFINITIONS } from '../../src/apimachinery/openapi/metav1.js';
 import type { StructuralSchema } from '../../src/apimachinery/schema.js';
 import type { ListMeta, ManagedFieldsEntry, ObjectMeta, OwnerReference } from '../../src/apimachinery/types.js';
 
 /** The JSON type of a TypeScript field type (integers are the only numbers in meta/v1). */
-type JsonType<T> = T extends string ? 'string' : T extends number ? 'integer' : T extends boolean ? 'boolean' : T extends readonly unknown[] ? 'array' : 'object';
+type JsonType<T> = T extends string
+  ? 'string'
+  : T extends number
+    ? 'integer'
+    : T extends boolean
+      ? 'boolean'
+      : T extends readonly unknown[]
+        ? 'array'
+        : 'object';
 /** Every field of T with its JSON type: a literal of this type must name each field, and no other. */
 type FieldTypes<T> = { [K in keyof Required<T>]: JsonType<NonNullable<T[K]>> };
 type RequiredKeys<T> = { [K in keyof T]-?: object extends Pick<T, K> ? never : K }[keyof T];
@@ -41,7 +53,12 @@ const OWNER_REFERENCE_FIELDS: FieldTypes<OwnerReference> = {
   controller: 'boolean',
   blockOwnerDeletion: 'boolean',
 };
-const OWNER_REFERENCE_REQUIRED: Record<RequiredKeys<OwnerReference>, true> = { apiVersion: true, kind: true, name: true, uid: true };
+const OWNER_REFERENCE_REQUIRED: Record<RequiredKeys<OwnerReference>, true> = {
+  apiVersion: true,
+  kind: true,
+  name: true,
+  uid: true,
+};
 const MANAGED_FIELDS_ENTRY_FIELDS: FieldTypes<ManagedFieldsEntry> = {
   manager: 'string',
   operation: 'string',
@@ -51,7 +68,12 @@ const MANAGED_FIELDS_ENTRY_FIELDS: FieldTypes<ManagedFieldsEntry> = {
   fieldsV1: 'object',
   subresource: 'string',
 };
-const LIST_META_FIELDS: FieldTypes<ListMeta> = { selfLink: 'string', resourceVersion: 'string', continue: 'string', remainingItemCount: 'integer' };
+const LIST_META_FIELDS: FieldTypes<ListMeta> = {
+  selfLink: 'string',
+  resourceVersion: 'string',
+  continue: 'string',
+  remainingItemCount: 'integer',
+};
 
 function fieldTypes(s: StructuralSchema): Record<string, string | undefined> {
   return Object.fromEntries(Object.entries(s.properties ?? {}).map(([name, field]) => [name, field.type]));
@@ -68,7 +90,9 @@ describe('the TypeScript interfaces follow the meta/v1 definitions', () => {
   });
 
   test("OwnerReference's required fields are the interface's non-optional ones", () => {
-    expect([...META_V1_DEFINITIONS[`${META}.OwnerReference`].required].sort()).toEqual(Object.keys(OWNER_REFERENCE_REQUIRED).sort());
+    expect([...META_V1_DEFINITIONS[`${META}.OwnerReference`].required].sort()).toEqual(
+      Object.keys(OWNER_REFERENCE_REQUIRED).sort(),
+    );
   });
 });
 
@@ -89,7 +113,8 @@ describe('metadata is decoded by the schema derived from ObjectMeta', () => {
 
   test('documentation, required fields and patch strategies are not part of decoding', () => {
     const text = JSON.stringify(objectMetaSchema);
-    for (const word of ['description', 'required', 'x-kubernetes-patch', '$ref', 'allOf']) expect(text).not.toContain(word);
+    for (const word of ['description', 'required', 'x-kubernetes-patch', '$ref', 'allOf'])
+      expect(text).not.toContain(word);
   });
 });
 
@@ -100,12 +125,18 @@ describe("structured-merge-diff's type of metadata follows ObjectMeta's list and
     const owners = field('ownerReferences') as ListType;
     expect(owners).toMatchObject({ kind: 'list', atomic: false, keys: ['uid'] });
     expect(owners.item).toMatchObject({ kind: 'map', atomic: true });
-    expect(field('finalizers')).toMatchObject({ kind: 'list', atomic: false, keys: [], item: { kind: 'scalar', scalar: 'string' } });
+    expect(field('finalizers')).toMatchObject({
+      kind: 'list',
+      atomic: false,
+      keys: [],
+      item: { kind: 'scalar', scalar: 'string' },
+    });
     expect(field('managedFields')).toMatchObject({ kind: 'list', atomic: true });
   });
 
   test('labels and annotations are maps merged key by key; the rest scalars', () => {
-    for (const name of ['labels', 'annotations']) expect(field(name)).toMatchObject({ kind: 'map', atomic: false, element: { kind: 'scalar', scalar: 'string' } });
+    for (const name of ['labels', 'annotations'])
+      expect(field(name)).toMatchObject({ kind: 'map', atomic: false, element: { kind: 'scalar', scalar: 'string' } });
     expect(field('generation')).toEqual({ kind: 'scalar', scalar: 'numeric' });
     expect(field('creationTimestamp')).toEqual({ kind: 'scalar', scalar: 'string' });
     expect((OBJECT_META_TYPE as MapType).element).toBeUndefined();

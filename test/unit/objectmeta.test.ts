@@ -22,7 +22,13 @@ describe('validateObjectMeta: good input', () => {
     ['generateName with trailing dash', { generateName: 'foo-', name: 'foo-x7k2p', namespace: 'default' }],
     ['subdomain name', { name: 'a.b-c.d', namespace: 'team-1' }],
     ['253-char name', { name: 'a'.repeat(253), namespace: 'default' }],
-    ['labels', { ...good, labels: { app: 'web', 'example.com/tier': 'Front_End.1', empty: '', ['k'.repeat(63)]: 'v'.repeat(63) } }],
+    [
+      'labels',
+      {
+        ...good,
+        labels: { app: 'web', 'example.com/tier': 'Front_End.1', empty: '', ['k'.repeat(63)]: 'v'.repeat(63) },
+      },
+    ],
     ['annotations', { ...good, annotations: { 'Example.COM/Some-Key': 'anything at all: {"json": true}', UPPER: '' } }],
     ['annotations at the size limit', { ...good, annotations: { k: 'x'.repeat(262144 - 1) } }],
     [
@@ -31,7 +37,14 @@ describe('validateObjectMeta: good input', () => {
         ...good,
         ownerReferences: [
           { apiVersion: 'v1', kind: 'ConfigMap', name: 'cm', uid: 'u1', controller: true },
-          { apiVersion: 'apps/v1', kind: 'Deployment', name: 'd', uid: 'u2', controller: false, blockOwnerDeletion: true },
+          {
+            apiVersion: 'apps/v1',
+            kind: 'Deployment',
+            name: 'd',
+            uid: 'u2',
+            controller: false,
+            blockOwnerDeletion: true,
+          },
         ],
       },
     ],
@@ -41,7 +54,13 @@ describe('validateObjectMeta: good input', () => {
       {
         ...good,
         managedFields: [
-          { manager: 'kubectl-client-side-apply', operation: 'Update', apiVersion: 'v1', fieldsType: 'FieldsV1', fieldsV1: {} },
+          {
+            manager: 'kubectl-client-side-apply',
+            operation: 'Update',
+            apiVersion: 'v1',
+            fieldsType: 'FieldsV1',
+            fieldsV1: {},
+          },
           { manager: 'kubectl', operation: 'Apply', subresource: 'status' },
         ],
       },
@@ -58,8 +77,18 @@ describe('validateObjectMeta: good input', () => {
 
 describe('validateObjectMeta: bad input', () => {
   test.each<[string, ObjectMeta, typeof namespaced, string[]]>([
-    ['no name', { namespace: 'default' }, namespaced, ['metadata.name: Required value: name or generateName is required']],
-    ['uppercase name', { name: 'Foo', namespace: 'default' }, namespaced, [`metadata.name: Invalid value: "Foo": ${SUBDOMAIN_MSG}`]],
+    [
+      'no name',
+      { namespace: 'default' },
+      namespaced,
+      ['metadata.name: Required value: name or generateName is required'],
+    ],
+    [
+      'uppercase name',
+      { name: 'Foo', namespace: 'default' },
+      namespaced,
+      [`metadata.name: Invalid value: "Foo": ${SUBDOMAIN_MSG}`],
+    ],
     [
       '254-char name',
       { name: 'a'.repeat(254), namespace: 'default' },
@@ -76,7 +105,10 @@ describe('validateObjectMeta: bad input', () => {
       'bad generateName and name',
       { generateName: 'Foo-', name: 'Foo-abcde', namespace: 'default' },
       namespaced,
-      [`metadata.generateName: Invalid value: "Foo-": ${SUBDOMAIN_MSG}`, `metadata.name: Invalid value: "Foo-abcde": ${SUBDOMAIN_MSG}`],
+      [
+        `metadata.generateName: Invalid value: "Foo-": ${SUBDOMAIN_MSG}`,
+        `metadata.name: Invalid value: "Foo-abcde": ${SUBDOMAIN_MSG}`,
+      ],
     ],
     ['namespaced without namespace', { name: 'foo' }, namespaced, ['metadata.namespace: Required value']],
     [
@@ -85,8 +117,18 @@ describe('validateObjectMeta: bad input', () => {
       namespaced,
       ['metadata.namespace: Invalid value: "a.b": must not contain dots'],
     ],
-    ['cluster-scoped with namespace', { name: 'foo', namespace: 'default' }, clusterScoped, ['metadata.namespace: Forbidden: not allowed on this type']],
-    ['negative generation', { ...good, generation: -1 }, namespaced, ['metadata.generation: Invalid value: -1: must be greater than or equal to 0']],
+    [
+      'cluster-scoped with namespace',
+      { name: 'foo', namespace: 'default' },
+      clusterScoped,
+      ['metadata.namespace: Forbidden: not allowed on this type'],
+    ],
+    [
+      'negative generation',
+      { ...good, generation: -1 },
+      namespaced,
+      ['metadata.generation: Invalid value: -1: must be greater than or equal to 0'],
+    ],
     [
       'bad label key and value',
       { ...good, labels: { 'bad key': 'bad value', ok: '-x' } },
@@ -162,7 +204,9 @@ describe('validateObjectMeta: bad input', () => {
       'orphan and foregroundDeletion together',
       { ...good, finalizers: ['orphan', 'foregroundDeletion'] },
       namespaced,
-      ['metadata.finalizers: Invalid value: []string{"orphan", "foregroundDeletion"}: finalizer orphan and foregroundDeletion cannot be both set'],
+      [
+        'metadata.finalizers: Invalid value: []string{"orphan", "foregroundDeletion"}: finalizer orphan and foregroundDeletion cannot be both set',
+      ],
     ],
     [
       'managed fields',
@@ -194,7 +238,14 @@ describe('validateObjectMeta: bad input', () => {
         ...good,
         ownerReferences: [
           { apiVersion: 'v1', kind: 'ConfigMap', name: 'a', uid: 'u1', controller: true },
-          { apiVersion: 'apps/v1', kind: 'Deployment', name: 'b', uid: 'u2', controller: true, blockOwnerDeletion: false },
+          {
+            apiVersion: 'apps/v1',
+            kind: 'Deployment',
+            name: 'b',
+            uid: 'u2',
+            controller: true,
+            blockOwnerDeletion: false,
+          },
         ],
       },
       namespaced,
@@ -202,7 +253,9 @@ describe('validateObjectMeta: bad input', () => {
     expect(errs).toHaveLength(1);
     expect(errs[0].type).toBe('FieldValueInvalid');
     expect(errs[0].field).toBe('metadata.ownerReferences');
-    expect(errs[0].detail).toBe('Only one reference can have Controller set to true. Found "true" in references for ConfigMap/a and Deployment/b');
+    expect(errs[0].detail).toBe(
+      'Only one reference can have Controller set to true. Found "true" in references for ConfigMap/a and Deployment/b',
+    );
     // The list prints as JSON (1.33's %#v of it would show Go heap addresses).
     expect(errorString(errs[0])).toBe(
       'metadata.ownerReferences: Invalid value: [{"apiVersion":"v1","kind":"ConfigMap","name":"a","uid":"u1","controller":true},' +
@@ -258,10 +311,25 @@ describe('validateObjectMetaUpdate', () => {
 
   test.each<[string, ObjectMeta, ObjectMeta, string[]]>([
     ['rename', { ...old, name: 'bar' }, old, ['metadata.name: Invalid value: "bar": field is immutable']],
-    ['move namespace', { ...old, namespace: 'other' }, old, ['metadata.namespace: Invalid value: "other": field is immutable']],
-    ['drop namespace', { ...old, namespace: undefined }, old, ['metadata.namespace: Invalid value: "": field is immutable']],
+    [
+      'move namespace',
+      { ...old, namespace: 'other' },
+      old,
+      ['metadata.namespace: Invalid value: "other": field is immutable'],
+    ],
+    [
+      'drop namespace',
+      { ...old, namespace: undefined },
+      old,
+      ['metadata.namespace: Invalid value: "": field is immutable'],
+    ],
     ['change uid', { ...old, uid: 'x' }, old, ['metadata.uid: Invalid value: "x": field is immutable']],
-    ['decrement generation', { ...old, generation: 2 }, old, ['metadata.generation: Invalid value: 2: must not be decremented']],
+    [
+      'decrement generation',
+      { ...old, generation: 2 },
+      old,
+      ['metadata.generation: Invalid value: 2: must not be decremented'],
+    ],
     [
       'change creationTimestamp',
       { ...old, creationTimestamp: '2025-06-07T08:09:10Z' },
@@ -302,7 +370,9 @@ describe('validateObjectMetaUpdate', () => {
       'new finalizers while being deleted (sorted, %#v)',
       { ...old, deletionTimestamp: '2024-05-06T07:08:09Z', finalizers: ['keep', 'z.io/new', 'a.io/new'] },
       { ...old, deletionTimestamp: '2024-05-06T07:08:09Z', finalizers: ['keep'] },
-      ['metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{"a.io/new", "z.io/new"}'],
+      [
+        'metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{"a.io/new", "z.io/new"}',
+      ],
     ],
     [
       'bad labels on the new object',
@@ -328,8 +398,16 @@ describe('validateObjectMetaUpdate', () => {
 
   test('several problems come in Go order', () => {
     const deleting = { ...old, deletionTimestamp: '2024-05-06T07:08:09Z' };
-    const errs = validateObjectMetaUpdate({ ...deleting, name: 'x', generation: 1, finalizers: ['f'], uid: 'y' }, deleting);
-    expect(errs.map((e) => e.field)).toEqual(['metadata.finalizers', 'metadata.generation', 'metadata.name', 'metadata.uid']);
+    const errs = validateObjectMetaUpdate(
+      { ...deleting, name: 'x', generation: 1, finalizers: ['f'], uid: 'y' },
+      deleting,
+    );
+    expect(errs.map((e) => e.field)).toEqual([
+      'metadata.finalizers',
+      'metadata.generation',
+      'metadata.name',
+      'metadata.uid',
+    ]);
   });
 });
 

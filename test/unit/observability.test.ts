@@ -19,19 +19,31 @@ import { parseSamples, total } from '../support/prometheus.js';
 
 const GROUP = 'management.platform.sh';
 const served: ServedApis = {
-  serves: (g, v, r, s) => g === GROUP && v === 'v1' && ['sharedsecrets', 'projects'].includes(r) && ['', 'status'].includes(s),
+  serves: (g, v, r, s) =>
+    g === GROUP && v === 'v1' && ['sharedsecrets', 'projects'].includes(r) && ['', 'status'].includes(s),
   servesPath: (p) => p === `/apis/${GROUP}/v1`,
 };
 
 function labels(method: string, url: string, contentType?: string) {
   const u = new URL(url, 'https://x');
-  return requestLabels(method, resolveRequestInfo(method, u.pathname, u.searchParams), u.searchParams, contentType, served);
+  return requestLabels(
+    method,
+    resolveRequestInfo(method, u.pathname, u.searchParams),
+    u.searchParams,
+    contentType,
+    served,
+  );
 }
 
 describe('request labels, as kube-apiserver reports them', () => {
   const base = `/apis/${GROUP}/v1`;
   test.each([
-    ['GET', `${base}/namespaces/a/sharedsecrets/s`, undefined, { verb: 'GET', scope: 'resource', resource: 'sharedsecrets' }],
+    [
+      'GET',
+      `${base}/namespaces/a/sharedsecrets/s`,
+      undefined,
+      { verb: 'GET', scope: 'resource', resource: 'sharedsecrets' },
+    ],
     ['GET', `${base}/namespaces/a/sharedsecrets`, undefined, { verb: 'LIST', scope: 'namespace' }],
     ['GET', `${base}/sharedsecrets`, undefined, { verb: 'LIST', scope: 'cluster' }],
     ['GET', `${base}/namespaces/a/sharedsecrets?watch=true`, undefined, { verb: 'WATCH', scope: 'namespace' }],
@@ -54,8 +66,16 @@ describe('request labels, as kube-apiserver reports them', () => {
   test('what the server does not serve never becomes a label value', () => {
     expect(labels('GET', '/wp-login.php')).toMatchObject({ subresource: 'other' });
     expect(labels('GET', `/apis/${GROUP}/v2`)).toMatchObject({ subresource: 'other' });
-    expect(labels('GET', `/apis/${GROUP}/v1/namespaces/a/made-up-${Math.random()}`)).toMatchObject({ group: '', version: '', resource: '', subresource: '' });
-    expect(labels('GET', `/apis/${GROUP}/v1/namespaces/a/sharedsecrets/s/random-sub`)).toMatchObject({ resource: 'sharedsecrets', subresource: '' });
+    expect(labels('GET', `/apis/${GROUP}/v1/namespaces/a/made-up-${Math.random()}`)).toMatchObject({
+      group: '',
+      version: '',
+      resource: '',
+      subresource: '',
+    });
+    expect(labels('GET', `/apis/${GROUP}/v1/namespaces/a/sharedsecrets/s/random-sub`)).toMatchObject({
+      resource: 'sharedsecrets',
+      subresource: '',
+    });
   });
 
   test('etcd keys become <resource>.<group>, or the server key family', () => {
@@ -84,10 +104,13 @@ describe('audit log rotation', () => {
     const names = readdirSync(dir).sort();
     expect(names).toHaveLength(4);
     expect(names).toContain('audit.log');
-    for (const name of names.filter((n) => n !== 'audit.log')) expect(name).toMatch(/^audit-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d{3}\.log$/);
+    for (const name of names.filter((n) => n !== 'audit.log'))
+      expect(name).toMatch(/^audit-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d{3}\.log$/);
     for (const name of names) expect(statSync(join(dir, name)).size).toBeLessThanOrEqual(100);
     // The newest lines survive, in order: the backups oldest first, then the current file.
-    const kept = [...names.filter((n) => n !== 'audit.log'), 'audit.log'].map((n) => readFileSync(join(dir, n), 'utf8')).join('');
+    const kept = [...names.filter((n) => n !== 'audit.log'), 'audit.log']
+      .map((n) => readFileSync(join(dir, n), 'utf8'))
+      .join('');
     expect(lines.join('').endsWith(kept)).toBe(true);
     expect(kept.split('\n').filter(Boolean).length).toBeGreaterThanOrEqual(6);
   });
@@ -122,12 +145,22 @@ describe('audit log rotation', () => {
 
 describe('audit event response status', () => {
   const info = resolveRequestInfo('POST', `/apis/${GROUP}/v1/namespaces/a/sharedsecrets`, new URLSearchParams());
-  const base: AuditedRequest = { auditID: 'id', requestURI: '/x', info, user: { name: 'u', groups: ['g'] }, sourceIPs: ['127.0.0.1'], received: new Date(0), code: 200 };
+  const base: AuditedRequest = {
+    auditID: 'id',
+    requestURI: '/x',
+    info,
+    user: { name: 'u', groups: ['g'] },
+    sourceIPs: ['127.0.0.1'],
+    received: new Date(0),
+    code: 200,
+  };
 
   test('success: the code only; refusals: status, reason, message', () => {
     expect(auditEvent(base, 'ResponseComplete', new Date(1)).responseStatus).toEqual({ metadata: {}, code: 200 });
     const denied = forbidden({ group: GROUP, resource: 'sharedsecrets' }, '', 'User "u" cannot create resource').status;
-    expect(auditEvent({ ...base, code: 403, status: denied }, 'ResponseComplete', new Date(1)).responseStatus).toMatchObject({
+    expect(
+      auditEvent({ ...base, code: 403, status: denied }, 'ResponseComplete', new Date(1)).responseStatus,
+    ).toMatchObject({
       status: 'Failure',
       reason: 'Forbidden',
       message: denied.message,
@@ -136,12 +169,21 @@ describe('audit event response status', () => {
   });
 
   test('messages that may quote the body are left out: Invalid keeps only the fields, BadRequest only its reason', () => {
-    const bad = invalid({ group: GROUP, kind: 'SharedSecret' }, 's', [{ type: 'FieldValueInvalid', field: 'spec.key', value: 'sekrit-value', detail: 'may not change' }]).status;
+    const bad = invalid({ group: GROUP, kind: 'SharedSecret' }, 's', [
+      { type: 'FieldValueInvalid', field: 'spec.key', value: 'sekrit-value', detail: 'may not change' },
+    ]).status;
     const rs = auditEvent({ ...base, code: 422, status: bad }, 'ResponseComplete', new Date(1)).responseStatus;
     expect(JSON.stringify(rs)).not.toContain('sekrit-value');
-    expect(rs).toMatchObject({ status: 'Failure', reason: 'Invalid', code: 422, details: { causes: [{ reason: 'FieldValueInvalid', field: 'spec.key' }] } });
+    expect(rs).toMatchObject({
+      status: 'Failure',
+      reason: 'Invalid',
+      code: 422,
+      details: { causes: [{ reason: 'FieldValueInvalid', field: 'spec.key' }] },
+    });
     const parse = badRequest('Unexpected token s in "sekrit-value"').status;
-    expect(JSON.stringify(auditEvent({ ...base, code: 400, status: parse }, 'ResponseComplete', new Date(1)))).not.toContain('sekrit-value');
+    expect(
+      JSON.stringify(auditEvent({ ...base, code: 400, status: parse }, 'ResponseComplete', new Date(1))),
+    ).not.toContain('sekrit-value');
   });
 });
 
@@ -150,9 +192,15 @@ describe('audit event source IPs', () => {
 
   test("from the front proxy: kube's order, X-Forwarded-For, X-Real-Ip when new, then the connection's address", () => {
     expect(sourceIPs(forwarded, '10.0.0.9', true)).toEqual(['203.0.113.7', '10.0.0.5', '198.51.100.2', '10.0.0.9']);
-    expect(sourceIPs({ 'x-forwarded-for': '203.0.113.7', 'x-real-ip': '203.0.113.7' }, '10.0.0.9', true)).toEqual(['203.0.113.7', '10.0.0.9']);
+    expect(sourceIPs({ 'x-forwarded-for': '203.0.113.7', 'x-real-ip': '203.0.113.7' }, '10.0.0.9', true)).toEqual([
+      '203.0.113.7',
+      '10.0.0.9',
+    ]);
     // Not repeated when the chain already ends with it, as kube's utilnet.SourceIPs.
-    expect(sourceIPs({ 'x-forwarded-for': '203.0.113.7, 10.0.0.9' }, '10.0.0.9', true)).toEqual(['203.0.113.7', '10.0.0.9']);
+    expect(sourceIPs({ 'x-forwarded-for': '203.0.113.7, 10.0.0.9' }, '10.0.0.9', true)).toEqual([
+      '203.0.113.7',
+      '10.0.0.9',
+    ]);
   });
 
   test('from any other client the forwarding headers are ignored: only the connection address is recorded', () => {
@@ -160,11 +208,18 @@ describe('audit event source IPs', () => {
   });
 
   test('the connection address is always last, even when the chain names it earlier', () => {
-    expect(sourceIPs({ 'x-forwarded-for': '10.0.0.9, 203.0.113.7' }, '10.0.0.9', true)).toEqual(['10.0.0.9', '203.0.113.7', '10.0.0.9']);
+    expect(sourceIPs({ 'x-forwarded-for': '10.0.0.9, 203.0.113.7' }, '10.0.0.9', true)).toEqual([
+      '10.0.0.9',
+      '203.0.113.7',
+      '10.0.0.9',
+    ]);
   });
 
   test('entries that are no IP address are dropped; addresses are written as Go writes them', () => {
-    const headers = { 'x-forwarded-for': 'evil.example, "1.2.3.4", 2001:DB8:0:0:0:0:0:1,, ::ffff:192.0.2.1, 010.1.1.1', 'x-real-ip': 'not an ip\n' };
+    const headers = {
+      'x-forwarded-for': 'evil.example, "1.2.3.4", 2001:DB8:0:0:0:0:0:1,, ::ffff:192.0.2.1, 010.1.1.1',
+      'x-real-ip': 'not an ip\n',
+    };
     expect(sourceIPs(headers, '::ffff:127.0.0.1', true)).toEqual(['2001:db8::1', '192.0.2.1', '127.0.0.1']);
     expect(peerIP('::ffff:127.0.0.1')).toBe('127.0.0.1');
     expect(peerIP('::1')).toBe('::1');
@@ -203,21 +258,31 @@ describe('flags', () => {
 
   test('--authorization-always-allow-paths: the health paths by default; paths with at most a trailing *', () => {
     expect(parseFlags([])!.authorizationAlwaysAllowPaths).toEqual(['/healthz', '/readyz', '/livez']);
-    expect(parseFlags(['--authorization-always-allow-paths=/healthz,/metrics,/debug/*'])!.authorizationAlwaysAllowPaths).toEqual(['/healthz', '/metrics', '/debug/*']);
+    expect(
+      parseFlags(['--authorization-always-allow-paths=/healthz,/metrics,/debug/*'])!.authorizationAlwaysAllowPaths,
+    ).toEqual(['/healthz', '/metrics', '/debug/*']);
     expect(parseFlags(['--authorization-always-allow-paths='])!.authorizationAlwaysAllowPaths).toEqual([]);
     expect(() => parseFlags(['--authorization-always-allow-paths=metrics'])).toThrow(/trailing \*.*"metrics"/);
     expect(() => parseFlags(['--authorization-always-allow-paths=/a*/b'])).toThrow(/"\/a\*\/b"/);
   });
 
   test('audit log: off by default; size in megabytes (100), 10 backups, no age limit', () => {
-    expect(parseFlags([])).toMatchObject({ auditLogMaxSizeBytes: 100 * 1024 * 1024, auditLogMaxBackup: 10, auditLogMaxAgeDays: 0 });
+    expect(parseFlags([])).toMatchObject({
+      auditLogMaxSizeBytes: 100 * 1024 * 1024,
+      auditLogMaxBackup: 10,
+      auditLogMaxAgeDays: 0,
+    });
     expect(parseFlags([])!.auditLogPath).toBeUndefined();
-    expect(parseFlags(['--audit-log-path=-', '--audit-log-maxsize=5', '--audit-log-maxbackup=2', '--audit-log-maxage=30'])).toMatchObject({
+    expect(
+      parseFlags(['--audit-log-path=-', '--audit-log-maxsize=5', '--audit-log-maxbackup=2', '--audit-log-maxage=30']),
+    ).toMatchObject({
       auditLogPath: '-',
       auditLogMaxSizeBytes: 5 * 1024 * 1024,
       auditLogMaxBackup: 2,
       auditLogMaxAgeDays: 30,
     });
-    expect(() => parseFlags(['--audit-log-maxsize=1.5'])).toThrow('--audit-log-maxsize must be a whole number, 0 or more (got "1.5")');
+    expect(() => parseFlags(['--audit-log-maxsize=1.5'])).toThrow(
+      '--audit-log-maxsize must be a whole number, 0 or more (got "1.5")',
+    );
   });
 });

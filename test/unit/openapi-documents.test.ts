@@ -87,11 +87,27 @@ describe('v3 group-version document', () => {
         `${base}/namespaces/{namespace}/virtualclusterinstances/{name}/status`,
       ].sort(),
     );
-    const actions = (path: string) => Object.fromEntries(METHODS.filter((m) => v3.paths[path][m]).map((m) => [m, v3.paths[path][m]['x-kubernetes-action']]));
+    const actions = (path: string) =>
+      Object.fromEntries(
+        METHODS.filter((m) => v3.paths[path][m]).map((m) => [m, v3.paths[path][m]['x-kubernetes-action']]),
+      );
     expect(actions(`${base}/sharedsecrets`)).toEqual({ get: 'list' });
-    expect(actions(`${base}/namespaces/{namespace}/sharedsecrets`)).toEqual({ get: 'list', post: 'post', delete: 'deletecollection' });
-    expect(actions(`${base}/namespaces/{namespace}/sharedsecrets/{name}`)).toEqual({ get: 'get', put: 'put', delete: 'delete', patch: 'patch' });
-    expect(actions(`${base}/namespaces/{namespace}/sharedsecrets/{name}/status`)).toEqual({ get: 'get', put: 'put', patch: 'patch' });
+    expect(actions(`${base}/namespaces/{namespace}/sharedsecrets`)).toEqual({
+      get: 'list',
+      post: 'post',
+      delete: 'deletecollection',
+    });
+    expect(actions(`${base}/namespaces/{namespace}/sharedsecrets/{name}`)).toEqual({
+      get: 'get',
+      put: 'put',
+      delete: 'delete',
+      patch: 'patch',
+    });
+    expect(actions(`${base}/namespaces/{namespace}/sharedsecrets/{name}/status`)).toEqual({
+      get: 'get',
+      put: 'put',
+      patch: 'patch',
+    });
     expect(actions(`${base}/clusters`)).toEqual({ get: 'list', post: 'post', delete: 'deletecollection' });
     expect(actions(`${base}/clusters/{name}`)).toEqual({ get: 'get', put: 'put', delete: 'delete', patch: 'patch' });
   });
@@ -105,8 +121,12 @@ describe('v3 group-version document', () => {
     ]);
     expect(item.patch.operationId).toBe('patchManagementPlatformShV1NamespacedSharedSecret');
     expect(item.get.operationId).toBe('readManagementPlatformShV1NamespacedSharedSecret');
-    expect(v3.paths[`/apis/${GROUP}/v1/sharedsecrets`].get.operationId).toBe('listManagementPlatformShV1SharedSecretForAllNamespaces');
-    expect(v3.paths[`/apis/${GROUP}/v1/clusters/{name}/status`].patch.operationId).toBe('patchManagementPlatformShV1ClusterStatus');
+    expect(v3.paths[`/apis/${GROUP}/v1/sharedsecrets`].get.operationId).toBe(
+      'listManagementPlatformShV1SharedSecretForAllNamespaces',
+    );
+    expect(v3.paths[`/apis/${GROUP}/v1/clusters/{name}/status`].patch.operationId).toBe(
+      'patchManagementPlatformShV1ClusterStatus',
+    );
     expect(v3.paths[`/apis/${GROUP}/v1/clusters`].post.description).toBe('create a Cluster');
     expect(v3.paths[`/apis/${GROUP}/v1/clusters`].get.tags).toEqual(['managementPlatformSh_v1']);
   });
@@ -116,7 +136,13 @@ describe('v3 group-version document', () => {
     // SharedSecret and VirtualClusterInstance: list in all namespaces, list+create+deletecollection,
     // get/put/delete/patch, status get/put/patch; Cluster, OwnedAccessKey and Project: the same but the first.
     expect(ops.length).toBe(2 * 11 + 3 * 10);
-    const kinds: Record<string, string> = { clusters: 'Cluster', ownedaccesskeys: 'OwnedAccessKey', projects: 'Project', sharedsecrets: 'SharedSecret', virtualclusterinstances: 'VirtualClusterInstance' };
+    const kinds: Record<string, string> = {
+      clusters: 'Cluster',
+      ownedaccesskeys: 'OwnedAccessKey',
+      projects: 'Project',
+      sharedsecrets: 'SharedSecret',
+      virtualclusterinstances: 'VirtualClusterInstance',
+    };
     for (const [path, , op] of ops) {
       const kind = Object.entries(kinds).find(([plural]) => path.includes(`/${plural}`))![1];
       expect(op['x-kubernetes-group-version-kind']).toEqual({ group: GROUP, version: 'v1', kind });
@@ -128,9 +154,15 @@ describe('v3 group-version document', () => {
     const patches = operations(v3).filter(([, m]) => m === 'patch');
     expect(patches).toHaveLength(10);
     for (const [, , op] of patches) {
-      expect(Object.keys(op.requestBody.content)).toEqual(['application/json-patch+json', 'application/merge-patch+json', 'application/apply-patch+yaml']);
+      expect(Object.keys(op.requestBody.content)).toEqual([
+        'application/json-patch+json',
+        'application/merge-patch+json',
+        'application/apply-patch+yaml',
+      ]);
       expect(op.requestBody.content['application/strategic-merge-patch+json']).toBeUndefined();
-      expect(op.requestBody.content['application/merge-patch+json'].schema).toEqual({ $ref: '#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.Patch' });
+      expect(op.requestBody.content['application/merge-patch+json'].schema).toEqual({
+        $ref: '#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.Patch',
+      });
       expect(op.requestBody.required).toBe(true);
     }
   });
@@ -140,33 +172,66 @@ describe('v3 group-version document', () => {
       const names = paramNames(op);
       if (method === 'patch') expect(names).toEqual(['dryRun', 'fieldManager', 'fieldValidation', 'force']);
       if (method === 'post' || method === 'put') expect(names).toEqual(['dryRun', 'fieldManager', 'fieldValidation']);
-      if (method === 'delete') expect(names).toEqual(expect.arrayContaining(['dryRun', 'gracePeriodSeconds', 'propagationPolicy']));
-      if (op['x-kubernetes-action'] === 'list') expect(names).toEqual(expect.arrayContaining(['labelSelector', 'fieldSelector', 'limit', 'continue', 'resourceVersion', 'watch']));
-      for (const p of op.parameters ?? []) expect(p).toMatchObject({ in: 'query', schema: { type: expect.any(String) } });
+      if (method === 'delete')
+        expect(names).toEqual(expect.arrayContaining(['dryRun', 'gracePeriodSeconds', 'propagationPolicy']));
+      if (op['x-kubernetes-action'] === 'list')
+        expect(names).toEqual(
+          expect.arrayContaining(['labelSelector', 'fieldSelector', 'limit', 'continue', 'resourceVersion', 'watch']),
+        );
+      for (const p of op.parameters ?? [])
+        expect(p).toMatchObject({ in: 'query', schema: { type: expect.any(String) } });
     }
   });
 
   test('bodies and responses refer to the kind, its list, Status and DeleteOptions', () => {
     const base = `/apis/${GROUP}/v1/namespaces/{namespace}/sharedsecrets`;
     const kindRef = { $ref: '#/components/schemas/sh.platform.management.v1.SharedSecret' };
-    expect(v3.paths[base].post.requestBody).toEqual({ content: { 'application/json': { schema: kindRef }, 'application/yaml': { schema: kindRef } }, required: true });
+    expect(v3.paths[base].post.requestBody).toEqual({
+      content: { 'application/json': { schema: kindRef }, 'application/yaml': { schema: kindRef } },
+      required: true,
+    });
     expect(Object.keys(v3.paths[base].post.responses)).toEqual(['200', '201', '202', '401']);
-    expect(v3.paths[base].get.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/sh.platform.management.v1.SharedSecretList' });
-    expect(v3.paths[`${base}/{name}`].delete.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.Status' });
-    expect(v3.paths[`${base}/{name}`].delete.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions' });
+    expect(v3.paths[base].get.responses['200'].content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/sh.platform.management.v1.SharedSecretList',
+    });
+    expect(v3.paths[`${base}/{name}`].delete.responses['200'].content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.Status',
+    });
+    expect(v3.paths[`${base}/{name}`].delete.requestBody.content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions',
+    });
     expect(v3.paths[`${base}/{name}`].delete.requestBody.required).toBeUndefined();
   });
 
   test('components: kinds, lists and the meta types, tagged with their GVKs where kube tags them', () => {
     const s = v3.components.schemas;
     const gvk = (name: string) => s[name]['x-kubernetes-group-version-kind'];
-    expect(gvk('sh.platform.management.v1.SharedSecret')).toEqual([{ group: GROUP, kind: 'SharedSecret', version: 'v1' }]);
-    expect(gvk('sh.platform.management.v1.SharedSecretList')).toEqual([{ group: GROUP, kind: 'SharedSecretList', version: 'v1' }]);
+    expect(gvk('sh.platform.management.v1.SharedSecret')).toEqual([
+      { group: GROUP, kind: 'SharedSecret', version: 'v1' },
+    ]);
+    expect(gvk('sh.platform.management.v1.SharedSecretList')).toEqual([
+      { group: GROUP, kind: 'SharedSecretList', version: 'v1' },
+    ]);
     expect(gvk('sh.platform.management.v1.Cluster')).toEqual([{ group: GROUP, kind: 'Cluster', version: 'v1' }]);
-    expect(gvk('sh.platform.management.v1.ClusterList')).toEqual([{ group: GROUP, kind: 'ClusterList', version: 'v1' }]);
+    expect(gvk('sh.platform.management.v1.ClusterList')).toEqual([
+      { group: GROUP, kind: 'ClusterList', version: 'v1' },
+    ]);
     expect(gvk('io.k8s.apimachinery.pkg.apis.meta.v1.Status')).toEqual([{ group: '', kind: 'Status', version: 'v1' }]);
-    expect(gvk('io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions')).toEqual([{ group: '', kind: 'DeleteOptions', version: 'v1' }]);
-    for (const name of ['ObjectMeta', 'ListMeta', 'OwnerReference', 'ManagedFieldsEntry', 'Time', 'Patch', 'StatusDetails', 'StatusCause', 'Preconditions', 'FieldsV1']) {
+    expect(gvk('io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions')).toEqual([
+      { group: '', kind: 'DeleteOptions', version: 'v1' },
+    ]);
+    for (const name of [
+      'ObjectMeta',
+      'ListMeta',
+      'OwnerReference',
+      'ManagedFieldsEntry',
+      'Time',
+      'Patch',
+      'StatusDetails',
+      'StatusCause',
+      'Preconditions',
+      'FieldsV1',
+    ]) {
       expect(s[`io.k8s.apimachinery.pkg.apis.meta.v1.${name}`]).toBeDefined();
       expect(gvk(`io.k8s.apimachinery.pkg.apis.meta.v1.${name}`)).toBeUndefined();
     }
@@ -174,23 +239,42 @@ describe('v3 group-version document', () => {
 
   test('a kind is its CRD schema with ObjectMeta and TypeMeta; descriptions carry through', () => {
     const ss = v3.components.schemas['sh.platform.management.v1.SharedSecret'];
-    expect(ss.description).toBe('SharedSecret holds sensitive key/value data shared across users, teams and connected clusters.');
+    expect(ss.description).toBe(
+      'SharedSecret holds sensitive key/value data shared across users, teams and connected clusters.',
+    );
     expect(ss.properties.metadata).toEqual({
       allOf: [{ $ref: '#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta' }],
       description: expect.stringContaining("Standard object's metadata"),
     });
-    expect(ss.properties.apiVersion).toMatchObject({ type: 'string', description: expect.stringContaining('APIVersion defines') });
-    expect(ss.properties.spec.properties.access.description).toBe('Access rights for users and teams. They are transformed into Roles and RoleBindings.');
-    expect(ss.properties.spec.properties.access.items.properties.verbs.description).toContain('Verbs that apply to all resource kinds');
+    expect(ss.properties.apiVersion).toMatchObject({
+      type: 'string',
+      description: expect.stringContaining('APIVersion defines'),
+    });
+    expect(ss.properties.spec.properties.access.description).toBe(
+      'Access rights for users and teams. They are transformed into Roles and RoleBindings.',
+    );
+    expect(ss.properties.spec.properties.access.items.properties.verbs.description).toContain(
+      'Verbs that apply to all resource kinds',
+    );
     expect(ss.properties.spec.properties.data.additionalProperties).toEqual({ type: 'string', format: 'byte' });
     expect(ss.properties.status.properties.conditions.items.required).toEqual(['type', 'status']);
     const cluster = v3.components.schemas['sh.platform.management.v1.Cluster'];
-    expect(cluster.properties.spec.properties.config.description).toBe('Reference to a secret that holds the connection configuration of the cluster.');
-    expect(cluster.properties.status).toEqual({ type: 'object', description: 'The observed state of the cluster.', 'x-kubernetes-preserve-unknown-fields': true });
+    expect(cluster.properties.spec.properties.config.description).toBe(
+      'Reference to a secret that holds the connection configuration of the cluster.',
+    );
+    expect(cluster.properties.status).toEqual({
+      type: 'object',
+      description: 'The observed state of the cluster.',
+      'x-kubernetes-preserve-unknown-fields': true,
+    });
     const list = v3.components.schemas['sh.platform.management.v1.SharedSecretList'];
     expect(list.required).toEqual(['items']);
-    expect(list.properties.items.items).toEqual({ $ref: '#/components/schemas/sh.platform.management.v1.SharedSecret' });
-    expect(list.properties.metadata.allOf).toEqual([{ $ref: '#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta' }]);
+    expect(list.properties.items.items).toEqual({
+      $ref: '#/components/schemas/sh.platform.management.v1.SharedSecret',
+    });
+    expect(list.properties.metadata.allOf).toEqual([
+      { $ref: '#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta' },
+    ]);
   });
 
   test('the definitions are not changed by building documents from them', () => {
@@ -217,25 +301,54 @@ describe('v2 document', () => {
       expect(op['x-kubernetes-action']).toBe(v3.paths[path][method]['x-kubernetes-action']);
       expect(op.produces).toEqual(['application/json', 'application/yaml']);
       if (method === 'patch') {
-        expect(op.consumes).toEqual(['application/json-patch+json', 'application/merge-patch+json', 'application/apply-patch+yaml']);
+        expect(op.consumes).toEqual([
+          'application/json-patch+json',
+          'application/merge-patch+json',
+          'application/apply-patch+yaml',
+        ]);
         expect(paramNames(op)).toEqual(['body', 'dryRun', 'fieldManager', 'fieldValidation', 'force']);
       } else {
         expect(op.consumes).toEqual(['application/json', 'application/yaml']);
       }
     }
     const post = v2.paths[`/apis/${GROUP}/v1/clusters`].post;
-    expect(post.parameters[0]).toEqual({ name: 'body', in: 'body', required: true, schema: { $ref: '#/definitions/sh.platform.management.v1.Cluster' } });
-    expect(post.responses['201']).toEqual({ description: 'Created', schema: { $ref: '#/definitions/sh.platform.management.v1.Cluster' } });
-    expect(v2.paths[`/apis/${GROUP}/v1/clusters/{name}`].parameters[0]).toEqual({ uniqueItems: true, type: 'string', description: 'name of the Cluster', name: 'name', in: 'path', required: true });
+    expect(post.parameters[0]).toEqual({
+      name: 'body',
+      in: 'body',
+      required: true,
+      schema: { $ref: '#/definitions/sh.platform.management.v1.Cluster' },
+    });
+    expect(post.responses['201']).toEqual({
+      description: 'Created',
+      schema: { $ref: '#/definitions/sh.platform.management.v1.Cluster' },
+    });
+    expect(v2.paths[`/apis/${GROUP}/v1/clusters/{name}`].parameters[0]).toEqual({
+      uniqueItems: true,
+      type: 'string',
+      description: 'name of the Cluster',
+      name: 'name',
+      in: 'path',
+      required: true,
+    });
   });
 
   test('definitions: the kinds with their GVKs, metadata a plain $ref, filtered for kubectl as apiextensions does', () => {
     const d = v2.definitions;
-    expect(d['sh.platform.management.v1.SharedSecret']['x-kubernetes-group-version-kind']).toEqual([{ group: GROUP, kind: 'SharedSecret', version: 'v1' }]);
-    expect(d['sh.platform.management.v1.Cluster'].properties.metadata).toEqual({ $ref: '#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta', description: expect.any(String) });
+    expect(d['sh.platform.management.v1.SharedSecret']['x-kubernetes-group-version-kind']).toEqual([
+      { group: GROUP, kind: 'SharedSecret', version: 'v1' },
+    ]);
+    expect(d['sh.platform.management.v1.Cluster'].properties.metadata).toEqual({
+      $ref: '#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta',
+      description: expect.any(String),
+    });
     // An object keeping unknown fields loses its type (kubectl's v2 validation would refuse its fields otherwise).
-    expect(d['sh.platform.management.v1.Cluster'].properties.status).toEqual({ description: 'The observed state of the cluster.', 'x-kubernetes-preserve-unknown-fields': true });
-    expect(d['sh.platform.management.v1.SharedSecret'].properties.spec.properties.access.items.properties.users.description).toBe('Users that are granted the verbs.');
+    expect(d['sh.platform.management.v1.Cluster'].properties.status).toEqual({
+      description: 'The observed state of the cluster.',
+      'x-kubernetes-preserve-unknown-fields': true,
+    });
+    expect(
+      d['sh.platform.management.v1.SharedSecret'].properties.spec.properties.access.items.properties.users.description,
+    ).toBe('Users that are granted the verbs.');
     for (const r of refs(v2)) {
       expect(r.startsWith('#/definitions/')).toBe(true);
       expect(resolve(v2, r)).toBeDefined();
@@ -265,7 +378,10 @@ describe('schemas of other CRD shapes', () => {
 
   test('preserve-unknown-fields at the root: v2 publishes just an object', () => {
     const def = synthetic({ type: 'object', 'x-kubernetes-preserve-unknown-fields': true });
-    expect(kindSchema(def, true)).toEqual({ type: 'object', 'x-kubernetes-group-version-kind': [{ group: 'bar.k8s.io', kind: 'Foo', version: 'v1' }] });
+    expect(kindSchema(def, true)).toEqual({
+      type: 'object',
+      'x-kubernetes-group-version-kind': [{ group: 'bar.k8s.io', kind: 'Foo', version: 'v1' }],
+    });
     expect(kindSchema(def, false).properties.metadata.allOf).toBeDefined();
   });
 
@@ -280,7 +396,11 @@ describe('schemas of other CRD shapes', () => {
             port: { 'x-kubernetes-int-or-string': true },
             maybe: { type: 'object', nullable: true, properties: { a: { type: 'string' } } },
             mode: { type: 'string', default: 'fast', oneOf: [{ pattern: '^a' }, { pattern: '^b' }] },
-            template: { type: 'object', 'x-kubernetes-embedded-resource': true, 'x-kubernetes-preserve-unknown-fields': true },
+            template: {
+              type: 'object',
+              'x-kubernetes-embedded-resource': true,
+              'x-kubernetes-preserve-unknown-fields': true,
+            },
           },
         },
       },
@@ -297,37 +417,72 @@ describe('schemas of other CRD shapes', () => {
     expect(two.properties.maybe).toEqual({});
     expect(two.required).toEqual(['port']);
     expect(two.properties.mode).toEqual({ type: 'string' });
-    expect(two.properties.template).toEqual({ 'x-kubernetes-embedded-resource': true, 'x-kubernetes-preserve-unknown-fields': true });
+    expect(two.properties.template).toEqual({
+      'x-kubernetes-embedded-resource': true,
+      'x-kubernetes-preserve-unknown-fields': true,
+    });
   });
 });
 
 describe('with actions', () => {
-  const requestKind = (fields: object) => ({ type: 'object' as const, properties: { apiVersion: { type: 'string' as const }, kind: { type: 'string' as const }, metadata: { type: 'object' as const }, ...fields } });
+  const requestKind = (fields: object) => ({
+    type: 'object' as const,
+    properties: {
+      apiVersion: { type: 'string' as const },
+      kind: { type: 'string' as const },
+      metadata: { type: 'object' as const },
+      ...fields,
+    },
+  });
   const actions: ServedAction[] = [
-    { group: GROUP, version: 'v1', resource: 'directclusterendpointtokens', subresource: '', kind: 'DirectClusterEndpointToken', namespaced: false, verbs: ['create'], schema: requestKind({ status: { type: 'object', properties: { token: { type: 'string' } } } }) },
-    { group: GROUP, version: 'v1', resource: 'virtualclusterinstances', subresource: 'kubeconfig', kind: 'VirtualClusterInstanceKubeConfig', namespaced: true, anyNamespace: true, verbs: ['get', 'create'], schema: requestKind({ kubeconfig: { type: 'string' } }) },
+    {
+      group: GROUP,
+      version: 'v1',
+      resource: 'directclusterendpointtokens',
+      subresource: '',
+      kind: 'DirectClusterEndpointToken',
+      namespaced: false,
+      verbs: ['create'],
+      schema: requestKind({ status: { type: 'object', properties: { token: { type: 'string' } } } }),
+    },
+    {
+      group: GROUP,
+      version: 'v1',
+      resource: 'virtualclusterinstances',
+      subresource: 'kubeconfig',
+      kind: 'VirtualClusterInstanceKubeConfig',
+      namespaced: true,
+      anyNamespace: true,
+      verbs: ['get', 'create'],
+      schema: requestKind({ kubeconfig: { type: 'string' } }),
+    },
   ];
   const docs = { v2: buildOpenAPIV2(defs, actions), v3: buildOpenAPIV3(defs, GROUP, 'v1', actions) };
   const schemasOf = (doc: any, v2: boolean): Record<string, any> => (v2 ? doc.definitions : doc.components.schemas);
   const targetOf = (schema: any): string => schema.$ref ?? schema.allOf?.[0]?.$ref;
 
-  test.each([true, false])('v2=%s: every kind, list and request kind has apiVersion and kind, and metadata of the meta type kubectl explain shows', (isV2) => {
-    const doc = isV2 ? docs.v2 : docs.v3;
-    const schemas = schemasOf(doc, isV2);
-    const kinds = [...defs.map((d) => d.kind), ...actions.map((a) => a.kind)];
-    const lists = defs.map((d) => d.listKind);
-    for (const kind of [...kinds, ...lists]) {
-      const schema = schemas[schemaName(GROUP, 'v1', kind)];
-      expect(schema['x-kubernetes-group-version-kind']).toEqual([{ group: GROUP, kind, version: 'v1' }]);
-      expect(schema.properties.apiVersion.type).toBe('string');
-      expect(schema.properties.kind.type).toBe('string');
-      const meta = resolve(doc, targetOf(schema.properties.metadata));
-      expect(meta).toBe(schemas[`io.k8s.apimachinery.pkg.apis.meta.v1.${lists.includes(kind) ? 'ListMeta' : 'ObjectMeta'}`]);
-    }
-    // ObjectMeta as published has exactly the fields the server keeps in metadata (the rest it drops).
-    const objectMeta = schemas['io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta'];
-    expect(Object.keys(objectMeta.properties).sort()).toEqual(Object.keys(objectMetaSchema.properties!).sort());
-  });
+  test.each([true, false])(
+    'v2=%s: every kind, list and request kind has apiVersion and kind, and metadata of the meta type kubectl explain shows',
+    (isV2) => {
+      const doc = isV2 ? docs.v2 : docs.v3;
+      const schemas = schemasOf(doc, isV2);
+      const kinds = [...defs.map((d) => d.kind), ...actions.map((a) => a.kind)];
+      const lists = defs.map((d) => d.listKind);
+      for (const kind of [...kinds, ...lists]) {
+        const schema = schemas[schemaName(GROUP, 'v1', kind)];
+        expect(schema['x-kubernetes-group-version-kind']).toEqual([{ group: GROUP, kind, version: 'v1' }]);
+        expect(schema.properties.apiVersion.type).toBe('string');
+        expect(schema.properties.kind.type).toBe('string');
+        const meta = resolve(doc, targetOf(schema.properties.metadata));
+        expect(meta).toBe(
+          schemas[`io.k8s.apimachinery.pkg.apis.meta.v1.${lists.includes(kind) ? 'ListMeta' : 'ObjectMeta'}`],
+        );
+      }
+      // ObjectMeta as published has exactly the fields the server keeps in metadata (the rest it drops).
+      const objectMeta = schemas['io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta'];
+      expect(Object.keys(objectMeta.properties).sort()).toEqual(Object.keys(objectMetaSchema.properties!).sort());
+    },
+  );
 
   test.each([true, false])('v2=%s: every $ref resolves, in operations and definitions alike', (isV2) => {
     const doc = isV2 ? docs.v2 : docs.v3;
@@ -348,21 +503,38 @@ describe('with actions', () => {
       'x-kubernetes-action': 'post',
       'x-kubernetes-group-version-kind': { group: GROUP, version: 'v1', kind: 'DirectClusterEndpointToken' },
     });
-    expect(tokens.post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/sh.platform.management.v1.DirectClusterEndpointToken' });
-    for (const path of [`${base}/namespaces/{namespace}/virtualclusterinstances/{name}/kubeconfig`, `${base}/virtualclusterinstances/{name}/kubeconfig`]) {
+    expect(tokens.post.requestBody.content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/sh.platform.management.v1.DirectClusterEndpointToken',
+    });
+    for (const path of [
+      `${base}/namespaces/{namespace}/virtualclusterinstances/{name}/kubeconfig`,
+      `${base}/virtualclusterinstances/{name}/kubeconfig`,
+    ]) {
       const item = docs.v3.paths[path];
       expect(item.get['x-kubernetes-action']).toBe('get');
       expect(item.post['x-kubernetes-action']).toBe('post');
-      expect(item.get.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/sh.platform.management.v1.VirtualClusterInstanceKubeConfig' });
-      expect(item.parameters.map((p: any) => p.name)).toEqual(path.includes('{namespace}') ? ['name', 'namespace', 'pretty'] : ['name', 'pretty']);
+      expect(item.get.responses['200'].content['application/json'].schema).toEqual({
+        $ref: '#/components/schemas/sh.platform.management.v1.VirtualClusterInstanceKubeConfig',
+      });
+      expect(item.parameters.map((p: any) => p.name)).toEqual(
+        path.includes('{namespace}') ? ['name', 'namespace', 'pretty'] : ['name', 'pretty'],
+      );
     }
     // As kube-apiserver names a subresource's operations (createCoreV1NamespacedPodEviction, "create eviction of a
     // Pod", "name of the Eviction"): the parent's kind, then the subresource; the name parameter names the request kind.
     const namespaced = docs.v3.paths[`${base}/namespaces/{namespace}/virtualclusterinstances/{name}/kubeconfig`];
-    expect(namespaced.get).toMatchObject({ operationId: 'readManagementPlatformShV1NamespacedVirtualClusterInstanceKubeconfig', description: 'read kubeconfig of the specified VirtualClusterInstance' });
-    expect(namespaced.post).toMatchObject({ operationId: 'createManagementPlatformShV1NamespacedVirtualClusterInstanceKubeconfig', description: 'create kubeconfig of a VirtualClusterInstance' });
+    expect(namespaced.get).toMatchObject({
+      operationId: 'readManagementPlatformShV1NamespacedVirtualClusterInstanceKubeconfig',
+      description: 'read kubeconfig of the specified VirtualClusterInstance',
+    });
+    expect(namespaced.post).toMatchObject({
+      operationId: 'createManagementPlatformShV1NamespacedVirtualClusterInstanceKubeconfig',
+      description: 'create kubeconfig of a VirtualClusterInstance',
+    });
     expect(namespaced.parameters[0].description).toBe('name of the VirtualClusterInstanceKubeConfig');
-    expect(docs.v3.paths[`${base}/virtualclusterinstances/{name}/kubeconfig`].get.operationId).toBe('readManagementPlatformShV1AnyNamespaceVirtualClusterInstanceKubeconfig');
+    expect(docs.v3.paths[`${base}/virtualclusterinstances/{name}/kubeconfig`].get.operationId).toBe(
+      'readManagementPlatformShV1AnyNamespaceVirtualClusterInstanceKubeconfig',
+    );
     expect(tokens.post.description).toBe('create a DirectClusterEndpointToken');
     expect(Object.keys(docs.v2.paths).sort()).toEqual(Object.keys(docs.v3.paths).sort());
   });
@@ -372,10 +544,22 @@ describe('the meta/v1 definitions', () => {
   test('are published as kube publishes them: times by reference, no nullable, ownerReferences a map keyed by uid', () => {
     const three = v3.components.schemas['io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta'].properties;
     const two = v2.definitions['io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta'].properties;
-    expect(three.creationTimestamp).toEqual({ allOf: [{ $ref: '#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.Time' }], description: expect.stringContaining('CreationTimestamp') });
-    expect(two.deletionTimestamp).toEqual({ $ref: '#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.Time', description: expect.stringContaining('DeletionTimestamp') });
-    expect(three.ownerReferences).toMatchObject({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['uid'], items: { $ref: '#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference' } });
-    const metaV3 = Object.entries(v3.components.schemas).filter(([name]) => name.startsWith('io.k8s.apimachinery.pkg.apis.meta.v1.'));
+    expect(three.creationTimestamp).toEqual({
+      allOf: [{ $ref: '#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.Time' }],
+      description: expect.stringContaining('CreationTimestamp'),
+    });
+    expect(two.deletionTimestamp).toEqual({
+      $ref: '#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.Time',
+      description: expect.stringContaining('DeletionTimestamp'),
+    });
+    expect(three.ownerReferences).toMatchObject({
+      'x-kubernetes-list-type': 'map',
+      'x-kubernetes-list-map-keys': ['uid'],
+      items: { $ref: '#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference' },
+    });
+    const metaV3 = Object.entries(v3.components.schemas).filter(([name]) =>
+      name.startsWith('io.k8s.apimachinery.pkg.apis.meta.v1.'),
+    );
     expect(metaV3.length).toBe(12);
     expect(keyed(metaV3, 'nullable')).toEqual([]);
     expect(keyed(v2, 'nullable')).toEqual([]);

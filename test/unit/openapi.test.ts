@@ -21,8 +21,15 @@ const service = new OpenAPIService(defs);
 
 describe('paths', () => {
   test('the openapi paths', () => {
-    for (const p of ['/openapi/v2', '/openapi/v3', '/openapi/v3/apis/management.platform.sh/v1', '/openapi/v3/anything']) expect(isOpenAPIPath(p)).toBe(true);
-    for (const p of ['/openapi', '/openapi/v1', '/openapi/v2/x', '/openapi/v3x', '/apis']) expect(isOpenAPIPath(p)).toBe(false);
+    for (const p of [
+      '/openapi/v2',
+      '/openapi/v3',
+      '/openapi/v3/apis/management.platform.sh/v1',
+      '/openapi/v3/anything',
+    ])
+      expect(isOpenAPIPath(p)).toBe(true);
+    for (const p of ['/openapi', '/openapi/v1', '/openapi/v2/x', '/openapi/v3x', '/apis'])
+      expect(isOpenAPIPath(p)).toBe(false);
   });
 });
 
@@ -31,7 +38,9 @@ describe('v3 root', () => {
     const root = JSON.parse(service.v3Root.body.toString());
     const doc = service.v3.get(`apis/${GROUP}/v1`)!;
     const hash = createHash('sha512').update(doc.body).digest('hex').toUpperCase();
-    expect(root).toEqual({ paths: { [`apis/${GROUP}/v1`]: { serverRelativeURL: `/openapi/v3/apis/${GROUP}/v1?hash=${hash}` } } });
+    expect(root).toEqual({
+      paths: { [`apis/${GROUP}/v1`]: { serverRelativeURL: `/openapi/v3/apis/${GROUP}/v1?hash=${hash}` } },
+    });
     expect(doc.hash).toBe(hash);
     expect(doc.etag).toBe(`"${hash}"`);
     // The document served is the one built from the definitions.
@@ -54,7 +63,10 @@ describe('serving', () => {
         out.body = body;
       },
     };
-    const req = { headers: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])), originalUrl: url } as unknown as Request;
+    const req = {
+      headers: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])),
+      originalUrl: url,
+    } as unknown as Request;
     // What the first filter gives every request: its parsed URL.
     const parsed = new URL(url, 'https://x');
     newRequestContext(req, resolveRequestInfo('GET', parsed.pathname, parsed.searchParams), parsed.searchParams);
@@ -94,15 +106,28 @@ describe('serving', () => {
 
   test('Accept: JSON when acceptable, 406 for protobuf alone, 404 for unknown group-versions', () => {
     const path = `/openapi/v3/apis/${GROUP}/v1`;
-    expect(call(path, { Accept: 'application/com.github.proto-openapi.spec.v3@v1.0+protobuf, application/json' }).status).toBe(200);
+    expect(
+      call(path, { Accept: 'application/com.github.proto-openapi.spec.v3@v1.0+protobuf, application/json' }).status,
+    ).toBe(200);
     expect(call(path, { Accept: 'application/json' }).status).toBe(200);
     expect(call(path, { Accept: '*/*' }).status).toBe(200);
-    expect(statusOf(() => call(path, { Accept: 'application/com.github.proto-openapi.spec.v3@v1.0+protobuf' })).status).toMatchObject({ code: 406, reason: 'NotAcceptable' });
+    expect(
+      statusOf(() => call(path, { Accept: 'application/com.github.proto-openapi.spec.v3@v1.0+protobuf' })).status,
+    ).toMatchObject({ code: 406, reason: 'NotAcceptable' });
     // client-go's OpenAPISchema asks for v2 in protobuf only: not served.
-    expect(statusOf(() => call('/openapi/v2', { Accept: 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' })).status).toMatchObject({ code: 406, reason: 'NotAcceptable' });
+    expect(
+      statusOf(() => call('/openapi/v2', { Accept: 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' }))
+        .status,
+    ).toMatchObject({ code: 406, reason: 'NotAcceptable' });
     // The root answers JSON whatever is asked, as handler3 does.
-    expect(call('/openapi/v3', { Accept: 'application/com.github.proto-openapi.spec.v3@v1.0+protobuf' }).status).toBe(200);
-    for (const p of ['/openapi/v3/apis/other.example.com/v1', '/openapi/v3/apis/management.platform.sh/v2', '/openapi/v3/api/v1']) {
+    expect(call('/openapi/v3', { Accept: 'application/com.github.proto-openapi.spec.v3@v1.0+protobuf' }).status).toBe(
+      200,
+    );
+    for (const p of [
+      '/openapi/v3/apis/other.example.com/v1',
+      '/openapi/v3/apis/management.platform.sh/v2',
+      '/openapi/v3/api/v1',
+    ]) {
       expect(statusOf(() => call(p)).status).toMatchObject({ code: 404, reason: 'NotFound' });
     }
   });
@@ -143,10 +168,16 @@ describe('authorization', () => {
 
   test('every authenticated user may GET the OpenAPI documents (system:discovery)', async () => {
     for (const path of ['/openapi/v2', '/openapi/v3', `/openapi/v3/apis/${GROUP}/v1`]) {
-      expect(await discoveryAuthorizer.authorize(attrs(path, ['dev', AUTHENTICATED_GROUP]))).toEqual({ decision: 'allow' });
+      expect(await discoveryAuthorizer.authorize(attrs(path, ['dev', AUTHENTICATED_GROUP]))).toEqual({
+        decision: 'allow',
+      });
       expect((await discoveryAuthorizer.authorize(attrs(path, ['system:unauthenticated']))).decision).toBe('noOpinion');
-      expect((await discoveryAuthorizer.authorize(attrs(path, [AUTHENTICATED_GROUP], 'post'))).decision).toBe('noOpinion');
+      expect((await discoveryAuthorizer.authorize(attrs(path, [AUTHENTICATED_GROUP], 'post'))).decision).toBe(
+        'noOpinion',
+      );
     }
-    expect((await discoveryAuthorizer.authorize(attrs('/openapi/v1', [AUTHENTICATED_GROUP]))).decision).toBe('noOpinion');
+    expect((await discoveryAuthorizer.authorize(attrs('/openapi/v1', [AUTHENTICATED_GROUP]))).decision).toBe(
+      'noOpinion',
+    );
   });
 });

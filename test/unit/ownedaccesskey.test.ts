@@ -9,7 +9,13 @@ import type { UserInfo } from '../../src/apimachinery/user.js';
 import { buildRestriction } from '../../src/access/scope.js';
 import { ACCESS_KEY_EXTRA, identityOf } from '../../src/auth/accesskeys.js';
 import { ActivityRecorder } from '../../src/auth/activity.js';
-import { GENERATED_KEY_PREFIX, generateAccessKey, hashAccessKey, isKeyHash, ownedAccessKeyStrategy as strategy } from '../../src/registry/kinds/ownedaccesskey.js';
+import {
+  GENERATED_KEY_PREFIX,
+  generateAccessKey,
+  hashAccessKey,
+  isKeyHash,
+  ownedAccessKeyStrategy as strategy,
+} from '../../src/registry/kinds/ownedaccesskey.js';
 import { notFound } from '../../src/apimachinery/status.js';
 import { carryOverFields, withoutFields } from '../../src/registry/hiddenfields.js';
 import { statusOf } from '../support/errors.js';
@@ -18,7 +24,12 @@ const ALICE: UserInfo = { name: 'alice', groups: ['platform:team:dev', 'system:a
 const ADMIN: UserInfo = { name: 'root', groups: ['system:masters'] };
 
 function key(spec: Record<string, unknown> = {}, name = 'k1'): KubeObject {
-  return { apiVersion: 'management.platform.sh/v1', kind: 'OwnedAccessKey', metadata: { name, creationTimestamp: '2030-01-01T00:00:00Z' }, spec };
+  return {
+    apiVersion: 'management.platform.sh/v1',
+    kind: 'OwnedAccessKey',
+    metadata: { name, creationTimestamp: '2030-01-01T00:00:00Z' },
+    spec,
+  };
 }
 
 /** `null`: a call from inside the server, with no user. */
@@ -70,8 +81,14 @@ describe('create: whose key', () => {
       const err = statusOf(() => created(spec));
       expect(err.code).toBe(403);
       expect(err.status.reason).toBe('Forbidden');
-      expect(err.status.details).toMatchObject({ name: 'k1', group: 'management.platform.sh', kind: 'ownedaccesskeys' });
-      expect(err.message).toMatch(/^ownedaccesskeys\.management\.platform\.sh "k1" is forbidden: User "alice" cannot create resource "ownedaccesskeys" in API group "management\.platform\.sh" at the cluster scope: may not create access keys for /);
+      expect(err.status.details).toMatchObject({
+        name: 'k1',
+        group: 'management.platform.sh',
+        kind: 'ownedaccesskeys',
+      });
+      expect(err.message).toMatch(
+        /^ownedaccesskeys\.management\.platform\.sh "k1" is forbidden: User "alice" cannot create resource "ownedaccesskeys" in API group "management\.platform\.sh" at the cluster scope: may not create access keys for /,
+      );
     }
     expect(statusOf(() => created({ user: 'bob' })).message).toContain('for user "bob"');
     expect(statusOf(() => created({ team: 'ops' })).message).toContain('for team "ops"');
@@ -89,7 +106,9 @@ describe('create: whose key', () => {
     const err = statusOf(() => created({}, scoped));
     expect(err.code).toBe(403);
     expect(err.message).toContain('a credential with a scope or rules may not create or change access keys');
-    expect(statusOf(() => created({}, { ...ADMIN, restriction: buildRestriction({ allowPlatformCli: true }) })).code).toBe(403);
+    expect(
+      statusOf(() => created({}, { ...ADMIN, restriction: buildRestriction({ allowPlatformCli: true }) })).code,
+    ).toBe(403);
   });
 
   test('calls from inside the server (no user) are trusted', () => {
@@ -143,9 +162,17 @@ describe('key material', () => {
   });
 
   test("kubectl's last-applied-configuration loses the key and connectorData", () => {
-    const applied = { apiVersion: 'management.platform.sh/v1', kind: 'OwnedAccessKey', metadata: { name: 'k1' }, spec: { key: 'k-secret', identity: { connectorData: 'opaque', email: 'a@b' } } };
+    const applied = {
+      apiVersion: 'management.platform.sh/v1',
+      kind: 'OwnedAccessKey',
+      metadata: { name: 'k1' },
+      spec: { key: 'k-secret', identity: { connectorData: 'opaque', email: 'a@b' } },
+    };
     const obj = key({ key: 'k-secret' });
-    obj.metadata.annotations = { 'kubectl.kubernetes.io/last-applied-configuration': JSON.stringify(applied) + '\n', other: 'x' };
+    obj.metadata.annotations = {
+      'kubectl.kubernetes.io/last-applied-configuration': JSON.stringify(applied) + '\n',
+      other: 'x',
+    };
     strategy.prepareForCreate!(obj, ALICE);
     const text = obj.metadata.annotations['kubectl.kubernetes.io/last-applied-configuration'];
     expect(text).not.toContain('k-secret');
@@ -178,8 +205,12 @@ describe('update', () => {
     const old = stored({ user: 'alice', key: 'k-secret' });
     const err = statusOf(() => update(old, { user: 'alice', key: 'k-other' }));
     expect(err.code).toBe(422);
-    expect(err.message).toBe('OwnedAccessKey.management.platform.sh "k1" is invalid: spec.key: Invalid value: "<redacted>": field is immutable');
-    expect(err.status.details?.causes).toEqual([{ reason: 'FieldValueInvalid', field: 'spec.key', message: 'Invalid value: "<redacted>": field is immutable' }]);
+    expect(err.message).toBe(
+      'OwnedAccessKey.management.platform.sh "k1" is invalid: spec.key: Invalid value: "<redacted>": field is immutable',
+    );
+    expect(err.status.details?.causes).toEqual([
+      { reason: 'FieldValueInvalid', field: 'spec.key', message: 'Invalid value: "<redacted>": field is immutable' },
+    ]);
     expect(JSON.stringify(err.status)).not.toMatch(/k-other|k-secret|sha256/);
   });
 
@@ -190,7 +221,10 @@ describe('update', () => {
       carryOverFields(next, old, strategy.hiddenFields!);
       return next.spec;
     };
-    expect(carried({ user: 'alice', identity: { username: 'alice2' } }).identity).toEqual({ username: 'alice2', connectorData: 'opaque' });
+    expect(carried({ user: 'alice', identity: { username: 'alice2' } }).identity).toEqual({
+      username: 'alice2',
+      connectorData: 'opaque',
+    });
     expect(carried({ user: 'alice' }).identity).toBeUndefined();
     expect(carried({ user: 'alice', identity: { connectorData: 'sent' } }).identity).toEqual({ connectorData: 'sent' });
   });
@@ -200,8 +234,12 @@ describe('update', () => {
     expect(statusOf(() => update(old, { user: 'bob' })).message).toBe(
       'ownedaccesskeys.management.platform.sh "k1" is forbidden: User "alice" cannot update resource "ownedaccesskeys" in API group "management.platform.sh" at the cluster scope: spec.user: only members of system:masters may change whom a key acts as',
     );
-    expect(statusOf(() => update(old, { team: 'dev' })).message).toContain('spec.user: only members of system:masters may change whom a key acts as');
-    expect(statusOf(() => update(stored({ team: 'dev' }), { subject: 'alice' })).message).toContain('spec.team: only members of system:masters');
+    expect(statusOf(() => update(old, { team: 'dev' })).message).toContain(
+      'spec.user: only members of system:masters may change whom a key acts as',
+    );
+    expect(statusOf(() => update(stored({ team: 'dev' }), { subject: 'alice' })).message).toContain(
+      'spec.team: only members of system:masters',
+    );
   });
 
   test('a non-master may neither add, remove nor replace groups a master set (reordering is no change)', () => {
@@ -220,7 +258,13 @@ describe('update', () => {
   });
 
   test('a master, and the server itself (no user), may widen and revive a key', () => {
-    const old = stored({ user: 'alice', groups: ['system:masters'], scope: { roles: [{ role: 'platformCLI' }] }, disabled: true, ttl: 60 });
+    const old = stored({
+      user: 'alice',
+      groups: ['system:masters'],
+      scope: { roles: [{ role: 'platformCLI' }] },
+      disabled: true,
+      ttl: 60,
+    });
     for (const user of [ADMIN, undefined]) {
       const next = { ...structuredClone(old), spec: { user: 'alice', ttl: 0, ttlAfterLastActivity: true } };
       expect(() => strategy.prepareForUpdate!(next, old, user)).not.toThrow();
@@ -236,7 +280,12 @@ describe('update', () => {
 
 describe('update outside system:masters only weakens a key', () => {
   // Issued by a master to alice: acts as a master, but only for the command line client's reads of cluster c1.
-  const issued = { user: 'alice', groups: ['system:masters'], scope: { roles: [{ role: 'platformCLI' }], clusters: [{ cluster: 'c1' }, { cluster: 'c2' }] }, ttl: 3600 };
+  const issued = {
+    user: 'alice',
+    groups: ['system:masters'],
+    scope: { roles: [{ role: 'platformCLI' }], clusters: [{ cluster: 'c1' }, { cluster: 'c2' }] },
+    ttl: 3600,
+  };
   const update = (old: KubeObject, spec: Record<string, unknown>, user: UserInfo = ALICE) => {
     const next = { ...structuredClone(old), spec };
     strategy.prepareForUpdate!(next, old, user);
@@ -263,48 +312,84 @@ describe('update outside system:masters only weakens a key', () => {
   test('the same holds for a team member changing a team key', () => {
     const old = stored({ ...issued, user: undefined, team: 'dev' });
     expect(refusal(old, { team: 'dev', groups: ['system:masters'], ttl: 3600 })).toBe(SCOPE);
-    expect(() => update(old, { ...issued, user: undefined, team: 'dev', scope: { roles: [{ role: 'platformCLI' }], clusters: [{ cluster: 'c1' }] } })).not.toThrow();
+    expect(() =>
+      update(old, {
+        ...issued,
+        user: undefined,
+        team: 'dev',
+        scope: { roles: [{ role: 'platformCLI' }], clusters: [{ cluster: 'c1' }] },
+      }),
+    ).not.toThrow();
   });
 
   test('rules and allowPlatformCli: removing or widening is 403 naming the field', () => {
-    const old = stored({ user: 'alice', rules: [{ verbs: ['get'], resources: [{ group: 'management.platform.sh', resources: ['clusters'] }] }] });
-    expect(refusal(old, { user: 'alice' })).toBe('spec.rules: only members of system:masters may remove or widen the rules of a key');
-    expect(refusal(old, { user: 'alice', rules: [{ verbs: ['get', 'delete'], resources: [{ group: 'management.platform.sh', resources: ['clusters'] }] }] })).toContain('spec.rules:');
-    expect(refusal(old, { user: 'alice', rules: [{ verbs: ['get'], resources: [{ group: 'management.platform.sh', resources: ['clusters'] }] }], allowPlatformCli: true })).toBe(
-      'spec.allowPlatformCli: only members of system:masters may remove or widen the scope of a key',
+    const old = stored({
+      user: 'alice',
+      rules: [{ verbs: ['get'], resources: [{ group: 'management.platform.sh', resources: ['clusters'] }] }],
+    });
+    expect(refusal(old, { user: 'alice' })).toBe(
+      'spec.rules: only members of system:masters may remove or widen the rules of a key',
     );
-    expect(refusal(stored({ user: 'alice', allowPlatformCli: true }), { user: 'alice', allowPlatformCli: false })).toContain('spec.allowPlatformCli:');
+    expect(
+      refusal(old, {
+        user: 'alice',
+        rules: [
+          { verbs: ['get', 'delete'], resources: [{ group: 'management.platform.sh', resources: ['clusters'] }] },
+        ],
+      }),
+    ).toContain('spec.rules:');
+    expect(
+      refusal(old, {
+        user: 'alice',
+        rules: [{ verbs: ['get'], resources: [{ group: 'management.platform.sh', resources: ['clusters'] }] }],
+        allowPlatformCli: true,
+      }),
+    ).toBe('spec.allowPlatformCli: only members of system:masters may remove or widen the scope of a key');
+    expect(
+      refusal(stored({ user: 'alice', allowPlatformCli: true }), { user: 'alice', allowPlatformCli: false }),
+    ).toContain('spec.allowPlatformCli:');
   });
 
   test('a narrower scope, rules, disabled: true and a shorter or added ttl are fine', () => {
     const old = stored(issued);
-    expect(() => update(old, { ...issued, scope: { roles: [{ role: 'platformCLI' }], clusters: [{ cluster: 'c1' }] } })).not.toThrow();
+    expect(() =>
+      update(old, { ...issued, scope: { roles: [{ role: 'platformCLI' }], clusters: [{ cluster: 'c1' }] } }),
+    ).not.toThrow();
     expect(() => update(old, { ...issued, scope: { clusters: [{ cluster: 'c1' }] } })).not.toThrow();
     expect(() => update(old, { ...issued, disabled: true, ttl: 60, displayName: 'CI' })).not.toThrow();
     // An unrestricted key may be given any scope; a key without ttl any ttl.
-    expect(() => update(stored({ user: 'alice' }), { user: 'alice', scope: { projects: [{ project: '*' }] }, ttl: 10 })).not.toThrow();
+    expect(() =>
+      update(stored({ user: 'alice' }), { user: 'alice', scope: { projects: [{ project: '*' }] }, ttl: 10 }),
+    ).not.toThrow();
   });
 
   test('clearing disabled is 403 naming spec.disabled', () => {
     const old = stored({ user: 'alice', disabled: true });
     for (const disabled of [false, undefined]) {
-      expect(refusal(old, { user: 'alice', disabled })).toBe('spec.disabled: only members of system:masters may enable a disabled key');
+      expect(refusal(old, { user: 'alice', disabled })).toBe(
+        'spec.disabled: only members of system:masters may enable a disabled key',
+      );
     }
   });
 
   test('removing or lengthening ttl is 403 naming spec.ttl', () => {
     const old = stored(issued);
     for (const ttl of [0, undefined, 3601]) {
-      expect(refusal(old, { ...issued, ttl })).toBe('spec.ttl: only members of system:masters may remove or lengthen the ttl of a key');
+      expect(refusal(old, { ...issued, ttl })).toBe(
+        'spec.ttl: only members of system:masters may remove or lengthen the ttl of a key',
+      );
     }
     // A ttl that is no ttl at all is validation's to refuse.
     expect(strategy.validate!(update(old, { ...issued, ttl: -5 })).map((e) => e.field)).toContain('spec.ttl');
   });
 
   test('changing ttlAfterLastActivity either way is 403 naming it', () => {
-    const msg = 'spec.ttlAfterLastActivity: only members of system:masters may change when the ttl of a key starts counting';
+    const msg =
+      'spec.ttlAfterLastActivity: only members of system:masters may change when the ttl of a key starts counting';
     expect(refusal(stored(issued), { ...issued, ttlAfterLastActivity: true })).toBe(msg);
-    expect(refusal(stored({ ...issued, ttlAfterLastActivity: true }), { ...issued, ttlAfterLastActivity: false })).toBe(msg);
+    expect(refusal(stored({ ...issued, ttlAfterLastActivity: true }), { ...issued, ttlAfterLastActivity: false })).toBe(
+      msg,
+    );
     expect(() => update(stored(issued), { ...issued, ttlAfterLastActivity: false })).not.toThrow();
   });
 
@@ -313,7 +398,9 @@ describe('update outside system:masters only weakens a key', () => {
     const next = { ...structuredClone(old), status: { lastActivity: '2026-01-01T00:00:00Z' } };
     const err = statusOf(() => strategy.prepareForStatusUpdate!(next, old, ALICE));
     expect(err.code).toBe(403);
-    expect(err.message).toContain('cannot update resource "ownedaccesskeys" in API group "management.platform.sh" at the cluster scope: status: only members of system:masters may write the status of a key');
+    expect(err.message).toContain(
+      'cannot update resource "ownedaccesskeys" in API group "management.platform.sh" at the cluster scope: status: only members of system:masters may write the status of a key',
+    );
     expect(() => strategy.prepareForStatusUpdate!(next, old, ADMIN)).not.toThrow();
     expect(() => strategy.prepareForStatusUpdate!(next, old, undefined)).not.toThrow();
     const scopedAdmin = { ...ADMIN, restriction: buildRestriction({ allowPlatformCli: true }) };
@@ -329,12 +416,15 @@ describe('update outside system:masters only weakens a key', () => {
     const past = new Date(Date.now() - 1000).toISOString();
     expect(strategy.validateUpdate!({ ...structuredClone(old), status: { lastActivity: past } }, old)).toEqual([]);
     const tampered = deepFreeze({ ...structuredClone(old), status: { lastActivity: future } });
-    expect(strategy.validateUpdate!({ ...structuredClone(tampered), spec: { ...tampered.spec, disabled: true } }, tampered)).toEqual([]);
+    expect(
+      strategy.validateUpdate!({ ...structuredClone(tampered), spec: { ...tampered.spec, disabled: true } }, tampered),
+    ).toEqual([]);
   });
 });
 
 describe('validation', () => {
-  const errs = (spec: Record<string, unknown>) => strategy.validate!(key({ key: 'k-0123456789', ...spec })).map((e) => `${e.field}:${e.type}`);
+  const errs = (spec: Record<string, unknown>) =>
+    strategy.validate!(key({ key: 'k-0123456789', ...spec })).map((e) => `${e.field}:${e.type}`);
 
   test('exactly one of user, team and subject', () => {
     expect(errs({})).toEqual(['spec.user:FieldValueRequired']);
@@ -349,7 +439,8 @@ describe('validation', () => {
   });
 
   test('type is one of the known kinds', () => {
-    for (const type of ['', 'User', 'Login', 'Other', 'Reset', 'OIDCRefreshToken', 'NetworkPeer', 'Workspace']) expect(errs({ user: 'a', type })).toEqual([]);
+    for (const type of ['', 'User', 'Login', 'Other', 'Reset', 'OIDCRefreshToken', 'NetworkPeer', 'Workspace'])
+      expect(errs({ user: 'a', type })).toEqual([]);
     expect(errs({ user: 'a', type: 'Robot' })).toEqual(['spec.type:FieldValueNotSupported']);
   });
 
@@ -362,8 +453,15 @@ describe('validation', () => {
   });
 
   test('scope entries name something; rules with resourceNames need resources', () => {
-    expect(errs({ user: 'a', scope: { projects: [{}], clusters: [{ cluster: '' }], roles: [{ role: 'platformCLI' }] } })).toEqual(['spec.scope.projects[0].project:FieldValueRequired', 'spec.scope.clusters[0].cluster:FieldValueRequired']);
-    expect(errs({ user: 'a', rules: [{ resources: [{ group: '', resourceNames: ['x'] }] }] })).toEqual(['spec.rules[0].resources[0].resources:FieldValueRequired']);
+    expect(
+      errs({ user: 'a', scope: { projects: [{}], clusters: [{ cluster: '' }], roles: [{ role: 'platformCLI' }] } }),
+    ).toEqual([
+      'spec.scope.projects[0].project:FieldValueRequired',
+      'spec.scope.clusters[0].cluster:FieldValueRequired',
+    ]);
+    expect(errs({ user: 'a', rules: [{ resources: [{ group: '', resourceNames: ['x'] }] }] })).toEqual([
+      'spec.rules[0].resources[0].resources:FieldValueRequired',
+    ]);
     expect(errs({ user: 'a', rules: [{ verbs: ['GET'] }] })).toEqual(['spec.rules[0].verbs[0]:FieldValueInvalid']);
   });
 });
@@ -372,15 +470,27 @@ describe('the identity a key acts as', () => {
   const obj = (spec: Record<string, unknown>) => ({ ...key(spec, 'ci'), spec: { ...spec, key: hashAccessKey('x') } });
 
   test('user key: the user, its platform:user group and the key groups', () => {
-    expect(identityOf(obj({ user: 'alice', groups: ['g1'] }))).toEqual({ name: 'alice', groups: ['g1', 'platform:user:alice'], extra: { [ACCESS_KEY_EXTRA]: ['ci'] } });
+    expect(identityOf(obj({ user: 'alice', groups: ['g1'] }))).toEqual({
+      name: 'alice',
+      groups: ['g1', 'platform:user:alice'],
+      extra: { [ACCESS_KEY_EXTRA]: ['ci'] },
+    });
   });
 
   test('team key: platform:team:<team>, in that group', () => {
-    expect(identityOf(obj({ team: 'dev' }))).toEqual({ name: 'platform:team:dev', groups: ['platform:team:dev'], extra: { [ACCESS_KEY_EXTRA]: ['ci'] } });
+    expect(identityOf(obj({ team: 'dev' }))).toEqual({
+      name: 'platform:team:dev',
+      groups: ['platform:team:dev'],
+      extra: { [ACCESS_KEY_EXTRA]: ['ci'] },
+    });
   });
 
   test('subject key: the subject and the key groups', () => {
-    expect(identityOf(obj({ subject: 'robot', groups: ['g'] }))).toEqual({ name: 'robot', groups: ['g'], extra: { [ACCESS_KEY_EXTRA]: ['ci'] } });
+    expect(identityOf(obj({ subject: 'robot', groups: ['g'] }))).toEqual({
+      name: 'robot',
+      groups: ['g'],
+      extra: { [ACCESS_KEY_EXTRA]: ['ci'] },
+    });
   });
 });
 
@@ -388,7 +498,12 @@ describe('ActivityRecorder', () => {
   test('record is synchronous; writes happen on ticks, at most once per interval per key', async () => {
     let clock = 1_000_000;
     const writes: [string, string][] = [];
-    const rec = new ActivityRecorder({ write: async (n, t) => void writes.push([n, t]), minIntervalMs: 60_000, tickMs: 0, now: () => clock });
+    const rec = new ActivityRecorder({
+      write: async (n, t) => void writes.push([n, t]),
+      minIntervalMs: 60_000,
+      tickMs: 0,
+      now: () => clock,
+    });
     rec.record('a');
     rec.record('b');
     expect(writes).toEqual([]);

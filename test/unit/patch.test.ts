@@ -2,7 +2,10 @@ import { describe, expect, test } from '@jest/globals';
 import { applyJsonPatch, applyMergePatch } from '../../src/apimachinery/patch.js';
 import { statusOf } from '../support/errors.js';
 
-const doc = () => ({ metadata: { name: 's1', annotations: { a: '1' } }, spec: { data: { k: 'dg==' }, displayName: 'x' } });
+const doc = () => ({
+  metadata: { name: 's1', annotations: { a: '1' } },
+  spec: { data: { k: 'dg==' }, displayName: 'x' },
+});
 
 describe('JSON patch', () => {
   test("applies the spec's example: add one annotation", () => {
@@ -26,19 +29,24 @@ describe('JSON patch', () => {
       {
         reason: 'UnexpectedServerResponse',
         field: 'patch',
-        message: 'test operation 0 failed: the value at "/spec/displayName" is not the one the test expects, so nothing was changed',
+        message:
+          'test operation 0 failed: the value at "/spec/displayName" is not the one the test expects, so nothing was changed',
       },
     ]);
   });
 
-  test("a failed operation is named by its op and path, never by the value it sent (it may be a secret)", () => {
-    const err = statusOf(() => applyJsonPatch(doc(), [{ op: 'test', path: '/spec/displayName', value: 'pak_guessed-secret' }]));
+  test('a failed operation is named by its op and path, never by the value it sent (it may be a secret)', () => {
+    const err = statusOf(() =>
+      applyJsonPatch(doc(), [{ op: 'test', path: '/spec/displayName', value: 'pak_guessed-secret' }]),
+    );
     expect(err.status.details?.causes?.[0].message).toContain('"/spec/displayName"');
     expect(JSON.stringify(err.status)).not.toContain('pak_guessed-secret');
   });
 
   test('a path that does not exist is 422', () => {
-    expect(statusOf(() => applyJsonPatch(doc(), [{ op: 'replace', path: '/spec/nope/deeper', value: 1 }])).code).toBe(422);
+    expect(statusOf(() => applyJsonPatch(doc(), [{ op: 'replace', path: '/spec/nope/deeper', value: 1 }])).code).toBe(
+      422,
+    );
   });
 
   test('an unknown op is 422', () => {
@@ -53,18 +61,25 @@ describe('JSON patch', () => {
     const ops = Array.from({ length: 10001 }, () => ({ op: 'test', path: '/spec/displayName', value: 'x' }));
     const err = statusOf(() => applyJsonPatch(doc(), ops));
     expect(err.code).toBe(413);
-    expect(err.status.message).toBe('Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001');
+    expect(err.status.message).toBe(
+      'Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001',
+    );
   });
 
   test('refuses to reach the prototype', () => {
-    expect(statusOf(() => applyJsonPatch(doc(), [{ op: 'add', path: '/__proto__/polluted', value: true }])).code).toBe(422);
+    expect(statusOf(() => applyJsonPatch(doc(), [{ op: 'add', path: '/__proto__/polluted', value: true }])).code).toBe(
+      422,
+    );
     expect(({} as any).polluted).toBeUndefined();
   });
 });
 
 describe('merge patch (RFC 7386)', () => {
   test('merges objects, replaces scalars and arrays, and null removes', () => {
-    const out = applyMergePatch(doc(), { spec: { displayName: null, data: { k2: 'eA==' } }, metadata: { labels: { l: 'v' } } }) as any;
+    const out = applyMergePatch(doc(), {
+      spec: { displayName: null, data: { k2: 'eA==' } },
+      metadata: { labels: { l: 'v' } },
+    }) as any;
     expect(out.spec).toEqual({ data: { k: 'dg==', k2: 'eA==' } });
     expect(out.metadata.labels).toEqual({ l: 'v' });
     expect(out.metadata.annotations).toEqual({ a: '1' });

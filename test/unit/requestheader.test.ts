@@ -22,8 +22,18 @@ beforeAll(async () => {
   otherCa = makeCa('other-ca');
   proxyClient = makeCert({ commonName: 'front-proxy-client', issuer: frontProxyCa });
   const caPems = [frontProxyCa.certPem, otherCa.certPem];
-  server = await startAuthServer(new RequestHeaderAuthenticator({ clientCaPem: frontProxyCa.certPem, allowedNames: ['front-proxy-client'], ...HEADERS }), caPems);
-  anyNameServer = await startAuthServer(new RequestHeaderAuthenticator({ clientCaPem: frontProxyCa.certPem, allowedNames: [], ...HEADERS }), caPems);
+  server = await startAuthServer(
+    new RequestHeaderAuthenticator({
+      clientCaPem: frontProxyCa.certPem,
+      allowedNames: ['front-proxy-client'],
+      ...HEADERS,
+    }),
+    caPems,
+  );
+  anyNameServer = await startAuthServer(
+    new RequestHeaderAuthenticator({ clientCaPem: frontProxyCa.certPem, allowedNames: [], ...HEADERS }),
+    caPems,
+  );
 });
 
 afterAll(async () => {
@@ -40,7 +50,10 @@ const aliceHeaders: Array<[string, string]> = [
 
 describe('RequestHeaderAuthenticator', () => {
   test('trusts the headers over the front proxy certificate with an allowed name, and removes them', async () => {
-    const reply = await callAuthServer(server, { client: proxyClient, headers: [...aliceHeaders, ['X-Other', 'kept']] });
+    const reply = await callAuthServer(server, {
+      client: proxyClient,
+      headers: [...aliceHeaders, ['X-Other', 'kept']],
+    });
     expect(reply.status).toBe(200);
     expect(reply.user).toEqual({ name: 'alice', uid: 'uid-1', groups: ['dev', 'system:authenticated'] });
     expect(Object.keys(reply.headers ?? {}).filter((h) => h.startsWith('x-remote-'))).toEqual([]);
@@ -57,37 +70,68 @@ describe('RequestHeaderAuthenticator', () => {
 
   test('ignored with a certificate from another CA', async () => {
     const forged = makeCert({ commonName: 'front-proxy-client', issuer: otherCa });
-    expect(await callAuthServer(server, { client: forged, headers: aliceHeaders })).toMatchObject({ status: 200, user: null });
+    expect(await callAuthServer(server, { client: forged, headers: aliceHeaders })).toMatchObject({
+      status: 200,
+      user: null,
+    });
   });
 
   test('ignored with a self-signed certificate naming the front proxy CA as issuer', async () => {
     // Same subject as the CA, but its own key: the signature does not verify.
     const impostorCa = makeCa('front-proxy-ca');
     const forged = makeCert({ commonName: 'front-proxy-client', issuer: impostorCa });
-    expect(await callAuthServer(server, { client: forged, headers: aliceHeaders })).toMatchObject({ status: 200, user: null });
+    expect(await callAuthServer(server, { client: forged, headers: aliceHeaders })).toMatchObject({
+      status: 200,
+      user: null,
+    });
   });
 
   test('ignored with a name that is not allowed, accepted when any name is', async () => {
     const stranger = makeCert({ commonName: 'someone-else', issuer: frontProxyCa });
-    expect(await callAuthServer(server, { client: stranger, headers: aliceHeaders })).toMatchObject({ status: 200, user: null });
-    expect(await callAuthServer(anyNameServer, { client: stranger, headers: aliceHeaders })).toMatchObject({ status: 200, user: { name: 'alice' } });
+    expect(await callAuthServer(server, { client: stranger, headers: aliceHeaders })).toMatchObject({
+      status: 200,
+      user: null,
+    });
+    expect(await callAuthServer(anyNameServer, { client: stranger, headers: aliceHeaders })).toMatchObject({
+      status: 200,
+      user: { name: 'alice' },
+    });
   });
 
   test('ignored with an expired certificate or one not for client authentication', async () => {
-    const expired = makeCert({ commonName: 'front-proxy-client', issuer: frontProxyCa, notBefore: new Date(Date.now() - 2 * 86_400_000), notAfter: new Date(Date.now() - 86_400_000) });
-    expect(await callAuthServer(server, { client: expired, headers: aliceHeaders })).toMatchObject({ status: 200, user: null });
+    const expired = makeCert({
+      commonName: 'front-proxy-client',
+      issuer: frontProxyCa,
+      notBefore: new Date(Date.now() - 2 * 86_400_000),
+      notAfter: new Date(Date.now() - 86_400_000),
+    });
+    expect(await callAuthServer(server, { client: expired, headers: aliceHeaders })).toMatchObject({
+      status: 200,
+      user: null,
+    });
     const serverOnly = makeCert({ commonName: 'front-proxy-client', issuer: frontProxyCa, usage: 'serverAuth' });
-    expect(await callAuthServer(server, { client: serverOnly, headers: aliceHeaders })).toMatchObject({ status: 200, user: null });
+    expect(await callAuthServer(server, { client: serverOnly, headers: aliceHeaders })).toMatchObject({
+      status: 200,
+      user: null,
+    });
     // No extendedKeyUsage at all means no restriction, as in Go.
     const unrestricted = makeCert({ commonName: 'front-proxy-client', issuer: frontProxyCa, usage: 'none' });
-    expect(await callAuthServer(server, { client: unrestricted, headers: aliceHeaders })).toMatchObject({ status: 200, user: { name: 'alice' } });
+    expect(await callAuthServer(server, { client: unrestricted, headers: aliceHeaders })).toMatchObject({
+      status: 200,
+      user: { name: 'alice' },
+    });
   });
 
   test('accepts a certificate issued through an intermediate the proxy sends', async () => {
     const intermediate = makeCert({ commonName: 'front-proxy-intermediate', issuer: frontProxyCa, isCa: true });
     const leaf = makeCert({ commonName: 'front-proxy-client', issuer: intermediate });
-    expect(await callAuthServer(server, { client: leaf, headers: aliceHeaders })).toMatchObject({ status: 200, user: null });
-    expect(await callAuthServer(server, { client: leaf, chain: [intermediate.certPem], headers: aliceHeaders })).toMatchObject({ status: 200, user: { name: 'alice' } });
+    expect(await callAuthServer(server, { client: leaf, headers: aliceHeaders })).toMatchObject({
+      status: 200,
+      user: null,
+    });
+    expect(
+      await callAuthServer(server, { client: leaf, chain: [intermediate.certPem], headers: aliceHeaders }),
+    ).toMatchObject({ status: 200, user: { name: 'alice' } });
   });
 
   test('every request of a kept-alive connection is judged by its certificate', async () => {
@@ -95,8 +139,18 @@ describe('RequestHeaderAuthenticator', () => {
     const leaf = makeCert({ commonName: 'front-proxy-client', issuer: intermediate });
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     try {
-      const first = await callAuthServer(server, { client: leaf, chain: [intermediate.certPem], headers: aliceHeaders, agent });
-      const second = await callAuthServer(server, { client: leaf, chain: [intermediate.certPem], headers: [['X-Remote-User', 'bob']], agent });
+      const first = await callAuthServer(server, {
+        client: leaf,
+        chain: [intermediate.certPem],
+        headers: aliceHeaders,
+        agent,
+      });
+      const second = await callAuthServer(server, {
+        client: leaf,
+        chain: [intermediate.certPem],
+        headers: [['X-Remote-User', 'bob']],
+        agent,
+      });
       expect(second.clientPort).toBe(first.clientPort);
       expect(first.user).toMatchObject({ name: 'alice' });
       expect(second.user).toEqual({ name: 'bob', groups: [] });
@@ -126,7 +180,12 @@ describe('RequestHeaderAuthenticator', () => {
     expect(reply.user).toEqual({
       name: 'alice',
       groups: [],
-      extra: { 'authentication.kubernetes.io/credential-id': ['X509SHA256=abc'], scopes: ['view', 'edit'], team: ['blue'], 'bad%zzkey': ['kept'] },
+      extra: {
+        'authentication.kubernetes.io/credential-id': ['X509SHA256=abc'],
+        scopes: ['view', 'edit'],
+        team: ['blue'],
+        'bad%zzkey': ['kept'],
+      },
     });
     expect(Object.keys(reply.headers ?? {}).filter((h) => h.startsWith('x-remote-'))).toEqual([]);
   });
@@ -164,13 +223,17 @@ describe('RequestHeaderAuthenticator', () => {
   });
 
   test('refuses a CA file without certificates', () => {
-    expect(() => new RequestHeaderAuthenticator({ clientCaPem: 'nothing', allowedNames: [], ...HEADERS })).toThrow(/no PEM certificate/);
+    expect(() => new RequestHeaderAuthenticator({ clientCaPem: 'nothing', allowedNames: [], ...HEADERS })).toThrow(
+      /no PEM certificate/,
+    );
   });
 });
 
 describe('unescapeExtraKey', () => {
   test('as url.PathUnescape over the lowercased key', () => {
-    expect(unescapeExtraKey('Authentication.kubernetes.io%2Fcredential-Id')).toBe('authentication.kubernetes.io/credential-id');
+    expect(unescapeExtraKey('Authentication.kubernetes.io%2Fcredential-Id')).toBe(
+      'authentication.kubernetes.io/credential-id',
+    );
     expect(unescapeExtraKey('a%20b')).toBe('a b');
     expect(unescapeExtraKey('bad%2')).toBe('bad%2');
     expect(unescapeExtraKey('plus+sign')).toBe('plus+sign');
@@ -221,7 +284,13 @@ describe('delegated authentication flags', () => {
       authorizationWebhookCacheUnauthorizedTtlMs: 30_000,
     });
     expect(() => parseFlags(['--authentication-token-webhook-cache-ttl=soon'])).toThrow(FlagError);
-    for (const flag of ['--requestheader-client-ca-file', '--requestheader-allowed-names', '--client-ca-file', '--kubeconfig', '--authorization-webhook-cache-unauthorized-ttl']) {
+    for (const flag of [
+      '--requestheader-client-ca-file',
+      '--requestheader-allowed-names',
+      '--client-ca-file',
+      '--kubeconfig',
+      '--authorization-webhook-cache-unauthorized-ttl',
+    ]) {
       expect(helpText()).toContain(flag);
     }
   });

@@ -11,7 +11,10 @@ const schema: StructuralSchema = {
       properties: {
         local: { type: 'boolean' },
         data: { type: 'object', additionalProperties: { type: 'string', format: 'byte' } },
-        access: { type: 'array', items: { type: 'object', properties: { verbs: { type: 'array', items: { type: 'string' } } } } },
+        access: {
+          type: 'array',
+          items: { type: 'object', properties: { verbs: { type: 'array', items: { type: 'string' } } } },
+        },
         note: { type: 'string', nullable: true },
       },
     },
@@ -49,14 +52,16 @@ describe('compileSchema', () => {
   test('names the field and the expected type for a wrong type', () => {
     const [err] = validate({ spec: { local: 'yes' } });
     expect(err.type).toBe('FieldValueTypeInvalid');
-    expect(errorString(err)).toBe('spec.local: Invalid value: "string": spec.local in body must be of type boolean: "string"');
+    expect(errorString(err)).toBe(
+      'spec.local: Invalid value: "string": spec.local in body must be of type boolean: "string"',
+    );
   });
 
   test('reports a bad base64 value at the map key', () => {
     const [err] = validate({ spec: { data: { 'my.key': 'not base64!' } } });
     expect(err.field).toBe('spec.data[my.key]');
     expect(errorString(err)).toBe(
-      'spec.data[my.key]: Invalid value: "string": spec.data[my.key] in body must be of type byte: a base64 string (RFC 4648, padded), e.g. \"aGVsbG8=\" for \"hello\"',
+      'spec.data[my.key]: Invalid value: "string": spec.data[my.key] in body must be of type byte: a base64 string (RFC 4648, padded), e.g. "aGVsbG8=" for "hello"',
     );
   });
 
@@ -66,7 +71,10 @@ describe('compileSchema', () => {
   });
 
   test('reports one error per bad field', () => {
-    expect(validate({ spec: { local: 1, access: [{ verbs: 'get' }] } }).map((e) => e.field)).toEqual(['spec.local', 'spec.access[0].verbs']);
+    expect(validate({ spec: { local: 1, access: [{ verbs: 'get' }] } }).map((e) => e.field)).toEqual([
+      'spec.local',
+      'spec.access[0].verbs',
+    ]);
   });
 });
 
@@ -75,7 +83,13 @@ describe('the CRDs in crds/', () => {
 
   test('describe SharedSecret (namespaced) and Cluster (cluster-scoped) with a status subresource', () => {
     const byKind = Object.fromEntries(defs.map((d) => [d.kind, d]));
-    expect(byKind.SharedSecret).toMatchObject({ plural: 'sharedsecrets', namespaced: true, hasStatus: true, group: 'management.platform.sh', version: 'v1' });
+    expect(byKind.SharedSecret).toMatchObject({
+      plural: 'sharedsecrets',
+      namespaced: true,
+      hasStatus: true,
+      group: 'management.platform.sh',
+      version: 'v1',
+    });
     expect(byKind.Cluster).toMatchObject({ plural: 'clusters', namespaced: false, hasStatus: true });
   });
 

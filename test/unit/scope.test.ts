@@ -4,13 +4,28 @@
  */
 import { describe, expect, test } from '@jest/globals';
 import type { RequestAttributesLite, Restriction } from '../../src/apimachinery/user.js';
-import { buildRestriction, hasRestriction, nonResourceURLMatches, type KeyRestrictionSpec } from '../../src/access/scope.js';
+import {
+  buildRestriction,
+  hasRestriction,
+  nonResourceURLMatches,
+  type KeyRestrictionSpec,
+} from '../../src/access/scope.js';
 
 const G = 'management.platform.sh';
 
 /** A resource request; `path` is filled in as the server would. */
 function res(verb: string, resource: string, extra: Partial<RequestAttributesLite> = {}): RequestAttributesLite {
-  const r: RequestAttributesLite = { isResourceRequest: true, verb, apiGroup: G, resource, subresource: '', namespace: '', name: '', path: '', ...extra };
+  const r: RequestAttributesLite = {
+    isResourceRequest: true,
+    verb,
+    apiGroup: G,
+    resource,
+    subresource: '',
+    namespace: '',
+    name: '',
+    path: '',
+    ...extra,
+  };
   if (!extra.path) {
     const ns = r.namespace ? `/namespaces/${r.namespace}` : '';
     r.path = `/apis/${r.apiGroup}/v1${ns}/${resource}${r.name ? `/${r.name}` : ''}${r.subresource ? `/${r.subresource}` : ''}`;
@@ -35,7 +50,9 @@ describe('when a key is restricted', () => {
     expect(buildRestriction({})).toBeUndefined();
     expect(buildRestriction(undefined)).toBeUndefined();
     expect(buildRestriction({ scope: {}, rules: [], allowPlatformCli: false })).toBeUndefined();
-    expect(buildRestriction({ scope: { roles: [], projects: [], spaces: [], virtualClusters: [], clusters: [] } })).toBeUndefined();
+    expect(
+      buildRestriction({ scope: { roles: [], projects: [], spaces: [], virtualClusters: [], clusters: [] } }),
+    ).toBeUndefined();
   });
 
   test('any scope entry, any rule, or allowPlatformCli restricts', () => {
@@ -50,19 +67,32 @@ describe('when a key is restricted', () => {
 
   test('the denial says why', () => {
     const r = restriction({ scope: { clusters: [{ cluster: 'a' }] } });
-    expect(r.check(res('get', 'clusters', { name: 'b' }))).toEqual({ allowed: false, reason: "the access key's scope does not allow this request" });
+    expect(r.check(res('get', 'clusters', { name: 'b' }))).toEqual({
+      allowed: false,
+      reason: "the access key's scope does not allow this request",
+    });
     expect(r.check(res('get', 'clusters', { name: 'a' }))).toEqual({ allowed: true });
   });
 });
 
 describe('discovery stays open to every restricted key', () => {
   const r = restriction({ scope: { clusters: [{ cluster: 'only' }] } });
-  test.each(['/api', '/apis', '/apis/', `/apis/${G}`, `/apis/${G}/v1`, '/version', '/openapi/v2', '/openapi/v3', `/openapi/v3/apis/${G}/v1`, '/healthz', '/readyz/etcd', '/api/v1/namespaces/default'])(
-    'GET %s',
-    (path) => {
-      expect(allows(r, url(path))).toBe(true);
-    },
-  );
+  test.each([
+    '/api',
+    '/apis',
+    '/apis/',
+    `/apis/${G}`,
+    `/apis/${G}/v1`,
+    '/version',
+    '/openapi/v2',
+    '/openapi/v3',
+    `/openapi/v3/apis/${G}/v1`,
+    '/healthz',
+    '/readyz/etcd',
+    '/api/v1/namespaces/default',
+  ])('GET %s', (path) => {
+    expect(allows(r, url(path))).toBe(true);
+  });
   test('but not other paths or other methods', () => {
     expect(allows(r, url('/metrics'))).toBe(false);
     expect(allows(r, url('/apis', 'post'))).toBe(false);
@@ -74,7 +104,8 @@ describe('scope.clusters', () => {
   const r = restriction({ scope: { clusters: [{ cluster: 'c1' }, { cluster: 'c2' }] } });
 
   test('allows every verb on the listed clusters and their subresources', () => {
-    for (const verb of ['get', 'update', 'patch', 'delete']) expect(allows(r, res(verb, 'clusters', { name: 'c1' }))).toBe(true);
+    for (const verb of ['get', 'update', 'patch', 'delete'])
+      expect(allows(r, res(verb, 'clusters', { name: 'c1' }))).toBe(true);
     expect(allows(r, res('get', 'clusters', { name: 'c2', subresource: 'status' }))).toBe(true);
   });
 
@@ -142,7 +173,10 @@ describe('scope.projects', () => {
   });
 
   test('knowing that a resource is cluster-scoped sharpens the list answer', () => {
-    const sharp = buildRestriction({ scope: { projects: [{ project: 'alpha' }] } }, { isNamespaced: (_g, resource) => resource !== 'clusters' })!;
+    const sharp = buildRestriction(
+      { scope: { projects: [{ project: 'alpha' }] } },
+      { isNamespaced: (_g, resource) => resource !== 'clusters' },
+    )!;
     expect(allows(sharp, res('list', 'clusters'))).toBe(false);
     expect(allows(sharp, res('list', 'sharedsecrets'))).toBe(true);
   });
@@ -160,11 +194,24 @@ describe('scope.projects', () => {
 });
 
 describe('scope.spaces and scope.virtualClusters', () => {
-  const r = restriction({ scope: { spaces: [{ project: 'alpha', space: 'dev' }], virtualClusters: [{ project: 'alpha', virtualCluster: 'vc1' }, { project: 'beta', virtualCluster: '*' }] } });
+  const r = restriction({
+    scope: {
+      spaces: [{ project: 'alpha', space: 'dev' }],
+      virtualClusters: [
+        { project: 'alpha', virtualCluster: 'vc1' },
+        { project: 'beta', virtualCluster: '*' },
+      ],
+    },
+  });
 
   test('allow the named space and virtual cluster (and their subresources) in their project', () => {
     expect(allows(r, res('get', 'spaceinstances', { namespace: 'p-alpha', name: 'dev' }))).toBe(true);
-    expect(allows(r, res('get', 'virtualclusterinstances', { namespace: 'p-alpha', name: 'vc1', subresource: 'kubeconfig' }))).toBe(true);
+    expect(
+      allows(
+        r,
+        res('get', 'virtualclusterinstances', { namespace: 'p-alpha', name: 'vc1', subresource: 'kubeconfig' }),
+      ),
+    ).toBe(true);
     expect(allows(r, res('get', 'virtualclusterinstances', { namespace: 'p-beta', name: 'any' }))).toBe(true);
   });
 
@@ -206,14 +253,20 @@ describe('scope.roles platformCLI and allowPlatformCli', () => {
   test.each(specs)('%s allows no writes, no other subresources, no other groups', (_what, spec) => {
     const r = restriction(spec);
     for (const verb of ['create', 'update', 'patch', 'delete', 'deletecollection']) {
-      expect(allows(r, res(verb, 'clusters', { name: verb === 'create' || verb === 'deletecollection' ? '' : 'c' }))).toBe(false);
+      expect(
+        allows(r, res(verb, 'clusters', { name: verb === 'create' || verb === 'deletecollection' ? '' : 'c' })),
+      ).toBe(false);
     }
-    expect(allows(r, res('get', 'virtualclusterinstances', { namespace: 'p-a', name: 'v', subresource: 'kubeconfig' }))).toBe(false);
+    expect(
+      allows(r, res('get', 'virtualclusterinstances', { namespace: 'p-a', name: 'v', subresource: 'kubeconfig' })),
+    ).toBe(false);
     expect(allows(r, res('get', 'pods', { apiGroup: '', namespace: 'ns', name: 'x' }))).toBe(false);
   });
 
   test('its reads stay within the clusters and projects the scope lists', () => {
-    const r = restriction({ scope: { roles: [{ role: 'platformCLI' }], clusters: [{ cluster: 'c1' }], projects: [{ project: 'alpha' }] } });
+    const r = restriction({
+      scope: { roles: [{ role: 'platformCLI' }], clusters: [{ cluster: 'c1' }], projects: [{ project: 'alpha' }] },
+    });
     expect(allows(r, res('get', 'clusters', { name: 'c2' }))).toBe(false);
     expect(allows(r, res('list', 'clusters', { name: 'c2' }))).toBe(false);
     expect(allows(r, res('list', 'clusters', { name: 'c1' }))).toBe(true);
@@ -257,7 +310,9 @@ describe('deprecated rules', () => {
     expect(allows(r, res('get', 'sharedsecrets', { namespace: 'n', name: 's' }))).toBe(false);
     expect(allows(r, res('get', 'pods', { apiGroup: '', namespace: 'n', name: 'p', subresource: 'log' }))).toBe(true);
     expect(allows(r, res('get', 'pods', { apiGroup: '', namespace: 'n', name: 'p' }))).toBe(false);
-    expect(allows(r, res('update', 'deployments', { apiGroup: '', namespace: 'n', name: 'd', subresource: 'scale' }))).toBe(true);
+    expect(
+      allows(r, res('update', 'deployments', { apiGroup: '', namespace: 'n', name: 'd', subresource: 'scale' })),
+    ).toBe(true);
     expect(allows(r, res('get', 'clusters', { apiGroup: 'other.io', name: 'c' }))).toBe(false);
     const all = restriction({ rules: [{ resources: [{ group: G, resources: ['*'] }] }] });
     expect(allows(all, res('get', 'clusters', { name: 'c', subresource: 'status' }))).toBe(true);
@@ -310,8 +365,15 @@ describe('deprecated rules', () => {
   });
 
   test('requestTargets: empty or Management match; other targets do not', () => {
-    expect(allows(restriction({ rules: [{ requestTargets: ['Management'] }] }), res('get', 'clusters', { name: 'c' }))).toBe(true);
-    expect(allows(restriction({ rules: [{ requestTargets: ['Cluster', 'VirtualCluster'] }] }), res('get', 'clusters', { name: 'c' }))).toBe(false);
+    expect(
+      allows(restriction({ rules: [{ requestTargets: ['Management'] }] }), res('get', 'clusters', { name: 'c' })),
+    ).toBe(true);
+    expect(
+      allows(
+        restriction({ rules: [{ requestTargets: ['Cluster', 'VirtualCluster'] }] }),
+        res('get', 'clusters', { name: 'c' }),
+      ),
+    ).toBe(false);
   });
 
   test('cluster: a rule for a connected cluster matches no management request', () => {
@@ -326,7 +388,10 @@ describe('deprecated rules', () => {
   });
 
   test('any one matching rule is enough; rules and scope entries each grant', () => {
-    const r = restriction({ rules: [{ verbs: ['get'], resources: [{ group: G, resources: ['sharedsecrets'] }] }], scope: { clusters: [{ cluster: 'c1' }] } });
+    const r = restriction({
+      rules: [{ verbs: ['get'], resources: [{ group: G, resources: ['sharedsecrets'] }] }],
+      scope: { clusters: [{ cluster: 'c1' }] },
+    });
     expect(allows(r, res('get', 'sharedsecrets', { namespace: 'n', name: 's' }))).toBe(true);
     expect(allows(r, res('delete', 'clusters', { name: 'c1' }))).toBe(true);
     expect(allows(r, res('delete', 'sharedsecrets', { namespace: 'n', name: 's' }))).toBe(false);

@@ -10,7 +10,8 @@ import { restrictionWidening } from '../../src/access/scopecover.js';
 
 const G = 'management.platform.sh';
 
-const widening = (next: KeyRestrictionSpec | undefined, old: KeyRestrictionSpec | undefined) => restrictionWidening(next, old);
+const widening = (next: KeyRestrictionSpec | undefined, old: KeyRestrictionSpec | undefined) =>
+  restrictionWidening(next, old);
 
 describe('removing every restriction', () => {
   test('from an unrestricted key nothing widens', () => {
@@ -26,45 +27,108 @@ describe('removing every restriction', () => {
   });
 
   test('the same restriction is no widening', () => {
-    const spec = { scope: { roles: [{ role: 'platformCLI' }], projects: [{ project: 'a' }], clusters: [{ cluster: 'c' }] }, rules: [{ verbs: ['get'], nonResourceURLs: ['/x/*'] }] };
+    const spec = {
+      scope: { roles: [{ role: 'platformCLI' }], projects: [{ project: 'a' }], clusters: [{ cluster: 'c' }] },
+      rules: [{ verbs: ['get'], nonResourceURLs: ['/x/*'] }],
+    };
     expect(widening(structuredClone(spec), spec)).toBeUndefined();
   });
 });
 
 describe('scope entries', () => {
   test('projects and clusters: each new one listed before, or under *', () => {
-    expect(widening({ scope: { projects: [{ project: 'a' }] } }, { scope: { projects: [{ project: 'a' }, { project: 'b' }] } })).toBeUndefined();
-    expect(widening({ scope: { projects: [{ project: 'a' }] } }, { scope: { projects: [{ project: '*' }] } })).toBeUndefined();
-    expect(widening({ scope: { projects: [{ project: 'c' }] } }, { scope: { projects: [{ project: 'a' }] } })).toBe('scope');
-    expect(widening({ scope: { projects: [{ project: '*' }] } }, { scope: { projects: [{ project: 'a' }] } })).toBe('scope');
-    expect(widening({ scope: { clusters: [{ cluster: 'c1' }] } }, { scope: { clusters: [{ cluster: 'c1' }, { cluster: 'c2' }] } })).toBeUndefined();
-    expect(widening({ scope: { clusters: [{ cluster: '*' }] } }, { scope: { clusters: [{ cluster: 'c1' }] } })).toBe('scope');
+    expect(
+      widening(
+        { scope: { projects: [{ project: 'a' }] } },
+        { scope: { projects: [{ project: 'a' }, { project: 'b' }] } },
+      ),
+    ).toBeUndefined();
+    expect(
+      widening({ scope: { projects: [{ project: 'a' }] } }, { scope: { projects: [{ project: '*' }] } }),
+    ).toBeUndefined();
+    expect(widening({ scope: { projects: [{ project: 'c' }] } }, { scope: { projects: [{ project: 'a' }] } })).toBe(
+      'scope',
+    );
+    expect(widening({ scope: { projects: [{ project: '*' }] } }, { scope: { projects: [{ project: 'a' }] } })).toBe(
+      'scope',
+    );
+    expect(
+      widening(
+        { scope: { clusters: [{ cluster: 'c1' }] } },
+        { scope: { clusters: [{ cluster: 'c1' }, { cluster: 'c2' }] } },
+      ),
+    ).toBeUndefined();
+    expect(widening({ scope: { clusters: [{ cluster: '*' }] } }, { scope: { clusters: [{ cluster: 'c1' }] } })).toBe(
+      'scope',
+    );
     // Another kind of entry is another grant: a project is not covered by clusters.
-    expect(widening({ scope: { projects: [{ project: 'a' }] } }, { scope: { clusters: [{ cluster: '*' }] } })).toBe('scope');
+    expect(widening({ scope: { projects: [{ project: 'a' }] } }, { scope: { clusters: [{ cluster: '*' }] } })).toBe(
+      'scope',
+    );
   });
 
   test('spaces and virtual clusters: covered by an entry for the same (or every) project and name', () => {
-    const old = { scope: { spaces: [{ project: 'a', space: '*' }], virtualClusters: [{ project: '*', virtualCluster: 'v' }] } };
-    expect(widening({ scope: { spaces: [{ project: 'a', space: 's1' }], virtualClusters: [{ project: 'b', virtualCluster: 'v' }] } }, old)).toBeUndefined();
+    const old = {
+      scope: { spaces: [{ project: 'a', space: '*' }], virtualClusters: [{ project: '*', virtualCluster: 'v' }] },
+    };
+    expect(
+      widening(
+        {
+          scope: { spaces: [{ project: 'a', space: 's1' }], virtualClusters: [{ project: 'b', virtualCluster: 'v' }] },
+        },
+        old,
+      ),
+    ).toBeUndefined();
     expect(widening({ scope: { spaces: [{ project: 'b', space: 's1' }] } }, old)).toBe('scope');
     expect(widening({ scope: { virtualClusters: [{ project: 'b', virtualCluster: 'w' }] } }, old)).toBe('scope');
   });
 
   test("the command line client's reads: not added, and not freed from the clusters or projects that limit them", () => {
-    expect(widening({ scope: { roles: [{ role: 'platformCLI' }], clusters: [{ cluster: 'c' }] } }, { scope: { clusters: [{ cluster: 'c' }] } })).toBe('scope');
-    expect(widening({ allowPlatformCli: true, scope: { clusters: [{ cluster: 'c' }] } }, { scope: { clusters: [{ cluster: 'c' }] } })).toBe('allowPlatformCli');
+    expect(
+      widening(
+        { scope: { roles: [{ role: 'platformCLI' }], clusters: [{ cluster: 'c' }] } },
+        { scope: { clusters: [{ cluster: 'c' }] } },
+      ),
+    ).toBe('scope');
+    expect(
+      widening(
+        { allowPlatformCli: true, scope: { clusters: [{ cluster: 'c' }] } },
+        { scope: { clusters: [{ cluster: 'c' }] } },
+      ),
+    ).toBe('allowPlatformCli');
     expect(widening({ scope: { roles: [{ role: 'platform-cli' }] } }, { allowPlatformCli: true })).toBeUndefined();
-    const limited = { scope: { roles: [{ role: 'platformCLI' }], clusters: [{ cluster: 'c' }], projects: [{ project: 'a' }] } };
-    expect(widening({ scope: { roles: [{ role: 'platformCLI' }], projects: [{ project: 'a' }] } }, limited)).toBe('scope');
-    expect(widening({ scope: { roles: [{ role: 'platformCLI' }], clusters: [{ cluster: 'c' }] } }, limited)).toBe('scope');
+    const limited = {
+      scope: { roles: [{ role: 'platformCLI' }], clusters: [{ cluster: 'c' }], projects: [{ project: 'a' }] },
+    };
+    expect(widening({ scope: { roles: [{ role: 'platformCLI' }], projects: [{ project: 'a' }] } }, limited)).toBe(
+      'scope',
+    );
+    expect(widening({ scope: { roles: [{ role: 'platformCLI' }], clusters: [{ cluster: 'c' }] } }, limited)).toBe(
+      'scope',
+    );
     // Without the CLI's reads, dropping either is narrower.
     expect(widening({ scope: { projects: [{ project: 'a' }] } }, limited)).toBeUndefined();
-    expect(widening({ scope: { roles: [{ role: 'platformCLI' }], clusters: [{ cluster: 'c' }], spaces: [{ project: 'a', space: 's' }] } }, limited)).toBe('scope');
+    expect(
+      widening(
+        {
+          scope: {
+            roles: [{ role: 'platformCLI' }],
+            clusters: [{ cluster: 'c' }],
+            spaces: [{ project: 'a', space: 's' }],
+          },
+        },
+        limited,
+      ),
+    ).toBe('scope');
   });
 
   test('other roles: only those the key had', () => {
-    expect(widening({ scope: { roles: [{ role: 'agent' }] } }, { scope: { roles: [{ role: 'agent' }, { role: 'x' }] } })).toBeUndefined();
-    expect(widening({ scope: { roles: [{ role: 'admin' }] } }, { scope: { roles: [{ role: 'agent' }] } })).toBe('scope');
+    expect(
+      widening({ scope: { roles: [{ role: 'agent' }] } }, { scope: { roles: [{ role: 'agent' }, { role: 'x' }] } }),
+    ).toBeUndefined();
+    expect(widening({ scope: { roles: [{ role: 'admin' }] } }, { scope: { roles: [{ role: 'agent' }] } })).toBe(
+      'scope',
+    );
   });
 });
 
@@ -86,13 +150,26 @@ describe('rules: each new rule within one old rule', () => {
   });
 
   test('resources: group, resource patterns and names', () => {
-    const old = { resources: [{ group: G, resources: ['clusters/*', '*/status', 'projects'], resourceNames: ['a', 'b'] }] };
-    expect(within({ resources: [{ group: G, resources: ['clusters/kubeconfig', 'projects/status', 'projects'], resourceNames: ['a'] }] }, old)).toBeUndefined();
+    const old = {
+      resources: [{ group: G, resources: ['clusters/*', '*/status', 'projects'], resourceNames: ['a', 'b'] }],
+    };
+    expect(
+      within(
+        {
+          resources: [
+            { group: G, resources: ['clusters/kubeconfig', 'projects/status', 'projects'], resourceNames: ['a'] },
+          ],
+        },
+        old,
+      ),
+    ).toBeUndefined();
     expect(within({ resources: [{ group: G, resources: ['clusters'], resourceNames: ['a'] }] }, old)).toBe('rules');
     expect(within({ resources: [{ group: G, resources: ['projects'] }] }, old)).toBe('rules');
     expect(within({ resources: [{ group: '*', resources: ['projects'], resourceNames: ['a'] }] }, old)).toBe('rules');
     expect(within({ resources: [{ group: G, resources: [], resourceNames: ['a'] }] }, old)).toBe('rules');
-    expect(within({ resources: [{ group: G, resources: ['x'] }] }, { resources: [{ group: '*', resources: ['*'] }] })).toBeUndefined();
+    expect(
+      within({ resources: [{ group: G, resources: ['x'] }] }, { resources: [{ group: '*', resources: ['*'] }] }),
+    ).toBeUndefined();
     // A rule with neither resources nor URLs matches everything; one with only URLs no resource request.
     expect(within({ resources: [{ group: G, resources: ['x'] }] }, {})).toBeUndefined();
     expect(within({}, { resources: [{ group: '*', resources: ['*'] }] })).toBe('rules');
@@ -100,7 +177,9 @@ describe('rules: each new rule within one old rule', () => {
   });
 
   test('nonResourceURLs: exact paths and prefixes within the old ones', () => {
-    expect(within({ nonResourceURLs: ['/metrics', '/debug/x/*'] }, { nonResourceURLs: ['/metrics', '/debug/*'] })).toBeUndefined();
+    expect(
+      within({ nonResourceURLs: ['/metrics', '/debug/x/*'] }, { nonResourceURLs: ['/metrics', '/debug/*'] }),
+    ).toBeUndefined();
     expect(within({ nonResourceURLs: ['/debug/*'] }, { nonResourceURLs: ['/debug/x/*'] })).toBe('rules');
     expect(within({ nonResourceURLs: ['*'] }, { nonResourceURLs: ['/x/*'] })).toBe('rules');
     expect(within({ nonResourceURLs: ['/version'] }, { resources: [{ group: G }] })).toBe('rules');
@@ -109,13 +188,19 @@ describe('rules: each new rule within one old rule', () => {
   test('cluster and virtualClusters: no limit removed', () => {
     expect(within({ cluster: 'c1' }, {})).toBeUndefined();
     expect(within({}, { cluster: 'c1' })).toBe('rules');
-    expect(within({ virtualClusters: [{ name: 'v' }] }, { virtualClusters: [{ name: 'v' }, { name: 'w' }] })).toBeUndefined();
+    expect(
+      within({ virtualClusters: [{ name: 'v' }] }, { virtualClusters: [{ name: 'v' }, { name: 'w' }] }),
+    ).toBeUndefined();
     expect(within({ virtualClusters: [] }, { virtualClusters: [{ name: 'v' }] })).toBe('rules');
   });
 
   test('a rule covered only by two old rules together is refused (conservative)', () => {
-    expect(widening({ rules: [{ verbs: ['get', 'list'] }] }, { rules: [{ verbs: ['get'] }, { verbs: ['list'] }] })).toBe('rules');
-    expect(widening({ rules: [{ verbs: ['get'] }, { verbs: ['list'] }] }, { rules: [{ verbs: ['get', 'list'] }] })).toBeUndefined();
+    expect(
+      widening({ rules: [{ verbs: ['get', 'list'] }] }, { rules: [{ verbs: ['get'] }, { verbs: ['list'] }] }),
+    ).toBe('rules');
+    expect(
+      widening({ rules: [{ verbs: ['get'] }, { verbs: ['list'] }] }, { rules: [{ verbs: ['get', 'list'] }] }),
+    ).toBeUndefined();
   });
 });
 
@@ -148,7 +233,18 @@ describe('a change judged narrower never allows a request the old key could not 
     { rules: [{ verbs: ['get'] }], scope: { clusters: [{ cluster: 'c1' }] } },
   ];
   const requests: RequestAttributesLite[] = [];
-  const add = (r: Partial<RequestAttributesLite>) => requests.push({ isResourceRequest: true, verb: 'get', apiGroup: G, resource: '', subresource: '', namespace: '', name: '', path: '/x', ...r });
+  const add = (r: Partial<RequestAttributesLite>) =>
+    requests.push({
+      isResourceRequest: true,
+      verb: 'get',
+      apiGroup: G,
+      resource: '',
+      subresource: '',
+      namespace: '',
+      name: '',
+      path: '/x',
+      ...r,
+    });
   for (const verb of ['get', 'list', 'delete']) {
     for (const name of ['', 'c1', 'c2']) {
       add({ verb, resource: 'clusters', name });
@@ -163,7 +259,17 @@ describe('a change judged narrower never allows a request the old key could not 
       add({ verb, apiGroup: '', resource: 'pods', namespace, name: 'p' });
     }
   }
-  for (const path of ['/metrics', '/debug/pprof', '/other', '/apis']) requests.push({ isResourceRequest: false, verb: 'get', apiGroup: '', resource: '', subresource: '', namespace: '', name: '', path });
+  for (const path of ['/metrics', '/debug/pprof', '/other', '/apis'])
+    requests.push({
+      isResourceRequest: false,
+      verb: 'get',
+      apiGroup: '',
+      resource: '',
+      subresource: '',
+      namespace: '',
+      name: '',
+      path,
+    });
 
   test('for every pair of sample specs', () => {
     let narrower = 0;
@@ -176,7 +282,10 @@ describe('a change judged narrower never allows a request the old key could not 
         for (const req of requests) {
           const oldAllows = !o || o.check(req).allowed;
           const newAllows = !n || n.check(req).allowed;
-          if (newAllows && !oldAllows) throw new Error(`${JSON.stringify(next)} judged within ${JSON.stringify(old)} but allows ${JSON.stringify(req)}`);
+          if (newAllows && !oldAllows)
+            throw new Error(
+              `${JSON.stringify(next)} judged within ${JSON.stringify(old)} but allows ${JSON.stringify(req)}`,
+            );
         }
       }
     }

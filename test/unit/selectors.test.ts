@@ -21,7 +21,13 @@ function labelError(text: string): string {
   const err = statusOf(() => parseLabelSelector(text));
   expect(err.code).toBe(400);
   expect(err.reason).toBe('BadRequest');
-  expect(err.status).toMatchObject({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 400, reason: 'BadRequest' });
+  expect(err.status).toMatchObject({
+    kind: 'Status',
+    apiVersion: 'v1',
+    status: 'Failure',
+    code: 400,
+    reason: 'BadRequest',
+  });
   return err.message;
 }
 
@@ -153,10 +159,16 @@ describe('label selector: errors are 400 with kube’s text', () => {
     ['a in (b', "unable to parse requirement: found '', expected: ',' or ')'"],
     ['a in (=', "unable to parse requirement: found '=', expected: ',', ')' or identifier"],
     ['a in (b,=)', "unable to parse requirement: found '=', expected: ',', or identifier"],
-    ['a>b', `unable to parse requirement: values[0]: Invalid value: "b": for 'Gt', 'Lt' operators, the value must be an integer`],
+    [
+      'a>b',
+      `unable to parse requirement: values[0]: Invalid value: "b": for 'Gt', 'Lt' operators, the value must be an integer`,
+    ],
     // a negative number parses as an integer but is not a valid label value
     ['a<-10', `unable to parse requirement: values[0][a]: Invalid value: "-10": ${LABEL_VALUE_MSG}`],
-    ['a<1.5', `unable to parse requirement: values[0]: Invalid value: "1.5": for 'Gt', 'Lt' operators, the value must be an integer`],
+    [
+      'a<1.5',
+      `unable to parse requirement: values[0]: Invalid value: "1.5": for 'Gt', 'Lt' operators, the value must be an integer`,
+    ],
     [
       'a>-x',
       `unable to parse requirement: [values[0]: Invalid value: "-x": for 'Gt', 'Lt' operators, the value must be an integer, values[0][a]: Invalid value: "-x": ${LABEL_VALUE_MSG}]`,
@@ -164,14 +176,26 @@ describe('label selector: errors are 400 with kube’s text', () => {
     ['a=-b', `unable to parse requirement: values[0][a]: Invalid value: "-b": ${LABEL_VALUE_MSG}`],
     ['a in (ok,b_)', `unable to parse requirement: values[0][a]: Invalid value: "b_": ${LABEL_VALUE_MSG}`],
     ['a in (ok,_b)', `unable to parse requirement: values[0][a]: Invalid value: "_b": ${LABEL_VALUE_MSG}`],
-    ['a=' + 'v'.repeat(64), `unable to parse requirement: values[0][a]: Invalid value: "${'v'.repeat(64)}": must be no more than 63 characters`],
+    [
+      'a=' + 'v'.repeat(64),
+      `unable to parse requirement: values[0][a]: Invalid value: "${'v'.repeat(64)}": must be no more than 63 characters`,
+    ],
     ['-a', `unable to parse requirement: <nil>: Invalid value: "-a": name part ${QNAME_REGEX_MSG}`],
     ['a_=b', `unable to parse requirement: <nil>: Invalid value: "a_": name part ${QNAME_REGEX_MSG}`],
     ['!a.', `unable to parse requirement: <nil>: Invalid value: "a.": name part ${QNAME_REGEX_MSG}`],
-    ['k'.repeat(64), `unable to parse requirement: <nil>: Invalid value: "${'k'.repeat(64)}": name part must be no more than 63 characters`],
-    ['Example.com/a=b', `unable to parse requirement: <nil>: Invalid value: "Example.com/a": prefix part ${SUBDOMAIN_MSG}`],
+    [
+      'k'.repeat(64),
+      `unable to parse requirement: <nil>: Invalid value: "${'k'.repeat(64)}": name part must be no more than 63 characters`,
+    ],
+    [
+      'Example.com/a=b',
+      `unable to parse requirement: <nil>: Invalid value: "Example.com/a": prefix part ${SUBDOMAIN_MSG}`,
+    ],
     ['/a', `unable to parse requirement: <nil>: Invalid value: "/a": prefix part must be non-empty`],
-    ['a/=b', `unable to parse requirement: <nil>: Invalid value: "a/": name part must be non-empty; name part ${QNAME_REGEX_MSG}`],
+    [
+      'a/=b',
+      `unable to parse requirement: <nil>: Invalid value: "a/": name part must be non-empty; name part ${QNAME_REGEX_MSG}`,
+    ],
     [
       'a/b/c=d',
       `unable to parse requirement: <nil>: Invalid value: "a/b/c": a qualified name ${QNAME_REGEX_MSG} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`,
@@ -210,7 +234,9 @@ describe('field selector: parsing', () => {
   });
 
   test('backslash escapes in values', () => {
-    expect(parseFieldSelector('metadata.name=a\\,b').requirements).toEqual([{ field: 'metadata.name', operator: '=', value: 'a,b' }]);
+    expect(parseFieldSelector('metadata.name=a\\,b').requirements).toEqual([
+      { field: 'metadata.name', operator: '=', value: 'a,b' },
+    ]);
     expect(parseFieldSelector('x=a\\=b').exactMatch('x')).toBe('a=b');
     expect(parseFieldSelector('x=a\\\\b').exactMatch('x')).toBe('a\\b');
     expect(parseFieldSelector('x=\\,\\=\\\\').exactMatch('x')).toBe(',=\\');
@@ -275,12 +301,16 @@ describe('field selector: matching and supported fields', () => {
   });
 
   test('only metadata.name and metadata.namespace are known', () => {
-    expect(fieldErrorText('spec.x=1', true)).toBe('"spec.x" is not a known field selector: only "metadata.name", "metadata.namespace"');
+    expect(fieldErrorText('spec.x=1', true)).toBe(
+      '"spec.x" is not a known field selector: only "metadata.name", "metadata.namespace"',
+    );
     // the first unknown term in sorted order is named
     expect(fieldErrorText('status.phase=a,spec.x=1,metadata.name=a', true)).toBe(
       '"spec.x" is not a known field selector: only "metadata.name", "metadata.namespace"',
     );
-    expect(fieldErrorText('=x', true)).toBe('"" is not a known field selector: only "metadata.name", "metadata.namespace"');
+    expect(fieldErrorText('=x', true)).toBe(
+      '"" is not a known field selector: only "metadata.name", "metadata.namespace"',
+    );
     // parse errors come first
     expect(fieldErrorText('spec.x', true)).toBe("invalid selector: 'spec.x'; can't understand 'spec.x'");
     const sel = parseFieldSelector('metadata.namespace=a,metadata.name=b');

@@ -10,7 +10,9 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const tracked = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' }).split('\0').filter((f) => f !== '');
+const tracked = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' })
+  .split('\0')
+  .filter((f) => f !== '');
 /** Text files only: a NUL byte marks a binary one. */
 const texts = tracked
   .filter((f) => existsSync(join(root, f)))
@@ -23,7 +25,9 @@ const OUTSIDE = [new RegExp(['\\.\\./', 'shared\\b'].join('')), new RegExp(['/',
 describe('the repository stands alone', () => {
   test('no tracked file refers to a sibling directory or a path on the developers’ machine', () => {
     const hits = texts.flatMap(({ file, text }) =>
-      text.split('\n').flatMap((line, i) => (OUTSIDE.some((re) => re.test(line)) ? [`${file}:${i + 1}: ${line.trim()}`] : [])),
+      text
+        .split('\n')
+        .flatMap((line, i) => (OUTSIDE.some((re) => re.test(line)) ? [`${file}:${i + 1}: ${line.trim()}`] : [])),
     );
     expect(hits).toEqual([]);
   });

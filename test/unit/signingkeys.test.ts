@@ -112,7 +112,10 @@ describe('planKeySet', () => {
 
   test('clockSkewMs can be set', async () => {
     const { retired, activeAt, newKid } = await rotated();
-    const next = await planKeySet(retired, new Date(activeAt.getTime() + opts.maxTokenTtlMs + 1), { ...opts, clockSkewMs: 0 });
+    const next = await planKeySet(retired, new Date(activeAt.getTime() + opts.maxTokenTtlMs + 1), {
+      ...opts,
+      clockSkewMs: 0,
+    });
     expect(next?.keys.map((k) => k.kid)).toEqual([newKid]);
   });
 

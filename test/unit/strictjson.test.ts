@@ -3,17 +3,27 @@ import { duplicateFieldMessages, duplicateFields } from '../../src/apimachinery/
 
 describe('duplicateFields', () => {
   test('none in a plain object', () => {
-    expect(duplicateFields('{"apiVersion":"v1","kind":"X","metadata":{"name":"a"},"spec":{"a":[1,2,{"b":null}]}}')).toEqual([]);
+    expect(
+      duplicateFields('{"apiVersion":"v1","kind":"X","metadata":{"name":"a"},"spec":{"a":[1,2,{"b":null}]}}'),
+    ).toEqual([]);
   });
 
   test.each([
     ['top level', '{"kind":"A","kind":"B"}', ['kind']],
     ['in spec', '{"spec":{"displayName":"x","displayName":"y"}}', ['spec.displayName']],
     ['in a label map', '{"metadata":{"labels":{"a":"1","b":"2","a":"3"}}}', ['metadata.labels.a']],
-    ['in an array element', '{"spec":{"access":[{"verbs":["get"]},{"users":[],"verbs":[],"verbs":["*"]}]}}', ['spec.access[1].verbs']],
+    [
+      'in an array element',
+      '{"spec":{"access":[{"verbs":["get"]},{"users":[],"verbs":[],"verbs":["*"]}]}}',
+      ['spec.access[1].verbs'],
+    ],
     ['in a nested array', '{"a":[[{"x":1,"x":2}]]}', ['a[0][0].x']],
     ['in a top-level array', '[{"a":1,"a":2}]', ['[0].a']],
-    ['a key with dots and slashes', '{"metadata":{"annotations":{"x.io/y":"1","x.io/y":"2"}}}', ['metadata.annotations.x.io/y']],
+    [
+      'a key with dots and slashes',
+      '{"metadata":{"annotations":{"x.io/y":"1","x.io/y":"2"}}}',
+      ['metadata.annotations.x.io/y'],
+    ],
     ['an empty key', '{"":1,"":2}', ['']],
     ['under an empty key', '{"a":{"":{"b":1,"b":2}}}', ['a..b']],
     ['several, in document order', '{"b":1,"a":{"y":1,"x":1,"y":2},"b":2,"c":[{"z":0,"z":0}]}', ['a.y', 'b', 'c[0].z']],

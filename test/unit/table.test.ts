@@ -56,7 +56,13 @@ function cluster(name: string, created: string, spec: Record<string, unknown> = 
 }
 
 function crdColumn(name: string, type: string, path: string) {
-  return { name, type, format: '', description: `Custom resource definition column (in JSONPath format): ${path}`, priority: 0 };
+  return {
+    name,
+    type,
+    format: '',
+    description: `Custom resource definition column (in JSONPath format): ${path}`,
+    priority: 0,
+  };
 }
 
 describe('columns', () => {
@@ -81,7 +87,9 @@ describe('columns', () => {
   });
 
   test('the Name description is ObjectMeta’s', () => {
-    expect(NAME_DESCRIPTION).toMatch(/^Name must be unique within a namespace\. .* More info: https:\/\/kubernetes\.io\/docs\/concepts\/overview\/working-with-objects\/names#names$/);
+    expect(NAME_DESCRIPTION).toMatch(
+      /^Name must be unique within a namespace\. .* More info: https:\/\/kubernetes\.io\/docs\/concepts\/overview\/working-with-objects\/names#names$/,
+    );
   });
 
   test('a CRD without printer columns gets an Age column', () => {
@@ -94,9 +102,24 @@ describe('columns', () => {
 
   test('CRD description, format and priority are kept', () => {
     const conv = new TableConvertor({
-      printerColumns: [{ name: 'Owner', type: 'string', jsonPath: '.spec.owner.user', description: 'Who owns it', format: 'email', priority: 1 }],
+      printerColumns: [
+        {
+          name: 'Owner',
+          type: 'string',
+          jsonPath: '.spec.owner.user',
+          description: 'Who owns it',
+          format: 'email',
+          priority: 1,
+        },
+      ],
     });
-    expect(conv.columnDefinitions[1]).toEqual({ name: 'Owner', type: 'string', format: 'email', description: 'Who owns it', priority: 1 });
+    expect(conv.columnDefinitions[1]).toEqual({
+      name: 'Owner',
+      type: 'string',
+      format: 'email',
+      description: 'Who owns it',
+      priority: 1,
+    });
   });
 
   test('computed columns go before the column they name, else at the end', () => {
@@ -107,26 +130,36 @@ describe('columns', () => {
         { name: 'C', type: 'string', description: 'c', cell: () => 'c', before: 'Nope', priority: 1 },
       ],
     });
-    expect(conv.columnDefinitions.map((c) => c.name)).toEqual(['Name', 'Display Name', 'A', 'Local', 'Unusable', 'B', 'Age', 'C']);
+    expect(conv.columnDefinitions.map((c) => c.name)).toEqual([
+      'Name',
+      'Display Name',
+      'A',
+      'Local',
+      'Unusable',
+      'B',
+      'Age',
+      'C',
+    ]);
     expect(conv.columnDefinitions[7]).toEqual({ name: 'C', type: 'string', format: '', description: 'c', priority: 1 });
   });
 });
 
 describe('cells', () => {
   test('SharedSecret rows: name, display name, key count, age', () => {
-    expect(secrets.cells(secret('a', ago(5 * MINUTE), { displayName: 'DB', data: { u: 'eA==', p: 'eQ==' } }), NOW)).toEqual(['a', 'DB', 2, '5m']);
+    expect(
+      secrets.cells(secret('a', ago(5 * MINUTE), { displayName: 'DB', data: { u: 'eA==', p: 'eQ==' } }), NOW),
+    ).toEqual(['a', 'DB', 2, '5m']);
     expect(secrets.cells(secret('b', ago(3 * HOUR)), NOW)).toEqual(['b', null, 0, '3h']);
     expect(secrets.cells(secret('c', ago(2 * DAY), { data: {} }), new Date(NOW))).toEqual(['c', null, 0, '2d']);
   });
 
   test('Cluster rows: booleans, missing values are null', () => {
-    expect(clusters.cells(cluster('prod', ago(45 * SECOND), { displayName: 'Production', local: true, unusable: false }), NOW)).toEqual([
-      'prod',
-      'Production',
-      true,
-      false,
-      '45s',
-    ]);
+    expect(
+      clusters.cells(
+        cluster('prod', ago(45 * SECOND), { displayName: 'Production', local: true, unusable: false }),
+        NOW,
+      ),
+    ).toEqual(['prod', 'Production', true, false, '45s']);
     expect(clusters.cells(cluster('edge', ago(400 * DAY)), NOW)).toEqual(['edge', null, null, null, '400d']);
   });
 
@@ -193,7 +226,13 @@ describe('cells', () => {
         ],
       },
     );
-    expect(conv.cells({ metadata: { name: 'n', creationTimestamp: ago(DAY) } }, NOW)).toEqual(['n', 2, '3h', null, '24h']);
+    expect(conv.cells({ metadata: { name: 'n', creationTimestamp: ago(DAY) } }, NOW)).toEqual([
+      'n',
+      2,
+      '3h',
+      null,
+      '24h',
+    ]);
   });
 });
 
@@ -233,13 +272,22 @@ describe('tables', () => {
     const table = clusters.listTable({ metadata: { resourceVersion: '5', continue: '' }, items: [] }, { now: NOW });
     expect(table.metadata).toEqual({ resourceVersion: '5' });
     expect(table.rows).toEqual([]);
-    expect(clusters.listTable({ metadata: { remainingItemCount: 0 }, items: [] }).metadata).toEqual({ remainingItemCount: 0 });
+    expect(clusters.listTable({ metadata: { remainingItemCount: 0 }, items: [] }).metadata).toEqual({
+      remainingItemCount: 0,
+    });
   });
 
   test('includeObject=None gives null objects, Object the whole object', () => {
-    expect(secrets.listTable(list, { now: NOW, includeObject: 'None' }).rows.map((r) => r.object)).toEqual([null, null]);
-    expect(secrets.listTable(list, { now: NOW, includeObject: 'Object' }).rows.map((r) => r.object)).toEqual(list.items);
-    expect(secrets.listTable(list, { now: NOW, includeObject: 'Metadata' }).rows[1].object).toEqual(partialObjectMetadata(list.items[1]));
+    expect(secrets.listTable(list, { now: NOW, includeObject: 'None' }).rows.map((r) => r.object)).toEqual([
+      null,
+      null,
+    ]);
+    expect(secrets.listTable(list, { now: NOW, includeObject: 'Object' }).rows.map((r) => r.object)).toEqual(
+      list.items,
+    );
+    expect(secrets.listTable(list, { now: NOW, includeObject: 'Metadata' }).rows[1].object).toEqual(
+      partialObjectMetadata(list.items[1]),
+    );
   });
 
   test('includeObject=Object fills in apiVersion and kind when an object lacks them', () => {
@@ -328,7 +376,11 @@ describe('includeObject parameter', () => {
 describe('PartialObjectMetadata', () => {
   test('one object: all of its metadata', () => {
     const obj = secret('a', ago(MINUTE), { data: { k: 'dg==' } });
-    expect(partialObjectMetadata(obj)).toEqual({ kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: obj.metadata });
+    expect(partialObjectMetadata(obj)).toEqual({
+      kind: 'PartialObjectMetadata',
+      apiVersion: 'meta.k8s.io/v1',
+      metadata: obj.metadata,
+    });
     expect(partialObjectMetadata(obj, 'v1beta1').apiVersion).toBe('meta.k8s.io/v1beta1');
   });
 
@@ -385,7 +437,13 @@ describe('helpers', () => {
     expect(ms('2024-02-29T00:00:00Z')).toBe(Date.parse('2024-02-29T00:00:00Z'));
     // Go's laxness: a one-digit hour and a comma before the fraction.
     expect(ms('2025-05-01T9:00:00,5Z')).toBe(NOW - HOUR + 500);
-    for (const bad of ['2025-02-29T00:00:00Z', '2025-05-01T24:00:00Z', '2025-05-01T10:00:00', '2025-05-01t10:00:00z', '2025-05-01T10:00:00+2:00']) {
+    for (const bad of [
+      '2025-02-29T00:00:00Z',
+      '2025-05-01T24:00:00Z',
+      '2025-05-01T10:00:00',
+      '2025-05-01t10:00:00z',
+      '2025-05-01T10:00:00+2:00',
+    ]) {
       expect(parseRFC3339(bad)).toBeUndefined();
     }
   });

@@ -35,7 +35,9 @@ const a = (n: number) => 'a'.repeat(n);
 
 describe('regexError', () => {
   test('puts a double space before each "or", as Go does', () => {
-    expect(regexError('msg', 'fmt', 'x', 'y', 'z')).toBe("msg (e.g. 'x',  or 'y',  or 'z', regex used for validation is 'fmt')");
+    expect(regexError('msg', 'fmt', 'x', 'y', 'z')).toBe(
+      "msg (e.g. 'x',  or 'y',  or 'z', regex used for validation is 'fmt')",
+    );
     expect(regexError('msg', 'fmt', 'x')).toBe("msg (e.g. 'x', regex used for validation is 'fmt')");
     expect(regexError('msg', 'fmt')).toBe("msg (regex used for validation is 'fmt')");
   });
@@ -126,7 +128,10 @@ describe('isQualifiedName', () => {
     ['nospecialchars%^=@', [`name part ${QNAME_REGEX_MSG}`]],
     ['cantendwithadash-', [`name part ${QNAME_REGEX_MSG}`]],
     ['-cantstartwithadash-', [`name part ${QNAME_REGEX_MSG}`]],
-    ['only/one/slash', [`a qualified name ${QNAME_REGEX_MSG} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`]],
+    [
+      'only/one/slash',
+      [`a qualified name ${QNAME_REGEX_MSG} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`],
+    ],
     ['Example.com/abc', [`prefix part ${SUBDOMAIN_MSG}`]],
     ['example_com/abc', [`prefix part ${SUBDOMAIN_MSG}`]],
     ['/simple', ['prefix part must be non-empty']],
@@ -139,12 +144,19 @@ describe('isQualifiedName', () => {
 });
 
 describe('isValidLabelValue', () => {
-  test.each(['', 'simple', 'now-with-dashes', '1-starts-with-num', 'end-with-num-1', '1234', 'Uppercase_Is_OK_123', 'a.b', a(63)])(
-    'valid: %j',
-    (v) => {
-      expect(isValidLabelValue(v)).toEqual([]);
-    },
-  );
+  test.each([
+    '',
+    'simple',
+    'now-with-dashes',
+    '1-starts-with-num',
+    'end-with-num-1',
+    '1234',
+    'Uppercase_Is_OK_123',
+    'a.b',
+    a(63),
+  ])('valid: %j', (v) => {
+    expect(isValidLabelValue(v)).toEqual([]);
+  });
   test.each<[string, string[]]>([
     ['nospecialchars%^=@', [LABEL_VALUE_MSG]],
     ['Tama-nui-te-rā.is.Māori.sun', [LABEL_VALUE_MSG]],

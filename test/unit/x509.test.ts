@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
-import { ClientCertAuthenticator, parseCertificateBundle, subjectNames, verifyClientCertificate } from '../../src/auth/x509.js';
+import {
+  ClientCertAuthenticator,
+  parseCertificateBundle,
+  subjectNames,
+  verifyClientCertificate,
+} from '../../src/auth/x509.js';
 import { callAuthServer, makeCa, makeCert, startAuthServer, type AuthServer, type TestCert } from '../support/certs.js';
 
 const DAY = 86_400_000;
@@ -14,7 +19,11 @@ beforeAll(async () => {
   secondCa = makeCa('second-client-ca');
   otherCa = makeCa('other-ca');
   const bundle = `${clientCa.certPem}\n${secondCa.certPem}`;
-  server = await startAuthServer(new ClientCertAuthenticator({ caPem: bundle }), [clientCa.certPem, secondCa.certPem, otherCa.certPem]);
+  server = await startAuthServer(new ClientCertAuthenticator({ caPem: bundle }), [
+    clientCa.certPem,
+    secondCa.certPem,
+    otherCa.certPem,
+  ]);
 });
 
 afterAll(async () => {
@@ -27,12 +36,19 @@ describe('ClientCertAuthenticator', () => {
     const reply = await callAuthServer(server, { client: cert });
     const fingerprint = new X509Certificate(cert.certPem).fingerprint256.replace(/:/g, '').toLowerCase();
     expect(reply).toMatchObject({ status: 200 });
-    expect(reply.user).toEqual({ name: 'alice', groups: ['dev', 'system:masters'], extra: { 'authentication.kubernetes.io/credential-id': [`X509SHA256=${fingerprint}`] } });
+    expect(reply.user).toEqual({
+      name: 'alice',
+      groups: ['dev', 'system:masters'],
+      extra: { 'authentication.kubernetes.io/credential-id': [`X509SHA256=${fingerprint}`] },
+    });
   });
 
   test('any CA of the bundle; names outside ASCII survive', async () => {
     const cert = makeCert({ commonName: 'jöhn@example.com', organizations: ['équipe'], issuer: secondCa });
-    expect((await callAuthServer(server, { client: cert })).user).toMatchObject({ name: 'jöhn@example.com', groups: ['équipe'] });
+    expect((await callAuthServer(server, { client: cert })).user).toMatchObject({
+      name: 'jöhn@example.com',
+      groups: ['équipe'],
+    });
   });
 
   test('no certificate, or one from another CA: no opinion, so other authenticators may try', async () => {
@@ -42,10 +58,21 @@ describe('ClientCertAuthenticator', () => {
   });
 
   test('expired, or not for client authentication, from the CA: an authentication error', async () => {
-    const expired = makeCert({ commonName: 'alice', issuer: clientCa, notBefore: new Date(Date.now() - 2 * DAY), notAfter: new Date(Date.now() - DAY) });
-    expect(await callAuthServer(server, { client: expired })).toMatchObject({ status: 401, error: expect.stringMatching(/expired/) });
+    const expired = makeCert({
+      commonName: 'alice',
+      issuer: clientCa,
+      notBefore: new Date(Date.now() - 2 * DAY),
+      notAfter: new Date(Date.now() - DAY),
+    });
+    expect(await callAuthServer(server, { client: expired })).toMatchObject({
+      status: 401,
+      error: expect.stringMatching(/expired/),
+    });
     const serverOnly = makeCert({ commonName: 'alice', issuer: clientCa, usage: 'serverAuth' });
-    expect(await callAuthServer(server, { client: serverOnly })).toMatchObject({ status: 401, error: expect.stringMatching(/client authentication/) });
+    expect(await callAuthServer(server, { client: serverOnly })).toMatchObject({
+      status: 401,
+      error: expect.stringMatching(/client authentication/),
+    });
   });
 
   test('a certificate without a CommonName names nobody', async () => {
@@ -59,17 +86,31 @@ describe('verifyClientCertificate', () => {
     const roots = parseCertificateBundle(clientCa.certPem);
     const leaf = new X509Certificate(makeCert({ commonName: 'bob', issuer: clientCa }).certPem);
     expect(verifyClientCertificate([leaf], roots)).toMatchObject({ ok: true });
-    expect(verifyClientCertificate([leaf], roots, Date.now() - 2 * DAY)).toMatchObject({ ok: false, failure: 'notYetValid' });
-    expect(verifyClientCertificate([leaf], roots, Date.now() + 2 * DAY)).toMatchObject({ ok: false, failure: 'expired' });
-    expect(verifyClientCertificate([leaf], parseCertificateBundle(otherCa.certPem))).toMatchObject({ ok: false, failure: 'untrusted' });
+    expect(verifyClientCertificate([leaf], roots, Date.now() - 2 * DAY)).toMatchObject({
+      ok: false,
+      failure: 'notYetValid',
+    });
+    expect(verifyClientCertificate([leaf], roots, Date.now() + 2 * DAY)).toMatchObject({
+      ok: false,
+      failure: 'expired',
+    });
+    expect(verifyClientCertificate([leaf], parseCertificateBundle(otherCa.certPem))).toMatchObject({
+      ok: false,
+      failure: 'untrusted',
+    });
     // An intermediate that is not a CA cannot sign.
     const notCa = makeCert({ commonName: 'not-a-ca', issuer: clientCa });
     const below = new X509Certificate(makeCert({ commonName: 'carol', issuer: notCa }).certPem);
-    expect(verifyClientCertificate([below, new X509Certificate(notCa.certPem)], roots)).toMatchObject({ ok: false, failure: 'untrusted' });
+    expect(verifyClientCertificate([below, new X509Certificate(notCa.certPem)], roots)).toMatchObject({
+      ok: false,
+      failure: 'untrusted',
+    });
   });
 
   test('subjectNames reads CN and every O', () => {
-    const cert = new X509Certificate(makeCert({ commonName: 'dave', organizations: ['a', 'b,c'], issuer: clientCa }).certPem);
+    const cert = new X509Certificate(
+      makeCert({ commonName: 'dave', organizations: ['a', 'b,c'], issuer: clientCa }).certPem,
+    );
     expect(subjectNames(cert)).toEqual({ commonName: 'dave', organizations: ['a', 'b,c'] });
   });
 });

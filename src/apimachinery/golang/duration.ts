@@ -89,7 +89,8 @@ export function parseDuration(text: string): DurationResult {
     const unitText = s.slice(unitStart, i);
     if (!unitText) return { ok: false, error: `time: missing unit in duration ${quote(text)}` };
     const unit = UNITS[unitText];
-    if (unit === undefined) return { ok: false, error: `time: unknown unit ${quote(unitText)} in duration ${quote(text)}` };
+    if (unit === undefined)
+      return { ok: false, error: `time: unknown unit ${quote(unitText)} in duration ${quote(text)}` };
     if (whole > OVERFLOW / unit) return invalid();
     let v = whole * unit;
     if (fraction > 0n) {

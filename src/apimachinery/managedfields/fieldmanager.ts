@@ -8,7 +8,13 @@ import type { StructuralSchema } from '../schema.js';
 import { badRequest, StatusError } from '../status.js';
 import type { KubeObject, ManagedFieldsEntry } from '../types.js';
 import { newConflictError } from './conflict.js';
-import { allowedConflictsFromLastApplied, buildLastApplied, hasLastApplied, KUBECTL, setLastApplied } from './lastapplied.js';
+import {
+  allowedConflictsFromLastApplied,
+  buildLastApplied,
+  hasLastApplied,
+  KUBECTL,
+  setLastApplied,
+} from './lastapplied.js';
 import {
   APPLY,
   capUpdateManagers,
@@ -70,7 +76,12 @@ function withoutManagedFields(obj: KubeObject): KubeObject {
 function isReset(entries: unknown): boolean {
   if (!Array.isArray(entries)) return false;
   if (entries.length === 0) return true;
-  return entries.length === 1 && entries[0] !== null && typeof entries[0] === 'object' && Object.keys(entries[0]).length === 0;
+  return (
+    entries.length === 1 &&
+    entries[0] !== null &&
+    typeof entries[0] === 'object' &&
+    Object.keys(entries[0]).length === 0
+  );
 }
 
 /** An error kube returns without a Status of its own: 500 with the error text and no reason. */
@@ -82,8 +93,21 @@ function serverError(message: string): StatusError {
  * The Update path below the skip-non-applied manager: records the write as `manager`'s (operation Update),
  * with the time of now when it changed any field the manager tracks, then caps the Update entries.
  */
-function recordUpdate(o: UpdaterOptions, live: unknown, updated: unknown, managed: Managed, manager: string, subresource: string, ctx: FieldManagerContext): Managed {
-  const id = managerIdentifier({ manager: manager || 'unknown', operation: UPDATE, apiVersion: ctx.apiVersion, subresource });
+function recordUpdate(
+  o: UpdaterOptions,
+  live: unknown,
+  updated: unknown,
+  managed: Managed,
+  manager: string,
+  subresource: string,
+  ctx: FieldManagerContext,
+): Managed {
+  const id = managerIdentifier({
+    manager: manager || 'unknown',
+    operation: UPDATE,
+    apiVersion: ctx.apiVersion,
+    subresource,
+  });
   const fields = update(o, live, updated, managed.fields, CURRENT_OPERATION);
   stripManager(fields, CURRENT_OPERATION);
   const times = new Map(managed.times);
@@ -129,7 +153,9 @@ export function updateManagedFields(
   }
   if (managed.fields.size === 0 && live !== undefined) return [];
   const liveObj = withoutManagedFields(live ?? emptyObject(updated.kind, ctx));
-  return encodeManagedFields(recordUpdate(o, liveObj, withoutManagedFields(updated), managed, manager, subresource, ctx));
+  return encodeManagedFields(
+    recordUpdate(o, liveObj, withoutManagedFields(updated), managed, manager, subresource, ctx),
+  );
 }
 
 function groupVersionString(apiVersion: string): { group: string; version: string } | undefined {
@@ -141,10 +167,15 @@ function groupVersionString(apiVersion: string): { group: string; version: strin
 
 /** The checks of structuredMergeManager.Apply on the patch object. */
 function checkAppliedConfig(o: UpdaterOptions, applied: KubeObject, ctx: FieldManagerContext): void {
-  const gv = groupVersionString(typeof applied.apiVersion === 'string' ? applied.apiVersion : '') ?? { group: '', version: '' };
+  const gv = groupVersionString(typeof applied.apiVersion === 'string' ? applied.apiVersion : '') ?? {
+    group: '',
+    version: '',
+  };
   const patchVersion = gv.group ? `${gv.group}/${gv.version}` : gv.version;
   if (patchVersion !== ctx.apiVersion) {
-    throw badRequest(`Incorrect version specified in apply patch. Specified patch version: ${patchVersion}, expected: ${ctx.apiVersion}`);
+    throw badRequest(
+      `Incorrect version specified in apply patch. Specified patch version: ${patchVersion}, expected: ${ctx.apiVersion}`,
+    );
   }
   if (Array.isArray(applied.metadata?.managedFields)) throw badRequest('metadata.managedFields must be nil');
   const errs = validate(o.type, applied);
@@ -153,7 +184,9 @@ function checkAppliedConfig(o: UpdaterOptions, applied: KubeObject, ctx: FieldMa
     const gvk = `${gv.group}/${gv.version}, Kind=${applied.kind ?? ''}`;
     // kube answers this with a 500 (kubernetes/kubernetes#139253); it is the client's configuration that is wrong,
     // so it is a 400, as the fix proposed there (#139255) makes it.
-    throw badRequest(`failed to create typed patch object (${meta.namespace ?? ''}/${meta.name ?? ''}; ${gvk}): ${validationErrorsString(errs)}`);
+    throw badRequest(
+      `failed to create typed patch object (${meta.namespace ?? ''}/${meta.name ?? ''}; ${gvk}): ${validationErrorsString(errs)}`,
+    );
   }
 }
 
@@ -163,11 +196,28 @@ interface Applied {
 }
 
 /** Skip-non-applied, then the Apply path: identifier, structured merge, strip, timestamp. */
-function applyOnce(o: UpdaterOptions, live: KubeObject, applied: KubeObject, managedIn: Managed, manager: string, force: boolean, subresource: string, ctx: FieldManagerContext): Applied {
+function applyOnce(
+  o: UpdaterOptions,
+  live: KubeObject,
+  applied: KubeObject,
+  managedIn: Managed,
+  manager: string,
+  force: boolean,
+  subresource: string,
+  ctx: FieldManagerContext,
+): Applied {
   let managed = managedIn;
   if (managed.fields.size === 0) {
     // Fields set before anyone applied are owned by "before-first-apply" (an Update manager).
-    managed = recordUpdate(o, emptyObject(live.kind ?? applied.kind, ctx), live, managed, BEFORE_FIRST_APPLY, subresource, ctx);
+    managed = recordUpdate(
+      o,
+      emptyObject(live.kind ?? applied.kind, ctx),
+      live,
+      managed,
+      BEFORE_FIRST_APPLY,
+      subresource,
+      ctx,
+    );
   }
   checkAppliedConfig(o, applied, ctx);
   const id = managerIdentifier({ manager: manager || 'unknown', operation: APPLY, subresource });

@@ -33,7 +33,11 @@ export function hasLastApplied(obj: KubeObject): boolean {
  * allowedConflictsFromLastApplied: fields of the annotation whose live values still match it. Undefined when
  * the annotation is missing, unreadable, of another version or not valid for the schema.
  */
-export function allowedConflictsFromLastApplied(type: TypeNode, apiVersion: string, live: KubeObject): FieldSet | undefined {
+export function allowedConflictsFromLastApplied(
+  type: TypeNode,
+  apiVersion: string,
+  live: KubeObject,
+): FieldSet | undefined {
   const text = lastApplied(live);
   if (text === undefined) return undefined;
   let obj: unknown;

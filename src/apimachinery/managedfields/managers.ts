@@ -48,7 +48,12 @@ export function parseManagerIdentifier(id: string): ManagerInfo {
   try {
     const v = JSON.parse(id) as Record<string, unknown>;
     const s = (k: string) => (typeof v[k] === 'string' ? (v[k] as string) : undefined);
-    return { manager: s('manager') ?? '', operation: s('operation') ?? '', apiVersion: s('apiVersion'), subresource: s('subresource') };
+    return {
+      manager: s('manager') ?? '',
+      operation: s('operation') ?? '',
+      apiVersion: s('apiVersion'),
+      subresource: s('subresource'),
+    };
   } catch {
     return { manager: id, operation: '' };
   }
@@ -63,13 +68,21 @@ export function decodeManagedFields(entries: readonly ManagedFieldsEntry[] | und
     if (e.operation !== APPLY && e.operation !== UPDATE) throw new DecodeError('operation must be `Apply` or `Update`');
     if (!e.apiVersion) throw new DecodeError('apiVersion must not be empty');
     if (!e.fieldsType) throw new DecodeError(`missing fieldsType in managed fields entry ${i}`);
-    if (e.fieldsType !== 'FieldsV1') throw new DecodeError(`invalid fieldsType ${JSON.stringify(e.fieldsType)} in managed fields entry ${i}`);
-    const id = managerIdentifier({ manager: e.manager ?? '', operation: e.operation, apiVersion: e.apiVersion, subresource: e.subresource });
+    if (e.fieldsType !== 'FieldsV1')
+      throw new DecodeError(`invalid fieldsType ${JSON.stringify(e.fieldsType)} in managed fields entry ${i}`);
+    const id = managerIdentifier({
+      manager: e.manager ?? '',
+      operation: e.operation,
+      apiVersion: e.apiVersion,
+      subresource: e.subresource,
+    });
     let set: FieldSet;
     try {
       set = fieldsV1ToSet(e.fieldsV1);
     } catch (err) {
-      throw new DecodeError(`error decoding versioned set from ${JSON.stringify(e)}: error decoding set: ${(err as Error).message}`);
+      throw new DecodeError(
+        `error decoding versioned set from ${JSON.stringify(e)}: error decoding set: ${(err as Error).message}`,
+      );
     }
     out.fields.set(id, { set, apiVersion: e.apiVersion, applied: e.operation === APPLY });
     out.times.set(id, e.time);
@@ -126,9 +139,19 @@ export const STRIPPED = FieldSet.of(
   [fieldPE('apiVersion')],
   [fieldPE('kind')],
   [fieldPE('metadata')],
-  ...['name', 'namespace', 'creationTimestamp', 'selfLink', 'uid', 'clusterName', 'generation', 'managedFields', 'resourceVersion', 'deletionTimestamp', 'deletionGracePeriodSeconds'].map(
-    (f) => [fieldPE('metadata'), fieldPE(f)],
-  ),
+  ...[
+    'name',
+    'namespace',
+    'creationTimestamp',
+    'selfLink',
+    'uid',
+    'clusterName',
+    'generation',
+    'managedFields',
+    'resourceVersion',
+    'deletionTimestamp',
+    'deletionGracePeriodSeconds',
+  ].map((f) => [fieldPE('metadata'), fieldPE(f)]),
 );
 
 /** stripMetaManager.stripFields for one manager. */

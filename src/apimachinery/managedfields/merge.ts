@@ -7,7 +7,16 @@
 import { jsonEqual } from '../equality.js';
 import { fieldPE, serializePE, type Path, type PathElement } from './path.js';
 import { FieldSet } from './set.js';
-import { atomFor, DEDUCED, fieldType, listItemPE, type Atom, type ListType, type MapType, type TypeNode } from './typeinfo.js';
+import {
+  atomFor,
+  DEDUCED,
+  fieldType,
+  listItemPE,
+  type Atom,
+  type ListType,
+  type MapType,
+  type TypeNode,
+} from './typeinfo.js';
 import { asList, asMap, get, put } from './values.js';
 
 interface Rules {
@@ -79,7 +88,13 @@ function indexList(t: ListType, list: unknown[] | undefined): IndexedList {
 }
 
 /** Associative list items: LHS-only items keep their place, shared and RHS items follow the RHS order. */
-function walkList(t: ListType, lhs: unknown[] | undefined, rhs: unknown[] | undefined, path: Path, rules: Rules): unknown {
+function walkList(
+  t: ListType,
+  lhs: unknown[] | undefined,
+  rhs: unknown[] | undefined,
+  path: Path,
+  rules: Rules,
+): unknown {
   const L = indexList(t, lhs);
   const R = indexList(t, rhs);
   const out: unknown[] = [];
@@ -125,7 +140,13 @@ function walkList(t: ListType, lhs: unknown[] | undefined, rhs: unknown[] | unde
   return out.length > 0 ? out : undefined;
 }
 
-function walkMap(t: MapType, lhs: Record<string, unknown> | undefined, rhs: Record<string, unknown> | undefined, path: Path, rules: Rules): unknown {
+function walkMap(
+  t: MapType,
+  lhs: Record<string, unknown> | undefined,
+  rhs: Record<string, unknown> | undefined,
+  path: Path,
+  rules: Rules,
+): unknown {
   const out: Record<string, unknown> = {};
   const keys = Object.keys(lhs ?? {}).filter((k) => lhs![k] !== undefined);
   for (const k of Object.keys(rhs ?? {})) if (rhs![k] !== undefined && get(lhs, k) === undefined) keys.push(k);

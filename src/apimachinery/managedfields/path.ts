@@ -101,7 +101,8 @@ export function comparePE(a: PathElement, b: PathElement): number {
 export function serializePE(pe: PathElement): string {
   if ('field' in pe) return `f:${pe.field}`;
   // structured-merge-diff writes these with json-iterator.
-  if ('key' in pe) return `k:{${pe.key.map(([n, v]) => `${goJSONString(n, 'json-iterator')}:${goJSON(v, 'json-iterator')}`).join(',')}}`;
+  if ('key' in pe)
+    return `k:{${pe.key.map(([n, v]) => `${goJSONString(n, 'json-iterator')}:${goJSON(v, 'json-iterator')}`).join(',')}}`;
   if ('value' in pe) return `v:${goJSON(pe.value, 'json-iterator')}`;
   return `i:${pe.index}`;
 }

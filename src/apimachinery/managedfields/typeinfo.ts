@@ -74,11 +74,13 @@ export function objectType(schema: StructuralSchema): TypeNode {
 function compile(s: StructuralSchema, embedded: boolean): TypeNode {
   if (s['x-kubernetes-int-or-string'] === true) return UNTYPED;
   const preserve = s['x-kubernetes-preserve-unknown-fields'] === true;
-  const type = s.type ?? (s.properties || s.additionalProperties !== undefined ? 'object' : s.items ? 'array' : undefined);
+  const type =
+    s.type ?? (s.properties || s.additionalProperties !== undefined ? 'object' : s.items ? 'array' : undefined);
   switch (type) {
     case 'object': {
       const fields = new Map<string, TypeNode>();
-      for (const [name, sub] of Object.entries(s.properties ?? {})) fields.set(name, compile(sub, sub['x-kubernetes-embedded-resource'] === true));
+      for (const [name, sub] of Object.entries(s.properties ?? {}))
+        fields.set(name, compile(sub, sub['x-kubernetes-embedded-resource'] === true));
       if (embedded) {
         fields.set('apiVersion', STRING);
         fields.set('kind', STRING);
@@ -95,7 +97,9 @@ function compile(s: StructuralSchema, embedded: boolean): TypeNode {
       const listType = s['x-kubernetes-list-type'];
       if (listType === 'set') return { kind: 'list', atomic: false, keys: [], keyDefaults: NO_DEFAULTS, item };
       if (listType === 'map') {
-        const keys = Array.isArray(s['x-kubernetes-list-map-keys']) ? (s['x-kubernetes-list-map-keys'] as string[]) : [];
+        const keys = Array.isArray(s['x-kubernetes-list-map-keys'])
+          ? (s['x-kubernetes-list-map-keys'] as string[])
+          : [];
         const keyDefaults = new Map<string, unknown>();
         for (const k of keys) {
           const d = itemSchema.properties?.[k]?.default;
@@ -144,7 +148,10 @@ export function listItemPE(list: ListType, index: number, item: unknown): PathEl
     for (const k of list.keys) {
       if (k in item && item[k] !== undefined) fields.push([k, item[k]]);
       else if (list.keyDefaults.has(k)) fields.push([k, list.keyDefaults.get(k)]);
-      else throw new Error(`associative list with keys has an element that omits key field ${JSON.stringify(k)} (and doesn't have default value)`);
+      else
+        throw new Error(
+          `associative list with keys has an element that omits key field ${JSON.stringify(k)} (and doesn't have default value)`,
+        );
     }
     return keyPE(fields);
   }

@@ -83,7 +83,13 @@ function updateManagers(
  * Updater.Update: after a non-apply write, `manager` owns what it added or changed and nothing it removed;
  * other managers lose what was changed or removed. Never conflicts.
  */
-export function update(o: UpdaterOptions, live: unknown, updated: unknown, managersIn: ManagedFields, manager: string): ManagedFields {
+export function update(
+  o: UpdaterOptions,
+  live: unknown,
+  updated: unknown,
+  managersIn: ManagedFields,
+  manager: string,
+): ManagedFields {
   const reconciled = reconcileManagers(o, managersIn);
   const { managers, comparison: c } = updateManagers(o, live, updated, reconciled, manager, true);
   const previous = managers.get(manager)?.set ?? new FieldSet();
@@ -100,7 +106,14 @@ export interface ApplyResult {
 }
 
 /** Updater.Apply: merge config into live, record config's fields as manager's, prune, then find conflicts. */
-export function apply(o: UpdaterOptions, live: unknown, config: unknown, managersIn: ManagedFields, manager: string, force: boolean): ApplyResult {
+export function apply(
+  o: UpdaterOptions,
+  live: unknown,
+  config: unknown,
+  managersIn: ManagedFields,
+  manager: string,
+  force: boolean,
+): ApplyResult {
   const managers = reconcileManagers(o, managersIn);
   let merged = merge(o.type, live, config);
   const lastSet = managers.get(manager);
@@ -116,7 +129,12 @@ export function apply(o: UpdaterOptions, live: unknown, config: unknown, manager
  * Removes what the manager applied last time and not this time, unless another manager (or this config)
  * still owns it; fields the manager never applied are left alone.
  */
-function prune(o: UpdaterOptions, merged: unknown, managers: ManagedFields, lastSet: VersionedSet | undefined): unknown {
+function prune(
+  o: UpdaterOptions,
+  merged: unknown,
+  managers: ManagedFields,
+  lastSet: VersionedSet | undefined,
+): unknown {
   if (!lastSet || lastSet.set.empty() || lastSet.apiVersion !== o.apiVersion) return merged;
   const ensure = (s: FieldSet) => ensureNamedFieldsAreMembers(s, o.type);
   const fields = (v: unknown) => ensure(toFieldSet(o.type, v));

@@ -3,7 +3,8 @@ import { isPlainObject } from '../types.js';
 
 /** Sets a key, also when it is "__proto__". */
 export function put(obj: Record<string, unknown>, key: string, value: unknown): void {
-  if (key === '__proto__') Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+  if (key === '__proto__')
+    Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
   else obj[key] = value;
 }
 

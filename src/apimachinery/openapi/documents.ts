@@ -19,7 +19,12 @@ function definitionsFor(defs: StoredKind[], actions: ServedAction[], v2: boolean
   return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
-const SECURITY_SCHEME = { type: 'apiKey', description: 'Bearer Token authentication', name: 'authorization', in: 'header' };
+const SECURITY_SCHEME = {
+  type: 'apiKey',
+  description: 'Bearer Token authentication',
+  name: 'authorization',
+  in: 'header',
+};
 
 /** The OpenAPI 3.0 document of one group-version (what /openapi/v3/apis/<group>/<version> serves). */
 export function buildOpenAPIV3(defs: StoredKind[], group: string, version: string, actions: ServedAction[] = []): Json {

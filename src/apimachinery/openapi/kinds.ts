@@ -6,7 +6,15 @@
  */
 import type { StructuralSchema } from '../schema.js';
 import { GVK_EXTENSION, childSchemas, gvkExtension, ref, visit, type Json } from './common.js';
-import { LIST_META, LIST_METADATA_DESCRIPTION, META_V1_DEFINITIONS, OBJECT_META, OBJECT_METADATA_DESCRIPTION, CONVENTIONS, TYPE_META } from './metav1.js';
+import {
+  LIST_META,
+  LIST_METADATA_DESCRIPTION,
+  META_V1_DEFINITIONS,
+  OBJECT_META,
+  OBJECT_METADATA_DESCRIPTION,
+  CONVENTIONS,
+  TYPE_META,
+} from './metav1.js';
 
 /** What a kind's schema is made from: a resource definition, or an action's request kind. */
 export interface KindSource {
@@ -138,15 +146,24 @@ export function listSchema(def: StoredKind, v2: boolean): Json {
 
 /** The meta/v1 definitions for one OpenAPI version: references rendered, `nullable` left out (see metav1.ts). */
 export function metaSchemas(v2: boolean): Record<string, Json> {
-  return Object.fromEntries(Object.entries(META_V1_DEFINITIONS).map(([name, definition]) => [name, publishMetaSchema(structuredClone(definition), v2)]));
+  return Object.fromEntries(
+    Object.entries(META_V1_DEFINITIONS).map(([name, definition]) => [
+      name,
+      publishMetaSchema(structuredClone(definition), v2),
+    ]),
+  );
 }
 
 function publishMetaSchema(definition: Json, v2: boolean): Json {
   const { $ref, nullable: _nullable, ...rest } = definition;
   if (typeof $ref === 'string') return ref($ref, v2, rest);
   const out: Json = { ...rest };
-  if (out.properties) out.properties = Object.fromEntries(Object.entries(out.properties as Json).map(([k, s]) => [k, publishMetaSchema(s, v2)]));
+  if (out.properties)
+    out.properties = Object.fromEntries(
+      Object.entries(out.properties as Json).map(([k, s]) => [k, publishMetaSchema(s, v2)]),
+    );
   if (out.items) out.items = publishMetaSchema(out.items, v2);
-  if (out.additionalProperties && typeof out.additionalProperties === 'object') out.additionalProperties = publishMetaSchema(out.additionalProperties, v2);
+  if (out.additionalProperties && typeof out.additionalProperties === 'object')
+    out.additionalProperties = publishMetaSchema(out.additionalProperties, v2);
   return out;
 }

@@ -18,22 +18,31 @@ const validateSpec = (obj: KubeObject): FieldError[] => {
   const config = spec.child('config');
   if (!s.config?.secretName) {
     if (!s.local && !s.networkPeer) {
-      errs.push(fieldError.required(config.child('secretName'), 'the secret holding the connection config is required unless spec.local or spec.networkPeer is true'));
+      errs.push(
+        fieldError.required(
+          config.child('secretName'),
+          'the secret holding the connection config is required unless spec.local or spec.networkPeer is true',
+        ),
+      );
     }
   } else {
-    for (const msg of isDNS1123Subdomain(s.config.secretName)) errs.push(fieldError.invalid(config.child('secretName'), s.config.secretName, msg));
+    for (const msg of isDNS1123Subdomain(s.config.secretName))
+      errs.push(fieldError.invalid(config.child('secretName'), s.config.secretName, msg));
   }
   if (s.config?.secretNamespace) {
-    for (const msg of isDNS1123Label(s.config.secretNamespace)) errs.push(fieldError.invalid(config.child('secretNamespace'), s.config.secretNamespace, msg));
+    for (const msg of isDNS1123Label(s.config.secretNamespace))
+      errs.push(fieldError.invalid(config.child('secretNamespace'), s.config.secretNamespace, msg));
   }
   if (s.managementNamespace) {
-    for (const msg of isDNS1123Label(s.managementNamespace)) errs.push(fieldError.invalid(spec.child('managementNamespace'), s.managementNamespace, msg));
+    for (const msg of isDNS1123Label(s.managementNamespace))
+      errs.push(fieldError.invalid(spec.child('managementNamespace'), s.managementNamespace, msg));
   }
   return errs;
 };
 
 /** spec.config as stored (checked by the schema on every write). */
-const configOf = (spec: Record<string, unknown>) => (spec.config ?? {}) as { secretName?: string; secretNamespace?: string };
+const configOf = (spec: Record<string, unknown>) =>
+  (spec.config ?? {}) as { secretName?: string; secretNamespace?: string };
 
 /** The administrator's fields (see the top). */
 const adminFields: AdminField[] = [

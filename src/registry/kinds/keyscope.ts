@@ -28,16 +28,31 @@ export function validateScopeAndRules(s: Record<string, unknown>, spec: Path): F
       if (!isPlainObject(rule)) return;
       if (Array.isArray(rule.verbs)) {
         rule.verbs.forEach((v: unknown, j: number) => {
-          if (typeof v === 'string' && v !== '*' && !/^[a-z]+$/.test(v)) errs.push(fieldError.invalid(at.child('verbs').index(j), v, "must be '*' or a lowercase verb such as get, list or create"));
+          if (typeof v === 'string' && v !== '*' && !/^[a-z]+$/.test(v))
+            errs.push(
+              fieldError.invalid(
+                at.child('verbs').index(j),
+                v,
+                "must be '*' or a lowercase verb such as get, list or create",
+              ),
+            );
         });
       }
       (Array.isArray(rule.resources) ? rule.resources : []).forEach((gr: unknown, j: number) => {
-        if (isPlainObject(gr) && Array.isArray(gr.resourceNames) && gr.resourceNames.length && !(Array.isArray(gr.resources) && gr.resources.length)) {
-          errs.push(fieldError.required(at.child('resources').index(j).child('resources'), 'resourceNames requires resources'));
+        if (
+          isPlainObject(gr) &&
+          Array.isArray(gr.resourceNames) &&
+          gr.resourceNames.length &&
+          !(Array.isArray(gr.resources) && gr.resources.length)
+        ) {
+          errs.push(
+            fieldError.required(at.child('resources').index(j).child('resources'), 'resourceNames requires resources'),
+          );
         }
       });
       (Array.isArray(rule.nonResourceURLs) ? rule.nonResourceURLs : []).forEach((u: unknown, j: number) => {
-        if (typeof u === 'string' && u !== '*' && !u.startsWith('/')) errs.push(fieldError.invalid(at.child('nonResourceURLs').index(j), u, "must start with '/'"));
+        if (typeof u === 'string' && u !== '*' && !u.startsWith('/'))
+          errs.push(fieldError.invalid(at.child('nonResourceURLs').index(j), u, "must start with '/'"));
       });
     });
   }

@@ -6,7 +6,15 @@
 import { Path, type FieldError } from '../../apimachinery/field.js';
 import type { KubeObject } from '../../apimachinery/types.js';
 import type { UserInfo } from '../../apimachinery/user.js';
-import { accessWarnings, guardAccessChanges, guardAdminFields, refuseSystemNames, validateAccess, validateOwner, type AdminField } from '../../access/validation.js';
+import {
+  accessWarnings,
+  guardAccessChanges,
+  guardAdminFields,
+  refuseSystemNames,
+  validateAccess,
+  validateOwner,
+  type AdminField,
+} from '../../access/validation.js';
 import type { Strategy } from '../strategy.js';
 
 const spec = Path.root('spec');
@@ -22,7 +30,12 @@ export interface OwnedKindOptions {
  * Only the owner, a `*` entry or system:masters may change the owner and access lists, only system:masters may name
  * a `system:` user in them or change `adminFields`, both are validated, and `validateSpec` adds the kind's own rules.
  */
-export function ownedKindStrategy(resource: string, validateSpec: (obj: KubeObject) => FieldError[], options: OwnedKindOptions = {}, extra: Partial<Strategy> = {}): Strategy {
+export function ownedKindStrategy(
+  resource: string,
+  validateSpec: (obj: KubeObject) => FieldError[],
+  options: OwnedKindOptions = {},
+  extra: Partial<Strategy> = {},
+): Strategy {
   const adminFields = options.adminFields ?? [];
   return {
     access: { hostRbac: options.hostRbac ?? false },
@@ -35,7 +48,11 @@ export function ownedKindStrategy(resource: string, validateSpec: (obj: KubeObje
       refuseSystemNames(obj, old, user);
     },
     validate(obj: KubeObject): FieldError[] {
-      return [...validateSpec(obj), ...validateOwner(obj.spec?.owner, spec.child('owner')), ...validateAccess(obj.spec?.access, spec.child('access'))];
+      return [
+        ...validateSpec(obj),
+        ...validateOwner(obj.spec?.owner, spec.child('owner')),
+        ...validateAccess(obj.spec?.access, spec.child('access')),
+      ];
     },
     warningsOnCreate: (obj: KubeObject) => accessWarnings(obj.spec?.access, spec.child('access')),
     warningsOnUpdate: (obj: KubeObject) => accessWarnings(obj.spec?.access, spec.child('access')),

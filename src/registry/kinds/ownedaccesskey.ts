@@ -61,7 +61,16 @@ const REDACTED = '<redacted>';
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 
 /** Key types: "" and User (user managed), and the ones the platform manages itself. */
-export const KEY_TYPES = ['', 'User', 'Login', 'Other', 'Reset', 'OIDCRefreshToken', 'NetworkPeer', 'Workspace'] as const;
+export const KEY_TYPES = [
+  '',
+  'User',
+  'Login',
+  'Other',
+  'Reset',
+  'OIDCRefreshToken',
+  'NetworkPeer',
+  'Workspace',
+] as const;
 
 const spec = Path.root('spec');
 
@@ -116,10 +125,16 @@ function checkCreator(obj: KubeObject, user: UserInfo | undefined): void {
     const value = s[field];
     if (typeof value !== 'string' || value === '') continue;
     if (!mayHoldKeyFor(field, value, user)) {
-      throw forbidden(name, user, 'create', `may not create access keys for ${describeOwner(field, value)}; only for themself or for a team they belong to`);
+      throw forbidden(
+        name,
+        user,
+        'create',
+        `may not create access keys for ${describeOwner(field, value)}; only for themself or for a team they belong to`,
+      );
     }
   }
-  if (Array.isArray(s.groups) && s.groups.length) throw forbidden(name, user, 'create', 'only members of system:masters may set spec.groups');
+  if (Array.isArray(s.groups) && s.groups.length)
+    throw forbidden(name, user, 'create', 'only members of system:masters may set spec.groups');
 }
 
 function ownerValue(v: unknown): string | undefined {
@@ -148,13 +163,18 @@ function lengthensTtl(next: unknown, old: unknown): boolean {
 /** Why an update of `before` to `s` does not only weaken the key (the first field found), or undefined. */
 function strengthening(s: Record<string, unknown>, before: Record<string, unknown>): string | undefined {
   for (const field of OWNER_FIELDS) {
-    if (ownerValue(s[field]) !== ownerValue(before[field])) return `spec.${field}: only members of system:masters may change whom a key acts as`;
+    if (ownerValue(s[field]) !== ownerValue(before[field]))
+      return `spec.${field}: only members of system:masters may change whom a key acts as`;
   }
-  if (asSet(s.groups) !== asSet(before.groups)) return 'spec.groups: only members of system:masters may change the groups of a key';
+  if (asSet(s.groups) !== asSet(before.groups))
+    return 'spec.groups: only members of system:masters may change the groups of a key';
   const widened = restrictionWidening(s, before);
-  if (widened) return `spec.${widened}: only members of system:masters may remove or widen the ${widened === 'rules' ? 'rules' : 'scope'} of a key`;
-  if (before.disabled === true && s.disabled !== true) return 'spec.disabled: only members of system:masters may enable a disabled key';
-  if (lengthensTtl(s.ttl, before.ttl)) return 'spec.ttl: only members of system:masters may remove or lengthen the ttl of a key';
+  if (widened)
+    return `spec.${widened}: only members of system:masters may remove or widen the ${widened === 'rules' ? 'rules' : 'scope'} of a key`;
+  if (before.disabled === true && s.disabled !== true)
+    return 'spec.disabled: only members of system:masters may enable a disabled key';
+  if (lengthensTtl(s.ttl, before.ttl))
+    return 'spec.ttl: only members of system:masters may remove or lengthen the ttl of a key';
   if ((s.ttlAfterLastActivity === true) !== (before.ttlAfterLastActivity === true)) {
     return 'spec.ttlAfterLastActivity: only members of system:masters may change when the ttl of a key starts counting';
   }
@@ -216,7 +236,9 @@ function scrubLastApplied(obj: KubeObject): void {
 }
 
 function immutableKey(name: string): errors.StatusError {
-  return errors.invalid({ group: GROUP_NAME, kind: 'OwnedAccessKey' }, name, [fieldError.invalid(spec.child('key'), REDACTED, 'field is immutable')]);
+  return errors.invalid({ group: GROUP_NAME, kind: 'OwnedAccessKey' }, name, [
+    fieldError.invalid(spec.child('key'), REDACTED, 'field is immutable'),
+  ]);
 }
 
 function validateKey(key: unknown, errs: FieldError[]): void {
@@ -225,8 +247,16 @@ function validateKey(key: unknown, errs: FieldError[]): void {
   if (key === '') errs.push(fieldError.required(at, 'a key is generated when none is given'));
   else if (Buffer.byteLength(key, 'utf8') > KEY_MAX_BYTES) errs.push(fieldError.tooLong(at, KEY_MAX_BYTES));
   // eslint-disable-next-line no-control-regex -- control characters are what this refuses
-  else if (/[\s\x00-\x1f\x7f]/.test(key)) errs.push(fieldError.invalid(at, REDACTED, 'must not contain whitespace or control characters (it is sent as a bearer token)'));
-  else if (key.startsWith(KEY_HASH_PREFIX)) errs.push(fieldError.invalid(at, REDACTED, `must not start with ${JSON.stringify(KEY_HASH_PREFIX)}`));
+  else if (/[\s\x00-\x1f\x7f]/.test(key))
+    errs.push(
+      fieldError.invalid(
+        at,
+        REDACTED,
+        'must not contain whitespace or control characters (it is sent as a bearer token)',
+      ),
+    );
+  else if (key.startsWith(KEY_HASH_PREFIX))
+    errs.push(fieldError.invalid(at, REDACTED, `must not start with ${JSON.stringify(KEY_HASH_PREFIX)}`));
 }
 
 function validateStrings(values: unknown, at: Path, what: string, errs: FieldError[]): void {
@@ -245,10 +275,19 @@ function validateSpec(obj: KubeObject): FieldError[] {
   const s = obj.spec ?? {};
   const errs: FieldError[] = [];
   const owners = OWNER_FIELDS.filter((f) => typeof s[f] === 'string' && s[f] !== '');
-  if (owners.length === 0) errs.push(fieldError.required(spec.child('user'), 'one of spec.user, spec.team or spec.subject is required'));
-  for (const extra of owners.slice(1)) errs.push(fieldError.forbidden(spec.child(extra), `may not be set together with spec.${owners[0]}: a key acts as exactly one user, team or subject`));
-  if (typeof s.ttl === 'number' && s.ttl < 0) errs.push(fieldError.invalid(spec.child('ttl'), s.ttl, 'must be greater than or equal to 0'));
-  if (typeof s.type === 'string' && !(KEY_TYPES as readonly string[]).includes(s.type)) errs.push(fieldError.notSupported(spec.child('type'), s.type, KEY_TYPES.filter(Boolean)));
+  if (owners.length === 0)
+    errs.push(fieldError.required(spec.child('user'), 'one of spec.user, spec.team or spec.subject is required'));
+  for (const extra of owners.slice(1))
+    errs.push(
+      fieldError.forbidden(
+        spec.child(extra),
+        `may not be set together with spec.${owners[0]}: a key acts as exactly one user, team or subject`,
+      ),
+    );
+  if (typeof s.ttl === 'number' && s.ttl < 0)
+    errs.push(fieldError.invalid(spec.child('ttl'), s.ttl, 'must be greater than or equal to 0'));
+  if (typeof s.type === 'string' && !(KEY_TYPES as readonly string[]).includes(s.type))
+    errs.push(fieldError.notSupported(spec.child('type'), s.type, KEY_TYPES.filter(Boolean)));
   validateStrings(s.groups, spec.child('groups'), 'group name', errs);
   errs.push(...validateScopeAndRules(s, spec));
   return errs;
@@ -267,7 +306,10 @@ export const ownedAccessKeyStrategy: Strategy = {
     const s = obj.spec;
     // Only an owner that is not given at all defaults; one of the wrong type is the schema's to report.
     if (user && !OWNER_FIELDS.some((f) => s[f] !== undefined && s[f] !== null && s[f] !== '')) {
-      const team = user.name.startsWith(TEAM_GROUP_PREFIX) && user.groups.includes(user.name) ? user.name.slice(TEAM_GROUP_PREFIX.length) : undefined;
+      const team =
+        user.name.startsWith(TEAM_GROUP_PREFIX) && user.groups.includes(user.name)
+          ? user.name.slice(TEAM_GROUP_PREFIX.length)
+          : undefined;
       if (team) s.team = team;
       else s.user = user.name;
     }
@@ -306,18 +348,30 @@ export const ownedAccessKeyStrategy: Strategy = {
     const name = old.metadata.name ?? obj.metadata.name ?? '';
     checkUnrestricted(name, user, 'update');
     if (!isMaster(user)) {
-      throw forbidden(name, user, 'update', 'status: only members of system:masters may write the status of a key; the server records status.lastActivity itself');
+      throw forbidden(
+        name,
+        user,
+        'update',
+        'status: only members of system:masters may write the status of a key; the server records status.lastActivity itself',
+      );
     }
   },
 
   /** On update the key is the stored hash by now (prepareForUpdate); a status write leaves it as stored. */
   validateUpdate(obj: KubeObject, old: KubeObject): FieldError[] {
     const errs = validateSpec(obj);
-    if (obj.spec?.key !== old.spec?.key) errs.push(fieldError.invalid(spec.child('key'), REDACTED, 'field is immutable'));
+    if (obj.spec?.key !== old.spec?.key)
+      errs.push(fieldError.invalid(spec.child('key'), REDACTED, 'field is immutable'));
     // A last activity in the future would keep a key with ttlAfterLastActivity alive until then and ttl beyond.
     const last = obj.status?.lastActivity;
     if (typeof last === 'string' && last !== old.status?.lastActivity && isFuture(Date.parse(last), Date.now())) {
-      errs.push(fieldError.invalid(Path.root('status').child('lastActivity'), last, 'must not be in the future: it is the time the key was last used'));
+      errs.push(
+        fieldError.invalid(
+          Path.root('status').child('lastActivity'),
+          last,
+          'must not be in the future: it is the time the key was last used',
+        ),
+      );
     }
     return errs;
   },

@@ -14,14 +14,21 @@ const spec = Path.root('spec');
 /** The namespace of a project's virtual clusters: `p-<project>`, which must be a DNS label. */
 export const projectNamespace = (project: string) => `p-${project}`;
 /** The project whose namespace `namespace` is by its name, if it is of the form p-<project>. */
-export const namespaceProject = (namespace: string): string | undefined => (namespace.startsWith('p-') && namespace.length > 2 ? namespace.slice(2) : undefined);
+export const namespaceProject = (namespace: string): string | undefined =>
+  namespace.startsWith('p-') && namespace.length > 2 ? namespace.slice(2) : undefined;
 
 const validateSpec = (obj: KubeObject): FieldError[] => {
   const s = obj.spec ?? {};
   const errs: FieldError[] = [];
   // The project's namespace p-<name> must be a valid namespace name, so the name is held to that.
   for (const msg of isDNS1123Label(projectNamespace(obj.metadata.name ?? ''))) {
-    errs.push(fieldError.invalid(Path.root('metadata').child('name'), obj.metadata.name, `the project's namespace p-<name> must be a valid namespace name: ${msg}`));
+    errs.push(
+      fieldError.invalid(
+        Path.root('metadata').child('name'),
+        obj.metadata.name,
+        `the project's namespace p-<name> must be a valid namespace name: ${msg}`,
+      ),
+    );
   }
   const seen = new Set<string>();
   ((s.allowedClusters ?? []) as Array<{ name?: string }>).forEach((c, i) => {

@@ -19,9 +19,15 @@ const validateSpec = (obj: KubeObject): FieldError[] => {
   const ref = spec.child('clusterRef');
   const r = s.clusterRef ?? {};
   if (!r.cluster) errs.push(fieldError.required(ref.child('cluster'), 'the Cluster the virtual cluster runs in'));
-  else for (const msg of isDNS1123Subdomain(r.cluster)) errs.push(fieldError.invalid(ref.child('cluster'), r.cluster, msg));
-  if (r.namespace) for (const msg of isDNS1123Label(r.namespace)) errs.push(fieldError.invalid(ref.child('namespace'), r.namespace, msg));
-  if (r.virtualCluster) for (const msg of isDNS1123Label(r.virtualCluster)) errs.push(fieldError.invalid(ref.child('virtualCluster'), r.virtualCluster, msg));
+  else
+    for (const msg of isDNS1123Subdomain(r.cluster))
+      errs.push(fieldError.invalid(ref.child('cluster'), r.cluster, msg));
+  if (r.namespace)
+    for (const msg of isDNS1123Label(r.namespace))
+      errs.push(fieldError.invalid(ref.child('namespace'), r.namespace, msg));
+  if (r.virtualCluster)
+    for (const msg of isDNS1123Label(r.virtualCluster))
+      errs.push(fieldError.invalid(ref.child('virtualCluster'), r.virtualCluster, msg));
   if (s.ingressEndpoint !== undefined) {
     const problem = ingressProblem(s.ingressEndpoint);
     if (problem) errs.push(fieldError.invalid(spec.child('ingressEndpoint'), s.ingressEndpoint, problem));
@@ -35,7 +41,10 @@ export const virtualClusterInstanceStrategy: Strategy = {
   ...owned,
   // clusterRef as a whole: every instance has one from its create (cluster is required), so there is no unset
   // state to fill in later, and filling in a namespace or name would point it elsewhere just the same.
-  validateUpdate: (obj, old) => [...owned.validate!(obj), ...validateImmutableField(obj.spec?.clusterRef, old.spec?.clusterRef, spec.child('clusterRef'))],
+  validateUpdate: (obj, old) => [
+    ...owned.validate!(obj),
+    ...validateImmutableField(obj.spec?.clusterRef, old.spec?.clusterRef, spec.child('clusterRef')),
+  ],
   admitCreate: admitVirtualClusterInstance,
 };
 
@@ -47,6 +56,7 @@ function ingressProblem(value: string): string | undefined {
     return 'must be an https URL such as https://vc.example.com';
   }
   if (url.protocol !== 'https:') return 'must be an https URL such as https://vc.example.com';
-  if (url.username || url.password || url.search || url.hash) return 'must name only the scheme, host, port and path (no credentials, query or fragment)';
+  if (url.username || url.password || url.search || url.hash)
+    return 'must name only the scheme, host, port and path (no credentials, query or fragment)';
   return undefined;
 }

@@ -36,16 +36,34 @@ export interface VirtualClusterRef {
  * Why `project` may not have a virtual cluster on the Cluster `name` for this caller, as errors on the field `at`;
  * none if it may. Whether the caller may get the Cluster is asked first, so that one who may not learns nothing of it.
  */
-export async function clusterErrors(clusters: StoredObjects, project: KubeObject, name: string, at: Path, caller: Caller): Promise<FieldError[]> {
+export async function clusterErrors(
+  clusters: StoredObjects,
+  project: KubeObject,
+  name: string,
+  at: Path,
+  caller: Caller,
+): Promise<FieldError[]> {
   const refused = await clusterRefused(name, at, caller);
   if (refused) return [refused];
   const cluster = await getIfExists(clusters, name);
   if (!cluster) return [fieldError.notFound(at, name)];
-  if (cluster.spec?.unusable === true) return [fieldError.forbidden(at, `Cluster ${JSON.stringify(name)} is marked unusable (spec.unusable: true) and accepts no new virtual clusters`)];
-  if (cluster.metadata.deletionTimestamp) return [fieldError.forbidden(at, `Cluster ${JSON.stringify(name)} is being deleted`)];
+  if (cluster.spec?.unusable === true)
+    return [
+      fieldError.forbidden(
+        at,
+        `Cluster ${JSON.stringify(name)} is marked unusable (spec.unusable: true) and accepts no new virtual clusters`,
+      ),
+    ];
+  if (cluster.metadata.deletionTimestamp)
+    return [fieldError.forbidden(at, `Cluster ${JSON.stringify(name)} is being deleted`)];
   const allowed = ((project.spec?.allowedClusters ?? []) as { name: string }[]).map((c) => c.name);
   if (allowed.length && !allowed.includes(name)) {
-    return [fieldError.forbidden(at, `project ${JSON.stringify(project.metadata.name)} allows only the clusters ${allowed.map((c) => JSON.stringify(c)).join(', ')}`)];
+    return [
+      fieldError.forbidden(
+        at,
+        `project ${JSON.stringify(project.metadata.name)} allows only the clusters ${allowed.map((c) => JSON.stringify(c)).join(', ')}`,
+      ),
+    ];
   }
   return [];
 }
@@ -56,8 +74,16 @@ export async function clusterErrors(clusters: StoredObjects, project: KubeObject
  */
 async function clusterRefused(name: string, at: Path, { user, authorize }: Caller): Promise<FieldError | undefined> {
   if (!user || isMaster(user)) return undefined;
-  const attrs = { verb: 'get', isResourceRequest: true, path: `/apis/${GROUP_NAME}/${VERSION}/clusters/${name}`, apiGroup: GROUP_NAME, apiVersion: VERSION };
-  const decision = authorize ? await authorize({ ...attrs, namespace: '', resource: 'clusters', subresource: '', name }) : { decision: 'deny' as const };
+  const attrs = {
+    verb: 'get',
+    isResourceRequest: true,
+    path: `/apis/${GROUP_NAME}/${VERSION}/clusters/${name}`,
+    apiGroup: GROUP_NAME,
+    apiVersion: VERSION,
+  };
+  const decision = authorize
+    ? await authorize({ ...attrs, namespace: '', resource: 'clusters', subresource: '', name })
+    : { decision: 'deny' as const };
   if (decision.decision === 'allow') return undefined;
   return fieldError.forbidden(
     at,
@@ -70,7 +96,11 @@ async function clusterRefused(name: string, at: Path, { user, authorize }: Calle
  * is named to system:masters only: others are not told of objects in projects they may not see (as kube says
  * "provided port is already allocated" without naming the Service holding it).
  */
-export async function checkNotImported(instances: StoredObjects, ref: VirtualClusterRef, conflict: { gr: GroupResource; name: string; user: UserInfo | undefined }): Promise<void> {
+export async function checkNotImported(
+  instances: StoredObjects,
+  ref: VirtualClusterRef,
+  conflict: { gr: GroupResource; name: string; user: UserInfo | undefined },
+): Promise<void> {
   // Not the Cluster: the one host cluster is reached whatever it says (see the top).
   const same = (o: KubeObject) => {
     const r = o.spec?.clusterRef ?? {};
@@ -78,8 +108,14 @@ export async function checkNotImported(instances: StoredObjects, ref: VirtualClu
   };
   const existing = (await instances.list(undefined, { predicate: { matches: same, empty: false } })).items[0];
   if (!existing) return;
-  const which = isMaster(conflict.user) ? ` as VirtualClusterInstance ${existing.metadata.namespace}/${existing.metadata.name}` : ' by another VirtualClusterInstance';
-  throw errors.conflict(conflict.gr, conflict.name, `virtual cluster ${ref.namespace}/${ref.virtualCluster} is already imported${which}`);
+  const which = isMaster(conflict.user)
+    ? ` as VirtualClusterInstance ${existing.metadata.namespace}/${existing.metadata.name}`
+    : ' by another VirtualClusterInstance';
+  throw errors.conflict(
+    conflict.gr,
+    conflict.name,
+    `virtual cluster ${ref.namespace}/${ref.virtualCluster} is already imported${which}`,
+  );
 }
 
 /**
@@ -93,12 +129,27 @@ export async function admitVirtualClusterInstance(obj: KubeObject, caller: Calle
   const store = (resource: string) => stores(GROUP_NAME, VERSION, resource)!;
   const name = obj.metadata.name ?? '';
   const givenAway = ownerGivenAway(obj.spec.owner, user, Path.root('spec').child('owner'));
-  if (givenAway) throw errors.forbidden(instanceGR, name, `User ${JSON.stringify(user.name)} cannot create this VirtualClusterInstance: ${givenAway}`);
+  if (givenAway)
+    throw errors.forbidden(
+      instanceGR,
+      name,
+      `User ${JSON.stringify(user.name)} cannot create this VirtualClusterInstance: ${givenAway}`,
+    );
   const project = await projectOfNamespace(store('projects'), obj.metadata.namespace ?? '', name);
   const ref = obj.spec.clusterRef;
-  const errs = await clusterErrors(store('clusters'), project, ref.cluster, Path.root('spec').child('clusterRef').child('cluster'), caller);
+  const errs = await clusterErrors(
+    store('clusters'),
+    project,
+    ref.cluster,
+    Path.root('spec').child('clusterRef').child('cluster'),
+    caller,
+  );
   if (errs.length) throw errors.invalid(instanceGK, name, errs);
-  await checkNotImported(store('virtualclusterinstances'), { cluster: ref.cluster, namespace: ref.namespace, virtualCluster: ref.virtualCluster || name }, { gr: instanceGR, name, user });
+  await checkNotImported(
+    store('virtualclusterinstances'),
+    { cluster: ref.cluster, namespace: ref.namespace, virtualCluster: ref.virtualCluster || name },
+    { gr: instanceGR, name, user },
+  );
 }
 
 /** The Project whose namespace `namespace` is; 422 on metadata.namespace when there is none. */
@@ -108,7 +159,11 @@ async function projectOfNamespace(projects: StoredObjects, namespace: string, na
   if (project) return project;
   const why = projectName ? `no Project ${JSON.stringify(projectName)} exists` : 'not the namespace of a Project';
   throw errors.invalid(instanceGK, name, [
-    fieldError.invalid(Path.root('metadata').child('namespace'), namespace, `${why}: a VirtualClusterInstance is created in the namespace p-<project> of its Project`),
+    fieldError.invalid(
+      Path.root('metadata').child('namespace'),
+      namespace,
+      `${why}: a VirtualClusterInstance is created in the namespace p-<project> of its Project`,
+    ),
   ]);
 }
 

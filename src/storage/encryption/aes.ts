@@ -10,7 +10,10 @@ const GCM_NONCE = 12;
 const GCM_TAG = 16;
 const BLOCK = 16;
 
-function aesName(key: Uint8Array, mode: 'gcm' | 'cbc'): 'aes-128-gcm' | 'aes-192-gcm' | 'aes-256-gcm' | 'aes-128-cbc' | 'aes-192-cbc' | 'aes-256-cbc' {
+function aesName(
+  key: Uint8Array,
+  mode: 'gcm' | 'cbc',
+): 'aes-128-gcm' | 'aes-192-gcm' | 'aes-256-gcm' | 'aes-128-cbc' | 'aes-192-cbc' | 'aes-256-cbc' {
   if (![16, 24, 32].includes(key.length)) throw new Error(`AES keys are 16, 24 or 32 bytes, not ${key.length}`);
   return `aes-${key.length * 8}-${mode}` as ReturnType<typeof aesName>;
 }
@@ -25,13 +28,17 @@ export function gcmTransformer(key: Uint8Array): Transformer {
       return Buffer.concat([nonce, cipher.update(plaintext), cipher.final(), cipher.getAuthTag()]);
     },
     async transformFromStorage(stored, dataCtx) {
-      if (stored.length < GCM_NONCE + GCM_TAG) throw new TransformError('the stored data was shorter than the required size');
+      if (stored.length < GCM_NONCE + GCM_TAG)
+        throw new TransformError('the stored data was shorter than the required size');
       const data = Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength);
       const decipher = createDecipheriv(algorithm, key, data.subarray(0, GCM_NONCE), { authTagLength: GCM_TAG });
       decipher.setAAD(Buffer.from(dataCtx));
       decipher.setAuthTag(data.subarray(data.length - GCM_TAG));
       try {
-        return { data: Buffer.concat([decipher.update(data.subarray(GCM_NONCE, data.length - GCM_TAG)), decipher.final()]), stale: false };
+        return {
+          data: Buffer.concat([decipher.update(data.subarray(GCM_NONCE, data.length - GCM_TAG)), decipher.final()]),
+          stale: false,
+        };
       } catch {
         throw new TransformError('cipher: message authentication failed');
       }
@@ -49,7 +56,8 @@ export function cbcTransformer(key: Uint8Array): Transformer {
     },
     async transformFromStorage(stored) {
       if (stored.length < BLOCK) throw new TransformError('the stored data was shorter than the required size');
-      if ((stored.length - BLOCK) % BLOCK !== 0) throw new TransformError('the stored data is not a multiple of the block size');
+      if ((stored.length - BLOCK) % BLOCK !== 0)
+        throw new TransformError('the stored data is not a multiple of the block size');
       const data = Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength);
       const decipher = createDecipheriv(algorithm, key, data.subarray(0, BLOCK));
       try {

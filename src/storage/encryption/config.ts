@@ -41,7 +41,11 @@ export class EncryptionConfigError extends Error {
 const API_VERSION = 'apiserver.config.k8s.io/v1';
 const KIND = 'EncryptionConfiguration';
 const PROVIDER_TYPES = ['aesgcm', 'aescbc', 'secretbox', 'identity', 'kms'] as const;
-const KEY_SIZES: Record<'aescbc' | 'aesgcm' | 'secretbox', number[]> = { aescbc: [16, 24, 32], aesgcm: [16, 24, 32], secretbox: [32] };
+const KEY_SIZES: Record<'aescbc' | 'aesgcm' | 'secretbox', number[]> = {
+  aescbc: [16, 24, 32],
+  aesgcm: [16, 24, 32],
+  secretbox: [32],
+};
 const DEFAULT_KMS_TIMEOUT_MS = 3000;
 
 /** The fields each object of the file may have (kube decodes strictly: anything else is an error). */
@@ -65,14 +69,18 @@ export function loadEncryptionConfig(path: string): EncryptionConfig {
   try {
     data = readFileSync(path);
   } catch (err) {
-    throw new EncryptionConfigError(`error reading encryption provider configuration file ${JSON.stringify(path)}: ${(err as Error).message}`);
+    throw new EncryptionConfigError(
+      `error reading encryption provider configuration file ${JSON.stringify(path)}: ${(err as Error).message}`,
+    );
   }
-  if (!data.length) throw new EncryptionConfigError(`encryption provider configuration file ${JSON.stringify(path)} is empty`);
+  if (!data.length)
+    throw new EncryptionConfigError(`encryption provider configuration file ${JSON.stringify(path)} is empty`);
   return { ...parseEncryptionConfig(data, path), contentHash: contentHash(data) };
 }
 
 export function parseEncryptionConfig(data: Buffer | string, path = '<inline>'): Omit<EncryptionConfig, 'contentHash'> {
-  const decodeError = (why: string) => new EncryptionConfigError(`error decoding encryption provider configuration file ${JSON.stringify(path)}: ${why}`);
+  const decodeError = (why: string) =>
+    new EncryptionConfigError(`error decoding encryption provider configuration file ${JSON.stringify(path)}: ${why}`);
   let doc: unknown;
   try {
     doc = yaml.load(data.toString(), { schema: yaml.JSON_SCHEMA });
@@ -80,15 +88,22 @@ export function parseEncryptionConfig(data: Buffer | string, path = '<inline>'):
     throw decodeError((err as Error).message.split('\n')[0]);
   }
   if (!isObject(doc)) throw decodeError('the file does not hold an object');
-  if (!doc.apiVersion || !doc.kind) throw decodeError(`Object 'Kind' and 'apiVersion' are required (apiVersion: ${API_VERSION}, kind: ${KIND})`);
+  if (!doc.apiVersion || !doc.kind)
+    throw decodeError(`Object 'Kind' and 'apiVersion' are required (apiVersion: ${API_VERSION}, kind: ${KIND})`);
   if (doc.apiVersion !== API_VERSION || doc.kind !== KIND) {
-    throw decodeError(`no kind ${JSON.stringify(String(doc.kind))} is registered for version ${JSON.stringify(String(doc.apiVersion))} (expected apiVersion ${API_VERSION}, kind ${KIND})`);
+    throw decodeError(
+      `no kind ${JSON.stringify(String(doc.kind))} is registered for version ${JSON.stringify(String(doc.apiVersion))} (expected apiVersion ${API_VERSION}, kind ${KIND})`,
+    );
   }
   const unknown = unknownFields(doc);
-  if (unknown.length) throw decodeError(`strict decoding error: ${unknown.map((f) => `unknown field ${JSON.stringify(f)}`).join(', ')}`);
+  if (unknown.length)
+    throw decodeError(`strict decoding error: ${unknown.map((f) => `unknown field ${JSON.stringify(f)}`).join(', ')}`);
   const errs: string[] = [];
   const config = validate(doc, errs);
-  if (errs.length) throw new EncryptionConfigError(`error while parsing file ${JSON.stringify(path)}: ${errs.length === 1 ? errs[0] : `[${errs.join(', ')}]`}`);
+  if (errs.length)
+    throw new EncryptionConfigError(
+      `error while parsing file ${JSON.stringify(path)}: ${errs.length === 1 ? errs[0] : `[${errs.join(', ')}]`}`,
+    );
   masked(config);
   return config;
 }
@@ -102,7 +117,8 @@ function unknownFields(doc: Record<string, unknown>): string[] {
   const out: string[] = [];
   const check = (obj: unknown, kind: string, path: string) => {
     if (!isObject(obj)) return;
-    for (const field of Object.keys(obj)) if (!FIELDS[kind].includes(field)) out.push(`${path}${path ? '.' : ''}${field}`);
+    for (const field of Object.keys(obj))
+      if (!FIELDS[kind].includes(field)) out.push(`${path}${path ? '.' : ''}${field}`);
   };
   check(doc, 'root', '');
   (Array.isArray(doc.resources) ? doc.resources : []).forEach((r, i) => {
@@ -114,7 +130,10 @@ function unknownFields(doc: Record<string, unknown>): string[] {
       if (!isObject(p)) return;
       for (const type of ['aesgcm', 'aescbc', 'secretbox'] as const) {
         check(p[type], 'keyed', `${path}.${type}`);
-        const keys = isObject(p[type]) && Array.isArray((p[type] as Record<string, unknown>).keys) ? ((p[type] as Record<string, unknown>).keys as unknown[]) : [];
+        const keys =
+          isObject(p[type]) && Array.isArray((p[type] as Record<string, unknown>).keys)
+            ? ((p[type] as Record<string, unknown>).keys as unknown[])
+            : [];
         keys.forEach((k, n) => check(k, 'key', `${path}.${type}.keys[${n}]`));
       }
       check(p.identity, 'identity', `${path}.identity`);
@@ -124,7 +143,8 @@ function unknownFields(doc: Record<string, unknown>): string[] {
   return out;
 }
 
-const invalid = (path: string, value: unknown, why: string) => `${path}: Invalid value: ${JSON.stringify(value)}: ${why}`;
+const invalid = (path: string, value: unknown, why: string) =>
+  `${path}: Invalid value: ${JSON.stringify(value)}: ${why}`;
 const required = (path: string, why: string) => `${path}: Required value: ${why}`;
 
 function validate(doc: Record<string, unknown>, errs: string[]): Omit<EncryptionConfig, 'contentHash'> {
@@ -143,19 +163,36 @@ function validate(doc: Record<string, unknown>, errs: string[]): Omit<Encryption
     errs.push(...resourceOverlap(names, r), ...resourceNames(names, r));
     const providers = Array.isArray(conf.providers) ? conf.providers : [];
     if (!providers.length) errs.push(required(p, `at least one ${p} is required`));
-    return { resources: names, providers: providers.flatMap((provider, j) => validateProvider(provider, `${p}[${j}]`, kmsNames, errs)) };
+    return {
+      resources: names,
+      providers: providers.flatMap((provider, j) => validateProvider(provider, `${p}[${j}]`, kmsNames, errs)),
+    };
   });
   return { resources: out };
 }
 
 function validateProvider(provider: unknown, path: string, kmsNames: Set<string>, errs: string[]): ProviderConfig[] {
-  const given = isObject(provider) ? PROVIDER_TYPES.filter((t) => provider[t] !== undefined && provider[t] !== null) : [];
+  const given = isObject(provider)
+    ? PROVIDER_TYPES.filter((t) => provider[t] !== undefined && provider[t] !== null)
+    : [];
   if (!given.length) {
-    errs.push(invalid(path, given, 'provider does not contain any of the expected providers: KMS, AESGCM, AESCBC, Secretbox, Identity'));
+    errs.push(
+      invalid(
+        path,
+        given,
+        'provider does not contain any of the expected providers: KMS, AESGCM, AESCBC, Secretbox, Identity',
+      ),
+    );
     return [];
   }
   if (given.length > 1) {
-    errs.push(invalid(path, given, 'more than one provider specified in a single element, should split into different list elements'));
+    errs.push(
+      invalid(
+        path,
+        given,
+        'more than one provider specified in a single element, should split into different list elements',
+      ),
+    );
     return [];
   }
   const type = given[0];
@@ -175,7 +212,12 @@ function validateProvider(provider: unknown, path: string, kmsNames: Set<string>
   return valid.every((k): k is EncryptionKey => !!k) ? [{ type, keys: valid }] : [];
 }
 
-function validateKey(key: Record<string, unknown>, path: string, sizes: number[], errs: string[]): EncryptionKey | undefined {
+function validateKey(
+  key: Record<string, unknown>,
+  path: string,
+  sizes: number[],
+  errs: string[],
+): EncryptionKey | undefined {
   const name = typeof key.name === 'string' ? key.name : '';
   const secret = typeof key.secret === 'string' ? key.secret : '';
   if (!name) errs.push(required(`${path}.name`, 'name is a mandatory field for a key'));
@@ -190,24 +232,38 @@ function validateKey(key: Record<string, unknown>, path: string, sizes: number[]
   }
   const bytes = Buffer.from(secret, 'base64');
   if (!sizes.includes(bytes.length)) {
-    errs.push(invalid(`${path}.secret`, 'REDACTED', `secret is not of the expected length, got ${bytes.length}, expected one of [${sizes.join(' ')}]`));
+    errs.push(
+      invalid(
+        `${path}.secret`,
+        'REDACTED',
+        `secret is not of the expected length, got ${bytes.length}, expected one of [${sizes.join(' ')}]`,
+      ),
+    );
     return undefined;
   }
   return name ? { name, secret: bytes } : undefined;
 }
 
-function validateKms(kms: Record<string, unknown>, path: string, names: Set<string>, errs: string[]): ProviderConfig | undefined {
+function validateKms(
+  kms: Record<string, unknown>,
+  path: string,
+  names: Set<string>,
+  errs: string[],
+): ProviderConfig | undefined {
   const before = errs.length;
   const apiVersion = kms.apiVersion === undefined || kms.apiVersion === '' ? 'v1' : String(kms.apiVersion);
   const name = typeof kms.name === 'string' ? kms.name : '';
   if (!name) errs.push(required(`${path}.name`, 'name is a mandatory field for a provider'));
-  if (name.includes(':')) errs.push(invalid(`${path}.name`, name, `invalid KMS provider name ${name}, must not contain ':'`));
-  if (name && names.has(name)) errs.push(invalid(`${path}.name`, name, `duplicate KMS provider name ${name}, names must be unique`));
+  if (name.includes(':'))
+    errs.push(invalid(`${path}.name`, name, `invalid KMS provider name ${name}, must not contain ':'`));
+  if (name && names.has(name))
+    errs.push(invalid(`${path}.name`, name, `duplicate KMS provider name ${name}, names must be unique`));
   names.add(name);
   let timeoutMs = DEFAULT_KMS_TIMEOUT_MS;
   if (kms.timeout !== undefined) {
     const parsed = typeof kms.timeout === 'string' ? parseGoDuration(kms.timeout) : undefined;
-    if (parsed === undefined) errs.push(invalid(`${path}.timeout`, kms.timeout, 'must be a duration such as 3s or 500ms'));
+    if (parsed === undefined)
+      errs.push(invalid(`${path}.timeout`, kms.timeout, 'must be a duration such as 3s or 500ms'));
     else if (parsed <= 0) errs.push(invalid(`${path}.timeout`, kms.timeout, 'timeout should be a positive value'));
     else timeoutMs = parsed;
   }
@@ -215,12 +271,34 @@ function validateKms(kms: Record<string, unknown>, path: string, names: Set<stri
   if (!endpoint) errs.push(invalid(`${path}.endpoint`, '', 'endpoint is a mandatory field for a kms'));
   else {
     const scheme = /^([a-zA-Z][a-zA-Z0-9+.-]*):/.exec(endpoint)?.[1] ?? '';
-    if (scheme !== 'unix') errs.push(invalid(`${path}.endpoint`, endpoint, `unsupported scheme ${JSON.stringify(scheme)} for KMS provider, only unix is supported`));
+    if (scheme !== 'unix')
+      errs.push(
+        invalid(
+          `${path}.endpoint`,
+          endpoint,
+          `unsupported scheme ${JSON.stringify(scheme)} for KMS provider, only unix is supported`,
+        ),
+      );
   }
-  if (apiVersion !== 'v1' && kms.cachesize !== undefined) errs.push(invalid(`${path}.cachesize`, kms.cachesize, 'cachesize is not supported in v2'));
-  if (apiVersion !== 'v1' && apiVersion !== 'v2') errs.push(invalid(`${path}.apiVersion`, apiVersion, 'unsupported apiVersion apiVersion for KMS provider, only v1 and v2 are supported'));
+  if (apiVersion !== 'v1' && kms.cachesize !== undefined)
+    errs.push(invalid(`${path}.cachesize`, kms.cachesize, 'cachesize is not supported in v2'));
+  if (apiVersion !== 'v1' && apiVersion !== 'v2')
+    errs.push(
+      invalid(
+        `${path}.apiVersion`,
+        apiVersion,
+        'unsupported apiVersion apiVersion for KMS provider, only v1 and v2 are supported',
+      ),
+    );
   // kube-apiserver 1.29+ refuses KMS v1 unless its deprecated feature gate is on; this server has no KMS v1.
-  if (apiVersion === 'v1') errs.push(invalid(`${path}.apiVersion`, apiVersion, 'KMSv1 is deprecated and not supported by this server. Use KMSv2 instead (apiVersion: v2)'));
+  if (apiVersion === 'v1')
+    errs.push(
+      invalid(
+        `${path}.apiVersion`,
+        apiVersion,
+        'KMSv1 is deprecated and not supported by this server. Use KMSv2 instead (apiVersion: v2)',
+      ),
+    );
   return errs.length === before ? { type: 'kms', name, endpoint, timeoutMs } : undefined;
 }
 
@@ -239,12 +317,23 @@ function resourceOverlap(names: string[], path: string): string[] {
     grs.forEach((b, j) => {
       if (i === j) return;
       if (a.group === b.group && a.resource === b.resource) duplicate = true;
-      else if ((a.group === '*' && a.resource === '*') || (a.group === b.group && (a.resource === '*' || b.resource === '*'))) overlap = true;
+      else if (
+        (a.group === '*' && a.resource === '*') ||
+        (a.group === b.group && (a.resource === '*' || b.resource === '*'))
+      )
+        overlap = true;
     }),
   );
   const out: string[] = [];
   if (duplicate) out.push(invalid(path, names, 'the same resource cannot be specified multiple times'));
-  if (overlap) out.push(invalid(path, names, "using overlapping resources such as 'secrets' and '*.' in the same resource list is not allowed as they will be masked"));
+  if (overlap)
+    out.push(
+      invalid(
+        path,
+        names,
+        "using overlapping resources such as 'secrets' and '*.' in the same resource list is not allowed as they will be masked",
+      ),
+    );
   return out;
 }
 
@@ -254,11 +343,24 @@ function resourceNames(names: string[], path: string): string[] {
     const at = `${path}[${j}]`;
     const { group, resource } = parseGroupResource(name);
     if (name.toLowerCase() !== name) out.push(invalid(at, name, 'resource name should not contain capital letters'));
-    else if (name === '*') out.push(invalid(at, name, "use '*.' to encrypt all the resources from core API group or *.* to encrypt all resources"));
-    else if (['apiserveripinfo', 'serviceipallocations', 'servicenodeportallocations'].includes(name)) out.push(invalid(at, name, 'resources which do not have REST API/s cannot be encrypted'));
-    else if (group === 'events.k8s.io') out.push(invalid(at, name, "'*.events.k8s.io' objects are stored using the 'events' API group in etcd. Use 'events' instead in the config file"));
-    else if (group === 'extensions') out.push(invalid(at, name, "'extensions' group has been removed and cannot be used for encryption"));
-    else if (group === '*' && resource !== '*') out.push(invalid(at, name, 'encrypting the same resource across groups is not supported'));
+    else if (name === '*')
+      out.push(
+        invalid(at, name, "use '*.' to encrypt all the resources from core API group or *.* to encrypt all resources"),
+      );
+    else if (['apiserveripinfo', 'serviceipallocations', 'servicenodeportallocations'].includes(name))
+      out.push(invalid(at, name, 'resources which do not have REST API/s cannot be encrypted'));
+    else if (group === 'events.k8s.io')
+      out.push(
+        invalid(
+          at,
+          name,
+          "'*.events.k8s.io' objects are stored using the 'events' API group in etcd. Use 'events' instead in the config file",
+        ),
+      );
+    else if (group === 'extensions')
+      out.push(invalid(at, name, "'extensions' group has been removed and cannot be used for encryption"));
+    else if (group === '*' && resource !== '*')
+      out.push(invalid(at, name, 'encrypting the same resource across groups is not supported'));
   });
   return out;
 }
@@ -270,8 +372,14 @@ function masked(config: Omit<EncryptionConfig, 'contentHash'>): void {
   for (const entry of config.resources) {
     for (const name of entry.resources) {
       const { group, resource } = parseGroupResource(name);
-      if (seen.has(`${group}/*`)) throw new EncryptionConfigError(`error while building transformers: resource ${JSON.stringify(text(group, resource))} is masked by earlier rule ${JSON.stringify(text(group, '*'))}`);
-      if (seen.has('*/*')) throw new EncryptionConfigError(`error while building transformers: resource ${JSON.stringify(text(group, resource))} is masked by earlier rule "*.*"`);
+      if (seen.has(`${group}/*`))
+        throw new EncryptionConfigError(
+          `error while building transformers: resource ${JSON.stringify(text(group, resource))} is masked by earlier rule ${JSON.stringify(text(group, '*'))}`,
+        );
+      if (seen.has('*/*'))
+        throw new EncryptionConfigError(
+          `error while building transformers: resource ${JSON.stringify(text(group, resource))} is masked by earlier rule "*.*"`,
+        );
       seen.add(`${group}/${resource}`);
     }
   }

@@ -6,5 +6,8 @@ import { createHmac } from 'node:crypto';
  * hkdf() (extract then expand) does not offer.
  */
 export function hkdfExpandSha256(prk: Buffer, info: Buffer): Buffer {
-  return createHmac('sha256', prk).update(info).update(Buffer.from([1])).digest();
+  return createHmac('sha256', prk)
+    .update(info)
+    .update(Buffer.from([1]))
+    .digest();
 }

@@ -37,7 +37,8 @@ export interface KMSv2Transformer extends Transformer {
  * server): writes fail until it answers, and it is asked again every 10s.
  */
 export async function newKMSv2Transformer(cfg: KMSv2ProviderConfig): Promise<KMSv2Transformer> {
-  if (!(cfg.timeoutMs > 0)) throw new Error(`KMS v2 provider ${JSON.stringify(cfg.name)}: timeout must be positive, got ${cfg.timeoutMs}ms`);
+  if (!(cfg.timeoutMs > 0))
+    throw new Error(`KMS v2 provider ${JSON.stringify(cfg.name)}: timeout must be positive, got ${cfg.timeoutMs}ms`);
   const transformer = new KMSv2Envelope(cfg.name, cfg.endpoint, new KMSv2Service(cfg.endpoint, cfg.timeoutMs));
   await transformer.start();
   return transformer;
@@ -114,7 +115,10 @@ class KMSv2Envelope implements KMSv2Transformer {
 
   private schedule(problem: string | undefined): void {
     if (this.closed) return;
-    this.timer = setTimeout(() => void this.probe().then((p) => this.schedule(p)), problem ? POLL_INTERVAL_FAILING_MS : POLL_INTERVAL_MS);
+    this.timer = setTimeout(
+      () => void this.probe().then((p) => this.schedule(p)),
+      problem ? POLL_INTERVAL_FAILING_MS : POLL_INTERVAL_MS,
+    );
     this.timer.unref();
   }
 
@@ -133,7 +137,9 @@ class KMSv2Envelope implements KMSv2Transformer {
     this.keepWriteSeedReadable(state);
     const info = randomBytes(INFO_SIZE);
     const nonce = randomBytes(NONCE_SIZE);
-    const cipher = createCipheriv('aes-256-gcm', hkdfExpandSha256(state.seed, info), nonce, { authTagLength: TAG_SIZE });
+    const cipher = createCipheriv('aes-256-gcm', hkdfExpandSha256(state.seed, info), nonce, {
+      authTagLength: TAG_SIZE,
+    });
     cipher.setAAD(Buffer.from(dataCtx));
     const encryptedData = Buffer.concat([info, nonce, cipher.update(plaintext), cipher.final(), cipher.getAuthTag()]);
     const stored: EncryptedObject = {
@@ -156,8 +162,13 @@ class KMSv2Envelope implements KMSv2Transformer {
       key = this.cacheReadKey(cacheKey, this.decryptDEKSource(object));
     }
     const data = openObject(await key.key, object.encryptedData, dataCtx);
-    if (!data) throw this.error(`the value stored at ${dataCtx} failed to decrypt: cipher: message authentication failed`);
-    return { data, stale: object.keyID !== state.keyID || object.encryptedDEKSourceType !== DEKSourceType.HKDF_SHA256_XNONCE_AES_GCM_SEED };
+    if (!data)
+      throw this.error(`the value stored at ${dataCtx} failed to decrypt: cipher: message authentication failed`);
+    return {
+      data,
+      stale:
+        object.keyID !== state.keyID || object.encryptedDEKSourceType !== DEKSourceType.HKDF_SHA256_XNONCE_AES_GCM_SEED,
+    };
   }
 
   private async decryptDEKSource(object: EncryptedObject): Promise<ReadKey> {
@@ -166,8 +177,14 @@ class KMSv2Envelope implements KMSv2Transformer {
       throw this.error(err.message);
     });
     const type = object.encryptedDEKSourceType;
-    if (type === DEKSourceType.HKDF_SHA256_XNONCE_AES_GCM_SEED ? key.length < SEED_SIZE : ![16, 24, 32].includes(key.length)) {
-      throw this.error(`the plugin's Decrypt returned a ${key.length}-byte ${type === DEKSourceType.AES_GCM_KEY ? 'key' : 'seed'}, which cannot be right for this object`);
+    if (
+      type === DEKSourceType.HKDF_SHA256_XNONCE_AES_GCM_SEED
+        ? key.length < SEED_SIZE
+        : ![16, 24, 32].includes(key.length)
+    ) {
+      throw this.error(
+        `the plugin's Decrypt returned a ${key.length}-byte ${type === DEKSourceType.AES_GCM_KEY ? 'key' : 'seed'}, which cannot be right for this object`,
+      );
     }
     return { type, key };
   }
@@ -176,7 +193,11 @@ class KMSv2Envelope implements KMSv2Transformer {
   private keepWriteSeedReadable(state: WriteState): void {
     const entry = this.readKeys.get(state.cacheKey);
     if (entry) entry.expiresAt = Date.now() + READ_CACHE_TTL_MS;
-    else this.cacheReadKey(state.cacheKey, Promise.resolve({ type: DEKSourceType.HKDF_SHA256_XNONCE_AES_GCM_SEED, key: state.seed }));
+    else
+      this.cacheReadKey(
+        state.cacheKey,
+        Promise.resolve({ type: DEKSourceType.HKDF_SHA256_XNONCE_AES_GCM_SEED, key: state.seed }),
+      );
   }
 
   /** Caches a DEK source being decrypted (so concurrent reads of objects sharing it call Decrypt once). */
@@ -194,7 +215,10 @@ class KMSv2Envelope implements KMSv2Transformer {
   private decode(stored: Uint8Array): EncryptedObject {
     let object: EncryptedObject;
     try {
-      object = EncryptedObjectType.toObject(EncryptedObjectType.decode(stored), { defaults: true, enums: Number }) as EncryptedObject;
+      object = EncryptedObjectType.toObject(EncryptedObjectType.decode(stored), {
+        defaults: true,
+        enums: Number,
+      }) as EncryptedObject;
     } catch (err) {
       throw this.error(`the stored value is not a KMS v2 EncryptedObject: ${(err as Error).message}`);
     }
@@ -205,7 +229,9 @@ class KMSv2Envelope implements KMSv2Transformer {
 
   private currentState(): WriteState {
     if (this.state) return this.state;
-    throw this.error(`no data encryption key yet (it needs a healthy Status and an Encrypt from the plugin)${this.lastProblem()}`);
+    throw this.error(
+      `no data encryption key yet (it needs a healthy Status and an Encrypt from the plugin)${this.lastProblem()}`,
+    );
   }
 
   /** kube's ValidateEncryptCapability: a seed is used for writes only while Status keeps confirming its key ID. */
@@ -213,7 +239,9 @@ class KMSv2Envelope implements KMSv2Transformer {
     const state = this.currentState();
     if (Date.now() > state.expiresAt) {
       const since = new Date(state.expiresAt - WRITE_SEED_MAX_TTL_MS).toISOString();
-      throw this.error(`writes are refused: the plugin has not confirmed the key ID since ${since}${this.lastProblem()}`);
+      throw this.error(
+        `writes are refused: the plugin has not confirmed the key ID since ${since}${this.lastProblem()}`,
+      );
     }
     return state;
   }
@@ -229,13 +257,11 @@ class KMSv2Envelope implements KMSv2Transformer {
     if (this.probing) return this.probing;
     const last = this.lastCheck;
     if (last && Date.now() - last.at < last.ttl) return Promise.resolve(last.problem);
-    this.probing = this.statusAndMaybeRotate().then(
-      (problem) => {
-        this.lastCheck = { problem, at: Date.now(), ttl: problem ? UNHEALTHY_TTL_MS : HEALTHY_TTL_MS };
-        this.probing = undefined;
-        return problem;
-      },
-    );
+    this.probing = this.statusAndMaybeRotate().then((problem) => {
+      this.lastCheck = { problem, at: Date.now(), ttl: problem ? UNHEALTHY_TTL_MS : HEALTHY_TTL_MS };
+      this.probing = undefined;
+      return problem;
+    });
     return this.probing;
   }
 
@@ -266,11 +292,14 @@ class KMSv2Envelope implements KMSv2Transformer {
     } else {
       this.version ??= status.version;
       if (status.version !== this.version) {
-        problems.push(`KMSv2 API version should not change after the initial status response version ${this.version}, got ${status.version}`);
+        problems.push(
+          `KMSv2 API version should not change after the initial status response version ${this.version}, got ${status.version}`,
+        );
       }
     }
     const keyIDProblem = keyIDProblemOf(status.keyID);
-    if (keyIDProblem) problems.push(`got invalid KMSv2 KeyID hash ${JSON.stringify(hashOf(status.keyID))}: ${keyIDProblem}`);
+    if (keyIDProblem)
+      problems.push(`got invalid KMSv2 KeyID hash ${JSON.stringify(hashOf(status.keyID))}: ${keyIDProblem}`);
     return problems;
   }
 
@@ -284,7 +313,8 @@ class KMSv2Envelope implements KMSv2Transformer {
       this.state.expiresAt = expiresAt;
       return;
     }
-    const failed = (why: string) => new Error(`failed to rotate DEK to key ID hash ${JSON.stringify(hashOf(statusKeyID))}: ${why}`);
+    const failed = (why: string) =>
+      new Error(`failed to rotate DEK to key ID hash ${JSON.stringify(hashOf(statusKeyID))}: ${why}`);
     const seed = randomBytes(SEED_SIZE);
     let res: EncryptResponse;
     try {
@@ -293,10 +323,17 @@ class KMSv2Envelope implements KMSv2Transformer {
       throw failed((err as Error).message);
     }
     const { ciphertext: encryptedDEKSource, keyID, annotations } = res;
-    const written = { encryptedDEKSource, keyID, annotations, encryptedDEKSourceType: DEKSourceType.HKDF_SHA256_XNONCE_AES_GCM_SEED };
+    const written = {
+      encryptedDEKSource,
+      keyID,
+      annotations,
+      encryptedDEKSourceType: DEKSourceType.HKDF_SHA256_XNONCE_AES_GCM_SEED,
+    };
     const problem =
       encryptedObjectProblem({ ...written, encryptedData: Buffer.from([0]) }) ??
-      (keyID !== statusKeyID ? `Encrypt returned key ID hash ${JSON.stringify(hashOf(keyID))}, Status ${JSON.stringify(hashOf(statusKeyID))}` : undefined);
+      (keyID !== statusKeyID
+        ? `Encrypt returned key ID hash ${JSON.stringify(hashOf(keyID))}, Status ${JSON.stringify(hashOf(statusKeyID))}`
+        : undefined);
     if (problem) throw failed(problem);
     this.state = { seed, ...written, cacheKey: readCacheKey(written), expiresAt };
   }
@@ -334,7 +371,10 @@ function openObject(readKey: ReadKey, encryptedData: Buffer, dataCtx: string): B
 
 /** kube's ValidateEncryptedObject: what is wrong with an object read or about to be written, or undefined. */
 function encryptedObjectProblem(o: EncryptedObject): string | undefined {
-  if (o.encryptedDEKSourceType !== DEKSourceType.AES_GCM_KEY && o.encryptedDEKSourceType !== DEKSourceType.HKDF_SHA256_XNONCE_AES_GCM_SEED) {
+  if (
+    o.encryptedDEKSourceType !== DEKSourceType.AES_GCM_KEY &&
+    o.encryptedDEKSourceType !== DEKSourceType.HKDF_SHA256_XNONCE_AES_GCM_SEED
+  ) {
     return `unknown encryptedDEKSourceType: ${o.encryptedDEKSourceType}`;
   }
   if (!o.encryptedData.length) return 'encrypted data is empty';
@@ -366,12 +406,15 @@ function annotationsProblem(annotations: Record<string, Buffer>): string | undef
     }
     size += Buffer.byteLength(key) + value.length;
   }
-  if (size > ANNOTATIONS_MAX) return `total size of annotations is ${size}, which exceeds the max size of ${ANNOTATIONS_MAX}`;
+  if (size > ANNOTATIONS_MAX)
+    return `total size of annotations is ${size}, which exceeds the max size of ${ANNOTATIONS_MAX}`;
   return undefined;
 }
 
 /** kube's generateCacheKey: the DEK source type, encrypted DEK source, key ID and sorted annotations, length-prefixed. */
-function readCacheKey(o: Pick<EncryptedObject, 'encryptedDEKSourceType' | 'encryptedDEKSource' | 'keyID' | 'annotations'>): string {
+function readCacheKey(
+  o: Pick<EncryptedObject, 'encryptedDEKSourceType' | 'encryptedDEKSource' | 'keyID' | 'annotations'>,
+): string {
   const parts: Buffer[] = [Buffer.from([o.encryptedDEKSourceType])];
   const add = (b: Buffer) => parts.push(u32(b.length), b);
   add(o.encryptedDEKSource);

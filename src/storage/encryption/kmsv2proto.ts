@@ -93,11 +93,16 @@ enum EncryptedDEKSourceType {
 const parseOptions = { keepCase: true };
 
 /** The EncryptedObject message, encoded and decoded with protobufjs. */
-export const EncryptedObjectType = protobuf.parse(encryptedObjectProto, parseOptions).root.lookupType('v2.EncryptedObject');
+export const EncryptedObjectType = protobuf
+  .parse(encryptedObjectProto, parseOptions)
+  .root.lookupType('v2.EncryptedObject');
 
 /** The gRPC client constructor of v2.KeyManagementService (also what a test plugin registers as its service). */
 export const KeyManagementService = (() => {
-  const definition = protoLoader.fromJSON(protobuf.parse(pluginProto, parseOptions).root.toJSON(), { keepCase: true, defaults: true });
+  const definition = protoLoader.fromJSON(protobuf.parse(pluginProto, parseOptions).root.toJSON(), {
+    keepCase: true,
+    defaults: true,
+  });
   const v2 = grpc.loadPackageDefinition(definition).v2 as grpc.GrpcObject;
   return v2.KeyManagementService as grpc.ServiceClientConstructor;
 })();

@@ -34,23 +34,36 @@ export function socketPath(endpoint: string): string {
   try {
     url = new URL(endpoint);
   } catch {
-    throw new Error(`invalid endpoint ${JSON.stringify(endpoint)} for remote KMS provider: expected unix:///path/to/socket`);
+    throw new Error(
+      `invalid endpoint ${JSON.stringify(endpoint)} for remote KMS provider: expected unix:///path/to/socket`,
+    );
   }
   if (url.protocol !== 'unix:') {
-    throw new Error(`unsupported scheme ${JSON.stringify(url.protocol.slice(0, -1))} for remote KMS provider: only unix:///path/to/socket is supported`);
+    throw new Error(
+      `unsupported scheme ${JSON.stringify(url.protocol.slice(0, -1))} for remote KMS provider: only unix:///path/to/socket is supported`,
+    );
   }
   const path = decodeURIComponent(url.pathname);
   if (url.host || !path.startsWith('/') || path === '/') {
-    throw new Error(`invalid endpoint ${JSON.stringify(endpoint)} for remote KMS provider: expected unix:///path/to/socket (an absolute path)`);
+    throw new Error(
+      `invalid endpoint ${JSON.stringify(endpoint)} for remote KMS provider: expected unix:///path/to/socket (an absolute path)`,
+    );
   }
   if (path.startsWith('/@')) {
-    throw new Error(`invalid endpoint ${JSON.stringify(endpoint)} for remote KMS provider: abstract unix sockets are not supported, use a socket file`);
+    throw new Error(
+      `invalid endpoint ${JSON.stringify(endpoint)} for remote KMS provider: abstract unix sockets are not supported, use a socket file`,
+    );
   }
   return path;
 }
 
 type Callback<T> = (err: grpc.ServiceError | null, response: T) => void;
-type Method<Req, Res> = (request: Req, metadata: grpc.Metadata, options: grpc.CallOptions, callback: Callback<Res>) => void;
+type Method<Req, Res> = (
+  request: Req,
+  metadata: grpc.Metadata,
+  options: grpc.CallOptions,
+  callback: Callback<Res>,
+) => void;
 
 export class KMSv2Service {
   private readonly client: grpc.Client & Record<'Status' | 'Encrypt' | 'Decrypt', Method<object, unknown>>;
@@ -73,12 +86,20 @@ export class KMSv2Service {
   }
 
   async encrypt(uid: string, plaintext: Buffer): Promise<EncryptResponse> {
-    const res = await this.call<{ ciphertext: Buffer; key_id: string; annotations: Record<string, Buffer> }>('Encrypt', { plaintext, uid });
+    const res = await this.call<{ ciphertext: Buffer; key_id: string; annotations: Record<string, Buffer> }>(
+      'Encrypt',
+      { plaintext, uid },
+    );
     return { ciphertext: res.ciphertext, keyID: res.key_id, annotations: res.annotations ?? {} };
   }
 
   async decrypt(uid: string, req: DecryptRequest): Promise<Buffer> {
-    const res = await this.call<{ plaintext: Buffer }>('Decrypt', { ciphertext: req.ciphertext, uid, key_id: req.keyID, annotations: req.annotations });
+    const res = await this.call<{ plaintext: Buffer }>('Decrypt', {
+      ciphertext: req.ciphertext,
+      uid,
+      key_id: req.keyID,
+      annotations: req.annotations,
+    });
     return res.plaintext;
   }
 

@@ -18,7 +18,8 @@ export function secretboxTransformer(key: Uint8Array): Transformer {
       return Buffer.concat([nonce, xsalsa20poly1305(key, nonce).encrypt(plaintext)]);
     },
     async transformFromStorage(stored) {
-      if (stored.length < NONCE + OVERHEAD) throw new TransformError('the stored data was shorter than the required size');
+      if (stored.length < NONCE + OVERHEAD)
+        throw new TransformError('the stored data was shorter than the required size');
       try {
         return { data: xsalsa20poly1305(key, stored.subarray(0, NONCE)).decrypt(stored.subarray(NONCE)), stale: false };
       } catch {

@@ -44,15 +44,29 @@ export interface Encryption {
 export async function setUpEncryption(opts: EncryptionOptions): Promise<Encryption> {
   const path = opts.path ?? (opts.defaultIn ? ensureDefaultConfig(opts.defaultIn, opts.log) : undefined);
   if (!path) {
-    opts.log.warn('no --encryption-provider-config: objects, including SharedSecret data, access keys\' connectorData and the token signing keys, are stored in etcd in clear');
-    return { transformers: ResourceTransformers.identity(opts.etcdPrefix), configured: false, healthChecks: [], stop: () => {} };
+    opts.log.warn(
+      "no --encryption-provider-config: objects, including SharedSecret data, access keys' connectorData and the token signing keys, are stored in etcd in clear",
+    );
+    return {
+      transformers: ResourceTransformers.identity(opts.etcdPrefix),
+      configured: false,
+      healthChecks: [],
+      stop: () => {},
+    };
   }
   const config = loadEncryptionConfig(path);
   const transformers = new ResourceTransformers(await buildTransformers(config), opts.etcdPrefix);
-  opts.log.info('encryption at rest configured', { file: path, resources: config.resources.flatMap((r) => r.resources), writers: config.resources.map((r) => writer(r.providers[0])) });
+  opts.log.info('encryption at rest configured', {
+    file: path,
+    resources: config.resources.flatMap((r) => r.resources),
+    writers: config.resources.map((r) => writer(r.providers[0])),
+  });
   const reloader = opts.reload ? new ConfigReloader(path, config.contentHash, transformers, opts) : undefined;
   reloader?.start();
-  const healthChecks: HealthCheck[] = transformers.kmsProviders.length || opts.reload ? [{ name: 'kms-providers', check: () => kmsHealth(transformers.kmsProviders) }] : [];
+  const healthChecks: HealthCheck[] =
+    transformers.kmsProviders.length || opts.reload
+      ? [{ name: 'kms-providers', check: () => kmsHealth(transformers.kmsProviders) }]
+      : [];
   return {
     transformers,
     configured: true,
@@ -72,7 +86,9 @@ function writer(p: { type: string; keys?: { name: string }[]; name?: string }): 
 /** Each KMS provider's health; the failures named `kms-provider-<i>` as kube's aggregated check does. */
 async function kmsHealth(providers: BuiltTransformers['kms']): Promise<void> {
   const results = await Promise.allSettled(providers.map((p) => p.transformer.health()));
-  const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [`kms-provider-${i}: ${(r.reason as Error)?.message ?? r.reason}`] : []));
+  const failed = results.flatMap((r, i) =>
+    r.status === 'rejected' ? [`kms-provider-${i}: ${(r.reason as Error)?.message ?? r.reason}`] : [],
+  );
   if (failed.length) throw new Error(failed.join(', '));
 }
 
@@ -137,7 +153,10 @@ class ConfigReloader {
       try {
         hash = contentHash(readFileSync(this.path));
       } catch (err) {
-        this.opts.log.error('encryption provider configuration not reloaded: the file cannot be read; the previous configuration stays in force', { file: this.path, error: (err as Error).message });
+        this.opts.log.error(
+          'encryption provider configuration not reloaded: the file cannot be read; the previous configuration stays in force',
+          { file: this.path, error: (err as Error).message },
+        );
         return;
       }
       if (hash === this.hash) return;
@@ -148,14 +167,20 @@ class ConfigReloader {
         await kmsHealth(next.kms);
         this.transformers.set(next);
         this.hash = config.contentHash;
-        this.opts.log.info('encryption provider configuration reloaded', { file: this.path, writers: config.resources.map((r) => writer(r.providers[0])) });
+        this.opts.log.info('encryption provider configuration reloaded', {
+          file: this.path,
+          writers: config.resources.map((r) => writer(r.providers[0])),
+        });
         this.opts.onReloadResult?.(true);
         this.opts.onReload?.();
       } catch (err) {
         this.opts.onReloadResult?.(false);
         // Tried again next interval, as kube's controller does (a KMS plugin may come up meanwhile).
         if (next) closeTransformers(next);
-        this.opts.log.error('encryption provider configuration not reloaded; the previous configuration stays in force', { file: this.path, error: (err as Error).message });
+        this.opts.log.error(
+          'encryption provider configuration not reloaded; the previous configuration stays in force',
+          { file: this.path, error: (err as Error).message },
+        );
       }
     } finally {
       this.running = false;

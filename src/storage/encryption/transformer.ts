@@ -65,7 +65,11 @@ export const identityTransformer: Transformer = {
     return plaintext;
   },
   async transformFromStorage(stored) {
-    if (Buffer.from(stored.buffer, stored.byteOffset, Math.min(stored.byteLength, ENCRYPTED_PREFIX.length)).equals(ENCRYPTED_PREFIX)) {
+    if (
+      Buffer.from(stored.buffer, stored.byteOffset, Math.min(stored.byteLength, ENCRYPTED_PREFIX.length)).equals(
+        ENCRYPTED_PREFIX,
+      )
+    ) {
       throw new TransformError('identity transformer tried to read encrypted data');
     }
     return { data: stored, stale: false };

@@ -47,7 +47,11 @@ async function providerTransformer(provider: ProviderConfig, built: BuiltTransfo
     case 'identity':
       return { prefix: '', transformer: identityTransformer };
     case 'kms': {
-      const transformer = await newKMSv2Transformer({ name: provider.name, endpoint: provider.endpoint, timeoutMs: provider.timeoutMs });
+      const transformer = await newKMSv2Transformer({
+        name: provider.name,
+        endpoint: provider.endpoint,
+        timeoutMs: provider.timeoutMs,
+      });
       built.kms.push({ name: provider.name, transformer });
       built.closeGraceMs += 2 * provider.timeoutMs;
       return { prefix: `k8s:enc:kms:v2:${provider.name}:`, transformer };
@@ -56,14 +60,22 @@ async function providerTransformer(provider: ProviderConfig, built: BuiltTransfo
       const make = { aescbc: cbcTransformer, aesgcm: gcmTransformer, secretbox: secretboxTransformer }[provider.type];
       const keys = provider.keys.map((key) => ({ prefix: `${key.name}:`, transformer: make(key.secret) }));
       const label = provider.type === 'secretbox' ? 'Secretbox' : 'AES';
-      return { prefix: `k8s:enc:${provider.type}:v1:`, transformer: new PrefixTransformers(keys, `no matching key was found for the provided ${label} transformer`) };
+      return {
+        prefix: `k8s:enc:${provider.type}:v1:`,
+        transformer: new PrefixTransformers(keys, `no matching key was found for the provided ${label} transformer`),
+      };
     }
   }
 }
 
 /** The transformer for `group/resource` in `built`: exact, then `*.<group>`, then `*.*`, then identity. */
 function lookup(built: BuiltTransformers, group: string, resource: string): Transformer {
-  return built.byResource.get(`${group}/${resource}`) ?? built.byResource.get(`${group}/*`) ?? built.byResource.get('*/*') ?? identityTransformer;
+  return (
+    built.byResource.get(`${group}/${resource}`) ??
+    built.byResource.get(`${group}/*`) ??
+    built.byResource.get('*/*') ??
+    identityTransformer
+  );
 }
 
 /** The transformers in force; `set` swaps them for every resource at once. */
@@ -84,14 +96,18 @@ export class ResourceTransformers {
 
   forResource(group: string, resource: string): Transformer {
     return {
-      transformToStorage: (plaintext, dataCtx) => lookup(this.current, group, resource).transformToStorage(plaintext, dataCtx),
-      transformFromStorage: (stored, dataCtx) => lookup(this.current, group, resource).transformFromStorage(stored, dataCtx),
+      transformToStorage: (plaintext, dataCtx) =>
+        lookup(this.current, group, resource).transformToStorage(plaintext, dataCtx),
+      transformFromStorage: (stored, dataCtx) =>
+        lookup(this.current, group, resource).transformFromStorage(stored, dataCtx),
     };
   }
 
   /** The transformer of an object's key, `<etcd prefix>/<group>/<resource>/...`. */
   forKey(key: string): Transformer {
-    const [group = '', resource = ''] = key.startsWith(`${this.etcdPrefix}/`) ? key.slice(this.etcdPrefix.length + 1).split('/') : [];
+    const [group = '', resource = ''] = key.startsWith(`${this.etcdPrefix}/`)
+      ? key.slice(this.etcdPrefix.length + 1).split('/')
+      : [];
     return lookup(this.current, group, resource);
   }
 
@@ -103,7 +119,8 @@ export class ResourceTransformers {
   set(next: BuiltTransformers): void {
     const previous = this.current;
     this.current = next;
-    if (previous.kms.length) setTimeout(() => closeTransformers(previous), Math.max(previous.closeGraceMs, 10_000)).unref();
+    if (previous.kms.length)
+      setTimeout(() => closeTransformers(previous), Math.max(previous.closeGraceMs, 10_000)).unref();
   }
 
   close(): void {

@@ -22,7 +22,13 @@ export class CoreObjects {
     this.namespaces.set(name, {
       kind: 'Namespace',
       apiVersion: 'v1',
-      metadata: { name, uid: randomUUID(), resourceVersion: this.rv.next(), creationTimestamp: now(), labels: { 'kubernetes.io/metadata.name': name, ...labels } },
+      metadata: {
+        name,
+        uid: randomUUID(),
+        resourceVersion: this.rv.next(),
+        creationTimestamp: now(),
+        labels: { 'kubernetes.io/metadata.name': name, ...labels },
+      },
       spec: { finalizers: ['kubernetes'] },
       status: { phase: 'Active' },
     });

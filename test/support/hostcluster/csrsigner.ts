@@ -14,7 +14,8 @@ export const KUBE_APISERVER_CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client
 const SIGNER_BACKDATE_MS = 5 * 60 * 1000;
 const SIGNER_SHORT_MS = 8 * 60 * 60 * 1000;
 
-const hasCondition = (csr: KubeObj, type: string) => (csr.status?.conditions ?? []).some((c: any) => c?.type === type && c?.status === 'True');
+const hasCondition = (csr: KubeObj, type: string) =>
+  (csr.status?.conditions ?? []).some((c: any) => c?.type === type && c?.status === 'True');
 /** IsCertificateRequestApproved: Approved and not Denied. */
 const isApproved = (csr: KubeObj) => hasCondition(csr, 'Approved') && !hasCondition(csr, 'Denied');
 
@@ -34,7 +35,12 @@ export interface SigningCa {
  * kube's CA Sign with PermissiveSigningPolicy: the request's subject, key and SANs; usages from spec.usages (for
  * this signer only client auth, digital signature and key encipherment get here); not a CA; validity backdated.
  */
-function issueCertificate(csr: forge.pki.CertificateSigningRequest, usages: string[], ttlMs: number, ca: SigningCa): string {
+function issueCertificate(
+  csr: forge.pki.CertificateSigningRequest,
+  usages: string[],
+  ttlMs: number,
+  ca: SigningCa,
+): string {
   const cert = forge.pki.createCertificate();
   cert.publicKey = csr.publicKey as forge.pki.rsa.PublicKey;
   cert.serialNumber = randomSerial();
@@ -44,10 +50,14 @@ function issueCertificate(csr: forge.pki.CertificateSigningRequest, usages: stri
   cert.validity.notAfter = new Date(Math.min(notAfter, ca.cert.validity.notAfter.getTime()));
   cert.setSubject(csr.subject.attributes);
   cert.setIssuer(ca.cert.subject.attributes);
-  const keyUsage = { digitalSignature: usages.includes('digital signature'), keyEncipherment: usages.includes('key encipherment') };
+  const keyUsage = {
+    digitalSignature: usages.includes('digital signature'),
+    keyEncipherment: usages.includes('key encipherment'),
+  };
   const extensions: any[] = [{ name: 'basicConstraints', cA: false, critical: true }];
   // Go leaves keyUsage out when no bit is set.
-  if (keyUsage.digitalSignature || keyUsage.keyEncipherment) extensions.push({ name: 'keyUsage', critical: true, ...keyUsage });
+  if (keyUsage.digitalSignature || keyUsage.keyEncipherment)
+    extensions.push({ name: 'keyUsage', critical: true, ...keyUsage });
   if (usages.includes('client auth')) extensions.push({ name: 'extKeyUsage', clientAuth: true });
   extensions.push({ name: 'authorityKeyIdentifier', keyIdentifier: ca.cert.generateSubjectKeyIdentifier().getBytes() });
   const requested = (csr.getAttribute({ name: 'extensionRequest' }) as any)?.extensions ?? [];
@@ -101,7 +111,8 @@ export class CsrSigner {
 
   private sign(name: string, uid: string): void {
     const csr = this.opts.csrs.find(name);
-    if (!csr || csr.metadata.uid !== uid || !isApproved(csr) || hasCondition(csr, 'Failed') || csr.status?.certificate) return;
+    if (!csr || csr.metadata.uid !== uid || !isApproved(csr) || hasCondition(csr, 'Failed') || csr.status?.certificate)
+      return;
     // The controller writes through the API: while that is down it retries, as its work queue would.
     if (!this.opts.isUp()) return this.later(() => this.sign(name, uid), 100);
     const next = clone(csr);
@@ -112,12 +123,22 @@ export class CsrSigner {
       const at = now();
       next.status.conditions = [
         ...(next.status.conditions ?? []),
-        { type: 'Failed', status: 'True', reason: 'SignerValidationFailure', message: usageError, lastUpdateTime: at, lastTransitionTime: at },
+        {
+          type: 'Failed',
+          status: 'True',
+          reason: 'SignerValidationFailure',
+          message: usageError,
+          lastUpdateTime: at,
+          lastTransitionTime: at,
+        },
       ];
     } else {
-      const request = parseCsr(decodeBytes('CertificateSigningRequestSpec.spec.request', csr.spec.request)) as forge.pki.CertificateSigningRequest;
+      const request = parseCsr(
+        decodeBytes('CertificateSigningRequestSpec.spec.request', csr.spec.request),
+      ) as forge.pki.CertificateSigningRequest;
       // The requested duration is honoured up to the cluster's maximum (validation keeps it >= 600 s).
-      const requestedMs = typeof csr.spec.expirationSeconds === 'number' ? csr.spec.expirationSeconds * 1000 : this.opts.maxDurationMs;
+      const requestedMs =
+        typeof csr.spec.expirationSeconds === 'number' ? csr.spec.expirationSeconds * 1000 : this.opts.maxDurationMs;
       const pem = issueCertificate(request, usages, Math.min(requestedMs, this.opts.maxDurationMs), this.opts.ca);
       next.status.certificate = Buffer.from(pem).toString('base64');
     }

@@ -11,9 +11,29 @@ import type { KubeObj } from './objects.js';
 
 // allValidUsages, in the sorted order Go's sets.List prints them.
 const VALID_USAGES = [
-  'signing', 'digital signature', 'content commitment', 'key encipherment', 'key agreement', 'data encipherment', 'cert sign', 'crl sign',
-  'encipher only', 'decipher only', 'any', 'server auth', 'client auth', 'code signing', 'email protection', 's/mime', 'ipsec end system',
-  'ipsec tunnel', 'ipsec user', 'timestamping', 'ocsp signing', 'microsoft sgc', 'netscape sgc',
+  'signing',
+  'digital signature',
+  'content commitment',
+  'key encipherment',
+  'key agreement',
+  'data encipherment',
+  'cert sign',
+  'crl sign',
+  'encipher only',
+  'decipher only',
+  'any',
+  'server auth',
+  'client auth',
+  'code signing',
+  'email protection',
+  's/mime',
+  'ipsec end system',
+  'ipsec tunnel',
+  'ipsec user',
+  'timestamping',
+  'ocsp signing',
+  'microsoft sgc',
+  'netscape sgc',
 ].sort();
 // Approved, Denied and Failed may only be True.
 export const TRUE_ONLY_CONDITIONS = ['Approved', 'Denied', 'Failed'];
@@ -21,9 +41,13 @@ const CONDITION_STATUSES = ['False', 'True', 'Unknown'];
 
 /** A []byte field as encoding/json reads it: padded standard base64, newlines skipped. Bad input is a decode error (400). */
 export function decodeBytes(field: string, value: unknown): Buffer {
-  const bad = (why: string) => errors.badRequest(`CertificateSigningRequest in version "v1" cannot be handled as a CertificateSigningRequest: ${why}`);
+  const bad = (why: string) =>
+    errors.badRequest(
+      `CertificateSigningRequest in version "v1" cannot be handled as a CertificateSigningRequest: ${why}`,
+    );
   if (value === undefined || value === null) return Buffer.alloc(0);
-  if (typeof value !== 'string') throw bad(`json: cannot unmarshal ${typeof value} into Go struct field ${field} of type []uint8`);
+  if (typeof value !== 'string')
+    throw bad(`json: cannot unmarshal ${typeof value} into Go struct field ${field} of type []uint8`);
   const text = value.replace(/[\r\n]/g, '');
   const at = text.search(/[^A-Za-z0-9+/=]|=(?!=*$)/);
   if (at >= 0 || text.length % 4 !== 0) throw bad(`illegal base64 data at input byte ${at >= 0 ? at : text.length}`);
@@ -41,7 +65,9 @@ export function parseCsr(pem: Buffer): forge.pki.CertificateSigningRequest | str
   } catch (err) {
     const message = (err as Error).message;
     // Say so rather than pass for kube: a cluster would accept ECDSA and Ed25519 keys.
-    return message.includes('OID is not RSA') ? `the stand-in reads RSA requests only (node-forge): ${message}` : `x509: ${message}`;
+    return message.includes('OID is not RSA')
+      ? `the stand-in reads RSA requests only (node-forge): ${message}`
+      : `x509: ${message}`;
   }
 }
 
@@ -49,7 +75,14 @@ export function parseCsr(pem: Buffer): forge.pki.CertificateSigningRequest | str
 function validateSignerName(at: Path, signerName: string): FieldError[] {
   if (!signerName) return [fieldError.required(at)];
   const segments = signerName.split('/');
-  if (segments.length !== 2) return [fieldError.invalid(at, signerName, "must be a fully qualified domain and path of the form 'example.com/signer-name'")];
+  if (segments.length !== 2)
+    return [
+      fieldError.invalid(
+        at,
+        signerName,
+        "must be a fully qualified domain and path of the form 'example.com/signer-name'",
+      ),
+    ];
   const [domain, path] = segments;
   const errs: FieldError[] = [];
   if (domain.length > 253) errs.push(fieldError.tooLong(at, 253));
@@ -59,7 +92,8 @@ function validateSignerName(at: Path, signerName: string): FieldError[] {
     errs.push(...found.map((e) => fieldError.invalid(at, domain, `validating label ${JSON.stringify(label)}: ${e}`)));
     break;
   }
-  if (domain.split('.').length < 2) errs.push(fieldError.invalid(at, domain, 'should be a domain with at least two segments separated by dots'));
+  if (domain.split('.').length < 2)
+    errs.push(fieldError.invalid(at, domain, 'should be a domain with at least two segments separated by dots'));
   for (const label of path.split('.')) {
     const found = isDNS1123Subdomain(label);
     if (!found.length) continue;
@@ -81,9 +115,12 @@ export function validateConditions(conditions: any[]): FieldError[] {
     if (!type) errs.push(fieldError.required(at.index(i).child('type')));
     const allowed = TRUE_ONLY_CONDITIONS.includes(type) ? ['True'] : CONDITION_STATUSES;
     if (!c?.status) errs.push(fieldError.required(at.index(i).child('status')));
-    else if (!allowed.includes(c.status)) errs.push(fieldError.notSupported(at.index(i).child('status'), c.status, allowed));
+    else if (!allowed.includes(c.status))
+      errs.push(fieldError.notSupported(at.index(i).child('status'), c.status, allowed));
     if ((type === 'Approved' && denied) || (type === 'Denied' && approved)) {
-      errs.push(fieldError.invalid(at.index(i).child('type'), type, 'Approved and Denied conditions are mutually exclusive'));
+      errs.push(
+        fieldError.invalid(at.index(i).child('type'), type, 'Approved and Denied conditions are mutually exclusive'),
+      );
     }
     approved ||= type === 'Approved';
     denied ||= type === 'Denied';
@@ -97,27 +134,42 @@ export function validateConditions(conditions: any[]): FieldError[] {
 export function validateCsr(obj: KubeObj): FieldError[] {
   const errs: FieldError[] = [];
   const spec = Path.root('spec');
-  if (!obj.metadata.name) errs.push(fieldError.required(Path.root('metadata').child('name'), 'name or generateName is required'));
+  if (!obj.metadata.name)
+    errs.push(fieldError.required(Path.root('metadata').child('name'), 'name or generateName is required'));
   const parsed = parseCsr(decodeBytes('CertificateSigningRequestSpec.spec.request', obj.spec.request));
   // kube prints every byte of the request here ([]byte{0x2d, ...}); the stand-in abbreviates.
-  if (typeof parsed === 'string') errs.push(fieldError.invalid(spec.child('request'), new GoLiteral('[]byte{...}'), parsed));
+  if (typeof parsed === 'string')
+    errs.push(fieldError.invalid(spec.child('request'), new GoLiteral('[]byte{...}'), parsed));
   const usages: unknown[] = Array.isArray(obj.spec.usages) ? obj.spec.usages : [];
   if (!usages.length) errs.push(fieldError.required(spec.child('usages')));
   usages.forEach((u, i) => {
-    if (!VALID_USAGES.includes(u as string)) errs.push(fieldError.notSupported(spec.child('usages').index(i), u, VALID_USAGES));
+    if (!VALID_USAGES.includes(u as string))
+      errs.push(fieldError.notSupported(spec.child('usages').index(i), u, VALID_USAGES));
   });
   usages.forEach((u, i) => {
     if (usages.indexOf(u) < i) errs.push(fieldError.duplicate(spec.child('usages').index(i), u));
   });
   const signerName = typeof obj.spec.signerName === 'string' ? obj.spec.signerName : '';
   if (signerName === 'kubernetes.io/legacy-unknown') {
-    errs.push(fieldError.invalid(spec.child('signerName'), signerName, 'the legacy signerName is not allowed via this API version'));
+    errs.push(
+      fieldError.invalid(
+        spec.child('signerName'),
+        signerName,
+        'the legacy signerName is not allowed via this API version',
+      ),
+    );
   } else {
     errs.push(...validateSignerName(spec.child('signerName'), signerName));
   }
   const seconds = obj.spec.expirationSeconds;
   if (seconds !== undefined && seconds !== null && seconds < 600) {
-    errs.push(fieldError.invalid(spec.child('expirationSeconds'), seconds, 'may not specify a duration less than 600 seconds (10 minutes)'));
+    errs.push(
+      fieldError.invalid(
+        spec.child('expirationSeconds'),
+        seconds,
+        'may not specify a duration less than 600 seconds (10 minutes)',
+      ),
+    );
   }
   return errs;
 }

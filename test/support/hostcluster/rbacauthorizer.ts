@@ -23,7 +23,15 @@ export interface SarSpec {
   groups?: string[];
   uid?: string;
   extra?: Record<string, string[]>;
-  resourceAttributes?: { namespace?: string; verb?: string; group?: string; version?: string; resource?: string; subresource?: string; name?: string };
+  resourceAttributes?: {
+    namespace?: string;
+    verb?: string;
+    group?: string;
+    version?: string;
+    resource?: string;
+    subresource?: string;
+    name?: string;
+  };
   nonResourceAttributes?: { path?: string; verb?: string };
 }
 export interface SarStatus {
@@ -39,11 +47,15 @@ function labelSelectorMatches(sel: any, labels: Record<string, string> = {}): bo
   for (const e of sel?.matchExpressions ?? []) {
     const has = Object.hasOwn(labels, e.key);
     const ok =
-      e.operator === 'In' ? has && e.values?.includes(labels[e.key])
-      : e.operator === 'NotIn' ? !has || !e.values?.includes(labels[e.key])
-      : e.operator === 'Exists' ? has
-      : e.operator === 'DoesNotExist' ? !has
-      : false;
+      e.operator === 'In'
+        ? has && e.values?.includes(labels[e.key])
+        : e.operator === 'NotIn'
+          ? !has || !e.values?.includes(labels[e.key])
+          : e.operator === 'Exists'
+            ? has
+            : e.operator === 'DoesNotExist'
+              ? !has
+              : false;
     if (!ok) return false;
   }
   return true;
@@ -56,18 +68,28 @@ const nameMatches = (r: PolicyRule, name: string) => !r.resourceNames?.length ||
 function resourceMatches(r: PolicyRule, resource: string, subresource: string): boolean {
   const combined = subresource ? `${resource}/${subresource}` : resource;
   return !!r.resources?.some(
-    (res) => res === '*' || res === combined || (!!subresource && res.length === subresource.length + 2 && res.startsWith('*/') && res.endsWith(subresource)),
+    (res) =>
+      res === '*' ||
+      res === combined ||
+      (!!subresource && res.length === subresource.length + 2 && res.startsWith('*/') && res.endsWith(subresource)),
   );
 }
 
 function urlMatches(r: PolicyRule, path: string): boolean {
-  return !!r.nonResourceURLs?.some((u) => u === '*' || u === path || (u.endsWith('*') && path.startsWith(u.slice(0, -1))));
+  return !!r.nonResourceURLs?.some(
+    (u) => u === '*' || u === path || (u.endsWith('*') && path.startsWith(u.slice(0, -1))),
+  );
 }
 
 function ruleAllows(spec: SarSpec, r: PolicyRule): boolean {
   const ra = spec.resourceAttributes;
   if (ra) {
-    return verbMatches(r, ra.verb ?? '') && groupMatches(r, ra.group ?? '') && resourceMatches(r, ra.resource ?? '', ra.subresource ?? '') && nameMatches(r, ra.name ?? '');
+    return (
+      verbMatches(r, ra.verb ?? '') &&
+      groupMatches(r, ra.group ?? '') &&
+      resourceMatches(r, ra.resource ?? '', ra.subresource ?? '') &&
+      nameMatches(r, ra.name ?? '')
+    );
   }
   const nra = spec.nonResourceAttributes ?? {};
   return verbMatches(r, nra.verb ?? '') && urlMatches(r, nra.path ?? '');
@@ -76,7 +98,8 @@ function ruleAllows(spec: SarSpec, r: PolicyRule): boolean {
 function subjectMatches(s: Subject, spec: SarSpec, bindingNamespace: string): boolean {
   if (s.kind === 'User') return s.name === spec.user;
   if (s.kind === 'Group') return !!spec.groups?.includes(s.name);
-  if (s.kind === 'ServiceAccount') return spec.user === `system:serviceaccount:${s.namespace || bindingNamespace}:${s.name}`;
+  if (s.kind === 'ServiceAccount')
+    return spec.user === `system:serviceaccount:${s.namespace || bindingNamespace}:${s.name}`;
   return false;
 }
 
@@ -89,7 +112,9 @@ function rulesOf(store: RbacStore, kind: string, name: string, namespace: string
   const selectors: unknown[] = role.aggregationRule?.clusterRoleSelectors ?? [];
   if (!selectors.length) return role.rules ?? [];
   // The aggregation controller's effect, computed on the fly.
-  const aggregated = store.objectsOf('clusterroles').filter((r) => r !== role && selectors.some((s) => labelSelectorMatches(s, r.metadata.labels)));
+  const aggregated = store
+    .objectsOf('clusterroles')
+    .filter((r) => r !== role && selectors.some((s) => labelSelectorMatches(s, r.metadata.labels)));
   return [...(role.rules ?? []), ...aggregated.flatMap((r) => r.rules ?? [])];
 }
 
@@ -97,16 +122,25 @@ function rulesOf(store: RbacStore, kind: string, name: string, namespace: string
 export function evaluate(store: RbacStore, spec: SarSpec): SarStatus {
   if (spec.groups?.includes('system:masters')) return { allowed: true };
   const ns = spec.resourceAttributes?.namespace ?? '';
-  const bindings: Array<[string, KubeObj]> = store.objectsOf('clusterrolebindings').map((b) => ['ClusterRoleBinding', b]);
-  if (spec.resourceAttributes && ns) bindings.push(...store.objectsOf('rolebindings', ns).map((b): [string, KubeObj] => ['RoleBinding', b]));
+  const bindings: Array<[string, KubeObj]> = store
+    .objectsOf('clusterrolebindings')
+    .map((b) => ['ClusterRoleBinding', b]);
+  if (spec.resourceAttributes && ns)
+    bindings.push(...store.objectsOf('rolebindings', ns).map((b): [string, KubeObj] => ['RoleBinding', b]));
   for (const [bindingKind, b] of bindings) {
     const bindingNs = b.metadata.namespace ?? '';
     const subject = (b.subjects as Subject[] | undefined)?.find((s) => subjectMatches(s, spec, bindingNs));
     if (!subject) continue;
     if (rulesOf(store, b.roleRef.kind, b.roleRef.name, bindingNs).some((r) => ruleAllows(spec, r))) {
       const where = bindingNs ? `${b.metadata.name}/${bindingNs}` : b.metadata.name;
-      const to = subject.kind === 'ServiceAccount' ? `ServiceAccount "${subject.name}/${subject.namespace || bindingNs}"` : `${subject.kind} "${subject.name}"`;
-      return { allowed: true, reason: `RBAC: allowed by ${bindingKind} "${where}" of ${b.roleRef.kind} "${b.roleRef.name}" to ${to}` };
+      const to =
+        subject.kind === 'ServiceAccount'
+          ? `ServiceAccount "${subject.name}/${subject.namespace || bindingNs}"`
+          : `${subject.kind} "${subject.name}"`;
+      return {
+        allowed: true,
+        reason: `RBAC: allowed by ${bindingKind} "${where}" of ${b.roleRef.kind} "${b.roleRef.name}" to ${to}`,
+      };
     }
   }
   return { allowed: false };

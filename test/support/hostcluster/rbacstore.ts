@@ -18,7 +18,9 @@ export const RBAC_KINDS = {
   clusterrolebindings: { kind: 'ClusterRoleBinding', namespaced: false },
 } as const;
 export type RbacResource = keyof typeof RBAC_KINDS;
-const RESOURCE_OF_KIND: Record<string, RbacResource> = Object.fromEntries(Object.entries(RBAC_KINDS).map(([r, k]) => [k.kind, r as RbacResource]));
+const RESOURCE_OF_KIND: Record<string, RbacResource> = Object.fromEntries(
+  Object.entries(RBAC_KINDS).map(([r, k]) => [k.kind, r as RbacResource]),
+);
 
 const keyOf = (resource: string, ns: string, name: string) => `${resource}/${ns}/${name}`;
 
@@ -38,7 +40,9 @@ export class RbacStore {
   /** The stored objects of a resource (not copies), in key order; all namespaces when `namespace` is undefined. */
   objectsOf(resource: RbacResource, namespace?: string): KubeObj[] {
     return [...this.objects.entries()]
-      .filter(([k, o]) => k.startsWith(`${resource}/`) && (namespace === undefined || o.metadata.namespace === namespace))
+      .filter(
+        ([k, o]) => k.startsWith(`${resource}/`) && (namespace === undefined || o.metadata.namespace === namespace),
+      )
       .sort(([a], [b]) => (a < b ? -1 : 1))
       .map(([, o]) => o);
   }
@@ -46,7 +50,7 @@ export class RbacStore {
   /** Creates (no `previous`) or replaces an object: a new resourceVersion and a watch event, unless nothing changed. */
   store(resource: RbacResource, obj: KubeObj, previous?: KubeObj): KubeObj {
     const { kind, namespaced } = RBAC_KINDS[resource];
-    const ns = namespaced ? obj.metadata.namespace ?? '' : '';
+    const ns = namespaced ? (obj.metadata.namespace ?? '') : '';
     const stored: KubeObj = { ...clone(obj), apiVersion: RBAC_API_VERSION, kind };
     stored.metadata = { ...stored.metadata };
     if (namespaced) stored.metadata.namespace = ns;
@@ -56,7 +60,9 @@ export class RbacStore {
     delete stored.metadata.generateName;
     if (previous) {
       // kube persists nothing, and sends no event, for a write that changes nothing.
-      const same = canonical({ ...stored, metadata: { ...stored.metadata, resourceVersion: '' } }) === canonical({ ...previous, metadata: { ...previous.metadata, resourceVersion: '' } });
+      const same =
+        canonical({ ...stored, metadata: { ...stored.metadata, resourceVersion: '' } }) ===
+        canonical({ ...previous, metadata: { ...previous.metadata, resourceVersion: '' } });
       if (same) return previous;
     }
     stored.metadata.resourceVersion = this.rv.next();
@@ -80,10 +86,14 @@ export class RbacStore {
     const name = obj.metadata?.name ?? '';
     if (resource.endsWith('bindings')) {
       if (!obj.roleRef?.kind || !obj.roleRef?.name) {
-        throw errors.invalid(gk, name, [{ type: 'FieldValueRequired', field: 'roleRef', value: undefined, detail: '' }]);
+        throw errors.invalid(gk, name, [
+          { type: 'FieldValueRequired', field: 'roleRef', value: undefined, detail: '' },
+        ]);
       }
       if (previous && canonical(previous.roleRef) !== canonical(obj.roleRef)) {
-        throw errors.invalid(gk, name, [{ type: 'FieldValueInvalid', field: 'roleRef', value: obj.roleRef, detail: 'cannot change roleRef' }]);
+        throw errors.invalid(gk, name, [
+          { type: 'FieldValueInvalid', field: 'roleRef', value: obj.roleRef, detail: 'cannot change roleRef' },
+        ]);
       }
     }
   }
@@ -91,8 +101,9 @@ export class RbacStore {
   /** The test's own write of any RBAC object (its kind picks the resource; namespace "default" when none). */
   put(obj: KubeObj): KubeObj {
     const resource = RESOURCE_OF_KIND[obj.kind ?? ''];
-    if (!resource) throw new Error(`the stand-in stores Role, ClusterRole, RoleBinding and ClusterRoleBinding, not ${obj.kind}`);
-    const ns = RBAC_KINDS[resource].namespaced ? obj.metadata.namespace ?? 'default' : '';
+    if (!resource)
+      throw new Error(`the stand-in stores Role, ClusterRole, RoleBinding and ClusterRoleBinding, not ${obj.kind}`);
+    const ns = RBAC_KINDS[resource].namespaced ? (obj.metadata.namespace ?? 'default') : '';
     const withNs = { ...obj, metadata: { ...obj.metadata, namespace: ns } };
     const previous = this.find(resource, ns, obj.metadata.name);
     this.validate(resource, withNs, previous);

@@ -19,14 +19,29 @@ export function tokenReview(tokens: ReadonlyMap<string, TokenUser>, body: any): 
   else if (wanted.length && user.audiences && !user.audiences.some((a) => wanted.includes(a))) {
     status = { user: {}, authenticated: false, error: 'token audiences are invalid for the target audiences' };
   } else {
-    const groups = user.groups.includes('system:authenticated') ? user.groups : [...user.groups, 'system:authenticated'];
+    const groups = user.groups.includes('system:authenticated')
+      ? user.groups
+      : [...user.groups, 'system:authenticated'];
     status = {
       authenticated: true,
-      user: { username: user.name, ...(user.uid ? { uid: user.uid } : {}), groups, ...(user.extra ? { extra: user.extra } : {}) },
-      audiences: wanted.length ? wanted.filter((a) => !user.audiences || user.audiences.includes(a)) : user.audiences ?? [],
+      user: {
+        username: user.name,
+        ...(user.uid ? { uid: user.uid } : {}),
+        groups,
+        ...(user.extra ? { extra: user.extra } : {}),
+      },
+      audiences: wanted.length
+        ? wanted.filter((a) => !user.audiences || user.audiences.includes(a))
+        : (user.audiences ?? []),
     };
   }
-  return { kind: 'TokenReview', apiVersion: 'authentication.k8s.io/v1', metadata: { creationTimestamp: null }, spec: body?.spec ?? {}, status };
+  return {
+    kind: 'TokenReview',
+    apiVersion: 'authentication.k8s.io/v1',
+    metadata: { creationTimestamp: null },
+    spec: body?.spec ?? {},
+    status,
+  };
 }
 
 /** `decide` answers the review's spec (once kube's validation has passed). */
@@ -34,9 +49,20 @@ export function subjectAccessReview(body: any, decide: (spec: SarSpec) => SarSta
   const spec: SarSpec = body?.spec ?? {};
   if (!spec.resourceAttributes && !spec.nonResourceAttributes) {
     throw errors.invalid({ group: 'authorization.k8s.io', kind: 'SubjectAccessReview' }, '', [
-      { type: 'FieldValueRequired', field: 'spec.resourceAttributes', value: undefined, detail: 'exactly one of nonResourceAttributes or resourceAttributes must be specified' },
+      {
+        type: 'FieldValueRequired',
+        field: 'spec.resourceAttributes',
+        value: undefined,
+        detail: 'exactly one of nonResourceAttributes or resourceAttributes must be specified',
+      },
     ]);
   }
   const status = decide(spec);
-  return { kind: 'SubjectAccessReview', apiVersion: 'authorization.k8s.io/v1', metadata: { creationTimestamp: null }, spec, status };
+  return {
+    kind: 'SubjectAccessReview',
+    apiVersion: 'authorization.k8s.io/v1',
+    metadata: { creationTimestamp: null },
+    spec,
+    status,
+  };
 }

@@ -29,7 +29,15 @@ export interface Routes {
   token: string;
   tokens: ReadonlyMap<string, TokenUser>;
   decide: (spec: SarSpec) => SarStatus;
-  rbac: (req: IncomingMessage, res: ServerResponse, body: any, resource: RbacResource, namespace: string | undefined, name: string | undefined, q: URLSearchParams) => void;
+  rbac: (
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: any,
+    resource: RbacResource,
+    namespace: string | undefined,
+    name: string | undefined,
+    q: URLSearchParams,
+  ) => void;
   csrs: CertificateSigningRequests;
   core: CoreObjects;
 }
@@ -41,7 +49,11 @@ export function routes(r: Routes) {
     const method = req.method ?? 'GET';
     const rbacMatch = RBAC_PATH.exec(path);
     const csrMatch = CSR_PATH.exec(path);
-    const resource = rbacMatch?.[2] ?? (csrMatch ? CSR_RESOURCE : undefined) ?? /\/(tokenreviews|subjectaccessreviews|secrets|configmaps|namespaces)(?:\/[^/]+)?$/.exec(path)?.[1] ?? '';
+    const resource =
+      rbacMatch?.[2] ??
+      (csrMatch ? CSR_RESOURCE : undefined) ??
+      /\/(tokenreviews|subjectaccessreviews|secrets|configmaps|namespaces)(?:\/[^/]+)?$/.exec(path)?.[1] ??
+      '';
     r.requests.push({ method, path, resource, query: url.search });
     if (r.unavailable()) throw errors.serviceUnavailable('the host cluster is down (stand-in)');
     if (req.headers.authorization !== `Bearer ${r.token}`) throw errors.unauthorized();
@@ -49,14 +61,31 @@ export function routes(r: Routes) {
 
     if (rbacMatch) {
       const [, ns, res2, name] = rbacMatch;
-      return r.rbac(req, res, body, res2 as RbacResource, ns === undefined ? undefined : decodeURIComponent(ns), name === undefined ? undefined : decodeURIComponent(name), url.searchParams);
+      return r.rbac(
+        req,
+        res,
+        body,
+        res2 as RbacResource,
+        ns === undefined ? undefined : decodeURIComponent(ns),
+        name === undefined ? undefined : decodeURIComponent(name),
+        url.searchParams,
+      );
     }
     if (csrMatch) {
       const [, name, subresource] = csrMatch;
-      return r.csrs.handle(res, method, body, name === undefined ? undefined : decodeURIComponent(name), subresource, url.searchParams);
+      return r.csrs.handle(
+        res,
+        method,
+        body,
+        name === undefined ? undefined : decodeURIComponent(name),
+        subresource,
+        url.searchParams,
+      );
     }
-    if (method === 'POST' && path === '/apis/authentication.k8s.io/v1/tokenreviews') return reply(res, 201, tokenReview(r.tokens, body));
-    if (method === 'POST' && path === '/apis/authorization.k8s.io/v1/subjectaccessreviews') return reply(res, 201, subjectAccessReview(body, r.decide));
+    if (method === 'POST' && path === '/apis/authentication.k8s.io/v1/tokenreviews')
+      return reply(res, 201, tokenReview(r.tokens, body));
+    if (method === 'POST' && path === '/apis/authorization.k8s.io/v1/subjectaccessreviews')
+      return reply(res, 201, subjectAccessReview(body, r.decide));
     if (r.core.handle(res, method, path)) return;
     throw errors.notFoundPath();
   };

@@ -31,7 +31,13 @@ export class WatchHub {
 
   /** Keeps a write's event and sends it to the open watches. */
   record(type: WatchEvent['type'], resource: string, object: KubeObj, previous?: KubeObj): void {
-    const ev: WatchEvent = { rv: Number(object.metadata.resourceVersion), type, resource, object: clone(object), previous: previous && clone(previous) };
+    const ev: WatchEvent = {
+      rv: Number(object.metadata.resourceVersion),
+      type,
+      resource,
+      object: clone(object),
+      previous: previous && clone(previous),
+    };
     this.history.push(ev);
     for (const w of this.watchers) this.deliver(w, ev);
   }
@@ -40,8 +46,21 @@ export class WatchHub {
    * Answers a watch request: the events after `resourceVersion`, or (without one, or "0") the `current` objects as
    * ADDED; then every new event until the client leaves or timeoutSeconds pass.
    */
-  serve(req: IncomingMessage, res: ServerResponse, resource: string, namespace: string | undefined, q: URLSearchParams, current: () => KubeObj[]): void {
-    const w: Watcher = { resource, namespace, labels: parseLabelSelector(q.get('labelSelector')), fields: parseFieldSelector(q.get('fieldSelector')), res };
+  serve(
+    req: IncomingMessage,
+    res: ServerResponse,
+    resource: string,
+    namespace: string | undefined,
+    q: URLSearchParams,
+    current: () => KubeObj[],
+  ): void {
+    const w: Watcher = {
+      resource,
+      namespace,
+      labels: parseLabelSelector(q.get('labelSelector')),
+      fields: parseFieldSelector(q.get('fieldSelector')),
+      res,
+    };
     res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
     res.flushHeaders();
     const from = q.get('resourceVersion');
@@ -82,7 +101,10 @@ export class WatchHub {
 
 function matches(w: Watcher, o: KubeObj): boolean {
   if (w.namespace !== undefined && o.metadata.namespace !== w.namespace) return false;
-  return w.labels.matches(o.metadata.labels ?? {}) && w.fields.matches({ 'metadata.name': o.metadata.name ?? '', 'metadata.namespace': o.metadata.namespace ?? '' });
+  return (
+    w.labels.matches(o.metadata.labels ?? {}) &&
+    w.fields.matches({ 'metadata.name': o.metadata.name ?? '', 'metadata.namespace': o.metadata.namespace ?? '' })
+  );
 }
 
 function send(w: Watcher, type: string, object: KubeObj): void {

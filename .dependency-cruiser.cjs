@@ -1,0 +1,54 @@
+// The import layering of src/, checked by `npm run lint` (dependency-cruiser). A folder may import its own layer and
+// the layers below it, never one above; type-only imports count, and no import cycle is allowed anywhere.
+// Lowest first (config.ts is the parsed flags, which any layer may read):
+const layers = [
+  ['src/log\\.ts', 'src/config\\.ts', 'src/apimachinery/'],
+  ['src/storage/', 'src/access/'],
+  ['src/registry/'],
+  ['src/auth/', 'src/actions/', 'src/controllers/', 'src/host/', 'src/tokens/', 'src/pki/'],
+  ['src/observability/'],
+  ['src/http/'],
+  ['src/server\\.ts', 'src/main\\.ts', 'src/kubeconfig\\.ts', 'src/datadir-lock\\.ts'],
+];
+
+const pattern = (paths) => `^(${paths.join('|')})`;
+const layerOf = (index) => ({ path: pattern(layers[index]) });
+const above = (index) => ({ path: pattern(layers.slice(index + 1).flat()) });
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'An import cycle: split the shared part into a module both sides may import.',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'unlayered',
+      severity: 'error',
+      comment: 'Every file under src/ belongs to a layer: add new folders to the list in .dependency-cruiser.cjs.',
+      from: { path: '^src/', pathNot: pattern(layers.flat()) },
+      to: {},
+    },
+    {
+      name: 'import-of-unlayered',
+      severity: 'error',
+      comment: 'Every file under src/ belongs to a layer: add new folders to the list in .dependency-cruiser.cjs.',
+      from: {},
+      to: { path: '^src/', pathNot: pattern(layers.flat()) },
+    },
+    ...layers.slice(0, -1).map((_, index) => ({
+      name: `layer-${index}-imports-upward`,
+      severity: 'error',
+      comment: `${layers[index].join(', ')} may import only its own layer and those below it.`,
+      from: layerOf(index),
+      to: above(index),
+    })),
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+  },
+};
