@@ -196,6 +196,21 @@ describe('serving certificate: --tls-cert-file and --tls-private-key-file from a
   );
 });
 
+test('a server given a pair whose key does not match does not start, and says which files', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'serving-tls-'));
+  const ca = makeCa('serving-ca');
+  const [cert, other] = [1, 2].map(() => makeCert({ commonName: 'platform-api', issuer: ca, ips: ['127.0.0.1'] }));
+  writeFileSync(join(dir, 'tls.crt'), cert.certPem);
+  writeFileSync(join(dir, 'tls.key'), other.keyPem);
+  try {
+    await expect(
+      startTestServer({ tlsCertFile: join(dir, 'tls.crt'), tlsPrivateKeyFile: join(dir, 'tls.key') }, etcd),
+    ).rejects.toThrow(/serving certificate \(.*tls\.crt, .*tls\.key\): the private key does not match the certificate/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 60_000);
+
 describe('client CAs: --client-ca-file and --requestheader-client-ca-file rewritten in place', () => {
   const clientCa = makeCa('client-ca');
   const newClientCa = makeCa('client-ca-2');
