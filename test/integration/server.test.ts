@@ -313,7 +313,14 @@ describe('discovery, version and health', () => {
 
   test('/version', async () => {
     const res = await ts.anonymous.get('/version');
-    expect(res.body).toMatchObject({ major: '0', minor: '1', gitVersion: 'v0.1.0' });
+    // The Kubernetes release whose API this server follows, with its own version as build metadata.
+    expect(res.body).toMatchObject({
+      major: '1',
+      minor: '33',
+      emulationMajor: '1',
+      emulationMinor: '33',
+      gitVersion: 'v1.33.0+platform-management-api.0.1.0',
+    });
     expect(res.body.platform).toBe(`${process.platform}/${process.arch}`);
   });
 
