@@ -168,6 +168,28 @@ describe('/openapi/v3 documents in protobuf', () => {
     expect(backToJson(decoded, OpenAPIV3Document)).toEqual(json);
   });
 
+  test("a default is read by its type, as gnostic's DefaultType; another value leaves it empty", () => {
+    const withDefaults = (defaults: unknown[]) => ({
+      ...json,
+      components: {
+        ...json.components,
+        schemas: {
+          ...json.components.schemas,
+          D: { type: 'object', properties: Object.fromEntries(defaults.map((d, i) => [`p${i}`, { default: d }])) },
+        },
+      },
+    });
+    const read = plain(OpenAPIV3Document, openAPIV3Protobuf(withDefaults([5, 1.5, true, '5', { a: 1 }])));
+    const d = read.components.schemas.additional_properties.find((p: any) => p.name === 'D').value.schema;
+    expect(d.properties.additional_properties.map((p: any) => p.value.schema.default)).toEqual([
+      { number: 5 },
+      { number: 1.5 },
+      { boolean: true },
+      { string: '5' },
+      {},
+    ]);
+  });
+
   test('a $ref alone is a Reference, a reference with siblings (allOf) a Schema', () => {
     const schemas = decoded.components.schemas.additional_properties;
     const cluster = schemas.find((p: any) => p.name === 'sh.platform.management.v1.Cluster').value.schema;

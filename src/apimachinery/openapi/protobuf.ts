@@ -147,6 +147,12 @@ class DocumentReader {
         return { value: this.strings(value, at) };
       case 'StringArray':
         return { value: this.strings(value, at) };
+      case 'DefaultType':
+        // v3's default is read by its YAML type alone; any other value leaves it empty, without error.
+        if (typeof value === 'number') return { number: value };
+        if (typeof value === 'boolean') return { boolean: value };
+        if (typeof value === 'string') return { string: value };
+        return {};
       case 'ItemsItem': {
         // gnostic reads only the single-schema form of items into its list.
         const [field] = type.fieldsArray;
