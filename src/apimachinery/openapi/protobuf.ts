@@ -208,12 +208,18 @@ class DocumentReader {
     return out;
   }
 
-  /** A oneof: like gnostic, every form is tried in order and the last one that reads is kept. */
+  /**
+   * A oneof: like gnostic, every form is tried in order and the last one that reads is kept; a message form is
+   * tried only on an object.
+   */
   private oneOf(value: unknown, type: protobuf.Type, oneof: protobuf.OneOf, at: string): Message {
     let chosen: Message | undefined;
     const failures: string[] = [];
     for (const field of oneof.fieldsArray) {
       try {
+        if (field.resolve().resolvedType instanceof protobuf.Type && !isObject(value)) {
+          throw new Error(`${at}: ${field.name} must be an object`);
+        }
         chosen = { [field.name]: this.value(value, field, at) };
       } catch (err) {
         failures.push((err as Error).message);
