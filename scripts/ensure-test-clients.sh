@@ -36,6 +36,7 @@ if [ ! -x "$OLD_KUBECTL" ]; then
   chmod 755 "$work"
   (cd "$work" && apt-get download -qq kubernetes-client 2>/dev/null)
   rm -rf .tools/kubectl-1.20
+  mkdir -p .tools/kubectl-1.20
   dpkg -x "$work"/kubernetes-client_*.deb .tools/kubectl-1.20
 fi
 "$OLD_KUBECTL" version --client --short 2>/dev/null | head -n 1

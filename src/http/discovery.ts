@@ -30,12 +30,30 @@ export function apiGroupDocument(registry: Registry, name: string): object | und
   return group && { kind: 'APIGroup', apiVersion: 'v1', ...apiGroup(group) };
 }
 
+/** One entry of an APIResourceList (metav1.APIResource): a subresource is named `<resource>/<subresource>`. */
+export interface APIResource {
+  name: string;
+  singularName: string;
+  namespaced: boolean;
+  kind: string;
+  verbs: string[];
+  shortNames?: string[];
+  categories?: string[];
+}
+
+export interface APIResourceList {
+  kind: 'APIResourceList';
+  apiVersion: 'v1';
+  groupVersion: string;
+  resources: APIResource[];
+}
+
 export function apiResourceList(
   registry: Registry,
   served: ServedActions,
   group: string,
   version: string,
-): object | undefined {
+): APIResourceList | undefined {
   const defs = registry.definitions.filter((d) => d.group === group && d.version === version);
   if (!defs.length) return undefined;
   const actions = served.all.filter((a) => a.group === group && a.version === version).map(actionEntry);
@@ -46,23 +64,15 @@ export function apiResourceList(
 }
 
 /** A subresource action is listed as `<resource>/<subresource>`; a kind of its own like any resource. */
-function actionEntry(a: Action): { name: string } {
+function actionEntry(a: Action): APIResource {
   const verbs = [...a.verbs].sort();
   if (a.subresource)
-    return {
-      name: `${a.resource}/${a.subresource}`,
-      singularName: '',
-      namespaced: a.namespaced,
-      kind: a.kind,
-      verbs,
-    } as { name: string };
-  return { name: a.resource, singularName: a.kind.toLowerCase(), namespaced: a.namespaced, kind: a.kind, verbs } as {
-    name: string;
-  };
+    return { name: `${a.resource}/${a.subresource}`, singularName: '', namespaced: a.namespaced, kind: a.kind, verbs };
+  return { name: a.resource, singularName: a.kind.toLowerCase(), namespaced: a.namespaced, kind: a.kind, verbs };
 }
 
-function resourceEntries(def: ResourceDefinition): { name: string }[] {
-  const main = {
+function resourceEntries(def: ResourceDefinition): APIResource[] {
+  const main: APIResource = {
     name: def.plural,
     singularName: def.singular,
     namespaced: def.namespaced,

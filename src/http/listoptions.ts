@@ -2,6 +2,7 @@
 import { fieldError, type FieldError } from '../apimachinery/field.js';
 import { objectFields, parseSupportedFieldSelector } from '../apimachinery/fields.js';
 import { parseLabelSelector } from '../apimachinery/labels.js';
+import { queryBool } from '../apimachinery/queryparams.js';
 import * as errors from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { ListOptions, Predicate, WatchOptions } from '../storage/reader.js';
@@ -19,14 +20,6 @@ function integer(query: URLSearchParams, name: string): number | undefined {
   if (!/^-?[0-9]+$/.test(raw))
     throw errors.badRequest(`invalid value for ${name}: ${JSON.stringify(raw)}: must be an integer`);
   return Number(raw);
-}
-
-function flag(query: URLSearchParams, name: string): boolean | undefined {
-  const raw = query.get(name);
-  if (raw === null) return undefined;
-  if (['true', '1', ''].includes(raw)) return true;
-  if (['false', '0'].includes(raw)) return false;
-  throw errors.badRequest(`invalid value for ${name}: ${JSON.stringify(raw)}: must be true or false`);
 }
 
 /**
@@ -95,7 +88,7 @@ export function parseWatchQuery(
   visible?: (obj: KubeObject) => boolean,
 ): WatchQuery {
   const match = query.get('resourceVersionMatch') ?? '';
-  const sendInitialEvents = flag(query, 'sendInitialEvents');
+  const sendInitialEvents = queryBool(query, 'sendInitialEvents');
   const errs: FieldError[] = [];
   if (sendInitialEvents !== undefined && match !== 'NotOlderThan') {
     errs.push(
@@ -121,7 +114,7 @@ export function parseWatchQuery(
     predicate: predicate(query, name, visible),
     resourceVersion: query.get('resourceVersion') || undefined,
     sendInitialEvents,
-    allowWatchBookmarks: flag(query, 'allowWatchBookmarks') ?? false,
+    allowWatchBookmarks: queryBool(query, 'allowWatchBookmarks') ?? false,
     timeoutSeconds: timeoutSeconds && timeoutSeconds > 0 ? timeoutSeconds : undefined,
   };
 }

@@ -97,6 +97,32 @@ export function negotiateResponse(accept: string | undefined): Encoding {
   throw errors.notAcceptable(SERVED);
 }
 
+/** The group of the aggregated discovery document (APIGroupDiscoveryList) and the versions served of it. */
+export const DISCOVERY_GROUP = 'apidiscovery.k8s.io';
+const DISCOVERY_VERSIONS = ['v2', 'v2beta1'] as const;
+
+export interface AggregatedDiscoveryTarget {
+  encoding: Encoding;
+  version: (typeof DISCOVERY_VERSIONS)[number];
+}
+
+/**
+ * Whether an Accept header of /api or /apis asks for the aggregated document, and in which version and encoding:
+ * the first entry naming `as=APIGroupDiscoveryList;g=apidiscovery.k8s.io` in a served version, wherever it stands
+ * in the header (kube's WrapAggregatedDiscoveryToHandler looks only at such entries); undefined: the legacy one.
+ */
+export function negotiateAggregatedDiscovery(accept: string | undefined): AggregatedDiscoveryTarget | undefined {
+  if (!accept) return undefined;
+  for (const range of parseMediaRanges(accept)) {
+    const { as, g, v } = range.params;
+    if (as !== 'APIGroupDiscoveryList' || g !== DISCOVERY_GROUP) continue;
+    const version = DISCOVERY_VERSIONS.find((served) => served === v);
+    const encoding = encodingOf(range.type, 'object');
+    if (version && encoding) return { encoding, version };
+  }
+  return undefined;
+}
+
 /** The media type of a request body, without parameters; an absent Content-Type means JSON. */
 export function contentType(header: string | undefined): string {
   if (!header) return JSON_TYPE;

@@ -9,9 +9,10 @@ import { isDNS1123Label } from '../apimachinery/validation.js';
 import type { ServedActions } from '../actions/served.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Registry } from '../registry/registry.js';
+import { AggregatedDiscovery } from './aggregateddiscovery.js';
 import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions } from './discovery.js';
 import { healthHandler, type HealthCheck } from './health.js';
-import { negotiateResponse } from './negotiation.js';
+import { negotiateAggregatedDiscovery, negotiateResponse } from './negotiation.js';
 import { OIDC_PATHS, oidcHandler, type OidcOptions } from './oidc.js';
 import { OpenAPIService, isOpenAPIPath } from './openapi.js';
 import { writeObject } from './responses.js';
@@ -37,6 +38,7 @@ export function nonResourceHandler(
   } as Record<string, (req: Request, res: Response) => Promise<void>>;
   // The OpenAPI documents depend only on the definitions and actions: built once, here.
   const openapi = new OpenAPIService(opts.registry.definitions, actions.all);
+  const aggregated = new AggregatedDiscovery(opts.registry, actions);
   const oidc = opts.oidc && oidcHandler(opts.oidc);
 
   return async (req, res) => {
@@ -49,6 +51,10 @@ export function nonResourceHandler(
       return void res.type(opts.metrics.contentType).send(await opts.metrics.text());
     if (isOpenAPIPath(path)) return openapi.serve(req, res, path);
     if (oidc && OIDC_PATHS.includes(path)) return oidc(req, res, path);
+    if (path === '/api' || path === '/apis') {
+      const target = negotiateAggregatedDiscovery(req.headers.accept);
+      if (target) return aggregated.serve(req, res, path, target);
+    }
     const doc = nonResourceDocument(path, opts, actions);
     if (!doc) throw errors.notFoundPath();
     writeObject(res, 200, doc, negotiateResponse(req.headers.accept));

@@ -1,5 +1,6 @@
 /** Query and body options of writes (CreateOptions, UpdateOptions, PatchOptions, DeleteOptions), validated as kube does. */
 import { fieldError, type FieldError } from '../apimachinery/field.js';
+import { queryBool } from '../apimachinery/queryparams.js';
 import * as errors from '../apimachinery/status.js';
 import { isPlainObject } from '../apimachinery/types.js';
 import type { PropagationPolicy } from '../registry/propagation.js';
@@ -66,8 +67,7 @@ export function applyOptions(query: URLSearchParams): ParsedWriteOptions & { fie
   const manager = query.get('fieldManager');
   if (!manager)
     throw invalidOptions('PatchOptions', [fieldError.required('fieldManager', 'is required for apply patch')]);
-  const force = query.get('force');
-  return { ...opts, fieldManager: manager, force: force !== null && queryBool('force', force) };
+  return { ...opts, fieldManager: manager, force: queryBool(query, 'force') ?? false };
 }
 
 export function rejectForceOnNonApplyPatch(query: URLSearchParams): void {
@@ -87,8 +87,7 @@ export function deleteOptions(body: Record<string, unknown> | undefined, query: 
     throw errors.badRequest(`the body of a delete must be a DeleteOptions, not ${String(opts.kind)}`);
   if (query.has('gracePeriodSeconds')) opts.gracePeriodSeconds = Number(query.get('gracePeriodSeconds'));
   if (query.has('propagationPolicy')) opts.propagationPolicy = query.get('propagationPolicy');
-  if (query.has('orphanDependents'))
-    opts.orphanDependents = queryBool('orphanDependents', query.get('orphanDependents')!);
+  if (query.has('orphanDependents')) opts.orphanDependents = queryBool(query, 'orphanDependents');
   if (query.has('dryRun')) opts.dryRun = query.getAll('dryRun');
 
   const errs: FieldError[] = [];
@@ -128,11 +127,4 @@ export function deleteOptions(body: Record<string, unknown> | undefined, query: 
     gracePeriodSeconds: opts.gracePeriodSeconds as number | undefined,
     preconditions: opts.preconditions as ParsedDeleteOptions['preconditions'],
   };
-}
-
-/** A boolean query parameter as kube's query decoding reads it (an empty value counts as true). */
-function queryBool(name: string, value: string): boolean {
-  if (!['true', 'false', '1', '0', ''].includes(value))
-    throw errors.badRequest(`invalid value for ${name}: ${JSON.stringify(value)}: must be true or false`);
-  return value === 'true' || value === '1' || value === '';
 }

@@ -5,6 +5,7 @@
  * direct form (/orchestrator/management/apis/...) are understood.
  */
 import type { NextFunction, Request, Response } from 'express';
+import { queryBool } from '../apimachinery/queryparams.js';
 import { newRequestContext, type RequestInfo } from '../apimachinery/request.js';
 import * as errors from '../apimachinery/status.js';
 
@@ -77,7 +78,7 @@ export function resolveRequestInfo(method: string, rawPath: string, query: URLSe
   }
   [info.resource, info.name = '', info.subresource = '', ...info.extraParts] = parts;
 
-  const watch = ['true', '1'].includes(query.get('watch') ?? '');
+  const watch = queryBool(query, 'watch') ?? false;
   if (!info.name && info.verb === 'get') info.verb = watch ? 'watch' : 'list';
   // A watch of one object (GET .../name?watch=true) is a watch of the collection narrowed to that name.
   if (info.name && !info.subresource && info.verb === 'get' && watch) info.verb = 'watch';

@@ -12,17 +12,25 @@ import { JSON_TYPE, YAML_TYPE, type Encoding } from './negotiation.js';
 export function writeObject(res: Response, code: number, obj: unknown, encoding: Encoding = 'json'): void {
   if (res.headersSent) return;
   if (encoding === 'yaml') {
-    res
-      .status(code)
-      .type(YAML_TYPE)
-      .send(yaml.dump(obj, { noRefs: true, lineWidth: -1 }));
+    sendText(res.status(code), YAML_TYPE, yaml.dump(obj, { noRefs: true, lineWidth: -1 }));
     return;
   }
   const items = (obj as { items?: unknown }).items;
-  res
-    .status(code)
-    .type(JSON_TYPE)
-    .send(`${Array.isArray(items) ? listJson(obj as { items: unknown[] }) : toJson(obj)}\n`);
+  sendText(
+    res.status(code),
+    JSON_TYPE,
+    `${Array.isArray(items) ? listJson(obj as { items: unknown[] }) : toJson(obj)}\n`,
+  );
+}
+
+/**
+ * The Content-Type exactly as kube-apiserver sends it (`application/json`, no `; charset=utf-8`, which Express adds
+ * to a string body): the Python client's DynamicApiError.summary() reads an error's message only when the type is
+ * exactly `application/json`.
+ */
+function sendText(res: Response, type: string, text: string): void {
+  res.setHeader('Content-Type', type);
+  res.send(Buffer.from(text));
 }
 
 /** Warnings go back as `Warning: 299 - "<text>"` headers, one per distinct warning (a retried write repeats them). */
@@ -39,10 +47,7 @@ export function writeStatus(res: Response, status: Status): void {
   if (context) context.status = status;
   const retry = status.details?.retryAfterSeconds;
   if (retry && retry > 0) res.setHeader('Retry-After', String(retry));
-  res
-    .status(status.code)
-    .type(JSON_TYPE)
-    .send(`${JSON.stringify(status)}\n`);
+  sendText(res.status(status.code), JSON_TYPE, `${JSON.stringify(status)}\n`);
 }
 
 export function writeError(res: Response, err: unknown, log: Logger): void {

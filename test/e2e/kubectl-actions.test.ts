@@ -93,8 +93,8 @@ describe('kubectl and the actions', () => {
       spec: { ttl: 900 },
     });
     // kubectl leaves validation to the server only for kinds with a PATCH; for this create-only kind it validates
-    // itself from /openapi/v2 in protobuf, which kube-apiserver serves (with our kinds merged in) but we do not.
-    const created = await k('create', '-f', manifest, '--validate=false', '-o', 'jsonpath={.status.token}');
+    // itself from /openapi/v2 in protobuf.
+    const created = await k('create', '-f', manifest, '-o', 'jsonpath={.status.token}');
     expect(created).toMatchObject({ code: 0, stderr: '' });
     const jwks = await k('get', '--raw', '/openid/v1/jwks');
     expect(jwks.code).toBe(0);
@@ -121,7 +121,6 @@ describe('kubectl and the actions', () => {
           'create',
           '-f',
           file('project.yaml', { apiVersion: API_VERSION, kind: 'Project', metadata: { name: 'web' } }),
-          '--validate=false',
         )
       ).code,
     ).toBe(0);
@@ -136,7 +135,6 @@ describe('kubectl and the actions', () => {
             metadata: { name: 'eu-1' },
             spec: { local: true },
           }),
-          '--validate=false',
         )
       ).code,
     ).toBe(0);
@@ -171,7 +169,7 @@ describe('kubectl and the actions', () => {
       metadata: { name: 'vc2', namespace: 'p-web' },
       spec: { clusterRef: { cluster: 'eu-1', namespace: 'vcluster-vc2' }, ingressEndpoint: 'https://vc2.example.com' },
     };
-    expect((await k('create', '-f', file('vci.yaml', instance), '--validate=false')).code).toBe(0);
+    expect((await k('create', '-f', file('vci.yaml', instance))).code).toBe(0);
     const res = await k(
       'get',
       '--raw',

@@ -6,8 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { mkdtempSync, rmSync } from 'node:fs';
+import type { IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { OpenAPIV2Document } from '../../src/apimachinery/openapi/protobuf.js';
 import { GROUP_PATH } from '../support/http.js';
 import { flat, kubectlOn } from '../support/kubectl.js';
 import { manifestWriter } from '../support/manifests.js';
@@ -21,6 +23,21 @@ const manifest = manifestWriter(() => dir);
 /** The -v=6 log line of a request kubectl made. */
 function requestLine(stderr: string, method: string, pathPart: string): string | undefined {
   return stderr.split('\n').find((l) => l.includes(`verb="${method}"`) && l.includes(pathPart));
+}
+
+/** A GET whose body is kept as bytes (the protobuf forms). */
+function rawGet(path: string, headers: Record<string, string>) {
+  return new Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+    const req = ts.admin.open('GET', path, headers);
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 beforeAll(async () => {
@@ -62,6 +79,22 @@ describe('the OpenAPI endpoints', () => {
       (await ts.admin.get('/openapi/v2', { headers: { 'If-None-Match': v2.headers.etag as string } })).status,
     ).toBe(304);
     expect((await ts.admin.get('/openapi/v3/apis/nothing.example.com/v1')).status).toBe(404);
+  });
+
+  test('/openapi/v2 in protobuf, as client-go asks for it: the JSON ETag, 304, a gnostic Document', async () => {
+    const json = await ts.admin.get('/openapi/v2', { headers: { Accept: 'application/json' } });
+    const asked = { Accept: 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' };
+    const proto = await rawGet('/openapi/v2', asked);
+    expect(proto.status).toBe(200);
+    expect(proto.headers['content-type']).toBe('application/com.github.proto-openapi.spec.v2.v1.0+protobuf');
+    expect(proto.headers.vary).toBe('Accept');
+    expect(proto.headers.etag).toBe(json.headers.etag);
+    const doc = OpenAPIV2Document.toObject(OpenAPIV2Document.decode(proto.body)) as Record<string, any>;
+    expect(doc.swagger).toBe('2.0');
+    expect(doc.definitions.additional_properties.map((p: any) => p.name)).toEqual(Object.keys(json.body.definitions));
+    const cached = await rawGet('/openapi/v2', { ...asked, 'If-None-Match': json.headers.etag as string });
+    expect(cached.status).toBe(304);
+    expect(cached.body).toHaveLength(0);
   });
 
   test('need credentials, like the rest of discovery', async () => {

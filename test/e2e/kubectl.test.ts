@@ -1,6 +1,6 @@
 /**
  * The real kubectl (v1.33) against the real server and etcd: what a person does first with sharedsecrets and
- * clusters. Validation is off until the server publishes OpenAPI (kubectl needs it for --validate=strict).
+ * clusters, with kubectl's default validation.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -38,7 +38,7 @@ describe('kubectl', () => {
         access: [{ verbs: ['get'], users: ['alice'] }],
       },
     });
-    const created = await k('create', '-f', file, '--validate=false');
+    const created = await k('create', '-f', file);
     expect(created).toMatchObject({ code: 0 });
     expect(created.stdout).toContain('sharedsecret.management.platform.sh/s1 created');
 
@@ -77,17 +77,11 @@ describe('kubectl', () => {
       spec: { displayName: 'Production EU', config: { secretName: 'prod-eu-kubeconfig', secretNamespace: 'platform' } },
     };
     const file = manifest('cluster', doc);
-    expect((await k('apply', '-f', file, '--validate=false')).stdout).toContain(
-      'cluster.management.platform.sh/prod-eu created',
-    );
-    expect((await k('apply', '-f', file, '--validate=false')).stdout).toContain(
-      'cluster.management.platform.sh/prod-eu unchanged',
-    );
+    expect((await k('apply', '-f', file)).stdout).toContain('cluster.management.platform.sh/prod-eu created');
+    expect((await k('apply', '-f', file)).stdout).toContain('cluster.management.platform.sh/prod-eu unchanged');
 
     manifest('cluster', { ...doc, spec: { ...doc.spec, unusable: true } });
-    expect((await k('apply', '-f', file, '--validate=false')).stdout).toContain(
-      'cluster.management.platform.sh/prod-eu configured',
-    );
+    expect((await k('apply', '-f', file)).stdout).toContain('cluster.management.platform.sh/prod-eu configured');
 
     const patched = await k(
       'patch',
@@ -115,7 +109,7 @@ describe('kubectl', () => {
       metadata: { name: 'bad', namespace: 'default' },
       spec: { data: { 'bad key': 'not base64!' } },
     });
-    const res = await k('create', '-f', file, '--validate=false');
+    const res = await k('create', '-f', file);
     expect(res.code).toBe(1);
     expect(res.stderr).toContain('The SharedSecret "bad" is invalid');
     expect(res.stderr).toContain('spec.data[bad key]');

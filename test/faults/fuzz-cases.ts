@@ -716,12 +716,6 @@ export function generateCases(seed: number, fixtures: Fixtures): FuzzCase[] {
         [400, 422],
       ],
       [
-        'force=maybe',
-        `${objectPath(k)}?fieldManager=fuzz&force=maybe`,
-        yaml.dump({ ...applyBase, spec: fresh.spec }),
-        [400, 422],
-      ],
-      [
         'another name',
         `${objectPath(k)}?fieldManager=fuzz`,
         yaml.dump({ ...applyBase, metadata: { ...applyBase.metadata, name: 'other' }, spec: fresh.spec }),
@@ -1197,22 +1191,6 @@ export function generateCases(seed: number, fixtures: Fixtures): FuzzCase[] {
       ['watch timeoutSeconds=1.5', 'GET', `${coll}?watch=true&timeoutSeconds=1.5`, undefined, undefined, [400]],
       ['watch resourceVersion=abc', 'GET', `${coll}?watch=true&resourceVersion=abc`, undefined, undefined, [400]],
       [
-        'watch allowWatchBookmarks=maybe',
-        'GET',
-        `${coll}?watch=true&allowWatchBookmarks=maybe`,
-        undefined,
-        undefined,
-        [400],
-      ],
-      [
-        'watch sendInitialEvents=maybe',
-        'GET',
-        `${coll}?watch=true&sendInitialEvents=maybe&resourceVersionMatch=NotOlderThan`,
-        undefined,
-        undefined,
-        [400],
-      ],
-      [
         'watch sendInitialEvents without resourceVersionMatch',
         'GET',
         `${coll}?watch=true&sendInitialEvents=true`,
@@ -1273,7 +1251,6 @@ export function generateCases(seed: number, fixtures: Fixtures): FuzzCase[] {
       ],
       ['delete gracePeriodSeconds=abc', 'DELETE', `${obj}?gracePeriodSeconds=abc`, undefined, undefined, [400, 422]],
       ['delete gracePeriodSeconds=1.5', 'DELETE', `${obj}?gracePeriodSeconds=1.5`, undefined, undefined, [400, 422]],
-      ['delete orphanDependents=maybe', 'DELETE', `${obj}?orphanDependents=maybe`, undefined, undefined, [400, 422]],
       [
         'delete orphanDependents with propagationPolicy',
         'DELETE',

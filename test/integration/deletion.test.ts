@@ -173,13 +173,6 @@ describe('DeleteOptions', () => {
     expect(await stored(obj.metadata.name)).toEqual(before);
   });
 
-  test('orphanDependents=maybe in the query: 400, nothing deleted', async () => {
-    const obj = await create(uniq('bad-bool'));
-    const res = await root.delete(path(obj.metadata.name, '?orphanDependents=maybe'));
-    expectStatus(res, 400, 'BadRequest', 'invalid value for orphanDependents: "maybe": must be true or false');
-    expect(await stored(obj.metadata.name)).toBeDefined();
-  });
-
   test('a YAML body is read like a JSON one', async () => {
     const obj = await create(uniq('yaml'), { finalizers: [HOLD] });
     const yaml = `kind: DeleteOptions\napiVersion: v1\npropagationPolicy: Orphan\npreconditions:\n  uid: ${obj.metadata.uid}\n`;

@@ -274,7 +274,7 @@ describe('discovery, version and health', () => {
     expect(byName['clusters/status']).toBeDefined();
   });
 
-  test('the aggregated-discovery Accept of kubectl gets a plain APIGroupList as application/json', async () => {
+  test('the aggregated-discovery Accept of kubectl gets the aggregated APIGroupDiscoveryList (aggregated-discovery.test.ts)', async () => {
     const res = await ts.admin.get('/apis', {
       headers: {
         Accept:
@@ -282,8 +282,8 @@ describe('discovery, version and health', () => {
       },
     });
     expect(res.status).toBe(200);
-    expect(res.headers['content-type']).toMatch(/^application\/json/);
-    expect(res.body.kind).toBe('APIGroupList');
+    expect(res.headers['content-type']).toBe('application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList');
+    expect(res.body.kind).toBe('APIGroupDiscoveryList');
   });
 
   test('unknown groups and paths are 404 Status', async () => {
@@ -313,7 +313,14 @@ describe('discovery, version and health', () => {
 
   test('/version', async () => {
     const res = await ts.anonymous.get('/version');
-    expect(res.body).toMatchObject({ major: '0', minor: '1', gitVersion: 'v0.1.0' });
+    // The Kubernetes release whose API this server follows, with its own version as build metadata.
+    expect(res.body).toMatchObject({
+      major: '1',
+      minor: '33',
+      emulationMajor: '1',
+      emulationMinor: '33',
+      gitVersion: 'v1.33.0+platform-management-api.0.1.0',
+    });
     expect(res.body.platform).toBe(`${process.platform}/${process.arch}`);
   });
 

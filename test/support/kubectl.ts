@@ -4,12 +4,23 @@
  */
 import { expect } from '@jest/globals';
 import { spawn } from 'node:child_process';
-import { promises as fs, mkdtempSync, rmSync } from 'node:fs';
+import { promises as fs, accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { exitCode, runToCompletion, toolPath, type ToolResult } from './tools.js';
+import { exitCode, repoRoot, runToCompletion, toolPath, type ToolResult } from './tools.js';
 
 export const kubectlPath = () => toolPath('kubectl');
+
+/** Debian's kubectl 1.20 (kubernetes-client), unpacked by scripts/ensure-test-clients.sh beside the 1.33 one. */
+export function oldKubectlPath(): string {
+  const file = path.join(repoRoot, '.tools', 'kubectl-1.20', 'usr', 'bin', 'kubectl');
+  try {
+    accessSync(file, constants.X_OK);
+  } catch {
+    throw new Error(`kubectl 1.20 not found at ${file}: run scripts/ensure-test-clients.sh first`);
+  }
+  return file;
+}
 
 export type KubectlResult = ToolResult;
 
@@ -22,21 +33,23 @@ function kubectlCommand(
   kubeconfig: string,
   args: string[],
   extraEnv?: Record<string, string>,
+  bin = kubectlPath(),
 ): [string, string[], NodeJS.ProcessEnv] {
   // TMPDIR too: kubectl edit leaves a copy of a rejected edit in its temp dir, which goes with `home`.
   const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, TMPDIR: home, ...extraEnv };
   delete env.KUBECONFIG; // --kubeconfig alone decides
-  return [kubectlPath(), ['--kubeconfig', kubeconfig, '--cache-dir', path.join(home, 'cache'), ...args], env];
+  return [bin, ['--kubeconfig', kubeconfig, '--cache-dir', path.join(home, 'cache'), ...args], env];
 }
 
+/** Runs kubectl (the 1.33 one of .tools/bin unless `bin` names another) to completion. */
 export async function kubectl(
   args: string[],
-  opts: { kubeconfig: string; stdin?: string; env?: Record<string, string>; timeoutMs?: number },
+  opts: { kubeconfig: string; stdin?: string; env?: Record<string, string>; timeoutMs?: number; bin?: string },
 ): Promise<KubectlResult> {
   const home = await fs.mkdtemp(HOME_PREFIX);
   const timeoutMs = opts.timeoutMs ?? 30_000;
   try {
-    const [bin, argv, env] = kubectlCommand(home, opts.kubeconfig, args, opts.env);
+    const [bin, argv, env] = kubectlCommand(home, opts.kubeconfig, args, opts.env, opts.bin);
     return await runToCompletion(bin, argv, { env, stdin: opts.stdin, timeoutMs, what: `kubectl ${args.join(' ')}` });
   } finally {
     await fs.rm(home, { recursive: true, force: true });
@@ -142,10 +155,11 @@ export const flat = (s: string) => s.replace(/\s+/g, ' ');
 
 /**
  * kubectl against one kubeconfig (read at each call, as the server starts in beforeAll): `k(...args)` runs it to
- * completion, `background(args)` in the background, and two shorthands for `get`.
+ * completion (`bin`, when given, names another kubectl than the 1.33 one), `background(args)` in the background,
+ * and two shorthands for `get`.
  */
-export function kubectlOn(kubeconfig: () => string) {
-  const k = (...args: string[]) => kubectl(args, { kubeconfig: kubeconfig() });
+export function kubectlOn(kubeconfig: () => string, bin?: () => string) {
+  const k = (...args: string[]) => kubectl(args, { kubeconfig: kubeconfig(), bin: bin?.() });
   return {
     k,
     background: (args: string[]) => kubectlInBackground(args, { kubeconfig: kubeconfig() }),

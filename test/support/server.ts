@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { defaultConfig, type Config } from '../../src/config.js';
-import { silentLogger, type Logger } from '../../src/log.js';
+import { createLogger, type Logger } from '../../src/log.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { startTestEtcd } from './etcd.js';
 import { HttpClient } from './http.js';
@@ -25,11 +25,27 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
+/** How long a stop may take before the test output gets the server's last log lines (to tell what it waits for). */
+const SLOW_STOP_MS = 15_000;
+const KEPT_LOG_LINES = 40;
+
+/** A logger that prints nothing but keeps the last lines, for a stop that hangs to show. */
+function recentLines(): { log: Logger; lines: string[] } {
+  const lines: string[] = [];
+  const log = createLogger((line) => {
+    lines.push(line.trimEnd());
+    if (lines.length > KEPT_LOG_LINES) lines.shift();
+  });
+  return { log, lines };
+}
+
 export async function startTestServer(
   overrides: Partial<Config> = {},
   etcd?: Awaited<ReturnType<typeof startTestEtcd>>,
-  log: Logger = silentLogger,
+  givenLog?: Logger,
 ): Promise<TestServer> {
+  const recent = recentLines();
+  const log = givenLog ?? recent.log;
   const ownEtcd = !etcd;
   const theEtcd = etcd ?? (await startTestEtcd());
   const dataDir = mkdtempSync(join(tmpdir(), 'platform-server-'));
@@ -55,7 +71,12 @@ export async function startTestServer(
     client: (t: string) => new HttpClient(server.url, ca, t),
     kubeconfig: server.adminKubeconfig ?? '',
     async stop() {
-      await server.close();
+      const slow = setTimeout(() => {
+        process.stderr.write(
+          `test server ${server.url} has not stopped after ${SLOW_STOP_MS} ms; its last log lines:\n${recent.lines.join('\n')}\n`,
+        );
+      }, SLOW_STOP_MS);
+      await server.close().finally(() => clearTimeout(slow));
       rmSync(dataDir, { recursive: true, force: true });
       if (ownEtcd) await theEtcd.stop();
     },

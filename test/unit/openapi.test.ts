@@ -10,7 +10,7 @@ import { newRequestContext } from '../../src/apimachinery/request.js';
 import { discoveryAuthorizer } from '../../src/auth/authorizer.js';
 import type { Attributes } from '../../src/apimachinery/authorizer.js';
 import { AUTHENTICATED_GROUP } from '../../src/apimachinery/user.js';
-import { OpenAPIService, acceptsJson, etagMatches, isOpenAPIPath } from '../../src/http/openapi.js';
+import { OpenAPIService, etagMatches, isOpenAPIPath, negotiateDocument } from '../../src/http/openapi.js';
 import { resolveRequestInfo } from '../../src/http/requestinfo.js';
 import { loadDefinitions } from '../../src/registry/definitions.js';
 import { statusOf } from '../support/errors.js';
@@ -104,25 +104,55 @@ describe('serving', () => {
     expect(stale.headers['cache-control']).toBeUndefined();
   });
 
-  test('Accept: JSON when acceptable, 406 for protobuf alone, 404 for unknown group-versions', () => {
-    const path = `/openapi/v3/apis/${GROUP}/v1`;
+  test('Accept: JSON or protobuf as asked, with the JSON ETag and Vary: Accept; 406 for neither; 404 for unknown group-versions', () => {
+    const V2_PROTOBUF = 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf';
+    const V3_PROTOBUF = 'application/com.github.proto-openapi.spec.v3.v1.0+protobuf';
+    const v3doc = service.v3.get(`apis/${GROUP}/v1`)!;
+    for (const [path, doc, answered, asked] of [
+      // client-go's OpenAPISchema asks for v2 with the `@` form alone; kube answers with the `.` form.
+      ['/openapi/v2', service.v2, V2_PROTOBUF, 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf'],
+      ['/openapi/v2', service.v2, V2_PROTOBUF, V2_PROTOBUF],
+      [
+        `/openapi/v3/apis/${GROUP}/v1`,
+        v3doc,
+        V3_PROTOBUF,
+        'application/com.github.proto-openapi.spec.v3@v1.0+protobuf',
+      ],
+      [`/openapi/v3/apis/${GROUP}/v1`, v3doc, V3_PROTOBUF, V3_PROTOBUF],
+    ] as const) {
+      const proto = call(path, { Accept: asked });
+      expect(proto.status).toBe(200);
+      expect(proto.headers['content-type']).toBe(answered);
+      expect(proto.headers.vary).toBe('Accept');
+      expect(proto.body).toEqual(doc.protobuf!.body());
+      expect(proto.body!.subarray(0, 40)).not.toEqual(doc.body.subarray(0, 40));
+      // One ETag for both forms, as kube-openapi gives (the answer varies by Accept).
+      expect(proto.headers.etag).toBe(doc.etag);
+      expect(call(path, { Accept: asked, 'If-None-Match': doc.etag }).status).toBe(304);
+      // Preferences are read as goautoneg orders them: quality first, then a named type before a wildcard.
+      expect(call(path, { Accept: `application/json;q=0.5, ${asked}` }).headers['content-type']).toBe(answered);
+      expect(call(path, { Accept: `*/*, ${asked}` }).headers['content-type']).toBe(answered);
+      expect(call(path, { Accept: `${asked};q=0.5, application/json` }).headers['content-type']).toBe(
+        'application/json',
+      );
+      for (const accept of ['application/json', '*/*', 'application/*', `application/json, ${asked}`]) {
+        const json = call(path, { Accept: accept });
+        expect(json.headers['content-type']).toBe('application/json');
+        expect(json.body).toEqual(doc.body);
+      }
+      const refused = statusOf(() => call(path, { Accept: 'text/html' }));
+      expect(refused.status).toMatchObject({ code: 406, reason: 'NotAcceptable' });
+      expect(refused.status.message).toContain(`application/json, ${answered}`);
+    }
+    // The other version's protobuf is not this document's.
     expect(
-      call(path, { Accept: 'application/com.github.proto-openapi.spec.v3@v1.0+protobuf, application/json' }).status,
-    ).toBe(200);
-    expect(call(path, { Accept: 'application/json' }).status).toBe(200);
-    expect(call(path, { Accept: '*/*' }).status).toBe(200);
-    expect(
-      statusOf(() => call(path, { Accept: 'application/com.github.proto-openapi.spec.v3@v1.0+protobuf' })).status,
-    ).toMatchObject({ code: 406, reason: 'NotAcceptable' });
-    // client-go's OpenAPISchema asks for v2 in protobuf only: not served.
-    expect(
-      statusOf(() => call('/openapi/v2', { Accept: 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' }))
+      statusOf(() => call('/openapi/v2', { Accept: 'application/com.github.proto-openapi.spec.v3@v1.0+protobuf' }))
         .status,
     ).toMatchObject({ code: 406, reason: 'NotAcceptable' });
     // The root answers JSON whatever is asked, as handler3 does.
-    expect(call('/openapi/v3', { Accept: 'application/com.github.proto-openapi.spec.v3@v1.0+protobuf' }).status).toBe(
-      200,
-    );
+    const root = call('/openapi/v3', { Accept: 'application/com.github.proto-openapi.spec.v3@v1.0+protobuf' });
+    expect(root.status).toBe(200);
+    expect(root.headers['content-type']).toBe('application/json');
     for (const p of [
       '/openapi/v3/apis/other.example.com/v1',
       '/openapi/v3/apis/management.platform.sh/v2',
@@ -143,12 +173,17 @@ describe('serving', () => {
     expect(etagMatches('A', '"A"')).toBe(false);
   });
 
-  test('acceptsJson', () => {
-    expect(acceptsJson(undefined)).toBe(true);
-    expect(acceptsJson('application/json')).toBe(true);
-    expect(acceptsJson('application/*')).toBe(true);
-    expect(acceptsJson('application/json;q=0')).toBe(false);
-    expect(acceptsJson('application/com.github.proto-openapi.spec.v2@v1.0+protobuf')).toBe(false);
+  test('negotiateDocument', () => {
+    expect(negotiateDocument(undefined, 'v2')).toBe('json');
+    expect(negotiateDocument('', 'v2')).toBe('json');
+    expect(negotiateDocument('application/json', 'v2')).toBe('json');
+    expect(negotiateDocument('application/*', 'v3')).toBe('json');
+    expect(negotiateDocument('application/json;q=0', 'v2')).toBeUndefined();
+    expect(negotiateDocument('application/com.github.proto-openapi.spec.v2@v1.0+protobuf', 'v2')).toBe('protobuf');
+    expect(negotiateDocument('application/com.github.proto-openapi.spec.v2.v1.0+protobuf', 'v2')).toBe('protobuf');
+    expect(negotiateDocument('application/com.github.proto-openapi.spec.v2@v1.0+protobuf', 'v3')).toBeUndefined();
+    expect(negotiateDocument('application/com.github.proto-openapi.spec.v3@v1.0+protobuf', 'v3')).toBe('protobuf');
+    expect(negotiateDocument('application/vnd.kubernetes.protobuf', 'v2')).toBeUndefined();
   });
 });
 
