@@ -89,6 +89,11 @@ export interface Config {
   encryptionProviderConfigAutomaticReload: boolean;
   /** How often the file is looked at when reloading (kube: 1m). */
   encryptionProviderConfigReloadIntervalMs: number;
+  /**
+   * How often the serving certificate, the client CA files and the extension-apiserver-authentication ConfigMap are
+   * read again, besides watching the files' directories (kube: 1m).
+   */
+  tlsReloadIntervalMs: number;
 }
 
 interface FlagSpec {
@@ -517,6 +522,7 @@ export function defaultConfig(): Config {
     auditLogMaxAgeDays: 0,
     encryptionProviderConfigAutomaticReload: false,
     encryptionProviderConfigReloadIntervalMs: 60_000,
+    tlsReloadIntervalMs: 60_000,
   };
 }
 

@@ -9,17 +9,18 @@ import { kubeConfigAction } from './actions/kubeconfig.js';
 import { ServedActions } from './actions/served.js';
 import * as errors from './apimachinery/status.js';
 import { ownerDeletionCheck } from './auth/ownerdeletion.js';
-import { clientCertificateAuthorities, setUpAuth } from './auth/setup.js';
+import { startClientCertificateAuthorities } from './auth/clientcas.js';
+import { setUpAuth } from './auth/setup.js';
 import { HostCluster } from './host/cluster.js';
 import type { Config } from './config.js';
 import { GarbageCollector } from './controllers/garbagecollector.js';
 import { AccessSync } from './controllers/accesssync.js';
 import { startControllers, type Controller } from './controllers/manager.js';
-import { readAuthenticationConfigMap, withAuthenticationConfigMap } from './host/authconfig.js';
 import { HostRbac } from './host/rbac.js';
 import { createApp } from './http/app.js';
 import { MAX_HEADER_BYTES, answerClientErrors } from './http/clienterrors.js';
 import { ConnectionGuard, connectionServerOptions, type ConnectionLimits } from './http/connections.js';
+import { ServingTls } from './http/servingtls.js';
 import { GracefulShutdown } from './http/shutdown.js';
 import { withTimeout } from './http/health.js';
 import { lockDataDir } from './datadir-lock.js';
@@ -27,7 +28,9 @@ import { writeKubeconfig } from './kubeconfig.js';
 import type { Logger } from './log.js';
 import { AuditLog } from './observability/audit.js';
 import { Metrics, etcdObjectType, registryWatchCacheStats } from './observability/metrics.js';
+import type { Dynamic } from './pki/reloading.js';
 import { ensureServingCertificate } from './pki/selfsigned.js';
+import { reloadingServingCertificate, type ServingPair } from './pki/servingcert.js';
 import { loadDefinitions } from './registry/definitions.js';
 import { Registry } from './registry/registry.js';
 import { startEmbeddedEtcd, type EmbeddedEtcd } from './storage/embedded-etcd.js';
@@ -48,7 +51,7 @@ export interface RunningServer {
 }
 
 export async function startServer(flags: Config, log: Logger): Promise<RunningServer> {
-  let config = flags;
+  const config = flags;
   // Undone in reverse: the HTTPS server first, the embedded etcd last. Each step is logged, in order.
   const cleanups: [string, () => Promise<void>][] = [];
   const close = async () => {
@@ -143,9 +146,11 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       }),
     );
     cleanups.push(['stopping the watch caches', () => registry.stop()]);
-    const tls = await servingCertificate(config);
+    const tls = await servingCertificate(config, log);
+    cleanups.push(['stopping the certificate reloads', async () => tls.stop()]);
     const hostCluster = HostCluster.load({ kubeconfig: config.kubeconfig });
-    config = await frontProxyFromCluster(config, hostCluster, log);
+    const clientCas = await startClientCertificateAuthorities(config, hostCluster, log);
+    cleanups.push(['stopping the client CA reloads', async () => clientCas.stop()]);
     if (!hostCluster)
       log.info(
         'no host cluster configured: TokenReview, SubjectAccessReview, the access sync to host RBAC and virtual cluster kube configs are off',
@@ -160,7 +165,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     });
     cleanups.push(['stopping the controllers and releasing the leader lease', () => controllers.stop()]);
     metrics.leaderElection('controllers', () => controllers.isLeader());
-    const auth = setUpAuth(config, registry, hostCluster, log);
+    const auth = setUpAuth(config, registry, hostCluster, clientCas, log);
     registry.useOwnerDeletionCheck(ownerDeletionCheck(registry, auth.authorizer));
     cleanups.push(['writing access key activity', () => auth.stop()]);
     const adminToken = auth.adminToken;
@@ -217,19 +222,13 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       log,
     });
 
-    // Client certificates (front proxy, direct clients) are asked for, not required; authenticators check them.
-    const clientCAs = clientCertificateAuthorities(config);
-    const clientAuth = clientCAs.length ? { requestCert: true, rejectUnauthorized: false, ca: clientCAs } : {};
+    // The serving certificate and the client CAs as they are now; new connections get them as they change.
+    const servingTls = new ServingTls(tls.pair, clientCas);
     const server: Server = createServer(
-      {
-        cert: tls.cert,
-        key: tls.key,
-        maxHeaderSize: MAX_HEADER_BYTES,
-        ...connectionServerOptions(connectionLimits),
-        ...clientAuth,
-      },
+      { maxHeaderSize: MAX_HEADER_BYTES, ...connectionServerOptions(connectionLimits), ...servingTls.serverOptions() },
       app,
     );
+    servingTls.follow(server, log);
     answerClientErrors(server);
     connections.attach(server);
     await new Promise<void>((resolve, reject) => {
@@ -343,28 +342,6 @@ function serverControllers(
   return controllers;
 }
 
-/**
- * Without --requestheader-client-ca-file, the front proxy's settings come from the host cluster's
- * extension-apiserver-authentication ConfigMap, as for any aggregated API server.
- */
-async function frontProxyFromCluster(config: Config, host: HostCluster | undefined, log: Logger): Promise<Config> {
-  if (!host || config.requestheaderClientCaFile || config.authenticationSkipLookup) return config;
-  const data = await readAuthenticationConfigMap(host);
-  if (!data) {
-    log.warn(
-      'the host cluster has no ConfigMap kube-system/extension-apiserver-authentication: requests through a front proxy (kube-apiserver) cannot be authenticated',
-    );
-    return config;
-  }
-  const resolved = withAuthenticationConfigMap(config, data);
-  log.info('front proxy settings read from ConfigMap kube-system/extension-apiserver-authentication', {
-    allowedNames: resolved.requestheaderAllowedNames,
-    usernameHeaders: resolved.requestheaderUsernameHeaders,
-    clientCa: !!resolved.clientCaFile,
-  });
-  return resolved;
-}
-
 /** --audit-log-path and its rotation; failures to write are logged, and requests go on. */
 function auditLog(config: Config, log: Logger): AuditLog {
   return new AuditLog({
@@ -391,14 +368,26 @@ function signingKeysUnavailable(err: unknown): never {
   );
 }
 
-async function servingCertificate(config: Config): Promise<{ cert: string; key: string; caPem?: string }> {
+/** --tls-cert-file/--tls-private-key-file, reloaded when they change; without them, the self-signed one. */
+async function servingCertificate(
+  config: Config,
+  log: Logger,
+): Promise<{ pair: Dynamic<ServingPair>; caPem?: string; stop(): void }> {
   if (config.tlsCertFile && config.tlsPrivateKeyFile) {
-    return { cert: readFileSync(config.tlsCertFile, 'utf8'), key: readFileSync(config.tlsPrivateKeyFile, 'utf8') };
+    const pair = reloadingServingCertificate({
+      certFile: config.tlsCertFile,
+      keyFile: config.tlsPrivateKeyFile,
+      intervalMs: config.tlsReloadIntervalMs,
+      log,
+    });
+    pair.start();
+    return { pair, stop: () => pair.stop() };
   }
   const hosts = [...config.tlsSans];
   if (!['0.0.0.0', '::'].includes(config.bindAddress)) hosts.push(config.bindAddress);
   const pem = await ensureServingCertificate({ certDir: config.certDir, hosts });
-  return { cert: pem.certPem, key: pem.keyPem, caPem: pem.caPem };
+  const pair = { cert: pem.certPem, key: pem.keyPem };
+  return { pair: { current: () => pair, onChange: () => {} }, caPem: pem.caPem, stop: () => {} };
 }
 
 /** The address local clients dial: the bind address, or loopback when bound to every interface. */

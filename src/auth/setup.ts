@@ -2,7 +2,6 @@
  * Who may do what, composed from the configuration: the authenticators in kube's order (first that recognises
  * the credentials decides) and the authorizers' union. The one place that knows every auth piece.
  */
-import { readFileSync } from 'node:fs';
 import type { Attributes, Authorizer } from '../apimachinery/authorizer.js';
 import { GROUP_NAME } from '../apimachinery/group.js';
 import type { Config } from '../config.js';
@@ -13,11 +12,10 @@ import { ADMIN_USER, ensureAdminToken } from './admin-token.js';
 import { discoveryAuthorizer, mastersAuthorizer, unionAuthorizer } from './authorizer.js';
 import { AccessKeyAuthenticator } from './accesskeys.js';
 import { ActivityRecorder, lastActivityWriter } from './activity.js';
+import type { ClientCertificateAuthorities } from './clientcas.js';
 import { ObjectAccessAuthorizer } from './objectaccess.js';
-import { RequestHeaderAuthenticator } from './requestheader.js';
 import { SubjectAccessReviewAuthorizer } from './subjectaccessreview.js';
 import { TokenReviewAuthenticator } from './tokenreview.js';
-import { ClientCertAuthenticator } from './x509.js';
 import { readTokenFile, TokenAuthenticator } from './token-file.js';
 import type { Authenticator } from './types.js';
 import { unionAuthenticator } from './union.js';
@@ -33,14 +31,13 @@ export interface Auth {
   stop(): Promise<void>;
 }
 
-/** The CA bundles of client certificates the TLS server must ask for (front proxy, direct clients). */
-export function clientCertificateAuthorities(config: Config): string[] {
-  return [config.requestheaderClientCaFile, config.clientCaFile]
-    .filter((f): f is string => !!f)
-    .map((f) => readFileSync(f, 'utf8'));
-}
-
-export function setUpAuth(config: Config, registry: Registry, host: HostCluster | undefined, log?: Logger): Auth {
+export function setUpAuth(
+  config: Config,
+  registry: Registry,
+  host: HostCluster | undefined,
+  clientCas: ClientCertificateAuthorities,
+  log?: Logger,
+): Auth {
   const warn = (msg: string, fields?: Record<string, unknown>) => log?.warn(msg, fields);
   const tokens = config.tokenAuthFile ? readTokenFile(config.tokenAuthFile) : new Map<string, UserInfo>();
   const adminToken = config.tokenAuthFile ? undefined : ensureAdminToken(config.dataDir);
@@ -53,21 +50,8 @@ export function setUpAuth(config: Config, registry: Registry, host: HostCluster 
 
   // kube's order: front proxy headers, client certificates, then bearer tokens (the host's TokenReview last,
   // since it refuses any token it does not know).
-  const authenticators: Authenticator[] = [];
-  if (config.requestheaderClientCaFile) {
-    authenticators.push(
-      new RequestHeaderAuthenticator({
-        clientCaPem: readFileSync(config.requestheaderClientCaFile, 'utf8'),
-        allowedNames: config.requestheaderAllowedNames,
-        usernameHeaders: config.requestheaderUsernameHeaders,
-        uidHeaders: config.requestheaderUidHeaders,
-        groupHeaders: config.requestheaderGroupHeaders,
-        extraHeaderPrefixes: config.requestheaderExtraHeadersPrefix,
-      }),
-    );
-  }
-  if (config.clientCaFile)
-    authenticators.push(new ClientCertAuthenticator({ caPem: readFileSync(config.clientCaFile, 'utf8') }));
+  // Both follow their CA as it changes (clientcas.ts).
+  const authenticators: Authenticator[] = [clientCas.frontProxy, clientCas.clientCert];
 
   // Access keys: looked up by hash in the watch cache; their use recorded off the request path.
   const keyStore = registry.lookup(GROUP_NAME, 'v1', 'ownedaccesskeys');

@@ -2,11 +2,10 @@
  * The front proxy's settings as kube-apiserver publishes them for aggregated API servers: the ConfigMap
  * kube-system/extension-apiserver-authentication (its keys named like the flags; header lists as JSON arrays).
  * Read at start when no --requestheader-client-ca-file is given, as k8s.io/apiserver's delegating authentication
- * does; used as if its values had been given as flags. A change to it needs a restart (kube reloads it live).
+ * does, and read again while the server runs (auth/clientcas.ts); used as if its values had been given as flags.
  */
 import { CoreV1Api } from '@kubernetes/client-node';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import type { RequestHeaderOptions } from '../auth/requestheader.js';
 import type { Config } from '../config.js';
 import { HostClusterError, type HostCluster } from './cluster.js';
 
@@ -30,32 +29,25 @@ export async function readAuthenticationConfigMap(host: HostCluster): Promise<Re
   }
 }
 
-/**
- * `config` with the ConfigMap's front proxy (and client CA) settings where the flags gave none. The CA bundles are
- * written under `<data-dir>/extension-apiserver-authentication/`, since the rest of the server reads them as files.
- */
-export function withAuthenticationConfigMap(config: Config, data: Record<string, string>): Config {
-  const dir = join(config.dataDir, 'extension-apiserver-authentication');
-  const write = (name: string, pem: string) => {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const file = join(dir, name);
-    writeFileSync(file, pem, { mode: 0o600 });
-    return file;
-  };
-  const out: Config = { ...config };
+/** What the ConfigMap says for the settings the flags left open; header lists it lacks keep the flags' defaults. */
+export function authenticationFromConfigMap(
+  config: Config,
+  data: Record<string, string>,
+): { frontProxy?: RequestHeaderOptions; clientCaPem?: string } {
+  const out: { frontProxy?: RequestHeaderOptions; clientCaPem?: string } = {};
   const caPem = data['requestheader-client-ca-file'];
   if (caPem && !config.requestheaderClientCaFile) {
-    out.requestheaderClientCaFile = write('requestheader-client-ca.crt', caPem);
-    out.requestheaderAllowedNames = list(data, 'requestheader-allowed-names') ?? [];
-    out.requestheaderUsernameHeaders =
-      list(data, 'requestheader-username-headers') ?? config.requestheaderUsernameHeaders;
-    out.requestheaderGroupHeaders = list(data, 'requestheader-group-headers') ?? config.requestheaderGroupHeaders;
-    out.requestheaderExtraHeadersPrefix =
-      list(data, 'requestheader-extra-headers-prefix') ?? config.requestheaderExtraHeadersPrefix;
-    out.requestheaderUidHeaders = list(data, 'requestheader-uid-headers') ?? config.requestheaderUidHeaders;
+    out.frontProxy = {
+      clientCaPem: caPem,
+      allowedNames: list(data, 'requestheader-allowed-names') ?? [],
+      usernameHeaders: list(data, 'requestheader-username-headers') ?? config.requestheaderUsernameHeaders,
+      groupHeaders: list(data, 'requestheader-group-headers') ?? config.requestheaderGroupHeaders,
+      extraHeaderPrefixes: list(data, 'requestheader-extra-headers-prefix') ?? config.requestheaderExtraHeadersPrefix,
+      uidHeaders: list(data, 'requestheader-uid-headers') ?? config.requestheaderUidHeaders,
+    };
   }
   const clientCaPem = data['client-ca-file'];
-  if (clientCaPem && !config.clientCaFile) out.clientCaFile = write('client-ca.crt', clientCaPem);
+  if (clientCaPem && !config.clientCaFile) out.clientCaPem = clientCaPem;
   return out;
 }
 
