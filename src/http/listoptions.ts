@@ -32,6 +32,8 @@ export function predicate(query: URLSearchParams, name?: string, visible?: (obj:
   const fields = parseSupportedFieldSelector(fieldText);
   return {
     empty: labels.empty() && fields.empty() && !visible,
+    // Equal selector texts select alike; what a caller may see is theirs alone.
+    key: visible ? undefined : JSON.stringify([query.get('labelSelector') ?? '', fieldText]),
     matches: (obj: KubeObject) =>
       labels.matches(obj.metadata.labels) && fields.matches(objectFields(obj)) && (!visible || visible(obj)),
   };

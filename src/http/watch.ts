@@ -10,13 +10,11 @@ import type { ResourceDefinition } from '../registry/definitions.js';
 import type { RunningWatch, WatchSink } from '../storage/reader.js';
 import type { EventType } from '../storage/cacher.js';
 import type { WatchQuery } from './listoptions.js';
-import { toJson } from './json.js';
 import { JSON_TYPE } from './negotiation.js';
+import { eventLine, WatchWriter } from './watchwriter.js';
 
 /** How often a watch that allows bookmarks gets one (kube: about every minute). */
 const BOOKMARK_INTERVAL_MS = 60_000;
-/** A client that lets this much pile up unread is cut off; it re-watches from its last resourceVersion. */
-const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 
 export interface WatchEncoder {
   /** The object of an ADDED/MODIFIED/DELETED event, in the shape the client asked for. */
@@ -37,27 +35,21 @@ export async function serveWatch(
 ): Promise<void> {
   let started = false;
   let ended = false;
-  const pending: string[] = [];
   const timers: NodeJS.Timeout[] = [];
   let running: RunningWatch | undefined;
+  // Lines queue here until the 200 is out; a client too slow for the live events is ended (see watchwriter.ts).
+  const writer = new WatchWriter(res, () => end());
 
   const write = (type: string, object: unknown) => {
-    if (ended) return;
-    // The object is usually the cache's own, whose JSON every watcher shares.
-    const line = `{"type":${JSON.stringify(type)},"object":${toJson(object)}}\n`;
-    if (!started) {
-      pending.push(line);
-      return;
-    }
-    res.write(line);
-    if (res.writableLength > MAX_BUFFERED_BYTES) end();
+    if (!ended) writer.push(eventLine(type, object));
   };
   const end = () => {
     if (ended) return;
     ended = true;
     timers.forEach(clearTimeout);
     running?.stop();
-    if (started && !res.writableEnded) res.end();
+    if (started) writer.endResponse();
+    else writer.close();
   };
   const bookmark = (annotations?: Record<string, string>) => {
     if (running) write('BOOKMARK', encoder.bookmark(String(running.revision()), annotations));
@@ -89,6 +81,7 @@ export async function serveWatch(
       ended = true;
       throw err;
     }
+    writer.close();
     beginStream(req, res);
     started = true;
     res.end(`${JSON.stringify({ type: 'ERROR', object: err.status satisfies Status })}\n`);
@@ -101,7 +94,7 @@ export async function serveWatch(
   }
   beginStream(req, res);
   started = true;
-  for (const line of pending.splice(0)) res.write(line);
+  writer.start();
 
   const timeoutMs = opts.timeoutSeconds * 1000;
   if (opts.allowWatchBookmarks) {

@@ -237,9 +237,14 @@ export class WatchCache<T extends StoredObject> {
       this.oldest = dropped[dropped.length - 1].revision;
     }
     this.advance(events[events.length - 1].revision);
+    // Watchers of one prefix share one filtered list (the same array and events), so what they derive from it can
+    // be shared too.
+    const byPrefix = new Map<string, CacheEvent<T>[]>();
     for (const [watcher, { prefix, after }] of [...this.watchers]) {
+      let mine = byPrefix.get(prefix);
+      if (!mine) byPrefix.set(prefix, (mine = events.filter((e) => e.key.startsWith(prefix))));
       // A watcher that started after a revision proven by comparison skips older events still in flight.
-      const mine = events.filter((e) => e.revision > after && e.key.startsWith(prefix));
+      if (mine.length && mine[0].revision <= after) mine = mine.filter((e) => e.revision > after);
       if (mine.length) watcher.deliver(mine);
     }
   }

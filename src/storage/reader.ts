@@ -27,6 +27,11 @@ export interface Predicate {
   matches(obj: KubeObject): boolean;
   /** True when every object matches. */
   empty: boolean;
+  /**
+   * Names what the predicate matches when that depends on nothing but its selectors: watchers whose predicates
+   * have equal keys filter each event once between them. Unset for predicates that depend on the caller.
+   */
+  key?: string;
 }
 
 export interface ListOptions {
@@ -199,7 +204,11 @@ export class ResourceReader {
       stop = this.cache.watch(prefix, start, {
         deliver: (events) => {
           for (const e of events) {
-            const out = filterEvent(e, match);
+            if (match.empty) {
+              sink.event(e.type, e.object);
+              continue;
+            }
+            const out = match.key === undefined ? filterEvent(e, match) : filterShared(e, match, match.key);
             if (out) sink.event(out.type, out.object);
           }
         },
@@ -235,11 +244,35 @@ export class ResourceReader {
   }
 }
 
+type Filtered = { type: EventType; object: KubeObject } | undefined;
+
+/**
+ * filterEvent's answers during this turn of the event loop, by event and predicate key: the cache hands every
+ * watcher of a prefix the same events in one turn, so each distinct selector filters each event once, and an object
+ * leaving the selection is one DELETED object for all of them (encoded once).
+ */
+let filteredThisTurn: Map<CacheEvent<KubeObject>, Map<string, Filtered>> | undefined;
+
+function filterShared(e: CacheEvent<KubeObject>, match: Predicate, key: string): Filtered {
+  if (!filteredThisTurn) {
+    const memo = (filteredThisTurn = new Map());
+    setImmediate(() => {
+      if (filteredThisTurn === memo) filteredThisTurn = undefined;
+    });
+  }
+  let byKey = filteredThisTurn.get(e);
+  if (!byKey) filteredThisTurn.set(e, (byKey = new Map()));
+  if (byKey.has(key)) return byKey.get(key);
+  const out = filterEvent(e, match);
+  byKey.set(key, out);
+  return out;
+}
+
 /**
  * What a watcher with a selector sees: objects entering the selection are ADDED, leaving it DELETED (with their
  * last matching state at the event's revision). Objects are the cache's own (frozen), not copies.
  */
-function filterEvent(e: CacheEvent<KubeObject>, match: Predicate): { type: EventType; object: KubeObject } | undefined {
+function filterEvent(e: CacheEvent<KubeObject>, match: Predicate): Filtered {
   const object = e.object;
   if (e.type === 'DELETED') return match.matches(object) ? { type: 'DELETED', object } : undefined;
   const now = match.matches(object);
