@@ -7,6 +7,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { turnMemo } from '../storage/turnmemo.js';
 import { toJson } from './json.js';
 
 /**
@@ -14,6 +15,8 @@ import { toJson } from './json.js';
  * resourceVersion it got (as after kube closes an unresponsive watcher). Initial events do not count.
  */
 export const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
+/** Below this many queued bytes a watcher is not near its bound, whatever its response holds. */
+const UNREAD_CHECK_BYTES = 256 * 1024;
 /** How long one turn of the event loop may spend writing to watchers before requests get their turn. */
 const FLUSH_BUDGET_MS = 10;
 /** Initial events are written in pieces of about this size, as the client takes them. */
@@ -21,23 +24,33 @@ const INITIAL_CHUNK_BYTES = 64 * 1024;
 /** How long an ended stream's last bytes may wait for a client that reads nothing before its connection is cut. */
 const END_GRACE_MS = 30_000;
 
-/**
- * Lines encoded during this turn of the event loop, by the encoded object: one event delivered to many watchers
- * is encoded once. Dropped at the next turn (kube, too, keeps an event's serializations only while dispatching it).
- */
-let linesThisTurn: Map<unknown, Partial<Record<string, Buffer>>> | undefined;
+/** Lines encoded during this turn, by the encoded object and event type. */
+const linesThisTurn = turnMemo<unknown, Partial<Record<string, Buffer>>>();
+/** The line encoded last: a fan-out of a single event asks for it once per watcher in a row. */
+let last: { object: unknown; type: string; line: Buffer } | undefined;
 
 /** `{"type":…,"object":…}` and a newline, as bytes shared by every watcher that sends the same object this turn. */
 export function eventLine(type: string, object: unknown): Buffer {
-  if (!linesThisTurn) {
-    const lines = (linesThisTurn = new Map());
-    setImmediate(() => {
-      if (linesThisTurn === lines) linesThisTurn = undefined;
-    });
-  }
-  let byType = linesThisTurn.get(object);
-  if (!byType) linesThisTurn.set(object, (byType = {}));
-  return (byType[type] ??= Buffer.from(`{"type":${JSON.stringify(type)},"object":${toJson(object)}}\n`));
+  if (last && last.object === object && last.type === type) return last.line;
+  const memo = linesThisTurn();
+  let byType = memo.get(object);
+  if (!byType) memo.set(object, (byType = {}));
+  const line = (byType[type] ??= Buffer.from(`{"type":${JSON.stringify(type)},"object":${toJson(object)}}\n`));
+  last = { object, type, line };
+  return line;
+}
+
+/** Lines joined for a write during this turn, by their first line: watchers sent the same lines share the bytes. */
+const joinedThisTurn = turnMemo<Buffer, { lines: Buffer[]; joined: Buffer }>();
+
+function joined(lines: Buffer[], bytes: number): Buffer {
+  if (lines.length === 1) return lines[0];
+  const memo = joinedThisTurn();
+  const hit = memo.get(lines[0]);
+  if (hit && hit.lines.length === lines.length && hit.lines.every((line, i) => line === lines[i])) return hit.joined;
+  const out = Buffer.concat(lines, bytes);
+  memo.set(lines[0], { lines, joined: out });
+  return out;
 }
 
 /** Streams with lines to write, oldest first; a stream written to goes to the back when it has more. */
@@ -86,9 +99,14 @@ export class WatchWriter {
     }
     this.live.push(line);
     this.liveBytes += line.length;
-    const unread = this.liveBytes + (this.initialNext < this.initial.length ? 0 : this.res.writableLength);
-    if (unread > MAX_BUFFERED_BYTES) this.overflow();
+    // Flushes stop at the response's high-water mark, so the bound is near only once lines pile up here.
+    if (this.liveBytes > UNREAD_CHECK_BYTES && this.unreadBytes() > MAX_BUFFERED_BYTES) this.overflow();
     else this.schedule();
+  }
+
+  /** Live lines the client has not taken yet: queued here, and in the response once initial events are out. */
+  private unreadBytes(): number {
+    return this.liveBytes + (this.initialNext < this.initial.length ? 0 : this.res.writableLength);
   }
 
   /** The response's headers are out: lines may be written from now on. */
@@ -132,7 +150,7 @@ export class WatchWriter {
         this.initialNext = 0;
       }
       if (!this.live.length) return;
-      const chunk = this.live.length === 1 ? this.live[0] : Buffer.concat(this.live, this.liveBytes);
+      const chunk = joined(this.live, this.liveBytes);
       this.live = [];
       this.liveBytes = 0;
       res.write(chunk);

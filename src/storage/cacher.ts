@@ -238,9 +238,9 @@ export class WatchCache<T extends StoredObject> {
     }
     this.advance(events[events.length - 1].revision);
     // Watchers of one prefix share one filtered list (the same array and events), so what they derive from it can
-    // be shared too.
+    // be shared too. A watcher may end during its delivery (a slow client); iterating a Map allows that.
     const byPrefix = new Map<string, CacheEvent<T>[]>();
-    for (const [watcher, { prefix, after }] of [...this.watchers]) {
+    for (const [watcher, { prefix, after }] of this.watchers) {
       let mine = byPrefix.get(prefix);
       if (!mine) byPrefix.set(prefix, (mine = events.filter((e) => e.key.startsWith(prefix))));
       // A watcher that started after a revision proven by comparison skips older events still in flight.

@@ -16,6 +16,7 @@ import {
 import { keyAfter } from './etcd.js';
 import { interpretStorageError } from './errors.js';
 import type { Storage } from './interface.js';
+import { turnMemo } from './turnmemo.js';
 
 /** How long a read waits for the cache to reach a resourceVersion it was asked for (kube: 3 s). */
 const FRESHNESS_TIMEOUT_MS = 3000;
@@ -251,17 +252,12 @@ type Filtered = { type: EventType; object: KubeObject } | undefined;
  * watcher of a prefix the same events in one turn, so each distinct selector filters each event once, and an object
  * leaving the selection is one DELETED object for all of them (encoded once).
  */
-let filteredThisTurn: Map<CacheEvent<KubeObject>, Map<string, Filtered>> | undefined;
+const filteredThisTurn = turnMemo<CacheEvent<KubeObject>, Map<string, Filtered>>();
 
 function filterShared(e: CacheEvent<KubeObject>, match: Predicate, key: string): Filtered {
-  if (!filteredThisTurn) {
-    const memo = (filteredThisTurn = new Map());
-    setImmediate(() => {
-      if (filteredThisTurn === memo) filteredThisTurn = undefined;
-    });
-  }
-  let byKey = filteredThisTurn.get(e);
-  if (!byKey) filteredThisTurn.set(e, (byKey = new Map()));
+  const memo = filteredThisTurn();
+  let byKey = memo.get(e);
+  if (!byKey) memo.set(e, (byKey = new Map()));
   if (byKey.has(key)) return byKey.get(key);
   const out = filterEvent(e, match);
   byKey.set(key, out);
