@@ -1,7 +1,7 @@
 /**
  * The write side of watch streams, shared by all of them (after kube's cacher and watch handler): each event's line
- * is encoded once and the same bytes go to every watcher that gets it; a watcher's lines since its last write go out
- * as one write; writes run from one queue that spends a bounded time per turn of the event loop, so a fan-out to
+ * is encoded once and the same bytes go to every watcher that gets it; a watcher's queued lines go out together (in
+ * pieces of up to 64 KiB, as its client takes them, so a backlog stays shared); writes run from one queue that spends a bounded time per turn of the event loop, so a fan-out to
  * thousands of watchers never holds off request handling; and a watcher whose client does not keep up is ended once
  * its buffer is full (kube: "Forcing watcher close due to unresponsiveness"), without slowing the others.
  */
@@ -19,8 +19,8 @@ export const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 const UNREAD_CHECK_BYTES = 256 * 1024;
 /** How long one turn of the event loop may spend writing to watchers before requests get their turn. */
 const FLUSH_BUDGET_MS = 10;
-/** Initial events are written in pieces of about this size, as the client takes them. */
-const INITIAL_CHUNK_BYTES = 64 * 1024;
+/** Queued lines are written in pieces of about this size, as the client takes them. */
+const CHUNK_BYTES = 64 * 1024;
 /** How long an ended stream's last bytes may wait for a client that reads nothing before its connection is cut. */
 const END_GRACE_MS = 30_000;
 
@@ -43,13 +43,16 @@ export function eventLine(type: string, object: unknown): Buffer {
 /** Lines joined for a write during this turn, by their first line: watchers sent the same lines share the bytes. */
 const joinedThisTurn = turnMemo<Buffer, { lines: Buffer[]; joined: Buffer }>();
 
-function joined(lines: Buffer[], bytes: number): Buffer {
-  if (lines.length === 1) return lines[0];
+/** lines[from..to) as one Buffer, shared with any watcher that writes the same lines this turn. */
+function joined(lines: Buffer[], from: number, to: number, bytes: number): Buffer {
+  if (to - from === 1) return lines[from];
   const memo = joinedThisTurn();
-  const hit = memo.get(lines[0]);
-  if (hit && hit.lines.length === lines.length && hit.lines.every((line, i) => line === lines[i])) return hit.joined;
-  const out = Buffer.concat(lines, bytes);
-  memo.set(lines[0], { lines, joined: out });
+  const hit = memo.get(lines[from]);
+  if (hit && hit.lines.length === to - from && hit.lines.every((line, i) => line === lines[from + i]))
+    return hit.joined;
+  const some = lines.slice(from, to);
+  const out = Buffer.concat(some, bytes);
+  memo.set(lines[from], { lines: some, joined: out });
   return out;
 }
 
@@ -74,11 +77,17 @@ function flushSome(): void {
   scheduleFlush();
 }
 
-/** One watch response's lines: those from before it began (initial events), then live ones, in order. */
+/**
+ * One watch response's lines in order: those from before it began (initial events), then live ones. Lines wait
+ * here, shared with the other watchers, until the client takes them; the response only ever holds about one chunk.
+ */
 export class WatchWriter {
-  private initial: Buffer[] = [];
-  private initialNext = 0;
-  private live: Buffer[] = [];
+  /** Lines not yet handed to the response, from `next` on. */
+  private lines: Buffer[] = [];
+  private next = 0;
+  /** Lines before this index came before the stream began: written as the client takes them, never bounded. */
+  private initialEnd = 0;
+  /** Bytes of queued live lines. */
   private liveBytes = 0;
   private started = false;
   private closed = false;
@@ -93,20 +102,20 @@ export class WatchWriter {
 
   push(line: Buffer): void {
     if (this.closed) return;
+    this.lines.push(line);
     if (!this.started) {
-      this.initial.push(line);
+      this.initialEnd = this.lines.length;
       return;
     }
-    this.live.push(line);
     this.liveBytes += line.length;
-    // Flushes stop at the response's high-water mark, so the bound is near only once lines pile up here.
+    // The response holds about one chunk, so the bound is near only once lines pile up here.
     if (this.liveBytes > UNREAD_CHECK_BYTES && this.unreadBytes() > MAX_BUFFERED_BYTES) this.overflow();
     else this.schedule();
   }
 
   /** Live lines the client has not taken yet: queued here, and in the response once initial events are out. */
   private unreadBytes(): number {
-    return this.liveBytes + (this.initialNext < this.initial.length ? 0 : this.res.writableLength);
+    return this.liveBytes + (this.next < this.initialEnd ? 0 : this.res.writableLength);
   }
 
   /** The response's headers are out: lines may be written from now on. */
@@ -118,9 +127,8 @@ export class WatchWriter {
   /** No more writes; lines not yet written are dropped (the stream ends after a whole line). */
   close(): void {
     this.closed = true;
-    this.initial = [];
-    this.live = [];
-    this.liveBytes = 0;
+    this.lines = [];
+    this.next = this.initialEnd = this.liveBytes = 0;
     waiting.delete(this);
   }
 
@@ -136,37 +144,36 @@ export class WatchWriter {
     res.once('close', () => clearTimeout(timer));
   }
 
-  /** Writes what is queued, as far as the client takes it (the rest waits for 'drain'). */
+  /** Writes what is queued, in chunks, as far as the client takes it (the rest waits for 'drain'). */
   flush(): void {
-    if (this.closed || this.res.writableNeedDrain) return;
     const res = this.res;
-    res.cork(); // the chunks below leave as one socket write, now, inside the flush budget
+    if (this.closed || res.writableNeedDrain) return;
+    res.cork(); // what is written below leaves as one socket write, now, inside the flush budget
     try {
-      while (this.initialNext < this.initial.length) {
-        if (!res.write(this.nextInitialChunk())) return;
-      }
-      if (this.initial.length) {
-        this.initial = [];
-        this.initialNext = 0;
-      }
-      if (!this.live.length) return;
-      const chunk = joined(this.live, this.liveBytes);
-      this.live = [];
-      this.liveBytes = 0;
-      res.write(chunk);
+      while (this.next < this.lines.length && res.write(this.nextChunk()));
     } finally {
       res.uncork();
     }
+    if (this.next === this.lines.length) {
+      this.lines = [];
+      this.next = this.initialEnd = 0;
+    } else if (this.next > 1024 && this.next * 2 > this.lines.length) {
+      this.lines = this.lines.slice(this.next);
+      this.initialEnd = Math.max(0, this.initialEnd - this.next);
+      this.next = 0;
+    }
   }
 
-  private nextInitialChunk(): Buffer {
-    const from = this.initialNext;
+  /** The next queued lines, up to about CHUNK_BYTES. */
+  private nextChunk(): Buffer {
+    const from = this.next;
     let bytes = 0;
-    while (this.initialNext < this.initial.length && bytes < INITIAL_CHUNK_BYTES)
-      bytes += this.initial[this.initialNext++].length;
-    return this.initialNext - from === 1
-      ? this.initial[from]
-      : Buffer.concat(this.initial.slice(from, this.initialNext), bytes);
+    while (this.next < this.lines.length && bytes < CHUNK_BYTES) {
+      const line = this.lines[this.next++];
+      bytes += line.length;
+      if (this.next > this.initialEnd) this.liveBytes -= line.length;
+    }
+    return joined(this.lines, from, this.next, bytes);
   }
 
   private schedule(): void {
