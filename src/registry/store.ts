@@ -28,6 +28,7 @@ import { isValidPathSegmentName, nameIsDNSSubdomain } from '../apimachinery/vali
 import { interpretStorageError } from '../storage/errors.js';
 import { StorageError, type Storage } from '../storage/interface.js';
 import type { WatchCache } from '../storage/cacher.js';
+import { turnMemo } from '../storage/turnmemo.js';
 import {
   ResourceReader,
   type ListOptions,
@@ -87,6 +88,8 @@ export class Store {
   private readonly validateSchema: SchemaValidator;
   private readonly validateMetaSchema: SchemaValidator;
   private readonly reader: ResourceReader;
+  /** What watchers are sent of each object during this turn: one copy without hidden fields, encoded once for all. */
+  private readonly clientViews = turnMemo<KubeObject, KubeObject>();
 
   constructor(
     readonly def: ResourceDefinition,
@@ -119,9 +122,16 @@ export class Store {
 
   watch(namespace: string | undefined, opts: WatchOptions, sink: WatchSink): Promise<RunningWatch> {
     const out: WatchSink = this.strategy.hiddenFields
-      ? { ...sink, event: (type, obj) => sink.event(type, this.toClient(obj)) }
+      ? { ...sink, event: (type, obj) => sink.event(type, this.clientView(obj)) }
       : sink;
     return this.storageCall('watch', '', () => this.reader.watch(this.collectionKey(namespace), opts, out));
+  }
+
+  private clientView(obj: KubeObject): KubeObject {
+    const views = this.clientViews();
+    let view = views.get(obj);
+    if (!view) views.set(obj, (view = this.toClient(obj)));
+    return view;
   }
 
   /** What clients see of a stored object: all but its hidden fields. */
