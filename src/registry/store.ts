@@ -3,6 +3,7 @@
  * Kubernetes object semantics for every kind. A kind only brings its definition and a small strategy.
  */
 import { randomUUID } from 'node:crypto';
+import { decoded, type ObjectList } from '../apimachinery/encoded.js';
 import { jsonEqual } from '../apimachinery/equality.js';
 import { GoLiteral, Path, fieldError, type FieldError } from '../apimachinery/field.js';
 import { objectMetaSchema } from '../apimachinery/metaschema.js';
@@ -111,10 +112,10 @@ export class Store {
     return this.toClient(obj);
   }
 
-  /** Objects in a namespace, or in all namespaces when `namespace` is undefined. */
-  async list(namespace: string | undefined, opts: ListOptions = {}): Promise<KubeList> {
+  /** Objects in a namespace, or in all namespaces when `namespace` is undefined; items may be encoded (`decoded`). */
+  async list(namespace: string | undefined, opts: ListOptions = {}): Promise<ObjectList> {
     const list = await this.storageCall('list', '', () => this.reader.list(this.collectionKey(namespace), opts));
-    return this.strategy.hiddenFields ? { ...list, items: list.items.map((o) => this.toClient(o)) } : list;
+    return this.strategy.hiddenFields ? { ...list, items: list.items.map((o) => this.toClient(decoded(o))) } : list;
   }
 
   watch(namespace: string | undefined, opts: WatchOptions, sink: WatchSink): Promise<RunningWatch> {
@@ -326,7 +327,8 @@ export class Store {
   async deleteCollection(namespace: string | undefined, listOpts: ListOptions, opts: DeleteOptions): Promise<KubeList> {
     const list = await this.list(namespace, { ...listOpts, limit: undefined, continue: undefined });
     const items: KubeObject[] = [];
-    for (const obj of list.items) {
+    for (const item of list.items) {
+      const obj = decoded(item);
       try {
         // Preconditions hold for each object, as kube passes the same options to every delete: the first
         // object they do not hold for ends the request with its 409.
