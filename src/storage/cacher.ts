@@ -143,9 +143,9 @@ export class WatchCache<T extends StoredObject> {
     let start: string | undefined;
     let revision: string | undefined;
     for (;;) {
-      const page = await this.storage.listPage<T>(this.prefix, { start, limit: FILL_PAGE, revision });
+      const page = await this.storage.listPageText(this.prefix, { start, limit: FILL_PAGE, revision });
       revision ??= page.resourceVersion;
-      page.items.forEach((obj, i) => objects.set(page.keys[i], CachedObject.of(obj)));
+      page.items.forEach((text, i) => objects.set(page.keys[i], new CachedObject<T>(text.json, text.resourceVersion)));
       if (!page.more || !page.keys.length) return { objects, resourceVersion: revision };
       start = keyAfter(page.keys[page.keys.length - 1]);
     }

@@ -7,7 +7,7 @@
  */
 import { ConsecutiveBreaker, ExponentialBackoff, circuitBreaker, handleWhen, retry, type IBackoff } from 'cockatiel';
 import { Etcd3, GRPCUnavailableError, Range, type IOptions } from 'etcd3';
-import { decode, encode } from './codec.js';
+import { decode, encode, servedJson } from './codec.js';
 import { identityTransformer, type Transformer } from './encryption/transformer.js';
 import { EtcdHealth } from './etcdhealth.js';
 import { EtcdLeaseLock, type LeaseLock } from './leaselock.js';
@@ -19,6 +19,7 @@ import {
   type PageOptions,
   type Storage,
   type StoredObject,
+  type StoredText,
   type StoredValue,
   type UpdateOptions,
   type UpdateResult,
@@ -139,6 +140,19 @@ export class EtcdStorage implements Storage {
     const res = await this.range(prefix, opts, false).catch((err) => this.withCurrentRevision(err, opts));
     const items = await Promise.all(
       res.kvs.map(async (kv) => (await this.fromStorage<T>(kv.key.toString(), kv.value, kv.mod_revision)).object),
+    );
+    const keys = res.kvs.map((kv) => kv.key.toString());
+    return { items, keys, resourceVersion: res.header.revision, more: res.more, count: Number(res.count) };
+  }
+
+  async listPageText(prefix: string, opts: PageOptions): Promise<Page<StoredText>> {
+    const res = await this.range(prefix, opts, false).catch((err) => this.withCurrentRevision(err, opts));
+    const items = await Promise.all(
+      res.kvs.map(async (kv) => {
+        const key = kv.key.toString();
+        const { value: plaintext } = await this.untransform(key, kv.value, this.transformers.forKey(key));
+        return { json: servedJson(validJson(key, plaintext), kv.mod_revision), resourceVersion: kv.mod_revision };
+      }),
     );
     const keys = res.kvs.map((kv) => kv.key.toString());
     return { items, keys, resourceVersion: res.header.revision, more: res.more, count: Number(res.count) };
@@ -388,8 +402,7 @@ export class EtcdStorage implements Storage {
     try {
       return { object: decode<T>(plaintext, revision), plaintext, stale };
     } catch {
-      // JSON.parse's message quotes the value: say only where.
-      throw new StorageError('Internal', key, `unable to decode key ${JSON.stringify(key)}: not a JSON object`);
+      throw undecodable(key);
     }
   }
 
@@ -541,4 +554,21 @@ function rawFromElse(
 ): RawKv | undefined {
   const kv = responses[0]?.response_range?.kvs[0];
   return kv ? { value: kv.value, modRevision: kv.mod_revision } : undefined;
+}
+
+/** JSON.parse's message quotes the value: say only where. */
+function undecodable(key: string): StorageError {
+  return new StorageError('Internal', key, `unable to decode key ${JSON.stringify(key)}: not a JSON object`);
+}
+
+/** Text served as it is must be an object's JSON, as decode would have found. */
+function validJson(key: string, text: string): string {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw undecodable(key);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw undecodable(key);
+  return text;
 }

@@ -43,6 +43,12 @@ export interface ListResult<T> {
   resourceVersion: string;
 }
 
+/** An object's JSON as served, and the revision that wrote it. */
+export interface StoredText {
+  json: string;
+  resourceVersion: string;
+}
+
 export interface PageOptions {
   /** The first key to read (inclusive); defaults to the prefix itself. */
   start?: string;
@@ -149,6 +155,9 @@ export interface Storage {
 
   /** One page of the objects under `prefix`, optionally at an older revision; StorageError Compacted if it is gone. */
   listPage<T extends StoredObject>(prefix: string, opts: PageOptions): Promise<Page<T>>;
+
+  /** listPage with each object as its JSON text, as served (with its resourceVersion), not decoded (the watch cache's fill). */
+  listPageText(prefix: string, opts: PageOptions): Promise<Page<StoredText>>;
 
   /** The mod revision of every key under `prefix` at `revision`, without reading values. */
   keyRevisions(prefix: string, revision: string): Promise<Map<string, string>>;
