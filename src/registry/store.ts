@@ -92,7 +92,7 @@ export class Store {
     readonly def: ResourceDefinition,
     readonly strategy: Strategy,
     private readonly storage: Storage,
-    cache: WatchCache<KubeObject>,
+    private readonly cache: WatchCache<KubeObject>,
     private readonly prefix: string,
     /** The other stores, for the strategy's admitCreate. */
     private readonly stores: StoreLookup = () => undefined,
@@ -250,6 +250,8 @@ export class Store {
         {
           deleteInstead: (next) => !!next.metadata.deletionTimestamp && !next.metadata.finalizers?.length,
           dryRun: opts.dryRun,
+          // Saves reading etcd first; the compare-and-swap still decides (see UpdateOptions.cached).
+          cached: this.cache.get(key),
         },
       ),
     );

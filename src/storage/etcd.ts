@@ -311,12 +311,35 @@ export class EtcdStorage implements Storage {
     tryUpdate: (current: T) => Promise<T> | T,
     opts: UpdateOptions<T> = {},
   ): Promise<UpdateResult<T>> {
-    let current = await this.readRaw(key);
+    // A dry run answers from what etcd holds now; so does anything not in the cache.
+    const cached = opts.dryRun ? undefined : opts.cached;
+    let fresh = !cached;
+    let current: RawKv | undefined;
+    if (!cached) current = await this.readRaw(key);
     for (;;) {
-      if (!current) throw new StorageError('KeyNotFound', key, `key not found: ${key}`);
-      const read = current;
-      const existing = await this.fromStorage<T>(key, read.value, read.modRevision);
-      const updated = await tryUpdate(existing.object);
+      let read: RawKv;
+      let existing: Read<T>;
+      if (!fresh) {
+        // The cached object decodes to what etcd's bytes would: a private copy for tryUpdate to change.
+        const plaintext = encode(cached!);
+        const revision = cached!.metadata.resourceVersion!;
+        read = { value: Buffer.alloc(0), modRevision: revision };
+        existing = { object: decode<T>(plaintext, revision), plaintext, stale: false };
+      } else {
+        if (!current) throw new StorageError('KeyNotFound', key, `key not found: ${key}`);
+        read = current;
+        existing = await this.fromStorage<T>(key, read.value, read.modRevision);
+      }
+      let updated: T;
+      try {
+        updated = await tryUpdate(existing.object);
+      } catch (err) {
+        if (fresh) throw err;
+        // Perhaps only because the cache is behind (e.g. a resourceVersion it has not seen yet): ask etcd.
+        current = await this.readRaw(key);
+        fresh = true;
+        continue;
+      }
       if (opts.dryRun) return { object: updated, written: false, deleted: !!opts.deleteInstead?.(updated) };
       if (opts.deleteInstead?.(updated)) {
         const txn = await this.call('delete', key, () =>
@@ -329,13 +352,20 @@ export class EtcdStorage implements Storage {
         if (txn.succeeded)
           return { object: decode<T>(encode(updated), txn.header.revision), written: true, deleted: true };
         current = rawFromElse(txn.responses);
+        fresh = true;
         continue;
       }
       const bytes = encode(updated);
       // A value an old key or provider wrote is written again even when nothing changed (kube's GuaranteedUpdate):
-      // this is how a no-op update moves objects to the new key.
-      if (bytes === existing.plaintext && !existing.stale)
+      // this is how a no-op update moves objects to the new key. Only etcd can say whether it was one.
+      if (bytes === existing.plaintext && !existing.stale) {
+        if (!fresh) {
+          current = await this.readRaw(key);
+          fresh = true;
+          continue;
+        }
         return { object: decode<T>(bytes, read.modRevision), written: false, deleted: false };
+      }
       const stored = await this.toStorage(key, bytes);
       const txn = await this.call('update', key, () =>
         this.client
@@ -346,6 +376,7 @@ export class EtcdStorage implements Storage {
       );
       if (txn.succeeded) return { object: decode<T>(bytes, txn.header.revision), written: true, deleted: false };
       current = rawFromElse(txn.responses);
+      fresh = true;
     }
   }
 
