@@ -212,7 +212,14 @@ async function compare(what, serverOp, rawOp) {
   }
   const out = rows.map((row) => {
     const s = Float64Array.from(row.latencies).sort();
-    return { label: row.label, rate: row.done / row.elapsed, p50: pct(s, 50), p99: pct(s, 99), errors: row.errors };
+    return {
+      label: row.label,
+      done: row.done,
+      rate: row.done / row.elapsed,
+      p50: pct(s, 50),
+      p99: pct(s, 99),
+      errors: row.errors,
+    };
   });
   out[0].ratio = out[0].rate / out[1].rate;
   for (const r of out) log(`  ${r.label}: ${r.rate.toFixed(0)}/s p50 ${f2(r.p50)} ms p99 ${f2(r.p99)} ms`);
@@ -285,7 +292,10 @@ async function main() {
           async () => {
             const i = ++seq;
             const key = `${RAW_PREFIX}c-${i}`;
-            const txn = await etcd.if(key, 'Create', '==', 0).then(etcd.put(key).value(rawValue(i))).commit();
+            const txn = await etcd
+              .if(key, 'Create', '==', 0)
+              .then(etcd.put(key).value(rawValue(i)))
+              .commit();
             if (!txn.succeeded) throw new Error('raw create failed');
           },
         )),
@@ -391,11 +401,18 @@ function report(results, storedBytes) {
     out.push(
       `| ${r.label} | ${r.rate.toFixed(0)} | ${f2(r.p50)} | ${f2(r.p99)} | ${r.errors} | ${r.ratio ? `${f2(r.ratio)}x` : ''} |`,
     );
-  out.push('', '| Row | wall s | server cores | etcd cores | client cores | other cores |', '|---|---|---|---|---|---|');
-  for (const r of cpuRows)
+  // CPU per write is steadier than writes/s on a machine shared with other work.
+  out.push(
+    '',
+    '| Row | wall s | server cores | etcd cores | client cores | other cores | server CPU ms per write | etcd CPU ms per write |',
+    '|---|---|---|---|---|---|---|---|',
+  );
+  for (const r of cpuRows) {
+    const done = results.find((x) => x.label === r.label)?.done ?? NaN;
     out.push(
-      `| ${r.label} | ${r.wall.toFixed(1)} | ${['server', 'etcd', 'client', 'other'].map((k) => f2(r.cpu[k] / r.wall)).join(' | ')} |`,
+      `| ${r.label} | ${r.wall.toFixed(1)} | ${['server', 'etcd', 'client', 'other'].map((k) => f2(r.cpu[k] / r.wall)).join(' | ')} | ${f2((1000 * r.cpu.server) / done)} | ${f2((1000 * r.cpu.etcd) / done)} |`,
     );
+  }
   return out.join('\n');
 }
 

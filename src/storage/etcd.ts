@@ -7,7 +7,7 @@
  */
 import { ConsecutiveBreaker, ExponentialBackoff, circuitBreaker, handleWhen, retry, type IBackoff } from 'cockatiel';
 import { Etcd3, GRPCUnavailableError, Range, type IOptions } from 'etcd3';
-import { decode, encode } from './codec.js';
+import { decode, encode, encodeWithCopy, withRevision } from './codec.js';
 import { identityTransformer, type Transformer } from './encryption/transformer.js';
 import { EtcdHealth } from './etcdhealth.js';
 import { EtcdLeaseLock, type LeaseLock } from './leaselock.js';
@@ -101,17 +101,17 @@ export class EtcdStorage implements Storage {
   }
 
   async create<T extends StoredObject>(key: string, obj: T, opts: CreateOptions = {}): Promise<T> {
-    const bytes = encode(obj);
+    const { bytes, copy } = encodeWithCopy(obj);
     if (opts.dryRun) {
       if (await this.readRaw(key)) throw new StorageError('KeyExists', key, `key exists: ${key}`);
-      return JSON.parse(bytes) as T;
+      return copy;
     }
     const stored = await this.toStorage(key, bytes);
     const txn = await this.call('create', key, () =>
       this.client.if(key, 'Mod', '==', 0).then(this.client.put(key).value(stored)).commit(),
     );
     if (!txn.succeeded) throw new StorageError('KeyExists', key, `key exists: ${key}`);
-    return decode<T>(bytes, txn.header.revision);
+    return withRevision(copy, txn.header.revision);
   }
 
   async get<T extends StoredObject>(key: string): Promise<T | undefined> {
@@ -321,10 +321,10 @@ export class EtcdStorage implements Storage {
       let existing: Read<T>;
       if (!fresh) {
         // The cached object decodes to what etcd's bytes would: a private copy for tryUpdate to change.
-        const plaintext = encode(cached!);
+        const { bytes: plaintext, copy } = encodeWithCopy(cached!);
         const revision = cached!.metadata.resourceVersion!;
         read = { value: Buffer.alloc(0), modRevision: revision };
-        existing = { object: decode<T>(plaintext, revision), plaintext, stale: false };
+        existing = { object: withRevision(copy, revision), plaintext, stale: false };
       } else {
         if (!current) throw new StorageError('KeyNotFound', key, `key not found: ${key}`);
         read = current;
@@ -350,12 +350,16 @@ export class EtcdStorage implements Storage {
             .commit(),
         );
         if (txn.succeeded)
-          return { object: decode<T>(encode(updated), txn.header.revision), written: true, deleted: true };
+          return {
+            object: withRevision(encodeWithCopy(updated).copy, txn.header.revision),
+            written: true,
+            deleted: true,
+          };
         current = rawFromElse(txn.responses);
         fresh = true;
         continue;
       }
-      const bytes = encode(updated);
+      const { bytes, copy } = encodeWithCopy(updated);
       // A value an old key or provider wrote is written again even when nothing changed (kube's GuaranteedUpdate):
       // this is how a no-op update moves objects to the new key. Only etcd can say whether it was one.
       if (bytes === existing.plaintext && !existing.stale) {
@@ -364,7 +368,7 @@ export class EtcdStorage implements Storage {
           fresh = true;
           continue;
         }
-        return { object: decode<T>(bytes, read.modRevision), written: false, deleted: false };
+        return { object: withRevision(copy, read.modRevision), written: false, deleted: false };
       }
       const stored = await this.toStorage(key, bytes);
       const txn = await this.call('update', key, () =>
@@ -374,7 +378,7 @@ export class EtcdStorage implements Storage {
           .else(this.client.get(key))
           .commit(),
       );
-      if (txn.succeeded) return { object: decode<T>(bytes, txn.header.revision), written: true, deleted: false };
+      if (txn.succeeded) return { object: withRevision(copy, txn.header.revision), written: true, deleted: false };
       current = rawFromElse(txn.responses);
       fresh = true;
     }
