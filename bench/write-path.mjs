@@ -299,7 +299,7 @@ async function main() {
   try {
     servers.push(await startChild('server', fileURLToPath(dist), serverConfig('server', ETCD_PREFIX)));
     if (args.before)
-      servers.push(await startChild('server before', resolve(args.before), serverConfig('before', '/registry-before')));
+      servers.push(await startChild('server before', resolve(args.before), serverConfig('before', '/before')));
     allServers.push(...servers);
     if (args.profile) mkdirSync((profileDir = args.profile), { recursive: true });
     const results = [];
