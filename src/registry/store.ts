@@ -315,7 +315,7 @@ export class Store {
           this.checkDeletePreconditions(obj, opts);
           return markDeleting(obj, opts);
         },
-        { deleteInstead: (obj) => !obj.metadata.finalizers?.length, dryRun: opts.dryRun },
+        { deleteInstead: (obj) => !obj.metadata.finalizers?.length, dryRun: opts.dryRun, cached: this.cache.get(key) },
       ),
     );
     return { deleted: res.deleted, object: this.toClient(res.object) };
