@@ -93,7 +93,7 @@ export class Store {
     readonly def: ResourceDefinition,
     readonly strategy: Strategy,
     private readonly storage: Storage,
-    cache: WatchCache<KubeObject>,
+    private readonly cache: WatchCache<KubeObject>,
     private readonly prefix: string,
     /** The other stores, for the strategy's admitCreate. */
     private readonly stores: StoreLookup = () => undefined,
@@ -251,6 +251,8 @@ export class Store {
         {
           deleteInstead: (next) => !!next.metadata.deletionTimestamp && !next.metadata.finalizers?.length,
           dryRun: opts.dryRun,
+          // Saves reading etcd first; the compare-and-swap still decides (see UpdateOptions.cached).
+          cached: this.cache.get(key)?.object,
         },
       ),
     );
@@ -314,7 +316,11 @@ export class Store {
           this.checkDeletePreconditions(obj, opts);
           return markDeleting(obj, opts);
         },
-        { deleteInstead: (obj) => !obj.metadata.finalizers?.length, dryRun: opts.dryRun },
+        {
+          deleteInstead: (obj) => !obj.metadata.finalizers?.length,
+          dryRun: opts.dryRun,
+          cached: this.cache.get(key)?.object,
+        },
       ),
     );
     return { deleted: res.deleted, object: this.toClient(res.object) };

@@ -103,6 +103,12 @@ export interface UpdateOptions<T> {
    * kube's dry-run storage does it): `deleted` says whether the key would have been deleted.
    */
   dryRun?: boolean;
+  /**
+   * The object as the watch cache holds it (kube's cachedExistingObject): tried first instead of reading etcd. A
+   * cache that is behind costs a retry, never a lost update: the compare-and-swap fails and answers with the current
+   * object, and a tryUpdate that throws, or finds nothing to write, runs again on a fresh read before that counts.
+   */
+  cached?: T;
 }
 
 export interface CreateOptions {
