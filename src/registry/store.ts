@@ -84,9 +84,11 @@ export interface DeleteOptions extends WriteOptions, PropagationOptions {
 
 export type DeleteResult = { deleted: true; object: KubeObject } | { deleted: false; object: KubeObject };
 
+/** ObjectMeta is the same for every kind: one validator. */
+const validateMetaSchema = compileSchema(objectMetaSchema, 'metadata');
+
 export class Store {
   private readonly validateSchema: SchemaValidator;
-  private readonly validateMetaSchema: SchemaValidator;
   private readonly reader: ResourceReader;
 
   constructor(
@@ -103,7 +105,6 @@ export class Store {
     this.reader = new ResourceReader(def, storage, cache);
     const { metadata: _m, ...properties } = def.schema.properties ?? {};
     this.validateSchema = compileSchema({ ...def.schema, properties });
-    this.validateMetaSchema = compileSchema(objectMetaSchema, 'metadata');
   }
 
   async get(namespace: string | undefined, name: string, resourceVersion?: string): Promise<KubeObject> {
@@ -473,7 +474,7 @@ export class Store {
    * first and refuses a wrongly typed field even where it would overwrite the value.
    */
   private checkMetadataTypes(obj: KubeObject): void {
-    const errs = this.validateMetaSchema(obj.metadata);
+    const errs = validateMetaSchema(obj.metadata);
     if (errs.length)
       throw errors.invalid(this.def.groupKind, typeof obj.metadata.name === 'string' ? obj.metadata.name : '', errs);
   }
@@ -484,7 +485,7 @@ export class Store {
    */
   private validate(obj: KubeObject, old?: KubeObject): FieldError[] {
     const { metadata, ...body } = obj;
-    const schemaErrs = [...this.validateMetaSchema(metadata), ...this.validateSchema(body)];
+    const schemaErrs = [...validateMetaSchema(metadata), ...this.validateSchema(body)];
     if (schemaErrs.some((e) => e.type === 'FieldValueTypeInvalid')) return schemaErrs;
     // Finalizer names are checked on update too, so no update can add one that create would refuse.
     const metaErrs = old
