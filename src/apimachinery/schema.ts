@@ -100,9 +100,13 @@ function walk(value: unknown, schema: StructuralSchema, path: string, unknown: s
 export type SchemaValidator = (value: unknown) => FieldError[];
 
 /** Compiles a validator; `root` is the field path of the value it checks ("" for a whole object). */
+/** Compiled on first use: compiling every kind's schema took seconds of a start on a busy machine. */
 export function compileSchema(schema: StructuralSchema, root = ''): SchemaValidator {
-  const validate: ValidateFunction = newAjv().compile(toJsonSchema(schema));
-  return (value) => (validate(value) ? [] : (validate.errors ?? []).map((e) => toFieldError(e, schema, root)));
+  let validate: ValidateFunction | undefined;
+  return (value) => {
+    validate ??= newAjv().compile(toJsonSchema(schema));
+    return validate(value) ? [] : (validate.errors ?? []).map((e) => toFieldError(e, schema, root));
+  };
 }
 
 function jsonType(v: unknown): string {

@@ -16,6 +16,7 @@
  * work but not cause a wrong deletion. It holds no state of its own: after a restart or a leader change it
  * rebuilds everything from lists (the watches' initial events) and carries on.
  */
+import { decoded } from '../apimachinery/encoded.js';
 import type { KubeObject, OwnerReference } from '../apimachinery/types.js';
 import { FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN_DEPENDENTS } from '../apimachinery/objectmeta.js';
 import { isStatusError } from '../apimachinery/status.js';
@@ -404,11 +405,11 @@ export class GarbageCollector {
   private async findDependents(owner: Node, current: KubeObject): Promise<KubeObject[]> {
     const out: KubeObject[] = [];
     for (const store of this.stores) {
-      const list = await store.list(undefined);
-      for (const obj of list.items) {
-        if ((obj.metadata.ownerReferences ?? []).some((r) => refersTo(r, obj.metadata.namespace, current, owner.store)))
-          out.push(obj);
-      }
+      // The predicate decodes one object at a time and keeps only dependents: never every object at once.
+      const refersToOwner = (obj: KubeObject) =>
+        (obj.metadata.ownerReferences ?? []).some((r) => refersTo(r, obj.metadata.namespace, current, owner.store));
+      const list = await store.list(undefined, { predicate: { matches: refersToOwner, empty: false } });
+      out.push(...list.items.map(decoded));
     }
     return out;
   }

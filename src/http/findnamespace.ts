@@ -8,6 +8,7 @@
  * the namespace found).
  */
 import type { NextFunction, Request, Response } from 'express';
+import { decoded } from '../apimachinery/encoded.js';
 import type { Authorizer } from '../apimachinery/authorizer.js';
 import { requestContext, requestUser } from '../apimachinery/request.js';
 import * as errors from '../apimachinery/status.js';
@@ -28,8 +29,8 @@ export function findNamespace(registry: Registry, actions: ServedActions, author
       predicate: { matches: (o) => o.metadata.name === info.name, empty: false },
     });
     const usable: string[] = [];
-    for (const obj of sameName.items) {
-      const namespace = obj.metadata.namespace ?? '';
+    for (const item of sameName.items) {
+      const namespace = decoded(item).metadata.namespace ?? '';
       if ((await restricted.authorize({ ...info, user, namespace })).decision === 'allow') usable.push(namespace);
     }
     if (usable.length === 1) info.namespace = usable[0];

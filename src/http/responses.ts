@@ -1,6 +1,7 @@
 /** Writing answers: objects in the negotiated encoding, and every error as a metav1.Status in one place. */
 import type { Response } from 'express';
 import yaml from 'js-yaml';
+import { decoded, type ListItem } from '../apimachinery/encoded.js';
 import { findRequestContext } from '../apimachinery/request.js';
 import { internalError, StatusError, type Status } from '../apimachinery/status.js';
 import { goQuote } from '../apimachinery/golang/strconv.js';
@@ -12,7 +13,7 @@ import { JSON_TYPE, YAML_TYPE, type Encoding } from './negotiation.js';
 export function writeObject(res: Response, code: number, obj: unknown, encoding: Encoding = 'json'): void {
   if (res.headersSent) return;
   if (encoding === 'yaml') {
-    sendText(res.status(code), YAML_TYPE, yaml.dump(obj, { noRefs: true, lineWidth: -1 }));
+    sendText(res.status(code), YAML_TYPE, yaml.dump(withItemsDecoded(obj), { noRefs: true, lineWidth: -1 }));
     return;
   }
   const items = (obj as { items?: unknown }).items;
@@ -21,6 +22,12 @@ export function writeObject(res: Response, code: number, obj: unknown, encoding:
     JSON_TYPE,
     `${Array.isArray(items) ? listJson(obj as { items: unknown[] }) : toJson(obj)}\n`,
   );
+}
+
+/** YAML is written from objects: a list's items still in their JSON form are decoded for it. */
+function withItemsDecoded(obj: unknown): unknown {
+  const items = (obj as { items?: unknown }).items;
+  return Array.isArray(items) ? { ...(obj as object), items: items.map((i) => decoded(i as ListItem)) } : obj;
 }
 
 /**

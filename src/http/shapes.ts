@@ -2,7 +2,8 @@
  * The shape an answer takes (negotiated from Accept): the objects themselves, PartialObjectMetadata(List) for
  * metadata clients (kube's garbage collector and namespace deleter), or a meta.k8s.io Table for kubectl get.
  */
-import type { KubeList, KubeObject } from '../apimachinery/types.js';
+import type { ObjectList } from '../apimachinery/encoded.js';
+import type { KubeObject } from '../apimachinery/types.js';
 import type { ResourceDefinition } from '../registry/definitions.js';
 import type { Strategy } from '../registry/strategy.js';
 import type { Target } from './negotiation.js';
@@ -11,7 +12,7 @@ import type { WatchEncoder } from './watch.js';
 
 export interface Shaper {
   object(obj: KubeObject): unknown;
-  list(list: KubeList): unknown;
+  list(list: ObjectList): unknown;
   /** A fresh encoder per watch stream (a Table stream sends its column definitions once). */
   watch(): WatchEncoder;
 }

@@ -14,11 +14,12 @@
  * The JSONPath evaluator and the text of its results are apimachinery/jsonpath.ts; Go's time and number formats
  * are apimachinery/golang/.
  */
+import { decoded, type ListItem } from '../apimachinery/encoded.js';
 import { humanDuration } from '../apimachinery/duration.js';
 import { goTimeMillis, parseRFC3339 } from '../apimachinery/golang/time.js';
 import { compileJSONPath, jsonPathText } from '../apimachinery/jsonpath.js';
 import { badRequest } from '../apimachinery/status.js';
-import type { KubeList, KubeObject, ListMeta, ObjectMeta } from '../apimachinery/types.js';
+import type { KubeObject, ListMeta, ObjectMeta } from '../apimachinery/types.js';
 import { goQuote } from '../apimachinery/golang/strconv.js';
 import type { PrinterColumn, ResourceDefinition } from '../registry/definitions.js';
 import type { ComputedPrinterColumn, Strategy } from '../registry/strategy.js';
@@ -117,14 +118,14 @@ export function partialObjectMetadata(
 
 /** A list as PartialObjectMetadataList: the list metadata and each item's metadata; `items` always an array. */
 export function partialObjectMetadataList(
-  list: { metadata?: ListMeta; items?: readonly KubeObject[] | null },
+  list: { metadata?: ListMeta; items?: readonly ListItem[] | null },
   version: TableVersion = 'v1',
 ): PartialObjectMetadataList {
   return {
     kind: 'PartialObjectMetadataList',
     apiVersion: `meta.k8s.io/${version}`,
     metadata: listMeta(list.metadata),
-    items: (list.items ?? []).map((item) => partialObjectMetadata(item, version)),
+    items: (list.items ?? []).map((item) => partialObjectMetadata(decoded(item), version)),
   };
 }
 
@@ -260,11 +261,11 @@ export class TableConvertor {
   }
 
   /** A Table of a list: one row per item, the list's resourceVersion, continue and remainingItemCount. */
-  listTable(list: Pick<KubeList, 'metadata' | 'items'>, options: TableOptions = {}): Table {
+  listTable(list: { metadata: ListMeta; items: readonly ListItem[] }, options: TableOptions = {}): Table {
     const now = nowMillis(options.now);
     return this.table(
       listMeta(list.metadata),
-      (list.items ?? []).map((item) => this.row(item, { ...options, now })),
+      (list.items ?? []).map((item) => this.row(decoded(item), { ...options, now })),
       options,
       true,
     );

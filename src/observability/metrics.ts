@@ -5,7 +5,8 @@
  * - apiserver_request_total, apiserver_request_duration_seconds (kube's labels and buckets; labels in labels.ts),
  *   apiserver_current_inflight_requests{request_kind}, apiserver_longrunning_requests (open watches);
  * - apiserver_watch_cache_resource_version{group,resource}, and two of ours: apiserver_watch_cache_objects (objects
- *   the cache holds) and apiserver_watch_cache_lag_revisions (etcd's revision minus the cache's);
+ *   the cache holds), apiserver_watch_cache_object_bytes and apiserver_watch_cache_history_bytes (the JSON it
+ *   holds for them and in its history) and apiserver_watch_cache_lag_revisions (etcd's revision minus the cache's);
  * - etcd_request_duration_seconds{operation,type}, etcd_request_errors_total;
  * - workqueue_depth, workqueue_adds_total, workqueue_retries_total{name} (a retry follows every failed sync);
  * - leader_election_master_status{name};
@@ -45,6 +46,9 @@ export interface WatchCacheStats {
   group: string;
   resource: string;
   objects: number;
+  /** JSON characters of the objects held (bytes, for ASCII text), and of the states in the cache's history. */
+  bytes: number;
+  historyBytes: number;
   revision: number;
   /** etcd's current revision minus `revision`; absent when etcd could not be asked. */
   lag?: number;
@@ -134,6 +138,16 @@ export class Metrics {
       (s) => s.revision,
     );
     cacheGauge('apiserver_watch_cache_objects', 'Objects held by the watch cache, by resource.', (s) => s.objects);
+    cacheGauge(
+      'apiserver_watch_cache_object_bytes',
+      "Bytes of JSON the watch cache holds for its objects' current states, by resource.",
+      (s) => s.bytes,
+    );
+    cacheGauge(
+      'apiserver_watch_cache_history_bytes',
+      "Bytes of JSON in the watch cache's event history (kept for watches resuming from a resourceVersion), by resource.",
+      (s) => s.historyBytes,
+    );
     cacheGauge(
       'apiserver_watch_cache_lag_revisions',
       "etcd's current revision minus the revision the watch cache reflects. Writes outside the cache's keys count until the cache hears of a later revision, so a small steady value is normal; a growing one means the cache falls behind.",
@@ -280,15 +294,14 @@ export function registryWatchCacheStats(
 ): () => Promise<WatchCacheStats[]> {
   return async () => {
     const current = await etcdRevision().then(Number, () => undefined);
-    const counts = new Map([...registry.caches].map(([group, cache]) => [group, cache.keyCounts()]));
+    const sizes = new Map([...registry.caches].map(([group, cache]) => [group, cache.sizes()]));
     return registry.definitions.flatMap((def) => {
       const cache = registry.caches.get(def.group);
       if (!cache) return [];
       const revision = cache.currentRevision;
       const lag = current === undefined ? undefined : Math.max(0, current - revision);
-      return [
-        { group: def.group, resource: def.plural, objects: counts.get(def.group)?.get(def.plural) ?? 0, revision, lag },
-      ];
+      const size = sizes.get(def.group)?.get(def.plural) ?? { objects: 0, bytes: 0, historyBytes: 0 };
+      return [{ group: def.group, resource: def.plural, ...size, revision, lag }];
     });
   };
 }

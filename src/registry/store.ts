@@ -3,6 +3,7 @@
  * Kubernetes object semantics for every kind. A kind only brings its definition and a small strategy.
  */
 import { randomUUID } from 'node:crypto';
+import { decoded, type ObjectList } from '../apimachinery/encoded.js';
 import { jsonEqual } from '../apimachinery/equality.js';
 import { GoLiteral, Path, fieldError, type FieldError } from '../apimachinery/field.js';
 import { objectMetaSchema } from '../apimachinery/metaschema.js';
@@ -84,9 +85,11 @@ export interface DeleteOptions extends WriteOptions, PropagationOptions {
 
 export type DeleteResult = { deleted: true; object: KubeObject } | { deleted: false; object: KubeObject };
 
+/** ObjectMeta is the same for every kind: one validator. */
+const validateMetaSchema = compileSchema(objectMetaSchema, 'metadata');
+
 export class Store {
   private readonly validateSchema: SchemaValidator;
-  private readonly validateMetaSchema: SchemaValidator;
   private readonly reader: ResourceReader;
   /** What watchers are sent of each object during this turn: one copy without hidden fields, encoded once for all. */
   private readonly clientViews = turnMemo<KubeObject, KubeObject>();
@@ -95,7 +98,7 @@ export class Store {
     readonly def: ResourceDefinition,
     readonly strategy: Strategy,
     private readonly storage: Storage,
-    cache: WatchCache<KubeObject>,
+    private readonly cache: WatchCache<KubeObject>,
     private readonly prefix: string,
     /** The other stores, for the strategy's admitCreate. */
     private readonly stores: StoreLookup = () => undefined,
@@ -105,7 +108,6 @@ export class Store {
     this.reader = new ResourceReader(def, storage, cache);
     const { metadata: _m, ...properties } = def.schema.properties ?? {};
     this.validateSchema = compileSchema({ ...def.schema, properties });
-    this.validateMetaSchema = compileSchema(objectMetaSchema, 'metadata');
   }
 
   async get(namespace: string | undefined, name: string, resourceVersion?: string): Promise<KubeObject> {
@@ -114,10 +116,10 @@ export class Store {
     return this.toClient(obj);
   }
 
-  /** Objects in a namespace, or in all namespaces when `namespace` is undefined. */
-  async list(namespace: string | undefined, opts: ListOptions = {}): Promise<KubeList> {
+  /** Objects in a namespace, or in all namespaces when `namespace` is undefined; items may be encoded (`decoded`). */
+  async list(namespace: string | undefined, opts: ListOptions = {}): Promise<ObjectList> {
     const list = await this.storageCall('list', '', () => this.reader.list(this.collectionKey(namespace), opts));
-    return this.strategy.hiddenFields ? { ...list, items: list.items.map((o) => this.toClient(o)) } : list;
+    return this.strategy.hiddenFields ? { ...list, items: list.items.map((o) => this.toClient(decoded(o))) } : list;
   }
 
   watch(namespace: string | undefined, opts: WatchOptions, sink: WatchSink): Promise<RunningWatch> {
@@ -260,6 +262,8 @@ export class Store {
         {
           deleteInstead: (next) => !!next.metadata.deletionTimestamp && !next.metadata.finalizers?.length,
           dryRun: opts.dryRun,
+          // Saves reading etcd first; the compare-and-swap still decides (see UpdateOptions.cached).
+          cached: this.cache.get(key)?.object,
         },
       ),
     );
@@ -323,7 +327,11 @@ export class Store {
           this.checkDeletePreconditions(obj, opts);
           return markDeleting(obj, opts);
         },
-        { deleteInstead: (obj) => !obj.metadata.finalizers?.length, dryRun: opts.dryRun },
+        {
+          deleteInstead: (obj) => !obj.metadata.finalizers?.length,
+          dryRun: opts.dryRun,
+          cached: this.cache.get(key)?.object,
+        },
       ),
     );
     return { deleted: res.deleted, object: this.toClient(res.object) };
@@ -336,7 +344,8 @@ export class Store {
   async deleteCollection(namespace: string | undefined, listOpts: ListOptions, opts: DeleteOptions): Promise<KubeList> {
     const list = await this.list(namespace, { ...listOpts, limit: undefined, continue: undefined });
     const items: KubeObject[] = [];
-    for (const obj of list.items) {
+    for (const item of list.items) {
+      const obj = decoded(item);
       try {
         // Preconditions hold for each object, as kube passes the same options to every delete: the first
         // object they do not hold for ends the request with its 409.
@@ -475,7 +484,7 @@ export class Store {
    * first and refuses a wrongly typed field even where it would overwrite the value.
    */
   private checkMetadataTypes(obj: KubeObject): void {
-    const errs = this.validateMetaSchema(obj.metadata);
+    const errs = validateMetaSchema(obj.metadata);
     if (errs.length)
       throw errors.invalid(this.def.groupKind, typeof obj.metadata.name === 'string' ? obj.metadata.name : '', errs);
   }
@@ -486,7 +495,7 @@ export class Store {
    */
   private validate(obj: KubeObject, old?: KubeObject): FieldError[] {
     const { metadata, ...body } = obj;
-    const schemaErrs = [...this.validateMetaSchema(metadata), ...this.validateSchema(body)];
+    const schemaErrs = [...validateMetaSchema(metadata), ...this.validateSchema(body)];
     if (schemaErrs.some((e) => e.type === 'FieldValueTypeInvalid')) return schemaErrs;
     // Finalizer names are checked on update too, so no update can add one that create would refuse.
     const metaErrs = old

@@ -4,7 +4,8 @@
  */
 import type { Attributes, Decision } from '../apimachinery/authorizer.js';
 import type { FieldError } from '../apimachinery/field.js';
-import type { KubeList, KubeObject } from '../apimachinery/types.js';
+import type { ObjectList } from '../apimachinery/encoded.js';
+import type { KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
 import type { FieldPath } from './hiddenfields.js';
 import type { ListOptions } from '../storage/reader.js';
@@ -12,7 +13,7 @@ import type { ListOptions } from '../storage/reader.js';
 /** What a rule may read of another resource's store (a Store, seen from here without importing it: no cycle). */
 export interface StoredObjects {
   get(namespace: string | undefined, name: string): Promise<KubeObject>;
-  list(namespace: string | undefined, opts?: ListOptions): Promise<KubeList>;
+  list(namespace: string | undefined, opts?: ListOptions): Promise<ObjectList>;
 }
 
 /** The stores of the served resources, for rules that read other objects. */

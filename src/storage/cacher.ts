@@ -2,19 +2,48 @@
  * The watch cache (after kube's storage/cacher): one etcd watch on a prefix keeps an in-memory copy of every
  * object under it and a bounded history of recent events. Lists and watches are served from it, so clients
  * never each hold an etcd watch, and a consistent read costs one small etcd request instead of a full range.
+ * Objects are held as their JSON text (see apimachinery/encoded.ts): about a third of the heap a parsed object
+ * takes, and what lists and watches send anyway.
  */
+import { EncodedObject } from '../apimachinery/encoded.js';
+import { keyAfter } from './etcd.js';
 import type { Storage, StoredObject, WatchEvent, WatchHandle } from './interface.js';
+
+/** One object in the cache: its JSON, and the revision that wrote it (for proving the cache current). */
+export class CachedObject<T extends StoredObject> extends EncodedObject<T> {
+  constructor(
+    json: string,
+    readonly resourceVersion: string,
+  ) {
+    super(json);
+  }
+
+  static of<T extends StoredObject>(obj: T): CachedObject<T> {
+    return new CachedObject<T>(JSON.stringify(obj), obj.metadata.resourceVersion ?? '');
+  }
+}
 
 export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
-export interface CacheEvent<T> {
-  type: EventType;
-  key: string;
-  revision: number;
-  /** The new state, or for DELETED the last state with the deletion's revision. */
-  object: T;
-  /** The state before this event (absent for ADDED). */
-  previous?: T;
+/** One change, holding its states encoded; `object` and `previous` decode them on use. */
+export class CacheEvent<T extends StoredObject> {
+  constructor(
+    readonly type: EventType,
+    readonly key: string,
+    readonly revision: number,
+    /** The new state, or for DELETED the last state with the deletion's revision. */
+    readonly encoded: CachedObject<T>,
+    /** The state before this event (absent for ADDED). */
+    readonly encodedPrevious?: CachedObject<T>,
+  ) {}
+
+  get object(): T {
+    return this.encoded.object;
+  }
+
+  get previous(): T | undefined {
+    return this.encodedPrevious?.object;
+  }
 }
 
 /** The revision asked for is older than the oldest event the cache remembers. */
@@ -37,7 +66,7 @@ export class TooLargeResourceVersion extends Error {
   }
 }
 
-export interface CacheWatcher<T> {
+export interface CacheWatcher<T extends StoredObject> {
   /** Called synchronously with each batch of events under the watcher's prefix, in revision order. */
   deliver(events: CacheEvent<T>[]): void;
   /** The cache can no longer serve this watcher (it started over after a compaction, or is stopping). */
@@ -47,14 +76,21 @@ export interface CacheWatcher<T> {
 export interface WatchCacheOptions {
   /** Events remembered for watches that resume from a resourceVersion. */
   historySize?: number;
+  /** At most this many bytes of JSON in those events (the objects they hold that the cache no longer does). */
+  historyBytes?: number;
   log?: (msg: string, fields?: Record<string, unknown>) => void;
 }
 
+/** Objects per etcd range while (re)filling the cache: only one page is ever decoded at a time. */
+const FILL_PAGE = 1000;
+
 export class WatchCache<T extends StoredObject> {
-  private readonly objects = new Map<string, T>();
+  private readonly objects = new Map<string, CachedObject<T>>();
   /** The keys of `objects` in order, kept between lists until a key comes or goes. */
   private sortedKeys?: string[];
   private history: CacheEvent<T>[] = [];
+  /** The JSON characters of the states the history holds. */
+  private historyBytesHeld = 0;
   /** Everything up to this revision is reflected in `objects` (events, progress, or a proven comparison). */
   private revision = 0;
   /** The revision of the last event applied; events at or below it are repeats after a reconnect. */
@@ -71,6 +107,7 @@ export class WatchCache<T extends StoredObject> {
   /** Listing again after the etcd watch was lost: the cache's contents and history are not to be trusted. */
   private restarting = false;
   private readonly historySize: number;
+  private readonly historyBytes: number;
   private readonly log: NonNullable<WatchCacheOptions['log']>;
 
   constructor(
@@ -79,23 +116,39 @@ export class WatchCache<T extends StoredObject> {
     opts: WatchCacheOptions = {},
   ) {
     this.historySize = opts.historySize ?? 10_000;
+    this.historyBytes = opts.historyBytes ?? 16 * 1024 * 1024;
     this.log = opts.log ?? (() => {});
   }
 
   /** Lists everything under the prefix and starts following changes from there. */
   async start(): Promise<void> {
-    const list = await this.storage.list<T>(this.prefix);
+    const { objects, resourceVersion } = await this.fill();
     this.objects.clear();
-    list.items.forEach((obj, i) => this.objects.set(list.keys[i], deepFreeze(obj)));
+    for (const [key, obj] of objects) this.objects.set(key, obj);
     this.sortedKeys = undefined;
-    this.revision = this.oldest = this.lastEvent = Number(list.resourceVersion);
+    this.revision = this.oldest = this.lastEvent = Number(resourceVersion);
     this.history = [];
-    this.handle = await this.storage.watch<T>(this.prefix, list.resourceVersion, {
+    this.historyBytesHeld = 0;
+    this.handle = await this.storage.watch<T>(this.prefix, resourceVersion, {
       events: (events) => this.apply(events),
       progress: (revision) => this.advance(Number(revision)),
       lost: () => void this.restart(),
     });
     this.wakeWaiters();
+  }
+
+  /** Everything under the prefix at one revision, read a page at a time so that at most one page is ever decoded. */
+  private async fill(): Promise<{ objects: Map<string, CachedObject<T>>; resourceVersion: string }> {
+    const objects = new Map<string, CachedObject<T>>();
+    let start: string | undefined;
+    let revision: string | undefined;
+    for (;;) {
+      const page = await this.storage.listPageText(this.prefix, { start, limit: FILL_PAGE, revision });
+      revision ??= page.resourceVersion;
+      page.items.forEach((text, i) => objects.set(page.keys[i], new CachedObject<T>(text.json, text.resourceVersion)));
+      if (!page.more || !page.keys.length) return { objects, resourceVersion: revision };
+      start = keyAfter(page.keys[page.keys.length - 1]);
+    }
   }
 
   async stop(): Promise<void> {
@@ -112,12 +165,12 @@ export class WatchCache<T extends StoredObject> {
     return this.oldest;
   }
 
-  get(key: string): T | undefined {
+  get(key: string): CachedObject<T> | undefined {
     return this.objects.get(key);
   }
 
-  /** The objects under `prefix`, in key order, and the revision they reflect. The objects are frozen. */
-  snapshot(prefix: string): { items: T[]; revision: number } {
+  /** The objects under `prefix`, in key order, and the revision they reflect. */
+  snapshot(prefix: string): { items: CachedObject<T>[]; revision: number } {
     this.sortedKeys ??= [...this.objects.keys()].sort();
     const keys = this.sortedKeys.filter((k) => k.startsWith(prefix));
     return { items: keys.map((k) => this.objects.get(k)!), revision: this.revision };
@@ -196,14 +249,26 @@ export class WatchCache<T extends StoredObject> {
     return this.watchers.size;
   }
 
-  /** How many objects the cache holds, by the first key segment after its prefix (the resource). */
-  keyCounts(): Map<string, number> {
-    const counts = new Map<string, number>();
-    for (const key of this.objects.keys()) {
-      const first = key.slice(this.prefix.length).split('/', 1)[0];
-      counts.set(first, (counts.get(first) ?? 0) + 1);
+  /**
+   * What the cache holds, by the first key segment after its prefix (the resource): objects, the JSON characters
+   * of their current states, and those of the states in the history (an object's newest is shared with its current
+   * state: only the older ones cost more).
+   */
+  sizes(): Map<string, { objects: number; bytes: number; historyBytes: number }> {
+    const sizes = new Map<string, { objects: number; bytes: number; historyBytes: number }>();
+    const of = (key: string) => {
+      const resource = key.slice(this.prefix.length).split('/', 1)[0];
+      let size = sizes.get(resource);
+      if (!size) sizes.set(resource, (size = { objects: 0, bytes: 0, historyBytes: 0 }));
+      return size;
+    };
+    for (const [key, obj] of this.objects) {
+      const size = of(key);
+      size.objects++;
+      size.bytes += obj.json.length;
     }
-    return counts;
+    for (const e of this.history) of(e.key).historyBytes += e.encoded.json.length;
+    return sizes;
   }
 
   private removeWatcher(watcher: CacheWatcher<T>, terminate: boolean): void {
@@ -220,22 +285,18 @@ export class WatchCache<T extends StoredObject> {
       const previous = this.objects.get(e.key);
       if (e.type === 'put') {
         if (!previous) this.sortedKeys = undefined;
-        const object = deepFreeze(e.object!);
+        const object = CachedObject.of(e.object!);
         this.objects.set(e.key, object);
-        events.push({ type: previous ? 'MODIFIED' : 'ADDED', key: e.key, revision, object, previous });
+        events.push(new CacheEvent(previous ? 'MODIFIED' : 'ADDED', e.key, revision, object, previous));
       } else {
         if (previous) this.sortedKeys = undefined;
         this.objects.delete(e.key);
-        const last = e.object ? deepFreeze(e.object) : previous && deepFreeze(withRevision(previous, e.revision));
-        if (last) events.push({ type: 'DELETED', key: e.key, revision, object: last, previous });
+        const last = e.object ?? (previous && withRevision(previous.object, e.revision));
+        if (last) events.push(new CacheEvent('DELETED', e.key, revision, CachedObject.of(last), previous));
       }
     }
     if (!events.length) return;
-    this.history.push(...events);
-    if (this.history.length > this.historySize) {
-      const dropped = this.history.splice(0, this.history.length - this.historySize);
-      this.oldest = dropped[dropped.length - 1].revision;
-    }
+    this.remember(events);
     this.advance(events[events.length - 1].revision);
     // Watchers of one prefix share one filtered list (the same array and events), so what they derive from it can
     // be shared too. A watcher may end during its delivery (a slow client); iterating a Map allows that.
@@ -247,6 +308,28 @@ export class WatchCache<T extends StoredObject> {
       if (mine.length && mine[0].revision <= after) mine = mine.filter((e) => e.revision > after);
       if (mine.length) watcher.deliver(mine);
     }
+  }
+
+  /**
+   * Adds events to the history and forgets the oldest beyond its bounds. An event's bytes count the state it
+   * brought; the state before it is the previous event's, or was in the cache when it came.
+   */
+  private remember(events: CacheEvent<T>[]): void {
+    for (const e of events) {
+      this.history.push(e);
+      this.historyBytesHeld += e.encoded.json.length;
+    }
+    let drop = 0;
+    while (
+      drop < this.history.length - 1 &&
+      (this.history.length - drop > this.historySize || this.historyBytesHeld > this.historyBytes)
+    ) {
+      this.historyBytesHeld -= this.history[drop].encoded.json.length;
+      drop++;
+    }
+    if (!drop) return;
+    const dropped = this.history.splice(0, drop);
+    this.oldest = dropped[drop - 1].revision;
   }
 
   private advance(revision: number): void {
@@ -266,7 +349,7 @@ export class WatchCache<T extends StoredObject> {
   private matches(keys: Map<string, string>): boolean {
     if (keys.size !== this.objects.size) return false;
     for (const [key, revision] of keys) {
-      if (this.objects.get(key)?.metadata.resourceVersion !== revision) return false;
+      if (this.objects.get(key)?.resourceVersion !== revision) return false;
     }
     return true;
   }
@@ -296,18 +379,6 @@ export class WatchCache<T extends StoredObject> {
       }
     }
   }
-}
-
-/**
- * Cached objects are shared by every reader (lists, watchers) without copies; freezing them makes an accidental
- * write by one of them throw instead of silently changing what everyone else sees.
- */
-function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const v of Object.values(value)) deepFreeze(v);
-  }
-  return value;
 }
 
 function withRevision<T extends StoredObject>(obj: T, revision: string): T {

@@ -7,7 +7,7 @@
  */
 import { ConsecutiveBreaker, ExponentialBackoff, circuitBreaker, handleWhen, retry, type IBackoff } from 'cockatiel';
 import { Etcd3, GRPCUnavailableError, Range, type IOptions } from 'etcd3';
-import { decode, encode } from './codec.js';
+import { decode, encode, encodeWithCopy, servedJson, withRevision } from './codec.js';
 import { identityTransformer, type Transformer } from './encryption/transformer.js';
 import { EtcdHealth } from './etcdhealth.js';
 import { EtcdLeaseLock, type LeaseLock } from './leaselock.js';
@@ -19,6 +19,7 @@ import {
   type PageOptions,
   type Storage,
   type StoredObject,
+  type StoredText,
   type StoredValue,
   type UpdateOptions,
   type UpdateResult,
@@ -101,17 +102,17 @@ export class EtcdStorage implements Storage {
   }
 
   async create<T extends StoredObject>(key: string, obj: T, opts: CreateOptions = {}): Promise<T> {
-    const bytes = encode(obj);
+    const { bytes, copy } = encodeWithCopy(obj);
     if (opts.dryRun) {
       if (await this.readRaw(key)) throw new StorageError('KeyExists', key, `key exists: ${key}`);
-      return JSON.parse(bytes) as T;
+      return copy;
     }
     const stored = await this.toStorage(key, bytes);
     const txn = await this.call('create', key, () =>
       this.client.if(key, 'Mod', '==', 0).then(this.client.put(key).value(stored)).commit(),
     );
     if (!txn.succeeded) throw new StorageError('KeyExists', key, `key exists: ${key}`);
-    return decode<T>(bytes, txn.header.revision);
+    return withRevision(copy, txn.header.revision);
   }
 
   async get<T extends StoredObject>(key: string): Promise<T | undefined> {
@@ -139,6 +140,19 @@ export class EtcdStorage implements Storage {
     const res = await this.range(prefix, opts, false).catch((err) => this.withCurrentRevision(err, opts));
     const items = await Promise.all(
       res.kvs.map(async (kv) => (await this.fromStorage<T>(kv.key.toString(), kv.value, kv.mod_revision)).object),
+    );
+    const keys = res.kvs.map((kv) => kv.key.toString());
+    return { items, keys, resourceVersion: res.header.revision, more: res.more, count: Number(res.count) };
+  }
+
+  async listPageText(prefix: string, opts: PageOptions): Promise<Page<StoredText>> {
+    const res = await this.range(prefix, opts, false).catch((err) => this.withCurrentRevision(err, opts));
+    const items = await Promise.all(
+      res.kvs.map(async (kv) => {
+        const key = kv.key.toString();
+        const { value: plaintext } = await this.untransform(key, kv.value, this.transformers.forKey(key));
+        return { json: servedJson(validJson(key, plaintext), kv.mod_revision), resourceVersion: kv.mod_revision };
+      }),
     );
     const keys = res.kvs.map((kv) => kv.key.toString());
     return { items, keys, resourceVersion: res.header.revision, more: res.more, count: Number(res.count) };
@@ -311,12 +325,35 @@ export class EtcdStorage implements Storage {
     tryUpdate: (current: T) => Promise<T> | T,
     opts: UpdateOptions<T> = {},
   ): Promise<UpdateResult<T>> {
-    let current = await this.readRaw(key);
+    // A dry run answers from what etcd holds now; so does anything not in the cache.
+    const cached = opts.dryRun ? undefined : opts.cached;
+    let fresh = !cached;
+    let current: RawKv | undefined;
+    if (!cached) current = await this.readRaw(key);
     for (;;) {
-      if (!current) throw new StorageError('KeyNotFound', key, `key not found: ${key}`);
-      const read = current;
-      const existing = await this.fromStorage<T>(key, read.value, read.modRevision);
-      const updated = await tryUpdate(existing.object);
+      let read: RawKv;
+      let existing: Read<T>;
+      if (!fresh) {
+        // The cached object decodes to what etcd's bytes would: a private copy for tryUpdate to change.
+        const { bytes: plaintext, copy } = encodeWithCopy(cached!);
+        const revision = cached!.metadata.resourceVersion!;
+        read = { value: Buffer.alloc(0), modRevision: revision };
+        existing = { object: withRevision(copy, revision), plaintext, stale: false };
+      } else {
+        if (!current) throw new StorageError('KeyNotFound', key, `key not found: ${key}`);
+        read = current;
+        existing = await this.fromStorage<T>(key, read.value, read.modRevision);
+      }
+      let updated: T;
+      try {
+        updated = await tryUpdate(existing.object);
+      } catch (err) {
+        if (fresh) throw err;
+        // Perhaps only because the cache is behind (e.g. a resourceVersion it has not seen yet): ask etcd.
+        current = await this.readRaw(key);
+        fresh = true;
+        continue;
+      }
       if (opts.dryRun) return { object: updated, written: false, deleted: !!opts.deleteInstead?.(updated) };
       if (opts.deleteInstead?.(updated)) {
         const txn = await this.call('delete', key, () =>
@@ -327,15 +364,26 @@ export class EtcdStorage implements Storage {
             .commit(),
         );
         if (txn.succeeded)
-          return { object: decode<T>(encode(updated), txn.header.revision), written: true, deleted: true };
+          return {
+            object: withRevision(encodeWithCopy(updated).copy, txn.header.revision),
+            written: true,
+            deleted: true,
+          };
         current = rawFromElse(txn.responses);
+        fresh = true;
         continue;
       }
-      const bytes = encode(updated);
+      const { bytes, copy } = encodeWithCopy(updated);
       // A value an old key or provider wrote is written again even when nothing changed (kube's GuaranteedUpdate):
-      // this is how a no-op update moves objects to the new key.
-      if (bytes === existing.plaintext && !existing.stale)
-        return { object: decode<T>(bytes, read.modRevision), written: false, deleted: false };
+      // this is how a no-op update moves objects to the new key. Only etcd can say whether it was one.
+      if (bytes === existing.plaintext && !existing.stale) {
+        if (!fresh) {
+          current = await this.readRaw(key);
+          fresh = true;
+          continue;
+        }
+        return { object: withRevision(copy, read.modRevision), written: false, deleted: false };
+      }
       const stored = await this.toStorage(key, bytes);
       const txn = await this.call('update', key, () =>
         this.client
@@ -344,8 +392,9 @@ export class EtcdStorage implements Storage {
           .else(this.client.get(key))
           .commit(),
       );
-      if (txn.succeeded) return { object: decode<T>(bytes, txn.header.revision), written: true, deleted: false };
+      if (txn.succeeded) return { object: withRevision(copy, txn.header.revision), written: true, deleted: false };
       current = rawFromElse(txn.responses);
+      fresh = true;
     }
   }
 
@@ -388,8 +437,7 @@ export class EtcdStorage implements Storage {
     try {
       return { object: decode<T>(plaintext, revision), plaintext, stale };
     } catch {
-      // JSON.parse's message quotes the value: say only where.
-      throw new StorageError('Internal', key, `unable to decode key ${JSON.stringify(key)}: not a JSON object`);
+      throw undecodable(key);
     }
   }
 
@@ -541,4 +589,21 @@ function rawFromElse(
 ): RawKv | undefined {
   const kv = responses[0]?.response_range?.kvs[0];
   return kv ? { value: kv.value, modRevision: kv.mod_revision } : undefined;
+}
+
+/** JSON.parse's message quotes the value: say only where. */
+function undecodable(key: string): StorageError {
+  return new StorageError('Internal', key, `unable to decode key ${JSON.stringify(key)}: not a JSON object`);
+}
+
+/** Text served as it is must be an object's JSON, as decode would have found. */
+function validJson(key: string, text: string): string {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw undecodable(key);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw undecodable(key);
+  return text;
 }

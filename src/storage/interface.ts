@@ -43,6 +43,12 @@ export interface ListResult<T> {
   resourceVersion: string;
 }
 
+/** An object's JSON as served, and the revision that wrote it. */
+export interface StoredText {
+  json: string;
+  resourceVersion: string;
+}
+
 export interface PageOptions {
   /** The first key to read (inclusive); defaults to the prefix itself. */
   start?: string;
@@ -97,6 +103,12 @@ export interface UpdateOptions<T> {
    * kube's dry-run storage does it): `deleted` says whether the key would have been deleted.
    */
   dryRun?: boolean;
+  /**
+   * The object as the watch cache holds it (kube's cachedExistingObject): tried first instead of reading etcd. A
+   * cache that is behind costs a retry, never a lost update: the compare-and-swap fails and answers with the current
+   * object, and a tryUpdate that throws, or finds nothing to write, runs again on a fresh read before that counts.
+   */
+  cached?: T;
 }
 
 export interface CreateOptions {
@@ -149,6 +161,9 @@ export interface Storage {
 
   /** One page of the objects under `prefix`, optionally at an older revision; StorageError Compacted if it is gone. */
   listPage<T extends StoredObject>(prefix: string, opts: PageOptions): Promise<Page<T>>;
+
+  /** listPage with each object as its JSON text, as served (with its resourceVersion), not decoded (the watch cache's fill). */
+  listPageText(prefix: string, opts: PageOptions): Promise<Page<StoredText>>;
 
   /** The mod revision of every key under `prefix` at `revision`, without reading values. */
   keyRevisions(prefix: string, revision: string): Promise<Map<string, string>>;

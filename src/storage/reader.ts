@@ -5,6 +5,7 @@
  */
 import { decodeContinue, encodeContinue } from '../apimachinery/continue.js';
 import * as errors from '../apimachinery/status.js';
+import type { ObjectList } from '../apimachinery/encoded.js';
 import type { GroupResource, KubeList, KubeObject } from '../apimachinery/types.js';
 import {
   TooLargeResourceVersion,
@@ -91,7 +92,7 @@ export class ResourceReader {
     if (!resourceVersion) {
       try {
         await this.cache.ensureConsistent();
-        return this.cache.get(key);
+        return this.cache.get(key)?.object;
       } catch (err) {
         if (err instanceof TooLargeResourceVersion) return this.storage.get<KubeObject>(key);
         throw err;
@@ -99,10 +100,11 @@ export class ResourceReader {
     }
     const rv = parseResourceVersion(resourceVersion);
     if (rv > 0) await this.fresh(rv);
-    return this.cache.get(key);
+    return this.cache.get(key)?.object;
   }
 
-  async list(prefix: string, opts: ListOptions): Promise<KubeList> {
+  /** Items from the cache stay in their JSON form; the predicate decodes one object at a time. */
+  async list(prefix: string, opts: ListOptions): Promise<ObjectList> {
     const rv = opts.resourceVersion;
     const exact =
       opts.resourceVersionMatch === 'Exact' || (!!rv && rv !== '0' && !!opts.limit && !opts.resourceVersionMatch);
@@ -123,8 +125,8 @@ export class ResourceReader {
     }
     const snap = this.cache.snapshot(prefix);
     const match = opts.predicate ?? everything;
-    const items = match.empty ? snap.items : snap.items.filter((o) => match.matches(o));
-    return this.listOf(items, String(Math.max(revision, snap.revision)));
+    const items = match.empty ? snap.items : snap.items.filter((o) => match.matches(o.object));
+    return { ...this.listOf([], String(Math.max(revision, snap.revision))), items };
   }
 
   /** Pages straight from etcd: the first at the current (or exact) revision, the rest at the token's. */
@@ -197,7 +199,10 @@ export class ResourceReader {
     if (initial) {
       const snap = this.cache.snapshot(prefix);
       start = Math.max(from, snap.revision);
-      for (const obj of snap.items) if (match.matches(obj)) sink.event('ADDED', obj);
+      for (const cached of snap.items) {
+        const obj = cached.object;
+        if (match.matches(obj)) sink.event('ADDED', obj);
+      }
       if (opts.sendInitialEvents) sink.initialEventsEnd(start);
     }
     let stop: () => void;

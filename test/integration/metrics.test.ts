@@ -148,17 +148,25 @@ test('an open watch is a long-running request until it ends', async () => {
 
 test('the watch cache reports the objects it holds, its revision, and how far it is behind etcd', async () => {
   const labels = { group: GROUP, resource: 'sharedsecrets' };
-  const before = total(await scrape(), 'apiserver_watch_cache_objects', labels);
+  const first = await scrape();
+  const before = total(first, 'apiserver_watch_cache_objects', labels);
+  const bytesBefore = total(first, 'apiserver_watch_cache_object_bytes', labels);
+  const historyBefore = total(first, 'apiserver_watch_cache_history_bytes', labels);
   let lastRv = 0;
+  let written = 0;
   for (const name of ['w1', 'w2', 'w3']) {
     const res = await root.post(SECRETS, secret(name));
     expect(res.status).toBe(201);
     lastRv = Number(res.body.metadata.resourceVersion);
+    written += JSON.stringify((await root.get(`${SECRETS}/${name}`)).body).length;
   }
   const s = await waitFor('the cache to hold the new objects', async () => {
     const got = await scrape();
     return total(got, 'apiserver_watch_cache_objects', labels) === before + 3 && got;
   });
+  // The JSON of the three objects as served, once in the objects and once in the history of their creation.
+  expect(total(s, 'apiserver_watch_cache_object_bytes', labels) - bytesBefore).toBe(written);
+  expect(total(s, 'apiserver_watch_cache_history_bytes', labels) - historyBefore).toBe(written);
   expect(total(s, 'apiserver_watch_cache_resource_version', labels)).toBeGreaterThanOrEqual(lastRv);
   expect(find(s, 'apiserver_watch_cache_objects', { group: GROUP, resource: 'clusters' })).toHaveLength(1);
 

@@ -56,6 +56,48 @@ test('a dry-run update answers with what tryUpdate made and writes nothing, nor 
   expect(JSON.parse(after.kvs[0].value.toString()).spec).toBe('x');
 });
 
+test('an update started from a cached object that is behind etcd still applies to what etcd holds', async () => {
+  const k = key();
+  const stale = await storage.create(k, thing('x'));
+  const current = (await storage.guaranteedUpdate<StoredObject>(k, (o) => ({ ...o, spec: 'y' }))).object;
+
+  // A change to the stale copy loses the compare-and-swap and runs again on etcd's object.
+  const seen: unknown[] = [];
+  const changed = await storage.guaranteedUpdate<StoredObject>(
+    k,
+    (o) => {
+      seen.push(o.spec);
+      return { ...o, spec: `${String(o.spec)}+` };
+    },
+    { cached: stale },
+  );
+  expect(seen).toEqual(['x', 'y']);
+  expect(changed.object.spec).toBe('y+');
+  expect(JSON.parse((await raw.get(k).string())!).spec).toBe('y+');
+
+  // A refusal on the stale copy (e.g. a resourceVersion the cache has not seen yet) is asked again of etcd.
+  const latest = changed.object.metadata.resourceVersion;
+  const checked = await storage.guaranteedUpdate<StoredObject>(
+    k,
+    (o) => {
+      if (o.metadata.resourceVersion !== latest) throw new Error('conflict');
+      return { ...o, spec: 'z' };
+    },
+    { cached: current },
+  );
+  expect(checked).toMatchObject({ written: true, object: { spec: 'z' } });
+
+  // Nothing to write on the stale copy is no answer until etcd's object says so too.
+  const same = await storage.guaranteedUpdate<StoredObject>(k, (o) => ({ ...o, spec: 'x' }), { cached: stale });
+  expect(same).toMatchObject({ written: true, object: { spec: 'x' } });
+  expect(JSON.parse((await raw.get(k).string())!).spec).toBe('x');
+
+  // The cached object is never changed, and a dry run reads etcd.
+  expect(stale.spec).toBe('x');
+  const dry = await storage.guaranteedUpdate<StoredObject>(k, (o) => o, { cached: current, dryRun: true });
+  expect(dry.object.metadata.resourceVersion).toBe(same.object.metadata.resourceVersion);
+});
+
 test('a raw value is created when absent, updated by compare-and-swap, and left alone when unchanged', async () => {
   const k = key();
   expect(await storage.getValue(k, identityTransformer)).toBeUndefined();

@@ -10,6 +10,7 @@
  * whatever clusterRef.cluster says; so two instances with the same namespace and name are the same virtual
  * cluster even when they name different Clusters.
  */
+import { decoded } from '../../apimachinery/encoded.js';
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import { GROUP_NAME } from '../../apimachinery/group.js';
 import * as errors from '../../apimachinery/status.js';
@@ -106,8 +107,9 @@ export async function checkNotImported(
     const r = o.spec?.clusterRef ?? {};
     return r.namespace === ref.namespace && (r.virtualCluster || o.metadata.name) === ref.virtualCluster;
   };
-  const existing = (await instances.list(undefined, { predicate: { matches: same, empty: false } })).items[0];
-  if (!existing) return;
+  const found = (await instances.list(undefined, { predicate: { matches: same, empty: false } })).items[0];
+  if (!found) return;
+  const existing = decoded(found);
   const which = isMaster(conflict.user)
     ? ` as VirtualClusterInstance ${existing.metadata.namespace}/${existing.metadata.name}`
     : ' by another VirtualClusterInstance';
