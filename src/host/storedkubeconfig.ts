@@ -1,12 +1,13 @@
 /**
- * A kubeconfig read from stored data (a Secret someone else wrote): data, never code. client-node's own loaders
- * would run a user's `exec` plugin or auth-provider, read `token-file` and file paths, and send requests through a
- * `proxy-url`; here the current context's cluster and user are read by hand and only certificate, token and CA
- * fields reach the KubeConfig. Anything else that would change how or as whom the server connects is refused by
- * name, so nothing is silently left out. Messages name fields, never values.
+ * A kubeconfig read from stored data (a Secret someone else wrote): data, never code. A full kubeconfig could
+ * ask to read files (tokenFile, certificate paths), send requests through a `proxy-url`, skip verification or
+ * impersonate (and other clients would run an `exec` plugin or auth-provider); here the current context's cluster
+ * and user are read by hand and only certificate, token and CA fields reach the connection. Anything else that
+ * would change how or as whom the server connects is refused by name, so nothing is silently left out. Messages
+ * name fields, never values.
  */
-import { KubeConfig } from '@kubernetes/client-node';
 import yaml from 'js-yaml';
+import type { HostConnection } from './kubeconfig.js';
 
 /** The stored kubeconfig is not one, or asks for something a stored kubeconfig may not. */
 export class StoredKubeConfigError extends Error {
@@ -47,10 +48,10 @@ const ALLOWED_TEXT = `server, certificate-authority-data and tls-server-name for
 type Entry = { name?: unknown; [k: string]: unknown };
 
 /**
- * The KubeConfig of `text`'s current context, holding only the allowed fields. Throws a StoredKubeConfigError
+ * The connection of `text`'s current context, holding only the allowed fields. Throws a StoredKubeConfigError
  * naming every refused field (e.g. `users[0].user.exec`).
  */
-export function kubeConfigFromData(text: string): KubeConfig {
+export function kubeConfigFromData(text: string): HostConnection {
   let doc: unknown;
   try {
     doc = yaml.load(text);
@@ -95,29 +96,15 @@ export function kubeConfigFromData(text: string): KubeConfig {
   if (!hasCert && !u.token)
     throw new StoredKubeConfigError(`users[${user.index}].user has no credential (${USER_CREDENTIALS})`);
 
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [
-      {
-        name: 'cluster',
-        server: server.replace(/\/$/, ''),
-        caData: c['certificate-authority-data'] as string,
-        tlsServerName: tlsServerName(server, c['tls-server-name']),
-        skipTLSVerify: false,
-      },
-    ],
-    users: [
-      {
-        name: 'user',
-        certData: u['client-certificate-data'] as string | undefined,
-        keyData: u['client-key-data'] as string | undefined,
-        token: u.token as string | undefined,
-      },
-    ],
-    contexts: [{ name: 'context', cluster: 'cluster', user: 'user' }],
-    currentContext: 'context',
-  });
-  return kc;
+  return {
+    server: server.replace(/\/$/, ''),
+    caData: c['certificate-authority-data'] as string,
+    tlsServerName: tlsServerName(server, c['tls-server-name']),
+    insecureSkipTLSVerify: false,
+    certData: u['client-certificate-data'] as string | undefined,
+    keyData: u['client-key-data'] as string | undefined,
+    token: u.token as string | undefined,
+  };
 }
 
 /**

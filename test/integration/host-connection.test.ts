@@ -1,0 +1,219 @@
+/**
+ * How the server connects to its host cluster (src/host/kubeconfig.ts, restclient.ts) against the stand-in: the
+ * kubeconfig fields it honours (files relative to it, a token file read again as it rotates, skipped verification,
+ * an http proxy), the plugins it never runs, the host's Status carried in errors, and credentials kept out of them.
+ */
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import yaml from 'js-yaml';
+import type { AddressInfo } from 'node:net';
+import { HostCluster, HostClusterError } from '../../src/host/cluster.js';
+import { HostRbac } from '../../src/host/rbac.js';
+import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
+
+let host: HostClusterStandIn;
+let dir: string;
+
+beforeAll(async () => {
+  host = await startHostCluster();
+  dir = mkdtempSync(join(tmpdir(), 'host-connection-'));
+});
+
+afterAll(async () => {
+  await host?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+let files = 0;
+/** A kubeconfig file in its own directory with the stand-in as cluster; `cluster` and `user` add or replace fields. */
+function kubeconfig(cluster: Record<string, unknown>, user: Record<string, unknown>): string {
+  const sub = join(dir, `k${++files}`);
+  mkdirSync(sub);
+  const path = join(sub, 'kubeconfig');
+  writeFileSync(
+    path,
+    yaml.dump({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'host', cluster: { server: host.url, ...cluster } }],
+      users: [{ name: 'me', user }],
+      contexts: [{ name: 'ctx', context: { cluster: 'host', user: 'me' } }],
+      'current-context': 'ctx',
+    }),
+  );
+  return path;
+}
+
+const caData = () => ({ 'certificate-authority-data': Buffer.from(host.caPem).toString('base64') });
+const review = (cluster: HostCluster) => cluster.tokenReview('nobody-has-this-token');
+
+describe('the --kubeconfig file', () => {
+  test('its certificate-authority and tokenFile paths are relative to it', async () => {
+    const path = kubeconfig({ 'certificate-authority': 'ca.crt' }, { tokenFile: 'token' });
+    writeFileSync(join(path, '..', 'ca.crt'), host.caPem);
+    writeFileSync(join(path, '..', 'token'), `${host.token}\n`);
+    expect(await review(HostCluster.load({ kubeconfig: path })!)).toMatchObject({ authenticated: false });
+  });
+
+  test('a token file is read again after a minute, as it rotates; until then the token read is used', async () => {
+    let now = 1_000_000;
+    const path = kubeconfig(caData(), { tokenFile: 'token' });
+    const tokenFile = join(path, '..', 'token');
+    writeFileSync(tokenFile, 'an-old-token');
+    const cluster = HostCluster.load({ kubeconfig: path, now: () => now })!;
+    await expect(review(cluster)).rejects.toMatchObject({ code: 401 });
+
+    writeFileSync(tokenFile, host.token);
+    now += 30_000;
+    await expect(review(cluster)).rejects.toMatchObject({ code: 401 });
+    now += 31_000;
+    expect(await review(cluster)).toMatchObject({ authenticated: false });
+
+    // A file gone for a while keeps the last token read.
+    rmSync(tokenFile);
+    now += 61_000;
+    expect(await review(cluster)).toMatchObject({ authenticated: false });
+  });
+
+  test('a token file that cannot be read is named in the error, and the request is not made', async () => {
+    const path = kubeconfig(caData(), { tokenFile: 'missing-token' });
+    const err = await review(HostCluster.load({ kubeconfig: path })!).catch((e) => e);
+    expect(err).toBeInstanceOf(HostClusterError);
+    expect(err.message).toBe(`TokenReview: cannot read the token file ${join(path, '..', 'missing-token')} (ENOENT)`);
+  });
+
+  test('insecure-skip-tls-verify connects without a CA; without either the certificate is refused', async () => {
+    const skip = HostCluster.load({
+      kubeconfig: kubeconfig({ 'insecure-skip-tls-verify': true }, { token: host.token }),
+    })!;
+    expect(await review(skip)).toMatchObject({ authenticated: false });
+    const strict = HostCluster.load({ kubeconfig: kubeconfig({}, { token: host.token }) })!;
+    await expect(review(strict)).rejects.toThrow(/^TokenReview: cannot reach the host cluster: [A-Z_]+$/);
+  });
+
+  test('exec and auth-provider users are refused when loading, and nothing is run', async () => {
+    const marker = join(dir, 'exec-ran');
+    const exec = {
+      apiVersion: 'client.authentication.k8s.io/v1',
+      command: '/bin/sh',
+      args: [
+        '-c',
+        `touch ${marker}; echo '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"${host.token}"}}'`,
+      ],
+      interactiveMode: 'Never',
+    };
+    const withExec = kubeconfig(caData(), { exec });
+    let loaded: HostCluster | undefined;
+    let error: unknown;
+    try {
+      loaded = HostCluster.load({ kubeconfig: withExec });
+    } catch (err) {
+      error = err;
+    }
+    await loaded?.tokenReview('x').catch(() => {});
+    expect(existsSync(marker)).toBe(false);
+    expect(String(error)).toContain(
+      `--kubeconfig ${withExec}: users[0].user.exec: credential plugins are not run; give a token, tokenFile or client certificate`,
+    );
+
+    const withProvider = kubeconfig(caData(), { 'auth-provider': { name: 'oidc', config: { 'id-token': 'x' } } });
+    expect(() => HostCluster.load({ kubeconfig: withProvider })).toThrow(
+      `--kubeconfig ${withProvider}: users[0].user.auth-provider: authentication plugins are not run`,
+    );
+  });
+
+  test('a kubeconfig that does not parse is refused without quoting it', () => {
+    const path = join(dir, 'broken.kubeconfig');
+    writeFileSync(path, `users:\n- name: me\n  user:\n    token: the-secret-token\n   bad: [indent\n`);
+    let message = '';
+    try {
+      HostCluster.load({ kubeconfig: path });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(new RegExp(`^--kubeconfig ${path}: not a kubeconfig: `));
+    expect(message).not.toContain('the-secret-token');
+    const noContext = kubeconfig(caData(), { token: 't' });
+    writeFileSync(noContext, yaml.dump({ ...(yaml.load(`clusters: []`) as object), 'current-context': 'none' }));
+    expect(() => HostCluster.load({ kubeconfig: noContext })).toThrow(
+      `--kubeconfig ${noContext}: no current context with a cluster`,
+    );
+  });
+
+  test('proxy-url: requests to an https server go through the proxy with CONNECT', async () => {
+    const connects: string[] = [];
+    const proxy: Server = createServer((client: Socket) => {
+      client.once('data', (head) => {
+        const [line] = head.toString('latin1').split('\r\n');
+        connects.push(line);
+        const [, target] = line.split(' ');
+        const [h, p] = [target.slice(0, target.lastIndexOf(':')), Number(target.slice(target.lastIndexOf(':') + 1))];
+        const upstream = connect(p, h, () => {
+          client.write('HTTP/1.1 200 Connection established\r\n\r\n');
+          upstream.pipe(client).pipe(upstream);
+        });
+        upstream.on('error', () => client.destroy());
+        client.on('error', () => upstream.destroy());
+      });
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    try {
+      const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+      const cluster = HostCluster.load({
+        kubeconfig: kubeconfig({ ...caData(), 'proxy-url': proxyUrl }, { token: host.token }),
+      })!;
+      expect(await review(cluster)).toMatchObject({ authenticated: false });
+      expect(connects).toEqual([`CONNECT ${new URL(host.url).host} HTTP/1.1`]);
+    } finally {
+      proxy.close();
+    }
+  });
+});
+
+describe('errors', () => {
+  test("the host's Status is carried, its message in the error's", async () => {
+    const cluster = HostCluster.load({ kubeconfig: host.kubeconfigPath })!;
+    const rbac = new HostRbac(cluster);
+    host.put({ kind: 'ClusterRole', metadata: { name: 'exists' }, rules: [] });
+    const err = await rbac
+      .create({
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRole',
+        metadata: { name: 'exists', labels: {}, annotations: {} },
+      })
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(HostClusterError);
+    expect(err.code).toBe(409);
+    expect(err.status).toMatchObject({ kind: 'Status', reason: 'AlreadyExists', code: 409 });
+    expect(err.message).toBe(
+      'create clusterroles exists: the host cluster answered HTTP 409: clusterroles.rbac.authorization.k8s.io "exists" already exists',
+    );
+    expect(await rbac.get('ClusterRole', undefined, 'missing')).toBeUndefined();
+  });
+
+  test('never carry the token, wherever the request fails', async () => {
+    const token = 'very-secret-token-value';
+    const wrong = HostCluster.load({ kubeconfig: kubeconfig(caData(), { token }) })!;
+    const rejected = await review(wrong).catch((e) => e);
+    expect(rejected).toMatchObject({ code: 401 });
+    // A token that cannot be a header value fails in Node before anything is sent.
+    const bad = HostCluster.load({ kubeconfig: kubeconfig(caData(), { token: `${token}\nInjected: yes` }) })!;
+    const invalid = await review(bad).catch((e) => e);
+    expect(invalid).toBeInstanceOf(HostClusterError);
+    const down = HostCluster.load({ kubeconfig: kubeconfig(caData(), { token }) })!;
+    await host.setDown(true, 'refused');
+    let refused: unknown;
+    try {
+      refused = await review(down).catch((e) => e);
+    } finally {
+      await host.setDown(false);
+    }
+    for (const err of [rejected, invalid, refused]) {
+      expect(err).toBeInstanceOf(HostClusterError);
+      expect(`${(err as Error).message} ${(err as Error).stack} ${JSON.stringify(err)}`).not.toContain(token);
+    }
+  });
+});
