@@ -5,6 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpsServer } from 'node:https';
+import type { TLSSocket } from 'node:tls';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +14,7 @@ import yaml from 'js-yaml';
 import type { AddressInfo } from 'node:net';
 import { HostCluster, HostClusterError } from '../../src/host/cluster.js';
 import { HostRbac } from '../../src/host/rbac.js';
+import { makeCa, makeCert } from '../support/certs.js';
 import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
 
 let host: HostClusterStandIn;
@@ -170,6 +173,64 @@ describe('the --kubeconfig file', () => {
     } finally {
       proxy.close();
     }
+  });
+});
+
+describe('client certificates', () => {
+  const ca = makeCa('client-cert-test-ca');
+  const b64 = (pem: string) => Buffer.from(pem).toString('base64');
+  let url: string;
+  let server: ReturnType<typeof createHttpsServer>;
+
+  // A host that knows callers by their client certificate only: its TokenReview answers with the certificate's CN.
+  beforeAll(async () => {
+    const serving = makeCert({ commonName: 'host', issuer: ca, ips: ['127.0.0.1'] });
+    server = createHttpsServer(
+      { cert: serving.certPem, key: serving.keyPem, ca: ca.certPem, requestCert: true, rejectUnauthorized: true },
+      (req, res) => {
+        const cn = (req.socket as TLSSocket).getPeerCertificate().subject.CN;
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ status: { authenticated: true, user: { username: cn, groups: [] } } }));
+      },
+    );
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  afterAll(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+
+  const who = async (cluster: HostCluster) => (await cluster.tokenReview('t')).user?.name;
+
+  test('client-certificate-data and client-key-data are presented', async () => {
+    const alice = makeCert({ commonName: 'alice', issuer: ca });
+    const path = kubeconfig(
+      { server: url, 'certificate-authority-data': b64(ca.certPem) },
+      { 'client-certificate-data': b64(alice.certPem), 'client-key-data': b64(alice.keyPem) },
+    );
+    expect(await who(HostCluster.load({ kubeconfig: path })!)).toBe('alice');
+  });
+
+  test('client-certificate and client-key files are read again after a minute, as they rotate', async () => {
+    let now = 5_000_000;
+    const path = kubeconfig(
+      { server: url, 'certificate-authority': 'ca.crt' },
+      { 'client-certificate': 'tls.crt', 'client-key': 'tls.key' },
+    );
+    const write = (cert: { certPem: string; keyPem: string }) => {
+      writeFileSync(join(path, '..', 'tls.crt'), cert.certPem);
+      writeFileSync(join(path, '..', 'tls.key'), cert.keyPem);
+    };
+    writeFileSync(join(path, '..', 'ca.crt'), ca.certPem);
+    write(makeCert({ commonName: 'first', issuer: ca }));
+    const cluster = HostCluster.load({ kubeconfig: path, now: () => now })!;
+    expect(await who(cluster)).toBe('first');
+    write(makeCert({ commonName: 'second', issuer: ca }));
+    expect(await who(cluster)).toBe('first');
+    now += 61_000;
+    expect(await who(cluster)).toBe('second');
   });
 });
 
