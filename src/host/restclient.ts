@@ -57,7 +57,8 @@ export const FILE_REFRESH_MS = 60_000;
 export class RestClient {
   private readonly base: URL;
   private readonly files = new Map<string, RereadFile>();
-  private agent?: { key: string; agent: http.Agent };
+  private agent?: { material: TlsMaterial; agent: http.Agent };
+  private readonly data: TlsMaterial;
   private readonly now: () => number;
 
   constructor(
@@ -65,6 +66,7 @@ export class RestClient {
     private readonly opts: RestClientOptions,
   ) {
     this.base = new URL(conn.server);
+    this.data = [b64(conn.caData), b64(conn.certData), b64(conn.keyData)];
     this.now = opts.now ?? Date.now;
   }
 
@@ -186,6 +188,7 @@ export class RestClient {
     const target = proxied ? new URL(this.conn.proxyUrl!) : url;
     const mod = target.protocol === 'https:' ? https : http;
     return new Promise((resolve, reject) => {
+      let response: http.IncomingMessage | undefined;
       const req = mod.request(
         {
           protocol: target.protocol,
@@ -197,6 +200,7 @@ export class RestClient {
           agent: proxied ? undefined : agent,
         },
         (res) => {
+          response = res;
           if (timer && headersOnly) clearTimeout(timer);
           res.once('end', () => timer && clearTimeout(timer));
           res.once('close', () => timer && clearTimeout(timer));
@@ -204,9 +208,14 @@ export class RestClient {
         },
       );
       onRequest?.(req);
+      // Before the answer the request fails with the timeout; while its body is read, the answer does.
       const timer =
         timeoutMs > 0
-          ? setTimeout(() => req.destroy(Object.assign(new Error('timed out'), { name: 'TimeoutError' })), timeoutMs)
+          ? setTimeout(() => {
+              const err = Object.assign(new Error('timed out'), { name: 'TimeoutError' });
+              if (response) response.destroy(err);
+              else req.destroy(err);
+            }, timeoutMs)
           : undefined;
       req.on('error', (err) => {
         if (timer) clearTimeout(timer);
@@ -235,12 +244,14 @@ export class RestClient {
   /** The agent for the current CA and client certificate; a new one (new connections) when they changed. */
   private currentAgent(): http.Agent {
     const c = this.conn;
-    const ca = c.caFile ? this.file(c.caFile, 'certificate authority file') : b64(c.caData);
-    const cert = c.certFile ? this.file(c.certFile, 'client certificate file') : b64(c.certData);
-    const key = c.keyFile ? this.file(c.keyFile, 'client key file') : b64(c.keyData);
-    const id = [ca, cert, key].map((b) => b?.toString('base64') ?? '').join('|');
-    if (this.agent?.key === id) return this.agent.agent;
-    this.agent?.agent.destroy();
+    const material: TlsMaterial = [
+      c.caFile ? this.file(c.caFile, 'certificate authority file') : this.data[0],
+      c.certFile ? this.file(c.certFile, 'client certificate file') : this.data[1],
+      c.keyFile ? this.file(c.keyFile, 'client key file') : this.data[2],
+    ];
+    if (this.agent && sameMaterial(this.agent.material, material)) return this.agent.agent;
+    const [ca, cert, key] = material;
+    if (this.agent) retire(this.agent.agent);
     const tlsOptions: https.AgentOptions = {
       keepAlive: true,
       ca,
@@ -255,7 +266,7 @@ export class RestClient {
         : c.proxyUrl
           ? new ConnectProxyAgent(new URL(c.proxyUrl), tlsOptions)
           : new https.Agent(tlsOptions);
-    this.agent = { key: id, agent };
+    this.agent = { material, agent };
     return agent;
   }
 
@@ -264,6 +275,12 @@ export class RestClient {
     if (!f) this.files.set(path, (f = new RereadFile(path, label)));
     return f.read(this.now());
   }
+}
+
+/** An agent no longer used: its idle connections are closed now, those in use (a watch, say) when they end. */
+function retire(agent: http.Agent): void {
+  agent.maxFreeSockets = 0;
+  for (const sockets of Object.values(agent.freeSockets)) for (const socket of sockets ?? []) socket.destroy();
 }
 
 /** A file read again when older than FILE_REFRESH_MS; a failed re-read keeps the last good content. */
@@ -335,6 +352,12 @@ function proxyAuthorization(proxyUrl: string): http.OutgoingHttpHeaders {
   return { 'proxy-authorization': `Basic ${Buffer.from(creds).toString('base64')}` };
 }
 
+/** CA, client certificate and key, as read. */
+type TlsMaterial = [Buffer | undefined, Buffer | undefined, Buffer | undefined];
+
+const sameMaterial = (a: TlsMaterial, b: TlsMaterial) =>
+  a.every((x, i) => x === b[i] || (x !== undefined && b[i] !== undefined && x.equals(b[i]!)));
+
 type ReusedSocketError = Error & { reusedSocket?: boolean };
 
 const b64 = (data: string | undefined) => (data ? Buffer.from(data, 'base64') : undefined);
@@ -345,7 +368,7 @@ function readBody(res: http.IncomingMessage): Promise<string> {
     res.on('data', (c: Buffer) => chunks.push(c));
     res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     res.on('error', reject);
-    res.on('aborted', () => reject(Object.assign(new Error('aborted'), { code: 'ECONNRESET' })));
+    // A connection cut before the end is an 'error' too (ECONNRESET), as is the timeout's destroy().
   });
 }
 

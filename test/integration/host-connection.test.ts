@@ -16,6 +16,7 @@ import { HostCluster, HostClusterError } from '../../src/host/cluster.js';
 import { HostRbac } from '../../src/host/rbac.js';
 import { makeCa, makeCert } from '../support/certs.js';
 import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
+import { sleep, waitFor } from '../support/wait.js';
 
 let host: HostClusterStandIn;
 let dir: string;
@@ -49,6 +50,10 @@ function kubeconfig(cluster: Record<string, unknown>, user: Record<string, unkno
   );
   return path;
 }
+
+const servingCa = makeCa('host-connection-test-ca');
+const servingPki = makeCert({ commonName: 'host', issuer: servingCa, ips: ['127.0.0.1'] });
+const b64 = (pem: string) => Buffer.from(pem).toString('base64');
 
 const caData = () => ({ 'certificate-authority-data': Buffer.from(host.caPem).toString('base64') });
 const review = (cluster: HostCluster) => cluster.tokenReview('nobody-has-this-token');
@@ -176,9 +181,89 @@ describe('the --kubeconfig file', () => {
   });
 });
 
+describe('requests and watches', () => {
+  test('an answer whose body does not come in time is a timeout too; one cut short is an error', async () => {
+    let cut = false;
+    const stalling = createHttpsServer({ cert: servingPki.certPem, key: servingPki.keyPem }, (req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"status":', () => cut && req.socket.destroy());
+    });
+    await new Promise<void>((r) => stalling.listen(0, '127.0.0.1', r));
+    try {
+      const server = `https://127.0.0.1:${(stalling.address() as AddressInfo).port}`;
+      const slow = HostCluster.load({
+        kubeconfig: kubeconfig({ server, 'certificate-authority-data': b64(servingCa.certPem) }, { token: 't' }),
+        timeoutMs: 300,
+      })!;
+      const started = Date.now();
+      await expect(review(slow)).rejects.toThrow('TokenReview: the host cluster did not answer within 300ms');
+      expect(Date.now() - started).toBeLessThan(3000);
+      cut = true;
+      await expect(review(slow)).rejects.toThrow('TokenReview: cannot reach the host cluster: ECONNRESET');
+    } finally {
+      stalling.closeAllConnections();
+      stalling.close();
+    }
+  });
+
+  test('a watch delivers events until stopped, and ends with an error when the host goes', async () => {
+    const rbac = new HostRbac(HostCluster.load({ kubeconfig: host.kubeconfigPath })!);
+    const { resourceVersion } = await rbac.list('ClusterRole', 'watched=yes');
+    const events: string[] = [];
+    let ended: unknown = 'open';
+    const watch = await rbac.watch(
+      'ClusterRole',
+      'watched=yes',
+      resourceVersion,
+      (type, obj) => events.push(`${type} ${obj.kind} ${obj.metadata.name}`),
+      (err) => (ended = err),
+    );
+    host.put({ kind: 'ClusterRole', metadata: { name: 'w', labels: { watched: 'yes' } }, rules: [] });
+    host.put({ kind: 'ClusterRole', metadata: { name: 'other', labels: { watched: 'no' } }, rules: [] });
+    await waitFor('the ADDED event', () => events.length >= 1);
+    expect(events).toEqual(['ADDED ClusterRole w']);
+    watch.stop();
+    host.put({ kind: 'ClusterRole', metadata: { name: 'w2', labels: { watched: 'yes' } }, rules: [] });
+    await sleep(100);
+    expect(events).toHaveLength(1);
+    expect(ended).toBe('open');
+
+    const again = await rbac.watch(
+      'ClusterRole',
+      'watched=yes',
+      resourceVersion,
+      () => {},
+      (err) => (ended = err),
+    );
+    try {
+      await host.setDown(true, 'refused');
+      await waitFor('the watch to end', () => ended !== 'open');
+      // The stand-in cuts its connections: the watch ends, and the controller lists and watches again.
+      expect(ended === undefined || ended instanceof HostClusterError).toBe(true);
+    } finally {
+      again.stop();
+      await host.setDown(false);
+    }
+  });
+
+  test('a watch the host refuses ends at once with its Status', async () => {
+    const stranger = HostCluster.load({ kubeconfig: kubeconfig(caData(), { token: 'not-the-token' }) })!;
+    let ended: unknown = 'open';
+    await new HostRbac(stranger).watch(
+      'Role',
+      '',
+      '',
+      () => {},
+      (err) => (ended = err),
+    );
+    await waitFor('the watch to end', () => ended !== 'open');
+    expect(ended).toBeInstanceOf(HostClusterError);
+    expect(ended).toMatchObject({ code: 401, status: { reason: 'Unauthorized' } });
+  });
+});
+
 describe('client certificates', () => {
   const ca = makeCa('client-cert-test-ca');
-  const b64 = (pem: string) => Buffer.from(pem).toString('base64');
   let url: string;
   let server: ReturnType<typeof createHttpsServer>;
 
