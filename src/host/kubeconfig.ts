@@ -54,14 +54,7 @@ export function loadKubeconfigFile(path: string): HostConnection {
 
 /** The connection of `text`'s current context; relative file paths are taken from `dir`. */
 export function connectionFromKubeconfig(text: string, dir: string): HostConnection {
-  let doc: unknown;
-  try {
-    doc = yaml.load(text);
-  } catch (err) {
-    // js-yaml's first line is the reason and position; later lines quote the text, which may hold credentials.
-    throw new KubeconfigError(`not a kubeconfig: ${(err as Error).message.split('\n')[0]}`);
-  }
-  if (!isMap(doc)) throw new KubeconfigError('not a kubeconfig: not a YAML or JSON object');
+  const doc = parseKubeconfig(text);
   const current = doc['current-context'];
   const context = typeof current === 'string' && current ? find(doc, 'contexts', current) : undefined;
   const ctx = context && isMap(context.entry.context) ? context.entry.context : undefined;
@@ -150,6 +143,19 @@ export function inClusterConnection(env: NodeJS.ProcessEnv): HostConnection | un
   };
 }
 
+/** The kubeconfig document of `text` (YAML or JSON); messages quote none of it, as it may hold credentials. */
+export function parseKubeconfig(text: string): Record<string, unknown> {
+  let doc: unknown;
+  try {
+    doc = yaml.load(text);
+  } catch (err) {
+    // js-yaml's first line is the reason and position; later lines quote the text.
+    throw new KubeconfigError(`not a kubeconfig: ${(err as Error).message.split('\n')[0]}`);
+  }
+  if (!isMap(doc)) throw new KubeconfigError('not a kubeconfig: not a YAML or JSON object');
+  return doc;
+}
+
 /** A string field, or undefined when absent or empty; anything else but a string is refused by name. */
 function str(obj: Record<string, unknown>, key: string, at: string): string | undefined {
   const v = obj[key];
@@ -159,7 +165,7 @@ function str(obj: Record<string, unknown>, key: string, at: string): string | un
 }
 
 /** The entry named `name` in the list `list` of the kubeconfig, with its index. */
-function find(
+export function find(
   doc: Record<string, unknown>,
   list: string,
   name: string,
@@ -170,6 +176,6 @@ function find(
   return index < 0 ? undefined : { entry: entries[index] as Record<string, unknown>, index };
 }
 
-function isMap(v: unknown): v is Record<string, unknown> {
+export function isMap(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
