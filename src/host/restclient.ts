@@ -54,6 +54,12 @@ export interface RestClientOptions {
 /** How often token, certificate and CA files are read again. */
 export const FILE_REFRESH_MS = 60_000;
 
+/**
+ * How long a kept-alive connection may sit unused before it is closed (an agent's socket timeout closes idle
+ * connections only; one in use, a watch say, is left alone), so one-off clients (a virtual cluster's) leave none open.
+ */
+const IDLE_CONNECTION_MS = 30_000;
+
 export class RestClient {
   private readonly base: URL;
   private readonly files = new Map<string, RereadFile>();
@@ -254,6 +260,7 @@ export class RestClient {
     if (this.agent) retire(this.agent.agent);
     const tlsOptions: https.AgentOptions = {
       keepAlive: true,
+      timeout: IDLE_CONNECTION_MS,
       ca,
       cert,
       key,
@@ -262,7 +269,7 @@ export class RestClient {
     };
     const agent =
       this.base.protocol === 'http:'
-        ? new http.Agent({ keepAlive: true })
+        ? new http.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS })
         : c.proxyUrl
           ? new ConnectProxyAgent(new URL(c.proxyUrl), tlsOptions)
           : new https.Agent(tlsOptions);
