@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import type { IncomingHttpHeaders } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { createServer, connect, type Server, type Socket } from 'node:net';
@@ -267,13 +268,16 @@ describe('client certificates', () => {
   let url: string;
   let server: ReturnType<typeof createHttpsServer>;
 
-  // A host that knows callers by their client certificate only: its TokenReview answers with the certificate's CN.
+  // A host that knows callers by their client certificate: its TokenReview answers with the certificate's CN, and
+  // shows what else the request said of who is asking (the Authorization scheme, the Impersonate-* headers).
+  let seen: IncomingHttpHeaders = {};
   beforeAll(async () => {
     const serving = makeCert({ commonName: 'host', issuer: ca, ips: ['127.0.0.1'] });
     server = createHttpsServer(
       { cert: serving.certPem, key: serving.keyPem, ca: ca.certPem, requestCert: true, rejectUnauthorized: true },
       (req, res) => {
         const cn = (req.socket as TLSSocket).getPeerCertificate().subject.CN;
+        seen = req.headers;
         res.setHeader('content-type', 'application/json');
         res.end(JSON.stringify({ status: { authenticated: true, user: { username: cn, groups: [] } } }));
       },
@@ -296,6 +300,31 @@ describe('client certificates', () => {
       { 'client-certificate-data': b64(alice.certPem), 'client-key-data': b64(alice.keyPem) },
     );
     expect(await who(HostCluster.load({ kubeconfig: path })!)).toBe('alice');
+  });
+
+  test('basic credentials and impersonation (as, as-uid, as-groups, as-user-extra) are sent as kubectl sends them', async () => {
+    const bob = makeCert({ commonName: 'bob', issuer: ca });
+    const path = kubeconfig(
+      { server: url, 'certificate-authority-data': b64(ca.certPem) },
+      {
+        'client-certificate-data': b64(bob.certPem),
+        'client-key-data': b64(bob.keyPem),
+        username: 'admin',
+        password: 'pw',
+        as: 'carol',
+        'as-uid': 'carol-uid',
+        'as-groups': ['dev', 'ops'],
+        'as-user-extra': { 'example.com/team': ['blue'] },
+      },
+    );
+    expect(await who(HostCluster.load({ kubeconfig: path })!)).toBe('bob');
+    expect(seen).toMatchObject({
+      authorization: `Basic ${Buffer.from('admin:pw').toString('base64')}`,
+      'impersonate-user': 'carol',
+      'impersonate-uid': 'carol-uid',
+      'impersonate-group': 'dev, ops',
+      'impersonate-extra-example.com%2fteam': 'blue',
+    });
   });
 
   test('client-certificate and client-key files are read again after a minute, as they rotate', async () => {
