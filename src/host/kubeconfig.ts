@@ -4,7 +4,7 @@
  * to it, as kubectl resolves them), but nothing is ever run: a user with an `exec` credential plugin or an
  * `auth-provider` is refused by name. Messages name fields and files, never their contents.
  */
-import { readFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { dirname, isAbsolute, join } from 'node:path';
 import yaml from 'js-yaml';
@@ -72,14 +72,25 @@ export function connectionFromKubeconfig(text: string, dir: string): HostConnect
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:')
     throw new KubeconfigError(`${at}.server must be an https (or http) URL`);
-  const file = (p: string | undefined) => (p === undefined || isAbsolute(p) ? p : join(dir, p));
+  // Like kubectl: paths are relative to the kubeconfig, and a file named must be readable when it is loaded.
+  const file = (obj: Record<string, unknown>, key: string, where: string) => {
+    const name = str(obj, key, where);
+    if (name === undefined) return undefined;
+    const path = isAbsolute(name) ? name : join(dir, name);
+    try {
+      accessSync(path, constants.R_OK);
+    } catch (err) {
+      throw new KubeconfigError(`${where}.${key}: cannot read ${path} (${(err as NodeJS.ErrnoException).code})`);
+    }
+    return path;
+  };
   const proxyUrl = str(c, 'proxy-url', at);
   if (proxyUrl !== undefined && !/^https?:\/\//i.test(proxyUrl))
     throw new KubeconfigError(`${at}.proxy-url must be an http or https URL (other proxies are not supported)`);
   const conn: HostConnection = {
     server: server.replace(/\/$/, ''),
     caData: str(c, 'certificate-authority-data', at),
-    caFile: file(str(c, 'certificate-authority', at)),
+    caFile: file(c, 'certificate-authority', at),
     insecureSkipTLSVerify: c['insecure-skip-tls-verify'] === true,
     tlsServerName: str(c, 'tls-server-name', at),
     proxyUrl,
@@ -99,12 +110,12 @@ export function connectionFromKubeconfig(text: string, dir: string): HostConnect
       `${uat}.auth-provider: authentication plugins are not run; give a token, tokenFile or client certificate`,
     );
   conn.certData = str(u, 'client-certificate-data', uat);
-  conn.certFile = file(str(u, 'client-certificate', uat));
+  conn.certFile = file(u, 'client-certificate', uat);
   conn.keyData = str(u, 'client-key-data', uat);
-  conn.keyFile = file(str(u, 'client-key', uat));
+  conn.keyFile = file(u, 'client-key', uat);
   conn.token = str(u, 'token', uat);
   // client-go's field is tokenFile; token-file is what @kubernetes/client-node read.
-  conn.tokenFile = file(str(u, 'tokenFile', uat) ?? str(u, 'token-file', uat));
+  conn.tokenFile = file(u, u.tokenFile != null ? 'tokenFile' : 'token-file', uat);
   conn.username = str(u, 'username', uat);
   conn.password = str(u, 'password', uat);
   const groups = u['as-groups'];

@@ -87,11 +87,23 @@ describe('the --kubeconfig file', () => {
     expect(await review(cluster)).toMatchObject({ authenticated: false });
   });
 
-  test('a token file that cannot be read is named in the error, and the request is not made', async () => {
-    const path = kubeconfig(caData(), { tokenFile: 'missing-token' });
-    const err = await review(HostCluster.load({ kubeconfig: path })!).catch((e) => e);
+  test('a file it names must be readable when loaded; a token file gone before its first read fails the request', async () => {
+    const missing = kubeconfig(caData(), { tokenFile: 'missing-token' });
+    expect(() => HostCluster.load({ kubeconfig: missing })).toThrow(
+      `--kubeconfig ${missing}: users[0].user.tokenFile: cannot read ${join(missing, '..', 'missing-token')} (ENOENT)`,
+    );
+    const noCa = kubeconfig({ 'certificate-authority': '/nonexistent/ca.crt' }, { token: 't' });
+    expect(() => HostCluster.load({ kubeconfig: noCa })).toThrow(
+      `--kubeconfig ${noCa}: clusters[0].cluster.certificate-authority: cannot read /nonexistent/ca.crt (ENOENT)`,
+    );
+
+    const path = kubeconfig(caData(), { tokenFile: 'token' });
+    writeFileSync(join(path, '..', 'token'), host.token);
+    const cluster = HostCluster.load({ kubeconfig: path })!;
+    rmSync(join(path, '..', 'token'));
+    const err = await review(cluster).catch((e) => e);
     expect(err).toBeInstanceOf(HostClusterError);
-    expect(err.message).toBe(`TokenReview: cannot read the token file ${join(path, '..', 'missing-token')} (ENOENT)`);
+    expect(err.message).toBe(`TokenReview: cannot read the token file ${join(path, '..', 'token')} (ENOENT)`);
   });
 
   test('insecure-skip-tls-verify connects without a CA; without either the certificate is refused', async () => {
