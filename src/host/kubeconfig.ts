@@ -76,6 +76,8 @@ export function connectionFromKubeconfig(text: string, dir: string): HostConnect
   const file = (obj: Record<string, unknown>, key: string, where: string) => {
     const name = str(obj, key, where);
     if (name === undefined) return undefined;
+    if (str(obj, `${key}-data`, where) !== undefined)
+      throw new KubeconfigError(`${where} has both ${key} and ${key}-data: give one`);
     const path = isAbsolute(name) ? name : join(dir, name);
     try {
       accessSync(path, constants.R_OK);

@@ -97,6 +97,12 @@ describe('the --kubeconfig file', () => {
       `--kubeconfig ${noCa}: clusters[0].cluster.certificate-authority: cannot read /nonexistent/ca.crt (ENOENT)`,
     );
 
+    // As kubectl: a file and data for the same thing are one too many.
+    const both = kubeconfig({ ...caData(), 'certificate-authority': noCa }, { token: 't' });
+    expect(() => HostCluster.load({ kubeconfig: both })).toThrow(
+      `--kubeconfig ${both}: clusters[0].cluster has both certificate-authority and certificate-authority-data: give one`,
+    );
+
     const path = kubeconfig(caData(), { tokenFile: 'token' });
     writeFileSync(join(path, '..', 'token'), host.token);
     const cluster = HostCluster.load({ kubeconfig: path })!;
