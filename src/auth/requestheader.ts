@@ -6,11 +6,10 @@
  * --requestheader-allowed-names is set, has one of those CommonNames. Anything else (no certificate, another CA,
  * another name, expired) leaves the headers unread: a forged X-Remote-User authenticates nobody.
  */
-import type { X509Certificate } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { UserInfo } from '../apimachinery/user.js';
 import type { Authenticator } from './types.js';
-import { parseCertificateBundle, peerCertificates, subjectNames, verifyClientCertificate } from './x509.js';
+import { ClientCertificateVerifier, parseCertificateBundle, peerCertificates, subjectNames } from './x509.js';
 
 export interface RequestHeaderOptions {
   /** PEM bundle of the CAs that sign the front proxy's client certificate. */
@@ -33,7 +32,7 @@ export function authenticatedByFrontProxy(req: IncomingMessage): boolean {
 }
 
 export class RequestHeaderAuthenticator implements Authenticator {
-  private readonly roots: X509Certificate[];
+  private readonly verifier: ClientCertificateVerifier;
   private readonly allowedNames: string[];
   private readonly usernameHeaders: string[];
   private readonly uidHeaders: string[];
@@ -42,7 +41,7 @@ export class RequestHeaderAuthenticator implements Authenticator {
   private readonly now: () => number;
 
   constructor(opts: RequestHeaderOptions) {
-    this.roots = parseCertificateBundle(opts.clientCaPem, 'request header client CA');
+    this.verifier = new ClientCertificateVerifier(parseCertificateBundle(opts.clientCaPem, 'request header client CA'));
     this.allowedNames = opts.allowedNames.map((n) => n.trim()).filter(Boolean);
     this.usernameHeaders = headerNames(opts.usernameHeaders);
     this.uidHeaders = headerNames(opts.uidHeaders);
@@ -78,7 +77,7 @@ export class RequestHeaderAuthenticator implements Authenticator {
   private fromFrontProxy(req: IncomingMessage): boolean {
     const presented = peerCertificates(req);
     if (!presented) return false;
-    const result = verifyClientCertificate(presented, this.roots, this.now());
+    const result = this.verifier.verify(presented, this.now());
     if (!result.ok) return false;
     if (!this.allowedNames.length) return true;
     return this.allowedNames.includes(subjectNames(result.chain[0]).commonName);

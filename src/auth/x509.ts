@@ -110,6 +110,29 @@ export function verifyClientCertificate(
   return { ok: true, chain };
 }
 
+/**
+ * verifyClientCertificate, remembered per connection (whose presented chain peerCertificates reads once) for one CA
+ * bundle: the signatures are checked once per connection, the dates at every request, so a certificate that expires
+ * while its connection stays open is refused from then on. A failure is not remembered.
+ */
+export class ClientCertificateVerifier {
+  private readonly verified = new WeakMap<X509Certificate[], { chain: X509Certificate[]; from: number; to: number }>();
+
+  constructor(private readonly roots: X509Certificate[]) {}
+
+  verify(presented: X509Certificate[], now: number): VerifyResult {
+    const known = this.verified.get(presented);
+    if (known && now >= known.from && now <= known.to) return { ok: true, chain: known.chain };
+    const result = verifyClientCertificate(presented, this.roots, now);
+    if (result.ok) {
+      const from = Math.max(...result.chain.map((c) => Date.parse(c.validFrom)));
+      const to = Math.min(...result.chain.map((c) => Date.parse(c.validTo)));
+      this.verified.set(presented, { chain: result.chain, from, to });
+    }
+    return result;
+  }
+}
+
 function issuedBy(cert: X509Certificate, issuer: X509Certificate): boolean {
   try {
     return cert.checkIssued(issuer) && cert.verify(issuer.publicKey);
@@ -151,8 +174,17 @@ function describe(cert: X509Certificate): string {
   return commonName ? `"${commonName}"` : `with serial ${cert.serialNumber}`;
 }
 
+/** Each certificate's subject names, decoded once (a connection's certificate serves all its requests). */
+const namesByCertificate = new WeakMap<X509Certificate, { commonName: string; organizations: string[] }>();
+
 /** Subject CommonName (the last one, as Go's pkix.Name keeps) and every Organization, decoded from the DER. */
 export function subjectNames(cert: X509Certificate): { commonName: string; organizations: string[] } {
+  let names = namesByCertificate.get(cert);
+  if (!names) namesByCertificate.set(cert, (names = decodeSubjectNames(cert)));
+  return { commonName: names.commonName, organizations: [...names.organizations] };
+}
+
+function decodeSubjectNames(cert: X509Certificate): { commonName: string; organizations: string[] } {
   const out = { commonName: '', organizations: [] as string[] };
   try {
     const asn1 = forge.asn1.fromDer(forge.util.createBuffer(cert.raw.toString('binary')));
@@ -215,18 +247,18 @@ export interface ClientCertAuthenticatorOptions {
  * AuthenticationError; a good one without a CommonName gives undefined (as kube's CommonNameUserConversion).
  */
 export class ClientCertAuthenticator implements Authenticator {
-  private readonly roots: X509Certificate[];
+  private readonly verifier: ClientCertificateVerifier;
   private readonly now: () => number;
 
   constructor(opts: ClientCertAuthenticatorOptions) {
-    this.roots = parseCertificateBundle(opts.caPem, 'client CA');
+    this.verifier = new ClientCertificateVerifier(parseCertificateBundle(opts.caPem, 'client CA'));
     this.now = opts.now ?? Date.now;
   }
 
   async authenticate(req: IncomingMessage): Promise<UserInfo | undefined> {
     const presented = peerCertificates(req);
     if (!presented) return undefined;
-    const result = verifyClientCertificate(presented, this.roots, this.now());
+    const result = this.verifier.verify(presented, this.now());
     if (!result.ok) {
       if (result.failure === 'untrusted') return undefined;
       throw new AuthenticationError(`verifying client certificate failed: ${result.message}`);

@@ -4,7 +4,6 @@
  * Read at start when no --requestheader-client-ca-file is given, as k8s.io/apiserver's delegating authentication
  * does, and read again while the server runs (auth/clientcas.ts); used as if its values had been given as flags.
  */
-import { CoreV1Api } from '@kubernetes/client-node';
 import type { RequestHeaderOptions } from '../auth/requestheader.js';
 import type { Config } from '../config.js';
 import { HostClusterError, type HostCluster } from './cluster.js';
@@ -15,10 +14,13 @@ const WHERE = `ConfigMap ${AUTHENTICATION_CONFIGMAP.namespace}/${AUTHENTICATION_
 /** What the ConfigMap says, or undefined when it does not exist (the host has no front proxy configured). */
 export async function readAuthenticationConfigMap(host: HostCluster): Promise<Record<string, string> | undefined> {
   try {
-    const cm = await host.call(`reading ${WHERE}`, () =>
-      host.api(CoreV1Api).readNamespacedConfigMap(AUTHENTICATION_CONFIGMAP),
+    const { namespace, name } = AUTHENTICATION_CONFIGMAP;
+    const cm = await host.request<{ data?: Record<string, string> }>(
+      `reading ${WHERE}`,
+      'GET',
+      `/api/v1/namespaces/${namespace}/configmaps/${name}`,
     );
-    return cm.data ?? {};
+    return cm?.data ?? {};
   } catch (err) {
     if (err instanceof HostClusterError && err.code === 404) return undefined;
     const why = err instanceof Error ? err.message : String(err);

@@ -1,30 +1,26 @@
 /**
- * The host Kubernetes cluster, the one place that reaches it (through @kubernetes/client-node): TokenReview for
- * bearer tokens, SubjectAccessReview for authorization, and typed API clients for whatever else needs it (RBAC).
+ * The host Kubernetes cluster, the one place that reaches it (through restclient.ts): TokenReview for bearer tokens,
+ * SubjectAccessReview for authorization, and JSON requests and watches for whatever else needs it (RBAC, Secrets).
  * Configured by --kubeconfig, else the in-cluster service account when running in a pod, else there is none.
  * Every call has a bounded timeout; failures are HostClusterErrors whose messages never carry credentials.
  */
-import {
-  ApiException,
-  AuthenticationV1Api,
-  AuthorizationV1Api,
-  createConfiguration,
-  KubeConfig,
-  ServerConfiguration,
-  type Configuration,
-  type Middleware,
-  type V1SubjectAccessReviewSpec,
-} from '@kubernetes/client-node';
 import type { Attributes } from '../apimachinery/authorizer.js';
 import type { UserInfo } from '../apimachinery/user.js';
+import { inClusterConnection, loadKubeconfigFile, type HostConnection } from './kubeconfig.js';
+import { RestClient, type RequestOptions, type WatchEvent } from './restclient.js';
+
+export { HostClusterError } from './restclient.js';
+export type { KubeStatus } from './restclient.js';
 
 export const DEFAULT_HOST_TIMEOUT_MS = 5_000;
 
 export interface HostClusterOptions {
   /** Path of a kubeconfig file (--kubeconfig). */
   kubeconfig?: string;
-  /** Per-request timeout of reviews and of api() clients (default 5 s). */
+  /** Per-request timeout (default 5 s). */
   timeoutMs?: number;
+  /** The clock for re-reading token and certificate files (tests move it). */
+  now?: () => number;
 }
 
 export interface TokenReviewResult {
@@ -43,101 +39,95 @@ export interface SubjectAccessReviewResult {
   evaluationError?: string;
 }
 
-/** The host cluster could not be asked: unreachable, timed out, or it answered with an error status. */
-export class HostClusterError extends Error {
-  constructor(
-    message: string,
-    /** The HTTP status when the host answered; undefined for network errors and timeouts. */
-    readonly code?: number,
-  ) {
-    super(message);
-    this.name = 'HostClusterError';
-  }
+/** The fields of authentication.k8s.io/v1 TokenReview this server reads. */
+interface TokenReview {
+  status?: {
+    authenticated?: boolean;
+    user?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
+    audiences?: string[];
+    error?: string;
+  };
 }
 
-export type ApiClass<T> = new (config: Configuration) => T;
+/** authorization.k8s.io/v1 SubjectAccessReview's spec, and the status fields this server reads. */
+export interface SubjectAccessReviewSpec {
+  user?: string;
+  uid?: string;
+  groups?: string[];
+  extra?: Record<string, string[]>;
+  resourceAttributes?: Record<string, string>;
+  nonResourceAttributes?: { path: string; verb: string };
+}
+interface SubjectAccessReview {
+  status?: { allowed?: boolean; denied?: boolean; reason?: string; evaluationError?: string };
+}
 
 export class HostCluster {
   /**
    * The host cluster as configured: the kubeconfig file when given, else the in-cluster configuration when
    * KUBERNETES_SERVICE_HOST is set (running in a pod), else undefined. A kubeconfig that does not load throws.
-   * The --kubeconfig file is the operator's own, trusted as kubectl trusts it (exec plugins, files); kubeconfigs
-   * read from stored data go through storedkubeconfig.ts instead.
+   * The --kubeconfig file is the operator's own: its files are read, but no plugin is run (kubeconfig.ts);
+   * kubeconfigs read from stored data go through storedkubeconfig.ts instead.
    */
   static load(opts: HostClusterOptions = {}, env: NodeJS.ProcessEnv = process.env): HostCluster | undefined {
-    const kc = new KubeConfig();
+    let conn: HostConnection | undefined;
     if (opts.kubeconfig) {
       try {
-        kc.loadFromFile(opts.kubeconfig);
+        conn = loadKubeconfigFile(opts.kubeconfig);
       } catch (err) {
         throw new Error(`--kubeconfig ${opts.kubeconfig}: ${(err as Error).message}`, { cause: err });
       }
-      if (!kc.getCurrentCluster())
-        throw new Error(`--kubeconfig ${opts.kubeconfig}: no current context with a cluster`);
-    } else if (env.KUBERNETES_SERVICE_HOST) {
-      kc.loadFromCluster();
     } else {
-      return undefined;
+      conn = inClusterConnection(env);
     }
-    return new HostCluster(kc, opts);
+    return conn && new HostCluster(conn, opts);
   }
 
-  private readonly timeoutMs: number;
-  private readonly clients = new Map<ApiClass<unknown>, unknown>();
+  private readonly client: RestClient;
 
-  constructor(
-    /** The loaded configuration, for clients client-node builds from it (Watch, informers, KubernetesObjectApi). */
-    readonly kubeConfig: KubeConfig,
-    opts: Pick<HostClusterOptions, 'timeoutMs'> = {},
-  ) {
-    this.timeoutMs = opts.timeoutMs ?? DEFAULT_HOST_TIMEOUT_MS;
+  constructor(connection: HostConnection, opts: Pick<HostClusterOptions, 'timeoutMs' | 'now'> = {}) {
+    this.client = new RestClient(connection, { timeoutMs: opts.timeoutMs ?? DEFAULT_HOST_TIMEOUT_MS, now: opts.now });
   }
 
   /** The API server URL of the current context. */
   get server(): string {
-    return this.kubeConfig.getCurrentCluster()?.server ?? '';
+    return this.client.server;
   }
 
   /**
-   * A typed client (e.g. `host.api(RbacAuthorizationV1Api)`) whose every request is aborted after `timeoutMs`
-   * (default: the cluster's; 0 for none, e.g. for long lists). Clients with the default timeout are reused.
+   * `method path` (e.g. `GET /api/v1/namespaces/a/secrets/b`) with an optional JSON body; the parsed answer.
+   * Throws a HostClusterError naming `what` (e.g. "reading Secret a/b") when the host cannot or will not answer.
    */
-  api<T>(Api: ApiClass<T>, opts: { timeoutMs?: number } = {}): T {
-    const timeoutMs = opts.timeoutMs ?? this.timeoutMs;
-    const shared = timeoutMs === this.timeoutMs;
-    if (shared && this.clients.has(Api)) return this.clients.get(Api) as T;
-    const cluster = this.kubeConfig.getCurrentCluster();
-    if (!cluster) throw new Error('host cluster: no current cluster in the kubeconfig');
-    const timeout: Middleware = {
-      pre: async (ctx) => {
-        if (timeoutMs > 0) ctx.setSignal(AbortSignal.timeout(timeoutMs));
-        return ctx;
-      },
-      post: async (res) => res,
-    };
-    const client = new Api(
-      createConfiguration({
-        baseServer: new ServerConfiguration(cluster.server, {}),
-        authMethods: { default: this.kubeConfig },
-        promiseMiddleware: [timeout],
-      }),
-    );
-    if (shared) this.clients.set(Api, client);
-    return client;
+  request<T>(what: string, method: string, path: string, opts?: RequestOptions): Promise<T> {
+    return this.client.request<T>(what, method, path, opts);
+  }
+
+  /** A watch of `path` (a collection) with `query`; see RestClient.watch. */
+  watch(
+    what: string,
+    path: string,
+    query: Record<string, string | undefined>,
+    onEvent: (event: WatchEvent) => void,
+    done: (err?: unknown) => void,
+  ): Promise<{ stop(): void }> {
+    return this.client.watch(what, path, query, onEvent, done);
   }
 
   /** POST /apis/authentication.k8s.io/v1/tokenreviews. Throws HostClusterError when the host cannot answer. */
   async tokenReview(token: string, audiences?: string[]): Promise<TokenReviewResult> {
-    const review = await this.call('TokenReview', () =>
-      this.api(AuthenticationV1Api).createTokenReview({
+    const review = await this.request<TokenReview>(
+      'TokenReview',
+      'POST',
+      '/apis/authentication.k8s.io/v1/tokenreviews',
+      {
         body: {
           apiVersion: 'authentication.k8s.io/v1',
           kind: 'TokenReview',
           spec: { token, ...(audiences?.length ? { audiences } : {}) },
         },
-      }),
+      },
     );
-    const status = review.status ?? {};
+    const status = review?.status ?? {};
     const result: TokenReviewResult = { authenticated: !!status.authenticated };
     if (status.error) result.error = status.error;
     if (status.audiences) result.audiences = status.audiences;
@@ -166,16 +156,19 @@ export class HostCluster {
 
   /** POST /apis/authorization.k8s.io/v1/subjectaccessreviews. Throws HostClusterError when the host cannot answer. */
   async subjectAccessReview(attrs: Attributes): Promise<SubjectAccessReviewResult> {
-    const review = await this.call('SubjectAccessReview', () =>
-      this.api(AuthorizationV1Api).createSubjectAccessReview({
+    const review = await this.request<SubjectAccessReview>(
+      'SubjectAccessReview',
+      'POST',
+      '/apis/authorization.k8s.io/v1/subjectaccessreviews',
+      {
         body: {
           apiVersion: 'authorization.k8s.io/v1',
           kind: 'SubjectAccessReview',
           spec: subjectAccessReviewSpec(attrs),
         },
-      }),
+      },
     );
-    const status = review.status;
+    const status = review?.status;
     const result: SubjectAccessReviewResult = {
       allowed: !!status?.allowed,
       denied: !!status?.denied,
@@ -184,20 +177,11 @@ export class HostCluster {
     if (status?.evaluationError) result.evaluationError = status.evaluationError;
     return result;
   }
-
-  /** Runs a request of one of the api() clients; failures become HostClusterErrors. */
-  async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (err) {
-      throw hostError(what, err, this.timeoutMs);
-    }
-  }
 }
 
 /** The spec kube's webhook authorizer sends: resourceAttributes or nonResourceAttributes, and the user. */
-export function subjectAccessReviewSpec(attrs: Attributes): V1SubjectAccessReviewSpec {
-  const spec: V1SubjectAccessReviewSpec = { user: attrs.user.name, groups: attrs.user.groups };
+export function subjectAccessReviewSpec(attrs: Attributes): SubjectAccessReviewSpec {
+  const spec: SubjectAccessReviewSpec = { user: attrs.user.name, groups: attrs.user.groups };
   if (attrs.user.uid) spec.uid = attrs.user.uid;
   if (attrs.user.extra && Object.keys(attrs.user.extra).length) spec.extra = attrs.user.extra;
   if (attrs.isResourceRequest) {
@@ -217,23 +201,4 @@ export function subjectAccessReviewSpec(attrs: Attributes): V1SubjectAccessRevie
     spec.nonResourceAttributes = { path: attrs.path, verb: attrs.verb };
   }
   return spec;
-}
-
-/** A short message: the operation, the HTTP status and the Status message, or the network failure. */
-function hostError(what: string, err: unknown, timeoutMs: number): HostClusterError {
-  if (err instanceof ApiException) {
-    let detail = '';
-    try {
-      const body = typeof err.body === 'string' ? JSON.parse(err.body) : err.body;
-      if (body && typeof body.message === 'string') detail = `: ${body.message}`;
-    } catch {
-      // not a Status body
-    }
-    return new HostClusterError(`${what}: the host cluster answered HTTP ${err.code}${detail}`, err.code);
-  }
-  const e = err as { name?: string; type?: string; code?: string; message?: string };
-  if (e?.name === 'AbortError' || e?.name === 'TimeoutError' || e?.type === 'aborted') {
-    return new HostClusterError(`${what}: the host cluster did not answer within ${timeoutMs}ms`);
-  }
-  return new HostClusterError(`${what}: cannot reach the host cluster: ${e?.code ?? e?.message ?? String(err)}`);
 }

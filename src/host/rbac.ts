@@ -1,15 +1,7 @@
 /**
- * The four RBAC kinds of the host cluster through client-node: list by label, get, create, replace, delete, and a watch
- * by label. The typed client has one method per kind and verb; the table below keeps the rest of the code kind-free.
+ * The four RBAC kinds of the host cluster: list by label, get, create, replace, delete, and a watch by label, as
+ * plain JSON over the host's REST paths (namespaced kinds listed across all namespaces).
  */
-import {
-  RbacAuthorizationV1Api,
-  Watch,
-  type V1ClusterRole,
-  type V1ClusterRoleBinding,
-  type V1Role,
-  type V1RoleBinding,
-} from '@kubernetes/client-node';
 import { RBAC_API_VERSION, type RbacKind, type RbacObject } from '../access/rbac.js';
 import { HostClusterError, type HostCluster } from './cluster.js';
 
@@ -22,58 +14,13 @@ const PLURAL: Record<RbacKind, string> = {
   ClusterRoleBinding: 'clusterrolebindings',
 };
 
-type Api = RbacAuthorizationV1Api;
-interface Ops {
-  list(api: Api, labelSelector: string): Promise<{ items: unknown[]; metadata?: { resourceVersion?: string } }>;
-  get(api: Api, namespace: string, name: string): Promise<unknown>;
-  create(api: Api, obj: RbacObject): Promise<unknown>;
-  replace(api: Api, obj: RbacObject): Promise<unknown>;
-  delete(api: Api, namespace: string, name: string, uid?: string): Promise<unknown>;
-}
+const BASE = `/apis/${RBAC_API_VERSION}`;
 
-const OPS: Record<RbacKind, Ops> = {
-  Role: {
-    list: (api, labelSelector) => api.listRoleForAllNamespaces({ labelSelector }),
-    get: (api, namespace, name) => api.readNamespacedRole({ name, namespace }),
-    create: (api, o) => api.createNamespacedRole({ namespace: o.metadata.namespace!, body: o as unknown as V1Role }),
-    replace: (api, o) =>
-      api.replaceNamespacedRole({
-        name: o.metadata.name,
-        namespace: o.metadata.namespace!,
-        body: o as unknown as V1Role,
-      }),
-    delete: (api, namespace, name, uid) => api.deleteNamespacedRole({ name, namespace, body: preconditions(uid) }),
-  },
-  RoleBinding: {
-    list: (api, labelSelector) => api.listRoleBindingForAllNamespaces({ labelSelector }),
-    get: (api, namespace, name) => api.readNamespacedRoleBinding({ name, namespace }),
-    create: (api, o) =>
-      api.createNamespacedRoleBinding({ namespace: o.metadata.namespace!, body: o as unknown as V1RoleBinding }),
-    replace: (api, o) =>
-      api.replaceNamespacedRoleBinding({
-        name: o.metadata.name,
-        namespace: o.metadata.namespace!,
-        body: o as unknown as V1RoleBinding,
-      }),
-    delete: (api, namespace, name, uid) =>
-      api.deleteNamespacedRoleBinding({ name, namespace, body: preconditions(uid) }),
-  },
-  ClusterRole: {
-    list: (api, labelSelector) => api.listClusterRole({ labelSelector }),
-    get: (api, _namespace, name) => api.readClusterRole({ name }),
-    create: (api, o) => api.createClusterRole({ body: o as unknown as V1ClusterRole }),
-    replace: (api, o) => api.replaceClusterRole({ name: o.metadata.name, body: o as unknown as V1ClusterRole }),
-    delete: (api, _namespace, name, uid) => api.deleteClusterRole({ name, body: preconditions(uid) }),
-  },
-  ClusterRoleBinding: {
-    list: (api, labelSelector) => api.listClusterRoleBinding({ labelSelector }),
-    get: (api, _namespace, name) => api.readClusterRoleBinding({ name }),
-    create: (api, o) => api.createClusterRoleBinding({ body: o as unknown as V1ClusterRoleBinding }),
-    replace: (api, o) =>
-      api.replaceClusterRoleBinding({ name: o.metadata.name, body: o as unknown as V1ClusterRoleBinding }),
-    delete: (api, _namespace, name, uid) => api.deleteClusterRoleBinding({ name, body: preconditions(uid) }),
-  },
-};
+/** The collection of `kind` in `namespace` (all namespaces, or cluster-scoped, when none). */
+const collection = (kind: RbacKind, namespace?: string) =>
+  `${BASE}${namespace ? `/namespaces/${encodeURIComponent(namespace)}` : ''}/${PLURAL[kind]}`;
+const item = (kind: RbacKind, namespace: string | undefined, name: string) =>
+  `${collection(kind, namespace)}/${encodeURIComponent(name)}`;
 
 /** A delete of exactly the object read (its uid), never of another one made under the same name since. */
 const preconditions = (uid: string | undefined) => (uid ? { preconditions: { uid } } : undefined);
@@ -83,27 +30,25 @@ export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 export class HostRbac {
   constructor(private readonly host: HostCluster) {}
 
-  private get api(): Api {
-    return this.host.api(RbacAuthorizationV1Api);
-  }
-
   async list(kind: RbacKind, labelSelector: string): Promise<{ items: RbacObject[]; resourceVersion: string }> {
-    const list = await this.host.call(`list ${PLURAL[kind]}`, () => OPS[kind].list(this.api, labelSelector));
-    // client-node decodes into its own classes; plain JSON compares and copies simply.
-    const items = (JSON.parse(JSON.stringify(list.items)) as RbacObject[]).map((o) => ({
-      ...o,
-      apiVersion: RBAC_API_VERSION,
-      kind,
-    }));
-    return { items, resourceVersion: list.metadata?.resourceVersion ?? '' };
+    const list = await this.host.request<{ items?: RbacObject[]; metadata?: { resourceVersion?: string } }>(
+      `list ${PLURAL[kind]}`,
+      'GET',
+      collection(kind),
+      { query: { labelSelector } },
+    );
+    const items = (list?.items ?? []).map((o) => plain(o, kind));
+    return { items, resourceVersion: list?.metadata?.resourceVersion ?? '' };
   }
 
   /** The object of that name, or undefined when there is none. */
   async get(kind: RbacKind, namespace: string | undefined, name: string): Promise<RbacObject | undefined> {
     try {
       return plain(
-        await this.host.call(`get ${PLURAL[kind]} ${namespace ? `${namespace}/` : ''}${name}`, () =>
-          OPS[kind].get(this.api, namespace ?? '', name),
+        await this.host.request<RbacObject>(
+          `get ${PLURAL[kind]} ${namespace ? `${namespace}/` : ''}${name}`,
+          'GET',
+          item(kind, namespace, name),
         ),
         kind,
       );
@@ -114,12 +59,25 @@ export class HostRbac {
   }
 
   async create(obj: RbacObject): Promise<RbacObject> {
-    return plain(await this.host.call(`create ${describe(obj)}`, () => OPS[obj.kind].create(this.api, obj)), obj.kind);
+    return plain(
+      await this.host.request<RbacObject>(
+        `create ${describe(obj)}`,
+        'POST',
+        collection(obj.kind, obj.metadata.namespace),
+        { body: obj },
+      ),
+      obj.kind,
+    );
   }
 
   async replace(obj: RbacObject): Promise<RbacObject> {
     return plain(
-      await this.host.call(`replace ${describe(obj)}`, () => OPS[obj.kind].replace(this.api, obj)),
+      await this.host.request<RbacObject>(
+        `replace ${describe(obj)}`,
+        'PUT',
+        item(obj.kind, obj.metadata.namespace, obj.metadata.name),
+        { body: obj },
+      ),
       obj.kind,
     );
   }
@@ -127,8 +85,11 @@ export class HostRbac {
   /** Deletes (only the object with that uid, when given); one already gone is fine. */
   async delete(kind: RbacKind, namespace: string | undefined, name: string, uid?: string): Promise<void> {
     try {
-      await this.host.call(`delete ${PLURAL[kind]} ${namespace ? `${namespace}/` : ''}${name}`, () =>
-        OPS[kind].delete(this.api, namespace ?? '', name, uid),
+      await this.host.request(
+        `delete ${PLURAL[kind]} ${namespace ? `${namespace}/` : ''}${name}`,
+        'DELETE',
+        item(kind, namespace, name),
+        { body: preconditions(uid) },
       );
     } catch (err) {
       if (!(err instanceof HostClusterError && err.code === 404)) throw err;
@@ -149,28 +110,30 @@ export class HostRbac {
       ended = true;
       done(err);
     };
-    const controller = await new Watch(this.host.kubeConfig).watch(
-      `/apis/${RBAC_API_VERSION}/${PLURAL[kind]}`,
-      { labelSelector, resourceVersion, allowWatchBookmarks: true },
-      (type, obj) => {
+    const watch = await this.host.watch(
+      `watch ${PLURAL[kind]}`,
+      collection(kind),
+      { labelSelector, resourceVersion, allowWatchBookmarks: 'true' },
+      ({ type, object }) => {
+        const obj = object as { message?: string; code?: number };
         if (type === 'ERROR')
           return end(new HostClusterError(`watch ${PLURAL[kind]}: ${obj?.message ?? 'error event'}`, obj?.code));
         if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED')
-          onEvent(type, { ...obj, apiVersion: RBAC_API_VERSION, kind });
+          onEvent(type, { ...(object as unknown as RbacObject), apiVersion: RBAC_API_VERSION, kind });
       },
       (err) => end(err),
     );
     return {
       stop: () => {
         ended = true;
-        controller.abort();
+        watch.stop();
       },
     };
   }
 }
 
-function plain(obj: unknown, kind: RbacKind): RbacObject {
-  return { ...(JSON.parse(JSON.stringify(obj)) as RbacObject), apiVersion: RBAC_API_VERSION, kind };
+function plain(obj: RbacObject, kind: RbacKind): RbacObject {
+  return { ...obj, apiVersion: RBAC_API_VERSION, kind };
 }
 
 function describe(obj: RbacObject): string {

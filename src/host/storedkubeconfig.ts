@@ -1,12 +1,12 @@
 /**
- * A kubeconfig read from stored data (a Secret someone else wrote): data, never code. client-node's own loaders
- * would run a user's `exec` plugin or auth-provider, read `token-file` and file paths, and send requests through a
- * `proxy-url`; here the current context's cluster and user are read by hand and only certificate, token and CA
- * fields reach the KubeConfig. Anything else that would change how or as whom the server connects is refused by
- * name, so nothing is silently left out. Messages name fields, never values.
+ * A kubeconfig read from stored data (a Secret someone else wrote): data, never code. A full kubeconfig could
+ * ask to read files (tokenFile, certificate paths), send requests through a `proxy-url`, skip verification or
+ * impersonate (and other clients would run an `exec` plugin or auth-provider); here the current context's cluster
+ * and user are read by hand and only certificate, token and CA fields reach the connection. Anything else that
+ * would change how or as whom the server connects is refused by name, so nothing is silently left out. Messages
+ * name fields, never values.
  */
-import { KubeConfig } from '@kubernetes/client-node';
-import yaml from 'js-yaml';
+import { find, isMap, KubeconfigError, parseKubeconfig, type HostConnection } from './kubeconfig.js';
 
 /** The stored kubeconfig is not one, or asks for something a stored kubeconfig may not. */
 export class StoredKubeConfigError extends Error {
@@ -44,21 +44,18 @@ const REFUSED: Record<string, string> = {
 const USER_CREDENTIALS = 'client-certificate-data with client-key-data, or token';
 const ALLOWED_TEXT = `server, certificate-authority-data and tls-server-name for the cluster, and for the user ${USER_CREDENTIALS}`;
 
-type Entry = { name?: unknown; [k: string]: unknown };
-
 /**
- * The KubeConfig of `text`'s current context, holding only the allowed fields. Throws a StoredKubeConfigError
+ * The connection of `text`'s current context, holding only the allowed fields. Throws a StoredKubeConfigError
  * naming every refused field (e.g. `users[0].user.exec`).
  */
-export function kubeConfigFromData(text: string): KubeConfig {
-  let doc: unknown;
+export function kubeConfigFromData(text: string): HostConnection {
+  let doc: Record<string, unknown>;
   try {
-    doc = yaml.load(text);
+    doc = parseKubeconfig(text);
   } catch (err) {
-    // js-yaml's first line is the reason and position; later lines quote the text, which may hold credentials.
-    throw new StoredKubeConfigError(`not a kubeconfig: ${(err as Error).message.split('\n')[0]}`);
+    if (err instanceof KubeconfigError) throw new StoredKubeConfigError(err.message);
+    throw err;
   }
-  if (!isMap(doc)) throw new StoredKubeConfigError('not a kubeconfig: not a YAML or JSON object');
   const current = doc['current-context'];
   if (typeof current !== 'string' || !current) throw new StoredKubeConfigError('the kubeconfig has no current-context');
   const context = find(doc, 'contexts', current);
@@ -95,29 +92,15 @@ export function kubeConfigFromData(text: string): KubeConfig {
   if (!hasCert && !u.token)
     throw new StoredKubeConfigError(`users[${user.index}].user has no credential (${USER_CREDENTIALS})`);
 
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [
-      {
-        name: 'cluster',
-        server: server.replace(/\/$/, ''),
-        caData: c['certificate-authority-data'] as string,
-        tlsServerName: tlsServerName(server, c['tls-server-name']),
-        skipTLSVerify: false,
-      },
-    ],
-    users: [
-      {
-        name: 'user',
-        certData: u['client-certificate-data'] as string | undefined,
-        keyData: u['client-key-data'] as string | undefined,
-        token: u.token as string | undefined,
-      },
-    ],
-    contexts: [{ name: 'context', cluster: 'cluster', user: 'user' }],
-    currentContext: 'context',
-  });
-  return kc;
+  return {
+    server: server.replace(/\/$/, ''),
+    caData: c['certificate-authority-data'] as string,
+    tlsServerName: tlsServerName(server, c['tls-server-name']),
+    insecureSkipTLSVerify: false,
+    certData: u['client-certificate-data'] as string | undefined,
+    keyData: u['client-key-data'] as string | undefined,
+    token: u.token as string | undefined,
+  };
 }
 
 /**
@@ -144,18 +127,6 @@ function refusedFields(obj: Record<string, unknown>, allowed: string[], at: stri
     out.push(`${at}.${key} (${REFUSED[key] ?? 'not a field a stored kubeconfig may use'})`);
   }
   return out;
-}
-
-/** The entry named `name` in the list `list` of the kubeconfig, with its index. */
-function find(doc: Record<string, unknown>, list: string, name: string): { entry: Entry; index: number } | undefined {
-  const entries = doc[list];
-  if (!Array.isArray(entries)) return undefined;
-  const index = entries.findIndex((e) => isMap(e) && e.name === name);
-  return index < 0 ? undefined : { entry: entries[index] as Entry, index };
-}
-
-function isMap(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 function isHttps(url: string): boolean {

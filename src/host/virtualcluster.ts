@@ -5,14 +5,27 @@
  * approves itself. Errors are HostClusterErrors whose messages carry no credentials.
  */
 import { generateKeyPairSync } from 'node:crypto';
-import { CertificatesV1Api, CoreV1Api, KubeConfig, type V1CertificateSigningRequest } from '@kubernetes/client-node';
 import forge from 'node-forge';
 import { sleep } from '../controllers/sleep.js';
 import { HostCluster, HostClusterError } from './cluster.js';
+import type { HostConnection } from './kubeconfig.js';
 import { StoredKubeConfigError, kubeConfigFromData } from './storedkubeconfig.js';
 
 export const CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client';
 const CONNECTION_KEY = 'config';
+const CSRS = '/apis/certificates.k8s.io/v1/certificatesigningrequests';
+
+/** The fields of certificates.k8s.io/v1 CertificateSigningRequest this server writes and reads. */
+interface CertificateSigningRequest {
+  apiVersion: string;
+  kind: string;
+  metadata: { name?: string; generateName?: string };
+  spec: { request: string; signerName: string; usages: string[]; expirationSeconds?: number };
+  status?: {
+    certificate?: string;
+    conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>;
+  };
+}
 
 /** The Secret that holds a virtual cluster's connection, by vcluster's convention. */
 export const connectionSecretName = (virtualCluster: string) => `vc-${virtualCluster}`;
@@ -48,10 +61,12 @@ export async function connectVirtualCluster(
   let data: Record<string, string> | undefined;
   try {
     data = (
-      await host.call(`reading ${where}`, () =>
-        host.api(CoreV1Api).readNamespacedSecret({ name: secretName, namespace }),
+      await host.request<{ data?: Record<string, string> }>(
+        `reading ${where}`,
+        'GET',
+        `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(secretName)}`,
       )
-    ).data;
+    )?.data;
   } catch (err) {
     if (err instanceof HostClusterError && err.code === 404)
       throw new VirtualClusterConnectionError(
@@ -61,16 +76,15 @@ export async function connectVirtualCluster(
   }
   if (!data?.[CONNECTION_KEY])
     throw new VirtualClusterConnectionError(`${where} has no key ${JSON.stringify(CONNECTION_KEY)}`);
-  let kc: KubeConfig;
+  let connection: HostConnection;
   try {
-    kc = kubeConfigFromData(Buffer.from(data[CONNECTION_KEY], 'base64').toString('utf8'));
+    connection = kubeConfigFromData(Buffer.from(data[CONNECTION_KEY], 'base64').toString('utf8'));
   } catch (err) {
     if (err instanceof StoredKubeConfigError)
       throw new VirtualClusterConnectionError(`${where}, key ${JSON.stringify(CONNECTION_KEY)}: ${err.message}`);
     throw err;
   }
-  const cluster = kc.getCurrentCluster()!;
-  return { api: new HostCluster(kc), caData: cluster.caData! };
+  return { api: new HostCluster(connection), caData: connection.caData! };
 }
 
 export interface ClientCertificateRequest {
@@ -119,8 +133,7 @@ export async function issueClientCertificate(
   ]);
   csr.sign(forge.pki.privateKeyFromPem(keyPem), forge.md.sha256.create());
 
-  const certificates = vc.api(CertificatesV1Api);
-  const body: V1CertificateSigningRequest = {
+  const body: CertificateSigningRequest = {
     apiVersion: 'certificates.k8s.io/v1',
     kind: 'CertificateSigningRequest',
     metadata: { generateName: 'platform-kubeconfig-' },
@@ -131,27 +144,34 @@ export async function issueClientCertificate(
       ...(req.expirationSeconds ? { expirationSeconds: req.expirationSeconds } : {}),
     },
   };
-  const created = await vc.call('creating a CertificateSigningRequest in the virtual cluster', () =>
-    certificates.createCertificateSigningRequest({ body }),
+  const created = await vc.request<CertificateSigningRequest>(
+    'creating a CertificateSigningRequest in the virtual cluster',
+    'POST',
+    CSRS,
+    { body },
   );
-  const name = created.metadata!.name!;
+  const name = created.metadata.name!;
   const approval = {
     type: 'Approved',
     status: 'True',
     reason: 'PlatformKubeConfig',
     message: `kube config for ${req.user}, approved by the management API`,
   };
-  await vc.call(`approving CertificateSigningRequest ${name}`, () =>
-    certificates.replaceCertificateSigningRequestApproval({
-      name,
+  await vc.request(
+    `approving CertificateSigningRequest ${name}`,
+    'PUT',
+    `${CSRS}/${encodeURIComponent(name)}/approval`,
+    {
       body: { ...created, status: { ...created.status, conditions: [approval] } },
-    }),
+    },
   );
 
   const deadline = Date.now() + req.timeoutMs;
   for (let delay = 50; ; delay = Math.min(delay * 2, 500)) {
-    const current = await vc.call(`reading CertificateSigningRequest ${name}`, () =>
-      certificates.readCertificateSigningRequest({ name }),
+    const current = await vc.request<CertificateSigningRequest>(
+      `reading CertificateSigningRequest ${name}`,
+      'GET',
+      `${CSRS}/${encodeURIComponent(name)}`,
     );
     if (current.status?.certificate)
       return { certificatePem: Buffer.from(current.status.certificate, 'base64').toString('utf8'), keyPem };

@@ -18,6 +18,7 @@ import type { Registry } from '../registry/registry.js';
 import { authenticate } from './authentication.js';
 import { authorize, publicPaths, type VisibleTo } from './authorization.js';
 import { bodyError, readBody } from './body.js';
+import { filterChain } from './chain.js';
 import type { ConnectionGuard } from './connections.js';
 import { requestDeadline } from './deadline.js';
 import { findNamespace } from './findnamespace.js';
@@ -76,7 +77,8 @@ export interface AppOptions {
  * 8. authorization (authorization.ts);
  * 9. body (body.ts): read only once the caller is known and allowed.
  *
- * Then the handler: a resource (resources.ts, or an action) or anything else (nonresource.ts).
+ * Then the handler: a resource (resources.ts, or an action) or anything else (nonresource.ts). Filters and handler
+ * run as one express middleware (chain.ts), the error handler after them.
  *
  * Where kube has the same filter the order is kube's (WithRequestInfo, WithWaitGroup, WithRequestDeadline,
  * WithAuthentication, WithMaxInFlightLimit, WithAuthorization). Finding the namespace is this server's own; kube
@@ -89,33 +91,35 @@ export function createApp(opts: AppOptions): express.Express {
 
   const isPublic = publicPaths(opts.alwaysAllowPaths);
   const actions = opts.actions ?? new ServedActions();
-  app.use(withRequestInfo());
-  app.use(
-    observeRequests({
-      log: opts.log,
-      metrics: opts.metrics,
-      audit: opts.audit,
-      served: servedBy(opts.registry, actions),
-    }),
-  );
-  if (opts.shutdown) app.use(opts.shutdown.track());
-  app.use(requestDeadline({ requestTimeoutMs: opts.timeouts?.requestTimeoutMs ?? 0 }));
-  app.use(authenticate(opts.authenticator, isPublic, opts.connections));
-  app.use(maxInFlight(opts.maxInFlight ?? { readOnly: 0, mutating: 0 }, opts.metrics?.inFlight));
-  app.use(findNamespace(opts.registry, actions, opts.authorizer));
-  app.use(authorize(opts.authorizer, opts.visibleTo, isPublic));
-  app.use(readBody());
-
   const serving = {
     minRequestTimeoutSeconds: opts.timeouts?.minRequestTimeoutSeconds ?? 1800,
     watchesEnd: opts.shutdown?.watchesEnd,
     authorizer: restrictedAuthorizer(opts.authorizer),
   };
   const nonResource = nonResourceHandler(opts, actions);
-  app.use(async (req: Request, res: Response) => {
-    if (requestContext(req).info.isResourceRequest) return handleResource(req, res, opts.registry, actions, serving);
-    return nonResource(req, res);
-  });
+  app.use(
+    filterChain(
+      withRequestInfo(),
+      observeRequests({
+        log: opts.log,
+        metrics: opts.metrics,
+        audit: opts.audit,
+        served: servedBy(opts.registry, actions),
+      }),
+      ...(opts.shutdown ? [opts.shutdown.track()] : []),
+      requestDeadline({ requestTimeoutMs: opts.timeouts?.requestTimeoutMs ?? 0 }),
+      authenticate(opts.authenticator, isPublic, opts.connections),
+      maxInFlight(opts.maxInFlight ?? { readOnly: 0, mutating: 0 }, opts.metrics?.inFlight),
+      findNamespace(opts.registry, actions, opts.authorizer),
+      authorize(opts.authorizer, opts.visibleTo, isPublic),
+      readBody(),
+      async (req: Request, res: Response) => {
+        if (requestContext(req).info.isResourceRequest)
+          return handleResource(req, res, opts.registry, actions, serving);
+        return nonResource(req, res);
+      },
+    ),
+  );
 
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
     writeError(res, bodyError(err) ?? err, opts.log);

@@ -37,7 +37,27 @@ function withItemsDecoded(obj: unknown): unknown {
  */
 function sendText(res: Response, type: string, text: string): void {
   res.setHeader('Content-Type', type);
-  res.send(Buffer.from(text));
+  if (needsExpressSend(res)) {
+    res.send(Buffer.from(text));
+    return;
+  }
+  // What express's send does for such an answer, without its header lookups: the string and its headers go out
+  // in one write.
+  res.setHeader('Content-Length', Buffer.byteLength(text));
+  res.end(text);
+}
+
+/** An answer express's send treats specially: HEAD (no body), a conditional request (maybe 304), no-body codes. */
+function needsExpressSend(res: Response): boolean {
+  const { method, headers } = res.req;
+  return (
+    method === 'HEAD' ||
+    headers['if-none-match'] !== undefined ||
+    headers['if-modified-since'] !== undefined ||
+    res.statusCode === 204 ||
+    res.statusCode === 205 ||
+    res.statusCode === 304
+  );
 }
 
 /** Warnings go back as `Warning: 299 - "<text>"` headers, one per distinct warning (a retried write repeats them). */

@@ -30,16 +30,14 @@ export class EtcdHealth {
   private reason = '';
   private timer?: NodeJS.Timeout;
   private stopped = false;
-  /** Rejected when etcd stops answering; calls in flight race it. */
-  private lost!: Promise<never>;
-  private loseNow!: (err: Error) => void;
+  /** How to give up each call in flight, until it settles. */
+  private readonly waiting = new Set<(err: Error) => void>();
   private readonly intervalMs: number;
   private readonly timeoutMs: number;
 
   constructor(private readonly opts: EtcdHealthOptions) {
     this.intervalMs = opts.intervalMs ?? 1000;
     this.timeoutMs = opts.timeoutMs ?? 2000;
-    this.arm();
   }
 
   start(): void {
@@ -62,17 +60,23 @@ export class EtcdHealth {
    */
   guard<R>(call: () => Promise<R>): Promise<R> {
     if (!this.healthy) return Promise.reject(this.error());
-    return Promise.race([call(), this.lost]);
+    // Not Promise.race with one promise that lives until etcd is lost: each race would leave its handlers (and
+    // through them the call's result) on that promise for good, a leak of every call ever made.
+    return new Promise<R>((resolve, reject) => {
+      let result: Promise<R>;
+      try {
+        result = call();
+      } catch (err) {
+        reject(err);
+        return;
+      }
+      this.waiting.add(reject);
+      result.then(resolve, reject).finally(() => this.waiting.delete(reject));
+    });
   }
 
   private error(): EtcdUnhealthyError {
     return new EtcdUnhealthyError(`etcd does not answer (${this.reason}); calls fail at once until it does`);
-  }
-
-  private arm(): void {
-    this.lost = new Promise<never>((_, reject) => (this.loseNow = reject));
-    // Nobody may be racing it when it rejects.
-    this.lost.catch(() => {});
   }
 
   private schedule(delayMs: number): void {
@@ -99,8 +103,9 @@ export class EtcdHealth {
     if (healthy === this.healthy) return;
     this.healthy = healthy;
     if (!healthy) {
-      this.loseNow(this.error());
-      this.arm();
+      const err = this.error();
+      for (const giveUp of this.waiting) giveUp(err);
+      this.waiting.clear();
     }
     this.opts.onChange?.(healthy, reason || undefined);
   }

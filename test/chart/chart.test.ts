@@ -16,6 +16,7 @@ import { parseFlags, type Config } from '../../src/config.js';
 import { loadDefinitions } from '../../src/registry/definitions.js';
 import { strategies } from '../../src/registry/kinds/index.js';
 import { helm, repoRoot } from '../support/helm.js';
+import { runToCompletion } from '../support/tools.js';
 import { startFakeCluster, type FakeCluster } from './fakecluster.js';
 import { modelFor, modelProblems, unknownFields, type K8sObject } from './models.js';
 
@@ -418,6 +419,64 @@ describe('server Deployment', () => {
   });
 });
 
+describe('Node heap from the memory limit', () => {
+  const heapOption = (r: Rendered) => r.container.env?.find((e: any) => e.name === 'NODE_OPTIONS')?.value;
+
+  test.each([
+    [[], '--max-old-space-size=384'], // the default limit, 512Mi
+    [['--set', 'resources.limits.memory=1Gi'], '--max-old-space-size=768'],
+    [['--set', 'resources.limits.memory=1.5Gi'], '--max-old-space-size=1152'],
+    [['--set', 'resources.limits.memory=1G'], '--max-old-space-size=715'],
+    [['--set', 'resources.limits.memory=2000M'], '--max-old-space-size=1430'],
+    [['--set', 'resources.limits.memory=536870912'], '--max-old-space-size=384'],
+    [['--set-string', 'resources.limits.memory=536870912'], '--max-old-space-size=384'],
+    [['--set', 'heap.limitPercent=50'], '--max-old-space-size=256'],
+    [['--set', 'heap.maxOldSpaceSizeMiB=300', '--set', 'resources.limits.memory=1Gi'], '--max-old-space-size=300'],
+    [['--set', 'heap.maxOldSpaceSizeMiB=300', '--set', 'resources.limits=null'], '--max-old-space-size=300'],
+  ])('%j: NODE_OPTIONS=%s', async (args, expected) => {
+    expect(heapOption(await template(args))).toBe(expected);
+  });
+
+  test('no memory limit: no NODE_OPTIONS (Node keeps its own default)', async () => {
+    const r = await template(['--set', 'resources.limits=null']);
+    expect(r.container.env).toBeUndefined();
+    const noResources = await template(['--set', 'resources=null']);
+    expect(heapOption(noResources)).toBeUndefined();
+  });
+
+  test('a NODE_OPTIONS in extraEnv replaces the chart’s', async () => {
+    const r = await template([
+      '--set',
+      'extraEnv[0].name=NODE_OPTIONS',
+      '--set',
+      'extraEnv[0].value=--max-old-space-size=99',
+    ]);
+    expect(r.container.env).toEqual([{ name: 'NODE_OPTIONS', value: '--max-old-space-size=99' }]);
+  });
+
+  test('Node takes the rendered option: its heap limit is the one computed', async () => {
+    const option = heapOption(await template(['--set', 'resources.limits.memory=640Mi']));
+    expect(option).toBe('--max-old-space-size=480');
+    const r = await runToCompletion(process.execPath, ['-p', "require('v8').getHeapStatistics().heap_size_limit"], {
+      env: { ...process.env, NODE_OPTIONS: option },
+      cwd: repoRoot,
+      timeoutMs: 30_000,
+      what: 'node with the chart’s NODE_OPTIONS',
+    });
+    expect(r.code).toBe(0);
+    // V8's limit is the old space asked for plus the young generation (a few MiB to a few tens).
+    const mib = Number(r.stdout.trim()) / 2 ** 20;
+    expect(mib).toBeGreaterThanOrEqual(480);
+    expect(mib).toBeLessThan(480 + 100);
+  });
+
+  test('a memory limit that is no quantity fails at template time, naming it', async () => {
+    const r = await helm(['template', RELEASE, CHART, '--set', 'resources.limits.memory=lots']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('resources.limits.memory "lots" is not a memory quantity');
+  });
+});
+
 describe('server flags, parsed by the server’s own parser', () => {
   const common = {
     securePort: 8443,
@@ -816,6 +875,8 @@ describe('bad values fail at template time (values.schema.json)', () => {
     [['--set', 'rbac.virtualClusterNamespaces={*,vcluster-a}'], "'/rbac/virtualClusterNamespaces'"],
     [['--set', 'rbac.virtualClusterNamespaces={vcluster_a}'], "'/rbac/virtualClusterNamespaces'"],
     [['--set', 'encryptionAtRest.existingSecret=Platform_Keys'], "'/encryptionAtRest/existingSecret'"],
+    [['--set', 'heap.limitPercent=0.75'], "'/heap/limitPercent'"],
+    [['--set', 'heap.maxOldSpaceSizeMiB=-1'], "'/heap/maxOldSpaceSizeMiB'"],
     [['--set', 'replicaCuont=3'], 'replicaCuont'],
   ])('%j is refused naming %s', async (args, named) => {
     const r = await helm(['template', RELEASE, CHART, '--namespace', NS, ...args]);

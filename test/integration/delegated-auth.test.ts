@@ -3,7 +3,7 @@
  * SubjectAccessReview through @kubernetes/client-node, their caches, outages, and the stand-in's RBAC.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
-import { ApiException, RbacAuthorizationV1Api, Watch } from '@kubernetes/client-node';
+import { ApiException, KubeConfig, RbacAuthorizationV1Api, Watch } from '@kubernetes/client-node';
 import type { IncomingMessage } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -418,7 +418,12 @@ describe('the stand-in RBAC evaluator', () => {
 });
 
 describe('the stand-in RBAC API through client-node', () => {
-  const rbac = () => cluster.api(RbacAuthorizationV1Api);
+  const kubeConfig = () => {
+    const kc = new KubeConfig();
+    kc.loadFromFile(host.kubeconfigPath);
+    return kc;
+  };
+  const rbac = () => kubeConfig().makeApiClient(RbacAuthorizationV1Api);
   const code = (p: Promise<unknown>) =>
     p.then(
       () => 0,
@@ -527,7 +532,7 @@ describe('the stand-in RBAC API through client-node', () => {
     const api = rbac();
     const start = await api.listClusterRoleBinding({ labelSelector: 'sync=yes' });
     const events: Array<[string, string]> = [];
-    const watch = new Watch(cluster.kubeConfig);
+    const watch = new Watch(kubeConfig());
     let ended: unknown = 'open';
     const controller = await watch.watch(
       '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings',

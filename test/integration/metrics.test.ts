@@ -211,6 +211,8 @@ test('process metrics are there', async () => {
   const s = await scrape();
   expect(find(s, 'process_cpu_user_seconds_total')).toHaveLength(1);
   expect(find(s, 'nodejs_heap_size_used_bytes')).toHaveLength(1);
+  expect(find(s, 'nodejs_heap_size_total_bytes')).toHaveLength(1);
+  expect(find(s, 'process_resident_memory_bytes')).toHaveLength(1);
 });
 
 describe('--authorization-always-allow-paths', () => {

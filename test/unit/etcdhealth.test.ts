@@ -1,4 +1,6 @@
 import { expect, test } from '@jest/globals';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { EtcdHealth, EtcdUnhealthyError } from '../../src/storage/etcdhealth.js';
 
 function until(what: string, cond: () => boolean): Promise<void> {
@@ -52,6 +54,28 @@ test('a probe that rejects counts as failed, with its reason', async () => {
   try {
     await until('failure', () => !health.isHealthy);
     await expect(health.guard(async () => 1)).rejects.toThrow('etcd does not answer (connection refused)');
+  } finally {
+    health.stop();
+  }
+});
+
+test('a call that has settled leaves nothing behind: its result can be garbage-collected (no leak per etcd call)', async () => {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const health = new EtcdHealth({ probe: () => Promise.resolve(), intervalMs: 60_000 });
+  health.start();
+  try {
+    const refs: WeakRef<object>[] = [];
+    for (let i = 0; i < 100; i++) {
+      const result = await health.guard(async () => ({ revision: i, payload: new Array(1000).fill(i) }));
+      refs.push(new WeakRef(result));
+    }
+    // The last result can stay reachable from the stack a moment longer; give the collector a few turns.
+    for (let i = 0; i < 5; i++) {
+      await new Promise((r) => setImmediate(r));
+      gc();
+    }
+    expect(refs.filter((r) => r.deref() !== undefined).length).toBeLessThanOrEqual(1);
   } finally {
     health.stop();
   }

@@ -159,6 +159,41 @@ describe('RequestHeaderAuthenticator', () => {
     }
   });
 
+  test('a front proxy certificate that expires while its connection stays open is no longer believed', async () => {
+    const leaf = makeCert({
+      commonName: 'front-proxy-client',
+      issuer: frontProxyCa,
+      notBefore: new Date(Date.now() - 86_400_000),
+      notAfter: new Date(Date.now() + 86_400_000),
+    });
+    let now = Date.now();
+    const clocked = await startAuthServer(
+      new RequestHeaderAuthenticator({
+        clientCaPem: frontProxyCa.certPem,
+        allowedNames: ['front-proxy-client'],
+        ...HEADERS,
+        now: () => now,
+      }),
+      [frontProxyCa.certPem],
+    );
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const first = await callAuthServer(clocked, { client: leaf, headers: aliceHeaders, agent });
+      expect(first.user).toMatchObject({ name: 'alice' });
+      expect((await callAuthServer(clocked, { client: leaf, headers: aliceHeaders, agent })).user).toMatchObject({
+        name: 'alice',
+      });
+      now += 2 * 86_400_000;
+      const later = await callAuthServer(clocked, { client: leaf, headers: aliceHeaders, agent });
+      expect(later.clientPort).toBe(first.clientPort);
+      expect(later.user).toBeNull();
+      expect(later.headers?.['x-remote-user']).toBe('alice');
+    } finally {
+      agent.destroy();
+      await clocked.stop();
+    }
+  });
+
   test('no user header: no user, even over the right certificate', async () => {
     const reply = await callAuthServer(server, { client: proxyClient, headers: [['X-Remote-Group', 'dev']] });
     expect(reply).toMatchObject({ status: 200, user: null });

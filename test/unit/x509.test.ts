@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
+import { Agent } from 'node:https';
 import {
   ClientCertAuthenticator,
   parseCertificateBundle,
@@ -73,6 +74,41 @@ describe('ClientCertAuthenticator', () => {
       status: 401,
       error: expect.stringMatching(/client authentication/),
     });
+  });
+
+  test('a connection whose certificate expires while it stays open is refused from its next request on', async () => {
+    const cert = makeCert({
+      commonName: 'alice',
+      organizations: ['dev'],
+      issuer: clientCa,
+      notBefore: new Date(Date.now() - DAY),
+      notAfter: new Date(Date.now() + DAY),
+    });
+    let now = Date.now();
+    const clocked = await startAuthServer(new ClientCertAuthenticator({ caPem: clientCa.certPem, now: () => now }), [
+      clientCa.certPem,
+    ]);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const first = await callAuthServer(clocked, { client: cert, agent });
+      const second = await callAuthServer(clocked, { client: cert, agent });
+      expect(second.clientPort).toBe(first.clientPort);
+      expect([first.user, second.user]).toEqual([
+        expect.objectContaining({ name: 'alice', groups: ['dev'] }),
+        expect.objectContaining({ name: 'alice', groups: ['dev'] }),
+      ]);
+      now += 2 * DAY;
+      const expired = await callAuthServer(clocked, { client: cert, agent });
+      expect(expired).toMatchObject({ status: 401, error: expect.stringMatching(/has expired/) });
+      now -= 3 * DAY;
+      expect(await callAuthServer(clocked, { client: cert, agent })).toMatchObject({
+        status: 401,
+        error: expect.stringMatching(/is not valid before/),
+      });
+    } finally {
+      agent.destroy();
+      await clocked.stop();
+    }
   });
 
   test('a certificate without a CommonName names nobody', async () => {

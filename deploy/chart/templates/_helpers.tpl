@@ -228,3 +228,31 @@ when both exist, so an upgrade never gives members certificates from a different
 {{- toYaml (dict "podAntiAffinity" (dict "requiredDuringSchedulingIgnoredDuringExecution" (list $term))) }}
 {{- end -}}
 {{- end }}
+
+{{/* A memory quantity (resources.limits.memory) in bytes, as a float: a number of bytes, or a decimal number with
+a Kubernetes suffix (Ki Mi Gi Ti Pi Ei, k M G T P E). Anything else fails, naming the value. */}}
+{{- define "pma.memoryBytes" -}}
+{{- if or (kindIs "float64" .) (kindIs "int64" .) (kindIs "int" .) }}
+{{- . | float64 }}
+{{- else }}
+{{- $q := toString . }}
+{{- if not (regexMatch "^[0-9]+(\\.[0-9]+)?([KMGTPE]i|[kMGTPE])?$" $q) }}
+{{- fail (printf "resources.limits.memory %q is not a memory quantity: write it as 512Mi, 2Gi, 500M or a number of bytes" $q) }}
+{{- end }}
+{{- $number := regexFind "^[0-9]+(\\.[0-9]+)?" $q }}
+{{- $factors := dict "" 1 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 "Pi" 1125899906842624 "Ei" 1152921504606846976 "k" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 "P" 1000000000000000 "E" 1000000000000000000 }}
+{{- mulf ($number | float64) (get $factors (trimPrefix $number $q)) }}
+{{- end }}
+{{- end }}
+
+{{/* The server's V8 heap limit in MiB (--max-old-space-size): heap.maxOldSpaceSizeMiB when set, else
+heap.limitPercent of the container's memory limit; empty without either (Node's own default applies). */}}
+{{- define "pma.heapMiB" -}}
+{{- $limit := dig "limits" "memory" "" (.Values.resources | default dict) }}
+{{- if .Values.heap.maxOldSpaceSizeMiB }}
+{{- .Values.heap.maxOldSpaceSizeMiB | int }}
+{{- else if $limit }}
+{{- $bytes := include "pma.memoryBytes" $limit | float64 }}
+{{- max 1 (floor (divf (mulf $bytes .Values.heap.limitPercent) 104857600)) | int }}
+{{- end }}
+{{- end }}

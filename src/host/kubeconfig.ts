@@ -1,0 +1,194 @@
+/**
+ * Where the host cluster is and how to authenticate to it, as a kubeconfig file or a pod's service account says:
+ * the connection restclient.ts uses. The file is the operator's (--kubeconfig), so its files are read (paths relative
+ * to it, as kubectl resolves them), but nothing is ever run: a user with an `exec` credential plugin or an
+ * `auth-provider` is refused by name. Messages name fields and files, never their contents.
+ */
+import { accessSync, constants, readFileSync } from 'node:fs';
+import { isIPv6 } from 'node:net';
+import { dirname, isAbsolute, join } from 'node:path';
+import yaml from 'js-yaml';
+
+/** A cluster and a user of a kubeconfig, file paths absolute; data fields base64 as in the kubeconfig. */
+export interface HostConnection {
+  /** The API server URL, without a trailing slash. */
+  server: string;
+  caData?: string;
+  caFile?: string;
+  insecureSkipTLSVerify?: boolean;
+  tlsServerName?: string;
+  /** An http(s) proxy the requests go through (CONNECT for https servers). */
+  proxyUrl?: string;
+  certData?: string;
+  certFile?: string;
+  keyData?: string;
+  keyFile?: string;
+  token?: string;
+  /** Read again while the server runs (service account tokens rotate); wins over `token` when readable. */
+  tokenFile?: string;
+  username?: string;
+  password?: string;
+  impersonate?: { user?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
+}
+
+/** A kubeconfig that does not load: not YAML, lacks what it needs, or asks for a plugin. */
+export class KubeconfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'KubeconfigError';
+  }
+}
+
+const SERVICEACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+/** The connection of the file's current context. Throws a KubeconfigError saying what is wrong where. */
+export function loadKubeconfigFile(path: string): HostConnection {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new KubeconfigError(`cannot read the file (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  return connectionFromKubeconfig(text, dirname(path));
+}
+
+/** The connection of `text`'s current context; relative file paths are taken from `dir`. */
+export function connectionFromKubeconfig(text: string, dir: string): HostConnection {
+  const doc = parseKubeconfig(text);
+  const current = doc['current-context'];
+  const context = typeof current === 'string' && current ? find(doc, 'contexts', current) : undefined;
+  const ctx = context && isMap(context.entry.context) ? context.entry.context : undefined;
+  const cluster = typeof ctx?.cluster === 'string' ? find(doc, 'clusters', ctx.cluster) : undefined;
+  if (!cluster || !isMap(cluster.entry.cluster)) throw new KubeconfigError('no current context with a cluster');
+  const c = cluster.entry.cluster;
+  const at = `clusters[${cluster.index}].cluster`;
+  const server = str(c, 'server', at);
+  if (!server) throw new KubeconfigError(`${at}.server is missing`);
+  let url: URL;
+  try {
+    url = new URL(server);
+  } catch {
+    throw new KubeconfigError(`${at}.server is not a URL`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new KubeconfigError(`${at}.server must be an https (or http) URL`);
+  // Like kubectl: paths are relative to the kubeconfig, and a file named must be readable when it is loaded.
+  const file = (obj: Record<string, unknown>, key: string, where: string) => {
+    const name = str(obj, key, where);
+    if (name === undefined) return undefined;
+    if (str(obj, `${key}-data`, where) !== undefined)
+      throw new KubeconfigError(`${where} has both ${key} and ${key}-data: give one`);
+    const path = isAbsolute(name) ? name : join(dir, name);
+    try {
+      accessSync(path, constants.R_OK);
+    } catch (err) {
+      throw new KubeconfigError(`${where}.${key}: cannot read ${path} (${(err as NodeJS.ErrnoException).code})`);
+    }
+    return path;
+  };
+  const proxyUrl = str(c, 'proxy-url', at);
+  if (proxyUrl !== undefined && !/^https?:\/\//i.test(proxyUrl))
+    throw new KubeconfigError(`${at}.proxy-url must be an http or https URL (other proxies are not supported)`);
+  const conn: HostConnection = {
+    server: server.replace(/\/$/, ''),
+    caData: str(c, 'certificate-authority-data', at),
+    caFile: file(c, 'certificate-authority', at),
+    insecureSkipTLSVerify: c['insecure-skip-tls-verify'] === true,
+    tlsServerName: str(c, 'tls-server-name', at),
+    proxyUrl,
+  };
+
+  // A context without a user, or naming none there is, connects without credentials (as kubectl does).
+  const user = typeof ctx?.user === 'string' ? find(doc, 'users', ctx.user) : undefined;
+  if (!user || !isMap(user.entry.user)) return conn;
+  const u = user.entry.user;
+  const uat = `users[${user.index}].user`;
+  if (u.exec != null)
+    throw new KubeconfigError(
+      `${uat}.exec: credential plugins are not run; give a token, tokenFile or client certificate`,
+    );
+  if (u['auth-provider'] != null)
+    throw new KubeconfigError(
+      `${uat}.auth-provider: authentication plugins are not run; give a token, tokenFile or client certificate`,
+    );
+  conn.certData = str(u, 'client-certificate-data', uat);
+  conn.certFile = file(u, 'client-certificate', uat);
+  conn.keyData = str(u, 'client-key-data', uat);
+  conn.keyFile = file(u, 'client-key', uat);
+  conn.token = str(u, 'token', uat);
+  // client-go's field is tokenFile; token-file is what @kubernetes/client-node read.
+  conn.tokenFile = file(u, u.tokenFile != null ? 'tokenFile' : 'token-file', uat);
+  conn.username = str(u, 'username', uat);
+  conn.password = str(u, 'password', uat);
+  const groups = u['as-groups'];
+  if (groups != null && !(Array.isArray(groups) && groups.every((g) => typeof g === 'string')))
+    throw new KubeconfigError(`${uat}.as-groups must be a list of strings`);
+  const extra = u['as-user-extra'];
+  if (
+    extra != null &&
+    !(isMap(extra) && Object.values(extra).every((v) => Array.isArray(v) && v.every((s) => typeof s === 'string')))
+  )
+    throw new KubeconfigError(`${uat}.as-user-extra must map names to lists of strings`);
+  const impersonate = {
+    user: str(u, 'as', uat),
+    uid: str(u, 'as-uid', uat),
+    groups: groups as string[] | undefined,
+    extra: extra as Record<string, string[]> | undefined,
+  };
+  if (impersonate.user || impersonate.uid || impersonate.groups?.length || impersonate.extra)
+    conn.impersonate = impersonate;
+  return conn;
+}
+
+/**
+ * The pod's service account, as client-go's InClusterConfig: KUBERNETES_SERVICE_HOST and _PORT, its CA, and its
+ * token file (read when a request is made, and again as it rotates). Undefined outside a pod.
+ */
+export function inClusterConnection(env: NodeJS.ProcessEnv): HostConnection | undefined {
+  const host = env.KUBERNETES_SERVICE_HOST;
+  if (!host) return undefined;
+  const port = env.KUBERNETES_SERVICE_PORT;
+  if (!port) throw new KubeconfigError('KUBERNETES_SERVICE_HOST is set but KUBERNETES_SERVICE_PORT is not');
+  return {
+    server: `https://${isIPv6(host) ? `[${host}]` : host}:${port}`,
+    caFile: `${SERVICEACCOUNT_DIR}/ca.crt`,
+    tokenFile: `${SERVICEACCOUNT_DIR}/token`,
+  };
+}
+
+/** The kubeconfig document of `text` (YAML or JSON); messages quote none of it, as it may hold credentials. */
+export function parseKubeconfig(text: string): Record<string, unknown> {
+  let doc: unknown;
+  try {
+    doc = yaml.load(text);
+  } catch (err) {
+    // js-yaml's first line is the reason and position; later lines quote the text.
+    throw new KubeconfigError(`not a kubeconfig: ${(err as Error).message.split('\n')[0]}`);
+  }
+  if (!isMap(doc)) throw new KubeconfigError('not a kubeconfig: not a YAML or JSON object');
+  return doc;
+}
+
+/** A string field, or undefined when absent or empty; anything else but a string is refused by name. */
+function str(obj: Record<string, unknown>, key: string, at: string): string | undefined {
+  const v = obj[key];
+  if (v === undefined || v === null || v === '') return undefined;
+  if (typeof v !== 'string') throw new KubeconfigError(`${at}.${key} must be a string`);
+  return v;
+}
+
+/** The entry named `name` in the list `list` of the kubeconfig, with its index. */
+export function find(
+  doc: Record<string, unknown>,
+  list: string,
+  name: string,
+): { entry: Record<string, unknown>; index: number } | undefined {
+  const entries = doc[list];
+  if (!Array.isArray(entries)) return undefined;
+  const index = entries.findIndex((e) => isMap(e) && e.name === name);
+  return index < 0 ? undefined : { entry: entries[index] as Record<string, unknown>, index };
+}
+
+export function isMap(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
