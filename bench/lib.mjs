@@ -42,7 +42,7 @@ function pct(sorted, p) {
 }
 export function summary(values) {
   const s = Float64Array.from(values).sort();
-  return { n: s.length, p50: pct(s, 50), p95: pct(s, 95), p99: pct(s, 99), max: s[s.length - 1], min: s[0] };
+  return { n: s.length, p50: pct(s, 50), p95: pct(s, 95), p99: pct(s, 99), max: s.at(-1) ?? NaN, min: s[0] ?? NaN };
 }
 export const f1 = (x) => (Number.isFinite(x) ? x.toFixed(1) : String(x));
 export const f2 = (x) => (Number.isFinite(x) ? x.toFixed(2) : String(x));
@@ -425,6 +425,7 @@ export async function interleavedClosedLoops(c, targets, { seconds, slices, cpuL
 // ---------- watch fan-out ----------
 
 const RV_FIELD = '"resourceVersion":"';
+let watchRuns = 0;
 
 /**
  * `watchers` HTTPS watch streams on the namespace while an open-loop writer sends `rate` merge patches a second for
@@ -432,6 +433,8 @@ const RV_FIELD = '"resourceVersion":"';
  */
 export async function watchFanOut({ n, watchers: WATCHERS, rate: WRITE_RATE, seconds: WATCH_SECONDS }) {
   const writes = Math.round(WRITE_RATE * WATCH_SECONDS);
+  // Each run writes values no earlier run wrote: a patch that changes nothing is not written and makes no event.
+  const run = ++watchRuns;
   const metrics = { beforeWatchers: await etcdMetrics() };
   const { server } = ctx;
 
@@ -535,7 +538,7 @@ export async function watchFanOut({ n, watchers: WATCHERS, rate: WRITE_RATE, sec
       const patch = () =>
         httpsRequest('PATCH', `${NS_PATH}/${name(i % n)}`, {
           agent: writeAgent,
-          body: JSON.stringify({ spec: { description: `write ${i}` } }),
+          body: JSON.stringify({ spec: { description: `run ${run} write ${i}` } }),
           contentType: 'application/merge-patch+json',
         });
       const write = async () => {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds a private copy of the server (bench/.build/dist, so a rebuild of dist/ by anyone else during the run
-# cannot change what is measured) and runs the list/GET/watch benchmark. Arguments go to list-get-watch.mjs,
-# e.g. bench/run.sh --profile /tmp/bench-prof. The markdown report goes to stdout, progress to stderr.
+# cannot change what is measured) and runs the list/GET/watch benchmark, or with `scale` first the scale benchmark.
+# Arguments go to list-get-watch.mjs (e.g. bench/run.sh --profile /tmp/bench-prof) or scale.mjs (e.g.
+# bench/run.sh scale --sizes 10000,50000). The markdown report goes to stdout, progress to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf bench/.build
@@ -15,4 +16,8 @@ src_hash=$(find src -type f -name '*.ts' | LC_ALL=C sort | xargs cat | sha256sum
 dirty=$(git status --porcelain -- src | wc -l)
 export BENCH_SOURCE="commit $(git rev-parse --short HEAD), ${dirty} uncommitted change(s) under src/, src/*.ts sha256 ${src_hash}"
 export BENCH_DIST=bench/.build/dist
+if [ "${1:-}" = scale ]; then
+  shift
+  exec node bench/scale.mjs "$@"
+fi
 exec node bench/list-get-watch.mjs "$@"
