@@ -236,7 +236,19 @@ async function grow(etcd, n, r) {
   const agent = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
   r.create ??= { server: { creates: 0, seconds: 0 }, raw: { creates: 0, seconds: 0 } };
   const c = r.create;
+  const template = async () => {
+    if (rawTemplate) return;
+    const stored = (await etcd.get(KEY_PREFIX + name(created.indexOf(1))).exec()).kvs[0].value;
+    rawTemplate = JSON.parse(stored.toString());
+    c.rawValueBytes = JSON.stringify(rawTemplate).length;
+  };
   try {
+    if (ONLY.has('create') && count < n) {
+      // A second of each first, not compared: it opens the connections and lets both sides' code get compiled.
+      await withCpu(`grow to ${fmtN(n)} (not compared)`, () => createThroughServer(n, now() + 1000, agent));
+      await template();
+      await withCpu(`create N=${fmtN(n)}: raw etcd3 warm-up (not compared)`, () => createRaw(etcd, 1));
+    }
     while (count < n) {
       const compare = ONLY.has('create') && c.server.seconds < CREATE_SECONDS;
       const t0 = now();
@@ -248,11 +260,7 @@ async function grow(etcd, n, r) {
       if (!compare) continue;
       c.server.creates += done;
       c.server.seconds += seconds;
-      if (!rawTemplate) {
-        const stored = (await etcd.get(KEY_PREFIX + name(created.indexOf(1))).exec()).kvs[0].value;
-        rawTemplate = JSON.parse(stored.toString());
-        c.rawValueBytes = JSON.stringify(rawTemplate).length;
-      }
+      await template();
       const rawDone = await withCpu(`create N=${fmtN(n)}: raw etcd3 txn`, () => createRaw(etcd, seconds));
       c.raw.creates += rawDone;
       c.raw.seconds += seconds;
@@ -433,6 +441,15 @@ async function main() {
   log(`etcd ${info.etcd} (pid ${etcdProc.pid}) on ${ctx.etcdEndpoint}`);
   const etcd = new Etcd3({ hosts: ctx.etcdEndpoint, grpcOptions: { 'grpc.max_receive_message_length': -1 } });
   const results = { machine: info, sizes: [] };
+  // Killed (kill <pid>): etcd and its data go too (the server child exits when this process goes).
+  for (const signal of ['SIGINT', 'SIGTERM'])
+    process.once(signal, () => {
+      log(`${signal}: stopping etcd and removing ${tmp}`);
+      etcdProc.stop().finally(() => {
+        rmSync(tmp, { recursive: true, force: true });
+        process.exit(130);
+      });
+    });
   try {
     log(`idle: a server on empty etcd, ${IDLE_SECONDS} s to settle`);
     await serving(await startChild(heapFor(0)));

@@ -28,6 +28,9 @@ let session;
 const post = (method, params) =>
   new Promise((resolve, reject) => session.post(method, params, (err, res) => (err ? reject(err) : resolve(res))));
 
+// A benchmark that was killed leaves no server behind.
+process.on('disconnect', () => process.exit(1));
+
 process.on('message', async (msg) => {
   if (msg === 'stats') {
     process.send({ type: 'stats', memory: process.memoryUsage(), cpu: process.cpuUsage() });
