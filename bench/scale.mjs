@@ -343,7 +343,7 @@ async function phase(r, what, fn) {
 }
 
 async function measureSize(etcd, n, k) {
-  const r = { n, heapMb: heapFor(k), deaths: [], errors: [] };
+  const r = { n, heapMb: heapFor(k), deaths: [], errors: [], loadavg: loadavg() };
   // A limit that a smaller size already ran out of would run out again: not tried twice.
   const outgrown = oomLimits.find((mb) => mb >= r.heapMb);
   if (r.heapMb && outgrown) {
@@ -508,6 +508,7 @@ function report(res) {
     `| Figure | ${S.map((r) => `${fmtN(r.n)} objects`).join(' | ')} | Goal |`,
     `|---|${S.map(() => '---|').join('')}---|`,
   );
+  row('Load average (1, 5, 15 min) as the size began', (r) => r.loadavg);
   row('Mean object size in etcd (bytes, first 1,000 keys)', (r) => r.storedBytes.toFixed(0));
   row(
     'Heap limit (--max-old-space-size); survived?',
