@@ -441,10 +441,17 @@ async function main() {
   log(`etcd ${info.etcd} (pid ${etcdProc.pid}) on ${ctx.etcdEndpoint}`);
   const etcd = new Etcd3({ hosts: ctx.etcdEndpoint, grpcOptions: { 'grpc.max_receive_message_length': -1 } });
   const results = { machine: info, sizes: [] };
-  // Killed (kill <pid>): etcd and its data go too (the server child exits when this process goes).
+  // Killed (kill <pid>, timeout): the report of the sizes done so far; etcd and its data go too (the server child
+  // exits when this process goes).
   for (const signal of ['SIGINT', 'SIGTERM'])
     process.once(signal, () => {
       log(`${signal}: stopping etcd and removing ${tmp}`);
+      if (results.sizes.length) {
+        results.machine.loadavgAtEnd = loadavg();
+        console.log(
+          `${report(results)}\n\nInterrupted by ${signal} before the sizes after ${fmtN(results.sizes.at(-1).n)}.`,
+        );
+      }
       etcdProc.stop().finally(() => {
         rmSync(tmp, { recursive: true, force: true });
         process.exit(130);
