@@ -529,7 +529,7 @@ function report(res) {
   row('MiB after growth + forced GC: RSS, V8 heap used / limit', (r) => memCell(r.memory), 'RSS < 400 MiB at 50,000');
   row('MiB in a freshly started server + forced GC', (r) => memCell(r.memoryAfterStart));
   if (idleGc)
-    row('Per 10,000 objects above idle (after GC, fresh server): RSS / heap MiB', (r) => {
+    row('Per 10,000 objects above idle (after GC; fresh server, else after growth): RSS / heap MiB', (r) => {
       const mm = r.memoryAfterStart ?? r.memory;
       return `${f1(((mm.rss - idleGc.rss) / r.objects) * 1e4)} / ${f1(((mm.heapUsed - idleGc.heapUsed) / r.objects) * 1e4)}`;
     });
