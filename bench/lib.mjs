@@ -430,8 +430,9 @@ let watchRuns = 0;
 /**
  * `watchers` HTTPS watch streams on the namespace while an open-loop writer sends `rate` merge patches a second for
  * `seconds` to objects 0..n-1; every event at every watcher is matched to its write. See bench/README.md.
+ * `cpuLabel` starts the labels of its rows in the CPU table.
  */
-export async function watchFanOut({ n, watchers: WATCHERS, rate: WRITE_RATE, seconds: WATCH_SECONDS }) {
+export async function watchFanOut({ n, watchers: WATCHERS, rate: WRITE_RATE, seconds: WATCH_SECONDS, cpuLabel = '' }) {
   const writes = Math.round(WRITE_RATE * WATCH_SECONDS);
   // Each run writes values no earlier run wrote: a patch that changes nothing is not written and makes no event.
   const run = ++watchRuns;
@@ -506,7 +507,7 @@ export async function watchFanOut({ n, watchers: WATCHERS, rate: WRITE_RATE, sec
     });
 
   const tOpen = now();
-  await withCpu(`watch: open ${WATCHERS} watch streams`, async () => {
+  await withCpu(`${cpuLabel}watch: open ${WATCHERS} watch streams`, async () => {
     for (let i = 0; i < WATCHERS; i += 50) {
       watchers.push(
         ...(await Promise.all(Array.from({ length: Math.min(50, WATCHERS - i) }, (_, k) => openOne(i + k)))),
@@ -527,7 +528,7 @@ export async function watchFanOut({ n, watchers: WATCHERS, rate: WRITE_RATE, sec
   let writeRetries = 0;
   let writeSeconds = NaN;
   const pending = [];
-  await withCpu(`watch: ${WRITE_RATE} writes/s to ${WATCHERS} watchers`, async () => {
+  await withCpu(`${cpuLabel}watch: ${WRITE_RATE} writes/s to ${WATCHERS} watchers`, async () => {
     const t0 = now();
     for (let i = 0; i < writes; i++) {
       const due = t0 + (i * 1000) / WRITE_RATE;
