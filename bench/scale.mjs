@@ -545,7 +545,7 @@ function report(res) {
   row(
     'Heap limit (--max-old-space-size); survived?',
     (r) =>
-      `${r.heapMb || 'default'} MiB; ${r.survived ? '**yes**' : `**no**: ${r.deaths.map((d) => `${d.how} during ${d.phase} at ${fmtN(d.objects)} objects (limit ${d.heapMb || 'default'})`).join('; ')}`}`,
+      `${r.heapMb ? `${r.heapMb} MiB` : "none (Node's default)"}; ${r.survived ? '**yes**' : `**no**: ${r.deaths.map((d) => `${d.how} during ${d.phase} at ${fmtN(d.objects)} objects (limit ${d.heapMb ? `${d.heapMb} MiB` : 'none'})`).join('; ')}`}`,
     '50,000 in 256 MiB, 100,000 in 512 MiB',
   );
   const memCell = (mm) =>
