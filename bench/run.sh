@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Builds a private copy of the server (bench/.build/dist, so a rebuild of dist/ by anyone else during the run
-# cannot change what is measured) and runs the list/GET/watch benchmark. Arguments go to list-get-watch.mjs,
-# e.g. bench/run.sh --profile /tmp/bench-prof. The markdown report goes to stdout, progress to stderr.
+# cannot change what is measured) and runs the list/GET/watch benchmark, or with `scale` first the scale benchmark.
+# Arguments go to list-get-watch.mjs (e.g. bench/run.sh --profile /tmp/bench-prof) or scale.mjs (e.g.
+# bench/run.sh scale --sizes 10000,50000). The markdown report goes to stdout, progress to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf bench/.build
-if ! npx --no-install tsc -p tsconfig.build.json --outDir bench/.build/dist --tsBuildInfoFile bench/.build/tsbuildinfo >&2; then
+# The build info goes with the private copy: in dist/ it would tell the next run (and npm run build) that nothing
+# needs emitting although bench/.build was just removed.
+if ! npx --no-install tsc -p tsconfig.build.json --outDir bench/.build/dist --tsBuildInfoFile bench/.build/.tsbuildinfo >&2; then
   echo "bench: tsc reported type errors (work in progress elsewhere?); measuring the JavaScript it emitted" >&2
 fi
 # The server finds crds/ and package.json (for /version) next to its dist/.
@@ -15,4 +18,8 @@ src_hash=$(find src -type f -name '*.ts' | LC_ALL=C sort | xargs cat | sha256sum
 dirty=$(git status --porcelain -- src | wc -l)
 export BENCH_SOURCE="commit $(git rev-parse --short HEAD), ${dirty} uncommitted change(s) under src/, src/*.ts sha256 ${src_hash}"
 export BENCH_DIST=bench/.build/dist
+if [ "${1:-}" = scale ]; then
+  shift
+  exec node bench/scale.mjs "$@"
+fi
 exec node bench/list-get-watch.mjs "$@"

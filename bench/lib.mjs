@@ -1,0 +1,638 @@
+// What the benchmarks share (bench/list-get-watch.mjs, bench/scale.mjs): the data, the HTTPS client, the server
+// child, CPU accounting, closed-loop and watch fan-out measurements, and the report's common parts.
+//
+// The scripts are single runs, so the state they share is one mutable object, `ctx`: the server being measured
+// ({ url, caPem, token, pid }), the server child, the pids whose CPU is counted, etcd's endpoint, the CPU table.
+import { execFileSync, fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import os from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { performance } from 'node:perf_hooks';
+
+export const GROUP = 'management.platform.sh';
+export const NS = 'bench';
+export const ETCD_PREFIX = '/registry';
+export const NS_PATH = `/apis/${GROUP}/v1/namespaces/${NS}/sharedsecrets`;
+export const KEY_PREFIX = `${ETCD_PREFIX}/${GROUP}/sharedsecrets/${NS}/`;
+export const name = (i) => `secret-${String(i).padStart(6, '0')}`;
+
+/** The compiled server: BENCH_DIST (bench/run.sh builds a private copy in bench/.build/dist) or the repo's dist/. */
+export const dist = process.env.BENCH_DIST
+  ? pathToFileURL(resolve(process.env.BENCH_DIST) + '/')
+  : new URL('../dist/', import.meta.url);
+
+export const now = () => performance.now();
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+export const log = (...a) => console.error(`[${new Date().toISOString().slice(11, 19)}]`, ...a);
+
+/** What a run shares; see the top of this file. */
+export const ctx = { server: undefined, child: undefined, pids: {}, profileDir: undefined, etcdEndpoint: undefined };
+export const cpuTable = [];
+
+// ---------- statistics and CPU accounting ----------
+
+function pct(sorted, p) {
+  if (!sorted.length) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+export function summary(values) {
+  const s = Float64Array.from(values).sort();
+  return { n: s.length, p50: pct(s, 50), p95: pct(s, 95), p99: pct(s, 99), max: s.at(-1) ?? NaN, min: s[0] ?? NaN };
+}
+export const f1 = (x) => (Number.isFinite(x) ? x.toFixed(1) : String(x));
+export const f2 = (x) => (Number.isFinite(x) ? x.toFixed(2) : String(x));
+export const mib = (bytes) => bytes / 2 ** 20;
+
+const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+/** utime+stime of a process, in seconds (/proc/<pid>/stat fields 14 and 15). */
+function cpuSeconds(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+  } catch {
+    return NaN;
+  }
+}
+/** Busy (non-idle) CPU seconds of the whole machine, from /proc/stat. */
+function machineBusySeconds() {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal (guest time is already inside user)
+  return (f[0] + f[1] + f[2] + f[5] + f[6] + f[7]) / CLK_TCK;
+}
+/** CPU used by each process during `fn`, as cores (CPU seconds / wall seconds), added to the CPU table. */
+export async function withCpu(label, fn) {
+  if (ctx.profileDir) await ctx.child.ask({ type: 'profile', action: 'start' });
+  const before = Object.fromEntries(Object.entries(ctx.pids).map(([k, pid]) => [k, cpuSeconds(pid)]));
+  const busyBefore = machineBusySeconds();
+  const t0 = now();
+  const result = await fn();
+  const wall = (now() - t0) / 1000;
+  const seconds = Object.fromEntries(Object.entries(ctx.pids).map(([k, pid]) => [k, cpuSeconds(pid) - before[k]]));
+  const ours = Object.values(seconds).reduce((a, b) => a + (Number.isFinite(b) ? b : 0), 0);
+  seconds['other processes'] = Math.max(0, machineBusySeconds() - busyBefore - ours);
+  if (ctx.profileDir) {
+    const file = join(
+      ctx.profileDir,
+      `${String(cpuTable.length).padStart(2, '0')}-${label.replace(/[^a-zA-Z0-9=]+/g, '-').replace(/-+$/, '')}.cpuprofile`,
+    );
+    await ctx.child.ask({ type: 'profile', action: 'stop', file });
+    log(`  profile: ${file}`);
+  }
+  // Calls with the same label (interleaved slices of one measurement) add up into one row.
+  const row = cpuTable.find((r) => r.label === label);
+  if (row) {
+    row.wall += wall;
+    for (const k of Object.keys(seconds)) row.seconds[k] = (row.seconds[k] ?? 0) + seconds[k];
+  } else {
+    cpuTable.push({ label, wall, seconds });
+  }
+  return result;
+}
+
+// ---------- machine ----------
+
+export const loadavg = () =>
+  os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
+
+export function machine() {
+  const cpuinfo = readFileSync('/proc/cpuinfo', 'utf8');
+  const model = /model name\s*:\s*(.*)/.exec(cpuinfo)?.[1] ?? 'unknown';
+  const mhz = /cpu MHz\s*:\s*(.*)/.exec(cpuinfo)?.[1];
+  let etcdVersion = 'unknown';
+  try {
+    etcdVersion = execFileSync('etcd', ['--version']).toString().split('\n')[0].replace('etcd Version: ', '');
+  } catch {
+    // etcd not on PATH: the report says unknown.
+  }
+  return {
+    cpu: `${model}${mhz ? ` (${Number(mhz).toFixed(0)} MHz)` : ''}`,
+    cores: os.cpus().length,
+    memoryGiB: (os.totalmem() / 2 ** 30).toFixed(1),
+    kernel: os.release(),
+    node: process.version,
+    etcd: etcdVersion,
+    loadavg: loadavg(),
+  };
+}
+
+/** The report's opening lines: when, on what, which source, under what load. */
+export function headerLines(m, loadavgAtEnd, extra = '') {
+  return [
+    `### Run of ${new Date().toISOString()}`,
+    '',
+    `Machine: ${m.cpu}, **${m.cores} cores**, ${m.memoryGiB} GiB RAM, Linux ${m.kernel}; Node ${m.node}; etcd ${m.etcd} (--unsafe-no-fsync).`,
+    `Server source: ${process.env.BENCH_SOURCE ?? `the repository's dist/ (${dist.pathname})`}.`,
+    `Load average before / after: ${m.loadavg} / ${loadavgAtEnd}.${extra ? ` ${extra}` : ''}`,
+    '',
+  ];
+}
+
+/** The CPU table of every phase measured with withCpu. */
+export function cpuLines(cores) {
+  const out = [
+    `#### CPU per process during each phase (cores busy = CPU seconds / wall seconds; ${cores} cores in all)`,
+    '',
+  ];
+  const procs = [...new Set(cpuTable.flatMap((c) => Object.keys(c.seconds)))];
+  out.push(`| Phase | wall s | ${procs.join(' | ')} |`, `|---|---|${procs.map(() => '---').join('|')}|`);
+  for (const c of cpuTable)
+    out.push(`| ${c.label} | ${f1(c.wall)} | ${procs.map((p) => f2((c.seconds[p] ?? NaN) / c.wall)).join(' | ')} |`);
+  out.push('');
+  return out;
+}
+
+// ---------- etcd and the server ----------
+
+/** One etcd (the project's startEmbeddedEtcd: temp data dir, no fsync) and the server's config to use it. */
+export async function startEtcd(tmp) {
+  const { startEmbeddedEtcd } = await import(new URL('storage/embedded-etcd.js', dist).href);
+  const etcdProc = await startEmbeddedEtcd({ dataDir: join(tmp, 'etcd'), unsafeNoFsync: true });
+  ctx.etcdEndpoint = etcdProc.endpoints[0];
+  const serverConfig = {
+    etcdServers: [ctx.etcdEndpoint],
+    etcdPrefix: ETCD_PREFIX,
+    dataDir: join(tmp, 'server'),
+    certDir: join(tmp, 'server', 'certs'),
+    bindAddress: '127.0.0.1',
+    securePort: 0,
+    etcdCompactionIntervalMs: 0,
+  };
+  return { etcdProc, serverConfig };
+}
+
+/** A free TCP port on loopback (for a server whose address must be known before it says it is serving). */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Forks bench/server-child.mjs with `execArgv` (e.g. --max-old-space-size). Resolves once the child has forked;
+ * `ready` then resolves with { url, caPem, token, pid } once it serves, and `exited` with { code, signal, oom }
+ * whenever it ends (`oom`: V8 said the heap ran out). Its stderr is passed on; `ask` sends a message and resolves
+ * with the child's answer of the same type, or undefined if the child ends first.
+ */
+export function forkServerChild(serverConfig, { execArgv = [] } = {}) {
+  const proc = fork(new URL('./server-child.mjs', import.meta.url), [], {
+    env: { ...process.env, BENCH_SERVER_CONFIG: JSON.stringify(serverConfig) },
+    execArgv,
+    stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
+  });
+  let stderrTail = '';
+  proc.stderr.on('data', (chunk) => {
+    process.stderr.write(chunk);
+    stderrTail = (stderrTail + chunk.toString()).slice(-4096);
+  });
+  const waiters = [];
+  const handle = {
+    proc,
+    pid: proc.pid,
+    exit: undefined,
+    exited: new Promise((resolve) =>
+      proc.once('exit', (code, signal) => {
+        handle.exit = { code, signal, oom: /heap out of memory|Reached heap limit/.test(stderrTail) };
+        for (const w of waiters.splice(0)) w.resolve(undefined);
+        resolve(handle.exit);
+      }),
+    ),
+    ask(msg) {
+      if (handle.exit) return Promise.resolve(undefined);
+      const type = typeof msg === 'string' ? msg : msg.type;
+      return new Promise((resolve) => {
+        waiters.push({ type, resolve });
+        proc.send(msg);
+      });
+    },
+    /** Asks the child to close the server and exit; resolves when it has. */
+    async stop() {
+      if (!handle.exit) proc.send('stop');
+      return handle.exited;
+    },
+  };
+  handle.ready = new Promise((resolve, reject) => {
+    proc.once('message', resolve);
+    handle.exited.then((e) => reject(new Error(`server child exited with ${e.code ?? e.signal} before serving`)));
+  });
+  handle.ready.then(
+    () =>
+      proc.on('message', (msg) => {
+        const k = waiters.findIndex((w) => w.type === msg.type);
+        if (k >= 0) waiters.splice(k, 1)[0].resolve(msg);
+      }),
+    () => {},
+  );
+  return handle;
+}
+
+// ---------- HTTPS client ----------
+
+export function httpsRequest(method, path, { agent, body, contentType } = {}) {
+  const { server } = ctx;
+  const url = new URL(path, server.url);
+  const headers = { Authorization: `Bearer ${server.token}` };
+  if (body !== undefined) {
+    headers['Content-Type'] = contentType ?? 'application/json';
+    headers['Content-Length'] = Buffer.byteLength(body);
+  }
+  return new Promise((resolve, reject) => {
+    const req = https.request(
+      {
+        hostname: url.hostname,
+        port: url.port,
+        path: url.pathname + url.search,
+        method,
+        headers,
+        ca: server.caPem,
+        agent,
+      },
+      (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(chunks) }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', (err) => {
+      // A keep-alive socket the server closed as it was being reused (Node's documented race): retryable.
+      err.reusedSocket = req.reusedSocket;
+      reject(err);
+    });
+    req.end(body);
+  });
+}
+/** Runs `fn` again once when it failed on a reused keep-alive socket the server had just closed. */
+export async function retryOnReset(fn, onRetry = () => {}) {
+  try {
+    return await fn();
+  } catch (err) {
+    if (!(err.reusedSocket && err.code === 'ECONNRESET')) throw err;
+    onRetry();
+    return fn();
+  }
+}
+export function expectStatus(res, code, what) {
+  if (res.status !== code) throw new Error(`${what}: HTTP ${res.status}: ${res.body.toString().slice(0, 500)}`);
+}
+
+// ---------- objects ----------
+
+const b64 = (n) => randomBytes(n).toString('base64');
+/** SharedSecret number i: about 1.1 KiB in etcd once the server has added its metadata. */
+export function sharedSecret(i) {
+  return {
+    apiVersion: `${GROUP}/v1`,
+    kind: 'SharedSecret',
+    metadata: {
+      name: name(i),
+      namespace: NS,
+      labels: { app: `app-${i % 100}`, team: `team-${i % 10}`, env: ['dev', 'staging', 'prod'][i % 3] },
+    },
+    spec: {
+      displayName: `Service ${i} credentials`,
+      description: `Credentials service ${i} uses to reach its database and the payment API`,
+      owner: i % 2 ? { user: `user-${i % 50}` } : { team: `team-${i % 10}` },
+      data: { username: b64(12), password: b64(24), 'api-token': b64(48) },
+      access: [
+        {
+          name: 'readers',
+          verbs: ['get', 'list', 'watch'],
+          users: [`user-${i % 50}`, 'alice'],
+          teams: [`team-${i % 10}`, 'ci'],
+        },
+      ],
+    },
+  };
+}
+
+/** Creates SharedSecrets `from`..`to`-1 through the server, `concurrency` POSTs at a time; the seconds it took. */
+export async function seed(agent, from, to, concurrency = 32) {
+  let next = from;
+  const t0 = now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < to) {
+        const i = next++;
+        const res = await httpsRequest('POST', NS_PATH, { agent, body: JSON.stringify(sharedSecret(i)) });
+        expectStatus(res, 201, `create ${name(i)}`);
+      }
+    }),
+  );
+  return (now() - t0) / 1000;
+}
+
+export function prefixEnd(prefix) {
+  const b = Buffer.from(prefix);
+  b[b.length - 1]++;
+  return b;
+}
+
+// ---------- etcd metrics ----------
+
+export function etcdMetrics() {
+  return new Promise((resolve, reject) => {
+    http
+      .get(`${ctx.etcdEndpoint}/metrics`, (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => {
+          const gauge = (n) => Number(new RegExp(`^${n} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+          resolve({
+            watchers: gauge('etcd_debugging_mvcc_watcher_total'),
+            streams: gauge('etcd_debugging_mvcc_watch_stream_total'),
+            dbBytes: gauge('etcd_mvcc_db_total_size_in_use_in_bytes'),
+          });
+        });
+      })
+      .on('error', reject);
+  });
+}
+
+// ---------- closed loops ----------
+
+/** `concurrency` loops doing `op` back to back for `seconds`; the latencies (ms), errors and elapsed seconds. */
+export async function closedLoop(concurrency, seconds, op) {
+  const latencies = [];
+  let errors = 0;
+  let firstError;
+  const t0 = now();
+  const end = t0 + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (now() < end) {
+        const s = now();
+        try {
+          await op();
+          latencies.push(now() - s);
+        } catch (err) {
+          errors++;
+          firstError ??= err;
+        }
+      }
+    }),
+  );
+  if (firstError) log(`  ${errors} errors, first: ${firstError.message}`);
+  return { latencies, errors, elapsed: (now() - t0) / 1000 };
+}
+
+/**
+ * Closed loops of every target at concurrency `c`: a warm-up per target, then `seconds` per target cut into
+ * `slices` taken in turn with the other targets' (A B C A B C ...), so that a burst of load from elsewhere on the
+ * machine hits every target alike. `targets` maps a label to (agent) => op. One row per target.
+ */
+export async function interleavedClosedLoops(c, targets, { seconds, slices, cpuLabel }) {
+  const rows = Object.entries(targets).map(([label, make]) => {
+    const agent = new https.Agent({ keepAlive: true, maxSockets: c });
+    return { label, agent, op: make(agent), latencies: [], errors: 0, elapsed: 0 };
+  });
+  for (const row of rows) await closedLoop(c, Math.min(2, seconds), row.op); // warm-up; opens the connections
+  for (let k = 0; k < slices; k++) {
+    for (const row of rows) {
+      const r = await withCpu(cpuLabel(row.label), () => closedLoop(c, seconds / slices, row.op));
+      for (const l of r.latencies) row.latencies.push(l);
+      row.errors += r.errors;
+      row.elapsed += r.elapsed;
+    }
+  }
+  return rows.map((row) => {
+    row.agent.destroy();
+    const r = {
+      concurrency: c,
+      label: row.label,
+      rps: row.latencies.length / row.elapsed,
+      ...summary(row.latencies),
+      errors: row.errors,
+    };
+    log(`  c=${c} ${row.label}: ${r.rps.toFixed(0)} req/s p50 ${f2(r.p50)} ms p99 ${f2(r.p99)} ms`);
+    return r;
+  });
+}
+
+// ---------- watch fan-out ----------
+
+const RV_FIELD = '"resourceVersion":"';
+let watchRuns = 0;
+
+/**
+ * `watchers` HTTPS watch streams on the namespace while an open-loop writer sends `rate` merge patches a second for
+ * `seconds` to objects 0..n-1; every event at every watcher is matched to its write. See bench/README.md.
+ * `cpuLabel` starts the labels of its rows in the CPU table.
+ */
+export async function watchFanOut({ n, watchers: WATCHERS, rate: WRITE_RATE, seconds: WATCH_SECONDS, cpuLabel = '' }) {
+  const writes = Math.round(WRITE_RATE * WATCH_SECONDS);
+  // Each run writes values no earlier run wrote: a patch that changes nothing is not written and makes no event.
+  const run = ++watchRuns;
+  const metrics = { beforeWatchers: await etcdMetrics() };
+  const { server } = ctx;
+
+  // A list gives the revision every watcher starts from (the namespace's current state, no initial events).
+  const listed = await httpsRequest('GET', `${NS_PATH}?limit=1`, { agent: false });
+  expectStatus(listed, 200, 'list for watch');
+  const fromRV = JSON.parse(listed.body.toString()).metadata.resourceVersion;
+
+  const watchAgent = new https.Agent({ keepAlive: false, maxSockets: Infinity });
+  const watchers = [];
+  const openOne = (i) =>
+    new Promise((resolve, reject) => {
+      const w = {
+        i,
+        count: 0,
+        other: 0,
+        outOfOrder: 0,
+        lastRV: 0,
+        rvs: new Float64Array(writes + 64),
+        times: new Float64Array(writes + 64),
+        req: undefined,
+        ended: false,
+      };
+      const url = new URL(`${NS_PATH}?watch=true&resourceVersion=${fromRV}&timeoutSeconds=600`, server.url);
+      w.req = https.request(
+        {
+          hostname: url.hostname,
+          port: url.port,
+          path: url.pathname + url.search,
+          headers: { Authorization: `Bearer ${server.token}` },
+          ca: server.caPem,
+          agent: watchAgent,
+        },
+        (res) => {
+          if (res.statusCode !== 200) return reject(new Error(`watch ${i}: HTTP ${res.statusCode}`));
+          res.setEncoding('utf8');
+          let rest = '';
+          res.on('data', (chunk) => {
+            const t = now();
+            const s = rest ? rest + chunk : chunk;
+            let start = 0;
+            for (let nl = s.indexOf('\n'); nl !== -1; start = nl + 1, nl = s.indexOf('\n', start)) {
+              const p = s.indexOf(RV_FIELD, start);
+              if (p === -1 || p > nl || !s.startsWith('{"type":"MODIFIED"', start)) {
+                w.other++;
+                continue;
+              }
+              const rv = Number(s.slice(p + RV_FIELD.length, s.indexOf('"', p + RV_FIELD.length)));
+              if (rv <= w.lastRV) w.outOfOrder++;
+              w.lastRV = rv;
+              if (w.count < w.rvs.length) {
+                w.rvs[w.count] = rv;
+                w.times[w.count] = t;
+              }
+              w.count++;
+            }
+            rest = s.slice(start);
+          });
+          res.on('end', () => (w.ended = true));
+          res.on('error', () => (w.ended = true));
+          resolve(w);
+        },
+      );
+      w.req.on('error', (err) => {
+        w.ended = true;
+        reject(err);
+      });
+      w.req.end();
+    });
+
+  const tOpen = now();
+  await withCpu(`${cpuLabel}watch: open ${WATCHERS} watch streams`, async () => {
+    for (let i = 0; i < WATCHERS; i += 50) {
+      watchers.push(
+        ...(await Promise.all(Array.from({ length: Math.min(50, WATCHERS - i) }, (_, k) => openOne(i + k)))),
+      );
+    }
+  });
+  const openSeconds = (now() - tOpen) / 1000;
+  log(`  ${watchers.length} watch streams open in ${openSeconds.toFixed(1)} s (from resourceVersion ${fromRV})`);
+  await sleep(500);
+  metrics.watchersOpen = await etcdMetrics();
+
+  // Open-loop writer: write i is sent at t0 + i/rate whatever happened to earlier ones.
+  const writeAgent = new https.Agent({ keepAlive: true, maxSockets: 32 });
+  const sent = new Float64Array(writes);
+  const acked = new Float64Array(writes);
+  const ackRV = new Float64Array(writes);
+  let writeErrors = 0;
+  let writeRetries = 0;
+  let writeSeconds = NaN;
+  const pending = [];
+  await withCpu(`${cpuLabel}watch: ${WRITE_RATE} writes/s to ${WATCHERS} watchers`, async () => {
+    const t0 = now();
+    for (let i = 0; i < writes; i++) {
+      const due = t0 + (i * 1000) / WRITE_RATE;
+      const wait = due - now();
+      if (wait > 1) await sleep(wait);
+      if (i === Math.floor(writes / 2)) pending.push(etcdMetrics().then((m) => (metrics.duringWrites = m)));
+      sent[i] = now();
+      const patch = () =>
+        httpsRequest('PATCH', `${NS_PATH}/${name(i % n)}`, {
+          agent: writeAgent,
+          body: JSON.stringify({ spec: { description: `run ${run} write ${i}` } }),
+          contentType: 'application/merge-patch+json',
+        });
+      const write = async () => {
+        let res;
+        try {
+          res = await retryOnReset(patch, () => writeRetries++); // the same merge patch again sets the same value
+        } catch (err) {
+          writeErrors++;
+          log(`  write ${i} failed: ${err.message}`);
+          return;
+        }
+        acked[i] = now();
+        if (res.status !== 200) {
+          writeErrors++;
+          log(`  write ${i} failed: HTTP ${res.status}: ${res.body.toString().slice(0, 200)}`);
+          return;
+        }
+        ackRV[i] = Number(JSON.parse(res.body.toString()).metadata.resourceVersion);
+      };
+      pending.push(write());
+    }
+    await Promise.all(pending);
+    writeSeconds = (now() - t0) / 1000;
+    log(`  ${writes} writes sent and acknowledged in ${writeSeconds.toFixed(1)} s; waiting for delivery`);
+    // Wait for every watcher to have every event (or give up after 30 s).
+    const deadline = now() + 30_000;
+    const succeeded = writes - writeErrors;
+    while (now() < deadline && watchers.some((w) => w.count < succeeded && !w.ended)) await sleep(50);
+  });
+  writeAgent.destroy();
+
+  // Per event per watcher: time received minus time the writer had its acknowledgement (and minus time sent).
+  const byRV = new Map();
+  for (let i = 0; i < writes; i++) if (ackRV[i]) byRV.set(ackRV[i], i);
+  const fromAck = [];
+  const fromSend = [];
+  const lastDelivery = new Float64Array(writes).fill(-Infinity);
+  const perEventCount = new Uint32Array(writes);
+  let unknown = 0;
+  let beforeAck = 0;
+  for (const w of watchers) {
+    for (let k = 0; k < Math.min(w.count, w.rvs.length); k++) {
+      const i = byRV.get(w.rvs[k]);
+      if (i === undefined) {
+        unknown++;
+        continue;
+      }
+      const t = w.times[k];
+      perEventCount[i]++;
+      if (t < acked[i]) beforeAck++;
+      fromAck.push(t - acked[i]);
+      fromSend.push(t - sent[i]);
+      if (t > lastDelivery[i]) lastDelivery[i] = t;
+    }
+  }
+  const lastFromAck = [];
+  for (let i = 0; i < writes; i++) if (perEventCount[i]) lastFromAck.push(lastDelivery[i] - acked[i]);
+  const ackLatency = [];
+  for (let i = 0; i < writes; i++) if (acked[i]) ackLatency.push(acked[i] - sent[i]);
+  const succeeded = writes - writeErrors;
+  const complete = watchers.filter((w) => w.count === succeeded && w.outOfOrder === 0 && w.other === 0).length;
+  const eventsComplete = perEventCount.filter((c) => c === watchers.length).length;
+
+  const endedEarly = watchers.filter((w) => w.ended).length;
+  for (const w of watchers) w.req.destroy();
+  watchAgent.destroy();
+  await sleep(1000);
+  metrics.afterClose = await etcdMetrics();
+
+  return {
+    watchers: WATCHERS,
+    rate: WRITE_RATE,
+    seconds: WATCH_SECONDS,
+    writes,
+    succeeded,
+    writeErrors,
+    writeRetries,
+    writeSeconds,
+    openSeconds,
+    fromRV,
+    delivered: fromAck.length,
+    expected: succeeded * watchers.length,
+    complete,
+    eventsComplete,
+    unknown,
+    beforeAck,
+    outOfOrder: watchers.reduce((k, w) => k + w.outOfOrder, 0),
+    other: watchers.reduce((k, w) => k + w.other, 0),
+    ended: endedEarly,
+    fromAck: summary(fromAck),
+    fromSend: summary(fromSend),
+    lastFromAck: summary(lastFromAck),
+    ackLatency: summary(ackLatency),
+    metrics,
+  };
+}

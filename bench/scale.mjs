@@ -1,0 +1,621 @@
+#!/usr/bin/env node
+// The scale figures of the server at several sizes (10,000, 50,000 and 100,000 SharedSecrets by default), side by
+// side with raw etcd3 in the same run: memory (idle, with N objects, under a V8 heap limit), create throughput,
+// consistent GET throughput, watch fan-out at two write rates, and the time a new server takes to serve N objects.
+// Run with bench/run.sh scale (see bench/README.md); the markdown report goes to stdout, progress to stderr.
+//
+// One etcd; the server in a child process (bench/server-child.mjs) started with --expose-gc and the size's
+// --max-old-space-size; this process is the client of both. The data grows through the API from one size to the
+// next, and every row is measured at each size before the next growth.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import https from 'node:https';
+import os from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Etcd3 } from 'etcd3';
+import {
+  KEY_PREFIX,
+  NS_PATH,
+  cpuLines,
+  ctx,
+  f1,
+  f2,
+  forkServerChild,
+  freePort,
+  headerLines,
+  httpsRequest,
+  interleavedClosedLoops,
+  loadavg,
+  log,
+  machine,
+  mib,
+  name,
+  now,
+  prefixEnd,
+  retryOnReset,
+  sharedSecret,
+  sleep,
+  startEtcd,
+  watchFanOut,
+  withCpu,
+} from './lib.mjs';
+
+const { values: args } = parseArgs({
+  options: {
+    sizes: { type: 'string', default: '10000,50000,100000' },
+    'heap-mb': { type: 'string' },
+    only: { type: 'string', default: 'memory,create,get,watch,start' },
+    concurrency: { type: 'string', default: '64' },
+    'create-seconds': { type: 'string', default: '10' },
+    'create-slice-seconds': { type: 'string', default: '2' },
+    'get-seconds': { type: 'string', default: '10' },
+    'get-slices': { type: 'string', default: '5' },
+    watchers: { type: 'string', default: '1000' },
+    'write-rates': { type: 'string', default: '100,200' },
+    'watch-seconds': { type: 'string', default: '10' },
+    'idle-seconds': { type: 'string', default: '5' },
+    'settle-seconds': { type: 'string', default: '2' },
+    'start-timeout-seconds': { type: 'string', default: '120' },
+    'stall-seconds': { type: 'string', default: '60' },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+});
+if (args.help) {
+  console.log(`Usage: bench/run.sh scale [--sizes 10000,50000,100000] [--heap-mb 256,256,512] [--only memory,create,get,watch,start]
+  [--concurrency 64] [--create-seconds 10] [--create-slice-seconds 2] [--get-seconds 10] [--get-slices 5]
+  [--watchers 1000] [--write-rates 100,200] [--watch-seconds 10] [--idle-seconds 5] [--settle-seconds 2]
+  [--start-timeout-seconds 120] [--stall-seconds 60]
+--heap-mb: the server's --max-old-space-size per size (one value for all sizes, or one per size; 0 = Node's
+default). Default: 256 up to 50,000 objects, 512 above.`);
+  process.exit(0);
+}
+const list = (s) => s.split(',').filter(Boolean).map(Number);
+const SIZES = list(args.sizes).sort((a, b) => a - b);
+const HEAP_MB = args['heap-mb'] ? list(args['heap-mb']) : SIZES.map((n) => (n <= 50_000 ? 256 : 512));
+const heapFor = (k) => HEAP_MB[Math.min(k, HEAP_MB.length - 1)];
+const ONLY = new Set(args.only.split(','));
+const CONCURRENCY = Number(args.concurrency);
+const CREATE_SECONDS = Number(args['create-seconds']);
+const CREATE_SLICE = Number(args['create-slice-seconds']);
+const GET_SECONDS = Number(args['get-seconds']);
+const GET_SLICES = Number(args['get-slices']);
+const WATCHERS = Number(args.watchers);
+const WRITE_RATES = list(args['write-rates']);
+const WATCH_SECONDS = Number(args['watch-seconds']);
+const IDLE_SECONDS = Number(args['idle-seconds']);
+const SETTLE_SECONDS = Number(args['settle-seconds']);
+const START_TIMEOUT = Number(args['start-timeout-seconds']);
+const STALL_SECONDS = Number(args['stall-seconds']);
+const RAW_PREFIX = '/bench-raw/sharedsecrets/';
+
+const fmtN = (n) => n.toLocaleString('en-US');
+
+// ---------- the server child ----------
+
+let serverConfig;
+let etcdPid;
+let child; // { handle, heapMb, spawnedAt }
+const oomLimits = []; // heap limits (MiB) a server ran out of
+
+/** Starts a server child with the heap limit `heapMb` (0: Node's default) and waits until it serves. */
+async function startChild(heapMb) {
+  const execArgv = ['--expose-gc', ...(heapMb ? [`--max-old-space-size=${heapMb}`] : [])];
+  const t0 = now();
+  const handle = forkServerChild(serverConfig, { execArgv });
+  child = { handle, heapMb, spawnedAt: t0 };
+  ctx.child = handle;
+  return handle;
+}
+async function serving(handle) {
+  ctx.server = await handle.ready;
+  ctx.pids = { server: handle.pid, etcd: etcdPid, 'bench client': process.pid };
+}
+async function stopChild() {
+  if (child) await child.handle.stop();
+  child = undefined;
+}
+/** How a child ended, in words. */
+function death(exit) {
+  if (!exit) return undefined;
+  if (exit.oom) return 'out of memory (V8 heap limit reached)';
+  return `exited (${exit.signal ?? `code ${exit.code}`})`;
+}
+/** The child's memory after a forced GC, in MiB, and V8's heap limit. */
+async function memoryAfterGc() {
+  await sleep(SETTLE_SECONDS * 1000);
+  const m = await child.handle.ask('gc');
+  if (!m) throw new Error('the server child ended before answering');
+  return {
+    rss: mib(m.memory.rss),
+    heapUsed: mib(m.heap.used_heap_size),
+    heapTotal: mib(m.heap.total_heap_size),
+    heapLimit: mib(m.heap.heap_size_limit),
+    external: mib(m.memory.external),
+    arrayBuffers: mib(m.memory.arrayBuffers),
+  };
+}
+
+// ---------- growth and the create row ----------
+
+const created = new Uint8Array(Math.max(...SIZES));
+let count = 0;
+
+/**
+ * Creates, through the server, every object below `n` not yet created, with CONCURRENCY POSTs at a time, until
+ * `until` (ms, performance.now()) or until all exist. An object that exists already (409, created before a server
+ * died) counts as created. The number created in this call.
+ */
+async function createThroughServer(n, until, agent) {
+  let cursor = 0;
+  const taken = new Uint8Array(n);
+  let done = 0;
+  let lastProgress = now();
+  const { handle } = child;
+  let failed = false; // one worker gave up: the others stop too
+  const take = () => {
+    if (failed) return -1;
+    while (cursor < n && (created[cursor] || taken[cursor])) cursor++;
+    if (cursor >= n) return -1;
+    taken[cursor] = 1;
+    return cursor;
+  };
+  const worker = async () => {
+    while (now() < until) {
+      const i = take();
+      if (i < 0) return;
+      let res;
+      try {
+        res = await retryOnReset(() => httpsRequest('POST', NS_PATH, { agent, body: JSON.stringify(sharedSecret(i)) }));
+      } catch (err) {
+        // A dead server: stop here (the caller restarts it); anything else is tried again unless nothing has
+        // been created for a while.
+        await Promise.race([handle.exited, sleep(1000)]);
+        if (handle.exit) throw new Error(`server ${death(handle.exit)} while creating`, { cause: err });
+        if (now() - lastProgress > STALL_SECONDS * 1000) throw err;
+        taken[i] = 0;
+        cursor = Math.min(cursor, i);
+        continue;
+      }
+      if (res.status === 201 || res.status === 409) {
+        if (!created[i]) count++;
+        created[i] = 1;
+        done++;
+        lastProgress = now();
+      } else {
+        // A server near its heap limit answers 500 ServerTimeout (the object may exist then: 409 next time).
+        if (now() - lastProgress > STALL_SECONDS * 1000)
+          throw new Error(
+            `nothing created for ${STALL_SECONDS} s; ${name(i)}: HTTP ${res.status}: ${res.body.toString()}`,
+          );
+        taken[i] = 0;
+        cursor = Math.min(cursor, i);
+      }
+    }
+  };
+  // Every worker has ended before this returns, so none still writes when the caller restarts a server.
+  const settled = await Promise.allSettled(
+    Array.from({ length: CONCURRENCY }, () =>
+      worker().catch((err) => {
+        failed = true;
+        throw err;
+      }),
+    ),
+  );
+  const rejected = settled.find((x) => x.status === 'rejected');
+  if (rejected) throw rejected.reason;
+  return done;
+}
+
+let rawTemplate;
+let rawNext = 0;
+/** Raw etcd3 create transactions (put if the key's createRevision is 0), CONCURRENCY at a time, for `seconds`. */
+async function createRaw(etcd, seconds) {
+  const until = now() + seconds * 1000;
+  let done = 0;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (now() < until) {
+        const k = rawNext++;
+        // The value a server-stored object has, with its own name, uid and secret data, encoded per create.
+        const obj = structuredClone(rawTemplate);
+        obj.metadata.name = `raw-${k}`;
+        obj.metadata.uid = randomUUID();
+        for (const key of Object.keys(obj.spec.data))
+          obj.spec.data[key] = randomBytes(obj.spec.data[key].length * 0.75).toString('base64');
+        const key = `${RAW_PREFIX}${obj.metadata.name}`;
+        const res = await etcd
+          .if(key, 'Create', '==', 0)
+          .then(etcd.put(key).value(JSON.stringify(obj)))
+          .commit();
+        if (!res.succeeded) throw new Error(`raw create ${key} found the key`);
+        done++;
+      }
+    }),
+  );
+  return done;
+}
+
+/**
+ * Grows the data to n objects through the server. The first CREATE_SECONDS of server time are cut into slices of
+ * CREATE_SLICE seconds, each followed by a raw etcd3 slice as long as it took, so that outside load hits both
+ * alike; the rest of the growth is not compared.
+ */
+async function grow(etcd, n, r) {
+  const agent = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  r.create ??= { server: { creates: 0, seconds: 0 }, raw: { creates: 0, seconds: 0 } };
+  const c = r.create;
+  const template = async () => {
+    if (rawTemplate) return;
+    const stored = (await etcd.get(KEY_PREFIX + name(created.indexOf(1))).exec()).kvs[0].value;
+    rawTemplate = JSON.parse(stored.toString());
+    c.rawValueBytes = JSON.stringify(rawTemplate).length;
+  };
+  try {
+    if (ONLY.has('create') && count < n) {
+      // A second of each first, not compared: it opens the connections and lets both sides' code get compiled.
+      await withCpu(`grow to ${fmtN(n)} (not compared)`, () => createThroughServer(n, now() + 1000, agent));
+      await template();
+      await withCpu(`create N=${fmtN(n)}: raw etcd3 warm-up (not compared)`, () => createRaw(etcd, 1));
+    }
+    while (count < n) {
+      const compare = ONLY.has('create') && c.server.seconds < CREATE_SECONDS;
+      const t0 = now();
+      const label = compare ? `create N=${fmtN(n)}: server POST` : `grow to ${fmtN(n)} (not compared)`;
+      const done = await withCpu(label, () =>
+        createThroughServer(n, compare ? t0 + CREATE_SLICE * 1000 : Infinity, agent),
+      );
+      const seconds = (now() - t0) / 1000;
+      if (!compare) continue;
+      c.server.creates += done;
+      c.server.seconds += seconds;
+      await template();
+      const rawDone = await withCpu(`create N=${fmtN(n)}: raw etcd3 txn`, () => createRaw(etcd, seconds));
+      c.raw.creates += rawDone;
+      c.raw.seconds += seconds;
+      log(
+        `  ${count} objects; slice: server ${(done / seconds).toFixed(0)}/s, raw ${(rawDone / seconds).toFixed(0)}/s`,
+      );
+    }
+  } finally {
+    agent.destroy();
+    await etcd.delete().prefix(RAW_PREFIX);
+  }
+}
+
+// ---------- start time ----------
+
+/** A new server child on the same etcd: time from spawn to /readyz 200 and to a consistent list from its cache. */
+async function measureStart(n) {
+  const heapMb = child.heapMb;
+  await stopChild();
+  const expected = Array.from({ length: n }, (_, i) => i).filter((i) => created[i] && i % 100 === 0).length;
+  const handle = await startChild(heapMb);
+  const t0 = child.spawnedAt;
+  const deadline = t0 + START_TIMEOUT * 1000;
+  const result = {};
+  handle.ready.then(
+    () => (result.childReady = (now() - t0) / 1000),
+    () => {},
+  );
+  // The port, certificate and token are those of the last server (same serverConfig), so the client can poll
+  // before the child says it serves.
+  const poll = async (path, ok) => {
+    let last = 'no answer';
+    for (;;) {
+      if (handle.exit) throw new Error(`server ${death(handle.exit)} while starting`);
+      if (now() > deadline) throw new Error(`${path} not answered as expected within ${START_TIMEOUT} s: ${last}`);
+      try {
+        const res = await httpsRequest('GET', path, { agent: false });
+        last = ok(res);
+        if (last === true) return (now() - t0) / 1000;
+      } catch (err) {
+        last = err.message; // not listening yet
+      }
+      await sleep(20);
+    }
+  };
+  const answer = (res) => `HTTP ${res.status}: ${res.body.toString().slice(0, 300)}`;
+  result.readyz = await poll('/readyz', (res) => res.status === 200 || answer(res));
+  // At least: a create answered 500 (server near its heap limit) may have been stored all the same.
+  result.list = await poll(`${NS_PATH}?labelSelector=app%3Dapp-0`, (res) => {
+    if (res.status !== 200) return answer(res);
+    const got = JSON.parse(res.body.toString()).items.length;
+    return got >= expected || `the list had ${got} of at least ${expected} objects`;
+  });
+  await serving(handle);
+  return result;
+}
+
+// ---------- one size ----------
+
+/** Runs `fn` as phase `what` of size result `r`; a server that died is recorded and started again without limit. */
+async function phase(r, what, fn) {
+  let error;
+  try {
+    await fn();
+  } catch (err) {
+    error = err;
+  }
+  if (child?.handle.exit || (!child && error)) {
+    const how = death(child?.handle.exit) ?? error.message;
+    r.deaths.push({ phase: what, how, objects: count, heapMb: child?.heapMb });
+    if (child?.handle.exit?.oom && child.heapMb) oomLimits.push(child.heapMb);
+    log(`  server ${how} during ${what} with ${count} objects; starting one without a heap limit`);
+    await stopChild();
+    await serving(await startChild(0));
+    return false;
+  }
+  if (error) {
+    r.errors.push(`${what}: ${error.message}`);
+    log(`  ${what} failed: ${error.stack}`);
+    return false;
+  }
+  return true;
+}
+
+async function measureSize(etcd, n, k) {
+  const r = { n, heapMb: heapFor(k), deaths: [], errors: [], loadavg: loadavg() };
+  // A limit that a smaller size already ran out of would run out again: not tried twice.
+  const outgrown = oomLimits.find((mb) => mb >= r.heapMb);
+  if (r.heapMb && outgrown) {
+    r.errors.push(`not run with --max-old-space-size=${r.heapMb}: a smaller size ran out of ${outgrown} MiB`);
+    r.deaths.push({
+      phase: 'an earlier size',
+      how: `out of memory with ${outgrown} MiB`,
+      objects: count,
+      heapMb: outgrown,
+    });
+    r.heapMb = 0;
+  }
+  if (!child || child.heapMb !== r.heapMb) {
+    log(`server with --max-old-space-size=${r.heapMb || 'default'}`);
+    await stopChild();
+    await phase(r, 'start with a new heap limit', async () => serving(await startChild(r.heapMb)));
+  }
+  log(`growing to ${fmtN(n)} SharedSecrets through the server (${CONCURRENCY} concurrent POSTs)`);
+  if (!(await phase(r, 'growth', () => grow(etcd, n, r))) && count < n)
+    await phase(r, 'growth', () => grow(etcd, n, r));
+  // The newest objects: the watch rows' patches have changed older ones.
+  const sample = await etcd.kv.range({
+    key: Buffer.from(KEY_PREFIX + name(Math.max(0, count - 1000))),
+    range_end: prefixEnd(KEY_PREFIX),
+    limit: 1000,
+  });
+  const values = sample.kvs.map((kv) => kv.value);
+  r.storedBytes = values.reduce((a, v) => a + v.length, 0) / values.length;
+  if (ONLY.has('memory')) {
+    await phase(r, 'memory', async () => {
+      r.memory = await memoryAfterGc();
+      r.memory.heapMbInForce = child.heapMb;
+      log(`  RSS ${f1(r.memory.rss)} MiB, heap ${f1(r.memory.heapUsed)} of ${f1(r.memory.heapLimit)} MiB after GC`);
+    });
+  }
+  if (ONLY.has('get')) {
+    log(`consistent GET: ${GET_SECONDS} s per row at concurrency ${CONCURRENCY}`);
+    await phase(r, 'get', async () => {
+      const random = () => {
+        for (;;) {
+          const i = Math.floor(Math.random() * n);
+          if (created[i]) return i;
+        }
+      };
+      r.get = await interleavedClosedLoops(
+        CONCURRENCY,
+        {
+          'server GET (consistent, no resourceVersion)': (agent) => async () => {
+            const res = await retryOnReset(() => httpsRequest('GET', `${NS_PATH}/${name(random())}`, { agent }));
+            if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
+            JSON.parse(res.body.toString('utf8'));
+          },
+          'raw etcd3 get(key) + JSON.parse': () => async () => {
+            const res = await etcd.get(KEY_PREFIX + name(random())).exec();
+            if (res.kvs.length !== 1) throw new Error('missing key');
+            JSON.parse(res.kvs[0].value.toString('utf8'));
+          },
+        },
+        { seconds: GET_SECONDS, slices: GET_SLICES, cpuLabel: (label) => `GET N=${fmtN(n)}: ${label}` },
+      );
+    });
+  }
+  if (ONLY.has('watch')) {
+    r.watch = [];
+    for (const rate of WRITE_RATES) {
+      log(`watch: ${WATCHERS} watchers, ${rate} writes/s for ${WATCH_SECONDS} s`);
+      await phase(r, `watch at ${rate}/s`, async () => {
+        // Patches go to objects 0..n-1; after a server died some may be missing, so only created ones.
+        const targets = count === n ? n : created.indexOf(0);
+        r.watch.push(
+          await watchFanOut({
+            n: targets,
+            watchers: WATCHERS,
+            rate,
+            seconds: WATCH_SECONDS,
+            cpuLabel: `N=${fmtN(n)} `,
+          }),
+        );
+      });
+    }
+  }
+  if (ONLY.has('start')) {
+    log(`start: a new server on ${fmtN(count)} objects`);
+    await phase(r, 'start', async () => {
+      r.start = await measureStart(n);
+      log(`  /readyz after ${f2(r.start.readyz)} s, first list after ${f2(r.start.list)} s`);
+      if (ONLY.has('memory')) {
+        r.memoryAfterStart = await memoryAfterGc();
+        log(`  fresh server: RSS ${f1(r.memoryAfterStart.rss)} MiB, heap ${f1(r.memoryAfterStart.heapUsed)} MiB`);
+      }
+    });
+  }
+  r.objects = count;
+  r.survived = !r.deaths.length;
+  return r;
+}
+
+// ---------- main ----------
+
+async function main() {
+  const info = machine();
+  log('machine', info);
+  const tmp = mkdtempSync(join(os.tmpdir(), 'bench-scale-'));
+  const started = await startEtcd(tmp);
+  const { etcdProc } = started;
+  etcdPid = etcdProc.pid;
+  serverConfig = { ...started.serverConfig, securePort: await freePort() };
+  log(`etcd ${info.etcd} (pid ${etcdProc.pid}) on ${ctx.etcdEndpoint}`);
+  const etcd = new Etcd3({ hosts: ctx.etcdEndpoint, grpcOptions: { 'grpc.max_receive_message_length': -1 } });
+  const results = { machine: info, sizes: [] };
+  // Killed (kill <pid>, timeout): the report of the sizes done so far; etcd and its data go too (the server child
+  // exits when this process goes).
+  for (const signal of ['SIGINT', 'SIGTERM'])
+    process.once(signal, () => {
+      log(`${signal}: stopping etcd and removing ${tmp}`);
+      if (results.sizes.length) {
+        results.machine.loadavgAtEnd = loadavg();
+        console.log(
+          `${report(results)}\n\nInterrupted by ${signal} before the sizes after ${fmtN(results.sizes.at(-1).n)}.`,
+        );
+      }
+      etcdProc.stop().finally(() => {
+        rmSync(tmp, { recursive: true, force: true });
+        process.exit(130);
+      });
+    });
+  try {
+    log(`idle: a server on empty etcd, ${IDLE_SECONDS} s to settle`);
+    await serving(await startChild(heapFor(0)));
+    await sleep(IDLE_SECONDS * 1000);
+    const stats = await child.handle.ask('stats');
+    results.idle = { rss: mib(stats.memory.rss), heapUsed: mib(stats.memory.heapUsed), heapMb: child.heapMb };
+    results.idleAfterGc = await memoryAfterGc();
+    log(`  RSS ${f1(results.idle.rss)} MiB; after GC ${f1(results.idleAfterGc.rss)} MiB`);
+    for (const [k, n] of SIZES.entries()) {
+      log(`=== ${fmtN(n)} objects ===`);
+      results.sizes.push(await measureSize(etcd, n, k));
+    }
+  } finally {
+    etcd.close();
+    await stopChild();
+    await etcdProc.stop();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  results.machine.loadavgAtEnd = loadavg();
+  console.log(report(results));
+  if (process.env.BENCH_JSON)
+    (await import('node:fs')).writeFileSync(process.env.BENCH_JSON, JSON.stringify(results, null, 2));
+}
+
+// ---------- report ----------
+
+function report(res) {
+  const m = res.machine;
+  const out = headerLines(m, m.loadavgAtEnd, 'Server in a child process started with --expose-gc.');
+  out.push(
+    `Options: sizes ${SIZES.map(fmtN).join(', ')}; heap limits ${SIZES.map((_, k) => `${heapFor(k) || 'default'}`).join(', ')} MiB; ` +
+      `${CONCURRENCY} concurrent creates and GETs; create comparison over the first ${CREATE_SECONDS} s of growth per size in ${CREATE_SLICE} s slices; ` +
+      `GET ${GET_SECONDS} s per row in ${GET_SLICES} slices; ${WATCHERS} watchers at ${WRITE_RATES.join(' then ')} writes/s for ${WATCH_SECONDS} s each.`,
+    '',
+  );
+  const idle = res.idle;
+  const idleGc = res.idleAfterGc;
+  if (idle)
+    out.push(
+      `**RSS idle** (server on empty etcd, ${IDLE_SECONDS} s after it served, --max-old-space-size=${idle.heapMb || 'default'}): ` +
+        `**${f1(idle.rss)} MiB** (heap used ${f1(idle.heapUsed)} MiB); after a forced GC ${f1(idleGc.rss)} MiB, heap used ${f1(idleGc.heapUsed)} MiB.`,
+      '',
+    );
+  const S = res.sizes;
+  const row = (label, cell, goal = '') =>
+    out.push(
+      `| ${label} | ${S.map((r) => {
+        try {
+          return cell(r) ?? '–';
+        } catch {
+          return '–';
+        }
+      }).join(' | ')} | ${goal} |`,
+    );
+  out.push(
+    `| Figure | ${S.map((r) => `${fmtN(r.n)} objects${r.objects < r.n ? ` (only ${fmtN(r.objects)} created)` : ''}`).join(' | ')} | Goal |`,
+    `|---|${S.map(() => '---|').join('')}---|`,
+  );
+  row('Load average (1, 5, 15 min) as the size began', (r) => r.loadavg);
+  row('Mean object size in etcd (bytes, newest 1,000 objects)', (r) => r.storedBytes.toFixed(0));
+  row(
+    'Heap limit (--max-old-space-size); survived?',
+    (r) =>
+      `${r.heapMb ? `${r.heapMb} MiB` : "none (Node's default)"}; ${r.survived ? '**yes**' : `**no**: ${r.deaths.map((d) => `${d.how} during ${d.phase} at ${fmtN(d.objects)} objects (limit ${d.heapMb ? `${d.heapMb} MiB` : 'none'})`).join('; ')}`}`,
+    '50,000 in 256 MiB, 100,000 in 512 MiB',
+  );
+  const memCell = (mm) =>
+    mm &&
+    `RSS **${f1(mm.rss)}**, heap ${f1(mm.heapUsed)} / ${f1(mm.heapLimit)}${mm.heapMbInForce === 0 ? ' (no limit: after OOM)' : ''}`;
+  row('MiB after growth + forced GC: RSS, V8 heap used / limit', (r) => memCell(r.memory), 'RSS < 400 MiB at 50,000');
+  row('MiB in a freshly started server + forced GC', (r) => memCell(r.memoryAfterStart));
+  if (idleGc)
+    row('Per 10,000 objects above idle (after GC; fresh server, else after growth): RSS / heap MiB', (r) => {
+      const mm = r.memoryAfterStart ?? r.memory;
+      return `${f1(((mm.rss - idleGc.rss) / r.objects) * 1e4)} / ${f1(((mm.heapUsed - idleGc.heapUsed) / r.objects) * 1e4)}`;
+    });
+  row(
+    `Create, ${CONCURRENCY} concurrent: server / raw etcd3 txn creates/s (ratio)`,
+    (r) => {
+      const c = r.create;
+      if (!c?.server.seconds) return undefined;
+      const s = c.server.creates / c.server.seconds;
+      const w = c.raw.creates / c.raw.seconds;
+      return `${s.toFixed(0)} / ${w.toFixed(0)} (**${f2(s / w)}x**)`;
+    },
+    '>= 0.5x',
+  );
+  row(
+    `Consistent GET, ${CONCURRENCY} concurrent: server / raw etcd3 req/s (ratio); p99 ms`,
+    (r) => {
+      const [s, w] = r.get;
+      return `${s.rps.toFixed(0)} / ${w.rps.toFixed(0)} (**${f2(s.rps / w.rps)}x**); ${f1(s.p99)} / ${f1(w.p99)}${s.errors + w.errors ? `; ${s.errors + w.errors} errors` : ''}`;
+    },
+    '>= 1.5x',
+  );
+  for (const [k, rate] of WRITE_RATES.entries())
+    row(
+      `Watch, ${WATCHERS} watchers, ${rate} patches/s offered: achieved/s; deliveries missing; p99 ack → received ms`,
+      (r) => {
+        const w = r.watch[k];
+        if (!w) return undefined;
+        return `${f1(w.writes / w.writeSeconds)}; ${w.expected - w.delivered}${w.writeErrors ? ` (+${w.writeErrors} failed writes)` : ''}; **${f1(w.fromAck.p99)}**`;
+      },
+      `${rate}/s, 0 missing, p99 < 100 ms`,
+    );
+  row(
+    'Start: spawn → /readyz 200; → first consistent list (s)',
+    (r) => `${f2(r.start.readyz)}; **${f2(r.start.list)}**`,
+    '< 10 s at 100,000',
+  );
+  out.push('');
+  const notes = S.flatMap((r) => r.errors.map((e) => `- ${fmtN(r.n)}: ${e}`));
+  if (notes.length) out.push('Errors:', '', ...notes, '');
+  out.push(
+    "Create rows: the server's creates are the growth to the size itself (from the previous size), in slices each followed by a raw slice as long; " +
+      `raw values are a server-stored object re-encoded with a new name, uid and secret data (${S[0]?.create?.rawValueBytes ?? '?'} bytes).`,
+    '',
+  );
+  out.push('Watch details (each event × watcher, ms):', '');
+  out.push(
+    '| Size | offered/s | achieved/s | delivered / expected | ack → received p50 / p99 / max | sent → received p50 / p99 | PATCH p50 / p99 |',
+    '|---|---|---|---|---|---|---|',
+  );
+  for (const r of S)
+    for (const w of r.watch ?? [])
+      out.push(
+        `| ${fmtN(r.n)} | ${w.rate} | ${f1(w.writes / w.writeSeconds)} | ${w.delivered} / ${w.expected} | ${f1(w.fromAck.p50)} / ${f1(w.fromAck.p99)} / ${f1(w.fromAck.max)} | ${f1(w.fromSend.p50)} / ${f1(w.fromSend.p99)} | ${f1(w.ackLatency.p50)} / ${f1(w.ackLatency.p99)} |`,
+      );
+  out.push('');
+  out.push(...cpuLines(m.cores));
+  return out.join('\n');
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
