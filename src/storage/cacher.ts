@@ -129,11 +129,13 @@ export class WatchCache<T extends StoredObject> {
     this.revision = this.oldest = this.lastEvent = Number(resourceVersion);
     this.history = [];
     this.historyBytesHeld = 0;
-    this.handle = await this.storage.watch<T>(this.prefix, resourceVersion, {
+    const handle = (this.handle = await this.storage.watch<T>(this.prefix, resourceVersion, {
       events: (events) => this.apply(events),
       progress: (revision) => this.advance(Number(revision)),
       lost: () => void this.restart(),
-    });
+    }));
+    // Stopped while listing again: the watch just made is nobody's to close.
+    if (this.stopped) await handle.close();
     this.wakeWaiters();
   }
 
@@ -367,6 +369,7 @@ export class WatchCache<T extends StoredObject> {
       { prefix: this.prefix },
     );
     await this.handle?.close().catch(() => undefined);
+    this.handle = undefined;
     for (const watcher of [...this.watchers.keys()]) this.removeWatcher(watcher, true);
     for (let delay = 100; !this.stopped; delay = Math.min(delay * 2, 5000)) {
       try {

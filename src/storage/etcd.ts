@@ -216,8 +216,10 @@ export class EtcdStorage implements Storage {
       canceled = true;
       handlers.lost();
     });
-    // Canceling a watch etcd already dropped would wait forever for an end that never comes.
-    return { close: () => (canceled ? Promise.resolve() : watcher.cancel()) };
+    // Canceling a watch etcd already dropped would wait forever for an end that never comes; so would canceling one
+    // twice (etcd's answer to the second cancel names a watch the client no longer knows, and it throws).
+    let closing: Promise<void> | undefined;
+    return { close: () => (closing ??= canceled ? Promise.resolve() : watcher.cancel()) };
   }
 
   /**

@@ -164,3 +164,28 @@ test('a fill of more objects than one page holds all of them at one revision', a
     await cache.stop();
   }
 });
+
+test('a cache listing again (a value it cannot read) stops at once: its lost etcd watch is not canceled twice', async () => {
+  const prefix = `/test-${randomUUID()}/management.platform.sh/`;
+  await storage.create(`${prefix}sharedsecrets/bench/good`, secret(1));
+  // Another watch on the same etcd client keeps its watch stream open, as the server's leader election does.
+  const other = await storage.watch(`/test-${randomUUID()}/other/`, String(await storage.currentRevision()), {
+    events: () => {},
+    progress: () => {},
+    lost: () => {},
+  });
+  const logs: string[] = [];
+  const cache = new WatchCache<KubeObject>(storage, prefix, { log: (msg) => logs.push(msg) });
+  await cache.start();
+  // A value that is not JSON: the watch cannot deliver it, so the cache lists again, which fails while it is there.
+  await raw.put(`${prefix}sharedsecrets/bench/bad`).value('not json');
+  for (let i = 0; i < 100 && !logs.some((l) => l.includes('listing again failed')); i++)
+    await new Promise((r) => setTimeout(r, 50));
+  expect(logs.some((l) => l.includes('listing again failed'))).toBe(true);
+  const stopped = await Promise.race([
+    cache.stop().then(() => 'stopped'),
+    new Promise((r) => setTimeout(() => r('still stopping after 5 s'), 5000)),
+  ]);
+  expect(stopped).toBe('stopped');
+  await other.close();
+});
