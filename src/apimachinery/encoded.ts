@@ -14,23 +14,36 @@ export class EncodedObject<T extends object = KubeObject> {
 
   constructor(readonly json: string) {}
 
-  /** The object (frozen: everyone holding it shares it), decoded again only once nobody holds the last one. */
+  /**
+   * The object (frozen: everyone holding it shares it), decoded again only once nobody holds the last one: for one
+   * object many read at once (a watch event, a GET). V8 keeps every object a WeakRef was made for or read through
+   * alive until the current task ends, so a loop over many objects uses decode() instead.
+   */
   get object(): T {
     let obj = this.decodedRef?.deref();
     if (!obj) {
-      obj = deepFreeze(JSON.parse(this.json) as T);
+      obj = deepFreeze(this.decode());
       sourceJson.set(obj, this.json);
       this.decodedRef = new WeakRef(obj);
     }
     return obj;
+  }
+
+  /**
+   * A decoding of its own, remembered by nobody and shared with nobody (so neither frozen nor tied to the JSON: its
+   * reader may change it): garbage as soon as its reader is done with it.
+   */
+  decode(): T {
+    return JSON.parse(this.json) as T;
   }
 }
 
 /** An item of a list as served: an object, or one still in its JSON form (from the watch cache). */
 export type ListItem<T extends object = KubeObject> = T | EncodedObject<T>;
 
+/** A list item as an object (decoded on its own: lists are read in loops, see EncodedObject.object). */
 export function decoded<T extends object>(item: ListItem<T>): T {
-  return item instanceof EncodedObject ? item.object : item;
+  return item instanceof EncodedObject ? item.decode() : item;
 }
 
 /** The JSON of a value: the text an encoded or decoded-from-text object came from, else freshly encoded. */

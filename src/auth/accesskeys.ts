@@ -218,7 +218,7 @@ export class AccessKeyAuthenticator implements Authenticator {
       const { items, revision } = this.opts.cache.snapshot(this.opts.prefix);
       this.byName.clear();
       this.byHash.clear();
-      for (const cached of items) this.put(cached.object);
+      for (const cached of items) this.put(cached.decode());
       let terminated = false;
       this.unwatch = this.opts.cache.watch(this.opts.prefix, revision, {
         deliver: (events) => {

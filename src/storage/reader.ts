@@ -125,7 +125,7 @@ export class ResourceReader {
     }
     const snap = this.cache.snapshot(prefix);
     const match = opts.predicate ?? everything;
-    const items = match.empty ? snap.items : snap.items.filter((o) => match.matches(o.object));
+    const items = match.empty ? snap.items : snap.items.filter((o) => match.matches(o.decode()));
     return { ...this.listOf([], String(Math.max(revision, snap.revision))), items };
   }
 
@@ -200,7 +200,7 @@ export class ResourceReader {
       const snap = this.cache.snapshot(prefix);
       start = Math.max(from, snap.revision);
       for (const cached of snap.items) {
-        const obj = cached.object;
+        const obj = cached.decode();
         if (match.matches(obj)) sink.event('ADDED', obj);
       }
       if (opts.sendInitialEvents) sink.initialEventsEnd(start);
