@@ -23,7 +23,10 @@ export class Registry {
     refuseStrategiesWithoutDefinition(definitions);
     for (const def of definitions) {
       if (!this.caches.has(def.group))
-        this.caches.set(def.group, new WatchCache(storage, `${etcdPrefix}/${def.group}/`, { log }));
+        this.caches.set(
+          def.group,
+          new WatchCache(storage, `${etcdPrefix}/${def.group}/`, { log, revisionsUnder: `${etcdPrefix}/` }),
+        );
       const store = new Store(
         def,
         strategies[def.kind] ?? {},

@@ -78,6 +78,12 @@ export interface WatchCacheOptions {
   historySize?: number;
   /** At most this many bytes of JSON in those events (the objects they hold that the cache no longer does). */
   historyBytes?: number;
+  /**
+   * A prefix of the cache's own whose revisions the cache hears (the server's whole etcd prefix): a consistent read
+   * then finds the cache at etcd's revision after the server's other writes (leader lease renewals, signing keys)
+   * instead of comparing the revision of every key it holds with etcd's.
+   */
+  revisionsUnder?: string;
   log?: (msg: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -108,6 +114,7 @@ export class WatchCache<T extends StoredObject> {
   private restarting = false;
   private readonly historySize: number;
   private readonly historyBytes: number;
+  private readonly revisionsUnder?: string;
   private readonly log: NonNullable<WatchCacheOptions['log']>;
 
   constructor(
@@ -117,6 +124,7 @@ export class WatchCache<T extends StoredObject> {
   ) {
     this.historySize = opts.historySize ?? 10_000;
     this.historyBytes = opts.historyBytes ?? 16 * 1024 * 1024;
+    this.revisionsUnder = opts.revisionsUnder;
     this.log = opts.log ?? (() => {});
   }
 
@@ -129,11 +137,16 @@ export class WatchCache<T extends StoredObject> {
     this.revision = this.oldest = this.lastEvent = Number(resourceVersion);
     this.history = [];
     this.historyBytesHeld = 0;
-    const handle = (this.handle = await this.storage.watch<T>(this.prefix, resourceVersion, {
-      events: (events) => this.apply(events),
-      progress: (revision) => this.advance(Number(revision)),
-      lost: () => void this.restart(),
-    }));
+    const handle = (this.handle = await this.storage.watch<T>(
+      this.prefix,
+      resourceVersion,
+      {
+        events: (events) => this.apply(events),
+        progress: (revision) => this.advance(Number(revision)),
+        lost: () => void this.restart(),
+      },
+      { revisionsUnder: this.revisionsUnder },
+    ));
     // Stopped while listing again: the watch just made is nobody's to close.
     if (this.stopped) await handle.close();
     this.wakeWaiters();

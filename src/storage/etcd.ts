@@ -180,11 +180,13 @@ export class EtcdStorage implements Storage {
     prefix: string,
     afterRevision: string,
     handlers: WatchHandlers<T>,
+    opts: { revisionsUnder?: string } = {},
   ): Promise<WatchHandle> {
+    const watched = opts.revisionsUnder && prefix.startsWith(opts.revisionsUnder) ? opts.revisionsUnder : prefix;
     const watcher = await this.call('watch', prefix, () =>
       this.client
         .watch()
-        .prefix(prefix)
+        .prefix(watched)
         .startRevision(String(BigInt(afterRevision) + 1n))
         .withPreviousKV()
         .create(),
@@ -199,12 +201,18 @@ export class EtcdStorage implements Storage {
           handlers.progress(res.header.revision);
           return;
         }
-        const events = await Promise.all(res.events.map((e) => this.toWatchEvent<T>(e)));
-        if (events.every((e) => e !== undefined)) return handlers.events(events);
-        // Skipping the event would leave the watcher behind without knowing it: it starts over (lists again),
-        // as kube's reflector does after a watch error, and lists fail, naming the key, until the value reads.
-        unreadable = true;
-        handlers.lost();
+        const mine = res.events.filter((e) => e.kv.key.toString().startsWith(prefix));
+        const events = await Promise.all(mine.map((e) => this.toWatchEvent<T>(e)));
+        if (!events.every((e) => e !== undefined)) {
+          // Skipping the event would leave the watcher behind without knowing it: it starts over (lists again),
+          // as kube's reflector does after a watch error, and lists fail, naming the key, until the value reads.
+          unreadable = true;
+          handlers.lost();
+          return;
+        }
+        if (events.length) handlers.events(events);
+        // Events arrive in revision order: everything up to the last one, in `prefix` or not, has been delivered.
+        if (mine.length < res.events.length) handlers.progress(res.events[res.events.length - 1].kv.mod_revision);
       });
       // A handler that throws must not stop the queue (and with it every later event).
       delivered = delivered.catch(() => undefined);

@@ -174,11 +174,14 @@ export interface Storage {
   /**
    * Watches every change under `prefix` after `afterRevision`. Reconnects by itself after etcd restarts or
    * network failures, resuming after the last delivered revision, so nothing is lost or repeated.
+   * `revisionsUnder` (a prefix of `prefix`) widens what is watched: changes there outside `prefix` are not read, only
+   * reported as progress, so the watcher hears every revision that its neighbours' writes make.
    */
   watch<T extends StoredObject>(
     prefix: string,
     afterRevision: string,
     handlers: WatchHandlers<T>,
+    opts?: { revisionsUnder?: string },
   ): Promise<WatchHandle>;
 
   /** Drops history before `revision`. */

@@ -173,7 +173,8 @@ test('the watch cache reports the objects it holds, its revision, and how far it
   // A write etcd sees but the cache does not hear of puts it behind; a consistent list proves it fresh again.
   const kv = new Etcd3({ hosts: etcd.endpoint });
   try {
-    await kv.put(`${ts.config.etcdPrefix}/elsewhere`).value('x');
+    // Outside the server's etcd prefix: the cache hears every revision under it (test/integration/watchcache.test.ts).
+    await kv.put(`/elsewhere-${Date.now()}`).value('x');
   } finally {
     kv.close();
   }

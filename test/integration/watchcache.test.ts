@@ -189,3 +189,32 @@ test('a cache listing again (a value it cannot read) stops at once: its lost etc
   expect(stopped).toBe('stopped');
   await other.close();
 });
+
+test('a cache hears the revisions of writes beside it (revisionsUnder) without reading them or delivering them', async () => {
+  const root = `/test-${randomUUID()}/`;
+  const prefix = `${root}management.platform.sh/`;
+  await storage.create(`${prefix}sharedsecrets/bench/one`, secret(1));
+  const logs: string[] = [];
+  const cache = new WatchCache<KubeObject>(storage, prefix, { log: (msg) => logs.push(msg), revisionsUnder: root });
+  await cache.start();
+  try {
+    const seen: CacheEvent<KubeObject>[] = [];
+    const stop = cache.watch(prefix, cache.currentRevision, { deliver: (e) => seen.push(...e), terminate: () => {} });
+    // Not JSON, beside the cache's prefix (a lease, a signing key): never decoded, so no reason to list again.
+    const put = await raw.put(`${root}leases/controllers`).value('not json').exec();
+    const revision = Number(put.header.revision);
+    await cache.waitUntilFresh(revision, 5000);
+    expect(cache.currentRevision).toBe(revision);
+    expect(await cache.ensureConsistent()).toBe(revision);
+    const updated = await storage.guaranteedUpdate<KubeObject>(`${prefix}sharedsecrets/bench/one`, (o) => ({
+      ...o,
+      spec: { ...o.spec, n: 1 },
+    }));
+    await cache.waitUntilFresh(Number(updated.object.metadata.resourceVersion), 5000);
+    stop();
+    expect(seen.map((e) => e.key)).toEqual([`${prefix}sharedsecrets/bench/one`]);
+    expect(logs).toEqual([]);
+  } finally {
+    await cache.stop();
+  }
+});
