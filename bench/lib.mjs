@@ -36,7 +36,7 @@ export const cpuTable = [];
 
 // ---------- statistics and CPU accounting ----------
 
-function pct(sorted, p) {
+export function pct(sorted, p) {
   if (!sorted.length) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 }
@@ -50,7 +50,7 @@ export const mib = (bytes) => bytes / 2 ** 20;
 
 const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
 /** utime+stime of a process, in seconds (/proc/<pid>/stat fields 14 and 15). */
-function cpuSeconds(pid) {
+export function cpuSeconds(pid) {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -60,7 +60,7 @@ function cpuSeconds(pid) {
   }
 }
 /** Busy (non-idle) CPU seconds of the whole machine, from /proc/stat. */
-function machineBusySeconds() {
+export function machineBusySeconds() {
   const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
   // user nice system idle iowait irq softirq steal (guest time is already inside user)
   return (f[0] + f[1] + f[2] + f[5] + f[6] + f[7]) / CLK_TCK;

@@ -10,16 +10,16 @@
 // (summarise with bench/profile-summary.mjs; do not quote figures from a profiled run).
 // --before DIR adds a second server built from another dist/ (e.g. of the main branch), under its own etcd prefix,
 // whose rows are taken in turn with the others: a before/after comparison under the same conditions.
-import { execFileSync, fork } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Etcd3 } from 'etcd3';
+import { cpuSeconds, dist, ETCD_PREFIX, f2, GROUP, log, machineBusySeconds, now, NS, NS_PATH, pct } from './lib.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -42,37 +42,7 @@ const SECONDS = Number(args.seconds);
 const SLICES = args.profile ? 1 : Number(args.slices);
 const ONLY = new Set(args.only.split(','));
 
-const GROUP = 'management.platform.sh';
-const NS = 'bench';
-const ETCD_PREFIX = '/registry';
-const NS_PATH = `/apis/${GROUP}/v1/namespaces/${NS}/sharedsecrets`;
 const RAW_PREFIX = `/raw-bench/`;
-
-const dist = process.env.BENCH_DIST
-  ? pathToFileURL(resolve(process.env.BENCH_DIST) + '/')
-  : new URL('../dist/', import.meta.url);
-const now = () => performance.now();
-const log = (...a) => console.error(`[${new Date().toISOString().slice(11, 19)}]`, ...a);
-const f2 = (x) => (Number.isFinite(x) ? x.toFixed(2) : String(x));
-
-function pct(sorted, p) {
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-}
-
-const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
-function cpuSeconds(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
-  } catch {
-    return NaN;
-  }
-}
-function machineBusySeconds() {
-  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  return (f[0] + f[1] + f[2] + f[5] + f[6] + f[7]) / CLK_TCK;
-}
 
 // ---------- server children ----------
 
