@@ -6,6 +6,7 @@
  * takes, and what lists and watches send anyway.
  */
 import { EncodedObject } from '../apimachinery/encoded.js';
+import { withRevision } from './codec.js';
 import { keyAfter } from './etcd.js';
 import type { Storage, StoredObject, WatchEvent, WatchHandle } from './interface.js';
 
@@ -306,7 +307,7 @@ export class WatchCache<T extends StoredObject> {
       } else {
         if (previous) this.sortedKeys = undefined;
         this.objects.delete(e.key);
-        const last = e.object ?? (previous && withRevision(previous.object, e.revision));
+        const last = e.object ?? (previous && withRevision(previous.decode(), e.revision));
         if (last) events.push(new CacheEvent('DELETED', e.key, revision, CachedObject.of(last), previous));
       }
     }
@@ -395,8 +396,4 @@ export class WatchCache<T extends StoredObject> {
       }
     }
   }
-}
-
-function withRevision<T extends StoredObject>(obj: T, revision: string): T {
-  return { ...obj, metadata: { ...obj.metadata, resourceVersion: revision } };
 }
