@@ -9,7 +9,9 @@
  *    and without hanging, with a 5xx Status (500 ServerTimeout, 503 or 504); /readyz fails, /livez does not; the
  *    process lives on.
  * 3. The two come back: the same server process serves reads and writes again and /readyz passes, with every
- *    acknowledged write still there.
+ *    acknowledged write still there. The object the outage's writes aimed at is as before or as one of them asked:
+ *    their 5xx says the outcome is unknown, and etcd may indeed commit, once quorum is back, a proposal its last
+ *    member accepted during the outage.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
@@ -204,10 +206,15 @@ describe('a 3-member etcd cluster', () => {
     // The killed member back first: all three up.
     for (const m of cluster.members) await cluster.start(m);
     await cluster.waitHealthy();
-    await waitFor(
+    // The object the outage's requests aim at: a write answered 5xx has an unknown outcome (etcd may commit a
+    // proposal its last member accepted once quorum is back), so it is checked apart from the load's objects.
+    const target = `before-${randomUUID().slice(0, 8)}`;
+    const created = await waitFor(
       'the server to write again',
-      async () =>
-        (await client.post(sharedSecretsPath(NS), secretBody(`before-${randomUUID().slice(0, 8)}`))).status === 201,
+      async () => {
+        const r = await client.post(sharedSecretsPath(NS), secretBody(target)).catch(() => undefined);
+        return r?.status === 201 && r;
+      },
       30_000,
       200,
     );
@@ -221,7 +228,6 @@ describe('a 3-member etcd cluster', () => {
 
     // Every kind of request that needs etcd: a 5xx Status, in time; at once (before the server can know), and
     // again once /readyz has failed.
-    const known = [...load.known.keys()][0];
     const requests: [string, () => Promise<HttpResponse>][] = [
       [
         'create',
@@ -230,16 +236,16 @@ describe('a 3-member etcd cluster', () => {
             timeoutMs: ANSWER_BOUND_MS,
           }),
       ],
-      ['get', () => client.get(sharedSecretPath(NS, known), { timeoutMs: ANSWER_BOUND_MS })],
+      ['get', () => client.get(sharedSecretPath(NS, target), { timeoutMs: ANSWER_BOUND_MS })],
       ['list', () => client.get(sharedSecretsPath(NS), { timeoutMs: ANSWER_BOUND_MS })],
       [
         'merge patch',
         () =>
-          client.patch(sharedSecretPath(NS, known), { metadata: { labels: { during: 'outage' } } }, MERGE_PATCH, {
+          client.patch(sharedSecretPath(NS, target), { metadata: { labels: { during: 'outage' } } }, MERGE_PATCH, {
             timeoutMs: ANSWER_BOUND_MS,
           }),
       ],
-      ['delete', () => client.delete(sharedSecretPath(NS, known), { timeoutMs: ANSWER_BOUND_MS })],
+      ['delete', () => client.delete(sharedSecretPath(NS, target), { timeoutMs: ANSWER_BOUND_MS })],
     ];
     const latencies: Record<string, number[]> = {};
     const problems: string[] = [];
@@ -297,8 +303,17 @@ describe('a 3-member etcd cluster', () => {
     await waitFor('/readyz to pass', async () => (await client.get('/readyz')).status === 200, 60_000, 200);
     figures.readyzPassesAfterQuorumBackSeconds = secondsSince(backAt);
     expect(server.count('serving')).toBe(1);
-    // Nothing acknowledged before is lost (the object the outage requests aimed at is as acknowledged too).
+    // Nothing acknowledged before is lost; the outage's target is as created, as patched, or deleted.
     await verify(load);
+    const after = await client.get(sharedSecretPath(NS, target));
+    if (after.status === 200) {
+      const unchanged = after.body.metadata.resourceVersion === created.body.metadata.resourceVersion;
+      expect(after.body.metadata.labels ?? {}).toEqual(unchanged ? {} : { during: 'outage' });
+      figures.outageTargetAfterQuorumBack = unchanged ? 'as created' : 'patched';
+    } else {
+      expect(after.status).toBe(404);
+      figures.outageTargetAfterQuorumBack = 'deleted';
+    }
     recordFigures('etcd-cluster', figures);
   }, 150_000);
 });
