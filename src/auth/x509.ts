@@ -6,9 +6,12 @@
 import { X509Certificate } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { DetailedPeerCertificate, TLSSocket } from 'node:tls';
-import forge from 'node-forge';
+import type Forge from 'node-forge';
 import type { UserInfo } from '../apimachinery/user.js';
+import { lazyRequire } from '../lazyrequire.js';
 import { AuthenticationError, type Authenticator } from './types.js';
+
+const loadForge = lazyRequire<typeof Forge>('node-forge');
 
 /** extendedKeyUsage values Go's x509.Verify accepts for ExtKeyUsageClientAuth. */
 const CLIENT_AUTH_OID = '1.3.6.1.5.5.7.3.2';
@@ -186,9 +189,10 @@ export function subjectNames(cert: X509Certificate): { commonName: string; organ
 
 function decodeSubjectNames(cert: X509Certificate): { commonName: string; organizations: string[] } {
   const out = { commonName: '', organizations: [] as string[] };
+  const forge = loadForge();
   try {
     const asn1 = forge.asn1.fromDer(forge.util.createBuffer(cert.raw.toString('binary')));
-    const tbs = (asn1.value as forge.asn1.Asn1[])[0].value as forge.asn1.Asn1[];
+    const tbs = (asn1.value as Forge.asn1.Asn1[])[0].value as Forge.asn1.Asn1[];
     // [0] EXPLICIT version is optional; then serial, signature, issuer, validity, subject.
     const offset = tbs[0].tagClass === forge.asn1.Class.CONTEXT_SPECIFIC ? 1 : 0;
     const subject = tbs[offset + 4];
@@ -206,11 +210,12 @@ function decodeSubjectNames(cert: X509Certificate): { commonName: string; organi
 
 /** forge.pki.RDNAttributesAsArray, which @types/node-forge does not declare. */
 interface RdnReader {
-  RDNAttributesAsArray(rdn: forge.asn1.Asn1): Array<{ type: string; value: string; valueTagClass: number }>;
+  RDNAttributesAsArray(rdn: Forge.asn1.Asn1): Array<{ type: string; value: string; valueTagClass: number }>;
 }
 
 /** ASN.1 string types to text (forge hands over the raw bytes as a binary string). */
 function decodeString(bytes: string, tag: number): string | undefined {
+  const forge = loadForge();
   const T = forge.asn1.Type;
   switch (tag) {
     case T.UTF8:

@@ -5,8 +5,9 @@
  * approves itself. Errors are HostClusterErrors whose messages carry no credentials.
  */
 import { generateKeyPairSync } from 'node:crypto';
-import forge from 'node-forge';
+import type Forge from 'node-forge';
 import { sleep } from '../controllers/sleep.js';
+import { lazyRequire } from '../lazyrequire.js';
 import { HostCluster, HostClusterError } from './cluster.js';
 import type { HostConnection } from './kubeconfig.js';
 import { StoredKubeConfigError, kubeConfigFromData } from './storedkubeconfig.js';
@@ -14,6 +15,8 @@ import { StoredKubeConfigError, kubeConfigFromData } from './storedkubeconfig.js
 export const CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client';
 const CONNECTION_KEY = 'config';
 const CSRS = '/apis/certificates.k8s.io/v1/certificatesigningrequests';
+// Loaded by the first certificate request, not by every server.
+const loadForge = lazyRequire<typeof Forge>('node-forge');
 
 /** The fields of certificates.k8s.io/v1 CertificateSigningRequest this server writes and reads. */
 interface CertificateSigningRequest {
@@ -125,6 +128,7 @@ export async function issueClientCertificate(
 ): Promise<ClientCertificate> {
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const keyPem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const forge = loadForge();
   const csr = forge.pki.createCertificationRequest();
   csr.publicKey = forge.pki.publicKeyFromPem(publicKey.export({ type: 'spki', format: 'pem' }).toString());
   csr.setSubject([

@@ -7,7 +7,8 @@ import { generateKeyPairSync, randomBytes, X509Certificate, createPrivateKey } f
 import { promises as fs } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
-import forge from 'node-forge';
+import type Forge from 'node-forge';
+import { lazyRequire } from '../lazyrequire.js';
 
 export interface ServingCertificate {
   certPem: string;
@@ -23,6 +24,8 @@ const RENEW_BEFORE_MS = 30 * DAY_MS;
 // Tolerate small clock differences between this machine and clients.
 const BACKDATE_MS = 5 * 60 * 1000;
 const ALWAYS_HOSTS = ['localhost', '127.0.0.1', '::1'];
+// Loaded only when a certificate is issued: a restart with valid ones on disk never needs it.
+const loadForge = lazyRequire<typeof Forge>('node-forge');
 
 export async function ensureServingCertificate(opts: {
   certDir: string;
@@ -118,12 +121,13 @@ async function loadServing(
 }
 
 /** RSA keys from node:crypto: native and fast, unlike forge's pure-JS generator. */
-function newKeyPair(): { publicKey: forge.pki.rsa.PublicKey; privateKey: forge.pki.rsa.PrivateKey; keyPem: string } {
+function newKeyPair(): { publicKey: Forge.pki.rsa.PublicKey; privateKey: Forge.pki.rsa.PrivateKey; keyPem: string } {
   const { publicKey, privateKey } = generateKeyPairSync('rsa', {
     modulusLength: 2048,
     publicKeyEncoding: { type: 'spki', format: 'pem' },
     privateKeyEncoding: { type: 'pkcs1', format: 'pem' },
   });
+  const forge = loadForge();
   return {
     publicKey: forge.pki.publicKeyFromPem(publicKey),
     privateKey: forge.pki.privateKeyFromPem(privateKey),
@@ -138,7 +142,7 @@ function randomSerial(): string {
   return bytes.toString('hex');
 }
 
-function validity(cert: forge.pki.Certificate, days: number): void {
+function validity(cert: Forge.pki.Certificate, days: number): void {
   const now = Date.now();
   cert.validity.notBefore = new Date(now - BACKDATE_MS);
   cert.validity.notAfter = new Date(now + days * DAY_MS);
@@ -148,12 +152,13 @@ function validity(cert: forge.pki.Certificate, days: number): void {
  * forge writes names as PrintableString by default, which cannot hold '@'; Go (kubectl, helm)
  * then rejects the whole certificate. UTF8String is what Go itself writes for such names.
  */
-function commonName(value: string): forge.pki.CertificateField[] {
+function commonName(value: string): Forge.pki.CertificateField[] {
   // @types/node-forge mistypes valueTagClass as asn1.Class; forge reads it as an asn1.Type.
-  return [{ name: 'commonName', value, valueTagClass: forge.asn1.Type.UTF8 as unknown as forge.asn1.Class }];
+  return [{ name: 'commonName', value, valueTagClass: loadForge().asn1.Type.UTF8 as unknown as Forge.asn1.Class }];
 }
 
 function createCa(): Pair {
+  const forge = loadForge();
   const keys = newKeyPair();
   const cert = forge.pki.createCertificate();
   cert.publicKey = keys.publicKey;
@@ -172,6 +177,7 @@ function createCa(): Pair {
 }
 
 function createServing(ca: Pair, hosts: { dns: string[]; ips: string[] }): Pair {
+  const forge = loadForge();
   const caCert = forge.pki.certificateFromPem(ca.certPem);
   const caKey = forge.pki.privateKeyFromPem(ca.keyPem);
   const keys = newKeyPair();

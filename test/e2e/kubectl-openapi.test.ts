@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { OpenAPIV2Document } from '../../src/apimachinery/openapi/protobuf.js';
+import { openAPIV2Document } from '../../src/apimachinery/openapi/protobuf.js';
 import { GROUP_PATH } from '../support/http.js';
 import { flat, kubectlOn } from '../support/kubectl.js';
 import { manifestWriter } from '../support/manifests.js';
@@ -89,7 +89,7 @@ describe('the OpenAPI endpoints', () => {
     expect(proto.headers['content-type']).toBe('application/com.github.proto-openapi.spec.v2.v1.0+protobuf');
     expect(proto.headers.vary).toBe('Accept');
     expect(proto.headers.etag).toBe(json.headers.etag);
-    const doc = OpenAPIV2Document.toObject(OpenAPIV2Document.decode(proto.body)) as Record<string, any>;
+    const doc = openAPIV2Document().toObject(openAPIV2Document().decode(proto.body)) as Record<string, any>;
     expect(doc.swagger).toBe('2.0');
     expect(doc.definitions.additional_properties.map((p: any) => p.name)).toEqual(Object.keys(json.body.definitions));
     const cached = await rawGet('/openapi/v2', { ...asked, 'If-None-Match': json.headers.etag as string });

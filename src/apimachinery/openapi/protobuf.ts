@@ -8,7 +8,8 @@
  * is refused here too, naming the place, as kube would fail to serve such a document.
  */
 import yaml from 'js-yaml';
-import protobuf from 'protobufjs';
+import type protobuf from 'protobufjs';
+import { lazyRequire } from '../../lazyrequire.js';
 import { openAPIV2Proto, openAPIV3Proto } from './gnosticproto.js';
 
 type Message = Record<string, unknown>;
@@ -20,6 +21,9 @@ interface Checks {
   /** Messages with fixed fields that take their other keys, when these match, as Named pairs in `field`. */
   patterned: Record<string, { field: string; pattern: RegExp }>;
 }
+
+// Loaded on the first protobuf request: kubectl asks for it, most clients never do.
+const loadProtobuf = lazyRequire<typeof protobuf>('protobufjs');
 
 const COLLECTION_FORMATS = ['csv', 'ssv', 'tsv', 'pipes'];
 const PARAMETER_TYPES = ['string', 'number', 'boolean', 'integer', 'array'];
@@ -217,7 +221,7 @@ class DocumentReader {
     const failures: string[] = [];
     for (const field of oneof.fieldsArray) {
       try {
-        if (field.resolve().resolvedType instanceof protobuf.Type && !isObject(value)) {
+        if (field.resolve().resolvedType instanceof loadProtobuf().Type && !isObject(value)) {
           throw new Error(`${at}: ${field.name} must be an object`);
         }
         chosen = { [field.name]: this.value(value, field, at) };
@@ -250,7 +254,7 @@ class DocumentReader {
 
   private value(value: unknown, field: protobuf.Field, at: string): unknown {
     const type = field.resolve().resolvedType;
-    if (type instanceof protobuf.Type) return this.message(value, type, at);
+    if (type instanceof loadProtobuf().Type) return this.message(value, type, at);
     const scalar = SCALARS[field.type]?.(value);
     if (scalar === undefined) throw new Error(`${at}: ${JSON.stringify(value)} is not of type ${field.type}`);
     return scalar;
@@ -264,26 +268,34 @@ class DocumentReader {
   }
 }
 
-function documentType(protoText: string, name: string): protobuf.Type {
-  const root = new protobuf.Root();
-  root.addJSON(protobuf.common.get('google/protobuf/any.proto')!.nested!);
-  // The .proto field names (vendor_extension, not vendorExtension) are the names on the wire's descriptor.
-  protobuf.parse(protoText, root, { keepCase: true });
-  return root.resolveAll().lookupType(name);
+/** A message type of a .proto text, parsed on first use. */
+function documentType(protoText: string, name: string): () => protobuf.Type {
+  let type: protobuf.Type | undefined;
+  return () => {
+    if (type) return type;
+    const pb = loadProtobuf();
+    const root = new pb.Root();
+    root.addJSON(pb.common.get('google/protobuf/any.proto')!.nested!);
+    // The .proto field names (vendor_extension, not vendorExtension) are the names on the wire's descriptor.
+    pb.parse(protoText, root, { keepCase: true });
+    return (type = root.resolveAll().lookupType(name));
+  };
 }
 
 /** gnostic's openapi_v2.Document and openapi_v3.Document messages. */
-export const OpenAPIV2Document = documentType(openAPIV2Proto, 'openapi.v2.Document');
-export const OpenAPIV3Document = documentType(openAPIV3Proto, 'openapi.v3.Document');
+export const openAPIV2Document = documentType(openAPIV2Proto, 'openapi.v2.Document');
+export const openAPIV3Document = documentType(openAPIV3Proto, 'openapi.v3.Document');
 
 /** The Swagger 2.0 JSON document as openapi_v2.Document in protobuf (kube-openapi's ToProtoBinary). */
 export function openAPIV2Protobuf(doc: unknown): Buffer {
-  const message = new DocumentReader(V2_CHECKS).message(doc, OpenAPIV2Document, '#');
-  return Buffer.from(OpenAPIV2Document.encode(OpenAPIV2Document.fromObject(message)).finish());
+  const type = openAPIV2Document();
+  const message = new DocumentReader(V2_CHECKS).message(doc, type, '#');
+  return Buffer.from(type.encode(type.fromObject(message)).finish());
 }
 
 /** An OpenAPI 3.0 JSON document as openapi_v3.Document in protobuf (kube-openapi's ToV3ProtoBinary). */
 export function openAPIV3Protobuf(doc: unknown): Buffer {
-  const message = new DocumentReader(V3_CHECKS).message(doc, OpenAPIV3Document, '#');
-  return Buffer.from(OpenAPIV3Document.encode(OpenAPIV3Document.fromObject(message)).finish());
+  const type = openAPIV3Document();
+  const message = new DocumentReader(V3_CHECKS).message(doc, type, '#');
+  return Buffer.from(type.encode(type.fromObject(message)).finish());
 }
