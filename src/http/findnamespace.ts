@@ -26,7 +26,11 @@ export function findNamespace(registry: Registry, actions: ServedActions, author
     if (!action?.anyNamespace || !store) return next();
     const user = requestUser(req);
     const sameName = await store.list(undefined, {
-      predicate: { matches: (o) => o.metadata.name === info.name, empty: false },
+      predicate: {
+        matches: (o) => o.metadata.name === info.name,
+        matchesAttributes: (a) => a.name === info.name,
+        empty: false,
+      },
     });
     const usable: string[] = [];
     for (const item of sameName.items) {

@@ -3,6 +3,7 @@ import { fieldError, type FieldError } from '../apimachinery/field.js';
 import { objectFields, parseSupportedFieldSelector } from '../apimachinery/fields.js';
 import { parseLabelSelector } from '../apimachinery/labels.js';
 import { queryBool } from '../apimachinery/queryparams.js';
+import { selectionAttributes, type SelectionAttributes } from '../apimachinery/selection.js';
 import * as errors from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { ListOptions, Predicate, WatchOptions } from '../storage/reader.js';
@@ -30,12 +31,14 @@ export function predicate(query: URLSearchParams, name?: string, visible?: (obj:
   const labels = parseLabelSelector(query.get('labelSelector'));
   const fieldText = [query.get('fieldSelector'), name ? `metadata.name=${name}` : ''].filter(Boolean).join(',');
   const fields = parseSupportedFieldSelector(fieldText);
+  const selects = (a: SelectionAttributes) =>
+    labels.matches(a.labels) && (fields.empty() || fields.matches(objectFields({ metadata: a })));
   return {
     empty: labels.empty() && fields.empty() && !visible,
     // Equal selector texts select alike; what a caller may see is theirs alone.
     key: visible ? undefined : JSON.stringify([query.get('labelSelector') ?? '', fieldText]),
-    matches: (obj: KubeObject) =>
-      labels.matches(obj.metadata.labels) && fields.matches(objectFields(obj)) && (!visible || visible(obj)),
+    matchesAttributes: visible ? undefined : selects,
+    matches: (obj: KubeObject) => selects(selectionAttributes(obj)) && (!visible || visible(obj)),
   };
 }
 

@@ -6,21 +6,33 @@
  * takes, and what lists and watches send anyway.
  */
 import { EncodedObject } from '../apimachinery/encoded.js';
+import { selectionAttributes, type SelectionAttributes } from '../apimachinery/selection.js';
 import { withRevision } from './codec.js';
 import { keyAfter } from './etcd.js';
 import type { Storage, StoredObject, WatchEvent, WatchHandle } from './interface.js';
 
-/** One object in the cache: its JSON, and the revision that wrote it (for proving the cache current). */
-export class CachedObject<T extends StoredObject> extends EncodedObject<T> {
+/**
+ * One object in the cache: its JSON, the revision that wrote it (for proving the cache current), and what selectors
+ * read of it (so that a list or watch with a selector decodes only the objects it selects).
+ */
+export class CachedObject<T extends StoredObject> extends EncodedObject<T> implements SelectionAttributes {
+  readonly labels?: Readonly<Record<string, string>>;
+  readonly name: string;
+  readonly namespace: string;
+
   constructor(
     json: string,
     readonly resourceVersion: string,
+    attributes: SelectionAttributes,
   ) {
     super(json);
+    this.labels = attributes.labels;
+    this.name = attributes.name;
+    this.namespace = attributes.namespace;
   }
 
   static of<T extends StoredObject>(obj: T): CachedObject<T> {
-    return new CachedObject<T>(JSON.stringify(obj), obj.metadata.resourceVersion ?? '');
+    return new CachedObject<T>(JSON.stringify(obj), obj.metadata.resourceVersion ?? '', selectionAttributes(obj));
   }
 }
 
@@ -161,7 +173,9 @@ export class WatchCache<T extends StoredObject> {
     for (;;) {
       const page = await this.storage.listPageText(this.prefix, { start, limit: FILL_PAGE, revision });
       revision ??= page.resourceVersion;
-      page.items.forEach((text, i) => objects.set(page.keys[i], new CachedObject<T>(text.json, text.resourceVersion)));
+      page.items.forEach((text, i) =>
+        objects.set(page.keys[i], new CachedObject<T>(text.json, text.resourceVersion, text.attributes)),
+      );
       if (!page.more || !page.keys.length) return { objects, resourceVersion: revision };
       start = keyAfter(page.keys[page.keys.length - 1]);
     }

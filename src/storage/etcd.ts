@@ -7,6 +7,7 @@
  */
 import { ConsecutiveBreaker, ExponentialBackoff, circuitBreaker, handleWhen, retry, type IBackoff } from 'cockatiel';
 import { Etcd3, GRPCUnavailableError, Range, type IOptions } from 'etcd3';
+import { selectionAttributes } from '../apimachinery/selection.js';
 import { decode, encode, encodeWithCopy, servedJson, withRevision } from './codec.js';
 import { identityTransformer, type Transformer } from './encryption/transformer.js';
 import { EtcdHealth } from './etcdhealth.js';
@@ -151,7 +152,12 @@ export class EtcdStorage implements Storage {
       res.kvs.map(async (kv) => {
         const key = kv.key.toString();
         const { value: plaintext } = await this.untransform(key, kv.value, this.transformers.forKey(key));
-        return { json: servedJson(validJson(key, plaintext), kv.mod_revision), resourceVersion: kv.mod_revision };
+        const value = validJson(key, plaintext);
+        return {
+          json: servedJson(plaintext, kv.mod_revision),
+          resourceVersion: kv.mod_revision,
+          attributes: selectionAttributes(value),
+        };
       }),
     );
     const keys = res.kvs.map((kv) => kv.key.toString());
@@ -607,7 +613,8 @@ function undecodable(key: string): StorageError {
 }
 
 /** Text served as it is must be an object's JSON, as decode would have found. */
-function validJson(key: string, text: string): string {
+/** The stored text decoded, when it is a JSON object. */
+function validJson(key: string, text: string): object {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -615,5 +622,5 @@ function validJson(key: string, text: string): string {
     throw undecodable(key);
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw undecodable(key);
-  return text;
+  return value;
 }

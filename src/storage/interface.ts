@@ -3,6 +3,7 @@
  * Objects go in and come out as plain JSON objects; `metadata.resourceVersion` is the etcd mod revision,
  * set on the way out and never stored.
  */
+import type { SelectionAttributes } from '../apimachinery/selection.js';
 
 export interface StoredObject {
   metadata: { resourceVersion?: string; selfLink?: string };
@@ -47,6 +48,8 @@ export interface ListResult<T> {
 export interface StoredText {
   json: string;
   resourceVersion: string;
+  /** Read while the text was checked to be JSON: selectors need no second decoding. */
+  attributes: SelectionAttributes;
 }
 
 export interface PageOptions {

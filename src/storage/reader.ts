@@ -6,11 +6,13 @@
 import { decodeContinue, encodeContinue } from '../apimachinery/continue.js';
 import * as errors from '../apimachinery/status.js';
 import type { ObjectList } from '../apimachinery/encoded.js';
+import type { SelectionAttributes } from '../apimachinery/selection.js';
 import type { GroupResource, KubeList, KubeObject } from '../apimachinery/types.js';
 import {
   TooLargeResourceVersion,
   TooOldResourceVersion,
   type CacheEvent,
+  type CachedObject,
   type EventType,
   type WatchCache,
 } from './cacher.js';
@@ -27,6 +29,11 @@ const ETCD_PAGE = 1000;
 /** Which objects a list or watch wants (label and field selectors). */
 export interface Predicate {
   matches(obj: KubeObject): boolean;
+  /**
+   * Set when the predicate reads nothing but labels and selectable fields: the same answer as `matches`, from
+   * what the watch cache keeps beside each object's JSON, without decoding it.
+   */
+  matchesAttributes?(attributes: SelectionAttributes): boolean;
   /** True when every object matches. */
   empty: boolean;
   /**
@@ -76,6 +83,8 @@ export interface ReadResource {
 }
 
 const everything: Predicate = { matches: () => true, empty: true };
+/** Initial events sent before the event loop serves anything else (a watch of everything on a big cache). */
+const INITIAL_EVENTS_PER_TURN = 1000;
 
 export class ResourceReader {
   constructor(
@@ -125,7 +134,7 @@ export class ResourceReader {
     }
     const snap = this.cache.snapshot(prefix);
     const match = opts.predicate ?? everything;
-    const items = match.empty ? snap.items : snap.items.filter((o) => match.matches(o.decode()));
+    const items = match.empty ? snap.items : snap.items.filter((o) => selects(match, o, () => o.decode()));
     return { ...this.listOf([], String(Math.max(revision, snap.revision))), items };
   }
 
@@ -194,35 +203,50 @@ export class ResourceReader {
     const match = opts.predicate ?? everything;
     const initial = opts.sendInitialEvents ?? (!rv || rv === '0');
 
-    // From here on, synchronous: the snapshot and the registration see the same cache state.
-    let start = from;
-    if (initial) {
-      const snap = this.cache.snapshot(prefix);
-      start = Math.max(from, snap.revision);
-      for (const cached of snap.items) {
-        const obj = cached.decode();
-        if (match.matches(obj)) sink.event('ADDED', obj);
+    // From here to the registration, synchronous: the snapshot and the registration see the same cache state.
+    const snap = initial ? this.cache.snapshot(prefix) : undefined;
+    const start = snap ? Math.max(from, snap.revision) : from;
+    const send = (events: CacheEvent<KubeObject>[]) => {
+      for (const e of events) {
+        if (match.empty) {
+          sink.event(e.type, e.object);
+          continue;
+        }
+        const out = match.key === undefined ? filterEvent(e, match) : filterShared(e, match, match.key);
+        if (out) sink.event(out.type, out.object);
       }
-      if (opts.sendInitialEvents) sink.initialEventsEnd(start);
-    }
+    };
+    // Changes that arrive while the current objects are still being sent wait for them, in order.
+    let held: CacheEvent<KubeObject>[] | undefined = snap ? [] : undefined;
+    let ended = false;
     let stop: () => void;
     try {
       stop = this.cache.watch(prefix, start, {
-        deliver: (events) => {
-          for (const e of events) {
-            if (match.empty) {
-              sink.event(e.type, e.object);
-              continue;
-            }
-            const out = match.key === undefined ? filterEvent(e, match) : filterShared(e, match, match.key);
-            if (out) sink.event(out.type, out.object);
-          }
+        deliver: (events) => (held ? held.push(...events) : send(events)),
+        terminate: () => {
+          ended = true;
+          sink.end();
         },
-        terminate: () => sink.end(),
       });
     } catch (err) {
       if (err instanceof TooOldResourceVersion) throw expired(err.message);
       throw err;
+    }
+    if (snap) {
+      // A chunk at a time, other requests served in between: 100,000 objects decode in about a second.
+      for (let i = 0; i < snap.items.length && !ended; i += INITIAL_EVENTS_PER_TURN) {
+        if (i > 0) await new Promise((resolve) => setImmediate(resolve));
+        for (const cached of snap.items.slice(i, i + INITIAL_EVENTS_PER_TURN)) {
+          if (ended) break;
+          let obj: KubeObject | undefined;
+          if (match.empty || selects(match, cached, () => (obj = cached.decode())))
+            sink.event('ADDED', obj ?? cached.decode());
+        }
+      }
+      if (!ended && opts.sendInitialEvents) sink.initialEventsEnd(start);
+      const pending = held!;
+      held = undefined;
+      if (!ended) send(pending);
     }
     return { stop, revision: () => this.cache.currentRevision };
   }
@@ -252,6 +276,11 @@ export class ResourceReader {
 
 type Filtered = { type: EventType; object: KubeObject } | undefined;
 
+/** Whether the predicate selects a cached object: from its attributes when it can, else from `decode()`. */
+function selects(match: Predicate, cached: CachedObject<KubeObject>, decode: () => KubeObject): boolean {
+  return match.matchesAttributes ? match.matchesAttributes(cached) : match.matches(decode());
+}
+
 /**
  * filterEvent's answers during this turn of the event loop, by event and predicate key: the cache hands every
  * watcher of a prefix the same events in one turn, so each distinct selector filters each event once, and an object
@@ -274,12 +303,11 @@ function filterShared(e: CacheEvent<KubeObject>, match: Predicate, key: string):
  * last matching state at the event's revision). Objects are the cache's own (frozen), not copies.
  */
 function filterEvent(e: CacheEvent<KubeObject>, match: Predicate): Filtered {
-  const object = e.object;
-  if (e.type === 'DELETED') return match.matches(object) ? { type: 'DELETED', object } : undefined;
-  const now = match.matches(object);
-  const before = e.previous ? match.matches(e.previous) : false;
-  if (now && before) return { type: 'MODIFIED', object };
-  if (now) return { type: 'ADDED', object };
+  const now = selects(match, e.encoded, () => e.object);
+  if (e.type === 'DELETED') return now ? { type: 'DELETED', object: e.object } : undefined;
+  const before = e.encodedPrevious ? selects(match, e.encodedPrevious, () => e.previous!) : false;
+  if (now && before) return { type: 'MODIFIED', object: e.object };
+  if (now) return { type: 'ADDED', object: e.object };
   if (before) {
     const last = { ...e.previous!, metadata: { ...e.previous!.metadata, resourceVersion: String(e.revision) } };
     return { type: 'DELETED', object: last };

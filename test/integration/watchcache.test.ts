@@ -1,17 +1,22 @@
 /**
  * The watch cache against a real etcd: what it holds costs about the objects' JSON (it keeps them encoded, decoding
- * one only for a reader that looks inside), its history is bounded by bytes as well as by events, and a fill of
- * many objects reads them in pages.
+ * one only for a reader that looks inside), its history is bounded by bytes as well as by events, a fill of many
+ * objects reads them in pages, selectors read what the cache keeps beside each JSON, and a watch of many objects
+ * does not hold the event loop while it sends them.
  */
-import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { afterAll, beforeAll, expect, jest, test } from '@jest/globals';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { Etcd3 } from 'etcd3';
 import { TooOldResourceVersion, WatchCache, type CacheEvent } from '../../src/storage/cacher.js';
 import { EtcdStorage } from '../../src/storage/etcd.js';
+import { ResourceReader } from '../../src/storage/reader.js';
+import { decoded } from '../../src/apimachinery/encoded.js';
+import { predicate } from '../../src/http/listoptions.js';
 import type { KubeObject } from '../../src/apimachinery/types.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
+import { waitFor } from '../support/wait.js';
 
 let etcd: TestEtcd;
 let storage: EtcdStorage;
@@ -215,6 +220,130 @@ test('a cache hears the revisions of writes beside it (revisionsUnder) without r
     expect(seen.map((e) => e.key)).toEqual([`${prefix}sharedsecrets/bench/one`]);
     expect(logs).toEqual([]);
   } finally {
+    await cache.stop();
+  }
+});
+
+test('lists and watches with selectors read labels and names kept beside each JSON: objects filled and written later are selected as their decoding would be, and none is decoded to be left out', async () => {
+  const root = `/test-${randomUUID()}/management.platform.sh/`;
+  const prefix = `${root}sharedsecrets/bench/`;
+  await fill(prefix, 300);
+  // Stored values written by someone else: labels that are not a map, no name at all.
+  await raw
+    .put(`${prefix}odd-labels`)
+    .value(JSON.stringify({ ...secret(7), metadata: { name: 'odd', labels: 'app' } }));
+  await raw.put(`${prefix}no-name`).value(JSON.stringify({ ...secret(7), metadata: { labels: { app: 'app-7' } } }));
+  const cache = new WatchCache<KubeObject>(storage, root);
+  await cache.start();
+  const reader = new ResourceReader(
+    {
+      apiVersion: 'management.platform.sh/v1',
+      listKind: 'SharedSecretList',
+      groupResource: { group: '', resource: '' },
+    },
+    storage,
+    cache,
+  );
+  const watched: string[] = [];
+  const running = await reader.watch(
+    prefix,
+    { predicate: predicate(new URLSearchParams('labelSelector=app=app-7')) },
+    {
+      event: (type, obj) => watched.push(`${type} ${obj.metadata.name ?? '(none)'}`),
+      initialEventsEnd: () => {},
+      end: () => {},
+    },
+  );
+  try {
+    // Written after the fill: the same selection, through the cache's events.
+    for (const i of [1007, 1008]) await storage.create(`${prefix}${i}`, secret(i));
+    const moved = await storage.guaranteedUpdate<KubeObject>(`${prefix}7`, (obj) => ({
+      ...obj,
+      metadata: { ...obj.metadata, labels: { app: 'elsewhere' } },
+    }));
+    await cache.waitUntilFresh(Number(moved.object.metadata.resourceVersion), 5000);
+
+    const all = cache.snapshot(prefix).items.map((o) => o.decode());
+    for (const query of [
+      'labelSelector=app=app-7',
+      'labelSelector=!app',
+      'fieldSelector=metadata.name=secret-8',
+      'labelSelector=env=prod,team!=team-1',
+    ]) {
+      const selector = predicate(new URLSearchParams(query));
+      const parse = jest.spyOn(JSON, 'parse');
+      const { items } = await reader.list(prefix, { predicate: selector, resourceVersion: '0' });
+      expect(parse).not.toHaveBeenCalled();
+      parse.mockRestore();
+      const names = items.map((o) => decoded(o).metadata.name ?? '(none)').sort();
+      expect(names).toEqual(
+        all
+          .filter((o) => selector.matches(o))
+          .map((o) => o.metadata.name ?? '(none)')
+          .sort(),
+      );
+      expect(names.length).toBeGreaterThan(0);
+    }
+    expect(watched.sort()).toEqual(
+      [
+        'ADDED (none)',
+        'ADDED secret-107',
+        'ADDED secret-207',
+        'ADDED secret-7',
+        'ADDED secret-1007',
+        'DELETED secret-7',
+      ].sort(),
+    );
+  } finally {
+    running.stop();
+    await cache.stop();
+  }
+});
+
+test('a watch of many objects sends them a chunk at a time, serving others in between, and changes made meanwhile come after them, once each', async () => {
+  const root = `/test-${randomUUID()}/management.platform.sh/`;
+  const prefix = `${root}sharedsecrets/bench/`;
+  const count = 5000;
+  await fill(prefix, count);
+  const cache = new WatchCache<KubeObject>(storage, root);
+  await cache.start();
+  const reader = new ResourceReader(
+    {
+      apiVersion: 'management.platform.sh/v1',
+      listKind: 'SharedSecretList',
+      groupResource: { group: '', resource: '' },
+    },
+    storage,
+    cache,
+  );
+  const events: string[] = [];
+  let write: Promise<unknown> | undefined;
+  let otherWorkAt: number | undefined;
+  const running = await reader.watch(
+    prefix,
+    {},
+    {
+      event: (type, obj) => {
+        events.push(`${type} ${obj.metadata.name}`);
+        // Other work waiting from the first event on: it runs before the last.
+        if (events.length === 1) setImmediate(() => (otherWorkAt = events.length));
+        // A write while the current objects are still being sent.
+        if (events.length === 1000)
+          write = storage.create(`${prefix}late`, { ...secret(0), metadata: { name: 'late' } });
+      },
+      initialEventsEnd: () => {},
+      end: () => {},
+    },
+  );
+  try {
+    await write;
+    await waitFor('the late event', () => events.includes('ADDED late'));
+    expect(otherWorkAt).toBeLessThan(count);
+    expect(events.slice(0, count).every((e) => e.startsWith('ADDED secret-'))).toBe(true);
+    expect(new Set(events.slice(0, count)).size).toBe(count);
+    expect(events.slice(count)).toEqual(['ADDED late']);
+  } finally {
+    running.stop();
     await cache.stop();
   }
 });
