@@ -5,7 +5,7 @@ const layers = [
   ['src/log\\.ts', 'src/config\\.ts', 'src/lazyrequire\\.ts', 'src/apimachinery/'],
   ['src/storage/', 'src/access/'],
   ['src/registry/'],
-  ['src/auth/', 'src/actions/', 'src/controllers/', 'src/host/', 'src/tokens/', 'src/pki/'],
+  ['src/auth/', 'src/actions/', 'src/admission/', 'src/controllers/', 'src/host/', 'src/tokens/', 'src/pki/'],
   ['src/observability/'],
   ['src/http/'],
   ['src/server\\.ts', 'src/main\\.ts', 'src/kubeconfig\\.ts', 'src/datadir-lock\\.ts'],

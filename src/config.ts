@@ -37,6 +37,9 @@ export interface Config {
   clientCaFile?: string;
   /** The host cluster (TokenReview, SubjectAccessReview, RBAC); unset: in-cluster config when in a pod. */
   kubeconfig?: string;
+  /** Admission plugins named on (all are on by default) and off; admission runs only with a host cluster. */
+  enableAdmissionPlugins: string[];
+  disableAdmissionPlugins: string[];
   authenticationTokenWebhookCacheTtlMs: number;
   authorizationWebhookCacheAuthorizedTtlMs: number;
   authorizationWebhookCacheUnauthorizedTtlMs: number;
@@ -253,6 +256,18 @@ export const FLAGS: FlagSpec[] = [
     arg: 'file',
     help: 'Kubeconfig of the host cluster, asked to review bearer tokens (TokenReview) and to authorize requests (SubjectAccessReview), and holding RBAC. Default: the in-cluster configuration when running in a pod, else no host cluster.',
     apply: (c, v) => (c.kubeconfig = v),
+  },
+  {
+    name: 'enable-admission-plugins',
+    arg: 'names',
+    help: 'Admission plugins to run besides those on by default (comma-separated). This server has NamespaceLifecycle, on by default; admission runs only with a host cluster.',
+    apply: (c, v) => (c.enableAdmissionPlugins = list(v)),
+  },
+  {
+    name: 'disable-admission-plugins',
+    arg: 'names',
+    help: 'Admission plugins not to run, though on by default (comma-separated), e.g. NamespaceLifecycle.',
+    apply: (c, v) => (c.disableAdmissionPlugins = list(v)),
   },
   {
     name: 'authentication-token-webhook-cache-ttl',
@@ -486,6 +501,8 @@ export function defaultConfig(): Config {
     securePort: 8443,
     certDir: '',
     tlsSans: [],
+    enableAdmissionPlugins: [],
+    disableAdmissionPlugins: [],
     etcdCompactionIntervalMs: 5 * 60_000,
     accessKeyActivityMinIntervalMs: 60_000,
     accessKeyActivityTickMs: 5_000,

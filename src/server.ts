@@ -11,6 +11,8 @@ import * as errors from './apimachinery/status.js';
 import { ownerDeletionCheck } from './auth/ownerdeletion.js';
 import { startClientCertificateAuthorities } from './auth/clientcas.js';
 import { setUpAuth } from './auth/setup.js';
+import { enabledPlugins } from './admission/chain.js';
+import { startHostAdmission } from './admission/host.js';
 import { HostCluster } from './host/cluster.js';
 import type { Config } from './config.js';
 import { GarbageCollector } from './controllers/garbagecollector.js';
@@ -52,6 +54,8 @@ export interface RunningServer {
 
 export async function startServer(flags: Config, log: Logger): Promise<RunningServer> {
   const config = flags;
+  // Before anything starts: a flag naming a plugin this server does not have stops it here.
+  const admissionPlugins = enabledPlugins(config.enableAdmissionPlugins, config.disableAdmissionPlugins);
   // Undone in reverse: the HTTPS server first, the embedded etcd last. Each step is logged, in order.
   const cleanups: [string, () => Promise<void>][] = [];
   const close = async () => {
@@ -156,6 +160,12 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
         'no host cluster configured: TokenReview, SubjectAccessReview, the access sync to host RBAC and virtual cluster kube configs are off',
       );
     actions.add(kubeConfigAction(registry, hostCluster, log));
+    if (hostCluster) {
+      const admission = startHostAdmission(hostCluster, admissionPlugins, (msg, fields) => log.warn(msg, fields));
+      cleanups.push(['stopping the admission informers', async () => admission.stop()]);
+      registry.useAdmission(admission.chain);
+      log.info('admission plugins', { plugins: admission.chain.names });
+    }
     const controllers = startControllers({
       leaseLock: (key) => storage.leaseLock(key),
       etcdPrefix: config.etcdPrefix,

@@ -1,4 +1,5 @@
 /** All served resources, each with its generic store, found by group, version and plural name (or apiVersion and kind). */
+import type { Admission } from '../apimachinery/admission.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { WatchCache } from '../storage/cacher.js';
 import type { Storage } from '../storage/interface.js';
@@ -13,6 +14,7 @@ export class Registry {
   /** One watch cache per API group: a single etcd watch feeds every resource of the group. */
   readonly caches = new Map<string, WatchCache<KubeObject>>();
   private ownerDeletion?: OwnerDeletionCheck;
+  private admission?: Admission;
 
   constructor(
     readonly definitions: ResourceDefinition[],
@@ -35,6 +37,7 @@ export class Registry {
         etcdPrefix,
         (g, v, r) => this.lookup(g, v, r),
         () => this.ownerDeletion,
+        () => this.admission,
       );
       this.stores.set(`${def.group}/${def.version}/${def.plural}`, store);
       this.byKind.set(`${def.apiVersion}/${def.kind}`, store);
@@ -47,6 +50,11 @@ export class Registry {
    */
   useOwnerDeletionCheck(check: OwnerDeletionCheck): void {
     this.ownerDeletion = check;
+  }
+
+  /** The admission chain of every write (set once at start, before serving; none without a host cluster). */
+  useAdmission(admission: Admission): void {
+    this.admission = admission;
   }
 
   /** Fills the caches; the server serves only after this. */

@@ -3,6 +3,12 @@
  * Kubernetes object semantics for every kind. A kind only brings its definition and a small strategy.
  */
 import { randomUUID } from 'node:crypto';
+import {
+  SERVER_USER,
+  type Admission,
+  type AdmissionAttributes,
+  type AdmissionOperation,
+} from '../apimachinery/admission.js';
 import { decoded, type ObjectList } from '../apimachinery/encoded.js';
 import { jsonEqual } from '../apimachinery/equality.js';
 import { GoLiteral, Path, fieldError, type FieldError } from '../apimachinery/field.js';
@@ -104,6 +110,8 @@ export class Store {
     private readonly stores: StoreLookup = () => undefined,
     /** Whether a caller may delete an owner, for the ownerReferences of its writes (set up once the authorizers are). */
     private readonly ownerDeletion: () => OwnerDeletionCheck | undefined = () => undefined,
+    /** The admission chain every write goes through (none without a host cluster). */
+    private readonly admission: () => Admission | undefined = () => undefined,
   ) {
     this.reader = new ResourceReader(def, storage, cache);
     const { metadata: _m, ...properties } = def.schema.properties ?? {};
@@ -168,6 +176,15 @@ export class Store {
     this.takeNamespace(obj, namespace);
     if (obj.metadata.resourceVersion)
       throw errors.badRequest('resourceVersion should not be set on objects to be created');
+    const admitted = await this.admit(
+      'CREATE',
+      obj.metadata.namespace,
+      obj.metadata.name ?? '',
+      '',
+      obj,
+      undefined,
+      opts,
+    );
     const meta = obj.metadata;
     delete meta.selfLink;
     delete meta.deletionTimestamp;
@@ -187,6 +204,7 @@ export class Store {
     await this.strategy.admitCreate?.(obj, opts, this.stores);
     await this.checkOwnerPermissions(obj, undefined, opts);
     if (trackFields) this.recordFieldManager(obj, undefined, opts, '');
+    await this.validateAdmission(admitted);
 
     for (let attempt = 1; ; attempt++) {
       try {
@@ -234,6 +252,8 @@ export class Store {
           this.checkMetadataTypes(updated);
           dropEmptyMetadataFields(updated.metadata);
           this.checkNameOnUrl(updated, namespace, name);
+          // Mutating admission comes before the resourceVersion check, as kube's update transformers do.
+          const admitted = await this.admit('UPDATE', namespace, name, subresource ?? '', updated, current, opts);
           this.checkResourceVersion(updated, current, name);
           if ('replace' in source && updated.metadata.uid && updated.metadata.uid !== current.metadata.uid) {
             throw errors.conflict(
@@ -255,6 +275,7 @@ export class Store {
           if (subresource !== 'status' && this.specChanged(next, current))
             next.metadata.generation = (current.metadata.generation ?? 0) + 1;
           if (!('apply' in source)) this.recordFieldManager(next, current, opts, subresource ?? '');
+          if (admitted) await this.validateAdmission({ ...admitted, object: next });
           // A write that would only refresh managedFields times changes nothing, so nothing is written.
           return keepTimestampsOfNoopWrite(this.toStorage(next), current);
         },
@@ -323,8 +344,9 @@ export class Store {
     const res = await this.storageCall('delete', name, () =>
       this.storage.guaranteedUpdate<KubeObject>(
         key,
-        (obj) => {
+        async (obj) => {
           this.checkDeletePreconditions(obj, opts);
+          await this.validateAdmission(await this.admit('DELETE', namespace, name, '', undefined, obj, opts));
           return markDeleting(obj, opts);
         },
         {
@@ -370,6 +392,43 @@ export class Store {
       throw errors.badRequest(`Namespace parameter invalid: ${JSON.stringify(namespace)}: ${nsMsgs.join(';')}`);
     const base = `${this.prefix}/${this.def.group}/${this.def.plural}/`;
     return this.def.namespaced && namespace ? `${base}${namespace}/` : base;
+  }
+
+  /**
+   * Runs the mutating admission plugins on a write (they may change `object`); answers the attributes for the
+   * validating ones, or undefined when there is no admission. The server's own writes go through it too.
+   */
+  private async admit(
+    operation: AdmissionOperation,
+    namespace: string | undefined,
+    name: string,
+    subresource: string,
+    object: KubeObject | undefined,
+    oldObject: KubeObject | undefined,
+    opts: WriteOptions,
+  ): Promise<AdmissionAttributes | undefined> {
+    const admission = this.admission();
+    if (!admission) return undefined;
+    const attrs: AdmissionAttributes = {
+      operation,
+      group: this.def.group,
+      version: this.def.version,
+      kind: this.def.kind,
+      resource: this.def.plural,
+      subresource,
+      namespace: (this.def.namespaced && namespace) || '',
+      name,
+      object,
+      oldObject,
+      user: opts.user ?? SERVER_USER,
+      dryRun: !!opts.dryRun,
+    };
+    await admission.admit(attrs);
+    return attrs;
+  }
+
+  private async validateAdmission(attrs: AdmissionAttributes | undefined): Promise<void> {
+    if (attrs) await this.admission()?.validate(attrs);
   }
 
   /** The namespace comes from the path; a different one in the body is refused. */

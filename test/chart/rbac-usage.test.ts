@@ -221,6 +221,9 @@ beforeAll(async () => {
     await waitFor(`${path} to be gone`, async () => (await root.get(path)).status === 404, 20_000);
   }
 
+  // NamespaceLifecycle admission: an informer on namespaces (list, watch), and a live get of one it has not seen.
+  expect((await root.post(sharedSecretsPath(uniq('nowhere')), secretBody('x'))).status).toBe(404);
+
   // The kube config action: the connection Secret vc-<name> (the CSR goes to the virtual cluster, not the host).
   const vc = uniq('vc');
   host.addSecret(VC_NAMESPACE, `vc-${vc}`, { config: vcluster.kubeconfigText() });

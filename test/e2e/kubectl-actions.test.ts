@@ -29,6 +29,8 @@ function file(name: string, doc: object): string {
 beforeAll(async () => {
   host = await startHostCluster();
   vcluster = await startHostCluster();
+  // The project's namespace, which the platform makes in the host cluster.
+  host.addNamespace('p-web');
   ts = await startTestServer({ kubeconfig: host.kubeconfigPath });
   dir = mkdtempSync(join(tmpdir(), 'kubectl-actions-'));
 }, 120_000);

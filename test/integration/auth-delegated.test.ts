@@ -30,7 +30,7 @@ import {
   type Target,
   type Verb,
 } from '../support/authmatrix.js';
-import { DIRECT_PREFIX, GROUP, MERGE_PATCH, uniq } from '../support/fixtures.js';
+import { DIRECT_PREFIX, GROUP, MERGE_PATCH, secretBody, sharedSecretsPath, uniq } from '../support/fixtures.js';
 import { startHostCluster, type HostClusterStandIn, type KubeObj } from '../support/hostcluster.js';
 import type { HttpResponse } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -83,6 +83,7 @@ const client = (token?: string, cert?: TestCert) =>
 beforeAll(async () => {
   host = await startHostCluster();
   for (const { token, user } of Object.values(HOST_USERS)) host.addToken(token, user);
+  host.addNamespace(NS);
   dir = mkdtempSync(join(tmpdir(), 'auth-delegated-'));
   writeFileSync(join(dir, 'client-ca.crt'), clientCa.certPem);
   ts = await startTestServer({
@@ -214,6 +215,7 @@ describe('TokenReview', () => {
 
   test('its groups come along: a team from TokenReview reaches team grants and owners, and lists are filtered for it', async () => {
     const ns = uniq('tr');
+    host.addNamespace(ns);
     const team = await make('sharedsecrets', { access: [{ verbs: ['get', 'update'], teams: ['green'] }] }, { ns });
     const owned = await make('sharedsecrets', { owner: { team: 'green' } }, { ns });
     const other = await make('sharedsecrets', { owner: { team: 'blue' } }, { ns });
@@ -295,6 +297,8 @@ describe('SubjectAccessReview', () => {
   test('a RoleBinding granting get on sharedsecrets in ns1 lets the TokenReview user get a SharedSecret there, not in ns2', async () => {
     const ns1 = uniq('ns1');
     const ns2 = uniq('ns2');
+    host.addNamespace(ns1);
+    host.addNamespace(ns2);
     const in1 = await make('sharedsecrets', {}, { ns: ns1 });
     const in2 = await make('sharedsecrets', {}, { ns: ns2 });
     const c = await make('clusters');
@@ -325,6 +329,7 @@ describe('SubjectAccessReview', () => {
 
   test('a ServiceAccount subject with list, update and status: lists are complete, not filtered', async () => {
     const ns = uniq('sa');
+    host.addNamespace(ns);
     const a = await make('sharedsecrets', {}, { ns });
     const b = await make('sharedsecrets', { owner: { user: 'someone' } }, { ns });
     // The access sync writes b (finalizer, condition) for its owner: its updates are done before the ones below.
@@ -348,6 +353,7 @@ describe('SubjectAccessReview', () => {
 
   test('an apply that would create needs create, not only patch (kube authorizes a create-on-update as create); PUT never creates', async () => {
     const ns = uniq('applycreate');
+    host.addNamespace(ns);
     const existing = await make('sharedsecrets', {}, { ns });
     host.put(role(ns, 'patcher', [rule(['sharedsecrets'], ['get', 'patch', 'update'])]));
     host.put(
@@ -414,6 +420,7 @@ describe('SubjectAccessReview', () => {
 
   test('a watch of one object that host RBAC allows for that name only (as access sync makes it) ends in DELETED when the grant goes', async () => {
     const ns = uniq('namedwatch');
+    host.addNamespace(ns);
     const t = await make(
       'sharedsecrets',
       { access: [{ verbs: ['get', 'list', 'watch'], users: ['tr-dave'] }] },
@@ -451,6 +458,7 @@ describe('SubjectAccessReview', () => {
 
   test('a watch of one object allowed by host RBAC for the whole kind is not filtered by access lists', async () => {
     const ns = uniq('kindwatch');
+    host.addNamespace(ns);
     const t = await make('sharedsecrets', {}, { ns });
     host.put(role(ns, 'watcher', [rule(['sharedsecrets'], ['get', 'list', 'watch'])]));
     host.put(
@@ -552,13 +560,34 @@ describe('SubjectAccessReview', () => {
 // Host down
 // ---------------------------------------------------------------------------------------------------------------
 
+/** A namespace the host cluster has (NamespaceLifecycle refuses writes into others). */
+function hostNamespace(ns: string): string {
+  host.addNamespace(ns);
+  return ns;
+}
+
+/**
+ * Waits until the server's namespace informer has `ns` (after an earlier outage it lists again after a backoff): a
+ * dry-run create there then makes no live lookup on the host, and the namespace is known while the host is down.
+ */
+async function namespaceCached(ns: string): Promise<void> {
+  await waitFor(
+    `the namespace informer to have ${ns}`,
+    async () => {
+      const mark = host.requests.length;
+      expect((await admin.post(`${sharedSecretsPath(ns)}?dryRun=All`, secretBody('probe'))).status).toBe(201);
+      return !host.requests.slice(mark).some((r) => r.path === `/api/v1/namespaces/${ns}`);
+    },
+    15_000,
+    100,
+  );
+}
+
 describe.each(['refused', 'unavailable'] as const)('host down (%s)', (mode) => {
   test('TokenReview users are 401; the admin, certificate users and object grants are unaffected; host grants are gone', async () => {
-    const t = await make(
-      'sharedsecrets',
-      { access: [{ verbs: ['get'], users: ['tr-alice', 'carol'] }] },
-      { ns: uniq(mode) },
-    );
+    const ns = hostNamespace(uniq(mode));
+    await namespaceCached(ns);
+    const t = await make('sharedsecrets', { access: [{ verbs: ['get'], users: ['tr-alice', 'carol'] }] }, { ns });
     const c = await make('clusters');
     host.put(role('', `carol-${mode}`, [rule(['clusters'], ['get'], { resourceNames: [c.name] })]));
     host.put(

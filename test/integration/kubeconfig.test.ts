@@ -163,6 +163,7 @@ const subjectOf = (cert: X509Certificate) => cert.subject.split('\n');
 describe('getting a kube config', () => {
   test('GET on the namespaced path: the ingress endpoint, the virtual cluster CA, and a client certificate it issued for the caller', async () => {
     const ns = uniq('p');
+    host.addNamespace(ns);
     const name = uniq('vc');
     await createInstance(ns, name, { owner: { user: 'bob' } });
     vcluster.resetCounts();
@@ -214,6 +215,7 @@ describe('getting a kube config', () => {
 
   test("the spec's path without a namespace finds the instance by name", async () => {
     const ns = uniq('p');
+    host.addNamespace(ns);
     const name = uniq('vc');
     await createInstance(ns, name);
     const res = await root.get(anyNamespacePath(name));
@@ -224,6 +226,7 @@ describe('getting a kube config', () => {
 
   test('POST with spec.certificateTTL and GET with ?certificateTTL= set the lifetime; 0 asks for none (the signing duration)', async () => {
     const ns = uniq('p');
+    host.addNamespace(ns);
     const name = uniq('vc');
     await createInstance(ns, name);
     const posted = await root.post(kubeconfigPath(ns, name), {
@@ -260,6 +263,7 @@ describe('getting a kube config', () => {
 
   test('the private key is in the answer only: nothing in etcd holds it', async () => {
     const ns = uniq('p');
+    host.addNamespace(ns);
     const name = uniq('vc');
     await createInstance(ns, name);
     const { keyPem } = readKubeConfig((await root.get(kubeconfigPath(ns, name))).body);
@@ -278,6 +282,8 @@ describe('finding the instance without a namespace', () => {
   test('a name in two namespaces is ambiguous: 409 listing both; a caller who may use only one gets that one', async () => {
     const name = uniq('vc');
     const [ns1, ns2] = [uniq('p'), uniq('p')];
+    host.addNamespace(ns1);
+    host.addNamespace(ns2);
     await createInstance(ns1, name);
     await root.post(vcis(ns2), {
       apiVersion: API_VERSION,
@@ -312,7 +318,9 @@ describe('finding the instance without a namespace', () => {
       details: { name: 'no-such-vc', kind: 'virtualclusterinstances' },
     });
     const name = uniq('vc');
-    await createInstance(uniq('p'), name);
+    const ns = uniq('p');
+    host.addNamespace(ns);
+    await createInstance(ns, name);
     const hidden = await carol.get(anyNamespacePath(name));
     expect(hidden.status).toBe(403);
     expect(hidden.body.message).toContain(
@@ -324,6 +332,7 @@ describe('finding the instance without a namespace', () => {
 describe('who may get one', () => {
   test('an access entry for the kubeconfig subresource allows exactly its verbs; others get 403', async () => {
     const ns = uniq('p');
+    host.addNamespace(ns);
     const name = uniq('vc');
     await createInstance(ns, name, { access: [{ verbs: ['get'], subresources: ['kubeconfig'], users: ['carol'] }] });
     const got = await carol.get(kubeconfigPath(ns, name));
@@ -336,6 +345,7 @@ describe('who may get one', () => {
 
   test('a caller named system:... (here a host ServiceAccount) gets none, even for its own instance: 403, nothing asked of the virtual cluster', async () => {
     const ns = uniq('p');
+    host.addNamespace(ns);
     const name = uniq('vc');
     const account = 'system:serviceaccount:default:builder';
     await createInstance(ns, name, { owner: { user: account } });
@@ -355,6 +365,7 @@ describe('who may get one', () => {
 describe('refusals', () => {
   test('an instance without an ingress endpoint: 400 saying so, and nothing asked of the virtual cluster', async () => {
     const ns = uniq('p');
+    host.addNamespace(ns);
     const name = uniq('vc');
     await createInstance(ns, name, { ingressEndpoint: undefined });
     vcluster.resetCounts();
@@ -373,6 +384,7 @@ describe('refusals', () => {
     ['a lifetime that is not a number', { certificateTTL: '1d' }, 422, 'spec.certificateTTL: Invalid value: "string"'],
   ])('POST with %s: 422', async (_what, spec, code, message) => {
     const ns = uniq('p');
+    host.addNamespace(ns);
     const name = uniq('vc');
     await createInstance(ns, name);
     vcluster.resetCounts();
@@ -384,6 +396,7 @@ describe('refusals', () => {
 
   test('GET with a certificateTTL that is not a whole number: 400', async () => {
     const ns = uniq('p');
+    host.addNamespace(ns);
     const name = uniq('vc');
     await createInstance(ns, name);
     const res = await root.get(`${kubeconfigPath(ns, name)}?certificateTTL=1h`);
@@ -393,6 +406,7 @@ describe('refusals', () => {
 
   test('no connection Secret, or one without its key: the same 503 (no oracle for Secrets in host namespaces), the detail logged', async () => {
     const ns = uniq('p');
+    host.addNamespace(ns);
     const missing = uniq('vc');
     await createInstance(ns, missing, {}, null);
     const keyless = uniq('vc');
@@ -410,6 +424,7 @@ describe('refusals', () => {
 
   test('a connection whose user runs an exec plugin: 503, the Secret and the field logged, and the command never runs', async () => {
     const ns = uniq('p');
+    host.addNamespace(ns);
     const name = uniq('vc');
     await createInstance(ns, name, {}, null);
     const marker = join(scratch, `${name}-ran`);
@@ -485,6 +500,7 @@ describe('refusals', () => {
     'a connection with %s: 503, the field logged, nothing asked of the virtual cluster',
     async (_what, change, refused) => {
       const ns = uniq('p');
+      host.addNamespace(ns);
       const name = uniq('vc');
       await createInstance(ns, name, {}, null);
       host.addSecret(`vcluster-${name}`, `vc-${name}`, { config: connectionWith(vcluster, change) });
@@ -527,6 +543,7 @@ describe('refusals', () => {
     ['no current context', { 'current-context': undefined }, 'the kubeconfig has no current-context'],
   ])('a connection with %s: 503, what is wrong logged', async (_what, change, message) => {
     const ns = uniq('p');
+    host.addNamespace(ns);
     const name = uniq('vc');
     await createInstance(ns, name, {}, null);
     host.addSecret(`vcluster-${name}`, `vc-${name}`, { config: connectionWith(vcluster, change) });
@@ -536,6 +553,7 @@ describe('refusals', () => {
 
   test("a connection that is not YAML: 503, the parser's reason logged, not the text", async () => {
     const ns = uniq('p');
+    host.addNamespace(ns);
     const name = uniq('vc');
     await createInstance(ns, name, {}, null);
     host.addSecret(`vcluster-${name}`, `vc-${name}`, { config: 'token: "s3cret\n  bad: [' });
@@ -550,6 +568,7 @@ describe('refusals', () => {
 
   test('harmless extras (extensions, tls-server-name, insecure-skip-tls-verify: false) are accepted', async () => {
     const ns = uniq('p');
+    host.addNamespace(ns);
     const name = uniq('vc');
     await createInstance(ns, name, {}, null);
     const change = {
@@ -568,6 +587,7 @@ describe('refusals', () => {
 
   test("a tls-server-name other than the server's host is what the certificate is checked against: one it does not name is 503", async () => {
     const ns = uniq('p');
+    host.addNamespace(ns);
     const name = uniq('vc');
     await createInstance(ns, name, {}, null);
     host.addSecret(`vcluster-${name}`, `vc-${name}`, {
@@ -579,6 +599,7 @@ describe('refusals', () => {
 
   test('the virtual cluster is down: 503; back up: served again', async () => {
     const ns = uniq('p');
+    host.addNamespace(ns);
     const name = uniq('vc');
     await createInstance(ns, name);
     await vcluster.setDown(true, 'unavailable');
@@ -602,6 +623,7 @@ describe('refusals', () => {
     const silent = await startHostCluster({ csrSigning: false });
     try {
       const ns = uniq('p');
+      host.addNamespace(ns);
       const name = uniq('vc');
       await createInstance(ns, name, {}, silent);
       const started = Date.now();
@@ -623,6 +645,7 @@ describe('refusals', () => {
 
   test('other verbs: 405', async () => {
     const ns = uniq('p');
+    host.addNamespace(ns);
     const name = uniq('vc');
     await createInstance(ns, name);
     for (const method of ['PUT', 'DELETE']) {
@@ -637,6 +660,7 @@ describe('without a host cluster', () => {
     const plain = await startTestServer({}, ts.etcd);
     try {
       const ns = uniq('p');
+      host.addNamespace(ns);
       const name = uniq('vc');
       const created = await plain.admin.post(vcis(ns), {
         apiVersion: API_VERSION,

@@ -33,6 +33,7 @@ let dave: HttpClient;
 
 beforeAll(async () => {
   host = await startHostCluster();
+  host.addNamespace('tenants');
   const server = await startTestServerWithUsers(
     { root: ['system:masters'], bob: [], carol: [], dave: [] },
     { kubeconfig: host.kubeconfigPath },

@@ -114,7 +114,15 @@ async function createProject(owner: string, spec: Record<string, unknown> = {}):
       })
     ).status,
   ).toBe(201);
+  // The project's namespace, which the platform makes in the host cluster.
+  host.addNamespace(`p-${name}`);
   return name;
+}
+
+/** A namespace the host cluster has (NamespaceLifecycle refuses writes into others). */
+function hostNamespace(ns: string): string {
+  host.addNamespace(ns);
+  return ns;
 }
 
 /** A tenant's virtual cluster imported into the tenant's project: its instance's namespace and name. */
@@ -310,13 +318,13 @@ describe('a create by anyone but system:masters passes the import checks', () =>
   test.each([
     [
       'a namespace of no project',
-      async () => ({ ns: uniq('team'), ref: { cluster } }),
+      async () => ({ ns: hostNamespace(uniq('team')), ref: { cluster } }),
       'metadata.namespace',
       'not the namespace of a Project',
     ],
     [
       'the namespace of a project that does not exist',
-      async () => ({ ns: 'p-no-such-project', ref: { cluster } }),
+      async () => ({ ns: hostNamespace('p-no-such-project'), ref: { cluster } }),
       'metadata.namespace',
       'no Project "no-such-project" exists',
     ],
@@ -383,7 +391,7 @@ describe('a create by anyone but system:masters passes the import checks', () =>
   });
 
   test('system:masters may create any instance (the operator sets up what imports cannot)', async () => {
-    const ns = uniq('anywhere');
+    const ns = hostNamespace(uniq('anywhere'));
     const res = await root.post(
       vcis(ns),
       instance(uniq('vc'), { cluster: 'not-yet-registered', namespace: 'vcluster-x' }),

@@ -329,7 +329,7 @@ test('a watch of many objects sends them a chunk at a time, serving others in be
         if (events.length === 1) setImmediate(() => (otherWorkAt = events.length));
         // A write while the current objects are still being sent.
         if (events.length === 1000)
-          write = storage.create(`${prefix}late`, { ...secret(0), metadata: { name: 'late' } });
+          write = storage.create<KubeObject>(`${prefix}late`, { ...secret(0), metadata: { name: 'late' } });
       },
       initialEventsEnd: () => {},
       end: () => {},

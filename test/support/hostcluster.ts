@@ -77,7 +77,12 @@ export interface HostClusterStandIn {
   kubeconfigPath: string;
   addToken(token: string, user: UserInfo & { audiences?: string[] }): void;
   removeToken(token: string): void;
+  /** Creates (or relabels) a namespace: phase Active, a watch event. */
   addNamespace(name: string, labels?: Record<string, string>): void;
+  /** Marks a namespace as being deleted (phase Terminating), as its DELETE does. */
+  terminateNamespace(name: string): void;
+  /** Removes a namespace, as the namespace controller does once it is empty. */
+  removeNamespace(name: string): void;
   addSecret(namespace: string, name: string, data: Record<string, string>, type?: string): void;
   addConfigMap(namespace: string, name: string, data: Record<string, string>): void;
   /** Creates or replaces an RBAC object as an API write would (new resourceVersion, watch event); returns it. */
@@ -112,7 +117,9 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
   const rv = new ResourceVersions();
   const watches = new WatchHub();
   const rbacStore = new RbacStore(rv, watches);
-  const core = new CoreObjects(rv);
+  const core = new CoreObjects(rv, watches);
+  // The namespaces every cluster starts with.
+  for (const ns of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) core.addNamespace(ns);
   const csrs = new CertificateSigningRequests(rv, (csr) => signer.schedule(csr));
   const signer = new CsrSigner({
     // The signer uses the CA that serves the API, as a cluster whose kubeconfig trusts the CA it signs clients with.
@@ -154,6 +161,8 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
     addToken: (t, user) => void tokens.set(t, clone(user)),
     removeToken: (t) => void tokens.delete(t),
     addNamespace: (name, labels) => core.addNamespace(name, labels),
+    terminateNamespace: (name) => core.terminateNamespace(name),
+    removeNamespace: (name) => core.removeNamespace(name),
     addSecret: (namespace, name, data, type) => core.addSecret(namespace, name, data, type),
     addConfigMap: (namespace, name, data) => core.addConfigMap(namespace, name, data),
     put: (obj) => rbacStore.put(obj),

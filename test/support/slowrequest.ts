@@ -28,6 +28,8 @@ export interface SlowVirtualCluster {
 
 export async function startSlowVirtualCluster(signingDelayMs: number): Promise<SlowVirtualCluster> {
   const host = await startHostCluster();
+  // The project's namespace, which the platform makes in the host cluster.
+  host.addNamespace(NAMESPACE);
   const vcluster = await startHostCluster({ csrSigningDelayMs: signingDelayMs });
   host.addSecret(`vcluster-${NAME}`, `vc-${NAME}`, { config: vcluster.kubeconfigText() });
   const instances = `${GROUP_PATH}/namespaces/${NAMESPACE}/virtualclusterinstances`;

@@ -1,13 +1,16 @@
 /**
- * The core (/api/v1) objects a test seeds in the stand-in, read-only over the API: GET of a namespace, and of a
- * secret or configmap in one.
+ * The core (/api/v1) objects a test seeds in the stand-in, read-only over the API: namespaces (get, list, watch;
+ * a test marks one Terminating or removes it, as kube's namespace deletion does), and GET of a secret or
+ * configmap in one.
  */
 import { randomUUID } from 'node:crypto';
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as errors from '../../../src/apimachinery/status.js';
 import { reply } from './http.js';
-import { now, type KubeObj, type ResourceVersions } from './objects.js';
+import { clone, now, type KubeObj, type ResourceVersions } from './objects.js';
+import type { WatchHub } from './watch.js';
 
+const NAMESPACES_PATH = '/api/v1/namespaces';
 const NAMESPACE_PATH = /^\/api\/v1\/namespaces\/([^/]+)$/;
 const NAMESPACED_OBJECT_PATH = /^\/api\/v1\/namespaces\/([^/]+)\/(secrets|configmaps)\/([^/]+)$/;
 
@@ -16,10 +19,14 @@ export class CoreObjects {
   private readonly secrets = new Map<string, KubeObj>();
   private readonly configMaps = new Map<string, KubeObj>();
 
-  constructor(private readonly rv: ResourceVersions) {}
+  constructor(
+    private readonly rv: ResourceVersions,
+    private readonly watches: WatchHub,
+  ) {}
 
   addNamespace(name: string, labels: Record<string, string> = {}): void {
-    this.namespaces.set(name, {
+    const previous = this.namespaces.get(name);
+    const namespace: KubeObj = {
       kind: 'Namespace',
       apiVersion: 'v1',
       metadata: {
@@ -31,7 +38,30 @@ export class CoreObjects {
       },
       spec: { finalizers: ['kubernetes'] },
       status: { phase: 'Active' },
-    });
+    };
+    this.namespaces.set(name, namespace);
+    this.watches.record(previous ? 'MODIFIED' : 'ADDED', 'namespaces', namespace, previous);
+  }
+
+  /** As a DELETE of the namespace does first: deletionTimestamp set, phase Terminating. */
+  terminateNamespace(name: string): void {
+    const previous = this.namespaces.get(name);
+    if (!previous) throw new Error(`no namespace ${name} in the stand-in`);
+    const namespace = clone(previous);
+    namespace.metadata.resourceVersion = this.rv.next();
+    namespace.metadata.deletionTimestamp = now();
+    namespace.status = { phase: 'Terminating' };
+    this.namespaces.set(name, namespace);
+    this.watches.record('MODIFIED', 'namespaces', namespace, previous);
+  }
+
+  /** As the namespace controller does once the namespace is empty. */
+  removeNamespace(name: string): void {
+    const namespace = this.namespaces.get(name);
+    if (!namespace) return;
+    this.namespaces.delete(name);
+    const gone = { ...clone(namespace), metadata: { ...namespace.metadata, resourceVersion: this.rv.next() } };
+    this.watches.record('DELETED', 'namespaces', gone);
   }
 
   /** `data` in plain text; the stored Secret has it base64-encoded, as the API sends it. */
@@ -55,8 +85,20 @@ export class CoreObjects {
   }
 
   /** Answers a GET of a seeded object; false when the path names none of these (the caller answers 404). */
-  handle(res: ServerResponse, method: string, path: string): boolean {
+  handle(req: IncomingMessage, res: ServerResponse, method: string, path: string, q: URLSearchParams): boolean {
     if (method !== 'GET') return false;
+    if (path === NAMESPACES_PATH) {
+      if (['true', '1'].includes(q.get('watch') ?? ''))
+        this.watches.serve(req, res, 'namespaces', undefined, q, () => [...this.namespaces.values()]);
+      else
+        reply(res, 200, {
+          kind: 'NamespaceList',
+          apiVersion: 'v1',
+          metadata: { resourceVersion: this.rv.current() },
+          items: [...this.namespaces.values()].map(clone),
+        });
+      return true;
+    }
     const ns = NAMESPACE_PATH.exec(path);
     if (ns) return answer(res, this.namespaces.get(decodeURIComponent(ns[1])), 'namespaces', decodeURIComponent(ns[1]));
     const m = NAMESPACED_OBJECT_PATH.exec(path);

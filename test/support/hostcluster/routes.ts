@@ -86,7 +86,7 @@ export function routes(r: Routes) {
       return reply(res, 201, tokenReview(r.tokens, body));
     if (method === 'POST' && path === '/apis/authorization.k8s.io/v1/subjectaccessreviews')
       return reply(res, 201, subjectAccessReview(body, r.decide));
-    if (r.core.handle(res, method, path)) return;
+    if (r.core.handle(req, res, method, path, url.searchParams)) return;
     throw errors.notFoundPath();
   };
 }
