@@ -1,6 +1,7 @@
 /**
- * Admission as configured in the host cluster: the enabled plugins, fed by informers on the host (namespaces for
- * NamespaceLifecycle). Only with a host cluster; the informers run until stop().
+ * Admission as configured in the host cluster: the enabled plugins, fed by informers on the host (namespaces, and
+ * the admissionregistration.k8s.io/v1 webhook configurations). Only with a host cluster; the informers run until
+ * stop().
  */
 import type { HostCluster } from '../host/cluster.js';
 import { HostInformer } from '../host/informer.js';
@@ -8,46 +9,81 @@ import { HostClusterError } from '../host/restclient.js';
 import { AdmissionChain } from './chain.js';
 import { NAMESPACE_LIFECYCLE, namespaceLifecycle, type Namespace, type NamespaceSource } from './namespacelifecycle.js';
 import type { AdmissionPlugin } from './plugin.js';
+import { webhooksOf, type WebhookConfiguration } from './webhookconfig.js';
+import {
+  MUTATING_ADMISSION_WEBHOOK,
+  mutatingWebhooks,
+  VALIDATING_ADMISSION_WEBHOOK,
+  validatingWebhooks,
+  type WebhookSources,
+} from './webhooks.js';
+
+const ADMISSIONREGISTRATION = '/apis/admissionregistration.k8s.io/v1';
+
+type Log = (msg: string, fields?: Record<string, unknown>) => void;
 
 export interface HostAdmission {
   chain: AdmissionChain;
   stop(): void;
 }
 
-export function startHostAdmission(
-  host: HostCluster,
-  enabled: string[],
-  log: (msg: string, fields?: Record<string, unknown>) => void,
-): HostAdmission {
+export function startHostAdmission(host: HostCluster, enabled: string[], log: Log): HostAdmission {
   const running = new AbortController();
+  const informer = <T extends WebhookConfiguration | Namespace>(what: string, path: string) => {
+    const i = new HostInformer<T>(host, { what, path, log });
+    void i.run(running.signal);
+    return i;
+  };
+  let namespaces: ReturnType<typeof hostNamespaces> | undefined;
+  const namespaceSource = () =>
+    (namespaces ??= hostNamespaces(host, informer<Namespace>('namespaces', '/api/v1/namespaces')));
+  const webhookSources = (what: string) => {
+    const configurations = informer<WebhookConfiguration>(what, `${ADMISSIONREGISTRATION}/${what}`);
+    const sources: WebhookSources = {
+      ready: (timeoutMs) => configurations.waitForSync(timeoutMs),
+      webhooks: () => webhooksOf(configurations.list()),
+      namespaceLabels: async (name) => (await namespaceSource().get(name))?.metadata.labels ?? undefined,
+      matchConditions: async () => {
+        throw new Error('matchConditions are not supported by this server yet');
+      },
+      log,
+    };
+    return sources;
+  };
   const plugins: AdmissionPlugin[] = [];
   for (const name of enabled) {
-    if (name === NAMESPACE_LIFECYCLE) plugins.push(namespaceLifecycle(hostNamespaces(host, running.signal, log)));
+    if (name === NAMESPACE_LIFECYCLE) plugins.push(namespaceLifecycle(namespaceSource()));
+    if (name === MUTATING_ADMISSION_WEBHOOK)
+      plugins.push(mutatingWebhooks(webhookSources('mutatingwebhookconfigurations')));
+    if (name === VALIDATING_ADMISSION_WEBHOOK)
+      plugins.push(validatingWebhooks(webhookSources('validatingwebhookconfigurations')));
   }
   return { chain: new AdmissionChain(plugins), stop: () => running.abort() };
 }
 
+/** The namespace informer, and the host asked directly for one it has not seen. */
 function hostNamespaces(
   host: HostCluster,
-  signal: AbortSignal,
-  log: (msg: string, fields?: Record<string, unknown>) => void,
-): NamespaceSource {
-  const informer = new HostInformer<Namespace>(host, { what: 'namespaces', path: '/api/v1/namespaces', log });
-  void informer.run(signal);
+  informer: HostInformer<Namespace>,
+): NamespaceSource & {
+  get(name: string): Promise<Namespace | undefined>;
+} {
+  const live = async (name: string) => {
+    try {
+      return await host.request<Namespace>(
+        `get namespace ${name}`,
+        'GET',
+        `/api/v1/namespaces/${encodeURIComponent(name)}`,
+      );
+    } catch (err) {
+      if (err instanceof HostClusterError && err.code === 404) return undefined;
+      throw err;
+    }
+  };
   return {
     waitForSync: (timeoutMs) => informer.waitForSync(timeoutMs),
     cached: (name) => informer.get(name),
-    live: async (name) => {
-      try {
-        return await host.request<Namespace>(
-          `get namespace ${name}`,
-          'GET',
-          `/api/v1/namespaces/${encodeURIComponent(name)}`,
-        );
-      } catch (err) {
-        if (err instanceof HostClusterError && err.code === 404) return undefined;
-        throw err;
-      }
-    },
+    live,
+    get: async (name) => informer.get(name) ?? (await live(name)),
   };
 }

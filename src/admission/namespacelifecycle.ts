@@ -4,7 +4,7 @@
  * NamespaceTerminating cause). Namespaces come from an informer on the host; a namespace the informer has not
  * seen is looked up live (after kube's 50 ms wait for a create), since it may have been created a moment ago.
  */
-import { groupResourceOf, type AdmissionAttributes } from '../apimachinery/admission.js';
+import { ADMISSION_READY_TIMEOUT_MS, admissionForbidden, type AdmissionAttributes } from '../apimachinery/admission.js';
 import * as errors from '../apimachinery/status.js';
 import type { HostObject } from '../host/informer.js';
 import type { AdmissionPlugin } from './plugin.js';
@@ -26,8 +26,6 @@ export interface NamespaceSource {
 
 /** kube's missingNamespaceWait: time for the informer to see a namespace created just before. */
 const MISSING_NAMESPACE_WAIT_MS = 50;
-/** kube's admission.Handler WaitForReady timeout. */
-const READY_TIMEOUT_MS = 10_000;
 
 export function namespaceLifecycle(namespaces: NamespaceSource): AdmissionPlugin {
   return {
@@ -36,7 +34,8 @@ export function namespaceLifecycle(namespaces: NamespaceSource): AdmissionPlugin
     async admit(attrs: AdmissionAttributes): Promise<void> {
       // Cluster-scoped objects, and deletes, are always let through.
       if (!attrs.namespace || attrs.operation === 'DELETE') return;
-      if (!(await namespaces.waitForSync(READY_TIMEOUT_MS))) throw forbidden(attrs, 'not yet ready to handle request');
+      if (!(await namespaces.waitForSync(ADMISSION_READY_TIMEOUT_MS)))
+        throw admissionForbidden(attrs, 'not yet ready to handle request');
       let namespace = namespaces.cached(attrs.namespace);
       if (!namespace && attrs.operation === 'CREATE') {
         await new Promise((resolve) => setTimeout(resolve, MISSING_NAMESPACE_WAIT_MS));
@@ -51,7 +50,7 @@ export function namespaceLifecycle(namespaces: NamespaceSource): AdmissionPlugin
         if (!namespace) throw errors.notFound({ group: '', resource: 'namespaces' }, attrs.namespace);
       }
       if (attrs.operation === 'CREATE' && namespace.status?.phase === 'Terminating') {
-        const err = forbidden(
+        const err = admissionForbidden(
           attrs,
           `unable to create new content in namespace ${attrs.namespace} because it is being terminated`,
         );
@@ -69,9 +68,4 @@ export function namespaceLifecycle(namespaces: NamespaceSource): AdmissionPlugin
       }
     },
   };
-}
-
-/** admission.NewForbidden: the request's resource, and its name (the object's, for a create). */
-function forbidden(attrs: AdmissionAttributes, why: string): errors.StatusError {
-  return errors.forbidden(groupResourceOf(attrs), attrs.name || attrs.object?.metadata?.name || '', why);
 }

@@ -3,6 +3,7 @@
  * store goes through: mutating plugins before the kind's own defaulting and validation, validating plugins after
  * it and before storage, as kube's handlers and generic registry call them.
  */
+import { forbidden, type StatusError } from './status.js';
 import type { GroupResource, KubeObject } from './types.js';
 import type { UserInfo } from './user.js';
 
@@ -26,6 +27,8 @@ export interface AdmissionAttributes {
   oldObject?: KubeObject;
   user: UserInfo;
   dryRun: boolean;
+  /** Warnings for the client (webhooks' and policies'), sent as `Warning: 299` headers. */
+  warnings: string[];
 }
 
 export interface Admission {
@@ -41,3 +44,11 @@ export const SERVER_USER: UserInfo = { name: 'system:apiserver', groups: ['syste
 export function groupResourceOf(attrs: AdmissionAttributes): GroupResource {
   return { group: attrs.group, resource: attrs.resource };
 }
+
+/** admission.NewForbidden: the request's resource, and its name (the object's, for a create). */
+export function admissionForbidden(attrs: AdmissionAttributes, why: string): StatusError {
+  return forbidden(groupResourceOf(attrs), attrs.name || attrs.object?.metadata?.name || '', why);
+}
+
+/** kube's admission.Handler WaitForReady: how long a plugin waits for its informers before refusing. */
+export const ADMISSION_READY_TIMEOUT_MS = 10_000;

@@ -9,7 +9,7 @@ import type { HostCluster } from './cluster.js';
 import { HostClusterError } from './restclient.js';
 
 export interface HostObject {
-  metadata: { name?: string; namespace?: string; resourceVersion?: string };
+  metadata: { name?: string; namespace?: string; resourceVersion?: string; labels?: Record<string, string> };
   [field: string]: unknown;
 }
 

@@ -185,6 +185,7 @@ export class Store {
       undefined,
       opts,
     );
+    if (admitted) this.checkAfterMutatingAdmission(obj, namespace);
     const meta = obj.metadata;
     delete meta.selfLink;
     delete meta.deletionTimestamp;
@@ -254,6 +255,10 @@ export class Store {
           this.checkNameOnUrl(updated, namespace, name);
           // Mutating admission comes before the resourceVersion check, as kube's update transformers do.
           const admitted = await this.admit('UPDATE', namespace, name, subresource ?? '', updated, current, opts);
+          if (admitted) {
+            this.checkAfterMutatingAdmission(updated, namespace);
+            this.checkNameOnUrl(updated, namespace, name);
+          }
           this.checkResourceVersion(updated, current, name);
           if ('replace' in source && updated.metadata.uid && updated.metadata.uid !== current.metadata.uid) {
             throw errors.conflict(
@@ -422,9 +427,18 @@ export class Store {
       oldObject,
       user: opts.user ?? SERVER_USER,
       dryRun: !!opts.dryRun,
+      warnings: opts.warnings ?? [],
     };
     await admission.admit(attrs);
     return attrs;
+  }
+
+  /** What a mutating webhook's patch may have broken: the same checks as on the request's own body. */
+  private checkAfterMutatingAdmission(obj: KubeObject, namespace: string | undefined): void {
+    checkTypeMeta(obj, this.def);
+    this.checkMetadataTypes(obj);
+    dropEmptyMetadataFields(obj.metadata);
+    this.takeNamespace(obj, namespace);
   }
 
   private async validateAdmission(attrs: AdmissionAttributes | undefined): Promise<void> {

@@ -547,7 +547,7 @@ describe('RBAC', () => {
     );
 
   test.each(VARIANT_NAMES)(
-    '%s: exactly auth-delegator, the front proxy reader, the access sync’s ClusterRole and get on Secrets',
+    '%s: exactly auth-delegator, the front proxy reader, the access sync’s and admission’s ClusterRole and get on Secrets',
     (variant) => {
       const r = rendered[variant];
       const bindings = r
@@ -591,6 +591,13 @@ describe('RBAC', () => {
               verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'],
             },
             hostRbacRule,
+            // Admission: the namespace informer and its live lookups, the webhook configuration informers.
+            { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
+            {
+              apiGroups: ['admissionregistration.k8s.io'],
+              resources: ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'],
+              verbs: ['list', 'watch'],
+            },
           ],
         ],
         [CONNECTIONS, [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }]],
@@ -622,8 +629,13 @@ describe('RBAC', () => {
         rule.resources.some((res: string) => res === 'secrets' || res.startsWith('secrets/')),
     );
     expect(onSecrets.map((rule) => [rule.resources, rule.verbs])).toEqual([[['secrets'], ['get']]]);
-    // Nothing else of the core group: no ConfigMaps (the front proxy's one comes from kube's own Role), no pods.
-    expect(rules.filter((rule) => rule.apiGroups.includes('') && !onSecrets.includes(rule))).toEqual([]);
+    // Nothing else of the core group but reading namespaces (admission): no ConfigMaps (the front proxy's one comes
+    // from kube's own Role), no pods.
+    expect(
+      rules
+        .filter((rule) => rule.apiGroups.includes('') && !onSecrets.includes(rule))
+        .map((rule) => [rule.resources, rule.verbs]),
+    ).toEqual([[['namespaces'], ['get', 'list', 'watch']]]);
   });
 
   test('rbac.virtualClusterNamespaces lists namespaces: get on Secrets there only, through a RoleBinding in each', async () => {

@@ -39,6 +39,7 @@ import forge from 'node-forge';
 import type { UserInfo } from '../../src/apimachinery/user.js';
 import { writeKubeconfig } from '../../src/kubeconfig.js';
 import { ensureServingCertificate } from '../../src/pki/selfsigned.js';
+import { AdmissionRegistration, type AdmissionResource } from './hostcluster/admissionregistration.js';
 import { CoreObjects } from './hostcluster/core.js';
 import { CertificateSigningRequests } from './hostcluster/csrs.js';
 import { CsrSigner } from './hostcluster/csrsigner.js';
@@ -53,6 +54,7 @@ import { WatchHub } from './hostcluster/watch.js';
 
 export { KUBE_APISERVER_CLIENT_SIGNER } from './hostcluster/csrsigner.js';
 export { KUBECONFIG_GROUPS, KUBECONFIG_USERNAME } from './hostcluster/csrs.js';
+export type { AdmissionResource } from './hostcluster/admissionregistration.js';
 export type { KubeObj } from './hostcluster/objects.js';
 export type { SarStatus } from './hostcluster/rbacauthorizer.js';
 export type { RbacResource } from './hostcluster/rbacstore.js';
@@ -85,6 +87,9 @@ export interface HostClusterStandIn {
   removeNamespace(name: string): void;
   addSecret(namespace: string, name: string, data: Record<string, string>, type?: string): void;
   addConfigMap(namespace: string, name: string, data: Record<string, string>): void;
+  /** Creates or replaces a webhook configuration (admissionregistration.k8s.io/v1) as an API write would. */
+  putAdmission(resource: AdmissionResource, obj: KubeObj): KubeObj;
+  removeAdmission(resource: AdmissionResource, name: string): void;
   /** Creates or replaces an RBAC object as an API write would (new resourceVersion, watch event); returns it. */
   put(obj: KubeObj): KubeObj;
   get(resource: RbacResource, namespace: string, name: string): KubeObj | undefined;
@@ -118,6 +123,7 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
   const watches = new WatchHub();
   const rbacStore = new RbacStore(rv, watches);
   const core = new CoreObjects(rv, watches);
+  const admission = new AdmissionRegistration(rv, watches);
   // The namespaces every cluster starts with.
   for (const ns of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) core.addNamespace(ns);
   const csrs = new CertificateSigningRequests(rv, (csr) => signer.schedule(csr));
@@ -142,6 +148,7 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
     rbac: rbacRest({ rv, store: rbacStore, watches, onWrite: () => api.onRbacWrite }),
     csrs,
     core,
+    admission,
   });
   const server = new HostServer(pki, handle, () => watches.endAll());
 
@@ -165,6 +172,8 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
     removeNamespace: (name) => core.removeNamespace(name),
     addSecret: (namespace, name, data, type) => core.addSecret(namespace, name, data, type),
     addConfigMap: (namespace, name, data) => core.addConfigMap(namespace, name, data),
+    putAdmission: (resource, obj) => admission.put(resource, obj),
+    removeAdmission: (resource, name) => admission.remove(resource, name),
     put: (obj) => rbacStore.put(obj),
     get: (resource, namespace, name) => rbacStore.get(resource, namespace, name),
     list: (resource, namespace) => clone(rbacStore.objectsOf(resource, namespace)),

@@ -4,6 +4,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as errors from '../../../src/apimachinery/status.js';
+import type { AdmissionRegistration } from './admissionregistration.js';
 import type { CoreObjects } from './core.js';
 import { CSR_PATH, CSR_RESOURCE, type CertificateSigningRequests } from './csrs.js';
 import { readBody, reply } from './http.js';
@@ -40,6 +41,7 @@ export interface Routes {
   ) => void;
   csrs: CertificateSigningRequests;
   core: CoreObjects;
+  admission: AdmissionRegistration;
 }
 
 export function routes(r: Routes) {
@@ -52,7 +54,9 @@ export function routes(r: Routes) {
     const resource =
       rbacMatch?.[2] ??
       (csrMatch ? CSR_RESOURCE : undefined) ??
-      /\/(tokenreviews|subjectaccessreviews|secrets|configmaps|namespaces)(?:\/[^/]+)?$/.exec(path)?.[1] ??
+      /\/(tokenreviews|subjectaccessreviews|secrets|configmaps|namespaces|mutatingwebhookconfigurations|validatingwebhookconfigurations)(?:\/[^/]+)?$/.exec(
+        path,
+      )?.[1] ??
       '';
     r.requests.push({ method, path, resource, query: url.search });
     if (r.unavailable()) throw errors.serviceUnavailable('the host cluster is down (stand-in)');
@@ -87,6 +91,7 @@ export function routes(r: Routes) {
     if (method === 'POST' && path === '/apis/authorization.k8s.io/v1/subjectaccessreviews')
       return reply(res, 201, subjectAccessReview(body, r.decide));
     if (r.core.handle(req, res, method, path, url.searchParams)) return;
+    if (r.admission.handle(req, res, method, path, url.searchParams)) return;
     throw errors.notFoundPath();
   };
 }

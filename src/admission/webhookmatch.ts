@@ -1,0 +1,81 @@
+/**
+ * Whether a webhook is called for a request, as k8s.io/apiserver's webhook/generic ShouldCallHook decides before
+ * any call: one of its rules matches the operation, group, version, resource and subresource and the scope; its
+ * namespaceSelector matches the labels of the request's namespace (cluster-scoped objects always pass); its
+ * objectSelector matches the object's or the old object's labels. (matchConditions come after these.)
+ */
+import type { AdmissionAttributes } from '../apimachinery/admission.js';
+import { parseLabelSelector, type LabelSelector } from '../apimachinery/labels.js';
+import * as errors from '../apimachinery/status.js';
+import type { LabelSelectorSpec, RuleWithOperations, Webhook } from './webhookconfig.js';
+
+export function matchesRules(hook: Webhook, attrs: AdmissionAttributes): boolean {
+  return hook.rules.some((rule) => ruleMatches(rule, attrs));
+}
+
+function ruleMatches(rule: RuleWithOperations, attrs: AdmissionAttributes): boolean {
+  const has = (list: string[] | undefined, value: string) => !!list && (list.includes('*') || list.includes(value));
+  return (
+    has(rule.operations, attrs.operation) &&
+    has(rule.apiGroups, attrs.group) &&
+    has(rule.apiVersions, attrs.version) &&
+    resourceMatches(rule.resources ?? [], attrs.resource, attrs.subresource) &&
+    scopeMatches(rule.scope, attrs.namespace)
+  );
+}
+
+/** `res/sub` entries: `*` as either part matches any; a bare `res` matches only the object itself. */
+function resourceMatches(resources: string[], resource: string, subresource: string): boolean {
+  return resources.some((entry) => {
+    const slash = entry.indexOf('/');
+    const [res, sub] = slash < 0 ? [entry, ''] : [entry.slice(0, slash), entry.slice(slash + 1)];
+    return (res === '*' || res === resource) && (sub === '*' || sub === subresource);
+  });
+}
+
+function scopeMatches(scope: RuleWithOperations['scope'], namespace: string): boolean {
+  if (!scope || scope === '*') return true;
+  return scope === 'Namespaced' ? namespace !== '' : namespace === '';
+}
+
+export function matchesObjectSelector(hook: Webhook, attrs: AdmissionAttributes): boolean {
+  const selector = selectorOf(hook.objectSelector, hook);
+  if (selector.empty()) return true;
+  return [attrs.object, attrs.oldObject].some((o) => !!o && selector.matches(o.metadata?.labels ?? {}));
+}
+
+/** `namespaceLabels` answers the labels of a namespace (undefined when the host has none of that name). */
+export async function matchesNamespaceSelector(
+  hook: Webhook,
+  attrs: AdmissionAttributes,
+  namespaceLabels: (name: string) => Promise<Record<string, string> | undefined>,
+): Promise<boolean> {
+  if (!attrs.namespace) return true;
+  const selector = selectorOf(hook.namespaceSelector, hook);
+  if (selector.empty()) return true;
+  const labels = await namespaceLabels(attrs.namespace);
+  if (!labels) throw errors.notFound({ group: '', resource: 'namespaces' }, attrs.namespace);
+  return selector.matches(labels);
+}
+
+/** metav1.LabelSelector as a selector (kube's LabelSelectorAsSelector); one that does not parse is an internal error. */
+function selectorOf(spec: LabelSelectorSpec, hook: Webhook): LabelSelector {
+  const terms = Object.entries(spec.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`);
+  for (const { key, operator, values = [] } of spec.matchExpressions ?? []) {
+    if (operator === 'In' || operator === 'NotIn') {
+      if (!values.length) throw invalidSelector(hook, `operator ${operator} of ${key} requires non-empty values`);
+      terms.push(`${key} ${operator === 'In' ? 'in' : 'notin'} (${values.join(',')})`);
+    } else if (operator === 'Exists') terms.push(key);
+    else if (operator === 'DoesNotExist') terms.push(`!${key}`);
+    else throw invalidSelector(hook, `${JSON.stringify(operator)} is not a valid label selector operator`);
+  }
+  try {
+    return parseLabelSelector(terms.join(','));
+  } catch (err) {
+    throw invalidSelector(hook, (err as Error).message);
+  }
+}
+
+function invalidSelector(hook: Webhook, why: string): errors.StatusError {
+  return errors.internalError(new Error(`webhook ${JSON.stringify(hook.name)}: invalid label selector: ${why}`));
+}
