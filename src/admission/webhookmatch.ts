@@ -24,7 +24,10 @@ function ruleMatches(rule: RuleWithOperations, attrs: AdmissionAttributes): bool
   );
 }
 
-/** `res/sub` entries: `*` as either part matches any; a bare `res` matches only the object itself. */
+/**
+ * `res/sub` entries: `*` as either part matches any, so `res/*` is the object and all its subresources (kube splits
+ * it into `res` and `*`); a bare `res` is only the object itself.
+ */
 function resourceMatches(resources: string[], resource: string, subresource: string): boolean {
   return resources.some((entry) => {
     const slash = entry.indexOf('/');
