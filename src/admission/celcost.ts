@@ -124,7 +124,8 @@ function charged(group: FuncGroup): FuncGroup {
       if (!tracker) return group.call(id, target, args);
       let units = 1;
       for (const value of target === undefined ? args : [target, ...args])
-        units += size(value, tracker.remaining - units);
+        // A key is looked up in a map, not compared with all it holds.
+        units += isCelMap(value) && group.name === '@in' ? 0 : size(value, tracker.remaining - units);
       // A replacement may make a string far longer than those it is given: charged before it is made.
       if (group.name === 'replace' && typeof target === 'string' && typeof args[1] === 'string')
         units += Math.ceil(((target.length + 1) * args[1].length) / 10);
