@@ -254,11 +254,15 @@ function syntaxError(source: string, err: unknown): string {
   if (err instanceof RangeError) return `expression nesting exceeds the limit of ${EXPRESSION_DEPTH_LIMIT} levels`;
   const message = err instanceof Error ? err.message : String(err);
   const at = /^<input>:(\d+):(\d+): (.*)$/s.exec(message);
-  if (!at) return `ERROR: <input>: Syntax error: ${message}`;
+  // kube has CEL's optional types (`x.?y`, `[?x]`); @bufbuild/cel's parser does not.
+  const optional = /\.\?|\[\?/.test(source)
+    ? ' (optional field selection, .? and [?, is not supported by this server)'
+    : '';
+  if (!at) return `ERROR: <input>: Syntax error: ${message}${optional}`;
   const lines = source.split('\n');
   const line = Math.min(Number(at[1]), lines.length);
   const offset = lines.slice(0, line - 1).reduce((sum, l) => sum + l.length + 1, 0) + Number(at[2]) - 1;
-  return pointAt(source, offset, `Syntax error: ${at[3]}`);
+  return pointAt(source, offset, `Syntax error: ${at[3]}${optional}`);
 }
 
 /** How deeply the tree nests, counted no further than just past `limit`. */

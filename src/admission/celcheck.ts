@@ -220,16 +220,23 @@ class Checker {
   private call(e: Expr, name: string, target: Expr | undefined, args: Expr[]): StaticType {
     // A qualified function name (`sets.contains(...)`) reads like a call on a variable.
     const qualified = target && qualifiedName(target);
-    if (qualified !== undefined && this.signatures.has(`${qualified}.${name}`) && !this.isVariable(qualified))
-      return this.resolve(
-        e,
-        `${qualified}.${name}`,
-        undefined,
-        args.map((arg) => this.check(arg)),
-      );
+    if (qualified !== undefined && !this.isVariable(qualified)) {
+      const full = `${qualified}.${name}`;
+      if (this.signatures.has(full))
+        return this.resolve(
+          e,
+          full,
+          undefined,
+          args.map((arg) => this.check(arg)),
+        );
+      if (UNSUPPORTED_FUNCTIONS.has(full)) return this.unsupported(e, full);
+    }
     const targetType = target ? this.check(target) : undefined;
+    if (targetType === REPORTED) return REPORTED;
+    // Before the arguments, which may be a comprehension's variables (all(k, v, ...)).
+    if (!this.signatures.has(name) && UNSUPPORTED_FUNCTIONS.has(name)) return this.unsupported(e, name);
     const argTypes = args.map((arg) => this.check(arg));
-    if (targetType === REPORTED || argTypes.includes(REPORTED)) return REPORTED;
+    if (argTypes.includes(REPORTED)) return REPORTED;
     switch (name) {
       case '_&&_':
       case '_||_':
@@ -279,9 +286,8 @@ class Checker {
       (s) => (s.target !== undefined) === (target !== undefined),
     );
     if (!candidates.length) {
-      const library = UNSUPPORTED_FUNCTIONS.get(name);
-      if (library) this.error(e, `function '${name}' (Kubernetes' ${library} library) is not supported by this server`);
-      else this.error(e, `undeclared reference to '${name}' (in container '')`);
+      if (UNSUPPORTED_FUNCTIONS.has(name)) return this.unsupported(e, name);
+      this.error(e, `undeclared reference to '${name}' (in container '')`);
       return REPORTED;
     }
     const all = target === undefined ? args : [target, ...args];
@@ -295,6 +301,12 @@ class Checker {
     }
     const results = new Set(matching.map((s) => typeName(s.result)));
     return results.size === 1 ? matching[0].result : DYN;
+  }
+
+  private unsupported(e: Expr, name: string): StaticType {
+    const library = UNSUPPORTED_FUNCTIONS.get(name);
+    this.error(e, `function '${name}' (${library}, in Kubernetes' CEL environment) is not supported by this server`);
+    return REPORTED;
   }
 
   private isVariable(name: string): boolean {

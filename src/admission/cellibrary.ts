@@ -29,10 +29,10 @@ export interface CelOperators {
   matches(text: string, pattern: string): boolean;
 }
 
-/** Kube's library functions (and the library each belongs to) that this server does not have. */
+/** The functions of kube's CEL environment that this server does not have, and what each belongs to. */
 export const UNSUPPORTED_FUNCTIONS: ReadonlyMap<string, string> = new Map([
   ...['url', 'isURL', 'getScheme', 'getHost', 'getHostname', 'getPort', 'getEscapedPath', 'getQuery'].map(
-    (name) => [name, 'URL'] as const,
+    (name) => [name, 'URL library'] as const,
   ),
   ...[
     'quantity',
@@ -43,10 +43,10 @@ export const UNSUPPORTED_FUNCTIONS: ReadonlyMap<string, string> = new Map([
     'compareTo',
     'asInteger',
     'asApproximateFloat',
-  ].map((name) => [name, 'quantity'] as const),
-  ...['isInteger', 'add', 'sub'].map((name) => [name, 'quantity'] as const),
+  ].map((name) => [name, 'quantity library'] as const),
+  ...['isInteger', 'add', 'sub'].map((name) => [name, 'quantity library'] as const),
   ...['ip', 'isIP', 'ip.isCanonical', 'family', 'isUnspecified', 'isLoopback', 'isLinkLocalMulticast'].map(
-    (name) => [name, 'IP'] as const,
+    (name) => [name, 'IP library'] as const,
   ),
   ...[
     'isLinkLocalUnicast',
@@ -57,17 +57,17 @@ export const UNSUPPORTED_FUNCTIONS: ReadonlyMap<string, string> = new Map([
     'containsCIDR',
     'masked',
     'prefixLength',
-  ].map((name) => [name, 'IP/CIDR'] as const),
-  ...['format.named', 'validate'].map((name) => [name, 'format'] as const),
-  ...['semver', 'isSemver', 'major', 'minor', 'patch'].map((name) => [name, 'semver'] as const),
+  ].map((name) => [name, 'IP and CIDR libraries'] as const),
+  ...['format.named', 'validate'].map((name) => [name, 'format library'] as const),
+  ...['semver', 'isSemver', 'major', 'minor', 'patch'].map((name) => [name, 'semver library'] as const),
   ...['optional.of', 'optional.none', 'optional.ofNonZeroValue', 'orValue', 'hasValue', 'value', 'or'].map(
     (name) => [name, 'optional types'] as const,
   ),
-  ...['all', 'exists', 'existsOne', 'transformList', 'transformMap', 'transformMapEntry'].map(
+  ...['all', 'exists', 'existsOne', 'exists_one', 'transformList', 'transformMap', 'transformMapEntry'].map(
     (name) => [name, 'two-variable comprehensions'] as const,
   ),
-  ...['find', 'findAll'].map((name) => [name, 'regex'] as const),
-  ...['jsonpatch.escapeKey'].map((name) => [name, 'JSON patch'] as const),
+  ...['find', 'findAll'].map((name) => [name, 'regex library'] as const),
+  ...['jsonpatch.escapeKey'].map((name) => [name, 'JSON patch library'] as const),
 ]);
 
 /** Every function admission expressions may call, besides CEL's standard ones. */

@@ -174,10 +174,20 @@ describe('expressions refused when compiled, with the reason', () => {
 
   test("a function of one of kube's libraries this server lacks says so", () => {
     expect(compileError("url(object.spec.endpoint).getHostname() == 'x'")).toContain(
-      "function 'url' (Kubernetes' URL library) is not supported by this server",
+      "function 'url' (URL library, in Kubernetes' CEL environment) is not supported by this server",
     );
     expect(compileError("quantity(object.spec.cpu).isGreaterThan(quantity('1'))")).toContain(
-      "function 'quantity' (Kubernetes' quantity library) is not supported by this server",
+      "function 'quantity' (quantity library, in Kubernetes' CEL environment) is not supported by this server",
+    );
+    expect(compileError('optional.of(1) == optional.none()')).toContain(
+      "function 'optional.of' (optional types, in Kubernetes' CEL environment) is not supported by this server",
+    );
+    // Said once, not again for the comprehension's variables.
+    const twoVariables = compileError('object.spec.regions.all(i, r, r != "")');
+    expect(twoVariables).toContain("function 'all' (two-variable comprehensions, in Kubernetes' CEL environment)");
+    expect(twoVariables.match(/ERROR:/g)).toHaveLength(1);
+    expect(compileError("object.?spec.orValue('') == ''")).toContain(
+      'optional field selection, .? and [?, is not supported by this server',
     );
     expect(compileError('nosuch(1) == 1')).toContain("undeclared reference to 'nosuch'");
   });
