@@ -90,6 +90,12 @@ const operators: CelOperators = {
     if (typeof less !== 'boolean') throw new Error(`no ordering between ${celType(a)} and ${celType(b)}`);
     return less;
   },
+  add: (a, b) => {
+    const sum = baseEnv.funcs.find('_+_')?.call(0, undefined, [a, b]);
+    if (sum === undefined || isCelError(sum))
+      throw sum ?? new Error(`found no matching overload for '_+_' applied to '(${celType(a)}, ${celType(b)})'`);
+    return sum;
+  },
   matches: (text, pattern) => {
     const matched = baseEnv.funcs.find('matches')?.call(0, text, [pattern]);
     if (typeof matched !== 'boolean') throw matched ?? new Error('matches is not available');

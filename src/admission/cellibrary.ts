@@ -25,6 +25,8 @@ const LIST = listType(DYN);
 export interface CelOperators {
   equals(a: CelValue, b: CelValue): boolean;
   less(a: CelValue, b: CelValue): boolean;
+  /** `a + b`; throws CEL's error (overflow, no such overload). */
+  add(a: CelValue, b: CelValue): CelValue;
   /** The string method matches(), RE2 as @bufbuild/cel has it. */
   matches(text: string, pattern: string): boolean;
 }
@@ -142,14 +144,12 @@ function listFuncs(ops: () => CelOperators): CelFunc[] {
       for (let i = 1; i < this.size; i++) if (less(this.get(i)!, this.get(i - 1)!)) return false;
       return true;
     }),
+    // int, uint, double or duration, as CEL's + adds them (with its overflow errors); 0 for an empty list.
     celMethod('sum', LIST, [], DYN, function () {
-      let sum: bigint | number | undefined;
-      for (const value of this) {
-        if (typeof value === 'bigint' && (sum === undefined || typeof sum === 'bigint')) sum = (sum ?? 0n) + value;
-        else if (typeof value === 'number' && (sum === undefined || typeof sum === 'number')) sum = (sum ?? 0) + value;
-        else throw new Error('sum requires a list of int or of double');
-      }
-      return sum ?? 0n;
+      const { add } = ops();
+      let sum: CelValue | undefined;
+      for (const value of this) sum = sum === undefined ? value : add(sum, value);
+      return (sum ?? 0n) as Exclude<CelValue, null>;
     }),
     celMethod('min', LIST, [], DYN, function () {
       const { less } = ops();

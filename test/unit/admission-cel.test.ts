@@ -251,7 +251,8 @@ describe('functions', () => {
     "'%s has %d'.format(['web', 3]) == 'web has 3'".replace("['web', 3]", "['web', dyn(3)]"),
     "'web-1'.matches('^[a-z]+-[0-9]$') && matches('web', 'w')",
     '[1, 2, 3].isSorted() && ![2, 1].isSorted()',
-    '[1, 2, 3].sum() == 6 && [1.5, 2.5].sum() == 4.0 && [].sum() == 0',
+    '[1, 2, 3].sum() == 6 && [1.5, 2.5].sum() == 4.0 && [].sum() == 0 && [1u, 2u].sum() == 3u',
+    "[duration('1m'), duration('1s')].sum() == duration('61s')",
     "[3, 1, 2].min() == 1 && [3, 1, 2].max() == 3 && ['b', 'a'].min() == 'a'",
     '[1, 2, 1].indexOf(1) == 0 && [1, 2, 1].lastIndexOf(1) == 2 && [1].indexOf(5) == -1',
     'sets.contains([1, 2, 3], [3, 1]) && !sets.contains([1], [2])',
@@ -263,8 +264,9 @@ describe('functions', () => {
     expect(run(expression)).toBe(true);
   });
 
-  test('min of an empty list is an error', () => {
+  test('min of an empty list, or a sum too large for an int, is an error', () => {
     expect(runError('[].min() == 1')).toContain('min called on empty list');
+    expect(runError('[9223372036854775807, 1].sum() == 0')).toContain('overflow');
   });
 });
 
