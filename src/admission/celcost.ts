@@ -20,7 +20,10 @@ export const MATCH_CONDITIONS_BUDGET = 2_500_000;
 /** kube's RuntimeCELCostBudget: what a ValidatingAdmissionPolicyBinding's expressions may cost per request. */
 export const VALIDATION_BUDGET = 10_000_000;
 
-/** Thrown through the evaluator (which catches only what functions throw) to stop it at once. */
+/**
+ * Thrown from around a function, not inside it: @bufbuild/cel turns what a function throws into a CEL error, which
+ * `||` or `&&` could absorb; this unwinds the whole evaluation instead.
+ */
 export class CostLimitExceeded extends Error {
   constructor() {
     super('operation cancelled: actual cost limit exceeded');
