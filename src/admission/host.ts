@@ -7,6 +7,7 @@ import type { HostCluster } from '../host/cluster.js';
 import { HostInformer } from '../host/informer.js';
 import { HostClusterError } from '../host/restclient.js';
 import { AdmissionChain } from './chain.js';
+import { matchConditionsHold } from './matchconditions.js';
 import { NAMESPACE_LIFECYCLE, namespaceLifecycle, type Namespace, type NamespaceSource } from './namespacelifecycle.js';
 import type { AdmissionPlugin } from './plugin.js';
 import { webhooksOf, type WebhookConfiguration } from './webhookconfig.js';
@@ -43,9 +44,7 @@ export function startHostAdmission(host: HostCluster, enabled: string[], log: Lo
       ready: (timeoutMs) => configurations.waitForSync(timeoutMs),
       webhooks: () => webhooksOf(configurations.list()),
       namespaceLabels: async (name) => (await namespaceSource().get(name))?.metadata.labels ?? undefined,
-      matchConditions: async () => {
-        throw new Error('matchConditions are not supported by this server yet');
-      },
+      matchConditions: async (hook, attrs) => matchConditionsHold(hook, attrs),
       log,
     };
     return sources;

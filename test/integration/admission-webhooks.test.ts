@@ -475,3 +475,80 @@ describe('MutatingAdmissionWebhook', () => {
     expect(hook.received.at(-1)!.review.apiVersion).toBe('admission.k8s.io/v1beta1');
   });
 });
+
+describe('matchConditions (CEL)', () => {
+  test('the webhook is called only when every condition holds; one false condition skips it whatever the others do', async () => {
+    hook.handle('/gold', () => ({ response: { allowed: false, status: { message: 'gold only by request' } } }));
+    await configure(
+      'validating',
+      '/gold',
+      {
+        matchConditions: [
+          { name: 'not-the-server', expression: 'request.userInfo.username != "system:apiserver"' },
+          {
+            name: 'gold',
+            expression:
+              "has(object.metadata.labels) && 'tier' in object.metadata.labels && object.metadata.labels['tier'] == 'gold'",
+          },
+        ],
+      },
+      () => ts.admin.post(`${sharedSecretsPath(NS)}?dryRun=All`, secretBody('probe', { tier: 'gold' })),
+    );
+    expect((await ts.admin.post(sharedSecretsPath(NS), secretBody(uniq('g'), { tier: 'silver' }))).status).toBe(201);
+    expect((await ts.admin.post(sharedSecretsPath(NS), secretBody(uniq('g')))).status).toBe(201);
+    const gold = await ts.admin.post(sharedSecretsPath(NS), secretBody(uniq('g'), { tier: 'gold' }));
+    expect([gold.status, gold.body.message]).toEqual([400, expect.stringContaining('gold only by request')]);
+  });
+
+  test('a condition that fails to evaluate: 403 naming the expression and the error under Fail, the webhook skipped under Ignore, and a false one beside it still skips', async () => {
+    hook.handle('/broken', () => ({ response: { allowed: false, status: { message: 'should not be asked' } } }));
+    const broken = { name: 'broken', expression: "object.spec.nope == 'x'" };
+    const name = uniq('cond');
+    const put = (failurePolicy: string, conditions: unknown[]) =>
+      host.putAdmission('validatingwebhookconfigurations', {
+        metadata: { name },
+        webhooks: [
+          {
+            name: `${name}.hooks.example.com`,
+            clientConfig: { url: hook.url('/broken'), caBundle: hook.caBundle },
+            rules: [SECRET_RULE],
+            sideEffects: 'None',
+            admissionReviewVersions: ['v1'],
+            failurePolicy,
+            matchConditions: conditions,
+          },
+        ],
+      } as KubeObj);
+    put('Fail', [broken]);
+    configs.push(['validatingwebhookconfigurations', name]);
+    let res: HttpResponse | undefined;
+    const secret = uniq('c');
+    for (let i = 0; i < 200; i++) {
+      res = await ts.admin.post(sharedSecretsPath(NS), secretBody(secret));
+      if (res.status === 403) break;
+      await ts.admin.delete(sharedSecretPath(NS, secret));
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    expect(res!.body).toMatchObject({
+      code: 403,
+      reason: 'Forbidden',
+      message: `sharedsecrets.${GROUP} "${secret}" is forbidden: expression 'object.spec.nope == 'x'' resulted in error: no such key: nope`,
+    });
+    expect(hook.received.filter((r) => r.path === '/broken')).toEqual([]);
+
+    put('Fail', [broken, { name: 'never', expression: 'false' }]);
+    await waitForStatus(() => ts.admin.post(`${sharedSecretsPath(NS)}?dryRun=All`, secretBody(uniq('c'))), 201);
+    put('Ignore', [broken]);
+    await waitForStatus(() => ts.admin.post(`${sharedSecretsPath(NS)}?dryRun=All`, secretBody(uniq('c'))), 201);
+    expect((await ts.admin.post(sharedSecretsPath(NS), secretBody(uniq('c')))).status).toBe(201);
+    expect(hook.received.filter((r) => r.path === '/broken')).toEqual([]);
+  });
+});
+
+async function waitForStatus(send: () => Promise<HttpResponse>, status: number): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if ((await send()).status === status) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`never answered ${status}`);
+}
