@@ -260,7 +260,7 @@ export const FLAGS: FlagSpec[] = [
   {
     name: 'enable-admission-plugins',
     arg: 'names',
-    help: 'Admission plugins to run besides those on by default (comma-separated). This server has NamespaceLifecycle, MutatingAdmissionWebhook and ValidatingAdmissionWebhook, all on by default; admission runs only with a host cluster.',
+    help: 'Admission plugins to run besides those on by default (comma-separated). This server has NamespaceLifecycle, MutatingAdmissionWebhook, ValidatingAdmissionPolicy and ValidatingAdmissionWebhook, all on by default; admission runs only with a host cluster.',
     apply: (c, v) => (c.enableAdmissionPlugins = list(v)),
   },
   {

@@ -6,10 +6,16 @@
 import type { Admission, AdmissionAttributes } from '../apimachinery/admission.js';
 import { NAMESPACE_LIFECYCLE } from './namespacelifecycle.js';
 import type { AdmissionPlugin } from './plugin.js';
+import { VALIDATING_ADMISSION_POLICY } from './policy.js';
 import { MUTATING_ADMISSION_WEBHOOK, VALIDATING_ADMISSION_WEBHOOK } from './webhooks.js';
 
 /** The plugins this server has, in the order they run (kube's RecommendedPluginOrder for servers like this). */
-export const PLUGIN_ORDER = [NAMESPACE_LIFECYCLE, MUTATING_ADMISSION_WEBHOOK, VALIDATING_ADMISSION_WEBHOOK];
+export const PLUGIN_ORDER = [
+  NAMESPACE_LIFECYCLE,
+  MUTATING_ADMISSION_WEBHOOK,
+  VALIDATING_ADMISSION_POLICY,
+  VALIDATING_ADMISSION_WEBHOOK,
+];
 
 /**
  * The names to run, in order, from the flags; throws with kube's messages when a flag names a plugin this server

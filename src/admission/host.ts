@@ -4,12 +4,20 @@
  * stop().
  */
 import type { HostCluster } from '../host/cluster.js';
-import { HostInformer } from '../host/informer.js';
+import { HostInformer, type HostObject } from '../host/informer.js';
 import { HostClusterError } from '../host/restclient.js';
 import { AdmissionChain } from './chain.js';
 import { matchConditionsHold } from './matchconditions.js';
 import { NAMESPACE_LIFECYCLE, namespaceLifecycle, type Namespace, type NamespaceSource } from './namespacelifecycle.js';
+import { hostParams } from './params.js';
 import type { AdmissionPlugin } from './plugin.js';
+import {
+  VALIDATING_ADMISSION_POLICY,
+  validatingAdmissionPolicy,
+  type PolicySources,
+  type ValidatingAdmissionPolicy,
+  type ValidatingAdmissionPolicyBinding,
+} from './policy.js';
 import { webhooksOf, type WebhookConfiguration } from './webhookconfig.js';
 import {
   MUTATING_ADMISSION_WEBHOOK,
@@ -30,7 +38,7 @@ export interface HostAdmission {
 
 export function startHostAdmission(host: HostCluster, enabled: string[], log: Log): HostAdmission {
   const running = new AbortController();
-  const informer = <T extends WebhookConfiguration | Namespace>(what: string, path: string) => {
+  const informer = <T extends HostObject>(what: string, path: string) => {
     const i = new HostInformer<T>(host, { what, path, log });
     void i.run(running.signal);
     return i;
@@ -49,11 +57,29 @@ export function startHostAdmission(host: HostCluster, enabled: string[], log: Lo
     };
     return sources;
   };
+  const policySources = (): PolicySources => {
+    const policies = informer<ValidatingAdmissionPolicy>(
+      'validatingadmissionpolicies',
+      `${ADMISSIONREGISTRATION}/validatingadmissionpolicies`,
+    );
+    const bindings = informer<ValidatingAdmissionPolicyBinding>(
+      'validatingadmissionpolicybindings',
+      `${ADMISSIONREGISTRATION}/validatingadmissionpolicybindings`,
+    );
+    return {
+      ready: async (timeoutMs) => (await policies.waitForSync(timeoutMs)) && bindings.waitForSync(timeoutMs),
+      policies: () => policies.list(),
+      bindings: () => bindings.list(),
+      namespace: (name) => namespaceSource().get(name),
+      params: hostParams(host),
+    };
+  };
   const plugins: AdmissionPlugin[] = [];
   for (const name of enabled) {
     if (name === NAMESPACE_LIFECYCLE) plugins.push(namespaceLifecycle(namespaceSource()));
     if (name === MUTATING_ADMISSION_WEBHOOK)
       plugins.push(mutatingWebhooks(webhookSources('mutatingwebhookconfigurations')));
+    if (name === VALIDATING_ADMISSION_POLICY) plugins.push(validatingAdmissionPolicy(policySources()));
     if (name === VALIDATING_ADMISSION_WEBHOOK)
       plugins.push(validatingWebhooks(webhookSources('validatingwebhookconfigurations')));
   }

@@ -7,13 +7,23 @@
 import type { AdmissionAttributes } from '../apimachinery/admission.js';
 import { parseLabelSelector, type LabelSelector } from '../apimachinery/labels.js';
 import * as errors from '../apimachinery/status.js';
-import type { LabelSelectorSpec, RuleWithOperations, Webhook } from './webhookconfig.js';
+import type { LabelSelectorSpec, RuleWithOperations } from './webhookconfig.js';
 
-export function matchesRules(hook: Webhook, attrs: AdmissionAttributes): boolean {
+/** What decides whether a webhook (or a policy, or a binding) concerns a request. */
+export interface MatchCriteria {
+  rules: RuleWithOperations[];
+  namespaceSelector: LabelSelectorSpec;
+  objectSelector: LabelSelectorSpec;
+  /** Names it in errors: `webhook "x"`. */
+  name: string;
+  label?: string;
+}
+
+export function matchesRules(hook: MatchCriteria, attrs: AdmissionAttributes): boolean {
   return hook.rules.some((rule) => ruleMatches(rule, attrs));
 }
 
-function ruleMatches(rule: RuleWithOperations, attrs: AdmissionAttributes): boolean {
+export function ruleMatches(rule: RuleWithOperations, attrs: AdmissionAttributes): boolean {
   const has = (list: string[] | undefined, value: string) => !!list && (list.includes('*') || list.includes(value));
   return (
     has(rule.operations, attrs.operation) &&
@@ -41,20 +51,20 @@ function scopeMatches(scope: RuleWithOperations['scope'], namespace: string): bo
   return scope === 'Namespaced' ? namespace !== '' : namespace === '';
 }
 
-export function matchesObjectSelector(hook: Webhook, attrs: AdmissionAttributes): boolean {
-  const selector = selectorOf(hook.objectSelector, hook);
+export function matchesObjectSelector(hook: MatchCriteria, attrs: AdmissionAttributes): boolean {
+  const selector = labelSelectorOf(hook.objectSelector, labelOf(hook));
   if (selector.empty()) return true;
   return [attrs.object, attrs.oldObject].some((o) => !!o && selector.matches(o.metadata?.labels ?? {}));
 }
 
 /** `namespaceLabels` answers the labels of a namespace (undefined when the host has none of that name). */
 export async function matchesNamespaceSelector(
-  hook: Webhook,
+  hook: MatchCriteria,
   attrs: AdmissionAttributes,
   namespaceLabels: (name: string) => Promise<Record<string, string> | undefined>,
 ): Promise<boolean> {
   if (!attrs.namespace) return true;
-  const selector = selectorOf(hook.namespaceSelector, hook);
+  const selector = labelSelectorOf(hook.namespaceSelector, labelOf(hook));
   if (selector.empty()) return true;
   const labels = await namespaceLabels(attrs.namespace);
   if (!labels) throw errors.notFound({ group: '', resource: 'namespaces' }, attrs.namespace);
@@ -62,23 +72,27 @@ export async function matchesNamespaceSelector(
 }
 
 /** metav1.LabelSelector as a selector (kube's LabelSelectorAsSelector); one that does not parse is an internal error. */
-function selectorOf(spec: LabelSelectorSpec, hook: Webhook): LabelSelector {
+export function labelSelectorOf(spec: LabelSelectorSpec, label: string): LabelSelector {
   const terms = Object.entries(spec.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`);
   for (const { key, operator, values = [] } of spec.matchExpressions ?? []) {
     if (operator === 'In' || operator === 'NotIn') {
-      if (!values.length) throw invalidSelector(hook, `operator ${operator} of ${key} requires non-empty values`);
+      if (!values.length) throw invalidSelector(label, `operator ${operator} of ${key} requires non-empty values`);
       terms.push(`${key} ${operator === 'In' ? 'in' : 'notin'} (${values.join(',')})`);
     } else if (operator === 'Exists') terms.push(key);
     else if (operator === 'DoesNotExist') terms.push(`!${key}`);
-    else throw invalidSelector(hook, `${JSON.stringify(operator)} is not a valid label selector operator`);
+    else throw invalidSelector(label, `${JSON.stringify(operator)} is not a valid label selector operator`);
   }
   try {
     return parseLabelSelector(terms.join(','));
   } catch (err) {
-    throw invalidSelector(hook, (err as Error).message);
+    throw invalidSelector(label, (err as Error).message);
   }
 }
 
-function invalidSelector(hook: Webhook, why: string): errors.StatusError {
-  return errors.internalError(new Error(`webhook ${JSON.stringify(hook.name)}: invalid label selector: ${why}`));
+function labelOf(hook: MatchCriteria): string {
+  return hook.label ?? `webhook ${JSON.stringify(hook.name)}`;
+}
+
+function invalidSelector(label: string, why: string): errors.StatusError {
+  return errors.internalError(new Error(`${label}: invalid label selector: ${why}`));
 }

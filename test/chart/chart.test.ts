@@ -595,7 +595,12 @@ describe('RBAC', () => {
             { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
             {
               apiGroups: ['admissionregistration.k8s.io'],
-              resources: ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'],
+              resources: [
+                'mutatingwebhookconfigurations',
+                'validatingwebhookconfigurations',
+                'validatingadmissionpolicies',
+                'validatingadmissionpolicybindings',
+              ],
               verbs: ['list', 'watch'],
             },
           ],

@@ -1,5 +1,6 @@
 /**
- * admissionregistration.k8s.io/v1 objects in the stand-in (webhook configurations): a test puts and removes them
+ * admissionregistration.k8s.io/v1 objects in the stand-in (webhook configurations, validating admission policies
+ * and their bindings): a test puts and removes them
  * (each write a new resourceVersion and a watch event); the server lists, gets and watches them.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -8,12 +9,19 @@ import { reply } from './http.js';
 import { clone, now, type KubeObj, type ResourceVersions } from './objects.js';
 import type { WatchHub } from './watch.js';
 
-export const ADMISSION_RESOURCES = ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'] as const;
+export const ADMISSION_RESOURCES = [
+  'mutatingwebhookconfigurations',
+  'validatingwebhookconfigurations',
+  'validatingadmissionpolicies',
+  'validatingadmissionpolicybindings',
+] as const;
 export type AdmissionResource = (typeof ADMISSION_RESOURCES)[number];
 
 const KINDS: Record<AdmissionResource, string> = {
   mutatingwebhookconfigurations: 'MutatingWebhookConfiguration',
   validatingwebhookconfigurations: 'ValidatingWebhookConfiguration',
+  validatingadmissionpolicies: 'ValidatingAdmissionPolicy',
+  validatingadmissionpolicybindings: 'ValidatingAdmissionPolicyBinding',
 };
 const PATH = /^\/apis\/admissionregistration\.k8s\.io\/v1\/([a-z]+)(?:\/([^/]+))?$/;
 

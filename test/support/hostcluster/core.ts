@@ -87,6 +87,30 @@ export class CoreObjects {
   /** Answers a GET of a seeded object; false when the path names none of these (the caller answers 404). */
   handle(req: IncomingMessage, res: ServerResponse, method: string, path: string, q: URLSearchParams): boolean {
     if (method !== 'GET') return false;
+    if (path === '/api/v1') {
+      reply(res, 200, {
+        kind: 'APIResourceList',
+        apiVersion: 'v1',
+        groupVersion: 'v1',
+        resources: [
+          { name: 'namespaces', kind: 'Namespace', namespaced: false, verbs: ['get', 'list', 'watch'] },
+          { name: 'configmaps', kind: 'ConfigMap', namespaced: true, verbs: ['get', 'list'] },
+          { name: 'secrets', kind: 'Secret', namespaced: true, verbs: ['get'] },
+        ],
+      });
+      return true;
+    }
+    const configMapList = /^\/api\/v1\/namespaces\/([^/]+)\/configmaps$/.exec(path);
+    if (configMapList) {
+      const ns = decodeURIComponent(configMapList[1]);
+      reply(res, 200, {
+        kind: 'ConfigMapList',
+        apiVersion: 'v1',
+        metadata: { resourceVersion: this.rv.current() },
+        items: [...this.configMaps.values()].filter((c) => c.metadata.namespace === ns).map(clone),
+      });
+      return true;
+    }
     if (path === NAMESPACES_PATH) {
       if (['true', '1'].includes(q.get('watch') ?? ''))
         this.watches.serve(req, res, 'namespaces', undefined, q, () => [...this.namespaces.values()]);

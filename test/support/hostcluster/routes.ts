@@ -54,7 +54,7 @@ export function routes(r: Routes) {
     const resource =
       rbacMatch?.[2] ??
       (csrMatch ? CSR_RESOURCE : undefined) ??
-      /\/(tokenreviews|subjectaccessreviews|secrets|configmaps|namespaces|mutatingwebhookconfigurations|validatingwebhookconfigurations)(?:\/[^/]+)?$/.exec(
+      /\/(tokenreviews|subjectaccessreviews|secrets|configmaps|namespaces|mutatingwebhookconfigurations|validatingwebhookconfigurations|validatingadmissionpolicies|validatingadmissionpolicybindings)(?:\/[^/]+)?$/.exec(
         path,
       )?.[1] ??
       '';

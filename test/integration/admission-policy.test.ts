@@ -1,0 +1,279 @@
+/**
+ * ValidatingAdmissionPolicy and its bindings, put in the host stand-in: CEL validations over object, oldObject,
+ * request, params (a ConfigMap on the host), namespaceObject and variables; messages (message, messageExpression,
+ * the expression itself), reasons and codes; validationActions Deny and Warn; failurePolicy for expressions that
+ * fail and for params that are missing; matchConstraints and the binding's matchResources; every write path.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { GROUP, MERGE_PATCH, secretBody, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
+import { startHostCluster, type HostClusterStandIn, type KubeObj } from '../support/hostcluster.js';
+import type { HttpResponse } from '../support/http.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+
+let host: HostClusterStandIn;
+let ts: TestServer;
+const NS = 'team-policy';
+const OTHER = 'team-free';
+
+beforeAll(async () => {
+  host = await startHostCluster();
+  host.addNamespace(NS, { policed: 'yes', owner: 'platform' });
+  host.addNamespace(OTHER);
+  host.addConfigMap(NS, 'limits', { prefix: 'ok-' });
+  ts = await startTestServer({ kubeconfig: host.kubeconfigPath });
+}, 120_000);
+
+afterAll(async () => {
+  await ts?.stop();
+  await host?.stop();
+}, 60_000);
+
+const made: [string, string][] = [];
+beforeEach(() => {
+  for (const [resource, name] of made.splice(0).reverse())
+    host.removeAdmission(resource as 'validatingadmissionpolicies', name);
+});
+
+const SECRETS = {
+  operations: ['CREATE', 'UPDATE'],
+  apiGroups: [GROUP],
+  apiVersions: ['v1'],
+  resources: ['sharedsecrets'],
+};
+
+/** A policy and one binding of it, in force once a dry run in NS is answered as `expected` says. */
+async function policy(
+  spec: Record<string, unknown>,
+  binding: Record<string, unknown> = {},
+  inForce: (r: HttpResponse) => boolean = (r) => r.status !== 201,
+  probe: () => Promise<HttpResponse> = () => ts.admin.post(`${sharedSecretsPath(NS)}?dryRun=All`, secretBody('probe')),
+): Promise<{ policy: string; binding: string }> {
+  const name = uniq('policy');
+  host.putAdmission('validatingadmissionpolicies', {
+    metadata: { name },
+    spec: { failurePolicy: 'Fail', matchConstraints: { resourceRules: [SECRETS] }, ...spec },
+  } as KubeObj);
+  made.push(['validatingadmissionpolicies', name]);
+  const bindingName = `${name}-binding`;
+  host.putAdmission('validatingadmissionpolicybindings', {
+    metadata: { name: bindingName },
+    spec: { policyName: name, validationActions: ['Deny'], ...binding },
+  } as KubeObj);
+  made.push(['validatingadmissionpolicybindings', bindingName]);
+  for (let i = 0; i < 200; i++) {
+    if (inForce(await probe())) return { policy: name, binding: bindingName };
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error('the policy never came into force');
+}
+
+describe('validations', () => {
+  test("a false validation denies with kube's message, 422 Invalid by default, on create, patch and dry run; nothing stored", async () => {
+    const { policy: p, binding: b } = await policy({
+      validations: [
+        { expression: "object.spec.displayName.startsWith('ok-')", message: 'displayName must start with ok-' },
+      ],
+    });
+    const name = uniq('s');
+    const res = await ts.admin.post(sharedSecretsPath(NS), secretBody(name));
+    const message = `ValidatingAdmissionPolicy '${p}' with binding '${b}' denied request: displayName must start with ok-`;
+    expect(res.body).toMatchObject({
+      kind: 'Status',
+      code: 422,
+      reason: 'Invalid',
+      message: `sharedsecrets.${GROUP} "${name}" is forbidden: ${message}`,
+      details: { name, group: GROUP, kind: 'sharedsecrets', causes: [{ message }] },
+    });
+    expect((await ts.admin.get(sharedSecretPath(NS, name))).status).toBe(404);
+    const good = { ...secretBody(name), spec: { ...secretBody(name).spec, displayName: 'ok-db' } };
+    expect((await ts.admin.post(sharedSecretsPath(NS), good)).status).toBe(201);
+    const patched = await ts.admin.patch(sharedSecretPath(NS, name), { spec: { displayName: 'bad' } }, MERGE_PATCH);
+    expect([patched.status, patched.body.message]).toEqual([
+      422,
+      `sharedsecrets.${GROUP} "${name}" is forbidden: ${message}`,
+    ]);
+    expect((await ts.admin.get(sharedSecretPath(NS, name))).body.spec.displayName).toBe('ok-db');
+  });
+
+  test('messageExpression, else message, else the expression; a validation reason sets the code', async () => {
+    await policy(
+      {
+        validations: [
+          {
+            expression: "object.metadata.name != 'a'",
+            messageExpression: "'name ' + object.metadata.name + ' is taken'",
+            reason: 'Forbidden',
+          },
+          { expression: "object.metadata.name != 'b'" },
+        ],
+      },
+      {},
+      (r) => r.status === 403,
+      () => ts.admin.post(`${sharedSecretsPath(NS)}?dryRun=All`, secretBody('a')),
+    );
+    const a = await ts.admin.post(sharedSecretsPath(NS), secretBody('a'));
+    expect([a.status, a.body.reason]).toEqual([403, 'Forbidden']);
+    expect(a.body.message).toMatch(/denied request: name a is taken$/);
+    const b = await ts.admin.post(sharedSecretsPath(NS), secretBody('b'));
+    expect([b.status, b.body.message]).toEqual([
+      422,
+      expect.stringMatching(/denied request: failed expression: object\.metadata\.name != 'b'$/),
+    ]);
+  });
+
+  test('Warn: the write goes through with a Warning naming policy and binding', async () => {
+    const { policy: p, binding: b } = await policy(
+      {
+        validations: [
+          {
+            expression: "has(object.metadata.labels) && 'team' in object.metadata.labels",
+            message: 'label team missing',
+          },
+        ],
+      },
+      { validationActions: ['Warn'] },
+      () => true,
+    );
+    let res: HttpResponse | undefined;
+    for (let i = 0; i < 200; i++) {
+      res = await ts.admin.post(`${sharedSecretsPath(NS)}?dryRun=All`, secretBody(uniq('w')));
+      if (String(res.headers.warning ?? '').includes('label team missing')) break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    expect(res!.status).toBe(201);
+    expect(String(res!.headers.warning)).toContain(
+      `Validation failed for ValidatingAdmissionPolicy '${p}' with binding '${b}': label team missing`,
+    );
+  });
+
+  test('an expression that fails: denied under Fail with the error; ignored under Ignore', async () => {
+    const failing = { validations: [{ expression: "object.spec.nope == 'x'" }] };
+    const { policy: p, binding: b } = await policy(failing);
+    const res = await ts.admin.post(sharedSecretsPath(NS), secretBody(uniq('f')));
+    expect([res.status, res.body.message]).toEqual([
+      422,
+      expect.stringContaining(
+        `ValidatingAdmissionPolicy '${p}' with binding '${b}' denied request: expression 'object.spec.nope == 'x'' resulted in error: no such key: nope`,
+      ),
+    ]);
+    // The same failing expression under Ignore, beside one that refuses a marker name: in force once it does.
+    await policy(
+      {
+        validations: [...failing.validations, { expression: "object.metadata.name != 'marker'" }],
+        failurePolicy: 'Ignore',
+      },
+      {},
+      (r) => r.status === 422,
+      () => ts.admin.post(`${sharedSecretsPath(NS)}?dryRun=All`, secretBody('marker')),
+    );
+    host.removeAdmission('validatingadmissionpolicies', p);
+    for (let i = 0; i < 200; i++) {
+      if ((await ts.admin.post(`${sharedSecretsPath(NS)}?dryRun=All`, secretBody('probe'))).status === 201) break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    expect((await ts.admin.post(sharedSecretsPath(NS), secretBody(uniq('f')))).status).toBe(201);
+  });
+});
+
+describe('inputs', () => {
+  test('params from a ConfigMap on the host (paramRef in the namespace of the request), variables, namespaceObject, request and oldObject', async () => {
+    await policy(
+      {
+        paramKind: { apiVersion: 'v1', kind: 'ConfigMap' },
+        variables: [
+          { name: 'prefix', expression: 'params.data.prefix' },
+          { name: 'shown', expression: 'object.spec.displayName' },
+        ],
+        validations: [
+          {
+            expression: 'variables.shown.startsWith(variables.prefix)',
+            messageExpression: "'must start with ' + variables.prefix",
+          },
+          { expression: "namespaceObject.metadata.labels.owner == 'platform'" },
+          {
+            expression: "request.operation != 'UPDATE' || oldObject.spec.displayName == object.spec.displayName",
+            message: 'displayName is fixed',
+          },
+        ],
+      },
+      { paramRef: { name: 'limits', parameterNotFoundAction: 'Deny' } },
+    );
+    const name = uniq('p');
+    const bad = await ts.admin.post(sharedSecretsPath(NS), secretBody(name));
+    expect(bad.body.message).toMatch(/denied request: must start with ok-$/);
+    const good = { ...secretBody(name), spec: { ...secretBody(name).spec, displayName: 'ok-x' } };
+    expect((await ts.admin.post(sharedSecretsPath(NS), good)).status).toBe(201);
+    const changed = await ts.admin.patch(sharedSecretPath(NS, name), { spec: { displayName: 'ok-y' } }, MERGE_PATCH);
+    expect([changed.status, changed.body.message]).toEqual([
+      422,
+      expect.stringMatching(/denied request: displayName is fixed$/),
+    ]);
+  });
+
+  test("params that are missing: Deny refuses with kube's message, Allow lets the write through", async () => {
+    const { policy: p, binding: b } = await policy(
+      { paramKind: { apiVersion: 'v1', kind: 'ConfigMap' }, validations: [{ expression: 'true' }] },
+      { paramRef: { name: 'absent', parameterNotFoundAction: 'Deny' } },
+    );
+    const res = await ts.admin.post(sharedSecretsPath(NS), secretBody(uniq('m')));
+    expect([res.status, res.body.message]).toEqual([
+      422,
+      expect.stringContaining(
+        `ValidatingAdmissionPolicy '${p}' with binding '${b}' denied request: failed to configure binding: no params found for policy binding with \`Deny\` parameterNotFoundAction`,
+      ),
+    ]);
+    host.putAdmission('validatingadmissionpolicybindings', {
+      metadata: { name: b },
+      spec: {
+        policyName: p,
+        validationActions: ['Deny'],
+        paramRef: { name: 'absent', parameterNotFoundAction: 'Allow' },
+      },
+    } as KubeObj);
+    for (let i = 0; i < 200; i++) {
+      if ((await ts.admin.post(`${sharedSecretsPath(NS)}?dryRun=All`, secretBody('probe'))).status === 201) break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    expect((await ts.admin.post(sharedSecretsPath(NS), secretBody(uniq('m')))).status).toBe(201);
+  });
+});
+
+describe('matching', () => {
+  test("the binding's matchResources narrow the policy: only namespaces with its labels; excludeResourceRules and resourceNames", async () => {
+    await policy(
+      {
+        matchConstraints: {
+          resourceRules: [SECRETS],
+          excludeResourceRules: [{ ...SECRETS, resourceNames: ['exempt'] }],
+        },
+        validations: [{ expression: 'false', message: 'frozen' }],
+      },
+      { matchResources: { namespaceSelector: { matchLabels: { policed: 'yes' } } } },
+    );
+    expect((await ts.admin.post(sharedSecretsPath(NS), secretBody(uniq('x')))).status).toBe(422);
+    expect((await ts.admin.post(sharedSecretsPath(NS), secretBody('exempt'))).status).toBe(201);
+    expect((await ts.admin.post(sharedSecretsPath(OTHER), secretBody(uniq('x')))).status).toBe(201);
+  });
+
+  test('a policy without a binding does nothing; matchConditions false skip it', async () => {
+    const name = uniq('unbound');
+    host.putAdmission('validatingadmissionpolicies', {
+      metadata: { name },
+      spec: { matchConstraints: { resourceRules: [SECRETS] }, validations: [{ expression: 'false' }] },
+    } as KubeObj);
+    made.push(['validatingadmissionpolicies', name]);
+    expect((await ts.admin.post(sharedSecretsPath(NS), secretBody(uniq('u')))).status).toBe(201);
+    await policy(
+      {
+        matchConditions: [
+          { name: 'only-gold', expression: "has(object.metadata.labels) && object.metadata.labels['tier'] == 'gold'" },
+        ],
+        validations: [{ expression: 'false', message: 'gold is closed' }],
+      },
+      {},
+      (r) => r.status === 422,
+      () => ts.admin.post(`${sharedSecretsPath(NS)}?dryRun=All`, secretBody('probe', { tier: 'gold' })),
+    );
+    expect((await ts.admin.post(sharedSecretsPath(NS), secretBody(uniq('u'), { tier: 'silver' }))).status).toBe(201);
+  });
+});
