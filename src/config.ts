@@ -40,6 +40,8 @@ export interface Config {
   /** Admission plugins named on (all are on by default) and off; admission runs only with a host cluster. */
   enableAdmissionPlugins: string[];
   disableAdmissionPlugins: string[];
+  /** kube's AdmissionConfiguration file: the plugins' own configuration (the webhooks' credentials). */
+  admissionControlConfigFile?: string;
   authenticationTokenWebhookCacheTtlMs: number;
   authorizationWebhookCacheAuthorizedTtlMs: number;
   authorizationWebhookCacheUnauthorizedTtlMs: number;
@@ -268,6 +270,12 @@ export const FLAGS: FlagSpec[] = [
     arg: 'names',
     help: 'Admission plugins not to run, though on by default (comma-separated), e.g. NamespaceLifecycle.',
     apply: (c, v) => (c.disableAdmissionPlugins = list(v)),
+  },
+  {
+    name: 'admission-control-config-file',
+    arg: 'file',
+    help: "kube-apiserver's AdmissionConfiguration (apiserver.config.k8s.io/v1, YAML or JSON): for MutatingAdmissionWebhook and ValidatingAdmissionWebhook a WebhookAdmissionConfiguration whose kubeConfigFile (an absolute path) holds the credentials presented to webhooks, chosen by the webhook's host:port, *.domain or *.",
+    apply: (c, v) => (c.admissionControlConfigFile = v),
   },
   {
     name: 'authentication-token-webhook-cache-ttl',

@@ -12,6 +12,7 @@ import { ownerDeletionCheck } from './auth/ownerdeletion.js';
 import { startClientCertificateAuthorities } from './auth/clientcas.js';
 import { setUpAuth } from './auth/setup.js';
 import { enabledPlugins } from './admission/chain.js';
+import { loadAdmissionConfiguration } from './admission/config.js';
 import { startHostAdmission } from './admission/host.js';
 import { HostCluster } from './host/cluster.js';
 import type { Config } from './config.js';
@@ -56,6 +57,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
   const config = flags;
   // Before anything starts: a flag naming a plugin this server does not have stops it here.
   const admissionPlugins = enabledPlugins(config.enableAdmissionPlugins, config.disableAdmissionPlugins);
+  const admissionConfig = loadAdmissionConfiguration(config.admissionControlConfigFile);
   // Undone in reverse: the HTTPS server first, the embedded etcd last. Each step is logged, in order.
   const cleanups: [string, () => Promise<void>][] = [];
   const close = async () => {
@@ -161,7 +163,9 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       );
     actions.add(kubeConfigAction(registry, hostCluster, log));
     if (hostCluster) {
-      const admission = startHostAdmission(hostCluster, admissionPlugins, (msg, fields) => log.warn(msg, fields));
+      const admission = startHostAdmission(hostCluster, admissionPlugins, admissionConfig, (msg, fields) =>
+        log.warn(msg, fields),
+      );
       cleanups.push(['stopping the admission informers', async () => admission.stop()]);
       registry.useAdmission(admission.chain);
       log.info('admission plugins', { plugins: admission.chain.names });

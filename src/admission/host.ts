@@ -7,6 +7,7 @@ import type { HostCluster } from '../host/cluster.js';
 import { HostInformer, type HostObject } from '../host/informer.js';
 import { HostClusterError } from '../host/restclient.js';
 import { AdmissionChain } from './chain.js';
+import type { AdmissionConfiguration } from './config.js';
 import { matchConditionsHold } from './matchconditions.js';
 import { NAMESPACE_LIFECYCLE, namespaceLifecycle, type Namespace, type NamespaceSource } from './namespacelifecycle.js';
 import { hostParams } from './params.js';
@@ -36,7 +37,12 @@ export interface HostAdmission {
   stop(): void;
 }
 
-export function startHostAdmission(host: HostCluster, enabled: string[], log: Log): HostAdmission {
+export function startHostAdmission(
+  host: HostCluster,
+  enabled: string[],
+  config: AdmissionConfiguration,
+  log: Log,
+): HostAdmission {
   const running = new AbortController();
   const informer = <T extends HostObject>(what: string, path: string) => {
     const i = new HostInformer<T>(host, { what, path, log });
@@ -46,13 +52,14 @@ export function startHostAdmission(host: HostCluster, enabled: string[], log: Lo
   let namespaces: ReturnType<typeof hostNamespaces> | undefined;
   const namespaceSource = () =>
     (namespaces ??= hostNamespaces(host, informer<Namespace>('namespaces', '/api/v1/namespaces')));
-  const webhookSources = (what: string) => {
+  const webhookSources = (what: string, plugin: string) => {
     const configurations = informer<WebhookConfiguration>(what, `${ADMISSIONREGISTRATION}/${what}`);
     const sources: WebhookSources = {
       ready: (timeoutMs) => configurations.waitForSync(timeoutMs),
       webhooks: () => webhooksOf(configurations.list()),
       namespaceLabels: async (name) => (await namespaceSource().get(name))?.metadata.labels ?? undefined,
       matchConditions: async (hook, attrs) => matchConditionsHold(hook, attrs),
+      credentials: config.webhookCredentials.get(plugin),
       log,
     };
     return sources;
@@ -78,10 +85,10 @@ export function startHostAdmission(host: HostCluster, enabled: string[], log: Lo
   for (const name of enabled) {
     if (name === NAMESPACE_LIFECYCLE) plugins.push(namespaceLifecycle(namespaceSource()));
     if (name === MUTATING_ADMISSION_WEBHOOK)
-      plugins.push(mutatingWebhooks(webhookSources('mutatingwebhookconfigurations')));
+      plugins.push(mutatingWebhooks(webhookSources('mutatingwebhookconfigurations', name)));
     if (name === VALIDATING_ADMISSION_POLICY) plugins.push(validatingAdmissionPolicy(policySources()));
     if (name === VALIDATING_ADMISSION_WEBHOOK)
-      plugins.push(validatingWebhooks(webhookSources('validatingwebhookconfigurations')));
+      plugins.push(validatingWebhooks(webhookSources('validatingwebhookconfigurations', name)));
   }
   return { chain: new AdmissionChain(plugins), stop: () => running.abort() };
 }

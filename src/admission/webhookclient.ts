@@ -4,7 +4,9 @@
  * with `caBundle` (else the system roots), within `timeoutSeconds` (sent as `?timeout=`, as client-go does). Any
  * failure is a WebhookCallError; its message names the URL and why, never the request's content.
  */
+import { readFileSync } from 'node:fs';
 import https from 'node:https';
+import type { UserCredentials } from '../host/kubeconfig.js';
 import type { WebhookClientConfig } from './webhookconfig.js';
 
 /** Answers larger than this are refused (an AdmissionReview holds one object and a patch). */
@@ -20,13 +22,23 @@ export function webhookUrl(config: WebhookClientConfig): URL {
   return new URL(`https://${service.name}.${service.namespace}.svc:${service.port ?? 443}${path}`);
 }
 
-/** POSTs `body` (JSON) and resolves with the decoded JSON answer of a 2xx. */
-export function callWebhook(config: WebhookClientConfig, body: unknown, timeoutSeconds: number): Promise<unknown> {
+/**
+ * POSTs `body` (JSON) and resolves with the decoded JSON answer of a 2xx. `credentials` picks what this server
+ * presents to the webhook's host (--admission-control-config-file), if anything.
+ */
+export function callWebhook(
+  config: WebhookClientConfig,
+  body: unknown,
+  timeoutSeconds: number,
+  credentials?: (url: URL) => UserCredentials | undefined,
+): Promise<unknown> {
   let url: URL;
+  let auth: { headers: Record<string, string>; cert?: string; key?: string };
   try {
     url = webhookUrl(config);
+    auth = presented(credentials?.(url));
   } catch (err) {
-    return Promise.reject(err instanceof WebhookCallError ? err : new WebhookCallError(`invalid URL: ${err}`));
+    return Promise.reject(err instanceof WebhookCallError ? err : new WebhookCallError(String((err as Error).message)));
   }
   url.searchParams.set('timeout', `${timeoutSeconds}s`);
   const shown = `Post "${url.href}"`;
@@ -36,8 +48,15 @@ export function callWebhook(config: WebhookClientConfig, body: unknown, timeoutS
     if (url.protocol !== 'https:') return fail(`${shown}: the webhook URL must use https`);
     const req = https.request(url, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'Content-Length': payload.length },
+      headers: {
+        'Content-Type': 'application/json',
+        Accept: 'application/json',
+        'Content-Length': payload.length,
+        ...auth.headers,
+      },
       ca: config.caBundle ? Buffer.from(config.caBundle, 'base64').toString() : undefined,
+      cert: auth.cert,
+      key: auth.key,
       timeout: timeoutSeconds * 1000,
     });
     const timer = setTimeout(() => req.destroy(new Error('context deadline exceeded')), timeoutSeconds * 1000);
@@ -67,4 +86,33 @@ export function callWebhook(config: WebhookClientConfig, body: unknown, timeoutS
     });
     req.end(payload);
   });
+}
+
+/** The headers and client certificate of a kubeconfig user; files are read at each call (tokens rotate). */
+function presented(user: UserCredentials | undefined): {
+  headers: Record<string, string>;
+  cert?: string;
+  key?: string;
+} {
+  if (!user) return { headers: {} };
+  const read = (file: string, what: string) => {
+    try {
+      return readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new WebhookCallError(`cannot read the ${what} ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+  };
+  const headers: Record<string, string> = {};
+  const token = user.tokenFile ? read(user.tokenFile, 'token file').trim() : user.token;
+  if (token) headers.Authorization = `Bearer ${token}`;
+  else if (user.username !== undefined)
+    headers.Authorization = `Basic ${Buffer.from(`${user.username}:${user.password ?? ''}`).toString('base64')}`;
+  if (user.impersonate?.user) headers['Impersonate-User'] = user.impersonate.user;
+  const cert = user.certData
+    ? Buffer.from(user.certData, 'base64').toString()
+    : user.certFile && read(user.certFile, 'client certificate');
+  const key = user.keyData
+    ? Buffer.from(user.keyData, 'base64').toString()
+    : user.keyFile && read(user.keyFile, 'client key');
+  return { headers, cert: cert || undefined, key: key || undefined };
 }

@@ -14,6 +14,7 @@ import { jsonEqual } from '../apimachinery/equality.js';
 import { applyJsonPatch } from '../apimachinery/patch.js';
 import * as errors from '../apimachinery/status.js';
 import { isPlainObject } from '../apimachinery/types.js';
+import type { UserCredentials } from '../host/kubeconfig.js';
 import type { AdmissionPlugin } from './plugin.js';
 import { callWebhook, WebhookCallError } from './webhookclient.js';
 import type { Webhook } from './webhookconfig.js';
@@ -30,6 +31,8 @@ export interface WebhookSources {
   namespaceLabels(name: string): Promise<Record<string, string> | undefined>;
   /** matchConditions: true to call, false to skip; throws when one cannot be evaluated. */
   matchConditions(hook: Webhook, attrs: AdmissionAttributes): Promise<boolean>;
+  /** What this server presents to a webhook's host (--admission-control-config-file); undefined: nothing. */
+  credentials?: (url: URL) => UserCredentials | undefined;
   log(msg: string, fields?: Record<string, unknown>): void;
 }
 
@@ -134,7 +137,8 @@ async function review(
   try {
     const version = reviewVersion(hook);
     const uid = randomUUID();
-    const response = await callWebhook(hook.clientConfig, admissionReview(version, uid, attrs), hook.timeoutSeconds);
+    const review = admissionReview(version, uid, attrs);
+    const response = await callWebhook(hook.clientConfig, review, hook.timeoutSeconds, sources.credentials);
     answer = verifiedResponse(version, uid, response, mutating);
   } catch (err) {
     if (!(err instanceof WebhookCallError)) throw err;

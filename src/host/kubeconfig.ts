@@ -72,20 +72,7 @@ export function connectionFromKubeconfig(text: string, dir: string): HostConnect
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:')
     throw new KubeconfigError(`${at}.server must be an https (or http) URL`);
-  // Like kubectl: paths are relative to the kubeconfig, and a file named must be readable when it is loaded.
-  const file = (obj: Record<string, unknown>, key: string, where: string) => {
-    const name = str(obj, key, where);
-    if (name === undefined) return undefined;
-    if (str(obj, `${key}-data`, where) !== undefined)
-      throw new KubeconfigError(`${where} has both ${key} and ${key}-data: give one`);
-    const path = isAbsolute(name) ? name : join(dir, name);
-    try {
-      accessSync(path, constants.R_OK);
-    } catch (err) {
-      throw new KubeconfigError(`${where}.${key}: cannot read ${path} (${(err as NodeJS.ErrnoException).code})`);
-    }
-    return path;
-  };
+  const file = fileField(dir);
   const proxyUrl = str(c, 'proxy-url', at);
   if (proxyUrl !== undefined && !/^https?:\/\//i.test(proxyUrl))
     throw new KubeconfigError(`${at}.proxy-url must be an http or https URL (other proxies are not supported)`);
@@ -101,8 +88,19 @@ export function connectionFromKubeconfig(text: string, dir: string): HostConnect
   // A context without a user, or naming none there is, connects without credentials (as kubectl does).
   const user = typeof ctx?.user === 'string' ? find(doc, 'users', ctx.user) : undefined;
   if (!user || !isMap(user.entry.user)) return conn;
-  const u = user.entry.user;
-  const uat = `users[${user.index}].user`;
+  return { ...conn, ...readUser(user.entry.user, `users[${user.index}].user`, dir) };
+}
+
+/** What a user of a kubeconfig sends with each request: a token, a client certificate, basic auth, impersonation. */
+export type UserCredentials = Pick<
+  HostConnection,
+  'certData' | 'certFile' | 'keyData' | 'keyFile' | 'token' | 'tokenFile' | 'username' | 'password' | 'impersonate'
+>;
+
+/** The credentials of `u` (at `uat` in the file); plugins are refused by name. */
+function readUser(u: Record<string, unknown>, uat: string, dir: string): UserCredentials {
+  const file = fileField(dir);
+  const creds: UserCredentials = {};
   if (u.exec != null)
     throw new KubeconfigError(
       `${uat}.exec: credential plugins are not run; give a token, tokenFile or client certificate`,
@@ -111,15 +109,15 @@ export function connectionFromKubeconfig(text: string, dir: string): HostConnect
     throw new KubeconfigError(
       `${uat}.auth-provider: authentication plugins are not run; give a token, tokenFile or client certificate`,
     );
-  conn.certData = str(u, 'client-certificate-data', uat);
-  conn.certFile = file(u, 'client-certificate', uat);
-  conn.keyData = str(u, 'client-key-data', uat);
-  conn.keyFile = file(u, 'client-key', uat);
-  conn.token = str(u, 'token', uat);
+  creds.certData = str(u, 'client-certificate-data', uat);
+  creds.certFile = file(u, 'client-certificate', uat);
+  creds.keyData = str(u, 'client-key-data', uat);
+  creds.keyFile = file(u, 'client-key', uat);
+  creds.token = str(u, 'token', uat);
   // client-go's field is tokenFile; token-file is what @kubernetes/client-node read.
-  conn.tokenFile = file(u, u.tokenFile != null ? 'tokenFile' : 'token-file', uat);
-  conn.username = str(u, 'username', uat);
-  conn.password = str(u, 'password', uat);
+  creds.tokenFile = file(u, u.tokenFile != null ? 'tokenFile' : 'token-file', uat);
+  creds.username = str(u, 'username', uat);
+  creds.password = str(u, 'password', uat);
   const groups = u['as-groups'];
   if (groups != null && !(Array.isArray(groups) && groups.every((g) => typeof g === 'string')))
     throw new KubeconfigError(`${uat}.as-groups must be a list of strings`);
@@ -136,8 +134,43 @@ export function connectionFromKubeconfig(text: string, dir: string): HostConnect
     extra: extra as Record<string, string[]> | undefined,
   };
   if (impersonate.user || impersonate.uid || impersonate.groups?.length || impersonate.extra)
-    conn.impersonate = impersonate;
-  return conn;
+    creds.impersonate = impersonate;
+  return creds;
+}
+
+/** Every user of a kubeconfig by name (for credentials chosen per server, as kube's webhook kubeconfig). */
+export function kubeconfigUsers(path: string): Map<string, UserCredentials> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new KubeconfigError(`cannot read the file (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  const doc = parseKubeconfig(text);
+  const users = new Map<string, UserCredentials>();
+  const entries = Array.isArray(doc.users) ? doc.users : [];
+  entries.forEach((entry, index) => {
+    if (!isMap(entry) || typeof entry.name !== 'string' || !isMap(entry.user)) return;
+    users.set(entry.name, readUser(entry.user, `users[${index}].user`, dirname(path)));
+  });
+  return users;
+}
+
+/** Like kubectl: paths are relative to the kubeconfig, and a file named must be readable when it is loaded. */
+function fileField(dir: string) {
+  return (obj: Record<string, unknown>, key: string, where: string): string | undefined => {
+    const name = str(obj, key, where);
+    if (name === undefined) return undefined;
+    if (str(obj, `${key}-data`, where) !== undefined)
+      throw new KubeconfigError(`${where} has both ${key} and ${key}-data: give one`);
+    const path = isAbsolute(name) ? name : join(dir, name);
+    try {
+      accessSync(path, constants.R_OK);
+    } catch (err) {
+      throw new KubeconfigError(`${where}.${key}: cannot read ${path} (${(err as NodeJS.ErrnoException).code})`);
+    }
+    return path;
+  };
 }
 
 /**

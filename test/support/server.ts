@@ -59,7 +59,15 @@ export async function startTestServer(
     securePort: 0,
     ...overrides,
   };
-  const server = await startServer(config, log);
+  let server: Awaited<ReturnType<typeof startServer>>;
+  try {
+    server = await startServer(config, log);
+  } catch (err) {
+    // A start that fails (a test of bad flags) leaves no etcd or data dir of its own behind.
+    if (ownEtcd) await theEtcd.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
   const ca = server.caPem ?? '';
   const token = config.tokenAuthFile ? '' : readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
   return {

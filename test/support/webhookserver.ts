@@ -27,7 +27,8 @@ export interface WebhookServer {
   stop(): Promise<void>;
 }
 
-export async function startWebhookServer(): Promise<WebhookServer> {
+/** `token`: the bearer token a request must carry, else 401 (a webhook that authenticates kube-apiserver). */
+export async function startWebhookServer(opts: { token?: string } = {}): Promise<WebhookServer> {
   const ca = makeCert({ commonName: 'webhook-ca', isCa: true });
   const serving: TestCert = makeCert({ commonName: 'webhook', issuer: ca, usage: 'serverAuth', ips: ['127.0.0.1'] });
   const handlers = new Map<string, (review: any) => WebhookAnswer>();
@@ -38,6 +39,11 @@ export async function startWebhookServer(): Promise<WebhookServer> {
     req.on('end', () => {
       const url = new URL(req.url ?? '/', 'https://webhook');
       const review = JSON.parse(Buffer.concat(chunks).toString() || 'null');
+      if (opts.token && req.headers.authorization !== `Bearer ${opts.token}`) {
+        res.writeHead(401, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify({ message: 'Unauthorized' }));
+        return;
+      }
       received.push({ path: url.pathname, query: url.search, review });
       const handler = handlers.get(url.pathname);
       const answer: WebhookAnswer = handler
