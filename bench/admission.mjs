@@ -105,6 +105,7 @@ const attrsFor = (operation) => ({
   user: { name: 'bench', groups: ['system:authenticated'] },
   dryRun: false,
   warnings: [],
+  auditAnnotations: {},
 });
 
 async function write(chain, operation) {

@@ -62,6 +62,7 @@ export interface ValidatingAdmissionPolicy {
     matchConditions?: MatchCondition[];
     variables?: { name: string; expression: string }[];
     validations?: { expression: string; message?: string; messageExpression?: string; reason?: string }[];
+    auditAnnotations?: { key: string; valueExpression: string }[];
   };
 }
 
@@ -97,12 +98,16 @@ const POLICY_VARIABLES: readonly AdmissionCelVariable[] = [
   'variables',
   'authorizer',
 ];
+/** Where the Audit action records failed validations (kube's ValidatingAdmissionPolicy audit annotation). */
+const VALIDATION_FAILURE_ANNOTATION = 'validation.policy.admission.k8s.io/validation_failure';
 /** kube's MaxEvaluatedMessageExpressionSizeBytes. */
 const MAX_MESSAGE_BYTES = 5 * 1024;
 
 interface Decision {
   message: string;
   reason?: string;
+  /** The validation's index, when one failed (for the audit annotation). */
+  expressionIndex?: number;
 }
 
 interface Denial extends Decision {
@@ -118,6 +123,7 @@ export function validatingAdmissionPolicy(sources: PolicySources): AdmissionPlug
       if (!(await sources.ready(ADMISSION_READY_TIMEOUT_MS)))
         throw admissionForbidden(attrs, 'not yet ready to handle request');
       const denials: Denial[] = [];
+      const audited: unknown[] = [];
       const bindings = byName(sources.bindings());
       for (const policy of byName(sources.policies())) {
         const policyName = policy.metadata.name ?? '';
@@ -157,6 +163,14 @@ export function validatingAdmissionPolicy(sources: PolicySources): AdmissionPlug
             for (const decision of evaluatePolicy(policy, attrs, param, namespaceObject ?? null, failClosed)) {
               for (const action of binding.spec?.validationActions ?? []) {
                 if (action === 'Deny') denials.push({ ...decision, policy: policyName, binding: bindingName });
+                if (action === 'Audit')
+                  audited.push({
+                    message: decision.message,
+                    policy: policyName,
+                    binding: bindingName,
+                    expressionIndex: decision.expressionIndex ?? 0,
+                    validationActions: binding.spec?.validationActions ?? [],
+                  });
                 if (action === 'Warn')
                   attrs.warnings.push(
                     `Validation failed for ValidatingAdmissionPolicy '${policyName}' with binding '${bindingName}': ${decision.message}`,
@@ -166,6 +180,7 @@ export function validatingAdmissionPolicy(sources: PolicySources): AdmissionPlug
           }
         }
       }
+      if (audited.length) attrs.auditAnnotations[VALIDATION_FAILURE_ANNOTATION] = JSON.stringify(audited);
       if (denials.length) throw denied(attrs, denials[0]);
     },
   };
@@ -256,14 +271,27 @@ function evaluatePolicy(
   }
   activation.variables = variables as CelInput;
   const decisions: Decision[] = [];
-  for (const validation of policy.spec?.validations ?? []) {
+  for (const [i, validation] of (policy.spec?.validations ?? []).entries()) {
     const result = run(validation.expression, ['bool'], activation, budget);
     if ('error' in result) {
-      if (failClosed) decisions.push({ message: result.error });
+      if (failClosed) decisions.push({ message: result.error, expressionIndex: i });
       continue;
     }
     if (result.value === true) continue;
-    decisions.push({ message: messageOf(validation, activation, budget), reason: validation.reason });
+    decisions.push({
+      message: messageOf(validation, activation, budget),
+      reason: validation.reason,
+      expressionIndex: i,
+    });
+  }
+  // auditAnnotations: `<policy>/<key>` set to a string value; null leaves it out.
+  for (const annotation of policy.spec?.auditAnnotations ?? []) {
+    const result = run(annotation.valueExpression, ['string', 'null_type'], activation, budget);
+    if ('error' in result) {
+      if (failClosed) decisions.push({ message: result.error });
+    } else if (typeof result.value === 'string') {
+      attrs.auditAnnotations[`${policy.metadata.name ?? ''}/${annotation.key}`] ??= result.value;
+    }
   }
   return decisions;
 }

@@ -119,6 +119,7 @@ interface ReviewAnswer {
   warnings: string[];
   /** The webhook's Status, for a denial. */
   result?: unknown;
+  auditAnnotations: Record<string, string>;
 }
 
 /**
@@ -151,6 +152,9 @@ async function review(
     throw errors.internalError(new Error(failure));
   }
   attrs.warnings.push(...answer.warnings);
+  // kube's AddAnnotation: each key `<webhook>/<key>`, the first value set kept.
+  for (const [key, value] of Object.entries(answer.auditAnnotations))
+    attrs.auditAnnotations[`${hook.name}/${key}`] ??= value;
   if (!answer.allowed) throw denial(hook, answer.result);
   return answer;
 }
@@ -229,7 +233,17 @@ function verifiedResponse(version: string, uid: string, review: unknown, mutatin
   if (!mutating && response.patchType !== undefined)
     throw new WebhookCallError('validating webhook may not return response.patchType');
   const warnings = Array.isArray(response.warnings) ? response.warnings.filter((w) => typeof w === 'string') : [];
-  return { allowed: response.allowed === true, patch: mutating ? patch : undefined, warnings, result: response.status };
+  const annotations = isPlainObject(response.auditAnnotations) ? response.auditAnnotations : {};
+  const auditAnnotations = Object.fromEntries(
+    Object.entries(annotations).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
+  );
+  return {
+    allowed: response.allowed === true,
+    patch: mutating ? patch : undefined,
+    warnings,
+    result: response.status,
+    auditAnnotations,
+  };
 }
 
 /** webhookerrors.ToStatusErr: the webhook's status with kube's message, at least 400, always a Failure. */

@@ -29,6 +29,8 @@ export interface AdmissionAttributes {
   dryRun: boolean;
   /** Warnings for the client (webhooks' and policies'), sent as `Warning: 299` headers. */
   warnings: string[];
+  /** Annotations for the request's audit event (kube's Attributes.AddAnnotation); a key set once keeps its value. */
+  auditAnnotations: Record<string, string>;
 }
 
 export interface Admission {

@@ -39,6 +39,8 @@ export interface RequestContext {
   user?: UserInfo;
   /** What authorization decided, for the audit log. */
   authorization?: { decision: 'allow' | 'forbid'; reason?: string };
+  /** What admission plugins said of the request for its audit event (webhooks' and policies' annotations). */
+  auditAnnotations?: Record<string, string>;
   /** Set by authorization when a list or watch may show only some objects to this caller. */
   visible?: (obj: KubeObject) => boolean;
   /** The Status answered, left where every failure is written, for the request log and the audit. */

@@ -78,7 +78,7 @@ export async function handleResource(
   const shape = shaper(target, def, store.strategy, query);
   const encoding = target.encoding;
   // What every write carries about its caller.
-  const caller = { user, authorize: authorizeOther };
+  const caller = { user, authorize: authorizeOther, auditAnnotations: (requestContext(req).auditAnnotations ??= {}) };
   const notSupported = () => errors.methodNotSupported(def.groupResource, info.verb || req.method);
 
   switch (info.verb) {

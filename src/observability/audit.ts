@@ -65,6 +65,8 @@ export interface AuditedRequest {
   status?: Status;
   /** Set by authorization when it ran. */
   authorization?: { decision: 'allow' | 'forbid'; reason?: string };
+  /** Left by admission plugins (webhooks, policies). */
+  auditAnnotations?: Record<string, string>;
   /** The metadata of the object a create or update sent, which completes objectRef (kube's LogRequestObject). */
   requestObject?: RequestObjectMeta;
 }
@@ -105,10 +107,13 @@ export function auditEvent(r: AuditedRequest, stage: AuditEvent['stage'], at: Da
     requestReceivedTimestamp: microTime(r.received),
     stageTimestamp: microTime(at),
   };
-  if (r.authorization) {
+  if (r.authorization || (r.auditAnnotations && Object.keys(r.auditAnnotations).length)) {
     event.annotations = {
-      'authorization.k8s.io/decision': r.authorization.decision,
-      'authorization.k8s.io/reason': r.authorization.reason ?? '',
+      ...r.auditAnnotations,
+      ...(r.authorization && {
+        'authorization.k8s.io/decision': r.authorization.decision,
+        'authorization.k8s.io/reason': r.authorization.reason ?? '',
+      }),
     };
   }
   return event;

@@ -58,6 +58,7 @@ export function observeRequests(opts: ObserveOptions) {
       code,
       status: context.status,
       authorization: context.authorization,
+      auditAnnotations: context.auditAnnotations,
       requestObject: context.requestObject,
     });
     const labels = () => requestLabels(req.method, context.info, context.query, req.headers['content-type'], served);

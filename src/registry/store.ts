@@ -75,6 +75,8 @@ export interface WriteOptions extends FieldValidationOptions {
   user?: UserInfo;
   /** The caller's other permissions, for the strategy's admitCreate; unset for the server's own writes. */
   authorize?: AuthorizeOther;
+  /** Filled by admission plugins for the request's audit event. */
+  auditAnnotations?: Record<string, string>;
 }
 
 export interface ApplyOptions extends WriteOptions {
@@ -428,6 +430,7 @@ export class Store {
       user: opts.user ?? SERVER_USER,
       dryRun: !!opts.dryRun,
       warnings: opts.warnings ?? [],
+      auditAnnotations: opts.auditAnnotations ?? {},
     };
     await admission.admit(attrs);
     return attrs;

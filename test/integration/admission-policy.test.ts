@@ -5,6 +5,9 @@
  * fail and for params that are missing; matchConstraints and the binding's matchResources; every write path.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { GROUP, MERGE_PATCH, secretBody, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
 import { startHostCluster, type HostClusterStandIn, type KubeObj } from '../support/hostcluster.js';
 import type { HttpResponse } from '../support/http.js';
@@ -12,7 +15,22 @@ import { startTestServer, type TestServer } from '../support/server.js';
 
 let host: HostClusterStandIn;
 let ts: TestServer;
+let auditLog: string;
 const NS = 'team-policy';
+
+/** The ResponseComplete audit event of the request that answered `res` (written as the answer goes out). */
+async function auditEventOf(res: HttpResponse): Promise<any> {
+  for (let i = 0; i < 100; i++) {
+    const event = readFileSync(auditLog, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+      .find((e) => e.auditID === res.headers['audit-id'] && e.stage === 'ResponseComplete');
+    if (event) return event;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error('no audit event');
+}
 const OTHER = 'team-free';
 
 beforeAll(async () => {
@@ -20,7 +38,8 @@ beforeAll(async () => {
   host.addNamespace(NS, { policed: 'yes', owner: 'platform' });
   host.addNamespace(OTHER);
   host.addConfigMap(NS, 'limits', { prefix: 'ok-' });
-  ts = await startTestServer({ kubeconfig: host.kubeconfigPath });
+  auditLog = join(mkdtempSync(join(tmpdir(), 'policy-audit-')), 'audit.log');
+  ts = await startTestServer({ kubeconfig: host.kubeconfigPath, auditLogPath: auditLog });
 }, 120_000);
 
 afterAll(async () => {
@@ -172,6 +191,38 @@ describe('validations', () => {
       await new Promise((r) => setTimeout(r, 25));
     }
     expect((await ts.admin.post(sharedSecretsPath(NS), secretBody(uniq('f')))).status).toBe(201);
+  });
+});
+
+describe('audit', () => {
+  test("Audit records the failure in the audit event (kube's validation_failure annotation), and auditAnnotations add <policy>/<key>", async () => {
+    const { policy: p, binding: b } = await policy(
+      {
+        validations: [
+          { expression: 'true' },
+          { expression: "object.metadata.name != 'watched'", message: 'watched name' },
+        ],
+        auditAnnotations: [{ key: 'owner', valueExpression: "'team of ' + object.metadata.name" }],
+      },
+      { validationActions: ['Audit'] },
+      () => true,
+    );
+    let res: HttpResponse | undefined;
+    for (let i = 0; i < 200; i++) {
+      res = await ts.admin.post(sharedSecretsPath(NS), secretBody(`watched`));
+      const event = await auditEventOf(res);
+      await ts.admin.delete(sharedSecretPath(NS, 'watched'));
+      if (event.annotations?.['validation.policy.admission.k8s.io/validation_failure']) {
+        expect(res.status).toBe(201);
+        expect(JSON.parse(event.annotations['validation.policy.admission.k8s.io/validation_failure'])).toEqual([
+          { message: 'watched name', policy: p, binding: b, expressionIndex: 1, validationActions: ['Audit'] },
+        ]);
+        expect(event.annotations[`${p}/owner`]).toBe('team of watched');
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new Error('the policy never came into force');
   });
 });
 

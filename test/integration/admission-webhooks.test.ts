@@ -8,6 +8,9 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   CLUSTERS_PATH,
   clusterBody,
@@ -26,7 +29,18 @@ import { startWebhookServer, type WebhookServer } from '../support/webhookserver
 let host: HostClusterStandIn;
 let hook: WebhookServer;
 let ts: TestServer;
+let auditLog: string;
 const NS = 'team-hooks';
+
+/** The ResponseComplete audit event of the request that answered `res`. */
+function auditEventOf(res: HttpResponse): any {
+  const id = res.headers['audit-id'];
+  return readFileSync(auditLog, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line))
+    .find((e) => e.auditID === id && e.stage === 'ResponseComplete');
+}
 const PROD = 'team-prod';
 
 beforeAll(async () => {
@@ -34,7 +48,8 @@ beforeAll(async () => {
   host.addNamespace(NS);
   host.addNamespace(PROD, { env: 'prod' });
   hook = await startWebhookServer();
-  ts = await startTestServer({ kubeconfig: host.kubeconfigPath });
+  auditLog = join(mkdtempSync(join(tmpdir(), 'admission-audit-')), 'audit.log');
+  ts = await startTestServer({ kubeconfig: host.kubeconfigPath, auditLogPath: auditLog });
 }, 120_000);
 
 afterAll(async () => {
@@ -168,12 +183,20 @@ describe('ValidatingAdmissionWebhook', () => {
     ]);
   });
 
-  test('warnings come back as Warning headers', async () => {
-    hook.handle('/warn', () => ({ response: { allowed: true, warnings: ['mind the gap'] } }));
-    await configure('validating', '/warn');
+  test('warnings come back as Warning headers; audit annotations go to the audit event as <webhook>/<key>', async () => {
+    hook.handle('/warn', () => ({
+      response: { allowed: true, warnings: ['mind the gap'], auditAnnotations: { checked: 'by-the-book' } },
+    }));
+    const name = await configure('validating', '/warn');
     const res = await ts.admin.post(sharedSecretsPath(NS), secretBody(uniq('w')));
     expect(res.status).toBe(201);
     expect(String(res.headers.warning)).toContain('mind the gap');
+    let event: any;
+    for (let i = 0; i < 100 && !event; i++) {
+      event = auditEventOf(res);
+      if (!event) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(event.annotations).toMatchObject({ [`${name}/checked`]: 'by-the-book' });
   });
 
   test('rules, scope and subresources decide what is sent: a status write only to a status rule, Clusters only to a Cluster-scoped rule', async () => {

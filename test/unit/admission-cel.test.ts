@@ -34,6 +34,7 @@ function attributes(overrides: Partial<AdmissionAttributes> = {}): AdmissionAttr
     user: { name: 'alice', uid: 'u-1', groups: ['system:authenticated', 'team-a-admins'], extra: { scopes: ['x'] } },
     dryRun: false,
     warnings: [],
+    auditAnnotations: {},
     ...overrides,
   };
 }

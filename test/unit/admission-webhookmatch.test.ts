@@ -24,6 +24,7 @@ function attrs(over: Partial<AdmissionAttributes> = {}): AdmissionAttributes {
     user: { name: 'alice', groups: [] },
     dryRun: false,
     warnings: [],
+    auditAnnotations: {},
     ...over,
   };
 }
