@@ -1,6 +1,7 @@
 /** Serving actions (src/actions): decode the request object, run the action, answer its object. */
 import type { Request, Response } from 'express';
 import { decodeRequest, type Action, type ActionVerb } from '../actions/action.js';
+import type { Admission, AdmissionAttributes } from '../apimachinery/admission.js';
 import { requestContext, requestUser } from '../apimachinery/request.js';
 import * as errors from '../apimachinery/status.js';
 import type { AuthorizeOther } from '../registry/strategy.js';
@@ -9,12 +10,16 @@ import { negotiateResponse, requestEncoding } from './negotiation.js';
 import { writeOptions } from './options.js';
 import { withWarnings, writeObject } from './responses.js';
 
-/** `authorize`: what else the caller may do, for the action's own checks. */
+/**
+ * `authorize`: what else the caller may do, for the action's own checks. An action's create passes `admission` as
+ * kube's subresource creates do (an Eviction, a TokenRequest): CREATE of the request object, before it is served.
+ */
 export async function handleAction(
   req: Request,
   res: Response,
   action: Action,
   authorize: AuthorizeOther,
+  admission?: Admission,
 ): Promise<void> {
   const { info, query } = requestContext(req);
   const groupResource = {
@@ -43,6 +48,27 @@ export async function handleAction(
     const body = rawBody(req);
     const parsed = body.length ? parseObjectBody(body, requestEncoding(req.headers['content-type']), action.kind) : {};
     object = decodeRequest(action, parsed, opts.fieldValidation, warnings);
+    if (admission) {
+      const context = requestContext(req);
+      const attrs: AdmissionAttributes = {
+        operation: 'CREATE',
+        group: action.group,
+        version: action.version,
+        kind: action.kind,
+        resource: action.resource,
+        subresource: action.subresource,
+        namespace: info.namespace,
+        name: info.name || (typeof object.metadata?.name === 'string' ? object.metadata.name : ''),
+        object,
+        user: requestUser(req),
+        dryRun: false,
+        warnings,
+        auditAnnotations: (context.auditAnnotations ??= {}),
+      };
+      await admission.admit(attrs);
+      object = decodeRequest(action, attrs.object as Record<string, unknown>, opts.fieldValidation, warnings);
+      await admission.validate(attrs);
+    }
   }
   const answer = await action.serve({
     verb,

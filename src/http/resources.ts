@@ -63,7 +63,7 @@ export async function handleResource(
   const user = requestUser(req);
   const authorizeOther: AuthorizeOther = (attrs) => serving.authorizer.authorize({ ...attrs, user });
   const action = actions.find(info.apiGroup, info.apiVersion, info.resource, info.subresource);
-  if (action) return handleAction(req, res, action, authorizeOther);
+  if (action) return handleAction(req, res, action, authorizeOther, registry.admissionChain);
   const store = registry.lookup(info.apiGroup, info.apiVersion, info.resource);
   const def = store?.def;
   if (!store || !def || info.extraParts.length) throw errors.notFoundPath();

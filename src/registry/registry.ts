@@ -57,6 +57,11 @@ export class Registry {
     this.admission = admission;
   }
 
+  /** The admission chain in force, for writes that are not a store's (actions). */
+  get admissionChain(): Admission | undefined {
+    return this.admission;
+  }
+
   /** Fills the caches; the server serves only after this. */
   async start(): Promise<void> {
     await Promise.all([...this.caches.values()].map((c) => c.start()));

@@ -328,3 +328,34 @@ describe('matching', () => {
     expect((await ts.admin.post(sharedSecretsPath(NS), secretBody(uniq('u'), { tier: 'silver' }))).status).toBe(201);
   });
 });
+
+describe('actions', () => {
+  test("an action's create goes through admission as kube's subresource creates do: a policy on directclusterendpointtokens refuses it before it is served", async () => {
+    const path = `/apis/${GROUP}/v1/directclusterendpointtokens`;
+    const body = { apiVersion: `${GROUP}/v1`, kind: 'DirectClusterEndpointToken', spec: {} };
+    const { policy: p, binding: b } = await policy(
+      {
+        matchConstraints: {
+          resourceRules: [
+            {
+              operations: ['CREATE'],
+              apiGroups: [GROUP],
+              apiVersions: ['v1'],
+              resources: ['directclusterendpointtokens'],
+            },
+          ],
+        },
+        validations: [{ expression: "request.userInfo.username == 'nobody'", message: 'tokens are off' }],
+      },
+      {},
+      (r) => String(r.body?.message).includes('tokens are off'),
+      () => ts.admin.post(path, body),
+    );
+    const res = await ts.admin.post(path, body);
+    expect([res.status, res.body.reason, res.body.message]).toEqual([
+      422,
+      'Invalid',
+      expect.stringContaining(`ValidatingAdmissionPolicy '${p}' with binding '${b}' denied request: tokens are off`),
+    ]);
+  });
+});
