@@ -21,10 +21,14 @@ import { children, CostTracker, costedEnv, countComprehensions, PER_CALL_LIMIT, 
 import { admissionFunctions, type CelOperators } from './cellibrary.js';
 
 export { MATCH_CONDITIONS_BUDGET, PER_CALL_LIMIT, VALIDATION_BUDGET } from './celcost.js';
+export type { RecordType, StaticType } from './celcheck.js';
 
-/** The variables kube declares for admission expressions; each use declares the ones it has. */
+/**
+ * The variables kube declares for admission expressions, and `self` and `oldSelf` of a CRD's x-kubernetes-validations
+ * rules; each use declares the ones it has.
+ */
 export type AdmissionCelVariable =
-  'object' | 'oldObject' | 'request' | 'params' | 'namespaceObject' | 'variables' | 'authorizer';
+  'object' | 'oldObject' | 'request' | 'params' | 'namespaceObject' | 'variables' | 'authorizer' | 'self' | 'oldSelf';
 
 /** The variables of a webhook's matchConditions (kube: no params; the authorizer, which this server lacks). */
 export const MATCH_CONDITION_VARIABLES: readonly AdmissionCelVariable[] = [
@@ -40,6 +44,8 @@ export type CelResultType = string;
 export interface CompileOptions {
   /** The types the expression must evaluate to; kube's matchConditions and validations: ['bool'] (the default). */
   returnTypes?: readonly CelResultType[];
+  /** Types of variables known better than `dyn` (a CRD rule's `self` is typed by its schema). */
+  types?: Partial<Record<AdmissionCelVariable, StaticType>>;
 }
 
 export interface CompiledExpression {
@@ -47,6 +53,8 @@ export interface CompiledExpression {
   readonly returnTypes: readonly CelResultType[];
   /** The expression's type as checked ('bool', ... or 'dyn'). */
   readonly type: string;
+  /** The declared variables the expression refers to (a CRD rule that uses `oldSelf` is a transition rule). */
+  readonly references: ReadonlySet<AdmissionCelVariable>;
   /** @internal the planned program. */
   readonly program: (vars: Record<string, CelInput>) => CelResult;
 }
@@ -78,6 +86,8 @@ const VARIABLE_TYPES: Record<AdmissionCelVariable, StaticType | Unsupported> = {
   variables: DYN,
   request: REQUEST_TYPE,
   authorizer: AUTHORIZER_UNSUPPORTED,
+  self: DYN,
+  oldSelf: DYN,
 };
 
 const baseEnv: CelEnv = celEnv({ funcs: admissionFunctions(() => operators) });
@@ -123,7 +133,7 @@ export function compileAdmissionExpression(
   const checked = checkExpression({
     source: expression,
     parsed,
-    variables: new Map(vars.map((name) => [name, VARIABLE_TYPES[name]])),
+    variables: new Map(vars.map((name) => [name, options.types?.[name] ?? VARIABLE_TYPES[name]])),
     functions: env.funcs,
     env: baseEnv,
   });
@@ -132,7 +142,8 @@ export function compileAdmissionExpression(
   if (!returnTypes.includes('any') && !returnTypes.includes(type)) return { error: mustEvaluateTo(returnTypes, type) };
   countComprehensions(parsed.expr);
   const program = plan(env, parsed) as CompiledExpression['program'];
-  return { expression, returnTypes, type, program };
+  const references = new Set(identifiers(parsed.expr).filter((name) => vars.includes(name as AdmissionCelVariable)));
+  return { expression, returnTypes, type, references: references as Set<AdmissionCelVariable>, program };
 }
 
 /** The values of an evaluation's variables, CEL values made once per request (see admissionActivation). */
@@ -180,6 +191,15 @@ export function evaluate(
   if (!compiled.returnTypes.includes('any') && !compiled.returnTypes.includes(type))
     return { error: resultedIn(mustEvaluateTo(compiled.returnTypes, type)), cost };
   return { value, cost };
+}
+
+/**
+ * An evaluation's error without the admission wording around it ("expression '<e>' resulted in error: "), for
+ * callers that word it their own way (a CRD's rules: "<cause> evaluating rule: <rule>").
+ */
+export function errorCause(compiled: CompiledExpression, error: string): string {
+  const resultedIn = `expression '${compiled.expression}' resulted in error: `;
+  return error.startsWith(resultedIn) ? error.slice(resultedIn.length) : error;
 }
 
 /** Options of the operation, for `request.options` (CreateOptions, UpdateOptions, DeleteOptions). */
@@ -237,6 +257,12 @@ export function toCelValue(json: unknown): CelInput {
         .map(([key, value]) => [key, toCelValue(value)]),
     );
   return null;
+}
+
+/** The names an expression refers to as variables (comprehension variables included: callers look up theirs). */
+function identifiers(e: Parameters<typeof children>[0]): string[] {
+  if (e.exprKind.case === 'identExpr') return [e.exprKind.value.name];
+  return children(e).flatMap(identifiers);
 }
 
 function omitEmpty(fields: Record<string, unknown>): Record<string, unknown> {

@@ -6,6 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import yaml from 'js-yaml';
+import { compileValidationRules, RuleCompileError, type RulesValidator } from '../apimachinery/celrules.js';
 import type { StructuralSchema } from '../apimachinery/schema.js';
 import type { GroupKind, GroupResource } from '../apimachinery/types.js';
 
@@ -32,6 +33,8 @@ export interface ResourceDefinition {
   categories: string[];
   hasStatus: boolean;
   schema: StructuralSchema;
+  /** The schema's x-kubernetes-validations rules, compiled when the CRD was read. */
+  validationRules: RulesValidator;
   printerColumns: PrinterColumn[];
   groupResource: GroupResource;
   groupKind: GroupKind;
@@ -75,7 +78,8 @@ interface CrdDocument {
 function fromCrd(crd: CrdDocument | undefined, file: string): ResourceDefinition {
   if (crd?.kind !== 'CustomResourceDefinition') throw new Error(`${file}: not a CustomResourceDefinition`);
   const { group, names, scope } = crd.spec;
-  const served = crd.spec.versions.find((v) => v.served && v.storage);
+  const index = crd.spec.versions.findIndex((v) => v.served && v.storage);
+  const served = crd.spec.versions[index];
   if (!served) throw new Error(`${file}: no served storage version`);
   return {
     group,
@@ -90,8 +94,24 @@ function fromCrd(crd: CrdDocument | undefined, file: string): ResourceDefinition
     categories: names.categories ?? [],
     hasStatus: served.subresources?.status !== undefined,
     schema: served.schema.openAPIV3Schema,
+    validationRules: compileRules(
+      served.schema.openAPIV3Schema,
+      `spec.versions[${index}].schema.openAPIV3Schema`,
+      file,
+    ),
     printerColumns: served.additionalPrinterColumns ?? [],
     groupResource: { group, resource: names.plural },
     groupKind: { group, kind: names.kind },
   };
+}
+
+/** Our CRDs are our own files: a rule that does not compile stops the start, naming the file and where the rule is. */
+function compileRules(schema: StructuralSchema, at: string, file: string): RulesValidator {
+  try {
+    return compileValidationRules(schema, at);
+  } catch (err) {
+    if (err instanceof RuleCompileError)
+      throw new Error(`${file}: invalid x-kubernetes-validations rule: ${err.message}`, { cause: err });
+    throw err;
+  }
 }

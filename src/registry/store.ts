@@ -572,7 +572,8 @@ export class Store {
   private validate(obj: KubeObject, old?: KubeObject): FieldError[] {
     const { metadata, ...body } = obj;
     const schemaErrs = [...validateMetaSchema(metadata), ...this.validateSchema(body)];
-    if (schemaErrs.some((e) => e.type === 'FieldValueTypeInvalid')) return schemaErrs;
+    if (schemaErrs.some((e) => e.type === 'FieldValueTypeInvalid'))
+      return [...schemaErrs, ...this.def.validationRules(obj, old, schemaErrs)];
     // Finalizer names are checked on update too, so no update can add one that create would refuse.
     const metaErrs = old
       ? [
@@ -581,6 +582,8 @@ export class Store {
         ]
       : validateObjectMeta(metadata, { namespaced: this.def.namespaced, nameFn: nameIsDNSSubdomain });
     const errs = [...schemaErrs, ...metaErrs];
+    // The CRD's x-kubernetes-validations rules, after the schema and metadata as in kube.
+    errs.push(...this.def.validationRules(obj, old, errs));
     if (old && this.strategy.validateUpdate) errs.push(...this.strategy.validateUpdate(obj, old));
     else errs.push(...(this.strategy.validate?.(obj) ?? []));
     return errs;

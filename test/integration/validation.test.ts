@@ -195,7 +195,11 @@ describe('metadata', () => {
     expect((await ts.admin.get(secrets(ns))).body.items).toEqual([]);
 
     const cl = await ts.admin.post(CLUSTERS_PATH, { metadata: {}, spec: { local: true } });
-    expect(fieldsAndReasons(expectInvalid(cl, 'Cluster', ''))).toEqual(['metadata.name FieldValueRequired']);
+    // A Cluster's CRD has CEL rules, which kube does not run on an object with a missing required field: it says so.
+    expect(fieldsAndReasons(expectInvalid(cl, 'Cluster', ''))).toEqual([
+      '<nil> FieldValueInvalid',
+      'metadata.name FieldValueRequired',
+    ]);
   });
 
   test('bad label key, bad label value and bad annotation key each give a cause', async () => {
@@ -338,8 +342,14 @@ describe('types', () => {
     const name = uniq('cl-type');
     const res = await ts.admin.post(CLUSTERS_PATH, clusterBody(name, { local: 'yes' }));
     const causes = expectInvalid(res, 'Cluster', name);
-    expect(fieldsAndReasons(causes)).toEqual(['spec.local FieldValueTypeInvalid']);
+    expect(fieldsAndReasons(causes)).toEqual(['<nil> FieldValueInvalid', 'spec.local FieldValueTypeInvalid']);
     expect(causes[0].message).toContain('boolean');
+    expect(causes[1]).toEqual({
+      reason: 'FieldValueInvalid',
+      field: '<nil>',
+      message:
+        'Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation',
+    });
     await expectNoCluster(name);
   });
 

@@ -371,6 +371,7 @@ describe('schemas of other CRD shapes', () => {
     categories: [],
     hasStatus: false,
     schema: schema as any,
+    validationRules: () => [],
     printerColumns: [],
     groupResource: { group: 'bar.k8s.io', resource: 'foos' },
     groupKind: { group: 'bar.k8s.io', kind: 'Foo' },

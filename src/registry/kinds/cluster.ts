@@ -1,7 +1,8 @@
 /**
- * Cluster: a connected cluster needs the secret with its connection config, unless it is local or peered. Which
- * Secret that is and whether the Cluster takes new virtual clusters are the administrator's: only system:masters
- * may change spec.config.secretName, spec.config.secretNamespace and spec.unusable.
+ * Cluster: a connected cluster needs the secret with its connection config, unless it is local or peered (a rule
+ * of its CRD, x-kubernetes-validations, says so). Which Secret that is and whether the Cluster takes new virtual
+ * clusters are the administrator's: only system:masters may change spec.config.secretName,
+ * spec.config.secretNamespace and spec.unusable.
  */
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import type { KubeObject } from '../../apimachinery/types.js';
@@ -16,16 +17,8 @@ const validateSpec = (obj: KubeObject): FieldError[] => {
   const s = obj.spec ?? {};
   const errs: FieldError[] = [];
   const config = spec.child('config');
-  if (!s.config?.secretName) {
-    if (!s.local && !s.networkPeer) {
-      errs.push(
-        fieldError.required(
-          config.child('secretName'),
-          'the secret holding the connection config is required unless spec.local or spec.networkPeer is true',
-        ),
-      );
-    }
-  } else {
+  // That spec.config.secretName is required unless spec.local or spec.networkPeer is a rule of the CRD (CEL).
+  if (s.config?.secretName) {
     for (const msg of isDNS1123Subdomain(s.config.secretName))
       errs.push(fieldError.invalid(config.child('secretName'), s.config.secretName, msg));
   }
