@@ -1,10 +1,10 @@
 /**
  * VirtualClusterInstance: where it runs (a Cluster, a namespace there, a virtual cluster name), an optional https
  * ingress endpoint. Where it runs is fixed at create (kube config certificates are signed by that virtual cluster):
- * checked against the Cluster, the project and other instances (virtualclusterplacement.ts), then immutable.
+ * checked against the Cluster, the project and other instances (virtualclusterplacement.ts), then immutable (a rule
+ * of its CRD).
  */
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
-import { validateImmutableField } from '../../apimachinery/objectmeta.js';
 import type { KubeObject } from '../../apimachinery/types.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
 import type { Strategy } from '../strategy.js';
@@ -35,16 +35,11 @@ const validateSpec = (obj: KubeObject): FieldError[] => {
   return errs;
 };
 
-const owned = ownedKindStrategy('virtualclusterinstances', validateSpec);
-
+// clusterRef is immutable as a whole, by a transition rule of the CRD (self == oldSelf): every instance has one from
+// its create (cluster is required), so there is no unset state to fill in later, and filling in a namespace or name
+// would point it elsewhere just the same.
 export const virtualClusterInstanceStrategy: Strategy = {
-  ...owned,
-  // clusterRef as a whole: every instance has one from its create (cluster is required), so there is no unset
-  // state to fill in later, and filling in a namespace or name would point it elsewhere just the same.
-  validateUpdate: (obj, old) => [
-    ...owned.validate!(obj),
-    ...validateImmutableField(obj.spec?.clusterRef, old.spec?.clusterRef, spec.child('clusterRef')),
-  ],
+  ...ownedKindStrategy('virtualclusterinstances', validateSpec),
   admitCreate: admitVirtualClusterInstance,
 };
 
