@@ -128,6 +128,8 @@ describe('kubectl explain', () => {
     expect(out).toContain('KIND: Cluster');
     expect(out).toContain('FIELD: config <Object>');
     expect(out).toContain('DESCRIPTION: Reference to a secret that holds the connection configuration of the cluster.');
+    // kubectl explain prints no x-kubernetes-validations: the description says the rule.
+    expect(out).toContain('secretName is required unless local or networkPeer is true.');
     expect(out).toContain('secretName <string> Name of the secret.');
     expect(out).toContain('secretNamespace <string> Namespace of the secret.');
   });

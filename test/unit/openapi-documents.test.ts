@@ -260,8 +260,12 @@ describe('v3 group-version document', () => {
     expect(ss.properties.status.properties.conditions.items.required).toEqual(['type', 'status']);
     const cluster = v3.components.schemas['sh.platform.management.v1.Cluster'];
     expect(cluster.properties.spec.properties.config.description).toBe(
-      'Reference to a secret that holds the connection configuration of the cluster.',
+      'Reference to a secret that holds the connection configuration of the cluster. secretName is required unless local or networkPeer is true.',
     );
+    // kube publishes a CRD's x-kubernetes-validations as they are written.
+    expect(cluster.properties.spec['x-kubernetes-validations']).toEqual([
+      expect.objectContaining({ reason: 'FieldValueRequired', fieldPath: '.config.secretName' }),
+    ]);
     expect(cluster.properties.status).toEqual({
       type: 'object',
       description: 'The observed state of the cluster.',
