@@ -142,8 +142,12 @@ export function compileAdmissionExpression(
   if (!returnTypes.includes('any') && !returnTypes.includes(type)) return { error: mustEvaluateTo(returnTypes, type) };
   countComprehensions(parsed.expr);
   const program = plan(env, parsed) as CompiledExpression['program'];
-  const references = new Set(identifiers(parsed.expr).filter((name) => vars.includes(name as AdmissionCelVariable)));
-  return { expression, returnTypes, type, references: references as Set<AdmissionCelVariable>, program };
+  const references = new Set(
+    identifiers(parsed.expr).filter((name): name is AdmissionCelVariable =>
+      vars.includes(name as AdmissionCelVariable),
+    ),
+  );
+  return { expression, returnTypes, type, references, program };
 }
 
 /** The values of an evaluation's variables, CEL values made once per request (see admissionActivation). */

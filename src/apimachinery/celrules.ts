@@ -39,6 +39,7 @@ export interface ValidationRule {
  */
 export type RulesValidator = (obj: unknown, old: unknown, earlier: readonly FieldError[]) => FieldError[];
 
+const RULE_FIELDS = new Set(['rule', 'message', 'messageExpression', 'reason', 'fieldPath', 'optionalOldSelf']);
 const REASONS = new Set(['FieldValueInvalid', 'FieldValueForbidden', 'FieldValueRequired', 'FieldValueDuplicate']);
 
 /** The schema errors after which kube does not run the rules (customresource strategy's hasBlockingErr). */
@@ -107,7 +108,9 @@ function compileNode(
   correlatable: boolean,
   resourceRoot: boolean,
 ): RuleNode | undefined {
-  const rules = ((schema['x-kubernetes-validations'] ?? []) as ValidationRule[]).map((rule, i) =>
+  const declared = schema['x-kubernetes-validations'] ?? [];
+  if (!Array.isArray(declared)) throw new RuleCompileError(`${at}.x-kubernetes-validations: must be a list of rules`);
+  const rules = (declared as ValidationRule[]).map((rule, i) =>
     compileRule(rule, schema, `${at}.x-kubernetes-validations[${i}]`, correlatable, resourceRoot),
   );
   const mapCorrelatable = correlatable && schema['x-kubernetes-map-type'] !== 'atomic';
@@ -135,9 +138,11 @@ function compileRule(
   resourceRoot: boolean,
 ): CompiledRule {
   const fail = (field: string, why: string) => {
-    throw new RuleCompileError(`${at}.${field}: ${why}`);
+    throw new RuleCompileError(`${field ? `${at}.${field}` : at}: ${why}`);
   };
-  if (typeof rule?.rule !== 'string' || !rule.rule.trim()) fail('rule', 'Required value');
+  if (!isPlainObject(rule)) fail('', 'must be an object with a rule');
+  for (const field of Object.keys(rule)) if (!RULE_FIELDS.has(field)) fail(field, 'unknown field');
+  if (typeof rule.rule !== 'string' || !rule.rule.trim()) fail('rule', 'Required value');
   if (rule.reason !== undefined && !REASONS.has(rule.reason))
     fail(
       'reason',
@@ -145,7 +150,7 @@ function compileRule(
     );
   if (rule.message !== undefined && /[\n\r]/.test(rule.message))
     fail('message', 'message must not contain line breaks');
-  if (rule.optionalOldSelf !== undefined)
+  if (rule.optionalOldSelf === true)
     fail(
       'optionalOldSelf',
       "not supported by this server: an optional oldSelf needs CEL's optional types (oldSelf.hasValue(), oldSelf.orValue()), which it does not have",
@@ -324,7 +329,8 @@ function validateRules(
   errs: FieldError[],
 ): boolean {
   if (!node.rules.length) return true;
-  const type = node.schema.type ?? 'object';
+  // kube's value of a rule's error is the schema's type ("" where it has none: int-or-string, unknown fields kept).
+  const type = node.schema.type ?? '';
   if (budget.remaining <= 0) {
     errs.push(fieldError.invalid(shown(at), type, OUT_OF_BUDGET));
     return false;

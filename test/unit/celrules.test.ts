@@ -276,6 +276,7 @@ describe('rules that cannot be used stop the start, saying where they are', () =
       /\.messageExpression: must evaluate to string but got int/,
     ],
     ['optionalOldSelf', { rule: 'true', optionalOldSelf: true }, /\.optionalOldSelf: not supported by this server/],
+    ['a misspelt field', { rule: 'true', mesage: 'typo' } as ValidationRule, /\[0\]\.mesage: unknown field/],
   ])('%s', (_what, rule, expected) => {
     expect(() => compileValidationRules(resource(withRules([rule])), at)).toThrow(expected);
   });
