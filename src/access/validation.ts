@@ -18,6 +18,7 @@ const SUBRESOURCE = /^[a-z]+$/;
 const SYSTEM_PREFIX = 'system:';
 const spec = Path.root('spec');
 
+/** For the import action's request; the kinds' CRDs have this rule (x-kubernetes-validations). */
 export function validateOwner(owner: Owner | undefined, path: Path): FieldError[] {
   if (owner?.user && owner?.team)
     return [
@@ -29,7 +30,7 @@ export function validateOwner(owner: Owner | undefined, path: Path): FieldError[
   return [];
 }
 
-/** Each entry grants one or more verbs to at least one user or team. */
+/** Each entry grants one or more verbs (to at least one user or team: a rule of the CRDs says that). */
 export function validateAccess(entries: AccessEntry[] | undefined, path: Path): FieldError[] {
   const errs: FieldError[] = [];
   (entries ?? []).forEach((entry, i) => {
@@ -54,8 +55,6 @@ export function validateAccess(entries: AccessEntry[] | undefined, path: Path): 
     );
     errs.push(...validateNames(entry.users, at.child('users')));
     errs.push(...validateNames(entry.teams, at.child('teams')));
-    if (!entry.users?.length && !entry.teams?.length)
-      errs.push(fieldError.required(at.child('users'), 'at least one user or team is required'));
   });
   return errs;
 }

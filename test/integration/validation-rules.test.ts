@@ -18,6 +18,9 @@ import {
   clusterBody,
   clusterPath,
   uniq,
+  secretBody,
+  sharedSecretPath,
+  sharedSecretsPath,
   useServerWithPeek,
   virtualClusterInstancesPath,
   type EtcdPeek,
@@ -267,6 +270,48 @@ describe("a VirtualClusterInstance's transition rule: spec.clusterRef is immutab
     });
     expect(res.status).toBe(200);
     expect(res.body.spec.clusterRef).toEqual(before.spec.clusterRef);
+  });
+});
+
+describe('the rules every owned kind has: an owner is a user or a team, an access entry names one', () => {
+  const NS = 'xv-owned';
+
+  test('create with both and with an entry for nobody: 422 with a cause for each, nothing stored', async () => {
+    const name = uniq('xv-owner');
+    const body = secretBody(name);
+    body.spec.owner = { user: 'alice', team: 'ops' };
+    body.spec.access = [{ verbs: ['get'], users: ['bob'] }, { verbs: ['get'] }];
+    const res = await ts.admin.post(sharedSecretsPath(NS), body);
+    expect({ status: res.status, reason: res.body.reason, code: res.body.code }).toEqual({
+      status: 422,
+      reason: 'Invalid',
+      code: 422,
+    });
+    expect(res.body.details.causes).toEqual([
+      {
+        reason: 'FieldValueForbidden',
+        message: 'Forbidden: may not be set together with user: an owner is either a user or a team',
+        field: 'spec.owner.team',
+      },
+      {
+        reason: 'FieldValueRequired',
+        message: 'Required value: at least one user or team is required',
+        field: 'spec.access[1].users',
+      },
+    ]);
+    expect((await ts.admin.get(sharedSecretPath(NS, name))).status).toBe(404);
+  });
+
+  test('a merge patch adding a team to a user-owned object: 422, unchanged', async () => {
+    const name = uniq('xv-owner');
+    const body = secretBody(name);
+    body.spec.owner = { user: 'alice' };
+    const created = await ts.admin.post(sharedSecretsPath(NS), body);
+    expect(created.status).toBe(201);
+    const res = await ts.admin.patch(sharedSecretPath(NS, name), { spec: { owner: { team: 'ops' } } }, MERGE_PATCH);
+    expect(res.status).toBe(422);
+    expect(res.body.details.causes).toEqual([expect.objectContaining({ field: 'spec.owner.team' })]);
+    expect((await ts.admin.get(sharedSecretPath(NS, name))).body).toEqual(created.body);
   });
 });
 

@@ -182,8 +182,10 @@ describe('metadata', () => {
       spec: { displayName: 'nameless' },
     });
     const causes = expectInvalid(res, 'SharedSecret', '');
+    // The CRD has CEL rules, which kube does not run on an object with a missing required field: it says so.
     expect(res.body.message).toBe(
-      'SharedSecret.management.platform.sh "" is invalid: metadata.name: Required value: name or generateName is required',
+      'SharedSecret.management.platform.sh "" is invalid: [metadata.name: Required value: name or generateName is required, ' +
+        '<nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation]',
     );
     expect(causes).toEqual([
       {
@@ -191,11 +193,16 @@ describe('metadata', () => {
         message: 'Required value: name or generateName is required',
         field: 'metadata.name',
       },
+      {
+        reason: 'FieldValueInvalid',
+        message:
+          'Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation',
+        field: '<nil>',
+      },
     ]);
     expect((await ts.admin.get(secrets(ns))).body.items).toEqual([]);
 
     const cl = await ts.admin.post(CLUSTERS_PATH, { metadata: {}, spec: { local: true } });
-    // A Cluster's CRD has CEL rules, which kube does not run on an object with a missing required field: it says so.
     expect(fieldsAndReasons(expectInvalid(cl, 'Cluster', ''))).toEqual([
       '<nil> FieldValueInvalid',
       'metadata.name FieldValueRequired',
@@ -356,11 +363,15 @@ describe('types', () => {
   test('wrong types in a SharedSecret (data as a string, verbs as a string) are FieldValueTypeInvalid', async () => {
     const name = uniq('ss-type');
     const res = await ts.admin.post(secrets(), secretBody(name, { data: 'not-a-map' }));
-    expect(fieldsAndReasons(expectInvalid(res, 'SharedSecret', name))).toEqual(['spec.data FieldValueTypeInvalid']);
+    expect(fieldsAndReasons(expectInvalid(res, 'SharedSecret', name))).toEqual([
+      '<nil> FieldValueInvalid',
+      'spec.data FieldValueTypeInvalid',
+    ]);
     await expectNoSecret(name);
 
     const res2 = await ts.admin.post(secrets(), secretBody(name, { access: [{ verbs: 'get', users: ['a'] }] }));
     expect(fieldsAndReasons(expectInvalid(res2, 'SharedSecret', name))).toEqual([
+      '<nil> FieldValueInvalid',
       'spec.access[0].verbs FieldValueTypeInvalid',
     ]);
     await expectNoSecret(name);
