@@ -83,8 +83,10 @@ describe('the Python client', () => {
         'UnprocessibleEntityError',
         422,
         'Invalid',
-        'SharedSecret.management.platform.sh "py-c" is invalid: spec.displayName: Invalid value: "integer": ' +
-          'spec.displayName in body must be of type string: "integer"',
+        // The CRD's CEL rules are not run on an object of wrong types, and kube says so.
+        'SharedSecret.management.platform.sh "py-c" is invalid: [spec.displayName: Invalid value: "integer": ' +
+          'spec.displayName in body must be of type string: "integer", <nil>: Invalid value: "null": some validation ' +
+          'rules were not checked because the object was invalid; correct the existing errors to complete validation]',
       ),
     );
 
