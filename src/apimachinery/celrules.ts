@@ -18,7 +18,8 @@ import {
   type CostBudget,
   type StaticType,
 } from '../admission/cel.js';
-import { Path, fieldError, type FieldError, type FieldErrorType } from './field.js';
+import { jsonEqual } from './equality.js';
+import { Path, errorString, fieldError, type FieldError, type FieldErrorType } from './field.js';
 import type { StructuralSchema } from './schema.js';
 import { isPlainObject } from './types.js';
 
@@ -35,9 +36,16 @@ export interface ValidationRule {
 /**
  * Checks an object (and, on update, the object it replaces) against the rules. `earlier` are the errors found
  * before: a wrong type, a missing required field, an unsupported value or a size beyond the limit stops the rules
- * from running, as in kube, with a note saying so.
+ * from running, as in kube, with a note saying so. On update a rule that fails on a value the update leaves as it
+ * was is a warning, added to `warnings`, not an error (kube's CRD validation ratcheting), unless it is a transition
+ * rule.
  */
-export type RulesValidator = (obj: unknown, old: unknown, earlier: readonly FieldError[]) => FieldError[];
+export type RulesValidator = (
+  obj: unknown,
+  old: unknown,
+  earlier: readonly FieldError[],
+  warnings?: string[],
+) => FieldError[];
 
 const RULE_FIELDS = new Set(['rule', 'message', 'messageExpression', 'reason', 'fieldPath', 'optionalOldSelf']);
 const REASONS = new Set(['FieldValueInvalid', 'FieldValueForbidden', 'FieldValueRequired', 'FieldValueDuplicate']);
@@ -87,7 +95,7 @@ export class RuleCompileError extends Error {}
 export function compileValidationRules(schema: StructuralSchema, at: string): RulesValidator {
   const root = compileNode(schema, at, true, true);
   if (!root) return () => [];
-  return (obj, old, earlier) => {
+  return (obj, old, earlier, warnings = []) => {
     if (earlier.some((e) => BLOCKING.has(e.type)))
       return [
         fieldError.invalid(
@@ -96,9 +104,9 @@ export function compileValidationRules(schema: StructuralSchema, at: string): Ru
           'some validation rules were not checked because the object was invalid; correct the existing errors to complete validation',
         ),
       ];
-    const errs: FieldError[] = [];
-    validateNode(root, undefined, obj, old ?? undefined, { remaining: VALIDATION_BUDGET }, errs);
-    return errs;
+    const run: Run = { budget: { remaining: VALIDATION_BUDGET }, errs: [], warnings };
+    validateNode(root, undefined, obj, old ?? undefined, false, run);
+    return run.errs;
   };
 }
 
@@ -282,31 +290,42 @@ const child = (at: At, name: string): Path => (at ? at.child(name) : Path.root(n
 const key = (at: At, k: string): Path => (at ?? Path.root('')).key(k);
 const shown = (at: At): string => (at ? String(at) : '<nil>');
 
-/** Whether to go on: false once the budget is spent or a rule's cost went beyond the limit (kube stops there). */
+/** One evaluation of an object's rules: what it may spend, and what it found. */
+interface Run {
+  readonly budget: CostBudget;
+  readonly errs: FieldError[];
+  readonly warnings: string[];
+}
+
+/**
+ * Whether to go on: false once the budget is spent or a rule's cost went beyond the limit (kube stops there).
+ * `parentUnchanged`: the nearest value above with an old value to compare with is as it was (for ratcheting).
+ */
 function validateNode(
   node: RuleNode,
   at: At,
   value: unknown,
   old: unknown,
-  budget: CostBudget,
-  errs: FieldError[],
+  parentUnchanged: boolean,
+  run: Run,
 ): boolean {
   if (value === null || value === undefined) return true;
-  if (!validateRules(node, at, value, old, budget, errs)) return false;
+  const unchanged = old !== undefined ? jsonEqual(value, old) : parentUnchanged;
+  if (!validateRules(node, at, value, old, unchanged, run)) return false;
   if (Array.isArray(value)) {
     if (!node.items) return true;
     const oldItem = listMapCorrelation(node.schema, old);
     for (const [i, item] of value.entries())
-      if (!validateNode(node.items, (at ?? Path.root('')).index(i), item, oldItem(item), budget, errs)) return false;
+      if (!validateNode(node.items, (at ?? Path.root('')).index(i), item, oldItem(item), unchanged, run)) return false;
     return true;
   }
   if (!isPlainObject(value)) return true;
   const oldMap = isPlainObject(old) && node.schema['x-kubernetes-map-type'] !== 'atomic' ? old : undefined;
   for (const [k, v] of Object.entries(value)) {
     const sub = node.properties.get(k);
-    if (sub && !validateNode(sub, child(at, k), v, oldMap?.[k], budget, errs)) return false;
+    if (sub && !validateNode(sub, child(at, k), v, oldMap?.[k], unchanged, run)) return false;
     if (node.additionalProperties && !node.schema.properties?.[k])
-      if (!validateNode(node.additionalProperties, key(at, k), v, oldMap?.[k], budget, errs)) return false;
+      if (!validateNode(node.additionalProperties, key(at, k), v, oldMap?.[k], unchanged, run)) return false;
   }
   return true;
 }
@@ -320,14 +339,8 @@ function listMapCorrelation(schema: StructuralSchema, old: unknown): (item: unkn
   return (item) => old.find((o) => same(o, item));
 }
 
-function validateRules(
-  node: RuleNode,
-  at: At,
-  value: unknown,
-  old: unknown,
-  budget: CostBudget,
-  errs: FieldError[],
-): boolean {
+function validateRules(node: RuleNode, at: At, value: unknown, old: unknown, unchanged: boolean, run: Run): boolean {
+  const { budget, errs } = run;
   if (!node.rules.length) return true;
   // kube's value of a rule's error is the schema's type ("" where it has none: int-or-string, unknown fields kept).
   const type = node.schema.type ?? '';
@@ -377,7 +390,11 @@ function validateRules(
       }
       if (message.text !== undefined) detail = message.text;
     }
-    errs.push(failure(shown(path), type, detail, rule.source.reason));
+    const error = failure(shown(path), type, detail, rule.source.reason);
+    // Ratcheting: a value the update did not change may keep breaking a rule it broke before (transition rules
+    // compare with the value before, and are never ratcheted).
+    if (!rule.transition && unchanged) run.warnings.push(errorString(error));
+    else errs.push(error);
   }
   return true;
 }

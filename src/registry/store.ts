@@ -275,9 +275,13 @@ export class Store {
           if (subresource === 'status') this.strategy.prepareForStatusUpdate?.(next, current, opts.user);
           else this.strategy.prepareForUpdate?.(next, current, opts.user);
           dropUnknownFields(next, this.def.schema, this.def, opts);
-          const errs = this.validate(next, current);
+          const ratcheted: string[] = [];
+          const errs = this.validate(next, current, ratcheted);
           if (errs.length) throw errors.invalid(this.def.groupKind, name, errs);
-          warnings = (subresource === 'status' ? undefined : this.strategy.warningsOnUpdate?.(next, current)) ?? [];
+          warnings = [
+            ...ratcheted,
+            ...((subresource === 'status' ? undefined : this.strategy.warningsOnUpdate?.(next, current)) ?? []),
+          ];
           await this.checkOwnerPermissions(next, current, opts);
           if (subresource !== 'status' && this.specChanged(next, current))
             next.metadata.generation = (current.metadata.generation ?? 0) + 1;
@@ -569,7 +573,7 @@ export class Store {
    * Checks types against the schema first (the caller has pruned unknown fields already); only well-typed
    * input then meets the metadata rules and the kind's own rules, so those never trip over a wrong type.
    */
-  private validate(obj: KubeObject, old?: KubeObject): FieldError[] {
+  private validate(obj: KubeObject, old?: KubeObject, warnings?: string[]): FieldError[] {
     const { metadata, ...body } = obj;
     const schemaErrs = [...validateMetaSchema(metadata), ...this.validateSchema(body)];
     if (schemaErrs.some((e) => e.type === 'FieldValueTypeInvalid'))
@@ -582,8 +586,8 @@ export class Store {
         ]
       : validateObjectMeta(metadata, { namespaced: this.def.namespaced, nameFn: nameIsDNSSubdomain });
     const errs = [...schemaErrs, ...metaErrs];
-    // The CRD's x-kubernetes-validations rules, after the schema and metadata as in kube.
-    errs.push(...this.def.validationRules(obj, old, errs));
+    // The CRD's x-kubernetes-validations rules, after the schema and metadata as in kube (`warnings`: those ratcheted).
+    errs.push(...this.def.validationRules(obj, old, errs, warnings));
     if (old && this.strategy.validateUpdate) errs.push(...this.strategy.validateUpdate(obj, old));
     else errs.push(...(this.strategy.validate?.(obj) ?? []));
     return errs;

@@ -248,6 +248,63 @@ describe('transition rules (oldSelf)', () => {
   });
 });
 
+describe('ratcheting: on update, a value left as it was may keep breaking a rule, with a warning', () => {
+  const schema = resource(
+    withRules([{ rule: 'self.min <= self.max', message: 'min exceeds max' }], {
+      mode: [{ rule: "self != 'off'", message: 'off is gone' }],
+      tags: [{ rule: 'self.size() <= 3', message: 'tag too long' }],
+    }),
+  );
+  const run = (value: unknown, old: unknown) => {
+    const warnings: string[] = [];
+    const errors = compileValidationRules(schema, 'x')(value, old, [], warnings).map(errorString);
+    return { errors, warnings };
+  };
+
+  test('unchanged values: warnings only', () => {
+    const old = obj({ min: 3, max: 2, mode: 'off', tags: ['toolong'] });
+    expect(run(obj({ min: 3, max: 2, mode: 'off', tags: ['toolong'] }), old)).toEqual({
+      errors: [],
+      warnings: [
+        'spec: Invalid value: "object": min exceeds max',
+        'spec.mode: Invalid value: "string": off is gone',
+        'spec.tags[0]: Invalid value: "string": tag too long',
+      ],
+    });
+  });
+
+  test('a changed value is checked as on create; the values under it that did not change are ratcheted', () => {
+    const old = obj({ min: 3, max: 2, mode: 'off', tags: ['toolong'] });
+    expect(run(obj({ min: 4, max: 2, mode: 'off', tags: ['toolong', 'alsolong'] }), old)).toEqual({
+      errors: [
+        'spec: Invalid value: "object": min exceeds max',
+        // Items of a list that is not a map have no old item: they go with the list, which changed.
+        'spec.tags[0]: Invalid value: "string": tag too long',
+        'spec.tags[1]: Invalid value: "string": tag too long',
+      ],
+      warnings: ['spec.mode: Invalid value: "string": off is gone'],
+    });
+  });
+
+  test('on create nothing is ratcheted', () => {
+    expect(run(obj({ min: 0, max: 1, mode: 'off' }), undefined)).toEqual({
+      errors: ['spec.mode: Invalid value: "string": off is gone'],
+      warnings: [],
+    });
+  });
+
+  test('transition rules are never ratcheted', () => {
+    const immutable = resource(withRules([{ rule: 'self.max == oldSelf.max', message: 'max is fixed' }]));
+    const warnings: string[] = [];
+    expect(
+      compileValidationRules(immutable, 'x')(obj({ max: 1, min: 0 }), obj({ max: 2, min: 0 }), [], warnings).map(
+        errorString,
+      ),
+    ).toEqual(['spec: Invalid value: "object": max is fixed']);
+    expect(warnings).toEqual([]);
+  });
+});
+
 describe('rules that cannot be used stop the start, saying where they are', () => {
   const at = 'spec.versions[0].schema.openAPIV3Schema';
   test.each<[string, ValidationRule, RegExp]>([
