@@ -85,7 +85,7 @@ interface RuleNode {
   readonly resourceRoot: boolean;
 }
 
-/** Where a rule is in a CRD, for errors at start: `spec.versions[0].schema.openAPIV3Schema.properties[spec]`. */
+/** A rule that cannot be used; the message starts with where it is (`<at>.x-kubernetes-validations[0].rule`). */
 export class RuleCompileError extends Error {}
 
 /**
