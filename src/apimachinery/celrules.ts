@@ -145,7 +145,7 @@ function compileRule(
   correlatable: boolean,
   resourceRoot: boolean,
 ): CompiledRule {
-  const fail = (field: string, why: string) => {
+  const fail = (field: string, why: string): never => {
     throw new RuleCompileError(`${field ? `${at}.${field}` : at}: ${why}`);
   };
   if (!isPlainObject(rule)) fail('', 'must be an object with a rule');
