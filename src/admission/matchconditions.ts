@@ -14,7 +14,7 @@ import {
   MATCH_CONDITIONS_BUDGET,
   type CompiledExpression,
   type CompileError,
-} from './cel.js';
+} from '../apimachinery/cel/cel.js';
 import type { Webhook } from './webhookconfig.js';
 
 /** Compiled expressions by their text; bounded, since configurations come and go. */

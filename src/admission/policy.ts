@@ -22,7 +22,7 @@ import {
   type CompiledExpression,
   type CompileError,
   type CostBudget,
-} from './cel.js';
+} from '../apimachinery/cel/cel.js';
 import type { AdmissionPlugin } from './plugin.js';
 import type { LabelSelectorSpec, MatchCondition, RuleWithOperations } from './webhookconfig.js';
 import { matchesNamespaceSelector, matchesObjectSelector, ruleMatches, type MatchCriteria } from './webhookmatch.js';

@@ -6,7 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import yaml from 'js-yaml';
-import { compileValidationRules, RuleCompileError, type RulesValidator } from '../apimachinery/celrules.js';
+import { compileValidationRules, RuleCompileError, type RulesValidator } from '../apimachinery/cel/rules.js';
 import type { StructuralSchema } from '../apimachinery/schema.js';
 import type { GroupKind, GroupResource } from '../apimachinery/types.js';
 

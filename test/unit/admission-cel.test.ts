@@ -12,7 +12,7 @@ import {
   type AdmissionCelVariable,
   type CompileOptions,
   type CompiledExpression,
-} from '../../src/admission/cel.js';
+} from '../../src/apimachinery/cel/cel.js';
 import type { AdmissionAttributes } from '../../src/apimachinery/admission.js';
 
 function attributes(overrides: Partial<AdmissionAttributes> = {}): AdmissionAttributes {

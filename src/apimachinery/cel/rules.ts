@@ -17,11 +17,11 @@ import {
   type CompiledExpression,
   type CostBudget,
   type StaticType,
-} from '../admission/cel.js';
-import { jsonEqual } from './equality.js';
-import { Path, errorString, fieldError, type FieldError, type FieldErrorType } from './field.js';
-import type { StructuralSchema } from './schema.js';
-import { isPlainObject } from './types.js';
+} from './cel.js';
+import { jsonEqual } from '../equality.js';
+import { Path, errorString, fieldError, type FieldError, type FieldErrorType } from '../field.js';
+import type { StructuralSchema } from '../schema.js';
+import { isPlainObject } from '../types.js';
 
 /** One entry of x-kubernetes-validations (apiextensions/v1 ValidationRule). */
 export interface ValidationRule {

@@ -7,7 +7,7 @@
  * (cellibrary.ts) it lacks.
  */
 import { celEnv, celType, isCelError, parse, plan, type CelEnv, type CelInput, type CelResult } from '@bufbuild/cel';
-import type { AdmissionAttributes } from '../apimachinery/admission.js';
+import type { AdmissionAttributes } from '../admission.js';
 import {
   checkExpression,
   DYN,

@@ -2,7 +2,7 @@ import { describe, expect, test } from '@jest/globals';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { compileValidationRules, type ValidationRule } from '../../src/apimachinery/celrules.js';
+import { compileValidationRules, type ValidationRule } from '../../src/apimachinery/cel/rules.js';
 import { errorString, fieldError, type FieldError } from '../../src/apimachinery/field.js';
 import type { StructuralSchema } from '../../src/apimachinery/schema.js';
 import { defaultCrdDir, loadDefinitions } from '../../src/registry/definitions.js';
