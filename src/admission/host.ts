@@ -1,6 +1,7 @@
 /**
  * Admission as configured in the host cluster: the enabled plugins, fed by informers on the host (namespaces, and
- * the admissionregistration.k8s.io/v1 webhook configurations). Only with a host cluster; the informers run until
+ * the admissionregistration.k8s.io/v1 webhook configurations, policies and bindings) and by
+ * --admission-control-config-file (the webhooks' credentials). Only with a host cluster; the informers run until
  * stop().
  */
 import type { HostCluster } from '../host/cluster.js';
