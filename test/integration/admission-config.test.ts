@@ -14,6 +14,7 @@ import { startHostCluster, type HostClusterStandIn, type KubeObj } from '../supp
 import type { HttpResponse } from '../support/http.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { answerWhen } from '../support/wait.js';
 import { startWebhookServer, type WebhookServer } from '../support/webhookserver.js';
 
 const NS = 'team-config';
@@ -70,31 +71,28 @@ function admissionConfig(plugin: Record<string, unknown>): string {
   });
 }
 
-async function createOnce(ts: TestServer): Promise<HttpResponse> {
-  let res: HttpResponse | undefined;
-  for (let i = 0; i < 200; i++) {
-    res = await ts.admin.post(sharedSecretsPath(NS), secretBody(uniq('s')));
-    // 201 without the webhook configuration known yet would say nothing: wait until the webhook was asked.
-    if (res.status !== 201 || hook.received.length) return res;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  return res!;
+/** A create once the webhook configuration is known: a 201 before that would say nothing. */
+function createOnce(ts: TestServer): Promise<HttpResponse> {
+  return answerWhen(
+    'the webhook to be asked',
+    () => ts.admin.post(sharedSecretsPath(NS), secretBody(uniq('s'))),
+    (res) => res.status !== 201 || hook.received.length > 0,
+  );
 }
 
 describe('credentials for webhooks', () => {
   test('a webhook that requires a token refuses a server without the configuration: 500 failed calling webhook', async () => {
     const ts = await startTestServer({ kubeconfig: host.kubeconfigPath }, etcd);
     try {
-      let res: HttpResponse | undefined;
-      for (let i = 0; i < 200; i++) {
-        res = await ts.admin.post(sharedSecretsPath(NS), secretBody(uniq('s')));
-        if (res.status === 500) break;
-        await new Promise((r) => setTimeout(r, 25));
-      }
-      expect(res!.body.message).toContain(
+      const res = await answerWhen(
+        'the webhook to refuse the call',
+        () => ts.admin.post(sharedSecretsPath(NS), secretBody(uniq('s'))),
+        (r) => r.status === 500,
+      );
+      expect(res.body.message).toContain(
         'failed calling webhook "authenticated.hooks.example.com": failed to call webhook: Post',
       );
-      expect(res!.body.message).toContain('HTTP 401');
+      expect(res.body.message).toContain('HTTP 401');
     } finally {
       await ts.stop();
     }

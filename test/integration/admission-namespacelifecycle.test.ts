@@ -19,6 +19,7 @@ import {
 } from '../support/fixtures.js';
 import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { answerWhen } from '../support/wait.js';
 
 let host: HostClusterStandIn;
 let ts: TestServer;
@@ -54,11 +55,7 @@ async function expectNamespaceNotFound(res: { status: number; body: any }, ns: s
 
 /** Polls (with dry runs, which admission sees too) until the informer has heard of the host's change. */
 async function untilAnswered(send: () => Promise<{ status: number }>, status: number): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if ((await send()).status === status) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`never answered ${status}`);
+  await answerWhen(`an answer ${status}`, send, (r) => r.status === status);
 }
 
 async function storedNames(ns: string): Promise<string[]> {

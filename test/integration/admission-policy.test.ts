@@ -12,26 +12,24 @@ import { GROUP, MERGE_PATCH, secretBody, sharedSecretPath, sharedSecretsPath, un
 import { startHostCluster, type HostClusterStandIn, type KubeObj } from '../support/hostcluster.js';
 import type { HttpResponse } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { answerWhen, waitFor } from '../support/wait.js';
 
 let host: HostClusterStandIn;
 let ts: TestServer;
 let auditLog: string;
 const NS = 'team-policy';
+const OTHER = 'team-free';
 
 /** The ResponseComplete audit event of the request that answered `res` (written as the answer goes out). */
-async function auditEventOf(res: HttpResponse): Promise<any> {
-  for (let i = 0; i < 100; i++) {
-    const event = readFileSync(auditLog, 'utf8')
+function auditEventOf(res: HttpResponse): Promise<any> {
+  const find = () =>
+    readFileSync(auditLog, 'utf8')
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line))
       .find((e) => e.auditID === res.headers['audit-id'] && e.stage === 'ResponseComplete');
-    if (event) return event;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error('no audit event');
+  return waitFor('the audit event', find, 2000, 20);
 }
-const OTHER = 'team-free';
 
 beforeAll(async () => {
   host = await startHostCluster();
@@ -79,11 +77,8 @@ async function policy(
     spec: { policyName: name, validationActions: ['Deny'], ...binding },
   } as KubeObj);
   made.push(['validatingadmissionpolicybindings', bindingName]);
-  for (let i = 0; i < 200; i++) {
-    if (inForce(await probe())) return { policy: name, binding: bindingName };
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error('the policy never came into force');
+  await answerWhen('the policy to come into force', probe, inForce);
+  return { policy: name, binding: bindingName };
 }
 
 describe('validations', () => {
@@ -153,14 +148,13 @@ describe('validations', () => {
       { validationActions: ['Warn'] },
       () => true,
     );
-    let res: HttpResponse | undefined;
-    for (let i = 0; i < 200; i++) {
-      res = await ts.admin.post(`${sharedSecretsPath(NS)}?dryRun=All`, secretBody(uniq('w')));
-      if (String(res.headers.warning ?? '').includes('label team missing')) break;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    expect(res!.status).toBe(201);
-    expect(String(res!.headers.warning)).toContain(
+    const res = await answerWhen(
+      'the warning',
+      () => ts.admin.post(`${sharedSecretsPath(NS)}?dryRun=All`, secretBody(uniq('w'))),
+      (r) => String(r.headers.warning ?? '').includes('label team missing'),
+    );
+    expect(res.status).toBe(201);
+    expect(String(res.headers.warning)).toContain(
       `Validation failed for ValidatingAdmissionPolicy '${p}' with binding '${b}': label team missing`,
     );
   });
@@ -186,10 +180,11 @@ describe('validations', () => {
       () => ts.admin.post(`${sharedSecretsPath(NS)}?dryRun=All`, secretBody('marker')),
     );
     host.removeAdmission('validatingadmissionpolicies', p);
-    for (let i = 0; i < 200; i++) {
-      if ((await ts.admin.post(`${sharedSecretsPath(NS)}?dryRun=All`, secretBody('probe'))).status === 201) break;
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    await answerWhen(
+      'the change to take effect',
+      () => ts.admin.post(`${sharedSecretsPath(NS)}?dryRun=All`, secretBody('probe')),
+      (r) => r.status === 201,
+    );
     expect((await ts.admin.post(sharedSecretsPath(NS), secretBody(uniq('f')))).status).toBe(201);
   });
 });
@@ -281,10 +276,11 @@ describe('inputs', () => {
         paramRef: { name: 'absent', parameterNotFoundAction: 'Allow' },
       },
     } as KubeObj);
-    for (let i = 0; i < 200; i++) {
-      if ((await ts.admin.post(`${sharedSecretsPath(NS)}?dryRun=All`, secretBody('probe'))).status === 201) break;
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    await answerWhen(
+      'the change to take effect',
+      () => ts.admin.post(`${sharedSecretsPath(NS)}?dryRun=All`, secretBody('probe')),
+      (r) => r.status === 201,
+    );
     expect((await ts.admin.post(sharedSecretsPath(NS), secretBody(uniq('m')))).status).toBe(201);
   });
 });

@@ -19,3 +19,29 @@ export async function waitFor<T>(
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
+
+/**
+ * Sends a request again until its answer satisfies `done` (a change on the host reaching the server's informers,
+ * say) and returns that answer; fails naming `what` and the last answer's status.
+ */
+export async function answerWhen<R extends { status: number }>(
+  what: string,
+  send: () => Promise<R>,
+  done: (answer: R) => boolean,
+  timeoutMs = 10_000,
+): Promise<R> {
+  let last: R | undefined;
+  try {
+    return await waitFor(
+      what,
+      async () => {
+        last = await send();
+        return done(last) && last;
+      },
+      timeoutMs,
+      25,
+    );
+  } catch {
+    throw new Error(`timed out after ${timeoutMs}ms waiting for ${what} (last answer: ${last?.status})`);
+  }
+}
