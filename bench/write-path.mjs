@@ -11,7 +11,6 @@
 // --before DIR adds a second server built from another dist/ (e.g. of the main branch), under its own etcd prefix,
 // whose rows are taken in turn with the others: a before/after comparison under the same conditions.
 import { fork } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
@@ -19,7 +18,20 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Etcd3 } from 'etcd3';
-import { cpuSeconds, dist, ETCD_PREFIX, f2, GROUP, log, machineBusySeconds, now, NS, NS_PATH, pct } from './lib.mjs';
+import {
+  cpuSeconds,
+  dist,
+  ETCD_PREFIX,
+  f2,
+  GROUP,
+  log,
+  machineBusySeconds,
+  now,
+  NS,
+  NS_PATH,
+  pct,
+  sharedSecret as benchSharedSecret,
+} from './lib.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -110,33 +122,13 @@ function expectStatus(res, code, what) {
   if (res.status !== code) throw new Error(`${what}: HTTP ${res.status}: ${res.body.toString().slice(0, 300)}`);
 }
 
-// ---------- objects (the shape of bench/list-get-watch.mjs's sharedSecret) ----------
+// ---------- objects ----------
 
-const b64 = (n) => randomBytes(n).toString('base64');
+/** bench/lib.mjs's SharedSecret number i, named `name`. */
 function sharedSecret(name, i) {
-  return {
-    apiVersion: `${GROUP}/v1`,
-    kind: 'SharedSecret',
-    metadata: {
-      name,
-      namespace: NS,
-      labels: { app: `app-${i % 100}`, team: `team-${i % 10}`, env: ['dev', 'staging', 'prod'][i % 3] },
-    },
-    spec: {
-      displayName: `Service ${i} credentials`,
-      description: `Credentials service ${i} uses to reach its database and the payment API`,
-      owner: i % 2 ? { user: `user-${i % 50}` } : { team: `team-${i % 10}` },
-      data: { username: b64(12), password: b64(24), 'api-token': b64(48) },
-      access: [
-        {
-          name: 'readers',
-          verbs: ['get', 'list', 'watch'],
-          users: [`user-${i % 50}`, 'alice'],
-          teams: [`team-${i % 10}`, 'ci'],
-        },
-      ],
-    },
-  };
+  const obj = benchSharedSecret(i);
+  obj.metadata.name = name;
+  return obj;
 }
 
 // ---------- closed loops ----------
