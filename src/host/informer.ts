@@ -122,12 +122,6 @@ export class HostInformer<T extends HostObject> {
           this.opts.path,
           { resourceVersion, allowWatchBookmarks: 'true' },
           ({ type, object }) => {
-            if (type === 'ERROR') {
-              const status = object as { message?: string; code?: number };
-              return finish(
-                new HostClusterError(`watch ${this.opts.what}: ${status.message ?? 'error event'}`, status.code),
-              );
-            }
             const obj = object as T;
             if (obj?.metadata?.resourceVersion) last = obj.metadata.resourceVersion;
             if (type === 'ADDED' || type === 'MODIFIED') this.objects.set(keyOf(obj), obj);

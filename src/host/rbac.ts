@@ -115,9 +115,6 @@ export class HostRbac {
       collection(kind),
       { labelSelector, resourceVersion, allowWatchBookmarks: 'true' },
       ({ type, object }) => {
-        const obj = object as { message?: string; code?: number };
-        if (type === 'ERROR')
-          return end(new HostClusterError(`watch ${PLURAL[kind]}: ${obj?.message ?? 'error event'}`, obj?.code));
         if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED')
           onEvent(type, { ...(object as unknown as RbacObject), apiVersion: RBAC_API_VERSION, kind });
       },

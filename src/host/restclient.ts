@@ -11,6 +11,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
+import { isPlainObject } from '../apimachinery/types.js';
 import type { HostConnection } from './kubeconfig.js';
 
 /** The host cluster could not be asked: unreachable, timed out, or it answered with an error status. */
@@ -103,8 +104,9 @@ export class RestClient {
   }
 
   /**
-   * GET `path` as a watch: `onEvent` for each event, `done` once when it ends (with the error, if any). The answer's
-   * headers are awaited for the client's timeout; the stream then stays open until the host ends it or stop().
+   * GET `path` as a watch: `onEvent` for each event, `done` once when it ends (with the error, if any: an ERROR event
+   * ends it with a HostClusterError carrying the Status's code). The answer's headers are awaited for the client's
+   * timeout; the stream then stays open until the host ends it or stop().
    */
   async watch(
     what: string,
@@ -159,6 +161,11 @@ export class RestClient {
             event = JSON.parse(line);
           } catch {
             return end(new HostClusterError(`${what}: the host cluster sent a watch event that is not JSON`));
+          }
+          // An ERROR event (410 Gone, say) ends the watch with the host's Status as the error.
+          if (event.type === 'ERROR') {
+            const status = event.object as { message?: string; code?: number } | undefined;
+            return end(new HostClusterError(`${what}: ${status?.message ?? 'error event'}`, status?.code));
           }
           onEvent(event);
         }
@@ -392,13 +399,9 @@ function parseAnswer<T>(what: string, code: number, text: string): T {
       );
   }
   if (code >= 200 && code < 300) return body as T;
-  const status = isObject(body) ? (body as KubeStatus) : undefined;
+  const status = isPlainObject(body) ? (body as KubeStatus) : undefined;
   const detail = typeof status?.message === 'string' ? `: ${status.message}` : '';
   throw new HostClusterError(`${what}: the host cluster answered HTTP ${code}${detail}`, code, status);
-}
-
-function isObject(v: unknown): boolean {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** A short message: the operation and the timeout, the file that could not be read, or the network failure. */
