@@ -13,16 +13,13 @@ import type { CelInput } from '@bufbuild/cel';
 import * as errors from '../apimachinery/status.js';
 import {
   admissionActivation,
-  compileAdmissionExpression,
-  evaluate,
-  isCompileError,
+  compileAndEvaluate,
   VALIDATION_BUDGET,
   type AdmissionActivation,
   type AdmissionCelVariable,
-  type CompiledExpression,
-  type CompileError,
   type CostBudget,
 } from '../apimachinery/cel/cel.js';
+import { evaluateMatchConditions } from './matchconditions.js';
 import type { AdmissionPlugin } from './plugin.js';
 import type { LabelSelectorSpec, MatchCondition, RuleWithOperations } from './webhookconfig.js';
 import { matchesNamespaceSelector, matchesObjectSelector, ruleMatches, type MatchCriteria } from './webhookmatch.js';
@@ -218,23 +215,8 @@ async function resourcesMatch(
   return match.resourceRules.some(named);
 }
 
-/** Compiled expressions by variables, result types and text; bounded, since policies come and go. */
-const compiled = new Map<string, CompiledExpression | CompileError>();
-
-function compile(expression: string, returnTypes: string[]): CompiledExpression | CompileError {
-  const key = `${returnTypes.join(',')}\u0000${expression}`;
-  let c = compiled.get(key);
-  if (!c) {
-    if (compiled.size >= 1000) compiled.clear();
-    compiled.set(key, (c = compileAdmissionExpression(expression, POLICY_VARIABLES, { returnTypes })));
-  }
-  return c;
-}
-
 function run(expression: string, returnTypes: string[], activation: AdmissionActivation, budget: CostBudget) {
-  const c = compile(expression, returnTypes);
-  if (isCompileError(c)) return { error: c.error };
-  return evaluate(c, activation, budget);
+  return compileAndEvaluate(expression, POLICY_VARIABLES, activation, budget, { returnTypes });
 }
 
 /** The decisions of one policy for one param (kube's validator.Validate): denials and failures only. */
@@ -248,15 +230,10 @@ function evaluatePolicy(
   const budget: CostBudget = { remaining: VALIDATION_BUDGET };
   const activation = admissionActivation(attrs, { params: param, namespaceObject });
   // matchConditions: any false skips the policy; otherwise an error is a failure.
-  const conditionErrors: string[] = [];
-  for (const condition of policy.spec?.matchConditions ?? []) {
-    const result = run(condition.expression, ['bool'], activation, budget);
-    if ('error' in result) conditionErrors.push(result.error);
-    else if (result.value === false) return [];
-  }
-  if (conditionErrors.length) {
-    const message = conditionErrors.length === 1 ? conditionErrors[0] : `[${conditionErrors.join(', ')}]`;
-    return failClosed ? [{ message }] : [];
+  try {
+    if (!evaluateMatchConditions(policy.spec?.matchConditions ?? [], POLICY_VARIABLES, activation, budget)) return [];
+  } catch (err) {
+    return failClosed ? [{ message: (err as Error).message }] : [];
   }
   // Variables in order, each seeing those before it; one that fails is left out (its users then fail).
   const variables = new Map<string, unknown>();

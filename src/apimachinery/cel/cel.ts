@@ -150,6 +150,36 @@ export function compileAdmissionExpression(
   return { expression, returnTypes, type, references, program };
 }
 
+/** Expressions compiled once per text, variables and result types; bounded, since configurations come and go. */
+const compiledOnce = new Map<string, CompiledExpression | CompileError>();
+const COMPILED_LIMIT = 1000;
+
+export function compileCached(
+  expression: string,
+  vars: readonly AdmissionCelVariable[],
+  options: CompileOptions = {},
+): CompiledExpression | CompileError {
+  const key = `${vars.join(',')}\u0000${(options.returnTypes ?? []).join(',')}\u0000${expression}`;
+  let c = compiledOnce.get(key);
+  if (!c) {
+    if (compiledOnce.size >= COMPILED_LIMIT) compiledOnce.clear();
+    compiledOnce.set(key, (c = compileAdmissionExpression(expression, vars, options)));
+  }
+  return c;
+}
+
+/** compileCached then evaluate: an expression that does not compile is an error of its evaluation. */
+export function compileAndEvaluate(
+  expression: string,
+  vars: readonly AdmissionCelVariable[],
+  activation: AdmissionActivation,
+  budget: CostBudget,
+  options: CompileOptions = {},
+): EvaluationResult | CompileError {
+  const c = compileCached(expression, vars, options);
+  return isCompileError(c) ? c : evaluate(c, activation, budget);
+}
+
 /** The values of an evaluation's variables, CEL values made once per request (see admissionActivation). */
 export type AdmissionActivation = Partial<Record<AdmissionCelVariable, CelInput>>;
 
