@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import yaml from 'js-yaml';
+import { isPlainObject } from '../apimachinery/types.js';
 import { kubeconfigUsers, type UserCredentials } from '../host/kubeconfig.js';
 import { MUTATING_ADMISSION_WEBHOOK, VALIDATING_ADMISSION_WEBHOOK } from './webhooks.js';
 
@@ -31,7 +32,7 @@ export function loadAdmissionConfiguration(path: string | undefined): AdmissionC
   if (!Array.isArray(plugins)) throw new AdmissionConfigError(`${path}: plugins must be a list`);
   plugins.forEach((plugin: unknown, i: number) => {
     const at = `${path}: plugins[${i}]`;
-    if (!isMap(plugin) || typeof plugin.name !== 'string' || !plugin.name)
+    if (!isPlainObject(plugin) || typeof plugin.name !== 'string' || !plugin.name)
       throw new AdmissionConfigError(`${at}.name: Required value`);
     if (plugin.configuration !== undefined && plugin.path !== undefined)
       throw new AdmissionConfigError(`${at}: give configuration or path, not both`);
@@ -40,7 +41,7 @@ export function loadAdmissionConfiguration(path: string | undefined): AdmissionC
     if (typeof plugin.path === 'string') {
       const file = isAbsolute(plugin.path) ? plugin.path : join(dirname(path), plugin.path);
       pluginConfig = readDocument(file, 'WebhookAdmissionConfiguration', 'WebhookAdmission');
-    } else if (isMap(plugin.configuration)) {
+    } else if (isPlainObject(plugin.configuration)) {
       pluginConfig = checkedDocument(plugin.configuration, `${at}.configuration`, [
         'WebhookAdmissionConfiguration',
         'WebhookAdmission',
@@ -98,7 +99,7 @@ function readDocument(path: string, ...kinds: string[]): Record<string, unknown>
   } catch (err) {
     throw new AdmissionConfigError(`${path}: not YAML or JSON: ${(err as Error).message.split('\n')[0]}`);
   }
-  if (!isMap(doc)) throw new AdmissionConfigError(`${path}: not a YAML or JSON object`);
+  if (!isPlainObject(doc)) throw new AdmissionConfigError(`${path}: not a YAML or JSON object`);
   return checkedDocument(doc, path, kinds);
 }
 
@@ -108,8 +109,4 @@ function checkedDocument(doc: Record<string, unknown>, at: string, kinds: string
       `${at}: expected apiVersion apiserver.config.k8s.io/v1 and kind ${kinds[0]}, got ${JSON.stringify(doc.apiVersion ?? '')} ${JSON.stringify(doc.kind ?? '')}`,
     );
   return doc;
-}
-
-function isMap(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

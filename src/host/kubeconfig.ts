@@ -8,6 +8,7 @@ import { accessSync, constants, readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { dirname, isAbsolute, join } from 'node:path';
 import yaml from 'js-yaml';
+import { isPlainObject } from '../apimachinery/types.js';
 
 /** A cluster and a user of a kubeconfig, file paths absolute; data fields base64 as in the kubeconfig. */
 export interface HostConnection {
@@ -57,9 +58,9 @@ export function connectionFromKubeconfig(text: string, dir: string): HostConnect
   const doc = parseKubeconfig(text);
   const current = doc['current-context'];
   const context = typeof current === 'string' && current ? find(doc, 'contexts', current) : undefined;
-  const ctx = context && isMap(context.entry.context) ? context.entry.context : undefined;
+  const ctx = context && isPlainObject(context.entry.context) ? context.entry.context : undefined;
   const cluster = typeof ctx?.cluster === 'string' ? find(doc, 'clusters', ctx.cluster) : undefined;
-  if (!cluster || !isMap(cluster.entry.cluster)) throw new KubeconfigError('no current context with a cluster');
+  if (!cluster || !isPlainObject(cluster.entry.cluster)) throw new KubeconfigError('no current context with a cluster');
   const c = cluster.entry.cluster;
   const at = `clusters[${cluster.index}].cluster`;
   const server = str(c, 'server', at);
@@ -87,7 +88,7 @@ export function connectionFromKubeconfig(text: string, dir: string): HostConnect
 
   // A context without a user, or naming none there is, connects without credentials (as kubectl does).
   const user = typeof ctx?.user === 'string' ? find(doc, 'users', ctx.user) : undefined;
-  if (!user || !isMap(user.entry.user)) return conn;
+  if (!user || !isPlainObject(user.entry.user)) return conn;
   return { ...conn, ...readUser(user.entry.user, `users[${user.index}].user`, dir) };
 }
 
@@ -124,7 +125,10 @@ function readUser(u: Record<string, unknown>, uat: string, dir: string): UserCre
   const extra = u['as-user-extra'];
   if (
     extra != null &&
-    !(isMap(extra) && Object.values(extra).every((v) => Array.isArray(v) && v.every((s) => typeof s === 'string')))
+    !(
+      isPlainObject(extra) &&
+      Object.values(extra).every((v) => Array.isArray(v) && v.every((s) => typeof s === 'string'))
+    )
   )
     throw new KubeconfigError(`${uat}.as-user-extra must map names to lists of strings`);
   const impersonate = {
@@ -150,7 +154,7 @@ export function kubeconfigUsers(path: string): Map<string, UserCredentials> {
   const users = new Map<string, UserCredentials>();
   const entries = Array.isArray(doc.users) ? doc.users : [];
   entries.forEach((entry, index) => {
-    if (!isMap(entry) || typeof entry.name !== 'string' || !isMap(entry.user)) return;
+    if (!isPlainObject(entry) || typeof entry.name !== 'string' || !isPlainObject(entry.user)) return;
     users.set(entry.name, readUser(entry.user, `users[${index}].user`, dirname(path)));
   });
   return users;
@@ -198,7 +202,7 @@ export function parseKubeconfig(text: string): Record<string, unknown> {
     // js-yaml's first line is the reason and position; later lines quote the text.
     throw new KubeconfigError(`not a kubeconfig: ${(err as Error).message.split('\n')[0]}`);
   }
-  if (!isMap(doc)) throw new KubeconfigError('not a kubeconfig: not a YAML or JSON object');
+  if (!isPlainObject(doc)) throw new KubeconfigError('not a kubeconfig: not a YAML or JSON object');
   return doc;
 }
 
@@ -218,10 +222,6 @@ export function find(
 ): { entry: Record<string, unknown>; index: number } | undefined {
   const entries = doc[list];
   if (!Array.isArray(entries)) return undefined;
-  const index = entries.findIndex((e) => isMap(e) && e.name === name);
+  const index = entries.findIndex((e) => isPlainObject(e) && e.name === name);
   return index < 0 ? undefined : { entry: entries[index] as Record<string, unknown>, index };
-}
-
-export function isMap(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

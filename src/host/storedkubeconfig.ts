@@ -6,7 +6,8 @@
  * would change how or as whom the server connects is refused by name, so nothing is silently left out. Messages
  * name fields, never values.
  */
-import { find, isMap, KubeconfigError, parseKubeconfig, type HostConnection } from './kubeconfig.js';
+import { isPlainObject } from '../apimachinery/types.js';
+import { find, KubeconfigError, parseKubeconfig, type HostConnection } from './kubeconfig.js';
 
 /** The stored kubeconfig is not one, or asks for something a stored kubeconfig may not. */
 export class StoredKubeConfigError extends Error {
@@ -59,14 +60,14 @@ export function kubeConfigFromData(text: string): HostConnection {
   const current = doc['current-context'];
   if (typeof current !== 'string' || !current) throw new StoredKubeConfigError('the kubeconfig has no current-context');
   const context = find(doc, 'contexts', current);
-  if (!context || !isMap(context.entry.context))
+  if (!context || !isPlainObject(context.entry.context))
     throw new StoredKubeConfigError(`the kubeconfig has no context ${JSON.stringify(current)} (its current-context)`);
   const { cluster: clusterName, user: userName } = context.entry.context;
   const cluster = typeof clusterName === 'string' ? find(doc, 'clusters', clusterName) : undefined;
-  if (!cluster || !isMap(cluster.entry.cluster))
+  if (!cluster || !isPlainObject(cluster.entry.cluster))
     throw new StoredKubeConfigError('the kubeconfig has no current cluster');
   const user = typeof userName === 'string' ? find(doc, 'users', userName) : undefined;
-  if (!user || !isMap(user.entry.user))
+  if (!user || !isPlainObject(user.entry.user))
     throw new StoredKubeConfigError('the kubeconfig has no user in its current context');
 
   const c = cluster.entry.cluster as Record<string, unknown>;
