@@ -121,6 +121,8 @@ export function validatingAdmissionPolicy(sources: PolicySources): AdmissionPlug
         throw admissionForbidden(attrs, 'not yet ready to handle request');
       const denials: Denial[] = [];
       const audited: unknown[] = [];
+      // The request's namespace, read once for every binding that gets as far as evaluating.
+      let namespaceObject: unknown;
       const bindings = byName(sources.bindings());
       for (const policy of byName(sources.policies())) {
         const policyName = policy.metadata.name ?? '';
@@ -155,9 +157,9 @@ export function validatingAdmissionPolicy(sources: PolicySources): AdmissionPlug
             configError(err, bindingName);
             continue;
           }
-          const namespaceObject = attrs.namespace ? await sources.namespace(attrs.namespace) : undefined;
+          namespaceObject ??= attrs.namespace ? ((await sources.namespace(attrs.namespace)) ?? null) : null;
           for (const param of params) {
-            for (const decision of evaluatePolicy(policy, attrs, param, namespaceObject ?? null, failClosed)) {
+            for (const decision of evaluatePolicy(policy, attrs, param, namespaceObject, failClosed)) {
               for (const action of binding.spec?.validationActions ?? []) {
                 if (action === 'Deny') denials.push({ ...decision, policy: policyName, binding: bindingName });
                 if (action === 'Audit')
