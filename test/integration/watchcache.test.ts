@@ -36,6 +36,19 @@ afterAll(async () => {
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 
+/** A reader of SharedSecrets served from `cache`. */
+function secretsReader(cache: WatchCache<KubeObject>): ResourceReader {
+  return new ResourceReader(
+    {
+      apiVersion: 'management.platform.sh/v1',
+      listKind: 'SharedSecretList',
+      groupResource: { group: '', resource: '' },
+    },
+    storage,
+    cache,
+  );
+}
+
 function heapUsed(): number {
   gc();
   gc();
@@ -235,15 +248,7 @@ test('lists and watches with selectors read labels and names kept beside each JS
   await raw.put(`${prefix}no-name`).value(JSON.stringify({ ...secret(7), metadata: { labels: { app: 'app-7' } } }));
   const cache = new WatchCache<KubeObject>(storage, root);
   await cache.start();
-  const reader = new ResourceReader(
-    {
-      apiVersion: 'management.platform.sh/v1',
-      listKind: 'SharedSecretList',
-      groupResource: { group: '', resource: '' },
-    },
-    storage,
-    cache,
-  );
+  const reader = secretsReader(cache);
   const watched: string[] = [];
   const running = await reader.watch(
     prefix,
@@ -307,15 +312,7 @@ test('a watch of many objects sends them a chunk at a time, serving others in be
   await fill(prefix, count);
   const cache = new WatchCache<KubeObject>(storage, root);
   await cache.start();
-  const reader = new ResourceReader(
-    {
-      apiVersion: 'management.platform.sh/v1',
-      listKind: 'SharedSecretList',
-      groupResource: { group: '', resource: '' },
-    },
-    storage,
-    cache,
-  );
+  const reader = secretsReader(cache);
   const events: string[] = [];
   let write: Promise<unknown> | undefined;
   let otherWorkAt: number | undefined;
