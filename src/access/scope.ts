@@ -2,8 +2,11 @@
  * What an access key's scope and (deprecated) rules let it do: a Restriction that narrows what the key's identity
  * may do and never widens it. Authorization still decides as for any caller; the restriction is checked on top.
  *
- * A key has a restriction when its `scope` lists anything (roles, projects, spaces, virtualClusters, clusters),
- * when it has `rules`, or when `allowPlatformCli` is true. A key with none of these is not restricted.
+ * A key has a restriction when its `scope` lists anything (roles, projects, spaces, virtualClusters, clusters,
+ * rules), when it has `rules`, or when `allowPlatformCli` (at `spec` or in `scope`) is true. A key with none of these
+ * is not restricted. Both placements of rules and allowPlatformCli are read (scopespec.ts). A key holding a restricting
+ * field this server does not understand (an unknown field, a wrong type: stored data is not trusted) may make no
+ * request but discovery.
  *
  * A restricted key may make a request when at least one of these allows it (each entry is a grant, and the key
  * may do what any grant allows; nothing else):
@@ -25,9 +28,11 @@
  *   resource and its status, no other subresource: those may hand out credentials, such as a kubeconfig). Where
  *   the scope limits clusters or projects, those limits still hold for these reads: a key with `scope.clusters`
  *   reads only the listed clusters, and a key with projects, spaces or virtual clusters reads nothing in the `p-*`
- *   namespace (nor the `projects` object) of a project `scope.projects` does not list. Other role names grant
- *   nothing here (they belong to components this server does not run).
- * - `rules` entry: kube RBAC-style matching of the request:
+ *   namespace (nor the `projects` object) of a project `scope.projects` does not list. A role entry's own
+ *   `projects` limit its reads to those projects (their `p-*` namespaces and `projects` objects) and its
+ *   `virtualClusters` to `virtualclusterinstances` of those names. Other role names grant nothing here (they belong
+ *   to components this server does not run).
+ * - `rules` (and `scope.rules`) entry: kube RBAC-style matching of the request:
  *   - verbs: empty or '*' = every verb.
  *   - resources [{group, resources, resourceNames}]: empty = every resource in every group (group '' is the core
  *     group, '*' every group); resources: empty or '*' = all, 'res' the resource, 'res/sub' a subresource,
@@ -39,8 +44,8 @@
  *     neither resources nor nonResourceURLs) to both.
  *   - requestTargets: empty = every request; every request to this server is a "Management" request.
  *   - cluster: a rule with a cluster applies only to requests to that connected cluster, which this server does not
- *     serve: such a rule matches no request here. virtualClusters likewise only concern virtual cluster requests
- *     and are ignored here.
+ *     serve: such a rule matches no request here. A rule naming virtualClusters likewise concerns only requests to
+ *     those virtual clusters and matches no request here (ignoring the limit would widen the rule).
  *
  * Lists and watches: a list or watch of a collection (no name) is allowed when a grant could cover some of its
  * objects (e.g. a list of clusters under `scope.clusters`, a list across all namespaces under `scope.projects`,
@@ -52,9 +57,17 @@
  */
 import { GROUP_NAME } from '../apimachinery/group.js';
 import type { RequestAttributesLite, Restriction } from '../apimachinery/user.js';
+import {
+  hasRestriction,
+  readRestriction,
+  restrictionProblem,
+  type AccessKeyRule,
+  type CliGrant,
+  type KeyRestrictionSpec,
+  type NamedInProject,
+  type ReadRestriction,
+} from './scopespec.js';
 
-/** Scope role names that stand for the command line client's read-only access. */
-export const CLI_ROLES: readonly string[] = ['platformCLI', 'platform-cli'];
 const READ_VERBS = new Set(['get', 'list', 'watch']);
 const PROJECT_NAMESPACE_PREFIX = 'p-';
 
@@ -69,29 +82,6 @@ const DISCOVERY_PATHS = [
   /^\/openapi\/v3(\/.*)?$/,
   /^\/(healthz|livez|readyz)(\/.*)?$/,
 ];
-
-/** The fields of an OwnedAccessKey (or DirectClusterEndpointToken) spec that restrict it. */
-export interface KeyRestrictionSpec {
-  scope?: {
-    roles?: { role?: string }[];
-    projects?: { project?: string }[];
-    spaces?: { project?: string; space?: string }[];
-    virtualClusters?: { project?: string; virtualCluster?: string }[];
-    clusters?: { cluster?: string }[];
-  };
-  rules?: AccessKeyRule[];
-  allowPlatformCli?: boolean;
-}
-
-export interface AccessKeyRule {
-  verbs?: string[];
-  resources?: { group?: string; resources?: string[]; resourceNames?: string[] }[];
-  namespaces?: string[];
-  nonResourceURLs?: string[];
-  requestTargets?: string[];
-  cluster?: string;
-  virtualClusters?: unknown[];
-}
 
 export interface RestrictionOptions {
   /**
@@ -111,27 +101,32 @@ function str(v: unknown): string {
   return typeof v === 'string' ? v : '';
 }
 
-/** Whether a key spec has anything that restricts it. */
-export function hasRestriction(spec: KeyRestrictionSpec | undefined): boolean {
-  const s = spec?.scope ?? {};
-  return (
-    spec?.allowPlatformCli === true ||
-    arr(spec?.rules).length > 0 ||
-    arr(s.roles).length > 0 ||
-    arr(s.projects).length > 0 ||
-    arr(s.spaces).length > 0 ||
-    arr(s.virtualClusters).length > 0 ||
-    arr(s.clusters).length > 0
-  );
-}
-
-/** The key's restriction, or undefined when it has no scope, no rules and no allowPlatformCli. */
+/**
+ * The key's restriction, or undefined when it has no scope, no rules and no allowPlatformCli. A key whose restricting
+ * fields hold anything this server does not understand (scopespec.ts restrictionProblem) gets a restriction that
+ * allows nothing but discovery, naming the field.
+ */
 export function buildRestriction(
   spec: KeyRestrictionSpec | undefined,
   opts: RestrictionOptions = {},
 ): Restriction | undefined {
+  const problem = restrictionProblem(spec);
+  if (problem) return new NotUnderstood(problem);
   if (!hasRestriction(spec)) return undefined;
-  return new ScopeRestriction(spec!, opts);
+  return new ScopeRestriction(readRestriction(spec), opts);
+}
+
+/** A key whose restriction is not understood: it may make no request but discovery, since it cannot be narrowed. */
+class NotUnderstood implements Restriction {
+  private readonly reason: string;
+
+  constructor(field: string) {
+    this.reason = `the access key's ${field} is not understood by this server, so the key is allowed no request`;
+  }
+
+  check(req: RequestAttributesLite): { allowed: boolean; reason?: string } {
+    return isDiscoveryRequest(req) ? { allowed: true } : { allowed: false, reason: this.reason };
+  }
 }
 
 function projectOf(namespace: string): string | undefined {
@@ -159,48 +154,21 @@ function listed(names: string[], name: string): boolean {
   return names.includes('*') || names.includes(name);
 }
 
-interface NamedInProject {
-  project: string;
-  name: string;
-}
-
 class ScopeRestriction implements Restriction {
-  private readonly projects: string[];
-  private readonly spaces: NamedInProject[];
-  private readonly virtualClusters: NamedInProject[];
-  private readonly clusters: string[];
-  private readonly cli: boolean;
-  private readonly rules: AccessKeyRule[];
-
   constructor(
-    spec: KeyRestrictionSpec,
+    private readonly r: ReadRestriction,
     private readonly opts: RestrictionOptions,
-  ) {
-    const scope = spec.scope ?? {};
-    this.projects = arr(scope.projects)
-      .map((p) => str(p?.project))
-      .filter(Boolean);
-    this.spaces = arr(scope.spaces).map((s) => ({ project: str(s?.project), name: str(s?.space) }));
-    this.virtualClusters = arr(scope.virtualClusters).map((v) => ({
-      project: str(v?.project),
-      name: str(v?.virtualCluster),
-    }));
-    this.clusters = arr(scope.clusters)
-      .map((c) => str(c?.cluster))
-      .filter(Boolean);
-    this.cli = spec.allowPlatformCli === true || arr(scope.roles).some((r) => CLI_ROLES.includes(str(r?.role)));
-    this.rules = arr(spec.rules).filter((r) => typeof r === 'object' && r !== null);
-  }
+  ) {}
 
   check(req: RequestAttributesLite): { allowed: boolean; reason?: string } {
     const allowed =
       isDiscoveryRequest(req) ||
       this.projectGrant(req) ||
-      this.namedInProjectGrant(req, 'spaceinstances', this.spaces) ||
-      this.namedInProjectGrant(req, 'virtualclusterinstances', this.virtualClusters) ||
+      this.namedInProjectGrant(req, 'spaceinstances', this.r.spaces) ||
+      this.namedInProjectGrant(req, 'virtualclusterinstances', this.r.virtualClusters) ||
       this.clusterGrant(req) ||
-      this.cliGrant(req) ||
-      this.rules.some((rule) => this.ruleMatches(rule, req));
+      this.r.cli.some((grant) => this.cliGrant(grant, req)) ||
+      this.r.rules.some((rule) => this.ruleMatches(rule, req));
     return allowed ? { allowed: true } : { allowed: false, reason: DENIED_REASON };
   }
 
@@ -211,20 +179,25 @@ class ScopeRestriction implements Restriction {
 
   /** Projects, spaces or virtual clusters limit which projects the key reaches. */
   private get limitsProjects(): boolean {
-    return this.projects.length > 0 || this.spaces.length > 0 || this.virtualClusters.length > 0;
+    return this.r.projects.length > 0 || this.r.spaces.length > 0 || this.r.virtualClusters.length > 0;
   }
 
-  private projectGrant(req: RequestAttributesLite): boolean {
-    if (!req.isResourceRequest || !this.projects.length) return false;
+  /** Whether the request concerns one of `projects` (a collection read across namespaces is filtered per object). */
+  private inProjects(projects: string[], req: RequestAttributesLite): boolean {
+    if (!req.isResourceRequest) return false;
     if (req.namespace) {
       const project = projectOf(req.namespace);
-      return project !== undefined && listed(this.projects, project);
+      return project !== undefined && listed(projects, project);
     }
     if (req.apiGroup === GROUP_NAME && req.resource === 'projects') {
-      return req.name ? listed(this.projects, req.name) : isCollectionRead(req) || this.projects.includes('*');
+      return req.name ? listed(projects, req.name) : isCollectionRead(req) || projects.includes('*');
     }
     // A list across all namespaces: the objects of the listed projects' namespaces are kept.
     return isCollectionRead(req) && this.mayBeNamespaced(req);
+  }
+
+  private projectGrant(req: RequestAttributesLite): boolean {
+    return this.r.projects.length > 0 && this.inProjects(this.r.projects, req);
   }
 
   private namedInProjectGrant(req: RequestAttributesLite, resource: string, entries: NamedInProject[]): boolean {
@@ -240,27 +213,34 @@ class ScopeRestriction implements Restriction {
   }
 
   private clusterGrant(req: RequestAttributesLite): boolean {
-    if (!req.isResourceRequest || !this.clusters.length || req.apiGroup !== GROUP_NAME || req.resource !== 'clusters')
+    const clusters = this.r.clusters;
+    if (!req.isResourceRequest || !clusters.length || req.apiGroup !== GROUP_NAME || req.resource !== 'clusters')
       return false;
-    if (this.clusters.includes('*')) return true;
-    return req.name ? this.clusters.includes(req.name) : isCollectionRead(req);
+    if (clusters.includes('*')) return true;
+    return req.name ? clusters.includes(req.name) : isCollectionRead(req);
   }
 
-  private cliGrant(req: RequestAttributesLite): boolean {
-    if (!this.cli || !req.isResourceRequest || req.apiGroup !== GROUP_NAME || !READ_VERBS.has(req.verb)) return false;
+  private cliGrant(grant: CliGrant, req: RequestAttributesLite): boolean {
+    if (!req.isResourceRequest || req.apiGroup !== GROUP_NAME || !READ_VERBS.has(req.verb)) return false;
     if (req.subresource && req.subresource !== 'status') return false;
-    if (req.resource === 'clusters' && this.clusters.length) return this.clusterGrant(req);
+    // The role's own limits: only its projects, only its virtual clusters.
+    if (grant.projects && !this.inProjects(grant.projects, req)) return false;
+    if (grant.virtualClusters) {
+      if (req.resource !== 'virtualclusterinstances') return false;
+      if (req.name ? !listed(grant.virtualClusters, req.name) : !isCollectionRead(req)) return false;
+    }
+    if (req.resource === 'clusters' && this.r.clusters.length) return this.clusterGrant(req);
     if (this.limitsProjects) {
       const project = projectOf(req.namespace);
-      if (project !== undefined && !listed(this.projects, project)) return false;
-      if (req.resource === 'projects' && req.name && !listed(this.projects, req.name)) return false;
+      if (project !== undefined && !listed(this.r.projects, project)) return false;
+      if (req.resource === 'projects' && req.name && !listed(this.r.projects, req.name)) return false;
     }
     return true;
   }
 
   private ruleMatches(rule: AccessKeyRule, req: RequestAttributesLite): boolean {
-    // A rule for a connected cluster never matches a management request.
-    if (str(rule.cluster) !== '') return false;
+    // A rule for a connected cluster, or for virtual clusters, never matches a management request.
+    if (str(rule.cluster) !== '' || arr(rule.virtualClusters).length) return false;
     const targets = arr(rule.requestTargets);
     if (targets.length && !targets.includes('Management')) return false;
     const verbs = arr(rule.verbs);

@@ -8,16 +8,18 @@
  * it matches. A change that allows no more only through several old grants together is refused (a master may
  * still make it).
  */
+import { nonResourceURLMatches } from './scope.js';
 import {
-  CLI_ROLES,
   hasRestriction,
-  nonResourceURLMatches,
+  readRestriction,
   type AccessKeyRule,
+  type CliGrant,
   type KeyRestrictionSpec,
-} from './scope.js';
+  type NamedInProject,
+} from './scopespec.js';
 
 /** The spec field through which a restriction allows more than another. */
-export type WideningField = 'scope' | 'rules' | 'allowPlatformCli';
+export type WideningField = 'scope' | 'rules' | 'allowPlatformCli' | 'scope.rules' | 'scope.allowPlatformCli';
 
 type Entry = Record<string, unknown>;
 
@@ -33,39 +35,14 @@ function isEntry(v: unknown): v is Entry {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** The scope as scope.ts reads it. */
-function readScope(spec: KeyRestrictionSpec) {
-  const scope: Entry = isEntry(spec.scope) ? spec.scope : {};
-  const names = (list: unknown, field: string) => arr(list).map((e) => str(isEntry(e) ? e[field] : undefined));
-  const roles = names(scope.roles, 'role');
-  const projects = names(scope.projects, 'project').filter(Boolean);
-  const spaces = arr(scope.spaces).map((e) => ({
-    project: str(isEntry(e) ? e.project : undefined),
-    name: str(isEntry(e) ? e.space : undefined),
-  }));
-  const virtualClusters = arr(scope.virtualClusters).map((e) => ({
-    project: str(isEntry(e) ? e.project : undefined),
-    name: str(isEntry(e) ? e.virtualCluster : undefined),
-  }));
-  return {
-    roles: roles.filter((r) => !CLI_ROLES.includes(r)),
-    cli: spec.allowPlatformCli === true || roles.some((r) => CLI_ROLES.includes(r)),
-    projects,
-    spaces,
-    virtualClusters,
-    clusters: names(scope.clusters, 'cluster').filter(Boolean),
-    limitsProjects: projects.length > 0 || spaces.length > 0 || virtualClusters.length > 0,
-  };
-}
-
 /** A name list where '*' is everything: every new name is listed in the old list. */
 function namesCovered(next: string[], old: string[]): boolean {
   return old.includes('*') || next.every((n) => old.includes(n));
 }
 
-interface NamedInProject {
-  project: string;
-  name: string;
+/** A limit (undefined: none) that allows nothing the old limit does not. */
+function limitCovered(next: string[] | undefined, old: string[] | undefined): boolean {
+  return old === undefined || (next !== undefined && namesCovered(next, old));
 }
 
 function namedInProjectCovered(next: NamedInProject[], old: NamedInProject[]): boolean {
@@ -74,16 +51,30 @@ function namedInProjectCovered(next: NamedInProject[], old: NamedInProject[]): b
   );
 }
 
+/** A grant of the CLI's reads covered by one old grant with no fewer limits. */
+function cliCovered(next: CliGrant, old: CliGrant[]): boolean {
+  return old.some(
+    (o) => limitCovered(next.projects, o.projects) && limitCovered(next.virtualClusters, o.virtualClusters),
+  );
+}
+
+/** Where `spec` asks for the CLI's reads, for the message of a change that adds them. */
+function cliField(spec: KeyRestrictionSpec): WideningField {
+  if (spec.allowPlatformCli === true) return 'allowPlatformCli';
+  return spec.scope?.allowPlatformCli === true ? 'scope.allowPlatformCli' : 'scope';
+}
+
 /** The field of `next` whose scope (roles, projects, spaces, virtual clusters, clusters, CLI reads) reaches beyond `old`'s. */
 function scopeWidening(next: KeyRestrictionSpec, old: KeyRestrictionSpec): WideningField | undefined {
-  const n = readScope(next);
-  const o = readScope(old);
-  if (n.cli && !o.cli) return next.allowPlatformCli === true ? 'allowPlatformCli' : 'scope';
+  const n = readRestriction(next);
+  const o = readRestriction(old);
+  if (!n.cli.every((grant) => cliCovered(grant, o.cli))) return cliField(next);
   // The CLI's reads are limited by the clusters and projects listed: they may not lose those limits.
-  if (n.cli && ((o.clusters.length > 0 && n.clusters.length === 0) || (o.limitsProjects && !n.limitsProjects)))
+  const limitsProjects = (r: typeof n) => r.projects.length > 0 || r.spaces.length > 0 || r.virtualClusters.length > 0;
+  if (n.cli.length && ((o.clusters.length > 0 && n.clusters.length === 0) || (limitsProjects(o) && !limitsProjects(n))))
     return 'scope';
   const covered =
-    n.roles.every((r) => o.roles.includes(r)) &&
+    n.otherRoles.every((r) => o.otherRoles.includes(r)) &&
     namesCovered(n.projects, o.projects) &&
     namesCovered(n.clusters, o.clusters) &&
     namedInProjectCovered(n.spaces, o.spaces) &&
@@ -180,10 +171,6 @@ function virtualClustersCovered(next: unknown[], old: unknown[]): boolean {
   return next.length > 0 && next.every((n) => old.some((o) => JSON.stringify(o) === JSON.stringify(n)));
 }
 
-function rulesOf(spec: KeyRestrictionSpec): AccessKeyRule[] {
-  return arr(spec.rules).filter(isEntry) as AccessKeyRule[];
-}
-
 /** The field that made `spec` restricted (for a change that removes every restriction). */
 function restrictingField(spec: KeyRestrictionSpec): WideningField {
   if (hasRestriction({ scope: spec.scope })) return 'scope';
@@ -202,6 +189,11 @@ export function restrictionWidening(
   if (!hasRestriction(next)) return restrictingField(old!);
   const scope = scopeWidening(next!, old!);
   if (scope) return scope;
-  const oldRules = rulesOf(old!);
-  return rulesOf(next!).every((n) => oldRules.some((o) => ruleCovered(n, o))) ? undefined : 'rules';
+  const oldRules = readRestriction(old).rules;
+  const uncovered = (rules: unknown) =>
+    !arr(rules)
+      .filter(isEntry)
+      .every((n) => oldRules.some((o) => ruleCovered(n as AccessKeyRule, o)));
+  if (uncovered(next!.rules)) return 'rules';
+  return uncovered(next!.scope?.rules) ? 'scope.rules' : undefined;
 }

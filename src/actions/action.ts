@@ -11,6 +11,7 @@ import { nowRFC3339 } from '../apimachinery/time.js';
 import { isPlainObject, type GroupKind, type KubeObject, type ObjectMeta } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
 import { checkTypeMeta, dropUnknownFields } from '../registry/decoding.js';
+import type { FieldPath } from '../registry/hiddenfields.js';
 import type { AuthorizeOther } from '../registry/strategy.js';
 
 export type ActionVerb = 'get' | 'create';
@@ -49,6 +50,8 @@ export interface Action {
   verbs: readonly ActionVerb[];
   /** The request object's schema (apiVersion, kind and metadata are checked for every action). */
   schema: StructuralSchema;
+  /** Parts of the request that restrict what its answer grants (Strategy.restrictingFields). */
+  restrictingFields?: readonly FieldPath[];
   serve(call: ActionCall): Promise<KubeObject>;
 }
 
@@ -64,7 +67,8 @@ const validators = new WeakMap<Action, SchemaValidator>();
 
 /**
  * The request object of a create, checked as the generic store checks objects: apiVersion and kind when given,
- * unknown fields dropped (refused with fieldValidation=Strict, warned about with Warn), types per the schema.
+ * unknown fields dropped (refused with fieldValidation=Strict, warned about with Warn; always refused inside the
+ * action's restricting fields), types per the schema.
  */
 export function decodeRequest(
   action: Action,
@@ -84,7 +88,8 @@ export function decodeRequest(
     groupKind: gk,
   };
   checkTypeMeta(obj, type);
-  dropUnknownFields(obj, action.schema, type, { fieldValidation, warnings });
+  const restricting = action.restrictingFields && { paths: action.restrictingFields };
+  dropUnknownFields(obj, action.schema, type, { fieldValidation, warnings }, restricting);
 
   if (!validators.has(action)) validators.set(action, compileSchema(action.schema));
   const { metadata: _metadata, ...rest } = obj;

@@ -6,7 +6,9 @@
  * Claims: iss (--token-issuer), sub (the caller), uid and groups (the caller's, without kube's reserved `system:`
  * groups: a connected cluster must never read system:masters or system:authenticated from it), aud (direct cluster endpoints),
  * iat, nbf, exp (iat + ttl), jti (unique per token, for audit), and `scope`: spec.scope with the deprecated
- * spec.allowPlatformCli as the role `platformCLI` and spec.rules carried as `scope.rules`.
+ * allowPlatformCli (of spec or of spec.scope) as the role `platformCLI` and the rules of spec.rules and
+ * spec.scope.rules carried together as `scope.rules`. The spec narrows what the token grants, so an unknown or
+ * duplicate field in it is refused whatever fieldValidation says (422).
  */
 import { randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
@@ -19,6 +21,7 @@ import { nowRFC3339 } from '../apimachinery/time.js';
 import type { ResourceDefinition } from '../registry/definitions.js';
 import { validateScopeAndRules } from '../registry/kinds/keyscope.js';
 import type { Signer } from '../tokens/signingkeys.js';
+import type { ScopeRole } from '../access/scopespec.js';
 import { answer, requestSchema, type Action, type ActionCall } from './action.js';
 
 const RESOURCE = 'directclusterendpointtokens';
@@ -66,6 +69,8 @@ export function directClusterEndpointTokenAction(definitions: ResourceDefinition
     namespaced: false,
     verbs: ['create'],
     schema: tokenSchema(definitions.find((d) => d.group === GROUP_NAME && d.kind === 'OwnedAccessKey')),
+    // A token's spec narrows what it grants: nothing in it is dropped unread (as an OwnedAccessKey's spec).
+    restrictingFields: [['spec']],
     async serve(call: ActionCall): Promise<KubeObject> {
       const { user } = call;
       // The token would carry the caller's identity without the credential's restriction (as for access keys).
@@ -104,12 +109,21 @@ export function directClusterEndpointTokenAction(definitions: ResourceDefinition
         );
         ttl = opts.maxTtlSeconds;
       }
-      if (spec.allowPlatformCli !== undefined)
-        call.warnings.push(`spec.allowPlatformCli is deprecated; use a spec.scope.roles entry with role "${CLI_ROLE}"`);
-      if (spec.rules !== undefined)
-        call.warnings.push(
-          'spec.rules is deprecated; use spec.scope.projects, spec.scope.spaces and spec.scope.virtualClusters',
-        );
+      const given = isPlainObject(spec.scope) ? spec.scope : {};
+      for (const [field, value] of [
+        ['spec.allowPlatformCli', spec.allowPlatformCli],
+        ['spec.scope.allowPlatformCli', given.allowPlatformCli],
+      ])
+        if (value !== undefined)
+          call.warnings.push(`${field} is deprecated; use a spec.scope.roles entry with role "${CLI_ROLE}"`);
+      for (const [field, value] of [
+        ['spec.rules', spec.rules],
+        ['spec.scope.rules', given.rules],
+      ])
+        if (value !== undefined)
+          call.warnings.push(
+            `${field} is deprecated; use spec.scope.projects, spec.scope.spaces and spec.scope.virtualClusters`,
+          );
 
       const signer = await opts.signer();
       const iat = Math.floor(Date.now() / 1000);
@@ -137,15 +151,21 @@ export function directClusterEndpointTokenAction(definitions: ResourceDefinition
   return action;
 }
 
-/** spec.scope with the deprecated fields mapped in; undefined when the token is not narrowed at all. */
+/**
+ * spec.scope with the deprecated fields of both placements mapped in (allowPlatformCli as the role, the rules of
+ * spec.rules and spec.scope.rules as one list); undefined when the token is not narrowed at all.
+ */
 function tokenScope(spec: Record<string, unknown>): Record<string, unknown> | undefined {
-  const scope: { roles?: { role?: string }[]; [field: string]: unknown } = {
-    ...(isPlainObject(spec.scope) ? spec.scope : {}),
-  };
-  if (spec.allowPlatformCli === true && !(scope.roles ?? []).some((r) => r.role === CLI_ROLE)) {
+  const {
+    allowPlatformCli,
+    rules: scopeRules,
+    ...scope
+  }: { roles?: ScopeRole[]; [field: string]: unknown } = isPlainObject(spec.scope) ? spec.scope : {};
+  const cli = spec.allowPlatformCli === true || allowPlatformCli === true;
+  if (cli && !(scope.roles ?? []).some((r) => r.role === CLI_ROLE && !r.projects?.length && !r.virtualClusters?.length))
     scope.roles = [...(scope.roles ?? []), { role: CLI_ROLE }];
-  }
-  if (Array.isArray(spec.rules) && spec.rules.length) scope.rules = spec.rules;
+  const rules = [spec.rules, scopeRules].flatMap((r) => (Array.isArray(r) ? r : []));
+  if (rules.length) scope.rules = rules;
   const narrowed = Object.values(scope).some((v) => !Array.isArray(v) || v.length > 0);
   return narrowed ? scope : undefined;
 }

@@ -7,7 +7,9 @@ import { objectMetaSchema } from '../apimachinery/metaschema.js';
 import { prune, type StructuralSchema } from '../apimachinery/schema.js';
 import * as errors from '../apimachinery/status.js';
 import { isPlainObject, type GroupKind, type KubeObject } from '../apimachinery/types.js';
+import { jsonEqual } from '../apimachinery/equality.js';
 import { goQuote } from '../apimachinery/golang/strconv.js';
+import type { FieldPath } from './hiddenfields.js';
 
 export interface TypeMeta {
   apiVersion: string;
@@ -41,20 +43,61 @@ export function checkTypeMeta(obj: KubeObject, type: TypeMeta): void {
 }
 
 /**
+ * The parts of a kind that restrict access (an access key's scope, an object's access list): there an unknown or
+ * duplicate field is refused whatever fieldValidation says, since dropping it would make a grant wider than its author
+ * asked, and a stored value is never pruned.
+ */
+export interface RestrictingFields {
+  paths: readonly FieldPath[];
+  /** The stored object of an update: a restricting part left as stored is kept as it is, unknown fields and all. */
+  old?: KubeObject;
+}
+
+/**
  * Drops fields the schema does not know (kube's pruning; metadata by ObjectMeta's schema) and, per
  * fieldValidation, refuses the request with kube's strict decoding error or warns about each unknown or duplicate field.
+ * Unknown or duplicate fields inside `restricting` parts are refused whatever fieldValidation says (422 naming them).
  */
 export function dropUnknownFields(
   obj: KubeObject,
   schema: StructuralSchema,
   type: TypeMeta,
   opts: FieldValidationOptions,
+  restricting?: RestrictingFields,
 ): void {
+  // A restricting part the write leaves as stored is not pruned: what is stored there stays as it is.
+  const kept = (restricting?.paths ?? []).filter(
+    (path) =>
+      restricting?.old &&
+      valueAt(obj, path) !== undefined &&
+      jsonEqual(valueAt(obj, path), valueAt(restricting.old, path)),
+  );
+  const detached = kept.map((path) => detach(obj, path));
   const { metadata: _m, ...body } = obj;
   const unknown = [...prune(obj.metadata, objectMetaSchema, 'metadata'), ...prune(body, schema, '')].map((p) =>
     p.replace(/^\./, ''),
   );
   for (const k of Object.keys(obj)) if (k !== 'metadata' && !(k in body)) delete obj[k];
+  kept.forEach((path, i) => attach(obj, path, detached[i]));
+
+  const isRestricting = (p: string) => (restricting?.paths ?? []).some((path) => within(p, path));
+  const refused = [
+    ...(opts.duplicateFields ?? []).filter(isRestricting).map((p) => ({ p, what: 'duplicate field' })),
+    ...unknown.filter(isRestricting).map((p) => ({ p, what: 'unknown field' })),
+  ];
+  if (refused.length) {
+    const name = typeof obj.metadata.name === 'string' ? obj.metadata.name : '';
+    throw errors.invalid(
+      type.groupKind,
+      name,
+      refused.map(({ p, what }) =>
+        fieldError.forbidden(
+          p,
+          `${what}: this part of ${type.kind} restricts access, so fields it does not define are refused whatever fieldValidation says (${knownFields(schema, p)})`,
+        ),
+      ),
+    );
+  }
   const problems = [
     ...(opts.duplicateFields ?? []).map((p) => `duplicate field ${goQuote(p)}`),
     ...unknown.map((p) => `unknown field ${goQuote(p)}`),
@@ -67,4 +110,39 @@ export function dropUnknownFields(
     );
   }
   opts.warnings?.push(...problems);
+}
+
+/** Whether the field path `p` (as `spec.access[0].verbs`) lies within `path`. */
+function within(p: string, path: FieldPath): boolean {
+  const prefix = path.join('.');
+  return p === prefix || p.startsWith(`${prefix}.`) || p.startsWith(`${prefix}[`);
+}
+
+/** The fields the schema defines where the unknown field `p` was found, for the message. */
+function knownFields(schema: StructuralSchema, p: string): string {
+  let at: StructuralSchema | undefined = schema;
+  const steps = p.split(/\.|(?=\[)/).slice(0, -1);
+  for (const step of steps) at = step.startsWith('[') ? at?.items : at?.properties?.[step];
+  const names = Object.keys(at?.properties ?? {});
+  return names.length ? `fields there: ${names.join(', ')}` : 'no fields are defined there';
+}
+
+function valueAt(obj: unknown, path: FieldPath): unknown {
+  let at = obj;
+  for (const key of path) {
+    if (!isPlainObject(at) || !Object.hasOwn(at, key)) return undefined;
+    at = at[key];
+  }
+  return at;
+}
+
+function detach(obj: KubeObject, path: FieldPath): unknown {
+  const parent = valueAt(obj, path.slice(0, -1)) as Record<string, unknown>;
+  const value = parent[path[path.length - 1]];
+  delete parent[path[path.length - 1]];
+  return value;
+}
+
+function attach(obj: KubeObject, path: FieldPath, value: unknown): void {
+  (valueAt(obj, path.slice(0, -1)) as Record<string, unknown>)[path[path.length - 1]] = value;
 }

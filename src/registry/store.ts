@@ -43,7 +43,7 @@ import {
   type WatchOptions,
   type WatchSink,
 } from '../storage/reader.js';
-import { checkTypeMeta, dropUnknownFields, type FieldValidationOptions } from './decoding.js';
+import { checkTypeMeta, dropUnknownFields, type FieldValidationOptions, type RestrictingFields } from './decoding.js';
 import type { ResourceDefinition } from './definitions.js';
 import { carryOverFields, withoutFields } from './hiddenfields.js';
 import { checkOwnerReferencePermissions, type OwnerDeletionCheck } from './ownerpermission.js';
@@ -200,7 +200,7 @@ export class Store {
     if (generate) meta.name = generateName(meta.generateName!);
     this.strategy.prepareForCreate?.(obj, opts.user);
 
-    dropUnknownFields(obj, this.def.schema, this.def, opts);
+    dropUnknownFields(obj, this.def.schema, this.def, opts, this.restricting());
     const errs = this.validate(obj);
     if (errs.length) throw errors.invalid(this.def.groupKind, meta.name ?? '', errs);
     const warnings = this.strategy.warningsOnCreate?.(obj) ?? [];
@@ -274,7 +274,7 @@ export class Store {
           if (this.strategy.hiddenFields) carryOverFields(next, current, this.strategy.hiddenFields);
           if (subresource === 'status') this.strategy.prepareForStatusUpdate?.(next, current, opts.user);
           else this.strategy.prepareForUpdate?.(next, current, opts.user);
-          dropUnknownFields(next, this.def.schema, this.def, opts);
+          dropUnknownFields(next, this.def.schema, this.def, opts, this.restricting(current));
           const ratcheted: string[] = [];
           const errs = this.validate(next, current, ratcheted);
           if (errs.length) throw errors.invalid(this.def.groupKind, name, errs);
@@ -326,7 +326,7 @@ export class Store {
     checkTypeMeta(applied, this.def);
     this.checkMetadataTypes(applied);
     this.checkNameOnUrl(applied, namespace, name);
-    dropUnknownFields(applied, this.def.schema, this.def, opts);
+    dropUnknownFields(applied, this.def.schema, this.def, opts, this.restricting());
     const merge = (live: KubeObject | undefined) =>
       applyObject(live, applied, opts.fieldManager, !!opts.force, subresource ?? '', this.fieldManagerContext());
     for (;;) {
@@ -438,6 +438,12 @@ export class Store {
     };
     await admission.admit(attrs);
     return attrs;
+  }
+
+  /** The kind's restricting parts, for field validation; `old` is the stored object of an update. */
+  private restricting(old?: KubeObject): RestrictingFields | undefined {
+    const paths = this.strategy.restrictingFields;
+    return paths?.length ? { paths, old } : undefined;
   }
 
   /** What a mutating webhook's patch may have broken: the same checks as on the request's own body. */

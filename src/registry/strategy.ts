@@ -64,6 +64,12 @@ export interface Strategy {
    * makes them Roles and bindings in the host cluster, which the Helm chart must then let the server grant.
    */
   access?: { hostRbac: boolean };
+  /**
+   * The parts of the kind that restrict access (an access key's scope, an object's access list): an unknown or
+   * duplicate field there is refused whatever fieldValidation says, and what is stored there is never pruned
+   * (decoding.ts RestrictingFields).
+   */
+  restrictingFields?: readonly FieldPath[];
   /** Extra validation of a new object; runs after its schema and metadata validated cleanly. */
   validate?(obj: KubeObject): FieldError[];
   /** Extra validation of an update; defaults to `validate` of the new object. */

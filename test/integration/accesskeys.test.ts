@@ -318,7 +318,7 @@ describe('key material', () => {
       scope: {
         roles: [{ role: 'platformCLI' }],
         projects: [{ project: 'alpha' }, { project: '*' }],
-        spaces: [{ project: 'alpha', space: 'dev', extra: 'kept' }],
+        spaces: [{ project: 'alpha', space: 'dev' }],
         virtualClusters: [{ project: 'alpha', virtualCluster: 'vc1' }],
         clusters: [{ cluster: 'c1' }, { cluster: '*' }],
       },

@@ -148,7 +148,7 @@ describe('key material', () => {
   });
 
   test('clients never see the key or identity.connectorData; the create answer alone shows the key', () => {
-    const prepared = created({ key: 'k-secret', identity: { username: 'alice', connectorData: 'opaque' } });
+    const prepared = created({ key: 'k-secret', identity: { username: 'alice', connectorData: 'opaque' } }, ADMIN);
     const s = deepFreeze(strategy.toStorage!(prepared));
     expect(s.spec.identity.connectorData).toBe('opaque');
     const client = withoutFields(s, strategy.hiddenFields!);

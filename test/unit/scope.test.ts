@@ -4,12 +4,8 @@
  */
 import { describe, expect, test } from '@jest/globals';
 import type { RequestAttributesLite, Restriction } from '../../src/apimachinery/user.js';
-import {
-  buildRestriction,
-  hasRestriction,
-  nonResourceURLMatches,
-  type KeyRestrictionSpec,
-} from '../../src/access/scope.js';
+import { buildRestriction, nonResourceURLMatches } from '../../src/access/scope.js';
+import { hasRestriction, type KeyRestrictionSpec } from '../../src/access/scopespec.js';
 
 const G = 'management.platform.sh';
 
@@ -382,9 +378,10 @@ describe('deprecated rules', () => {
     expect(allows(r, url('/metrics'))).toBe(false);
   });
 
-  test('virtualClusters alone do not restrict management requests', () => {
+  test('virtualClusters: a rule for virtual clusters matches no management request (its limit is not dropped)', () => {
     const r = restriction({ rules: [{ verbs: ['get'], virtualClusters: [{ name: 'v', namespace: 'n' }] }] });
-    expect(allows(r, res('get', 'clusters', { name: 'c' }))).toBe(true);
+    expect(allows(r, res('get', 'clusters', { name: 'c' }))).toBe(false);
+    expect(allows(r, res('get', 'virtualclusterinstances', { namespace: 'p-a', name: 'v' }))).toBe(false);
   });
 
   test('any one matching rule is enough; rules and scope entries each grant', () => {
@@ -396,5 +393,106 @@ describe('deprecated rules', () => {
     expect(allows(r, res('delete', 'clusters', { name: 'c1' }))).toBe(true);
     expect(allows(r, res('delete', 'sharedsecrets', { namespace: 'n', name: 's' }))).toBe(false);
     expect(allows(r, res('get', 'clusters', { name: 'c2' }))).toBe(false);
+  });
+});
+
+describe("upstream's placement: scope.rules and scope.allowPlatformCli", () => {
+  const readSecrets = { verbs: ['get'], resources: [{ group: G, resources: ['sharedsecrets'] }] };
+
+  test('scope.rules restrict as spec.rules do: a key with only scope.rules may do what they allow and nothing else', () => {
+    expect(hasRestriction({ scope: { rules: [readSecrets] } })).toBe(true);
+    const r = restriction({ scope: { rules: [readSecrets] } });
+    expect(allows(r, res('get', 'sharedsecrets', { namespace: 'n', name: 's' }))).toBe(true);
+    expect(allows(r, res('create', 'sharedsecrets', { namespace: 'n' }))).toBe(false);
+    expect(allows(r, res('get', 'clusters', { name: 'c' }))).toBe(false);
+  });
+
+  test('rules in both places are one list of grants; neither place is dropped', () => {
+    const r = restriction({
+      rules: [{ verbs: ['list'], resources: [{ group: G, resources: ['clusters'] }] }],
+      scope: { rules: [readSecrets] },
+    });
+    expect(allows(r, res('get', 'sharedsecrets', { namespace: 'n', name: 's' }))).toBe(true);
+    expect(allows(r, res('list', 'clusters'))).toBe(true);
+    expect(allows(r, res('delete', 'sharedsecrets', { namespace: 'n', name: 's' }))).toBe(false);
+    expect(allows(r, res('get', 'clusters', { name: 'c' }))).toBe(false);
+  });
+
+  test('scope.allowPlatformCli grants the command line reads, as spec.allowPlatformCli does', () => {
+    expect(hasRestriction({ scope: { allowPlatformCli: true } })).toBe(true);
+    expect(buildRestriction({ scope: { allowPlatformCli: false } })).toBeUndefined();
+    const r = restriction({ scope: { allowPlatformCli: true } });
+    expect(allows(r, res('list', 'sharedsecrets'))).toBe(true);
+    expect(allows(r, res('create', 'sharedsecrets', { namespace: 'n' }))).toBe(false);
+  });
+});
+
+describe('a role limited to projects and virtual clusters', () => {
+  test('roles[].projects: the command line reads reach only those projects', () => {
+    const r = restriction({ scope: { roles: [{ role: 'platformCLI', projects: ['a'] }] } });
+    expect(allows(r, res('get', 'virtualclusterinstances', { namespace: 'p-a', name: 'v' }))).toBe(true);
+    expect(allows(r, res('get', 'projects', { name: 'a' }))).toBe(true);
+    expect(allows(r, res('get', 'virtualclusterinstances', { namespace: 'p-b', name: 'v' }))).toBe(false);
+    expect(allows(r, res('get', 'projects', { name: 'b' }))).toBe(false);
+    expect(allows(r, res('get', 'sharedsecrets', { namespace: 'team-a', name: 's' }))).toBe(false);
+    expect(allows(r, res('get', 'clusters', { name: 'c' }))).toBe(false);
+    // A list across namespaces is filtered per object.
+    expect(allows(r, res('list', 'virtualclusterinstances'))).toBe(true);
+    expect(allows(r, res('create', 'virtualclusterinstances', { namespace: 'p-a' }))).toBe(false);
+  });
+
+  test('roles[].virtualClusters: only virtual cluster instances of those names', () => {
+    const r = restriction({ scope: { roles: [{ role: 'platform-cli', projects: ['a'], virtualClusters: ['v'] }] } });
+    expect(allows(r, res('get', 'virtualclusterinstances', { namespace: 'p-a', name: 'v' }))).toBe(true);
+    expect(allows(r, res('get', 'virtualclusterinstances', { namespace: 'p-a', name: 'w' }))).toBe(false);
+    expect(allows(r, res('get', 'virtualclusterinstances', { namespace: 'p-b', name: 'v' }))).toBe(false);
+    expect(allows(r, res('get', 'projects', { name: 'a' }))).toBe(false);
+    expect(allows(r, res('list', 'virtualclusterinstances', { namespace: 'p-a' }))).toBe(true);
+  });
+
+  test("an empty name in a role's limits matches nothing (it never lifts the limit)", () => {
+    const r = restriction({ scope: { roles: [{ role: 'platformCLI', projects: [''] }] } });
+    expect(allows(r, res('get', 'projects', { name: 'a' }))).toBe(false);
+    expect(allows(r, res('get', 'clusters', { name: 'c' }))).toBe(false);
+  });
+
+  test('an unlimited role entry beside a limited one still grants everywhere', () => {
+    const r = restriction({ scope: { roles: [{ role: 'platformCLI', projects: ['a'] }, { role: 'platformCLI' }] } });
+    expect(allows(r, res('get', 'clusters', { name: 'c' }))).toBe(true);
+  });
+});
+
+describe('a restriction this server does not understand allows nothing (stored data is not trusted)', () => {
+  test.each([
+    ['an unknown field of the scope', { scope: { rulez: [{ verbs: ['get'] }] } }, 'spec.scope.rulez'],
+    [
+      'an unknown field of a role',
+      { scope: { roles: [{ role: 'platformCLI', namespaces: ['x'] }] } },
+      'spec.scope.roles[0].namespaces',
+    ],
+    ['an unknown field of a rule', { rules: [{ verbs: ['get'], expires: '2030-01-01' }] }, 'spec.rules[0].expires'],
+    [
+      'an unknown field of a rule in the scope',
+      { scope: { rules: [{ resources: [{ group: G, kinds: ['x'] }] }] } },
+      'spec.scope.rules[0].resources[0].kinds',
+    ],
+    ['a scope that is not an object', { scope: 'projects=a' }, 'spec.scope'],
+    ['a list that is not one', { scope: { projects: { project: 'a' } } }, 'spec.scope.projects'],
+    ['an entry that is not an object', { scope: { clusters: ['c'] } }, 'spec.scope.clusters[0]'],
+    ['a name that is not a string', { scope: { projects: [{ project: 7 }] } }, 'spec.scope.projects[0].project'],
+    ['allowPlatformCli that is not a boolean', { allowPlatformCli: 'false' }, 'spec.allowPlatformCli'],
+  ])('%s', (_what, spec, field) => {
+    const r = buildRestriction(spec as KeyRestrictionSpec);
+    expect(r).toBeDefined();
+    expect(r!.check(res('get', 'sharedsecrets', { namespace: 'n', name: 's' }))).toEqual({
+      allowed: false,
+      reason: `the access key's ${field} is not understood by this server, so the key is allowed no request`,
+    });
+    expect(allows(r!, res('list', 'clusters'))).toBe(false);
+    expect(allows(r!, url('/apis'))).toBe(true);
+  });
+
+  test('nulls are read as absent, as kube reads them', () => {
+    expect(buildRestriction({ scope: null, rules: null } as unknown as KeyRestrictionSpec)).toBeUndefined();
   });
 });

@@ -5,7 +5,8 @@
  */
 import { describe, expect, test } from '@jest/globals';
 import type { RequestAttributesLite } from '../../src/apimachinery/user.js';
-import { buildRestriction, type KeyRestrictionSpec } from '../../src/access/scope.js';
+import { buildRestriction } from '../../src/access/scope.js';
+import type { KeyRestrictionSpec } from '../../src/access/scopespec.js';
 import { restrictionWidening } from '../../src/access/scopecover.js';
 
 const G = 'management.platform.sh';
@@ -291,5 +292,40 @@ describe('a change judged narrower never allows a request the old key could not 
     }
     // The sample holds real narrowings, not only equal pairs.
     expect(narrower).toBeGreaterThan(specs.length * 2);
+  });
+});
+
+describe("upstream's placement and limited roles", () => {
+  const readSecrets = { verbs: ['get'], resources: [{ group: G, resources: ['sharedsecrets'] }] };
+
+  test('a rule added in scope.rules that no old rule covers widens scope.rules', () => {
+    expect(widening({ rules: [readSecrets], scope: { rules: [{ verbs: ['*'] }] } }, { rules: [readSecrets] })).toBe(
+      'scope.rules',
+    );
+    expect(widening({ scope: { rules: [readSecrets] } }, { rules: [readSecrets] })).toBeUndefined();
+    expect(widening({ rules: [readSecrets] }, { scope: { rules: [readSecrets] } })).toBeUndefined();
+  });
+
+  test('scope.allowPlatformCli added to a key without the CLI reads widens it', () => {
+    expect(widening({ rules: [readSecrets], scope: { allowPlatformCli: true } }, { rules: [readSecrets] })).toBe(
+      'scope.allowPlatformCli',
+    );
+  });
+
+  test("a role's project and virtual cluster limits may narrow, never widen", () => {
+    const limited = { scope: { roles: [{ role: 'platformCLI', projects: ['a', 'b'] }] } };
+    expect(widening({ scope: { roles: [{ role: 'platformCLI', projects: ['a'] }] } }, limited)).toBeUndefined();
+    expect(widening({ scope: { roles: [{ role: 'platformCLI' }] } }, limited)).toBe('scope');
+    expect(widening({ scope: { roles: [{ role: 'platformCLI', projects: ['c'] }] } }, limited)).toBe('scope');
+    expect(widening({ allowPlatformCli: true, ...limited }, limited)).toBe('allowPlatformCli');
+    expect(
+      widening({ scope: { roles: [{ role: 'platformCLI', projects: ['a'], virtualClusters: ['v'] }] } }, limited),
+    ).toBeUndefined();
+    expect(
+      widening(
+        { scope: { roles: [{ role: 'platformCLI', projects: ['a'] }] } },
+        { scope: { roles: [{ role: 'platformCLI', projects: ['a'], virtualClusters: ['v'] }] } },
+      ),
+    ).toBe('scope');
   });
 });

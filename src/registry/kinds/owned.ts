@@ -14,6 +14,7 @@ import {
   validateAccess,
   type AdminField,
 } from '../../access/validation.js';
+import type { FieldPath } from '../hiddenfields.js';
 import type { Strategy } from '../strategy.js';
 
 const spec = Path.root('spec');
@@ -23,7 +24,15 @@ export interface OwnedKindOptions {
   hostRbac?: boolean;
   /** Fields of `spec` only system:masters may change. */
   adminFields?: readonly AdminField[];
+  /** Parts of the kind that narrow a grant, besides the owner and the access list (Strategy.restrictingFields). */
+  restrictingFields?: readonly FieldPath[];
 }
+
+/** Dropping an unknown field of an owner or an access entry could make its grant wider than its author asked. */
+const OWNER_AND_ACCESS: readonly FieldPath[] = [
+  ['spec', 'owner'],
+  ['spec', 'access'],
+];
 
 /**
  * Only the owner, a `*` entry or system:masters may change the owner and access lists, only system:masters may name
@@ -38,6 +47,7 @@ export function ownedKindStrategy(
   const adminFields = options.adminFields ?? [];
   return {
     access: { hostRbac: options.hostRbac ?? false },
+    restrictingFields: [...OWNER_AND_ACCESS, ...(options.restrictingFields ?? [])],
     prepareForCreate(obj: KubeObject, user: UserInfo | undefined): void {
       refuseSystemNames(obj, undefined, user);
     },

@@ -19,13 +19,18 @@
  * - With none of user, team and subject, `spec.user` defaults to the caller (a team key's caller,
  *   `platform:team:<t>`, defaults `spec.team` to `<t>` instead).
  * - Outside system:masters a caller may only create keys for itself (`spec.user` or `spec.subject` equal to its
- *   name) or for a team it belongs to (group `platform:team:<team>`), and may not set `spec.groups`: 403 Forbidden.
+ *   name) or for a team it belongs to (group `platform:team:<team>`), and may not set `spec.groups`, a `spec.type`
+ *   other than User, nor the fields the platform fills in for keys it makes (`identity`, `identityRefresh`,
+ *   `oidcProvider`, `parent`, `oidcLogin`): 403 Forbidden.
+ * - Every field of the spec restricts the key, so an unknown or duplicate field in it is refused whatever
+ *   fieldValidation says (422), and `spec.scope.rules` and `spec.scope.allowPlatformCli` are read as upstream
+ *   clients place them (src/access/scopespec.ts).
  * - Outside system:masters an update may only make a key weaker, since a master may have issued it with groups,
  *   a scope or a ttl its holder is not to escape: a narrower scope or rules (src/access/scopecover.ts), `disabled: true`, a
  *   ttl added or shortened. Anything else is 403 Forbidden naming the field: removing or widening scope, rules or
  *   allowPlatformCli, clearing `disabled`, removing or lengthening `ttl`, changing `ttlAfterLastActivity`,
- *   `groups`, `user`, `team` or `subject`, and any write of the status subresource (only the server records
- *   `status.lastActivity`).
+ *   `groups`, `user`, `team`, `subject`, `type` or the platform's fields, and any write of the status subresource
+ *   (only the server records `status.lastActivity`).
  * - A caller whose own credential is restricted (a scoped access key) may not create or change keys at all: the
  *   new key could otherwise carry a wider scope than the one it was made with.
  * - A create, dry run or not, is 409 AlreadyExists for a name already taken, as kube answers for every kind; that
@@ -37,6 +42,7 @@
  * outside system:masters moves it later.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { jsonEqual } from '../../apimachinery/equality.js';
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import { GROUP_NAME } from '../../apimachinery/group.js';
 import * as errors from '../../apimachinery/status.js';
@@ -94,6 +100,14 @@ function mayHoldKeyFor(field: 'user' | 'team' | 'subject', value: string, user: 
 
 const OWNER_FIELDS = ['user', 'team', 'subject'] as const;
 
+/**
+ * Fields the platform fills in for the keys it makes itself (single sign-on logins, refresh tokens): only the server
+ * and system:masters may set or change them. Nothing in this server reads them as a grant or an identity.
+ */
+const PLATFORM_FIELDS = ['identity', 'identityRefresh', 'oidcProvider', 'parent', 'oidcLogin'] as const;
+/** The key types a holder may give its own keys; the others are the platform's (PLATFORM_FIELDS). */
+const USER_KEY_TYPES: readonly unknown[] = [undefined, null, '', 'User'];
+
 /** kube's Forbidden message: `ownedaccesskeys.management.platform.sh "k" is forbidden: User "u" cannot ...: why`. */
 function forbidden(name: string, user: UserInfo, verb: string, why: string): errors.StatusError {
   return errors.forbidden(
@@ -135,6 +149,22 @@ function checkCreator(obj: KubeObject, user: UserInfo | undefined): void {
   }
   if (Array.isArray(s.groups) && s.groups.length)
     throw forbidden(name, user, 'create', 'only members of system:masters may set spec.groups');
+  if (!USER_KEY_TYPES.includes(s.type))
+    throw forbidden(
+      name,
+      user,
+      'create',
+      'spec.type: only members of system:masters may make keys of a type other than User',
+    );
+  for (const field of PLATFORM_FIELDS) {
+    if (s[field] !== undefined && s[field] !== null)
+      throw forbidden(
+        name,
+        user,
+        'create',
+        `spec.${field}: only members of system:masters may set it (the platform fills it in for keys it makes)`,
+      );
+  }
 }
 
 function ownerValue(v: unknown): string | undefined {
@@ -168,9 +198,15 @@ function strengthening(s: Record<string, unknown>, before: Record<string, unknow
   }
   if (asSet(s.groups) !== asSet(before.groups))
     return 'spec.groups: only members of system:masters may change the groups of a key';
+  if ((s.type ?? '') !== (before.type ?? ''))
+    return 'spec.type: only members of system:masters may change the type of a key';
+  for (const field of PLATFORM_FIELDS) {
+    if (!jsonEqual(s[field] ?? null, before[field] ?? null))
+      return `spec.${field}: only members of system:masters may change it (the platform fills it in for keys it makes)`;
+  }
   const widened = restrictionWidening(s, before);
   if (widened)
-    return `spec.${widened}: only members of system:masters may remove or widen the ${widened === 'rules' ? 'rules' : 'scope'} of a key`;
+    return `spec.${widened}: only members of system:masters may remove or widen the ${widened.endsWith('rules') ? 'rules' : 'scope'} of a key`;
   if (before.disabled === true && s.disabled !== true)
     return 'spec.disabled: only members of system:masters may enable a disabled key';
   if (lengthensTtl(s.ttl, before.ttl))
@@ -294,6 +330,8 @@ function validateSpec(obj: KubeObject): FieldError[] {
 }
 
 export const ownedAccessKeyStrategy: Strategy = {
+  // Every field of a key narrows what it may do (scope, rules, disabled, ttl, ...): none is ever dropped unread.
+  restrictingFields: [['spec']],
   hiddenFields: [
     ['spec', 'key'],
     ['spec', 'identity', 'connectorData'],

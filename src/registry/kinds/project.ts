@@ -44,4 +44,8 @@ const validateSpec = (obj: KubeObject): FieldError[] => {
 /** The administrator's fields (see the top); unset and empty both allow every Cluster. */
 const adminFields: AdminField[] = [{ path: 'spec.allowedClusters', value: (s) => s.allowedClusters ?? [] }];
 
-export const projectStrategy: Strategy = ownedKindStrategy('projects', validateSpec, { adminFields });
+/** The allowed clusters narrow where the project's virtual clusters may come from. */
+export const projectStrategy: Strategy = ownedKindStrategy('projects', validateSpec, {
+  adminFields,
+  restrictingFields: [['spec', 'allowedClusters']],
+});
