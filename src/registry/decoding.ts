@@ -81,9 +81,12 @@ export function dropUnknownFields(
   kept.forEach((path, i) => attach(obj, path, detached[i]));
 
   const isRestricting = (p: string) => (restricting?.paths ?? []).some((path) => within(p, path));
+  // A field inside a value of the wrong type (an object where a string belongs) is the type's error, reported by
+  // validation: only fields of an object the schema describes are unknown fields.
+  const inObject = (p: string) => schemaAround(schema, p)?.type === 'object';
   const refused = [
     ...(opts.duplicateFields ?? []).filter(isRestricting).map((p) => ({ p, what: 'duplicate field' })),
-    ...unknown.filter(isRestricting).map((p) => ({ p, what: 'unknown field' })),
+    ...unknown.filter((p) => isRestricting(p) && inObject(p)).map((p) => ({ p, what: 'unknown field' })),
   ];
   if (refused.length) {
     const name = typeof obj.metadata.name === 'string' ? obj.metadata.name : '';
@@ -118,12 +121,16 @@ function within(p: string, path: FieldPath): boolean {
   return p === prefix || p.startsWith(`${prefix}.`) || p.startsWith(`${prefix}[`);
 }
 
+/** The schema of the value holding the field at path `p` (as `spec.access[0].verbs`). */
+function schemaAround(schema: StructuralSchema, p: string): StructuralSchema | undefined {
+  let at: StructuralSchema | undefined = schema;
+  for (const step of p.split(/\.|(?=\[)/).slice(0, -1)) at = step.startsWith('[') ? at?.items : at?.properties?.[step];
+  return at;
+}
+
 /** The fields the schema defines where the unknown field `p` was found, for the message. */
 function knownFields(schema: StructuralSchema, p: string): string {
-  let at: StructuralSchema | undefined = schema;
-  const steps = p.split(/\.|(?=\[)/).slice(0, -1);
-  for (const step of steps) at = step.startsWith('[') ? at?.items : at?.properties?.[step];
-  const names = Object.keys(at?.properties ?? {});
+  const names = Object.keys(schemaAround(schema, p)?.properties ?? {});
   return names.length ? `fields there: ${names.join(', ')}` : 'no fields are defined there';
 }
 

@@ -30,7 +30,7 @@ import { compileSchema, type SchemaValidator } from '../apimachinery/schema.js';
 import * as errors from '../apimachinery/status.js';
 import { sameInstant, nowRFC3339 } from '../apimachinery/time.js';
 import { isPlainObject, type KubeList, type KubeObject } from '../apimachinery/types.js';
-import type { UserInfo } from '../apimachinery/user.js';
+import { isMaster, type UserInfo } from '../apimachinery/user.js';
 import { isValidPathSegmentName, nameIsDNSSubdomain } from '../apimachinery/validation.js';
 import { interpretStorageError } from '../storage/errors.js';
 import { StorageError, type Storage } from '../storage/interface.js';
@@ -237,6 +237,8 @@ export class Store {
     opts: WriteOptions = {},
   ): Promise<KubeObject> {
     const key = this.key(namespace, name);
+    if (subresource === 'status')
+      this.checkStatusWriter(namespace, name, 'replace' in source ? 'update' : 'patch', opts);
     // Those of the attempt that wrote (guaranteedUpdate may run the function again on a conflict).
     let warnings: string[] = [];
     const result = await this.storageCall('update', name, () =>
@@ -438,6 +440,23 @@ export class Store {
     };
     await admission.admit(attrs);
     return attrs;
+  }
+
+  /**
+   * A status reports what the server observed (a Cluster's health, an access sync's outcome, a key's last use): only
+   * the server and system:masters write it, whatever an owner, an access entry or host RBAC grants. A fake condition
+   * would otherwise be believed by every reader.
+   */
+  private checkStatusWriter(namespace: string | undefined, name: string, verb: string, opts: WriteOptions): void {
+    const { user } = opts;
+    if (!user || isMaster(user)) return;
+    const scope =
+      this.def.namespaced && namespace ? `in the namespace ${JSON.stringify(namespace)}` : 'at the cluster scope';
+    throw errors.forbidden(
+      this.def.groupResource,
+      name,
+      `User ${JSON.stringify(user.name)} cannot ${verb} resource ${JSON.stringify(`${this.def.plural}/status`)} in API group ${JSON.stringify(this.def.group)} ${scope}: the status of ${this.def.plural} is written by the server and by members of system:masters only`,
+    );
   }
 
   /** The kind's restricting parts, for field validation; `old` is the stored object of an update. */
