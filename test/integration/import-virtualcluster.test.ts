@@ -33,12 +33,13 @@ afterAll(async () => {
   await ts?.stop();
 }, 60_000);
 
+/** A project allowing every Cluster, unless `spec` says otherwise. */
 async function createProject(spec: Record<string, unknown> = {}): Promise<any> {
   const res = await root.post(PROJECTS, {
     apiVersion: API_VERSION,
     kind: 'Project',
     metadata: { name: uniq('proj') },
-    spec,
+    spec: { allowedClusters: [{ name: '*' }], ...spec },
   });
   expect(res.status).toBe(201);
   return res.body;
@@ -268,6 +269,22 @@ describe('refusals leave nothing behind', () => {
     expect(res.status).toBe(422);
     expect(res.body.message).toContain(`project "${limited}" allows only the clusters "${allowed}"`);
     expect((await root.post(importPath(limited), { sourceVirtualCluster: source(allowed) })).status).toBe(201);
+  });
+
+  test('a project listing no cluster allows none, system:masters included; the message says how to allow one', async () => {
+    for (const spec of [{ allowedClusters: undefined }, { allowedClusters: [] }]) {
+      const none = (await createProject(spec)).metadata.name;
+      const res = await root.post(importPath(none), { sourceVirtualCluster: source(cluster) });
+      expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 422, reason: 'Invalid' });
+      expect(res.body.details.causes).toEqual([
+        {
+          field: 'sourceVirtualCluster.cluster',
+          reason: 'FieldValueForbidden',
+          message: `Forbidden: project "${none}" allows no cluster: its spec.allowedClusters is empty (a member of system:masters may list the Cluster there, or {name: "*"} for every cluster)`,
+        },
+      ]);
+      expect((await root.get(vcisIn(none))).body.items).toEqual([]);
+    }
   });
 
   test('a taken name: 409 AlreadyExists, the existing instance unchanged', async () => {

@@ -102,6 +102,7 @@ async function createCluster(
   return body.metadata.name;
 }
 
+/** A project of `owner` allowing every Cluster, unless `spec` says otherwise. */
 async function createProject(owner: string, spec: Record<string, unknown> = {}): Promise<string> {
   const name = uniq(owner);
   expect(
@@ -110,7 +111,7 @@ async function createProject(owner: string, spec: Record<string, unknown> = {}):
         apiVersion: API_VERSION,
         kind: 'Project',
         metadata: { name },
-        spec: { owner: { user: owner }, ...spec },
+        spec: { owner: { user: owner }, allowedClusters: [{ name: '*' }], ...spec },
       })
     ).status,
   ).toBe(201);
@@ -442,7 +443,7 @@ describe('one virtual cluster, whatever Cluster names it; and only from a Cluste
 
   test('a virtual cluster nobody imported is not up for grabs: a Cluster the caller may not get is 422 on the field, whether or not it exists', async () => {
     const nobodys = await createCluster({ access: [] });
-    // No allowedClusters: the project allows every Cluster, the widest a project can be.
+    // allowedClusters '*': the project allows every Cluster, the widest a project can be.
     const project = await createProject('mallory');
     const name = uniq('vc');
     const source = { name, namespace: `vcluster-${name}`, cluster: nobodys };

@@ -1,7 +1,8 @@
 /**
- * Project: owner and access like the other kinds; allowed clusters are named by valid, distinct Cluster names, and
- * only system:masters may change them (they are the administrator's bound on where the project's virtual clusters
- * come from; an owner or an access entry granting update may not widen it).
+ * Project: owner and access like the other kinds; allowed clusters are named by valid, distinct Cluster names (or
+ * `*`, every Cluster, as upstream's GitOps manifests write it), and only system:masters may change them (they are the
+ * administrator's bound on where the project's virtual clusters come from; an owner or an access entry granting
+ * update may not widen it). None listed (absent or empty) allows no Cluster: a bound nobody set is not "anywhere".
  */
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import type { KubeObject } from '../../apimachinery/types.js';
@@ -16,6 +17,12 @@ export const projectNamespace = (project: string) => `p-${project}`;
 /** The project whose namespace `namespace` is by its name, if it is of the form p-<project>. */
 export const namespaceProject = (namespace: string): string | undefined =>
   namespace.startsWith('p-') && namespace.length > 2 ? namespace.slice(2) : undefined;
+
+/** The allowedClusters entry that allows every Cluster. */
+export const ALL_CLUSTERS = '*';
+/** The names of a project's allowed clusters (none when absent: no Cluster is allowed). */
+export const allowedClusters = (project: KubeObject): string[] =>
+  ((project.spec?.allowedClusters ?? []) as { name?: string }[]).map((c) => c.name ?? '');
 
 const validateSpec = (obj: KubeObject): FieldError[] => {
   const s = obj.spec ?? {};
@@ -35,13 +42,15 @@ const validateSpec = (obj: KubeObject): FieldError[] => {
     const at = spec.child('allowedClusters').index(i).child('name');
     if (!c.name) errs.push(fieldError.required(at, 'the name of a Cluster'));
     else if (seen.has(c.name)) errs.push(fieldError.duplicate(at, c.name));
-    else for (const msg of isDNS1123Subdomain(c.name)) errs.push(fieldError.invalid(at, c.name, msg));
+    else if (c.name !== ALL_CLUSTERS)
+      for (const msg of isDNS1123Subdomain(c.name))
+        errs.push(fieldError.invalid(at, c.name, `${msg}, or '*' for every Cluster`));
     if (c.name) seen.add(c.name);
   });
   return errs;
 };
 
-/** The administrator's fields (see the top); unset and empty both allow every Cluster. */
+/** The administrator's fields (see the top); unset and empty both allow no Cluster. */
 const adminFields: AdminField[] = [{ path: 'spec.allowedClusters', value: (s) => s.allowedClusters ?? [] }];
 
 /** The allowed clusters narrow where the project's virtual clusters may come from. */

@@ -18,7 +18,7 @@ import type { GroupResource, KubeObject } from '../../apimachinery/types.js';
 import { isMaster, type UserInfo } from '../../apimachinery/user.js';
 import type { Caller, StoreLookup, StoredObjects } from '../strategy.js';
 import { ownerGivenAway } from '../../access/validation.js';
-import { namespaceProject } from './project.js';
+import { ALL_CLUSTERS, allowedClusters, namespaceProject } from './project.js';
 
 const VERSION = 'v1';
 const instanceGK = { group: GROUP_NAME, kind: 'VirtualClusterInstance' };
@@ -57,16 +57,17 @@ export async function clusterErrors(
     ];
   if (cluster.metadata.deletionTimestamp)
     return [fieldError.forbidden(at, `Cluster ${JSON.stringify(name)} is being deleted`)];
-  const allowed = ((project.spec?.allowedClusters ?? []) as { name: string }[]).map((c) => c.name);
-  if (allowed.length && !allowed.includes(name)) {
-    return [
-      fieldError.forbidden(
-        at,
-        `project ${JSON.stringify(project.metadata.name)} allows only the clusters ${allowed.map((c) => JSON.stringify(c)).join(', ')}`,
-      ),
-    ];
-  }
-  return [];
+  const allowed = allowedClusters(project);
+  if (allowed.includes(ALL_CLUSTERS) || allowed.includes(name)) return [];
+  const project_ = JSON.stringify(project.metadata.name);
+  return [
+    fieldError.forbidden(
+      at,
+      allowed.length
+        ? `project ${project_} allows only the clusters ${allowed.map((c) => JSON.stringify(c)).join(', ')}`
+        : `project ${project_} allows no cluster: its spec.allowedClusters is empty (a member of system:masters may list the Cluster there, or {name: "*"} for every cluster)`,
+    ),
+  ];
 }
 
 /**
