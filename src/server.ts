@@ -159,10 +159,11 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     cleanups.push(['stopping the client CA reloads', async () => clientCas.stop()]);
     if (!hostCluster)
       log.info(
-        'no host cluster configured: TokenReview, SubjectAccessReview, the access sync to host RBAC and virtual cluster kube configs are off',
+        'no host cluster configured: TokenReview, SubjectAccessReview, the access sync to host RBAC, virtual cluster kube configs and imports of virtual clusters outside system:masters are off',
       );
     actions.add(kubeConfigAction(registry, hostCluster, log));
     if (hostCluster) {
+      registry.useHostCluster(hostCluster);
       const admission = startHostAdmission(hostCluster, admissionPlugins, admissionConfig, (msg, fields) =>
         log.warn(msg, fields),
       );

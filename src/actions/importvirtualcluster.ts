@@ -6,7 +6,9 @@
  * (the spec does not fix where); set in both places they must agree. The instance is named importName, else the
  * virtual cluster's own name; it is owned as asked, else by the caller (outside system:masters only the caller or a
  * team of the caller's may be asked for); its ownerReference to the Project makes deleting the project delete it
- * (the garbage collector). The checks of where it points are virtualclusterplacement.ts's, shared with creates.
+ * (the garbage collector). The checks of where it points are virtualclusterplacement.ts's, shared with creates: the
+ * importer must have the virtual cluster already (get on its connection Secret in the host cluster), and the
+ * instance's claim on it makes one import win when several race.
  */
 import { jsonEqual } from '../apimachinery/equality.js';
 import { Path, fieldError, type FieldError } from '../apimachinery/field.js';
@@ -18,7 +20,11 @@ import { isDNS1123Label, isDNS1123Subdomain } from '../apimachinery/validation.j
 import { ownerGivenAway, validateOwner } from '../access/validation.js';
 import type { Owner } from '../access/model.js';
 import { projectNamespace } from '../registry/kinds/project.js';
-import { checkNotImported, clusterErrors } from '../registry/kinds/virtualclusterplacement.js';
+import {
+  checkCallerHasVirtualCluster,
+  checkNotImported,
+  clusterErrors,
+} from '../registry/kinds/virtualclusterplacement.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
 import { answer, requestSchema, type Action, type ActionCall } from './action.js';
@@ -92,6 +98,10 @@ export function importVirtualClusterAction(registry: Registry): Action {
       );
       if (clusterErrs.length) throw errors.invalid(gk, '', clusterErrs);
       const ref = { cluster: source.cluster!, namespace: source.namespace, virtualCluster: source.name! };
+      await checkCallerHasVirtualCluster(registry.hostCluster, ref, caller, {
+        gr: { group: GROUP_NAME, resource: 'projects' },
+        name: call.name,
+      });
       await checkNotImported(store('virtualclusterinstances'), ref, {
         gr: { group: GROUP_NAME, resource: 'projects/importvirtualcluster' },
         name: source.name!,

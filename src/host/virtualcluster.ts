@@ -8,6 +8,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import type Forge from 'node-forge';
 import { sleep } from '../controllers/sleep.js';
 import { lazyRequire } from '../lazyrequire.js';
+import { connectionSecretName } from '../registry/kinds/virtualclusterplacement.js';
 import { HostCluster, HostClusterError } from './cluster.js';
 import type { HostConnection } from './kubeconfig.js';
 import { StoredKubeConfigError, kubeConfigFromData } from './storedkubeconfig.js';
@@ -29,9 +30,6 @@ interface CertificateSigningRequest {
     conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>;
   };
 }
-
-/** The Secret that holds a virtual cluster's connection, by vcluster's convention. */
-export const connectionSecretName = (virtualCluster: string) => `vc-${virtualCluster}`;
 
 /**
  * Why there is no connection to a virtual cluster: not (yet) there, or there but unusable. The message is for

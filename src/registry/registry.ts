@@ -7,6 +7,7 @@ import type { ResourceDefinition } from './definitions.js';
 import { strategies } from './kinds/index.js';
 import type { OwnerDeletionCheck } from './ownerpermission.js';
 import { Store } from './store.js';
+import type { ReviewingCluster } from './strategy.js';
 
 export class Registry {
   private readonly stores = new Map<string, Store>();
@@ -15,6 +16,7 @@ export class Registry {
   readonly caches = new Map<string, WatchCache<KubeObject>>();
   private ownerDeletion?: OwnerDeletionCheck;
   private admission?: Admission;
+  private host?: ReviewingCluster;
 
   constructor(
     readonly definitions: ResourceDefinition[],
@@ -38,6 +40,7 @@ export class Registry {
         (g, v, r) => this.lookup(g, v, r),
         () => this.ownerDeletion,
         () => this.admission,
+        () => this.host,
       );
       this.stores.set(`${def.group}/${def.version}/${def.plural}`, store);
       this.byKind.set(`${def.apiVersion}/${def.kind}`, store);
@@ -55,6 +58,16 @@ export class Registry {
   /** The admission chain of every write (set once at start, before serving; none without a host cluster). */
   useAdmission(admission: Admission): void {
     this.admission = admission;
+  }
+
+  /** The host cluster the kinds' rules ask (set once at start, before serving; none configured: never set). */
+  useHostCluster(host: ReviewingCluster): void {
+    this.host = host;
+  }
+
+  /** The host cluster, for the rules of actions that are not a store's; undefined when none is configured. */
+  get hostCluster(): ReviewingCluster | undefined {
+    return this.host;
   }
 
   /** The admission chain in force, for writes that are not a store's (actions). */

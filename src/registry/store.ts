@@ -33,7 +33,7 @@ import { isPlainObject, type KubeList, type KubeObject } from '../apimachinery/t
 import { isMaster, type UserInfo } from '../apimachinery/user.js';
 import { isValidPathSegmentName, nameIsDNSSubdomain } from '../apimachinery/validation.js';
 import { interpretStorageError } from '../storage/errors.js';
-import { StorageError, type Storage } from '../storage/interface.js';
+import { ClaimTakenError, StorageError, type Storage } from '../storage/interface.js';
 import type { WatchCache } from '../storage/cacher.js';
 import { turnMemo } from '../storage/turnmemo.js';
 import {
@@ -48,7 +48,7 @@ import type { ResourceDefinition } from './definitions.js';
 import { carryOverFields, withoutFields } from './hiddenfields.js';
 import { checkOwnerReferencePermissions, type OwnerDeletionCheck } from './ownerpermission.js';
 import { finalizersAfterDelete, type PropagationOptions } from './propagation.js';
-import type { AuthorizeOther, Strategy, StoreLookup } from './strategy.js';
+import type { AuthorizeOther, ReviewingCluster, Strategy, StoreLookup } from './strategy.js';
 
 /** How many fresh names a generateName create tries before giving up (kube's RetryGenerateName). */
 const GENERATE_NAME_ATTEMPTS = 8;
@@ -114,6 +114,8 @@ export class Store {
     private readonly ownerDeletion: () => OwnerDeletionCheck | undefined = () => undefined,
     /** The admission chain every write goes through (none without a host cluster). */
     private readonly admission: () => Admission | undefined = () => undefined,
+    /** The host cluster, for the strategy's admitCreate (none configured: undefined). */
+    private readonly hostCluster: () => ReviewingCluster | undefined = () => undefined,
   ) {
     this.reader = new ResourceReader(def, storage, cache);
     const { metadata: _m, ...properties } = def.schema.properties ?? {};
@@ -204,21 +206,23 @@ export class Store {
     const errs = this.validate(obj);
     if (errs.length) throw errors.invalid(this.def.groupKind, meta.name ?? '', errs);
     const warnings = this.strategy.warningsOnCreate?.(obj) ?? [];
-    await this.strategy.admitCreate?.(obj, opts, this.stores);
+    await this.strategy.admitCreate?.(obj, opts, { stores: this.stores, hostCluster: this.hostCluster() });
     await this.checkOwnerPermissions(obj, undefined, opts);
     if (trackFields) this.recordFieldManager(obj, undefined, opts, '');
     await this.validateAdmission(admitted);
 
+    const claims = this.claimKeys(obj);
     for (let attempt = 1; ; attempt++) {
       try {
         const stored = await this.storageCall('create', meta.name!, () =>
-          this.storage.create(this.key(namespace, meta.name!), this.toStorage(obj), { dryRun: opts.dryRun }),
+          this.storage.create(this.key(namespace, meta.name!), this.toStorage(obj), { dryRun: opts.dryRun, claims }),
         );
         opts.warnings?.push(...warnings);
         return this.strategy.createResponse
           ? this.strategy.createResponse(this.toClient(stored), obj)
           : this.toClient(stored);
       } catch (err) {
+        if (err instanceof ClaimTakenError) throw this.claimTaken(obj, err, opts.user);
         if (!(err instanceof StorageError && err.code === 'KeyExists')) throw err;
         if (!generate) throw await this.alreadyExists(namespace, meta.name!);
         if (attempt === GENERATE_NAME_ATTEMPTS)
@@ -292,9 +296,10 @@ export class Store {
           // A write that would only refresh managedFields times changes nothing, so nothing is written.
           return keepTimestampsOfNoopWrite(this.toStorage(next), current);
         },
-        // Removing the last finalizer of an object being deleted deletes it.
+        // Removing the last finalizer of an object being deleted deletes it, and its claims with it.
         {
           deleteInstead: (next) => !!next.metadata.deletionTimestamp && !next.metadata.finalizers?.length,
+          claims: (current) => this.claimKeys(current),
           dryRun: opts.dryRun,
           // Saves reading etcd first; the compare-and-swap still decides (see UpdateOptions.cached).
           cached: this.cache.get(key)?.object,
@@ -364,6 +369,7 @@ export class Store {
         },
         {
           deleteInstead: (obj) => !obj.metadata.finalizers?.length,
+          claims: (current) => this.claimKeys(current),
           dryRun: opts.dryRun,
           cached: this.cache.get(key)?.object,
         },
@@ -655,12 +661,32 @@ export class Store {
     return err;
   }
 
-  /** Storage failures in terms of this resource (a taken name is the caller's to answer: see createObject). */
+  /**
+   * The etcd keys of the strategy's claims of `obj`: `<prefix>/claims/<group>/<resource>/<claim>`, outside the
+   * group's keys that the watch cache reads.
+   */
+  private claimKeys(obj: KubeObject): string[] {
+    const claims = this.strategy.claims?.of(obj) ?? [];
+    return [...new Set(claims)].map((claim) => `${this.prefix}/claims/${this.def.group}/${this.def.plural}/${claim}`);
+  }
+
+  /** The kind's 409 for a create whose claim `err.holder` holds. */
+  private claimTaken(obj: KubeObject, err: ClaimTakenError, user: UserInfo | undefined): Error {
+    const base = this.collectionKey(undefined);
+    const [namespace, name] = err.holder.key.startsWith(base)
+      ? this.def.namespaced
+        ? err.holder.key.slice(base.length).split('/')
+        : [undefined, err.holder.key.slice(base.length)]
+      : [undefined, err.holder.key];
+    return this.strategy.claims!.taken(obj, { namespace, name: name ?? '' }, user);
+  }
+
+  /** Storage failures in terms of this resource (a taken name or claim is the caller's to answer: see createObject). */
   private async storageCall<T>(operation: string, name: string, fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (err) {
-      if (err instanceof StorageError && err.code === 'KeyExists') throw err;
+      if (err instanceof StorageError && (err.code === 'KeyExists' || err.code === 'ClaimTaken')) throw err;
       throw interpretStorageError(err, { groupResource: this.def.groupResource, name, operation });
     }
   }

@@ -31,6 +31,35 @@ export interface Caller {
   authorize?: AuthorizeOther;
 }
 
+/** The answer of a SubjectAccessReview, as far as the rules read it. */
+export interface AccessReview {
+  allowed: boolean;
+  denied: boolean;
+  reason: string;
+}
+
+/**
+ * A Kubernetes cluster the server reaches, as the rules ask it something (HostCluster has it): whether a user may do
+ * something there. Throws when the cluster cannot answer.
+ */
+export interface ReviewingCluster {
+  subjectAccessReview(attrs: Attributes): Promise<AccessReview>;
+}
+
+/** What admitCreate may read and ask besides the caller. */
+export interface AdmitContext {
+  /** The other stores. */
+  stores: StoreLookup;
+  /** The host cluster (--kubeconfig, or in-cluster); undefined when none is configured. */
+  hostCluster: ReviewingCluster | undefined;
+}
+
+/** Who holds a claim (the object of the kind that was created with it). */
+export interface ClaimHolderRef {
+  namespace?: string;
+  name: string;
+}
+
 /** A Table column type (metav1.TableColumnDefinition.type). */
 export type PrinterColumnType = 'integer' | 'number' | 'string' | 'boolean' | 'date';
 
@@ -97,7 +126,18 @@ export interface Strategy {
    * may do (as kube's validating admission runs after the strategy's validation). Runs on every create: POST, a
    * server-side apply that creates, dry run. Throws a StatusError to refuse.
    */
-  admitCreate?(obj: KubeObject, caller: Caller, stores: StoreLookup): Promise<void>;
+  admitCreate?(obj: KubeObject, caller: Caller, context: AdmitContext): Promise<void>;
+  /**
+   * What an object of the kind holds alone (e.g. the one virtual cluster an instance manages), as names unique among
+   * the kind's claims, computed from fields fixed at create. Storage keeps each claim beside the object, written in
+   * the transaction that creates it and deleted in the one that deletes it (storage/interface.ts ClaimHolder), so two
+   * creates never both hold one, whatever checks ran before.
+   */
+  claims?: {
+    of(obj: KubeObject): string[];
+    /** The error (a 409) for a create of `obj` when `holder` holds one of its claims; `user` is who asks. */
+    taken(obj: KubeObject, holder: ClaimHolderRef, user: UserInfo | undefined): Error;
+  };
   /** The stored form of a validated object (e.g. a secret replaced by its hash); default: the object itself. */
   toStorage?(obj: KubeObject): KubeObject;
   /**

@@ -47,5 +47,8 @@ export function interpretStorageError(err: unknown, ctx: StorageErrorContext): u
       return errors.internalError(err);
     case 'Unreachable':
       return errors.serverTimeout(ctx.groupResource, ctx.operation);
+    case 'ClaimTaken':
+      // The store says which (its kind's strategy words it); this is the fallback.
+      return errors.conflict(ctx.groupResource, ctx.name, 'another object holds what this one claims');
   }
 }

@@ -3,7 +3,8 @@
  * guaranteedUpdateValue), the compactor's shared counter and compaction, and the leader's lease (leaseLock). Every
  * call goes through call(): the health guard, the onCall metrics, and failures as StorageError. Every write is one
  * transaction comparing the key's mod revision with the one read (kube's pkg/storage/etcd3/store.go), so concurrent
- * writers never lose each other's updates.
+ * writers never lose each other's updates; an object's claims (interface.ts ClaimHolder) are written and deleted in
+ * the transaction that creates or deletes it.
  */
 import { ConsecutiveBreaker, ExponentialBackoff, circuitBreaker, handleWhen, retry, type IBackoff } from 'cockatiel';
 import { Etcd3, GRPCUnavailableError, Range, type IOptions } from 'etcd3';
@@ -13,8 +14,11 @@ import { identityTransformer, type Transformer } from './encryption/transformer.
 import { EtcdHealth } from './etcdhealth.js';
 import { EtcdLeaseLock, type LeaseLock } from './leaselock.js';
 import {
+  ClaimTakenError,
   StorageError,
+  type ClaimHolder,
   type CreateOptions,
+  type DeleteOptions,
   type ListResult,
   type Page,
   type PageOptions,
@@ -104,16 +108,36 @@ export class EtcdStorage implements Storage {
 
   async create<T extends StoredObject>(key: string, obj: T, opts: CreateOptions = {}): Promise<T> {
     const { bytes, copy } = encodeWithCopy(obj);
+    const claims = opts.claims ?? [];
     if (opts.dryRun) {
-      if (await this.readRaw(key)) throw new StorageError('KeyExists', key, `key exists: ${key}`);
+      if (await this.readRaw(key)) throw keyExists(key);
+      for (const claim of claims) {
+        const kv = await this.readRaw(claim);
+        if (kv) await this.checkHolderExists(claim, kv.value);
+      }
       return copy;
     }
     const stored = await this.toStorage(key, bytes);
-    const txn = await this.call('create', key, () =>
-      this.client.if(key, 'Mod', '==', 0).then(this.client.put(key).value(stored)).commit(),
-    );
-    if (!txn.succeeded) throw new StorageError('KeyExists', key, `key exists: ${key}`);
-    return withRevision(copy, txn.header.revision);
+    const holder = claimValue({ key, uid: uidOf(obj) });
+    // Each claim is expected absent (mod revision 0) or, once found stale, still as it was read.
+    const expected = new Map(claims.map((claim) => [claim, '0']));
+    for (;;) {
+      const txn = await this.call('create', key, () => {
+        const compare = this.client.if(key, 'Mod', '==', 0);
+        for (const [claim, revision] of expected) compare.and(claim, 'Mod', '==', revision);
+        return compare
+          .then(this.client.put(key).value(stored), ...claims.map((claim) => this.client.put(claim).value(holder)))
+          .else(this.client.get(key), ...claims.map((claim) => this.client.get(claim)))
+          .commit();
+      });
+      if (txn.succeeded) return withRevision(copy, txn.header.revision);
+      if (rawFromElse(txn.responses)) throw keyExists(key);
+      for (const [i, claim] of claims.entries()) {
+        const kv = rawFromElse(txn.responses, i + 1);
+        if (kv) await this.checkHolderExists(claim, kv.value);
+        expected.set(claim, kv?.modRevision ?? '0');
+      }
+    }
   }
 
   async get<T extends StoredObject>(key: string): Promise<T | undefined> {
@@ -372,13 +396,8 @@ export class EtcdStorage implements Storage {
       }
       if (opts.dryRun) return { object: updated, written: false, deleted: !!opts.deleteInstead?.(updated) };
       if (opts.deleteInstead?.(updated)) {
-        const txn = await this.call('delete', key, () =>
-          this.client
-            .if(key, 'Mod', '==', read.modRevision)
-            .then(this.client.delete().key(key))
-            .else(this.client.get(key))
-            .commit(),
-        );
+        const held = await this.heldClaims(opts.claims?.(existing.object) ?? [], key, existing.object);
+        const txn = await this.call('delete', key, () => this.deleteTxn(key, read.modRevision, held));
         if (txn.succeeded)
           return {
             object: withRevision(encodeWithCopy(updated).copy, txn.header.revision),
@@ -414,23 +433,58 @@ export class EtcdStorage implements Storage {
     }
   }
 
-  async delete<T extends StoredObject>(key: string, precondition?: (current: T) => void | Promise<void>): Promise<T> {
+  async delete<T extends StoredObject>(
+    key: string,
+    precondition?: (current: T) => void | Promise<void>,
+    opts: DeleteOptions<T> = {},
+  ): Promise<T> {
     let current = await this.readRaw(key);
     for (;;) {
       if (!current) throw new StorageError('KeyNotFound', key, `key not found: ${key}`);
       const read = current;
       const { plaintext, object } = await this.fromStorage<T>(key, read.value, read.modRevision);
       await precondition?.(object);
-      const txn = await this.call('delete', key, () =>
-        this.client
-          .if(key, 'Mod', '==', read.modRevision)
-          .then(this.client.delete().key(key))
-          .else(this.client.get(key))
-          .commit(),
-      );
+      const held = await this.heldClaims(opts.claims?.(object) ?? [], key, object);
+      const txn = await this.call('delete', key, () => this.deleteTxn(key, read.modRevision, held));
       if (txn.succeeded) return decode<T>(plaintext, txn.header.revision);
       current = rawFromElse(txn.responses);
     }
+  }
+
+  /**
+   * Deletes `key` if it still has `revision`, and with it the claims it holds if they are still as read; else
+   * answers the key's current value (rawFromElse).
+   */
+  private deleteTxn(key: string, revision: string, held: HeldClaim[]) {
+    const compare = this.client.if(key, 'Mod', '==', revision);
+    for (const claim of held) compare.and(claim.key, 'Mod', '==', claim.modRevision);
+    return compare
+      .then(this.client.delete().key(key), ...held.map((claim) => this.client.delete().key(claim.key)))
+      .else(this.client.get(key))
+      .commit();
+  }
+
+  /** Those of `claims` that name the object stored at `key` (its uid too), as read: the ones to delete with it. */
+  private async heldClaims(claims: string[], key: string, object: StoredObject): Promise<HeldClaim[]> {
+    const uid = uidOf(object);
+    const read = await Promise.all(claims.map(async (claim) => ({ claim, kv: await this.readRaw(claim) })));
+    return read.flatMap(({ claim, kv }) => {
+      const holder = kv && parseClaimValue(kv.value);
+      return holder?.key === key && holder.uid === uid ? [{ key: claim, modRevision: kv!.modRevision }] : [];
+    });
+  }
+
+  /**
+   * ClaimTakenError when the claim's value names an object that exists (the same key and uid); otherwise the claim is
+   * stale (its holder is gone, or it names nothing) and may be taken over.
+   */
+  private async checkHolderExists(claim: string, value: Buffer): Promise<void> {
+    const holder = parseClaimValue(value);
+    if (!holder) return;
+    const kv = await this.readRaw(holder.key);
+    if (!kv) return;
+    const { object } = await this.fromStorage<StoredObject>(holder.key, kv.value, kv.modRevision);
+    if (uidOf(object) === holder.uid) throw new ClaimTakenError(claim, holder);
   }
 
   async check(): Promise<void> {
@@ -600,11 +654,45 @@ function transformReason(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** The key read by the else branch's `index`th get. */
 function rawFromElse(
   responses: { response_range?: { kvs: { value: Buffer; mod_revision: string }[] } }[],
+  index = 0,
 ): RawKv | undefined {
-  const kv = responses[0]?.response_range?.kvs[0];
+  const kv = responses[index]?.response_range?.kvs[0];
   return kv ? { value: kv.value, modRevision: kv.mod_revision } : undefined;
+}
+
+/** A claim read back to be deleted with its holder: its key and mod revision. */
+interface HeldClaim {
+  key: string;
+  modRevision: string;
+}
+
+function keyExists(key: string): StorageError {
+  return new StorageError('KeyExists', key, `key exists: ${key}`);
+}
+
+/** An object's metadata.uid (StoredObject does not declare it: not every stored value has one). */
+function uidOf(obj: StoredObject): string {
+  const uid = (obj.metadata as { uid?: unknown }).uid;
+  return typeof uid === 'string' ? uid : '';
+}
+
+function claimValue(holder: ClaimHolder): string {
+  return JSON.stringify({ key: holder.key, uid: holder.uid });
+}
+
+/** The holder a claim's value names; undefined when it names none (not the JSON a claim is): stale. */
+function parseClaimValue(value: Buffer): ClaimHolder | undefined {
+  try {
+    const holder = JSON.parse(value.toString()) as Partial<ClaimHolder>;
+    if (typeof holder?.key === 'string' && typeof holder.uid === 'string' && holder.uid)
+      return { key: holder.key, uid: holder.uid };
+  } catch {
+    // Not JSON: names nothing.
+  }
+  return undefined;
 }
 
 /** JSON.parse's message quotes the value: say only where. */

@@ -21,7 +21,9 @@ export type StorageErrorCode =
   /** The revision asked for is newer than etcd's current revision. */
   | 'FutureRevision'
   /** The stored value cannot be read or written by this server (encryption at rest: no key for it, or tampered). */
-  | 'Internal';
+  | 'Internal'
+  /** A create's claim (CreateOptions.claims) is held by another object that exists: ClaimTakenError names it. */
+  | 'ClaimTaken';
 
 export class StorageError extends Error {
   constructor(
@@ -33,6 +35,29 @@ export class StorageError extends Error {
   ) {
     super(message);
     this.name = 'StorageError';
+  }
+}
+
+/**
+ * The value of a claim: the object that holds it, by its key and uid. A claim is a key of its own that at most one
+ * object holds at a time (e.g. the one VirtualClusterInstance that manages a virtual cluster): written in the
+ * transaction that creates the object, deleted in the one that deletes it. A claim whose holder no longer exists
+ * (no object at that key, or one of another uid: left by a crash, or by a server that did not keep claims) is taken
+ * over by the next create that asks for it. Claims are bookkeeping, stored plain.
+ */
+export interface ClaimHolder {
+  key: string;
+  uid: string;
+}
+
+/** The claim `key` is held by `holder`, an object that exists. */
+export class ClaimTakenError extends StorageError {
+  constructor(
+    key: string,
+    readonly holder: ClaimHolder,
+  ) {
+    super('ClaimTaken', key, `claim ${key} is held by ${holder.key}`);
+    this.name = 'ClaimTakenError';
   }
 }
 
@@ -112,11 +137,23 @@ export interface UpdateOptions<T> {
    * object, and a tryUpdate that throws, or finds nothing to write, runs again on a fresh read before that counts.
    */
   cached?: T;
+  /** The claims of the stored object (see ClaimHolder): those it holds are deleted with it when deleteInstead says so. */
+  claims?: (current: T) => string[];
 }
 
 export interface CreateOptions {
   /** Answer as if the object had been stored, without a resourceVersion, writing nothing; KeyExists still holds. */
   dryRun?: boolean;
+  /**
+   * Keys the object claims (see ClaimHolder), written with it in one transaction naming its key and
+   * `metadata.uid`: ClaimTakenError when an object that exists holds one (a dry run checks the same).
+   */
+  claims?: string[];
+}
+
+export interface DeleteOptions<T> {
+  /** The claims of the stored object (see ClaimHolder): those it holds are deleted with it. */
+  claims?: (current: T) => string[];
 }
 
 export interface UpdateResult<T> {
@@ -137,7 +174,7 @@ export interface StoredValue {
 }
 
 export interface Storage {
-  /** Stores a new object; StorageError KeyExists when the key is taken. */
+  /** Stores a new object; StorageError KeyExists when the key is taken, ClaimTakenError when a claim is. */
   create<T extends StoredObject>(key: string, obj: T, opts?: CreateOptions): Promise<T>;
 
   get<T extends StoredObject>(key: string): Promise<T | undefined>;
@@ -160,7 +197,11 @@ export interface Storage {
    * Deletes the object if `precondition` (run on each fresh read) does not throw, compare-and-swap on the read
    * revision. Returns the last stored state with the deletion's revision as resourceVersion.
    */
-  delete<T extends StoredObject>(key: string, precondition?: (current: T) => void | Promise<void>): Promise<T>;
+  delete<T extends StoredObject>(
+    key: string,
+    precondition?: (current: T) => void | Promise<void>,
+    opts?: DeleteOptions<T>,
+  ): Promise<T>;
 
   /** One page of the objects under `prefix`, optionally at an older revision; StorageError Compacted if it is gone. */
   listPage<T extends StoredObject>(prefix: string, opts: PageOptions): Promise<Page<T>>;

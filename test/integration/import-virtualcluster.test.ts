@@ -1,6 +1,8 @@
 /**
  * ProjectImportVirtualCluster: POST .../projects/<project>/importvirtualcluster makes a VirtualClusterInstance in
  * p-<project>, owned as asked, pointing at the source; every refusal a Status naming what is wrong, nothing stored.
+ * bob and carol may get every virtual cluster's connection Secret in the host cluster, which importing needs
+ * outside system:masters (that check, and imports that race, are virtualcluster-claims.test.ts's).
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
@@ -12,25 +14,45 @@ import {
   uniq,
 } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient } from '../support/http.js';
+import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
 
 const importPath = (project: string) => `${PROJECTS}/${project}/importvirtualcluster`;
 const vcisIn = (project: string) => `${GROUP_PATH}/namespaces/p-${project}/virtualclusterinstances`;
 
+let host: HostClusterStandIn;
 let ts: TestServer;
 let root: HttpClient;
 let bob: HttpClient;
 let carol: HttpClient;
 
 beforeAll(async () => {
-  const server = await startTestServerWithUsers({ root: ['system:masters'], bob: ['platform:team:dev'], carol: [] });
+  host = await startHostCluster();
+  const server = await startTestServerWithUsers(
+    { root: ['system:masters'], bob: ['platform:team:dev'], carol: [] },
+    { kubeconfig: host.kubeconfigPath },
+  );
   ({ root, bob, carol } = server.as);
   ts = server;
+  host.put({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: 'read-secrets' },
+    rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }],
+  });
+  host.put({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: 'tenants-read-secrets' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'read-secrets' },
+    subjects: ['bob', 'carol'].map((name) => ({ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name })),
+  });
 }, 120_000);
 
 afterAll(async () => {
   await ts?.stop();
+  await host?.stop();
 }, 60_000);
 
 /** A project allowing every Cluster, unless `spec` says otherwise. */
@@ -42,6 +64,8 @@ async function createProject(spec: Record<string, unknown> = {}): Promise<any> {
     spec: { allowedClusters: [{ name: '*' }], ...spec },
   });
   expect(res.status).toBe(201);
+  // The project's namespace, which the platform makes in the host cluster.
+  host.addNamespace(`p-${res.body.metadata.name}`);
   return res.body;
 }
 

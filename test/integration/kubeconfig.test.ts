@@ -285,16 +285,20 @@ describe('finding the instance without a namespace', () => {
     host.addNamespace(ns1);
     host.addNamespace(ns2);
     await createInstance(ns1, name);
-    await root.post(vcis(ns2), {
+    // Another virtual cluster of the same name, in another host namespace (one instance per virtual cluster).
+    const otherNamespace = `vcluster-other-${name}`;
+    host.addSecret(otherNamespace, `vc-${name}`, { config: vcluster.kubeconfigText() });
+    const other = await root.post(vcis(ns2), {
       apiVersion: API_VERSION,
       kind: 'VirtualClusterInstance',
       metadata: { name },
       spec: {
         owner: { user: 'bob' },
-        clusterRef: { cluster: 'eu-1', namespace: `vcluster-${name}`, virtualCluster: name },
+        clusterRef: { cluster: 'eu-1', namespace: otherNamespace, virtualCluster: name },
         ingressEndpoint: 'https://other.example.com',
       },
     });
+    expect(other.status).toBe(201);
 
     const res = await root.get(anyNamespacePath(name));
     expect(res.status).toBe(409);

@@ -1,10 +1,13 @@
-/** Storage's own operations against a real etcd: dry runs that write nothing, and a raw value's guaranteed update. */
-import { afterAll, beforeAll, expect, test } from '@jest/globals';
+/**
+ * Storage's own operations against a real etcd: dry runs that write nothing, a raw value's guaranteed update, and
+ * claims (written and deleted with their object, taken over when their holder is gone).
+ */
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { Etcd3 } from 'etcd3';
 import { identityTransformer } from '../../src/storage/encryption/transformer.js';
 import { EtcdStorage } from '../../src/storage/etcd.js';
-import { StorageError, type StoredObject } from '../../src/storage/interface.js';
+import { ClaimTakenError, StorageError, type StoredObject } from '../../src/storage/interface.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
 
 let etcd: TestEtcd;
@@ -118,4 +121,79 @@ test('a raw value is created when absent, updated by compare-and-swap, and left 
   const same = await storage.guaranteedUpdateValue(k, identityTransformer, (current) => current!.value);
   expect(same.written).toBe(false);
   expect((await storage.getValue(k, identityTransformer))?.revision).toBe(same.revision);
+});
+
+describe('claims', () => {
+  const withUid = (uid: string): StoredObject => ({ metadata: { name: 'a', uid } as StoredObject['metadata'] });
+  const claimKey = () => `/test-${randomUUID()}/claims/group/things/one`;
+  const holderOf = async (claim: string) => {
+    const value = await raw.get(claim).string();
+    return value === null ? undefined : JSON.parse(value);
+  };
+
+  test('written with the object, naming its key and uid; a second object claiming it is ClaimTakenError naming the first, and not written', async () => {
+    const claim = claimKey();
+    const [first, second] = [key(), key()];
+    await storage.create(first, withUid('u1'), { claims: [claim] });
+    expect(await holderOf(claim)).toEqual({ key: first, uid: 'u1' });
+    for (const dryRun of [true, false]) {
+      const err = await storage.create(second, withUid('u2'), { claims: [claim], dryRun }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ClaimTakenError);
+      expect(err).toMatchObject({ code: 'ClaimTaken', key: claim, holder: { key: first, uid: 'u1' } });
+    }
+    expect(await raw.get(second).string()).toBeNull();
+    expect(await holderOf(claim)).toEqual({ key: first, uid: 'u1' });
+  });
+
+  test('a taken key is KeyExists before any claim, and writes no claim', async () => {
+    const k = key();
+    await storage.create(k, withUid('u1'));
+    const claim = claimKey();
+    const err = await storage.create(k, withUid('u2'), { claims: [claim] }).catch((e: unknown) => e);
+    expect((err as StorageError).code).toBe('KeyExists');
+    expect(await raw.get(claim).string()).toBeNull();
+  });
+
+  test('deleted with its holder, by delete and by an update that deletes instead; never one another object holds', async () => {
+    const claim = claimKey();
+    const k = key();
+    await storage.create(k, withUid('u1'), { claims: [claim] });
+    await storage.delete(k, undefined, { claims: () => [claim] });
+    expect(await raw.get(claim).string()).toBeNull();
+
+    await storage.create(k, withUid('u2'), { claims: [claim] });
+    const res = await storage.guaranteedUpdate<StoredObject>(k, (o) => o, {
+      deleteInstead: () => true,
+      claims: () => [claim],
+    });
+    expect(res.deleted).toBe(true);
+    expect(await raw.get(claim).string()).toBeNull();
+
+    // An object that does not hold the claim (one stored without it) leaves it to its holder.
+    const holder = key();
+    const other = key();
+    await storage.create(holder, withUid('u3'), { claims: [claim] });
+    await storage.create(other, withUid('u4'));
+    await storage.delete(other, undefined, { claims: () => [claim] });
+    expect(await holderOf(claim)).toEqual({ key: holder, uid: 'u3' });
+  });
+
+  test('a claim whose holder is gone, or of another uid, or that names nothing, is taken over', async () => {
+    const gone = key();
+    const replaced = key();
+    await storage.create(replaced, withUid('new'));
+    for (const value of [
+      JSON.stringify({ key: gone, uid: 'u1' }),
+      JSON.stringify({ key: replaced, uid: 'old' }),
+      'not a claim',
+    ]) {
+      const claim = claimKey();
+      await raw.put(claim).value(value);
+      const k = key();
+      await storage.create(k, withUid('mine'), { claims: [claim], dryRun: true });
+      expect(await raw.get(claim).string()).toBe(value);
+      await storage.create(k, withUid('mine'), { claims: [claim] });
+      expect(await holderOf(claim)).toEqual({ key: k, uid: 'mine' });
+    }
+  });
 });

@@ -208,7 +208,8 @@ describe("a VirtualClusterInstance's transition rule: spec.clusterRef is immutab
       apiVersion: API_VERSION,
       kind: 'VirtualClusterInstance',
       metadata: { name },
-      spec: { clusterRef: { cluster: 'eu', namespace: 'vc-a', virtualCluster: 'a' } },
+      // A virtual cluster of its own: one instance per virtual cluster, system:masters' too.
+      spec: { clusterRef: { cluster: 'eu', namespace: 'vc-a', virtualCluster: name } },
     });
     expect(res.status).toBe(201);
     return res.body;

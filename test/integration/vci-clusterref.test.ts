@@ -3,8 +3,8 @@
  * hands out. Tenants are adversaries here: bob and carol each have a project and a virtual cluster of their own.
  * clusterRef is fixed once created, on every update path, for everyone (`field is immutable`); and a create by
  * anyone but system:masters passes the import's checks (the project of its namespace, a Cluster the caller may
- * get, not imported yet, whatever Cluster names it), dry run and server-side apply included. Every refusal leaves
- * stored data as it was.
+ * get, a virtual cluster the caller has already (get on its connection Secret in the host), not imported yet,
+ * whatever Cluster names it), dry run and server-side apply included. Every refusal leaves stored data as it was.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
@@ -22,7 +22,7 @@ import {
   virtualClusterInstancesPath as vcis,
 } from '../support/fixtures.js';
 import type { HttpClient } from '../support/http.js';
-import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
+import { grantConnectionSecret, startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 
 const vciPath = (ns: string, name: string) => `${vcis(ns)}/${name}`;
@@ -138,6 +138,7 @@ async function importOwn(
   host.addSecret(ref.namespace, `vc-${name}`, {
     config: (owner === 'bob' ? bobsCluster : carolsCluster).kubeconfigText(),
   });
+  grantConnectionSecret(host, ref.namespace, name, [owner]);
   const res = await client.post(`${PROJECTS}/${project}/importvirtualcluster`, {
     sourceVirtualCluster: { name, namespace: ref.namespace, cluster: on },
   });
@@ -295,17 +296,26 @@ describe('a create by anyone but system:masters passes the import checks', () =>
     spec: { clusterRef: ref, ingressEndpoint: `https://${name}.example.com` },
   });
 
-  test("dave cannot create an instance pointing at carol's imported virtual cluster: 409 that names nothing of hers, in his project", async () => {
+  test("dave cannot create an instance pointing at carol's imported virtual cluster: 403 without her Secret, 409 with it, naming nothing of hers", async () => {
     const carols = await importOwn('carol', carol);
     const project = await createProject('dave');
     const ns = `p-${project}`;
     const name = uniq('steal');
     carolsCluster.resetCounts();
-    for (const res of [
+    const attempts = async () => [
       await dave.post(vcis(ns), instance(name, carols.ref)),
       await dave.post(`${vcis(ns)}?dryRun=All`, instance(name, carols.ref)),
       await dave.patch(`${vciPath(ns, name)}?fieldManager=dave`, instance(name, carols.ref), APPLY),
-    ]) {
+    ];
+    for (const res of await attempts()) {
+      expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 403, reason: 'Forbidden' });
+      expect(res.body.message).toBe(
+        `virtualclusterinstances.management.platform.sh "${name}" is forbidden: User "dave" cannot import virtual cluster ${carols.ref.namespace}/${carols.name}: it may not get its connection Secret ${carols.ref.namespace}/vc-${carols.name} in the host cluster, and a virtual cluster is imported only by someone who has it already`,
+      );
+    }
+    // Even someone who may get it makes no second instance of it.
+    grantConnectionSecret(host, carols.ref.namespace, carols.name, ['carol', 'dave']);
+    for (const res of await attempts()) {
       expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 409, reason: 'Conflict' });
       expect(res.body.message).toBe(
         `Operation cannot be fulfilled on virtualclusterinstances.management.platform.sh "${name}": virtual cluster ${carols.ref.namespace}/${carols.name} is already imported by another VirtualClusterInstance`,
@@ -383,6 +393,7 @@ describe('a create by anyone but system:masters passes the import checks', () =>
     const ns = `p-${await createProject('dave', { allowedClusters: [{ name: cluster }] })}`;
     const name = uniq('vc');
     const ref = { cluster, namespace: `vcluster-${name}`, virtualCluster: name };
+    grantConnectionSecret(host, ref.namespace, name, ['dave']);
     const dry = await dave.post(`${vcis(ns)}?dryRun=All`, instance(name, ref));
     expect(dry.status).toBe(201);
     expect((await root.get(vciPath(ns, name))).status).toBe(404);
@@ -418,6 +429,9 @@ describe('one virtual cluster, whatever Cluster names it; and only from a Cluste
   test("mallory cannot import carol's virtual cluster by naming another Cluster her project allows: 409, nothing stored, nothing signed", async () => {
     const c2 = await createCluster();
     const carols = await importOwn('carol', carol, c2);
+    // Even were mallory and dave allowed to get its connection Secret (without it they get 403:
+    // virtualcluster-claims.test.ts), it stays one virtual cluster with one instance.
+    grantConnectionSecret(host, carols.ref.namespace, carols.name, ['carol', 'mallory', 'dave']);
     // The one host cluster is reached whatever the Cluster: this names carol's virtual cluster just the same.
     const c1 = await createCluster({ owner: { user: 'mallory' }, access: [] });
     const project = await createProject('mallory', { allowedClusters: [{ name: c1 }] });
@@ -477,13 +491,16 @@ describe('one virtual cluster, whatever Cluster names it; and only from a Cluste
     expect((await root.get(vcis(`p-${project}`))).body.items).toEqual([]);
     expect((await root.get(vcis(erins))).body.items).toEqual([]);
 
-    // An access entry granting get on the Cluster, or owning it, lets them import from it.
+    // An access entry granting get on the Cluster, or owning it, lets them import from it (a virtual cluster they have).
     const grant = { spec: { access: [{ verbs: ['get'], users: ['mallory', 'erin'] }] } };
     expect((await root.patch(`${CLUSTERS_PATH}/${nobodys}`, grant, MERGE_PATCH)).status).toBe(200);
+    grantConnectionSecret(host, source.namespace, name, ['mallory']);
     expect((await importInto(mallory, project, source)).status).toBe(201);
     const owned = await createCluster({ owner: { user: 'erin' }, access: [] });
+    const erinsVc = uniq('vc');
+    grantConnectionSecret(host, ref.namespace, erinsVc, ['erin']);
     expect(
-      (await erin.post(vcis(erins), instance(name, { ...ref, cluster: owned, virtualCluster: uniq('vc') }))).status,
+      (await erin.post(vcis(erins), instance(name, { ...ref, cluster: owned, virtualCluster: erinsVc }))).status,
     ).toBe(201);
   });
 
@@ -502,6 +519,7 @@ describe('one virtual cluster, whatever Cluster names it; and only from a Cluste
       );
     }
     expect((await root.get(vciPath(ns, name))).status).toBe(404);
+    grantConnectionSecret(host, ref.namespace, name, ['dave']);
     expect((await dave.post(vcis(ns), instance(name, ref, { owner: { user: 'dave' } }))).status).toBe(201);
   });
 });

@@ -111,6 +111,33 @@ export interface HostClusterStandIn {
   stop(): Promise<void>;
 }
 
+/**
+ * A Role and RoleBinding in `namespace` that let `users` get the Secret `vc-<virtualCluster>` there: the virtual
+ * cluster's connection, which a tenant must be allowed to get to import the virtual cluster. Replaces an earlier
+ * grant of the same Secret.
+ */
+export function grantConnectionSecret(
+  host: HostClusterStandIn,
+  namespace: string,
+  virtualCluster: string,
+  users: string[],
+): void {
+  const name = `get-vc-${virtualCluster}`;
+  host.put({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: { name, namespace },
+    rules: [{ apiGroups: [''], resources: ['secrets'], resourceNames: [`vc-${virtualCluster}`], verbs: ['get'] }],
+  });
+  host.put({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name, namespace },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+    subjects: users.map((user) => ({ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user })),
+  });
+}
+
 export async function startHostCluster(opts: HostClusterOptions = {}): Promise<HostClusterStandIn> {
   const dir = mkdtempSync(join(tmpdir(), 'host-cluster-'));
   const pki = await ensureServingCertificate({ certDir: join(dir, 'certs'), hosts: [] });

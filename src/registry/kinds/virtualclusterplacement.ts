@@ -2,13 +2,19 @@
  * Where a new VirtualClusterInstance may point. Its clusterRef decides which virtual cluster signs the kube configs
  * it hands out, so the import action and a create by anyone but system:masters make the same checks: the caller
  * may `get` the Cluster (its owner, an access entry, or RBAC grants it), the Cluster exists, is usable and is not
- * being deleted, the project allows it, and no other instance already manages that virtual cluster. (clusterRef
- * cannot change afterwards: virtualclusterinstance.ts.)
+ * being deleted, the project allows it, the caller has the virtual cluster already (checkCallerHasVirtualCluster),
+ * and no other instance already manages that virtual cluster. (clusterRef cannot change afterwards:
+ * virtualclusterinstance.ts.) The last is also what every instance holds, system:masters' too: a claim on its
+ * virtual cluster, kept by storage beside the instance and written in the transaction that creates it, so that
+ * concurrent imports and creates cannot both win (virtualClusterClaims). Instances stored before claims existed hold
+ * none: the list check (checkNotImported) still finds those, and gives the 409 before any write.
  *
  * "That virtual cluster" is what the server really reaches: kube configs are signed through the Secret
  * `vc-<virtual cluster>` in the namespace clusterRef.namespace of the one host cluster (actions/kubeconfig.ts),
  * whatever clusterRef.cluster says; so two instances with the same namespace and name are the same virtual
- * cluster even when they name different Clusters.
+ * cluster even when they name different Clusters (virtualClusterIdentity), and whether the caller has it is asked
+ * of the host cluster. An instance without clusterRef.namespace reaches no virtual cluster (no kube config can be
+ * made for it): it claims none and needs no review.
  */
 import { decoded } from '../../apimachinery/encoded.js';
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
@@ -16,7 +22,7 @@ import { GROUP_NAME } from '../../apimachinery/group.js';
 import * as errors from '../../apimachinery/status.js';
 import type { GroupResource, KubeObject } from '../../apimachinery/types.js';
 import { isMaster, type UserInfo } from '../../apimachinery/user.js';
-import type { Caller, StoreLookup, StoredObjects } from '../strategy.js';
+import type { AdmitContext, Caller, ClaimHolderRef, ReviewingCluster, Strategy, StoredObjects } from '../strategy.js';
 import { ownerGivenAway } from '../../access/validation.js';
 import { ALL_CLUSTERS, allowedClusters, namespaceProject } from './project.js';
 
@@ -31,6 +37,23 @@ export interface VirtualClusterRef {
   namespace?: string;
   /** Its name there (an instance's clusterRef.virtualCluster, else the instance's own name). */
   virtualCluster: string;
+}
+
+/** The Secret that holds a virtual cluster's connection in its host namespace, by vcluster's convention. */
+export const connectionSecretName = (virtualCluster: string) => `vc-${virtualCluster}`;
+
+/** The virtual cluster an instance points at. */
+export function instanceRef(obj: KubeObject): VirtualClusterRef {
+  const r = obj.spec?.clusterRef ?? {};
+  return { cluster: r.cluster, namespace: r.namespace, virtualCluster: r.virtualCluster || obj.metadata.name };
+}
+
+/**
+ * Which virtual cluster `ref` is, as the server reaches it: its namespace and name in the one host cluster,
+ * whatever Cluster it names (see the top); undefined without a namespace (it reaches none). The instances' claim.
+ */
+export function virtualClusterIdentity(ref: VirtualClusterRef): string | undefined {
+  return ref.namespace ? `${ref.namespace}/${ref.virtualCluster}` : undefined;
 }
 
 /**
@@ -94,39 +117,117 @@ async function clusterRefused(name: string, at: Path, { user, authorize }: Calle
 }
 
 /**
- * One virtual cluster is managed by one instance: 409 when another already points at `ref`. The other instance
- * is named to system:masters only: others are not told of objects in projects they may not see (as kube says
- * "provided port is already allocated" without naming the Service holding it).
+ * Outside system:masters (and the server's own writes), importing a virtual cluster (or creating an instance of one)
+ * needs proof that the caller has it already: that it may get the virtual cluster's connection Secret in its
+ * namespace, the credential the server signs its kube configs with. Asked of `cluster`, the cluster the virtual
+ * cluster runs in (see the top), with a SubjectAccessReview as the caller (name, uid, groups, extra). 403 when it may
+ * not, or when there is no cluster to ask; 503 when the cluster cannot answer. Asked before anything that would tell
+ * whether the virtual cluster is imported, so that someone without it learns nothing of it.
+ */
+export async function checkCallerHasVirtualCluster(
+  cluster: ReviewingCluster | undefined,
+  ref: VirtualClusterRef,
+  { user }: Caller,
+  refused: { gr: GroupResource; name: string },
+): Promise<void> {
+  if (!user || isMaster(user) || !ref.namespace) return;
+  const secret = connectionSecretName(ref.virtualCluster);
+  const where = `${ref.namespace}/${secret}`;
+  const cannot = `User ${JSON.stringify(user.name)} cannot import virtual cluster ${ref.namespace}/${ref.virtualCluster}`;
+  const rule = 'a virtual cluster is imported only by someone who has it already';
+  if (!cluster)
+    throw errors.forbidden(
+      refused.gr,
+      refused.name,
+      `${cannot}: no host cluster is configured (--kubeconfig, or in-cluster), so whether it may get its connection Secret ${where} cannot be asked; outside system:masters ${rule}`,
+    );
+  let review;
+  try {
+    review = await cluster.subjectAccessReview({
+      user,
+      verb: 'get',
+      isResourceRequest: true,
+      path: `/api/v1/namespaces/${ref.namespace}/secrets/${secret}`,
+      apiGroup: '',
+      apiVersion: 'v1',
+      namespace: ref.namespace,
+      resource: 'secrets',
+      subresource: '',
+      name: secret,
+    });
+  } catch (err) {
+    throw errors.serviceUnavailable(
+      `the host cluster cannot tell whether User ${JSON.stringify(user.name)} may get Secret ${where} (a SubjectAccessReview, which importing a virtual cluster needs): ${(err as Error).message}`,
+    );
+  }
+  // As kube's webhook authorizer: an answer both allowing and denying is a deny.
+  if (review.allowed && !review.denied) return;
+  throw errors.forbidden(
+    refused.gr,
+    refused.name,
+    `${cannot}: it may not get its connection Secret ${where} in the host cluster, and ${rule}`,
+  );
+}
+
+/**
+ * One virtual cluster is managed by one instance: 409 when another already points at `ref`. The claims make this
+ * hold under concurrency; this list finds instances stored before claims existed, and answers before any write.
  */
 export async function checkNotImported(
   instances: StoredObjects,
   ref: VirtualClusterRef,
   conflict: { gr: GroupResource; name: string; user: UserInfo | undefined },
 ): Promise<void> {
-  // Not the Cluster: the one host cluster is reached whatever it says (see the top).
-  const same = (o: KubeObject) => {
-    const r = o.spec?.clusterRef ?? {};
-    return r.namespace === ref.namespace && (r.virtualCluster || o.metadata.name) === ref.virtualCluster;
-  };
+  const identity = virtualClusterIdentity(ref);
+  if (!identity) return;
+  const same = (o: KubeObject) => virtualClusterIdentity(instanceRef(o)) === identity;
   const found = (await instances.list(undefined, { predicate: { matches: same, empty: false } })).items[0];
   if (!found) return;
-  const existing = decoded(found);
-  const which = isMaster(conflict.user)
-    ? ` as VirtualClusterInstance ${existing.metadata.namespace}/${existing.metadata.name}`
+  const { namespace, name = '' } = decoded(found).metadata;
+  throw alreadyImported(conflict.gr, conflict.name, ref, { namespace, name }, conflict.user);
+}
+
+/**
+ * The 409 for an import or create of a virtual cluster that `holder` manages. The holder is named to system:masters
+ * only: others are not told of objects in projects they may not see (as kube says "provided port is already
+ * allocated" without naming the Service holding it).
+ */
+function alreadyImported(
+  gr: GroupResource,
+  name: string,
+  ref: VirtualClusterRef,
+  holder: ClaimHolderRef,
+  user: UserInfo | undefined,
+): Error {
+  const which = isMaster(user)
+    ? ` as VirtualClusterInstance ${holder.namespace}/${holder.name}`
     : ' by another VirtualClusterInstance';
-  throw errors.conflict(
-    conflict.gr,
-    conflict.name,
+  return errors.conflict(
+    gr,
+    name,
     `virtual cluster ${ref.namespace}/${ref.virtualCluster} is already imported${which}`,
   );
 }
+
+/** VirtualClusterInstance's claims: the virtual cluster it manages (see the top). */
+export const virtualClusterClaims: NonNullable<Strategy['claims']> = {
+  of(obj) {
+    const identity = virtualClusterIdentity(instanceRef(obj));
+    return identity ? [identity] : [];
+  },
+  taken: (obj, holder, user) => alreadyImported(instanceGR, obj.metadata.name ?? '', instanceRef(obj), holder, user),
+};
 
 /**
  * VirtualClusterInstance's admitCreate: a create by anyone but system:masters (or the server itself) passes the
  * import's checks, in the project whose namespace p-<project> it is created in, and is owned by its creator or
  * a team of the creator's (src/access/validation.ts ownerGivenAway).
  */
-export async function admitVirtualClusterInstance(obj: KubeObject, caller: Caller, stores: StoreLookup): Promise<void> {
+export async function admitVirtualClusterInstance(
+  obj: KubeObject,
+  caller: Caller,
+  { stores, hostCluster }: AdmitContext,
+): Promise<void> {
   const { user } = caller;
   if (!user || isMaster(user)) return;
   const store = (resource: string) => stores(GROUP_NAME, VERSION, resource)!;
@@ -139,7 +240,7 @@ export async function admitVirtualClusterInstance(obj: KubeObject, caller: Calle
       `User ${JSON.stringify(user.name)} cannot create this VirtualClusterInstance: ${givenAway}`,
     );
   const project = await projectOfNamespace(store('projects'), obj.metadata.namespace ?? '', name);
-  const ref = obj.spec.clusterRef;
+  const ref = instanceRef(obj);
   const errs = await clusterErrors(
     store('clusters'),
     project,
@@ -148,11 +249,8 @@ export async function admitVirtualClusterInstance(obj: KubeObject, caller: Calle
     caller,
   );
   if (errs.length) throw errors.invalid(instanceGK, name, errs);
-  await checkNotImported(
-    store('virtualclusterinstances'),
-    { cluster: ref.cluster, namespace: ref.namespace, virtualCluster: ref.virtualCluster || name },
-    { gr: instanceGR, name, user },
-  );
+  await checkCallerHasVirtualCluster(hostCluster, ref, caller, { gr: instanceGR, name });
+  await checkNotImported(store('virtualclusterinstances'), ref, { gr: instanceGR, name, user });
 }
 
 /** The Project whose namespace `namespace` is; 422 on metadata.namespace when there is none. */
