@@ -65,13 +65,16 @@ export interface Config {
   /** Watches without timeoutSeconds end after a random time between this and twice this (seconds). */
   minRequestTimeoutSeconds: number;
   /**
-   * Connection bounds, fixed in kube-apiserver too (no flags): how long the TLS handshake and each request's headers
-   * may take, how long a keep-alive connection may wait for its next request, and how many connections may be open
-   * that have not had a request authenticated (see src/http/connections.ts).
+   * Connection bounds, without flags (kube-apiserver fixes those it has too): how long the TLS handshake and each request's headers
+   * may take, how long a connection may wait after its handshake before it sends the first byte of a request, how
+   * long a keep-alive connection may wait for its next request, and how many connections may be open that have not
+   * had a request authenticated, in all and from one source address (see src/http/connections.ts).
    */
   readHeaderTimeoutMs: number;
+  firstByteTimeoutMs: number;
   idleTimeoutMs: number;
   maxUnauthenticatedConnections: number;
+  maxUnauthenticatedConnectionsPerSource: number;
   /** After SIGTERM, /readyz fails at once but requests are still served this long before the listener closes. */
   shutdownDelayMs: number;
   /** Do not read the front proxy's settings from kube-system/extension-apiserver-authentication. */
@@ -540,6 +543,13 @@ export function defaultConfig(): Config {
     // No kube equivalent: far more than clients that authenticate at once have open, and few enough that a flood's
     // sockets and TLS buffers stay small until the header deadline frees them.
     maxUnauthenticatedConnections: 500,
+    // No kube equivalent either. A tenth of the bound: one source cannot take it all, and far more than one client
+    // handshakes at once (kube-apiserver's connections count only until their handshake, where they present the
+    // front proxy's certificate).
+    maxUnauthenticatedConnectionsPerSource: 50,
+    // No kube equivalent: clients send their request as soon as the handshake is done; a connection that does not
+    // is what a flood holds longest.
+    firstByteTimeoutMs: 10_000,
     verbosity: 0,
     authorizationAlwaysAllowPaths: ['/healthz', '/readyz', '/livez'],
     auditLogMaxSizeBytes: 100 * 1024 * 1024,

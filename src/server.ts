@@ -199,8 +199,10 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     let boundPort = config.securePort;
     const connectionLimits: ConnectionLimits = {
       headerTimeoutMs: config.readHeaderTimeoutMs,
+      firstByteTimeoutMs: config.firstByteTimeoutMs,
       idleTimeoutMs: config.idleTimeoutMs,
       maxUnauthenticated: config.maxUnauthenticatedConnections,
+      maxUnauthenticatedPerSource: config.maxUnauthenticatedConnectionsPerSource,
     };
     const connections = new ConnectionGuard(connectionLimits, log);
     const app = createApp({

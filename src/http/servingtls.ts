@@ -2,7 +2,9 @@
  * The HTTPS server's TLS settings, kept current as kube's DynamicServingCertificateController keeps its
  * tls.Config (GetConfigForClient): when the serving certificate or a client CA bundle changes, the server gets a new
  * secure context (server.setSecureContext), which every new connection uses; connections already open keep theirs.
- * Client certificates are asked for, not required: the authenticators check them against the CAs in force.
+ * Client certificates are asked for, not required: the authenticators check them against the CAs in force. TLS
+ * verifies them against those CAs alone (never Node's default roots, also while there are none yet), so that a
+ * connection's `authorized` means what ConnectionGuard takes it for.
  */
 import type { Server, ServerOptions } from 'node:https';
 import type { Logger } from '../log.js';
@@ -48,6 +50,7 @@ export class ServingTls {
   private context(): ServerOptions {
     const { cert, key } = this.pair.current();
     const ca = this.clientCas.bundles.current();
-    return { cert, key, ...(ca.length ? { ca } : {}) };
+    // Without `ca`, Node would verify client certificates against the public roots it knows.
+    return { cert, key, ...(this.clientCas.asked ? { ca } : {}) };
   }
 }

@@ -1,15 +1,19 @@
 /**
  * Connection bounds, with real sockets: clients that never finish the TLS handshake, send their headers slowly, send
- * nothing, or keep an idle connection are closed by the server within its header deadline or idle timeout; a flood
- * of connections that never authenticate is held to a bound while authenticated clients are served; and a watch is
- * never cut by any of this. The bounds are shortened here so the test runs in seconds.
+ * nothing, or keep an idle connection are closed by the server within its header deadline, first-byte deadline or
+ * idle timeout; a flood of connections that never authenticate is held to a bound, and one source to its share of
+ * it, while other sources and authenticated clients are served; and a watch is never cut by any of this. The bounds
+ * are shortened here so the test runs in seconds. Sources are loopback addresses (on Linux all of 127/8 is local).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:https';
 import { Socket, connect as tcpConnect } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect, type ConnectionOptions, type TLSSocket } from 'node:tls';
+import { createLogger } from '../../src/log.js';
+import { makeCa, makeCert, type TestCert } from '../support/certs.js';
 import { createSecretAs, sharedSecretsPath, uniq } from '../support/fixtures.js';
 import { HttpClient } from '../support/http.js';
 import { startTestEtcd } from '../support/etcd.js';
@@ -75,7 +79,13 @@ async function expectEndedWithin(held: Held[], ms: number): Promise<void> {
   }
 }
 
-function openTls(ts: TestServer): Promise<Held> {
+/** Where a connection comes from (a loopback address), and the client certificate it presents. */
+interface From {
+  localAddress?: string;
+  cert?: TestCert;
+}
+
+function openTls(ts: TestServer, from: From = {}): Promise<Held> {
   const url = new URL(ts.server.url);
   return new Promise((resolve, reject) => {
     // allowHalfOpen is a net.Socket option tls.connect passes on; its types leave it out.
@@ -84,6 +94,8 @@ function openTls(ts: TestServer): Promise<Held> {
       port: Number(url.port),
       ca: ts.server.caPem,
       allowHalfOpen: true,
+      ...(from.localAddress && { localAddress: from.localAddress }),
+      ...(from.cert && { cert: from.cert.certPem, key: from.cert.keyPem }),
     };
     const socket: TLSSocket = tlsConnect(options, () => resolve(hold(socket)));
     socket.once('error', reject);
@@ -112,14 +124,31 @@ function trickle(held: Held, chunks: (i: number) => string | Buffer, everyMs: nu
 }
 
 /** Whether a new TLS connection completes its handshake, or is closed first. */
-function tryHandshake(ts: TestServer): Promise<'connected' | 'refused'> {
-  return openTls(ts).then(
+function tryHandshake(ts: TestServer, from: From = {}): Promise<'connected' | 'refused'> {
+  return openTls(ts, from).then(
     (held) => {
       held.socket.destroy();
       return 'connected' as const;
     },
     () => 'refused' as const,
   );
+}
+
+/** Writes a request on a held connection; resolves with the status line of its answer, or '' when it ends first. */
+function send(held: Held, request: string): Promise<string> {
+  const answers = () => held.received.match(/^HTTP\/1\.1 [^\r]*/gm) ?? [];
+  const before = answers().length;
+  return new Promise((resolve) => {
+    const check = () => {
+      const all = answers();
+      if (all.length === before && held.endedAfter === undefined) return;
+      for (const event of ['data', 'end', 'close']) held.socket.off(event, check);
+      resolve(all.length > before ? all[before] : '');
+    };
+    for (const event of ['data', 'end', 'close']) held.socket.on(event, check);
+    held.socket.write(request);
+    check();
+  });
 }
 
 describe('header deadline and idle timeout', () => {
@@ -204,34 +233,93 @@ describe('header deadline and idle timeout', () => {
 
 describe('connections that have not authenticated', () => {
   const MAX = 20;
+  const PER_SOURCE = 5;
+  /** Long enough for a test's flood to stand while the test looks at it; the header deadline is twice that. */
+  const FIRST_BYTE_TIMEOUT_MS = 4000;
+  const FRONT_PROXY_CA = makeCa('front-proxy-ca');
+  const FRONT_PROXY = makeCert({ commonName: 'front-proxy-client', issuer: FRONT_PROXY_CA });
+  /** A request as kube-apiserver's proxy sends it: the user is in its headers, believed for its certificate. */
+  const PROXIED = 'GET /apis HTTP/1.1\r\nHost: x\r\nX-Remote-User: proxied\r\nX-Remote-Group: system:masters\r\n\r\n';
   let ts: TestServer;
   let etcd: Awaited<ReturnType<typeof startTestEtcd>>;
+  let dir: string;
+  let adminToken: string;
   const held: Held[] = [];
+  const logs: any[] = [];
   beforeAll(async () => {
     etcd = await startTestEtcd();
-    ts = await startTestServer({ maxUnauthenticatedConnections: MAX, readHeaderTimeoutMs: 4000 }, etcd);
+    dir = mkdtempSync(join(tmpdir(), 'connections-'));
+    const requestheaderClientCaFile = join(dir, 'front-proxy-ca.crt');
+    writeFileSync(requestheaderClientCaFile, FRONT_PROXY_CA.certPem);
+    ts = await startTestServer(
+      {
+        maxUnauthenticatedConnections: MAX,
+        maxUnauthenticatedConnectionsPerSource: PER_SOURCE,
+        firstByteTimeoutMs: FIRST_BYTE_TIMEOUT_MS,
+        readHeaderTimeoutMs: 2 * FIRST_BYTE_TIMEOUT_MS,
+        requestheaderClientCaFile,
+        requestheaderAllowedNames: ['front-proxy-client'],
+      },
+      etcd,
+      createLogger((line) => logs.push(JSON.parse(line))),
+    );
+    adminToken = readFileSync(join(ts.config.dataDir, 'admin-token'), 'utf8').trim();
   }, 60_000);
-  afterAll(async () => {
+  afterEach(async () => {
     for (const h of held.splice(0)) h.socket.destroy();
+    await serverConnectionsAfter(ts, SLACK_MS);
+  });
+  afterAll(async () => {
     await ts?.stop();
     await etcd?.stop();
+    rmSync(dir, { recursive: true, force: true });
   }, 30_000);
 
-  test('beyond the bound new connections are closed at once, authenticated ones are served, and room comes back at the deadline', async () => {
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    const admin = new HttpClient(
-      ts.server.url,
-      ts.server.caPem!,
-      readFileSync(join(ts.config.dataDir, 'admin-token'), 'utf8').trim(),
-      { agent },
+  /** Each held connection was closed by the server without a word (not answered 408 at the header deadline). */
+  async function expectClosedUnanswered(connections: Held[]): Promise<void> {
+    await Promise.all(connections.map((h) => h.ended));
+    for (const h of connections) expect(h.received).toBe('');
+  }
+
+  test('one source cannot take the bound: past its share its connections are closed, and other sources (the admin) connect', async () => {
+    // More than the whole bound, from one address, at once.
+    const attempts = await Promise.all(
+      Array.from({ length: MAX + 5 }, () => openTls(ts, { localAddress: '127.0.0.2' }).catch(() => undefined)),
     );
+    const flood = attempts.filter((h): h is Held => h !== undefined);
+    held.push(...flood);
+
+    expect((await ts.admin.get('/apis')).status).toBe(200);
+    expect((await ts.anonymous.get('/healthz')).status).toBe(200);
+    expect(await tryHandshake(ts, { localAddress: '127.0.0.3' })).toBe('connected');
+    expect(flood).toHaveLength(PER_SOURCE);
+    expect(await tryHandshake(ts, { localAddress: '127.0.0.2' })).toBe('refused');
+    // The first refusal of this server (the first test), so the warning, at most one a minute, is about this one.
+    const warning = logs.find((l) => l.msg.startsWith('too many connections have not authenticated'));
+    expect(warning).toMatchObject({ level: 'warn', maxUnauthenticatedPerSource: PER_SOURCE, closedAtTotal: 0 });
+    expect(warning!.closedAtSourceShare).toBeGreaterThan(0);
+    expect(Object.keys(warning!.sources)).toEqual(['127.0.0.2']);
+
+    // Its connections say nothing, so the first-byte deadline frees its share.
+    await expectClosedUnanswered(flood);
+    expect(await tryHandshake(ts, { localAddress: '127.0.0.2' })).toBe('connected');
+  }, 60_000);
+
+  test('beyond the bound new connections are closed at once, authenticated ones are served, and room comes back', async () => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const admin = new HttpClient(ts.server.url, ts.server.caPem!, adminToken, { agent });
     try {
       // An authenticated keep-alive connection does not count against the bound.
       expect((await admin.get('/apis')).status).toBe(200);
 
-      const flood = await Promise.all(Array.from({ length: MAX }, () => openTls(ts)));
+      // The bound filled from four sources, each with its share.
+      const sources = ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5'];
+      const flood = await Promise.all(
+        sources.flatMap((localAddress) => Array.from({ length: PER_SOURCE }, () => openTls(ts, { localAddress }))),
+      );
+      expect(flood).toHaveLength(MAX);
       held.push(...flood);
-      for (let i = 0; i < 3; i++) expect(await tryHandshake(ts)).toBe('refused');
+      for (let i = 0; i < 3; i++) expect(await tryHandshake(ts, { localAddress: '127.0.0.6' })).toBe('refused');
       expect((await ts.anonymous.get('/healthz').catch((err: Error) => ({ status: err.message }))).status).not.toBe(
         200,
       );
@@ -240,14 +328,62 @@ describe('connections that have not authenticated', () => {
       expect((await admin.get('/apis')).status).toBe(200);
       expect((await admin.get(sharedSecretsPath('default'))).status).toBe(200);
 
-      // Once the header deadline closes the flood, new connections are accepted again.
-      await expectEndedWithin(flood, 4000 + SLACK_MS);
+      // Once the first-byte deadline closes the flood, new connections are accepted again.
+      await expectClosedUnanswered(flood);
       // Only the authenticated keep-alive connection is left.
       expect(await serverConnectionsAfter(ts, SLACK_MS, 1)).toBe(1);
-      expect(await tryHandshake(ts)).toBe('connected');
+      expect(await tryHandshake(ts, { localAddress: '127.0.0.6' })).toBe('connected');
       expect((await ts.admin.get('/apis')).status).toBe(200);
     } finally {
       agent.destroy();
     }
+  }, 60_000);
+
+  test("connections presenting the front proxy's verified certificate are not counted, nor closed for saying nothing", async () => {
+    // kube-apiserver's: more than the whole bound from one address, idle after their handshakes.
+    const proxied: Held[] = [];
+    for (let i = 0; i < MAX + 5; i++) {
+      const conn = await openTls(ts, { localAddress: '127.0.0.4', cert: FRONT_PROXY });
+      proxied.push(conn);
+      held.push(conn);
+    }
+    // Anonymous connections from that address still have their whole share.
+    const anonymous = await Promise.all(
+      Array.from({ length: PER_SOURCE }, () => openTls(ts, { localAddress: '127.0.0.4' })),
+    );
+    held.push(...anonymous);
+
+    // The anonymous ones, opened last, reach the first-byte deadline; the proxy's, opened first, are served on.
+    await expectClosedUnanswered(anonymous);
+    for (const h of proxied) expect(await send(h, PROXIED)).toBe('HTTP/1.1 200 OK');
+  }, 60_000);
+
+  test('a connection that sends nothing after its handshake is closed at the first-byte deadline, unanswered', async () => {
+    const quiet = await Promise.all(Array.from({ length: 3 }, () => openTls(ts, { localAddress: '127.0.0.5' })));
+    held.push(...quiet);
+    await expectClosedUnanswered(quiet);
+    expect(await serverConnectionsAfter(ts, SLACK_MS)).toBe(0);
+  }, 60_000);
+
+  test('a request begun before the first-byte deadline keeps the header deadline, and is served', async () => {
+    const slow = await openTls(ts, { localAddress: '127.0.0.6' });
+    held.push(slow);
+    slow.socket.write('GET /healthz HTTP/1.1\r\n');
+    // A connection opened after it says nothing and reaches the deadline; the begun request is not cut there.
+    const quiet = await openTls(ts, { localAddress: '127.0.0.6' });
+    held.push(quiet);
+    await expectClosedUnanswered([quiet]);
+    expect(await send(slow, 'Host: x\r\n\r\n')).toBe('HTTP/1.1 200 OK');
+  }, 60_000);
+
+  test('an authenticated keep-alive connection is not closed at the first-byte deadline', async () => {
+    const conn = await openTls(ts, { localAddress: '127.0.0.7' });
+    held.push(conn);
+    const request = `GET /apis HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${adminToken}\r\n\r\n`;
+    expect(await send(conn, request)).toBe('HTTP/1.1 200 OK');
+    const quiet = await openTls(ts, { localAddress: '127.0.0.7' });
+    held.push(quiet);
+    await expectClosedUnanswered([quiet]);
+    expect(await send(conn, request)).toBe('HTTP/1.1 200 OK');
   }, 60_000);
 });

@@ -1,4 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
+import { connectionSource } from '../../src/http/connectionsource.js';
 import { negotiateResponse, requestEncoding } from '../../src/http/negotiation.js';
 import { resolveRequestInfo } from '../../src/http/requestinfo.js';
 import { StatusError } from '../../src/apimachinery/status.js';
@@ -95,5 +96,30 @@ describe('requestEncoding', () => {
 
   test('415 for anything else', () => {
     expect(() => requestEncoding('application/x-www-form-urlencoded')).toThrow(/unknown format/);
+  });
+});
+
+describe('connectionSource', () => {
+  test('an IPv4 address is its own source, also as a dual-stack listener gives it', () => {
+    expect(connectionSource('10.0.0.7')).toBe('10.0.0.7');
+    expect(connectionSource('::ffff:10.0.0.7')).toBe('10.0.0.7');
+  });
+
+  test('IPv6 addresses of one /64 are one source, however they are written', () => {
+    const source = '2001:db8:0:1::/64';
+    for (const address of [
+      '2001:db8:0:1::1',
+      '2001:DB8:0:1:ffff:ffff:ffff:ffff',
+      '2001:0db8:0000:0001::',
+      '2001:db8:0:1:a:b:c:d',
+    ])
+      expect(connectionSource(address)).toBe(source);
+    expect(connectionSource('2001:db8:0:2::1')).toBe('2001:db8:0:2::/64');
+    expect(connectionSource('::1')).toBe('0:0:0:0::/64');
+    expect(connectionSource('fe80::1%eth0')).toBe('fe80:0:0:0::/64');
+  });
+
+  test('no address (a socket already closed) is one source of its own', () => {
+    expect(connectionSource(undefined)).toBe('');
   });
 });
