@@ -161,7 +161,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       log.info(
         'no host cluster configured: TokenReview, SubjectAccessReview, the access sync to host RBAC and virtual cluster kube configs are off',
       );
-    actions.add(kubeConfigAction(registry, hostCluster, log));
+    actions.add(kubeConfigAction(registry, hostCluster, log, config.virtualClusterAllowedServers));
     if (hostCluster) {
       const admission = startHostAdmission(hostCluster, admissionPlugins, admissionConfig, (msg, fields) =>
         log.warn(msg, fields),
