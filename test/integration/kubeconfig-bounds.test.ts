@@ -161,9 +161,9 @@ describe('answers larger than the bound', () => {
     }
   });
 
-  test("an answer's error Status is bounded too", async () => {
+  test('an error answer (500 with an endless Status) is bounded too', async () => {
     const path = await instance(root, hostile.kubeconfigText());
-    hostile.answer = (r) => (isCreate(r) ? { stream: 4 * MIB } : undefined);
+    hostile.answer = (r) => (isCreate(r) ? { stream: 4 * MIB, status: 500 } : undefined);
     try {
       expectUnavailable(await as.bob.get(path), path, `the answer is larger than ${MAX_ANSWER_BYTES} bytes`);
     } finally {

@@ -25,8 +25,8 @@ export interface ReceivedRequest {
 export type HostileAnswer =
   /** The stand-in's answer (its status), its JSON body changed. */
   | { change: (answer: any) => any }
-  /** 200 with a chunked body of `bytes` bytes: a JSON object with one endless string, and no newline. */
-  | { stream: number }
+  /** A chunked body of `stream` bytes (a JSON object with one endless string, no newline), HTTP `status` (200). */
+  | { stream: number; status?: number }
   /** 200 with `Content-Length: bytes`, a few bytes of it, then nothing until the client closes. */
   | { announce: number };
 
@@ -75,7 +75,7 @@ export async function startHostileVirtualCluster(real: HostClusterStandIn): Prom
       };
       received.push(record);
       const how = api.answer?.(record);
-      if (how && 'stream' in how) outcomes.push(stream(res, how.stream));
+      if (how && 'stream' in how) outcomes.push(stream(res, how.stream, how.status ?? 200));
       else if (how && 'announce' in how) outcomes.push(announce(res, how.announce));
       else forward(real, req, text, res, how?.change);
     });
@@ -137,7 +137,7 @@ function forward(
 }
 
 /** Writes `total` bytes as fast as the client takes them (never more than a chunk ahead of it). */
-function stream(res: ServerResponse, total: number): Promise<AnswerOutcome> {
+function stream(res: ServerResponse, total: number, status: number): Promise<AnswerOutcome> {
   return new Promise((resolve) => {
     let written = 0;
     const write = (data: Buffer | string) => {
@@ -145,7 +145,7 @@ function stream(res: ServerResponse, total: number): Promise<AnswerOutcome> {
       return res.write(data);
     };
     res.once('close', () => resolve({ written, total, cutShort: written < total || !res.writableFinished }));
-    res.writeHead(200, { 'Content-Type': 'application/json' });
+    res.writeHead(status, { 'Content-Type': 'application/json' });
     write(HEAD);
     const pump = () => {
       while (!res.destroyed) {
