@@ -1,7 +1,9 @@
 /** Command-line flags (named like kube-apiserver's) into one typed configuration. */
+import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { parseGoDuration } from './apimachinery/duration.js';
 import { GROUP_NAME } from './apimachinery/group.js';
+import { isDNS1123Subdomain } from './apimachinery/validation.js';
 
 export interface Config {
   etcdServers: string[];
@@ -37,6 +39,11 @@ export interface Config {
   clientCaFile?: string;
   /** The host cluster (TokenReview, SubjectAccessReview, RBAC); unset: in-cluster config when in a pod. */
   kubeconfig?: string;
+  /**
+   * Where virtual cluster connections (stored data) may point: address ranges, addresses and DNS names; empty: any
+   * address but the link-local ones (host/serverallowlist.ts).
+   */
+  virtualClusterAllowedServers: string[];
   /** Admission plugins named on (all are on by default) and off; admission runs only with a host cluster. */
   enableAdmissionPlugins: string[];
   disableAdmissionPlugins: string[];
@@ -263,6 +270,12 @@ export const FLAGS: FlagSpec[] = [
     apply: (c, v) => (c.kubeconfig = v),
   },
   {
+    name: 'virtual-cluster-allowed-servers',
+    arg: 'servers',
+    help: "Where a virtual cluster's connection (the Secret vc-<name>, which tenants may write) may point, comma-separated: address ranges (10.0.0.0/8, fd00::/8), addresses, and DNS names (svc.cluster.local allows that name and every name under it). The addresses a name resolves to are checked as each connection is made. Link-local addresses (169.254.0.0/16, fe80::/10, where cloud metadata services answer) and fd00:ec2::254 are refused unless a listed range lies inside them. Default: any other address.",
+    apply: (c, v) => (c.virtualClusterAllowedServers = allowedServers('virtual-cluster-allowed-servers', v)),
+  },
+  {
     name: 'enable-admission-plugins',
     arg: 'names',
     help: 'Admission plugins to run besides those on by default (comma-separated). This server has NamespaceLifecycle, MutatingAdmissionWebhook, ValidatingAdmissionPolicy and ValidatingAdmissionWebhook, all on by default; admission runs only with a host cluster.',
@@ -437,6 +450,22 @@ function verbosity(value: string): number {
   return n;
 }
 
+/** Address ranges (CIDR), addresses and DNS names, lowercased; anything else is refused by name. */
+function allowedServers(flag: string, value: string): string[] {
+  return list(value).map((entry) => {
+    const [address, prefix, ...rest] = entry.split('/');
+    const version = isIP(address);
+    const max = version === 4 ? 32 : 128;
+    if (version && !rest.length && (prefix === undefined || (/^\d+$/.test(prefix) && Number(prefix) <= max)))
+      return entry.toLowerCase();
+    const name = entry.toLowerCase().replace(/\.$/, '');
+    if (!entry.includes('/') && !isIP(name) && isDNS1123Subdomain(name).length === 0) return name;
+    throw new FlagError(
+      `--${flag} takes address ranges (10.0.0.0/8), addresses (10.1.2.3) and DNS names (svc.cluster.local, which allows every name under it), comma-separated (got ${JSON.stringify(entry)})`,
+    );
+  });
+}
+
 function allowPaths(value: string): string[] {
   const paths = list(value);
   for (const p of paths) {
@@ -512,6 +541,7 @@ export function defaultConfig(): Config {
     securePort: 8443,
     certDir: '',
     tlsSans: [],
+    virtualClusterAllowedServers: [],
     enableAdmissionPlugins: [],
     disableAdmissionPlugins: [],
     etcdCompactionIntervalMs: 5 * 60_000,

@@ -161,7 +161,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       log.info(
         'no host cluster configured: TokenReview, SubjectAccessReview, the access sync to host RBAC, virtual cluster kube configs and imports of virtual clusters outside system:masters are off',
       );
-    actions.add(kubeConfigAction(registry, hostCluster, log));
+    actions.add(kubeConfigAction(registry, hostCluster, log, config.virtualClusterAllowedServers));
     if (hostCluster) {
       registry.useHostCluster(hostCluster);
       const admission = startHostAdmission(hostCluster, admissionPlugins, admissionConfig, (msg, fields) =>

@@ -10,8 +10,12 @@
  * component) gets none: 403, since the certificate would make it that identity inside the virtual cluster.
  *
  * Whatever keeps the virtual cluster from being reached (its connection Secret missing, without its key, not a
- * usable kubeconfig, or the host refusing to read it) is one 503 for the caller, so that the action tells nothing
- * of Secrets in host namespaces; the detail goes to the server's log for operators.
+ * usable kubeconfig, or the host refusing to read it; a server the allow-list refuses, or an answer larger than the
+ * bound) is one 503 for the caller, so that the action tells nothing of Secrets in host namespaces or of where the
+ * connection points; the detail goes to the server's log for operators.
+ *
+ * The connection may name a server the tenant runs, so each request's work is bounded (host/virtualcluster.ts), and
+ * so is the number of requests at once: MAX_REQUESTS_PER_USER for one caller, MAX_REQUESTS in all (429 past them).
  */
 import yaml from 'js-yaml';
 import { Path, fieldError } from '../apimachinery/field.js';
@@ -19,6 +23,7 @@ import { GROUP_NAME } from '../apimachinery/group.js';
 import * as errors from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { HostClusterError, type HostCluster } from '../host/cluster.js';
+import { ServerAllowList } from '../host/serverallowlist.js';
 import {
   CertificateNotIssuedError,
   VirtualClusterConnectionError,
@@ -29,6 +34,7 @@ import {
 import { silentLogger, type Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { answer, requestSchema, type Action, type ActionCall } from './action.js';
+import { ConcurrencyLimit } from './concurrency.js';
 
 const VERSION = 'v1';
 const KIND = 'VirtualClusterInstanceKubeConfig';
@@ -38,6 +44,12 @@ export const DEFAULT_CERTIFICATE_TTL_SECONDS = 86400;
 export const MIN_CERTIFICATE_TTL_SECONDS = 600;
 /** How long a request waits for the virtual cluster to sign. */
 const SIGNING_TIMEOUT_MS = 10_000;
+/**
+ * Kube config requests served at once, per caller and in all. Each reads at most MAX_ANSWER_BYTES at a time from
+ * the virtual cluster, which the JSON parser can turn into 20-30 times as much memory.
+ */
+export const MAX_REQUESTS_PER_USER = 2;
+export const MAX_REQUESTS = 8;
 /** Kubernetes' own identities, which no kube config is issued for. */
 const SYSTEM_PREFIX = 'system:';
 /** All a caller is told when the virtual cluster cannot be reached (see the top). */
@@ -53,8 +65,15 @@ export function kubeConfigAction(
   registry: Registry,
   host: HostCluster | undefined,
   log: Logger = silentLogger,
+  /** --virtual-cluster-allowed-servers. */
+  allowedServers: readonly string[] = [],
 ): Action {
   const instances = registry.lookup(GROUP_NAME, VERSION, 'virtualclusterinstances')!;
+  const servers = new ServerAllowList(allowedServers, '--virtual-cluster-allowed-servers');
+  const inFlight = new ConcurrencyLimit('kube config requests', {
+    perUser: MAX_REQUESTS_PER_USER,
+    total: MAX_REQUESTS,
+  });
   const action: Action = {
     group: GROUP_NAME,
     version: VERSION,
@@ -93,22 +112,24 @@ export function kubeConfigAction(
           'no host cluster is configured (--kubeconfig, or in-cluster): the virtual cluster cannot be reached to issue a certificate',
         );
 
-      const vc = await connect(host, ref.namespace, ref.virtualCluster || call.name, where, log);
-      const kubeConfig = await withStatusErrors(where, log, async () => {
-        const groups = call.user.groups.filter((g) => !g.startsWith('system:'));
-        const cert = await issueClientCertificate(vc.api, {
-          user: call.user.name,
-          groups,
-          expirationSeconds: ttl,
-          timeoutMs: SIGNING_TIMEOUT_MS,
+      const kubeConfig = await inFlight.run(call.user.name, async () => {
+        const vc = await connect(host, ref.namespace, ref.virtualCluster || call.name, servers, where, log);
+        return withStatusErrors(where, log, async () => {
+          const groups = call.user.groups.filter((g) => !g.startsWith('system:'));
+          const cert = await issueClientCertificate(vc.api, {
+            user: call.user.name,
+            groups,
+            expirationSeconds: ttl,
+            timeoutMs: SIGNING_TIMEOUT_MS,
+          });
+          return renderKubeConfig(
+            `platform_${call.namespace}_${call.name}`,
+            endpoint,
+            vc.caData,
+            cert.certificatePem,
+            cert.keyPem,
+          );
         });
-        return renderKubeConfig(
-          `platform_${call.namespace}_${call.name}`,
-          endpoint,
-          vc.caData,
-          cert.certificatePem,
-          cert.keyPem,
-        );
       });
       const metadata = { name: call.name, namespace: call.namespace };
       return answer(action, metadata, { spec: { certificateTTL: ttl }, status: { kubeConfig } });
@@ -149,11 +170,12 @@ async function connect(
   host: HostCluster,
   namespace: string,
   name: string,
+  servers: ServerAllowList,
   where: string,
   log: Logger,
 ): Promise<VirtualCluster> {
   try {
-    return await connectVirtualCluster(host, namespace, name);
+    return await connectVirtualCluster(host, namespace, name, servers);
   } catch (err) {
     if (!(err instanceof VirtualClusterConnectionError || err instanceof HostClusterError)) throw err;
     log.warn('no connection to a virtual cluster for a kube config', { instance: where, reason: err.message });

@@ -183,9 +183,15 @@ export function serverTimeout(gr: GroupResource, operation: string, retryAfterSe
   });
 }
 
-/** 429 TooManyRequests, as kube-apiserver's max-in-flight filter answers it (clients retry on Retry-After). */
-export function tooManyRequests(retryAfterSeconds = 1): StatusError {
-  return failure(429, 'TooManyRequests', 'Too many requests, please try again later.', { retryAfterSeconds });
+/**
+ * 429 TooManyRequests (errors.NewTooManyRequests), by default as kube-apiserver's max-in-flight filter answers it
+ * (clients retry on Retry-After).
+ */
+export function tooManyRequests(
+  message = 'Too many requests, please try again later.',
+  retryAfterSeconds = 1,
+): StatusError {
+  return failure(429, 'TooManyRequests', message, { retryAfterSeconds });
 }
 
 /** 429 for a request a shutting-down server will not start (kube's --shutdown-send-retry-after): try another replica. */

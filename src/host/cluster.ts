@@ -7,7 +7,7 @@
 import type { Attributes } from '../apimachinery/authorizer.js';
 import type { UserInfo } from '../apimachinery/user.js';
 import { inClusterConnection, loadKubeconfigFile, type HostConnection } from './kubeconfig.js';
-import { RestClient, type RequestOptions, type WatchEvent } from './restclient.js';
+import { RestClient, type RequestOptions, type RestClientOptions, type WatchEvent } from './restclient.js';
 
 export { HostClusterError } from './restclient.js';
 export type { KubeStatus } from './restclient.js';
@@ -85,8 +85,17 @@ export class HostCluster {
 
   private readonly client: RestClient;
 
-  constructor(connection: HostConnection, opts: Pick<HostClusterOptions, 'timeoutMs' | 'now'> = {}) {
-    this.client = new RestClient(connection, { timeoutMs: opts.timeoutMs ?? DEFAULT_HOST_TIMEOUT_MS, now: opts.now });
+  /**
+   * The operator's host cluster is trusted: its answers are not bounded (an object is bounded by kube itself; the
+   * lists of RBAC objects grow with the platform). Clusters that stored data names get `maxResponseBytes` and
+   * `allowedServers` (virtualcluster.ts).
+   */
+  constructor(
+    connection: HostConnection,
+    opts: Pick<HostClusterOptions, 'timeoutMs' | 'now'> &
+      Pick<RestClientOptions, 'maxResponseBytes' | 'allowedServers'> = {},
+  ) {
+    this.client = new RestClient(connection, { ...opts, timeoutMs: opts.timeoutMs ?? DEFAULT_HOST_TIMEOUT_MS });
   }
 
   /** The API server URL of the current context. */

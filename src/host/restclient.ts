@@ -3,16 +3,20 @@
  * cluster (and to virtual clusters): the connection's CA, client certificate and bearer token, files among them
  * read again at most once a minute (service account tokens and certificates rotate, as client-go re-reads them),
  * keep-alive connections, an optional http(s) proxy, a bounded time per request, and watches as JSON lines.
- * Failures are HostClusterErrors: the operation, the HTTP status and the host's Status, or the network error;
- * never a credential.
+ * For servers that stored data names (virtual clusters), the bytes read of one answer or one watch event can be
+ * bounded (past the bound the connection is cut, nothing more is read) and the addresses connected to limited
+ * (serverallowlist.ts). Failures are HostClusterErrors: the operation, the HTTP status and the host's Status, or
+ * the network error; never a credential.
  */
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import { isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import { isPlainObject } from '../apimachinery/types.js';
 import type { HostConnection } from './kubeconfig.js';
+import { RefusedServerError, type ServerAllowList } from './serverallowlist.js';
 
 /** The host cluster could not be asked: unreachable, timed out, or it answered with an error status. */
 export class HostClusterError extends Error {
@@ -50,6 +54,13 @@ export interface RestClientOptions {
   timeoutMs: number;
   /** The clock for re-reading files (tests move it). */
   now?: () => number;
+  /**
+   * The most bytes read of one answer, and of one watch event; past it (or when the answer's Content-Length says
+   * more) the connection is cut and the request fails. Undefined: no bound.
+   */
+  maxResponseBytes?: number;
+  /** The addresses connections may go to, checked as each is made; undefined: any. Not with a proxy. */
+  allowedServers?: ServerAllowList;
 }
 
 /** How often token, certificate and CA files are read again. */
@@ -73,6 +84,8 @@ export class RestClient {
     private readonly opts: RestClientOptions,
   ) {
     this.base = new URL(conn.server);
+    // Through a proxy the connection goes to the proxy's address, so the server's could not be checked.
+    if (opts.allowedServers && conn.proxyUrl) throw new Error('a client limited to allowed servers takes no proxy');
     this.data = [b64(conn.caData), b64(conn.certData), b64(conn.keyData)];
     this.now = opts.now ?? Date.now;
   }
@@ -88,7 +101,7 @@ export class RestClient {
     for (let attempt = 0; ; attempt++) {
       try {
         const res = await this.send(method, path, opts.query, body, timeoutMs, false);
-        const text = await readBody(res);
+        const text = await readBody(res, what, this.opts.maxResponseBytes);
         return parseAnswer<T>(what, res.statusCode ?? 0, text);
       } catch (err) {
         // A kept-alive connection the host closed as it was reused: the request never reached it; once more.
@@ -142,19 +155,27 @@ export class RestClient {
         },
       );
       if (res.statusCode !== 200) {
-        const text = await readBody(res);
+        const text = await readBody(res, what, this.opts.maxResponseBytes);
         parseAnswer(what, res.statusCode ?? 0, text);
         throw new HostClusterError(`${what}: the host cluster answered HTTP ${res.statusCode}`, res.statusCode);
       }
       res.socket?.setKeepAlive(true, 30_000);
-      let buffered = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        buffered += chunk;
+      const limit = this.opts.maxResponseBytes;
+      // The current line's bytes so far; a newline byte never occurs inside a UTF-8 character.
+      let pending: Buffer[] = [];
+      let pendingBytes = 0;
+      const tooLarge = () =>
+        end(new HostClusterError(`${what}: the host cluster sent a watch event larger than ${limit} bytes`));
+      res.on('data', (chunk: Buffer) => {
+        let start = 0;
         let nl: number;
-        while ((nl = buffered.indexOf('\n')) >= 0) {
-          const line = buffered.slice(0, nl).trim();
-          buffered = buffered.slice(nl + 1);
+        while ((nl = chunk.indexOf(0x0a, start)) >= 0) {
+          const part = chunk.subarray(start, nl);
+          start = nl + 1;
+          if (limit !== undefined && pendingBytes + part.length > limit) return tooLarge();
+          const line = (pending.length ? Buffer.concat([...pending, part]) : part).toString('utf8').trim();
+          pending = [];
+          pendingBytes = 0;
           if (!line || ended) continue;
           let event: WatchEvent;
           try {
@@ -169,6 +190,10 @@ export class RestClient {
           }
           onEvent(event);
         }
+        const rest = chunk.subarray(start);
+        pendingBytes += rest.length;
+        if (limit !== undefined && pendingBytes > limit) return tooLarge();
+        if (rest.length) pending.push(rest);
       });
       res.on('end', () => end());
       res.on('error', (err) => end(toHostError(what, err, 0)));
@@ -200,12 +225,16 @@ export class RestClient {
     const proxied = this.conn.proxyUrl && url.protocol === 'http:';
     const target = proxied ? new URL(this.conn.proxyUrl!) : url;
     const mod = target.protocol === 'https:' ? https : http;
+    const hostname = target.hostname.replace(/^\[(.*)\]$/, '$1');
+    // An address is connected to without a lookup, so it is checked here; names are checked as they resolve.
+    const refusal = isIP(hostname) ? this.opts.allowedServers?.refusal(hostname, hostname) : undefined;
+    if (refusal) return Promise.reject(new RefusedServerError(refusal));
     return new Promise((resolve, reject) => {
       let response: http.IncomingMessage | undefined;
       const req = mod.request(
         {
           protocol: target.protocol,
-          hostname: target.hostname.replace(/^\[(.*)\]$/, '$1'),
+          hostname,
           port: target.port || undefined,
           path: proxied ? url.href : url.pathname + url.search,
           method,
@@ -265,9 +294,11 @@ export class RestClient {
     if (this.agent && sameMaterial(this.agent.material, material)) return this.agent.agent;
     const [ca, cert, key] = material;
     if (this.agent) retire(this.agent.agent);
+    const lookup = this.opts.allowedServers?.lookup;
     const tlsOptions: https.AgentOptions = {
       keepAlive: true,
       timeout: IDLE_CONNECTION_MS,
+      lookup,
       ca,
       cert,
       key,
@@ -276,7 +307,7 @@ export class RestClient {
     };
     const agent =
       this.base.protocol === 'http:'
-        ? new http.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS })
+        ? new http.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS, lookup })
         : c.proxyUrl
           ? new ConnectProxyAgent(new URL(c.proxyUrl), tlsOptions)
           : new https.Agent(tlsOptions);
@@ -376,10 +407,29 @@ type ReusedSocketError = Error & { reusedSocket?: boolean };
 
 const b64 = (data: string | undefined) => (data ? Buffer.from(data, 'base64') : undefined);
 
-function readBody(res: http.IncomingMessage): Promise<string> {
+/**
+ * The answer's body as text: at most `limit` bytes, else a HostClusterError and the connection cut (destroying the
+ * answer destroys its socket), so nothing more is read; an answer whose Content-Length says more is refused at once.
+ */
+function readBody(res: http.IncomingMessage, what: string, limit: number | undefined): Promise<string> {
   return new Promise((resolve, reject) => {
+    const refuse = (detail: string) => {
+      res.destroy();
+      reject(
+        new HostClusterError(
+          `${what}: the answer is larger than ${limit} bytes${detail}, the most read from this server`,
+        ),
+      );
+    };
+    const announced = Number(res.headers['content-length']);
+    if (limit !== undefined && announced > limit) return refuse(` (Content-Length ${announced})`);
     const chunks: Buffer[] = [];
-    res.on('data', (c: Buffer) => chunks.push(c));
+    let size = 0;
+    res.on('data', (c: Buffer) => {
+      size += c.length;
+      if (limit !== undefined && size > limit) return refuse('');
+      chunks.push(c);
+    });
     res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     res.on('error', reject);
     // A connection cut before the end is an 'error' too (ECONNRESET), as is the timeout's destroy().
@@ -407,7 +457,8 @@ function parseAnswer<T>(what: string, code: number, text: string): T {
 /** A short message: the operation and the timeout, the file that could not be read, or the network failure. */
 function toHostError(what: string, err: unknown, timeoutMs: number): HostClusterError {
   if (err instanceof HostClusterError) return err;
-  if (err instanceof FileError) return new HostClusterError(`${what}: ${err.message}`);
+  if (err instanceof FileError || err instanceof RefusedServerError)
+    return new HostClusterError(`${what}: ${err.message}`);
   const e = err as { name?: string; code?: string; message?: string };
   if (e?.name === 'TimeoutError')
     return new HostClusterError(`${what}: the host cluster did not answer within ${timeoutMs}ms`);

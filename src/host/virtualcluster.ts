@@ -3,32 +3,45 @@
  * `vc-<virtual cluster>`, key `config`: a kubeconfig with the virtual cluster's CA and an admin credential), and
  * the one thing this server asks of it: a client certificate through a CertificateSigningRequest that the server
  * approves itself. Errors are HostClusterErrors whose messages carry no credentials.
+ *
+ * The Secret is tenant-writable, so the server it names may be the tenant's own: its answers are read up to
+ * MAX_ANSWER_BYTES, the addresses connected to are those the allow-list lets through (serverallowlist.ts), and
+ * nothing of an answer is sent back but the fields a step needs.
  */
 import { generateKeyPairSync } from 'node:crypto';
 import type Forge from 'node-forge';
+import { isPlainObject } from '../apimachinery/types.js';
 import { sleep } from '../controllers/sleep.js';
 import { lazyRequire } from '../lazyrequire.js';
 import { connectionSecretName } from '../registry/kinds/virtualclusterplacement.js';
 import { HostCluster, HostClusterError } from './cluster.js';
 import type { HostConnection } from './kubeconfig.js';
+import type { ServerAllowList } from './serverallowlist.js';
 import { StoredKubeConfigError, kubeConfigFromData } from './storedkubeconfig.js';
 
 export const CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client';
 const CONNECTION_KEY = 'config';
 const CSRS = '/apis/certificates.k8s.io/v1/certificatesigningrequests';
+/**
+ * The most bytes read of one answer of a virtual cluster. A CertificateSigningRequest is a few KiB (a PEM request,
+ * a PEM certificate, conditions); parsing JSON can take 20-30 times its size in memory, so the bound is kept low.
+ */
+export const MAX_ANSWER_BYTES = 1024 * 1024;
+/** The longest text of an answer quoted in a message (a condition's reason or message). */
+const MAX_QUOTED = 256;
 // Loaded by the first certificate request, not by every server.
 const loadForge = lazyRequire<typeof Forge>('node-forge');
 
-/** The fields of certificates.k8s.io/v1 CertificateSigningRequest this server writes and reads. */
+/**
+ * The certificates.k8s.io/v1 CertificateSigningRequest this server writes: created, then approved. What it reads back
+ * is untyped data (the server may be anyone's).
+ */
 interface CertificateSigningRequest {
   apiVersion: string;
   kind: string;
-  metadata: { name?: string; generateName?: string };
+  metadata: { name?: string; generateName?: string; uid?: string; resourceVersion?: string };
   spec: { request: string; signerName: string; usages: string[]; expirationSeconds?: number };
-  status?: {
-    certificate?: string;
-    conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>;
-  };
+  status?: { conditions: Array<{ type: string; status: string; reason: string; message: string }> };
 }
 
 /**
@@ -56,6 +69,7 @@ export async function connectVirtualCluster(
   host: HostCluster,
   namespace: string,
   name: string,
+  allowedServers: ServerAllowList,
 ): Promise<VirtualCluster> {
   const secretName = connectionSecretName(name);
   const where = `Secret ${namespace}/${secretName} in the host cluster`;
@@ -85,7 +99,10 @@ export async function connectVirtualCluster(
       throw new VirtualClusterConnectionError(`${where}, key ${JSON.stringify(CONNECTION_KEY)}: ${err.message}`);
     throw err;
   }
-  return { api: new HostCluster(connection), caData: connection.caData! };
+  return {
+    api: new HostCluster(connection, { maxResponseBytes: MAX_ANSWER_BYTES, allowedServers }),
+    caData: connection.caData!,
+  };
 }
 
 export interface ClientCertificateRequest {
@@ -146,43 +163,48 @@ export async function issueClientCertificate(
       ...(req.expirationSeconds ? { expirationSeconds: req.expirationSeconds } : {}),
     },
   };
-  const created = await vc.request<CertificateSigningRequest>(
-    'creating a CertificateSigningRequest in the virtual cluster',
-    'POST',
-    CSRS,
-    { body },
-  );
-  const name = created.metadata.name!;
-  const approval = {
-    type: 'Approved',
-    status: 'True',
-    reason: 'PlatformKubeConfig',
-    message: `kube config for ${req.user}, approved by the management API`,
+  const creating = 'creating a CertificateSigningRequest in the virtual cluster';
+  const created = identity(creating, await vc.request<unknown>(creating, 'POST', CSRS, { body }));
+  const name = created.name;
+  // kube takes only status.conditions from an approval (the stored spec and status stay); the name, and the uid and
+  // resourceVersion as preconditions, say which request. Nothing else of the answer is sent back.
+  const approval: CertificateSigningRequest = {
+    ...body,
+    metadata: created,
+    status: {
+      conditions: [
+        {
+          type: 'Approved',
+          status: 'True',
+          reason: 'PlatformKubeConfig',
+          message: `kube config for ${req.user}, approved by the management API`,
+        },
+      ],
+    },
   };
   await vc.request(
     `approving CertificateSigningRequest ${name}`,
     'PUT',
     `${CSRS}/${encodeURIComponent(name)}/approval`,
-    {
-      body: { ...created, status: { ...created.status, conditions: [approval] } },
-    },
+    { body: approval },
   );
 
   const deadline = Date.now() + req.timeoutMs;
   for (let delay = 50; ; delay = Math.min(delay * 2, 500)) {
-    const current = await vc.request<CertificateSigningRequest>(
+    const current = await vc.request<unknown>(
       `reading CertificateSigningRequest ${name}`,
       'GET',
       `${CSRS}/${encodeURIComponent(name)}`,
     );
-    if (current.status?.certificate)
-      return { certificatePem: Buffer.from(current.status.certificate, 'base64').toString('utf8'), keyPem };
-    const refused = current.status?.conditions?.find(
-      (c) => (c.type === 'Failed' || c.type === 'Denied') && c.status === 'True',
-    );
+    // Read as untyped data: the answer is whatever the server sent.
+    const status = isPlainObject(current) && isPlainObject(current.status) ? current.status : {};
+    if (typeof status.certificate === 'string' && status.certificate)
+      return { certificatePem: Buffer.from(status.certificate, 'base64').toString('utf8'), keyPem };
+    const conditions = Array.isArray(status.conditions) ? status.conditions.filter(isPlainObject) : [];
+    const refused = conditions.find((c) => (c.type === 'Failed' || c.type === 'Denied') && c.status === 'True');
     if (refused)
       throw new CertificateNotIssuedError(
-        `the virtual cluster's signer did not issue the certificate (CertificateSigningRequest ${name}: ${refused.type}, ${refused.reason ?? ''}: ${refused.message ?? ''})`,
+        `the virtual cluster's signer did not issue the certificate (CertificateSigningRequest ${name}: ${quoted(refused.type)}, ${quoted(refused.reason)}: ${quoted(refused.message)})`,
         false,
       );
     if (Date.now() + delay > deadline)
@@ -192,4 +214,26 @@ export async function issueClientCertificate(
       );
     await sleep(delay);
   }
+}
+
+/**
+ * The name, uid and resourceVersion of a created CertificateSigningRequest. A name that could not be one (kube's
+ * names are at most 253 characters and a path segment) is an answer this server cannot use.
+ */
+function identity(what: string, answer: unknown): { name: string; uid?: string; resourceVersion?: string } {
+  const metadata = isPlainObject(answer) && isPlainObject(answer.metadata) ? answer.metadata : {};
+  const { name, uid, resourceVersion } = metadata;
+  if (typeof name !== 'string' || !name || name.length > 253 || name === '.' || name === '..' || /[/%]/.test(name))
+    throw new HostClusterError(`${what}: the answer has no usable metadata.name`);
+  return {
+    name,
+    ...(typeof uid === 'string' && uid ? { uid } : {}),
+    ...(typeof resourceVersion === 'string' && resourceVersion ? { resourceVersion } : {}),
+  };
+}
+
+/** A text of an answer as a message quotes it: at most MAX_QUOTED characters. */
+function quoted(text: unknown): string {
+  const s = typeof text === 'string' ? text : '';
+  return s.length > MAX_QUOTED ? `${s.slice(0, MAX_QUOTED)}...` : s;
 }
