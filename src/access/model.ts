@@ -25,6 +25,14 @@ export interface AccessEntry {
   teams?: string[];
 }
 
+/**
+ * The most a `spec.access` list may hold: the `maxItems` of the kinds' CRDs (crds/), which the store checks on every
+ * write (test/unit/access-rbac.test.ts keeps the two the same). They bound what one object can ask of the host
+ * cluster: the access sync makes one Role and RoleBinding per distinct set of verbs and subresources, so at most
+ * `entries` of each, and a binding has at most `entries * (users + teams)` subjects (rbac.ts).
+ */
+export const ACCESS_LIMITS = { entries: 64, verbs: 16, subresources: 16, users: 32, teams: 32 } as const;
+
 /** The resource whose objects belong to `spec.user` or `spec.team` instead of having access lists. */
 export const OWNED_ACCESS_KEYS = 'ownedaccesskeys';
 
