@@ -25,6 +25,20 @@ export interface AccessEntry {
   teams?: string[];
 }
 
+/**
+ * The most a `spec.access` list may hold: the `maxItems` of the kinds' CRDs (crds/), which the store checks on every
+ * write (test/unit/access-rbac.test.ts keeps the two the same). They bound what one object can ask of the host
+ * cluster: the access sync makes one Role and RoleBinding per distinct set of verbs and subresources, so at most
+ * `entries` of each, and a binding has at most `entries * (users + teams)` subjects (rbac.ts).
+ *
+ * Why these: 64 entries is far more than a list kept by hand needs, and 130 generated objects per object is the
+ * most one tenant's write can cost the host. 32 users and 32 teams per entry keep the largest binding (4,096
+ * subjects, about 340 kB with names of 20 characters) well within what the host stores in one object (etcd's 1.5
+ * MiB); more users fit in another entry with the same verbs, which costs the host nothing more, or in a team.
+ * Verbs: the eight a request can have, `*`, and room for custom ones; subresources: a kind has a few.
+ */
+export const ACCESS_LIMITS = { entries: 64, verbs: 16, subresources: 16, users: 32, teams: 32 } as const;
+
 /** The resource whose objects belong to `spec.user` or `spec.team` instead of having access lists. */
 export const OWNED_ACCESS_KEYS = 'ownedaccesskeys';
 

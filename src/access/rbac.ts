@@ -1,9 +1,15 @@
 /**
- * What RBAC an object's `spec.owner` and `spec.access` stand for in the host cluster: for each access entry (and
- * for the owner) one Role and one RoleBinding (ClusterRole and ClusterRoleBinding for a cluster-scoped kind, since
- * a Role cannot grant a cluster-scoped resource). A RoleBinding grants its whole Role to all its subjects, so
- * entries with different verbs need different Roles; one pair per entry keeps each one exactly what its entry says,
- * and an edit to one entry touches only its pair.
+ * What RBAC an object's `spec.owner` and `spec.access` stand for in the host cluster: one Role and one RoleBinding
+ * for the owner, and one of each per distinct set of verbs and subresources among the access entries, the binding
+ * holding the users and teams of every entry with that set (ClusterRole and ClusterRoleBinding for a cluster-scoped
+ * kind, since a Role cannot grant a cluster-scoped resource). A RoleBinding grants its whole Role to all its
+ * subjects, so different sets need different Roles; entries with the same set need not, and sharing one pair keeps
+ * the host's objects, and the requests a change costs, bounded by the sets rather than the entries: adding a user
+ * or an entry with a set that exists rewrites one binding, and the order of entries does not matter.
+ *
+ * The CRDs' limits (model.ts ACCESS_LIMITS) bound that: at most `entries` sets, and `entries * (users + teams)`
+ * subjects in a binding. An object stored before the limits may ask for more: then none of its access entries is
+ * made (only the owner's pair) and `refused` says why, for the access sync to report.
  *
  * Pure: the access sync (controllers/accesssync.ts) compares these with what the host has.
  */
@@ -11,7 +17,7 @@ import { createHash } from 'node:crypto';
 import { GROUP_NAME } from '../apimachinery/group.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { TEAM_GROUP_PREFIX } from '../apimachinery/user.js';
-import type { AccessEntry, Owner } from './model.js';
+import { ACCESS_LIMITS, type AccessEntry, type Owner } from './model.js';
 
 export const RBAC_GROUP = 'rbac.authorization.k8s.io';
 export const RBAC_API_VERSION = `${RBAC_GROUP}/v1`;
@@ -31,6 +37,15 @@ const MAX_NAME_LENGTH = 63;
 const MAX_LABEL_VALUE_LENGTH = 63;
 /** 64 bits of hash in a cut name: collisions are left to chance no longer than they must be. */
 const NAME_HASH_LENGTH = 16;
+/**
+ * 40 bits of hash name a set of verbs and resources: among an object's 64 sets at most, a clash by chance is out of
+ * reach, and one made on purpose (verbs are free text) only keeps that object's entries out of the host.
+ */
+const SET_HASH_LENGTH = 10;
+
+/** The most Roles an object's access entries can ask for, and the most subjects of one binding, within the limits. */
+export const MAX_ACCESS_ROLES = ACCESS_LIMITS.entries;
+export const MAX_BINDING_SUBJECTS = ACCESS_LIMITS.entries * (ACCESS_LIMITS.users + ACCESS_LIMITS.teams);
 
 /** What the mapping reads of a kind's definition (registry/definitions.ts's ResourceDefinition has it all). */
 export interface SourceKind {
@@ -72,22 +87,34 @@ export interface RbacObject {
   subjects?: Subject[];
 }
 
-/** The Roles and bindings `obj` (of the kind `def`) asks for; empty when it has neither owner nor access. */
-export function desiredRbac(def: SourceKind, obj: KubeObject): RbacObject[] {
+/** What an object asks for in the host cluster. */
+export interface DesiredRbac {
+  /** Its Roles and bindings, each Role before its binding; none when it has neither owner nor access. */
+  objects: RbacObject[];
+  /**
+   * Why none of its access entries is made (they ask for more than the limits allow, in an object stored before
+   * them, or two of their Roles would have the same name): then `objects` has only the owner's pair.
+   */
+  refused?: { reason: 'AccessListTooLarge' | 'AccessNameClash'; message: string };
+}
+
+/** One Role and its binding: the verbs on the resources, for the subjects. */
+interface Grant {
+  suffix: string;
+  verbs: string[];
+  resources: string[];
+  subjects: Subject[];
+}
+
+/** The Roles and bindings `obj` (of the kind `def`) asks for. */
+export function desiredRbac(def: SourceKind, obj: KubeObject): DesiredRbac {
   const spec = (obj.spec ?? {}) as { owner?: Owner; access?: AccessEntry[] };
-  const grants: Array<{ suffix: string; verbs: string[]; subresources: string[]; subjects: Subject[] }> = [];
+  const grants: Grant[] = [];
   const owner = ownerSubjects(spec.owner);
-  if (owner.length) grants.push({ suffix: 'owner', verbs: ['*'], subresources: ['*'], subjects: owner });
-  (spec.access ?? []).forEach((entry, i) => {
-    const subjects = [...(entry.users ?? []).map(user), ...(entry.teams ?? []).map(team)];
-    if (entry.verbs?.length && subjects.length)
-      grants.push({
-        suffix: `access-${i}`,
-        verbs: unique(entry.verbs),
-        subresources: entry.subresources ?? [],
-        subjects: uniqueSubjects(subjects),
-      });
-  });
+  if (owner.length) grants.push({ suffix: 'owner', verbs: ['*'], resources: resourcesOf(def, ['*']), subjects: owner });
+  const access = accessGrants(def, spec.access ?? []);
+  const refused = refusal(def, access);
+  if (!refused) grants.push(...access);
 
   const namespaced = def.namespaced;
   const roleKind = namespaced ? 'Role' : 'ClusterRole';
@@ -100,7 +127,7 @@ export function desiredRbac(def: SourceKind, obj: KubeObject): RbacObject[] {
       [SOURCE_ANNOTATION]: `${def.kind} ${namespaced ? `${obj.metadata.namespace}/` : ''}${obj.metadata.name}`,
     },
   });
-  return grants.flatMap((g): RbacObject[] => {
+  const objects = grants.flatMap((g): RbacObject[] => {
     const name = generatedName(def, { name: obj.metadata.name!, uid: obj.metadata.uid! }, g.suffix);
     return [
       {
@@ -108,12 +135,7 @@ export function desiredRbac(def: SourceKind, obj: KubeObject): RbacObject[] {
         kind: roleKind,
         metadata: metadata(name),
         rules: [
-          {
-            apiGroups: [def.group],
-            resources: resourcesOf(def, g.subresources),
-            resourceNames: [obj.metadata.name!],
-            verbs: g.verbs,
-          },
+          { apiGroups: [def.group], resources: g.resources, resourceNames: [obj.metadata.name!], verbs: g.verbs },
         ],
       },
       {
@@ -125,6 +147,57 @@ export function desiredRbac(def: SourceKind, obj: KubeObject): RbacObject[] {
       },
     ];
   });
+  return refused ? { objects, refused } : { objects };
+}
+
+/**
+ * One grant per distinct set of verbs and resources, with the subjects of every entry asking for it, deduplicated
+ * and sorted (Users, then Groups, by name) so that neither the order of entries nor repeats change a binding.
+ * Named `access-<hash of the set>`: a set keeps its name whatever happens to other entries.
+ */
+function accessGrants(def: SourceKind, entries: AccessEntry[]): Grant[] {
+  const bySet = new Map<string, Grant>();
+  for (const entry of entries) {
+    const subjects = [...(entry.users ?? []).map(user), ...(entry.teams ?? []).map(team)];
+    if (!entry.verbs?.length || !subjects.length) continue;
+    // RBAC's '*' matches every verb: the others beside it add nothing.
+    const verbs = entry.verbs.includes('*') ? ['*'] : unique(entry.verbs).sort();
+    const resources = resourcesOf(def, entry.subresources ?? []);
+    const set = JSON.stringify([verbs, resources]);
+    const grant = bySet.get(set);
+    if (grant) grant.subjects.push(...subjects);
+    else bySet.set(set, { suffix: `access-${shortHash(set, SET_HASH_LENGTH)}`, verbs, resources, subjects });
+  }
+  return [...bySet.values()].map((g) => ({ ...g, subjects: sortedSubjects(g.subjects) }));
+}
+
+/**
+ * Why `grants` may not be made, if so: they go beyond what an object within the CRDs' limits can ask for, or two
+ * sets got the same name (which would have the sync write both, in turn, for ever).
+ */
+function refusal(def: SourceKind, grants: Grant[]): DesiredRbac['refused'] {
+  const [role, binding] = def.namespaced ? ['Role', 'RoleBinding'] : ['ClusterRole', 'ClusterRoleBinding'];
+  const { entries, users, teams } = ACCESS_LIMITS;
+  const untilWithin = `none of its entries is granted in the host cluster until spec.access is within its limits (${entries} entries of at most ${users} users and ${teams} teams)`;
+  if (grants.length > MAX_ACCESS_ROLES)
+    return {
+      reason: 'AccessListTooLarge',
+      message: `spec.access asks for ${grants.length} ${role}s (one per distinct set of verbs and subresources), more than the ${MAX_ACCESS_ROLES} an object may have: ${untilWithin}`,
+    };
+  const crowded = grants.find((g) => g.subjects.length > MAX_BINDING_SUBJECTS);
+  if (crowded)
+    return {
+      reason: 'AccessListTooLarge',
+      message: `spec.access asks for a ${binding} of ${crowded.subjects.length} users and teams (those of the entries granting ${crowded.verbs.join(', ')}), more than the ${MAX_BINDING_SUBJECTS} one may have: ${untilWithin}`,
+    };
+  const suffixes = grants.map((g) => g.suffix);
+  const clash = suffixes.find((s, i) => suffixes.indexOf(s) !== i);
+  if (clash)
+    return {
+      reason: 'AccessNameClash',
+      message: `two sets of verbs and subresources in spec.access would have ${role}s of the same name (ending in ${clash}): none of its entries is granted in the host cluster until the verbs of one of them change`,
+    };
+  return undefined;
 }
 
 /**
@@ -162,11 +235,19 @@ export function grantableResources(def: SourceKind): string[] {
   return resourcesOf(def, ['*']);
 }
 
-/** The kind's resource and the subresources asked for; '*' means each subresource the kind has (RBAC has no wildcard for them). */
+/**
+ * The kind's resource, then those of the subresources asked for in order of name; '*' means each subresource the
+ * kind has (RBAC has no wildcard for them). The same subresources, however written, give the same list.
+ */
 function resourcesOf(def: SourceKind, subresources: string[]): string[] {
   const known = def.hasStatus ? ['status'] : [];
   const subs = subresources.includes('*') ? [...known, ...subresources.filter((s) => s !== '*')] : subresources;
-  return unique([def.plural, ...subs.map((s) => `${def.plural}/${s}`)]);
+  return [
+    def.plural,
+    ...unique(subs)
+      .sort()
+      .map((s) => `${def.plural}/${s}`),
+  ];
 }
 
 function ownerSubjects(owner: Owner | undefined): Subject[] {
@@ -178,9 +259,13 @@ function ownerSubjects(owner: Owner | undefined): Subject[] {
 const user = (name: string): Subject => ({ kind: 'User', apiGroup: RBAC_GROUP, name });
 const team = (name: string): Subject => ({ kind: 'Group', apiGroup: RBAC_GROUP, name: `${TEAM_GROUP_PREFIX}${name}` });
 
-function uniqueSubjects(subjects: Subject[]): Subject[] {
-  const seen = new Set<string>();
-  return subjects.filter((s) => !seen.has(`${s.kind}/${s.name}`) && !!seen.add(`${s.kind}/${s.name}`));
+/** Without repeats; Users before Groups, each in order of name. */
+function sortedSubjects(subjects: Subject[]): Subject[] {
+  const of = (kind: Subject['kind']): Subject[] =>
+    unique(subjects.filter((s) => s.kind === kind).map((s) => s.name))
+      .sort()
+      .map((name) => ({ kind, apiGroup: RBAC_GROUP, name }));
+  return [...of('User'), ...of('Group')];
 }
 
 const unique = (values: string[]) => [...new Set(values)];
@@ -191,6 +276,6 @@ function labelValue(value: string): string {
   return `${value.slice(0, MAX_LABEL_VALUE_LENGTH - hash.length - 1).replace(/[-._]+$/, '')}-${hash}`;
 }
 
-function shortHash(value: string): string {
-  return createHash('sha256').update(value).digest('hex').slice(0, 10);
+function shortHash(value: string, length = 10): string {
+  return createHash('sha256').update(value).digest('hex').slice(0, length);
 }

@@ -1,9 +1,11 @@
 /**
  * Structural OpenAPI v3 schemas (as in a CRD's openAPIV3Schema): pruning of unknown fields, and validation with
- * ajv whose errors are turned into field errors worded like apiextensions-apiserver's.
+ * ajv whose errors are turned into field errors worded like apiextensions-apiserver's. On update, errors in values
+ * the update left as they were are dropped, as kube's CRD validation ratcheting does (see `ratchets`).
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
+import { jsonEqual } from './equality.js';
 import { fieldError, type FieldError } from './field.js';
 import { isPlainObject } from './types.js';
 
@@ -97,16 +99,65 @@ function walk(value: unknown, schema: StructuralSchema, path: string, unknown: s
   }
 }
 
-export type SchemaValidator = (value: unknown) => FieldError[];
+/** Checks `value`; on update `old` is the value before, whose unchanged parts may keep their errors (ratcheting). */
+export type SchemaValidator = (value: unknown, old?: unknown) => FieldError[];
 
 /** Compiles a validator; `root` is the field path of the value it checks ("" for a whole object). */
 /** Compiled on first use: compiling every kind's schema took seconds of a start on a busy machine. */
 export function compileSchema(schema: StructuralSchema, root = ''): SchemaValidator {
   let validate: ValidateFunction | undefined;
-  return (value) => {
+  return (value, old) => {
     validate ??= newAjv().compile(toJsonSchema(schema));
-    return validate(value) ? [] : (validate.errors ?? []).map((e) => toFieldError(e, schema, root));
+    if (validate(value)) return [];
+    const unchanged = old === undefined ? () => false : ratchets(value, old, schema);
+    return (validate.errors ?? []).filter((e) => !unchanged(e.instancePath)).map((e) => toFieldError(e, schema, root));
   };
+}
+
+/**
+ * kube's CRD validation ratcheting (on by default since 1.30, GA in 1.33): an update may keep a schema error in a
+ * value it did not change. An error at a JSON pointer is dropped when the value there, or one above it, can be
+ * paired with the old value at the same place and equals it. Pairs follow object properties and the items of
+ * `x-kubernetes-list-type: map` lists by their keys; items of other lists are never paired (kube's default list
+ * is atomic), so in such a list only the whole list ratchets: a list that is too long may stay as it is, but any
+ * change to it must bring it within the limit. kube drops ratcheted schema errors without a warning, and so does
+ * this (rules, cel/rules.ts, warn about theirs, as kube's do).
+ */
+function ratchets(value: unknown, old: unknown, schema: StructuralSchema): (pointer: string) => boolean {
+  const memo = new Map<string, boolean>();
+  return (pointer) => {
+    const segments = pointer.split('/').slice(1);
+    let at: StructuralSchema | undefined = schema;
+    let v = value;
+    let o = old;
+    for (let i = 0; ; i++) {
+      const prefix = segments.slice(0, i).join('/');
+      let same = memo.get(prefix);
+      if (same === undefined) memo.set(prefix, (same = jsonEqual(v, o)));
+      if (same) return true;
+      if (i === segments.length || !at) return false;
+      const seg = segments[i].replace(/~1/g, '/').replace(/~0/g, '~');
+      if (Array.isArray(v)) {
+        const item: unknown = v[Number(seg)];
+        o = listMapItem(at, o, item);
+        v = item;
+        at = at.items;
+      } else if (isPlainObject(v) && isPlainObject(o) && seg in o) {
+        v = v[seg];
+        o = o[seg];
+        at = at.properties?.[seg] ?? (isPlainObject(at.additionalProperties) ? at.additionalProperties : undefined);
+      } else return false;
+      if (o === undefined) return false;
+    }
+  };
+}
+
+/** The old item with the same keys as `item`, in a list-type map; nothing for other lists (they are atomic). */
+function listMapItem(schema: StructuralSchema, old: unknown, item: unknown): unknown {
+  const keys = schema['x-kubernetes-list-map-keys'] as string[] | undefined;
+  if (schema['x-kubernetes-list-type'] !== 'map' || !keys?.length || !Array.isArray(old) || !isPlainObject(item))
+    return undefined;
+  return old.find((o) => isPlainObject(o) && keys.every((k) => jsonEqual(o[k], item[k])));
 }
 
 function jsonType(v: unknown): string {

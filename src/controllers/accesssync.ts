@@ -4,10 +4,14 @@
  *
  * - objects that ask for RBAC carry the finalizer `management.platform.sh/access-cleanup`, added before anything is
  *   created in the host, so a deletion always waits until their Roles and bindings are gone;
- * - a reconcile writes what is missing or differs and deletes generated objects no entry asks for any more, then
+ * - a reconcile writes what is missing or differs and deletes generated objects no entry asks for any more (those
+ *   of earlier versions' one pair per entry, `...-access-<index>`, among them, once their successors exist), then
  *   records the `AccessSynced` condition in the status. Each write reads the host's object of that name first: none
  *   is created (POST); one labelled as made by this server for this very source is replaced at the resourceVersion
  *   read; any other (made by hand, or for another source) is never touched, and the condition says so;
+ * - what one object may have in the host is bounded (rbac.ts: a pair per distinct set of verbs and subresources,
+ *   within the CRDs' limits); an object stored before the limits that asks for more gets its owner's pair only,
+ *   everything else generated for it is deleted, and the condition (`AccessListTooLarge`) and the log say why;
  * - the condition tells tenants what failed and on which generated object; the host's own words (which may name
  *   this server's identity and groups) go to the log only;
  * - generated objects are watched in the host (by label), so one changed or deleted by hand is put back at once;
@@ -197,7 +201,7 @@ export class AccessSync {
       return;
     }
 
-    const desired = desiredRbac(def, obj);
+    const { objects: desired, refused } = desiredRbac(def, obj);
     if (desired.length && !hasFinalizer) await this.setFinalizer(src, uid, true);
     try {
       await this.converge(uid, desired);
@@ -206,6 +210,18 @@ export class AccessSync {
       throw err;
     }
     if (!desired.length && hasFinalizer) await this.setFinalizer(src, uid, false);
+    if (refused) {
+      // Nothing of the entries was written (what was there is gone); retrying would not help, a change of them will.
+      this.log('access sync: the access entries of an object are not granted in the host cluster', {
+        kind: def.kind,
+        namespace: src.namespace,
+        name: src.name,
+        reason: refused.reason,
+        why: refused.message,
+      });
+      await this.setCondition(src, uid, obj, { status: 'False', ...refused });
+      return;
+    }
     const roles = desired.filter((o) => !o.roleRef).length;
     const what = def.namespaced ? ['Role', 'RoleBinding'] : ['ClusterRole', 'ClusterRoleBinding'];
     const message = roles

@@ -606,7 +606,8 @@ export class Store {
    */
   private validate(obj: KubeObject, old?: KubeObject, warnings?: string[]): FieldError[] {
     const { metadata, ...body } = obj;
-    const schemaErrs = [...validateMetaSchema(metadata), ...this.validateSchema(body)];
+    // An update may keep schema errors in what it leaves as it was (kube's ratcheting; schema.ts).
+    const schemaErrs = [...validateMetaSchema(metadata), ...this.validateSchema(body, old && withoutMetadata(old))];
     if (schemaErrs.some((e) => e.type === 'FieldValueTypeInvalid'))
       return [...schemaErrs, ...this.def.validationRules(obj, old, schemaErrs)];
     // Finalizer names are checked on update too, so no update can add one that create would refuse.
@@ -712,3 +713,8 @@ function markDeleting(obj: KubeObject, opts: PropagationOptions): KubeObject {
 
 const missingOwnerDeletionCheck: OwnerDeletionCheck = () =>
   Promise.reject(new Error('no owner deletion check is set up (Registry.useOwnerDeletionCheck)'));
+
+/** What the kind's schema checks of an object: all but its metadata, which has a validator of its own. */
+function withoutMetadata({ metadata: _m, ...body }: KubeObject): Omit<KubeObject, 'metadata'> {
+  return body;
+}

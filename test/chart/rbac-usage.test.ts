@@ -152,6 +152,17 @@ async function synced(client: HttpClient, path: string): Promise<void> {
   );
 }
 
+/** Widens the owner's generated Role of `source` by hand (not through the API) and waits until the sync puts it back. */
+async function putBackAfterEdit(resource: 'roles' | 'clusterroles', namespace: string, source: string): Promise<void> {
+  const name = host.list(resource).find((r) => r.metadata.name.endsWith(`-${source}-owner`))!.metadata.name;
+  host.put({ ...host.get(resource, namespace, name)!, rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }] });
+  await waitFor(
+    `${resource} ${name} to be put back`,
+    () => host.get(resource, namespace, name)?.rules?.[0]?.apiGroups?.[0] === 'management.platform.sh',
+    20_000,
+  );
+}
+
 beforeAll(async () => {
   host = await startHostCluster();
   vcluster = await startHostCluster();
@@ -168,8 +179,9 @@ beforeAll(async () => {
   expect((await alice.get(sharedSecretPath(TENANT_NS, 'not-hers'))).status).toBe(403);
   expect([host.count('tokenreviews', 'POST'), host.count('subjectaccessreviews', 'POST')]).toEqual([1, 1]);
 
-  // The access sync: Roles and RoleBindings made, one entry removed, the others changed (their Role and binding
-  // updated), everything removed with its source; the same with a ClusterRole and ClusterRoleBinding for a Cluster.
+  // The access sync: Roles and RoleBindings made, one entry removed, the others changed (their binding updated, and
+  // a Role of another name made for new verbs), a Role edited by hand put back (updated), everything removed with its
+  // source; the same with a ClusterRole and ClusterRoleBinding for a Cluster.
   const name = uniq('s');
   const body = secretBody(name);
   body.spec = {
@@ -182,6 +194,7 @@ beforeAll(async () => {
   };
   expect((await root.post(sharedSecretsPath(TENANT_NS), body)).status).toBe(201);
   await synced(root, sharedSecretPath(TENANT_NS, name));
+  await putBackAfterEdit('roles', TENANT_NS, name);
   expect(
     (
       await root.patch(
@@ -206,6 +219,7 @@ beforeAll(async () => {
   cluster.spec = { ...cluster.spec, owner: { team: 'ops' }, access: [{ verbs: ['get'], users: ['alice'] }] };
   expect((await root.post(CLUSTERS_PATH, cluster)).status).toBe(201);
   await synced(root, clusterPath(cluster.metadata.name));
+  await putBackAfterEdit('clusterroles', '', cluster.metadata.name);
   expect(
     (
       await root.patch(

@@ -4,22 +4,29 @@
  *
  * - the whole loop: an access entry for alice on s1 makes the host's own authorization (SubjectAccessReview, as
  *   kube-apiserver would evaluate it) allow alice to get s1 and not s2; removing the entry takes it away;
- * - what is generated (Role/RoleBinding per entry and for the owner; ClusterRole/ClusterRoleBinding for Clusters),
- *   its names (also at the length limit) and labels; the finalizer and the AccessSynced condition;
+ * - what is generated (a Role/RoleBinding per distinct set of verbs and subresources and for the owner;
+ *   ClusterRole/ClusterRoleBinding for Clusters), its names (also at the length limit) and labels; the finalizer and
+ *   the AccessSynced condition; what a change costs the host (counted requests); the objects of earlier versions'
+ *   pair per entry are replaced; an object stored above the CRDs' limits gets no more than its owner's pair;
  * - deletion removes everything generated before the object goes; drift by hand is put back; RBAC whose source is
  *   gone is swept; a host outage leaves the API serving and everything converges once the host is back.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { Etcd3 } from 'etcd3';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { desiredRbac } from '../../src/access/rbac.js';
+import { createLogger } from '../../src/log.js';
 import { HostCluster } from '../../src/host/cluster.js';
+import { loadDefinitions } from '../../src/registry/definitions.js';
 import type { Grants } from '../support/authmatrix.js';
 import {
   clusterBody,
   clusterPath,
   CLUSTERS_PATH,
+  EtcdPeek,
   GROUP,
   JSON_PATCH,
   MERGE_PATCH,
@@ -43,18 +50,24 @@ let host: HostClusterStandIn;
 let hostClient: HostCluster;
 let ts: TestServer;
 let admin: HttpClient;
+/** The server's log lines. */
+const logs: string[] = [];
 
 beforeAll(async () => {
   host = await startHostCluster();
   host.addNamespace(NS);
   hostClient = HostCluster.load({ kubeconfig: host.kubeconfigPath })!;
-  ts = await startTestServer({
-    kubeconfig: host.kubeconfigPath,
-    authenticationTokenWebhookCacheTtlMs: 0,
-    authorizationWebhookCacheAuthorizedTtlMs: 0,
-    authorizationWebhookCacheUnauthorizedTtlMs: 0,
-    leaderElectLeaseDurationMs: 2000,
-  });
+  ts = await startTestServer(
+    {
+      kubeconfig: host.kubeconfigPath,
+      authenticationTokenWebhookCacheTtlMs: 0,
+      authorizationWebhookCacheAuthorizedTtlMs: 0,
+      authorizationWebhookCacheUnauthorizedTtlMs: 0,
+      leaderElectLeaseDurationMs: 2000,
+    },
+    undefined,
+    createLogger((line) => void logs.push(line)),
+  );
   admin = ts.admin;
 }, 120_000);
 
@@ -94,6 +107,23 @@ async function synced(path: string, timeoutMs = 15_000): Promise<any> {
 
 const generated = (uid: string, resource: RbacResource) =>
   host.list(resource).filter((o) => o.metadata.labels?.[UID_LABEL] === uid);
+
+const secretDef = loadDefinitions().find((d) => d.kind === 'SharedSecret')!;
+
+/** The name of the Role and RoleBinding of a SharedSecret `name` for the verbs and subresources of `entry`. */
+function accessName(name: string, entry: { verbs: string[]; subresources?: string[] }): string {
+  const obj = { metadata: { name, namespace: NS, uid: 'u' }, spec: { access: [{ ...entry, users: ['x'] }] } };
+  return desiredRbac(secretDef, obj).objects[0].metadata.name;
+}
+
+/** The RBAC requests the host received for the objects of the source `name` since the last reset: `<method> <resource>` → count. */
+function rbacCalls(name: string): Record<string, number> {
+  const calls: Record<string, number> = {};
+  for (const r of host.requests)
+    if (['roles', 'rolebindings', 'clusterroles', 'clusterrolebindings'].includes(r.resource) && r.path.includes(name))
+      calls[`${r.method} ${r.resource}`] = (calls[`${r.method} ${r.resource}`] ?? 0) + 1;
+  return calls;
+}
 
 /** What the host's own RBAC allows (kube-apiserver's answer, through the stand-in's SubjectAccessReview). */
 async function hostAllows(
@@ -177,7 +207,7 @@ describe("the whole loop through the host's authorization", () => {
 });
 
 describe('what is generated', () => {
-  test('one Role and RoleBinding per entry and for the owner, named and labelled after the source', async () => {
+  test('one Role and RoleBinding for the owner and per set of verbs and subresources, named and labelled after the source', async () => {
     const s = await createSecret(uniq('shape'), {
       owner: { user: 'olga' },
       access: [{ verbs: ['get', 'watch'], subresources: ['status'], users: ['alice'], teams: ['green'] }],
@@ -202,7 +232,9 @@ describe('what is generated', () => {
       'management.platform.sh/source-name': n,
       [UID_LABEL]: s.metadata.uid,
     };
-    const role = host.get('roles', NS, `platform-sharedsecret-${n}-access-0`)!;
+    const name = accessName(n, { verbs: ['get', 'watch'], subresources: ['status'] });
+    expect(name).toMatch(new RegExp(`^platform-sharedsecret-${n}-access-[0-9a-f]{10}$`));
+    const role = host.get('roles', NS, name)!;
     expect(role).toMatchObject({
       metadata: { labels, annotations: { 'management.platform.sh/source': `SharedSecret ${NS}/${n}` } },
       rules: [
@@ -214,10 +246,10 @@ describe('what is generated', () => {
         },
       ],
     });
-    const binding = host.get('rolebindings', NS, `platform-sharedsecret-${n}-access-0`)!;
+    const binding = host.get('rolebindings', NS, name)!;
     expect(binding).toMatchObject({
       metadata: { labels },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: `platform-sharedsecret-${n}-access-0` },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
       subjects: [
         { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'alice' },
         { kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: 'platform:team:green' },
@@ -237,13 +269,12 @@ describe('what is generated', () => {
     body.spec.access = [{ verbs: ['get', 'update'], users: ['alice'] }];
     expect((await admin.post(CLUSTERS_PATH, body)).status).toBe(201);
     const obj = await synced(clusterPath(name));
-    expect(generated(obj.metadata.uid, 'clusterroles').map((o) => o.metadata.name)).toEqual([
-      `platform-cluster-${name}-access-0`,
-    ]);
+    const roles = generated(obj.metadata.uid, 'clusterroles').map((o) => o.metadata.name);
+    expect(roles).toEqual([expect.stringMatching(new RegExp(`^platform-cluster-${name}-access-[0-9a-f]{10}$`))]);
     expect(generated(obj.metadata.uid, 'clusterrolebindings')[0].roleRef).toEqual({
       apiGroup: 'rbac.authorization.k8s.io',
       kind: 'ClusterRole',
-      name: `platform-cluster-${name}-access-0`,
+      name: roles[0],
     });
     expect(generated(obj.metadata.uid, 'roles')).toEqual([]);
     expect(await hostAllows('alice', [], 'update', 'clusters', name)).toBe(true);
@@ -266,7 +297,7 @@ describe('what is generated', () => {
     expect(roles).toHaveLength(2);
     for (const r of roles) {
       expect(r.metadata.name.length).toBeLessThanOrEqual(63);
-      expect(r.metadata.name).toMatch(/^platform-sharedsecret-l+-[0-9a-f]{16}-access-[01]$/);
+      expect(r.metadata.name).toMatch(/^platform-sharedsecret-l+-[0-9a-f]{16}-access-[0-9a-f]{10}$/);
       expect(r.metadata.labels['management.platform.sh/source-name'].length).toBeLessThanOrEqual(63);
       expect(r.metadata.annotations['management.platform.sh/source']).toBe(`SharedSecret ${NS}/${long}`);
     }
@@ -274,42 +305,183 @@ describe('what is generated', () => {
     expect(await hostAllows('bob', [], 'get', 'sharedsecrets', long, NS)).toBe(false);
   });
 
-  test('many entries, users and teams; editing one entry rewrites only its own pair', async () => {
+  test('25 entries with two sets of verbs make two pairs; what a change costs the host is the bindings it changes', async () => {
     const access = Array.from({ length: 25 }, (_, i) => ({
-      verbs: i % 2 ? ['get'] : ['get', 'update'],
+      verbs: i % 2 ? ['get'] : ['update', 'get'],
       users: [`user-${i}`, `shared-${i % 3}`],
       teams: [`team-${i}`],
     }));
     const s = await createSecret(uniq('many'), { access });
     const path = sharedSecretPath(NS, s.metadata.name);
     await synced(path);
-    expect(generated(s.metadata.uid, 'roles')).toHaveLength(25);
-    expect(generated(s.metadata.uid, 'rolebindings')).toHaveLength(25);
+    expect(generated(s.metadata.uid, 'roles')).toHaveLength(2);
+    expect(
+      generated(s.metadata.uid, 'rolebindings')
+        .map((b) => b.subjects!.length)
+        .sort(),
+    ).toEqual([27, 29]);
     expect(await hostAllows('x', ['platform:team:team-24'], 'update', 'sharedsecrets', s.metadata.name, NS)).toBe(true);
     expect(await hostAllows('user-7', [], 'update', 'sharedsecrets', s.metadata.name, NS)).toBe(false);
 
+    // A user added to an entry: one binding read and replaced, nothing else.
     host.resetCounts();
-    const res = await admin.patch(
-      path,
-      [{ op: 'replace', path: '/spec/access/7/verbs', value: ['get', 'update'] }],
-      JSON_PATCH,
-    );
-    expect(res.status).toBe(200);
+    const added = [{ op: 'add', path: '/spec/access/7/users/-', value: 'newcomer' }];
+    expect((await admin.patch(path, added, JSON_PATCH)).status).toBe(200);
+    await synced(path);
+    expect(rbacCalls(s.metadata.name)).toEqual({ 'GET rolebindings': 1, 'PUT rolebindings': 1 });
+    expect(await hostAllows('newcomer', [], 'get', 'sharedsecrets', s.metadata.name, NS)).toBe(true);
+
+    // An entry added with verbs another has: the same. The order of entries is nothing to the host.
+    host.resetCounts();
+    const entry = { op: 'add', path: '/spec/access/0', value: { verbs: ['get'], users: ['late'] } };
+    expect((await admin.patch(path, [entry], JSON_PATCH)).status).toBe(200);
+    await synced(path);
+    expect(rbacCalls(s.metadata.name)).toEqual({ 'GET rolebindings': 1, 'PUT rolebindings': 1 });
+    host.resetCounts();
+    const reversed = (await admin.get(path)).body.spec.access.reverse();
+    expect((await admin.patch(path, { spec: { access: reversed } }, MERGE_PATCH)).status).toBe(200);
+    await synced(path);
+    expect(rbacCalls(s.metadata.name)).toEqual({});
+
+    // An entry's verbs changed to the other set: its users move from one binding to the other.
+    host.resetCounts();
+    const i = reversed.findIndex((e: any) => e.users.includes('user-7'));
+    const moved = [{ op: 'replace', path: `/spec/access/${i}/verbs`, value: ['get', 'update'] }];
+    expect((await admin.patch(path, moved, JSON_PATCH)).status).toBe(200);
     await synced(path);
     await waitFor('user-7 to be allowed', () =>
       hostAllows('user-7', [], 'update', 'sharedsecrets', s.metadata.name, NS),
     );
-    expect(host.count('roles', 'PUT')).toBe(1);
-    expect(host.count('rolebindings', 'PUT')).toBe(0);
+    expect(rbacCalls(s.metadata.name)).toEqual({ 'GET rolebindings': 2, 'PUT rolebindings': 2 });
 
-    // Dropping the last 20 entries deletes their pairs.
-    await admin.patch(path, { spec: { access: access.slice(0, 5) } }, MERGE_PATCH);
+    // A set no entry has any more: its pair is deleted.
+    await admin.patch(path, { spec: { access: access.filter((_, j) => j % 2 === 0) } }, MERGE_PATCH);
     await synced(path);
-    await waitFor(
-      '20 pairs deleted',
-      () => generated(s.metadata.uid, 'roles').length === 5 && generated(s.metadata.uid, 'rolebindings').length === 5,
-    );
+    await waitFor('one pair left', () => generated(s.metadata.uid, 'roles').length === 1);
+    expect(generated(s.metadata.uid, 'rolebindings')).toHaveLength(1);
   });
+
+  test('the RBAC of an earlier version (a pair per entry, named by its index) is deleted once its successor is made', async () => {
+    const s = await createSecret(uniq('earlier'), {
+      access: [
+        { verbs: ['get'], users: ['alice'] },
+        { verbs: ['get'], users: ['bob'] },
+      ],
+    });
+    const path = sharedSecretPath(NS, s.metadata.name);
+    const obj = await synced(path);
+    const current = generated(s.metadata.uid, 'roles').map((r) => r.metadata.name);
+    // What an earlier version made for this object: labelled for its uid, one pair per entry.
+    const earlier = [0, 1].map((i) => `platform-sharedsecret-${s.metadata.name}-access-${i}`);
+    const metadata = (name: string) => ({
+      name,
+      namespace: NS,
+      labels: { 'app.kubernetes.io/managed-by': 'platform-management-api', [UID_LABEL]: obj.metadata.uid },
+      annotations: { 'management.platform.sh/source': `SharedSecret ${NS}/${s.metadata.name}` },
+    });
+    earlier.forEach((name, i) => {
+      host.put({
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'Role',
+        metadata: metadata(name),
+        rules: [{ apiGroups: [GROUP], resources: ['sharedsecrets'], resourceNames: [s.metadata.name], verbs: ['get'] }],
+      });
+      host.put({
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'RoleBinding',
+        metadata: metadata(name),
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+        subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: ['alice', 'bob'][i] }],
+      });
+    });
+    await waitFor('the earlier pairs to be gone', () =>
+      earlier.every((name) => !host.get('roles', NS, name) && !host.get('rolebindings', NS, name)),
+    );
+    expect(generated(s.metadata.uid, 'roles').map((r) => r.metadata.name)).toEqual(current);
+    expect(await hostAllows('alice', [], 'get', 'sharedsecrets', s.metadata.name, NS)).toBe(true);
+    expect(await hostAllows('bob', [], 'get', 'sharedsecrets', s.metadata.name, NS)).toBe(true);
+  });
+});
+
+describe("the CRDs' limits bound what one object makes in the host", () => {
+  test("the review's PATCH (2,000 entries, about 73 kB) is refused and costs the host nothing", async () => {
+    const s = await createSecret(uniq('flood'), { access: [{ verbs: ['get'], users: ['alice'] }] });
+    const path = sharedSecretPath(NS, s.metadata.name);
+    await synced(path);
+    host.resetCounts();
+    const flood = Array.from({ length: 2000 }, (_, i) => ({ verbs: ['get'], users: [`u-${i}`] }));
+    const res = await admin.patch(path, { spec: { access: flood } }, MERGE_PATCH);
+    expect({ status: res.status, reason: res.body.reason, causes: res.body.details?.causes?.[0] }).toEqual({
+      status: 422,
+      reason: 'Invalid',
+      causes: {
+        reason: 'FieldValueTooMany',
+        message: 'Too many: 2000: must have at most 64 items',
+        field: 'spec.access',
+      },
+    });
+    // The next change of spec is synced, and finds nothing of the refused one to write.
+    expect((await admin.patch(path, { spec: { displayName: 'after the flood' } }, MERGE_PATCH)).status).toBe(200);
+    await synced(path);
+    expect(rbacCalls(s.metadata.name)).toEqual({});
+    expect(generated(s.metadata.uid, 'roles')).toHaveLength(1);
+  });
+
+  test('an object stored above the limits before they existed: only its owner pair, its other RBAC deleted, and AccessSynced says why', async () => {
+    const s = await createSecret(uniq('stored-above'), {
+      owner: { user: 'olga' },
+      access: [{ verbs: ['get'], users: ['alice'] }],
+    });
+    const path = sharedSecretPath(NS, s.metadata.name);
+    await synced(path);
+    // 100 entries, each with its own set of verbs, written to etcd behind the server's back.
+    const verbs = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'];
+    const access = Array.from({ length: 100 }, (_, i) => ({
+      verbs: verbs.filter((_, b) => (i + 1) & (1 << b)),
+      users: [`user-${i}`],
+    }));
+    const peek = new EtcdPeek(ts);
+    const kv = new Etcd3({ hosts: ts.etcd.endpoint });
+    try {
+      const key = peek.sharedSecretKey(NS, s.metadata.name);
+      const stored = await peek.value(key);
+      stored.spec.access = access;
+      host.resetCounts();
+      await kv.put(key).value(JSON.stringify(stored));
+    } finally {
+      kv.close();
+      peek.close();
+    }
+    const c = await failed(path);
+    expect({ reason: c.reason, message: c.message }).toEqual({
+      reason: 'AccessListTooLarge',
+      message:
+        'spec.access asks for 100 Roles (one per distinct set of verbs and subresources), more than the 64 an object may have: none of its entries is granted in the host cluster until spec.access is within its limits (64 entries of at most 32 users and 32 teams)',
+    });
+    // Nothing written; the pair of the entry granted before is deleted; the owner's stays.
+    expect(rbacCalls(s.metadata.name)).toEqual({ 'DELETE roles': 1, 'DELETE rolebindings': 1 });
+    expect(generated(s.metadata.uid, 'roles').map((r) => r.metadata.name)).toEqual([
+      `platform-sharedsecret-${s.metadata.name}-owner`,
+    ]);
+    expect(await hostAllows('alice', [], 'get', 'sharedsecrets', s.metadata.name, NS)).toBe(false);
+    expect(await hostAllows('olga', [], 'delete', 'sharedsecrets', s.metadata.name, NS)).toBe(true);
+    const logged = logs
+      .map((l) => JSON.parse(l))
+      .find((l) => l.msg === 'access sync: the access entries of an object are not granted in the host cluster');
+    expect(logged).toMatchObject({
+      kind: 'SharedSecret',
+      namespace: NS,
+      name: s.metadata.name,
+      reason: 'AccessListTooLarge',
+    });
+
+    // Brought within the limits (as any change of the list must), it is granted again.
+    const within = access.slice(0, 64);
+    expect((await admin.patch(path, { spec: { access: within } }, MERGE_PATCH)).status).toBe(200);
+    await synced(path, 30_000);
+    expect(generated(s.metadata.uid, 'roles')).toHaveLength(65);
+    expect(await hostAllows('user-0', [], 'get', 'sharedsecrets', s.metadata.name, NS)).toBe(true);
+  }, 60_000);
 });
 
 describe('deletion', () => {
@@ -351,7 +523,7 @@ describe('drift', () => {
   test('a generated Role deleted by hand, a binding edited by hand, a roleRef changed: all put back', async () => {
     const s = await createSecret(uniq('drift'), { access: [{ verbs: ['get'], users: ['alice'] }] });
     await synced(sharedSecretPath(NS, s.metadata.name));
-    const name = `platform-sharedsecret-${s.metadata.name}-access-0`;
+    const name = accessName(s.metadata.name, { verbs: ['get'] });
     const original = { role: host.get('roles', NS, name)!, binding: host.get('rolebindings', NS, name)! };
 
     expect(host.remove('roles', NS, name)).toBe(true);
@@ -396,7 +568,7 @@ async function failed(path: string, timeoutMs = 15_000): Promise<any> {
 describe('objects the server did not make', () => {
   test("a host Role or RoleBinding that has a generated name but is not this source's own is never overwritten, and the condition says so", async () => {
     const name = uniq('taken');
-    const roleName = `platform-sharedsecret-${name}-access-0`;
+    const roleName = accessName(name, { verbs: ['get'] });
     const ownerName = `platform-sharedsecret-${name}-owner`;
     // Made by hand, before the source exists: a Role granting something else entirely.
     const foreign = host.put({
@@ -447,7 +619,7 @@ describe('objects the server did not make', () => {
       'user "system:serviceaccount:platform:management-api" (groups=["system:serviceaccounts" "system:masters-lookalike"]) is attempting to grant RBAC permissions not currently held';
     const name = uniq('refused');
     host.onRbacWrite = (obj) => {
-      if (obj.metadata.name === `platform-sharedsecret-${name}-access-0`)
+      if (obj.metadata.name === accessName(name, { verbs: ['get'] }))
         throw errors.forbidden({ group: 'rbac.authorization.k8s.io', resource: 'roles' }, obj.metadata.name, hostWords);
     };
     try {
@@ -455,7 +627,7 @@ describe('objects the server did not make', () => {
       const c = await failed(sharedSecretPath(NS, name));
       expect({ reason: c.reason, message: c.message }).toEqual({
         reason: 'HostRejected',
-        message: `could not create Role "platform-sharedsecret-${name}-access-0" in the namespace ${JSON.stringify(NS)}: the host cluster answered HTTP 403 (the server's log has the details)`,
+        message: `could not create Role ${JSON.stringify(accessName(name, { verbs: ['get'] }))} in the namespace ${JSON.stringify(NS)}: the host cluster answered HTTP 403 (the server's log has the details)`,
       });
       expect(JSON.stringify((await admin.get(sharedSecretPath(NS, name))).body)).not.toContain('system:serviceaccount');
     } finally {
@@ -509,7 +681,7 @@ describe('without a host cluster', () => {
     });
     try {
       const off = p.logs.filter((l) =>
-        /the access sync to host RBAC and virtual cluster kube configs are off/.test(l.msg),
+        /the access sync to host RBAC, virtual cluster kube configs and imports .* are off/.test(l.msg),
       );
       expect(off).toHaveLength(1);
       const c = p.client(ROOT);

@@ -427,11 +427,11 @@ describe('SubjectAccessReview', () => {
       { ns },
     );
     // The access sync turns the entry into a Role for this name: the host allows the watch by itself.
-    const roleName = `platform-sharedsecret-${t.name}-access-0`;
-    await waitFor(
-      'the generated Role and RoleBinding',
-      () => host.get('roles', ns, roleName) && host.get('rolebindings', ns, roleName),
-    );
+    const prefix = `platform-sharedsecret-${t.name}-access-`;
+    await waitFor('the generated Role and RoleBinding', () => {
+      const role = host.list('roles', ns).find((r) => r.metadata.name.startsWith(prefix));
+      return role && host.get('rolebindings', ns, role.metadata.name);
+    });
     const s = await openWatch(as.dave, `${objectPath(t)}?watch=true`);
     expect(s.status).toBe(200);
     await s.count(1);

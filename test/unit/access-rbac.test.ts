@@ -1,6 +1,7 @@
 /** What an object's owner and access entries become in RBAC (src/access/rbac.ts), without a host. */
 import { describe, expect, test } from '@jest/globals';
-import { desiredRbac, generatedName } from '../../src/access/rbac.js';
+import { ACCESS_LIMITS } from '../../src/access/model.js';
+import { desiredRbac, generatedName, type RbacObject } from '../../src/access/rbac.js';
 import { loadDefinitions } from '../../src/registry/definitions.js';
 
 const defs = loadDefinitions();
@@ -14,36 +15,128 @@ const secret = (name: string, spec: Record<string, unknown>) => ({
   spec,
 });
 
+const objects = (spec: Record<string, unknown>, def = secretDef) => desiredRbac(def, secret('s', spec)).objects;
+const roles = (objs: RbacObject[]) => objs.filter((o) => !o.roleRef);
+const bindings = (objs: RbacObject[]) => objs.filter((o) => o.roleRef);
+
 describe('desiredRbac', () => {
   test('nothing for an object with neither owner nor access', () => {
-    expect(desiredRbac(secretDef, secret('s', {}))).toEqual([]);
-    expect(desiredRbac(secretDef, secret('s', { access: [] }))).toEqual([]);
+    expect(desiredRbac(secretDef, secret('s', {}))).toEqual({ objects: [] });
+    expect(desiredRbac(secretDef, secret('s', { access: [] }))).toEqual({ objects: [] });
   });
 
-  test("'*' subresources expand to the kind's own (RBAC has no wildcard for them); others pass through; verbs keep '*'", () => {
-    const [role] = desiredRbac(
-      secretDef,
-      secret('s', { access: [{ verbs: ['*'], subresources: ['*', 'extra'], users: ['a'] }] }),
-    );
+  test("'*' subresources expand to the kind's own (RBAC has no wildcard for them); others pass through; '*' verbs stand alone", () => {
+    const [role] = objects({ access: [{ verbs: ['get', '*'], subresources: ['*', 'extra'], users: ['a'] }] });
     expect(role.rules).toEqual([
       {
         apiGroups: ['management.platform.sh'],
-        resources: ['sharedsecrets', 'sharedsecrets/status', 'sharedsecrets/extra'],
+        resources: ['sharedsecrets', 'sharedsecrets/extra', 'sharedsecrets/status'],
         resourceNames: ['s'],
         verbs: ['*'],
       },
     ]);
   });
 
-  test('subjects are deduplicated; teams become platform:team: groups', () => {
-    const [, binding] = desiredRbac(
-      secretDef,
-      secret('s', { access: [{ verbs: ['get'], users: ['a', 'a'], teams: ['t'] }] }),
-    );
+  test('subjects are deduplicated and sorted, Users first; teams become platform:team: groups', () => {
+    const [, binding] = objects({ access: [{ verbs: ['get'], users: ['b', 'a', 'b'], teams: ['t'] }] });
     expect(binding.subjects).toEqual([
       { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'a' },
+      { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'b' },
       { kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: 'platform:team:t' },
     ]);
+  });
+
+  test('entries with the same verbs and subresources, however written, share one Role and binding holding all their subjects', () => {
+    const objs = objects({
+      access: [
+        { verbs: ['get', 'list'], subresources: ['status'], users: ['a'] },
+        { verbs: ['update'], users: ['a'] },
+        { verbs: ['list', 'get', 'list'], subresources: ['*'], teams: ['t'], users: ['b'] },
+        { verbs: ['update'], users: ['c', 'a'] },
+      ],
+    });
+    expect(roles(objs).map((r) => r.rules![0].verbs)).toEqual([['get', 'list'], ['update']]);
+    expect(bindings(objs).map((b) => b.subjects!.map((s) => s.name))).toEqual([
+      ['a', 'b', 'platform:team:t'],
+      ['a', 'c'],
+    ]);
+    for (const b of bindings(objs)) expect(b.roleRef!.name).toBe(b.metadata.name);
+    expect(roles(objs).map((r) => r.metadata.name)).toEqual([
+      expect.stringMatching(/^platform-sharedsecret-s-access-[0-9a-f]{10}$/),
+      expect.stringMatching(/^platform-sharedsecret-s-access-[0-9a-f]{10}$/),
+    ]);
+  });
+
+  test("a set's name stays when other entries come or move: a new set adds its pair, a user added changes one binding, nothing else is rewritten", () => {
+    const a = { verbs: ['get'], users: ['a'] };
+    const b = { verbs: ['update'], users: ['b'] };
+    const before = objects({ access: [a, b] });
+    const after = objects({ access: [{ verbs: ['delete'], users: ['c'] }, b, { ...a, users: ['a', 'd'] }] });
+    const byName = (objs: RbacObject[]) => new Map(objs.map((o) => [`${o.kind}/${o.metadata.name}`, o]));
+    const was = byName(before);
+    const changed = [...byName(after)].filter(([key, o]) => JSON.stringify(was.get(key)) !== JSON.stringify(o));
+    expect(changed.map(([key]) => key.split('/')[0])).toEqual(['Role', 'RoleBinding', 'RoleBinding']);
+  });
+
+  test('within the limits, every object is made: as many Roles as distinct sets, the largest binding whole', () => {
+    const { entries, users, teams } = ACCESS_LIMITS;
+    const verbs = (i: number) =>
+      ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'].filter((_, b) => (i + 1) & (1 << b));
+    const distinct = Array.from({ length: entries }, (_, i) => ({ verbs: verbs(i), users: ['a'] }));
+    expect(desiredRbac(secretDef, secret('s', { owner: { user: 'o' }, access: distinct }))).toEqual({
+      objects: expect.any(Array),
+    });
+    expect(objects({ owner: { user: 'o' }, access: distinct })).toHaveLength(2 * (entries + 1));
+    const full = Array.from({ length: entries }, (_, i) => ({
+      verbs: ['get'],
+      users: Array.from({ length: users }, (_, j) => `u-${i}-${j}`),
+      teams: Array.from({ length: teams }, (_, j) => `t-${i}-${j}`),
+    }));
+    expect(bindings(objects({ access: full }))[0].subjects).toHaveLength(entries * (users + teams));
+  });
+
+  test('an object stored before the limits that asks for more Roles gets only its owner pair, and says why', () => {
+    const verbs = (i: number) =>
+      ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'].filter((_, b) => (i + 1) & (1 << b));
+    const access = Array.from({ length: 100 }, (_, i) => ({ verbs: verbs(i), users: ['a'] }));
+    const { objects: objs, refused } = desiredRbac(secretDef, secret('s', { owner: { user: 'o' }, access }));
+    expect(objs.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([
+      'Role/platform-sharedsecret-s-owner',
+      'RoleBinding/platform-sharedsecret-s-owner',
+    ]);
+    expect(refused).toEqual({
+      reason: 'AccessListTooLarge',
+      message:
+        'spec.access asks for 100 Roles (one per distinct set of verbs and subresources), more than the 64 an object may have: none of its entries is granted in the host cluster until spec.access is within its limits (64 entries of at most 32 users and 32 teams)',
+    });
+  });
+
+  test('... or a binding with more subjects than a valid object can have', () => {
+    const access = Array.from({ length: 2100 }, (_, i) => ({ verbs: ['get'], users: [`u-${i}`], teams: [`t-${i}`] }));
+    expect(desiredRbac(clusterDef, { ...secret('s', { access }), kind: 'Cluster' })).toEqual({
+      objects: [],
+      refused: {
+        reason: 'AccessListTooLarge',
+        message:
+          'spec.access asks for a ClusterRoleBinding of 4200 users and teams (those of the entries granting get), more than the 4096 one may have: none of its entries is granted in the host cluster until spec.access is within its limits (64 entries of at most 32 users and 32 teams)',
+      },
+    });
+  });
+
+  test('two sets whose names clash (verbs are free text, so one can be searched for) make none of the entries, instead of two objects fighting over one name', () => {
+    // Found by trying verbs: both sets hash to f7c478c3ea.
+    const access = [
+      { verbs: ['xcndfx'], users: ['a'] },
+      { verbs: ['xeektw'], users: ['b'] },
+    ];
+    expect(desiredRbac(secretDef, secret('s', { access }))).toEqual({
+      objects: [],
+      refused: {
+        reason: 'AccessNameClash',
+        message:
+          'two sets of verbs and subresources in spec.access would have Roles of the same name (ending in access-f7c478c3ea): none of its entries is granted in the host cluster until the verbs of one of them change',
+      },
+    });
   });
 
   test('a cluster-scoped kind gets cluster-wide kinds and no namespace', () => {
@@ -53,10 +146,34 @@ describe('desiredRbac', () => {
       metadata: { name: 'eu', uid: 'u' },
       spec: { owner: { user: 'o' } },
     };
-    const [role, binding] = desiredRbac(clusterDef, obj);
+    const [role, binding] = desiredRbac(clusterDef, obj).objects;
     expect([role.kind, binding.kind]).toEqual(['ClusterRole', 'ClusterRoleBinding']);
     expect(role.metadata.namespace).toBeUndefined();
     expect(role.metadata.labels).not.toHaveProperty(['management.platform.sh/source-namespace']);
+  });
+});
+
+describe('ACCESS_LIMITS', () => {
+  test('are the maxItems of spec.access in every CRD that has it, which the store enforces', () => {
+    const withAccess = defs.filter((d) => d.schema.properties?.spec?.properties?.access);
+    expect(withAccess.map((d) => d.kind).sort()).toEqual([
+      'Cluster',
+      'Project',
+      'SharedSecret',
+      'VirtualClusterInstance',
+    ]);
+    for (const d of withAccess) {
+      const access = d.schema.properties!.spec.properties!.access;
+      const item = access.items!.properties!;
+      expect({
+        kind: d.kind,
+        entries: access.maxItems,
+        verbs: item.verbs.maxItems,
+        subresources: item.subresources.maxItems,
+        users: item.users.maxItems,
+        teams: item.teams.maxItems,
+      }).toEqual({ kind: d.kind, ...ACCESS_LIMITS });
+    }
   });
 });
 

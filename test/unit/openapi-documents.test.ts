@@ -251,7 +251,7 @@ describe('v3 group-version document', () => {
       description: expect.stringContaining('APIVersion defines'),
     });
     expect(ss.properties.spec.properties.access.description).toBe(
-      'Access rights for users and teams. They are transformed into Roles and RoleBindings.',
+      'Access rights for users and teams. They are transformed into Roles and RoleBindings. At most 64 entries; entries with the same verbs and subresources share one Role and one RoleBinding.',
     );
     expect(ss.properties.spec.properties.access.items.properties.verbs.description).toContain(
       'Verbs that apply to all resource kinds',

@@ -78,6 +78,85 @@ describe('compileSchema', () => {
   });
 });
 
+describe("ratcheting on update (kube 1.33's CRD validation ratcheting)", () => {
+  const limited: StructuralSchema = {
+    type: 'object',
+    properties: {
+      spec: {
+        type: 'object',
+        properties: {
+          name: { type: 'string', maxLength: 3 },
+          access: {
+            type: 'array',
+            maxItems: 2,
+            items: { type: 'object', properties: { users: { type: 'array', maxItems: 1, items: { type: 'string' } } } },
+          },
+          ports: {
+            type: 'array',
+            'x-kubernetes-list-type': 'map',
+            'x-kubernetes-list-map-keys': ['port'],
+            items: {
+              type: 'object',
+              properties: { port: { type: 'integer' }, name: { type: 'string', maxLength: 3 } },
+            },
+          },
+        },
+      },
+    },
+  };
+  const validate = compileSchema(limited);
+  const fields = (value: unknown, old?: unknown) => validate(value, old).map(errorString);
+  const three = [{ users: ['a'] }, { users: ['b'] }, { users: ['c'] }];
+
+  test('a list over its maxItems may stay as it was while the rest changes, silently (kube gives no warning)', () => {
+    const old = { spec: { name: 'ok', access: three } };
+    expect(fields({ spec: { name: 'new', access: structuredClone(three) } }, old)).toEqual([]);
+    expect(fields({ spec: { access: three } })).toEqual(['spec.access: Too many: 3: must have at most 2 items']);
+  });
+
+  test('any change to such a list must bring it within the limit: shorter but still too long is refused', () => {
+    const old = { spec: { access: [...three, { users: ['d'] }] } };
+    expect(fields({ spec: { access: three } }, old)).toEqual(['spec.access: Too many: 3: must have at most 2 items']);
+    expect(fields({ spec: { access: three.slice(0, 2) } }, old)).toEqual([]);
+  });
+
+  test("an item's error ratchets with its list unchanged; items of a plain list are not paired, so a change elsewhere in it ends that", () => {
+    const old = { spec: { access: [{ users: ['a', 'b'] }, { users: ['c'] }] } };
+    expect(fields({ spec: { name: 'x', access: [{ users: ['a', 'b'] }, { users: ['c'] }] } }, old)).toEqual([]);
+    expect(fields({ spec: { access: [{ users: ['a', 'b'] }, { users: ['d'] }] } }, old)).toEqual([
+      'spec.access[0].users: Too many: 2: must have at most 1 items',
+    ]);
+  });
+
+  test('items of a list-type map are paired by their keys, whatever their order', () => {
+    const old = {
+      spec: {
+        ports: [
+          { port: 80, name: 'toolong' },
+          { port: 443, name: 'tls' },
+        ],
+      },
+    };
+    const reordered = {
+      spec: {
+        ports: [
+          { port: 8443, name: 'new' },
+          { port: 80, name: 'toolong' },
+        ],
+      },
+    };
+    expect(fields(reordered, old)).toEqual([]);
+    const renamed = { spec: { ports: [{ port: 80, name: 'longer' }] } };
+    expect(fields(renamed, old)).toEqual(['spec.ports[0].name: Too long: may not be more than 3 bytes']);
+  });
+
+  test('a value that was not there before is checked', () => {
+    expect(fields({ spec: { name: 'toolong' } }, { spec: {} })).toEqual([
+      'spec.name: Too long: may not be more than 3 bytes',
+    ]);
+  });
+});
+
 describe('the CRDs in crds/', () => {
   const defs = loadDefinitions();
 
