@@ -1,8 +1,8 @@
 /**
  * Fields a kind keeps from every client (a secret's hash, a connector's opaque data). One declaration
  * (Strategy.hiddenFields) serves every path: answers and watch events leave them out, patches and applies act
- * on the object without them, and every update carries them over from the stored object, since a client cannot
- * send back what it never saw.
+ * on the object without them, admission (webhooks, policies: other parties) is sent the object without them, and
+ * every update carries them over from the stored object, since a client cannot send back what it never saw.
  */
 import { isPlainObject, type KubeObject } from '../apimachinery/types.js';
 

@@ -209,7 +209,7 @@ export class Store {
     await this.strategy.admitCreate?.(obj, opts, { stores: this.stores, hostCluster: this.hostCluster() });
     await this.checkOwnerPermissions(obj, undefined, opts);
     if (trackFields) this.recordFieldManager(obj, undefined, opts, '');
-    await this.validateAdmission(admitted);
+    await this.validateAdmission(admitted, obj);
 
     const claims = this.claimKeys(obj);
     for (let attempt = 1; ; attempt++) {
@@ -292,7 +292,7 @@ export class Store {
           if (subresource !== 'status' && this.specChanged(next, current))
             next.metadata.generation = (current.metadata.generation ?? 0) + 1;
           if (!('apply' in source)) this.recordFieldManager(next, current, opts, subresource ?? '');
-          if (admitted) await this.validateAdmission({ ...admitted, object: next });
+          await this.validateAdmission(admitted, next);
           // A write that would only refresh managedFields times changes nothing, so nothing is written.
           return keepTimestampsOfNoopWrite(this.toStorage(next), current);
         },
@@ -437,15 +437,26 @@ export class Store {
       subresource,
       namespace: (this.def.namespaced && namespace) || '',
       name,
-      object,
-      oldObject,
+      object: object && this.toClient(object),
+      oldObject: oldObject && this.toClient(oldObject),
       user: opts.user ?? SERVER_USER,
       dryRun: !!opts.dryRun,
       warnings: opts.warnings ?? [],
       auditAnnotations: opts.auditAnnotations ?? {},
     };
     await admission.admit(attrs);
+    if (object && attrs.object !== object) this.takeAdmitted(object, attrs.object!);
     return attrs;
+  }
+
+  /**
+   * Admission sees what a reader sees (webhooks and policies are other parties: a new key or its hash must not reach
+   * them), so it mutated a copy without the hidden fields: its changes go into `object`, which keeps its own.
+   */
+  private takeAdmitted(object: KubeObject, admitted: KubeObject): void {
+    carryOverFields(admitted, object, this.strategy.hiddenFields ?? []);
+    for (const key of Object.keys(object)) delete object[key];
+    Object.assign(object, admitted);
   }
 
   /**
@@ -479,8 +490,10 @@ export class Store {
     this.takeNamespace(obj, namespace);
   }
 
-  private async validateAdmission(attrs: AdmissionAttributes | undefined): Promise<void> {
-    if (attrs) await this.admission()?.validate(attrs);
+  /** The validating plugins, on `object` as it will be stored (seen, as by admit, without the hidden fields). */
+  private async validateAdmission(attrs: AdmissionAttributes | undefined, object?: KubeObject): Promise<void> {
+    if (!attrs) return;
+    await this.admission()?.validate(object ? { ...attrs, object: this.toClient(object) } : attrs);
   }
 
   /** The namespace comes from the path; a different one in the body is refused. */

@@ -355,3 +355,43 @@ describe('actions', () => {
     ]);
   });
 });
+
+describe("policies see what a reader sees: an access key's hidden fields are not in object or oldObject", () => {
+  test('a policy denying any key whose spec holds key or connectorData lets every create and update through', async () => {
+    const KEYS = `/apis/${GROUP}/v1/ownedaccesskeys`;
+    const keyBody = (name: string, spec: Record<string, unknown>) => ({
+      apiVersion: `${GROUP}/v1`,
+      kind: 'OwnedAccessKey',
+      metadata: { name },
+      spec,
+    });
+    const leaked = (o: string) =>
+      `${o} != null && (has(${o}.spec.key) || (has(${o}.spec.identity) && has(${o}.spec.identity.connectorData)))`;
+    await policy(
+      {
+        matchConstraints: {
+          resourceRules: [{ ...SECRETS, resources: ['ownedaccesskeys'] }],
+        },
+        validations: [
+          { expression: `!(${leaked('object')}) && !(${leaked('oldObject')})`, message: 'a key reached the policy' },
+          { expression: "!has(object.metadata.labels) || !('probe' in object.metadata.labels)", message: 'probe' },
+        ],
+      },
+      {},
+      (r) => r.status === 422,
+      () =>
+        ts.admin.post(`${KEYS}?dryRun=All`, {
+          ...keyBody(uniq('probe'), { user: 'alice' }),
+          metadata: { name: uniq('probe'), labels: { probe: 'yes' } },
+        }),
+    );
+    const name = uniq('key');
+    const spec = { user: 'alice', key: `given-${uniq('k')}`, identity: { username: 'alice', connectorData: 'opaque' } };
+    const created = await ts.admin.post(KEYS, keyBody(name, spec));
+    expect([created.status, created.body.message]).toEqual([201, undefined]);
+    const generated = await ts.admin.post(KEYS, keyBody(uniq('key'), { user: 'alice' }));
+    expect(generated.status).toBe(201);
+    const updated = await ts.admin.patch(`${KEYS}/${name}`, { spec: { displayName: 'ci' } }, MERGE_PATCH);
+    expect([updated.status, updated.body.message]).toEqual([200, undefined]);
+  });
+});

@@ -566,6 +566,61 @@ describe('matchConditions (CEL)', () => {
   });
 });
 
+describe("webhooks see what a reader sees: never a key, its hash or a connector's data", () => {
+  const KEYS = `/apis/${GROUP}/v1/ownedaccesskeys`;
+  const KEY_RULE = { operations: ['CREATE', 'UPDATE'], apiGroups: [GROUP], apiVersions: ['v1'], resources: ['*'] };
+  const keyBody = (name: string, spec: Record<string, unknown>) => ({
+    apiVersion: `${GROUP}/v1`,
+    kind: 'OwnedAccessKey',
+    metadata: { name },
+    spec,
+  });
+  const probe = () => ts.admin.post(`${KEYS}?dryRun=All`, keyBody(uniq('probe'), { user: 'alice' }));
+  /** Every review any webhook received, as the text it was sent. */
+  const sent = () => hook.received.map((r) => JSON.stringify(r.review));
+  const patchOf = (ops: unknown[]) => Buffer.from(JSON.stringify(ops)).toString('base64');
+
+  test('creates (answered 201 or 409), updates and deletes reach webhooks without the key, its hash or connectorData; a patching webhook leaves the key working', async () => {
+    hook.handle('/keys-validate', allow);
+    hook.handle('/keys-mutate', () => ({
+      response: {
+        allowed: true,
+        patchType: 'JSONPatch',
+        patch: patchOf([{ op: 'add', path: '/metadata/labels', value: { reviewed: 'yes' } }]),
+      },
+    }));
+    const rule = { rules: [KEY_RULE] };
+    await configure('validating', '/keys-validate', rule, probe);
+    await configure('mutating', '/keys-mutate', rule, probe);
+
+    const name = uniq('key');
+    const given = `given-${randomUUID()}`;
+    const created = await ts.admin.post(
+      KEYS,
+      keyBody(name, { user: 'alice', key: given, identity: { username: 'alice', connectorData: 'c0nnect0r' } }),
+    );
+    expect(created.status).toBe(201);
+    expect(created.body.spec.key).toBe(given);
+    expect(created.body.metadata.labels).toEqual({ reviewed: 'yes' });
+    // The mutated key still authenticates: its hash was kept through the webhook's patch.
+    expect((await ts.client(given).get(`${KEYS}/${name}`)).status).toBe(200);
+    const generated = await ts.admin.post(KEYS, keyBody(uniq('key'), { user: 'alice' }));
+    expect(generated.status).toBe(201);
+    const taken = `taken-${randomUUID()}`;
+    expect((await ts.admin.post(KEYS, keyBody(name, { user: 'alice', key: taken }))).status).toBe(409);
+    expect(
+      (await ts.admin.patch(`${KEYS}/${name}`, { metadata: { annotations: { a: 'b' } } }, MERGE_PATCH)).status,
+    ).toBe(200);
+
+    const reviews = sent();
+    expect(reviews.some((r) => r.includes(name))).toBe(true);
+    for (const secret of [given, generated.body.spec.key, taken, 'sha256:', 'c0nnect0r'])
+      expect(reviews.filter((r) => r.includes(secret))).toEqual([]);
+    // The identity itself is a reader's to see, and so the webhook's.
+    expect(reviews.some((r) => r.includes('"identity":{"username":"alice"}'))).toBe(true);
+  });
+});
+
 async function waitForStatus(send: () => Promise<HttpResponse>, status: number): Promise<void> {
   await answerWhen(`an answer ${status}`, send, (r) => r.status === status);
 }
