@@ -60,11 +60,20 @@ export function objectGrants(
   if (resource === OWNED_ACCESS_KEYS) return ownedBy({ user: spec.user, team: spec.team }, user);
   if (ownedBy(spec.owner, user)) return true;
   const teams = teamsOf(user);
-  return ((spec.access ?? []) as AccessEntry[]).some((entry) => {
-    const forUser = entry.users?.includes(user.name) || entry.teams?.some((t) => teams.includes(t));
-    const forVerb = entry.verbs?.includes('*') || entry.verbs?.includes(verb);
-    const forSubresource =
-      !subresource || entry.subresources?.includes('*') || entry.subresources?.includes(subresource);
-    return !!(forUser && forVerb && forSubresource);
+  return list<AccessEntry>(spec.access).some((entry) => {
+    const forUser = list(entry?.users).includes(user.name) || list(entry?.teams).some((t) => teams.includes(t));
+    const verbs = list(entry?.verbs);
+    const subresources = list(entry?.subresources);
+    const forVerb = verbs.includes('*') || verbs.includes(verb);
+    const forSubresource = !subresource || subresources.includes('*') || subresources.includes(subresource);
+    return forUser && forVerb && forSubresource;
   });
+}
+
+/**
+ * A list as stored, or none: stored data is not trusted to have the schema's types (a string's `includes` would match
+ * any part of it).
+ */
+export function list<T = string>(v: unknown): T[] {
+  return Array.isArray(v) ? v : [];
 }

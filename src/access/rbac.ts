@@ -17,7 +17,7 @@ import { createHash } from 'node:crypto';
 import { GROUP_NAME } from '../apimachinery/group.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { TEAM_GROUP_PREFIX } from '../apimachinery/user.js';
-import { ACCESS_LIMITS, type AccessEntry, type Owner } from './model.js';
+import { ACCESS_LIMITS, list, type AccessEntry, type Owner } from './model.js';
 
 export const RBAC_GROUP = 'rbac.authorization.k8s.io';
 export const RBAC_API_VERSION = `${RBAC_GROUP}/v1`;
@@ -112,7 +112,7 @@ export function desiredRbac(def: SourceKind, obj: KubeObject): DesiredRbac {
   const grants: Grant[] = [];
   const owner = ownerSubjects(spec.owner);
   if (owner.length) grants.push({ suffix: 'owner', verbs: ['*'], resources: resourcesOf(def, ['*']), subjects: owner });
-  const access = accessGrants(def, spec.access ?? []);
+  const access = accessGrants(def, list<AccessEntry>(spec.access));
   const refused = refusal(def, access);
   if (!refused) grants.push(...access);
 
@@ -158,11 +158,13 @@ export function desiredRbac(def: SourceKind, obj: KubeObject): DesiredRbac {
 function accessGrants(def: SourceKind, entries: AccessEntry[]): Grant[] {
   const bySet = new Map<string, Grant>();
   for (const entry of entries) {
-    const subjects = [...(entry.users ?? []).map(user), ...(entry.teams ?? []).map(team)];
-    if (!entry.verbs?.length || !subjects.length) continue;
+    // Stored data is not trusted to have the schema's types: a list of another type grants nothing.
+    const subjects = [...list(entry?.users).map(user), ...list(entry?.teams).map(team)];
+    const entryVerbs = list(entry?.verbs);
+    if (!entryVerbs.length || !subjects.length) continue;
     // RBAC's '*' matches every verb: the others beside it add nothing.
-    const verbs = entry.verbs.includes('*') ? ['*'] : unique(entry.verbs).sort();
-    const resources = resourcesOf(def, entry.subresources ?? []);
+    const verbs = entryVerbs.includes('*') ? ['*'] : unique(entryVerbs).sort();
+    const resources = resourcesOf(def, list(entry?.subresources));
     const set = JSON.stringify([verbs, resources]);
     const grant = bySet.get(set);
     if (grant) grant.subjects.push(...subjects);

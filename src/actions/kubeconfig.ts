@@ -84,6 +84,8 @@ export function kubeConfigAction(
     anyNamespace: true,
     verbs: ['create', 'get'],
     schema,
+    // The certificate's lifetime: a misspelt field dropped unread would give a longer-lived credential than asked.
+    restrictingFields: [['spec']],
     async serve(call: ActionCall): Promise<KubeObject> {
       const ttl = certificateTTL(call);
       if (call.user.name.startsWith(SYSTEM_PREFIX)) {

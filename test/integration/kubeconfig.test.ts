@@ -386,6 +386,8 @@ describe('refusals', () => {
     ['a lifetime under 10 minutes', { certificateTTL: 599 }, 422, 'spec.certificateTTL: Invalid value: 599: must be 0'],
     ['a negative lifetime', { certificateTTL: -1 }, 422, 'spec.certificateTTL: Invalid value: -1'],
     ['a lifetime that is not a number', { certificateTTL: '1d' }, 422, 'spec.certificateTTL: Invalid value: "string"'],
+    // Dropped unread, the misspelt lifetime would give a certificate of the default day instead of ten minutes.
+    ['a misspelt lifetime', { certificateTtl: 600 }, 422, 'spec.certificateTtl: Forbidden: unknown field'],
   ])('POST with %s: 422', async (_what, spec, code, message) => {
     const ns = uniq('p');
     host.addNamespace(ns);

@@ -1,6 +1,6 @@
 /** What an object's owner and access entries become in RBAC (src/access/rbac.ts), without a host. */
 import { describe, expect, test } from '@jest/globals';
-import { ACCESS_LIMITS } from '../../src/access/model.js';
+import { ACCESS_LIMITS, objectGrants } from '../../src/access/model.js';
 import { desiredRbac, generatedName, type RbacObject } from '../../src/access/rbac.js';
 import { loadDefinitions } from '../../src/registry/definitions.js';
 
@@ -194,5 +194,36 @@ describe('generatedName', () => {
   test('a cut never leaves a dash or dot before the hash', () => {
     const name = generatedName(secretDef, { name: `${'a'.repeat(19)}.-${'b'.repeat(100)}`, uid: 'u1' }, 'owner');
     expect(name).not.toMatch(/[-.]-[0-9a-f]{16}-owner$/);
+  });
+});
+
+describe('stored data of the wrong types grants nothing (it is not trusted to have the schema types)', () => {
+  const alice = { name: 'alice', groups: ['platform:team:dev'] };
+  const malformed = [
+    { verbs: 'get', users: ['alice'] },
+    { verbs: ['get'], users: 'malice' },
+    { verbs: ['get'], teams: 'devs' },
+    'alice',
+    null,
+  ];
+
+  test('objectGrants: a string where a list belongs matches nothing, not a part of it', () => {
+    for (const entry of malformed)
+      expect(objectGrants('sharedsecrets', secret('s', { access: [entry] }), alice, 'get')).toBe(false);
+    expect(objectGrants('sharedsecrets', secret('s', { access: 'alice' }), alice, 'get')).toBe(false);
+    expect(
+      objectGrants(
+        'sharedsecrets',
+        secret('s', { access: [{ verbs: ['get'], subresources: 'status', users: ['alice'] }] }),
+        alice,
+        'get',
+        'status',
+      ),
+    ).toBe(false);
+  });
+
+  test('desiredRbac: such entries make no Role or binding, and the sync does not fail on them', () => {
+    expect(desiredRbac(secretDef, secret('s', { access: malformed }))).toEqual({ objects: [] });
+    expect(desiredRbac(secretDef, secret('s', { access: { verbs: ['get'] } }))).toEqual({ objects: [] });
   });
 });
