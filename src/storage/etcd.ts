@@ -12,6 +12,7 @@ import { selectionAttributes } from '../apimachinery/selection.js';
 import { decode, encode, encodeWithCopy, servedJson, withRevision } from './codec.js';
 import { identityTransformer, type Transformer } from './encryption/transformer.js';
 import { EtcdHealth } from './etcdhealth.js';
+import './etcd3watchfix.js';
 import { EtcdLeaseLock, type LeaseLock } from './leaselock.js';
 import {
   ClaimTakenError,

@@ -122,7 +122,12 @@ describe('kubectl and the actions', () => {
         await k(
           'create',
           '-f',
-          file('project.yaml', { apiVersion: API_VERSION, kind: 'Project', metadata: { name: 'web' } }),
+          file('project.yaml', {
+            apiVersion: API_VERSION,
+            kind: 'Project',
+            metadata: { name: 'web' },
+            spec: { allowedClusters: [{ name: 'eu-1' }] },
+          }),
         )
       ).code,
     ).toBe(0);
