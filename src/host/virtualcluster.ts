@@ -8,10 +8,12 @@
  * MAX_ANSWER_BYTES, the addresses connected to are those the allow-list lets through (serverallowlist.ts), and
  * nothing of an answer is sent back but the fields a step needs.
  */
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPair } from 'node:crypto';
+import { promisify } from 'node:util';
 import type Forge from 'node-forge';
 import { isPlainObject } from '../apimachinery/types.js';
 import { sleep } from '../controllers/sleep.js';
+import { signCertificationRequest } from '../pki/forgesign.js';
 import { lazyRequire } from '../lazyrequire.js';
 import { connectionSecretName } from '../registry/kinds/virtualclusterplacement.js';
 import { HostCluster, HostClusterError } from './cluster.js';
@@ -29,6 +31,7 @@ const CSRS = '/apis/certificates.k8s.io/v1/certificatesigningrequests';
 export const MAX_ANSWER_BYTES = 1024 * 1024;
 /** The longest text of an answer quoted in a message (a condition's reason or message). */
 const MAX_QUOTED = 256;
+const generateRsaKeyPair = promisify(generateKeyPair);
 // Loaded by the first certificate request, not by every server.
 const loadForge = lazyRequire<typeof Forge>('node-forge');
 
@@ -141,7 +144,8 @@ export async function issueClientCertificate(
   vc: HostCluster,
   req: ClientCertificateRequest,
 ): Promise<ClientCertificate> {
-  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  // Off the event loop (libuv's thread pool): a 2,048-bit key takes tens to hundreds of milliseconds to find.
+  const { privateKey, publicKey } = await generateRsaKeyPair('rsa', { modulusLength: 2048 });
   const keyPem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
   const forge = loadForge();
   const csr = forge.pki.createCertificationRequest();
@@ -150,7 +154,7 @@ export async function issueClientCertificate(
     { name: 'commonName', value: req.user },
     ...req.groups.map((g) => ({ name: 'organizationName', value: g })),
   ]);
-  csr.sign(forge.pki.privateKeyFromPem(keyPem), forge.md.sha256.create());
+  signCertificationRequest(forge, csr, privateKey);
 
   const body: CertificateSigningRequest = {
     apiVersion: 'certificates.k8s.io/v1',

@@ -9,6 +9,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import type Forge from 'node-forge';
 import { lazyRequire } from '../lazyrequire.js';
+import { signCertificate } from './forgesign.js';
 
 export interface ServingCertificate {
   certPem: string;
@@ -121,18 +122,13 @@ async function loadServing(
 }
 
 /** RSA keys from node:crypto: native and fast, unlike forge's pure-JS generator. */
-function newKeyPair(): { publicKey: Forge.pki.rsa.PublicKey; privateKey: Forge.pki.rsa.PrivateKey; keyPem: string } {
+function newKeyPair(): { publicKey: Forge.pki.rsa.PublicKey; keyPem: string } {
   const { publicKey, privateKey } = generateKeyPairSync('rsa', {
     modulusLength: 2048,
     publicKeyEncoding: { type: 'spki', format: 'pem' },
     privateKeyEncoding: { type: 'pkcs1', format: 'pem' },
   });
-  const forge = loadForge();
-  return {
-    publicKey: forge.pki.publicKeyFromPem(publicKey),
-    privateKey: forge.pki.privateKeyFromPem(privateKey),
-    keyPem: privateKey,
-  };
+  return { publicKey: loadForge().pki.publicKeyFromPem(publicKey), keyPem: privateKey };
 }
 
 /** 128-bit random serial; top bit cleared so the DER INTEGER is positive, next bit set so it is minimal. */
@@ -172,14 +168,13 @@ function createCa(): Pair {
     { name: 'keyUsage', keyCertSign: true, digitalSignature: true, critical: true },
     { name: 'subjectKeyIdentifier' },
   ]);
-  cert.sign(keys.privateKey, forge.md.sha256.create());
+  signCertificate(forge, cert, keys.keyPem);
   return { certPem: forge.pki.certificateToPem(cert), keyPem: keys.keyPem };
 }
 
 function createServing(ca: Pair, hosts: { dns: string[]; ips: string[] }): Pair {
   const forge = loadForge();
   const caCert = forge.pki.certificateFromPem(ca.certPem);
-  const caKey = forge.pki.privateKeyFromPem(ca.keyPem);
   const keys = newKeyPair();
   const cert = forge.pki.createCertificate();
   cert.publicKey = keys.publicKey;
@@ -202,7 +197,7 @@ function createServing(ca: Pair, hosts: { dns: string[]; ips: string[] }): Pair 
       ],
     },
   ]);
-  cert.sign(caKey, forge.md.sha256.create());
+  signCertificate(forge, cert, ca.keyPem);
   return { certPem: forge.pki.certificateToPem(cert), keyPem: keys.keyPem };
 }
 

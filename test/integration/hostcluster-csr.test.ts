@@ -14,6 +14,7 @@ import { ApiException, CertificatesV1Api, KubeConfig, type V1CertificateSigningR
 import yaml from 'js-yaml';
 import { createPrivateKey, generateKeyPairSync, X509Certificate } from 'node:crypto';
 import forge from 'node-forge';
+import { signCertificationRequest } from '../../src/pki/forgesign.js';
 import {
   KUBE_APISERVER_CLIENT_SIGNER,
   KUBECONFIG_GROUPS,
@@ -50,10 +51,7 @@ function certificateRequest(cn: string, orgs: string[] = [], signWith?: string):
   const csr = forge.pki.createCertificationRequest();
   csr.publicKey = forge.pki.setRsaPublicKey(key.n, key.e);
   csr.setSubject([{ name: 'commonName', value: cn }, ...orgs.map((value) => ({ name: 'organizationName', value }))]);
-  csr.sign(
-    signWith ? (forge.pki.privateKeyFromPem(signWith) as forge.pki.rsa.PrivateKey) : key,
-    forge.md.sha256.create(),
-  );
+  signCertificationRequest(forge, csr, signWith ?? keyPem);
   return { keyPem, request: Buffer.from(forge.pki.certificationRequestToPem(csr)).toString('base64') };
 }
 

@@ -7,6 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import { createServer, request, type Agent, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import forge from 'node-forge';
+import { signCertificate } from '../../src/pki/forgesign.js';
 import { AuthenticationError, type Authenticator } from '../../src/auth/types.js';
 
 export interface TestCert {
@@ -48,7 +49,6 @@ export function makeCert(opts: CertOptions): TestCert {
     ...(opts.organizations ?? []).map((value) => ({ name: 'organizationName', value, valueTagClass: utf8 })),
   ]);
   const issuerCert = opts.issuer ? forge.pki.certificateFromPem(opts.issuer.certPem) : cert;
-  const issuerKey = forge.pki.privateKeyFromPem(opts.issuer ? opts.issuer.keyPem : privateKey);
   cert.setIssuer(opts.issuer ? issuerCert.subject.attributes : cert.subject.attributes);
   const usage = opts.usage ?? (opts.ips ? 'serverAuth' : 'clientAuth');
   const extensions: any[] = opts.isCa
@@ -63,7 +63,7 @@ export function makeCert(opts: CertOptions): TestCert {
   if (!opts.isCa && usage !== 'none') extensions.push({ name: 'extKeyUsage', [usage]: true });
   if (opts.ips) extensions.push({ name: 'subjectAltName', altNames: opts.ips.map((ip) => ({ type: 7, ip })) });
   cert.setExtensions(extensions);
-  cert.sign(issuerKey, forge.md.sha256.create());
+  signCertificate(forge, cert, opts.issuer ? opts.issuer.keyPem : privateKey);
   return { certPem: forge.pki.certificateToPem(cert), keyPem: privateKey };
 }
 

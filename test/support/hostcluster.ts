@@ -158,7 +158,7 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
     // The signer uses the CA that serves the API, as a cluster whose kubeconfig trusts the CA it signs clients with.
     ca: {
       cert: forge.pki.certificateFromPem(readFileSync(join(dir, 'certs', 'ca.crt'), 'utf8')),
-      key: forge.pki.privateKeyFromPem(readFileSync(join(dir, 'certs', 'ca.key'), 'utf8')) as forge.pki.rsa.PrivateKey,
+      keyPem: readFileSync(join(dir, 'certs', 'ca.key'), 'utf8'),
     },
     enabled: opts.csrSigning !== false,
     delayMs: opts.csrSigningDelayMs ?? 0,

@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import forge from 'node-forge';
+import { signCertificate } from '../../../src/pki/forgesign.js';
 import { clientUsagesError, decodeBytes, parseCsr } from './csrvalidation.js';
 import { clone, now, type KubeObj } from './objects.js';
 
@@ -28,7 +29,7 @@ function randomSerial(): string {
 
 export interface SigningCa {
   cert: forge.pki.Certificate;
-  key: forge.pki.rsa.PrivateKey;
+  keyPem: string;
 }
 
 /**
@@ -64,7 +65,7 @@ function issueCertificate(
   const san = requested.find((e: any) => e.name === 'subjectAltName');
   if (san) extensions.push({ name: 'subjectAltName', altNames: san.altNames });
   cert.setExtensions(extensions);
-  cert.sign(ca.key, forge.md.sha256.create());
+  signCertificate(forge, cert, ca.keyPem);
   // Go's PEM lines end in \n; forge writes \r\n.
   return forge.pki.certificateToPem(cert).replace(/\r\n/g, '\n');
 }
