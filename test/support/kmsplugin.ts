@@ -1,6 +1,6 @@
 /**
  * A KMS v2 plugin for tests: a real gRPC server on a unix socket in a temp dir, serving kube's v2 KeyManagementService
- * (loaded from the .proto file, not from the server's embedded copy, so the two are checked against each other).
+ * (loaded from the .proto file with @grpc/proto-loader, as a plugin written against it would be).
  * It encrypts with AES-256-GCM under a key per key ID it holds, and can be made unhealthy, slow, failing or stopped.
  */
 import { promises as fs } from 'node:fs';

@@ -1,14 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { expect, test } from '@jest/globals';
 import { hkdfExpandSha256 } from '../../src/storage/encryption/hkdf.js';
-import { encryptedObjectProto, pluginProto } from '../../src/storage/encryption/kmsv2proto.js';
 import { socketPath } from '../../src/storage/encryption/kmsv2service.js';
-import { encryptedObjectProtoPath, pluginProtoPath } from '../support/kmsplugin.js';
-
-test('the protobuf definitions the built server embeds are the .proto files shipped next to them', () => {
-  expect(pluginProto).toBe(readFileSync(pluginProtoPath, 'utf8'));
-  expect(encryptedObjectProto).toBe(readFileSync(encryptedObjectProtoPath, 'utf8'));
-});
 
 test('the DEK of a KMS v2 object is HKDF-SHA256 expand of the seed, as kube derives it (RFC 5869 test case 1)', () => {
   const prk = Buffer.from('077709362c2e32df0ddc3f0dc47bba6390b6c73bb50f9c3122ec844ad7c2b3e5', 'hex');

@@ -7,10 +7,10 @@
  * that reads without error. What gnostic refuses (an unknown key, a missing required key, a value out of its enum)
  * is refused here too, naming the place, as kube would fail to serve such a document.
  */
+import { readFileSync } from 'node:fs';
 import yaml from 'js-yaml';
 import type protobuf from 'protobufjs';
 import { lazyRequire } from '../../lazyrequire.js';
-import { openAPIV2Proto, openAPIV3Proto } from './gnosticproto.js';
 
 type Message = Record<string, unknown>;
 
@@ -268,8 +268,13 @@ class DocumentReader {
   }
 }
 
-/** A message type of a .proto text, parsed on first use. */
-function documentType(protoText: string, name: string): () => protobuf.Type {
+/**
+ * A message type of one of gnostic's .proto files, read and parsed on first use. The files are
+ * github.com/google/gnostic-models' openapiv2/OpenAPIv2.proto and openapiv3/OpenAPIv3.proto, unchanged (commit
+ * a84a29ee8efac8d764f8dd251aa316fcaa61c60c, the module kube-openapi encodes with), in proto/ next to this module:
+ * the build ships them beside the compiled code (scripts/copy-assets.mjs).
+ */
+function documentType(file: string, name: string): () => protobuf.Type {
   let type: protobuf.Type | undefined;
   return () => {
     if (type) return type;
@@ -277,14 +282,14 @@ function documentType(protoText: string, name: string): () => protobuf.Type {
     const root = new pb.Root();
     root.addJSON(pb.common.get('google/protobuf/any.proto')!.nested!);
     // The .proto field names (vendor_extension, not vendorExtension) are the names on the wire's descriptor.
-    pb.parse(protoText, root, { keepCase: true });
+    pb.parse(readFileSync(new URL(`./proto/${file}`, import.meta.url), 'utf8'), root, { keepCase: true });
     return (type = root.resolveAll().lookupType(name));
   };
 }
 
 /** gnostic's openapi_v2.Document and openapi_v3.Document messages. */
-export const openAPIV2Document = documentType(openAPIV2Proto, 'openapi.v2.Document');
-export const openAPIV3Document = documentType(openAPIV3Proto, 'openapi.v3.Document');
+export const openAPIV2Document = documentType('OpenAPIv2.proto', 'openapi.v2.Document');
+export const openAPIV3Document = documentType('OpenAPIv3.proto', 'openapi.v3.Document');
 
 /** The Swagger 2.0 JSON document as openapi_v2.Document in protobuf (kube-openapi's ToProtoBinary). */
 export function openAPIV2Protobuf(doc: unknown): Buffer {
