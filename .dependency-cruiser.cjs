@@ -8,7 +8,7 @@ const layers = [
   ['src/auth/', 'src/actions/', 'src/admission/', 'src/controllers/', 'src/host/', 'src/tokens/', 'src/pki/'],
   ['src/observability/'],
   ['src/http/'],
-  ['src/server\\.ts', 'src/main\\.ts', 'src/kubeconfig\\.ts', 'src/datadir-lock\\.ts'],
+  ['src/server\\.ts', 'src/main\\.ts', 'src/kubeconfig\\.ts', 'src/datadir-lock\\.ts', 'src/runtime\\.ts'],
 ];
 
 const pattern = (paths) => `^(${paths.join('|')})`;

@@ -6,12 +6,14 @@
 # In a cluster the Helm chart (deploy/chart) runs it with --etcd-servers and its own certificates.
 
 # Build: compile with every dependency, then keep only the production ones, without source maps and type files.
-FROM node:20-bookworm-slim AS build
+# The Node.js version is the project's pin (package.json devDependencies.node); the runtime below takes its binary.
+FROM node:24.20.0-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+COPY scripts/copy-assets.mjs ./scripts/
 RUN npm run build \
  && npm prune --omit=dev --no-audit --no-fund --ignore-scripts \
  && find node_modules dist \( -name '*.map' -o -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' \) -type f -delete \
@@ -23,8 +25,11 @@ RUN apt-get update && apt-get install -y --no-install-recommends etcd-server && 
 
 # Runtime: Node.js and nothing else (no shell, no package manager), as a non-root user (65532). The root
 # filesystem may be read-only: the server writes only under --data-dir (/var/lib/platform, a volume).
-FROM gcr.io/distroless/nodejs20-debian12:nonroot
+FROM gcr.io/distroless/nodejs24-debian12:nonroot
 WORKDIR /app
+# The exact Node.js the project is tested on, not whichever 24.x the base carries today (24.21.0 loses a client's
+# intermediate certificates on the server side, nodejs/node#65579, which a front proxy's certificate may need).
+COPY --from=build /usr/local/bin/node /nodejs/bin/node
 COPY --from=etcd /usr/bin/etcd /usr/local/bin/etcd
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist

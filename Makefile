@@ -25,9 +25,13 @@ dist/.build-stamp: node_modules/.install-stamp tsconfig.json tsconfig.build.json
 
 build: etcd dist/.build-stamp
 
-# Runs the server with the embedded default: a local etcd under .data/, and .data/admin.kubeconfig for kubectl.
+# Runs the server with the embedded default: a local etcd under .data/, and .data/admin.kubeconfig for kubectl. On the
+# project's own Node.js (the npm package `node`, pinned in package.json), whatever Node.js the machine has; npm
+# scripts (npm test, npm run build) use it too, since npm puts node_modules/.bin first on their PATH.
+NODE := node_modules/.bin/node
+
 run: build
-	node dist/main.js $(ARGS)
+	$(NODE) dist/main.js $(ARGS)
 
 # Lints, type-checks, builds, unpacks the real kubectl, and runs every test against real etcd processes.
 test: deps test-clients

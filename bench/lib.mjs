@@ -118,7 +118,9 @@ export function machine() {
     cores: os.cpus().length,
     memoryGiB: (os.totalmem() / 2 ** 30).toFixed(1),
     kernel: os.release(),
-    node: process.version,
+    node: process.env.BENCH_SERVER_NODE
+      ? `${process.version} (client), ${execFileSync(process.env.BENCH_SERVER_NODE, ['--version']).toString().trim()} (server)`
+      : process.version,
     etcd: etcdVersion,
     loadavg: loadavg(),
   };
@@ -129,7 +131,7 @@ export function headerLines(m, loadavgAtEnd, extra = '') {
   return [
     `### Run of ${new Date().toISOString()}`,
     '',
-    `Machine: ${m.cpu}, **${m.cores} cores**, ${m.memoryGiB} GiB RAM, Linux ${m.kernel}; Node ${m.node}; etcd ${m.etcd} (--unsafe-no-fsync).`,
+    `Machine: ${m.cpu}, **${m.cores} cores**, ${m.memoryGiB} GiB RAM, Linux ${m.kernel}; Node ${m.node}${process.env.BENCH_SERVER_NODE_ARGS ? ` with ${process.env.BENCH_SERVER_NODE_ARGS} (server)` : ''}; etcd ${m.etcd} (--unsafe-no-fsync).`,
     `Server source: ${process.env.BENCH_SOURCE ?? `the repository's dist/ (${dist.pathname})`}.`,
     `Load average before / after: ${m.loadavg} / ${loadavgAtEnd}.${extra ? ` ${extra}` : ''}`,
     '',
@@ -182,15 +184,20 @@ export function freePort() {
 }
 
 /**
- * Forks bench/server-child.mjs with `execArgv` (e.g. --max-old-space-size). Resolves once the child has forked;
+ * Forks bench/server-child.mjs with `execArgv` (e.g. --max-old-space-size) and those of BENCH_SERVER_NODE_ARGS.
+ * Resolves once the child has forked;
  * `ready` then resolves with { url, caPem, token, pid } once it serves, and `exited` with { code, signal, oom }
  * whenever it ends (`oom`: V8 said the heap ran out). Its stderr is passed on; `ask` sends a message and resolves
  * with the child's answer of the same type, or undefined if the child ends first.
  */
 export function forkServerChild(serverConfig, { execArgv = [] } = {}) {
+  // BENCH_SERVER_NODE_ARGS: more Node/V8 flags for the server alone (e.g. --max-semi-space-size=16);
+  // BENCH_SERVER_NODE: another Node.js for the server alone (to compare runtimes with the same client).
+  const extra = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   const proc = fork(new URL('./server-child.mjs', import.meta.url), [], {
+    execPath: process.env.BENCH_SERVER_NODE || process.execPath,
     env: { ...process.env, BENCH_SERVER_CONFIG: JSON.stringify(serverConfig) },
-    execArgv,
+    execArgv: [...execArgv, ...extra],
     stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
   });
   let stderrTail = '';

@@ -5,12 +5,15 @@
 # bench/run.sh scale --sizes 10000,50000). The markdown report goes to stdout, progress to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The project's own Node.js (the npm package `node`), as npm scripts and `make run` use it.
+export PATH="$PWD/node_modules/.bin:$PATH"
 rm -rf bench/.build
 # The build info goes with the private copy: in dist/ it would tell the next run (and npm run build) that nothing
 # needs emitting although bench/.build was just removed.
 if ! npx --no-install tsc -p tsconfig.build.json --outDir bench/.build/dist --tsBuildInfoFile bench/.build/.tsbuildinfo >&2; then
   echo "bench: tsc reported type errors (work in progress elsewhere?); measuring the JavaScript it emitted" >&2
 fi
+node scripts/copy-assets.mjs bench/.build/dist >&2
 # The server finds crds/ and package.json (for /version) next to its dist/.
 ln -s ../../crds bench/.build/crds
 ln -s ../../package.json bench/.build/package.json

@@ -1,9 +1,15 @@
 /** Entry point: parse flags, start the server, stop cleanly on SIGINT/SIGTERM. */
 import { FlagError, helpText, parseFlags } from './config.js';
 import { createLogger } from './log.js';
+import { unsupportedRuntime } from './runtime.js';
 import { startServer } from './server.js';
 
 async function main(): Promise<void> {
+  const unsupported = unsupportedRuntime(process.versions.node);
+  if (unsupported) {
+    process.stderr.write(`error: ${unsupported}\n`);
+    process.exit(1);
+  }
   let config;
   try {
     config = parseFlags(process.argv.slice(2));

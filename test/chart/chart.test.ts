@@ -423,16 +423,22 @@ describe('Node heap from the memory limit', () => {
   const heapOption = (r: Rendered) => r.container.env?.find((e: any) => e.name === 'NODE_OPTIONS')?.value;
 
   test.each([
-    [[], '--max-old-space-size=384'], // the default limit, 512Mi
-    [['--set', 'resources.limits.memory=1Gi'], '--max-old-space-size=768'],
-    [['--set', 'resources.limits.memory=1.5Gi'], '--max-old-space-size=1152'],
-    [['--set', 'resources.limits.memory=1G'], '--max-old-space-size=715'],
-    [['--set', 'resources.limits.memory=2000M'], '--max-old-space-size=1430'],
-    [['--set', 'resources.limits.memory=536870912'], '--max-old-space-size=384'],
-    [['--set-string', 'resources.limits.memory=536870912'], '--max-old-space-size=384'],
-    [['--set', 'heap.limitPercent=50'], '--max-old-space-size=256'],
-    [['--set', 'heap.maxOldSpaceSizeMiB=300', '--set', 'resources.limits.memory=1Gi'], '--max-old-space-size=300'],
-    [['--set', 'heap.maxOldSpaceSizeMiB=300', '--set', 'resources.limits=null'], '--max-old-space-size=300'],
+    [[], '--max-old-space-size=384 --max-semi-space-size=16'], // the default limit, 512Mi
+    [['--set', 'resources.limits.memory=1Gi'], '--max-old-space-size=768 --max-semi-space-size=16'],
+    [['--set', 'resources.limits.memory=1.5Gi'], '--max-old-space-size=1152 --max-semi-space-size=16'],
+    [['--set', 'resources.limits.memory=1G'], '--max-old-space-size=715 --max-semi-space-size=16'],
+    [['--set', 'resources.limits.memory=2000M'], '--max-old-space-size=1430 --max-semi-space-size=16'],
+    [['--set', 'resources.limits.memory=536870912'], '--max-old-space-size=384 --max-semi-space-size=16'],
+    [['--set-string', 'resources.limits.memory=536870912'], '--max-old-space-size=384 --max-semi-space-size=16'],
+    [['--set', 'heap.limitPercent=50'], '--max-old-space-size=256 --max-semi-space-size=16'],
+    [
+      ['--set', 'heap.maxOldSpaceSizeMiB=300', '--set', 'resources.limits.memory=1Gi'],
+      '--max-old-space-size=300 --max-semi-space-size=16',
+    ],
+    [
+      ['--set', 'heap.maxOldSpaceSizeMiB=300', '--set', 'resources.limits=null'],
+      '--max-old-space-size=300 --max-semi-space-size=16',
+    ],
   ])('%j: NODE_OPTIONS=%s', async (args, expected) => {
     expect(heapOption(await template(args))).toBe(expected);
   });
@@ -456,7 +462,7 @@ describe('Node heap from the memory limit', () => {
 
   test('Node takes the rendered option: its heap limit is the one computed', async () => {
     const option = heapOption(await template(['--set', 'resources.limits.memory=640Mi']));
-    expect(option).toBe('--max-old-space-size=480');
+    expect(option).toBe('--max-old-space-size=480 --max-semi-space-size=16');
     const r = await runToCompletion(process.execPath, ['-p', "require('v8').getHeapStatistics().heap_size_limit"], {
       env: { ...process.env, NODE_OPTIONS: option },
       cwd: repoRoot,
@@ -464,10 +470,17 @@ describe('Node heap from the memory limit', () => {
       what: 'node with the chart’s NODE_OPTIONS',
     });
     expect(r.code).toBe(0);
-    // V8's limit is the old space asked for plus the young generation (a few MiB to a few tens).
+    // V8's limit is the old space asked for plus the young generation (three semi-spaces of at most 16 MiB).
     const mib = Number(r.stdout.trim()) / 2 ** 20;
     expect(mib).toBeGreaterThanOrEqual(480);
     expect(mib).toBeLessThan(480 + 100);
+  });
+
+  test("the young generation's bound is a value of its own; 0 leaves Node's default", async () => {
+    expect(heapOption(await template(['--set', 'heap.maxSemiSpaceSizeMiB=8']))).toBe(
+      '--max-old-space-size=384 --max-semi-space-size=8',
+    );
+    expect(heapOption(await template(['--set', 'heap.maxSemiSpaceSizeMiB=0']))).toBe('--max-old-space-size=384');
   });
 
   test('a memory limit that is no quantity fails at template time, naming it', async () => {

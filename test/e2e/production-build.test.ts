@@ -8,6 +8,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { HttpClient } from '../support/http.js';
 import { kubectl } from '../support/kubectl.js';
 import { waitFor } from '../support/wait.js';
 
@@ -45,6 +46,11 @@ test('the Dockerfile build stage on a clean clone gives a runtime that serves wi
   const clone = join(dir, 'clone');
   execFileSync('git', ['clone', '--quiet', '--no-local', REPO, clone]);
   const dockerfile = readFileSync(join(clone, 'Dockerfile'), 'utf8');
+  // The image's Node.js is the one the project pins and is tested on.
+  const pinned = JSON.parse(readFileSync(join(clone, 'package.json'), 'utf8')).devDependencies.node;
+  expect(dockerfile).toMatch(new RegExp(`^FROM node:${pinned.replace(/\./g, '\\.')}-bookworm-slim AS build$`, 'm'));
+  expect(dockerfile).toMatch(/^FROM gcr\.io\/distroless\/nodejs24-debian12:nonroot$/m);
+  expect(dockerfile).toMatch(/^COPY --from=build \/usr\/local\/bin\/node \/nodejs\/bin\/node$/m);
   const build = stage(dockerfile, 'build');
   expect(build.run.length).toBeGreaterThan(0);
   for (const source of build.copies)
@@ -58,7 +64,7 @@ test('the Dockerfile build stage on a clean clone gives a runtime that serves wi
     cpSync(join(clone, part), join(runtime, part), { recursive: true });
   expect(execFileSync('find', [join(runtime, 'node_modules'), '-name', '*.map'], { encoding: 'utf8' })).toBe('');
   // Development tools are gone.
-  for (const devOnly of ['typescript', 'jest', '@aws-cdk/lambda-layer-kubectl-v33'])
+  for (const devOnly of ['typescript', 'jest', '@aws-cdk/lambda-layer-kubectl-v33', 'node'])
     expect(existsSync(join(runtime, 'node_modules', devOnly))).toBe(false);
 
   const dataDir = join(dir, 'data');
@@ -83,4 +89,22 @@ test('the Dockerfile build stage on a clean clone gives a runtime that serves wi
   expect(got.stderr).toContain('No resources found');
   const ready = await kubectl(['get', '--raw', '/readyz'], { kubeconfig });
   expect(ready.stdout).toBe('ok');
+  // The .proto definitions the server reads at run time are shipped beside the compiled code: OpenAPI in protobuf
+  // (what kubectl 1.20 and client-go read) is served by the production build.
+  const admin = new HttpClient(
+    JSON.parse(serving).url,
+    readFileSync(join(dataDir, 'certs', 'ca.crt'), 'utf8'),
+    readFileSync(join(dataDir, 'admin-token'), 'utf8').trim(),
+  );
+  for (const [path, type] of [
+    ['/openapi/v2', 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf'],
+    ['/openapi/v3/apis/management.platform.sh/v1', 'application/com.github.proto-openapi.spec.v3@v1.0+protobuf'],
+  ]) {
+    const res = await admin.get(path, { headers: { Accept: type } });
+    expect({ path, status: res.status, type: res.headers['content-type'] }).toEqual({
+      path,
+      status: 200,
+      type: type.replace('@', '.'),
+    });
+  }
 }, 600_000);

@@ -22,7 +22,7 @@ const repo = resolve(import.meta.dirname ?? '.', '../..');
 
 describe('node dist/main.js', () => {
   test('--help lists every flag', async () => {
-    const { stdout } = await run('node', [join(repo, 'dist/main.js'), '--help']);
+    const { stdout } = await run(process.execPath, [join(repo, 'dist/main.js'), '--help']);
     for (const flag of [
       '--etcd-servers',
       '--etcd-prefix',
@@ -40,7 +40,7 @@ describe('node dist/main.js', () => {
   });
 
   test('an unknown flag is refused with exit code 2', async () => {
-    await expect(run('node', [join(repo, 'dist/main.js'), '--no-such-flag=1'])).rejects.toMatchObject({
+    await expect(run(process.execPath, [join(repo, 'dist/main.js'), '--no-such-flag=1'])).rejects.toMatchObject({
       code: 2,
       stderr: expect.stringContaining('unknown flag: --no-such-flag'),
     });
