@@ -190,7 +190,10 @@ function validate(config: JWTAuthenticatorConfig): Compiled {
     ['issuer.url', issuer.url],
     ['issuer.discoveryURL', issuer.discoveryURL],
   ] as const) {
-    if (value === undefined || (field === 'issuer.discoveryURL' && !value)) continue;
+    if (!value) {
+      if (field === 'issuer.url') errs.push('issuer.url: required');
+      continue;
+    }
     const u = URL.canParse(value) ? new URL(value) : undefined;
     if (!u || u.protocol !== 'https:') errs.push(`${field}: URL scheme must be https`);
     else if (u.username || u.password || u.search || u.hash)
