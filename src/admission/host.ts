@@ -6,7 +6,7 @@
  */
 import type { HostCluster } from '../host/cluster.js';
 import { HostInformer, type HostObject } from '../host/informer.js';
-import { HostClusterError } from '../host/restclient.js';
+import { HostClusterError } from '../host/cluster.js';
 import { AdmissionChain } from './chain.js';
 import type { AdmissionConfiguration } from './config.js';
 import { matchConditionsHold } from './matchconditions.js';

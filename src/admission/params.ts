@@ -4,7 +4,7 @@
  * paramRef's namespace, else the request's (for a namespaced kind), as kube's policy dispatcher resolves them.
  */
 import type { HostCluster } from '../host/cluster.js';
-import { HostClusterError } from '../host/restclient.js';
+import { HostClusterError } from '../host/cluster.js';
 import type { ParamKind, ParamRef } from './policy.js';
 import { labelSelectorOf } from './webhookmatch.js';
 

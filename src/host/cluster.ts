@@ -1,16 +1,23 @@
 /**
- * The host Kubernetes cluster, the one place that reaches it (through restclient.ts): TokenReview for bearer tokens,
- * SubjectAccessReview for authorization, and JSON requests and watches for whatever else needs it (RBAC, Secrets).
- * Configured by --kubeconfig, else the in-cluster service account when running in a pod, else there is none.
+ * A Kubernetes cluster this server reaches (the host, a virtual cluster, a connected cluster), through
+ * @kubernetes/client-node (kuberequest.ts): TokenReview for bearer tokens, SubjectAccessReview for authorization,
+ * and JSON requests and watches for whatever else needs it (RBAC, Secrets). The host is configured by --kubeconfig,
+ * else the in-cluster service account when running in a pod, else there is none.
  * Every call has a bounded timeout; failures are HostClusterErrors whose messages never carry credentials.
  */
 import type { Attributes } from '../apimachinery/authorizer.js';
 import type { UserInfo } from '../apimachinery/user.js';
-import { inClusterConnection, loadKubeconfigFile, type HostConnection } from './kubeconfig.js';
-import { RestClient, type RequestOptions, type RestClientOptions, type WatchEvent } from './restclient.js';
+import {
+  inClusterConnection,
+  kubeConnectionOf,
+  loadKubeconfigFile,
+  type HostConnection,
+  type KubeConnection,
+} from './kubeconfig.js';
+import { KubeRequests, type KubeRequestsOptions, type RequestOptions, type WatchEvent } from './kuberequest.js';
 
-export { HostClusterError } from './restclient.js';
-export type { KubeStatus } from './restclient.js';
+export { HostClusterError } from './kuberequest.js';
+export type { KubeStatus, WatchEvent } from './kuberequest.js';
 
 export const DEFAULT_HOST_TIMEOUT_MS = 5_000;
 
@@ -19,7 +26,7 @@ export interface HostClusterOptions {
   kubeconfig?: string;
   /** Per-request timeout (default 5 s). */
   timeoutMs?: number;
-  /** The clock for re-reading token and certificate files (tests move it). */
+  /** The clock for re-reading a token file (tests move it). */
   now?: () => number;
 }
 
@@ -66,11 +73,11 @@ export class HostCluster {
   /**
    * The host cluster as configured: the kubeconfig file when given, else the in-cluster configuration when
    * KUBERNETES_SERVICE_HOST is set (running in a pod), else undefined. A kubeconfig that does not load throws.
-   * The --kubeconfig file is the operator's own: its files are read, but no plugin is run (kubeconfig.ts);
-   * kubeconfigs read from stored data go through storedkubeconfig.ts instead.
+   * The --kubeconfig file is the operator's own, loaded by the client as client-go would (its files read, its
+   * credential plugins run); kubeconfigs read from stored data go through storedkubeconfig.ts instead.
    */
   static load(opts: HostClusterOptions = {}, env: NodeJS.ProcessEnv = process.env): HostCluster | undefined {
-    let conn: HostConnection | undefined;
+    let conn: KubeConnection | undefined;
     if (opts.kubeconfig) {
       try {
         conn = loadKubeconfigFile(opts.kubeconfig);
@@ -83,19 +90,21 @@ export class HostCluster {
     return conn && new HostCluster(conn, opts);
   }
 
-  private readonly client: RestClient;
+  private readonly client: KubeRequests;
 
   /**
    * The operator's host cluster is trusted: its answers are not bounded (an object is bounded by kube itself; the
    * lists of RBAC objects grow with the platform). Clusters that stored data names get `maxResponseBytes` and
-   * `allowedServers` (virtualcluster.ts).
+   * `allowedServers` (virtualcluster.ts). A HostConnection (storedkubeconfig.ts) is handed to the client as its
+   * fields, never as a kubeconfig it would parse.
    */
   constructor(
-    connection: HostConnection,
+    connection: HostConnection | KubeConnection,
     opts: Pick<HostClusterOptions, 'timeoutMs' | 'now'> &
-      Pick<RestClientOptions, 'maxResponseBytes' | 'allowedServers'> = {},
+      Pick<KubeRequestsOptions, 'maxResponseBytes' | 'allowedServers'> = {},
   ) {
-    this.client = new RestClient(connection, { ...opts, timeoutMs: opts.timeoutMs ?? DEFAULT_HOST_TIMEOUT_MS });
+    const conn = 'kubeConfig' in connection ? connection : kubeConnectionOf(connection);
+    this.client = new KubeRequests(conn, { ...opts, timeoutMs: opts.timeoutMs ?? DEFAULT_HOST_TIMEOUT_MS });
   }
 
   /** The API server URL of the current context. */
@@ -111,7 +120,7 @@ export class HostCluster {
     return this.client.request<T>(what, method, path, opts);
   }
 
-  /** A watch of `path` (a collection) with `query`; see RestClient.watch. */
+  /** A watch of `path` (a collection) with `query`; see KubeRequests.watch. */
   watch(
     what: string,
     path: string,

@@ -1,21 +1,18 @@
 /**
- * A copy of one collection of the host cluster kept current by list and watch (client-go's reflector and store):
- * listed, then watched from the list's resourceVersion (bookmarks included), watched again from the last
- * resourceVersion seen when a watch ends, listed again when the host says that one is gone (410), and after a
- * failure tried again with a backoff. Readers ask `get` and `hasSynced`.
+ * A copy of one collection of a cluster kept current by list and watch: @kubernetes/client-node's ListWatch (listed,
+ * watched from the list's resourceVersion, watched again from the last one seen when a watch ends, listed again when
+ * the host says that one is gone), its watches made through HostCluster.watch (bounded, bookmarks asked for). What
+ * it lacks is here: after a failure it is started again with a backoff (ListWatch stops and reports), and readers
+ * can wait for the first list (`hasSynced`, `waitForSync`).
  */
+import type { KubernetesListObject, Watch } from '@kubernetes/client-node';
 import { sleep } from '../controllers/sleep.js';
 import type { HostCluster } from './cluster.js';
-import { HostClusterError } from './restclient.js';
+import { kubeClient } from './kubeclient.js';
 
 export interface HostObject {
   metadata: { name?: string; namespace?: string; resourceVersion?: string; labels?: Record<string, string> };
   [field: string]: unknown;
-}
-
-interface ListAnswer<T> {
-  metadata?: { resourceVersion?: string };
-  items?: T[];
 }
 
 export interface HostInformerOptions {
@@ -29,7 +26,7 @@ export interface HostInformerOptions {
 }
 
 export class HostInformer<T extends HostObject> {
-  private readonly objects = new Map<string, T>();
+  private cache?: { get(name: string, namespace?: string): T | undefined; list(): ReadonlyArray<T> };
   private synced = false;
   private readonly syncWaiters: (() => void)[] = [];
   private readonly log: NonNullable<HostInformerOptions['log']>;
@@ -43,11 +40,12 @@ export class HostInformer<T extends HostObject> {
 
   /** The object named `name` (`namespace/name` for namespaced objects), as last seen. */
   get(key: string): T | undefined {
-    return this.objects.get(key);
+    const slash = key.indexOf('/');
+    return slash < 0 ? this.cache?.get(key) : this.cache?.get(key.slice(slash + 1), key.slice(0, slash));
   }
 
   list(): T[] {
-    return [...this.objects.values()];
+    return [...(this.cache?.list() ?? [])];
   }
 
   /** Whether the first list has been read. */
@@ -69,75 +67,56 @@ export class HostInformer<T extends HostObject> {
 
   /** Lists and watches until `signal` aborts. */
   async run(signal: AbortSignal): Promise<void> {
+    const { what, path } = this.opts;
     const maxBackoff = this.opts.maxBackoffMs ?? 5000;
     let backoff = 200;
-    let resourceVersion: string | undefined;
-    while (!signal.aborted) {
-      try {
-        if (!resourceVersion) resourceVersion = await this.relist();
-        resourceVersion = await this.watchFrom(resourceVersion, signal);
-        backoff = 200;
-      } catch (err) {
-        if (signal.aborted) return;
-        if (err instanceof HostClusterError && err.code === 410) {
-          resourceVersion = undefined;
-          continue;
-        }
-        this.log('host watch failed, retrying', { resource: this.opts.what, error: String(err) });
-        await sleep(backoff, signal);
-        backoff = Math.min(backoff * 2, maxBackoff);
-      }
-    }
-  }
-
-  private async relist(): Promise<string> {
-    const answer = await this.host.request<ListAnswer<T>>(`list ${this.opts.what}`, 'GET', this.opts.path);
-    this.objects.clear();
-    for (const obj of answer.items ?? []) this.objects.set(keyOf(obj), obj);
-    if (!this.synced) {
-      this.synced = true;
-      for (const wake of this.syncWaiters.splice(0)) wake();
-    }
-    return answer.metadata?.resourceVersion ?? '';
-  }
-
-  /** One watch; resolves with the last resourceVersion seen when it ends. */
-  private watchFrom(resourceVersion: string, signal: AbortSignal): Promise<string> {
-    let last = resourceVersion;
-    return new Promise<string>((resolve, reject) => {
-      let handle: { stop(): void } | undefined;
-      const onAbort = () => {
-        handle?.stop();
-        resolve(last);
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      const finish = (err?: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        if (err) reject(err);
-        else resolve(last);
-      };
-      this.host
-        .watch(
-          `watch ${this.opts.what}`,
-          this.opts.path,
-          { resourceVersion, allowWatchBookmarks: 'true' },
+    // ListWatch's Watch: HostCluster's; it first watches once the list is in its cache.
+    const watch = {
+      watch: async (
+        watchPath: string,
+        query: Record<string, string | undefined>,
+        callback: (phase: string, object: unknown) => void,
+        done: (err?: unknown) => void,
+      ) => {
+        // ListWatch waits before watching again, and does not look whether it was stopped meanwhile.
+        if (signal.aborted) return { abort() {} };
+        this.markSynced();
+        const handle = await this.host.watch(
+          `watch ${what}`,
+          watchPath,
+          { ...query, allowWatchBookmarks: 'true' },
           ({ type, object }) => {
-            const obj = object as T;
-            if (obj?.metadata?.resourceVersion) last = obj.metadata.resourceVersion;
-            if (type === 'ADDED' || type === 'MODIFIED') this.objects.set(keyOf(obj), obj);
-            else if (type === 'DELETED') this.objects.delete(keyOf(obj));
+            backoff = 200;
+            callback(type, object);
           },
-          (err) => finish(err),
-        )
-        .then((h) => {
-          handle = h;
-          if (signal.aborted) h.stop();
-        }, finish);
+          done,
+        );
+        return { abort: () => handle.stop() };
+      },
+    } as unknown as Watch;
+    const list = () => this.host.request<KubernetesListObject<T>>(`list ${what}`, 'GET', path);
+    const listWatch = new (kubeClient().ListWatch)<T>(path, watch, list, false, undefined, undefined, {
+      delayFn: (ms) => sleep(ms, signal),
+    });
+    this.cache = listWatch;
+    listWatch.on('error', (err) => {
+      if (signal.aborted) return;
+      this.log('host watch failed, retrying', { resource: what, error: String(err) });
+      void sleep(backoff, signal).then(async () => {
+        if (!signal.aborted) await listWatch.start();
+      });
+      backoff = Math.min(backoff * 2, maxBackoff);
+    });
+    if (signal.aborted) return;
+    await new Promise<void>((resolve) => {
+      signal.addEventListener('abort', () => void listWatch.stop().then(resolve), { once: true });
+      void listWatch.start();
     });
   }
-}
 
-function keyOf(obj: HostObject): string {
-  const { namespace, name } = obj.metadata ?? {};
-  return namespace ? `${namespace}/${name}` : (name ?? '');
+  private markSynced(): void {
+    if (this.synced) return;
+    this.synced = true;
+    for (const wake of this.syncWaiters.splice(0)) wake();
+  }
 }

@@ -1,21 +1,20 @@
 /**
- * JSON requests to a Kubernetes API server over node:http(s), for the few calls this server makes to its host
- * cluster (and to virtual clusters): the connection's CA, client certificate and bearer token, files among them
- * read again at most once a minute (service account tokens and certificates rotate, as client-go re-reads them),
- * keep-alive connections, an optional http(s) proxy, a bounded time per request, and watches as JSON lines.
- * For servers that stored data names (virtual clusters), the bytes read of one answer or one watch event can be
- * bounded (past the bound the connection is cut, nothing more is read) and the addresses connected to limited
- * (serverallowlist.ts). Failures are HostClusterErrors: the operation, the HTTP status and the host's Status, or
- * the network error; never a credential.
+ * The requests this server makes to Kubernetes APIs, over @kubernetes/client-node's KubeConfig: the client says
+ * where the server is and how to authenticate (CA, client certificate, bearer token, basic credentials, exec
+ * credential plugins and auth-providers, its http(s) or socks proxy), read again for each request, so rotated
+ * files and credentials are used as they change (a new connection when the TLS material changed). What the client
+ * lacks is here: a bounded time per request (the credential plugin's run included); for servers that stored data
+ * names, a bound on the bytes read of one answer or one watch event (past it the connection is cut, nothing more is
+ * read) and the addresses connected to limited (serverallowlist.ts); watches as JSON lines whose ERROR events end
+ * them; and HostClusterErrors that say the operation, the HTTP status and the host's Status, or the network error,
+ * never a credential. The client's own request layer (undici's fetch) and Watch read answers whole and unbounded.
  */
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
-import type { Duplex } from 'node:stream';
-import tls from 'node:tls';
 import { isPlainObject } from '../apimachinery/types.js';
-import type { HostConnection } from './kubeconfig.js';
+import type { KubeConnection } from './kubeconfig.js';
 import { RefusedServerError, type ServerAllowList } from './serverallowlist.js';
 
 /** The host cluster could not be asked: unreachable, timed out, or it answered with an error status. */
@@ -50,9 +49,9 @@ export interface RequestOptions {
 
 export type WatchEvent = { type: string; object: Record<string, unknown> };
 
-export interface RestClientOptions {
+export interface KubeRequestsOptions {
   timeoutMs: number;
-  /** The clock for re-reading files (tests move it). */
+  /** The clock for re-reading the token file (tests move it). */
   now?: () => number;
   /**
    * The most bytes read of one answer, and of one watch event; past it (or when the answer's Content-Length says
@@ -63,7 +62,7 @@ export interface RestClientOptions {
   allowedServers?: ServerAllowList;
 }
 
-/** How often token, certificate and CA files are read again. */
+/** How often a token file is read again (the client reads certificate and CA files for each request). */
 export const FILE_REFRESH_MS = 60_000;
 
 /**
@@ -72,26 +71,27 @@ export const FILE_REFRESH_MS = 60_000;
  */
 const IDLE_CONNECTION_MS = 30_000;
 
-export class RestClient {
+export class KubeRequests {
+  readonly server: string;
   private readonly base: URL;
-  private readonly files = new Map<string, RereadFile>();
+  private readonly proxied: boolean;
+  private readonly tokenFile?: RereadFile;
   private agent?: { material: TlsMaterial; agent: http.Agent };
-  private readonly data: TlsMaterial;
   private readonly now: () => number;
 
   constructor(
-    private readonly conn: HostConnection,
-    private readonly opts: RestClientOptions,
+    private readonly conn: KubeConnection,
+    private readonly opts: KubeRequestsOptions,
   ) {
-    this.base = new URL(conn.server);
+    const cluster = conn.kubeConfig.getCurrentCluster();
+    if (!cluster) throw new Error('the kubeconfig has no current cluster');
+    this.server = cluster.server;
+    this.base = new URL(cluster.server);
+    this.proxied = !!cluster.proxyUrl;
     // Through a proxy the connection goes to the proxy's address, so the server's could not be checked.
-    if (opts.allowedServers && conn.proxyUrl) throw new Error('a client limited to allowed servers takes no proxy');
-    this.data = [b64(conn.caData), b64(conn.certData), b64(conn.keyData)];
+    if (opts.allowedServers && this.proxied) throw new Error('a client limited to allowed servers takes no proxy');
+    if (conn.tokenFile) this.tokenFile = new RereadFile(conn.tokenFile, 'token file');
     this.now = opts.now ?? Date.now;
-  }
-
-  get server(): string {
-    return this.conn.server;
   }
 
   /** `method path` with a JSON body; the parsed answer. `what` names the operation in errors. */
@@ -205,7 +205,7 @@ export class RestClient {
   }
 
   /** Sends the request; resolves with the answer's headers, or rejects (timeouts included). */
-  private send(
+  private async send(
     method: string,
     path: string,
     query: Record<string, string | undefined> | undefined,
@@ -216,30 +216,31 @@ export class RestClient {
   ): Promise<http.IncomingMessage> {
     const url = new URL(this.base.pathname.replace(/\/$/, '') + path, this.base);
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
-    const headers: http.OutgoingHttpHeaders = { accept: 'application/json', ...this.authHeaders() };
+    const hostname = url.hostname.replace(/^\[(.*)\]$/, '$1');
+    // An address is connected to without a lookup, so it is checked here; names are checked as they resolve.
+    const refusal = isIP(hostname) ? this.opts.allowedServers?.refusal(hostname, hostname) : undefined;
+    if (refusal) throw new RefusedServerError(refusal);
+    const started = Date.now();
+    const tls = await withinTime(this.clientOptions(), timeoutMs);
+    const headers: http.OutgoingHttpHeaders = { ...tls.headers, accept: 'application/json' };
     if (body !== undefined) {
       headers['content-type'] = 'application/json';
       headers['content-length'] = Buffer.byteLength(body);
     }
-    const agent = this.currentAgent();
-    const proxied = this.conn.proxyUrl && url.protocol === 'http:';
-    const target = proxied ? new URL(this.conn.proxyUrl!) : url;
-    const mod = target.protocol === 'https:' ? https : http;
-    const hostname = target.hostname.replace(/^\[(.*)\]$/, '$1');
-    // An address is connected to without a lookup, so it is checked here; names are checked as they resolve.
-    const refusal = isIP(hostname) ? this.opts.allowedServers?.refusal(hostname, hostname) : undefined;
-    if (refusal) return Promise.reject(new RefusedServerError(refusal));
+    const agent = this.proxied ? (tls.agent as http.Agent) : this.currentAgent(tls);
+    const left = timeoutMs > 0 ? Math.max(1, timeoutMs - (Date.now() - started)) : 0;
     return new Promise((resolve, reject) => {
       let response: http.IncomingMessage | undefined;
-      const req = mod.request(
+      const req = (url.protocol === 'https:' ? https : http).request(
         {
-          protocol: target.protocol,
+          protocol: url.protocol,
           hostname,
-          port: target.port || undefined,
-          path: proxied ? url.href : url.pathname + url.search,
+          port: url.port || undefined,
+          path: url.pathname + url.search,
           method,
-          headers: proxied ? { ...headers, ...proxyAuthorization(this.conn.proxyUrl!) } : headers,
-          agent: proxied ? undefined : agent,
+          headers,
+          auth: tls.auth,
+          agent,
         },
         (res) => {
           response = res;
@@ -252,12 +253,12 @@ export class RestClient {
       onRequest?.(req);
       // Before the answer the request fails with the timeout; while its body is read, the answer does.
       const timer =
-        timeoutMs > 0
+        left > 0
           ? setTimeout(() => {
-              const err = Object.assign(new Error('timed out'), { name: 'TimeoutError' });
+              const err = timeoutError();
               if (response) response.destroy(err);
               else req.destroy(err);
-            }, timeoutMs)
+            }, left)
           : undefined;
       req.on('error', (err) => {
         if (timer) clearTimeout(timer);
@@ -267,58 +268,62 @@ export class RestClient {
     });
   }
 
-  /** Authorization and impersonation headers; the token file, when given, wins over the token (as client-go). */
-  private authHeaders(): http.OutgoingHttpHeaders {
-    const c = this.conn;
-    const h: http.OutgoingHttpHeaders = {};
-    const token = (c.tokenFile ? this.file(c.tokenFile, 'token file').toString('utf8').trim() : '') || c.token;
-    if (token) h.authorization = `Bearer ${token}`;
-    else if (c.username !== undefined || c.password !== undefined)
-      h.authorization = `Basic ${Buffer.from(`${c.username ?? ''}:${c.password ?? ''}`).toString('base64')}`;
-    const imp = c.impersonate;
-    if (imp?.user) h['impersonate-user'] = imp.user;
-    if (imp?.uid) h['impersonate-uid'] = imp.uid;
-    if (imp?.groups?.length) h['impersonate-group'] = imp.groups;
-    for (const [k, v] of Object.entries(imp?.extra ?? {})) h[`impersonate-extra-${encodeURIComponent(k)}`] = v;
-    return h;
+  /**
+   * What the client says of the current context for this request: TLS material, the Authorization and
+   * Impersonate-User headers (running the credential plugin when its credential expired), basic credentials, and
+   * for a proxy its agent; then what it lacks: the token file (wins over a token, as client-go) and impersonation
+   * beyond `as`.
+   */
+  private async clientOptions(): Promise<
+    Omit<https.RequestOptions, 'headers'> & { headers: http.OutgoingHttpHeaders }
+  > {
+    const opts: https.RequestOptions = {};
+    try {
+      await this.conn.kubeConfig.applyToHTTPSOptions(opts);
+    } catch (err) {
+      throw new CredentialError(`cannot get the credentials of the kubeconfig: ${firstLine(err)}`);
+    }
+    const headers: http.OutgoingHttpHeaders = { ...(opts.headers as http.OutgoingHttpHeaders | undefined) };
+    const token = this.tokenFile?.read(this.now()).toString('utf8').trim();
+    if (token) {
+      delete headers.Authorization;
+      headers.authorization = `Bearer ${token}`;
+    }
+    const imp = this.conn.impersonate;
+    if (imp?.uid) headers['impersonate-uid'] = imp.uid;
+    if (imp?.groups?.length) headers['impersonate-group'] = imp.groups;
+    for (const [k, v] of Object.entries(imp?.extra ?? {})) headers[`impersonate-extra-${encodeURIComponent(k)}`] = v;
+    return { ...opts, headers };
   }
 
-  /** The agent for the current CA and client certificate; a new one (new connections) when they changed. */
-  private currentAgent(): http.Agent {
-    const c = this.conn;
+  /** The agent for the TLS material the client gave; a new one (new connections) when it changed. */
+  private currentAgent(tls: https.RequestOptions): http.Agent {
     const material: TlsMaterial = [
-      c.caFile ? this.file(c.caFile, 'certificate authority file') : this.data[0],
-      c.certFile ? this.file(c.certFile, 'client certificate file') : this.data[1],
-      c.keyFile ? this.file(c.keyFile, 'client key file') : this.data[2],
+      buffer(tls.ca),
+      buffer(tls.cert),
+      buffer(tls.key),
+      tls.servername,
+      tls.rejectUnauthorized,
     ];
     if (this.agent && sameMaterial(this.agent.material, material)) return this.agent.agent;
-    const [ca, cert, key] = material;
     if (this.agent) retire(this.agent.agent);
     const lookup = this.opts.allowedServers?.lookup;
-    const tlsOptions: https.AgentOptions = {
-      keepAlive: true,
-      timeout: IDLE_CONNECTION_MS,
-      lookup,
-      ca,
-      cert,
-      key,
-      rejectUnauthorized: !c.insecureSkipTLSVerify,
-      servername: c.tlsServerName,
-    };
+    const [ca, cert, key, servername, rejectUnauthorized] = material;
     const agent =
       this.base.protocol === 'http:'
         ? new http.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS, lookup })
-        : c.proxyUrl
-          ? new ConnectProxyAgent(new URL(c.proxyUrl), tlsOptions)
-          : new https.Agent(tlsOptions);
+        : new https.Agent({
+            keepAlive: true,
+            timeout: IDLE_CONNECTION_MS,
+            lookup,
+            ca,
+            cert,
+            key,
+            servername,
+            rejectUnauthorized: rejectUnauthorized !== false,
+          });
     this.agent = { material, agent };
     return agent;
-  }
-
-  private file(path: string, label: string): Buffer {
-    let f = this.files.get(path);
-    if (!f) this.files.set(path, (f = new RereadFile(path, label)));
-    return f.read(this.now());
   }
 }
 
@@ -353,59 +358,46 @@ class RereadFile {
 
 class FileError extends Error {}
 
-/** An https agent whose connections go through an http(s) proxy's CONNECT, TLS to the server inside. */
-class ConnectProxyAgent extends https.Agent {
-  constructor(
-    private readonly proxy: URL,
-    opts: https.AgentOptions,
-  ) {
-    super(opts);
-  }
-
-  override createConnection(
-    options: tls.ConnectionOptions & { host?: string; port?: number },
-    cb: (err: Error | null, socket?: Duplex) => void,
-  ): undefined {
-    const p = this.proxy;
-    const hostPort = `${options.host?.includes(':') ? `[${options.host}]` : options.host}:${options.port}`;
-    const req = (p.protocol === 'https:' ? https : http).request({
-      hostname: p.hostname.replace(/^\[(.*)\]$/, '$1'),
-      port: p.port || undefined,
-      method: 'CONNECT',
-      path: hostPort,
-      headers: { host: hostPort, ...proxyAuthorization(p.href) },
-      agent: false,
-    });
-    req.once('connect', (res, socket) => {
-      if (res.statusCode !== 200) {
-        socket.destroy();
-        return cb(Object.assign(new Error(`proxy answered HTTP ${res.statusCode}`), { code: 'EPROXY' }));
-      }
-      cb(null, tls.connect({ ...options, socket }));
-    });
-    req.once('error', (err) => cb(err));
-    req.end();
-    return undefined;
-  }
-}
-
-/** Basic credentials of a proxy URL's user info, as a Proxy-Authorization header. */
-function proxyAuthorization(proxyUrl: string): http.OutgoingHttpHeaders {
-  const p = new URL(proxyUrl);
-  if (!p.username && !p.password) return {};
-  const creds = `${decodeURIComponent(p.username)}:${decodeURIComponent(p.password)}`;
-  return { 'proxy-authorization': `Basic ${Buffer.from(creds).toString('base64')}` };
-}
-
-/** CA, client certificate and key, as read. */
-type TlsMaterial = [Buffer | undefined, Buffer | undefined, Buffer | undefined];
+/** CA, client certificate and key, server name and whether to verify, as the client gave them. */
+type TlsMaterial = [
+  Buffer | undefined,
+  Buffer | undefined,
+  Buffer | undefined,
+  string | undefined,
+  boolean | undefined,
+];
 
 const sameMaterial = (a: TlsMaterial, b: TlsMaterial) =>
-  a.every((x, i) => x === b[i] || (x !== undefined && b[i] !== undefined && x.equals(b[i]!)));
+  a.every((x, i) => (Buffer.isBuffer(x) ? Buffer.isBuffer(b[i]) && x.equals(b[i] as Buffer) : x === b[i]));
+
+/** One PEM value of https options (the client gives Buffers, or a credential plugin's PEM text) as bytes. */
+function buffer(value: unknown): Buffer | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (Buffer.isBuffer(value)) return value;
+  if (Array.isArray(value)) return Buffer.concat(value.map((v) => buffer(v) ?? Buffer.alloc(0)));
+  return Buffer.from(String(value));
+}
 
 type ReusedSocketError = Error & { reusedSocket?: boolean };
 
-const b64 = (data: string | undefined) => (data ? Buffer.from(data, 'base64') : undefined);
+const timeoutError = () => Object.assign(new Error('timed out'), { name: 'TimeoutError' });
+
+/** `work`, or a TimeoutError when it takes longer than `ms` (0: no bound); a credential plugin may hang. */
+function withinTime<T>(work: Promise<T>, ms: number): Promise<T> {
+  if (ms <= 0) return work;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(timeoutError()), ms)));
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
+/** The client could not give the credentials (a file it reads, a credential plugin that failed). */
+class CredentialError extends Error {}
+
+/** The first line of an error's message, at most 200 characters (a plugin's error output is its stderr). */
+function firstLine(err: unknown): string {
+  const line = (err instanceof Error ? err.message : String(err)).trim().split('\n')[0] || 'failed';
+  return line.length > 200 ? `${line.slice(0, 200)}...` : line;
+}
 
 /**
  * The answer's body as text: at most `limit` bytes, else a HostClusterError and the connection cut (destroying the
@@ -457,7 +449,7 @@ function parseAnswer<T>(what: string, code: number, text: string): T {
 /** A short message: the operation and the timeout, the file that could not be read, or the network failure. */
 function toHostError(what: string, err: unknown, timeoutMs: number): HostClusterError {
   if (err instanceof HostClusterError) return err;
-  if (err instanceof FileError || err instanceof RefusedServerError)
+  if (err instanceof FileError || err instanceof RefusedServerError || err instanceof CredentialError)
     return new HostClusterError(`${what}: ${err.message}`);
   const e = err as { name?: string; code?: string; message?: string };
   if (e?.name === 'TimeoutError')
