@@ -92,8 +92,12 @@ export function loadKubeconfigFile(path: string): KubeConnection {
   } catch {
     throw new KubeconfigError(`${at}.server is not a URL`);
   }
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && c['insecure-skip-tls-verify'] === true))
-    throw new KubeconfigError(`${at}.server must be an https URL (http only with insecure-skip-tls-verify)`);
+  // client-go takes http:// too (kubectl proxy, say): the operator's own choice.
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new KubeconfigError(`${at}.server must be an https or http URL`);
+  // The client refuses plain http unless told to skip TLS verification, of which http has none to skip.
+  if (url.protocol === 'http:')
+    kubeConfig.clusters = kubeConfig.clusters.map((k) => (k.server === server ? { ...k, skipTLSVerify: true } : k));
   const file = fileField(dir);
   file(c, 'certificate-authority', at);
 

@@ -423,14 +423,14 @@ describe('Node heap from the memory limit', () => {
   const heapOption = (r: Rendered) => r.container.env?.find((e: any) => e.name === 'NODE_OPTIONS')?.value;
 
   test.each([
-    [[], '--max-old-space-size=384 --max-semi-space-size=16'], // the default limit, 512Mi
+    [[], '--max-old-space-size=480 --max-semi-space-size=16'], // the default limit, 640Mi
     [['--set', 'resources.limits.memory=1Gi'], '--max-old-space-size=768 --max-semi-space-size=16'],
     [['--set', 'resources.limits.memory=1.5Gi'], '--max-old-space-size=1152 --max-semi-space-size=16'],
     [['--set', 'resources.limits.memory=1G'], '--max-old-space-size=715 --max-semi-space-size=16'],
     [['--set', 'resources.limits.memory=2000M'], '--max-old-space-size=1430 --max-semi-space-size=16'],
     [['--set', 'resources.limits.memory=536870912'], '--max-old-space-size=384 --max-semi-space-size=16'],
     [['--set-string', 'resources.limits.memory=536870912'], '--max-old-space-size=384 --max-semi-space-size=16'],
-    [['--set', 'heap.limitPercent=50'], '--max-old-space-size=256 --max-semi-space-size=16'],
+    [['--set', 'heap.limitPercent=50'], '--max-old-space-size=320 --max-semi-space-size=16'],
     [
       ['--set', 'heap.maxOldSpaceSizeMiB=300', '--set', 'resources.limits.memory=1Gi'],
       '--max-old-space-size=300 --max-semi-space-size=16',
@@ -478,9 +478,9 @@ describe('Node heap from the memory limit', () => {
 
   test("the young generation's bound is a value of its own; 0 leaves Node's default", async () => {
     expect(heapOption(await template(['--set', 'heap.maxSemiSpaceSizeMiB=8']))).toBe(
-      '--max-old-space-size=384 --max-semi-space-size=8',
+      '--max-old-space-size=480 --max-semi-space-size=8',
     );
-    expect(heapOption(await template(['--set', 'heap.maxSemiSpaceSizeMiB=0']))).toBe('--max-old-space-size=384');
+    expect(heapOption(await template(['--set', 'heap.maxSemiSpaceSizeMiB=0']))).toBe('--max-old-space-size=480');
   });
 
   test('a memory limit that is no quantity fails at template time, naming it', async () => {

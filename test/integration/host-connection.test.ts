@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import type { IncomingHttpHeaders } from 'node:http';
+import { createServer as createHttpServer, type IncomingHttpHeaders } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { createServer, connect, type Server, type Socket } from 'node:net';
@@ -138,6 +138,24 @@ describe('the --kubeconfig file', () => {
     expect(await review(skip)).toMatchObject({ authenticated: false });
     const strict = HostCluster.load({ kubeconfig: kubeconfig({}, { token: host.token }) })!;
     await expect(review(strict)).rejects.toThrow(/^TokenReview: cannot reach the host cluster: [A-Z_]+$/);
+  });
+
+  test('an http:// server (kubectl proxy, say) is asked over plain HTTP, its token sent, as client-go does', async () => {
+    const seen: IncomingHttpHeaders[] = [];
+    const plain = createHttpServer((req, res) => {
+      seen.push(req.headers);
+      res.setHeader('Content-Type', 'application/json');
+      res.end(JSON.stringify({ major: '1', minor: '33', gitVersion: 'v1.33.0' }));
+    });
+    await new Promise<void>((r) => plain.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(plain.address() as AddressInfo).port}`;
+      const client = HostCluster.load({ kubeconfig: kubeconfig({ server: url }, { token: 'proxy-token' }) })!;
+      expect(await client.request('reading the version', 'GET', '/version')).toMatchObject({ gitVersion: 'v1.33.0' });
+      expect(seen[0].authorization).toBe('Bearer proxy-token');
+    } finally {
+      await new Promise((r) => plain.close(r));
+    }
   });
 
   test('an exec credential plugin gives the token, run again when its credential expires (rotation without restart)', async () => {
