@@ -921,7 +921,7 @@ describe('kubectl label and annotate', () => {
         'label',
         secret(NS, 'l1', {}),
         secret(NS, 'l2', {}, { labels: { team: 'a' } }),
-        cluster('label-eu', { local: true }),
+        cluster('label-eu', { networkPeer: true }),
       ),
     );
     expect(res.code).toBe(0);
