@@ -161,7 +161,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     cleanups.push(['stopping the client CA reloads', async () => clientCas.stop()]);
     if (!hostCluster)
       log.info(
-        'no host cluster configured: TokenReview, SubjectAccessReview, the access sync to host RBAC, virtual cluster kube configs and imports of virtual clusters outside system:masters are off',
+        'no host cluster configured: TokenReview, SubjectAccessReview, the access sync to host RBAC, virtual cluster kube configs, imports of virtual clusters outside system:masters and connected Clusters (local, or through a config Secret) are off',
       );
     actions.add(kubeConfigAction(registry, hostCluster, log, config.virtualClusterAllowedServers));
     if (hostCluster) {
