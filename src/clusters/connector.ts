@@ -251,9 +251,7 @@ async function probe<T>(who: string, credential: string, fn: () => Promise<T>): 
   } catch (err) {
     const detail = String((err as Error)?.message ?? err);
     if (!(err instanceof HostClusterError))
-      return Promise.reject(
-        new ClusterConnectionError('Unreachable', `${who} cannot be reached`, 'Failed', false, detail),
-      );
+      throw new ClusterConnectionError('Unreachable', `${who} cannot be reached`, 'Failed', false, detail);
     switch (err.code) {
       case undefined:
         throw new ClusterConnectionError(
