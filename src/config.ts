@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { parseGoDuration } from './apimachinery/duration.js';
 import { GROUP_NAME } from './apimachinery/group.js';
-import { isDNS1123Subdomain } from './apimachinery/validation.js';
+import { isDNS1123Label, isDNS1123Subdomain } from './apimachinery/validation.js';
 
 export interface Config {
   etcdServers: string[];
@@ -56,6 +56,10 @@ export interface Config {
   leaderElectLeaseDurationMs: number;
   /** How often every SharedSecret and Cluster is reconciled with the host's RBAC again, besides watching. */
   accessResyncPeriodMs: number;
+  /** How often every Cluster's connection is checked (and its Secret read again); 0: never (no status is written). */
+  clusterHealthIntervalMs: number;
+  /** Where a Cluster's config Secret is looked for when its spec.config.secretNamespace is empty. */
+  clusterSecretNamespace: string;
   /** The `iss` of direct cluster endpoint tokens and the issuer of the OpenID discovery; unset: this server's URL. */
   tokenIssuer?: string;
   /** The longest lifetime of a direct cluster endpoint token. */
@@ -332,6 +336,18 @@ export const FLAGS: FlagSpec[] = [
       (c.accessResyncPeriodMs = atLeast('access-resync-period', duration('access-resync-period', v), 1000)),
   },
   {
+    name: 'cluster-health-interval',
+    arg: 'duration',
+    help: "How often every Cluster is checked: its config Secret read again, then GET /version and the kube-system Namespace's uid on the cluster, each request bounded by the smaller of 5s and this; status.phase, reason, message and online say the outcome. A Cluster is also checked when it changes. 0: no checks, and no status is written (default 30s).",
+    apply: (c, v) => (c.clusterHealthIntervalMs = duration('cluster-health-interval', v)),
+  },
+  {
+    name: 'cluster-secret-namespace',
+    arg: 'namespace',
+    help: 'The namespace of the host cluster where a Cluster\'s config Secret is read when its spec.config.secretNamespace is empty: the namespace the server runs in (the Helm chart sets it to the release namespace; default "default").',
+    apply: (c, v) => (c.clusterSecretNamespace = dns1123Label('cluster-secret-namespace', v)),
+  },
+  {
     name: 'max-requests-inflight',
     arg: 'int',
     help: 'Read-only requests served at once; past it 429 TooManyRequests with Retry-After (watches and system:masters are not counted; default 400, 0 for no limit).',
@@ -442,6 +458,12 @@ export const FLAGS: FlagSpec[] = [
       (c.encryptionProviderConfigAutomaticReload = bool('encryption-provider-config-automatic-reload', v)),
   },
 ];
+
+function dns1123Label(flag: string, value: string): string {
+  const problems = isDNS1123Label(value);
+  if (problems.length) throw new FlagError(`--${flag} must be a namespace name: ${problems.join('; ')}`);
+  return value;
+}
 
 function verbosity(value: string): number {
   const n = Number(value);
@@ -557,6 +579,8 @@ export function defaultConfig(): Config {
     authorizationWebhookCacheUnauthorizedTtlMs: 10_000,
     leaderElectLeaseDurationMs: 10_000,
     accessResyncPeriodMs: 5 * 60_000,
+    clusterHealthIntervalMs: 30_000,
+    clusterSecretNamespace: 'default',
     tokenMaxTtlMs: 24 * 3600_000,
     tokenSigningKeyRotationPeriodMs: 7 * 24 * 3600_000,
     tokenSigningKeyPublishDelayMs: 10 * 60_000,

@@ -18,6 +18,8 @@ import { HostCluster } from './host/cluster.js';
 import type { Config } from './config.js';
 import { GarbageCollector } from './controllers/garbagecollector.js';
 import { AccessSync } from './controllers/accesssync.js';
+import { ClusterHealth } from './controllers/clusterhealth.js';
+import { ClusterConnector } from './clusters/connector.js';
 import { startControllers, type Controller } from './controllers/manager.js';
 import { HostRbac } from './host/rbac.js';
 import { createApp } from './http/app.js';
@@ -159,7 +161,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     cleanups.push(['stopping the client CA reloads', async () => clientCas.stop()]);
     if (!hostCluster)
       log.info(
-        'no host cluster configured: TokenReview, SubjectAccessReview, the access sync to host RBAC, virtual cluster kube configs and imports of virtual clusters outside system:masters are off',
+        'no host cluster configured: TokenReview, SubjectAccessReview, the access sync to host RBAC, virtual cluster kube configs, imports of virtual clusters outside system:masters and connected Clusters (local, or through a config Secret) are off',
       );
     actions.add(kubeConfigAction(registry, hostCluster, log, config.virtualClusterAllowedServers));
     if (hostCluster) {
@@ -328,7 +330,10 @@ async function rewriteStaleValues(
   }
 }
 
-/** What runs on the elected replica: the garbage collector, and the access sync when there is a host cluster. */
+/**
+ * What runs on the elected replica: the garbage collector, the Clusters' health checks (unless
+ * --cluster-health-interval is 0), and the access sync when there is a host cluster.
+ */
 function serverControllers(
   config: Config,
   registry: Registry,
@@ -344,6 +349,19 @@ function serverControllers(
       run: (signal) => new GarbageCollector(registry, { log: info, workQueueMetrics }).run(signal),
     },
   ];
+  if (config.clusterHealthIntervalMs > 0) {
+    // Without a host cluster too: then the status of a local Cluster, or one with a config Secret, says so.
+    const connector = new ClusterConnector({ host, secretNamespace: config.clusterSecretNamespace });
+    controllers.push({
+      name: 'cluster-health',
+      run: (signal) =>
+        new ClusterHealth(registry, connector, {
+          intervalMs: config.clusterHealthIntervalMs,
+          log: info,
+          workQueueMetrics,
+        }).run(signal),
+    });
+  }
   if (host) {
     const rbac = new HostRbac(host);
     controllers.push({

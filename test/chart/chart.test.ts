@@ -692,6 +692,38 @@ describe('RBAC', () => {
     ]);
   });
 
+  test('rbac.clusterSecrets: get on exactly those Secrets, by name, in each namespace (empty: the release namespace)', async () => {
+    const r = await template([
+      '--set-json',
+      'rbac.clusterSecrets=[{"name":"prod-eu"},{"name":"prod-us"},{"namespace":"infra","name":"edge"},{"name":"prod-eu"}]',
+    ]);
+    const name = `${FULLNAME}:cluster-secrets`;
+    expect(r.all('Role').map((role) => [role.metadata.namespace, role.metadata.name, role.rules])).toEqual([
+      ['infra', name, [{ apiGroups: [''], resources: ['secrets'], resourceNames: ['edge'], verbs: ['get'] }]],
+      [NS, name, [{ apiGroups: [''], resources: ['secrets'], resourceNames: ['prod-eu', 'prod-us'], verbs: ['get'] }]],
+    ]);
+    expect(
+      r
+        .all('RoleBinding')
+        .filter((b) => b.roleRef.name === name)
+        .map((b) => [b.metadata.namespace, b.roleRef, b.subjects]),
+    ).toEqual(['infra', NS].map((ns) => [ns, { apiGroup: RBAC, kind: 'Role', name }, subjects]));
+    // The server looks for a Cluster's Secret in the release namespace when its secretNamespace is empty.
+    expect(r.deployment.spec.template.spec.containers[0].args).toContain(`--cluster-secret-namespace=${NS}`);
+    const problems = (await Promise.all(r.docs.map((d) => modelProblems(d)))).flat();
+    expect(problems).toEqual([]);
+  });
+
+  test.each([
+    ['a Secret without a name', 'rbac.clusterSecrets=[{"namespace":"infra"}]'],
+    ['a name that is not one', 'rbac.clusterSecrets=[{"name":"Prod_EU"}]'],
+    ['an unknown field', 'rbac.clusterSecrets=[{"name":"a","key":"config"}]'],
+  ])('rbac.clusterSecrets with %s is refused before anything renders', async (_what, value) => {
+    const res = await helm(['template', RELEASE, CHART, '--namespace', NS, '--set-json', value]);
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain('/rbac/clusterSecrets');
+  });
+
   test('rbac.create=false renders no RBAC', async () => {
     const r = await template(['--set', 'rbac.create=false']);
     expect(r.docs.filter((d) => d.apiVersion.startsWith('rbac.authorization.k8s.io/'))).toEqual([]);

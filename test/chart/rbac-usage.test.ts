@@ -29,6 +29,8 @@ const NS = 'platform';
 const SERVICE_ACCOUNT = 'pm-platform-management-api';
 const TENANT_NS = 'team-a';
 const VC_NAMESPACE = 'vcluster-usage';
+/** The config Secrets the Clusters here name (clusterBody's, and one of a cluster that is really connected). */
+const CLUSTER_SECRETS = ['--set-json', 'rbac.clusterSecrets=[{"name":"kubeconfig"},{"name":"connected"}]'];
 
 interface Rule {
   apiGroups?: string[];
@@ -170,7 +172,12 @@ beforeAll(async () => {
   host.addToken('alice-token', { name: 'alice', groups: [] });
   ts = await startTestServerWithUsers(
     { root: ['system:masters'] },
-    { kubeconfig: host.kubeconfigPath, leaderElectLeaseDurationMs: 2000 },
+    {
+      kubeconfig: host.kubeconfigPath,
+      leaderElectLeaseDurationMs: 2000,
+      clusterHealthIntervalMs: 1000,
+      clusterSecretNamespace: NS,
+    },
   );
   root = ts.as.root;
   alice = ts.client('alice-token');
@@ -255,6 +262,26 @@ beforeAll(async () => {
     (await root.get(`${GROUP_PATH}/namespaces/${TENANT_NS}/virtualclusterinstances/${vc}/kubeconfig`)).status,
   ).toBe(200);
 
+  // The Clusters' health checks: each config Secret read by name (in the release namespace when the Cluster names
+  // none), the cluster itself asked with the Secret's credential.
+  host.addNamespace(NS);
+  host.addSecret(NS, 'connected', { config: vcluster.kubeconfigText() });
+  expect(
+    (
+      await root.post(CLUSTERS_PATH, {
+        apiVersion: API_VERSION,
+        kind: 'Cluster',
+        metadata: { name: 'connected' },
+        spec: { config: { secretName: 'connected' } },
+      })
+    ).status,
+  ).toBe(201);
+  await waitFor(
+    'Cluster connected to be Initialized',
+    async () => (await root.get(clusterPath('connected'))).body.status?.phase === 'Initialized',
+    30_000,
+  );
+
   used = host.requests.flatMap(requestsOf);
 }, 180_000);
 
@@ -266,8 +293,11 @@ afterAll(async () => {
 
 describe("the chart's RBAC allows every request the server makes, and grants no verb it does not use", () => {
   test.each([
-    ['the default values', [] as string[]],
-    ['the virtual clusters’ namespaces listed', ['--set', `rbac.virtualClusterNamespaces={${VC_NAMESPACE}}`]],
+    ['the default values', CLUSTER_SECRETS],
+    [
+      'the virtual clusters’ namespaces listed',
+      [...CLUSTER_SECRETS, '--set', `rbac.virtualClusterNamespaces={${VC_NAMESPACE}}`],
+    ],
   ])('%s', async (_, args) => {
     const grants = await grantsOfChart(args);
     expect(
@@ -288,8 +318,13 @@ describe("the chart's RBAC allows every request the server makes, and grants no 
   });
 
   test('the server only reads Secrets, one by name, and writes nothing but RBAC objects and reviews', () => {
-    expect(used.filter((r) => r.resource === 'secrets').map((r) => [r.verb, r.namespace, r.name])).toEqual([
-      ['get', VC_NAMESPACE, expect.stringMatching(/^vc-/)],
+    const secrets = new Set(
+      used.filter((r) => r.resource === 'secrets').map((r) => `${r.verb} ${r.namespace}/${r.name}`),
+    );
+    expect([...secrets].sort()).toEqual([
+      `get ${NS}/connected`,
+      `get ${NS}/kubeconfig`,
+      expect.stringMatching(new RegExp(`^get ${VC_NAMESPACE}/vc-`)),
     ]);
     const writes = used.filter((r) => !['get', 'list', 'watch'].includes(r.verb));
     expect([...new Set(writes.map((r) => r.resource))].sort()).toEqual([

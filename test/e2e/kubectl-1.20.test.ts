@@ -111,7 +111,7 @@ describe('kubectl 1.20 with validation on', () => {
       apiVersion: API_VERSION,
       kind: 'Cluster',
       metadata: { name: 'eu-1' },
-      spec: { displayName: 'EU 1', local: true },
+      spec: { displayName: 'EU 1', networkPeer: true },
     };
     const file = manifest('cluster', doc);
     const created = await k('apply', '-f', file);
@@ -132,7 +132,7 @@ describe('kubectl 1.20 with validation on', () => {
       .join('\n')
       .split('Response Status')[0];
     expect(requestHeaders).toContain('Content-Type: application/merge-patch+json');
-    expect((await getJson('cluster', 'eu-1')).spec).toEqual({ displayName: 'EU one', local: true });
+    expect((await getJson('cluster', 'eu-1')).spec).toEqual({ displayName: 'EU one', networkPeer: true });
 
     // diff shows what apply would change (exit code 1: there are differences) and changes nothing.
     manifest('cluster', { ...doc, spec: { ...doc.spec, displayName: 'EU uno' } });

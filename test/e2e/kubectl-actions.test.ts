@@ -140,7 +140,7 @@ describe('kubectl and the actions', () => {
             apiVersion: API_VERSION,
             kind: 'Cluster',
             metadata: { name: 'eu-1' },
-            spec: { local: true },
+            spec: { networkPeer: true },
           }),
         )
       ).code,

@@ -43,7 +43,7 @@ describe('kubectl create -f with validation on', () => {
         metadata: { name: 'web' },
         spec: { displayName: 'Web', allowedClusters: [{ name: 'eu-1' }] },
       },
-      { apiVersion: API_VERSION, kind: 'Cluster', metadata: { name: 'eu-1' }, spec: { local: true } },
+      { apiVersion: API_VERSION, kind: 'Cluster', metadata: { name: 'eu-1' }, spec: { networkPeer: true } },
       {
         apiVersion: API_VERSION,
         kind: 'SharedSecret',

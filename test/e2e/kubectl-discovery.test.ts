@@ -51,7 +51,7 @@ async function notModifiedAnswers(): Promise<number> {
 
 beforeAll(async () => {
   ts = await startTestServer();
-  const cluster = { metadata: { name: 'prod-eu' }, spec: { displayName: 'Production EU', local: true } };
+  const cluster = { metadata: { name: 'prod-eu' }, spec: { displayName: 'Production EU', networkPeer: true } };
   expect((await ts.admin.post(`${GROUP_PATH}/clusters`, cluster)).status).toBe(201);
 });
 

@@ -122,20 +122,21 @@ describe('kubectl get', () => {
     expect(namesOf((await k('get', 'sharedsecret', '-n', NS)).stdout)).toEqual(['a1', 'a2', 'b1', 'c1', 'c2']);
   });
 
-  test('a table with NAME, DISPLAY NAME, LOCAL, UNUSABLE, AGE for clusters; a missing value is an empty cell', async () => {
+  test('a table with NAME, DISPLAY NAME, LOCAL, UNUSABLE, PHASE, ONLINE, AGE for clusters; a missing value is an empty cell', async () => {
     const res = await k('get', 'clusters', 'get-local', 'get-remote');
     expect(res).toMatchObject({ code: 0, stderr: '' });
     const all = lines(res.stdout);
-    expect(cells(all[0])).toEqual(['NAME', 'DISPLAY NAME', 'LOCAL', 'UNUSABLE', 'AGE']);
+    // No health checks run here (the test server's --cluster-health-interval is 0): PHASE and ONLINE stay empty.
+    expect(cells(all[0])).toEqual(['NAME', 'DISPLAY NAME', 'LOCAL', 'UNUSABLE', 'PHASE', 'ONLINE', 'AGE']);
     expect(cells(all[1])).toEqual(['get-local', 'Local cluster', 'true', expect.stringMatching(AGE)]);
     expect(cells(all[2])).toEqual(['get-remote', 'Remote cluster', 'true', expect.stringMatching(AGE)]);
     // get-local has no spec.unusable and get-remote no spec.local: the cell stays empty, under its own column.
     const unusableAt = all[0].indexOf('UNUSABLE');
     const localAt = all[0].indexOf('LOCAL');
     expect(all[1].slice(localAt, unusableAt).trim()).toBe('true');
-    expect(all[1].slice(unusableAt, all[0].indexOf('AGE')).trim()).toBe('');
+    expect(all[1].slice(unusableAt, all[0].indexOf('PHASE')).trim()).toBe('');
     expect(all[2].slice(localAt, unusableAt).trim()).toBe('');
-    expect(all[2].slice(unusableAt, all[0].indexOf('AGE')).trim()).toBe('true');
+    expect(all[2].slice(unusableAt, all[0].indexOf('PHASE')).trim()).toBe('true');
 
     const listed = await k('get', 'pcl');
     expect(namesOf(listed.stdout)).toEqual(expect.arrayContaining(['get-local', 'get-remote']));
@@ -147,7 +148,15 @@ describe('kubectl get', () => {
     expect(cells(lines(res.stdout)[0])).toEqual(['NAME', 'DISPLAY NAME', 'KEYS', 'AGE']);
     expect(namesOf(res.stdout)).toEqual(['a1', 'a2', 'b1', 'c1', 'c2']);
     const clusters = await k('get', 'pcl', 'get-remote', '-o', 'wide');
-    expect(cells(lines(clusters.stdout)[0])).toEqual(['NAME', 'DISPLAY NAME', 'LOCAL', 'UNUSABLE', 'AGE']);
+    expect(cells(lines(clusters.stdout)[0])).toEqual([
+      'NAME',
+      'DISPLAY NAME',
+      'LOCAL',
+      'UNUSABLE',
+      'PHASE',
+      'ONLINE',
+      'AGE',
+    ]);
   });
 
   test('-o yaml and -o json: one object, and a List of them', async () => {
@@ -921,7 +930,7 @@ describe('kubectl label and annotate', () => {
         'label',
         secret(NS, 'l1', {}),
         secret(NS, 'l2', {}, { labels: { team: 'a' } }),
-        cluster('label-eu', { local: true }),
+        cluster('label-eu', { networkPeer: true }),
       ),
     );
     expect(res.code).toBe(0);

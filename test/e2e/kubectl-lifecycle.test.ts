@@ -185,7 +185,7 @@ describe('finalizers', () => {
       apiVersion: API_VERSION,
       kind: 'Cluster',
       metadata: { name: 'fin-eu', finalizers: [FINALIZER] },
-      spec: { local: true },
+      spec: { networkPeer: true },
     });
     expect((await k('delete', 'pcl', 'fin-eu', '--wait=false')).stdout).toBe(
       'cluster.management.platform.sh "fin-eu" deleted\n',
@@ -294,7 +294,7 @@ describe('kubectl delete', () => {
       apiVersion: API_VERSION,
       kind: 'Cluster',
       metadata: { name: 'del-name-eu' },
-      spec: { local: true },
+      spec: { networkPeer: true },
     });
 
     const dry = await k('delete', 'gsec', 'n1', '-n', NS, '--dry-run=server');

@@ -131,7 +131,8 @@ describe('kubectl explain', () => {
     // kubectl explain prints no x-kubernetes-validations: the description says the rule.
     expect(out).toContain('secretName is required unless local or networkPeer is true.');
     expect(out).toContain('secretName <string> Name of the secret.');
-    expect(out).toContain('secretNamespace <string> Namespace of the secret.');
+    expect(out).toContain('secretNamespace <string> Namespace of the secret in the host cluster.');
+    expect(out).toContain('key <string> The key of the secret that holds the kubeconfig. Default config.');
   });
 
   test('the kind itself, with ObjectMeta behind metadata; an unknown field is an error', async () => {

@@ -509,7 +509,7 @@ describe('outside system:masters a write only weakens a key', () => {
         apiVersion: API_VERSION,
         kind: 'Cluster',
         metadata: { name: uniq('c') },
-        spec: { local: true },
+        spec: { networkPeer: true },
       }),
     );
     expect(write.status).toBe(403);
@@ -956,7 +956,7 @@ function authenticationTests(target: () => Target) {
             apiVersion: API_VERSION,
             kind: 'Cluster',
             metadata: { name: c },
-            spec: { local: true, owner: { user: 'alice' } },
+            spec: { networkPeer: true, owner: { user: 'alice' } },
           }),
         ).status,
       ).toBe(201);

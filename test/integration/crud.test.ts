@@ -368,16 +368,20 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
 
     test('create with an application/yaml body', async () => {
       const name = uniq('cl-yaml');
-      const body = `apiVersion: ${API_VERSION}\nkind: Cluster\nmetadata:\n  name: ${name}\nspec:\n  local: true\n  unusable: false\n`;
+      const body = `apiVersion: ${API_VERSION}\nkind: Cluster\nmetadata:\n  name: ${name}\nspec:\n  networkPeer: true\n  unusable: false\n`;
       const res = await ts.admin.post(clusters, body, { contentType: 'application/yaml' });
       expect(res.status).toBe(201);
-      expect(res.body).toMatchObject({ kind: 'Cluster', metadata: { name }, spec: { local: true, unusable: false } });
+      expect(res.body).toMatchObject({
+        kind: 'Cluster',
+        metadata: { name },
+        spec: { networkPeer: true, unusable: false },
+      });
       expect((await ts.admin.get(cluster(name))).body).toEqual(res.body);
     });
 
     test('kind and apiVersion left out are filled in; a mismatching apiVersion is 400 and a mismatching kind 422', async () => {
       const name = uniq('cl-type');
-      const res = await ts.admin.post(clusters, { metadata: { name }, spec: { local: true } });
+      const res = await ts.admin.post(clusters, { metadata: { name }, spec: { networkPeer: true } });
       expect(res.status).toBe(201);
       expect(res.body).toMatchObject({ apiVersion: API_VERSION, kind: 'Cluster' });
 
@@ -405,7 +409,7 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       ]) {
         const res = await ts.admin.patch(
           `${cluster(name)}?fieldManager=ci`,
-          { ...(apiVersion && { apiVersion }), kind: 'Cluster', metadata: { name }, spec: { local: true } },
+          { ...(apiVersion && { apiVersion }), kind: 'Cluster', metadata: { name }, spec: { networkPeer: true } },
           'application/apply-patch+yaml',
         );
         expectStatus(
@@ -418,7 +422,7 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       expect(await peek.value(peek.clusterKey(name))).toBeUndefined();
       const ok = await ts.admin.patch(
         `${cluster(name)}?fieldManager=ci`,
-        { apiVersion: API_VERSION, kind: 'Cluster', metadata: { name }, spec: { local: true } },
+        { apiVersion: API_VERSION, kind: 'Cluster', metadata: { name }, spec: { networkPeer: true } },
         'application/apply-patch+yaml',
       );
       expect(ok.status).toBe(201);
@@ -469,11 +473,11 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       const replacement = {
         ...created,
         metadata: { ...created.metadata, namespace: 'ignored' },
-        spec: { local: true, displayName: 'Now local' },
+        spec: { networkPeer: true, displayName: 'Now local' },
       };
       const res = await ts.admin.put(cluster(name), replacement);
       expect(res.status).toBe(200);
-      expect(res.body.spec).toEqual({ local: true, displayName: 'Now local' });
+      expect(res.body.spec).toEqual({ networkPeer: true, displayName: 'Now local' });
       expect(res.body.metadata.uid).toBe(created.metadata.uid);
       expect(res.body.metadata.namespace).toBeUndefined();
       expect((await ts.admin.get(cluster(name))).body).toEqual(res.body);

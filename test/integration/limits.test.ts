@@ -49,7 +49,7 @@ function aliasBomb(name: string): string {
     `apiVersion: ${API_VERSION}`,
     'kind: Cluster',
     `metadata: {name: ${name}}`,
-    'spec: {local: true}',
+    'spec: {networkPeer: true}',
     'status:',
     ...lines.map((l) => `  ${l}`),
   ].join('\n');
@@ -156,7 +156,7 @@ describe('documents nested too deeply or expanding through aliases', () => {
       '  name: aliased',
       '  labels: &l {team: a, tier: b}',
       '  annotations: *l',
-      'spec: {local: true}',
+      'spec: {networkPeer: true}',
     ].join('\n');
     const created = await ts.admin.post(CLUSTERS_PATH, friendly, { contentType: 'application/yaml' });
     expect(created.status).toBe(201);

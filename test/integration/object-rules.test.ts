@@ -233,7 +233,7 @@ describe('resourceVersion', () => {
 
   test('a cluster resourceVersion also equals its key mod revision', async () => {
     const name = uniq('rv-cl');
-    const res = await ts.admin.post(CLUSTERS_PATH, { metadata: { name }, spec: { local: true } });
+    const res = await ts.admin.post(CLUSTERS_PATH, { metadata: { name }, spec: { networkPeer: true } });
     expect(res.status).toBe(201);
     const entry = await peek.entry(peek.clusterKey(name));
     expect(res.body.metadata.resourceVersion).toBe(entry?.modRevision);
@@ -553,7 +553,7 @@ describe('status subresource', () => {
 
   test('cluster status: /status writes only status, main writes keep it', async () => {
     const name = uniq('st-cl');
-    const created = (await ts.admin.post(CLUSTERS_PATH, { metadata: { name }, spec: { local: true } })).body;
+    const created = (await ts.admin.post(CLUSTERS_PATH, { metadata: { name }, spec: { networkPeer: true } })).body;
     const st = await ts.admin.patch(
       `${clusterPath(name)}/status`,
       { spec: { unusable: true }, status: { phase: 'Ready', nodes: 3 } },

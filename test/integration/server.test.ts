@@ -141,7 +141,7 @@ describe('static tokens (--token-auth-file)', () => {
   test('a member of system:masters may do everything', async () => {
     const root = ts.client('admin-token-1');
     expect(
-      (await root.post(`${GROUP_PATH}/clusters`, { metadata: { name: 'c1' }, spec: { local: true } })).status,
+      (await root.post(`${GROUP_PATH}/clusters`, { metadata: { name: 'c1' }, spec: { networkPeer: true } })).status,
     ).toBe(201);
     expect((await root.get(`${GROUP_PATH}/clusters/c1`)).status).toBe(200);
   });
@@ -173,13 +173,13 @@ describe('static tokens (--token-auth-file)', () => {
     const alice = ts.client('reader-token-1');
     await root.post(`${GROUP_PATH}/clusters`, {
       metadata: { name: 'shared-with-alice' },
-      spec: { local: true, access: [{ verbs: ['get', 'list'], users: ['alice'] }] },
+      spec: { networkPeer: true, access: [{ verbs: ['get', 'list'], users: ['alice'] }] },
     });
     await root.post(`${GROUP_PATH}/clusters`, {
       metadata: { name: 'owned-by-qa' },
-      spec: { local: true, owner: { team: 'qa' } },
+      spec: { networkPeer: true, owner: { team: 'qa' } },
     });
-    await root.post(`${GROUP_PATH}/clusters`, { metadata: { name: 'not-hers' }, spec: { local: true } });
+    await root.post(`${GROUP_PATH}/clusters`, { metadata: { name: 'not-hers' }, spec: { networkPeer: true } });
     expect((await alice.get(`${GROUP_PATH}/clusters/shared-with-alice`)).status).toBe(200);
     expect((await alice.get(`${GROUP_PATH}/clusters/not-hers`)).status).toBe(403);
     expect(
@@ -201,7 +201,11 @@ describe('static tokens (--token-auth-file)', () => {
     const path = `${GROUP_PATH}/clusters/escalation`;
     await root.post(`${GROUP_PATH}/clusters`, {
       metadata: { name: 'escalation' },
-      spec: { local: true, owner: { user: 'root' }, access: [{ verbs: ['get', 'update', 'patch'], users: ['alice'] }] },
+      spec: {
+        networkPeer: true,
+        owner: { user: 'root' },
+        access: [{ verbs: ['get', 'update', 'patch'], users: ['alice'] }],
+      },
     });
     const widen = await alice.patch(
       path,

@@ -1,6 +1,6 @@
 /**
  * Fields a tenant may not write even on an object it owns or may update. The administrator's policy: a Project's
- * spec.allowedClusters, a Cluster's spec.unusable and connection Secret (spec.config.secretName/secretNamespace)
+ * spec.allowedClusters, a Cluster's spec.unusable and connection Secret (spec.config.secretName/secretNamespace/key)
  * change only by system:masters (403 naming the field). Kubernetes' own identities: owner and access may name a
  * `system:` user only when system:masters writes it (422 naming the field), since the access sync grants them in
  * the host cluster. Every path is checked (PUT, merge and JSON patch, server-side apply, dry run), and every
@@ -175,6 +175,11 @@ describe("a Cluster's connection and unusable mark are the administrator's", () 
       'spec.config.secretNamespace',
       { config: { secretName: 'kubeconfig', secretNamespace: 'kube-system' } },
       [{ op: 'replace', path: '/spec/config/secretNamespace', value: 'kube-system' }],
+    ],
+    [
+      'spec.config.key',
+      { config: { secretName: 'kubeconfig', secretNamespace: 'platform', key: 'other' } },
+      [{ op: 'add', path: '/spec/config/key', value: 'other' }],
     ],
   ])(
     '%s: neither its owner nor an access entry granting update may change it, on any path; system:masters may',

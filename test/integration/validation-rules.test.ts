@@ -130,10 +130,10 @@ describe("a Cluster's rule: spec.config.secretName unless spec.local or spec.net
 
   test('a JSON patch turning local off on a local Cluster without config: 422, unchanged', async () => {
     const name = uniq('xv-local-off');
-    const res = await ts.admin.post(CLUSTERS_PATH, { ...unconnected(name), spec: { local: true } });
+    const res = await ts.admin.post(CLUSTERS_PATH, { ...unconnected(name), spec: { networkPeer: true } });
     expect(res.status).toBe(201);
     const before = { body: res.body, revision: (await peek.entry(peek.clusterKey(name)))!.modRevision };
-    const patch = [{ op: 'replace', path: '/spec/local', value: false }];
+    const patch = [{ op: 'replace', path: '/spec/networkPeer', value: false }];
     expectSecretRequired(await ts.admin.patch(`${clusterPath(name)}?dryRun=All`, patch, JSON_PATCH), name);
     expectSecretRequired(await ts.admin.patch(clusterPath(name), patch, JSON_PATCH), name);
     await expectUnchanged(name, before);

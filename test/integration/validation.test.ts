@@ -168,7 +168,7 @@ describe('metadata', () => {
     await expectNoSecret(name);
 
     const clusterName = `Upper-${uniq('cl')}`;
-    const cl = await ts.admin.post(CLUSTERS_PATH, clusterBody(clusterName, { local: true }));
+    const cl = await ts.admin.post(CLUSTERS_PATH, clusterBody(clusterName, { networkPeer: true }));
     expect(fieldsAndReasons(expectInvalid(cl, 'Cluster', clusterName))).toEqual(['metadata.name FieldValueInvalid']);
     await expectNoCluster(clusterName);
   });
@@ -202,7 +202,7 @@ describe('metadata', () => {
     ]);
     expect((await ts.admin.get(secrets(ns))).body.items).toEqual([]);
 
-    const cl = await ts.admin.post(CLUSTERS_PATH, { metadata: {}, spec: { local: true } });
+    const cl = await ts.admin.post(CLUSTERS_PATH, { metadata: {}, spec: { networkPeer: true } });
     expect(fieldsAndReasons(expectInvalid(cl, 'Cluster', ''))).toEqual([
       '<nil> FieldValueInvalid',
       'metadata.name FieldValueRequired',
@@ -279,7 +279,7 @@ describe('access entries', () => {
     ['without users or teams', { verbs: ['get', 'list'] }, 'spec.access[0].users FieldValueRequired'],
   ])('a cluster access entry %s is refused', async (_what, entry, expected) => {
     const name = uniq('cl-access');
-    const res = await ts.admin.post(CLUSTERS_PATH, clusterBody(name, { local: true, access: [entry] }));
+    const res = await ts.admin.post(CLUSTERS_PATH, clusterBody(name, { networkPeer: true, access: [entry] }));
     expect(fieldsAndReasons(expectInvalid(res, 'Cluster', name))).toEqual([expected]);
     await expectNoCluster(name);
   });
@@ -403,16 +403,16 @@ describe('unknown fields', () => {
 
   test('are pruned on update too; a patch of only unknown fields changes nothing', async () => {
     const name = uniq('prune-update');
-    const created = await ts.admin.post(CLUSTERS_PATH, clusterBody(name, { local: true }));
+    const created = await ts.admin.post(CLUSTERS_PATH, clusterBody(name, { networkPeer: true }));
     expect(created.status).toBe(201);
     const res = await ts.admin.put(clusterPath(name), {
       ...created.body,
       spec: { ...created.body.spec, bogus: true, config: { bogus: 'z' } },
     });
     expect(res.status).toBe(200);
-    expect(res.body.spec).toEqual({ local: true, config: {} });
+    expect(res.body.spec).toEqual({ networkPeer: true, config: {} });
     const stored = (await peek.entry(peek.clusterKey(name)))?.value;
-    expect(stored.spec).toEqual({ local: true, config: {} });
+    expect(stored.spec).toEqual({ networkPeer: true, config: {} });
 
     const patch = await ts.admin.patch(clusterPath(name), { spec: { bogus: 1 }, metadata: { bogus: 2 } }, MERGE_PATCH);
     expect(patch.status).toBe(200);

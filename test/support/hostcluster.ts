@@ -9,6 +9,7 @@
  *   patch (JSON, merge; strategic treated as merge), delete and deletecollection of those four kinds, namespaced
  *   and cluster-scoped, with one resourceVersion counter and kube's Status bodies (404, 409, 422);
  * - GET /api/v1/namespaces/<ns>, /api/v1/namespaces/<ns>/secrets/<name> and .../configmaps/<name>, seeded by the test;
+ * - GET /version: kube's version.Info, gitVersion from the option kubernetesVersion (v1.33.0 by default);
  * - /apis/certificates.k8s.io/v1/certificatesigningrequests: create (generateName; kube's validation of request,
  *   usages, signerName, expirationSeconds; the certificatesubjectrestriction admission), get, list, delete, and
  *   get/PUT of the approval subresource. The caller becomes spec.username/groups (KUBECONFIG_USERNAME/GROUPS).
@@ -19,7 +20,8 @@
  *
  * Every request needs the bearer token of the kubeconfig written at kubeconfigPath (kubeconfigText() has it as
  * text, to store as another cluster's Secret `vc-<name>`). `requests` logs what arrived (to test caching); setDown
- * simulates an outage. Not modelled: admission (objects may be created in namespaces that do not exist; approving
+ * simulates an outage; onRequest refuses chosen requests (a 403 for a credential without rights, say). The
+ * kube-system Namespace's uid is random, or the option kubeSystemUid (it identifies a physical cluster). Not modelled: admission (objects may be created in namespaces that do not exist; approving
  * a CSR needs no `approve` permission on its signer), paging (limit is ignored), watch history compaction,
  * server-side apply; for CSRs: watch, selectors (both refused with 400, not ignored), update/patch of the object
  * and its status subresource, and requests with non-RSA keys (node-forge reads RSA only; kube accepts ECDSA and
@@ -69,6 +71,10 @@ export interface HostClusterOptions {
   csrSigning?: boolean;
   /** The longest certificate the signer issues, as kube-controller-manager's --cluster-signing-duration (one year). */
   clusterSigningDurationSeconds?: number;
+  /** The uid of the kube-system Namespace; random by default. */
+  kubeSystemUid?: string;
+  /** GET /version's gitVersion (default v1.33.0). */
+  kubernetesVersion?: string;
 }
 
 export interface HostClusterStandIn {
@@ -97,6 +103,10 @@ export interface HostClusterStandIn {
   remove(resource: RbacResource, namespace: string, name: string): boolean;
   /** Answers SubjectAccessReviews instead of RBAC when it returns a status (to test denied, errors, ...). */
   onSubjectAccessReview?: (spec: SarSpec) => SarStatus | undefined;
+  /** Called with each authenticated request before it is served; throwing a StatusError answers with it. */
+  onRequest?: (method: string, path: string) => void;
+  /** The uid of the kube-system Namespace. */
+  readonly kubeSystemUid: string;
   /** Called before an RBAC object is created or replaced through the API; throwing a StatusError refuses the write (say, as RBAC's escalation check would). */
   onRbacWrite?: (obj: KubeObj) => void;
   readonly requests: RequestRecord[];
@@ -152,7 +162,11 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
   const core = new CoreObjects(rv, watches);
   const admission = new AdmissionRegistration(rv, watches);
   // The namespaces every cluster starts with.
-  for (const ns of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) core.addNamespace(ns);
+  const kubeSystemUid = opts.kubeSystemUid ?? randomUUID();
+  for (const ns of ['default', 'kube-system', 'kube-public', 'kube-node-lease'])
+    core.addNamespace(ns, {}, ns === 'kube-system' ? kubeSystemUid : undefined);
+  const gitVersion = opts.kubernetesVersion ?? 'v1.33.0';
+  const [major, minor] = /^v(\d+)\.(\d+)/.exec(gitVersion)?.slice(1) ?? ['', ''];
   const csrs = new CertificateSigningRequests(rv, (csr) => signer.schedule(csr));
   const signer = new CsrSigner({
     // The signer uses the CA that serves the API, as a cluster whose kubeconfig trusts the CA it signs clients with.
@@ -176,6 +190,8 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
     csrs,
     core,
     admission,
+    version: () => ({ major, minor, gitVersion, platform: 'linux/amd64' }),
+    onRequest: () => api.onRequest,
   });
   const server = new HostServer(pki, handle, () => watches.endAll());
 
@@ -191,6 +207,7 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
     caPem: pki.caPem,
     token,
     kubeconfigPath,
+    kubeSystemUid,
     requests,
     addToken: (t, user) => void tokens.set(t, clone(user)),
     removeToken: (t) => void tokens.delete(t),

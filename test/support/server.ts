@@ -57,6 +57,9 @@ export async function startTestServer(
     certDir: join(dataDir, 'certs'),
     bindAddress: '127.0.0.1',
     securePort: 0,
+    // The Clusters' health checks write their status in the background, which tests of other things would race
+    // with; test/integration/cluster-health.test.ts turns them on.
+    clusterHealthIntervalMs: 0,
     ...overrides,
   };
   let server: Awaited<ReturnType<typeof startServer>>;

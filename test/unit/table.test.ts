@@ -81,6 +81,8 @@ describe('columns', () => {
       ['Display Name', 'string'],
       ['Local', 'boolean'],
       ['Unusable', 'boolean'],
+      ['Phase', 'string'],
+      ['Online', 'boolean'],
       ['Age', 'date'],
     ]);
     expect(clusters.columnDefinitions[2]).toEqual(crdColumn('Local', 'boolean', '.spec.local'));
@@ -136,11 +138,13 @@ describe('columns', () => {
       'A',
       'Local',
       'Unusable',
+      'Phase',
+      'Online',
       'B',
       'Age',
       'C',
     ]);
-    expect(conv.columnDefinitions[7]).toEqual({ name: 'C', type: 'string', format: '', description: 'c', priority: 1 });
+    expect(conv.columnDefinitions[9]).toEqual({ name: 'C', type: 'string', format: '', description: 'c', priority: 1 });
   });
 });
 
@@ -159,8 +163,18 @@ describe('cells', () => {
         cluster('prod', ago(45 * SECOND), { displayName: 'Production', local: true, unusable: false }),
         NOW,
       ),
-    ).toEqual(['prod', 'Production', true, false, '45s']);
-    expect(clusters.cells(cluster('edge', ago(400 * DAY)), NOW)).toEqual(['edge', null, null, null, '400d']);
+    ).toEqual(['prod', 'Production', true, false, null, null, '45s']);
+    expect(clusters.cells(cluster('edge', ago(400 * DAY)), NOW)).toEqual([
+      'edge',
+      null,
+      null,
+      null,
+      null,
+      null,
+      '400d',
+    ]);
+    const checked = { ...cluster('ok', ago(45 * SECOND)), status: { phase: 'Initialized', online: true } };
+    expect(clusters.cells(checked, NOW)).toEqual(['ok', null, null, null, 'Initialized', true, '45s']);
   });
 
   test.each([
@@ -316,7 +330,7 @@ describe('tables', () => {
       apiVersion: 'meta.k8s.io/v1',
       metadata: { resourceVersion: '900' },
       columnDefinitions: clusters.columnDefinitions,
-      rows: [{ cells: ['prod', null, true, null, '2d'], object: partialObjectMetadata(obj) }],
+      rows: [{ cells: ['prod', null, true, null, null, null, '2d'], object: partialObjectMetadata(obj) }],
     });
   });
 
@@ -325,11 +339,13 @@ describe('tables', () => {
     const first = clusters.watchEventTable(obj, true, { now: NOW });
     const later = clusters.watchEventTable(obj, false, { now: NOW, includeObject: 'None' });
     expect(first.columnDefinitions).toEqual(clusters.columnDefinitions);
-    expect(first.rows).toEqual([{ cells: ['prod', null, null, null, '60m'], object: partialObjectMetadata(obj) }]);
+    expect(first.rows).toEqual([
+      { cells: ['prod', null, null, null, null, null, '60m'], object: partialObjectMetadata(obj) },
+    ]);
     expect(first.metadata).toEqual({ resourceVersion: '900' });
     expect(later.columnDefinitions).toBeNull();
     expect(JSON.stringify(later)).toContain('"columnDefinitions":null');
-    expect(later.rows).toEqual([{ cells: ['prod', null, null, null, '60m'], object: null }]);
+    expect(later.rows).toEqual([{ cells: ['prod', null, null, null, null, null, '60m'], object: null }]);
   });
 
   test('column definitions in a Table are copies', () => {

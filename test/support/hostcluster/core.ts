@@ -24,14 +24,14 @@ export class CoreObjects {
     private readonly watches: WatchHub,
   ) {}
 
-  addNamespace(name: string, labels: Record<string, string> = {}): void {
+  addNamespace(name: string, labels: Record<string, string> = {}, uid: string = randomUUID()): void {
     const previous = this.namespaces.get(name);
     const namespace: KubeObj = {
       kind: 'Namespace',
       apiVersion: 'v1',
       metadata: {
         name,
-        uid: randomUUID(),
+        uid,
         resourceVersion: this.rv.next(),
         creationTimestamp: now(),
         labels: { 'kubernetes.io/metadata.name': name, ...labels },

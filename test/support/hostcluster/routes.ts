@@ -42,6 +42,10 @@ export interface Routes {
   csrs: CertificateSigningRequests;
   core: CoreObjects;
   admission: AdmissionRegistration;
+  /** GET /version's answer (kube's version.Info). */
+  version: () => Record<string, string>;
+  /** Refuses a request before it is served, when it throws (a StatusError: 403, say). */
+  onRequest: () => ((method: string, path: string) => void) | undefined;
 }
 
 export function routes(r: Routes) {
@@ -61,7 +65,9 @@ export function routes(r: Routes) {
     r.requests.push({ method, path, resource, query: url.search });
     if (r.unavailable()) throw errors.serviceUnavailable('the host cluster is down (stand-in)');
     if (req.headers.authorization !== `Bearer ${r.token}`) throw errors.unauthorized();
+    r.onRequest()?.(method, path);
     const body = ['POST', 'PUT', 'PATCH', 'DELETE'].includes(method) ? await readBody(req) : undefined;
+    if (method === 'GET' && path === '/version') return reply(res, 200, r.version());
 
     if (rbacMatch) {
       const [, ns, res2, name] = rbacMatch;

@@ -1,0 +1,428 @@
+/**
+ * Clusters' connections and health (src/clusters, src/controllers/clusterhealth.ts), with real etcd, the real server,
+ * real kubectl and three host stand-ins at once: the management host (the server's --kubeconfig, where the config
+ * Secrets live) and two connected clusters with distinct kube-system uids and versions. Checks run every second
+ * here; every wait is on the status the server writes, never on time.
+ */
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import yaml from 'js-yaml';
+import * as errors from '../../src/apimachinery/status.js';
+import { ClusterConnections, ClusterNotReadyError } from '../../src/clusters/connections.js';
+import { ClusterConnector } from '../../src/clusters/connector.js';
+import { HostCluster } from '../../src/host/cluster.js';
+import { API_VERSION, CLUSTERS_PATH, MERGE_PATCH, clusterPath } from '../support/fixtures.js';
+import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
+import { kubectl } from '../support/kubectl.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+import { waitFor } from '../support/wait.js';
+
+const NS = 'platform';
+const INTERVAL_MS = 1000;
+const WAIT_MS = 30_000;
+
+let mgmt: HostClusterStandIn;
+let a: HostClusterStandIn;
+let b: HostClusterStandIn;
+/** A third cluster, for the tests that move a Cluster between Secrets (a and b are connected as conn-a and conn-b). */
+let c: HostClusterStandIn;
+let ts: TestServer;
+let scratch: string;
+
+beforeAll(async () => {
+  [mgmt, a, b, c] = await Promise.all([
+    startHostCluster(),
+    startHostCluster({ kubernetesVersion: 'v1.33.2' }),
+    startHostCluster({ kubernetesVersion: 'v1.32.7' }),
+    startHostCluster({ kubernetesVersion: 'v1.31.1' }),
+  ]);
+  mgmt.addNamespace(NS);
+  mgmt.addSecret(NS, 'a', { config: a.kubeconfigText() });
+  mgmt.addSecret(NS, 'b', { config: b.kubeconfigText() });
+  ts = await startTestServer({
+    kubeconfig: mgmt.kubeconfigPath,
+    clusterHealthIntervalMs: INTERVAL_MS,
+    clusterSecretNamespace: NS,
+  });
+  scratch = mkdtempSync(join(tmpdir(), 'cluster-health-'));
+}, 60_000);
+
+afterAll(async () => {
+  await ts?.stop();
+  await Promise.all([mgmt?.stop(), a?.stop(), b?.stop(), c?.stop()]);
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+function cluster(name: string, spec: Record<string, unknown>) {
+  return { apiVersion: API_VERSION, kind: 'Cluster', metadata: { name }, spec };
+}
+
+async function create(name: string, spec: Record<string, unknown>) {
+  const res = await ts.admin.post(CLUSTERS_PATH, cluster(name, spec));
+  expect(res.status).toBe(201);
+  return res.body;
+}
+
+async function statusOf(name: string, client = ts): Promise<Record<string, any>> {
+  return (await client.admin.get(clusterPath(name))).body.status ?? {};
+}
+
+/** Waits until the Cluster's status has `phase` (and `reason`, when given); returns that status. */
+function until(name: string, phase: string, reason?: string, client = ts): Promise<Record<string, any>> {
+  return waitFor(
+    `Cluster ${name} to be ${phase || '""'}${reason ? `/${reason}` : ''}`,
+    async () => {
+      const s = await statusOf(name, client);
+      return (s.phase ?? '') === phase && (reason === undefined || s.reason === reason) && s;
+    },
+    WAIT_MS,
+  );
+}
+
+const ready = (s: Record<string, any>) => s.conditions?.find((c: any) => c.type === 'Ready');
+
+/** A kubeconfig text of `host` changed by `edit` (a parsed copy). */
+function kubeconfigOf(host: HostClusterStandIn, edit: (doc: any) => void): string {
+  const doc: any = yaml.load(host.kubeconfigText());
+  edit(doc);
+  return yaml.dump(doc);
+}
+
+describe('connected clusters', () => {
+  test('two clusters through their Secrets: Initialized, online, their versions, Ready; kubectl shows and waits', async () => {
+    await create('conn-a', { config: { secretName: 'a' } });
+    await create('conn-b', { config: { secretName: 'b', secretNamespace: NS } });
+    const res = await kubectl(
+      ['wait', '--for=jsonpath={.status.phase}=Initialized', 'cluster/conn-a', 'cluster/conn-b', '--timeout=60s'],
+      { kubeconfig: ts.kubeconfig, timeoutMs: 70_000 },
+    );
+    expect(res.stdout).toContain('cluster.management.platform.sh/conn-a condition met');
+    expect(res.stdout).toContain('cluster.management.platform.sh/conn-b condition met');
+    const sa = await statusOf('conn-a');
+    expect(sa).toMatchObject({ phase: 'Initialized', online: true, kubernetesVersion: 'v1.33.2' });
+    expect(sa).not.toHaveProperty('reason');
+    expect(ready(sa)).toMatchObject({ status: 'True', reason: 'Connected' });
+    expect((await statusOf('conn-b')).kubernetesVersion).toBe('v1.32.7');
+
+    const table = await kubectl(['get', 'clusters', 'conn-a', 'conn-b'], { kubeconfig: ts.kubeconfig });
+    const rows = table.stdout.trim().split('\n');
+    expect(rows[0].split(/\s{2,}/)).toEqual(['NAME', 'DISPLAY NAME', 'LOCAL', 'UNUSABLE', 'PHASE', 'ONLINE', 'AGE']);
+    const phaseAt = rows[0].indexOf('PHASE');
+    const onlineAt = rows[0].indexOf('ONLINE');
+    for (const row of rows.slice(1)) {
+      expect(row.slice(phaseAt, onlineAt).trim()).toBe('Initialized');
+      expect(row.slice(onlineAt).split(/\s+/)[0]).toBe('true');
+    }
+  }, 90_000);
+
+  test('down: Failed, Unreachable, offline, Ready False; up again: Initialized; nothing written between checks', async () => {
+    const before = await until('conn-a', 'Initialized');
+    await a.setDown(true);
+    const down = await until('conn-a', 'Failed', 'Unreachable');
+    expect(down.online).toBe(false);
+    expect(ready(down)).toMatchObject({ status: 'False', reason: 'Unreachable' });
+    expect(ready(down).lastTransitionTime >= ready(before).lastTransitionTime).toBe(true);
+    // The other cluster is not concerned.
+    expect((await statusOf('conn-b')).phase).toBe('Initialized');
+    await a.setDown(false);
+    const up = await until('conn-a', 'Initialized');
+    expect(up.online).toBe(true);
+    expect(ready(up).status).toBe('True');
+
+    // Two more checks that find the same: the status, its condition and the resourceVersion stay as they were.
+    const rv = (await ts.admin.get(clusterPath('conn-a'))).body.metadata.resourceVersion;
+    const seen = a.count('namespaces', 'GET');
+    await waitFor('two more checks of conn-a', () => a.count('namespaces', 'GET') >= seen + 2, WAIT_MS);
+    const after = (await ts.admin.get(clusterPath('conn-a'))).body;
+    expect(after.metadata.resourceVersion).toBe(rv);
+    expect(ready(after.status).lastTransitionTime).toBe(ready(up).lastTransitionTime);
+  }, 90_000);
+
+  test('503 from the cluster: Failed, Unavailable, online (it answered)', async () => {
+    await a.setDown(true, 'unavailable');
+    try {
+      const s = await until('conn-a', 'Failed', 'Unavailable');
+      expect(s.online).toBe(true);
+      expect(s.message).toContain('HTTP 503');
+    } finally {
+      await a.setDown(false);
+    }
+    await until('conn-a', 'Initialized');
+  }, 60_000);
+
+  test('a rotated Secret counts at the next check, without a restart', async () => {
+    mgmt.addSecret(NS, 'rotating', { config: c.kubeconfigText() });
+    await create('rotating', { config: { secretName: 'rotating' } });
+    expect((await until('rotating', 'Initialized')).kubernetesVersion).toBe('v1.31.1');
+    // Now a credential the cluster does not accept...
+    mgmt.addSecret(NS, 'rotating', { config: kubeconfigOf(c, (d) => (d.users[0].user.token = 'revoked-token')) });
+    const refused = await until('rotating', 'Failed', 'Unauthorized');
+    expect(refused.online).toBe(true);
+    expect(refused.message).toContain('HTTP 401');
+    expect(JSON.stringify(refused)).not.toContain('revoked-token');
+    // ...then one of another cluster, which conn-b connects already...
+    mgmt.addSecret(NS, 'rotating', { config: b.kubeconfigText() });
+    const dup = await until('rotating', 'Failed', 'ClusterUID');
+    expect(dup).toMatchObject({ online: true, kubernetesVersion: 'v1.32.7' });
+    expect(dup.message).toContain('Cluster "conn-b"');
+    // ...and back.
+    mgmt.addSecret(NS, 'rotating', { config: c.kubeconfigText() });
+    expect((await until('rotating', 'Initialized')).kubernetesVersion).toBe('v1.31.1');
+    expect((await ts.admin.delete(clusterPath('rotating'))).status).toBe(200);
+  }, 90_000);
+
+  test('the same physical cluster twice: the newer is Failed/ClusterUID naming the older, until the older goes', async () => {
+    mgmt.addSecret(NS, 'a-again', { config: a.kubeconfigText() });
+    await create('dup-of-a', { config: { secretName: 'a-again' } });
+    const dup = await until('dup-of-a', 'Failed', 'ClusterUID');
+    expect(dup.online).toBe(true);
+    expect(dup.message).toContain('Cluster "conn-a" already connects to this cluster');
+    expect((await statusOf('conn-a')).phase).toBe('Initialized');
+
+    // The connection for later work is refused with that reason (503).
+    const connections = clusterConnections();
+    const refused = await connections.connection('dup-of-a').catch((e) => e);
+    expect(refused).toBeInstanceOf(ClusterNotReadyError);
+    expect(refused.reason).toBe('ClusterUID');
+    expect(refused.toStatus().status).toMatchObject({ code: 503, reason: 'ServiceUnavailable' });
+    const good = await connections.connection('conn-a');
+    expect(good.kubeSystemUid).toBe(a.kubeSystemUid);
+    expect((await connections.connection('conn-b')).kubeSystemUid).toBe(b.kubeSystemUid);
+    const missing = await connections.connection('no-such-cluster').catch((e) => e);
+    expect(missing).toMatchObject({ reason: 'NotFound' });
+
+    // Once conn-a is gone, its duplicate is the one connection to that cluster.
+    expect((await ts.admin.delete(clusterPath('conn-a'))).status).toBe(200);
+    await until('dup-of-a', 'Initialized');
+    await create('conn-a', { config: { secretName: 'a' } });
+    const newer = await until('conn-a', 'Failed', 'ClusterUID');
+    expect(newer.message).toContain('Cluster "dup-of-a"');
+    expect((await ts.admin.delete(clusterPath('dup-of-a'))).status).toBe(200);
+    await until('conn-a', 'Initialized');
+  }, 120_000);
+
+  test('a network peer is not checked: phase "", WaitingForNetworkPeer, offline, Ready Unknown', async () => {
+    await create('peer', { networkPeer: true });
+    const s = await until('peer', '', 'WaitingForNetworkPeer');
+    expect(s.online).toBe(false);
+    expect(ready(s).status).toBe('Unknown');
+  }, 60_000);
+});
+
+describe('the local cluster', () => {
+  test('is the host cluster; a second one is 422 on spec.local naming it, also when two are created at once', async () => {
+    const [first, second] = await Promise.all([
+      ts.admin.post(CLUSTERS_PATH, cluster('local-1', { local: true })),
+      ts.admin.post(CLUSTERS_PATH, cluster('local-2', { local: true })),
+    ]);
+    const statuses = [first.status, second.status].sort();
+    expect(statuses).toEqual([201, 422]);
+    const [won, lost] = first.status === 201 ? ['local-1', second] : ['local-2', first];
+    expect(lost.body).toMatchObject({ kind: 'Status', code: 422, reason: 'Invalid' });
+    expect(lost.body.details.causes).toEqual([
+      expect.objectContaining({
+        field: 'spec.local',
+        message: expect.stringContaining(`Cluster "${won}" is the local cluster already`),
+      }),
+    ]);
+    expect((await ts.admin.get(clusterPath(first.status === 201 ? 'local-2' : 'local-1'))).status).toBe(404);
+
+    const s = await until(won, 'Initialized');
+    expect(s).toMatchObject({ online: true, kubernetesVersion: 'v1.33.0' });
+
+    // Later as well, and an update cannot make another Cluster local (spec.local is fixed at create).
+    const again = await ts.admin.post(CLUSTERS_PATH, cluster('local-3', { local: true }));
+    expect(again.status).toBe(422);
+    expect(again.body.message).toContain(`Cluster "${won}" is the local cluster already`);
+    const patched = await ts.admin.patch(clusterPath('conn-b'), { spec: { local: true } }, MERGE_PATCH);
+    expect(patched.status).toBe(422);
+    expect(patched.body.details.causes).toEqual([
+      expect.objectContaining({ field: 'spec.local', message: expect.stringContaining('field is immutable') }),
+    ]);
+    expect((await ts.admin.get(clusterPath('conn-b'))).body.spec.local).toBeUndefined();
+
+    // The host connected a second time through a Secret is the same physical cluster.
+    mgmt.addSecret(NS, 'mgmt', { config: mgmt.kubeconfigText() });
+    await create('mgmt-by-secret', { config: { secretName: 'mgmt' } });
+    const dup = await until('mgmt-by-secret', 'Failed', 'ClusterUID');
+    expect(dup.message).toContain(`Cluster "${won}"`);
+    expect((await ts.admin.delete(clusterPath('mgmt-by-secret'))).status).toBe(200);
+
+    // Once deleted, another may be local.
+    expect((await ts.admin.delete(clusterPath(won))).status).toBe(200);
+    await waitFor('the local Cluster to be gone', async () => (await ts.admin.get(clusterPath(won))).status === 404);
+    expect((await ts.admin.post(CLUSTERS_PATH, cluster('local-3', { local: true }))).status).toBe(201);
+    expect((await ts.admin.delete(clusterPath('local-3'))).status).toBe(200);
+  }, 90_000);
+});
+
+describe('what cannot connect says why, naming the field, and the controller goes on', () => {
+  const marker = () => join(scratch, 'exec-ran');
+
+  test.each<[string, string, Record<string, string> | undefined, Record<string, unknown>, string, RegExp]>([
+    [
+      'a Secret that does not exist',
+      'bad-missing',
+      undefined,
+      {},
+      'ConfigSecretNotFound',
+      /bad-missing .*does not exist/,
+    ],
+    [
+      'a Secret without the key',
+      'bad-nokey',
+      { other: 'x' },
+      {},
+      'InvalidConfig',
+      /has no key "config" \(spec\.config\.key/,
+    ],
+    [
+      'a custom key it lacks',
+      'bad-customkey',
+      { config: 'x' },
+      { key: 'kubeconfig' },
+      'InvalidConfig',
+      /no key "kubeconfig"/,
+    ],
+    [
+      'text that is not YAML',
+      'bad-notyaml',
+      { config: '{{{ not: yaml' },
+      {},
+      'InvalidConfig',
+      /key "config" \(spec\.config\.key\)/,
+    ],
+    [
+      'a current-context that does not exist',
+      'bad-context',
+      { config: 'current-context: nowhere\ncontexts: []\n' },
+      {},
+      'InvalidConfig',
+      /no context "nowhere"/,
+    ],
+  ])(
+    '%s: Failed',
+    async (_what, name, data, config, reason, message) => {
+      if (data) mgmt.addSecret(NS, name, data);
+      await create(name, { config: { secretName: name, ...config } });
+      const s = await until(name, 'Failed', reason);
+      expect(s.online).toBe(false);
+      expect(s.message).toMatch(message);
+      expect(ready(s)).toMatchObject({ status: 'False', reason });
+    },
+    60_000,
+  );
+
+  test('an http:// server: InvalidConfig naming clusters[0].cluster.server', async () => {
+    mgmt.addSecret(NS, 'plain-http', {
+      config: kubeconfigOf(a, (d) => (d.clusters[0].cluster.server = a.url.replace('https:', 'http:'))),
+    });
+    await create('plain-http', { config: { secretName: 'plain-http' } });
+    const s = await until('plain-http', 'Failed', 'InvalidConfig');
+    expect(s.message).toContain('clusters[0].cluster.server must be an https URL');
+  }, 60_000);
+
+  test('a kubeconfig with an exec plugin: refused by field, and nothing runs', async () => {
+    const config = kubeconfigOf(a, (d) => {
+      delete d.users[0].user.token;
+      d.users[0].user.exec = {
+        apiVersion: 'client.authentication.k8s.io/v1',
+        command: '/bin/sh',
+        args: [
+          '-c',
+          `touch ${marker()}; echo '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"x"}}'`,
+        ],
+        interactiveMode: 'Never',
+      };
+    });
+    mgmt.addSecret(NS, 'with-exec', { config });
+    await create('with-exec', { config: { secretName: 'with-exec' } });
+    const s = await until('with-exec', 'Failed', 'InvalidConfig');
+    expect(s.message).toContain('users[0].user.exec (it runs a command)');
+    expect(existsSync(marker())).toBe(false);
+  }, 60_000);
+
+  test("a Secret the server may not read: ConfigSecretForbidden, without the host's words", async () => {
+    mgmt.addSecret(NS, 'guarded', { config: c.kubeconfigText() });
+    mgmt.onRequest = (_method, path) => {
+      if (path === `/api/v1/namespaces/${NS}/secrets/guarded`)
+        throw errors.forbidden(
+          { group: '', resource: 'secrets' },
+          'guarded',
+          'User "system:serviceaccount:x:server-sa" cannot get',
+        );
+    };
+    try {
+      await create('guarded', { config: { secretName: 'guarded' } });
+      const s = await until('guarded', 'Failed', 'ConfigSecretForbidden');
+      expect(s.message).toContain('grant it get on that Secret');
+      expect(JSON.stringify(s)).not.toContain('server-sa');
+    } finally {
+      mgmt.onRequest = undefined;
+    }
+    await until('guarded', 'Initialized');
+    expect((await ts.admin.delete(clusterPath('guarded'))).status).toBe(200);
+  }, 60_000);
+
+  test('a credential without rights in the cluster: Forbidden, online; granted: Initialized', async () => {
+    b.onRequest = (_method, path) => {
+      if (path === '/api/v1/namespaces/kube-system')
+        throw errors.forbidden({ group: '', resource: 'namespaces' }, 'kube-system', 'User "someone" cannot get');
+    };
+    try {
+      const s = await until('conn-b', 'Failed', 'Forbidden');
+      expect(s.online).toBe(true);
+      expect(s.message).toContain('HTTP 403');
+      expect(s.message).not.toContain('someone');
+    } finally {
+      b.onRequest = undefined;
+    }
+    await until('conn-b', 'Initialized');
+  }, 60_000);
+
+  test('a Secret created after the Cluster, and a fixed one, count at the next check; no credential is ever shown', async () => {
+    // bad-missing waited for a Secret that did not exist.
+    mgmt.addSecret(NS, 'bad-missing', { config: c.kubeconfigText() });
+    await until('bad-missing', 'Initialized');
+    const all = (await ts.admin.get(CLUSTERS_PATH)).body.items.map((c: any) => JSON.stringify(c.status ?? {}));
+    for (const text of all)
+      for (const token of [mgmt.token, a.token, b.token, c.token]) expect(text).not.toContain(token);
+  }, 60_000);
+});
+
+describe('without a host cluster (the embedded default)', () => {
+  test('a local Cluster and one with a config Secret are Failed/NoHostCluster, saying how to add one', async () => {
+    const bare = await startTestServer({ clusterHealthIntervalMs: INTERVAL_MS }, ts.etcd);
+    try {
+      expect((await bare.admin.post(CLUSTERS_PATH, cluster('here', { local: true }))).status).toBe(201);
+      expect((await bare.admin.post(CLUSTERS_PATH, cluster('there', { config: { secretName: 's' } }))).status).toBe(
+        201,
+      );
+      const local = await until('here', 'Failed', 'NoHostCluster', bare);
+      expect(local.message).toContain('--kubeconfig');
+      const other = await until('there', 'Failed', 'NoHostCluster', bare);
+      expect(other.message).toContain('the Secret default/s');
+    } finally {
+      await bare.stop();
+    }
+  }, 60_000);
+});
+
+/** ClusterConnections as later work uses it, over this server's Clusters (read through its API) and the same host. */
+function clusterConnections(): ClusterConnections {
+  const host = HostCluster.load({ kubeconfig: mgmt.kubeconfigPath });
+  const connector = new ClusterConnector({ host, secretNamespace: NS });
+  return new ClusterConnections(
+    {
+      async get(_namespace, name) {
+        const res = await ts.admin.get(clusterPath(name));
+        if (res.status === 404) throw errors.notFound({ group: 'management.platform.sh', resource: 'clusters' }, name);
+        return res.body;
+      },
+      list: () => Promise.reject(new Error('not used')),
+    },
+    connector,
+  );
+}
