@@ -7,6 +7,7 @@ import { directClusterEndpointTokenAction } from './actions/directclusterendpoin
 import { importVirtualClusterAction } from './actions/importvirtualcluster.js';
 import { kubeConfigAction } from './actions/kubeconfig.js';
 import { ServedActions } from './actions/served.js';
+import { GROUP_NAME } from './apimachinery/group.js';
 import * as errors from './apimachinery/status.js';
 import { ownerDeletionCheck } from './auth/ownerdeletion.js';
 import { startClientCertificateAuthorities } from './auth/clientcas.js';
@@ -19,6 +20,7 @@ import type { Config } from './config.js';
 import { GarbageCollector } from './controllers/garbagecollector.js';
 import { AccessSync } from './controllers/accesssync.js';
 import { ClusterHealth } from './controllers/clusterhealth.js';
+import { ClusterConnections, ClusterNotReadyError } from './clusters/connections.js';
 import { ClusterConnector } from './clusters/connector.js';
 import { startControllers, type Controller } from './controllers/manager.js';
 import { HostRbac } from './host/rbac.js';
@@ -161,11 +163,20 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     cleanups.push(['stopping the client CA reloads', async () => clientCas.stop()]);
     if (!hostCluster)
       log.info(
-        'no host cluster configured: TokenReview, SubjectAccessReview, the access sync to host RBAC, virtual cluster kube configs, imports of virtual clusters outside system:masters and connected Clusters (local, or through a config Secret) are off',
+        'no host cluster configured: TokenReview, SubjectAccessReview, the access sync to host RBAC and connected Clusters (local, or through a config Secret) are off, and with them imports of virtual clusters and their kube configs',
       );
-    actions.add(kubeConfigAction(registry, hostCluster, log, config.virtualClusterAllowedServers));
+    // Without a host cluster too: then a local Cluster, or one with a config Secret, is never Initialized.
+    const connector = new ClusterConnector({ host: hostCluster, secretNamespace: config.clusterSecretNamespace });
+    const clusterConnections = new ClusterConnections(registry.lookup(GROUP_NAME, 'v1', 'clusters')!, connector);
+    registry.useClusterConnections(async (name) => {
+      try {
+        return await clusterConnections.connection(name);
+      } catch (err) {
+        throw err instanceof ClusterNotReadyError ? err.toStatus() : err;
+      }
+    });
+    actions.add(kubeConfigAction(registry, clusterConnections, log, config.virtualClusterAllowedServers));
     if (hostCluster) {
-      registry.useHostCluster(hostCluster);
       const admission = startHostAdmission(hostCluster, admissionPlugins, admissionConfig, (msg, fields) =>
         log.warn(msg, fields),
       );
@@ -177,7 +188,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       leaseLock: (key) => storage.leaseLock(key),
       etcdPrefix: config.etcdPrefix,
       leaseDurationMs: config.leaderElectLeaseDurationMs,
-      controllers: serverControllers(config, registry, hostCluster, log, metrics),
+      controllers: serverControllers(config, registry, hostCluster, connector, log, metrics),
       log,
     });
     cleanups.push(['stopping the controllers and releasing the leader lease', () => controllers.stop()]);
@@ -338,6 +349,7 @@ function serverControllers(
   config: Config,
   registry: Registry,
   host: HostCluster | undefined,
+  connector: ClusterConnector,
   log: Logger,
   metrics: Metrics,
 ): Controller[] {
@@ -351,7 +363,6 @@ function serverControllers(
   ];
   if (config.clusterHealthIntervalMs > 0) {
     // Without a host cluster too: then the status of a local Cluster, or one with a config Secret, says so.
-    const connector = new ClusterConnector({ host, secretNamespace: config.clusterSecretNamespace });
     controllers.push({
       name: 'cluster-health',
       run: (signal) =>

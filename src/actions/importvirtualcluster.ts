@@ -7,8 +7,9 @@
  * virtual cluster's own name; it is owned as asked, else by the caller (outside system:masters only the caller or a
  * team of the caller's may be asked for); its ownerReference to the Project makes deleting the project delete it
  * (the garbage collector). The checks of where it points are virtualclusterplacement.ts's, shared with creates: the
- * importer must have the virtual cluster already (get on its connection Secret in the host cluster), and the
- * instance's claim on it makes one import win when several race.
+ * Cluster sourceVirtualCluster.cluster must be connected (Initialized; else 503 with its reason), whoever imports,
+ * the importer must have the virtual cluster already (get on its connection Secret in that cluster), and the
+ * instance's claim on it (the physical cluster, namespace and name) makes one import win when several race.
  */
 import { jsonEqual } from '../apimachinery/equality.js';
 import { Path, fieldError, type FieldError } from '../apimachinery/field.js';
@@ -24,6 +25,7 @@ import {
   checkCallerHasVirtualCluster,
   checkNotImported,
   clusterErrors,
+  type VirtualClusterRef,
 } from '../registry/kinds/virtualclusterplacement.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
@@ -97,11 +99,17 @@ export function importVirtualClusterAction(registry: Registry): Action {
         caller,
       );
       if (clusterErrs.length) throw errors.invalid(gk, '', clusterErrs);
-      const ref = { cluster: source.cluster!, namespace: source.namespace, virtualCluster: source.name! };
-      await checkCallerHasVirtualCluster(registry.hostCluster, ref, caller, {
+      const ref: VirtualClusterRef = {
+        cluster: source.cluster!,
+        namespace: source.namespace,
+        virtualCluster: source.name!,
+      };
+      const cluster = await registry.connectCluster(ref.cluster);
+      await checkCallerHasVirtualCluster(cluster, ref, caller, {
         gr: { group: GROUP_NAME, resource: 'projects' },
         name: call.name,
       });
+      ref.clusterUid = cluster.kubeSystemUid;
       await checkNotImported(store('virtualclusterinstances'), ref, {
         gr: { group: GROUP_NAME, resource: 'projects/importvirtualcluster' },
         name: source.name!,

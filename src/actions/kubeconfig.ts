@@ -9,10 +9,16 @@
  * cluster itself). A caller whose own name is a `system:` one (a host ServiceAccount, a node, a control plane
  * component) gets none: 403, since the certificate would make it that identity inside the virtual cluster.
  *
- * Whatever keeps the virtual cluster from being reached (its connection Secret missing, without its key, not a
- * usable kubeconfig, or the host refusing to read it; a server the allow-list refuses, or an answer larger than the
- * bound) is one 503 for the caller, so that the action tells nothing of Secrets in host namespaces or of where the
- * connection points; the detail goes to the server's log for operators.
+ * The virtual cluster is reached through the Cluster the instance names (spec.clusterRef.cluster): its connection
+ * Secret `vc-<name>` is read there. A Cluster that is not Initialized is a 503 naming its reason (the Cluster's
+ * message, which may name Secrets of the host cluster, goes to the log: the caller may not be one who may read the
+ * Cluster). A Cluster that now reaches another physical cluster than the one the instance was created on
+ * (status.clusterUID, virtualclusterplacement.ts) is a 503 too: the virtual cluster of the same namespace and name
+ * there is someone else's. Whatever else keeps the virtual cluster from being reached (its connection Secret
+ * missing, without its key, not a usable kubeconfig, or the cluster refusing to read it; a server the allow-list
+ * refuses, or an answer larger than the bound) is one 503 for the caller, so that the action tells nothing of
+ * Secrets in the cluster's namespaces or of where the connection points; the detail goes to the server's log for
+ * operators.
  *
  * The connection may name a server the tenant runs, so each request's work is bounded (host/virtualcluster.ts), and
  * so is the number of requests at once: MAX_REQUESTS_PER_USER for one caller, MAX_REQUESTS in all (429 past them).
@@ -22,6 +28,8 @@ import { Path, fieldError } from '../apimachinery/field.js';
 import { GROUP_NAME } from '../apimachinery/group.js';
 import * as errors from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
+import { ClusterNotReadyError, type ClusterConnections } from '../clusters/connections.js';
+import type { ClusterConnection } from '../clusters/connector.js';
 import { HostClusterError, type HostCluster } from '../host/cluster.js';
 import { ServerAllowList } from '../host/serverallowlist.js';
 import {
@@ -32,6 +40,7 @@ import {
   type VirtualCluster,
 } from '../host/virtualcluster.js';
 import { silentLogger, type Logger } from '../log.js';
+import { instanceClusterUid } from '../registry/kinds/virtualclusterplacement.js';
 import type { Registry } from '../registry/registry.js';
 import { answer, requestSchema, type Action, type ActionCall } from './action.js';
 import { ConcurrencyLimit } from './concurrency.js';
@@ -63,7 +72,7 @@ const schema = requestSchema({
 
 export function kubeConfigAction(
   registry: Registry,
-  host: HostCluster | undefined,
+  clusters: ClusterConnections,
   log: Logger = silentLogger,
   /** --virtual-cluster-allowed-servers. */
   allowedServers: readonly string[] = [],
@@ -109,13 +118,10 @@ export function kubeConfigAction(
         throw errors.badRequest(
           `${where} does not say where the virtual cluster runs (spec.clusterRef.namespace), so its connection cannot be found`,
         );
-      if (!host)
-        throw errors.serviceUnavailable(
-          'no host cluster is configured (--kubeconfig, or in-cluster): the virtual cluster cannot be reached to issue a certificate',
-        );
 
       const kubeConfig = await inFlight.run(call.user.name, async () => {
-        const vc = await connect(host, ref.namespace, ref.virtualCluster || call.name, servers, where, log);
+        const cluster = await clusterOf(clusters, instance, where, log);
+        const vc = await connect(cluster.api, ref, ref.virtualCluster || call.name, servers, where, log);
         return withStatusErrors(where, log, async () => {
           const groups = call.user.groups.filter((g) => !g.startsWith('system:'));
           const cert = await issueClientCertificate(vc.api, {
@@ -167,17 +173,58 @@ function certificateTTL(call: ActionCall): number {
   return n;
 }
 
+/**
+ * The connection of the Cluster the instance names, if Initialized and still the physical cluster the instance was
+ * created on (see the top); else a 503, the details logged.
+ */
+async function clusterOf(
+  clusters: ClusterConnections,
+  instance: KubeObject,
+  where: string,
+  log: Logger,
+): Promise<ClusterConnection> {
+  const name: string = instance.spec.clusterRef.cluster;
+  let cluster: ClusterConnection;
+  try {
+    cluster = await clusters.connection(name);
+  } catch (err) {
+    if (!(err instanceof ClusterNotReadyError)) throw err;
+    log.warn('no connection to a Cluster for a kube config', {
+      instance: where,
+      cluster: name,
+      reason: err.reason,
+      message: err.message,
+    });
+    throw errors.serviceUnavailable(
+      `Cluster ${JSON.stringify(name)}, where the virtual cluster runs, is not ready (${err.reason}); try again once its status.phase is Initialized`,
+    );
+  }
+  const uid = instanceClusterUid(instance);
+  if (uid && uid !== cluster.kubeSystemUid) {
+    log.warn('a Cluster reaches another physical cluster than the one an instance was created on', {
+      instance: where,
+      cluster: name,
+      recorded: uid,
+      reached: cluster.kubeSystemUid,
+    });
+    throw errors.serviceUnavailable(
+      `Cluster ${JSON.stringify(name)} now connects to another physical cluster than the one ${where} was created on (its kube-system uid differs, status.clusterUID), so its virtual cluster is not there; an administrator may connect the Cluster to that cluster again`,
+    );
+  }
+  return cluster;
+}
+
 /** The virtual cluster's connection; any failure to read or use it is the one 503, its detail logged. */
 async function connect(
-  host: HostCluster,
-  namespace: string,
+  cluster: HostCluster,
+  ref: { cluster: string; namespace: string },
   name: string,
   servers: ServerAllowList,
   where: string,
   log: Logger,
 ): Promise<VirtualCluster> {
   try {
-    return await connectVirtualCluster(host, namespace, name, servers);
+    return await connectVirtualCluster(cluster, ref.namespace, name, servers, `Cluster ${JSON.stringify(ref.cluster)}`);
   } catch (err) {
     if (!(err instanceof VirtualClusterConnectionError || err instanceof HostClusterError)) throw err;
     log.warn('no connection to a virtual cluster for a kube config', { instance: where, reason: err.message });

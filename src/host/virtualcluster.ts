@@ -1,8 +1,8 @@
 /**
- * A virtual cluster's own API, reached with the connection vcluster keeps in its host namespace (the Secret
- * `vc-<virtual cluster>`, key `config`: a kubeconfig with the virtual cluster's CA and an admin credential), and
- * the one thing this server asks of it: a client certificate through a CertificateSigningRequest that the server
- * approves itself. Errors are HostClusterErrors whose messages carry no credentials.
+ * A virtual cluster's own API, reached with the connection vcluster keeps in its namespace of the cluster it runs
+ * in (the Secret `vc-<virtual cluster>`, key `config`: a kubeconfig with the virtual cluster's CA and an admin
+ * credential), and the one thing this server asks of it: a client certificate through a CertificateSigningRequest
+ * that the server approves itself. Errors are HostClusterErrors whose messages carry no credentials.
  *
  * The Secret is tenant-writable, so the server it names may be the tenant's own: its answers are read up to
  * MAX_ANSWER_BYTES, the addresses connected to are those the allow-list lets through (serverallowlist.ts), and
@@ -65,21 +65,23 @@ export interface VirtualCluster {
 }
 
 /**
- * Reads `vc-<name>` in `namespace` of the host and connects to the virtual cluster it describes. The Secret is
- * tenant-writable data: its kubeconfig may hold only certificates, a token and the CA (storedkubeconfig.ts).
+ * Reads `vc-<name>` in `namespace` of `cluster` (the connected cluster the virtual cluster runs in, described for
+ * messages by `clusterName`) and connects to the virtual cluster it describes. The Secret is tenant-writable data:
+ * its kubeconfig may hold only certificates, a token and the CA (storedkubeconfig.ts).
  */
 export async function connectVirtualCluster(
-  host: HostCluster,
+  cluster: HostCluster,
   namespace: string,
   name: string,
   allowedServers: ServerAllowList,
+  clusterName = 'the host cluster',
 ): Promise<VirtualCluster> {
   const secretName = connectionSecretName(name);
-  const where = `Secret ${namespace}/${secretName} in the host cluster`;
+  const where = `Secret ${namespace}/${secretName} in ${clusterName}`;
   let data: Record<string, string> | undefined;
   try {
     data = (
-      await host.request<{ data?: Record<string, string> }>(
+      await cluster.request<{ data?: Record<string, string> }>(
         `reading ${where}`,
         'GET',
         `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(secretName)}`,

@@ -7,7 +7,8 @@ import type { ResourceDefinition } from './definitions.js';
 import { strategies } from './kinds/index.js';
 import type { OwnerDeletionCheck } from './ownerpermission.js';
 import { Store } from './store.js';
-import type { ReviewingCluster } from './strategy.js';
+import * as errors from '../apimachinery/status.js';
+import type { ConnectCluster } from './strategy.js';
 
 export class Registry {
   private readonly stores = new Map<string, Store>();
@@ -16,7 +17,13 @@ export class Registry {
   readonly caches = new Map<string, WatchCache<KubeObject>>();
   private ownerDeletion?: OwnerDeletionCheck;
   private admission?: Admission;
-  private host?: ReviewingCluster;
+  /** Until the server sets it (a registry on its own, as in unit tests): no Cluster is connected. */
+  private connect: ConnectCluster = (name) =>
+    Promise.reject(
+      errors.serviceUnavailable(
+        `Cluster ${JSON.stringify(name)} is not connected: this server connects to no clusters`,
+      ),
+    );
 
   constructor(
     readonly definitions: ResourceDefinition[],
@@ -40,7 +47,7 @@ export class Registry {
         (g, v, r) => this.lookup(g, v, r),
         () => this.ownerDeletion,
         () => this.admission,
-        () => this.host,
+        (name) => this.connect(name),
       );
       this.stores.set(`${def.group}/${def.version}/${def.plural}`, store);
       this.byKind.set(`${def.apiVersion}/${def.kind}`, store);
@@ -60,14 +67,14 @@ export class Registry {
     this.admission = admission;
   }
 
-  /** The host cluster the kinds' rules ask (set once at start, before serving; none configured: never set). */
-  useHostCluster(host: ReviewingCluster): void {
-    this.host = host;
+  /** How the kinds' rules and the actions reach a Cluster (set once at start, before serving). */
+  useClusterConnections(connect: ConnectCluster): void {
+    this.connect = connect;
   }
 
-  /** The host cluster, for the rules of actions that are not a store's; undefined when none is configured. */
-  get hostCluster(): ReviewingCluster | undefined {
-    return this.host;
+  /** The connection of an Initialized Cluster; else a 503 naming its reason. */
+  connectCluster(name: string): ReturnType<ConnectCluster> {
+    return this.connect(name);
   }
 
   /** The admission chain in force, for writes that are not a store's (actions). */

@@ -48,7 +48,7 @@ import type { ResourceDefinition } from './definitions.js';
 import { carryOverFields, withoutFields } from './hiddenfields.js';
 import { checkOwnerReferencePermissions, type OwnerDeletionCheck } from './ownerpermission.js';
 import { finalizersAfterDelete, type PropagationOptions } from './propagation.js';
-import type { AuthorizeOther, ReviewingCluster, Strategy, StoreLookup } from './strategy.js';
+import type { AuthorizeOther, ConnectCluster, Strategy, StoreLookup } from './strategy.js';
 
 /** How many fresh names a generateName create tries before giving up (kube's RetryGenerateName). */
 const GENERATE_NAME_ATTEMPTS = 8;
@@ -114,8 +114,9 @@ export class Store {
     private readonly ownerDeletion: () => OwnerDeletionCheck | undefined = () => undefined,
     /** The admission chain every write goes through (none without a host cluster). */
     private readonly admission: () => Admission | undefined = () => undefined,
-    /** The host cluster, for the strategy's admitCreate (none configured: undefined). */
-    private readonly hostCluster: () => ReviewingCluster | undefined = () => undefined,
+    /** The connected clusters, for the strategy's admitCreate. */
+    private readonly connectCluster: ConnectCluster = (name) =>
+      Promise.reject(errors.serviceUnavailable(`Cluster ${JSON.stringify(name)} is not connected`)),
   ) {
     this.reader = new ResourceReader(def, storage, cache);
     const { metadata: _m, ...properties } = def.schema.properties ?? {};
@@ -206,7 +207,7 @@ export class Store {
     const errs = this.validate(obj);
     if (errs.length) throw errors.invalid(this.def.groupKind, meta.name ?? '', errs);
     const warnings = this.strategy.warningsOnCreate?.(obj) ?? [];
-    await this.strategy.admitCreate?.(obj, opts, { stores: this.stores, hostCluster: this.hostCluster() });
+    await this.strategy.admitCreate?.(obj, opts, { stores: this.stores, connectCluster: this.connectCluster });
     await this.checkOwnerPermissions(obj, undefined, opts);
     if (trackFields) this.recordFieldManager(obj, undefined, opts, '');
     await this.validateAdmission(admitted, obj);

@@ -46,12 +46,25 @@ export interface ReviewingCluster {
   subjectAccessReview(attrs: Attributes): Promise<AccessReview>;
 }
 
+/** A connected cluster as the rules use it: which physical cluster it is, and what it answers. */
+export interface ConnectedCluster {
+  /** The uid of its kube-system Namespace: the same for every Cluster that reaches this physical cluster. */
+  kubeSystemUid: string;
+  api: ReviewingCluster;
+}
+
+/**
+ * The connection of the Cluster `name` when it is Initialized; else throws a StatusError (503) naming the Cluster's
+ * reason (clusters/connections.ts).
+ */
+export type ConnectCluster = (name: string) => Promise<ConnectedCluster>;
+
 /** What admitCreate may read and ask besides the caller. */
 export interface AdmitContext {
   /** The other stores. */
   stores: StoreLookup;
-  /** The host cluster (--kubeconfig, or in-cluster); undefined when none is configured. */
-  hostCluster: ReviewingCluster | undefined;
+  /** The connected clusters. */
+  connectCluster: ConnectCluster;
 }
 
 /** Who holds a claim (the object of the kind that was created with it). */
@@ -124,7 +137,9 @@ export interface Strategy {
   /**
    * Checks of a new, validated object against other objects, knowing who asks and able to ask what else the caller
    * may do (as kube's validating admission runs after the strategy's validation). Runs on every create: POST, a
-   * server-side apply that creates, dry run. Throws a StatusError to refuse.
+   * server-side apply that creates, dry run. Throws a StatusError to refuse. It may record on `obj` what it learned
+   * elsewhere that the kind's claims are computed from, in fields no client sets (e.g. the physical cluster an
+   * instance's Cluster reaches, in its status).
    */
   admitCreate?(obj: KubeObject, caller: Caller, context: AdmitContext): Promise<void>;
   /**

@@ -98,6 +98,8 @@ async function grantsOfChart(args: string[]): Promise<Array<{ namespace?: string
 
 /** The authorizer's view of a logged request; a PUT may create (the access sync's writes do), so it needs both. */
 function requestsOf(rec: RequestRecord): Request[] {
+  // A local Cluster's health check: a non-resource path every client may read (kube's system:public-info-viewer).
+  if (rec.method === 'GET' && rec.path === '/version') return [];
   const m = /^\/(?:api\/v1|apis\/([^/]+)\/[^/]+)\/(.*)$/.exec(rec.path);
   if (!m) throw new Error(`not a resource path: ${rec.method} ${rec.path}`);
   let segments = m[2].split('/').map(decodeURIComponent);
@@ -245,7 +247,23 @@ beforeAll(async () => {
   // NamespaceLifecycle admission: an informer on namespaces (list, watch), and a live get of one it has not seen.
   expect((await root.post(sharedSecretsPath(uniq('nowhere')), secretBody('x'))).status).toBe(404);
 
-  // The kube config action: the connection Secret vc-<name> (the CSR goes to the virtual cluster, not the host).
+  // The kube config action: the connection Secret vc-<name> in the local Cluster, the host, read with the server's
+  // own credential once that Cluster is Initialized (the CSR goes to the virtual cluster, not the host).
+  expect(
+    (
+      await root.post(CLUSTERS_PATH, {
+        apiVersion: API_VERSION,
+        kind: 'Cluster',
+        metadata: { name: 'eu-1' },
+        spec: { local: true },
+      })
+    ).status,
+  ).toBe(201);
+  await waitFor(
+    'Cluster eu-1 to be Initialized',
+    async () => (await root.get(clusterPath('eu-1'))).body.status?.phase === 'Initialized',
+    20_000,
+  );
   const vc = uniq('vc');
   host.addSecret(VC_NAMESPACE, `vc-${vc}`, { config: vcluster.kubeconfigText() });
   const instance = {

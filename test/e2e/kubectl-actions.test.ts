@@ -31,7 +31,7 @@ beforeAll(async () => {
   vcluster = await startHostCluster();
   // The project's namespace, which the platform makes in the host cluster.
   host.addNamespace('p-web');
-  ts = await startTestServer({ kubeconfig: host.kubeconfigPath });
+  ts = await startTestServer({ kubeconfig: host.kubeconfigPath, clusterHealthIntervalMs: 1000 });
   dir = mkdtempSync(join(tmpdir(), 'kubectl-actions-'));
 }, 120_000);
 
@@ -140,11 +140,15 @@ describe('kubectl and the actions', () => {
             apiVersion: API_VERSION,
             kind: 'Cluster',
             metadata: { name: 'eu-1' },
-            spec: { networkPeer: true },
+            spec: { local: true },
           }),
         )
       ).code,
     ).toBe(0);
+    // The virtual clusters are in the host cluster, the local Cluster: imports wait until it is connected.
+    expect((await k('wait', '--for=jsonpath={.status.phase}=Initialized', 'cluster/eu-1', '--timeout=60s')).code).toBe(
+      0,
+    );
     const request = file('import.json', {
       apiVersion: API_VERSION,
       kind: 'ProjectImportVirtualCluster',

@@ -1,20 +1,14 @@
 /**
  * ProjectImportVirtualCluster: POST .../projects/<project>/importvirtualcluster makes a VirtualClusterInstance in
  * p-<project>, owned as asked, pointing at the source; every refusal a Status naming what is wrong, nothing stored.
- * bob and carol may get every virtual cluster's connection Secret in the host cluster, which importing needs
- * outside system:masters (that check, and imports that race, are virtualcluster-claims.test.ts's).
+ * Each Cluster is connected to a host stand-in of its own, where bob and carol may get every virtual cluster's
+ * connection Secret, which importing needs outside system:masters (that check, and imports that race, are virtualcluster-claims.test.ts's).
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import {
-  API_VERSION,
-  CLUSTERS_PATH,
-  MERGE_PATCH,
-  PROJECTS_PATH as PROJECTS,
-  clusterBody,
-  uniq,
-} from '../support/fixtures.js';
+import { API_VERSION, CLUSTERS_PATH, MERGE_PATCH, PROJECTS_PATH as PROJECTS, uniq } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient } from '../support/http.js';
 import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
+import { CLUSTER_SECRETS, HEALTH_INTERVAL_MS, connectCluster } from '../support/connectedclusters.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
 
@@ -27,32 +21,43 @@ let root: HttpClient;
 let bob: HttpClient;
 let carol: HttpClient;
 
-beforeAll(async () => {
-  host = await startHostCluster();
-  const server = await startTestServerWithUsers(
-    { root: ['system:masters'], bob: ['platform:team:dev'], carol: [] },
-    { kubeconfig: host.kubeconfigPath },
-  );
-  ({ root, bob, carol } = server.as);
-  ts = server;
-  host.put({
+/** The connected clusters the tests' Clusters name, one each (one physical cluster is one Cluster). */
+const connected: HostClusterStandIn[] = [];
+
+/** Lets bob and carol get every Secret of `cluster`: every virtual cluster's connection there. */
+function letTenantsReadSecrets(cluster: HostClusterStandIn): void {
+  cluster.put({
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRole',
     metadata: { name: 'read-secrets' },
     rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }],
   });
-  host.put({
+  cluster.put({
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRoleBinding',
     metadata: { name: 'tenants-read-secrets' },
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'read-secrets' },
     subjects: ['bob', 'carol'].map((name) => ({ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name })),
   });
+}
+
+beforeAll(async () => {
+  host = await startHostCluster();
+  const server = await startTestServerWithUsers(
+    { root: ['system:masters'], bob: ['platform:team:dev'], carol: [] },
+    {
+      kubeconfig: host.kubeconfigPath,
+      clusterHealthIntervalMs: HEALTH_INTERVAL_MS,
+      clusterSecretNamespace: CLUSTER_SECRETS,
+    },
+  );
+  ({ root, bob, carol } = server.as);
+  ts = server;
 }, 120_000);
 
 afterAll(async () => {
   await ts?.stop();
-  await host?.stop();
+  await Promise.all([host, ...connected].map((c) => c?.stop()));
 }, 60_000);
 
 /** A project allowing every Cluster, unless `spec` says otherwise. */
@@ -69,13 +74,21 @@ async function createProject(spec: Record<string, unknown> = {}): Promise<any> {
   return res.body;
 }
 
-/** A Cluster bob and carol may get (an access entry), unless `spec` says otherwise. */
+/**
+ * A Cluster bob and carol may get (an access entry), unless `spec` says otherwise, connected to a cluster of its own
+ * where they may get every Secret.
+ */
 async function createCluster(spec: Record<string, unknown> = {}): Promise<string> {
-  const body = clusterBody(uniq('cluster'));
-  body.spec = { ...body.spec, access: [{ verbs: ['get'], users: ['bob', 'carol'] }], ...spec };
-  const res = await root.post(CLUSTERS_PATH, body);
-  expect(res.status).toBe(201);
-  return body.metadata.name;
+  const cluster = await startHostCluster();
+  connected.push(cluster);
+  letTenantsReadSecrets(cluster);
+  const name = uniq('cluster');
+  await connectCluster(root, host, name, cluster, {
+    displayName: `Cluster ${name}`,
+    access: [{ verbs: ['get'], users: ['bob', 'carol'] }],
+    ...spec,
+  });
+  return name;
 }
 
 const source = (cluster: string, name = uniq('vc')) => ({ name, namespace: `vcluster-${name}`, cluster });

@@ -16,6 +16,7 @@ import { kubeConfigFromData } from '../../src/host/storedkubeconfig.js';
 import { ServerAllowList } from '../../src/host/serverallowlist.js';
 import { createLogger } from '../../src/log.js';
 import { API_VERSION, uniq, virtualClusterInstancesPath as vcis } from '../support/fixtures.js';
+import { HEALTH_INTERVAL_MS, connectCluster } from '../support/connectedclusters.js';
 import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
 import { startHostileVirtualCluster, type HostileVirtualCluster } from '../support/hostilecluster.js';
 import type { HttpClient, HttpResponse } from '../support/http.js';
@@ -46,12 +47,14 @@ beforeAll(async () => {
   >;
   const server = await startTestServerWithUsers(
     users,
-    { kubeconfig: host.kubeconfigPath },
+    { kubeconfig: host.kubeconfigPath, clusterHealthIntervalMs: HEALTH_INTERVAL_MS },
     undefined,
     createLogger((line) => logged.push(line)),
   );
   ts = server;
   ({ root, ...as } = server.as);
+  // The virtual clusters are in the host stand-in: the local Cluster eu-1.
+  await connectCluster(root, host, 'eu-1', host);
 }, 120_000);
 
 afterAll(async () => {
@@ -349,10 +352,15 @@ describe('servers a connection may name', () => {
     beforeAll(async () => {
       narrowed = await startTestServerWithUsers(
         { root: ['system:masters'] },
-        { kubeconfig: host.kubeconfigPath, virtualClusterAllowedServers: ['localhost'] },
+        {
+          kubeconfig: host.kubeconfigPath,
+          virtualClusterAllowedServers: ['localhost'],
+          clusterHealthIntervalMs: HEALTH_INTERVAL_MS,
+        },
         ts.etcd,
         createLogger((line) => logged.push(line)),
       );
+      await connectCluster(narrowed.as.root, host, 'eu-1', host);
     }, 60_000);
     afterAll(async () => {
       await narrowed?.stop();

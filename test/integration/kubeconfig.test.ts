@@ -11,8 +11,9 @@ import { X509Certificate, createPrivateKey, createPublicKey } from 'node:crypto'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { API_VERSION, uniq, virtualClusterInstancesPath as vcis } from '../support/fixtures.js';
+import { API_VERSION, CLUSTERS_PATH, uniq, virtualClusterInstancesPath as vcis } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient } from '../support/http.js';
+import { HEALTH_INTERVAL_MS, clusterPhase, connectCluster } from '../support/connectedclusters.js';
 import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
 import { startTestServer, startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { createLogger } from '../../src/log.js';
@@ -43,11 +44,13 @@ beforeAll(async () => {
   };
   const server = await startTestServerWithUsers(
     users,
-    { kubeconfig: host.kubeconfigPath },
+    { kubeconfig: host.kubeconfigPath, clusterHealthIntervalMs: HEALTH_INTERVAL_MS },
     undefined,
     createLogger((line) => logged.push(line)),
   );
   ({ root, bob, carol } = server.as);
+  // The virtual clusters are in the host stand-in: the local Cluster eu-1.
+  await connectCluster(root, host, 'eu-1', host);
   sa = server.as['system:serviceaccount:default:builder'];
   ts = server;
 }, 120_000);
@@ -422,9 +425,9 @@ describe('refusals', () => {
     expectUnavailable(
       a,
       missing,
-      `the virtual cluster's connection (Secret vcluster-${missing}/vc-${missing} in the host cluster) does not exist`,
+      `the virtual cluster's connection (Secret vcluster-${missing}/vc-${missing} in Cluster "eu-1") does not exist`,
     );
-    expectUnavailable(b, keyless, `Secret vcluster-${keyless}/vc-${keyless} in the host cluster has no key "config"`);
+    expectUnavailable(b, keyless, `Secret vcluster-${keyless}/vc-${keyless} in Cluster "eu-1" has no key "config"`);
     expect(b.body).toEqual(a.body);
   });
 
@@ -453,7 +456,7 @@ describe('refusals', () => {
     expectUnavailable(
       res,
       name,
-      `Secret vcluster-${name}/vc-${name} in the host cluster, key "config": the kubeconfig may not use users[0].user.exec (it runs a command)`,
+      `Secret vcluster-${name}/vc-${name} in Cluster "eu-1", key "config": the kubeconfig may not use users[0].user.exec (it runs a command)`,
     );
     expect(existsSync(marker)).toBe(false);
     expect(vcluster.requests).toEqual([]);
@@ -567,7 +570,7 @@ describe('refusals', () => {
     expectUnavailable(
       res,
       name,
-      `Secret vcluster-${name}/vc-${name} in the host cluster, key "config": not a kubeconfig:`,
+      `Secret vcluster-${name}/vc-${name} in Cluster "eu-1", key "config": not a kubeconfig:`,
     );
     expect(logged.join('\n')).not.toContain('s3cret');
   });
@@ -662,9 +665,17 @@ describe('refusals', () => {
 });
 
 describe('without a host cluster', () => {
-  test('503 saying that none is configured', async () => {
-    const plain = await startTestServer({}, ts.etcd);
+  test('503 saying that the Cluster is not ready: a local Cluster is reached through the host cluster', async () => {
+    const plain = await startTestServer({ clusterHealthIntervalMs: HEALTH_INTERVAL_MS }, ts.etcd);
     try {
+      const local = await plain.admin.post(CLUSTERS_PATH, {
+        apiVersion: API_VERSION,
+        kind: 'Cluster',
+        metadata: { name: 'eu-1' },
+        spec: { local: true },
+      });
+      expect(local.status).toBe(201);
+      await clusterPhase(plain.admin, 'eu-1', 'Failed', 'NoHostCluster');
       const ns = uniq('p');
       host.addNamespace(ns);
       const name = uniq('vc');
@@ -677,7 +688,9 @@ describe('without a host cluster', () => {
       expect(created.status).toBe(201);
       const res = await plain.admin.get(kubeconfigPath(ns, name));
       expect(res.status).toBe(503);
-      expect(res.body.message).toContain('no host cluster is configured');
+      expect(res.body.message).toContain(
+        'Cluster "eu-1", where the virtual cluster runs, is not ready (NoHostCluster)',
+      );
     } finally {
       await plain.stop();
     }

@@ -3,8 +3,8 @@
  * hands out. Tenants are adversaries here: bob and carol each have a project and a virtual cluster of their own.
  * clusterRef is fixed once created, on every update path, for everyone (`field is immutable`); and a create by
  * anyone but system:masters passes the import's checks (the project of its namespace, a Cluster the caller may
- * get, a virtual cluster the caller has already (get on its connection Secret in the host), not imported yet,
- * whatever Cluster names it), dry run and server-side apply included. Every refusal leaves stored data as it was.
+ * get, connected, a virtual cluster the caller has already (get on its connection Secret in the cluster it runs
+ * in), not imported yet, whatever Cluster names its physical cluster), dry run and server-side apply included. Every refusal leaves stored data as it was.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
@@ -17,12 +17,12 @@ import {
   JSON_PATCH,
   MERGE_PATCH,
   PROJECTS_PATH as PROJECTS,
-  clusterBody,
   uniq,
   virtualClusterInstancesPath as vcis,
 } from '../support/fixtures.js';
 import type { HttpClient } from '../support/http.js';
 import { grantConnectionSecret, startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
+import { CLUSTER_SECRETS, HEALTH_INTERVAL_MS, clusterPhase, connectCluster } from '../support/connectedclusters.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 
 const vciPath = (ns: string, name: string) => `${vcis(ns)}/${name}`;
@@ -46,7 +46,11 @@ beforeAll(async () => {
   carolsCluster = await startHostCluster();
   const server = await startTestServerWithUsers(
     { root: ['system:masters'], bob: [], carol: [], dave: [], mallory: [], erin: [] },
-    { kubeconfig: host.kubeconfigPath },
+    {
+      kubeconfig: host.kubeconfigPath,
+      clusterHealthIntervalMs: HEALTH_INTERVAL_MS,
+      clusterSecretNamespace: CLUSTER_SECRETS,
+    },
   );
   ({ root, bob, carol, dave, mallory, erin } = server.as);
   ts = server;
@@ -82,24 +86,37 @@ beforeAll(async () => {
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'vci-creator-only' },
     subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'erin' }],
   });
-  cluster = await createCluster();
+  cluster = await createCluster({}, {}, host);
 }, 120_000);
 
 afterAll(async () => {
   await ts?.stop();
-  for (const stand of [host, bobsCluster, carolsCluster]) await stand?.stop();
+  for (const stand of [host, bobsCluster, carolsCluster, ...standIns.values()]) await stand?.stop();
 }, 60_000);
 
-/** A Cluster bob and carol may get (an access entry), unless `spec` says otherwise. */
+/** The cluster each Cluster connects to (the host's is the local Cluster, `cluster`), where its virtual clusters are. */
+const standIns = new Map<string, HostClusterStandIn>();
+const standInOf = (name: string) => (name === cluster ? host : standIns.get(name)!);
+
+/**
+ * A Cluster bob and carol may get (an access entry), unless `spec` says otherwise, connected to `on` (the host:
+ * a local Cluster), else to a new cluster of its own; its name.
+ */
 async function createCluster(
   spec: Record<string, unknown> = {},
   metadata: Record<string, unknown> = {},
+  on?: HostClusterStandIn,
 ): Promise<string> {
-  const body = clusterBody(uniq('cluster'));
-  body.spec = { ...body.spec, access: [{ verbs: ['get'], users: ['bob', 'carol'] }], ...spec };
-  Object.assign(body.metadata, metadata);
-  expect((await root.post(CLUSTERS_PATH, body)).status).toBe(201);
-  return body.metadata.name;
+  const name = uniq('cluster');
+  const standIn = on ?? (await startHostCluster());
+  if (!on) standIns.set(name, standIn);
+  await connectCluster(root, host, name, standIn, {
+    access: [{ verbs: ['get'], users: ['bob', 'carol'] }],
+    ...spec,
+  });
+  if (Object.keys(metadata).length)
+    expect((await root.patch(`${CLUSTERS_PATH}/${name}`, { metadata }, MERGE_PATCH)).status).toBe(200);
+  return name;
 }
 
 /** A project of `owner` allowing every Cluster, unless `spec` says otherwise. */
@@ -135,10 +152,10 @@ async function importOwn(
   const project = await createProject(owner);
   const name = uniq('vc');
   const ref = { cluster: on, namespace: `vcluster-${name}`, virtualCluster: name };
-  host.addSecret(ref.namespace, `vc-${name}`, {
+  standInOf(on).addSecret(ref.namespace, `vc-${name}`, {
     config: (owner === 'bob' ? bobsCluster : carolsCluster).kubeconfigText(),
   });
-  grantConnectionSecret(host, ref.namespace, name, [owner]);
+  grantConnectionSecret(standInOf(on), ref.namespace, name, [owner]);
   const res = await client.post(`${PROJECTS}/${project}/importvirtualcluster`, {
     sourceVirtualCluster: { name, namespace: ref.namespace, cluster: on },
   });
@@ -310,7 +327,7 @@ describe('a create by anyone but system:masters passes the import checks', () =>
     for (const res of await attempts()) {
       expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 403, reason: 'Forbidden' });
       expect(res.body.message).toBe(
-        `virtualclusterinstances.management.platform.sh "${name}" is forbidden: User "dave" cannot import virtual cluster ${carols.ref.namespace}/${carols.name}: it may not get its connection Secret ${carols.ref.namespace}/vc-${carols.name} in the host cluster, and a virtual cluster is imported only by someone who has it already`,
+        `virtualclusterinstances.management.platform.sh "${name}" is forbidden: User "dave" cannot import virtual cluster ${carols.ref.namespace}/${carols.name}: it may not get its connection Secret ${carols.ref.namespace}/vc-${carols.name} in Cluster "${cluster}", and a virtual cluster is imported only by someone who has it already`,
       );
     }
     // Even someone who may get it makes no second instance of it.
@@ -426,21 +443,27 @@ describe('one virtual cluster, whatever Cluster names it; and only from a Cluste
     extra: Record<string, unknown> = {},
   ) => client.post(`${PROJECTS}/${project}/importvirtualcluster`, { sourceVirtualCluster: source, ...extra });
 
-  test("mallory cannot import carol's virtual cluster by naming another Cluster her project allows: 409, nothing stored, nothing signed", async () => {
+  test("mallory cannot import carol's virtual cluster by naming another Cluster for its physical cluster: 503, nothing stored, nothing signed", async () => {
     const c2 = await createCluster();
     const carols = await importOwn('carol', carol, c2);
     // Even were mallory and dave allowed to get its connection Secret (without it they get 403:
     // virtualcluster-claims.test.ts), it stays one virtual cluster with one instance.
-    grantConnectionSecret(host, carols.ref.namespace, carols.name, ['carol', 'mallory', 'dave']);
-    // The one host cluster is reached whatever the Cluster: this names carol's virtual cluster just the same.
-    const c1 = await createCluster({ owner: { user: 'mallory' }, access: [] });
+    grantConnectionSecret(standInOf(c2), carols.ref.namespace, carols.name, ['carol', 'mallory', 'dave']);
+    // A second Cluster for the same physical cluster is never Initialized (Failed/ClusterUID, naming the first).
+    const c1 = uniq('cluster');
+    const dup = await root.post(CLUSTERS_PATH, {
+      apiVersion: API_VERSION,
+      kind: 'Cluster',
+      metadata: { name: c1 },
+      spec: { owner: { user: 'mallory' }, config: { secretName: c2 } },
+    });
+    expect(dup.status).toBe(201);
+    await clusterPhase(root, c1, 'Failed', 'ClusterUID');
     const project = await createProject('mallory', { allowedClusters: [{ name: c1 }] });
     carolsCluster.resetCounts();
     const res = await importInto(mallory, project, { name: carols.name, namespace: carols.ref.namespace, cluster: c1 });
-    expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 409, reason: 'Conflict' });
-    expect(res.body.message).toBe(
-      `Operation cannot be fulfilled on projects/importvirtualcluster.management.platform.sh "${carols.name}": virtual cluster ${carols.ref.namespace}/${carols.name} is already imported by another VirtualClusterInstance`,
-    );
+    expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 503, reason: 'ServiceUnavailable' });
+    expect(res.body.message).toContain(`Cluster "${c1}" is not ready (ClusterUID)`);
     // A create naming c1 is refused the same (dave may create instances and get every Cluster).
     const daves = `p-${await createProject('dave', { allowedClusters: [{ name: c1 }] })}`;
     const ref = { ...carols.ref, cluster: c1 };
@@ -448,7 +471,10 @@ describe('one virtual cluster, whatever Cluster names it; and only from a Cluste
       await dave.post(vcis(daves), instance(carols.name, ref)),
       await dave.patch(`${vciPath(daves, carols.name)}?fieldManager=dave`, instance(carols.name, ref), APPLY),
     ]) {
-      expect({ status: created.status, reason: created.body.reason }).toEqual({ status: 409, reason: 'Conflict' });
+      expect({ status: created.status, reason: created.body.reason }).toEqual({
+        status: 503,
+        reason: 'ServiceUnavailable',
+      });
     }
     expect((await root.get(vcis(`p-${project}`))).body.items).toEqual([]);
     expect((await root.get(vcis(daves))).body.items).toEqual([]);
@@ -494,11 +520,11 @@ describe('one virtual cluster, whatever Cluster names it; and only from a Cluste
     // An access entry granting get on the Cluster, or owning it, lets them import from it (a virtual cluster they have).
     const grant = { spec: { access: [{ verbs: ['get'], users: ['mallory', 'erin'] }] } };
     expect((await root.patch(`${CLUSTERS_PATH}/${nobodys}`, grant, MERGE_PATCH)).status).toBe(200);
-    grantConnectionSecret(host, source.namespace, name, ['mallory']);
+    grantConnectionSecret(standInOf(nobodys), source.namespace, name, ['mallory']);
     expect((await importInto(mallory, project, source)).status).toBe(201);
     const owned = await createCluster({ owner: { user: 'erin' }, access: [] });
     const erinsVc = uniq('vc');
-    grantConnectionSecret(host, ref.namespace, erinsVc, ['erin']);
+    grantConnectionSecret(standInOf(owned), ref.namespace, erinsVc, ['erin']);
     expect(
       (await erin.post(vcis(erins), instance(name, { ...ref, cluster: owned, virtualCluster: erinsVc }))).status,
     ).toBe(201);

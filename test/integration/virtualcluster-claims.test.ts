@@ -3,7 +3,8 @@
  * claim on its virtual cluster in storage, written in the transaction that creates the instance and removed in the
  * one that deletes it (DELETE, the last finalizer removed, garbage collection). A claim whose instance is gone does
  * not block. And a virtual cluster is imported only by someone who has it already: permission to get its connection
- * Secret `vc-<name>` in the host cluster (a SubjectAccessReview as the caller), for imports and creates alike.
+ * Secret `vc-<name>` in the cluster it runs in (here the host stand-in, the local Cluster; a SubjectAccessReview as
+ * the caller), for imports and creates alike.
  * Tenants are adversaries: bob and carol race for the same virtual cluster; mallory has none of the virtual clusters.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -22,6 +23,7 @@ import {
 import { GROUP_PATH, type HttpClient, type HttpResponse } from '../support/http.js';
 import { grantConnectionSecret, startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
 import type { SarSpec } from '../support/hostcluster/rbacauthorizer.js';
+import { HEALTH_INTERVAL_MS, clusterPhase, connectCluster } from '../support/connectedclusters.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
 
@@ -43,7 +45,7 @@ beforeAll(async () => {
   host = await startHostCluster();
   const server = await startTestServerWithUsers(
     { root: ['system:masters'], bob: [], carol: [], mallory: [] },
-    { kubeconfig: host.kubeconfigPath },
+    { kubeconfig: host.kubeconfigPath, clusterHealthIntervalMs: HEALTH_INTERVAL_MS },
   );
   ({ root, bob, carol, mallory } = server.as);
   ts = server;
@@ -72,10 +74,9 @@ beforeAll(async () => {
       name,
     })),
   });
-  const body = clusterBody(uniq('cluster'));
-  body.spec = { ...body.spec, access: [{ verbs: ['get'], users: ['bob', 'carol', 'mallory'] }] };
-  expect((await root.post(CLUSTERS_PATH, body)).status).toBe(201);
-  cluster = body.metadata.name;
+  // The virtual clusters are in the host stand-in: the local Cluster.
+  cluster = uniq('cluster');
+  await connectCluster(root, host, cluster, host, { access: [{ verbs: ['get'], users: ['bob', 'carol', 'mallory'] }] });
 }, 120_000);
 
 afterAll(async () => {
@@ -138,8 +139,9 @@ async function instancesOf(vc: VirtualCluster): Promise<any[]> {
   );
 }
 
+/** The claim of a virtual cluster in the host stand-in: its kube-system uid, namespace and name. */
 const claimKey = (vc: VirtualCluster) =>
-  `${ts.config.etcdPrefix}/claims/${GROUP}/virtualclusterinstances/${vc.namespace}/${vc.name}`;
+  `${ts.config.etcdPrefix}/claims/${GROUP}/virtualclusterinstances/${host.kubeSystemUid}/${vc.namespace}/${vc.name}`;
 
 /** The claim as stored: which object holds it (its etcd key and uid), or undefined when there is none. */
 async function claimOf(vc: VirtualCluster): Promise<{ key: string; uid: string } | undefined> {
@@ -321,7 +323,7 @@ describe('the claim goes with its instance', () => {
   });
 });
 
-describe('importing needs the virtual cluster already: get on its connection Secret in the host cluster', () => {
+describe('importing needs the virtual cluster already: get on its connection Secret in its cluster', () => {
   test('without it: 403 naming the Secret, for an import, a create, a dry run and an apply; nothing stored, no claim', async () => {
     const project = await createProject('mallory');
     const ns = `p-${project}`;
@@ -348,7 +350,7 @@ describe('importing needs the virtual cluster already: get on its connection Sec
       for (const [res, subject] of answers) {
         expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 403, reason: 'Forbidden' });
         expect(res.body.message).toBe(
-          `${subject} is forbidden: User "mallory" cannot import virtual cluster ${vc.namespace}/${vc.name}: it may not get its connection Secret ${vc.namespace}/vc-${vc.name} in the host cluster, and a virtual cluster is imported only by someone who has it already`,
+          `${subject} is forbidden: User "mallory" cannot import virtual cluster ${vc.namespace}/${vc.name}: it may not get its connection Secret ${vc.namespace}/vc-${vc.name} in Cluster "${cluster}", and a virtual cluster is imported only by someone who has it already`,
         );
       }
       // Asked as mallory: her name, uid and groups.
@@ -417,8 +419,12 @@ describe('importing needs the virtual cluster already: get on its connection Sec
     expect((await importInto(root, await createProject('bob'), vc)).status).toBe(201);
   });
 
-  test('without a host cluster only system:masters may import: 403 saying why', async () => {
-    const noHost = await startTestServerWithUsers({ root: ['system:masters'], bob: [] }, {}, ts.etcd);
+  test('without a host cluster no Cluster is connected: 503 naming the reason, for system:masters too', async () => {
+    const noHost = await startTestServerWithUsers(
+      { root: ['system:masters'], bob: [] },
+      { clusterHealthIntervalMs: HEALTH_INTERVAL_MS },
+      ts.etcd,
+    );
     try {
       const project = uniq('bob');
       expect(
@@ -434,16 +440,19 @@ describe('importing needs the virtual cluster already: get on its connection Sec
       const body = clusterBody(uniq('cluster'));
       body.spec = { ...body.spec, access: [{ verbs: ['get'], users: ['bob'] }] };
       expect((await noHost.as.root.post(CLUSTERS_PATH, body)).status).toBe(201);
+      await clusterPhase(noHost.as.root, body.metadata.name, 'Failed', 'NoHostCluster');
       const vc = virtualCluster([]);
       const source = { name: vc.name, namespace: vc.namespace, cluster: body.metadata.name };
       const path = `${PROJECTS}/${project}/importvirtualcluster`;
-      const res = await noHost.as.bob.post(path, { sourceVirtualCluster: source });
-      expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 403, reason: 'Forbidden' });
-      expect(res.body.message).toBe(
-        `projects.management.platform.sh "${project}" is forbidden: User "bob" cannot import virtual cluster ${vc.namespace}/${vc.name}: no host cluster is configured (--kubeconfig, or in-cluster), so whether it may get its connection Secret ${vc.namespace}/vc-${vc.name} cannot be asked; outside system:masters a virtual cluster is imported only by someone who has it already`,
-      );
+      for (const client of [noHost.as.bob, noHost.as.root]) {
+        const res = await client.post(path, { sourceVirtualCluster: source });
+        expect({ status: res.status, reason: res.body.reason }).toEqual({
+          status: 503,
+          reason: 'ServiceUnavailable',
+        });
+        expect(res.body.message).toContain(`Cluster "${body.metadata.name}" is not ready (NoHostCluster): `);
+      }
       expect((await noHost.as.root.get(vcis(`p-${project}`))).body.items).toEqual([]);
-      expect((await noHost.as.root.post(path, { sourceVirtualCluster: source })).status).toBe(201);
     } finally {
       await noHost.stop();
     }

@@ -2,19 +2,27 @@
  * Where a new VirtualClusterInstance may point. Its clusterRef decides which virtual cluster signs the kube configs
  * it hands out, so the import action and a create by anyone but system:masters make the same checks: the caller
  * may `get` the Cluster (its owner, an access entry, or RBAC grants it), the Cluster exists, is usable and is not
- * being deleted, the project allows it, the caller has the virtual cluster already (checkCallerHasVirtualCluster),
- * and no other instance already manages that virtual cluster. (clusterRef cannot change afterwards:
- * virtualclusterinstance.ts.) The last is also what every instance holds, system:masters' too: a claim on its
- * virtual cluster, kept by storage beside the instance and written in the transaction that creates it, so that
- * concurrent imports and creates cannot both win (virtualClusterClaims). Instances stored before claims existed hold
- * none: the list check (checkNotImported) still finds those, and gives the 409 before any write.
+ * being deleted, the project allows it, the Cluster is connected (Initialized; else 503 with its reason), the caller
+ * has the virtual cluster already (checkCallerHasVirtualCluster, asked of that cluster), and no other instance
+ * already manages that virtual cluster. (clusterRef cannot change afterwards: virtualclusterinstance.ts.)
  *
- * "That virtual cluster" is what the server really reaches: kube configs are signed through the Secret
- * `vc-<virtual cluster>` in the namespace clusterRef.namespace of the one host cluster (actions/kubeconfig.ts),
- * whatever clusterRef.cluster says; so two instances with the same namespace and name are the same virtual
- * cluster even when they name different Clusters (virtualClusterIdentity), and whether the caller has it is asked
- * of the host cluster. An instance without clusterRef.namespace reaches no virtual cluster (no kube config can be
- * made for it): it claims none and needs no review.
+ * "That virtual cluster" is the one the server reaches: the Secret `vc-<virtual cluster>` in clusterRef.namespace
+ * of the physical cluster that clusterRef.cluster connects to (actions/kubeconfig.ts). A physical cluster is named
+ * by the uid of its kube-system Namespace, not by the Cluster: the same cluster may be registered again under
+ * another name (a second Cluster for it is Failed/ClusterUID and never Initialized, but one deleted and created
+ * again is), and the same namespace and name on two clusters are two virtual clusters. So the server records, at
+ * create, the uid of the cluster it reached in status.clusterUID (status is the server's; a status write keeps it
+ * as stored), and every instance, system:masters' too, holds the claim `<uid>/<namespace>/<name>`, kept by storage
+ * beside the instance and written in the transaction that creates it, so that concurrent imports and creates
+ * cannot both win (virtualClusterClaims). A kube config is issued only while the Cluster still reaches that uid.
+ *
+ * An instance without status.clusterUID is unbound: stored before clusters were connected (when every virtual
+ * cluster was in the one host cluster, whatever Cluster it named), or created by system:masters while its Cluster
+ * was not connected. It holds the claim `<namespace>/<name>` as before, and is taken to be that virtual cluster on
+ * every cluster: the list check (checkNotImported), which also finds instances stored before claims existed,
+ * refuses it beside any other instance of the same namespace and name, before any write. An instance without
+ * clusterRef.namespace reaches no virtual cluster (no kube config can be made for it): it claims none and needs no
+ * review.
  */
 import { decoded } from '../../apimachinery/encoded.js';
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
@@ -22,7 +30,7 @@ import { GROUP_NAME } from '../../apimachinery/group.js';
 import * as errors from '../../apimachinery/status.js';
 import type { GroupResource, KubeObject } from '../../apimachinery/types.js';
 import { isMaster, type UserInfo } from '../../apimachinery/user.js';
-import type { AdmitContext, Caller, ClaimHolderRef, ReviewingCluster, Strategy, StoredObjects } from '../strategy.js';
+import type { AdmitContext, Caller, ClaimHolderRef, ConnectedCluster, Strategy, StoredObjects } from '../strategy.js';
 import { ownerGivenAway } from '../../access/validation.js';
 import { ALL_CLUSTERS, allowedClusters, namespaceProject } from './project.js';
 
@@ -37,23 +45,45 @@ export interface VirtualClusterRef {
   namespace?: string;
   /** Its name there (an instance's clusterRef.virtualCluster, else the instance's own name). */
   virtualCluster: string;
+  /** The kube-system uid of the physical cluster it is on; undefined for an unbound instance (see the top). */
+  clusterUid?: string;
 }
 
 /** The Secret that holds a virtual cluster's connection in its host namespace, by vcluster's convention. */
 export const connectionSecretName = (virtualCluster: string) => `vc-${virtualCluster}`;
 
+/** The physical cluster an instance was created on (see the top); undefined when it is unbound. */
+export function instanceClusterUid(obj: KubeObject): string | undefined {
+  const uid = obj.status?.clusterUID;
+  return typeof uid === 'string' && uid ? uid : undefined;
+}
+
 /** The virtual cluster an instance points at. */
 export function instanceRef(obj: KubeObject): VirtualClusterRef {
   const r = obj.spec?.clusterRef ?? {};
-  return { cluster: r.cluster, namespace: r.namespace, virtualCluster: r.virtualCluster || obj.metadata.name };
+  return {
+    cluster: r.cluster,
+    namespace: r.namespace,
+    virtualCluster: r.virtualCluster || obj.metadata.name,
+    clusterUid: instanceClusterUid(obj),
+  };
 }
 
 /**
- * Which virtual cluster `ref` is, as the server reaches it: its namespace and name in the one host cluster,
- * whatever Cluster it names (see the top); undefined without a namespace (it reaches none). The instances' claim.
+ * The claim of the virtual cluster `ref` (see the top): `<uid>/<namespace>/<name>`, `<namespace>/<name>` when
+ * unbound; undefined without a namespace (it reaches none).
  */
 export function virtualClusterIdentity(ref: VirtualClusterRef): string | undefined {
-  return ref.namespace ? `${ref.namespace}/${ref.virtualCluster}` : undefined;
+  if (!ref.namespace) return undefined;
+  return ref.clusterUid
+    ? `${ref.clusterUid}/${ref.namespace}/${ref.virtualCluster}`
+    : `${ref.namespace}/${ref.virtualCluster}`;
+}
+
+/** Whether `a` and `b` may be the same virtual cluster: the same namespace and name, on the same cluster or unbound. */
+function sameVirtualCluster(a: VirtualClusterRef, b: VirtualClusterRef): boolean {
+  if (!a.namespace || a.namespace !== b.namespace || a.virtualCluster !== b.virtualCluster) return false;
+  return !a.clusterUid || !b.clusterUid || a.clusterUid === b.clusterUid;
 }
 
 /**
@@ -119,13 +149,13 @@ async function clusterRefused(name: string, at: Path, { user, authorize }: Calle
 /**
  * Outside system:masters (and the server's own writes), importing a virtual cluster (or creating an instance of one)
  * needs proof that the caller has it already: that it may get the virtual cluster's connection Secret in its
- * namespace, the credential the server signs its kube configs with. Asked of `cluster`, the cluster the virtual
- * cluster runs in (see the top), with a SubjectAccessReview as the caller (name, uid, groups, extra). 403 when it may
- * not, or when there is no cluster to ask; 503 when the cluster cannot answer. Asked before anything that would tell
- * whether the virtual cluster is imported, so that someone without it learns nothing of it.
+ * namespace, the credential the server signs its kube configs with. Asked of `cluster`, the connected cluster the
+ * virtual cluster runs in (see the top), with a SubjectAccessReview as the caller (name, uid, groups, extra). 403
+ * when it may not; 503 when the cluster cannot answer. Asked before anything that would tell whether the virtual
+ * cluster is imported, so that someone without it learns nothing of it.
  */
 export async function checkCallerHasVirtualCluster(
-  cluster: ReviewingCluster | undefined,
+  cluster: ConnectedCluster,
   ref: VirtualClusterRef,
   { user }: Caller,
   refused: { gr: GroupResource; name: string },
@@ -133,17 +163,12 @@ export async function checkCallerHasVirtualCluster(
   if (!user || isMaster(user) || !ref.namespace) return;
   const secret = connectionSecretName(ref.virtualCluster);
   const where = `${ref.namespace}/${secret}`;
+  const inCluster = `in Cluster ${JSON.stringify(ref.cluster)}`;
   const cannot = `User ${JSON.stringify(user.name)} cannot import virtual cluster ${ref.namespace}/${ref.virtualCluster}`;
   const rule = 'a virtual cluster is imported only by someone who has it already';
-  if (!cluster)
-    throw errors.forbidden(
-      refused.gr,
-      refused.name,
-      `${cannot}: no host cluster is configured (--kubeconfig, or in-cluster), so whether it may get its connection Secret ${where} cannot be asked; outside system:masters ${rule}`,
-    );
   let review;
   try {
-    review = await cluster.subjectAccessReview({
+    review = await cluster.api.subjectAccessReview({
       user,
       verb: 'get',
       isResourceRequest: true,
@@ -157,7 +182,7 @@ export async function checkCallerHasVirtualCluster(
     });
   } catch (err) {
     throw errors.serviceUnavailable(
-      `the host cluster cannot tell whether User ${JSON.stringify(user.name)} may get Secret ${where} (a SubjectAccessReview, which importing a virtual cluster needs): ${(err as Error).message}`,
+      `Cluster ${JSON.stringify(ref.cluster)} cannot tell whether User ${JSON.stringify(user.name)} may get Secret ${where} (a SubjectAccessReview, which importing a virtual cluster needs): ${(err as Error).message}`,
     );
   }
   // As kube's webhook authorizer: an answer both allowing and denying is a deny.
@@ -165,22 +190,22 @@ export async function checkCallerHasVirtualCluster(
   throw errors.forbidden(
     refused.gr,
     refused.name,
-    `${cannot}: it may not get its connection Secret ${where} in the host cluster, and ${rule}`,
+    `${cannot}: it may not get its connection Secret ${where} ${inCluster}, and ${rule}`,
   );
 }
 
 /**
  * One virtual cluster is managed by one instance: 409 when another already points at `ref`. The claims make this
- * hold under concurrency; this list finds instances stored before claims existed, and answers before any write.
+ * hold under concurrency; this list finds instances stored before claims existed and unbound ones (see the top), and
+ * answers before any write.
  */
 export async function checkNotImported(
   instances: StoredObjects,
   ref: VirtualClusterRef,
   conflict: { gr: GroupResource; name: string; user: UserInfo | undefined },
 ): Promise<void> {
-  const identity = virtualClusterIdentity(ref);
-  if (!identity) return;
-  const same = (o: KubeObject) => virtualClusterIdentity(instanceRef(o)) === identity;
+  if (!ref.namespace) return;
+  const same = (o: KubeObject) => sameVirtualCluster(instanceRef(o), ref);
   const found = (await instances.list(undefined, { predicate: { matches: same, empty: false } })).items[0];
   if (!found) return;
   const { namespace, name = '' } = decoded(found).metadata;
@@ -221,36 +246,59 @@ export const virtualClusterClaims: NonNullable<Strategy['claims']> = {
 /**
  * VirtualClusterInstance's admitCreate: a create by anyone but system:masters (or the server itself) passes the
  * import's checks, in the project whose namespace p-<project> it is created in, and is owned by its creator or
- * a team of the creator's (src/access/validation.ts ownerGivenAway).
+ * a team of the creator's (src/access/validation.ts ownerGivenAway). Every instance with a namespace is then bound
+ * to the physical cluster its Cluster reaches (status.clusterUID; see the top) and checked against the other
+ * instances; system:masters' is stored unbound when its Cluster is not connected.
  */
 export async function admitVirtualClusterInstance(
   obj: KubeObject,
   caller: Caller,
-  { stores, hostCluster }: AdmitContext,
+  { stores, connectCluster }: AdmitContext,
 ): Promise<void> {
   const { user } = caller;
-  if (!user || isMaster(user)) return;
+  const trusted = !user || isMaster(user);
   const store = (resource: string) => stores(GROUP_NAME, VERSION, resource)!;
   const name = obj.metadata.name ?? '';
-  const givenAway = ownerGivenAway(obj.spec.owner, user, Path.root('spec').child('owner'));
-  if (givenAway)
-    throw errors.forbidden(
-      instanceGR,
-      name,
-      `User ${JSON.stringify(user.name)} cannot create this VirtualClusterInstance: ${givenAway}`,
-    );
-  const project = await projectOfNamespace(store('projects'), obj.metadata.namespace ?? '', name);
   const ref = instanceRef(obj);
-  const errs = await clusterErrors(
-    store('clusters'),
-    project,
-    ref.cluster,
-    Path.root('spec').child('clusterRef').child('cluster'),
-    caller,
-  );
-  if (errs.length) throw errors.invalid(instanceGK, name, errs);
-  await checkCallerHasVirtualCluster(hostCluster, ref, caller, { gr: instanceGR, name });
+  if (!trusted) {
+    const givenAway = ownerGivenAway(obj.spec.owner, user, Path.root('spec').child('owner'));
+    if (givenAway)
+      throw errors.forbidden(
+        instanceGR,
+        name,
+        `User ${JSON.stringify(user.name)} cannot create this VirtualClusterInstance: ${givenAway}`,
+      );
+    const project = await projectOfNamespace(store('projects'), obj.metadata.namespace ?? '', name);
+    const errs = await clusterErrors(
+      store('clusters'),
+      project,
+      ref.cluster,
+      Path.root('spec').child('clusterRef').child('cluster'),
+      caller,
+    );
+    if (errs.length) throw errors.invalid(instanceGK, name, errs);
+  }
+  if (!ref.namespace) return;
+  const cluster = await connectCluster(ref.cluster).catch((err) => {
+    if (trusted && errors.isStatusError(err, 'ServiceUnavailable')) return undefined;
+    throw err;
+  });
+  if (cluster) {
+    await checkCallerHasVirtualCluster(cluster, ref, caller, { gr: instanceGR, name });
+    ref.clusterUid = cluster.kubeSystemUid;
+  }
   await checkNotImported(store('virtualclusterinstances'), ref, { gr: instanceGR, name, user });
+  if (ref.clusterUid) obj.status = { ...obj.status, clusterUID: ref.clusterUid };
+}
+
+/**
+ * VirtualClusterInstance's prepareForStatusUpdate: status.clusterUID stays as the create recorded it, since the
+ * instance's claim (which storage deletes with it) was computed from it.
+ */
+export function keepClusterUid(obj: KubeObject, old: KubeObject): void {
+  const uid = instanceClusterUid(old);
+  if (uid) obj.status = { ...obj.status, clusterUID: uid };
+  else if (obj.status && 'clusterUID' in obj.status) delete obj.status.clusterUID;
 }
 
 /** The Project whose namespace `namespace` is; 422 on metadata.namespace when there is none. */
