@@ -266,10 +266,12 @@ describe('v3 group-version document', () => {
     expect(cluster.properties.spec['x-kubernetes-validations']).toEqual([
       expect.objectContaining({ reason: 'FieldValueRequired', fieldPath: '.config.secretName' }),
     ]);
-    expect(cluster.properties.status).toEqual({
+    // The status the server writes is typed (kubectl explain shows it); fields it does not know are kept.
+    expect(cluster.properties.status).toMatchObject({
       type: 'object',
-      description: 'The observed state of the cluster.',
+      description: 'The observed state of the cluster, written by the server.',
       'x-kubernetes-preserve-unknown-fields': true,
+      properties: { phase: { type: 'string' }, online: { type: 'boolean' }, reason: { type: 'string' } },
     });
     const list = v3.components.schemas['sh.platform.management.v1.SharedSecretList'];
     expect(list.required).toEqual(['items']);
@@ -347,7 +349,7 @@ describe('v2 document', () => {
     });
     // An object keeping unknown fields loses its type (kubectl's v2 validation would refuse its fields otherwise).
     expect(d['sh.platform.management.v1.Cluster'].properties.status).toEqual({
-      description: 'The observed state of the cluster.',
+      description: 'The observed state of the cluster, written by the server.',
       'x-kubernetes-preserve-unknown-fields': true,
     });
     expect(
