@@ -8,6 +8,7 @@ import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { CLUSTERS_PATH } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient } from '../support/http.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
+import { HEALTH_INTERVAL_MS } from '../support/connectedclusters.js';
 import { startSlowVirtualCluster, type SlowVirtualCluster } from '../support/slowrequest.js';
 
 let slow: SlowVirtualCluster;
@@ -19,7 +20,12 @@ beforeAll(async () => {
   slow = await startSlowVirtualCluster(2000);
   const server = await startTestServerWithUsers(
     { root: ['system:masters'], bob: [] },
-    { kubeconfig: slow.host.kubeconfigPath, maxRequestsInflight: 1, maxMutatingRequestsInflight: 1 },
+    {
+      kubeconfig: slow.host.kubeconfigPath,
+      maxRequestsInflight: 1,
+      maxMutatingRequestsInflight: 1,
+      clusterHealthIntervalMs: HEALTH_INTERVAL_MS,
+    },
   );
   ({ root, bob } = server.as);
   ts = server;

@@ -22,6 +22,7 @@ import {
 } from '../support/fixtures.js';
 import { rawHttp, type HttpClient } from '../support/http.js';
 import { startTestServer, startTestServerWithUsers, type TestServer } from '../support/server.js';
+import { HEALTH_INTERVAL_MS } from '../support/connectedclusters.js';
 import { startSlowVirtualCluster, type SlowVirtualCluster } from '../support/slowrequest.js';
 
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
@@ -294,7 +295,7 @@ describe('deadlines', () => {
     slow = await startSlowVirtualCluster(3000);
     const server = await startTestServerWithUsers(
       { root: ['system:masters'], bob: [] },
-      { kubeconfig: slow.host.kubeconfigPath, requestTimeoutMs: 1500 },
+      { kubeconfig: slow.host.kubeconfigPath, requestTimeoutMs: 1500, clusterHealthIntervalMs: HEALTH_INTERVAL_MS },
     );
     ts = server;
     ({ root, bob } = server.as);

@@ -69,6 +69,8 @@ test('SIGTERM: readyz fails first, watches end, the request in flight finishes, 
     '--access-key-activity-interval=1h',
     '--shutdown-delay-duration=2s',
     `--kubeconfig=${slow.host.kubeconfigPath}`,
+    // The instance's Cluster must be connected (Initialized) before a kube config can be asked for.
+    '--cluster-health-interval=1s',
   ];
   const a = await start(prefix, args);
   await a.waitForLog(STARTED_LEADING);

@@ -1,9 +1,10 @@
 /**
  * Requests that stay in flight as long as a test wants: the kube config of a VirtualClusterInstance whose virtual
  * cluster (a second host stand-in) signs certificates only after a delay. For in-flight limits, deadlines and
- * shutdown.
+ * shutdown. The host is the server's --kubeconfig and the local Cluster eu-1, which the instance names.
  */
 import { expect } from '@jest/globals';
+import { connectCluster } from './connectedclusters.js';
 import { API_VERSION } from './fixtures.js';
 import { GROUP_PATH, type HttpClient } from './http.js';
 import { startHostCluster, type HostClusterStandIn } from './hostcluster.js';
@@ -17,7 +18,10 @@ export interface SlowVirtualCluster {
   host: HostClusterStandIn;
   /** GET or POST here: answered once the virtual cluster has signed. */
   kubeconfigPath: string;
-  /** Makes the VirtualClusterInstance, owned by `owner`. */
+  /**
+   * Makes the host the local Cluster eu-1 (waiting until the server has connected it: the server must run its health
+   * checks) and the VirtualClusterInstance on it, owned by `owner`.
+   */
   createInstance(admin: HttpClient, owner: string): Promise<void>;
   /** Forgets the requests seen so far; call before starting the one to wait for. */
   resetCounts(): void;
@@ -37,6 +41,7 @@ export async function startSlowVirtualCluster(signingDelayMs: number): Promise<S
     host,
     kubeconfigPath: `${instances}/${NAME}/kubeconfig`,
     async createInstance(admin, owner) {
+      await connectCluster(admin, host, 'eu-1', host);
       const vci = {
         apiVersion: API_VERSION,
         kind: 'VirtualClusterInstance',

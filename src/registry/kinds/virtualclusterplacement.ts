@@ -28,7 +28,7 @@ import { decoded } from '../../apimachinery/encoded.js';
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import { GROUP_NAME } from '../../apimachinery/group.js';
 import * as errors from '../../apimachinery/status.js';
-import type { GroupResource, KubeObject } from '../../apimachinery/types.js';
+import { isPlainObject, type GroupResource, type KubeObject } from '../../apimachinery/types.js';
 import { isMaster, type UserInfo } from '../../apimachinery/user.js';
 import type { AdmitContext, Caller, ClaimHolderRef, ConnectedCluster, Strategy, StoredObjects } from '../strategy.js';
 import { ownerGivenAway } from '../../access/validation.js';
@@ -296,9 +296,12 @@ export async function admitVirtualClusterInstance(
  * instance's claim (which storage deletes with it) was computed from it.
  */
 export function keepClusterUid(obj: KubeObject, old: KubeObject): void {
+  const status: unknown = obj.status;
+  // A status that is no object, or a clusterUID that is no string, is left as written: validation refuses it (422).
+  if (!isPlainObject(status) || (status.clusterUID !== undefined && typeof status.clusterUID !== 'string')) return;
   const uid = instanceClusterUid(old);
-  if (uid) obj.status = { ...obj.status, clusterUID: uid };
-  else if (obj.status && 'clusterUID' in obj.status) delete obj.status.clusterUID;
+  if (uid) obj.status = { ...status, clusterUID: uid };
+  else delete status.clusterUID;
 }
 
 /** The Project whose namespace `namespace` is; 422 on metadata.namespace when there is none. */
