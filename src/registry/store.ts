@@ -73,7 +73,7 @@ export interface WriteOptions extends FieldValidationOptions {
    * delete an owner, or the object written); unset for the server's own writes.
    */
   user?: UserInfo;
-  /** The caller's other permissions, for the strategy's admitCreate; unset for the server's own writes. */
+  /** The caller's other permissions, for the strategy's admitCreate and admitUpdate; unset for the server's own writes. */
   authorize?: AuthorizeOther;
   /** Filled by admission plugins for the request's audit event. */
   auditAnnotations?: Record<string, string>;
@@ -108,7 +108,7 @@ export class Store {
     private readonly storage: Storage,
     private readonly cache: WatchCache<KubeObject>,
     private readonly prefix: string,
-    /** The other stores, for the strategy's admitCreate. */
+    /** The other stores, for the strategy's admitCreate and admitUpdate. */
     private readonly stores: StoreLookup = () => undefined,
     /** Whether a caller may delete an owner, for the ownerReferences of its writes (set up once the authorizers are). */
     private readonly ownerDeletion: () => OwnerDeletionCheck | undefined = () => undefined,
@@ -289,6 +289,11 @@ export class Store {
             ...ratcheted,
             ...((subresource === 'status' ? undefined : this.strategy.warningsOnUpdate?.(next, current)) ?? []),
           ];
+          if (subresource !== 'status')
+            await this.strategy.admitUpdate?.(next, current, opts, {
+              stores: this.stores,
+              connectCluster: this.connectCluster,
+            });
           await this.checkOwnerPermissions(next, current, opts);
           if (subresource !== 'status' && this.specChanged(next, current))
             next.metadata.generation = (current.metadata.generation ?? 0) + 1;

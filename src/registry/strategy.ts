@@ -143,6 +143,11 @@ export interface Strategy {
    */
   admitCreate?(obj: KubeObject, caller: Caller, context: AdmitContext): Promise<void>;
   /**
+   * The same for an update of the main resource (PUT, PATCH of every type, a server-side apply that updates, dry run
+   * too), after its validation; `old` is the object as stored. Throws a StatusError to refuse.
+   */
+  admitUpdate?(obj: KubeObject, old: KubeObject, caller: Caller, context: AdmitContext): Promise<void>;
+  /**
    * What an object of the kind holds alone (e.g. the one virtual cluster an instance manages), as names unique among
    * the kind's claims, computed from fields fixed at create. Storage keeps each claim beside the object, written in
    * the transaction that creates it and deleted in the one that deletes it (storage/interface.ts ClaimHolder), so two

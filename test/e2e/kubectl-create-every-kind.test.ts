@@ -65,6 +65,12 @@ describe('kubectl create -f with validation on', () => {
           ingressEndpoint: 'https://shop.example.com',
         },
       },
+      {
+        apiVersion: API_VERSION,
+        kind: 'ProjectSecret',
+        metadata: { name: 'registry', namespace: 'p-web' },
+        spec: { owner: { user: 'alice' }, sharedSecretRef: { namespace: 'default', name: 'deploy-keys' } },
+      },
       { apiVersion: API_VERSION, kind: 'DirectClusterEndpointToken', spec: { ttl: 600 } },
     );
     const res = await k('create', '-f', file, '-o', 'name', '-v=6');
@@ -75,6 +81,7 @@ describe('kubectl create -f with validation on', () => {
       'sharedsecret.management.platform.sh/deploy-keys',
       'ownedaccesskey.management.platform.sh/ci',
       'virtualclusterinstance.management.platform.sh/shop',
+      'projectsecret.management.platform.sh/registry',
       // An action's answer has no name.
       'directclusterendpointtoken.management.platform.sh/<unknown>',
     ]);
@@ -82,6 +89,7 @@ describe('kubectl create -f with validation on', () => {
     expect(responseLine(res.stderr, 'GET', '/openapi/v2?')).toContain('status="200 OK"');
     expect(responseLine(res.stderr, 'POST', '/sharedsecrets?')).toContain('fieldValidation=Strict');
     expect((await getJson('vci', 'shop', '-n', 'p-web')).spec.clusterRef.cluster).toBe('eu-1');
+    expect((await getJson('psec', 'registry', '-n', 'p-web')).spec.sharedSecretRef.name).toBe('deploy-keys');
   });
 
   test('a create-only kind is validated by kubectl from /openapi/v2: an unknown field is refused before any write', async () => {

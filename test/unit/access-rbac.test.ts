@@ -159,6 +159,7 @@ describe('ACCESS_LIMITS', () => {
     expect(withAccess.map((d) => d.kind).sort()).toEqual([
       'Cluster',
       'Project',
+      'ProjectSecret',
       'SharedSecret',
       'VirtualClusterInstance',
     ]);

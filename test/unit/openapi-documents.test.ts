@@ -81,6 +81,10 @@ describe('v3 group-version document', () => {
         `${base}/projects`,
         `${base}/projects/{name}`,
         `${base}/projects/{name}/status`,
+        `${base}/projectsecrets`,
+        `${base}/namespaces/{namespace}/projectsecrets`,
+        `${base}/namespaces/{namespace}/projectsecrets/{name}`,
+        `${base}/namespaces/{namespace}/projectsecrets/{name}/status`,
         `${base}/virtualclusterinstances`,
         `${base}/namespaces/{namespace}/virtualclusterinstances`,
         `${base}/namespaces/{namespace}/virtualclusterinstances/{name}`,
@@ -133,12 +137,14 @@ describe('v3 group-version document', () => {
 
   test('every operation carries its kind as x-kubernetes-group-version-kind (an object, as kubectl reads it)', () => {
     const ops = operations(v3);
-    // SharedSecret and VirtualClusterInstance: list in all namespaces, list+create+deletecollection,
+    // SharedSecret, ProjectSecret and VirtualClusterInstance: list in all namespaces, list+create+deletecollection,
     // get/put/delete/patch, status get/put/patch; Cluster, OwnedAccessKey and Project: the same but the first.
-    expect(ops.length).toBe(2 * 11 + 3 * 10);
+    expect(ops.length).toBe(3 * 11 + 3 * 10);
     const kinds: Record<string, string> = {
       clusters: 'Cluster',
       ownedaccesskeys: 'OwnedAccessKey',
+      // Before projects, whose path is a prefix of its.
+      projectsecrets: 'ProjectSecret',
       projects: 'Project',
       sharedsecrets: 'SharedSecret',
       virtualclusterinstances: 'VirtualClusterInstance',
@@ -152,7 +158,7 @@ describe('v3 group-version document', () => {
 
   test('PATCH takes JSON patch, merge patch and apply patch, never strategic merge patch', () => {
     const patches = operations(v3).filter(([, m]) => m === 'patch');
-    expect(patches).toHaveLength(10);
+    expect(patches).toHaveLength(12);
     for (const [, , op] of patches) {
       expect(Object.keys(op.requestBody.content)).toEqual([
         'application/json-patch+json',

@@ -3,6 +3,7 @@ import type { Strategy } from '../strategy.js';
 import { clusterStrategy } from './cluster.js';
 import { ownedAccessKeyStrategy } from './ownedaccesskey.js';
 import { projectStrategy } from './project.js';
+import { projectSecretStrategy } from './projectsecret.js';
 import { sharedSecretStrategy } from './sharedsecret.js';
 import { virtualClusterInstanceStrategy } from './virtualclusterinstance.js';
 
@@ -11,5 +12,6 @@ export const strategies: Record<string, Strategy> = {
   Cluster: clusterStrategy,
   OwnedAccessKey: ownedAccessKeyStrategy,
   Project: projectStrategy,
+  ProjectSecret: projectSecretStrategy,
   VirtualClusterInstance: virtualClusterInstanceStrategy,
 };

@@ -5,9 +5,10 @@
  * update may not widen it). None listed (absent or empty) allows no Cluster: a bound nobody set is not "anywhere".
  */
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
-import type { KubeObject } from '../../apimachinery/types.js';
+import * as errors from '../../apimachinery/status.js';
+import type { GroupKind, KubeObject } from '../../apimachinery/types.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
-import type { Strategy } from '../strategy.js';
+import type { Strategy, StoredObjects } from '../strategy.js';
 import type { AdminField } from '../../access/validation.js';
 import { ownedKindStrategy } from './owned.js';
 
@@ -58,3 +59,38 @@ export const projectStrategy: Strategy = ownedKindStrategy('projects', validateS
   adminFields,
   restrictingFields: [['spec', 'allowedClusters']],
 });
+
+/**
+ * The Project whose namespace `namespace` is, for a `kind` that lives in project namespaces; 422 on
+ * metadata.namespace when there is none.
+ */
+export async function projectOfNamespace(
+  projects: StoredObjects,
+  namespace: string,
+  kind: GroupKind,
+  name: string,
+): Promise<KubeObject> {
+  const projectName = namespaceProject(namespace);
+  const project = projectName ? await getIfExists(projects, projectName) : undefined;
+  if (project) return project;
+  const why = projectName ? `no Project ${JSON.stringify(projectName)} exists` : 'not the namespace of a Project';
+  throw errors.invalid(kind, name, [
+    fieldError.invalid(
+      Path.root('metadata').child('namespace'),
+      namespace,
+      `${why}: a ${kind.kind} is created in the namespace p-<project> of its Project`,
+    ),
+  ]);
+}
+
+/** An object, or undefined when there is none of that name. */
+export async function getIfExists(
+  store: StoredObjects,
+  name: string,
+  namespace?: string,
+): Promise<KubeObject | undefined> {
+  return store.get(namespace, name).catch((err) => {
+    if (errors.isStatusError(err, 'NotFound')) return undefined;
+    throw err;
+  });
+}

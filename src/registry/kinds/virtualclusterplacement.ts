@@ -32,7 +32,7 @@ import { isPlainObject, type GroupResource, type KubeObject } from '../../apimac
 import { isMaster, type UserInfo } from '../../apimachinery/user.js';
 import type { AdmitContext, Caller, ClaimHolderRef, ConnectedCluster, Strategy, StoredObjects } from '../strategy.js';
 import { ownerGivenAway } from '../../access/validation.js';
-import { ALL_CLUSTERS, allowedClusters, namespaceProject } from './project.js';
+import { ALL_CLUSTERS, allowedClusters, getIfExists, projectOfNamespace } from './project.js';
 
 const VERSION = 'v1';
 const instanceGK = { group: GROUP_NAME, kind: 'VirtualClusterInstance' };
@@ -268,7 +268,7 @@ export async function admitVirtualClusterInstance(
         name,
         `User ${JSON.stringify(user.name)} cannot create this VirtualClusterInstance: ${givenAway}`,
       );
-    const project = await projectOfNamespace(store('projects'), obj.metadata.namespace ?? '', name);
+    const project = await projectOfNamespace(store('projects'), obj.metadata.namespace ?? '', instanceGK, name);
     const errs = await clusterErrors(
       store('clusters'),
       project,
@@ -302,27 +302,4 @@ export function keepClusterUid(obj: KubeObject, old: KubeObject): void {
   const uid = instanceClusterUid(old);
   if (uid) obj.status = { ...status, clusterUID: uid };
   else delete status.clusterUID;
-}
-
-/** The Project whose namespace `namespace` is; 422 on metadata.namespace when there is none. */
-async function projectOfNamespace(projects: StoredObjects, namespace: string, name: string): Promise<KubeObject> {
-  const projectName = namespaceProject(namespace);
-  const project = projectName ? await getIfExists(projects, projectName) : undefined;
-  if (project) return project;
-  const why = projectName ? `no Project ${JSON.stringify(projectName)} exists` : 'not the namespace of a Project';
-  throw errors.invalid(instanceGK, name, [
-    fieldError.invalid(
-      Path.root('metadata').child('namespace'),
-      namespace,
-      `${why}: a VirtualClusterInstance is created in the namespace p-<project> of its Project`,
-    ),
-  ]);
-}
-
-/** A cluster-scoped object, or undefined when there is none of that name. */
-async function getIfExists(store: StoredObjects, name: string): Promise<KubeObject | undefined> {
-  return store.get(undefined, name).catch((err) => {
-    if (errors.isStatusError(err, 'NotFound')) return undefined;
-    throw err;
-  });
 }

@@ -1,0 +1,180 @@
+/**
+ * ProjectSecret: a project's secret data, in the project's namespace p-<project> (refused anywhere else, for
+ * everyone), with the same key rules as SharedSecret. Its data is either written by hand or synced from a
+ * SharedSecret named in `spec.sharedSecretRef`:
+ *
+ * - naming a SharedSecret is a read of it: a write by a client that sets or changes the reference is allowed only if
+ *   the caller may `get` that SharedSecret (asked of the same authorizers as a GET of it: owner, access list, host
+ *   RBAC), else 403 naming it; keys the reference lists that the SharedSecret does not have are a 422. A SharedSecret
+ *   that does not exist (yet) may be named: the sync reports it (SourceNotFound) and fills the data once it exists;
+ * - the synced data lives in `spec.data` itself, written there by the sync (controllers/projectsecretsync.ts) as a
+ *   server write, so every reader, watch and apply sees it as if written by hand. No client writes it while the
+ *   reference is set: one that changes it is a 422, and hand-written data together with a new reference is too. A
+ *   client's update that sets or changes the reference and leaves `spec.data` as it was read drops it (it belongs to
+ *   the old source), and the sync fills it from the new one;
+ * - a synced ProjectSecret must have an owner: the sync keeps the data only while the owner may get the source.
+ */
+import { jsonEqual } from '../../apimachinery/equality.js';
+import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
+import { GROUP_NAME } from '../../apimachinery/group.js';
+import * as errors from '../../apimachinery/status.js';
+import type { KubeObject } from '../../apimachinery/types.js';
+import { isConfigMapKey, isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
+import type { AdmitContext, Caller, Strategy } from '../strategy.js';
+import { ownedKindStrategy } from './owned.js';
+import { getIfExists, projectOfNamespace } from './project.js';
+import { keysColumn, secretDataErrors } from './sharedsecret.js';
+
+const VERSION = 'v1';
+const spec = Path.root('spec');
+const refPath = spec.child('sharedSecretRef');
+const projectSecretGK = { group: GROUP_NAME, kind: 'ProjectSecret' };
+const projectSecretGR = { group: GROUP_NAME, resource: 'projectsecrets' };
+/** The condition the sync keeps on a ProjectSecret with a reference. */
+export const SYNCED = 'Synced';
+
+/** A ProjectSecret's `spec.sharedSecretRef`, as the sync reads it. */
+export interface SharedSecretRef {
+  namespace: string;
+  name: string;
+  /** The keys to copy; none (undefined or empty) means all. */
+  keys?: string[];
+}
+
+/** The reference of a ProjectSecret, or undefined when it holds its own data. */
+export function sharedSecretRef(obj: KubeObject): SharedSecretRef | undefined {
+  const r = obj.spec?.sharedSecretRef;
+  return r && typeof r === 'object' && !Array.isArray(r) ? (r as SharedSecretRef) : undefined;
+}
+
+const hasData = (obj: KubeObject) => Object.keys(obj.spec?.data ?? {}).length > 0;
+
+const validateSpec = (obj: KubeObject): FieldError[] => {
+  const errs = secretDataErrors(obj);
+  const ref = sharedSecretRef(obj);
+  if (!ref) return errs;
+  if (!ref.namespace) errs.push(fieldError.required(refPath.child('namespace'), 'the namespace of the SharedSecret'));
+  else
+    for (const msg of isDNS1123Label(ref.namespace))
+      errs.push(fieldError.invalid(refPath.child('namespace'), ref.namespace, msg));
+  if (!ref.name) errs.push(fieldError.required(refPath.child('name'), 'the name of the SharedSecret'));
+  else
+    for (const msg of isDNS1123Subdomain(ref.name)) errs.push(fieldError.invalid(refPath.child('name'), ref.name, msg));
+  const seen = new Set<string>();
+  (ref.keys ?? []).forEach((key, i) => {
+    const at = refPath.child('keys').index(i);
+    if (seen.has(key)) errs.push(fieldError.duplicate(at, key));
+    for (const msg of isConfigMapKey(key)) errs.push(fieldError.invalid(at, key, msg));
+    seen.add(key);
+  });
+  const owner = obj.spec?.owner ?? {};
+  if (!owner.user && !owner.team)
+    errs.push(
+      fieldError.required(
+        spec.child('owner'),
+        'a ProjectSecret synced from a SharedSecret needs an owner: its data is kept only while the owner may get the SharedSecret',
+      ),
+    );
+  return errs;
+};
+
+const owned = ownedKindStrategy('projectsecrets', validateSpec, { hostRbac: true });
+
+export const projectSecretStrategy: Strategy = {
+  ...owned,
+  printerColumns: [
+    keysColumn,
+    {
+      name: 'Synced',
+      type: 'string',
+      description: 'Whether the data follows its SharedSecret (the status of the Synced condition).',
+      cell: (obj: KubeObject) =>
+        ((obj.status?.conditions ?? []) as { type?: string; status?: string }[]).find((c) => c?.type === SYNCED)
+          ?.status,
+    },
+  ],
+  prepareForUpdate(obj, old, user) {
+    owned.prepareForUpdate!(obj, old, user);
+    // A new reference: the data as read belongs to the old source (or was written by hand), and the sync refills it.
+    const ref = sharedSecretRef(obj);
+    if (user && ref && !jsonEqual(ref, sharedSecretRef(old)) && jsonEqual(obj.spec?.data, old.spec?.data))
+      delete obj.spec.data;
+  },
+  async admitCreate(obj, caller, context) {
+    const name = obj.metadata.name ?? '';
+    await projectOfNamespace(store(context, 'projects'), obj.metadata.namespace ?? '', projectSecretGK, name);
+    if (!sharedSecretRef(obj)) return;
+    if (caller.user && hasData(obj)) throw handWrittenData(name, 'may not be set together with spec.sharedSecretRef');
+    await admitReference(obj, caller, context);
+  },
+  async admitUpdate(obj, old, caller, context) {
+    const ref = sharedSecretRef(obj);
+    if (!ref || !caller.user) return;
+    const name = obj.metadata.name ?? '';
+    if (jsonEqual(ref, sharedSecretRef(old))) {
+      if (!jsonEqual(obj.spec?.data ?? {}, old.spec?.data ?? {}))
+        throw handWrittenData(name, 'is synced from spec.sharedSecretRef and written by the server only');
+      return;
+    }
+    if (hasData(obj)) throw handWrittenData(name, 'may not be set together with a new spec.sharedSecretRef');
+    await admitReference(obj, caller, context);
+  },
+};
+
+function store(context: AdmitContext, resource: string) {
+  return context.stores(GROUP_NAME, VERSION, resource)!;
+}
+
+function handWrittenData(name: string, what: string): Error {
+  return errors.invalid(projectSecretGK, name, [
+    fieldError.forbidden(
+      spec.child('data'),
+      `${what}: a ProjectSecret holds either its own data or the data of the SharedSecret it names (remove spec.data, or remove spec.sharedSecretRef)`,
+    ),
+  ]);
+}
+
+/**
+ * A client naming a SharedSecret must be allowed to get it (403 naming it, whether it exists or not, so nothing is
+ * learnt of it); the keys it lists must then be among the SharedSecret's (422 naming each missing one).
+ */
+async function admitReference(obj: KubeObject, { user, authorize }: Caller, context: AdmitContext): Promise<void> {
+  const ref = sharedSecretRef(obj)!;
+  const name = obj.metadata.name ?? '';
+  if (user) {
+    const decision = authorize
+      ? await authorize({
+          verb: 'get',
+          isResourceRequest: true,
+          path: `/apis/${GROUP_NAME}/${VERSION}/namespaces/${ref.namespace}/sharedsecrets/${ref.name}`,
+          apiGroup: GROUP_NAME,
+          apiVersion: VERSION,
+          namespace: ref.namespace,
+          resource: 'sharedsecrets',
+          subresource: '',
+          name: ref.name,
+        })
+      : { decision: 'deny' as const };
+    if (decision.decision !== 'allow')
+      throw errors.forbidden(
+        projectSecretGR,
+        name,
+        `User ${JSON.stringify(user.name)} cannot get SharedSecret ${ref.namespace}/${ref.name} named in spec.sharedSecretRef: naming a SharedSecret is a read of it, allowed to its owner, an access entry granting get, or RBAC`,
+      );
+  }
+  const source = await getIfExists(store(context, 'sharedsecrets'), ref.name, ref.namespace);
+  if (!source) return;
+  const have = source.spec?.data ?? {};
+  const errs: FieldError[] = [];
+  (ref.keys ?? []).forEach((key, i) => {
+    if (!(key in have))
+      errs.push(
+        fieldError.invalid(
+          refPath.child('keys').index(i),
+          key,
+          `SharedSecret ${ref.namespace}/${ref.name} has no such key (its keys: ${Object.keys(have).sort().join(', ') || 'none'})`,
+        ),
+      );
+  });
+  if (errs.length) throw errors.invalid(projectSecretGK, name, errs);
+}
