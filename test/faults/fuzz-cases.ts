@@ -91,6 +91,7 @@ export function kinds(): KindInfo[] {
       spec: { displayName: 'VC', clusterRef: { cluster: 'eu-1', namespace: `vcluster-${name}`, virtualCluster: name } },
     }),
     OwnedAccessKey: () => ({ spec: { user: 'alice', displayName: 'key' } }),
+    ProjectSecret: (name) => ({ spec: { displayName: `Project secret ${name}`, data: { token: 'c2VjcmV0' } } }),
   };
   return readdirSync('crds')
     .filter((f) => f.endsWith('.yaml'))
@@ -98,7 +99,9 @@ export function kinds(): KindInfo[] {
       const crd = yaml.load(readFileSync(`crds/${f}`, 'utf8')) as any;
       const kind: string = crd.spec.names.kind;
       const namespaced = crd.spec.scope === 'Namespaced';
-      const namespace = namespaced ? (kind === 'VirtualClusterInstance' ? 'p-fuzz' : NS) : undefined;
+      // The kinds that live in a project's namespace: that of the Project made first (crds/ sorts projects first).
+      const inProject = kind === 'VirtualClusterInstance' || kind === 'ProjectSecret';
+      const namespace = namespaced ? (inProject ? `p-${TARGET}` : NS) : undefined;
       return {
         kind,
         plural: crd.spec.names.plural,
