@@ -6,7 +6,8 @@
  *   of it, holds none while it is deleted (SourceNotFound) and gets it again once it is recreated;
  * - the SharedSecret's ProjectSecrets condition counts the ProjectSecrets naming it and those holding its data;
  * - the data goes when the owner may no longer get the SharedSecret (an access entry removed; a host RoleBinding
- *   removed, which only the periodic resync notices), and comes back when it may again;
+ *   removed, which only the periodic resync notices), and comes back when it may again; a team owner is asked about
+ *   as its team's group;
  * - after a restart, and after a change the sync did not act on (data edited in etcd behind its back), the data is
  *   what the SharedSecret says again;
  * - no value ever appears in the server's log or in a condition.
@@ -240,6 +241,26 @@ describe('revocation reaches the copies', () => {
       (await root.patch(path, { spec: { access: [{ verbs: ['get'], users: ['alice'] }] } }, MERGE_PATCH)).status,
     ).toBe(200);
     await holds(name, { password: 'db-pass' }, 'Synced');
+  });
+});
+
+describe('a team owner', () => {
+  test("is asked about as the team's group: the team's access entry keeps the data, removing it removes the data", async () => {
+    const source = uniq('teamdb');
+    await createSharedSecret(source, { password: 'db-pass' }, [{ verbs: ['get'], teams: ['web'] }]);
+    const name = uniq('ps');
+    const res = await root.post(`${GROUP_PATH}/namespaces/${PROJECT_NS}/projectsecrets`, {
+      apiVersion: API_VERSION,
+      kind: 'ProjectSecret',
+      metadata: { name },
+      spec: { owner: { team: 'web' }, sharedSecretRef: { namespace: SOURCE_NS, name: source } },
+    });
+    expect(res.status).toBe(201);
+    await holds(name, { password: 'db-pass' }, 'Synced');
+    const path = sharedSecretPath(SOURCE_NS, source);
+    expect((await root.patch(path, { spec: { access: [] } }, MERGE_PATCH)).status).toBe(200);
+    const obj = await holds(name, {}, 'OwnerCannotGet');
+    expect(condition(obj, 'Synced').message).toContain('the owner (team "web") may not get');
   });
 });
 
