@@ -188,7 +188,6 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     }
     const auth = setUpAuth(config, registry, hostCluster, clientCas, log);
     registry.useOwnerDeletionCheck(ownerDeletionCheck(registry, auth.authorizer));
-    cleanups.push(['writing access key activity', () => auth.stop()]);
     // After the authorizers: the ProjectSecret sync asks them what a ProjectSecret's owner may read.
     const controllers = startControllers({
       leaseLock: (key) => storage.leaseLock(key),
@@ -199,6 +198,8 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     });
     cleanups.push(['stopping the controllers and releasing the leader lease', () => controllers.stop()]);
     metrics.leaderElection('controllers', () => controllers.isLeader());
+    // Cleanups run in reverse: access key activity is still written first at shutdown, then the controllers stop.
+    cleanups.push(['writing access key activity', () => auth.stop()]);
     const adminToken = auth.adminToken;
 
     const etcdCheck = withTimeout('etcd', 2000, () => storage.check());
