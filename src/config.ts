@@ -331,7 +331,7 @@ export const FLAGS: FlagSpec[] = [
   {
     name: 'access-resync-period',
     arg: 'duration',
-    help: 'Besides watching both sides, every SharedSecret and Cluster is compared with its Roles and bindings in the host cluster this often, and generated RBAC whose source is gone is removed (default 5m, at least 1s).',
+    help: 'Besides watching both sides, every SharedSecret, Cluster and ProjectSecret is compared with its Roles and bindings in the host cluster this often, and generated RBAC whose source is gone is removed; as often, every synced ProjectSecret is compared with its SharedSecret and whether its owner may still get it (default 5m, at least 1s).',
     apply: (c, v) =>
       (c.accessResyncPeriodMs = atLeast('access-resync-period', duration('access-resync-period', v), 1000)),
   },

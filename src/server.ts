@@ -7,6 +7,7 @@ import { directClusterEndpointTokenAction } from './actions/directclusterendpoin
 import { importVirtualClusterAction } from './actions/importvirtualcluster.js';
 import { kubeConfigAction } from './actions/kubeconfig.js';
 import { ServedActions } from './actions/served.js';
+import type { Authorizer } from './apimachinery/authorizer.js';
 import { GROUP_NAME } from './apimachinery/group.js';
 import * as errors from './apimachinery/status.js';
 import { ownerDeletionCheck } from './auth/ownerdeletion.js';
@@ -20,6 +21,7 @@ import type { Config } from './config.js';
 import { GarbageCollector } from './controllers/garbagecollector.js';
 import { AccessSync } from './controllers/accesssync.js';
 import { ClusterHealth } from './controllers/clusterhealth.js';
+import { ProjectSecretSync } from './controllers/projectsecretsync.js';
 import { ClusterConnections, ClusterNotReadyError } from './clusters/connections.js';
 import { ClusterConnector } from './clusters/connector.js';
 import { startControllers, type Controller } from './controllers/manager.js';
@@ -184,17 +186,19 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       registry.useAdmission(admission.chain);
       log.info('admission plugins', { plugins: admission.chain.names });
     }
+    const auth = setUpAuth(config, registry, hostCluster, clientCas, log);
+    registry.useOwnerDeletionCheck(ownerDeletionCheck(registry, auth.authorizer));
+    // After the authorizers: the ProjectSecret sync asks them what a ProjectSecret's owner may read.
     const controllers = startControllers({
       leaseLock: (key) => storage.leaseLock(key),
       etcdPrefix: config.etcdPrefix,
       leaseDurationMs: config.leaderElectLeaseDurationMs,
-      controllers: serverControllers(config, registry, hostCluster, connector, log, metrics),
+      controllers: serverControllers(config, registry, hostCluster, connector, auth.authorizer, log, metrics),
       log,
     });
     cleanups.push(['stopping the controllers and releasing the leader lease', () => controllers.stop()]);
     metrics.leaderElection('controllers', () => controllers.isLeader());
-    const auth = setUpAuth(config, registry, hostCluster, clientCas, log);
-    registry.useOwnerDeletionCheck(ownerDeletionCheck(registry, auth.authorizer));
+    // Cleanups run in reverse: access key activity is still written first at shutdown, then the controllers stop.
     cleanups.push(['writing access key activity', () => auth.stop()]);
     const adminToken = auth.adminToken;
 
@@ -342,14 +346,15 @@ async function rewriteStaleValues(
 }
 
 /**
- * What runs on the elected replica: the garbage collector, the Clusters' health checks (unless
- * --cluster-health-interval is 0), and the access sync when there is a host cluster.
+ * What runs on the elected replica: the garbage collector, the ProjectSecret sync, the Clusters' health checks
+ * (unless --cluster-health-interval is 0), and the access sync when there is a host cluster.
  */
 function serverControllers(
   config: Config,
   registry: Registry,
   host: HostCluster | undefined,
   connector: ClusterConnector,
+  authorizer: Authorizer,
   log: Logger,
   metrics: Metrics,
 ): Controller[] {
@@ -359,6 +364,16 @@ function serverControllers(
     {
       name: 'garbage-collector',
       run: (signal) => new GarbageCollector(registry, { log: info, workQueueMetrics }).run(signal),
+    },
+    {
+      // Without a host cluster too: then an owner's access is its owner and access lists alone.
+      name: 'projectsecret-sync',
+      run: (signal) =>
+        new ProjectSecretSync(registry, authorizer, {
+          log: info,
+          resyncIntervalMs: config.accessResyncPeriodMs,
+          workQueueMetrics,
+        }).run(signal),
     },
   ];
   if (config.clusterHealthIntervalMs > 0) {

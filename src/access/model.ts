@@ -11,7 +11,7 @@
  * (pkg/apis/rbac, pkg/apis/rbac/validation) below its registry and the authorizer and controllers that use them above.
  */
 import type { KubeObject } from '../apimachinery/types.js';
-import { teamsOf, type UserInfo } from '../apimachinery/user.js';
+import { AUTHENTICATED_GROUP, TEAM_GROUP_PREFIX, teamsOf, type UserInfo } from '../apimachinery/user.js';
 
 /** `spec.owner`: a user or a team (never both, see validation.ts). */
 export type Owner = { user?: string; team?: string };
@@ -46,6 +46,20 @@ export const OWNED_ACCESS_KEYS = 'ownedaccesskeys';
 export function ownedBy(owner: Owner | undefined, user: UserInfo): boolean {
   if (!owner) return false;
   return (!!owner.user && owner.user === user.name) || (!!owner.team && teamsOf(user).includes(owner.team));
+}
+
+/**
+ * The identity an owner is asked about when it is not the caller (what a synced ProjectSecret's owner may still
+ * read): a user by its name alone, a team as its group (platform:team:<team>, as a team's access key acts), both
+ * authenticated. Groups a user has only at login (system:masters among them) are not known here and do not count.
+ */
+export function ownerIdentity(owner: Owner | undefined): UserInfo | undefined {
+  if (owner?.user) return { name: owner.user, groups: [AUTHENTICATED_GROUP] };
+  if (owner?.team) {
+    const group = `${TEAM_GROUP_PREFIX}${owner.team}`;
+    return { name: group, groups: [group, AUTHENTICATED_GROUP] };
+  }
+  return undefined;
 }
 
 /** Whether `obj` (of `resource`) itself lets `user` do `verb` (on `subresource`, if any). */

@@ -1,0 +1,453 @@
+/**
+ * Fills the data of every ProjectSecret that names a SharedSecret in `spec.sharedSecretRef` from that SharedSecret,
+ * and keeps it following (registry/kinds/projectsecret.ts says what clients may write):
+ *
+ * - the data is the SharedSecret's, only the keys the reference lists (none listed: all), written to the
+ *   ProjectSecret's `spec.data` as a server write; the condition `Synced` says how it went. Keys the reference lists
+ *   that the SharedSecret no longer has are left out (`KeysNotFound`), the others are copied;
+ * - a change of a SharedSecret's spec or its deletion reaches the ProjectSecrets naming it at once (watched), and so does the access
+ *   sync catching up with a change of its access list (its `AccessSynced` condition moving); every
+ *   `resyncIntervalMs` every ProjectSecret is reconciled again, which repairs what a missed event or a restart left,
+ *   and notices a grant that ended in the host's RBAC (which nothing here watches);
+ * - the data is kept only while the ProjectSecret's owner may `get` the SharedSecret, asked of the same authorizers as
+ *   a GET of it (owner and access lists, host RBAC) with the owner as access/model.ts ownerIdentity says: otherwise
+ *   the data is removed (`OwnerCannotGet`). A SharedSecret that does not exist, or is being deleted, leaves no data
+ *   (`SourceNotFound`), and the sync resumes when one of that name appears;
+ * - each SharedSecret that some ProjectSecret names gets the condition `ProjectSecrets`: how many name it and how many
+ *   hold its data now. It is added when the first one names it and stays (with 0) once none does;
+ * - conditions move their lastTransitionTime only when their status does, and are written only when they change. They
+ *   and the log name objects, owners and keys, never values.
+ */
+import { jsonEqual } from '../apimachinery/equality.js';
+import type { Authorizer } from '../apimachinery/authorizer.js';
+import { GROUP_NAME } from '../apimachinery/group.js';
+import { isStatusError } from '../apimachinery/status.js';
+import { nowRFC3339 } from '../apimachinery/time.js';
+import type { KubeObject } from '../apimachinery/types.js';
+import { ownerIdentity } from '../access/model.js';
+import { sharedSecretRef, SYNCED, type SharedSecretRef } from '../registry/kinds/projectsecret.js';
+import type { Registry } from '../registry/registry.js';
+import type { Store } from '../registry/store.js';
+import { watchStore } from './storewatch.js';
+import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
+
+/** The condition on a SharedSecret counting the ProjectSecrets that name it. */
+export const PROJECT_SECRETS = 'ProjectSecrets';
+const FIELD_MANAGER = 'projectsecret-sync';
+const VERSION = 'v1';
+const ACCESS_SYNCED = 'AccessSynced';
+
+export interface ProjectSecretSyncOptions {
+  log?: (msg: string, fields?: Record<string, unknown>) => void;
+  /** How often every ProjectSecret and SharedSecret is reconciled again (ms). */
+  resyncIntervalMs?: number;
+  /** How many objects are reconciled at once. */
+  workers?: number;
+  workQueueMetrics?: WorkQueueMetrics;
+}
+
+interface Condition {
+  type: string;
+  status: 'True' | 'False';
+  reason: string;
+  message: string;
+  observedGeneration?: number;
+  lastTransitionTime: string;
+}
+
+type Outcome = Pick<Condition, 'status' | 'reason' | 'message'>;
+
+/** What the watch last showed of a ProjectSecret. */
+interface TrackedProjectSecret {
+  uid: string;
+  generation: number;
+  /** The SharedSecret it names, as "namespace/name". */
+  source?: string;
+  /** Its Synced condition is True. */
+  synced: boolean;
+}
+
+/** What the watch last showed of a SharedSecret: what, when it changes, its ProjectSecrets must be looked at for. */
+interface TrackedSharedSecret {
+  uid: string;
+  generation: number;
+  deleting: boolean;
+  accessSynced: string;
+}
+
+const PROJECT_SECRET = 'ProjectSecret ';
+const SHARED_SECRET = 'SharedSecret ';
+const keyOf = (obj: KubeObject) => `${obj.metadata.namespace}/${obj.metadata.name}`;
+const refKey = (ref: SharedSecretRef) => `${ref.namespace}/${ref.name}`;
+const split = (key: string) => {
+  const at = key.indexOf('/');
+  return { namespace: key.slice(0, at), name: key.slice(at + 1) };
+};
+
+class StaleObject extends Error {}
+
+export class ProjectSecretSync {
+  private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
+  private readonly resyncMs: number;
+  private readonly workers: number;
+  private readonly projectSecrets: Store;
+  private readonly sharedSecrets: Store;
+  private readonly queue: WorkQueue;
+  /** By "namespace/name". */
+  private readonly tracked = new Map<string, TrackedProjectSecret>();
+  private readonly sources = new Map<string, TrackedSharedSecret>();
+
+  constructor(
+    registry: Registry,
+    private readonly authorizer: Authorizer,
+    opts: ProjectSecretSyncOptions = {},
+  ) {
+    this.log = opts.log ?? (() => {});
+    this.resyncMs = opts.resyncIntervalMs ?? 5 * 60_000;
+    this.workers = opts.workers ?? 4;
+    this.projectSecrets = registry.lookup(GROUP_NAME, VERSION, 'projectsecrets')!;
+    this.sharedSecrets = registry.lookup(GROUP_NAME, VERSION, 'sharedsecrets')!;
+    this.queue = new WorkQueue({
+      baseDelayMs: 500,
+      maxDelayMs: 60_000,
+      name: 'projectsecret-sync',
+      metrics: opts.workQueueMetrics,
+    });
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    const log = (msg: string, fields?: Record<string, unknown>) => this.log(`projectsecret sync: ${msg}`, fields);
+    const watches = [
+      watchStore(this.projectSecrets, signal, {
+        upsert: (obj) => this.upsertProjectSecret(obj),
+        remove: (obj) => this.removeProjectSecret(keyOf(obj)),
+        resynced: (seen) => {
+          for (const [key, t] of this.tracked) if (!seen.has(t.uid)) this.removeProjectSecret(key);
+        },
+        log,
+      }),
+      watchStore(this.sharedSecrets, signal, {
+        upsert: (obj) => this.upsertSharedSecret(obj),
+        remove: (obj) => this.removeSharedSecret(keyOf(obj)),
+        resynced: (seen) => {
+          for (const [key, s] of this.sources) if (!seen.has(s.uid)) this.removeSharedSecret(key);
+        },
+        log,
+      }),
+    ];
+    await Promise.all(watches.map((w) => w.synced));
+    if (signal.aborted) return;
+    const resync = setInterval(() => this.enqueueAll(), this.resyncMs);
+    signal.addEventListener('abort', () => this.queue.shutdown(), { once: true });
+    this.log('projectsecret sync: started', { projectSecrets: this.tracked.size });
+    try {
+      await Promise.all(Array.from({ length: this.workers }, () => this.worker()));
+    } finally {
+      clearInterval(resync);
+      await Promise.all(watches.map((w) => w.done));
+    }
+  }
+
+  // ---- what the watches show ----
+
+  /** A new ProjectSecret, or a change of its spec, is reconciled; a change of what it names or holds is counted. */
+  private upsertProjectSecret(obj: KubeObject): void {
+    const key = keyOf(obj);
+    const ref = sharedSecretRef(obj);
+    const next: TrackedProjectSecret = {
+      uid: obj.metadata.uid!,
+      generation: obj.metadata.generation ?? 0,
+      source: ref ? refKey(ref) : undefined,
+      synced: conditionOf(obj, SYNCED)?.status === 'True',
+    };
+    const before = this.tracked.get(key);
+    this.tracked.set(key, next);
+    if (!before || before.uid !== next.uid || before.generation !== next.generation)
+      this.queue.add(PROJECT_SECRET + key);
+    if (before?.source !== next.source || before?.synced !== next.synced) {
+      if (before?.source) this.queue.add(SHARED_SECRET + before.source);
+      if (next.source) this.queue.add(SHARED_SECRET + next.source);
+    }
+  }
+
+  private removeProjectSecret(key: string): void {
+    const gone = this.tracked.get(key);
+    this.tracked.delete(key);
+    if (gone?.source) this.queue.add(SHARED_SECRET + gone.source);
+  }
+
+  /**
+   * A SharedSecret's spec changing (data, owner, access), or the access sync's host RBAC catching up with it, sends
+   * the ProjectSecrets naming it to be reconciled; a status write of its own (this controller's count) does not.
+   */
+  private upsertSharedSecret(obj: KubeObject): void {
+    const key = keyOf(obj);
+    const next: TrackedSharedSecret = {
+      uid: obj.metadata.uid!,
+      generation: obj.metadata.generation ?? 0,
+      deleting: !!obj.metadata.deletionTimestamp,
+      accessSynced: JSON.stringify(conditionOf(obj, ACCESS_SYNCED) ?? null),
+    };
+    const before = this.sources.get(key);
+    this.sources.set(key, next);
+    if (!before || before.uid !== next.uid) this.queue.add(SHARED_SECRET + key);
+    if (!before || !jsonEqual(before, next)) this.enqueueDependents(key);
+  }
+
+  private removeSharedSecret(key: string): void {
+    this.sources.delete(key);
+    this.enqueueDependents(key);
+  }
+
+  private enqueueDependents(source: string): void {
+    for (const [key, t] of this.tracked) if (t.source === source) this.queue.add(PROJECT_SECRET + key);
+  }
+
+  private enqueueAll(): void {
+    for (const key of this.tracked.keys()) this.queue.add(PROJECT_SECRET + key);
+    for (const key of this.sources.keys()) this.queue.add(SHARED_SECRET + key);
+  }
+
+  private async worker(): Promise<void> {
+    for (;;) {
+      const item = await this.queue.get();
+      if (item === undefined) return;
+      try {
+        if (item.startsWith(PROJECT_SECRET)) await this.syncProjectSecret(item.slice(PROJECT_SECRET.length));
+        else await this.countProjectSecrets(item.slice(SHARED_SECRET.length));
+        this.queue.forget(item);
+      } catch (err) {
+        // Storage or the authorizers failing: tried again later, never in a tight loop.
+        const delayMs = this.queue.retry(item);
+        this.log('projectsecret sync: will retry', {
+          object: item,
+          error: String((err as Error).message ?? err),
+          delayMs,
+        });
+      } finally {
+        this.queue.done(item);
+      }
+    }
+  }
+
+  // ---- one ProjectSecret ----
+
+  private async syncProjectSecret(key: string): Promise<void> {
+    const { namespace, name } = split(key);
+    const obj = await getIfExists(this.projectSecrets, namespace, name);
+    if (!obj || obj.metadata.deletionTimestamp) return;
+    const ref = sharedSecretRef(obj);
+    if (!ref) {
+      // The reference was removed: what data there is now is the client's, and nothing is synced.
+      if (conditionOf(obj, SYNCED)) await this.writeStatus(this.projectSecrets, obj, (o) => dropCondition(o, SYNCED));
+      return;
+    }
+    const { data, outcome } = await this.desired(obj, ref);
+    let current = obj;
+    if (!jsonEqual(obj.spec?.data ?? {}, data)) {
+      const written = await this.writeData(obj, ref, data);
+      if (!written) return; // changed meanwhile: its own event brings it back
+      current = written;
+      this.log('projectsecret sync: wrote the data of a ProjectSecret', {
+        namespace,
+        name,
+        source: refKey(ref),
+        keys: Object.keys(data).length,
+        reason: outcome.reason,
+      });
+    }
+    await this.writeStatus(this.projectSecrets, current, (o) => setCondition(o, SYNCED, outcome, current));
+  }
+
+  /** The data the ProjectSecret should hold now, and why. */
+  private async desired(
+    obj: KubeObject,
+    ref: SharedSecretRef,
+  ): Promise<{ data: Record<string, string>; outcome: Outcome }> {
+    const named = `SharedSecret ${refKey(ref)}`;
+    const source = await getIfExists(this.sharedSecrets, ref.namespace, ref.name);
+    // One being deleted (waiting on its finalizers) is gone already as far as its copies are concerned.
+    if (!source || source.metadata.deletionTimestamp)
+      return {
+        data: {},
+        outcome: {
+          status: 'False',
+          reason: 'SourceNotFound',
+          message: `${named} does not exist: this ProjectSecret holds no synced data until it does`,
+        },
+      };
+    const owner = obj.spec?.owner;
+    if (!(await this.ownerMayGet(owner, ref)))
+      return {
+        data: {},
+        outcome: {
+          status: 'False',
+          reason: 'OwnerCannotGet',
+          message: `the owner (${describeOwner(owner)}) may not get ${named}, so its data was removed from this ProjectSecret; it comes back once the owner may get it again (an access entry on the SharedSecret, or RBAC)`,
+        },
+      };
+    const have = (source.spec?.data ?? {}) as Record<string, string>;
+    const wanted = ref.keys?.length ? ref.keys : Object.keys(have);
+    const data = Object.fromEntries(wanted.filter((k) => k in have).map((k) => [k, have[k]]));
+    const missing = wanted.filter((k) => !(k in have));
+    if (missing.length)
+      return {
+        data,
+        outcome: {
+          status: 'False',
+          reason: 'KeysNotFound',
+          message: `${named} has no key ${missing.map((k) => JSON.stringify(k)).join(', ')} of those spec.sharedSecretRef.keys lists; the ${Object.keys(data).length} other key(s) are synced`,
+        },
+      };
+    return {
+      data,
+      outcome: {
+        status: 'True',
+        reason: 'Synced',
+        message: `${Object.keys(data).length} key(s) synced from ${named}`,
+      },
+    };
+  }
+
+  /** The same question as a GET of the SharedSecret by the owner. */
+  private async ownerMayGet(
+    owner: { user?: string; team?: string } | undefined,
+    ref: SharedSecretRef,
+  ): Promise<boolean> {
+    const user = ownerIdentity(owner);
+    if (!user) return false;
+    const decision = await this.authorizer.authorize({
+      user,
+      verb: 'get',
+      isResourceRequest: true,
+      path: `/apis/${GROUP_NAME}/${VERSION}/namespaces/${ref.namespace}/sharedsecrets/${ref.name}`,
+      apiGroup: GROUP_NAME,
+      apiVersion: VERSION,
+      namespace: ref.namespace,
+      resource: 'sharedsecrets',
+      subresource: '',
+      name: ref.name,
+    });
+    return decision.decision === 'allow';
+  }
+
+  /** Writes `data` as the server, unless the object is another one now or names another SharedSecret. */
+  private async writeData(
+    read: KubeObject,
+    ref: SharedSecretRef,
+    data: Record<string, string>,
+  ): Promise<KubeObject | undefined> {
+    try {
+      return await this.projectSecrets.update(
+        read.metadata.namespace,
+        read.metadata.name!,
+        {
+          patch: (obj) => {
+            if (obj.metadata.uid !== read.metadata.uid || !jsonEqual(sharedSecretRef(obj), ref))
+              throw new StaleObject();
+            if (Object.keys(data).length) obj.spec = { ...obj.spec, data };
+            else if (obj.spec) delete obj.spec.data;
+            return obj;
+          },
+        },
+        undefined,
+        { fieldManager: FIELD_MANAGER },
+      );
+    } catch (err) {
+      if (err instanceof StaleObject || isStatusError(err, 'NotFound')) return undefined;
+      throw err;
+    }
+  }
+
+  // ---- one SharedSecret ----
+
+  private async countProjectSecrets(key: string): Promise<void> {
+    const { namespace, name } = split(key);
+    const source = await getIfExists(this.sharedSecrets, namespace, name);
+    if (!source || source.metadata.deletionTimestamp) return;
+    let naming = 0;
+    let holding = 0;
+    for (const t of this.tracked.values()) {
+      if (t.source !== key) continue;
+      naming++;
+      if (t.synced) holding++;
+    }
+    // A SharedSecret nothing ever named gets no condition.
+    if (!naming && !conditionOf(source, PROJECT_SECRETS)) return;
+    const outcome: Outcome = naming
+      ? {
+          status: 'True',
+          reason: 'Referenced',
+          message: `${naming} ProjectSecret(s) name this SharedSecret in spec.sharedSecretRef, ${holding} of them hold its data now; deleting it removes the data from them`,
+        }
+      : { status: 'False', reason: 'NotReferenced', message: 'no ProjectSecret names this SharedSecret' };
+    await this.writeStatus(this.sharedSecrets, source, (o) => setCondition(o, PROJECT_SECRETS, outcome, source));
+  }
+
+  // ---- writing status ----
+
+  /** Applies `change` to the stored object's status when it is still `read`'s object, and writes only a change. */
+  private async writeStatus(store: Store, read: KubeObject, change: (obj: KubeObject) => void): Promise<void> {
+    const probe = structuredClone(read);
+    change(probe);
+    if (jsonEqual(probe.status ?? {}, read.status ?? {})) return;
+    try {
+      await store.update(
+        read.metadata.namespace,
+        read.metadata.name!,
+        {
+          patch: (obj) => {
+            if (obj.metadata.uid !== read.metadata.uid) throw new StaleObject();
+            change(obj);
+            return obj;
+          },
+        },
+        'status',
+        { fieldManager: FIELD_MANAGER },
+      );
+    } catch (err) {
+      if (err instanceof StaleObject || isStatusError(err, 'NotFound')) return;
+      throw err;
+    }
+  }
+}
+
+function conditionOf(obj: KubeObject, type: string): Condition | undefined {
+  const conditions = obj.status?.conditions;
+  return Array.isArray(conditions) ? (conditions as Condition[]).find((c) => c?.type === type) : undefined;
+}
+
+/** Sets a condition; its lastTransitionTime moves only when its status does. */
+function setCondition(obj: KubeObject, type: string, outcome: Outcome, read: KubeObject): void {
+  const old = conditionOf(obj, type);
+  const next: Condition = {
+    type,
+    ...outcome,
+    observedGeneration: read.metadata.generation,
+    lastTransitionTime: old && old.status === outcome.status ? old.lastTransitionTime : nowRFC3339(),
+  };
+  if (old && jsonEqual(old, next)) return;
+  dropCondition(obj, type);
+  obj.status = { ...obj.status, conditions: [...(obj.status?.conditions ?? []), next] };
+}
+
+function dropCondition(obj: KubeObject, type: string): void {
+  const conditions = obj.status?.conditions;
+  if (!Array.isArray(conditions)) return;
+  obj.status = { ...obj.status, conditions: conditions.filter((c: Condition) => c?.type !== type) };
+}
+
+function describeOwner(owner: { user?: string; team?: string } | undefined): string {
+  if (owner?.user) return `user ${JSON.stringify(owner.user)}`;
+  if (owner?.team) return `team ${JSON.stringify(owner.team)}`;
+  return 'none';
+}
+
+async function getIfExists(store: Store, namespace: string, name: string): Promise<KubeObject | undefined> {
+  try {
+    return await store.get(namespace, name);
+  } catch (err) {
+    if (isStatusError(err, 'NotFound')) return undefined;
+    throw err;
+  }
+}
