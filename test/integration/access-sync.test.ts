@@ -694,9 +694,9 @@ describe('without a host cluster', () => {
       await new Promise((r) => setTimeout(r, 500));
       const got = (await c.get(sharedSecretPath(NS, 'plain'))).body;
       expect(got.metadata.finalizers).toBeUndefined();
-      // The garbage collector and the Clusters' health checks run; the access sync does not.
+      // The garbage collector, the Clusters' health checks and the ProjectSecret sync run; the access sync does not.
       const started = p.logs.filter((l) => l.msg === 'controller starting').map((l) => l.controller);
-      expect(started.sort()).toEqual(['cluster-health', 'garbage-collector']);
+      expect(started.sort()).toEqual(['cluster-health', 'garbage-collector', 'projectsecret-sync']);
     } finally {
       await p.stop();
       rmSync(dir, { recursive: true, force: true });
