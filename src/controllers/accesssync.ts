@@ -37,7 +37,7 @@ import { HostClusterError } from '../host/cluster.js';
 import { RBAC_KINDS, type HostRbac } from '../host/rbac.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
-import { sleep } from './sleep.js';
+import { every, sleep } from './sleep.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
 
@@ -127,13 +127,12 @@ export class AccessSync {
     await Promise.all(watches.map((w) => w.synced));
     if (signal.aborted) return;
     const hostWatches = RBAC_KINDS.map((kind) => this.hostWatchLoop(kind, signal));
-    const resync = setInterval(() => this.enqueueAll(), this.resyncMs);
+    every(this.resyncMs, () => this.enqueueAll(), signal);
     signal.addEventListener('abort', () => this.queue.shutdown(), { once: true });
     this.log('access sync: started', { objects: this.sources.size });
     try {
       await Promise.all(Array.from({ length: this.workers }, () => this.worker()));
     } finally {
-      clearInterval(resync);
       await Promise.all([...watches.map((w) => w.done), ...hostWatches]);
     }
   }

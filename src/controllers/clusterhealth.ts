@@ -23,6 +23,7 @@ import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
+import { every } from './sleep.js';
 
 export const READY = 'Ready';
 const FIELD_MANAGER = 'cluster-health';
@@ -88,15 +89,18 @@ export class ClusterHealth {
     });
     await watch.synced;
     if (signal.aborted) return;
-    const tick = setInterval(() => {
-      for (const name of this.known.keys()) this.queue.add(name);
-    }, this.opts.intervalMs);
+    every(
+      this.opts.intervalMs,
+      () => {
+        for (const name of this.known.keys()) this.queue.add(name);
+      },
+      signal,
+    );
     signal.addEventListener('abort', () => this.queue.shutdown(), { once: true });
     this.log('cluster health: started', { clusters: this.known.size, intervalMs: this.opts.intervalMs });
     try {
       await Promise.all(Array.from({ length: this.workers }, () => this.worker()));
     } finally {
-      clearInterval(tick);
       await watch.done;
     }
   }

@@ -26,6 +26,7 @@ import type { PropagationPolicy } from '../registry/propagation.js';
 import type { DeleteOptions, Store } from '../registry/store.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
+import { every } from './sleep.js';
 
 const FINALIZER_ORPHAN = FINALIZER_ORPHAN_DEPENDENTS;
 const FINALIZER_FOREGROUND = FINALIZER_DELETE_DEPENDENTS;
@@ -88,13 +89,16 @@ export class GarbageCollector {
     if (signal.aborted) return;
     this.log('garbage collector: synced', { objects: this.nodes.size });
     for (const uid of this.nodes.keys()) this.enqueue(uid);
-    const resync = setInterval(() => {
-      for (const uid of this.nodes.keys()) this.enqueue(uid);
-    }, this.resyncMs);
+    every(
+      this.resyncMs,
+      () => {
+        for (const uid of this.nodes.keys()) this.enqueue(uid);
+      },
+      signal,
+    );
     try {
       await this.worker(signal);
     } finally {
-      clearInterval(resync);
       await Promise.all(watches.map((w) => w.done));
     }
   }

@@ -30,6 +30,7 @@ import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
+import { every } from './sleep.js';
 
 /** The condition on a SharedSecret counting the ProjectSecrets that name it. */
 export const PROJECT_SECRETS = 'ProjectSecrets';
@@ -137,13 +138,12 @@ export class ProjectSecretSync {
     ];
     await Promise.all(watches.map((w) => w.synced));
     if (signal.aborted) return;
-    const resync = setInterval(() => this.enqueueAll(), this.resyncMs);
+    every(this.resyncMs, () => this.enqueueAll(), signal);
     signal.addEventListener('abort', () => this.queue.shutdown(), { once: true });
     this.log('projectsecret sync: started', { projectSecrets: this.tracked.size });
     try {
       await Promise.all(Array.from({ length: this.workers }, () => this.worker()));
     } finally {
-      clearInterval(resync);
       await Promise.all(watches.map((w) => w.done));
     }
   }

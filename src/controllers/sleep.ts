@@ -11,3 +11,14 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener('abort', done, { once: true });
   });
 }
+
+/**
+ * Calls `fn` every `ms` until `signal` aborts. The timer stops at the abort itself, not when the controller's work
+ * has wound down (a step waiting on a store or a cluster may outlast it), and never keeps the process alive alone.
+ */
+export function every(ms: number, fn: () => void, signal: AbortSignal): void {
+  if (signal.aborted) return;
+  const timer = setInterval(fn, ms);
+  timer.unref();
+  signal.addEventListener('abort', () => clearInterval(timer), { once: true });
+}

@@ -392,31 +392,28 @@ describe('the owner and access rules of every kind with them', () => {
     spec,
   });
 
-  test('are in the Cluster, Project, SharedSecret and VirtualClusterInstance CRDs', () => {
-    expect(kinds.map((d) => d.kind).sort()).toEqual(['Cluster', 'Project', 'SharedSecret', 'VirtualClusterInstance']);
+  const OWNED = ['Cluster', 'Project', 'ProjectSecret', 'SharedSecret', 'VirtualClusterInstance'];
+
+  test('are in the Cluster, Project, ProjectSecret, SharedSecret and VirtualClusterInstance CRDs', () => {
+    expect(kinds.map((d) => d.kind).sort()).toEqual(OWNED);
   });
 
-  test.each(['Cluster', 'Project', 'SharedSecret', 'VirtualClusterInstance'])(
-    '%s: an owner is a user or a team, and each access entry names a user or a team',
-    (kind) => {
-      const def = kinds.find((d) => d.kind === kind)!;
-      // The kinds' own rules (a Cluster's config, a VirtualClusterInstance's clusterRef) are left out of this.
-      const errs = (spec: Record<string, unknown>) =>
-        def
-          .validationRules(object(kind, { local: true, ...spec }), undefined, [])
-          .map(errorString)
-          .filter((e) => !e.startsWith('spec.config'));
-      expect(errs({ owner: { user: 'u' }, access: [{ verbs: ['get'], teams: ['t'] }] })).toEqual([]);
-      expect(errs({ owner: { user: 'u', team: '' }, access: [{ verbs: ['get'], users: ['u'], teams: [] }] })).toEqual(
-        [],
-      );
-      expect(
-        errs({ owner: { user: 'u', team: 't' }, access: [{ verbs: ['get'] }, { verbs: ['get'], users: [] }] }),
-      ).toEqual([
-        'spec.owner.team: Forbidden: may not be set together with user: an owner is either a user or a team',
-        'spec.access[0].users: Required value: at least one user or team is required',
-        'spec.access[1].users: Required value: at least one user or team is required',
-      ]);
-    },
-  );
+  test.each(OWNED)('%s: an owner is a user or a team, and each access entry names a user or a team', (kind) => {
+    const def = kinds.find((d) => d.kind === kind)!;
+    // The kinds' own rules (a Cluster's config, a VirtualClusterInstance's clusterRef) are left out of this.
+    const errs = (spec: Record<string, unknown>) =>
+      def
+        .validationRules(object(kind, { local: true, ...spec }), undefined, [])
+        .map(errorString)
+        .filter((e) => !e.startsWith('spec.config'));
+    expect(errs({ owner: { user: 'u' }, access: [{ verbs: ['get'], teams: ['t'] }] })).toEqual([]);
+    expect(errs({ owner: { user: 'u', team: '' }, access: [{ verbs: ['get'], users: ['u'], teams: [] }] })).toEqual([]);
+    expect(
+      errs({ owner: { user: 'u', team: 't' }, access: [{ verbs: ['get'] }, { verbs: ['get'], users: [] }] }),
+    ).toEqual([
+      'spec.owner.team: Forbidden: may not be set together with user: an owner is either a user or a team',
+      'spec.access[0].users: Required value: at least one user or team is required',
+      'spec.access[1].users: Required value: at least one user or team is required',
+    ]);
+  });
 });
