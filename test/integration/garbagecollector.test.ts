@@ -314,7 +314,7 @@ describe('GarbageCollector', () => {
     );
   }, 20_000);
 
-  test('a running collector keeps one abort listener per watched resource on its signal, and none once stopped', async () => {
+  test('a running collector keeps one abort listener per watched resource (plus the worker and the resync) on its signal, and none once stopped', async () => {
     const gc = startGc();
     const [a, b, c] = await chain();
     await deleteWithPolicy(a.metadata.name!);
@@ -322,9 +322,10 @@ describe('GarbageCollector', () => {
       'B and C to be collected',
       async () => !(await exists(b.metadata.name!)) && !(await exists(c.metadata.name!)),
     );
-    // A long-running server's leader signal must not gather listeners: one per resource watch and one for the worker.
+    // A long-running server's leader signal must not gather listeners: one per resource watch, one for the worker and
+    // one for the resync timer.
     const resources = registry.definitions.length;
-    expect(getEventListeners(gc.controller.signal, 'abort').length).toBeLessThanOrEqual(resources + 1);
+    expect(getEventListeners(gc.controller.signal, 'abort').length).toBeLessThanOrEqual(resources + 2);
     gc.controller.abort();
     await gc.done;
     expect(getEventListeners(gc.controller.signal, 'abort')).toHaveLength(0);
