@@ -25,7 +25,7 @@ import { isStatusError } from '../apimachinery/status.js';
 import { nowRFC3339 } from '../apimachinery/time.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { ownerIdentity } from '../access/model.js';
-import { sharedSecretRef, SYNCED, type SharedSecretRef } from '../registry/kinds/projectsecret.js';
+import { getSharedSecret, sharedSecretRef, SYNCED, type SharedSecretRef } from '../registry/kinds/projectsecret.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
 import { watchStore } from './storewatch.js';
@@ -316,18 +316,7 @@ export class ProjectSecretSync {
   ): Promise<boolean> {
     const user = ownerIdentity(owner);
     if (!user) return false;
-    const decision = await this.authorizer.authorize({
-      user,
-      verb: 'get',
-      isResourceRequest: true,
-      path: `/apis/${GROUP_NAME}/${VERSION}/namespaces/${ref.namespace}/sharedsecrets/${ref.name}`,
-      apiGroup: GROUP_NAME,
-      apiVersion: VERSION,
-      namespace: ref.namespace,
-      resource: 'sharedsecrets',
-      subresource: '',
-      name: ref.name,
-    });
+    const decision = await this.authorizer.authorize({ user, ...getSharedSecret(ref) });
     return decision.decision === 'allow';
   }
 

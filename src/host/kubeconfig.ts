@@ -185,11 +185,6 @@ function impersonation(u: Record<string, unknown>, uat: string): Impersonation |
   return imp.uid || imp.groups || imp.extra ? imp : undefined;
 }
 
-/**
- * Webhook credentials (--admission-control-config-file's kubeConfigFile, as kube's AuthenticationInfoResolver reads
- * it): the users of a kubeconfig, files and tokens only, presented by admission/webhookclient.ts to webhooks, which
- * are not Kubernetes APIs. Plugins are refused by name.
- */
 /** What a user of a kubeconfig sends with each request: a token, a client certificate, basic auth, impersonation. */
 export interface UserCredentials {
   certData?: string;
@@ -224,30 +219,17 @@ function readUser(u: Record<string, unknown>, uat: string, dir: string): UserCre
   creds.tokenFile = file(u, u.tokenFile != null ? 'tokenFile' : 'token-file', uat);
   creds.username = str(u, 'username', uat);
   creds.password = str(u, 'password', uat);
-  const groups = u['as-groups'];
-  if (groups != null && !(Array.isArray(groups) && groups.every((g) => typeof g === 'string')))
-    throw new KubeconfigError(`${uat}.as-groups must be a list of strings`);
-  const extra = u['as-user-extra'];
-  if (
-    extra != null &&
-    !(
-      isPlainObject(extra) &&
-      Object.values(extra).every((v) => Array.isArray(v) && v.every((s) => typeof s === 'string'))
-    )
-  )
-    throw new KubeconfigError(`${uat}.as-user-extra must map names to lists of strings`);
-  const impersonate = {
-    user: str(u, 'as', uat),
-    uid: str(u, 'as-uid', uat),
-    groups: groups as string[] | undefined,
-    extra: extra as Record<string, string[]> | undefined,
-  };
-  if (impersonate.user || impersonate.uid || impersonate.groups?.length || impersonate.extra)
-    creds.impersonate = impersonate;
+  const as = str(u, 'as', uat);
+  const others = impersonation(u, uat);
+  if (as || others) creds.impersonate = { user: as, ...others };
   return creds;
 }
 
-/** Every user of a kubeconfig by name (for credentials chosen per server, as kube's webhook kubeconfig). */
+/**
+ * Webhook credentials (--admission-control-config-file's kubeConfigFile, as kube's AuthenticationInfoResolver reads
+ * it): every user of a kubeconfig by name, for credentials chosen per server; files and tokens only, presented by
+ * admission/webhookclient.ts to webhooks, which are not Kubernetes APIs. Plugins are refused by name.
+ */
 export function kubeconfigUsers(path: string): Map<string, UserCredentials> {
   let text: string;
   try {

@@ -25,7 +25,7 @@ import {
   uniq,
 } from '../support/fixtures.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
-import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
+import { grantRole, startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
 import { GROUP_PATH, type HttpClient } from '../support/http.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
@@ -65,19 +65,7 @@ async function startServer(overrides: Record<string, unknown> = {}): Promise<voi
 }
 
 function hostRoleBinding(name: string, rules: object[], users: string[], namespace: string): void {
-  host.put({
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'Role',
-    metadata: { name, namespace },
-    rules,
-  });
-  host.put({
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'RoleBinding',
-    metadata: { name, namespace },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
-    subjects: users.map((user) => ({ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user })),
-  });
+  grantRole(host, namespace, name, rules, users);
 }
 
 beforeAll(async () => {

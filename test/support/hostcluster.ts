@@ -132,13 +132,19 @@ export function grantConnectionSecret(
   virtualCluster: string,
   users: string[],
 ): void {
-  const name = `get-vc-${virtualCluster}`;
-  host.put({
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'Role',
-    metadata: { name, namespace },
-    rules: [{ apiGroups: [''], resources: ['secrets'], resourceNames: [`vc-${virtualCluster}`], verbs: ['get'] }],
-  });
+  const rules = [{ apiGroups: [''], resources: ['secrets'], resourceNames: [`vc-${virtualCluster}`], verbs: ['get'] }];
+  grantRole(host, namespace, `get-vc-${virtualCluster}`, rules, users);
+}
+
+/** A Role `name` in `namespace` with `rules`, and a RoleBinding of it to `users`; replaces earlier ones of that name. */
+export function grantRole(
+  host: HostClusterStandIn,
+  namespace: string,
+  name: string,
+  rules: object[],
+  users: string[],
+): void {
+  host.put({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name, namespace }, rules });
   host.put({
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'RoleBinding',

@@ -14,6 +14,7 @@
  *   the old source), and the sync fills it from the new one;
  * - a synced ProjectSecret must have an owner: the sync keeps the data only while the owner may get the source.
  */
+import type { Attributes } from '../../apimachinery/authorizer.js';
 import { jsonEqual } from '../../apimachinery/equality.js';
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import { GROUP_NAME } from '../../apimachinery/group.js';
@@ -45,6 +46,21 @@ export interface SharedSecretRef {
 export function sharedSecretRef(obj: KubeObject): SharedSecretRef | undefined {
   const r = obj.spec?.sharedSecretRef;
   return r && typeof r === 'object' && !Array.isArray(r) ? (r as SharedSecretRef) : undefined;
+}
+
+/** What a GET of the SharedSecret `ref` names, for authorization: naming it, or keeping its copy, is reading it. */
+export function getSharedSecret(ref: SharedSecretRef): Omit<Attributes, 'user'> {
+  return {
+    verb: 'get',
+    isResourceRequest: true,
+    path: `/apis/${GROUP_NAME}/${VERSION}/namespaces/${ref.namespace}/sharedsecrets/${ref.name}`,
+    apiGroup: GROUP_NAME,
+    apiVersion: VERSION,
+    namespace: ref.namespace,
+    resource: 'sharedsecrets',
+    subresource: '',
+    name: ref.name,
+  };
 }
 
 const hasData = (obj: KubeObject) => Object.keys(obj.spec?.data ?? {}).length > 0;
@@ -142,19 +158,7 @@ async function admitReference(obj: KubeObject, { user, authorize }: Caller, cont
   const ref = sharedSecretRef(obj)!;
   const name = obj.metadata.name ?? '';
   if (user) {
-    const decision = authorize
-      ? await authorize({
-          verb: 'get',
-          isResourceRequest: true,
-          path: `/apis/${GROUP_NAME}/${VERSION}/namespaces/${ref.namespace}/sharedsecrets/${ref.name}`,
-          apiGroup: GROUP_NAME,
-          apiVersion: VERSION,
-          namespace: ref.namespace,
-          resource: 'sharedsecrets',
-          subresource: '',
-          name: ref.name,
-        })
-      : { decision: 'deny' as const };
+    const decision = authorize ? await authorize(getSharedSecret(ref)) : { decision: 'deny' as const };
     if (decision.decision !== 'allow')
       throw errors.forbidden(
         projectSecretGR,
