@@ -8,7 +8,12 @@
  * - /apis/rbac.authorization.k8s.io/v1/...: create, get, list (labelSelector, fieldSelector), watch, update,
  *   patch (JSON, merge; strategic treated as merge), delete and deletecollection of those four kinds, namespaced
  *   and cluster-scoped, with one resourceVersion counter and kube's Status bodies (404, 409, 422);
- * - GET /api/v1/namespaces/<ns>, /api/v1/namespaces/<ns>/secrets/<name> and .../configmaps/<name>, seeded by the test;
+ * - /api/v1/[namespaces/<ns>/]secrets[/<name>]: the same verbs for core v1 Secrets, with kube's Secret rules: no
+ *   create on PUT (404), `type` defaulted to Opaque and immutable, base64 `data` (400 as kube cannot decode it),
+ *   key and size validation, `stringData` merged into `data`, `immutable: true`. The test's addSecret, put, get,
+ *   list and remove go through the same store, so its seeding and edits are watch events too;
+ * - GET /api/v1/namespaces/<ns> and .../configmaps/<name>, list of configmaps, list and watch of namespaces, all
+ *   seeded by the test;
  * - GET /version: kube's version.Info, gitVersion from the option kubernetesVersion (v1.33.0 by default);
  * - /apis/certificates.k8s.io/v1/certificatesigningrequests: create (generateName; kube's validation of request,
  *   usages, signerName, expirationSeconds; the certificatesubjectrestriction admission), get, list, delete, and
@@ -28,9 +33,11 @@
  * Ed25519 too).
  *
  * The parts live in hostcluster/, one job each: the shared object helpers and resourceVersion counter (objects),
- * the RBAC store (rbacstore), its REST verbs (rbacrest) and watches (watch), the RBAC authorizer
- * (rbacauthorizer) and the review APIs (reviews), CSRs (csrs), their validation (csrvalidation) and signer
- * (csrsigner), the seeded core objects (core), the request path (routes) and the HTTPS listener (server).
+ * the table of stored kinds (kinds: RBAC kinds and Secrets) with Secret rules (secretvalidation), their store
+ * (objectstore), REST verbs (objectrest) and watches (watch), the RBAC authorizer (rbacauthorizer) and the review
+ * APIs (reviews), CSRs (csrs), their validation (csrvalidation) and signer (csrsigner), the seeded namespaces and
+ * configmaps (core), webhook configurations (admissionregistration), the request path (routes) and the HTTPS
+ * listener (server).
  * This file puts them together behind the interface the tests use.
  */
 import { randomUUID } from 'node:crypto';
@@ -45,10 +52,11 @@ import { AdmissionRegistration, type AdmissionResource } from './hostcluster/adm
 import { CoreObjects } from './hostcluster/core.js';
 import { CertificateSigningRequests } from './hostcluster/csrs.js';
 import { CsrSigner } from './hostcluster/csrsigner.js';
+import { isRbac, type StoredResource } from './hostcluster/kinds.js';
+import { objectRest } from './hostcluster/objectrest.js';
 import { clone, ResourceVersions, type KubeObj } from './hostcluster/objects.js';
+import { ObjectStore } from './hostcluster/objectstore.js';
 import { evaluate, type SarSpec, type SarStatus } from './hostcluster/rbacauthorizer.js';
-import { rbacRest } from './hostcluster/rbacrest.js';
-import { RbacStore, type RbacResource } from './hostcluster/rbacstore.js';
 import type { TokenUser } from './hostcluster/reviews.js';
 import { routes, type RequestRecord } from './hostcluster/routes.js';
 import { HostServer } from './hostcluster/server.js';
@@ -59,7 +67,7 @@ export { KUBECONFIG_GROUPS, KUBECONFIG_USERNAME } from './hostcluster/csrs.js';
 export type { AdmissionResource } from './hostcluster/admissionregistration.js';
 export type { KubeObj } from './hostcluster/objects.js';
 export type { SarStatus } from './hostcluster/rbacauthorizer.js';
-export type { RbacResource } from './hostcluster/rbacstore.js';
+export type { RbacResource, StoredResource } from './hostcluster/kinds.js';
 export type { RequestRecord } from './hostcluster/routes.js';
 
 const DEFAULT_CLUSTER_SIGNING_DURATION_SECONDS = 365 * 24 * 60 * 60;
@@ -91,23 +99,32 @@ export interface HostClusterStandIn {
   terminateNamespace(name: string): void;
   /** Removes a namespace, as the namespace controller does once it is empty. */
   removeNamespace(name: string): void;
+  /**
+   * Creates or replaces a Secret as an API write would (kube's Secret rules, a watch event); `data` in plain text
+   * (stored base64-encoded, as the API sends it), `type` Opaque by default.
+   */
   addSecret(namespace: string, name: string, data: Record<string, string>, type?: string): void;
   addConfigMap(namespace: string, name: string, data: Record<string, string>): void;
   /** Creates or replaces a webhook configuration (admissionregistration.k8s.io/v1) as an API write would. */
   putAdmission(resource: AdmissionResource, obj: KubeObj): KubeObj;
   removeAdmission(resource: AdmissionResource, name: string): void;
-  /** Creates or replaces an RBAC object as an API write would (new resourceVersion, watch event); returns it. */
+  /**
+   * Creates or replaces an RBAC object or a Secret (its kind says which; `data` base64 as the API has it) as an API
+   * write would: validated, a new resourceVersion and a watch event unless nothing changed; returns it.
+   */
   put(obj: KubeObj): KubeObj;
-  get(resource: RbacResource, namespace: string, name: string): KubeObj | undefined;
-  list(resource: RbacResource, namespace?: string): KubeObj[];
-  remove(resource: RbacResource, namespace: string, name: string): boolean;
+  /** A copy of a stored RBAC object or Secret. */
+  get(resource: StoredResource, namespace: string, name: string): KubeObj | undefined;
+  list(resource: StoredResource, namespace?: string): KubeObj[];
+  /** Deletes as an API delete would (a watch event); false when there was nothing to delete. */
+  remove(resource: StoredResource, namespace: string, name: string): boolean;
   /** Answers SubjectAccessReviews instead of RBAC when it returns a status (to test denied, errors, ...). */
   onSubjectAccessReview?: (spec: SarSpec) => SarStatus | undefined;
   /** Called with each authenticated request before it is served; throwing a StatusError answers with it. */
   onRequest?: (method: string, path: string) => void;
   /** The uid of the kube-system Namespace. */
   readonly kubeSystemUid: string;
-  /** Called before an RBAC object is created or replaced through the API; throwing a StatusError refuses the write (say, as RBAC's escalation check would). */
+  /** Called before an RBAC object (not a Secret) is created or replaced through the API; throwing a StatusError refuses the write (say, as RBAC's escalation check would). */
   onRbacWrite?: (obj: KubeObj) => void;
   readonly requests: RequestRecord[];
   count(resource: string, method?: string): number;
@@ -164,7 +181,7 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
 
   const rv = new ResourceVersions();
   const watches = new WatchHub();
-  const rbacStore = new RbacStore(rv, watches);
+  const objects = new ObjectStore(rv, watches);
   const core = new CoreObjects(rv, watches);
   const admission = new AdmissionRegistration(rv, watches);
   // The namespaces every cluster starts with.
@@ -191,8 +208,13 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
     unavailable: () => mode === 'unavailable',
     token,
     tokens,
-    decide: (spec) => api.onSubjectAccessReview?.(spec) ?? evaluate(rbacStore, spec),
-    rbac: rbacRest({ rv, store: rbacStore, watches, onWrite: () => api.onRbacWrite }),
+    decide: (spec) => api.onSubjectAccessReview?.(spec) ?? evaluate(objects, spec),
+    objects: objectRest({
+      rv,
+      store: objects,
+      watches,
+      onWrite: (resource) => (isRbac(resource) ? api.onRbacWrite : undefined),
+    }),
     csrs,
     core,
     admission,
@@ -220,14 +242,21 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
     addNamespace: (name, labels) => core.addNamespace(name, labels),
     terminateNamespace: (name) => core.terminateNamespace(name),
     removeNamespace: (name) => core.removeNamespace(name),
-    addSecret: (namespace, name, data, type) => core.addSecret(namespace, name, data, type),
+    addSecret: (namespace, name, data, type) =>
+      void objects.put({
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name, namespace },
+        type,
+        data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
+      }),
     addConfigMap: (namespace, name, data) => core.addConfigMap(namespace, name, data),
     putAdmission: (resource, obj) => admission.put(resource, obj),
     removeAdmission: (resource, name) => admission.remove(resource, name),
-    put: (obj) => rbacStore.put(obj),
-    get: (resource, namespace, name) => rbacStore.get(resource, namespace, name),
-    list: (resource, namespace) => clone(rbacStore.objectsOf(resource, namespace)),
-    remove: (resource, namespace, name) => rbacStore.remove(resource, namespace, name),
+    put: (obj) => objects.put(obj),
+    get: (resource, namespace, name) => objects.get(resource, namespace, name),
+    list: (resource, namespace) => clone(objects.objectsOf(resource, namespace)),
+    remove: (resource, namespace, name) => objects.remove(resource, namespace, name),
     count: (resource, method) =>
       requests.filter((r) => r.resource === resource && (!method || r.method === method)).length,
     resetCounts: () => void requests.splice(0),

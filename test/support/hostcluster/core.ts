@@ -1,7 +1,7 @@
 /**
  * The core (/api/v1) objects a test seeds in the stand-in, read-only over the API: namespaces (get, list, watch;
- * a test marks one Terminating or removes it, as kube's namespace deletion does), and GET of a secret or
- * configmap in one.
+ * a test marks one Terminating or removes it, as kube's namespace deletion does) and configmaps (get, list in a
+ * namespace); and the /api/v1 discovery list. Secrets are a stored kind with the full REST verbs (objectrest).
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -12,11 +12,10 @@ import type { WatchHub } from './watch.js';
 
 const NAMESPACES_PATH = '/api/v1/namespaces';
 const NAMESPACE_PATH = /^\/api\/v1\/namespaces\/([^/]+)$/;
-const NAMESPACED_OBJECT_PATH = /^\/api\/v1\/namespaces\/([^/]+)\/(secrets|configmaps)\/([^/]+)$/;
+const CONFIGMAP_PATH = /^\/api\/v1\/namespaces\/([^/]+)\/configmaps\/([^/]+)$/;
 
 export class CoreObjects {
   private readonly namespaces = new Map<string, KubeObj>();
-  private readonly secrets = new Map<string, KubeObj>();
   private readonly configMaps = new Map<string, KubeObj>();
 
   constructor(
@@ -64,17 +63,6 @@ export class CoreObjects {
     this.watches.record('DELETED', 'namespaces', gone);
   }
 
-  /** `data` in plain text; the stored Secret has it base64-encoded, as the API sends it. */
-  addSecret(namespace: string, name: string, data: Record<string, string>, type = 'Opaque'): void {
-    this.secrets.set(`${namespace}/${name}`, {
-      kind: 'Secret',
-      apiVersion: 'v1',
-      metadata: { name, namespace, uid: randomUUID(), resourceVersion: this.rv.next(), creationTimestamp: now() },
-      type,
-      data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
-    });
-  }
-
   addConfigMap(namespace: string, name: string, data: Record<string, string>): void {
     this.configMaps.set(`${namespace}/${name}`, {
       kind: 'ConfigMap',
@@ -84,7 +72,7 @@ export class CoreObjects {
     });
   }
 
-  /** Answers a GET of a seeded object; false when the path names none of these (the caller answers 404). */
+  /** Answers a GET of a seeded object or the discovery list; false when the path names none of these (the caller answers 404). */
   handle(req: IncomingMessage, res: ServerResponse, method: string, path: string, q: URLSearchParams): boolean {
     if (method !== 'GET') return false;
     if (path === '/api/v1') {
@@ -95,7 +83,12 @@ export class CoreObjects {
         resources: [
           { name: 'namespaces', kind: 'Namespace', namespaced: false, verbs: ['get', 'list', 'watch'] },
           { name: 'configmaps', kind: 'ConfigMap', namespaced: true, verbs: ['get', 'list'] },
-          { name: 'secrets', kind: 'Secret', namespaced: true, verbs: ['get'] },
+          {
+            name: 'secrets',
+            kind: 'Secret',
+            namespaced: true,
+            verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
+          },
         ],
       });
       return true;
@@ -125,11 +118,10 @@ export class CoreObjects {
     }
     const ns = NAMESPACE_PATH.exec(path);
     if (ns) return answer(res, this.namespaces.get(decodeURIComponent(ns[1])), 'namespaces', decodeURIComponent(ns[1]));
-    const m = NAMESPACED_OBJECT_PATH.exec(path);
+    const m = CONFIGMAP_PATH.exec(path);
     if (!m) return false;
-    const [namespace, resource, name] = [decodeURIComponent(m[1]), m[2], decodeURIComponent(m[3])];
-    const objects = resource === 'secrets' ? this.secrets : this.configMaps;
-    return answer(res, objects.get(`${namespace}/${name}`), resource, name);
+    const [namespace, name] = [decodeURIComponent(m[1]), decodeURIComponent(m[2])];
+    return answer(res, this.configMaps.get(`${namespace}/${name}`), 'configmaps', name);
   }
 }
 

@@ -7,7 +7,7 @@ import forge from 'node-forge';
 import { fieldError, GoLiteral, Path, type FieldError } from '../../../src/apimachinery/field.js';
 import * as errors from '../../../src/apimachinery/status.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../../src/apimachinery/validation.js';
-import type { KubeObj } from './objects.js';
+import { bytesError, type KubeObj } from './objects.js';
 
 // allValidUsages, in the sorted order Go's sets.List prints them.
 const VALID_USAGES = [
@@ -41,17 +41,12 @@ const CONDITION_STATUSES = ['False', 'True', 'Unknown'];
 
 /** A []byte field as encoding/json reads it: padded standard base64, newlines skipped. Bad input is a decode error (400). */
 export function decodeBytes(field: string, value: unknown): Buffer {
-  const bad = (why: string) =>
-    errors.badRequest(
+  const why = bytesError(field, value);
+  if (why)
+    throw errors.badRequest(
       `CertificateSigningRequest in version "v1" cannot be handled as a CertificateSigningRequest: ${why}`,
     );
-  if (value === undefined || value === null) return Buffer.alloc(0);
-  if (typeof value !== 'string')
-    throw bad(`json: cannot unmarshal ${typeof value} into Go struct field ${field} of type []uint8`);
-  const text = value.replace(/[\r\n]/g, '');
-  const at = text.search(/[^A-Za-z0-9+/=]|=(?!=*$)/);
-  if (at >= 0 || text.length % 4 !== 0) throw bad(`illegal base64 data at input byte ${at >= 0 ? at : text.length}`);
-  return Buffer.from(text, 'base64');
+  return typeof value === 'string' ? Buffer.from(value.replace(/[\r\n]/g, ''), 'base64') : Buffer.alloc(0);
 }
 
 /** kube's ParseCSR then CheckSignature; a string is the error, as kube words it where it can. */

@@ -23,6 +23,20 @@ export function canonical(v: unknown): string {
   return JSON.stringify(v);
 }
 
+/**
+ * What encoding/json says of a []byte field's value (`goField` as Go names it) that is not padded standard base64
+ * (newlines skipped); undefined when it reads. Go's offsets are approximated: the first bad character, or the end.
+ */
+export function bytesError(goField: string, value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string')
+    return `json: cannot unmarshal ${typeof value} into Go struct field ${goField} of type []uint8`;
+  const text = value.replace(/[\r\n]/g, '');
+  const at = text.search(/[^A-Za-z0-9+/=]|=(?!=*$)/);
+  if (at >= 0 || text.length % 4 !== 0) return `illegal base64 data at input byte ${at >= 0 ? at : text.length}`;
+  return undefined;
+}
+
 /** The cluster-wide resourceVersion counter: every write of any kind takes the next one. */
 export class ResourceVersions {
   private rv = 1;

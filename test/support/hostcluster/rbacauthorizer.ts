@@ -4,7 +4,7 @@
  * ClusterRoleBindings, plus system:masters.
  */
 import type { KubeObj } from './objects.js';
-import type { RbacStore } from './rbacstore.js';
+import type { ObjectStore } from './objectstore.js';
 
 interface PolicyRule {
   verbs?: string[];
@@ -104,7 +104,7 @@ function subjectMatches(s: Subject, spec: SarSpec, bindingNamespace: string): bo
 }
 
 /** The rules a binding's roleRef grants (none for a role that does not exist). */
-function rulesOf(store: RbacStore, kind: string, name: string, namespace: string): PolicyRule[] {
+function rulesOf(store: ObjectStore, kind: string, name: string, namespace: string): PolicyRule[] {
   if (kind === 'Role') return store.find('roles', namespace, name)?.rules ?? [];
   if (kind !== 'ClusterRole') return [];
   const role = store.find('clusterroles', '', name);
@@ -119,7 +119,7 @@ function rulesOf(store: RbacStore, kind: string, name: string, namespace: string
 }
 
 /** Allowed (with kube's reason naming the binding) when a binding of one of the subject's identities grants it. */
-export function evaluate(store: RbacStore, spec: SarSpec): SarStatus {
+export function evaluate(store: ObjectStore, spec: SarSpec): SarStatus {
   if (spec.groups?.includes('system:masters')) return { allowed: true };
   const ns = spec.resourceAttributes?.namespace ?? '';
   const bindings: Array<[string, KubeObj]> = store

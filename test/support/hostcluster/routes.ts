@@ -8,15 +8,14 @@ import type { AdmissionRegistration } from './admissionregistration.js';
 import type { CoreObjects } from './core.js';
 import { CSR_PATH, CSR_RESOURCE, type CertificateSigningRequests } from './csrs.js';
 import { readBody, reply } from './http.js';
+import { matchObjectPath, type ObjectPath } from './objectrest.js';
 import type { SarSpec, SarStatus } from './rbacauthorizer.js';
-import { RBAC_PATH } from './rbacrest.js';
-import type { RbacResource } from './rbacstore.js';
 import { subjectAccessReview, tokenReview, type TokenUser } from './reviews.js';
 
 export interface RequestRecord {
   method: string;
   path: string;
-  /** The resource the path names (tokenreviews, roles, namespaces, ...), '' for others. */
+  /** The resource the path names (tokenreviews, roles, secrets, namespaces, ...), '' for others. */
   resource: string;
   /** The query string, with its '?' ('' for none): tells a watch from a list. */
   query: string;
@@ -30,15 +29,8 @@ export interface Routes {
   token: string;
   tokens: ReadonlyMap<string, TokenUser>;
   decide: (spec: SarSpec) => SarStatus;
-  rbac: (
-    req: IncomingMessage,
-    res: ServerResponse,
-    body: any,
-    resource: RbacResource,
-    namespace: string | undefined,
-    name: string | undefined,
-    q: URLSearchParams,
-  ) => void;
+  /** The REST verbs of the stored kinds (RBAC kinds, Secrets). */
+  objects: (req: IncomingMessage, res: ServerResponse, body: any, target: ObjectPath, q: URLSearchParams) => void;
   csrs: CertificateSigningRequests;
   core: CoreObjects;
   admission: AdmissionRegistration;
@@ -53,12 +45,12 @@ export function routes(r: Routes) {
     const url = new URL(req.url ?? '/', 'https://host');
     const path = url.pathname;
     const method = req.method ?? 'GET';
-    const rbacMatch = RBAC_PATH.exec(path);
+    const objectMatch = matchObjectPath(path);
     const csrMatch = CSR_PATH.exec(path);
     const resource =
-      rbacMatch?.[2] ??
+      objectMatch?.resource ??
       (csrMatch ? CSR_RESOURCE : undefined) ??
-      /\/(tokenreviews|subjectaccessreviews|secrets|configmaps|namespaces|mutatingwebhookconfigurations|validatingwebhookconfigurations|validatingadmissionpolicies|validatingadmissionpolicybindings)(?:\/[^/]+)?$/.exec(
+      /\/(tokenreviews|subjectaccessreviews|configmaps|namespaces|mutatingwebhookconfigurations|validatingwebhookconfigurations|validatingadmissionpolicies|validatingadmissionpolicybindings)(?:\/[^/]+)?$/.exec(
         path,
       )?.[1] ??
       '';
@@ -69,18 +61,7 @@ export function routes(r: Routes) {
     const body = ['POST', 'PUT', 'PATCH', 'DELETE'].includes(method) ? await readBody(req) : undefined;
     if (method === 'GET' && path === '/version') return reply(res, 200, r.version());
 
-    if (rbacMatch) {
-      const [, ns, res2, name] = rbacMatch;
-      return r.rbac(
-        req,
-        res,
-        body,
-        res2 as RbacResource,
-        ns === undefined ? undefined : decodeURIComponent(ns),
-        name === undefined ? undefined : decodeURIComponent(name),
-        url.searchParams,
-      );
-    }
+    if (objectMatch) return r.objects(req, res, body, objectMatch, url.searchParams);
     if (csrMatch) {
       const [, name, subresource] = csrMatch;
       return r.csrs.handle(

@@ -1,7 +1,8 @@
 /**
- * Watches of the stand-in's RBAC kinds: every write is kept as an event (no compaction), and each open watch gets
- * the events of its resource that its namespace, label and field selectors let through, with kube's selector
- * transitions (an object that starts or stops matching arrives as ADDED or DELETED).
+ * Watches of every kind the stand-in serves (stored kinds, namespaces, admission objects): every write is kept as an
+ * event (no compaction), and each open watch gets the events of its resource that its namespace, label and field
+ * selectors let through, with kube's selector transitions (an object that starts or stops matching arrives as ADDED
+ * or DELETED).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parseFieldSelector, type FieldSelector } from '../../../src/apimachinery/fields.js';
@@ -22,8 +23,16 @@ interface Watcher {
   namespace?: string;
   labels: LabelSelector;
   fields: FieldSelector;
+  /** The values of an object's selectable fields. */
+  fieldsOf: (o: KubeObj) => Record<string, string>;
   res: ServerResponse;
 }
+
+/** The fields every kind can be selected by. */
+const metadataFields = (o: KubeObj) => ({
+  'metadata.name': o.metadata.name ?? '',
+  'metadata.namespace': o.metadata.namespace ?? '',
+});
 
 export class WatchHub {
   private readonly history: WatchEvent[] = [];
@@ -44,7 +53,8 @@ export class WatchHub {
 
   /**
    * Answers a watch request: the events after `resourceVersion`, or (without one, or "0") the `current` objects as
-   * ADDED; then every new event until the client leaves or timeoutSeconds pass.
+   * ADDED; then every new event until the client leaves or timeoutSeconds pass. `fieldsOf` gives the fields a
+   * fieldSelector may name (metadata.name and metadata.namespace unless told).
    */
   serve(
     req: IncomingMessage,
@@ -53,12 +63,14 @@ export class WatchHub {
     namespace: string | undefined,
     q: URLSearchParams,
     current: () => KubeObj[],
+    fieldsOf: (o: KubeObj) => Record<string, string> = metadataFields,
   ): void {
     const w: Watcher = {
       resource,
       namespace,
       labels: parseLabelSelector(q.get('labelSelector')),
       fields: parseFieldSelector(q.get('fieldSelector')),
+      fieldsOf,
       res,
     };
     res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
@@ -101,10 +113,7 @@ export class WatchHub {
 
 function matches(w: Watcher, o: KubeObj): boolean {
   if (w.namespace !== undefined && o.metadata.namespace !== w.namespace) return false;
-  return (
-    w.labels.matches(o.metadata.labels ?? {}) &&
-    w.fields.matches({ 'metadata.name': o.metadata.name ?? '', 'metadata.namespace': o.metadata.namespace ?? '' })
-  );
+  return w.labels.matches(o.metadata.labels ?? {}) && w.fields.matches(w.fieldsOf(o));
 }
 
 function send(w: Watcher, type: string, object: KubeObj): void {

@@ -1,30 +1,18 @@
 /**
- * The stand-in's store of the four RBAC kinds (Role, ClusterRole, RoleBinding, ClusterRoleBinding): kube's
- * defaulting of uid, creationTimestamp and resourceVersion, no persistence for a write that changes nothing, the
- * roleRef rules of bindings, and a watch event for every write. Both the REST handlers and the test's own seeding
+ * The stand-in's store of the kinds it serves with the full REST verbs (kinds.ts: the four RBAC kinds and Secrets):
+ * kube's defaulting of uid, creationTimestamp and resourceVersion, no persistence for a write that changes nothing,
+ * each kind's validation, and a watch event for every write. Both the REST handlers and the test's own seeding
  * (put, remove) write through here.
  */
 import { randomUUID } from 'node:crypto';
 import * as errors from '../../../src/apimachinery/status.js';
+import { apiVersionOf, decode, KINDS, kindOf, resourceOfKind, type StoredResource } from './kinds.js';
 import { canonical, clone, now, type KubeObj, type ResourceVersions } from './objects.js';
 import type { WatchHub } from './watch.js';
 
-export const RBAC_GROUP = 'rbac.authorization.k8s.io';
-export const RBAC_API_VERSION = `${RBAC_GROUP}/v1`;
-export const RBAC_KINDS = {
-  roles: { kind: 'Role', namespaced: true },
-  rolebindings: { kind: 'RoleBinding', namespaced: true },
-  clusterroles: { kind: 'ClusterRole', namespaced: false },
-  clusterrolebindings: { kind: 'ClusterRoleBinding', namespaced: false },
-} as const;
-export type RbacResource = keyof typeof RBAC_KINDS;
-const RESOURCE_OF_KIND: Record<string, RbacResource> = Object.fromEntries(
-  Object.entries(RBAC_KINDS).map(([r, k]) => [k.kind, r as RbacResource]),
-);
-
 const keyOf = (resource: string, ns: string, name: string) => `${resource}/${ns}/${name}`;
 
-export class RbacStore {
+export class ObjectStore {
   private readonly objects = new Map<string, KubeObj>();
 
   constructor(
@@ -33,12 +21,12 @@ export class RbacStore {
   ) {}
 
   /** The stored object (not a copy); `namespace` is '' for cluster-scoped kinds. */
-  find(resource: RbacResource, namespace: string, name: string): KubeObj | undefined {
+  find(resource: StoredResource, namespace: string, name: string): KubeObj | undefined {
     return this.objects.get(keyOf(resource, namespace, name));
   }
 
   /** The stored objects of a resource (not copies), in key order; all namespaces when `namespace` is undefined. */
-  objectsOf(resource: RbacResource, namespace?: string): KubeObj[] {
+  objectsOf(resource: StoredResource, namespace?: string): KubeObj[] {
     return [...this.objects.entries()]
       .filter(
         ([k, o]) => k.startsWith(`${resource}/`) && (namespace === undefined || o.metadata.namespace === namespace),
@@ -48,10 +36,10 @@ export class RbacStore {
   }
 
   /** Creates (no `previous`) or replaces an object: a new resourceVersion and a watch event, unless nothing changed. */
-  store(resource: RbacResource, obj: KubeObj, previous?: KubeObj): KubeObj {
-    const { kind, namespaced } = RBAC_KINDS[resource];
+  store(resource: StoredResource, obj: KubeObj, previous?: KubeObj): KubeObj {
+    const { kind, namespaced } = KINDS[resource];
     const ns = namespaced ? (obj.metadata.namespace ?? '') : '';
-    const stored: KubeObj = { ...clone(obj), apiVersion: RBAC_API_VERSION, kind };
+    const stored: KubeObj = { ...clone(obj), apiVersion: apiVersionOf(resource), kind };
     stored.metadata = { ...stored.metadata };
     if (namespaced) stored.metadata.namespace = ns;
     else delete stored.metadata.namespace;
@@ -72,52 +60,45 @@ export class RbacStore {
   }
 
   /** Deletes a stored object; returns it as the DELETED event carries it (with a new resourceVersion). */
-  drop(resource: RbacResource, existing: KubeObj): KubeObj {
+  drop(resource: StoredResource, existing: KubeObj): KubeObj {
     this.objects.delete(keyOf(resource, existing.metadata.namespace ?? '', existing.metadata.name));
     const gone = { ...clone(existing), metadata: { ...existing.metadata, resourceVersion: this.rv.next() } };
     this.watches.record('DELETED', resource, gone);
     return gone;
   }
 
-  /** kube's validation as far as the stand-in models it: a binding names its role, and never changes roleRef. */
-  validate(resource: RbacResource, obj: KubeObj, previous?: KubeObj): void {
-    const { kind } = RBAC_KINDS[resource];
-    const gk = { group: RBAC_GROUP, kind };
-    const name = obj.metadata?.name ?? '';
-    if (resource.endsWith('bindings')) {
-      if (!obj.roleRef?.kind || !obj.roleRef?.name) {
-        throw errors.invalid(gk, name, [
-          { type: 'FieldValueRequired', field: 'roleRef', value: undefined, detail: '' },
-        ]);
-      }
-      if (previous && canonical(previous.roleRef) !== canonical(obj.roleRef)) {
-        throw errors.invalid(gk, name, [
-          { type: 'FieldValueInvalid', field: 'roleRef', value: obj.roleRef, detail: 'cannot change roleRef' },
-        ]);
-      }
-    }
+  /** kube's validation of the kind as far as the stand-in models it: a 422 naming the fields. */
+  validate(resource: StoredResource, obj: KubeObj, previous?: KubeObj): void {
+    const { group, kind, validate } = kindOf(resource);
+    const errs = validate?.(obj, previous) ?? [];
+    if (errs.length) throw errors.invalid({ group, kind }, obj.metadata?.name ?? '', errs);
   }
 
-  /** The test's own write of any RBAC object (its kind picks the resource; namespace "default" when none). */
+  /**
+   * The test's own write of an object of any stored kind (its kind picks the resource; namespace "default" when
+   * none): decoded, defaulted and validated as an API write; created when missing.
+   */
   put(obj: KubeObj): KubeObj {
-    const resource = RESOURCE_OF_KIND[obj.kind ?? ''];
-    if (!resource)
-      throw new Error(`the stand-in stores Role, ClusterRole, RoleBinding and ClusterRoleBinding, not ${obj.kind}`);
-    const ns = RBAC_KINDS[resource].namespaced ? (obj.metadata.namespace ?? 'default') : '';
-    const withNs = { ...obj, metadata: { ...obj.metadata, namespace: ns } };
+    const resource = resourceOfKind(obj.kind);
+    if (!resource) {
+      const kinds = Object.values(KINDS).map((k) => k.kind);
+      throw new Error(`the stand-in stores ${kinds.join(', ')}, not ${obj.kind}`);
+    }
+    const ns = KINDS[resource].namespaced ? (obj.metadata.namespace ?? 'default') : '';
+    const withNs = decode(resource, { ...obj, metadata: { ...obj.metadata, namespace: ns } });
     const previous = this.find(resource, ns, obj.metadata.name);
     this.validate(resource, withNs, previous);
     return clone(this.store(resource, withNs, previous));
   }
 
   /** The test's own lookup: a copy; `namespace` is ignored for cluster-scoped kinds. */
-  get(resource: RbacResource, namespace: string, name: string): KubeObj | undefined {
-    return clone(this.find(resource, RBAC_KINDS[resource].namespaced ? namespace : '', name));
+  get(resource: StoredResource, namespace: string, name: string): KubeObj | undefined {
+    return clone(this.find(resource, KINDS[resource].namespaced ? namespace : '', name));
   }
 
   /** The test's own delete; false when there was nothing to delete. */
-  remove(resource: RbacResource, namespace: string, name: string): boolean {
-    const existing = this.find(resource, RBAC_KINDS[resource].namespaced ? namespace : '', name);
+  remove(resource: StoredResource, namespace: string, name: string): boolean {
+    const existing = this.find(resource, KINDS[resource].namespaced ? namespace : '', name);
     if (existing) this.drop(resource, existing);
     return !!existing;
   }

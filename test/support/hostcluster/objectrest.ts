@@ -1,45 +1,64 @@
 /**
- * The REST verbs of /apis/rbac.authorization.k8s.io/v1/...: create (generateName), get, list and deletecollection
- * (labelSelector, fieldSelector), watch, update (create on update, as RBAC allows), patch (JSON, merge; strategic
- * treated as merge) and delete (uid and resourceVersion preconditions), with kube's Status bodies.
+ * The REST verbs of the stored kinds (kinds.ts) at kube's paths, /apis/rbac.authorization.k8s.io/v1/... and
+ * /api/v1/[namespaces/<ns>/]secrets[/<name>]: create (generateName), get, list and deletecollection
+ * (labelSelector, fieldSelector), watch, update (create on update where the kind allows it: RBAC kinds, not
+ * Secrets), patch (JSON, merge; strategic treated as merge) and delete (uid and resourceVersion preconditions),
+ * with kube's Status bodies. Namespaced kinds are listed and watched across namespaces at the path without one.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { fieldError, GoLiteral } from '../../../src/apimachinery/field.js';
 import { parseFieldSelector } from '../../../src/apimachinery/fields.js';
 import { parseLabelSelector } from '../../../src/apimachinery/labels.js';
 import { applyJsonPatch, applyMergePatch } from '../../../src/apimachinery/patch.js';
 import * as errors from '../../../src/apimachinery/status.js';
 import { reply } from './http.js';
+import { apiVersionOf, decode, KINDS, kindOf, selectableFields, type StoredResource } from './kinds.js';
+import type { ObjectStore } from './objectstore.js';
 import { clone, type KubeObj, type ResourceVersions } from './objects.js';
-import { RBAC_API_VERSION, RBAC_GROUP, RBAC_KINDS, type RbacResource, type RbacStore } from './rbacstore.js';
 import type { WatchHub } from './watch.js';
 
-/** The path of every RBAC request: namespace (absent for cluster-wide), resource, name (absent for collections). */
-export const RBAC_PATH =
-  /^\/apis\/rbac\.authorization\.k8s\.io\/v1\/(?:namespaces\/([^/]+)\/)?(roles|rolebindings|clusterroles|clusterrolebindings)(?:\/([^/]+))?\/?$/;
-
-export interface RbacRestOptions {
-  rv: ResourceVersions;
-  store: RbacStore;
-  watches: WatchHub;
-  /** The test's hook, read at each write: throwing a StatusError refuses a create or update. */
-  onWrite: () => ((obj: KubeObj) => void) | undefined;
+/** A request path of a stored kind: namespace (absent for cluster-wide), resource, name (absent for collections). */
+export interface ObjectPath {
+  resource: StoredResource;
+  namespace?: string;
+  name?: string;
 }
 
-/** Returns the handler of one RBAC request, its path already split by RBAC_PATH. */
-export function rbacRest({ rv, store, watches, onWrite }: RbacRestOptions) {
-  const gr = (resource: string) => ({ group: RBAC_KINDS[resource as RbacResource] ? RBAC_GROUP : '', resource });
+const OBJECT_PATH = /^\/(?:api|apis\/([^/]+))\/v1\/(?:namespaces\/([^/]+)\/)?([^/]+)(?:\/([^/]+))?\/?$/;
 
-  return function rbac(
+/** The stored kind a path names, or undefined (another part serves it, or nothing does). */
+export function matchObjectPath(path: string): ObjectPath | undefined {
+  const m = OBJECT_PATH.exec(path);
+  if (!m) return undefined;
+  const [, group = '', namespace, resource, name] = m;
+  if (!Object.hasOwn(KINDS, resource) || KINDS[resource as StoredResource].group !== group) return undefined;
+  return {
+    resource: resource as StoredResource,
+    namespace: namespace === undefined ? undefined : decodeURIComponent(namespace),
+    name: name === undefined ? undefined : decodeURIComponent(name),
+  };
+}
+
+export interface ObjectRestOptions {
+  rv: ResourceVersions;
+  store: ObjectStore;
+  watches: WatchHub;
+  /** The test's hook for a resource, read at each write: throwing a StatusError refuses a create or update. */
+  onWrite: (resource: StoredResource) => ((obj: KubeObj) => void) | undefined;
+}
+
+/** Returns the handler of one request of a stored kind, its path already split by matchObjectPath. */
+export function objectRest({ rv, store, watches, onWrite }: ObjectRestOptions) {
+  return function objects(
     req: IncomingMessage,
     res: ServerResponse,
     body: any,
-    resource: RbacResource,
-    namespace: string | undefined,
-    name: string | undefined,
+    { resource, namespace, name }: ObjectPath,
     q: URLSearchParams,
   ): void {
-    const { kind, namespaced } = RBAC_KINDS[resource];
+    const { group, kind, namespaced, createOnUpdate, decodeError } = kindOf(resource);
+    const gr = { group, resource };
     // Cluster-scoped kinds have no namespaced path; namespaced kinds are only listed and watched across namespaces.
     if (!namespaced && namespace !== undefined) throw errors.notFoundPath();
     if (namespaced && namespace === undefined && (name !== undefined || req.method !== 'GET'))
@@ -50,23 +69,27 @@ export function rbacRest({ rv, store, watches, onWrite }: RbacRestOptions) {
 
     if (name === undefined) {
       if (method === 'GET' && ['true', '1'].includes(q.get('watch') ?? ''))
-        return watches.serve(req, res, resource, namespace, q, () => store.objectsOf(resource, namespace));
+        return watches.serve(
+          req,
+          res,
+          resource,
+          namespace,
+          q,
+          () => store.objectsOf(resource, namespace),
+          (o) => selectableFields(resource, o),
+        );
       if (method === 'GET' || method === 'DELETE') {
         const labels = parseLabelSelector(q.get('labelSelector'));
         const fields = parseFieldSelector(q.get('fieldSelector'));
         let items = store
           .objectsOf(resource, namespace)
-          .filter(
-            (o) =>
-              labels.matches(o.metadata.labels ?? {}) &&
-              fields.matches({ 'metadata.name': o.metadata.name, 'metadata.namespace': o.metadata.namespace ?? '' }),
-          );
+          .filter((o) => labels.matches(o.metadata.labels ?? {}) && fields.matches(selectableFields(resource, o)));
         if (method === 'DELETE') items = items.map((o) => store.drop(resource, o));
         // Items of a typed list carry no kind/apiVersion, as kube-apiserver sends them.
         const listItems = items.map(({ kind: _k, apiVersion: _a, ...rest }) => rest);
         return reply(res, 200, {
           kind: `${kind}List`,
-          apiVersion: RBAC_API_VERSION,
+          apiVersion: apiVersionOf(resource),
           metadata: { resourceVersion: rv.current() },
           items: listItems,
         });
@@ -80,55 +103,52 @@ export function rbacRest({ rv, store, watches, onWrite }: RbacRestOptions) {
             'the namespace of the provided object does not match the namespace sent on the request',
           );
         }
-        const obj: KubeObj = { ...body, metadata: { ...body.metadata, namespace: ns } };
+        const obj = decode(resource, { ...body, metadata: { ...body.metadata, namespace: ns } });
         if (!obj.metadata.name && obj.metadata.generateName)
           obj.metadata.name = `${obj.metadata.generateName}${randomUUID().slice(0, 5)}`;
         if (!obj.metadata.name) {
-          throw errors.invalid({ group: RBAC_GROUP, kind }, '', [
-            {
-              type: 'FieldValueRequired',
-              field: 'metadata.name',
-              value: undefined,
-              detail: 'name or generateName is required',
-            },
+          throw errors.invalid({ group, kind }, '', [
+            fieldError.required('metadata.name', 'name or generateName is required'),
           ]);
         }
-        if (store.find(resource, ns, obj.metadata.name)) throw errors.alreadyExists(gr(resource), obj.metadata.name);
+        if (store.find(resource, ns, obj.metadata.name)) throw errors.alreadyExists(gr, obj.metadata.name);
         delete obj.metadata.resourceVersion;
-        onWrite()?.(obj);
+        onWrite(resource)?.(obj);
         store.validate(resource, obj);
         return reply(res, 201, store.store(resource, obj));
       }
-      throw errors.methodNotSupported(gr(resource), method.toLowerCase());
+      throw errors.methodNotSupported(gr, method.toLowerCase());
     }
 
     if (method === 'GET') {
-      if (!existing) throw errors.notFound(gr(resource), name);
+      if (!existing) throw errors.notFound(gr, name);
       return reply(res, 200, existing);
     }
     if (method === 'PUT') {
       if (!body?.metadata) throw errors.badRequest('the body must be an object with metadata');
-      if (body.metadata.name !== name)
+      const decoded = decode(resource, body);
+      if (decoded.metadata.name !== name)
         throw errors.badRequest(
-          `the name of the object (${body.metadata.name}) does not match the name on the URL (${name})`,
+          `the name of the object (${decoded.metadata.name}) does not match the name on the URL (${name})`,
         );
-      if (namespaced && body.metadata.namespace && body.metadata.namespace !== ns) {
+      if (namespaced && decoded.metadata.namespace && decoded.metadata.namespace !== ns) {
         throw errors.badRequest(
           'the namespace of the provided object does not match the namespace sent on the request',
         );
       }
-      const wanted = body.metadata.resourceVersion;
+      // A kind without create on update (Secrets) answers 404 for a missing object, whatever resourceVersion.
+      if (!existing && !createOnUpdate) throw errors.notFound(gr, name);
+      const wanted = decoded.metadata.resourceVersion;
       if (existing && wanted && wanted !== existing.metadata.resourceVersion)
-        throw errors.conflict(gr(resource), name, errors.OBJECT_MODIFIED);
-      if (!existing && wanted) throw errors.notFound(gr(resource), name);
-      const obj: KubeObj = { ...body, metadata: { ...body.metadata, namespace: ns } };
-      onWrite()?.(obj);
+        throw errors.conflict(gr, name, errors.OBJECT_MODIFIED);
+      if (!existing && wanted) throw errors.notFound(gr, name);
+      const obj: KubeObj = { ...decoded, metadata: { ...decoded.metadata, namespace: ns } };
+      onWrite(resource)?.(obj);
       store.validate(resource, obj, existing);
-      // RBAC kinds may be created by PUT (AllowCreateOnUpdate).
       return reply(res, existing ? 200 : 201, store.store(resource, obj, existing));
     }
     if (method === 'PATCH') {
-      if (!existing) throw errors.notFound(gr(resource), name);
+      if (!existing) throw errors.notFound(gr, name);
       const type = (req.headers['content-type'] ?? '').split(';')[0].trim();
       let patched: any;
       if (type === 'application/json-patch+json') patched = applyJsonPatch(clone(existing), body);
@@ -141,25 +161,33 @@ export function rbacRest({ rv, store, watches, onWrite }: RbacRestOptions) {
           'application/strategic-merge-patch+json',
         ]);
       if (patched?.metadata?.name !== name) throw errors.badRequest('the patch may not change the name');
+      // kube cannot decode what the patch made: a 422 on `patch`, whose value (kube's: the patched object) the
+      // stand-in leaves out, as it would hold secret data.
+      const why = decodeError?.(patched);
+      if (why) {
+        const value = new GoLiteral('"<the patched object>"');
+        throw errors.invalid({ group: '', kind: '' }, '', [fieldError.invalid('patch', value, why)]);
+      }
+      patched = decode(resource, patched);
       const wanted = patched.metadata.resourceVersion;
       if (wanted && wanted !== existing.metadata.resourceVersion)
-        throw errors.conflict(gr(resource), name, errors.OBJECT_MODIFIED);
+        throw errors.conflict(gr, name, errors.OBJECT_MODIFIED);
       store.validate(resource, patched, existing);
       return reply(res, 200, store.store(resource, patched, existing));
     }
     if (method === 'DELETE') {
-      if (!existing) throw errors.notFound(gr(resource), name);
+      if (!existing) throw errors.notFound(gr, name);
       const pre = body?.preconditions ?? {};
       if (pre.uid && pre.uid !== existing.metadata.uid) {
         throw errors.conflict(
-          gr(resource),
+          gr,
           name,
           `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${existing.metadata.uid}`,
         );
       }
       if (pre.resourceVersion && pre.resourceVersion !== existing.metadata.resourceVersion) {
         throw errors.conflict(
-          gr(resource),
+          gr,
           name,
           `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${existing.metadata.resourceVersion}`,
         );
@@ -168,9 +196,9 @@ export function rbacRest({ rv, store, watches, onWrite }: RbacRestOptions) {
       return reply(
         res,
         200,
-        errors.successStatus({ name, group: RBAC_GROUP, kind: resource, uid: existing.metadata.uid }),
+        errors.successStatus({ name, ...(group && { group }), kind: resource, uid: existing.metadata.uid }),
       );
     }
-    throw errors.methodNotSupported(gr(resource), method.toLowerCase());
+    throw errors.methodNotSupported(gr, method.toLowerCase());
   };
 }
