@@ -51,6 +51,9 @@ beforeAll(async () => {
   kc = new KubeConfig();
   kc.loadFromString(host.kubeconfigText());
   api = kc.makeApiClient(CoreV1Api);
+  // A create needs its namespace (kube's NamespaceLifecycle, which the stand-in models for Secrets).
+  for (const ns of ['app-a', 'hooked', 'list-a', 'list-b', 'refuse', 'seed', 'watch-a', 'watch-b', 'watch-c'])
+    host.addNamespace(ns);
 });
 afterAll(async () => {
   await host?.stop();
@@ -80,6 +83,17 @@ async function watch(path: string, query: Record<string, string> = {}) {
 }
 
 describe('Secrets through client-node', () => {
+  test('a create in a namespace that does not exist is 404, one that is terminating 403', async () => {
+    expect(
+      (await failure(api.createNamespacedSecret({ namespace: 'nowhere', body: secret('nowhere', 'x') }))).code,
+    ).toBe(404);
+    host.addNamespace('leaving');
+    host.terminateNamespace('leaving');
+    expect(
+      (await failure(api.createNamespacedSecret({ namespace: 'leaving', body: secret('leaving', 'x') }))).code,
+    ).toBe(403);
+  });
+
   test('create defaults the type to Opaque, merges stringData into data, and get and the host see it', async () => {
     const created = await api.createNamespacedSecret({
       namespace: 'app-a',

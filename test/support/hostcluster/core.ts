@@ -42,6 +42,18 @@ export class CoreObjects {
     this.watches.record(previous ? 'MODIFIED' : 'ADDED', 'namespaces', namespace, previous);
   }
 
+  /** kube's NamespaceLifecycle admission for a create in `name`: 404 when it does not exist, 403 while it terminates. */
+  admitCreateIn(name: string): void {
+    const namespace = this.namespaces.get(name);
+    if (!namespace) throw errors.notFound({ group: '', resource: 'namespaces' }, name);
+    if (namespace.metadata.deletionTimestamp)
+      throw errors.forbidden(
+        undefined,
+        '',
+        `unable to create new content in namespace ${name} because it is being terminated`,
+      );
+  }
+
   /** As a DELETE of the namespace does first: deletionTimestamp set, phase Terminating. */
   terminateNamespace(name: string): void {
     const previous = this.namespaces.get(name);

@@ -46,10 +46,12 @@ export interface ObjectRestOptions {
   watches: WatchHub;
   /** The test's hook for a resource, read at each write: throwing a StatusError refuses a create or update. */
   onWrite: (resource: StoredResource) => ((obj: KubeObj) => void) | undefined;
+  /** kube's NamespaceLifecycle for a create: throws when the namespace cannot take new objects of the resource. */
+  admitCreate?: (resource: StoredResource, namespace: string) => void;
 }
 
 /** Returns the handler of one request of a stored kind, its path already split by matchObjectPath. */
-export function objectRest({ rv, store, watches, onWrite }: ObjectRestOptions) {
+export function objectRest({ rv, store, watches, onWrite, admitCreate }: ObjectRestOptions) {
   return function objects(
     req: IncomingMessage,
     res: ServerResponse,
@@ -111,6 +113,7 @@ export function objectRest({ rv, store, watches, onWrite }: ObjectRestOptions) {
             fieldError.required('metadata.name', 'name or generateName is required'),
           ]);
         }
+        if (namespaced) admitCreate?.(resource, ns);
         if (store.find(resource, ns, obj.metadata.name)) throw errors.alreadyExists(gr, obj.metadata.name);
         delete obj.metadata.resourceVersion;
         onWrite(resource)?.(obj);
