@@ -58,6 +58,8 @@ export interface Config {
   accessResyncPeriodMs: number;
   /** How often every Cluster's connection is checked (and its Secret read again); 0: never (no status is written). */
   clusterHealthIntervalMs: number;
+  /** With a host cluster: each ProjectSecret kept as a Secret in its project namespace there. */
+  projectSecretDelivery: boolean;
   /** Where a Cluster's config Secret is looked for when its spec.config.secretNamespace is empty. */
   clusterSecretNamespace: string;
   /** The `iss` of direct cluster endpoint tokens and the issuer of the OpenID discovery; unset: this server's URL. */
@@ -336,6 +338,12 @@ export const FLAGS: FlagSpec[] = [
       (c.accessResyncPeriodMs = atLeast('access-resync-period', duration('access-resync-period', v), 1000)),
   },
   {
+    name: 'project-secret-delivery',
+    arg: 'bool',
+    help: 'With a host cluster: keep each ProjectSecret as a Secret of the same name in its project namespace there, for workloads to mount (needs get, list, watch, create, update and delete on Secrets in the host; the chart grants them with projectSecrets.delivery). false: ProjectSecrets stay in this API only (default true).',
+    apply: (c, v) => (c.projectSecretDelivery = bool('project-secret-delivery', v)),
+  },
+  {
     name: 'cluster-health-interval',
     arg: 'duration',
     help: "How often every Cluster is checked: its config Secret read again, then GET /version and the kube-system Namespace's uid on the cluster, each request bounded by the smaller of 5s and this; status.phase, reason, message and online say the outcome. A Cluster is also checked when it changes. 0: no checks, and no status is written (default 30s).",
@@ -580,6 +588,7 @@ export function defaultConfig(): Config {
     leaderElectLeaseDurationMs: 10_000,
     accessResyncPeriodMs: 5 * 60_000,
     clusterHealthIntervalMs: 30_000,
+    projectSecretDelivery: true,
     clusterSecretNamespace: 'default',
     tokenMaxTtlMs: 24 * 3600_000,
     tokenSigningKeyRotationPeriodMs: 7 * 24 * 3600_000,

@@ -21,6 +21,7 @@ import type { Config } from './config.js';
 import { GarbageCollector } from './controllers/garbagecollector.js';
 import { AccessSync } from './controllers/accesssync.js';
 import { ClusterHealth } from './controllers/clusterhealth.js';
+import { ProjectSecretDelivery } from './controllers/projectsecretdelivery.js';
 import { ProjectSecretSync } from './controllers/projectsecretsync.js';
 import { ClusterConnections, ClusterNotReadyError } from './clusters/connections.js';
 import { ClusterConnector } from './clusters/connector.js';
@@ -399,6 +400,16 @@ function serverControllers(
           workQueueMetrics,
         }).run(signal),
     });
+    if (config.projectSecretDelivery)
+      controllers.push({
+        name: 'projectsecret-delivery',
+        run: (signal) =>
+          new ProjectSecretDelivery(registry, host, {
+            log: info,
+            resyncIntervalMs: config.accessResyncPeriodMs,
+            workQueueMetrics,
+          }).run(signal),
+      });
   }
   return controllers;
 }

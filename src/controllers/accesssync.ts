@@ -22,7 +22,6 @@
 import { jsonEqual } from '../apimachinery/equality.js';
 import { GROUP_NAME } from '../apimachinery/group.js';
 import { isStatusError } from '../apimachinery/status.js';
-import { nowRFC3339 } from '../apimachinery/time.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import {
   desiredRbac,
@@ -38,6 +37,7 @@ import { RBAC_KINDS, type HostRbac } from '../host/rbac.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
 import { every, sleep } from './sleep.js';
+import { setCondition, type Outcome } from './conditions.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
 
@@ -65,15 +65,6 @@ interface Source {
   store: Store;
   namespace?: string;
   name: string;
-}
-
-interface Condition {
-  type: string;
-  status: 'True' | 'False' | 'Unknown';
-  reason: string;
-  message: string;
-  observedGeneration?: number;
-  lastTransitionTime: string;
 }
 
 const objectKey = (o: RbacObject) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
@@ -131,7 +122,21 @@ export class AccessSync {
     signal.addEventListener('abort', () => this.queue.shutdown(), { once: true });
     this.log('access sync: started', { objects: this.sources.size });
     try {
-      await Promise.all(Array.from({ length: this.workers }, () => this.worker()));
+      await this.queue.work(
+        this.workers,
+        (uid) => this.reconcile(uid),
+        (uid, err, delayMs) => {
+          if (hostUnavailable(err)) this.noteHostDown(err);
+          const src = this.sources.get(uid);
+          this.log('access sync: will retry', {
+            kind: src?.store.def.kind,
+            namespace: src?.namespace,
+            name: src?.name,
+            error: String((err as Error).message ?? err),
+            delayMs,
+          });
+        },
+      );
     } finally {
       await Promise.all([...watches.map((w) => w.done), ...hostWatches]);
     }
@@ -152,30 +157,6 @@ export class AccessSync {
     for (const uid of this.sources.keys()) this.queue.add(uid);
     // Generated objects whose source is not known: swept by their reconcile.
     for (const uid of this.generated.keys()) this.queue.add(uid);
-  }
-
-  private async worker(): Promise<void> {
-    for (;;) {
-      const uid = await this.queue.get();
-      if (uid === undefined) return;
-      try {
-        await this.reconcile(uid);
-        this.queue.forget(uid);
-      } catch (err) {
-        if (hostUnavailable(err)) this.noteHostDown(err);
-        const delayMs = this.queue.retry(uid);
-        const src = this.sources.get(uid);
-        this.log('access sync: will retry', {
-          kind: src?.store.def.kind,
-          namespace: src?.namespace,
-          name: src?.name,
-          error: String((err as Error).message ?? err),
-          delayMs,
-        });
-      } finally {
-        this.queue.done(uid);
-      }
-    }
   }
 
   // ---- one object ----
@@ -327,24 +308,10 @@ export class AccessSync {
   }
 
   /** Sets the AccessSynced condition; its lastTransitionTime moves only when its status does. */
-  private async setCondition(
-    src: Source,
-    uid: string,
-    read: KubeObject,
-    c: Pick<Condition, 'status' | 'reason' | 'message'>,
-  ): Promise<void> {
+  private async setCondition(src: Source, uid: string, read: KubeObject, c: Outcome): Promise<void> {
     try {
       await this.updateIfSame(src, uid, 'status', (obj) => {
-        const status = (obj.status ?? {}) as { conditions?: Condition[] };
-        const conditions = status.conditions ?? [];
-        const old = conditions.find((x) => x.type === ACCESS_SYNCED);
-        const next: Condition = {
-          type: ACCESS_SYNCED,
-          ...c,
-          observedGeneration: read.metadata.generation,
-          lastTransitionTime: old && old.status === c.status ? old.lastTransitionTime : nowRFC3339(),
-        };
-        obj.status = { ...status, conditions: [...conditions.filter((x) => x.type !== ACCESS_SYNCED), next] };
+        setCondition(obj, ACCESS_SYNCED, c, read);
         return obj;
       });
     } catch (err) {

@@ -99,7 +99,13 @@ export class ClusterHealth {
     signal.addEventListener('abort', () => this.queue.shutdown(), { once: true });
     this.log('cluster health: started', { clusters: this.known.size, intervalMs: this.opts.intervalMs });
     try {
-      await Promise.all(Array.from({ length: this.workers }, () => this.worker()));
+      await this.queue.work(
+        this.workers,
+        (name) => this.check(name),
+        // Only writing the status can fail here (a check's failures are its result): etcd, most likely.
+        (name, err, delayMs) =>
+          this.log('cluster health: could not write the status, will retry', { name, error: String(err), delayMs }),
+      );
     } finally {
       await watch.done;
     }
@@ -130,23 +136,6 @@ export class ClusterHealth {
   /** The other Clusters that reached `kubeSystemUid`: who is the duplicate may have changed. */
   private recheckSharing(kubeSystemUid: string, except: string): void {
     for (const [name, k] of this.known) if (name !== except && k.kubeSystemUid === kubeSystemUid) this.queue.add(name);
-  }
-
-  private async worker(): Promise<void> {
-    for (;;) {
-      const name = await this.queue.get();
-      if (name === undefined) return;
-      try {
-        await this.check(name);
-        this.queue.forget(name);
-      } catch (err) {
-        // Only writing the status can fail here (a check's failures are its result): etcd, most likely.
-        const delayMs = this.queue.retry(name);
-        this.log('cluster health: could not write the status, will retry', { name, error: String(err), delayMs });
-      } finally {
-        this.queue.done(name);
-      }
-    }
   }
 
   private async check(name: string): Promise<void> {

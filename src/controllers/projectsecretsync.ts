@@ -22,18 +22,17 @@ import { jsonEqual } from '../apimachinery/equality.js';
 import type { Authorizer } from '../apimachinery/authorizer.js';
 import { GROUP_NAME } from '../apimachinery/group.js';
 import { isStatusError } from '../apimachinery/status.js';
-import { nowRFC3339 } from '../apimachinery/time.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { ownerIdentity } from '../access/model.js';
 import { getSharedSecret, sharedSecretRef, SYNCED, type SharedSecretRef } from '../registry/kinds/projectsecret.js';
+import { PROJECT_SECRETS } from '../registry/kinds/sharedsecret.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
+import { conditionOf, dropCondition, getIfExists, setCondition, writeStatus, type Outcome } from './conditions.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
 import { every } from './sleep.js';
 
-/** The condition on a SharedSecret counting the ProjectSecrets that name it. */
-export const PROJECT_SECRETS = 'ProjectSecrets';
 const FIELD_MANAGER = 'projectsecret-sync';
 const VERSION = 'v1';
 const ACCESS_SYNCED = 'AccessSynced';
@@ -46,17 +45,6 @@ export interface ProjectSecretSyncOptions {
   workers?: number;
   workQueueMetrics?: WorkQueueMetrics;
 }
-
-interface Condition {
-  type: string;
-  status: 'True' | 'False';
-  reason: string;
-  message: string;
-  observedGeneration?: number;
-  lastTransitionTime: string;
-}
-
-type Outcome = Pick<Condition, 'status' | 'reason' | 'message'>;
 
 /** What the watch last showed of a ProjectSecret. */
 interface TrackedProjectSecret {
@@ -142,7 +130,20 @@ export class ProjectSecretSync {
     signal.addEventListener('abort', () => this.queue.shutdown(), { once: true });
     this.log('projectsecret sync: started', { projectSecrets: this.tracked.size });
     try {
-      await Promise.all(Array.from({ length: this.workers }, () => this.worker()));
+      await this.queue.work(
+        this.workers,
+        (item) =>
+          item.startsWith(PROJECT_SECRET)
+            ? this.syncProjectSecret(item.slice(PROJECT_SECRET.length))
+            : this.countProjectSecrets(item.slice(SHARED_SECRET.length)),
+        // Storage or the authorizers failing: tried again later, never in a tight loop.
+        (item, err, delayMs) =>
+          this.log('projectsecret sync: will retry', {
+            object: item,
+            error: String((err as Error).message ?? err),
+            delayMs,
+          }),
+      );
     } finally {
       await Promise.all(watches.map((w) => w.done));
     }
@@ -208,28 +209,6 @@ export class ProjectSecretSync {
     for (const key of this.sources.keys()) this.queue.add(SHARED_SECRET + key);
   }
 
-  private async worker(): Promise<void> {
-    for (;;) {
-      const item = await this.queue.get();
-      if (item === undefined) return;
-      try {
-        if (item.startsWith(PROJECT_SECRET)) await this.syncProjectSecret(item.slice(PROJECT_SECRET.length));
-        else await this.countProjectSecrets(item.slice(SHARED_SECRET.length));
-        this.queue.forget(item);
-      } catch (err) {
-        // Storage or the authorizers failing: tried again later, never in a tight loop.
-        const delayMs = this.queue.retry(item);
-        this.log('projectsecret sync: will retry', {
-          object: item,
-          error: String((err as Error).message ?? err),
-          delayMs,
-        });
-      } finally {
-        this.queue.done(item);
-      }
-    }
-  }
-
   // ---- one ProjectSecret ----
 
   private async syncProjectSecret(key: string): Promise<void> {
@@ -239,7 +218,8 @@ export class ProjectSecretSync {
     const ref = sharedSecretRef(obj);
     if (!ref) {
       // The reference was removed: what data there is now is the client's, and nothing is synced.
-      if (conditionOf(obj, SYNCED)) await this.writeStatus(this.projectSecrets, obj, (o) => dropCondition(o, SYNCED));
+      if (conditionOf(obj, SYNCED))
+        await writeStatus(this.projectSecrets, obj, (o) => dropCondition(o, SYNCED), FIELD_MANAGER);
       return;
     }
     const { data, outcome } = await this.desired(obj, ref);
@@ -256,7 +236,7 @@ export class ProjectSecretSync {
         reason: outcome.reason,
       });
     }
-    await this.writeStatus(this.projectSecrets, current, (o) => setCondition(o, SYNCED, outcome, current));
+    await writeStatus(this.projectSecrets, current, (o) => setCondition(o, SYNCED, outcome, current), FIELD_MANAGER);
   }
 
   /** The data the ProjectSecret should hold now, and why. */
@@ -370,73 +350,17 @@ export class ProjectSecretSync {
           message: `${naming} ProjectSecret(s) name this SharedSecret in spec.sharedSecretRef, ${holding} of them hold its data now; deleting it removes the data from them`,
         }
       : { status: 'False', reason: 'NotReferenced', message: 'no ProjectSecret names this SharedSecret' };
-    await this.writeStatus(this.sharedSecrets, source, (o) => setCondition(o, PROJECT_SECRETS, outcome, source));
+    await writeStatus(
+      this.sharedSecrets,
+      source,
+      (o) => setCondition(o, PROJECT_SECRETS, outcome, source),
+      FIELD_MANAGER,
+    );
   }
-
-  // ---- writing status ----
-
-  /** Applies `change` to the stored object's status when it is still `read`'s object, and writes only a change. */
-  private async writeStatus(store: Store, read: KubeObject, change: (obj: KubeObject) => void): Promise<void> {
-    const probe = structuredClone(read);
-    change(probe);
-    if (jsonEqual(probe.status ?? {}, read.status ?? {})) return;
-    try {
-      await store.update(
-        read.metadata.namespace,
-        read.metadata.name!,
-        {
-          patch: (obj) => {
-            if (obj.metadata.uid !== read.metadata.uid) throw new StaleObject();
-            change(obj);
-            return obj;
-          },
-        },
-        'status',
-        { fieldManager: FIELD_MANAGER },
-      );
-    } catch (err) {
-      if (err instanceof StaleObject || isStatusError(err, 'NotFound')) return;
-      throw err;
-    }
-  }
-}
-
-function conditionOf(obj: KubeObject, type: string): Condition | undefined {
-  const conditions = obj.status?.conditions;
-  return Array.isArray(conditions) ? (conditions as Condition[]).find((c) => c?.type === type) : undefined;
-}
-
-/** Sets a condition; its lastTransitionTime moves only when its status does. */
-function setCondition(obj: KubeObject, type: string, outcome: Outcome, read: KubeObject): void {
-  const old = conditionOf(obj, type);
-  const next: Condition = {
-    type,
-    ...outcome,
-    observedGeneration: read.metadata.generation,
-    lastTransitionTime: old && old.status === outcome.status ? old.lastTransitionTime : nowRFC3339(),
-  };
-  if (old && jsonEqual(old, next)) return;
-  dropCondition(obj, type);
-  obj.status = { ...obj.status, conditions: [...(obj.status?.conditions ?? []), next] };
-}
-
-function dropCondition(obj: KubeObject, type: string): void {
-  const conditions = obj.status?.conditions;
-  if (!Array.isArray(conditions)) return;
-  obj.status = { ...obj.status, conditions: conditions.filter((c: Condition) => c?.type !== type) };
 }
 
 function describeOwner(owner: { user?: string; team?: string } | undefined): string {
   if (owner?.user) return `user ${JSON.stringify(owner.user)}`;
   if (owner?.team) return `team ${JSON.stringify(owner.team)}`;
   return 'none';
-}
-
-async function getIfExists(store: Store, namespace: string, name: string): Promise<KubeObject | undefined> {
-  try {
-    return await store.get(namespace, name);
-  } catch (err) {
-    if (isStatusError(err, 'NotFound')) return undefined;
-    throw err;
-  }
 }

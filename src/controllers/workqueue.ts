@@ -114,6 +114,32 @@ export class WorkQueue {
     this.failures.clear();
   }
 
+  /**
+   * Runs `workers` loops until shutdown, each taking a key and handing it to `handle`: a key that succeeds is
+   * forgotten, one that throws comes back after its delay (`failed` is told, to log it).
+   */
+  async work(
+    workers: number,
+    handle: (key: string) => Promise<void>,
+    failed: (key: string, err: unknown, delayMs: number) => void,
+  ): Promise<void> {
+    const loop = async () => {
+      for (;;) {
+        const key = await this.get();
+        if (key === undefined) return;
+        try {
+          await handle(key);
+          this.forget(key);
+        } catch (err) {
+          failed(key, err, this.retry(key));
+        } finally {
+          this.done(key);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: workers }, loop));
+  }
+
   shutdown(): void {
     this.shutDown = true;
     this.untrack?.();

@@ -20,6 +20,8 @@ export interface HostInformerOptions {
   what: string;
   /** The collection's path (e.g. /api/v1/namespaces). */
   path: string;
+  /** Only the objects with these labels (kube's label selector syntax). */
+  labelSelector?: string;
   log?: (msg: string, fields?: Record<string, unknown>) => void;
   /** Longest wait between two tries after failures (default 5 s). */
   maxBackoffMs?: number;
@@ -29,6 +31,7 @@ export class HostInformer<T extends HostObject> {
   private cache?: { get(name: string, namespace?: string): T | undefined; list(): ReadonlyArray<T> };
   private synced = false;
   private readonly syncWaiters: (() => void)[] = [];
+  private readonly changeHandlers: ((obj: T) => void)[] = [];
   private readonly log: NonNullable<HostInformerOptions['log']>;
 
   constructor(
@@ -46,6 +49,11 @@ export class HostInformer<T extends HostObject> {
 
   list(): T[] {
     return [...(this.cache?.list() ?? [])];
+  }
+
+  /** Calls `handler` with each object added, changed or deleted (a deleted one as last seen), from now on. */
+  onChange(handler: (obj: T) => void): void {
+    this.changeHandlers.push(handler);
   }
 
   /** Whether the first list has been read. */
@@ -67,7 +75,7 @@ export class HostInformer<T extends HostObject> {
 
   /** Lists and watches until `signal` aborts. */
   async run(signal: AbortSignal): Promise<void> {
-    const { what, path } = this.opts;
+    const { what, path, labelSelector } = this.opts;
     const maxBackoff = this.opts.maxBackoffMs ?? 5000;
     let backoff = 200;
     // ListWatch's Watch: HostCluster's; it first watches once the list is in its cache.
@@ -84,7 +92,7 @@ export class HostInformer<T extends HostObject> {
         const handle = await this.host.watch(
           `watch ${what}`,
           watchPath,
-          { ...query, allowWatchBookmarks: 'true' },
+          { ...query, labelSelector, allowWatchBookmarks: 'true' },
           ({ type, object }) => {
             backoff = 200;
             callback(type, object);
@@ -94,11 +102,13 @@ export class HostInformer<T extends HostObject> {
         return { abort: () => handle.stop() };
       },
     } as unknown as Watch;
-    const list = () => this.host.request<KubernetesListObject<T>>(`list ${what}`, 'GET', path);
+    const list = () =>
+      this.host.request<KubernetesListObject<T>>(`list ${what}`, 'GET', path, { query: { labelSelector } });
     const listWatch = new (kubeClient().ListWatch)<T>(path, watch, list, false, undefined, undefined, {
       delayFn: (ms) => sleep(ms, signal),
     });
     this.cache = listWatch;
+    for (const handler of this.changeHandlers) listWatch.on('change', handler);
     listWatch.on('error', (err) => {
       if (signal.aborted) return;
       this.log('host watch failed, retrying', { resource: what, error: String(err) });

@@ -139,13 +139,9 @@ export async function handleResource(
     }
     case 'deletecollection': {
       if (def.namespaced && !namespace) throw notSupported();
-      const opts = { ...deleteOptionsOf(req, query), ...caller };
-      return writeObject(
-        res,
-        200,
-        shape.list(await store.deleteCollection(namespace, parseListQuery(query), opts)),
-        encoding,
-      );
+      const opts = { ...deleteOptionsOf(req, query), ...caller, warnings: [] as string[] };
+      const deleted = await store.deleteCollection(namespace, parseListQuery(query), opts);
+      return writeObject(withWarnings(res, opts.warnings), 200, shape.list(deleted), encoding);
     }
     case 'delete': {
       if (subresource) throw notSupported();
@@ -218,8 +214,9 @@ async function deleteObject(
   caller: Pick<DeleteOptions, 'user'>,
   writeRemaining: (obj: KubeObject, status: number) => void,
 ): Promise<void> {
-  const opts = deleteOptionsOf(req, query);
+  const opts = { ...deleteOptionsOf(req, query), warnings: [] as string[] };
   const result = await store.delete(namespace, name, { ...opts, ...caller });
+  withWarnings(res, opts.warnings);
   // An object kept by its finalizers is answered as it now is; a removed one with a Success Status. kube says
   // 202 Accepted instead of 200 only to the deprecated orphanDependents=false (to keep older clients working).
   if (!result.deleted) return writeRemaining(result.object, opts.orphanDependents === false ? 202 : 200);

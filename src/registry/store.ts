@@ -365,12 +365,14 @@ export class Store {
    */
   async delete(namespace: string | undefined, name: string, opts: DeleteOptions = {}): Promise<DeleteResult> {
     const key = this.key(namespace, name);
+    let warnings: string[] = [];
     const res = await this.storageCall('delete', name, () =>
       this.storage.guaranteedUpdate<KubeObject>(
         key,
         async (obj) => {
           this.checkDeletePreconditions(obj, opts);
           await this.validateAdmission(await this.admit('DELETE', namespace, name, '', undefined, obj, opts));
+          warnings = obj.metadata.deletionTimestamp ? [] : (this.strategy.warningsOnDelete?.(obj) ?? []);
           return markDeleting(obj, opts);
         },
         {
@@ -381,6 +383,7 @@ export class Store {
         },
       ),
     );
+    opts.warnings?.push(...warnings);
     return { deleted: res.deleted, object: this.toClient(res.object) };
   }
 

@@ -123,6 +123,8 @@ export interface Strategy {
   warningsOnCreate?(obj: KubeObject): string[];
   /** The same for a valid update of the main resource. */
   warningsOnUpdate?(obj: KubeObject, old: KubeObject): string[];
+  /** The same for a delete, from the object as stored: what the deletion does beyond the object itself. */
+  warningsOnDelete?(obj: KubeObject): string[];
   /** Extra Table columns, merged into the CRD's printer columns (see http/table.ts). */
   printerColumns?: readonly ComputedPrinterColumn[];
   /**

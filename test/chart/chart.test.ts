@@ -692,6 +692,26 @@ describe('RBAC', () => {
     ]);
   });
 
+  test('rbac.projectSecretDelivery: off by default (the server told so); on, Secrets cluster-wide for the delivery', async () => {
+    const off = await template([]);
+    expect(off.deployment.spec.template.spec.containers[0].args).toContain('--project-secret-delivery=false');
+    expect(off.all('ClusterRole').map((c) => c.metadata.name)).not.toContain(`${FULLNAME}:project-secrets`);
+    const on = await template(['--set', 'rbac.projectSecretDelivery=true']);
+    expect(on.deployment.spec.template.spec.containers[0].args).toContain('--project-secret-delivery=true');
+    const name = `${FULLNAME}:project-secrets`;
+    expect(on.get('ClusterRole', name).rules).toEqual([
+      { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'] },
+    ]);
+    expect(
+      on
+        .all('ClusterRoleBinding')
+        .filter((b) => b.roleRef.name === name)
+        .map((b) => [b.roleRef, b.subjects]),
+    ).toEqual([[{ apiGroup: RBAC, kind: 'ClusterRole', name }, subjects]]);
+    const problems = (await Promise.all(on.docs.map((d) => modelProblems(d)))).flat();
+    expect(problems).toEqual([]);
+  });
+
   test('rbac.clusterSecrets: get on exactly those Secrets, by name, in each namespace (empty: the release namespace)', async () => {
     const r = await template([
       '--set-json',

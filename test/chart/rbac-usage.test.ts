@@ -136,6 +136,10 @@ function allowed(grants: Array<{ namespace?: string; rules: Rule[] }>, req: Requ
 
 const key = (r: Request) => `${r.verb} ${r.group || 'core'}/${r.resource}`;
 
+/** The ProjectSecret delivery's requests: Secrets across all namespaces, or in a project namespace. */
+const byDelivery = (r: Request) =>
+  r.resource === 'secrets' && (r.namespace === undefined || r.namespace.startsWith('p-'));
+
 let host: HostClusterStandIn;
 let vcluster: HostClusterStandIn;
 let ts: Awaited<ReturnType<typeof startTestServerWithUsers<'root'>>>;
@@ -179,6 +183,7 @@ beforeAll(async () => {
       leaderElectLeaseDurationMs: 2000,
       clusterHealthIntervalMs: 1000,
       clusterSecretNamespace: NS,
+      projectSecretDelivery: true,
     },
   );
   root = ts.as.root;
@@ -300,6 +305,36 @@ beforeAll(async () => {
     30_000,
   );
 
+  // The ProjectSecret delivery: an informer on the Secrets it labels (list, watch), each Secret read before it is
+  // written, created, put back after an edit by hand (update), deleted with its ProjectSecret.
+  const project = uniq('usage');
+  host.addNamespace(`p-${project}`);
+  expect(
+    (
+      await root.post(`${GROUP_PATH}/projects`, {
+        apiVersion: API_VERSION,
+        kind: 'Project',
+        metadata: { name: project },
+      })
+    ).status,
+  ).toBe(201);
+  const projectSecret = `${GROUP_PATH}/namespaces/p-${project}/projectsecrets/db`;
+  expect(
+    (
+      await root.post(`${GROUP_PATH}/namespaces/p-${project}/projectsecrets`, {
+        apiVersion: API_VERSION,
+        kind: 'ProjectSecret',
+        metadata: { name: 'db' },
+        spec: { data: { password: Buffer.from('pw').toString('base64') } },
+      })
+    ).status,
+  ).toBe(201);
+  await waitFor('the Secret of the ProjectSecret', () => !!host.get('secrets', `p-${project}`, 'db'), 20_000);
+  host.put({ ...host.get('secrets', `p-${project}`, 'db')!, data: {} });
+  await waitFor('the Secret to be put back', () => !!host.get('secrets', `p-${project}`, 'db')?.data?.password, 20_000);
+  expect((await root.delete(projectSecret)).status).toBe(200);
+  await waitFor('the Secret to be deleted', () => !host.get('secrets', `p-${project}`, 'db'), 20_000);
+
   used = host.requests.flatMap(requestsOf);
 }, 180_000);
 
@@ -316,13 +351,17 @@ describe("the chart's RBAC allows every request the server makes, and grants no 
       'the virtual clusters’ namespaces listed',
       [...CLUSTER_SECRETS, '--set', `rbac.virtualClusterNamespaces={${VC_NAMESPACE}}`],
     ],
+    ['the ProjectSecrets delivered', [...CLUSTER_SECRETS, '--set', 'rbac.projectSecretDelivery=true']],
   ])('%s', async (_, args) => {
     const grants = await grantsOfChart(args);
+    // Without rbac.projectSecretDelivery the chart turns the delivery off (--project-secret-delivery=false).
+    const delivering = args.includes('rbac.projectSecretDelivery=true');
+    const made = delivering ? used : used.filter((r) => !byDelivery(r));
     expect(
-      used.filter((r) => !allowed(grants, r)).map((r) => `${key(r)} ${r.namespace ?? ''}/${r.name ?? ''}`),
+      made.filter((r) => !allowed(grants, r)).map((r) => `${key(r)} ${r.namespace ?? ''}/${r.name ?? ''}`),
     ).toEqual([]);
 
-    const usedKeys = new Set(used.map(key));
+    const usedKeys = new Set(made.map(key));
     // The chart's own rules, except those the server holds only so that RBAC lets it grant them (escalation).
     const granted = grants
       .flatMap((g) => g.rules)
@@ -335,16 +374,16 @@ describe("the chart's RBAC allows every request the server makes, and grants no 
     expect(granted.filter((k) => !usedKeys.has(k))).toEqual([]);
   });
 
-  test('the server only reads Secrets, one by name, and writes nothing but RBAC objects and reviews', () => {
+  test('but for the delivery, the server only reads Secrets, one by name, and writes nothing but RBAC objects and reviews', () => {
     const secrets = new Set(
-      used.filter((r) => r.resource === 'secrets').map((r) => `${r.verb} ${r.namespace}/${r.name}`),
+      used.filter((r) => r.resource === 'secrets' && !byDelivery(r)).map((r) => `${r.verb} ${r.namespace}/${r.name}`),
     );
     expect([...secrets].sort()).toEqual([
       `get ${NS}/connected`,
       `get ${NS}/kubeconfig`,
       expect.stringMatching(new RegExp(`^get ${VC_NAMESPACE}/vc-`)),
     ]);
-    const writes = used.filter((r) => !['get', 'list', 'watch'].includes(r.verb));
+    const writes = used.filter((r) => !['get', 'list', 'watch'].includes(r.verb) && !byDelivery(r));
     expect([...new Set(writes.map((r) => r.resource))].sort()).toEqual([
       'clusterrolebindings',
       'clusterroles',

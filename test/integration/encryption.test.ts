@@ -52,6 +52,7 @@ const key2 = randomBytes(32).toString('base64');
 
 const RESOURCES = [
   'sharedsecrets.management.platform.sh',
+  'projectsecrets.management.platform.sh',
   'ownedaccesskeys.management.platform.sh',
   'signingkeys.management.platform.sh',
 ];
@@ -225,6 +226,29 @@ describe('stored format', () => {
     await expect(
       startTestServer({ etcdPrefix: prefix, encryptionProviderConfig: configFile([aescbc(['key1', key1])]) }, etcd),
     ).rejects.toThrow(`unable to transform key "${prefix}/${GROUP}/sharedsecrets/${ns}/a": no matching prefix found`);
+  }, 60_000);
+
+  test('ProjectSecrets are encrypted: etcd holds ciphertext only, the API answers the data', async () => {
+    const ts = await server({ encryptionProviderConfig: configFile([aescbc(['key1', key1])]) });
+    const project = uniq('enc');
+    const created = await ts.admin.post(`${GROUP_PATH}/projects`, {
+      apiVersion: API_VERSION,
+      kind: 'Project',
+      metadata: { name: project },
+    });
+    expect(created.status).toBe(201);
+    const path = `${GROUP_PATH}/namespaces/p-${project}/projectsecrets`;
+    const res = await ts.admin.post(path, {
+      apiVersion: API_VERSION,
+      kind: 'ProjectSecret',
+      metadata: { name: 'db' },
+      spec: { data: { token: SECRET_B64 } },
+    });
+    expect(res.status).toBe(201);
+    const stored = await raw(`${ts.config.etcdPrefix}/${GROUP}/projectsecrets/p-${project}/db`);
+    expect(stored.subarray(0, 23).toString()).toBe('k8s:enc:aescbc:v1:key1:');
+    for (const plain of [SECRET, SECRET_B64, 'ProjectSecret', '"spec"']) expect(stored.includes(plain)).toBe(false);
+    expect((await ts.admin.get(`${path}/db`)).body.spec.data).toEqual({ token: SECRET_B64 });
   }, 60_000);
 
   test('resources the file does not name stay plain; signing keys and access keys are encrypted', async () => {

@@ -192,8 +192,17 @@ describe('following a SharedSecret', () => {
     await holds(onlyPassword, { password: 'hunter2' }, 'Synced');
   });
 
-  test('on delete: no data and SourceNotFound; recreating it resumes the sync', async () => {
-    expect((await root.delete(sharedSecretPath(SOURCE_NS, SOURCE))).status).toBe(200);
+  test('on delete: the client is warned, no data and SourceNotFound; recreating it resumes the sync', async () => {
+    await waitFor('the ProjectSecrets condition to count both as holding data', async () =>
+      condition((await root.get(sharedSecretPath(SOURCE_NS, SOURCE))).body, 'ProjectSecrets')?.message.includes(
+        '2 of them',
+      ),
+    );
+    const deleted = await root.delete(sharedSecretPath(SOURCE_NS, SOURCE));
+    expect(deleted.status).toBe(200);
+    expect(deleted.headers.warning).toBe(
+      '299 - "SharedSecret shared/registry: 2 ProjectSecret(s) name this SharedSecret in spec.sharedSecretRef, 2 of them hold its data now; deleting it removes the data from them; they report SourceNotFound until a SharedSecret of this name exists again"',
+    );
     const obj = await holds(all, {}, 'SourceNotFound');
     const gone = condition(obj, 'Synced');
     expect(gone).toMatchObject({

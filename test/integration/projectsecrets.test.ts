@@ -140,10 +140,11 @@ describe('the kind', () => {
       'Source',
       'Keys',
       'Synced',
+      'Delivered',
       'Age',
     ]);
     const row = table.body.rows.find((r: any) => r.cells[0] === name);
-    expect(row.cells.slice(0, 6)).toEqual([name, 'Own', null, null, 1, null]);
+    expect(row.cells.slice(0, 7)).toEqual([name, 'Own', null, null, 1, null, null]);
     const patched = await alice.patch(projectSecretPath(name), { spec: { data: { token: B64('new') } } }, MERGE_PATCH);
     expect(patched.status).toBe(200);
     expect(patched.body.spec.data.token).toBe(B64('new'));

@@ -1,6 +1,6 @@
 /**
  * Secrets never reach the logs: access keys (generated and given), the admin token, secret data, direct cluster
- * endpoint tokens and their signing key, through creation, use, refusals, activity recording and shutdown. The
+ * endpoint tokens and their signing key, ProjectSecrets (their own data and synced), through creation, use, refusals, activity recording and shutdown. The
  * server runs at the highest verbosity (a line per request, debug lines) and writes an audit log, which is searched
  * too; bodies that quote a secret back (an invalid value, malformed JSON) are among the requests.
  */
@@ -73,6 +73,27 @@ test('no key, token or secret value is ever logged', async () => {
     spec: { data: { token: secretValue } },
   });
 
+  // A ProjectSecret of its own data, one synced from the SharedSecret, one refused for a bad value.
+  const projectValue = Buffer.from('the-project-secret-value').toString('base64');
+  expect((await admin.post(`${GROUP_PATH}/projects`, { metadata: { name: 'logs' } })).status).toBe(201);
+  const projectSecrets = `${GROUP_PATH}/namespaces/p-logs/projectsecrets`;
+  expect(
+    (await admin.post(projectSecrets, { metadata: { name: 'own' }, spec: { data: { token: projectValue } } })).status,
+  ).toBe(201);
+  expect(
+    (
+      await admin.post(projectSecrets, {
+        metadata: { name: 'synced' },
+        spec: { owner: { user: 'admin' }, sharedSecretRef: { namespace: 'default', name: 's' } },
+      })
+    ).status,
+  ).toBe(201);
+  expect(
+    (await admin.post(projectSecrets, { metadata: { name: 'bad' }, spec: { data: { token: `${projectValue}!` } } }))
+      .status,
+  ).toBe(422);
+  expect((await admin.delete(`${projectSecrets}/own`)).status).toBe(200);
+
   const ci = new HttpClient(server.url, server.caPem!, key);
   expect((await ci.get(`${GROUP_PATH}/clusters`)).status).toBe(200);
   expect((await new HttpClient(server.url, server.caPem!, givenKey).get('/apis')).status).toBe(200);
@@ -125,6 +146,7 @@ test('no key, token or secret value is ever logged', async () => {
     givenKey,
     adminToken,
     secretValue,
+    projectValue,
     'not-a-real-token',
     'another-key-that-is-long-enough',
     token,

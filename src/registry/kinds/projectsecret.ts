@@ -33,6 +33,8 @@ const projectSecretGK = { group: GROUP_NAME, kind: 'ProjectSecret' };
 const projectSecretGR = { group: GROUP_NAME, resource: 'projectsecrets' };
 /** The condition the sync keeps on a ProjectSecret with a reference. */
 export const SYNCED = 'Synced';
+/** The condition the delivery keeps on every ProjectSecret while a host cluster has its Secret. */
+export const SECRET_DELIVERED = 'SecretDelivered';
 
 /** A ProjectSecret's `spec.sharedSecretRef`, as the sync reads it. */
 export interface SharedSecretRef {
@@ -104,9 +106,14 @@ export const projectSecretStrategy: Strategy = {
       name: 'Synced',
       type: 'string',
       description: 'Whether the data follows its SharedSecret (the status of the Synced condition).',
-      cell: (obj: KubeObject) =>
-        ((obj.status?.conditions ?? []) as { type?: string; status?: string }[]).find((c) => c?.type === SYNCED)
-          ?.status,
+      cell: (obj: KubeObject) => conditionStatus(obj, SYNCED),
+    },
+    {
+      name: 'Delivered',
+      type: 'string',
+      description:
+        'Whether the host cluster has it as a Secret of the same name (the status of the SecretDelivered condition).',
+      cell: (obj: KubeObject) => conditionStatus(obj, SECRET_DELIVERED),
     },
   ],
   prepareForUpdate(obj, old, user) {
@@ -136,6 +143,11 @@ export const projectSecretStrategy: Strategy = {
     await admitReference(obj, caller, context);
   },
 };
+
+function conditionStatus(obj: KubeObject, type: string): string | undefined {
+  const conditions = Array.isArray(obj.status?.conditions) ? obj.status.conditions : [];
+  return (conditions as { type?: string; status?: string }[]).find((c) => c?.type === type)?.status;
+}
 
 function store(context: AdmitContext, resource: string) {
   return context.stores(GROUP_NAME, VERSION, resource)!;

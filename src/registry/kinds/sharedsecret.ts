@@ -10,6 +10,9 @@ import { ownedKindStrategy } from './owned.js';
 
 const spec = Path.root('spec');
 
+/** The condition the ProjectSecret sync keeps on a SharedSecret that ProjectSecrets name (controllers/projectsecretsync.ts). */
+export const PROJECT_SECRETS = 'ProjectSecrets';
+
 /** The data's keys must be Secret keys (ProjectSecret holds its data to the same rules). */
 export function secretDataErrors(obj: KubeObject): FieldError[] {
   const errs: FieldError[] = [];
@@ -34,5 +37,15 @@ export const sharedSecretStrategy: Strategy = ownedKindStrategy(
   'sharedsecrets',
   secretDataErrors,
   { hostRbac: true },
-  { printerColumns: [keysColumn] },
+  { printerColumns: [keysColumn], warningsOnDelete: projectSecretsFed },
 );
+
+/** A SharedSecret that feeds ProjectSecrets is not deleted silently: the client is told what follows. */
+function projectSecretsFed(obj: KubeObject): string[] {
+  const conditions = Array.isArray(obj.status?.conditions) ? obj.status.conditions : [];
+  const fed = conditions.find((c: { type?: unknown }) => c?.type === PROJECT_SECRETS);
+  if (fed?.status !== 'True' || typeof fed.message !== 'string') return [];
+  return [
+    `SharedSecret ${obj.metadata.namespace}/${obj.metadata.name}: ${fed.message}; they report SourceNotFound until a SharedSecret of this name exists again`,
+  ];
+}

@@ -1,0 +1,95 @@
+/**
+ * The status conditions the controllers write (kube's metav1.Condition): one per type, its lastTransitionTime moved
+ * only when its status does, and a status written only when it changes, to the object that was read (its uid), never
+ * to another one made under the same name since.
+ */
+import { jsonEqual } from '../apimachinery/equality.js';
+import { isStatusError } from '../apimachinery/status.js';
+import { nowRFC3339 } from '../apimachinery/time.js';
+import type { KubeObject } from '../apimachinery/types.js';
+import type { Store } from '../registry/store.js';
+
+export interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  observedGeneration?: number;
+  lastTransitionTime: string;
+}
+
+export type Outcome = Pick<Condition, 'status' | 'reason' | 'message'>;
+
+class StaleObject extends Error {}
+
+export function conditionOf(obj: KubeObject, type: string): Condition | undefined {
+  const conditions = obj.status?.conditions;
+  return Array.isArray(conditions) ? (conditions as Condition[]).find((c) => c?.type === type) : undefined;
+}
+
+/** Sets a condition, observing `read`'s generation; its lastTransitionTime moves only when its status does. */
+export function setCondition(obj: KubeObject, type: string, outcome: Outcome, read: KubeObject): void {
+  const old = conditionOf(obj, type);
+  const next: Condition = {
+    type,
+    ...outcome,
+    observedGeneration: read.metadata.generation,
+    lastTransitionTime: old && old.status === outcome.status ? old.lastTransitionTime : nowRFC3339(),
+  };
+  if (old && jsonEqual(old, next)) return;
+  dropCondition(obj, type);
+  obj.status = { ...obj.status, conditions: [...(obj.status?.conditions ?? []), next] };
+}
+
+export function dropCondition(obj: KubeObject, type: string): void {
+  const conditions = obj.status?.conditions;
+  if (!Array.isArray(conditions)) return;
+  obj.status = { ...obj.status, conditions: conditions.filter((c: Condition) => c?.type !== type) };
+}
+
+/**
+ * Applies `change` to the stored object's status when it is still `read`'s object (its uid), and writes only a
+ * change; an object gone or replaced meanwhile is left alone (its own event brings it back).
+ */
+export async function writeStatus(
+  store: Store,
+  read: KubeObject,
+  change: (obj: KubeObject) => void,
+  fieldManager: string,
+): Promise<void> {
+  const probe = structuredClone(read);
+  change(probe);
+  if (jsonEqual(probe.status ?? {}, read.status ?? {})) return;
+  try {
+    await store.update(
+      read.metadata.namespace,
+      read.metadata.name!,
+      {
+        patch: (obj) => {
+          if (obj.metadata.uid !== read.metadata.uid) throw new StaleObject();
+          change(obj);
+          return obj;
+        },
+      },
+      'status',
+      { fieldManager },
+    );
+  } catch (err) {
+    if (err instanceof StaleObject || isStatusError(err, 'NotFound')) return;
+    throw err;
+  }
+}
+
+/** The stored object, or undefined when there is none. */
+export async function getIfExists(
+  store: Store,
+  namespace: string | undefined,
+  name: string,
+): Promise<KubeObject | undefined> {
+  try {
+    return await store.get(namespace, name);
+  } catch (err) {
+    if (isStatusError(err, 'NotFound')) return undefined;
+    throw err;
+  }
+}
