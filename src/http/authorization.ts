@@ -3,7 +3,7 @@
  * allow shows only the objects the caller may see instead of failing; and a credential's own restriction (an access
  * key's scope) narrows both. Paths anyone may read (--authorization-always-allow-paths and what kube's
  * system:public-info-viewer allows) pass without asking. When the authorizers fail instead of deciding (a read of
- * the object or the host's SubjectAccessReview failed or timed out) the request fails with their error (a 5xx):
+ * the object or the host's SubjectAccessReview failed or timed out) the request fails with their error (5xx, 429):
  * never a 403, which clients take as final, nor a list narrowed as if the caller had been refused.
  */
 import type { NextFunction, Request, Response } from 'express';
