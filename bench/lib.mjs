@@ -184,19 +184,24 @@ export function freePort() {
 }
 
 /**
- * Forks bench/server-child.mjs with `execArgv` (e.g. --max-old-space-size) and those of BENCH_SERVER_NODE_ARGS.
- * Resolves once the child has forked;
- * `ready` then resolves with { url, caPem, token, pid } once it serves, and `exited` with { code, signal, oom }
+ * Forks bench/server-child.mjs with `execArgv` (e.g. --max-old-space-size) and those of BENCH_SERVER_NODE_ARGS, and
+ * the server's command-line `flags` (under `serverConfig`'s settings). Resolves once the child has forked;
+ * `ready` then resolves with { url, caPem, token, pid } once it serves (or rejects with a FlagRefused when the
+ * server does not take `flags`), and `exited` with { code, signal, oom }
  * whenever it ends (`oom`: V8 said the heap ran out). Its stderr is passed on; `ask` sends a message and resolves
  * with the child's answer of the same type, or undefined if the child ends first.
  */
-export function forkServerChild(serverConfig, { execArgv = [] } = {}) {
+export function forkServerChild(serverConfig, { execArgv = [], flags = [] } = {}) {
   // BENCH_SERVER_NODE_ARGS: more Node/V8 flags for the server alone (e.g. --max-semi-space-size=16);
   // BENCH_SERVER_NODE: another Node.js for the server alone (to compare runtimes with the same client).
   const extra = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   const proc = fork(new URL('./server-child.mjs', import.meta.url), [], {
     execPath: process.env.BENCH_SERVER_NODE || process.execPath,
-    env: { ...process.env, BENCH_SERVER_CONFIG: JSON.stringify(serverConfig) },
+    env: {
+      ...process.env,
+      BENCH_SERVER_CONFIG: JSON.stringify(serverConfig),
+      BENCH_SERVER_FLAGS: JSON.stringify(flags),
+    },
     execArgv: [...execArgv, ...extra],
     stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
   });
@@ -232,7 +237,9 @@ export function forkServerChild(serverConfig, { execArgv = [] } = {}) {
     },
   };
   handle.ready = new Promise((resolve, reject) => {
-    proc.once('message', resolve);
+    proc.once('message', (msg) =>
+      msg.type === 'flag-error' ? reject(new FlagRefused(flags, msg.message)) : resolve(msg),
+    );
     handle.exited.then((e) => reject(new Error(`server child exited with ${e.code ?? e.signal} before serving`)));
   });
   handle.ready.then(
@@ -246,12 +253,22 @@ export function forkServerChild(serverConfig, { execArgv = [] } = {}) {
   return handle;
 }
 
+/** The server refused its command-line flags (e.g. one this build does not have): `message` is its own words. */
+export class FlagRefused extends Error {
+  constructor(flags, message) {
+    super(`the server refused its flags ${flags.join(' ')}: ${message}`);
+    this.flags = flags;
+    this.reason = message;
+  }
+}
+
 // ---------- HTTPS client ----------
 
-export function httpsRequest(method, path, { agent, body, contentType } = {}) {
+/** `token`: whose request (default: the server's admin token). */
+export function httpsRequest(method, path, { agent, body, contentType, token } = {}) {
   const { server } = ctx;
   const url = new URL(path, server.url);
-  const headers = { Authorization: `Bearer ${server.token}` };
+  const headers = { Authorization: `Bearer ${token ?? server.token}` };
   if (body !== undefined) {
     headers['Content-Type'] = contentType ?? 'application/json';
     headers['Content-Length'] = Buffer.byteLength(body);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds a private copy of the server (bench/.build/dist, so a rebuild of dist/ by anyone else during the run
-# cannot change what is measured) and runs the list/GET/watch benchmark, or with `scale` first the scale benchmark.
-# Arguments go to list-get-watch.mjs (e.g. bench/run.sh --profile /tmp/bench-prof) or scale.mjs (e.g.
-# bench/run.sh scale --sizes 10000,50000). The markdown report goes to stdout, progress to stderr.
+# cannot change what is measured) and runs the list/GET/watch benchmark, or with `scale` first the scale benchmark,
+# or with `fairness` first the fairness benchmark. Arguments go to list-get-watch.mjs (e.g. bench/run.sh --profile
+# /tmp/bench-prof), scale.mjs (e.g. bench/run.sh scale --sizes 10000,50000) or fairness.mjs (e.g. bench/run.sh
+# fairness --objects 3000 --seconds 10). The markdown report goes to stdout, progress to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The project's own Node.js (the npm package `node`), as npm scripts and `make run` use it.
@@ -24,5 +25,9 @@ export BENCH_DIST=bench/.build/dist
 if [ "${1:-}" = scale ]; then
   shift
   exec node bench/scale.mjs "$@"
+fi
+if [ "${1:-}" = fairness ]; then
+  shift
+  exec node bench/fairness.mjs "$@"
 fi
 exec node bench/list-get-watch.mjs "$@"

@@ -4,8 +4,11 @@
 // (when started with --expose-gc) by collecting garbage and answering with its memory and V8's heap statistics;
 // {type: 'profile', action: 'start' | 'stop', file} starts or stops the V8 CPU profiler (the profile of one
 // benchmark phase, written as a .cpuprofile that Chrome DevTools and bench/profile-summary.mjs read); and on
-// 'stop' it closes the server and exits.
-import { readFileSync, writeFileSync } from 'node:fs';
+// 'stop' it closes the server and exits. BENCH_SERVER_FLAGS (a JSON array of command-line flags, as dist/main.js
+// takes them) comes under BENCH_SERVER_CONFIG's settings; flags this server does not know make it send
+// {type: 'flag-error', message} and exit with 2, as main.js does. Without a generated admin token (a
+// --token-auth-file among the settings) `token` is undefined.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -15,13 +18,22 @@ const dist = process.env.BENCH_DIST
   ? pathToFileURL(resolve(process.env.BENCH_DIST) + '/')
   : new URL('../dist/', import.meta.url);
 const { startServer } = await import(new URL('server.js', dist).href);
-const { defaultConfig } = await import(new URL('config.js', dist).href);
+const { FlagError, parseFlags } = await import(new URL('config.js', dist).href);
 const { silentLogger } = await import(new URL('log.js', dist).href);
 
 const overrides = JSON.parse(process.env.BENCH_SERVER_CONFIG ?? '{}');
-const config = { ...defaultConfig(), ...overrides };
+let flagged;
+try {
+  flagged = parseFlags(JSON.parse(process.env.BENCH_SERVER_FLAGS ?? '[]'));
+} catch (err) {
+  if (!(err instanceof FlagError)) throw err;
+  process.send({ type: 'flag-error', message: err.message }, () => process.exit(2));
+  await new Promise(() => {}); // the IPC channel keeps the process until the message is out
+}
+const config = { ...flagged, ...overrides };
 const server = await startServer(config, silentLogger);
-const token = readFileSync(join(config.dataDir, 'admin-token'), 'utf8').trim();
+const tokenFile = join(config.dataDir, 'admin-token');
+const token = existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8').trim() : undefined;
 process.send({ type: 'ready', url: server.url, caPem: server.caPem, token, pid: process.pid });
 
 let session;

@@ -23,6 +23,10 @@ export interface Attributes {
 
 export type Decision = { decision: 'allow' } | { decision: 'deny' | 'noOpinion'; reason?: string };
 
+/**
+ * Decides on a request. One that cannot (its host or storage failed or timed out) throws, preferably a StatusError
+ * saying what failed: a failure is never a deny or no opinion, which would end in a 403 claiming the caller may not.
+ */
 export interface Authorizer {
   authorize(attrs: Attributes): Promise<Decision>;
 }

@@ -3,11 +3,23 @@
  * layer so that storage and the controllers reach it without importing upward.
  */
 
-/** A promise that rejects with `message` when `p` has not settled within `ms` (the timer never outlives it). */
+/**
+ * A promise that rejects with `message` when `p` has not settled within `ms` (the timer never outlives it). An
+ * answer already waiting to be read when the time is up is not late: a long synchronous task (a large list being
+ * serialized) can keep this process from reading it, and timers run before the I/O that came in meanwhile is read.
+ * So the deadline gives that I/O one turn of the event loop (setImmediate runs after it) before it rejects; without
+ * that, a busy server took its own stall for etcd not answering, and failed every request that needed etcd.
+ */
 export function withDeadline<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
+  let immediate: NodeJS.Immediate | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), ms);
+    timer = setTimeout(() => {
+      immediate = setImmediate(() => reject(new Error(message)));
+    }, ms);
   });
-  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+  return Promise.race([p, late]).finally(() => {
+    clearTimeout(timer);
+    clearImmediate(immediate);
+  });
 }

@@ -35,16 +35,29 @@ export const discoveryAuthorizer: Authorizer = {
   },
 };
 
-/** The first authorizer with an opinion decides; none means deny, with the reasons they gave (kube's union). */
+/**
+ * The first authorizer with an opinion decides; none means deny, with the reasons they gave (kube's union). One that
+ * fails (throws) is passed over, as kube's union goes on past an authorizer's error; if no later one decides, the
+ * union throws that failure rather than deny: a request nobody could decide on is an error, never a 403 saying the
+ * caller may not (kube's WithAuthorization answers it with 500).
+ */
 export function unionAuthorizer(...authorizers: Authorizer[]): Authorizer {
   return {
     async authorize(attrs: Attributes): Promise<Decision> {
       const reasons: string[] = [];
+      let failure: { error: unknown } | undefined;
       for (const a of authorizers) {
-        const d = await a.authorize(attrs);
+        let d: Decision;
+        try {
+          d = await a.authorize(attrs);
+        } catch (error) {
+          failure ??= { error };
+          continue;
+        }
         if (d.decision !== 'noOpinion') return d;
         if (d.reason) reasons.push(d.reason);
       }
+      if (failure) throw failure.error;
       return reasons.length ? { decision: 'deny', reason: reasons.join('; ') } : { decision: 'deny' };
     },
   };

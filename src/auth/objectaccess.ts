@@ -11,7 +11,10 @@ import { objectGrants, OWNED_ACCESS_KEYS } from '../access/model.js';
 /** Kinds anyone may create for themselves (what they create is checked to be their own). */
 const SELF_SERVICE = [OWNED_ACCESS_KEYS, 'directclusterendpointtokens'];
 
-/** Reads the object a request names (consistently: a grant just written must count). */
+/**
+ * Reads the object a request names (consistently: a grant just written must count): undefined when there is none;
+ * throws when it cannot be read, which fails the authorizer (a grant that cannot be read is not known to be absent).
+ */
 export type ObjectLookup = (attrs: Attributes) => Promise<KubeObject | undefined>;
 
 export class ObjectAccessAuthorizer implements Authorizer {

@@ -4,6 +4,7 @@
  */
 import type { Attributes, Authorizer } from '../apimachinery/authorizer.js';
 import { GROUP_NAME } from '../apimachinery/group.js';
+import { isStatusError } from '../apimachinery/status.js';
 import type { Config } from '../config.js';
 import type { HostCluster } from '../host/cluster.js';
 import type { Logger } from '../log.js';
@@ -43,9 +44,13 @@ export function setUpAuth(
   const adminToken = config.tokenAuthFile ? undefined : ensureAdminToken(config.dataDir);
   if (adminToken) tokens.set(adminToken, ADMIN_USER);
 
+  // No object is no grant; a read that fails (etcd slow or down) is the authorizer's failure, never "no grant".
   const objectAccess = new ObjectAccessAuthorizer(async (attrs) => {
     const store = registry.lookup(attrs.apiGroup, attrs.apiVersion, attrs.resource);
-    return store?.get(attrs.namespace || undefined, attrs.name).catch(() => undefined);
+    return store?.get(attrs.namespace || undefined, attrs.name).catch((err: unknown) => {
+      if (isStatusError(err, 'NotFound')) return undefined;
+      throw err;
+    });
   });
 
   // kube's order: front proxy headers, client certificates, then bearer tokens (the host's TokenReview last,

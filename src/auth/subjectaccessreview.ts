@@ -2,11 +2,15 @@
  * Authorization delegated to the host cluster (kube's webhook authorizer with a SubjectAccessReview): allowed is
  * allow, denied is deny, neither is no opinion, with the host's reason. Answers are cached, allowed ones for
  * --authorization-webhook-cache-authorized-ttl and the others for --authorization-webhook-cache-unauthorized-ttl
- * (10 s each by default). A host that cannot answer gives no opinion (never allow) and is not cached.
+ * (10 s each by default). A host that cannot answer fails the authorizer (never allow, never a deny: kube's webhook
+ * authorizer returns its error, which the union passes on and the authorization filter answers with 500), and is
+ * not cached.
  */
 import { createHash } from 'node:crypto';
 import type { Attributes, Authorizer, Decision } from '../apimachinery/authorizer.js';
+import * as errors from '../apimachinery/status.js';
 import { subjectAccessReviewSpec, type SubjectAccessReviewResult } from '../host/cluster.js';
+import { HostClusterError } from '../host/kuberequest.js';
 import { ExpiringCache } from './tokenreview.js';
 
 /** What the authorizer needs of the host cluster (HostCluster has it). */
@@ -52,15 +56,31 @@ export class SubjectAccessReviewAuthorizer implements Authorizer {
         (r) => (r.allowed && !r.denied ? this.allowTtlMs : this.denyTtlMs),
       );
     } catch (err) {
-      // Logged for the operator, not told to the caller (kube appends no reason for webhook errors).
+      // Logged for the operator; the caller is told what failed, not the host's address or answer.
       this.log?.('SubjectAccessReview failed', { error: (err as Error).message });
-      return { decision: 'noOpinion' };
+      throw hostFailure(err);
     }
     // kube's webhook authorizer: an answer both allowing and denying is a deny.
     if (review.denied) return { decision: 'deny', reason: review.reason };
     if (review.allowed) return { decision: 'allow' };
     return { decision: 'noOpinion', reason: review.reason || review.evaluationError || undefined };
   }
+}
+
+/**
+ * What the caller is told when the host did not decide: 429 when the host said it was overloaded (clients retry
+ * after Retry-After), else kube's 500 for an authorizer's error.
+ */
+function hostFailure(err: unknown): errors.StatusError {
+  if (err instanceof HostClusterError && err.code === 429)
+    return errors.tooManyRequests(
+      'the host cluster is too busy to review whether this request is allowed (SubjectAccessReview); please try again later',
+    );
+  return errors.internalError(
+    new Error(
+      'the host cluster did not answer the SubjectAccessReview that decides whether this request is allowed; please try again (the server log says why)',
+    ),
+  );
 }
 
 /** The SubjectAccessReview spec with extra keys sorted (what kube keys its cache by), hashed. */

@@ -2,11 +2,13 @@
  * The authorization filter (kube's WithAuthorization): the authorizers' union decides; a list or watch it does not
  * allow shows only the objects the caller may see instead of failing; and a credential's own restriction (an access
  * key's scope) narrows both. Paths anyone may read (--authorization-always-allow-paths and what kube's
- * system:public-info-viewer allows) pass without asking.
+ * system:public-info-viewer allows) pass without asking. When the authorizers fail instead of deciding (a read of
+ * the object or the host's SubjectAccessReview failed or timed out) the request fails with their error (5xx, 429):
+ * never a 403, which clients take as final, nor a list narrowed as if the caller had been refused.
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { Attributes, Authorizer } from '../apimachinery/authorizer.js';
-import { requestContext, requestUser } from '../apimachinery/request.js';
+import { requestContext, requestUser, type RequestContext } from '../apimachinery/request.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { forbidden } from './forbidden.js';
 import { OIDC_PATHS } from './oidc.js';
@@ -49,10 +51,10 @@ export function authorize(
       context.authorization = { decision: 'forbid', reason: restricted.reason };
       throw forbidden(attrs, restricted.reason);
     }
-    const decision = await authorizer.authorize(attrs);
+    const decision = await failingWith(context, authorizer.authorize(attrs));
     let visible: ((obj: KubeObject) => boolean) | undefined;
     context.authorization = { decision: 'allow' };
-    if (decision.decision === 'allow' && (await grantedForThisNameOnly(authorizer, attrs))) {
+    if (decision.decision === 'allow' && (await failingWith(context, grantedForThisNameOnly(authorizer, attrs)))) {
       visible = visibleTo?.(attrs);
       if (visible) context.authorization = { decision: 'allow', reason: 'only while the object lets the user see it' };
     }
@@ -72,6 +74,17 @@ export function authorize(
     context.visible = visible;
     next();
   };
+}
+
+/** `decided`, or its failure, audited as kube audits an authorizer's error (no decision, reason "internal error"). */
+async function failingWith<T>(context: RequestContext, decided: Promise<T>): Promise<T> {
+  try {
+    return await decided;
+  } catch (err) {
+    context.authorization = undefined;
+    (context.auditAnnotations ??= {})['authorization.k8s.io/reason'] = 'internal error';
+    throw err;
+  }
 }
 
 /**

@@ -7,7 +7,9 @@
  *   static tokens and certificates never reach the host;
  * - SubjectAccessReview: RBAC in the host (Role/RoleBinding, ClusterRole/ClusterRoleBinding, ServiceAccount and
  *   Group subjects) grants exactly what it says; the host's reasons end up in the Forbidden message;
- * - host down (refused or 503): TokenReview users are 401, everyone else keeps what the host did not give them;
+ * - host down (refused or 503): TokenReview users are 401, everyone else keeps what the host did not give them,
+ *   and what only the host could allow fails with the host's failure (500; 429 when the host says it is overloaded),
+ *   never a 403 saying the caller may not, nor a list narrowed as if the caller had been refused;
  * - neither the admin token nor the host's tokens appear in any response body (the last test of the file).
  *
  * Static tokens, access lists, certificates and forged headers: auth-matrix.test.ts.
@@ -17,6 +19,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import * as errors from '../../src/apimachinery/status.js';
 import { makeCa, makeCert, type TestCert } from '../support/certs.js';
 import {
   authMatrix,
@@ -140,6 +143,26 @@ function expectUnauthorized(res: HttpResponse, what = ''): void {
       message: expect.any(String),
       reason: 'Unauthorized',
       code: 401,
+    },
+  });
+}
+
+/** The 500 of an authorization the host failed to decide: what failed, not the host's address or its answer. */
+function expectHostFailure(res: HttpResponse, what: string): void {
+  const message =
+    'the host cluster did not answer the SubjectAccessReview that decides whether this request is allowed; please try again (the server log says why)';
+  expect({ what, status: res.status, body: res.body }).toEqual({
+    what,
+    status: 500,
+    body: {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: `Internal error occurred: ${message}`,
+      reason: 'InternalError',
+      details: { causes: [{ message }] },
+      code: 500,
     },
   });
 }
@@ -545,6 +568,43 @@ describe('SubjectAccessReview', () => {
     expectForbidden(await act(as.alice, 'delete', t), 'tr-alice', 'delete', t, 'no RBAC policy matched');
   });
 
+  test('a review the host fails is a 500 (429 when the host is overloaded), never a 403, and tells nothing of the host', async () => {
+    const t = await make('sharedsecrets', { access: [{ verbs: ['get'], users: ['carol'] }] });
+    const c = await make('clusters');
+    host.onSubjectAccessReview = () => {
+      throw errors.internalError(new Error('etcdserver: request timed out'));
+    };
+    for (const prefix of PREFIXES) {
+      expectHostFailure(await act(carol, 'get', c, prefix), `get ${prefix}`);
+      expectHostFailure(await act(carol, 'delete', t, prefix), `delete ${prefix}`);
+      // Her list may be of all of them: not narrowed to what her access entries grant as if she had been refused.
+      expectHostFailure(await act(carol, 'list', t, prefix), `list ${prefix}`);
+      // What the object grants needs no host.
+      expectAllowed(await act(carol, 'get', t, prefix), 'get');
+    }
+    host.onSubjectAccessReview = () => {
+      throw errors.tooManyRequests('the host is overloaded');
+    };
+    const busy = await act(carol, 'get', c);
+    expect({ status: busy.status, retryAfter: busy.headers['retry-after'], body: busy.body }).toEqual({
+      status: 429,
+      retryAfter: '1',
+      body: {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message:
+          'the host cluster is too busy to review whether this request is allowed (SubjectAccessReview); please try again later',
+        reason: 'TooManyRequests',
+        details: { retryAfterSeconds: 1 },
+        code: 429,
+      },
+    });
+    host.onSubjectAccessReview = undefined;
+    expectForbidden(await act(carol, 'get', c), 'carol', 'get', c);
+  });
+
   test('masters and object grants decide before the host is asked', async () => {
     const t = await make('sharedsecrets', { access: [{ verbs: ['get'], users: ['tr-alice'] }] });
     host.onSubjectAccessReview = () => ({ allowed: false, denied: true, reason: 'denied by the host' });
@@ -609,9 +669,10 @@ describe.each(['refused', 'unavailable'] as const)('host down (%s)', (mode) => {
       expectAllowed(await act(admin, 'list', t, prefix), 'list');
       expectAllowed(await act(admin, 'create', t, prefix), 'create');
       expectAllowed(await act(carol, 'get', t, prefix), 'get');
-      // What only the host granted is refused (never a 5xx, never allowed).
-      expectForbidden(await act(carol, 'get', c, prefix), 'carol', 'get', c);
-      expect(names(await act(carol, 'list', t, prefix))).toEqual([t.name]);
+      // What only the host could allow fails with its failure: never allowed, never a 403 saying carol may not,
+      // and a list is not narrowed to her own objects as if she had been refused.
+      expectHostFailure(await act(carol, 'get', c, prefix), 'get');
+      expectHostFailure(await act(carol, 'list', t, prefix), 'list');
     }
     expect((await nobody.request('GET', '/healthz')).status).toBe(200);
 

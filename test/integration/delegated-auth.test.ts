@@ -13,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { SubjectAccessReviewAuthorizer } from '../../src/auth/subjectaccessreview.js';
 import { TokenReviewAuthenticator } from '../../src/auth/tokenreview.js';
 import type { Attributes } from '../../src/apimachinery/authorizer.js';
+import { StatusError } from '../../src/apimachinery/status.js';
 import type { UserInfo } from '../../src/apimachinery/user.js';
 import { AuthenticationError } from '../../src/auth/types.js';
 import { HostCluster, HostClusterError } from '../../src/host/cluster.js';
@@ -322,15 +323,17 @@ describe('SubjectAccessReviewAuthorizer', () => {
     expect(seen).toMatchObject({ nonResourceAttributes: { path: '/openapi/v2', verb: 'get' } });
   });
 
-  test('a host that cannot answer gives no opinion (never allow) and no reason to the caller, is logged, and not cached', async () => {
+  test('a host that cannot answer fails the authorizer (never allow, never deny) without the host in the error, is logged, and not cached', async () => {
     const logged: string[] = [];
     const authz = new SubjectAccessReviewAuthorizer(cluster, {
       log: (msg, fields) => logged.push(`${msg} ${JSON.stringify(fields)}`),
     });
     const attrs = resourceAttrs(alice, 'watch', 'ns1', 'sharedsecrets');
     await host.setDown(true);
-    const d = await authz.authorize(attrs);
-    expect(d).toEqual({ decision: 'noOpinion' });
+    const failed = await authz.authorize(attrs).catch((err: unknown) => err);
+    expect(failed).toBeInstanceOf(StatusError);
+    expect((failed as StatusError).status).toMatchObject({ code: 500, reason: 'InternalError' });
+    expect((failed as StatusError).message).not.toContain(new URL(host.url).host);
     expect(logged.join('')).toMatch(/host cluster/);
     await host.setDown(false);
     expect(await authz.authorize(attrs)).toEqual({ decision: 'allow' });

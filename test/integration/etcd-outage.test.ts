@@ -2,10 +2,12 @@
  * etcd unreachable: requests that need it fail at once with a Status (500 ServerTimeout, Retry-After) instead of
  * each waiting out a deadline, /readyz says etcd failed while /livez stays fine, reads the watch cache can answer
  * (resourceVersion=0) still work, and everything recovers without a restart once etcd answers again. Both ways
- * etcd goes away: stopped (connections refused) and hung (SIGSTOP: connections open, nothing answered).
+ * etcd goes away: stopped (connections refused) and hung (SIGSTOP: connections open, nothing answered). A user
+ * whose access the object itself grants gets the same 500, never a 403: the grant could not be read, which does not
+ * make it absent.
  */
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
-import { API_VERSION, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
+import { API_VERSION, GROUP, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
 import { eventually, type HttpResponse } from '../support/http.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
@@ -88,4 +90,39 @@ test('etcd hung (no answers on open connections): the same, and a request alread
     },
     () => ts.etcd.resume(),
   );
+}, 90_000);
+
+test('a user whose access the object grants gets 500 ServerTimeout, never 403, while etcd does not answer', async () => {
+  const name = uniq('granted');
+  const granted = {
+    ...secret(name),
+    spec: { data: { k: 'dg==' }, access: [{ name: 'alice', verbs: ['get', 'update'], users: ['alice'] }] },
+  };
+  expect((await ts.admin.post(sharedSecretsPath('default'), granted)).status).toBe(201);
+  // An access key: it is known from the watch cache, so alice is still authenticated while etcd is hung.
+  const key = await ts.admin.post(`/apis/${GROUP}/v1/ownedaccesskeys`, {
+    apiVersion: API_VERSION,
+    kind: 'OwnedAccessKey',
+    metadata: { name: uniq('alice') },
+    spec: { user: 'alice' },
+  });
+  expect(key.status).toBe(201);
+  const alice = ts.client(key.body.spec.key);
+  await eventually(
+    () => alice.get(sharedSecretPath('default', name)),
+    (r) => r.status === 200,
+    'alice to read it',
+  );
+
+  ts.etcd.pause();
+  try {
+    await eventually(readyz, (r) => r.status === 500, '/readyz to fail');
+    // The authorizer could not read the object's access list: that failure is the answer, whatever the verb.
+    expectServerTimeout(await alice.get(sharedSecretPath('default', name)), 'get');
+    expectServerTimeout(await alice.put(sharedSecretPath('default', name), granted), 'get');
+  } finally {
+    ts.etcd.resume();
+  }
+  await eventually(readyz, (r) => r.status === 200, '/readyz to pass again', 30_000);
+  expect((await alice.get(sharedSecretPath('default', name))).status).toBe(200);
 }, 90_000);

@@ -7,13 +7,14 @@
  * - the SharedSecret's ProjectSecrets condition counts the ProjectSecrets naming it and those holding its data;
  * - the data goes when the owner may no longer get the SharedSecret (an access entry removed; a host RoleBinding
  *   removed, which only the periodic resync notices), and comes back when it may again; a team owner is asked about
- *   as its team's group;
+ *   as its team's group; a host that fails to answer is no loss of access (the data stays, the sync retries);
  * - after a restart, and after a change the sync did not act on (data edited in etcd behind its back), the data is
  *   what the SharedSecret says again;
  * - no value ever appears in the server's log or in a condition.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { Etcd3 } from 'etcd3';
+import * as errors from '../../src/apimachinery/status.js';
 import { createLogger } from '../../src/log.js';
 import {
   API_VERSION,
@@ -311,6 +312,27 @@ describe('after a restart, and what the watch did not bring', () => {
     });
     // Its generation is as it was, so the watch event of this write is not one the sync acts on: the resync does.
     await holds(name, { token: 'rotated-pw' }, 'Synced');
+  });
+
+  test("a SubjectAccessReview the host fails keeps the data and is tried again: it is not the owner's loss of access", async () => {
+    const mark = logs.length;
+    host.onSubjectAccessReview = (spec) => {
+      if (spec.user === 'bob') throw errors.serviceUnavailable('the host is overloaded (stand-in)');
+      return undefined;
+    };
+    try {
+      // The resync (every second) asks about bob's again; the failure is logged and the item retried.
+      await waitFor("a failed sync of bob's ProjectSecret to be retried", async () =>
+        logs.slice(mark).some((l) => l.includes('projectsecret sync: will retry') && l.includes(bobs)),
+      );
+      const obj = (await root.get(projectSecretPath(bobs))).body;
+      expect({ data: obj.spec.data, synced: condition(obj, 'Synced')?.reason }).toEqual({
+        data: { token: B64('rotated-pw') },
+        synced: 'Synced',
+      });
+    } finally {
+      host.onSubjectAccessReview = undefined;
+    }
   });
 
   test('a host RoleBinding that ends removes the data of the ProjectSecret it let its owner read', async () => {

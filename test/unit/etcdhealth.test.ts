@@ -1,4 +1,6 @@
 import { expect, test } from '@jest/globals';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { EtcdHealth, EtcdUnhealthyError } from '../../src/storage/etcdhealth.js';
@@ -45,6 +47,62 @@ test('calls pass while probes succeed; once one fails, waiting calls are given u
     expect(changes).toEqual([false, true]);
   } finally {
     health.stop();
+  }
+});
+
+/** Both ends of a loopback TCP connection, and a way to close them. */
+async function connection(): Promise<{ near: Socket; far: Socket; close: () => void }> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const accepted = new Promise<Socket>((resolve) => server.once('connection', resolve));
+  const near = connect((server.address() as AddressInfo).port, '127.0.0.1');
+  await new Promise((resolve) => near.once('connect', resolve));
+  const far = await accepted;
+  return {
+    near,
+    far,
+    close: () => {
+      near.destroy();
+      far.destroy();
+      server.close();
+    },
+  };
+}
+
+test("an answer that came while this process was too busy to read it counts: a stall of the server's own event loop is not etcd failing", async () => {
+  // The far end of one connection stands for etcd; that of the other sets off work in this process.
+  const etcd = await connection();
+  const work = await connection();
+  let probes = 0;
+  const changes: boolean[] = [];
+  const health = new EtcdHealth({
+    timeoutMs: 50,
+    intervalMs: 0,
+    failuresToTrip: 1,
+    probe: () => {
+      if (++probes > 1) return Promise.resolve();
+      return new Promise((resolve) => {
+        etcd.near.once('data', resolve);
+        // A request's I/O callback keeps this process busy past the deadline (as serializing a large list does),
+        // and etcd's answer comes in meanwhile: it is there, unread, when the deadline's timer runs.
+        work.near.once('data', () => {
+          etcd.far.write('ok');
+          const end = performance.now() + 200;
+          while (performance.now() < end);
+        });
+        work.far.write('go');
+      });
+    },
+    onChange: (healthy) => changes.push(healthy),
+  });
+  health.start();
+  try {
+    await until('a second probe', () => probes >= 2);
+    expect({ changes, healthy: health.isHealthy }).toEqual({ changes: [], healthy: true });
+  } finally {
+    health.stop();
+    etcd.close();
+    work.close();
   }
 });
 

@@ -1,0 +1,383 @@
+#!/usr/bin/env node
+// Fairness between tenants (issue 28): one tenant floods the server while a second sends a steady trickle of GETs
+// of its own object; what the flood does to the second tenant's latency and answers. Run by hand (see
+// bench/README.md): `bench/run.sh fairness`, or `npm run build && node bench/fairness.mjs`.
+//
+// One etcd, seeded once with --objects SharedSecrets; then one server child per arm, each with its own command-line
+// flags (the arms: a baseline without the flood, and the flood under each set of flags), on the same etcd. In each
+// arm the second tenant sends --rate GETs a second (open loop: each is sent on time whatever happened to earlier
+// ones) while the first tenant runs --list-concurrency concurrent lists of every object for --seconds, then
+// --create-concurrency concurrent creates for --seconds (closed loops: each sends again once answered).
+//
+// Tenants are users of a token file (none in system:masters, which is never throttled): the flooding `alice`, whom
+// every seeded SharedSecret's access list lets read it (lib.mjs sharedSecret) and who creates OwnedAccessKeys of her
+// own (the only create a user may make without a host cluster); the second tenant `bob`, who owns one SharedSecret.
+// The admin seeds, and deletes the flood's keys after each arm.
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
+import os from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import {
+  FlagRefused,
+  GROUP,
+  NS,
+  NS_PATH,
+  cpuLines,
+  ctx,
+  dist,
+  expectStatus,
+  f1,
+  forkServerChild,
+  headerLines,
+  httpsRequest,
+  loadavg,
+  log,
+  machine,
+  now,
+  seed,
+  sleep,
+  startEtcd,
+  summary,
+  withCpu,
+} from './lib.mjs';
+
+/** The arms: a baseline, then the flood with the build's defaults and with APF turned off. */
+const DEFAULT_ARMS = ['baseline', 'flood', 'flood --enable-priority-and-fairness=false'];
+
+const { values: args } = parseArgs({
+  options: {
+    objects: { type: 'string', default: '10000' },
+    seconds: { type: 'string', default: '15' },
+    rate: { type: 'string', default: '20' },
+    'list-concurrency': { type: 'string', default: '64' },
+    'create-concurrency': { type: 'string', default: '64' },
+    arm: { type: 'string', multiple: true },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+});
+if (args.help) {
+  console.log(`Usage: node bench/fairness.mjs [--objects 10000] [--seconds 15] [--rate 20] [--list-concurrency 64]
+  [--create-concurrency 64] [--arm 'baseline|flood [server flags...]' ...]
+Each --arm is "baseline" (no flood) or "flood", then the server's command-line flags for that arm; the default arms
+are ${DEFAULT_ARMS.map((a) => `'${a}'`).join(', ')}. An arm whose flags the server refuses (e.g. one this build
+does not have) is not measured and the report says why.`);
+  process.exit(0);
+}
+const N = Number(args.objects);
+const SECONDS = Number(args.seconds);
+const RATE = Number(args.rate);
+const LIST_C = Number(args['list-concurrency']);
+const CREATE_C = Number(args['create-concurrency']);
+const ARMS = (args.arm ?? DEFAULT_ARMS).map((spec) => {
+  const [kind, ...flags] = spec.trim().split(/\s+/);
+  if (kind !== 'baseline' && kind !== 'flood')
+    throw new Error(`--arm ${JSON.stringify(spec)}: starts with baseline or flood, then the server's flags`);
+  return { label: spec.trim(), flood: kind === 'flood', flags };
+});
+
+const KEYS_PATH = `/apis/${GROUP}/v1/ownedaccesskeys`;
+const OWN_NAME = 'bob-own';
+const OWN_PATH = `${NS_PATH}/${OWN_NAME}`;
+const FLOOD_LABEL = 'bench-fairness=flood';
+const TENANTS = { admin: ['system:masters'], alice: [], bob: [] };
+/**
+ * Each tenant's source address (all of 127.0.0.0/8 is loopback): tenants are different clients, and the server's
+ * bound on connections not yet authenticated from one source (50) must not count one's against the other's.
+ */
+const FROM = { alice: '127.0.0.2', bob: '127.0.0.3' };
+
+/**
+ * One request whose body is read and thrown away (a flood's lists would fill the client's memory otherwise); the
+ * answer's status (or the socket error's code) and, for an error, the Status's message.
+ */
+function drained(method, path, { agent, token, body, from }) {
+  const url = new URL(path, ctx.server.url);
+  const headers = { Authorization: `Bearer ${token}` };
+  if (body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    headers['Content-Length'] = Buffer.byteLength(body);
+  }
+  return new Promise((resolve) => {
+    const req = https.request(
+      {
+        hostname: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method,
+        headers,
+        ca: ctx.server.caPem,
+        agent,
+        localAddress: from,
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (chunk) => {
+          if (res.statusCode >= 400 && text.length < 4096) text += chunk;
+        });
+        res.on('end', () => {
+          let message;
+          try {
+            message = text ? JSON.parse(text).message : undefined;
+          } catch {
+            message = text.slice(0, 200);
+          }
+          resolve({ status: String(res.statusCode), message });
+        });
+        res.on('error', (err) => resolve({ status: err.code ?? 'error', message: err.message }));
+      },
+    );
+    req.on('error', (err) => resolve({ status: err.code ?? 'error', message: err.message }));
+    req.end(body);
+  });
+}
+
+/** Counts an answer by status, and keeps the first message of each error status. */
+function count(counts, { status, message }) {
+  counts[status] = (counts[status] ?? 0) + 1;
+  if (message && !counts.messages?.[status]) (counts.messages ??= {})[status] = message;
+}
+const byStatus = (counts) =>
+  Object.entries(counts)
+    .filter(([k]) => k !== 'messages')
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([k, v]) => `${k}: ${v}`)
+    .join(', ') || '-';
+/**
+ * The second tenant's GETs, `RATE` a second until `stop()`: each is sent on time whatever happened to earlier
+ * ones. `phase()` names the phase each GET is counted in (the one it was sent in).
+ */
+function steadyGets(token, phase) {
+  // A client's few connections (client-go's HTTP/2 would use one): GETs beyond them wait in the client, counted.
+  const agent = new https.Agent({ keepAlive: true, maxSockets: 16 });
+  const phases = {};
+  const pending = new Set();
+  let stopped = false;
+  const loop = (async () => {
+    const t0 = now();
+    for (let i = 0; !stopped; i++) {
+      const wait = t0 + (i * 1000) / RATE - now();
+      if (wait > 1) await sleep(wait);
+      if (stopped) break;
+      const p = (phases[phase()] ??= { latencies: [], statuses: {} });
+      const sent = now();
+      const get = drained('GET', OWN_PATH, { agent, token, from: FROM.bob }).then((status) => {
+        p.latencies.push(now() - sent);
+        count(p.statuses, status);
+        pending.delete(get);
+      });
+      pending.add(get);
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await loop;
+      await Promise.all(pending);
+      agent.destroy();
+      return phases;
+    },
+  };
+}
+
+/** `concurrency` closed loops of `op` until `seconds` have passed; the statuses of their answers. */
+async function closedLoops(concurrency, seconds, op) {
+  const agent = new https.Agent({ keepAlive: true, maxSockets: concurrency });
+  const statuses = {};
+  const end = now() + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (now() < end) count(statuses, await op(agent));
+    }),
+  );
+  agent.destroy();
+  return statuses;
+}
+
+/** The server's etcd_request_errors_total, summed over operations and types. */
+async function etcdErrors() {
+  const res = await httpsRequest('GET', '/metrics');
+  expectStatus(res, 200, 'metrics');
+  const lines = res.body.toString().match(/^etcd_request_errors_total\{[^}]*\} \S+$/gm) ?? [];
+  return lines.reduce((n, line) => n + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+}
+
+async function runArm(arm, serverConfig, tokens, etcdPid) {
+  const child = (ctx.child = forkServerChild(serverConfig, { flags: arm.flags }));
+  try {
+    ctx.server = { ...(await child.ready), token: tokens.admin };
+  } catch (err) {
+    if (!(err instanceof FlagRefused)) throw err;
+    log(`arm "${arm.label}": NOT MEASURED: ${err.message}`);
+    await child.exited;
+    return { ...arm, refused: err.reason };
+  }
+  ctx.pids = { server: ctx.server.pid, etcd: etcdPid, 'bench client': process.pid };
+  log(`arm "${arm.label}": server on ${ctx.server.url} (pid ${ctx.server.pid})`);
+  try {
+    // Warm-up: the second tenant's connection and the first tenant's first list.
+    for (let i = 0; i < 5; i++)
+      expectStatus(await httpsRequest('GET', OWN_PATH, { token: tokens.bob }), 200, 'warm-up GET');
+    expectStatus(await httpsRequest('GET', NS_PATH, { token: tokens.alice }), 200, 'warm-up list');
+
+    let phase = arm.flood ? 'lists' : 'no flood';
+    const gets = steadyGets(tokens.bob, () => phase);
+    const flood = {};
+    if (arm.flood) {
+      const list = (agent) => drained('GET', NS_PATH, { agent, token: tokens.alice, from: FROM.alice });
+      flood.lists = await withCpu(`${arm.label}: ${LIST_C} lists`, () => closedLoops(LIST_C, SECONDS, list));
+      phase = 'creates';
+      const key = JSON.stringify({
+        apiVersion: `${GROUP}/v1`,
+        kind: 'OwnedAccessKey',
+        metadata: { generateName: 'flood-', labels: { 'bench-fairness': 'flood' } },
+        spec: {},
+      });
+      const create = (agent) => drained('POST', KEYS_PATH, { agent, token: tokens.alice, body: key, from: FROM.alice });
+      flood.creates = await withCpu(`${arm.label}: ${CREATE_C} creates`, () => closedLoops(CREATE_C, SECONDS, create));
+    } else {
+      await withCpu(`${arm.label}: no flood`, () => sleep(2 * SECONDS * 1000));
+    }
+    const phases = await gets.stop();
+    const result = { ...arm, phases: {}, etcdErrors: await etcdErrors() };
+    for (const [name, p] of Object.entries(phases)) {
+      result.phases[name] = { gets: summary(p.latencies), statuses: p.statuses, flood: flood[name] };
+      const s = result.phases[name].gets;
+      log(`  ${name}: bob ${s.n} GETs p50 ${f1(s.p50)} ms p99 ${f1(s.p99)} ms; ${byStatus(p.statuses)}`);
+      if (flood[name]) log(`  ${name}: alice ${byStatus(flood[name])}`);
+    }
+    log(`  etcd requests that failed in the server during the arm: ${result.etcdErrors}`);
+    // The next arm starts without this one's keys (they would make its authentication index larger).
+    const cleanup = await httpsRequest('DELETE', `${KEYS_PATH}?labelSelector=${encodeURIComponent(FLOOD_LABEL)}`);
+    expectStatus(cleanup, 200, 'delete the flood keys');
+    return result;
+  } finally {
+    await child.stop();
+  }
+}
+
+async function main() {
+  const info = machine();
+  log('machine', info);
+
+  // Arms whose flags this build refuses are known before anything is seeded.
+  const { FlagError, parseFlags } = await import(new URL('config.js', dist).href);
+  for (const arm of ARMS) {
+    try {
+      parseFlags(arm.flags);
+    } catch (err) {
+      if (!(err instanceof FlagError)) throw err;
+      arm.refused = err.message;
+      log(`arm "${arm.label}" will not be measured: the server refuses its flags: ${err.message}`);
+    }
+  }
+
+  const tmp = mkdtempSync(join(os.tmpdir(), 'bench-fairness-'));
+  const { etcdProc, serverConfig } = await startEtcd(tmp);
+  try {
+    const tokens = Object.fromEntries(Object.keys(TENANTS).map((user) => [user, `${user}-${randomUUID()}`]));
+    const tokenAuthFile = join(tmp, 'tokens.csv');
+    const lines = Object.entries(TENANTS).map(
+      ([user, groups]) => `${tokens[user]},${user},uid-${user}${groups.length ? `,"${groups.join(',')}"` : ''}`,
+    );
+    writeFileSync(tokenAuthFile, `${lines.join('\n')}\n`, { mode: 0o600 });
+    const config = { ...serverConfig, tokenAuthFile };
+
+    // Seeding through a server with the build's defaults.
+    const seeder = (ctx.child = forkServerChild(config));
+    ctx.server = { ...(await seeder.ready), token: tokens.admin };
+    log(`seeding ${N} SharedSecrets (alice may read them all) and bob's own`);
+    const seedAgent = new https.Agent({ keepAlive: true, maxSockets: 32 });
+    const seedSeconds = await seed(seedAgent, 0, N);
+    seedAgent.destroy();
+    const own = {
+      apiVersion: `${GROUP}/v1`,
+      kind: 'SharedSecret',
+      metadata: { name: OWN_NAME, namespace: NS },
+      spec: { displayName: 'bob', owner: { user: 'bob' }, data: { password: 'c2VjcmV0' } },
+    };
+    expectStatus(await httpsRequest('POST', NS_PATH, { body: JSON.stringify(own) }), 201, `create ${OWN_NAME}`);
+    await seeder.stop();
+
+    const results = [];
+    for (const arm of ARMS) {
+      if (arm.refused) results.push(arm);
+      else results.push(await runArm(arm, config, tokens, etcdProc.pid));
+    }
+    console.log(report({ machine: { ...info, loadavgAtEnd: loadavg() }, seedSeconds, results }));
+  } finally {
+    await ctx.child?.stop();
+    await etcdProc.stop();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+function report(r) {
+  const out = [...headerLines(r.machine, r.machine.loadavgAtEnd, 'Server in a child process, one per arm.')];
+  out.push(
+    `Seed: ${N} SharedSecrets (32 concurrent POSTs, ${f1(r.seedSeconds)} s), every one readable by alice; bob owns one more.`,
+    '',
+    `Flood (alice): ${LIST_C} concurrent lists of all ${N} for ${SECONDS} s, then ${CREATE_C} concurrent creates of its own OwnedAccessKeys for ${SECONDS} s (closed loops). Second tenant (bob): ${RATE} GETs/s of its own SharedSecret (open loop, consistent reads), throughout; each GET counts in the phase it was sent in.`,
+    '',
+    "| Arm | Phase | bob's GETs | p50 ms | p99 ms | max ms | bob's answers by status | alice's answers by status |",
+    '|---|---|---|---|---|---|---|---|',
+  );
+  for (const arm of r.results) {
+    if (arm.refused) {
+      out.push(`| ${arm.label} | not measured: the server refused its flags (${arm.refused}) | | | | | | |`);
+      continue;
+    }
+    for (const [name, p] of Object.entries(arm.phases))
+      out.push(
+        `| ${arm.label} | ${name} | ${p.gets.n} | ${f1(p.gets.p50)} | ${f1(p.gets.p99)} | ${f1(p.gets.max)} | ${byStatus(p.statuses)} | ${p.flood ? byStatus(p.flood) : '-'} |`,
+      );
+  }
+  out.push('');
+  const measured = r.results.filter((arm) => arm.phases);
+  out.push(
+    `etcd requests that failed in the server (etcd_request_errors_total) during each arm: ${measured.map((arm) => `${arm.label} ${arm.etcdErrors}`).join('; ')}.`,
+    '',
+  );
+  const firstMessages = [];
+  for (const arm of r.results)
+    for (const [name, p] of Object.entries(arm.phases ?? {})) {
+      const who = [
+        ['bob', p.statuses],
+        ['alice', p.flood ?? {}],
+      ];
+      for (const [user, counts] of who)
+        for (const [status, message] of Object.entries(counts.messages ?? {}))
+          firstMessages.push(`- ${arm.label}, ${name}, ${user}'s first ${status}: ${message}`);
+    }
+  if (firstMessages.length) out.push('First error message of each status:', '', ...firstMessages, '');
+  const baseline = r.results.find((a) => !a.flood && a.phases)?.phases['no flood']?.gets.p99;
+  if (baseline) {
+    out.push(
+      `Goal: bob's p99 under the flood within 3x of its p99 without it (${f1(baseline)} ms), none of bob's GETs answered 429, while alice is throttled (429s).`,
+      '',
+    );
+    for (const arm of r.results.filter((a) => a.flood && a.phases)) {
+      const all = Object.values(arm.phases);
+      const worst = Math.max(...all.map((p) => p.gets.p99));
+      const sum = (counts, status) => all.reduce((n, p) => n + ((counts(p) ?? {})[status] ?? 0), 0);
+      const bobFailed = all.reduce(
+        (n, p) =>
+          n + Object.entries(p.statuses).reduce((k, [s, c]) => k + (s !== '200' && s !== 'messages' ? c : 0), 0),
+        0,
+      );
+      const met = worst <= 3 * baseline && sum((p) => p.statuses, '429') === 0 && sum((p) => p.flood, '429') > 0;
+      out.push(
+        `- ${arm.label}: worst phase p99 ${f1(worst)} ms = ${f1(worst / baseline)}x baseline; bob: ${sum((p) => p.statuses, '429')} answered 429, ${bobFailed} not 200 in all; alice: ${sum((p) => p.flood, '429')} answered 429. Goal ${met ? 'met' : 'not met'}.`,
+      );
+    }
+    out.push('');
+  }
+  out.push(...cpuLines(r.machine.cores));
+  return out.join('\n');
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
