@@ -23,6 +23,8 @@ export interface HostInformerOptions {
   log?: (msg: string, fields?: Record<string, unknown>) => void;
   /** Longest wait between two tries after failures (default 5 s). */
   maxBackoffMs?: number;
+  /** Called after each change of the copy (an object added, changed or removed) and once it has first synced. */
+  onChange?: () => void;
 }
 
 export class HostInformer<T extends HostObject> {
@@ -99,6 +101,7 @@ export class HostInformer<T extends HostObject> {
       delayFn: (ms) => sleep(ms, signal),
     });
     this.cache = listWatch;
+    if (this.opts.onChange) listWatch.on('change', this.opts.onChange);
     listWatch.on('error', (err) => {
       if (signal.aborted) return;
       this.log('host watch failed, retrying', { resource: what, error: String(err) });
@@ -118,5 +121,6 @@ export class HostInformer<T extends HostObject> {
     if (this.synced) return;
     this.synced = true;
     for (const wake of this.syncWaiters.splice(0)) wake();
+    this.opts.onChange?.();
   }
 }
