@@ -9,6 +9,8 @@
  *   patch (JSON, merge; strategic treated as merge), delete and deletecollection of those four kinds, namespaced
  *   and cluster-scoped, with one resourceVersion counter and kube's Status bodies (404, 409, 422);
  * - GET /api/v1/namespaces/<ns>, /api/v1/namespaces/<ns>/secrets/<name> and .../configmaps/<name>, seeded by the test;
+ * - GET, list and watch of /apis/flowcontrol.apiserver.k8s.io/v1 flowschemas and prioritylevelconfigurations,
+ *   kube's built-in ones from the start (putFlowControl, removeFlowControl change them);
  * - GET /version: kube's version.Info, gitVersion from the option kubernetesVersion (v1.33.0 by default);
  * - /apis/certificates.k8s.io/v1/certificatesigningrequests: create (generateName; kube's validation of request,
  *   usages, signerName, expirationSeconds; the certificatesubjectrestriction admission), get, list, delete, and
@@ -44,6 +46,7 @@ import { ensureServingCertificate } from '../../src/pki/selfsigned.js';
 import { AdmissionRegistration, type AdmissionResource } from './hostcluster/admissionregistration.js';
 import { CoreObjects } from './hostcluster/core.js';
 import { CertificateSigningRequests } from './hostcluster/csrs.js';
+import { FlowControlObjects, type FlowControlResource } from './hostcluster/flowcontrol.js';
 import { CsrSigner } from './hostcluster/csrsigner.js';
 import { clone, ResourceVersions, type KubeObj } from './hostcluster/objects.js';
 import { evaluate, type SarSpec, type SarStatus } from './hostcluster/rbacauthorizer.js';
@@ -57,6 +60,7 @@ import { WatchHub } from './hostcluster/watch.js';
 export { KUBE_APISERVER_CLIENT_SIGNER } from './hostcluster/csrsigner.js';
 export { KUBECONFIG_GROUPS, KUBECONFIG_USERNAME } from './hostcluster/csrs.js';
 export type { AdmissionResource } from './hostcluster/admissionregistration.js';
+export type { FlowControlResource } from './hostcluster/flowcontrol.js';
 export type { KubeObj } from './hostcluster/objects.js';
 export type { SarStatus } from './hostcluster/rbacauthorizer.js';
 export type { RbacResource } from './hostcluster/rbacstore.js';
@@ -96,6 +100,9 @@ export interface HostClusterStandIn {
   /** Creates or replaces a webhook configuration (admissionregistration.k8s.io/v1) as an API write would. */
   putAdmission(resource: AdmissionResource, obj: KubeObj): KubeObj;
   removeAdmission(resource: AdmissionResource, name: string): void;
+  /** Creates or replaces a FlowSchema or PriorityLevelConfiguration (kube's built-in ones are there from the start). */
+  putFlowControl(resource: FlowControlResource, obj: KubeObj): KubeObj;
+  removeFlowControl(resource: FlowControlResource, name: string): void;
   /** Creates or replaces an RBAC object as an API write would (new resourceVersion, watch event); returns it. */
   put(obj: KubeObj): KubeObj;
   get(resource: RbacResource, namespace: string, name: string): KubeObj | undefined;
@@ -167,6 +174,7 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
   const rbacStore = new RbacStore(rv, watches);
   const core = new CoreObjects(rv, watches);
   const admission = new AdmissionRegistration(rv, watches);
+  const flowcontrol = new FlowControlObjects(rv, watches);
   // The namespaces every cluster starts with.
   const kubeSystemUid = opts.kubeSystemUid ?? randomUUID();
   for (const ns of ['default', 'kube-system', 'kube-public', 'kube-node-lease'])
@@ -196,6 +204,7 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
     csrs,
     core,
     admission,
+    flowcontrol,
     version: () => ({ major, minor, gitVersion, platform: 'linux/amd64' }),
     onRequest: () => api.onRequest,
   });
@@ -224,6 +233,8 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
     addConfigMap: (namespace, name, data) => core.addConfigMap(namespace, name, data),
     putAdmission: (resource, obj) => admission.put(resource, obj),
     removeAdmission: (resource, name) => admission.remove(resource, name),
+    putFlowControl: (resource, obj) => flowcontrol.put(resource, obj),
+    removeFlowControl: (resource, name) => flowcontrol.remove(resource, name),
     put: (obj) => rbacStore.put(obj),
     get: (resource, namespace, name) => rbacStore.get(resource, namespace, name),
     list: (resource, namespace) => clone(rbacStore.objectsOf(resource, namespace)),
