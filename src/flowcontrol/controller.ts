@@ -17,6 +17,7 @@ import { allocate, levelBounds, type DemandState, type LevelBounds } from './con
 import { byPrecedence, flowDistinguisher, matchesFlowSchema, type RequestDigest } from './match.js';
 import { QueueSet, type Clock } from './queueset.js';
 import { levelMaxSeats } from './seats.js';
+import { WatchTracker } from './watches.js';
 import {
   CATCH_ALL,
   EXEMPT,
@@ -66,6 +67,8 @@ export interface Classification {
 export class FlowControl {
   private schemas: FlowSchema[] = [];
   private readonly levelsByName = new Map<string, PriorityLevel>();
+  /** The watches open now, which a write's seats are estimated from. */
+  readonly watches = new WatchTracker();
 
   constructor(
     /** The server's seats: --max-requests-inflight plus --max-mutating-requests-inflight. */

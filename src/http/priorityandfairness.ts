@@ -7,7 +7,7 @@
  * - The wait limit is kube's: a quarter of the request's deadline (--request-timeout or a shorter ?timeout=), at
  *   most a minute; a watch, which has no deadline, may wait a quarter of --request-timeout (15 s by default).
  * - A watch holds its seats only until its stream starts (kube: until its initialization); then it is long-running
- *   and no longer counted.
+ *   and no longer holds seats, but counts among the watches that make writes of its resource heavier (seats.ts).
  * - A request that leaves while waiting is taken out of its queue (cancelled).
  * - The response headers name the uids (not the names) of the schema and level, as kube's do, also on a 429.
  */
@@ -16,7 +16,7 @@ import { requestContext, requestUser } from '../apimachinery/request.js';
 import * as errors from '../apimachinery/status.js';
 import type { FlowControl } from '../flowcontrol/controller.js';
 import type { RejectReason } from '../flowcontrol/queueset.js';
-import { estimateSeats, type ObjectCount } from '../flowcontrol/seats.js';
+import { estimateWork, type ObjectCount } from '../flowcontrol/seats.js';
 import type { FlowControlMetrics } from '../observability/flowcontrol.js';
 import type { InFlightCounts } from '../observability/metrics.js';
 import { requestTimeoutMs } from './deadline.js';
@@ -49,7 +49,15 @@ export function priorityAndFairness(flowControl: FlowControl, opts: PriorityAndF
     res.setHeader(PRIORITY_LEVEL_UID_HEADER, level.uid);
     const labels = { priority_level: level.name, flow_schema: flowSchema.metadata.name ?? '' };
     const watch = info.verb === 'watch';
-    const seats = level.exempt ? 1 : estimateSeats(info, query, opts.objectCount, level.maxSeats);
+    const work = level.exempt
+      ? { seats: 1, additionalLatencyMs: 0 }
+      : estimateWork(
+          info,
+          query,
+          { objects: opts.objectCount, watches: (i) => flowControl.watches.interested(i) },
+          level.maxSeats,
+        );
+    const seats = work.seats;
     opts.metrics?.estimated(labels, seats);
     const waitLimitMs = waitLimit(watch ? 0 : requestTimeoutMs(query, opts.requestTimeoutMs), opts.requestTimeoutMs);
 
@@ -71,13 +79,18 @@ export function priorityAndFairness(flowControl: FlowControl, opts: PriorityAndF
         released = true;
         if (opts.inFlight) opts.inFlight[kind]--;
         stopped?.((performance.now() - started) / 1000);
-        level.queueSet.finish(ticket);
+        // A write's seats stay taken a little longer, for the work of sending its event to the watches.
+        if (work.additionalLatencyMs > 0)
+          setTimeout(() => level.queueSet.finish(ticket), work.additionalLatencyMs).unref();
+        else level.queueSet.finish(ticket);
       };
       // The client left between its dispatch and now: its seats go back at once.
       if (res.destroyed || res.writableEnded) return release();
       // 'close' comes once the answer is sent, or when the client goes away first.
       res.once('close', release);
       if (watch) {
+        // Counted among the watches a write's seats are estimated from, until it ends.
+        res.once('close', flowControl.watches.register(info, query));
         const streamStarted = context.streamStarted;
         context.streamStarted = () => {
           release();

@@ -9,7 +9,8 @@ import { allocate, fairAllocation, levelBounds } from '../../src/flowcontrol/con
 import { FlowControl } from '../../src/flowcontrol/controller.js';
 import type { RequestDigest } from '../../src/flowcontrol/match.js';
 import { QueueSet, dealHand, flowHash, type SeatRequest, type Ticket } from '../../src/flowcontrol/queueset.js';
-import { estimateSeats, levelMaxSeats } from '../../src/flowcontrol/seats.js';
+import { estimateWork, levelMaxSeats } from '../../src/flowcontrol/seats.js';
+import { WatchTracker } from '../../src/flowcontrol/watches.js';
 import { builtInConfiguration } from '../../src/flowcontrol/source.js';
 import type { FlowSchema, PriorityLevelConfiguration } from '../../src/flowcontrol/types.js';
 import { waitLimit } from '../../src/http/priorityandfairness.js';
@@ -388,18 +389,49 @@ describe('dividing the server seats', () => {
 
 describe('seats and waits', () => {
   const count = (_group: string, resource: string) => (resource === 'clusters' ? 250 : undefined);
-  const info = { isResourceRequest: true, apiGroup: 'g', resource: 'clusters', name: '' };
+  const info = { isResourceRequest: true, apiGroup: 'g', resource: 'clusters', namespace: '', name: '' };
+  const q = (s = '') => new URLSearchParams(s);
 
   test("a list takes a seat per 100 objects, up to its level's most; a get, a named list, a plain watch one", () => {
-    const q = (s = '') => new URLSearchParams(s);
-    expect(estimateSeats({ ...info, verb: 'list' }, q(), count, 10)).toBe(3);
-    expect(estimateSeats({ ...info, verb: 'list' }, q(), count, 2)).toBe(2);
-    expect(estimateSeats({ ...info, verb: 'list' }, q('fieldSelector=metadata.name%3Dx'), count, 10)).toBe(1);
-    expect(estimateSeats({ ...info, verb: 'list', resource: 'unknown' }, q(), count, 10)).toBe(1);
-    expect(estimateSeats({ ...info, verb: 'watch' }, q(), count, 10)).toBe(1);
-    expect(estimateSeats({ ...info, verb: 'watch' }, q('sendInitialEvents=true'), count, 10)).toBe(3);
-    expect(estimateSeats({ ...info, verb: 'get', name: 'a' }, q(), count, 10)).toBe(1);
-    expect([levelMaxSeats(1), levelMaxSeats(49), levelMaxSeats(10_000)]).toEqual([1, 8, 100]);
+    const sources = { objects: count, watches: () => 0 };
+    const seats = (i: Partial<typeof info> & { verb: string }, query = q(), max = 10) =>
+      estimateWork({ ...info, ...i }, query, sources, max).seats;
+    expect(seats({ verb: 'list' })).toBe(3);
+    expect(seats({ verb: 'list' }, q(), 2)).toBe(2);
+    expect(seats({ verb: 'list' }, q('fieldSelector=metadata.name%3Dx'))).toBe(1);
+    expect(seats({ verb: 'list', resource: 'unknown' })).toBe(1);
+    expect(seats({ verb: 'watch' })).toBe(1);
+    expect(seats({ verb: 'watch' }, q('sendInitialEvents=true'))).toBe(3);
+    expect(seats({ verb: 'get', name: 'a' })).toBe(1);
+    expect([levelMaxSeats(1), levelMaxSeats(49), levelMaxSeats(1000)]).toEqual([1, 8, 150]);
+  });
+
+  test('a write seen by 10 or more watches holds a seat per 10 of them a little after its answer', () => {
+    const watches = new WatchTracker();
+    const sources = {
+      objects: count,
+      watches: (i: Parameters<WatchTracker['interested']>[0]) => watches.interested(i),
+    };
+    const write = { ...info, verb: 'update', namespace: 'a', name: 'x' };
+    const forgets = [
+      ...Array.from({ length: 9 }, () => watches.register({ ...info, namespace: '' }, q())),
+      watches.register({ ...info, namespace: 'a' }, q()),
+      watches.register({ ...info, namespace: 'a' }, q('fieldSelector=metadata.name%3Dx')),
+      // Not interested: another namespace, another object, another resource.
+      watches.register({ ...info, namespace: 'b' }, q()),
+      watches.register({ ...info, namespace: 'a', name: 'y' }, q()),
+      watches.register({ ...info, resource: 'other' }, q()),
+    ];
+    expect(watches.interested(write)).toBe(11);
+    expect(estimateWork(write, q(), sources, 10)).toEqual({ seats: 2, additionalLatencyMs: 5 });
+    // Capped at the level's most: the same work, narrower and longer.
+    expect(estimateWork(write, q(), sources, 1)).toEqual({ seats: 1, additionalLatencyMs: 10 });
+    forgets[0]();
+    forgets[0]();
+    expect(watches.interested(write)).toBe(10);
+    forgets[1]();
+    expect(estimateWork(write, q(), sources, 10)).toEqual({ seats: 1, additionalLatencyMs: 0 });
+    expect(estimateWork({ ...write, verb: 'get' }, q(), sources, 10).seats).toBe(1);
   });
 
   test("kube's wait limit: a quarter of the deadline, at most a minute", () => {
