@@ -5,8 +5,9 @@
  * - objects that fail validation are left out, with a warning naming the field (never trusted, never a crash);
  * - a FlowSchema whose level does not exist is left out of matching (its requests fall to the next schema that
  *   matches, catch-all at worst), with a warning (kube marks it Dangling);
- * - the mandatory levels and schemas (exempt, catch-all) are supplied when missing, so system:masters is always
- *   exempt and every request always has a schema;
+ * - the mandatory levels and schemas (exempt, catch-all) are supplied when missing, and keep their built-in spec
+ *   when present (kube-apiserver puts it back on any change; only the exempt level's lending and shares are the
+ *   admins'), so system:masters is always exempt and every request always has a schema;
  * - a level that stays keeps its queue set and its waiting requests; a removed one's requests run out on theirs.
  *
  * Every adjustment period the levels' limits are shared again by demand (concurrency.ts).
@@ -103,7 +104,7 @@ export class FlowControl {
   /** Takes a new configuration (the host's objects, or the built-in ones). */
   configure(flowSchemas: FlowSchema[], priorityLevels: PriorityLevelConfiguration[]): void {
     const levels = new Map<string, PriorityLevelConfiguration>();
-    for (const pl of priorityLevels) {
+    for (const pl of priorityLevels.map(mandatoryLevelSpec)) {
       const errs = validatePriorityLevel(pl);
       if (errs.length) {
         this.log.warn('ignoring an invalid PriorityLevelConfiguration', { name: pl.metadata.name, errors: errs });
@@ -114,7 +115,7 @@ export class FlowControl {
     for (const pl of MANDATORY_PRIORITY_LEVELS) if (!levels.has(pl.metadata.name!)) levels.set(pl.metadata.name!, pl);
 
     const schemas: FlowSchema[] = [];
-    for (const fs of flowSchemas) {
+    for (const fs of flowSchemas.map(mandatorySchemaSpec)) {
       const errs = validateFlowSchema(fs);
       if (errs.length) {
         this.log.warn('ignoring an invalid FlowSchema', { name: fs.metadata.name, errors: errs });
@@ -166,4 +167,18 @@ export class FlowControl {
       l.queueSet.reconfigure({ queuing: queuingOf(l.config), concurrencyLimit: limits[i] });
     });
   }
+}
+
+/** A mandatory schema keeps the built-in spec (its uid stays the host's). */
+function mandatorySchemaSpec(fs: FlowSchema): FlowSchema {
+  const builtIn = MANDATORY_FLOW_SCHEMAS.find((m) => m.metadata.name === fs.metadata?.name);
+  return builtIn ? { ...fs, spec: builtIn.spec } : fs;
+}
+
+/** catch-all keeps the built-in spec; exempt stays exempt, with the admins' shares and lending. */
+function mandatoryLevelSpec(pl: PriorityLevelConfiguration): PriorityLevelConfiguration {
+  const name = pl.metadata?.name;
+  if (name === CATCH_ALL) return { ...pl, spec: MANDATORY_PRIORITY_LEVELS.find((m) => m.metadata.name === name)!.spec };
+  if (name === EXEMPT) return { ...pl, spec: { type: 'Exempt', exempt: pl.spec?.exempt ?? {} } };
+  return pl;
 }

@@ -234,6 +234,37 @@ describe('digesting a configuration', () => {
     const c = fc.classify(digest({ name: 'bob' }, { path: '/version' }));
     expect([c.flowSchema.metadata.name, c.level.name]).toEqual(['catch-all', 'catch-all']);
   });
+
+  test('the mandatory objects keep their built-in spec: system:masters stays exempt whatever the host says', () => {
+    const fc = new FlowControl(100, silent);
+    fc.configure(
+      [
+        {
+          metadata: { name: 'exempt', uid: 'host-exempt' },
+          spec: {
+            priorityLevelConfiguration: { name: 'exempt' },
+            matchingPrecedence: 1,
+            rules: [
+              {
+                subjects: [{ kind: 'User', user: { name: 'nobody' } }],
+                nonResourceRules: [{ verbs: ['*'], nonResourceURLs: ['*'] }],
+              },
+            ],
+          },
+        },
+      ],
+      [
+        {
+          metadata: { name: 'exempt', uid: 'host-pl' },
+          spec: { type: 'Limited', limited: { nominalConcurrencyShares: 1 } },
+        },
+        { metadata: { name: 'catch-all' }, spec: { type: 'Limited', limited: { nominalConcurrencyShares: 1000 } } },
+      ],
+    );
+    const c = fc.classify(digest({ name: 'root', groups: ['system:masters'] }, { path: '/metrics' }));
+    expect([c.flowSchema.metadata.uid, c.level.uid, c.level.exempt]).toEqual(['host-exempt', 'host-pl', true]);
+    expect(fc.levels().find((l) => l.name === 'catch-all')!.config.spec.limited?.nominalConcurrencyShares).toBe(5);
+  });
 });
 
 describe('shuffle sharding', () => {
