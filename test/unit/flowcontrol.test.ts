@@ -416,6 +416,33 @@ describe('dividing the server seats', () => {
       ]),
     ).toEqual([2, 8]);
   });
+
+  test('every adjustment period a busy level borrows what an idle one lends, and its waiting requests run', () => {
+    let now = 0;
+    const fc = new FlowControl(10, silent, () => now);
+    const level = (name: string, lendablePercent: number): PriorityLevelConfiguration => ({
+      metadata: { name },
+      spec: {
+        type: 'Limited',
+        limited: {
+          nominalConcurrencyShares: 50,
+          lendablePercent,
+          limitResponse: { type: 'Queue', queuing: { queues: 4, handSize: 1, queueLengthLimit: 10 } },
+        },
+      },
+    });
+    fc.configure([], [level('busy', 0), level('idle', 100)]);
+    const busy = fc.levels().find((l) => l.name === 'busy')!;
+    expect(busy.bounds).toEqual({ nominal: 5, lower: 5, upper: 15 });
+    for (let i = 0; i < 10; i++)
+      busy.queueSet.enqueue({ flowSchema: 'fs', distinguisher: 'u', seats: 1, onDispatch() {} });
+    expect([busy.queueSet.executing, busy.queueSet.waiting]).toEqual([5, 5]);
+    now += 10_000;
+    fc.adjust();
+    const limits = Object.fromEntries(fc.levels().map((l) => [l.name, l.queueSet.concurrencyLimit]));
+    expect(limits).toEqual({ exempt: 0, 'catch-all': 1, busy: 10, idle: 0 });
+    expect([busy.queueSet.executing, busy.queueSet.waiting]).toEqual([10, 0]);
+  });
 });
 
 describe('seats and waits', () => {
