@@ -5,7 +5,8 @@
  * says which schema and level in kube's headers, follows changes on the host without a restart, keeps the last
  * configuration while the host is down, and refuses with 429 when the level's queue is full or a request waits too
  * long; system:masters is exempt and never waits. A kube config request held open by a slow virtual cluster signer
- * keeps the ci level's one seat busy.
+ * keeps the ci level's one seat busy. Without a host cluster, kube's built-in configuration applies; with
+ * --enable-priority-and-fairness=false, none.
  */
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { SUGGESTED_FLOW_SCHEMAS, MANDATORY_FLOW_SCHEMAS } from '../../src/flowcontrol/bootstrap.js';
@@ -249,3 +250,29 @@ test('while the host cannot be reached, the last configuration stays', async () 
     await host.setDown(false);
   }
 });
+
+test("without a host cluster kube's built-in configuration applies; with APF off there is none", async () => {
+  const builtIn = await startTestServerWithUsers({ root: ['system:masters'], dave: [] }, {}, ts.etcd);
+  const off = await startTestServerWithUsers(
+    { dave: [] },
+    { enablePriorityAndFairness: false, maxRequestsInflight: 0, maxMutatingRequestsInflight: 0 },
+    ts.etcd,
+  );
+  try {
+    const tenant = await builtIn.as.dave.get(CLUSTERS_PATH);
+    expect(tenant.headers[FS_HEADER]).toBe(builtInUid('global-default'));
+    expect((await builtIn.as.root.get(CLUSTERS_PATH)).headers[FS_HEADER]).toBe(builtInUid('exempt'));
+    expect((await builtIn.anonymous.get('/readyz')).headers[FS_HEADER]).toBe(builtInUid('probes'));
+    // 600 seats (400 + 200) over kube's 245 shares.
+    const metrics = (await builtIn.as.root.get('/metrics')).text;
+    expect(metrics).toContain('apiserver_flowcontrol_nominal_limit_seats{priority_level="global-default"} 49');
+    expect(metrics).toContain('apiserver_flowcontrol_nominal_limit_seats{priority_level="workload-low"} 245');
+
+    const plain = await off.as.dave.get(CLUSTERS_PATH);
+    expect(plain.headers[FS_HEADER]).toBeUndefined();
+    expect((await off.admin.get('/metrics')).text).not.toContain('apiserver_flowcontrol_');
+  } finally {
+    await builtIn.stop();
+    await off.stop();
+  }
+}, 60_000);
