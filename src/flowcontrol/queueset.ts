@@ -2,7 +2,7 @@
  * The requests of one priority level: at most its concurrency limit of seats in use, the rest waiting in fair
  * queues (kube's fairqueuing/queueset). A flow is dealt a hand of queues by shuffle sharding (a hash of its schema
  * and distinguisher picks handSize of the queues) and its request joins the one of the hand with the fewest seats
- * waiting and in use, so a heavy flow fills only its own hand. Requests leave the queues by fair queuing in
+ * waiting, so a heavy flow fills only its own hand. Requests leave the queues by fair queuing in
  * virtual time: each queue has the virtual time (R, in seat-seconds) at which it next dispatches; R advances at the
  * rate the level's seats are shared among its busy queues; a dispatch moves its queue on by the request's seats
  * times the estimated service time, corrected by the real one when it finishes. The queue furthest behind goes
@@ -250,7 +250,8 @@ export class QueueSet {
     let bestLoad = Infinity;
     for (const index of dealHand(flowHash(request.flowSchema, request.distinguisher), queues, handSize)) {
       const queue = this.queues[index];
-      const load = queue.seatsInUse + queue.waiting.reduce((sum, t) => sum + t.request.seats, 0);
+      // kube's choice: the least work waiting (seats, each taking the same estimated time).
+      const load = queue.waiting.reduce((sum, t) => sum + t.request.seats, 0);
       if (load < bestLoad) [best, bestLoad] = [queue, load];
     }
     return best!;
