@@ -2,7 +2,7 @@
  * flowcontrol.apiserver.k8s.io/v1 FlowSchemas and PriorityLevelConfigurations, as the host cluster serves them, and
  * the checks kube's API validation makes of them. The host validates what it stores, so a bad object should never
  * arrive; one that does (another version's defaults, a hand-made stand-in) is left out with a warning rather than
- * trusted, and a FlowSchema naming it then has no level (see config.ts): never a crash.
+ * trusted, and a FlowSchema naming it then has no level (see controller.ts): never a crash.
  */
 
 export const FLOWCONTROL_GROUP = 'flowcontrol.apiserver.k8s.io';
