@@ -107,7 +107,7 @@ export class FlowControl {
     for (const pl of priorityLevels.map(mandatoryLevelSpec)) {
       const errs = validatePriorityLevel(pl);
       if (errs.length) {
-        this.log.warn('ignoring an invalid PriorityLevelConfiguration', { name: pl.metadata.name, errors: errs });
+        this.log.warn('ignoring an invalid PriorityLevelConfiguration', { name: pl.metadata?.name, errors: errs });
         continue;
       }
       levels.set(pl.metadata.name!, pl);
@@ -118,7 +118,7 @@ export class FlowControl {
     for (const fs of flowSchemas.map(mandatorySchemaSpec)) {
       const errs = validateFlowSchema(fs);
       if (errs.length) {
-        this.log.warn('ignoring an invalid FlowSchema', { name: fs.metadata.name, errors: errs });
+        this.log.warn('ignoring an invalid FlowSchema', { name: fs.metadata?.name, errors: errs });
         continue;
       }
       const level = fs.spec.priorityLevelConfiguration.name;

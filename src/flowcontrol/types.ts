@@ -93,6 +93,7 @@ const MAX_HAND_SIZE = 15;
 export function validateFlowSchema(fs: FlowSchema): string[] {
   const errs: string[] = [];
   const spec = fs.spec;
+  if (typeof fs.metadata?.name !== 'string' || !fs.metadata.name) return ['metadata.name: Required value'];
   if (!spec || typeof spec !== 'object') return ['spec: Required value'];
   if (typeof spec.priorityLevelConfiguration?.name !== 'string' || !spec.priorityLevelConfiguration.name)
     errs.push('spec.priorityLevelConfiguration.name: Required value');
@@ -154,6 +155,7 @@ function validateRule(rule: PolicyRulesWithSubjects, at: string): string[] {
 export function validatePriorityLevel(pl: PriorityLevelConfiguration): string[] {
   const errs: string[] = [];
   const spec = pl.spec;
+  if (typeof pl.metadata?.name !== 'string' || !pl.metadata.name) return ['metadata.name: Required value'];
   if (!spec || typeof spec !== 'object') return ['spec: Required value'];
   if (spec.type === 'Exempt') {
     if (pl.metadata.name !== EXEMPT) errs.push('spec.type: Invalid value: "Exempt": only the level "exempt" is exempt');
@@ -176,7 +178,7 @@ export function validatePriorityLevel(pl: PriorityLevelConfiguration): string[] 
     errs.push(
       `spec.limited.limitResponse.type: Unsupported value: ${JSON.stringify(response.type)}: supported values: "Queue", "Reject"`,
     );
-  if (response?.type === 'Queue') errs.push(...validateQueuing(response.queuing ?? DEFAULT_QUEUING));
+  if (response?.type === 'Queue') errs.push(...validateQueuing({ ...DEFAULT_QUEUING, ...response.queuing }));
   return errs;
 }
 

@@ -235,6 +235,19 @@ describe('digesting a configuration', () => {
     expect([c.flowSchema.metadata.name, c.level.name]).toEqual(['catch-all', 'catch-all']);
   });
 
+  test('objects of any shape are ignored with a warning, never a crash', () => {
+    const warnings: string[] = [];
+    const fc = new FlowControl(100, { warn: (msg) => warnings.push(msg) });
+    const garbage = [
+      {},
+      { metadata: { name: 'x' } },
+      { metadata: { name: 'y' }, spec: { rules: [null, { subjects: 'all' }] } },
+    ];
+    fc.configure(garbage as unknown as FlowSchema[], garbage as unknown as PriorityLevelConfiguration[]);
+    expect(warnings).toHaveLength(6);
+    expect(fc.flowSchemas().map((s) => s.metadata.name)).toEqual(['exempt', 'catch-all']);
+  });
+
   test('the mandatory objects keep their built-in spec: system:masters stays exempt whatever the host says', () => {
     const fc = new FlowControl(100, silent);
     fc.configure(
