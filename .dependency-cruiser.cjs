@@ -12,6 +12,7 @@ const layers = [
     'src/clusters/',
     'src/controllers/',
     'src/host/',
+    'src/flowcontrol/',
     'src/tokens/',
     'src/pki/',
   ],

@@ -70,9 +70,14 @@ export interface Config {
   tokenSigningKeyRotationPeriodMs: number;
   /** How long a new signing key is published in the JWKS before it signs. */
   tokenSigningKeyPublishDelayMs: number;
-  /** Requests (other than watches and those of system:masters) served at once: read-only and mutating. */
+  /**
+   * Requests (other than watches and those of system:masters) served at once: read-only and mutating. With API
+   * Priority and Fairness, their sum is the seats shared among the priority levels.
+   */
   maxRequestsInflight: number;
   maxMutatingRequestsInflight: number;
+  /** API Priority and Fairness in place of the two in-flight limits (kube's --enable-priority-and-fairness). */
+  enablePriorityAndFairness: boolean;
   /** A request other than a watch not answered within this long gets 504 Timeout (0: no deadline). */
   requestTimeoutMs: number;
   /** Watches without timeoutSeconds end after a random time between this and twice this (seconds). */
@@ -358,14 +363,20 @@ export const FLAGS: FlagSpec[] = [
   {
     name: 'max-requests-inflight',
     arg: 'int',
-    help: 'Read-only requests served at once; past it 429 TooManyRequests with Retry-After (watches and system:masters are not counted; default 400, 0 for no limit).',
+    help: 'With --enable-priority-and-fairness (the default), this and --max-mutating-requests-inflight are summed into the seats shared among the priority levels (the sum must be positive). Without it: read-only requests served at once; past it 429 TooManyRequests with Retry-After (watches and system:masters are not counted; default 400, 0 for no limit).',
     apply: (c, v) => (c.maxRequestsInflight = count('max-requests-inflight', v)),
   },
   {
     name: 'max-mutating-requests-inflight',
     arg: 'int',
-    help: 'Mutating requests (create, update, patch, delete) served at once; past it 429 as above (default 200, 0 for no limit).',
+    help: 'Summed with --max-requests-inflight as above; without --enable-priority-and-fairness, mutating requests (create, update, patch, delete) served at once; past it 429 as above (default 200, 0 for no limit).',
     apply: (c, v) => (c.maxMutatingRequestsInflight = count('max-mutating-requests-inflight', v)),
+  },
+  {
+    name: 'enable-priority-and-fairness',
+    arg: 'bool',
+    help: "API Priority and Fairness: requests are classified by FlowSchemas into priority levels (the host cluster's flowcontrol.apiserver.k8s.io/v1 objects, or kube's built-in ones without a host cluster), each with its share of the server's seats and fair queues per user or namespace. false: the two in-flight limits instead (default true).",
+    apply: (c, v) => (c.enablePriorityAndFairness = bool('enable-priority-and-fairness', v)),
   },
   {
     name: 'request-timeout',
@@ -596,6 +607,7 @@ export function defaultConfig(): Config {
     authenticationSkipLookup: false,
     maxRequestsInflight: 400,
     maxMutatingRequestsInflight: 200,
+    enablePriorityAndFairness: true,
     requestTimeoutMs: 60_000,
     minRequestTimeoutSeconds: 1800,
     shutdownDelayMs: 0,
@@ -644,6 +656,10 @@ export function parseFlags(argv: string[]): Config | undefined {
     throw new FlagError('--tls-cert-file and --tls-private-key-file go together');
   if (!!config.etcdCertfile !== !!config.etcdKeyfile)
     throw new FlagError('--etcd-certfile and --etcd-keyfile go together');
+  if (config.enablePriorityAndFairness && config.maxRequestsInflight + config.maxMutatingRequestsInflight <= 0)
+    throw new FlagError(
+      '--max-requests-inflight plus --max-mutating-requests-inflight must be positive with --enable-priority-and-fairness (their sum is the seats shared among the priority levels); set either, or --enable-priority-and-fairness=false for no limit',
+    );
   if (config.encryptionProviderConfigAutomaticReload && !config.encryptionProviderConfig)
     throw new FlagError('--encryption-provider-config-automatic-reload must be set with --encryption-provider-config');
   return config;

@@ -19,6 +19,9 @@ import { startHostAdmission } from './admission/host.js';
 import { HostCluster } from './host/cluster.js';
 import type { Config } from './config.js';
 import { GarbageCollector } from './controllers/garbagecollector.js';
+import { FlowControl } from './flowcontrol/controller.js';
+import { watchCacheObjectCount } from './flowcontrol/objectcount.js';
+import { startFlowControlSource } from './flowcontrol/source.js';
 import { AccessSync } from './controllers/accesssync.js';
 import { ClusterHealth } from './controllers/clusterhealth.js';
 import { ProjectSecretDelivery } from './controllers/projectsecretdelivery.js';
@@ -187,6 +190,12 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       registry.useAdmission(admission.chain);
       log.info('admission plugins', { plugins: admission.chain.names });
     }
+    let flowControl: FlowControl | undefined;
+    if (config.enablePriorityAndFairness) {
+      flowControl = new FlowControl(config.maxRequestsInflight + config.maxMutatingRequestsInflight, log);
+      const source = startFlowControlSource(flowControl, hostCluster, log);
+      cleanups.push(['stopping the priority and fairness informers', async () => source.stop()]);
+    }
     const auth = setUpAuth(config, registry, hostCluster, clientCas, log);
     registry.useOwnerDeletionCheck(ownerDeletionCheck(registry, auth.authorizer));
     // After the authorizers: the ProjectSecret sync asks them what a ProjectSecret's owner may read.
@@ -238,6 +247,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
         return serverAddress(boundPort);
       },
       maxInFlight: { readOnly: config.maxRequestsInflight, mutating: config.maxMutatingRequestsInflight },
+      flowControl: flowControl && { controller: flowControl, objectCount: watchCacheObjectCount(registry) },
       timeouts: {
         requestTimeoutMs: config.requestTimeoutMs,
         minRequestTimeoutSeconds: config.minRequestTimeoutSeconds,

@@ -76,6 +76,10 @@ export class ProjectSecretDelivery {
       what: 'secrets',
       path: '/api/v1/secrets',
       labelSelector: SELECTOR,
+      onChange: (secret) => {
+        const uid = secret && sourceUid(secret);
+        if (uid) this.queue.add(uid);
+      },
       log: (msg, fields) => this.log(`projectsecret delivery: ${msg}`, fields),
     });
     this.queue = new WorkQueue({
@@ -87,10 +91,6 @@ export class ProjectSecretDelivery {
   }
 
   async run(signal: AbortSignal): Promise<void> {
-    this.informer.onChange((secret) => {
-      const uid = sourceUid(secret);
-      if (uid) this.queue.add(uid);
-    });
     const hostWatch = this.informer.run(signal);
     const watch = watchStore(this.projectSecrets, signal, {
       upsert: (obj) => {

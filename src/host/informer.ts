@@ -15,7 +15,7 @@ export interface HostObject {
   [field: string]: unknown;
 }
 
-export interface HostInformerOptions {
+export interface HostInformerOptions<T extends HostObject = HostObject> {
   /** What the collection is, for errors and logs (e.g. "namespaces"). */
   what: string;
   /** The collection's path (e.g. /api/v1/namespaces). */
@@ -25,18 +25,22 @@ export interface HostInformerOptions {
   log?: (msg: string, fields?: Record<string, unknown>) => void;
   /** Longest wait between two tries after failures (default 5 s). */
   maxBackoffMs?: number;
+  /**
+   * Called after each change of the copy with the object added, changed or removed (a removed one as last seen), and
+   * once, with none, when it has first synced.
+   */
+  onChange?: (obj?: T) => void;
 }
 
 export class HostInformer<T extends HostObject> {
   private cache?: { get(name: string, namespace?: string): T | undefined; list(): ReadonlyArray<T> };
   private synced = false;
   private readonly syncWaiters: (() => void)[] = [];
-  private readonly changeHandlers: ((obj: T) => void)[] = [];
   private readonly log: NonNullable<HostInformerOptions['log']>;
 
   constructor(
     private readonly host: HostCluster,
-    private readonly opts: HostInformerOptions,
+    private readonly opts: HostInformerOptions<T>,
   ) {
     this.log = opts.log ?? (() => {});
   }
@@ -49,11 +53,6 @@ export class HostInformer<T extends HostObject> {
 
   list(): T[] {
     return [...(this.cache?.list() ?? [])];
-  }
-
-  /** Calls `handler` with each object added, changed or deleted (a deleted one as last seen), from now on. */
-  onChange(handler: (obj: T) => void): void {
-    this.changeHandlers.push(handler);
   }
 
   /** Whether the first list has been read. */
@@ -108,7 +107,8 @@ export class HostInformer<T extends HostObject> {
       delayFn: (ms) => sleep(ms, signal),
     });
     this.cache = listWatch;
-    for (const handler of this.changeHandlers) listWatch.on('change', handler);
+    const { onChange } = this.opts;
+    if (onChange) listWatch.on('change', (obj) => onChange(obj));
     listWatch.on('error', (err) => {
       if (signal.aborted) return;
       this.log('host watch failed, retrying', { resource: what, error: String(err) });
@@ -128,5 +128,6 @@ export class HostInformer<T extends HostObject> {
     if (this.synced) return;
     this.synced = true;
     for (const wake of this.syncWaiters.splice(0)) wake();
+    this.opts.onChange?.();
   }
 }

@@ -9,6 +9,8 @@ import type { Authorizer } from '../apimachinery/authorizer.js';
 import { requestContext } from '../apimachinery/request.js';
 import type { Authenticator } from '../auth/types.js';
 import { restrictedAuthorizer } from '../auth/restriction.js';
+import type { FlowControl } from '../flowcontrol/controller.js';
+import type { ObjectCount } from '../flowcontrol/seats.js';
 import type { Logger } from '../log.js';
 import type { AuditLog } from '../observability/audit.js';
 import { servedBy } from '../observability/labels.js';
@@ -25,6 +27,7 @@ import { findNamespace } from './findnamespace.js';
 import type { HealthCheck } from './health.js';
 import { maxInFlight, type InFlightLimits } from './inflight.js';
 import { nonResourceHandler } from './nonresource.js';
+import { priorityAndFairness } from './priorityandfairness.js';
 import type { OidcOptions } from './oidc.js';
 import { withRequestInfo } from './requestinfo.js';
 import { handleResource } from './resources.js';
@@ -42,8 +45,10 @@ export interface AppOptions {
   visibleTo?: VisibleTo;
   /** host:port clients reach this server at, for /api's serverAddressByClientCIDRs. */
   serverAddress: string;
-  /** --max-requests-inflight and --max-mutating-requests-inflight (0: no limit). */
+  /** --max-requests-inflight and --max-mutating-requests-inflight (0: no limit), when flowControl is not set. */
   maxInFlight?: InFlightLimits;
+  /** API Priority and Fairness in place of the max-in-flight limits, and the object counts a list's seats read. */
+  flowControl?: { controller: FlowControl; objectCount: ObjectCount };
   /** --request-timeout (ms; 0: none) and --min-request-timeout (s) for watches without timeoutSeconds. */
   timeouts?: { requestTimeoutMs: number; minRequestTimeoutSeconds: number };
   /** Counts requests in flight and ends watches when the server shuts down. */
@@ -70,8 +75,8 @@ export interface AppOptions {
  * 3. shutdown (shutdown.ts): counts the request in flight (or refuses a new watch once watches have ended);
  * 4. deadline (deadline.ts): covers everything after it, authentication included (a slow TokenReview counts);
  * 5. authentication (authentication.ts): who asks;
- * 6. max in flight (inflight.ts): after authentication, since system:masters is never limited, and before the work
- *    of authorization;
+ * 6. priority and fairness (priorityandfairness.ts), or with it off max in flight (inflight.ts): after
+ *    authentication, since both look at who asks, and before the work of authorization;
  * 7. find namespace (findnamespace.ts): needs the user, and goes before authorization, which then decides on the
  *    namespace found;
  * 8. authorization (authorization.ts);
@@ -81,7 +86,7 @@ export interface AppOptions {
  * run as one express middleware (chain.ts), the error handler after them.
  *
  * Where kube has the same filter the order is kube's (WithRequestInfo, WithWaitGroup, WithRequestDeadline,
- * WithAuthentication, WithMaxInFlightLimit, WithAuthorization). Finding the namespace is this server's own; kube
+ * WithAuthentication, WithPriorityAndFairness or WithMaxInFlightLimit, WithAuthorization). Finding the namespace is this server's own; kube
  * audits from inside authentication, with a separate audit of failed authentication, where one observer does both here.
  */
 export function createApp(opts: AppOptions): express.Express {
@@ -109,7 +114,14 @@ export function createApp(opts: AppOptions): express.Express {
       ...(opts.shutdown ? [opts.shutdown.track()] : []),
       requestDeadline({ requestTimeoutMs: opts.timeouts?.requestTimeoutMs ?? 0 }),
       authenticate(opts.authenticator, isPublic, opts.connections),
-      maxInFlight(opts.maxInFlight ?? { readOnly: 0, mutating: 0 }, opts.metrics?.inFlight),
+      opts.flowControl
+        ? priorityAndFairness(opts.flowControl.controller, {
+            requestTimeoutMs: opts.timeouts?.requestTimeoutMs ?? 0,
+            objectCount: opts.flowControl.objectCount,
+            metrics: opts.metrics?.flowControl(opts.flowControl.controller),
+            inFlight: opts.metrics?.inFlight,
+          })
+        : maxInFlight(opts.maxInFlight ?? { readOnly: 0, mutating: 0 }, opts.metrics?.inFlight),
       findNamespace(opts.registry, actions, opts.authorizer),
       authorize(opts.authorizer, opts.visibleTo, isPublic),
       readBody(),

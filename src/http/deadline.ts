@@ -20,16 +20,7 @@ export function requestDeadline(opts: DeadlineOptions) {
   return (req: Request, res: Response, next: NextFunction) => {
     const { info, query } = requestContext(req);
     if (info.verb === 'watch') return next();
-    const asked = query.get('timeout');
-    let timeoutMs = opts.requestTimeoutMs;
-    if (asked) {
-      const ms = parseGoDuration(asked);
-      if (ms === undefined)
-        throw errors.badRequest(
-          `invalid timeout specified in the request URL: ${JSON.stringify(asked)} is not a duration such as 30s or 1m`,
-        );
-      if (ms > 0 && (timeoutMs === 0 || ms < timeoutMs)) timeoutMs = ms;
-    }
+    const timeoutMs = requestTimeoutMs(query, opts.requestTimeoutMs);
     if (timeoutMs > 0) {
       const timer = setTimeout(() => {
         if (!res.headersSent)
@@ -39,6 +30,18 @@ export function requestDeadline(opts: DeadlineOptions) {
     }
     next();
   };
+}
+
+/** The deadline of a request other than a watch: --request-timeout, or the shorter `?timeout=` (ms; 0: none). */
+export function requestTimeoutMs(query: URLSearchParams, flagMs: number): number {
+  const asked = query.get('timeout');
+  if (!asked) return flagMs;
+  const ms = parseGoDuration(asked);
+  if (ms === undefined)
+    throw errors.badRequest(
+      `invalid timeout specified in the request URL: ${JSON.stringify(asked)} is not a duration such as 30s or 1m`,
+    );
+  return ms > 0 && (flagMs === 0 || ms < flagMs) ? ms : flagMs;
 }
 
 /** How long a watch without `timeoutSeconds` lasts: between --min-request-timeout and twice it, at random. */

@@ -1,16 +1,18 @@
 /**
- * Requests for what is not a resource: health, metrics, OpenAPI, the token issuer's OpenID documents, version and
- * discovery. Only GET and HEAD; an unknown path is 404.
+ * Requests for what is not a resource: health, metrics, OpenAPI, the token issuer's OpenID documents, version,
+ * discovery and the API Priority and Fairness dumps. Only GET and HEAD; an unknown path is 404.
  */
 import type { Request, Response } from 'express';
 import { requestContext } from '../apimachinery/request.js';
 import * as errors from '../apimachinery/status.js';
 import { isDNS1123Label } from '../apimachinery/validation.js';
 import type { ServedActions } from '../actions/served.js';
+import type { FlowControl } from '../flowcontrol/controller.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Registry } from '../registry/registry.js';
 import { AggregatedDiscovery } from './aggregateddiscovery.js';
 import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions } from './discovery.js';
+import { DEBUG_PREFIX, flowControlDump } from './flowcontroldebug.js';
 import { healthHandler, type HealthCheck } from './health.js';
 import { negotiateAggregatedDiscovery, negotiateResponse } from './negotiation.js';
 import { OIDC_PATHS, oidcHandler, type OidcOptions } from './oidc.js';
@@ -25,6 +27,8 @@ export interface NonResourceOptions {
   serverAddress: string;
   oidc?: OidcOptions;
   metrics?: Metrics;
+  /** API Priority and Fairness, when on: its debug dumps. */
+  flowControl?: { controller: FlowControl };
 }
 
 export function nonResourceHandler(
@@ -50,6 +54,10 @@ export function nonResourceHandler(
     if (path === '/metrics' && opts.metrics)
       return void res.type(opts.metrics.contentType).send(await opts.metrics.text());
     if (isOpenAPIPath(path)) return openapi.serve(req, res, path);
+    if (opts.flowControl && path.startsWith(DEBUG_PREFIX)) {
+      const dump = flowControlDump(opts.flowControl.controller, path);
+      if (dump !== undefined) return void res.type('text/plain; charset=utf-8').send(dump);
+    }
     if (oidc && OIDC_PATHS.includes(path)) return oidc(req, res, path);
     if (path === '/api' || path === '/apis') {
       const target = negotiateAggregatedDiscovery(req.headers.accept);

@@ -10,6 +10,7 @@
  * - etcd_request_duration_seconds{operation,type}, etcd_request_errors_total;
  * - workqueue_depth, workqueue_adds_total, workqueue_retries_total{name} (a retry follows every failed sync);
  * - leader_election_master_status{name};
+ * - apiserver_flowcontrol_* of API Priority and Fairness (flowcontrol.ts);
  * - apiserver_encryption_config_controller_automatic_reloads_total{status} and
  *   apiserver_encryption_config_controller_automatic_reload_last_timestamp_seconds{status} (--encryption-provider-
  *   config-automatic-reload; kube also labels them with a hash of its server identity, which this server has not);
@@ -19,7 +20,9 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { WorkQueueMetrics } from '../controllers/workqueue.js';
+import type { FlowControl } from '../flowcontrol/controller.js';
 import type { Registry as ApiRegistry } from '../registry/registry.js';
+import { FlowControlMetrics } from './flowcontrol.js';
 import type { RequestLabels } from './labels.js';
 
 /** kube's apiserver_request_duration_seconds buckets. */
@@ -54,7 +57,10 @@ export interface WatchCacheStats {
   lag?: number;
 }
 
-/** Requests being served now, by kind (read by apiserver_current_inflight_requests; kept by http/inflight.ts). */
+/**
+ * Requests being served now, by kind (read by apiserver_current_inflight_requests; kept by http/inflight.ts, or by
+ * http/priorityandfairness.ts in its place).
+ */
 export interface InFlightCounts {
   readOnly: number;
   mutating: number;
@@ -67,7 +73,7 @@ export interface MetricsOptions {
 
 export class Metrics {
   readonly registry = new Registry();
-  /** Read-only and mutating requests being served, kept by the max-in-flight filter. */
+  /** Read-only and mutating requests being served, kept by the max-in-flight (or priority and fairness) filter. */
   readonly inFlight: InFlightCounts = { readOnly: 0, mutating: 0 };
   private readonly requests: Counter<(typeof REQUEST_LABELS)[number] | 'code'>;
   private readonly durations: Histogram<(typeof REQUEST_LABELS)[number]>;
@@ -81,6 +87,7 @@ export class Metrics {
   private readonly queues = new Map<string, Set<{ readonly length: number }>>();
   private readonly leaders = new Map<string, () => boolean>();
   private watchCacheStats: () => Promise<WatchCacheStats[]> = async () => [];
+  private flowControlMetrics?: FlowControlMetrics;
 
   constructor(opts: MetricsOptions = {}) {
     const registers = [this.registry];
@@ -106,7 +113,7 @@ export class Metrics {
     const inFlight = this.inFlight;
     new Gauge({
       name: 'apiserver_current_inflight_requests',
-      help: 'Number of requests being served, per request kind (readOnly, mutating), as the max-in-flight limits count them (watches and system:masters are not counted).',
+      help: 'Number of requests being served, per request kind (readOnly, mutating), as the max-in-flight limits count them (watches and system:masters are not counted), or, with API Priority and Fairness, every request executing (a watch until its stream starts).',
       labelNames: ['request_kind'],
       registers,
       collect() {
@@ -276,6 +283,11 @@ export class Metrics {
     const status = ok ? 'success' : 'failure';
     this.encryptionReloads.inc({ status });
     this.encryptionReloadTimes.set({ status }, Date.now() / 1000);
+  }
+
+  /** The API Priority and Fairness metrics of `flowControl`'s levels (once per server). */
+  flowControl(flowControl: FlowControl): FlowControlMetrics {
+    return (this.flowControlMetrics ??= new FlowControlMetrics(this.registry, flowControl));
   }
 
   /** Where the watch cache gauges are read from at each scrape. */

@@ -616,6 +616,12 @@ describe('RBAC', () => {
               ],
               verbs: ['list', 'watch'],
             },
+            // API Priority and Fairness: the FlowSchema and PriorityLevelConfiguration informers.
+            {
+              apiGroups: ['flowcontrol.apiserver.k8s.io'],
+              resources: ['flowschemas', 'prioritylevelconfigurations'],
+              verbs: ['list', 'watch'],
+            },
           ],
         ],
         [CONNECTIONS, [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }]],

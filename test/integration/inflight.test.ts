@@ -1,5 +1,6 @@
 /**
- * --max-requests-inflight and --max-mutating-requests-inflight, as kube-apiserver's filter: past a limit a request
+ * --max-requests-inflight and --max-mutating-requests-inflight with --enable-priority-and-fairness=false, as
+ * kube-apiserver's filter: past a limit a request
  * is refused at once with 429 TooManyRequests and Retry-After (so client-go retries); watches and system:masters
  * are not limited; a finished request frees its slot. A kube config request held open by a slow virtual cluster
  * signer keeps one slot busy.
@@ -24,6 +25,8 @@ beforeAll(async () => {
       kubeconfig: slow.host.kubeconfigPath,
       maxRequestsInflight: 1,
       maxMutatingRequestsInflight: 1,
+      // The limits on their own, as before API Priority and Fairness (test/integration/flowcontrol.test.ts has it).
+      enablePriorityAndFairness: false,
       clusterHealthIntervalMs: HEALTH_INTERVAL_MS,
     },
   );

@@ -14,6 +14,8 @@
  *   list and remove go through the same store, so its seeding and edits are watch events too;
  * - GET /api/v1/namespaces/<ns> and .../configmaps/<name>, list of configmaps, list and watch of namespaces, all
  *   seeded by the test;
+ * - GET, list and watch of /apis/flowcontrol.apiserver.k8s.io/v1 flowschemas and prioritylevelconfigurations,
+ *   kube's built-in ones from the start (putFlowControl, removeFlowControl change them);
  * - GET /version: kube's version.Info, gitVersion from the option kubernetesVersion (v1.33.0 by default);
  * - /apis/certificates.k8s.io/v1/certificatesigningrequests: create (generateName; kube's validation of request,
  *   usages, signerName, expirationSeconds; the certificatesubjectrestriction admission), get, list, delete, and
@@ -51,6 +53,7 @@ import { ensureServingCertificate } from '../../src/pki/selfsigned.js';
 import { AdmissionRegistration, type AdmissionResource } from './hostcluster/admissionregistration.js';
 import { CoreObjects } from './hostcluster/core.js';
 import { CertificateSigningRequests } from './hostcluster/csrs.js';
+import { FlowControlObjects, type FlowControlResource } from './hostcluster/flowcontrol.js';
 import { CsrSigner } from './hostcluster/csrsigner.js';
 import { isRbac, type StoredResource } from './hostcluster/kinds.js';
 import { objectRest } from './hostcluster/objectrest.js';
@@ -65,6 +68,7 @@ import { WatchHub } from './hostcluster/watch.js';
 export { KUBE_APISERVER_CLIENT_SIGNER } from './hostcluster/csrsigner.js';
 export { KUBECONFIG_GROUPS, KUBECONFIG_USERNAME } from './hostcluster/csrs.js';
 export type { AdmissionResource } from './hostcluster/admissionregistration.js';
+export type { FlowControlResource } from './hostcluster/flowcontrol.js';
 export type { KubeObj } from './hostcluster/objects.js';
 export type { SarStatus } from './hostcluster/rbacauthorizer.js';
 export type { RbacResource, StoredResource } from './hostcluster/kinds.js';
@@ -108,6 +112,9 @@ export interface HostClusterStandIn {
   /** Creates or replaces a webhook configuration (admissionregistration.k8s.io/v1) as an API write would. */
   putAdmission(resource: AdmissionResource, obj: KubeObj): KubeObj;
   removeAdmission(resource: AdmissionResource, name: string): void;
+  /** Creates or replaces a FlowSchema or PriorityLevelConfiguration (kube's built-in ones are there from the start). */
+  putFlowControl(resource: FlowControlResource, obj: KubeObj): KubeObj;
+  removeFlowControl(resource: FlowControlResource, name: string): void;
   /**
    * Creates or replaces an RBAC object or a Secret (its kind says which; `data` base64 as the API has it) as an API
    * write would: validated, a new resourceVersion and a watch event unless nothing changed; returns it.
@@ -184,6 +191,7 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
   const objects = new ObjectStore(rv, watches);
   const core = new CoreObjects(rv, watches);
   const admission = new AdmissionRegistration(rv, watches);
+  const flowcontrol = new FlowControlObjects(rv, watches);
   // The namespaces every cluster starts with.
   const kubeSystemUid = opts.kubeSystemUid ?? randomUUID();
   for (const ns of ['default', 'kube-system', 'kube-public', 'kube-node-lease'])
@@ -220,6 +228,7 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
     csrs,
     core,
     admission,
+    flowcontrol,
     version: () => ({ major, minor, gitVersion, platform: 'linux/amd64' }),
     onRequest: () => api.onRequest,
   });
@@ -259,6 +268,8 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
     addConfigMap: (namespace, name, data) => core.addConfigMap(namespace, name, data),
     putAdmission: (resource, obj) => admission.put(resource, obj),
     removeAdmission: (resource, name) => admission.remove(resource, name),
+    putFlowControl: (resource, obj) => flowcontrol.put(resource, obj),
+    removeFlowControl: (resource, name) => flowcontrol.remove(resource, name),
     put: (obj) => objects.put(obj),
     get: (resource, namespace, name) => objects.get(resource, namespace, name),
     list: (resource, namespace) => clone(objects.objectsOf(resource, namespace)),

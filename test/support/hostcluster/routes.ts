@@ -7,6 +7,7 @@ import * as errors from '../../../src/apimachinery/status.js';
 import type { AdmissionRegistration } from './admissionregistration.js';
 import type { CoreObjects } from './core.js';
 import { CSR_PATH, CSR_RESOURCE, type CertificateSigningRequests } from './csrs.js';
+import type { FlowControlObjects } from './flowcontrol.js';
 import { readBody, reply } from './http.js';
 import { matchObjectPath, type ObjectPath } from './objectrest.js';
 import type { SarSpec, SarStatus } from './rbacauthorizer.js';
@@ -34,6 +35,7 @@ export interface Routes {
   csrs: CertificateSigningRequests;
   core: CoreObjects;
   admission: AdmissionRegistration;
+  flowcontrol: FlowControlObjects;
   /** GET /version's answer (kube's version.Info). */
   version: () => Record<string, string>;
   /** Refuses a request before it is served, when it throws (a StatusError: 403, say). */
@@ -50,7 +52,7 @@ export function routes(r: Routes) {
     const resource =
       objectMatch?.resource ??
       (csrMatch ? CSR_RESOURCE : undefined) ??
-      /\/(tokenreviews|subjectaccessreviews|configmaps|namespaces|mutatingwebhookconfigurations|validatingwebhookconfigurations|validatingadmissionpolicies|validatingadmissionpolicybindings)(?:\/[^/]+)?$/.exec(
+      /\/(tokenreviews|subjectaccessreviews|configmaps|namespaces|mutatingwebhookconfigurations|validatingwebhookconfigurations|validatingadmissionpolicies|validatingadmissionpolicybindings|flowschemas|prioritylevelconfigurations)(?:\/[^/]+)?$/.exec(
         path,
       )?.[1] ??
       '';
@@ -79,6 +81,7 @@ export function routes(r: Routes) {
       return reply(res, 201, subjectAccessReview(body, r.decide));
     if (r.core.handle(req, res, method, path, url.searchParams)) return;
     if (r.admission.handle(req, res, method, path, url.searchParams)) return;
+    if (r.flowcontrol.handle(req, res, method, path, url.searchParams)) return;
     throw errors.notFoundPath();
   };
 }

@@ -1,0 +1,149 @@
+/**
+ * API Priority and Fairness (kube's WithPriorityAndFairness), in place of the max-in-flight filter unless
+ * --enable-priority-and-fairness=false: each request is classified (its FlowSchema, priority level and flow), takes
+ * the seats estimated for it in its level, and runs when its level's fair queuing dispatches it. One that finds its
+ * queue full, or waits longer than its wait limit, is refused with 429, Retry-After and a Status that says so.
+ *
+ * - The wait limit is kube's: a quarter of the request's deadline (--request-timeout or a shorter ?timeout=), at
+ *   most a minute; a watch, which has no deadline, may wait a quarter of --request-timeout (15 s by default).
+ * - A watch holds its seats only until its stream starts (kube: until its initialization); then it is long-running
+ *   and no longer holds seats, but counts among the watches that make writes of its resource heavier (seats.ts).
+ * - A request that leaves while waiting is taken out of its queue (cancelled).
+ * - The response headers name the uids (not the names) of the schema and level, as kube's do, also on a 429.
+ */
+import type { NextFunction, Request, Response } from 'express';
+import { requestContext, requestUser } from '../apimachinery/request.js';
+import * as errors from '../apimachinery/status.js';
+import type { FlowControl } from '../flowcontrol/controller.js';
+import type { RejectReason } from '../flowcontrol/queueset.js';
+import { estimateWork, type ObjectCount } from '../flowcontrol/seats.js';
+import type { FlowControlMetrics } from '../observability/flowcontrol.js';
+import type { InFlightCounts } from '../observability/metrics.js';
+import { requestTimeoutMs } from './deadline.js';
+
+export const FLOW_SCHEMA_UID_HEADER = 'X-Kubernetes-PF-FlowSchema-UID';
+export const PRIORITY_LEVEL_UID_HEADER = 'X-Kubernetes-PF-PriorityLevel-UID';
+
+/** kube's cap on any request's wait in a queue. */
+const MAX_WAIT_MS = 60_000;
+/** The wait limit of requests without a deadline when --request-timeout is 0 (a quarter of kube's default). */
+const DEFAULT_WAIT_MS = 15_000;
+const READ_ONLY_VERBS = new Set(['get', 'list', 'watch']);
+
+export interface PriorityAndFairnessOptions {
+  /** --request-timeout (ms; 0: none). */
+  requestTimeoutMs: number;
+  /** The objects stored of a resource (the watch cache's count), for the seats of lists. */
+  objectCount: ObjectCount;
+  metrics?: FlowControlMetrics;
+  /** Kept current for apiserver_current_inflight_requests (requests executing, by kind). */
+  inFlight?: InFlightCounts;
+}
+
+export function priorityAndFairness(flowControl: FlowControl, opts: PriorityAndFairnessOptions) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const context = requestContext(req);
+    const { info, query } = context;
+    const { flowSchema, level, distinguisher } = flowControl.classify({ user: requestUser(req), info });
+    res.setHeader(FLOW_SCHEMA_UID_HEADER, flowSchema.metadata.uid ?? '');
+    res.setHeader(PRIORITY_LEVEL_UID_HEADER, level.uid);
+    const labels = { priority_level: level.name, flow_schema: flowSchema.metadata.name ?? '' };
+    const watch = info.verb === 'watch';
+    const work = level.exempt
+      ? { seats: 1, additionalLatencyMs: 0 }
+      : estimateWork(
+          info,
+          query,
+          { objects: opts.objectCount, watches: (i) => flowControl.watches.interested(i) },
+          level.maxSeats,
+        );
+    const seats = work.seats;
+    opts.metrics?.estimated(labels, seats);
+    const waitLimitMs = waitLimit(watch ? 0 : requestTimeoutMs(query, opts.requestTimeoutMs), opts.requestTimeoutMs);
+
+    const arrived = performance.now();
+    // While queued: the timer of its wait limit.
+    const queue: { waiting: boolean; timer?: NodeJS.Timeout } = { waiting: false };
+    const run = () => {
+      clearTimeout(queue.timer);
+      if (queue.waiting) opts.metrics?.dequeued(labels, seats, (performance.now() - arrived) / 1000, true);
+      queue.waiting = false;
+      const started = performance.now();
+      const stopped = opts.metrics?.dispatched(labels, seats, watch);
+      const kind: keyof InFlightCounts =
+        !info.isResourceRequest || READ_ONLY_VERBS.has(info.verb) ? 'readOnly' : 'mutating';
+      if (opts.inFlight) opts.inFlight[kind]++;
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
+        if (opts.inFlight) opts.inFlight[kind]--;
+        stopped?.((performance.now() - started) / 1000);
+        // A write's seats stay taken a little longer, for the work of sending its event to the watches.
+        if (work.additionalLatencyMs > 0)
+          setTimeout(() => level.queueSet.finish(ticket), work.additionalLatencyMs).unref();
+        else level.queueSet.finish(ticket);
+      };
+      // The client left between its dispatch and now: its seats go back at once.
+      if (res.destroyed || res.writableEnded) return release();
+      // 'close' comes once the answer is sent, or when the client goes away first.
+      res.once('close', release);
+      if (watch) {
+        // Counted among the watches a write's seats are estimated from, until it ends.
+        res.once('close', flowControl.watches.register(info, query));
+        const streamStarted = context.streamStarted;
+        context.streamStarted = () => {
+          release();
+          streamStarted?.();
+        };
+      }
+      next();
+    };
+    const result = level.queueSet.enqueue({
+      flowSchema: labels.flow_schema,
+      distinguisher,
+      seats,
+      onDispatch: () => {
+        // Dispatched from the queue: run on a turn of its own, not inside the request that freed the seats.
+        if (queue.waiting) setImmediate(run);
+      },
+    });
+    if ('rejected' in result) {
+      opts.metrics?.rejected(labels, result.rejected);
+      throw rejection(result.rejected, waitLimitMs);
+    }
+    const ticket = result.ticket;
+    if ('dispatched' in result) return run();
+
+    queue.waiting = true;
+    opts.metrics?.queued(labels, seats);
+    const giveUp = (reason: 'time-out' | 'cancelled') => {
+      if (!queue.waiting || !level.queueSet.cancel(ticket, reason)) return;
+      queue.waiting = false;
+      clearTimeout(queue.timer);
+      opts.metrics?.dequeued(labels, seats, (performance.now() - arrived) / 1000, false);
+      opts.metrics?.rejected(labels, reason, 0);
+      if (reason === 'time-out') next(rejection(reason, waitLimitMs));
+    };
+    queue.timer = setTimeout(() => giveUp('time-out'), waitLimitMs);
+    res.once('close', () => giveUp('cancelled'));
+  };
+}
+
+/** kube's limit on a request's wait: a quarter of its deadline, at most a minute. */
+export function waitLimit(deadlineMs: number, requestTimeoutMs: number): number {
+  const quarter = (deadlineMs || requestTimeoutMs) / 4;
+  return Math.min(MAX_WAIT_MS, quarter > 0 ? quarter : DEFAULT_WAIT_MS);
+}
+
+function rejection(reason: RejectReason, waitLimitMs: number): errors.StatusError {
+  const why = {
+    'queue-full': "its priority level's queue is full",
+    'concurrency-limit': 'its priority level has no free seat and does not queue',
+    'time-out': `it waited in its priority level's queue for the longest a request may (${waitLimitMs / 1000}s)`,
+    cancelled: 'it was cancelled while waiting',
+  }[reason];
+  return errors.tooManyRequests(
+    `Too many requests, please try again later. The request was rejected by API Priority and Fairness: ${why}.`,
+  );
+}

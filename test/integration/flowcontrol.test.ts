@@ -1,0 +1,278 @@
+/**
+ * API Priority and Fairness configured in the host cluster: the server reads the host's FlowSchemas and
+ * PriorityLevelConfigurations (kube's built-in ones, plus a level "ci" of one seat, one queue of one request, that
+ * lends and borrows nothing, and schemas sending CI callers to it), classifies each kind of request as kube does,
+ * says which schema and level in kube's headers, follows changes on the host without a restart, keeps the last
+ * configuration while the host is down, and refuses with 429 when the level's queue is full or a request waits too
+ * long; system:masters is exempt and never waits. A kube config request held open by a slow virtual cluster signer
+ * keeps the ci level's one seat busy. Without a host cluster, kube's built-in configuration applies; with
+ * --enable-priority-and-fairness=false, none.
+ */
+import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { SUGGESTED_FLOW_SCHEMAS, MANDATORY_FLOW_SCHEMAS } from '../../src/flowcontrol/bootstrap.js';
+import { createLogger } from '../../src/log.js';
+import { HEALTH_INTERVAL_MS } from '../support/connectedclusters.js';
+import { CLUSTERS_PATH, sharedSecretsPath } from '../support/fixtures.js';
+import type { KubeObj } from '../support/hostcluster.js';
+import { GROUP_PATH, type HttpClient, type HttpResponse } from '../support/http.js';
+import { startTestServerWithUsers, type TestServer } from '../support/server.js';
+import { startSlowVirtualCluster, type SlowVirtualCluster } from '../support/slowrequest.js';
+import { answerWhen, waitFor } from '../support/wait.js';
+
+const SA_RUNNER = 'system:serviceaccount:ci:runner';
+const FS_HEADER = 'x-kubernetes-pf-flowschema-uid';
+const PL_HEADER = 'x-kubernetes-pf-prioritylevel-uid';
+const DUMP_LEVELS = '/debug/api_priority_and_fairness/dump_priority_levels';
+
+let slow: SlowVirtualCluster;
+let ts: TestServer;
+let as: Record<'root' | 'alice' | 'bob' | 'carol' | typeof SA_RUNNER, HttpClient>;
+const uid: Record<string, string> = {};
+const logLines: string[] = [];
+
+const builtInUid = (name: string) =>
+  [...MANDATORY_FLOW_SCHEMAS, ...SUGGESTED_FLOW_SCHEMAS].find((fs) => fs.metadata.name === name)!.metadata.uid!;
+
+function flowSchema(name: string, precedence: number, rule: object, distinguisher?: 'ByUser' | 'ByNamespace'): KubeObj {
+  return {
+    metadata: { name },
+    spec: {
+      priorityLevelConfiguration: { name: 'ci' },
+      matchingPrecedence: precedence,
+      ...(distinguisher ? { distinguisherMethod: { type: distinguisher } } : {}),
+      rules: [rule],
+    },
+  };
+}
+
+const CI_SCHEMAS = [
+  flowSchema('ci-user', 100, {
+    subjects: [{ kind: 'User', user: { name: 'alice' } }],
+    resourceRules: [
+      { verbs: ['list'], apiGroups: ['management.platform.sh'], resources: ['clusters'], clusterScope: true },
+    ],
+  }),
+  flowSchema(
+    'ci-group',
+    200,
+    {
+      subjects: [{ kind: 'Group', group: { name: 'ci-pipelines' } }],
+      resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['sharedsecrets'], namespaces: ['team-a'] }],
+    },
+    'ByNamespace',
+  ),
+  flowSchema('ci-serviceaccount', 300, {
+    subjects: [{ kind: 'ServiceAccount', serviceAccount: { namespace: 'ci', name: '*' } }],
+    nonResourceRules: [{ verbs: ['get'], nonResourceURLs: ['/apis/*'] }],
+  }),
+  flowSchema(
+    'ci-bob',
+    400,
+    {
+      subjects: [{ kind: 'User', user: { name: 'bob' } }],
+      resourceRules: [
+        {
+          verbs: ['get', 'list'],
+          apiGroups: ['management.platform.sh'],
+          resources: ['clusters', 'virtualclusterinstances/kubeconfig'],
+          clusterScope: true,
+          namespaces: ['*'],
+        },
+      ],
+    },
+    'ByUser',
+  ),
+];
+
+/** The schema and level a response names, by what their uids are known as here. */
+function classifiedAs(res: HttpResponse): [string, string] {
+  const name = (u: unknown) => Object.keys(uid).find((k) => uid[k] === u) ?? `unknown uid ${String(u)}`;
+  return [name(res.headers[FS_HEADER]), name(res.headers[PL_HEADER])];
+}
+
+beforeAll(async () => {
+  slow = await startSlowVirtualCluster(3000);
+  const server = await startTestServerWithUsers(
+    { root: ['system:masters'], alice: [], bob: [], carol: ['ci-pipelines'], [SA_RUNNER]: [] },
+    {
+      kubeconfig: slow.host.kubeconfigPath,
+      maxRequestsInflight: 2,
+      maxMutatingRequestsInflight: 2,
+      clusterHealthIntervalMs: HEALTH_INTERVAL_MS,
+    },
+    undefined,
+    createLogger((line) => void logLines.push(line)),
+  );
+  ts = server;
+  as = server.as;
+  const host = slow.host;
+  const level = host.putFlowControl('prioritylevelconfigurations', {
+    metadata: { name: 'ci' },
+    spec: {
+      type: 'Limited',
+      limited: {
+        nominalConcurrencyShares: 1,
+        lendablePercent: 0,
+        borrowingLimitPercent: 0,
+        limitResponse: { type: 'Queue', queuing: { queues: 1, handSize: 1, queueLengthLimit: 1 } },
+      },
+    },
+  });
+  uid['pl:ci'] = level.metadata.uid;
+  for (const fs of CI_SCHEMAS) uid[fs.metadata.name] = host.putFlowControl('flowschemas', fs).metadata.uid;
+  for (const name of ['exempt', 'global-default']) uid[name] = builtInUid(name);
+  await slow.createInstance(as.root, 'bob');
+  // The host's configuration is in force once alice's list is classified by it.
+  await answerWhen(
+    "the host's FlowSchemas to reach the server",
+    () => as.alice.get(CLUSTERS_PATH),
+    (res) => res.headers[FS_HEADER] === uid['ci-user'],
+  );
+}, 120_000);
+
+afterAll(async () => {
+  await ts?.stop();
+  await slow?.stop();
+}, 60_000);
+
+test('each kind of request is classified by the FlowSchemas of the host, and the answer names them by uid', async () => {
+  const levelUid = (res: HttpResponse) => res.headers[PL_HEADER];
+  // By user, verb, resource and cluster scope.
+  const list = await as.alice.get(CLUSTERS_PATH);
+  expect(classifiedAs(list)[0]).toBe('ci-user');
+  expect(levelUid(list)).toBe(uid['pl:ci']);
+  expect(classifiedAs(await as.alice.get(`${CLUSTERS_PATH}?watch=true&timeoutSeconds=1`))[0]).toBe('global-default');
+  // By group and namespace (even a request authorization refuses was classified first).
+  expect(classifiedAs(await as.carol.get(sharedSecretsPath('team-a')))[0]).toBe('ci-group');
+  expect(classifiedAs(await as.carol.get(sharedSecretsPath('team-b')))[0]).toBe('global-default');
+  // By ServiceAccount, on a non-resource path.
+  expect(classifiedAs(await as[SA_RUNNER].get(GROUP_PATH))[0]).toBe('ci-serviceaccount');
+  expect(classifiedAs(await as[SA_RUNNER].get('/version'))[0]).toBe('global-default');
+  expect(classifiedAs(await as.alice.get(GROUP_PATH))[0]).toBe('global-default');
+  // system:masters: the exempt schema, whatever it asks.
+  expect(classifiedAs(await as.root.get(CLUSTERS_PATH))[0]).toBe('exempt');
+});
+
+test('a full queue and a wait past the limit get 429 with Retry-After; system:masters is not queued meanwhile', async () => {
+  slow.resetCounts();
+  const held = as.bob.get(slow.kubeconfigPath);
+  await slow.reached();
+
+  // A quarter of a 400 ms deadline: 100 ms in the queue, then refused.
+  const timedOut = await as.bob.get(`${CLUSTERS_PATH}?timeout=400ms`);
+  expect(timedOut.status).toBe(429);
+  expect(timedOut.headers['retry-after']).toBe('1');
+  expect(timedOut.body).toMatchObject({
+    kind: 'Status',
+    reason: 'TooManyRequests',
+    message: expect.stringContaining(
+      "rejected by API Priority and Fairness: it waited in its priority level's queue for the longest a request may (0.1s)",
+    ),
+    details: { retryAfterSeconds: 1 },
+  });
+  expect(classifiedAs(timedOut)).toEqual(['ci-bob', 'pl:ci']);
+
+  const queued = as.bob.get(CLUSTERS_PATH);
+  await waitFor('a request waiting in the ci level', async () =>
+    /^ci,\s+1,\s+false,\s+false,\s+1,\s+1,/m.test((await as.root.get(DUMP_LEVELS)).text),
+  );
+  const full = await as.bob.get(CLUSTERS_PATH);
+  expect(full.status).toBe(429);
+  expect(full.headers['retry-after']).toBe('1');
+  expect(full.body.message).toContain("rejected by API Priority and Fairness: its priority level's queue is full");
+
+  // The exempt level has no queue to wait in: masters are served while ci is full.
+  expect((await as.root.get(CLUSTERS_PATH)).status).toBe(200);
+  const dump = (await as.root.get(DUMP_LEVELS)).text;
+  expect(dump).toMatch(/^exempt,\s+0,\s+(true|false),\s+false,\s+0,/m);
+
+  expect((await held).status).toBe(200);
+  expect((await queued).status).toBe(200);
+
+  const metrics = (await as.root.get('/metrics')).text;
+  const ci = 'priority_level="ci",flow_schema="ci-bob"';
+  expect(metrics).toContain(`apiserver_flowcontrol_rejected_requests_total{${ci},reason="time-out"} 1`);
+  expect(metrics).toContain(`apiserver_flowcontrol_rejected_requests_total{${ci},reason="queue-full"} 1`);
+  expect(metrics).toMatch(new RegExp(`apiserver_flowcontrol_dispatched_requests_total\\{${ci}\\} [1-9]`));
+  expect(metrics).toContain(`apiserver_flowcontrol_current_inqueue_requests{${ci}} 0`);
+  expect(metrics).toContain('apiserver_flowcontrol_nominal_limit_seats{priority_level="ci"} 1');
+  expect(metrics).toContain('apiserver_flowcontrol_current_limit_seats{priority_level="ci"} 1');
+  expect(metrics).toMatch(/apiserver_flowcontrol_request_wait_duration_seconds_count\{[^}]*priority_level="ci"/);
+  expect(metrics).toMatch(/apiserver_flowcontrol_current_executing_seats\{[^}]*priority_level="ci"/);
+  expect(metrics).toMatch(/apiserver_flowcontrol_work_estimated_seats_bucket\{[^}]*priority_level="ci"/);
+  expect(metrics).not.toMatch(/apiserver_flowcontrol_rejected_requests_total\{[^}]*priority_level="exempt"/);
+}, 30_000);
+
+test('the debug dumps are for those allowed the path (system:masters), not for other callers', async () => {
+  const levels = await as.root.get(DUMP_LEVELS);
+  expect(levels.status).toBe(200);
+  expect(levels.text.split('\n')[0]).toMatch(/^PriorityLevelName, +ActiveQueues, +IsIdle,/);
+  expect(levels.text).toMatch(/^global-default,/m);
+  const queues = await as.root.get('/debug/api_priority_and_fairness/dump_queues');
+  expect(queues.text).toMatch(/^ci, +0, +0, +0, +0,/m);
+  expect((await as.alice.get(DUMP_LEVELS)).status).toBe(403);
+});
+
+test('a change on the host takes effect without a restart; a schema naming a missing level is ignored', async () => {
+  const host = slow.host;
+  // A schema before ci-user naming a level that does not exist: kube leaves it out, ci-user still matches.
+  const dangling = flowSchema('dangling', 50, CI_SCHEMAS[0].spec.rules[0]);
+  dangling.spec.priorityLevelConfiguration.name = 'missing';
+  host.putFlowControl('flowschemas', dangling);
+  // ci-user after global-default (9900).
+  host.putFlowControl('flowschemas', { ...CI_SCHEMAS[0], spec: { ...CI_SCHEMAS[0].spec, matchingPrecedence: 9999 } });
+  await answerWhen(
+    'the changed precedence to reach the server',
+    () => as.alice.get(CLUSTERS_PATH),
+    (res) => res.headers[FS_HEADER] === uid['global-default'],
+  );
+  expect(
+    logLines.some((l) => l.includes('PriorityLevelConfiguration does not exist') && l.includes('"name":"dangling"')),
+  ).toBe(true);
+  host.putFlowControl('flowschemas', CI_SCHEMAS[0]);
+  await answerWhen(
+    'ci-user back in front',
+    () => as.alice.get(CLUSTERS_PATH),
+    (res) => res.headers[FS_HEADER] === uid['ci-user'],
+  );
+  host.removeFlowControl('flowschemas', 'dangling');
+});
+
+test('while the host cannot be reached, the last configuration stays', async () => {
+  const host = slow.host;
+  await host.setDown(true);
+  try {
+    await waitFor('the informers to find the host gone', () =>
+      logLines.some((l) => l.includes('host watch failed') && l.includes('flowschemas')),
+    );
+    expect(classifiedAs(await as.alice.get(CLUSTERS_PATH))[0]).toBe('ci-user');
+  } finally {
+    await host.setDown(false);
+  }
+});
+
+test("without a host cluster kube's built-in configuration applies; with APF off there is none", async () => {
+  const builtIn = await startTestServerWithUsers({ root: ['system:masters'], dave: [] }, {}, ts.etcd);
+  const off = await startTestServerWithUsers(
+    { dave: [] },
+    { enablePriorityAndFairness: false, maxRequestsInflight: 0, maxMutatingRequestsInflight: 0 },
+    ts.etcd,
+  );
+  try {
+    const tenant = await builtIn.as.dave.get(CLUSTERS_PATH);
+    expect(tenant.headers[FS_HEADER]).toBe(builtInUid('global-default'));
+    expect((await builtIn.as.root.get(CLUSTERS_PATH)).headers[FS_HEADER]).toBe(builtInUid('exempt'));
+    expect((await builtIn.anonymous.get('/readyz')).headers[FS_HEADER]).toBe(builtInUid('probes'));
+    // 600 seats (400 + 200) over kube's 245 shares.
+    const metrics = (await builtIn.as.root.get('/metrics')).text;
+    expect(metrics).toContain('apiserver_flowcontrol_nominal_limit_seats{priority_level="global-default"} 49');
+    expect(metrics).toContain('apiserver_flowcontrol_nominal_limit_seats{priority_level="workload-low"} 245');
+
+    const plain = await off.as.dave.get(CLUSTERS_PATH);
+    expect(plain.headers[FS_HEADER]).toBeUndefined();
+    expect((await off.admin.get('/metrics')).text).not.toContain('apiserver_flowcontrol_');
+  } finally {
+    await builtIn.stop();
+    await off.stop();
+  }
+}, 60_000);
