@@ -40,6 +40,8 @@ export function traceRequests() {
 
 /** Runs the handler of a resource request in kube's handler span ("Create", "Get", "List", ...). */
 export function inHandlerSpan<T>(req: Request, res: Response, handle: () => Promise<T>): Promise<T> {
+  // Not even the attributes are gathered for a request that is not traced.
+  if (!tracer().current()) return handle();
   const info = requestContext(req).info;
   return tracer().inSpan(HANDLER_SPANS[info.verb] ?? info.verb, handlerAttributes(req, res, info), () => handle());
 }
