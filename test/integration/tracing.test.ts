@@ -155,7 +155,7 @@ test("a request with a traceparent: its spans continue that trace, with kube's n
   expect(received?.traceparent).toBe(`00-${traceId}-${webhook.spanId}-01`);
 });
 
-test('a host token: TokenReview and SubjectAccessReview are calls to the host within the request', async () => {
+test('a host token: TokenReview and SubjectAccessReview are calls to the host within the request, carrying its trace on', async () => {
   const traceId = hex(16);
   const client = new HttpClient(ts.server.url, ts.server.caPem ?? '', HOST_TOKEN);
   const res = await client.get(sharedSecretsPath(NS), { headers: { traceparent: traceparent(traceId, true) } });
@@ -168,6 +168,8 @@ test('a host token: TokenReview and SubjectAccessReview are calls to the host wi
     expect(descends(spans, call, request)).toBe(true);
     expect(call.kind).toBe(1);
     expect(call.attributes['http.response.status_code']).toBe(201);
+    // The host's apiserver got the trace context of the call's span.
+    expect(host.requests.some((r) => r.traceparent === `00-${traceId}-${call.spanId}-01`)).toBe(true);
   }
 });
 
