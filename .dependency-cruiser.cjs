@@ -2,7 +2,7 @@
 // the layers below it, never one above; type-only imports count, and no import cycle is allowed anywhere.
 // Lowest first (config.ts is the parsed flags, which any layer may read):
 const layers = [
-  ['src/log\\.ts', 'src/config\\.ts', 'src/lazyrequire\\.ts', 'src/apimachinery/'],
+  ['src/log\\.ts', 'src/config\\.ts', 'src/lazyrequire\\.ts', 'src/tracing\\.ts', 'src/apimachinery/'],
   ['src/storage/', 'src/access/'],
   ['src/registry/'],
   [
@@ -47,6 +47,22 @@ module.exports = {
       comment: 'Every file under src/ belongs to a layer: add new folders to the list in .dependency-cruiser.cjs.',
       from: {},
       to: { path: '^src/', pathNot: pattern(layers.flat()) },
+    },
+    {
+      name: 'opentelemetry-only-lazily',
+      severity: 'error',
+      comment:
+        'The OpenTelemetry SDK is loaded only with --tracing-config-file: only observability/otel.ts imports it, and only server.ts imports that, dynamically (import()). Elsewhere use src/tracing.ts.',
+      from: { path: '^src/', pathNot: '^src/observability/otel\\.ts$' },
+      to: { path: 'node_modules/@opentelemetry/' },
+    },
+    {
+      name: 'opentelemetry-sdk-imported-dynamically',
+      severity: 'error',
+      comment:
+        'observability/otel.ts loads the OpenTelemetry SDK: import it with import(), only when tracing is configured.',
+      from: {},
+      to: { path: '^src/observability/otel\\.ts$', dependencyTypesNot: ['dynamic-import'] },
     },
     ...layers.slice(0, -1).map((_, index) => ({
       name: `layer-${index}-imports-upward`,

@@ -111,6 +111,8 @@ export interface Config {
   auditLogMaxAgeDays: number;
   /** EncryptionConfiguration file (encryption at rest); unset: the embedded default's, or none with external etcd. */
   encryptionProviderConfig?: string;
+  /** TracingConfiguration file (OpenTelemetry over OTLP/gRPC); unset: no tracing, and nothing of it loaded. */
+  tracingConfigFile?: string;
   /** Watch that file and put a changed, valid one in force without a restart. */
   encryptionProviderConfigAutomaticReload: boolean;
   /** How often the file is looked at when reloading (kube: 1m). */
@@ -475,6 +477,12 @@ export const FLAGS: FlagSpec[] = [
     help: 'Look at --encryption-provider-config every minute and put a changed file in force without a restart; an invalid file is logged and the previous configuration kept (default false).',
     apply: (c, v) =>
       (c.encryptionProviderConfigAutomaticReload = bool('encryption-provider-config-automatic-reload', v)),
+  },
+  {
+    name: 'tracing-config-file',
+    arg: 'file',
+    help: 'File with apiserver tracing configuration: a TracingConfiguration (apiserver.config.k8s.io/v1, YAML or JSON) with endpoint (an OTLP/gRPC collector, default localhost:4317) and samplingRatePerMillion (default 0: only requests whose caller sampled them, with a traceparent header). Spans are sent over OTLP/gRPC without TLS, as kube-apiserver does. Unset: no tracing.',
+    apply: (c, v) => (c.tracingConfigFile = v),
   },
 ];
 

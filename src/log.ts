@@ -1,11 +1,13 @@
 /**
  * Structured logs (pino): one JSON line per entry, `{"level":"info","time":"<ISO>",...fields,"msg":...}`, on stderr.
- * Never pass secrets in `fields`.
+ * Never pass secrets in `fields`. A line written while a sampled request is served (tracing on) names its trace and
+ * span: `traceID` and `spanID`.
  *
  * Verbosity is klog's `--v`: 0 writes errors, warnings and lifecycle (start, stop, leadership, controllers);
  * 3 and more add one line per request (as kube-apiserver's httplog does at 3); 4 and more add debug lines.
  */
 import pino from 'pino';
+import { tracer } from './tracing.js';
 
 export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
@@ -36,6 +38,10 @@ export function createLogger(write?: (line: string) => void, opts: LoggerOptions
       messageKey: 'msg',
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
+      mixin: () => {
+        const span = tracer().current();
+        return span ? { traceID: span.traceId, spanID: span.spanId } : {};
+      },
     },
     destination,
   );

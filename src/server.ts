@@ -37,6 +37,7 @@ import { ServingTls } from './http/servingtls.js';
 import { GracefulShutdown } from './http/shutdown.js';
 import { withTimeout } from './http/health.js';
 import { lockDataDir } from './datadir-lock.js';
+import { serverBuild } from './http/version.js';
 import { writeKubeconfig } from './kubeconfig.js';
 import type { Logger } from './log.js';
 import { AuditLog } from './observability/audit.js';
@@ -51,6 +52,8 @@ import { Compactor } from './storage/compactor.js';
 import { EtcdStorage, type EtcdStorageOptions } from './storage/etcd.js';
 import { SIGNING_KEYS_RESOURCE, setUpEncryption } from './storage/encryption/setup.js';
 import { SigningKeys } from './tokens/signingkeys.js';
+import { installTracer } from './tracing.js';
+import { loadTracingConfig } from './observability/tracingconfig.js';
 
 export interface RunningServer {
   /** https://host:port, as clients on this machine reach it. */
@@ -79,6 +82,9 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     }
   };
   try {
+    // First in, last out: an invalid file stops the start here, and the spans of the shutdown are sent too.
+    if (config.tracingConfigFile)
+      cleanups.push(['stopping tracing', await startTracing(config.tracingConfigFile, log)]);
     // Before anything reads or writes the data dir (and before a leftover etcd on it may be stopped).
     const lock = await lockDataDir(config.dataDir);
     cleanups.push(['releasing the data dir', () => lock.release()]);
@@ -326,6 +332,22 @@ function listenError(err: NodeJS.ErrnoException, config: Config): Error {
     );
   return err;
 }
+
+/** --tracing-config-file: the OpenTelemetry SDK is imported only then (no file, no cost). */
+async function startTracing(path: string, log: Logger): Promise<() => Promise<void>> {
+  const config = loadTracingConfig(path);
+  const { createOtelTracer } = await import('./observability/otel.js');
+  const otel = createOtelTracer({ config, serviceName: serverBuild.name, serviceVersion: serverBuild.version });
+  const uninstall = installTracer(otel.tracer);
+  log.info('tracing: spans are sent over OTLP/gRPC', { ...config });
+  return async () => {
+    uninstall();
+    await otel.shutdown(TRACING_SHUTDOWN_MS);
+  };
+}
+
+/** How long the spans still queued at shutdown may take to be sent (a collector that does not answer is left). */
+const TRACING_SHUTDOWN_MS = 5000;
 
 /** Writes again what an old encryption key or provider wrote, and logs how much (and what could not be read). */
 async function rewriteStaleValues(

@@ -23,6 +23,7 @@ import { evaluateMatchConditions } from './matchconditions.js';
 import type { AdmissionPlugin } from './plugin.js';
 import type { LabelSelectorSpec, MatchCondition, RuleWithOperations } from './webhookconfig.js';
 import { matchesNamespaceSelector, matchesObjectSelector, ruleMatches, type MatchCriteria } from './webhookmatch.js';
+import { inSpan } from '../tracing.js';
 
 export const VALIDATING_ADMISSION_POLICY = 'ValidatingAdmissionPolicy';
 
@@ -158,25 +159,29 @@ export function validatingAdmissionPolicy(sources: PolicySources): AdmissionPlug
             continue;
           }
           namespaceObject ??= attrs.namespace ? ((await sources.namespace(attrs.namespace)) ?? null) : null;
-          for (const param of params) {
-            for (const decision of evaluatePolicy(policy, attrs, param, namespaceObject, failClosed)) {
-              for (const action of binding.spec?.validationActions ?? []) {
-                if (action === 'Deny') denials.push({ ...decision, policy: policyName, binding: bindingName });
-                if (action === 'Audit')
-                  audited.push({
-                    message: decision.message,
-                    policy: policyName,
-                    binding: bindingName,
-                    expressionIndex: decision.expressionIndex ?? 0,
-                    validationActions: binding.spec?.validationActions ?? [],
-                  });
-                if (action === 'Warn')
-                  attrs.warnings.push(
-                    `Validation failed for ValidatingAdmissionPolicy '${policyName}' with binding '${bindingName}': ${decision.message}`,
-                  );
+          // A span per binding evaluated (CEL), as a webhook call has one.
+          const evaluated = { policy: policyName, binding: bindingName };
+          await inSpan('Evaluate validating admission policy', evaluated, async () => {
+            for (const param of params) {
+              for (const decision of evaluatePolicy(policy, attrs, param, namespaceObject, failClosed)) {
+                for (const action of binding.spec?.validationActions ?? []) {
+                  if (action === 'Deny') denials.push({ ...decision, policy: policyName, binding: bindingName });
+                  if (action === 'Audit')
+                    audited.push({
+                      message: decision.message,
+                      policy: policyName,
+                      binding: bindingName,
+                      expressionIndex: decision.expressionIndex ?? 0,
+                      validationActions: binding.spec?.validationActions ?? [],
+                    });
+                  if (action === 'Warn')
+                    attrs.warnings.push(
+                      `Validation failed for ValidatingAdmissionPolicy '${policyName}' with binding '${bindingName}': ${decision.message}`,
+                    );
+                }
               }
             }
-          }
+          });
         }
       }
       if (audited.length) attrs.auditAnnotations[VALIDATION_FAILURE_ANNOTATION] = JSON.stringify(audited);

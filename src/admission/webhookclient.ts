@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import type { UserCredentials } from '../host/kubeconfig.js';
 import type { WebhookClientConfig } from './webhookconfig.js';
+import { tracer } from '../tracing.js';
 
 /** Answers larger than this are refused (an AdmissionReview holds one object and a patch). */
 const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
@@ -52,6 +53,8 @@ export function callWebhook(
         'Content-Type': 'application/json',
         Accept: 'application/json',
         'Content-Length': payload.length,
+        // The request's traceparent: the webhook may continue its trace.
+        ...tracer().outgoingHeaders(),
         ...auth.headers,
       },
       ca: config.caBundle ? Buffer.from(config.caBundle, 'base64').toString() : undefined,

@@ -17,6 +17,7 @@ import { isPlainObject } from '../apimachinery/types.js';
 import type { UserCredentials } from '../host/kubeconfig.js';
 import type { AdmissionPlugin } from './plugin.js';
 import { callWebhook, WebhookCallError } from './webhookclient.js';
+import { inSpan } from '../tracing.js';
 import type { Webhook } from './webhookconfig.js';
 import { matchesNamespaceSelector, matchesObjectSelector, matchesRules } from './webhookmatch.js';
 
@@ -126,7 +127,26 @@ interface ReviewAnswer {
  * One call: the AdmissionReview out, the answer checked as kube's VerifyAdmissionResponse does. Resolves with the
  * answer of an allowing webhook (or undefined when an unreachable one is ignored); throws the request's error.
  */
-async function review(
+function review(
+  hook: Webhook,
+  attrs: AdmissionAttributes,
+  sources: WebhookSources,
+  mutating: boolean,
+): Promise<ReviewAnswer | undefined> {
+  // kube's span of a webhook call (admission/plugin/webhook/{mutating,validating}/dispatcher.go).
+  const attributes = {
+    configuration: hook.configuration,
+    webhook: hook.name,
+    resource: attrs.resource,
+    subresource: attrs.subresource,
+    operation: attrs.operation,
+  };
+  return inSpan(mutating ? 'Call mutating webhook' : 'Call validating webhook', attributes, () =>
+    callOnce(hook, attrs, sources, mutating),
+  );
+}
+
+async function callOnce(
   hook: Webhook,
   attrs: AdmissionAttributes,
   sources: WebhookSources,

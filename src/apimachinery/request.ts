@@ -52,6 +52,8 @@ export interface RequestContext {
    * watch counts as long-running and is audited as ResponseStarted.
    */
   streamStarted?: () => void;
+  /** The request's span, when tracing is on and the request is sampled: its log line names the trace. */
+  trace?: { traceId: string; spanId: string };
 }
 
 const contexts = new WeakMap<IncomingMessage, RequestContext>();

@@ -40,6 +40,7 @@ import { every, sleep } from './sleep.js';
 import { setCondition, type Outcome } from './conditions.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
+import { tracer } from '../tracing.js';
 
 export const ACCESS_CLEANUP_FINALIZER = `${GROUP_NAME}/access-cleanup`;
 export const ACCESS_SYNCED = 'AccessSynced';
@@ -124,7 +125,7 @@ export class AccessSync {
     try {
       await this.queue.work(
         this.workers,
-        (uid) => this.reconcile(uid),
+        (uid) => this.traced(uid),
         (uid, err, delayMs) => {
           if (hostUnavailable(err)) this.noteHostDown(err);
           const src = this.sources.get(uid);
@@ -160,6 +161,14 @@ export class AccessSync {
   }
 
   // ---- one object ----
+
+  /** A reconcile is a trace of its own (sampled at the configured rate), linked to the write that caused it. */
+  private traced(uid: string): Promise<void> {
+    const src = this.sources.get(uid);
+    const attributes = { kind: src?.store.def.kind, namespace: src?.namespace, name: src?.name };
+    const links = src ? tracer().writeLinks(src.store.key(src.namespace, src.name)) : [];
+    return tracer().inRootSpan('Sync access', attributes, links, () => this.reconcile(uid));
+  }
 
   private async reconcile(uid: string): Promise<void> {
     const src = this.sources.get(uid);

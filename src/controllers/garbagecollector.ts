@@ -27,6 +27,7 @@ import type { DeleteOptions, Store } from '../registry/store.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
 import { every } from './sleep.js';
+import { tracer } from '../tracing.js';
 
 const FINALIZER_ORPHAN = FINALIZER_ORPHAN_DEPENDENTS;
 const FINALIZER_FOREGROUND = FINALIZER_DELETE_DEPENDENTS;
@@ -185,7 +186,7 @@ export class GarbageCollector {
         if (uid === undefined) return;
         const node = this.nodes.get(uid);
         try {
-          if (node) await this.process(node);
+          if (node) await this.traced(node);
           this.queue.forget(uid);
         } catch (err) {
           if (signal.aborted) return;
@@ -204,6 +205,13 @@ export class GarbageCollector {
     } finally {
       signal.removeEventListener('abort', onAbort);
     }
+  }
+
+  /** Each object's turn is a trace of its own (sampled at the configured rate), linked to the write that caused it. */
+  private traced(node: Node): Promise<void> {
+    const attributes = { resource: node.store.def.plural, namespace: node.namespace, name: node.name };
+    const links = tracer().writeLinks(node.store.key(node.namespace, node.name));
+    return tracer().inRootSpan('Garbage collect', attributes, links, () => this.process(node));
   }
 
   // ---- decisions, each on a fresh read ----

@@ -14,6 +14,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import { isPlainObject } from '../apimachinery/types.js';
+import { inSpan, tracer } from '../tracing.js';
 import type { KubeConnection } from './kubeconfig.js';
 import { RefusedServerError, type ServerAllowList } from './serverallowlist.js';
 
@@ -98,22 +99,32 @@ export class KubeRequests {
   async request<T>(what: string, method: string, path: string, opts: RequestOptions = {}): Promise<T> {
     const timeoutMs = opts.timeoutMs ?? this.opts.timeoutMs;
     const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const res = await this.send(method, path, opts.query, body, timeoutMs, false);
-        const text = await readBody(res, what, this.opts.maxResponseBytes);
-        return parseAnswer<T>(what, res.statusCode ?? 0, text);
-      } catch (err) {
-        // A kept-alive connection the host closed as it was reused: the request never reached it; once more.
-        if (
-          attempt === 0 &&
-          (err as ReusedSocketError).reusedSocket &&
-          (err as { code?: string }).code === 'ECONNRESET'
-        )
-          continue;
-        throw toHostError(what, err, timeoutMs);
+    // The span of a client call (as client-go's otelhttp transport): the operation, the path, never the body.
+    const attributes = {
+      'http.request.method': method,
+      'server.address': this.base.host,
+      'url.path': path,
+      operation: what,
+    };
+    return inSpan(`HTTP ${method}`, attributes, async (span) => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const res = await this.send(method, path, opts.query, body, timeoutMs, false);
+          span.setAttributes({ 'http.response.status_code': res.statusCode });
+          const text = await readBody(res, what, this.opts.maxResponseBytes);
+          return parseAnswer<T>(what, res.statusCode ?? 0, text);
+        } catch (err) {
+          // A kept-alive connection the host closed as it was reused: the request never reached it; once more.
+          if (
+            attempt === 0 &&
+            (err as ReusedSocketError).reusedSocket &&
+            (err as { code?: string }).code === 'ECONNRESET'
+          )
+            continue;
+          throw toHostError(what, err, timeoutMs);
+        }
       }
-    }
+    });
   }
 
   /**
@@ -222,7 +233,12 @@ export class KubeRequests {
     if (refusal) throw new RefusedServerError(refusal);
     const started = Date.now();
     const tls = await withinTime(this.clientOptions(), timeoutMs);
-    const headers: http.OutgoingHttpHeaders = { ...tls.headers, accept: 'application/json' };
+    // The current span's traceparent, so the host's (or cluster's) apiserver may continue the trace.
+    const headers: http.OutgoingHttpHeaders = {
+      ...tracer().outgoingHeaders(),
+      ...tls.headers,
+      accept: 'application/json',
+    };
     if (body !== undefined) {
       headers['content-type'] = 'application/json';
       headers['content-length'] = Buffer.byteLength(body);

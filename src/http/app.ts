@@ -33,6 +33,8 @@ import { withRequestInfo } from './requestinfo.js';
 import { handleResource } from './resources.js';
 import { writeError } from './responses.js';
 import type { GracefulShutdown } from './shutdown.js';
+import { inHandlerSpan, traceRequests } from './tracing.js';
+import { tracingEnabled } from '../tracing.js';
 
 export interface AppOptions {
   registry: Registry;
@@ -82,6 +84,9 @@ export interface AppOptions {
  * 8. authorization (authorization.ts);
  * 9. body (body.ts): read only once the caller is known and allowed.
  *
+ * With --tracing-config-file, tracing (tracing.ts) comes right after observe: the request's span, which every step
+ * after it is a child of (kube's WithTracing, also before authentication). Without it the filter is not there at all.
+ *
  * Then the handler: a resource (resources.ts, or an action) or anything else (nonresource.ts). Filters and handler
  * run as one express middleware (chain.ts), the error handler after them.
  *
@@ -111,6 +116,7 @@ export function createApp(opts: AppOptions): express.Express {
         audit: opts.audit,
         served: servedBy(opts.registry, actions),
       }),
+      ...(tracingEnabled() ? [traceRequests()] : []),
       ...(opts.shutdown ? [opts.shutdown.track()] : []),
       requestDeadline({ requestTimeoutMs: opts.timeouts?.requestTimeoutMs ?? 0 }),
       authenticate(opts.authenticator, isPublic, opts.connections),
@@ -127,7 +133,7 @@ export function createApp(opts: AppOptions): express.Express {
       readBody(),
       async (req: Request, res: Response) => {
         if (requestContext(req).info.isResourceRequest)
-          return handleResource(req, res, opts.registry, actions, serving);
+          return inHandlerSpan(req, res, () => handleResource(req, res, opts.registry, actions, serving));
         return nonResource(req, res);
       },
     ),

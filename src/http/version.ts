@@ -32,3 +32,6 @@ export const versionInfo = {
   compiler: 'tsc',
   platform: `${process.platform}/${process.arch}`,
 };
+
+/** This server's own name and version (package.json), for what names it elsewhere (its traces' resource). */
+export const serverBuild = { name: pkg.name, version: pkg.version };

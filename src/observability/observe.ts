@@ -9,7 +9,7 @@
  * - a request log line at --v=3 and more, and for every 5xx at any level (as an error);
  * - the audit events.
  *
- * A request log line has the audit ID, user, verb, resource, namespace, name, code, latency and user agent, and the
+ * A request log line has the audit ID (and the trace ID of a sampled request), user, verb, resource, namespace, name, code, latency and user agent, and the
  * path without its query; never headers or bodies.
  *
  * All it knows of the request it reads from the request's context, which the filters after it fill in.
@@ -102,6 +102,8 @@ function requestLogFields(
 ): Record<string, unknown> {
   const { info } = context;
   const fields: Record<string, unknown> = { auditID, verb: info.verb, path: info.path };
+  // The request's own span: the line is written once the request's span has ended.
+  if (context.trace) Object.assign(fields, { traceID: context.trace.traceId, spanID: context.trace.spanId });
   if (info.isResourceRequest) {
     fields.apiGroup = info.apiGroup;
     fields.resource = info.subresource ? `${info.resource}/${info.subresource}` : info.resource;

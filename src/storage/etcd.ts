@@ -33,6 +33,7 @@ import {
   type WatchHandle,
   type WatchHandlers,
 } from './interface.js';
+import { inSpan, tracer } from '../tracing.js';
 
 export interface EtcdStorageOptions {
   endpoints: string[];
@@ -597,7 +598,13 @@ export class EtcdStorage implements Storage {
   }
 
   /** Runs one etcd call (`operation` names it for onCall); failures to reach etcd become StorageError Unreachable. */
-  private async call<R>(operation: string, key: string, fn: () => Promise<R>): Promise<R> {
+  private call<R>(operation: string, key: string, fn: () => Promise<R>): Promise<R> {
+    // kube's etcd3 store spans ("Create etcd3", ...): the key, never the value.
+    if (WRITES.has(operation)) tracer().noteWrite(key);
+    return inSpan(ETCD_SPANS[operation] ?? `${operation} etcd3`, { key }, () => this.callOnce(operation, key, fn));
+  }
+
+  private async callOnce<R>(operation: string, key: string, fn: () => Promise<R>): Promise<R> {
     const start = performance.now();
     try {
       const result = await this.health.guard(fn);
@@ -713,3 +720,16 @@ function validJson(key: string, text: string): object {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw undecodable(key);
   return value;
 }
+
+/** The operations a controller's work may follow from (tracer().writeLinks). */
+const WRITES = new Set(['create', 'update', 'delete']);
+
+/** The names of kube's etcd3 store spans, by this store's operation names. */
+const ETCD_SPANS: Record<string, string> = {
+  create: 'Create etcd3',
+  get: 'Get etcd3',
+  update: 'GuaranteedUpdate etcd3',
+  delete: 'Delete etcd3',
+  list: 'List(recursive=true) etcd3',
+  listKeys: 'List(recursive=true) etcd3',
+};

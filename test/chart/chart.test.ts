@@ -13,6 +13,7 @@ import path from 'node:path';
 import yaml from 'js-yaml';
 import { grantableResources } from '../../src/access/rbac.js';
 import { parseFlags, type Config } from '../../src/config.js';
+import { parseTracingConfig } from '../../src/observability/tracingconfig.js';
 import { loadDefinitions } from '../../src/registry/definitions.js';
 import { strategies } from '../../src/registry/kinds/index.js';
 import { helm, repoRoot } from '../support/helm.js';
@@ -782,6 +783,37 @@ describe('observability', () => {
   });
 });
 
+describe('tracing', () => {
+  test('by default no --tracing-config-file: no tracing, no ConfigMap', async () => {
+    const r = await template([]);
+    expect(serverConfig(r).tracingConfigFile).toBeUndefined();
+    expect(r.docs.some((d) => d.kind === 'ConfigMap')).toBe(false);
+  });
+
+  test('enabled: a TracingConfiguration the server accepts, from a ConfigMap mounted where the flag says; a change rolls the pods', async () => {
+    const args = [
+      '--set',
+      'observability.tracing.enabled=true',
+      '--set',
+      'observability.tracing.endpoint=otel-collector.monitoring:4317',
+    ];
+    const r = await template([...args, '--set', 'observability.tracing.samplingRatePerMillion=100']);
+    const file = serverConfig(r).tracingConfigFile!;
+    const mount = r.container.volumeMounts.find((m: any) => m.mountPath === path.posix.dirname(file));
+    expect(mount.readOnly).toBe(true);
+    const volume = r.deployment.spec.template.spec.volumes.find((v: any) => v.name === mount.name);
+    const configMap = r.get('ConfigMap', volume.configMap.name);
+    expect(parseTracingConfig(configMap.data[path.posix.basename(file)])).toEqual({
+      endpoint: 'otel-collector.monitoring:4317',
+      samplingRatePerMillion: 100,
+    });
+    const other = await template([...args, '--set', 'observability.tracing.samplingRatePerMillion=200']);
+    const checksum = (x: Rendered) => x.deployment.spec.template.metadata.annotations['checksum/tracing'];
+    expect(checksum(r)).toBeTruthy();
+    expect(checksum(other)).not.toBe(checksum(r));
+  });
+});
+
 describe('encryption at rest', () => {
   test('by default no --encryption-provider-config (stored in clear, as kube-apiserver without one)', async () => {
     const r = await template([]);
@@ -963,6 +995,10 @@ describe('bad values fail at template time (values.schema.json)', () => {
     [['--set', 'rbac.virtualClusterNamespaces={*,vcluster-a}'], "'/rbac/virtualClusterNamespaces'"],
     [['--set', 'rbac.virtualClusterNamespaces={vcluster_a}'], "'/rbac/virtualClusterNamespaces'"],
     [['--set', 'encryptionAtRest.existingSecret=Platform_Keys'], "'/encryptionAtRest/existingSecret'"],
+    [
+      ['--set', 'observability.tracing.samplingRatePerMillion=1000001'],
+      "'/observability/tracing/samplingRatePerMillion'",
+    ],
     [['--set', 'heap.limitPercent=0.75'], "'/heap/limitPercent'"],
     [['--set', 'heap.maxOldSpaceSizeMiB=-1'], "'/heap/maxOldSpaceSizeMiB'"],
     [['--set', 'replicaCuont=3'], 'replicaCuont'],

@@ -11,6 +11,8 @@ export interface ReceivedReview {
   /** The query string, with its '?'. */
   query: string;
   review: any;
+  /** The request's traceparent header, if any. */
+  traceparent?: string;
 }
 
 /** What a handler answers: the response fields (uid and the review's apiVersion/kind are filled in), or a raw body. */
@@ -44,7 +46,8 @@ export async function startWebhookServer(opts: { token?: string } = {}): Promise
         res.end(JSON.stringify({ message: 'Unauthorized' }));
         return;
       }
-      received.push({ path: url.pathname, query: url.search, review });
+      const traceparent = req.headers.traceparent as string | undefined;
+      received.push({ path: url.pathname, query: url.search, review, ...(traceparent ? { traceparent } : {}) });
       const handler = handlers.get(url.pathname);
       const answer: WebhookAnswer = handler
         ? handler(review)

@@ -256,3 +256,11 @@ heap.limitPercent of the container's memory limit; empty without either (Node's 
 {{- max 1 (floor (divf (mulf $bytes .Values.heap.limitPercent) 104857600)) | int }}
 {{- end }}
 {{- end }}
+
+{{/* The TracingConfiguration file (values observability.tracing.*). */}}
+{{- define "pma.tracingConfiguration" -}}
+apiVersion: apiserver.config.k8s.io/v1
+kind: TracingConfiguration
+endpoint: {{ .Values.observability.tracing.endpoint | quote }}
+samplingRatePerMillion: {{ int .Values.observability.tracing.samplingRatePerMillion }}
+{{- end }}

@@ -20,6 +20,8 @@ export interface RequestRecord {
   resource: string;
   /** The query string, with its '?' ('' for none): tells a watch from a list. */
   query: string;
+  /** The W3C trace context the request carried, if any. */
+  traceparent?: string;
 }
 
 export interface Routes {
@@ -56,7 +58,8 @@ export function routes(r: Routes) {
         path,
       )?.[1] ??
       '';
-    r.requests.push({ method, path, resource, query: url.search });
+    const traceparent = req.headers.traceparent as string | undefined;
+    r.requests.push({ method, path, resource, query: url.search, ...(traceparent ? { traceparent } : {}) });
     if (r.unavailable()) throw errors.serviceUnavailable('the host cluster is down (stand-in)');
     if (req.headers.authorization !== `Bearer ${r.token}`) throw errors.unauthorized();
     r.onRequest()?.(method, path);
