@@ -25,7 +25,7 @@ export const snapshotHelp = `Usage:
 
 save: a consistent snapshot of the running server's etcd (etcd's own format, as etcdctl snapshot save writes).
   Without --etcd-servers, the embedded etcd of --data-dir (started for the save when no server runs there).
-  --dir writes <dir>/etcd-snapshot-<UTC time>.db and removes the oldest such files beyond --keep.
+  --dir writes <dir>/etcd-snapshot-<UTC time>.db (e.g. etcd-snapshot-20260101T020000.000Z.db) and removes the oldest such files beyond --keep.
   The snapshot holds encrypted values, never the encryption keys: keep <data-dir>/encryption-config.yaml (or your
   --encryption-provider-config) safe, and apart from the snapshots.
 restore: a new --data-dir (which must not hold etcd data yet) from a snapshot, with etcdctl (Debian package

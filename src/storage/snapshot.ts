@@ -25,7 +25,7 @@ export interface SavedSnapshot {
 }
 
 /** Names of the snapshots a directory of them holds (saveSnapshotInto), oldest first when sorted. */
-const SNAPSHOT_NAME = /^etcd-snapshot-\d{8}T\d{6}Z\.db$/;
+const SNAPSHOT_NAME = /^etcd-snapshot-\d{8}T\d{6}\.\d{3}Z\.db$/;
 
 /** Streams a snapshot from the first member that answers into `file`. */
 export async function saveSnapshot(source: SnapshotSource, file: string): Promise<SavedSnapshot> {
@@ -74,7 +74,7 @@ export async function saveSnapshot(source: SnapshotSource, file: string): Promis
 }
 
 /**
- * Saves a snapshot into `dir` as etcd-snapshot-<UTC time>.db and then removes the oldest of that directory's
+ * Saves a snapshot into `dir` as etcd-snapshot-<UTC time to the millisecond>.db and then removes the oldest of that directory's
  * snapshots beyond `keep` (only files of that name: nothing else in the directory is touched).
  */
 export async function saveSnapshotInto(
