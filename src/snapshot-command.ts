@@ -32,7 +32,7 @@ restore: a new --data-dir (which must not hold etcd data yet) from a snapshot, w
   etcd-client), and the EncryptionConfiguration the data was written with; then start the server on that data dir.
 `;
 
-interface SnapshotFlags {
+export interface SnapshotFlags {
   dataDir: string;
   etcdServers: string[];
   etcdCafile?: string;
@@ -44,7 +44,8 @@ interface SnapshotFlags {
   files: string[];
 }
 
-function parse(args: string[]): SnapshotFlags {
+/** The flags after `snapshot save|restore` (SnapshotUsageError on an unknown or bad one). */
+export function parseSnapshotArgs(args: string[]): SnapshotFlags {
   const flags: SnapshotFlags = { dataDir: '.data', etcdServers: [], keep: 7, files: [] };
   for (const arg of args) {
     const m = /^--([a-z-]+)=(.*)$/.exec(arg);
@@ -73,7 +74,7 @@ function parse(args: string[]): SnapshotFlags {
 /** Runs `snapshot <args>`; resolves with the lines to print. */
 export async function runSnapshotCommand(args: string[]): Promise<string> {
   const [action, ...rest] = args;
-  const flags = parse(rest);
+  const flags = parseSnapshotArgs(rest);
   if (action === 'save') return save(flags);
   if (action === 'restore') return restore(flags);
   throw new SnapshotUsageError(

@@ -87,6 +87,7 @@ export async function saveSnapshotInto(
     .toISOString()
     .replace(/[-:]/g, '')
     .replace(/\.\d+Z$/, 'Z');
+  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
   const saved = await saveSnapshot(source, path.join(dir, `etcd-snapshot-${stamp}.db`));
   const snapshots = (await fs.readdir(dir)).filter((name) => SNAPSHOT_NAME.test(name)).sort();
   const removed = snapshots.slice(0, Math.max(0, snapshots.length - keep));
