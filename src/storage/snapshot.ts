@@ -83,10 +83,7 @@ export async function saveSnapshotInto(
   keep: number,
   now = new Date(),
 ): Promise<SavedSnapshot & { removed: string[] }> {
-  const stamp = now
-    .toISOString()
-    .replace(/[-:]/g, '')
-    .replace(/\.\d+Z$/, 'Z');
+  const stamp = now.toISOString().replace(/[-:]/g, '');
   await fs.mkdir(dir, { recursive: true, mode: 0o700 });
   const saved = await saveSnapshot(source, path.join(dir, `etcd-snapshot-${stamp}.db`));
   const snapshots = (await fs.readdir(dir)).filter((name) => SNAPSHOT_NAME.test(name)).sort();

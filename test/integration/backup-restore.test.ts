@@ -248,7 +248,9 @@ describe('an etcd of its own (--etcd-servers, as the chart)', () => {
       const save = await snapshotCommand(['save', `--dir=${backups}`, '--keep=2', `--etcd-servers=${etcd.endpoint}`]);
       expect({ code: save.code, stderr: save.stderr }).toEqual({ code: 0, stderr: '' });
       saved.push(/^snapshot saved: (\S+)/.exec(save.stdout)![1]);
+      expect(saved[i]).toMatch(/\/etcd-snapshot-\d{8}T\d{6}\.\d{3}Z\.db$/);
     }
+    expect(new Set(saved).size).toBe(3);
     expect(readdirSync(backups).sort()).toEqual(
       [...saved.slice(1).map((f) => f.slice(backups.length + 1)), 'not-a-snapshot.txt'].sort(),
     );
