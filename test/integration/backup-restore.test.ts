@@ -16,7 +16,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runningEmbeddedEtcd, startEmbeddedEtcd, type EmbeddedEtcd } from '../../src/storage/embedded-etcd.js';
-import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
+import { startTestEtcd, startTlsEtcd, type TestEtcd } from '../support/etcd.js';
 import { API_VERSION, secretBody, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
 import { GROUP_PATH } from '../support/http.js';
 import { startServerProcess, type ServerProcess } from '../support/serverprocess.js';
@@ -176,6 +176,15 @@ describe('the embedded default', () => {
     const late = await writeAfterSnapshot(s, etcdEndpoint!, objects.ns);
     await s.stop();
 
+    // With no server running, the same command starts the data dir's etcd for the save (and stops it).
+    const stopped = await snapshotCommand(['save', join(dir, 'embedded-stopped.db'), `--data-dir=${original}`]);
+    expect({ code: stopped.code, stderr: stopped.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(await runningEmbeddedEtcd(original)).toBeUndefined();
+    const status = JSON.parse(
+      (await etcdctl(['snapshot', 'status', join(dir, 'embedded-stopped.db'), '-w', 'json'])).stdout,
+    );
+    expect(status.revision).toBeGreaterThanOrEqual(Number(late.resourceVersion));
+
     // Restoring over a server's data is refused; so is a restore without the keys.
     const over = await snapshotCommand([
       'restore',
@@ -202,6 +211,36 @@ describe('the embedded default', () => {
     await expectRestored(r, { ...objects, late });
     await r.stop();
   }, 180_000);
+});
+
+describe('an etcd that speaks only TLS with client certificates (as the chart’s)', () => {
+  test('snapshot save with --etcd-cafile, --etcd-certfile and --etcd-keyfile; a certificate of another CA is refused and leaves no file', async () => {
+    const etcd = await startTlsEtcd();
+    running.push(etcd);
+    const file = join(dir, 'tls.db');
+    const tls = [`--etcd-servers=${etcd.endpoint}`, `--etcd-cafile=${etcd.files.ca}`];
+    const rogue = await snapshotCommand([
+      'save',
+      file,
+      ...tls,
+      `--etcd-certfile=${etcd.rogue.cert}`,
+      `--etcd-keyfile=${etcd.rogue.key}`,
+    ]);
+    expect(rogue.code).toBe(1);
+    expect(rogue.stderr).toMatch(/^error: no snapshot saved: /m);
+    expect(existsSync(file) || existsSync(`${file}.partial`)).toBe(false);
+    const save = await snapshotCommand([
+      'save',
+      file,
+      ...tls,
+      `--etcd-certfile=${etcd.files.cert}`,
+      `--etcd-keyfile=${etcd.files.key}`,
+    ]);
+    // (Node warns, DEP0123, that an IP address is no TLS server name: etcd here is at 127.0.0.1.)
+    expect({ code: save.code, error: /error/i.test(save.stderr) }).toEqual({ code: 0, error: false });
+    expect(save.stdout).toMatch(/^snapshot saved: /);
+    expect((await etcdctl(['snapshot', 'status', file])).code).toBe(0);
+  }, 60_000);
 });
 
 describe('an etcd of its own (--etcd-servers, as the chart)', () => {
