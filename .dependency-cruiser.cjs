@@ -18,7 +18,14 @@ const layers = [
   ],
   ['src/observability/'],
   ['src/http/'],
-  ['src/server\\.ts', 'src/main\\.ts', 'src/kubeconfig\\.ts', 'src/datadir-lock\\.ts', 'src/runtime\\.ts'],
+  [
+    'src/server\\.ts',
+    'src/main\\.ts',
+    'src/snapshot-command\\.ts',
+    'src/kubeconfig\\.ts',
+    'src/datadir-lock\\.ts',
+    'src/runtime\\.ts',
+  ],
 ];
 
 const pattern = (paths) => `^(${paths.join('|')})`;

@@ -675,5 +675,5 @@ export function parseFlags(argv: string[]): Config | undefined {
 
 export function helpText(): string {
   const rows = FLAGS.map((f) => `  --${f.name} ${f.arg}\n      ${f.help}`);
-  return `Usage: node dist/main.js [flags]\n\nThe ${GROUP_NAME}/v1 API server.\n\nFlags:\n${rows.join('\n')}\n  -h, --help\n      Show this help.\n`;
+  return `Usage: node dist/main.js [flags]\n       node dist/main.js snapshot save|restore ... (backups of its etcd; \`snapshot\` alone says how)\n\nThe ${GROUP_NAME}/v1 API server.\n\nFlags:\n${rows.join('\n')}\n  -h, --help\n      Show this help.\n`;
 }

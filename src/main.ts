@@ -1,7 +1,8 @@
-/** Entry point: parse flags, start the server, stop cleanly on SIGINT/SIGTERM. */
+/** Entry point: parse flags, start the server, stop cleanly on SIGINT/SIGTERM; or `snapshot save|restore`. */
 import { FlagError, helpText, parseFlags } from './config.js';
 import { createLogger } from './log.js';
 import { unsupportedRuntime } from './runtime.js';
+import { runSnapshotCommand, snapshotHelp, SnapshotUsageError } from './snapshot-command.js';
 import { startServer } from './server.js';
 
 async function main(): Promise<void> {
@@ -9,6 +10,16 @@ async function main(): Promise<void> {
   if (unsupported) {
     process.stderr.write(`error: ${unsupported}\n`);
     process.exit(1);
+  }
+  if (process.argv[2] === 'snapshot') {
+    try {
+      process.stdout.write(await runSnapshotCommand(process.argv.slice(3)));
+    } catch (err) {
+      if (!(err instanceof SnapshotUsageError)) throw err;
+      process.stderr.write(`error: ${err.message}\n\n${snapshotHelp}`);
+      process.exit(2);
+    }
+    return;
   }
   let config;
   try {

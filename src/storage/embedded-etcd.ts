@@ -292,6 +292,19 @@ async function removePidFile(pidFile: string, pid: number | undefined): Promise<
 }
 
 /**
+ * The client URL of the embedded etcd a running server keeps on `dataDir`, or undefined when none runs there. Its
+ * ports change at every start, so they are read from the process itself (recorded pid, checked as in stopLeftover).
+ */
+export async function runningEmbeddedEtcd(dataDir: string): Promise<string | undefined> {
+  const dir = path.resolve(dataDir);
+  const pid = Number.parseInt(await fs.readFile(path.join(dir, 'etcd.pid'), 'utf8').catch(() => ''), 10);
+  if (!Number.isInteger(pid) || pid <= 0 || !(await isOurEtcd(pid, path.join(dir, 'etcd')))) return undefined;
+  const argv = (await fs.readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
+  const at = argv.indexOf('--listen-client-urls');
+  return at >= 0 ? argv[at + 1] : undefined;
+}
+
+/**
  * A server killed with -9 leaves its etcd running, holding the data dir lock. Stop it, but only
  * if the recorded pid is still an etcd on this very data dir (pids get reused).
  */

@@ -198,7 +198,7 @@ export class ResourceReader {
     if (!rv) from = await this.consistentRevision();
     else {
       from = parseResourceVersion(rv);
-      if (from > 0) await this.fresh(from);
+      if (from > this.cache.currentRevision) await this.beyondCache(from);
     }
     const match = opts.predicate ?? everything;
     const initial = opts.sendInitialEvents ?? (!rv || rv === '0');
@@ -258,6 +258,23 @@ export class ResourceReader {
       if (err instanceof TooLargeResourceVersion) throw tooLarge(err);
       throw err;
     }
+  }
+
+  /**
+   * A watch from a resourceVersion the cache has not reached. When etcd has not reached it either, no write of this
+   * store ever had it: it comes from the history of another store, as after a restore from a snapshot, whose
+   * revisions continue from the snapshot's while clients hold later ones. Such a watch would silently skip the
+   * changes between the two; it is 410 Gone, as kube's watchers get after a restore (etcdutl snapshot restore
+   * --bump-revision --mark-compacted), and the client lists again. Otherwise the cache is behind etcd: wait for it.
+   */
+  private async beyondCache(revision: number): Promise<void> {
+    const current = Number(await this.storage.currentRevision());
+    if (revision > current)
+      throw expired(
+        `too large resource version: ${revision}, current: ${current}: the storage never reached it (it was ` +
+          'restored from a snapshot?): list again',
+      );
+    await this.fresh(revision);
   }
 
   private async fresh(revision: number): Promise<void> {

@@ -14,6 +14,7 @@ import yaml from 'js-yaml';
 import { grantableResources } from '../../src/access/rbac.js';
 import { parseFlags, type Config } from '../../src/config.js';
 import { parseTracingConfig } from '../../src/observability/tracingconfig.js';
+import { parseSnapshotArgs } from '../../src/snapshot-command.js';
 import { loadDefinitions } from '../../src/registry/definitions.js';
 import { strategies } from '../../src/registry/kinds/index.js';
 import { helm, repoRoot } from '../support/helm.js';
@@ -36,6 +37,7 @@ const VARIANTS = {
   ha: ['-f', 'test/chart/values/ha.yaml'],
   'external-etcd': ['-f', 'test/chart/values/external-etcd.yaml'],
   'cert-manager': ['-f', 'test/chart/values/cert-manager.yaml'],
+  'day-two': ['-f', 'test/chart/values/day-two.yaml'],
 };
 type Variant = keyof typeof VARIANTS;
 const VARIANT_NAMES = Object.keys(VARIANTS) as Variant[];
@@ -122,7 +124,9 @@ describe('helm lint --strict', () => {
 
 describe('every rendered object is valid for Kubernetes 1.33', () => {
   test.each(VARIANT_NAMES)('%s', async (variant) => {
-    const problems = (await Promise.all(rendered[variant].docs.map((d) => modelProblems(d)))).flat();
+    // The ServiceMonitor has no model in the packages: its own test checks it.
+    const docs = rendered[variant].docs.filter((d) => d.kind !== 'ServiceMonitor');
+    const problems = (await Promise.all(docs.map((d) => modelProblems(d)))).flat();
     expect(problems).toEqual([]);
   });
 
@@ -147,7 +151,14 @@ describe('every rendered object is valid for Kubernetes 1.33', () => {
     const clusterScoped = new Set(['ClusterRole', 'ClusterRoleBinding', 'APIService']);
     for (const variant of VARIANT_NAMES) {
       for (const d of rendered[variant].docs) {
-        const expected = clusterScoped.has(d.kind) ? undefined : d.kind === 'RoleBinding' ? 'kube-system' : NS;
+        // RoleBindings: the front proxy reader's in kube-system, the connection Secrets' in each namespace listed.
+        const listed = d.roleRef?.name === `${FULLNAME}:virtual-cluster-connections` ? d.metadata.namespace : undefined;
+        const expected = clusterScoped.has(d.kind)
+          ? undefined
+          : d.kind === 'RoleBinding'
+            ? (listed ?? 'kube-system')
+            : NS;
+        if (listed) expect(['vcluster-a', 'vcluster-b']).toContain(listed);
         expect(`${variant} ${d.kind}/${d.metadata.name} in ${d.metadata.namespace}`).toBe(
           `${variant} ${d.kind}/${d.metadata.name} in ${expected}`,
         );
@@ -561,12 +572,15 @@ describe('RBAC', () => {
     );
 
   test.each(VARIANT_NAMES)(
-    '%s: exactly auth-delegator, the front proxy reader, the access sync’s and admission’s ClusterRole and get on Secrets',
+    '%s: exactly auth-delegator, the front proxy reader, the access sync’s and admission’s ClusterRole, and get on Secrets only where asked',
     (variant) => {
       const r = rendered[variant];
       const bindings = r
         .all('ClusterRoleBinding')
         .map((b) => ({ name: b.metadata.name, roleRef: b.roleRef, subjects: b.subjects }));
+      // Secrets of the virtual clusters' namespaces: none by default, any namespace (ha), or those listed (day-two).
+      const anyNamespace = variant === 'ha';
+      const listed = variant === 'day-two' ? ['vcluster-a', 'vcluster-b'] : [];
       expect(bindings).toEqual([
         {
           name: `${FULLNAME}:system:auth-delegator`,
@@ -574,7 +588,9 @@ describe('RBAC', () => {
           subjects,
         },
         { name: FULLNAME, roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: FULLNAME }, subjects },
-        { name: CONNECTIONS, roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: CONNECTIONS }, subjects },
+        ...(anyNamespace
+          ? [{ name: CONNECTIONS, roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: CONNECTIONS }, subjects }]
+          : []),
       ]);
       const roleBindings = r
         .all('RoleBinding')
@@ -585,6 +601,11 @@ describe('RBAC', () => {
           roleRef: { apiGroup: RBAC, kind: 'Role', name: 'extension-apiserver-authentication-reader' },
           subjects,
         },
+        ...listed.map((namespace) => ({
+          namespace,
+          roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: CONNECTIONS },
+          subjects,
+        })),
       ]);
       expect(r.all('Role')).toEqual([]);
       expect(hostRbacRule.resources).toContain('sharedsecrets');
@@ -625,7 +646,9 @@ describe('RBAC', () => {
             },
           ],
         ],
-        [CONNECTIONS, [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }]],
+        ...(anyNamespace || listed.length
+          ? [[CONNECTIONS, [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }]]]
+          : []),
       ]);
     },
   );
@@ -646,22 +669,26 @@ describe('RBAC', () => {
     },
   );
 
-  test.each(VARIANT_NAMES)('%s: Secrets can be read one by one (get), never listed or watched', (variant) => {
-    const rules = rulesOf(rendered[variant]);
-    const onSecrets = rules.filter(
-      (rule) =>
-        rule.apiGroups.includes('') &&
-        rule.resources.some((res: string) => res === 'secrets' || res.startsWith('secrets/')),
-    );
-    expect(onSecrets.map((rule) => [rule.resources, rule.verbs])).toEqual([[['secrets'], ['get']]]);
-    // Nothing else of the core group but reading namespaces (admission): no ConfigMaps (the front proxy's one comes
-    // from kube's own Role), no pods.
-    expect(
-      rules
-        .filter((rule) => rule.apiGroups.includes('') && !onSecrets.includes(rule))
-        .map((rule) => [rule.resources, rule.verbs]),
-    ).toEqual([[['namespaces'], ['get', 'list', 'watch']]]);
-  });
+  test.each(VARIANT_NAMES)(
+    '%s: Secrets can be read one by one (get) where asked, never listed or watched',
+    (variant) => {
+      const rules = rulesOf(rendered[variant]);
+      const onSecrets = rules.filter(
+        (rule) =>
+          rule.apiGroups.includes('') &&
+          rule.resources.some((res: string) => res === 'secrets' || res.startsWith('secrets/')),
+      );
+      const asked = variant === 'ha' || variant === 'day-two';
+      expect(onSecrets.map((rule) => [rule.resources, rule.verbs])).toEqual(asked ? [[['secrets'], ['get']]] : []);
+      // Nothing else of the core group but reading namespaces (admission): no ConfigMaps (the front proxy's one comes
+      // from kube's own Role), no pods.
+      expect(
+        rules
+          .filter((rule) => rule.apiGroups.includes('') && !onSecrets.includes(rule))
+          .map((rule) => [rule.resources, rule.verbs]),
+      ).toEqual([[['namespaces'], ['get', 'list', 'watch']]]);
+    },
+  );
 
   test('rbac.virtualClusterNamespaces lists namespaces: get on Secrets there only, through a RoleBinding in each', async () => {
     const r = await template(['--set', 'rbac.virtualClusterNamespaces={vcluster-a,vcluster-b}']);
@@ -689,8 +716,8 @@ describe('RBAC', () => {
     expect(problems).toEqual([]);
   });
 
-  test('rbac.virtualClusterNamespaces=[]: no access to Secrets at all', async () => {
-    const r = await template(['--set-json', 'rbac.virtualClusterNamespaces=[]']);
+  test('rbac.virtualClusterNamespaces=[] (the default): no access to Secrets at all', async () => {
+    const r = rendered.default;
     expect(rulesOf(r).filter((rule) => rule.resources.includes('secrets'))).toEqual([]);
     expect([...r.all('RoleBinding'), ...r.all('ClusterRoleBinding')].map((b) => b.roleRef.name)).toEqual([
       'extension-apiserver-authentication-reader',
@@ -970,6 +997,255 @@ describe('etcd', () => {
   });
 });
 
+describe('etcd backups (etcd.backup)', () => {
+  test('off by default', () => {
+    for (const variant of ['default', 'ha', 'external-etcd', 'cert-manager'] as Variant[])
+      expect(rendered[variant].all('CronJob')).toEqual([]);
+  });
+
+  test.each([
+    ['day-two', []],
+    [
+      'external etcd',
+      [
+        ...VARIANTS['external-etcd'],
+        '--set',
+        'etcd.backup.enabled=true',
+        '--set',
+        'etcd.backup.existingClaim=platform-backups',
+      ],
+    ],
+  ] as [string, string[]][])(
+    '%s: a CronJob runs the server image’s `snapshot save --dir` against the server’s etcd with its client certificate, onto the named claim',
+    async (name, args) => {
+      const r = name === 'day-two' ? rendered['day-two'] : await template(args);
+      const cron = r.get('CronJob', `${ETCD}-backup`);
+      if (name === 'day-two') expect(cron.spec).toMatchObject({ schedule: '30 1 * * *', timeZone: 'Europe/Paris' });
+      expect(cron.spec.concurrencyPolicy).toBe('Forbid');
+      const pod = cron.spec.jobTemplate.spec.template.spec;
+      const [c] = pod.containers;
+      expect(c.image).toBe(r.container.image);
+      expect(c.args.slice(0, 2)).toEqual(['snapshot', 'save']);
+      // The server's own parser of these flags accepts them.
+      const flags = parseSnapshotArgs(c.args.slice(2));
+      expect(flags.files).toEqual([]);
+      expect(flags.keep).toBe(name === 'day-two' ? 14 : 7);
+      const server = serverConfig(r);
+      expect(flags.etcdServers).toEqual(server.etcdServers);
+      for (const file of [flags.etcdCafile!, flags.etcdCertfile!, flags.etcdKeyfile!]) {
+        const mount = c.volumeMounts.find((m: any) => m.mountPath === path.posix.dirname(file));
+        const volume = pod.volumes.find((v: any) => v.name === mount.name);
+        expect(mount.readOnly).toBe(true);
+        expect(volume.secret.secretName).toBe(secretFile(r, server.etcdCafile!).secretName);
+      }
+      const backups = c.volumeMounts.find((m: any) => flags.dir!.startsWith(`${m.mountPath}/`));
+      expect(flags.dir).toBe(`${backups.mountPath}/etcd-snapshots`);
+      expect(pod.volumes.find((v: any) => v.name === backups.name).persistentVolumeClaim).toEqual({
+        claimName: 'platform-backups',
+      });
+      expect(pod.automountServiceAccountToken).toBe(false);
+      expect(c.securityContext).toMatchObject({ readOnlyRootFilesystem: true, runAsNonRoot: true });
+    },
+  );
+
+  test('enabled without a claim fails at template time, saying what to set', async () => {
+    const r = await helm(['template', RELEASE, CHART, '--namespace', NS, '--set', 'etcd.backup.enabled=true']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('etcd.backup.enabled needs etcd.backup.existingClaim');
+  });
+});
+
+describe('NetworkPolicies (networkPolicy)', () => {
+  const peersOf = (rule: any) => rule.from;
+  test('off by default', () => {
+    expect(rendered.default.all('NetworkPolicy')).toEqual([]);
+  });
+
+  test('the server: only kube-apiserver and the scrapers reach 8443', () => {
+    const r = rendered['day-two'];
+    const policy = r.get('NetworkPolicy', FULLNAME);
+    expect(policy.spec.podSelector.matchLabels).toEqual(r.deployment.spec.selector.matchLabels);
+    expect(policy.spec.policyTypes).toEqual(['Ingress']);
+    expect(policy.spec.ingress).toEqual([
+      { ports: [{ port: 8443, protocol: 'TCP' }], from: [{ ipBlock: { cidr: '10.0.0.0/24' } }] },
+      {
+        ports: [{ port: 8443, protocol: 'TCP' }],
+        from: [
+          {
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } },
+            podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } },
+          },
+        ],
+      },
+    ]);
+  });
+
+  test('etcd: only the server pods and the backup job reach 2379, only members 2380, only scrapers 2381', () => {
+    const r = rendered['day-two'];
+    const policy = r.get('NetworkPolicy', ETCD);
+    const sts = r.get('StatefulSet', ETCD);
+    expect(policy.spec.podSelector.matchLabels).toEqual(sts.spec.selector.matchLabels);
+    const byPort = Object.fromEntries(policy.spec.ingress.map((rule: any) => [rule.ports[0].port, peersOf(rule)]));
+    const cronPodLabels = r.get('CronJob', `${ETCD}-backup`).spec.jobTemplate.spec.template.metadata.labels;
+    expect(byPort[2379]).toEqual([
+      { podSelector: { matchLabels: r.deployment.spec.selector.matchLabels } },
+      { podSelector: { matchLabels: cronPodLabels } },
+    ]);
+    // The server's pods carry the labels the policy lets in; etcd's pods those of the peer rule.
+    expect(r.deployment.spec.template.metadata.labels).toMatchObject(byPort[2379][0].podSelector.matchLabels);
+    expect(byPort[2380]).toEqual([{ podSelector: { matchLabels: sts.spec.selector.matchLabels } }]);
+    expect(sts.spec.template.metadata.labels).toMatchObject(byPort[2380][0].podSelector.matchLabels);
+    expect(byPort[2381]).toEqual(r.get('NetworkPolicy', FULLNAME).spec.ingress[1].from);
+    expect(Object.keys(byPort).sort()).toEqual(['2379', '2380', '2381']);
+  });
+
+  test('with an external etcd only the server’s policy; without apiServerPeers it fails, saying why', async () => {
+    const external = await template([
+      ...VARIANTS['external-etcd'],
+      '--set',
+      'networkPolicy.enabled=true',
+      '--set-json',
+      'networkPolicy.apiServerPeers=[{"ipBlock":{"cidr":"192.168.0.0/16"}}]',
+    ]);
+    expect(external.all('NetworkPolicy').map((p) => p.metadata.name)).toEqual([FULLNAME]);
+    const r = await helm(['template', RELEASE, CHART, '--namespace', NS, '--set', 'networkPolicy.enabled=true']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('networkPolicy.enabled needs networkPolicy.apiServerPeers');
+  });
+});
+
+describe('ServiceMonitor (serviceMonitor)', () => {
+  test('off by default', () => {
+    expect(rendered.default.all('ServiceMonitor')).toEqual([]);
+  });
+
+  test('selects the server’s Service only, scrapes /metrics over HTTPS verified by the serving CA, with a token', () => {
+    const r = rendered['day-two'];
+    const monitor = r.get('ServiceMonitor', FULLNAME);
+    expect(monitor.apiVersion).toBe('monitoring.coreos.com/v1');
+    expect(monitor.metadata.labels).toMatchObject({ release: 'prometheus' });
+    const selected = r
+      .all('Service')
+      .filter((svc) =>
+        Object.entries(monitor.spec.selector.matchLabels).every(([k, v]) => svc.metadata.labels?.[k] === v),
+      );
+    expect(selected.map((svc) => svc.metadata.name)).toEqual([FULLNAME]);
+    expect(monitor.spec.namespaceSelector).toEqual({ matchNames: [NS] });
+    expect(monitor.spec.endpoints).toEqual([
+      {
+        port: 'https',
+        scheme: 'https',
+        path: '/metrics',
+        interval: '30s',
+        scrapeTimeout: '10s',
+        bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token',
+        tlsConfig: { serverName: SERVICE_DNS, ca: { secret: { name: `${FULLNAME}-tls`, key: 'ca.crt' } } },
+      },
+    ]);
+    expect(selected[0].spec.ports.map((p: any) => p.name)).toContain('https');
+    expect(r.get('Secret', `${FULLNAME}-tls`).data['ca.crt']).toBeTruthy();
+  });
+
+  test('anonymous metrics: no token; with an existing Secret without ca.crt it fails, saying why', async () => {
+    const anonymous = await template([
+      '--set',
+      'serviceMonitor.enabled=true',
+      '--set',
+      'observability.anonymousMetrics=true',
+    ]);
+    expect(anonymous.get('ServiceMonitor', FULLNAME).spec.endpoints[0].bearerTokenFile).toBeUndefined();
+    const r = await helm([
+      'template',
+      RELEASE,
+      CHART,
+      '--namespace',
+      NS,
+      '--set',
+      'serviceMonitor.enabled=true',
+      '--set',
+      'tls.mode=existingSecret',
+      '--set',
+      'tls.existingSecret.name=corp-tls',
+      '--set',
+      'tls.existingSecret.caBundle=-----BEGIN CERTIFICATE-----MIIB-----END CERTIFICATE-----',
+    ]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('serviceMonitor.enabled verifies the server with the ca.crt');
+  });
+});
+
+describe('helm test', () => {
+  test.each(VARIANT_NAMES)(
+    '%s: a test Pod reads the group’s discovery through kube-apiserver (the aggregator path)',
+    (variant) => {
+      const pod = rendered[variant].get('Pod', `${FULLNAME}-test-api`);
+      expect(pod.metadata.annotations?.['helm.sh/hook']).toBe('test');
+      expect(pod.spec.restartPolicy).toBe('Never');
+      const [c] = pod.spec.containers;
+      expect(c.image).toBe('registry.k8s.io/kubectl:v1.33.0');
+      expect([...c.command, ...c.args]).toEqual([
+        'kubectl',
+        'get',
+        '--raw',
+        '/apis/management.platform.sh/v1',
+        '--request-timeout=30s',
+      ]);
+      expect(c.securityContext).toMatchObject({ readOnlyRootFilesystem: true, runAsNonRoot: true });
+    },
+  );
+});
+
+describe('GitOps: rendering without a cluster (helm template, Argo CD)', () => {
+  test('the generated Secrets carry a warning that each render makes new certificates; with a cluster they do not', async () => {
+    const offline = await helm(['template', RELEASE, CHART, '--namespace', NS]);
+    expect(offline.code).toBe(0);
+    expect(offline.stdout).toContain(
+      '# WARNING: rendered without a cluster (helm template, Argo CD, --dry-run), where lookup sees nothing: the serving CA and certificate',
+    );
+    expect(offline.stdout).toContain('# GitOps use tls.mode certManager or existingSecret (README, "GitOps").');
+    expect(offline.stdout).toContain('# GitOps set etcd.tls.generate=false and create the Secrets once');
+    // cert-manager and no generated etcd certificates: nothing to warn about.
+    const gitops = await helm([
+      'template',
+      RELEASE,
+      CHART,
+      '--namespace',
+      NS,
+      ...VARIANTS['cert-manager'],
+      '--set',
+      'etcd.tls.generate=false',
+    ]);
+    expect(gitops.code).toBe(0);
+    expect(gitops.stdout).not.toContain('WARNING');
+    const cluster = await startFakeCluster();
+    try {
+      const online = await helm(
+        ['template', RELEASE, CHART, '--namespace', NS, '--dry-run=server', '--disable-openapi-validation'],
+        { kubeconfig: cluster.kubeconfig },
+      );
+      expect(online.code).toBe(0);
+      expect(online.stdout).not.toContain('WARNING');
+    } finally {
+      await cluster.close();
+    }
+  });
+
+  test('etcd.tls.generate=false: no etcd Secrets rendered; members and server use the Secrets of the fixed names', async () => {
+    const r = await template(['--set', 'etcd.tls.generate=false']);
+    expect(r.all('Secret').map((s) => s.metadata.name)).toEqual([`${FULLNAME}-tls`]);
+    const sts = r.get('StatefulSet', ETCD);
+    expect(sts.spec.template.spec.volumes.find((v: any) => v.name === 'tls').secret.secretName).toBe(
+      `${ETCD}-server-tls`,
+    );
+    expect(secretFile(r, serverConfig(r).etcdCafile!).secretName).toBe(`${ETCD}-client-tls`);
+    // Two renders are the same: nothing is generated.
+    const again = await template(['--set', 'etcd.tls.generate=false']);
+    expect(again.get('StatefulSet', ETCD)).toEqual(sts);
+    const etcdChecksum = (x: Rendered) => x.deployment.spec.template.metadata.annotations['checksum/etcd-tls'];
+    expect(etcdChecksum(again)).toBe(etcdChecksum(r));
+  });
+});
+
 describe('bad values fail at template time (values.schema.json)', () => {
   test.each([
     [['--set', 'replicaCount=0'], "'/replicaCount'"],
@@ -1001,6 +1277,12 @@ describe('bad values fail at template time (values.schema.json)', () => {
     ],
     [['--set', 'heap.limitPercent=0.75'], "'/heap/limitPercent'"],
     [['--set', 'heap.maxOldSpaceSizeMiB=-1'], "'/heap/maxOldSpaceSizeMiB'"],
+    [['--set', 'etcd.backup.keep=0'], "'/etcd/backup/keep'"],
+    [['--set', 'etcd.backup.subPath=../etc'], "'/etcd/backup/subPath'"],
+    [['--set', 'etcd.backup.schedule=daily'], "'/etcd/backup/schedule'"],
+    [['--set-json', 'networkPolicy.apiServerPeers=[{"cidr":"10.0.0.0/8"}]'], "'/networkPolicy/apiServerPeers/0'"],
+    [['--set', 'serviceMonitor.interval=often'], "'/serviceMonitor/interval'"],
+    [['--set', 'etcd.tls.generate=no'], "'/etcd/tls/generate'"],
     [['--set', 'replicaCuont=3'], 'replicaCuont'],
   ])('%j is refused naming %s', async (args, named) => {
     const r = await helm(['template', RELEASE, CHART, '--namespace', NS, ...args]);
@@ -1023,7 +1305,30 @@ describe('NOTES.txt', () => {
     ]) {
       expect(notes).toContain(line);
     }
-    expect(notes).not.toContain('rbac.virtualClusterNamespaces');
+    expect(notes).toContain(`helm test ${RELEASE} -n ${NS}`);
+  });
+
+  test('by default says loudly that one etcd member is not highly available, that nothing is backed up, and which namespaces to list', async () => {
+    const notesOf = async (args: string[]) => {
+      const r = await helm(['install', RELEASE, CHART, '--namespace', NS, '--dry-run=client', ...args]);
+      expect(r.code).toBe(0);
+      return r.stdout.slice(r.stdout.indexOf('NOTES:'));
+    };
+    const defaults = await notesOf([]);
+    expect(defaults).toContain('WARNING: etcd has ONE member: this install is NOT highly available.');
+    expect(defaults).toContain('etcd is not backed up by the chart: set etcd.backup.enabled=true');
+    expect(defaults).toContain("--set 'rbac.virtualClusterNamespaces={vcluster-a,vcluster-b}'");
+    const ha = await notesOf(VARIANTS.ha);
+    expect(ha).not.toContain('NOT highly available');
+    expect(ha).not.toContain('rbac.virtualClusterNamespaces');
+    const dayTwo = await notesOf([...VARIANTS['day-two'], '--set', 'encryptionAtRest.existingSecret=platform-keys']);
+    expect(dayTwo).toContain(
+      'etcd is backed up on the schedule "30 1 * * *" into PersistentVolumeClaim platform-backups',
+    );
+    expect(dayTwo).toContain('back up Secret platform-keys elsewhere');
+    expect(dayTwo).not.toContain('not backed up');
+    // An external etcd is the admin's to make highly available.
+    expect(await notesOf(VARIANTS['external-etcd'])).not.toContain('NOT highly available');
   });
 
   test('says when the image names no registry (the nodes would look for it on Docker Hub), and not when it does', async () => {
@@ -1058,7 +1363,7 @@ describe('NOTES.txt', () => {
     ]);
     expect(r.code).toBe(0);
     expect(r.stdout.slice(r.stdout.indexOf('NOTES:'))).toContain(
-      'rbac.virtualClusterNamespaces is empty: the server may read no virtual cluster',
+      'rbac.virtualClusterNamespaces is empty (the default): the server may read no virtual cluster',
     );
   });
 });

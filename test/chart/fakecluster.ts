@@ -1,7 +1,7 @@
 /**
  * Just enough of a Kubernetes API over plain HTTP for `helm template --dry-run=server`: discovery for the kinds
- * the chart renders, and GET of Secrets seeded by the test (what the chart's `lookup` reads); any other object is
- * 404. Lets a test see what the chart does on an upgrade, when its own Secrets already exist.
+ * the chart renders, GET of Secrets seeded by the test (what the chart's `lookup` reads) and of the kube-system
+ * Namespace (which every cluster has: the chart looks it up to tell a cluster from none); any other object is 404. Lets a test see what the chart does on an upgrade, when its own Secrets already exist.
  */
 import { promises as fs } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -21,6 +21,9 @@ const GROUPS: Record<string, Resource[]> = {
     r('clusterrolebindings', 'ClusterRoleBinding', false),
   ],
   'apiregistration.k8s.io/v1': [r('apiservices', 'APIService', false)],
+  'batch/v1': [r('cronjobs', 'CronJob', true)],
+  'networking.k8s.io/v1': [r('networkpolicies', 'NetworkPolicy', true)],
+  'monitoring.coreos.com/v1': [r('servicemonitors', 'ServiceMonitor', true)],
   'cert-manager.io/v1': [
     r('certificates', 'Certificate', true),
     r('issuers', 'Issuer', true),
@@ -32,6 +35,8 @@ const CORE: Resource[] = [
   r('services', 'Service', true),
   r('serviceaccounts', 'ServiceAccount', true),
   r('configmaps', 'ConfigMap', true),
+  r('pods', 'Pod', true),
+  r('namespaces', 'Namespace', false),
 ];
 
 const resourceList = (groupVersion: string, resources: Resource[]) => ({
@@ -74,6 +79,8 @@ export async function startFakeCluster(): Promise<FakeCluster> {
     }
     const group = /^\/apis\/([^/]+\/[^/]+)$/.exec(p);
     if (group && GROUPS[group[1]]) return send(200, resourceList(group[1], GROUPS[group[1]]));
+    if (p === '/api/v1/namespaces/kube-system')
+      return send(200, { kind: 'Namespace', apiVersion: 'v1', metadata: { name: 'kube-system' } });
     const secret = /^\/api\/v1\/namespaces\/([^/]+)\/secrets\/([^/]+)$/.exec(p);
     const found = secret && secrets.get(`${decodeURIComponent(secret[1])}/${decodeURIComponent(secret[2])}`);
     if (found) return send(200, found);

@@ -346,12 +346,24 @@ afterAll(async () => {
 
 describe("the chart's RBAC allows every request the server makes, and grants no verb it does not use", () => {
   test.each([
-    ['the default values', CLUSTER_SECRETS],
+    [
+      'the virtual clusters in any namespace',
+      [...CLUSTER_SECRETS, '--set-json', 'rbac.virtualClusterNamespaces=["*"]'],
+    ],
     [
       'the virtual clusters’ namespaces listed',
       [...CLUSTER_SECRETS, '--set', `rbac.virtualClusterNamespaces={${VC_NAMESPACE}}`],
     ],
-    ['the ProjectSecrets delivered', [...CLUSTER_SECRETS, '--set', 'rbac.projectSecretDelivery=true']],
+    [
+      'the ProjectSecrets delivered',
+      [
+        ...CLUSTER_SECRETS,
+        '--set',
+        `rbac.virtualClusterNamespaces={${VC_NAMESPACE}}`,
+        '--set',
+        'rbac.projectSecretDelivery=true',
+      ],
+    ],
   ])('%s', async (_, args) => {
     const grants = await grantsOfChart(args);
     // Without rbac.projectSecretDelivery the chart turns the delivery off (--project-secret-delivery=false).
@@ -392,6 +404,16 @@ describe("the chart's RBAC allows every request the server makes, and grants no 
       'subjectaccessreviews',
       'tokenreviews',
     ]);
+  });
+
+  test('the default values: no virtual cluster connection Secret is readable (the kube config action needs them listed)', async () => {
+    const grants = await grantsOfChart(CLUSTER_SECRETS);
+    expect(
+      allowed(grants, { verb: 'get', group: '', resource: 'secrets', namespace: VC_NAMESPACE, name: 'vc-x' }),
+    ).toBe(false);
+    expect(allowed(grants, { verb: 'get', group: '', resource: 'secrets', namespace: NS, name: 'kubeconfig' })).toBe(
+      true,
+    );
   });
 
   test('a Secret outside the listed namespaces is not readable', async () => {

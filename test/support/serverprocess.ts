@@ -38,20 +38,23 @@ export interface ServerProcess {
 }
 
 export interface ServerProcessOptions {
-  etcdEndpoint: string;
-  etcdPrefix: string;
+  /** Unset: the embedded default (its etcd under the data dir). */
+  etcdEndpoint?: string;
+  etcdPrefix?: string;
   tokenAuthFile: string;
+  /** A data dir of the caller's, kept when the server stops; unset: a fresh one, removed then. */
+  dataDir?: string;
   args?: string[];
 }
 
 export async function startServerProcess(opts: ServerProcessOptions): Promise<ServerProcess> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'server-process-'));
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'server-process-'));
   const child: ChildProcess = spawn(
     process.execPath,
     [
       MAIN,
-      `--etcd-servers=${opts.etcdEndpoint}`,
-      `--etcd-prefix=${opts.etcdPrefix}`,
+      ...(opts.etcdEndpoint ? [`--etcd-servers=${opts.etcdEndpoint}`] : []),
+      ...(opts.etcdPrefix ? [`--etcd-prefix=${opts.etcdPrefix}`] : []),
       `--data-dir=${dataDir}`,
       '--bind-address=127.0.0.1',
       '--secure-port=0',
@@ -106,7 +109,9 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
   ]);
   const url = String(serving.url);
   const caPem = readFileSync(join(dataDir, 'certs', 'ca.crt'), 'utf8');
-  const cleanup = () => rmSync(dataDir, { recursive: true, force: true });
+  const cleanup = () => {
+    if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
+  };
   return {
     url,
     pid: child.pid!,

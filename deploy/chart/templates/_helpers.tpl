@@ -264,3 +264,26 @@ kind: TracingConfiguration
 endpoint: {{ .Values.observability.tracing.endpoint | quote }}
 samplingRatePerMillion: {{ int .Values.observability.tracing.samplingRatePerMillion }}
 {{- end }}
+
+{{/* "true" when rendering without a cluster (helm template, Argo CD, Flux, --dry-run=client): lookup answers nothing
+then, not even for kube-system, which every cluster has. */}}
+{{- define "pma.offline" -}}
+{{- if not (lookup "v1" "Namespace" "" "kube-system") }}true{{ end }}
+{{- end }}
+
+{{/* A YAML comment above a generated Secret when rendering without a cluster: lookup could not find the one made
+before, so this render made new certificates (and a new CA) that the next render will replace again. */}}
+{{- define "pma.offlineWarning" -}}
+{{- if include "pma.offline" .root }}
+# WARNING: rendered without a cluster (helm template, Argo CD, --dry-run), where lookup sees nothing: {{ .what }}
+# below are NEW, made for this render, and every render makes others (pods roll, clients stop trusting). Under
+# GitOps {{ .fix }} (README, "GitOps").
+{{- end }}
+{{- end }}
+
+{{/* Labels of the backup job's pods (etcd's NetworkPolicy lets them reach the client port). */}}
+{{- define "pma.backupSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "pma.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: etcd-backup
+{{- end }}
