@@ -69,6 +69,9 @@ export async function handleAction(
       object = decodeRequest(action, attrs.object as Record<string, unknown>, opts.fieldValidation, warnings);
       await admission.validate(attrs);
     }
+    // For an audit at level Request or more; an action's answer (a credential) never is (auditbodies.ts).
+    const sent = object;
+    requestContext(req).auditBodies = { request: () => sent };
   }
   const answer = await action.serve({
     verb,
