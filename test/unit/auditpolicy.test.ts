@@ -4,10 +4,13 @@
  * The JSON patch bodies of kinds with hidden fields lose those fields' values (src/observability/auditbodies.ts).
  */
 import { describe, expect, test } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { RequestInfo } from '../../src/apimachinery/request.js';
 import type { UserInfo } from '../../src/apimachinery/user.js';
 import { auditedJsonPatch, auditedObject } from '../../src/observability/auditbodies.js';
 import { AuditPolicyError, parsePolicy, PolicyEvaluator } from '../../src/observability/auditpolicy.js';
+import { repoRoot } from '../support/tools.js';
 
 const GROUP = 'management.platform.sh';
 
@@ -224,4 +227,16 @@ describe('bodies never carry hidden fields', () => {
       { op: 'remove', path: '/spec/key' },
     ]);
   });
+});
+
+test("the README's example policy is one kube would load", () => {
+  const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+  const example = /```yaml\n(apiVersion: audit\.k8s\.io\/v1\nkind: Policy\n[\s\S]*?)```/.exec(readme);
+  expect(example).not.toBeNull();
+  const p = new PolicyEvaluator(parsePolicy(example![1]));
+  const u = user('u');
+  expect(p.evaluate(resource('get', 'sharedsecrets', { namespace: 'a', name: 's' }), u).level).toBe('Metadata');
+  expect(p.evaluate(resource('create', 'sharedsecrets', { namespace: 'a' }), u).level).toBe('Metadata');
+  expect(p.evaluate(resource('create', 'clusters'), u).level).toBe('RequestResponse');
+  expect(p.evaluate(nonResource('/readyz'), u).level).toBe('None');
 });
