@@ -10,7 +10,7 @@
  * start. A batch the receiver fails (a network error, 429 or 5xx) is sent again after --audit-webhook-initial-backoff
  * (10s), then 1.5 times longer each time (with up to 20% jitter), five tries in all, as kube's retry; then it is
  * dropped, with an error in the log. Another answer (a 4xx) drops it at once. At shutdown what is buffered is sent,
- * and the server waits for the batches on their way.
+ * and the server waits for the batches on their way, each for the try it is in (no more retries then).
  */
 import type { Logger } from '../log.js';
 import { loadKubeconfigFile } from '../host/kubeconfig.js';
@@ -65,7 +65,7 @@ export class AuditWebhook implements AuditSink {
     else this.timer ??= setTimeout(() => this.flush(), this.opts.maxBatchWaitMs);
   }
 
-  /** Sends what is buffered and waits for every batch on its way (each given its remaining tries at once). */
+  /** Sends what is buffered and waits for every batch on its way (a wait between tries ends at once). */
   async close(): Promise<void> {
     this.closed = true;
     this.flush();
@@ -93,7 +93,8 @@ export class AuditWebhook implements AuditSink {
         return;
       } catch (err) {
         const code = err instanceof HostClusterError ? err.code : undefined;
-        const retried = (code === undefined || code === 429 || code >= 500) && attempt < TRIES;
+        // At shutdown a batch gets the try it is in, no more: the server's stop is bounded by one call's timeout.
+        const retried = (code === undefined || code === 429 || code >= 500) && attempt < TRIES && !this.closed;
         const fields = { events: items.length, attempt, error: (err as Error).message };
         if (!retried) {
           this.opts.log.error('audit webhook: a batch of events is dropped', fields);
