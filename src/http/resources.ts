@@ -14,6 +14,8 @@ import { isPlainObject, type KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
 import type { ServedActions } from '../actions/served.js';
 import { auditedJsonPatch, auditedObject } from '../observability/auditbodies.js';
+import { requireTypeMeta } from '../registry/decoding.js';
+import type { ResourceDefinition } from '../registry/definitions.js';
 import type { Registry } from '../registry/registry.js';
 import type { DeleteOptions, Store } from '../registry/store.js';
 import type { AuthorizeOther } from '../registry/strategy.js';
@@ -115,7 +117,7 @@ export async function handleResource(
     case 'create': {
       if (info.name || (def.namespaced && !namespace)) throw notSupported();
       const opts = { ...writeOptions('CreateOptions', query, req.headers['user-agent']), ...caller };
-      const obj = readObject(req, def.kind, opts);
+      const obj = readObject(req, def, opts);
       bodies.request = () => auditedObject(obj, hidden);
       const created = await store.create(namespace, obj, opts);
       return reply(withWarnings(res, opts.warnings), 201, shape.object(created));
@@ -124,7 +126,7 @@ export async function handleResource(
       // No PUT or PATCH route on a collection (kube's installer registers none): 405, not a lookup of ''.
       if (!info.name) throw notSupported();
       const opts = { ...writeOptions('UpdateOptions', query, req.headers['user-agent']), ...caller };
-      const obj = readObject(req, def.kind, opts);
+      const obj = readObject(req, def, opts);
       bodies.request = () => auditedObject(obj, hidden);
       const updated = await store.update(namespace, info.name, { replace: obj }, subresource, opts);
       return reply(withWarnings(res, opts.warnings), 200, shape.object(updated));
@@ -187,11 +189,16 @@ function deleteOptionsOf(req: Request, query: URLSearchParams) {
   );
 }
 
-/** The object in the body; duplicate JSON keys are noted for fieldValidation. */
-function readObject(req: Request, kind: string, opts: ParsedWriteOptions & { duplicateFields?: string[] }): KubeObject {
+/** The object in the body, which names its apiVersion and kind; duplicate JSON keys are noted for fieldValidation. */
+function readObject(
+  req: Request,
+  def: ResourceDefinition,
+  opts: ParsedWriteOptions & { duplicateFields?: string[] },
+): KubeObject {
   const encoding = requestEncoding(req.headers['content-type']);
   const body = rawBody(req);
-  const obj = parseObjectBody(body, encoding, kind) as KubeObject;
+  const obj = parseObjectBody(body, encoding, def.kind) as KubeObject;
+  requireTypeMeta(obj, def);
   // For the audit log: the object's name completes what the URL says (a create names it only here).
   if (isPlainObject(obj.metadata)) requestContext(req).requestObject = obj.metadata;
   if (encoding === 'json') opts.duplicateFields = duplicateFields(body.toString('utf8'));

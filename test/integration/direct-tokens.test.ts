@@ -193,6 +193,23 @@ describe('lifetime and scope', () => {
     expect((await verifier.verify(again.token)).payload.scope).toEqual({ roles: [{ role: 'platformCLI' }] });
   });
 
+  test('a request without kind or apiVersion is 400 as kube answers for custom resources; no token', async () => {
+    for (const body of [{ spec: { ttl: 600 } }, {}, { apiVersion: API_VERSION, spec: {} }]) {
+      const res = await root.post(TOKENS_PATH, body);
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({
+        reason: 'BadRequest',
+        message: "Object 'Kind' is missing in 'object has no kind field '",
+      });
+    }
+    const res = await root.post(TOKENS_PATH, { kind: 'DirectClusterEndpointToken', spec: {} });
+    expect(res.status).toBe(400);
+    expect(res.body.message).toBe(
+      'the API version in the data () does not match the expected API version (management.platform.sh/v1)',
+    );
+    expect(res.body.status?.token).toBeUndefined();
+  });
+
   test.each([
     ['a negative ttl', { ttl: -1 }, 'spec.ttl', 'FieldValueInvalid'],
     ['a ttl that is not a number', { ttl: '1h' }, 'spec.ttl', 'FieldValueTypeInvalid'],
