@@ -109,6 +109,20 @@ export interface Config {
   auditLogMaxBackup: number;
   /** Days a rotated audit log is kept (0: no age limit). */
   auditLogMaxAgeDays: number;
+  /** kube's audit.k8s.io/v1 Policy; unset: every request at Metadata (observability/auditpolicy.ts). */
+  auditPolicyFile?: string;
+  /** A kubeconfig naming the audit webhook; unset: no webhook. */
+  auditWebhookConfigFile?: string;
+  /** Only kube's batch mode is served. */
+  auditWebhookMode: 'batch';
+  /** The wait before a failed batch is sent again (kube: 10s), growing 1.5 times each try. */
+  auditWebhookInitialBackoffMs: number;
+  auditWebhookBatchBufferSize: number;
+  auditWebhookBatchMaxSize: number;
+  auditWebhookBatchMaxWaitMs: number;
+  auditWebhookBatchThrottleEnable: boolean;
+  auditWebhookBatchThrottleQps: number;
+  auditWebhookBatchThrottleBurst: number;
   /** EncryptionConfiguration file (encryption at rest); unset: the embedded default's, or none with external etcd. */
   encryptionProviderConfig?: string;
   /** TracingConfiguration file (OpenTelemetry over OTLP/gRPC); unset: no tracing, and nothing of it loaded. */
@@ -444,7 +458,7 @@ export const FLAGS: FlagSpec[] = [
   {
     name: 'audit-log-path',
     arg: 'file',
-    help: 'Write audit events (audit.k8s.io/v1 Event at level Metadata: who did what to which object and the answer, never bodies) as JSON lines to this file, or "-" for stdout. Unset: no audit log.',
+    help: 'Write audit events (audit.k8s.io/v1 Event: who did what to which object and the answer; bodies only where --audit-policy-file asks for them) as JSON lines to this file, or "-" for stdout. Unset: no audit log.',
     apply: (c, v) => (c.auditLogPath = v),
   },
   {
@@ -464,6 +478,72 @@ export const FLAGS: FlagSpec[] = [
     arg: 'int',
     help: 'Days a rotated audit log file is kept, by the timestamp in its name (default 0: no age limit).',
     apply: (c, v) => (c.auditLogMaxAgeDays = count('audit-log-maxage', v)),
+  },
+  {
+    name: 'audit-policy-file',
+    arg: 'file',
+    help: "Which requests are audited and how much of them, as kube-apiserver's audit.k8s.io/v1 Policy (YAML or JSON): rules by user, group, verb, resource, namespace or non-resource URL give the level None, Metadata, Request (with the body sent) or RequestResponse (with the answer too) and the stages left out; fields no client ever reads (access keys and their hashes, issued tokens, connector data) are never in a body. A file kube would refuse stops the start. Unset: every request at Metadata, without the RequestReceived stage.",
+    apply: (c, v) => (c.auditPolicyFile = v),
+  },
+  {
+    name: 'audit-webhook-config-file',
+    arg: 'file',
+    help: 'A kubeconfig naming a receiver to which audit events are POSTed in batches (audit.k8s.io/v1 EventList), besides the log file; failed batches are sent again (see --audit-webhook-initial-backoff). Unset: no webhook.',
+    apply: (c, v) => (c.auditWebhookConfigFile = v),
+  },
+  {
+    name: 'audit-webhook-mode',
+    arg: 'string',
+    help: "How events are sent to the webhook: batch (the default and only mode served: requests never wait for the webhook; kube's blocking and blocking-strict are refused).",
+    apply: (c, v) => {
+      if (v !== 'batch')
+        throw new FlagError(
+          `--audit-webhook-mode must be batch (got ${JSON.stringify(v)}): this server does not make requests wait for the webhook, so blocking and blocking-strict are not served`,
+        );
+      c.auditWebhookMode = v;
+    },
+  },
+  {
+    name: 'audit-webhook-initial-backoff',
+    arg: 'duration',
+    help: 'The wait before a batch the webhook failed (a network error, 429 or 5xx) is sent again, 1.5 times longer each time, five tries in all (default 10s).',
+    apply: (c, v) => (c.auditWebhookInitialBackoffMs = nonZeroDuration('audit-webhook-initial-backoff', v)),
+  },
+  {
+    name: 'audit-webhook-batch-buffer-size',
+    arg: 'int',
+    help: 'Events waiting for the webhook at most; past it events are dropped, with an error in the log (default 10000).',
+    apply: (c, v) => (c.auditWebhookBatchBufferSize = positive('audit-webhook-batch-buffer-size', v)),
+  },
+  {
+    name: 'audit-webhook-batch-max-size',
+    arg: 'int',
+    help: 'Events in one batch at most (default 400).',
+    apply: (c, v) => (c.auditWebhookBatchMaxSize = positive('audit-webhook-batch-max-size', v)),
+  },
+  {
+    name: 'audit-webhook-batch-max-wait',
+    arg: 'duration',
+    help: 'How long events wait for a batch to fill before it is sent anyway (default 30s).',
+    apply: (c, v) => (c.auditWebhookBatchMaxWaitMs = nonZeroDuration('audit-webhook-batch-max-wait', v)),
+  },
+  {
+    name: 'audit-webhook-batch-throttle-enable',
+    arg: 'bool',
+    help: 'Whether batches are sent at most --audit-webhook-batch-throttle-qps a second (default true).',
+    apply: (c, v) => (c.auditWebhookBatchThrottleEnable = bool('audit-webhook-batch-throttle-enable', v)),
+  },
+  {
+    name: 'audit-webhook-batch-throttle-qps',
+    arg: 'float',
+    help: 'Batches sent a second at most, on average (default 10).',
+    apply: (c, v) => (c.auditWebhookBatchThrottleQps = positiveNumber('audit-webhook-batch-throttle-qps', v)),
+  },
+  {
+    name: 'audit-webhook-batch-throttle-burst',
+    arg: 'int',
+    help: 'Batches sent at once at most when none were for a while (default 15).',
+    apply: (c, v) => (c.auditWebhookBatchThrottleBurst = positive('audit-webhook-batch-throttle-burst', v)),
   },
   {
     name: 'encryption-provider-config',
@@ -566,6 +646,25 @@ function count(flag: string, value: string): number {
   return n;
 }
 
+function nonZeroDuration(flag: string, value: string): number {
+  const ms = duration(flag, value);
+  if (ms === 0) throw new FlagError(`--${flag} must be longer than 0 (got ${JSON.stringify(value)})`);
+  return ms;
+}
+
+function positive(flag: string, value: string): number {
+  const n = count(flag, value);
+  if (n === 0) throw new FlagError(`--${flag} must be 1 or more (got ${JSON.stringify(value)})`);
+  return n;
+}
+
+function positiveNumber(flag: string, value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n <= 0)
+    throw new FlagError(`--${flag} must be a number above 0 (got ${JSON.stringify(value)})`);
+  return n;
+}
+
 function bool(flag: string, value: string): boolean {
   if (value === 'true') return true;
   if (value === 'false') return false;
@@ -638,6 +737,14 @@ export function defaultConfig(): Config {
     auditLogMaxSizeBytes: 100 * 1024 * 1024,
     auditLogMaxBackup: 10,
     auditLogMaxAgeDays: 0,
+    auditWebhookMode: 'batch',
+    auditWebhookInitialBackoffMs: 10_000,
+    auditWebhookBatchBufferSize: 10_000,
+    auditWebhookBatchMaxSize: 400,
+    auditWebhookBatchMaxWaitMs: 30_000,
+    auditWebhookBatchThrottleEnable: true,
+    auditWebhookBatchThrottleQps: 10,
+    auditWebhookBatchThrottleBurst: 15,
     encryptionProviderConfigAutomaticReload: false,
     encryptionProviderConfigReloadIntervalMs: 60_000,
     tlsReloadIntervalMs: 60_000,

@@ -40,7 +40,10 @@ import { lockDataDir } from './datadir-lock.js';
 import { serverBuild } from './http/version.js';
 import { writeKubeconfig } from './kubeconfig.js';
 import type { Logger } from './log.js';
-import { AuditLog } from './observability/audit.js';
+import { allSinks, AuditLog, type AuditSink } from './observability/audit.js';
+import { DEFAULT_POLICY, loadPolicyFile, PolicyEvaluator } from './observability/auditpolicy.js';
+import { AuditWebhook } from './observability/auditwebhook.js';
+import { KubeconfigError } from './host/kubeconfig.js';
 import { Metrics, etcdObjectType, registryWatchCacheStats } from './observability/metrics.js';
 import type { Dynamic } from './pki/reloading.js';
 import { ensureServingCertificate } from './pki/selfsigned.js';
@@ -71,6 +74,9 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
   // Before anything starts: a flag naming a plugin this server does not have stops it here.
   const admissionPlugins = enabledPlugins(config.enableAdmissionPlugins, config.disableAdmissionPlugins);
   const admissionConfig = loadAdmissionConfiguration(config.admissionControlConfigFile);
+  const auditPolicy = config.auditPolicyFile
+    ? loadPolicyFile(config.auditPolicyFile, (warning) => log.warn(warning, { file: config.auditPolicyFile }))
+    : DEFAULT_POLICY;
   // Undone in reverse: the HTTPS server first, the embedded etcd last. Each step is logged, in order.
   const cleanups: [string, () => Promise<void>][] = [];
   const close = async () => {
@@ -89,8 +95,11 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     const lock = await lockDataDir(config.dataDir);
     cleanups.push(['releasing the data dir', () => lock.release()]);
     const metrics = new Metrics();
-    const audit = config.auditLogPath ? auditLog(config, log) : undefined;
-    if (audit) cleanups.push(['closing the audit log', () => audit.close()]);
+    const auditSinks = auditBackends(config, log);
+    const audit = auditSinks.length
+      ? { sink: allSinks(auditSinks), policy: new PolicyEvaluator(auditPolicy) }
+      : undefined;
+    if (audit) cleanups.push(['closing the audit log and webhook', () => audit.sink.close()]);
     let endpoints = config.etcdServers;
     if (!endpoints.length) {
       const etcd: EmbeddedEtcd = await startEmbeddedEtcd({ dataDir: config.dataDir, log: (msg) => log.info(msg) });
@@ -446,15 +455,46 @@ function serverControllers(
   return controllers;
 }
 
-/** --audit-log-path and its rotation; failures to write are logged, and requests go on. */
-function auditLog(config: Config, log: Logger): AuditLog {
-  return new AuditLog({
-    path: config.auditLogPath!,
-    maxSizeBytes: config.auditLogMaxSizeBytes,
-    maxBackups: config.auditLogMaxBackup,
-    maxAgeDays: config.auditLogMaxAgeDays,
-    onError: (err) => log.error('audit log write failed', { path: config.auditLogPath, error: err.message }),
-  });
+/**
+ * --audit-log-path (rotated) and --audit-webhook-config-file (batched); failures to write or send are logged, and
+ * requests go on. A webhook kubeconfig that does not load stops the start.
+ */
+function auditBackends(config: Config, log: Logger): AuditSink[] {
+  const sinks: AuditSink[] = [];
+  if (config.auditLogPath)
+    sinks.push(
+      new AuditLog({
+        path: config.auditLogPath,
+        maxSizeBytes: config.auditLogMaxSizeBytes,
+        maxBackups: config.auditLogMaxBackup,
+        maxAgeDays: config.auditLogMaxAgeDays,
+        onError: (err) => log.error('audit log write failed', { path: config.auditLogPath, error: err.message }),
+      }),
+    );
+  if (config.auditWebhookConfigFile) {
+    try {
+      sinks.push(
+        new AuditWebhook({
+          kubeconfigPath: config.auditWebhookConfigFile,
+          initialBackoffMs: config.auditWebhookInitialBackoffMs,
+          bufferSize: config.auditWebhookBatchBufferSize,
+          maxBatchSize: config.auditWebhookBatchMaxSize,
+          maxBatchWaitMs: config.auditWebhookBatchMaxWaitMs,
+          throttle: config.auditWebhookBatchThrottleEnable
+            ? { qps: config.auditWebhookBatchThrottleQps, burst: config.auditWebhookBatchThrottleBurst }
+            : undefined,
+          log,
+        }),
+      );
+    } catch (err) {
+      if (err instanceof KubeconfigError)
+        throw new Error(`--audit-webhook-config-file ${config.auditWebhookConfigFile}: ${err.message}`, {
+          cause: err,
+        });
+      throw err;
+    }
+  }
+  return sinks;
 }
 
 /** The etcd TLS files of the flags, read once (a rotated certificate needs a restart, as for kube-apiserver). */

@@ -26,6 +26,9 @@ import { answer, requestSchema, type Action, type ActionCall } from './action.js
 
 const RESOURCE = 'directclusterendpointtokens';
 const KIND = 'DirectClusterEndpointToken';
+/** Said (a `Warning` header) with every token: it is kept nowhere. */
+export const TOKEN_SHOWN_ONCE_WARNING =
+  "status.token is shown only in this answer and is kept nowhere: keep it now (kubectl create -f token.yaml -o jsonpath='{.status.token}')";
 /** The audience every direct cluster endpoint token is for; a connected cluster accepts only this one. */
 export const DIRECT_CLUSTER_ENDPOINT_AUDIENCE = `${GROUP_NAME}/direct-cluster-endpoint`;
 /** The lifetime of a token that asks for none. */
@@ -141,6 +144,9 @@ export function directClusterEndpointTokenAction(definitions: ResourceDefinition
         .setExpirationTime(iat + ttl)
         .setJti(randomUUID())
         .sign(signer.key);
+      // Tokens are not stored: a plain `kubectl create -f` prints just a name, so the warning says so before the
+      // token is lost.
+      call.warnings.push(TOKEN_SHOWN_ONCE_WARNING);
       const { metadata } = call.object!;
       return answer(action, metadata, {
         spec: { ...spec, ttl },

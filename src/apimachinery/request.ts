@@ -48,6 +48,13 @@ export interface RequestContext {
   /** Left by the resource handler once it has read the object of a create or update: it completes the audit's objectRef. */
   requestObject?: RequestObjectMeta;
   /**
+   * Left by the resource handler for an audit at level Request or more: the body sent and the answer, as a reader
+   * sees them (never a hidden field). Called only when the policy asks for them.
+   */
+  auditBodies?: { request?: () => unknown; response?: () => unknown };
+  /** Set by the request observer; called by authentication once the user is known (the RequestReceived stage). */
+  authenticated?: () => void;
+  /**
    * Set by the request observer; called by the watch handler once the watch's 200 is sent, from which moment the
    * watch counts as long-running and is audited as ResponseStarted.
    */

@@ -4,6 +4,7 @@ import { decodeRequest, type Action, type ActionVerb } from '../actions/action.j
 import type { Admission, AdmissionAttributes } from '../apimachinery/admission.js';
 import { requestContext, requestUser } from '../apimachinery/request.js';
 import * as errors from '../apimachinery/status.js';
+import { requireTypeMeta } from '../registry/decoding.js';
 import type { AuthorizeOther } from '../registry/strategy.js';
 import { parseObjectBody, rawBody } from './body.js';
 import { negotiateResponse, requestEncoding } from './negotiation.js';
@@ -47,6 +48,7 @@ export async function handleAction(
       );
     const body = rawBody(req);
     const parsed = body.length ? parseObjectBody(body, requestEncoding(req.headers['content-type']), action.kind) : {};
+    requireTypeMeta(parsed, { apiVersion: `${action.group}/${action.version}` });
     object = decodeRequest(action, parsed, opts.fieldValidation, warnings);
     if (admission) {
       const context = requestContext(req);
@@ -69,6 +71,9 @@ export async function handleAction(
       object = decodeRequest(action, attrs.object as Record<string, unknown>, opts.fieldValidation, warnings);
       await admission.validate(attrs);
     }
+    // For an audit at level Request or more; an action's answer (a credential) never is (auditbodies.ts).
+    const sent = object;
+    requestContext(req).auditBodies = { request: () => sent };
   }
   const answer = await action.serve({
     verb,

@@ -12,10 +12,9 @@ import { restrictedAuthorizer } from '../auth/restriction.js';
 import type { FlowControl } from '../flowcontrol/controller.js';
 import type { ObjectCount } from '../flowcontrol/seats.js';
 import type { Logger } from '../log.js';
-import type { AuditLog } from '../observability/audit.js';
 import { servedBy } from '../observability/labels.js';
 import type { Metrics } from '../observability/metrics.js';
-import { observeRequests } from '../observability/observe.js';
+import { observeRequests, type Auditing } from '../observability/observe.js';
 import type { Registry } from '../registry/registry.js';
 import { authenticate } from './authentication.js';
 import { authorize, publicPaths, type VisibleTo } from './authorization.js';
@@ -59,8 +58,8 @@ export interface AppOptions {
   oidc?: OidcOptions;
   /** Served at /metrics, and told of every request. */
   metrics?: Metrics;
-  /** --audit-log-path: every request is audited there. */
-  audit?: AuditLog;
+  /** --audit-log-path and --audit-webhook-config-file, by --audit-policy-file. */
+  audit?: Auditing;
   /** --authorization-always-allow-paths (default: the health paths). */
   alwaysAllowPaths?: string[];
   /** Told of each authenticated request, so its connection no longer counts as unauthenticated. */

@@ -33,6 +33,7 @@ export function authenticate(
     } else {
       throw errors.unauthorized();
     }
+    context.authenticated?.();
     next();
   };
 }

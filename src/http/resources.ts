@@ -8,11 +8,14 @@ import type { Request, Response } from 'express';
 import type { Authorizer } from '../apimachinery/authorizer.js';
 import { checkNesting } from '../apimachinery/nesting.js';
 import { applyJsonPatch, applyMergePatch } from '../apimachinery/patch.js';
-import { requestContext, requestUser, type RequestInfo } from '../apimachinery/request.js';
+import { requestContext, requestUser, type RequestContext, type RequestInfo } from '../apimachinery/request.js';
 import * as errors from '../apimachinery/status.js';
 import { isPlainObject, type KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
 import type { ServedActions } from '../actions/served.js';
+import { auditedJsonPatch, auditedObject } from '../observability/auditbodies.js';
+import { requireTypeMeta } from '../registry/decoding.js';
+import type { ResourceDefinition } from '../registry/definitions.js';
 import type { Registry } from '../registry/registry.js';
 import type { DeleteOptions, Store } from '../registry/store.js';
 import type { AuthorizeOther } from '../registry/strategy.js';
@@ -77,6 +80,13 @@ export async function handleResource(
   const target = negotiate(req.headers.accept, answer);
   const shape = shaper(target, def, store.strategy, query);
   const encoding = target.encoding;
+  // For an audit at level Request or more: what was sent and answered, as a reader sees it (auditbodies.ts).
+  const hidden = store.strategy.hiddenFields ?? [];
+  const bodies: NonNullable<RequestContext['auditBodies']> = (requestContext(req).auditBodies = {});
+  const reply = (r: Response, code: number, body: unknown) => {
+    bodies.response = () => auditedObject(body, hidden);
+    writeObject(r, code, body, encoding);
+  };
   // What every write carries about its caller.
   const caller = { user, authorize: authorizeOther, auditAnnotations: (requestContext(req).auditAnnotations ??= {}) };
   const notSupported = () => errors.methodNotSupported(def.groupResource, info.verb || req.method);
@@ -84,10 +94,10 @@ export async function handleResource(
   switch (info.verb) {
     case 'get': {
       const obj = await store.get(namespace, info.name, query.get('resourceVersion') || undefined);
-      return writeObject(res, 200, shape.object(obj), encoding);
+      return reply(res, 200, shape.object(obj));
     }
     case 'list':
-      return writeObject(res, 200, shape.list(await store.list(namespace, parseListQuery(query, visible))), encoding);
+      return reply(res, 200, shape.list(await store.list(namespace, parseListQuery(query, visible))));
     case 'watch': {
       const parsed = parseWatchQuery(query, info.name || undefined, visible);
       const opts = {
@@ -107,17 +117,19 @@ export async function handleResource(
     case 'create': {
       if (info.name || (def.namespaced && !namespace)) throw notSupported();
       const opts = { ...writeOptions('CreateOptions', query, req.headers['user-agent']), ...caller };
-      const obj = readObject(req, def.kind, opts);
+      const obj = readObject(req, def, opts);
+      bodies.request = () => auditedObject(obj, hidden);
       const created = await store.create(namespace, obj, opts);
-      return writeObject(withWarnings(res, opts.warnings), 201, shape.object(created), encoding);
+      return reply(withWarnings(res, opts.warnings), 201, shape.object(created));
     }
     case 'update': {
       // No PUT or PATCH route on a collection (kube's installer registers none): 405, not a lookup of ''.
       if (!info.name) throw notSupported();
       const opts = { ...writeOptions('UpdateOptions', query, req.headers['user-agent']), ...caller };
-      const obj = readObject(req, def.kind, opts);
+      const obj = readObject(req, def, opts);
+      bodies.request = () => auditedObject(obj, hidden);
       const updated = await store.update(namespace, info.name, { replace: obj }, subresource, opts);
-      return writeObject(withWarnings(res, opts.warnings), 200, shape.object(updated), encoding);
+      return reply(withWarnings(res, opts.warnings), 200, shape.object(updated));
     }
     case 'patch': {
       if (!info.name) throw notSupported();
@@ -128,25 +140,28 @@ export async function handleResource(
           authorizeCreate: createAuthorizer(info, user, authorizeOther),
         };
         const config = parseObjectBody(rawBody(req), 'yaml', def.kind) as KubeObject;
+        bodies.request = () => auditedObject(config, hidden);
         const { object, created } = await store.apply(namespace, info.name, config, subresource, opts);
-        return writeObject(withWarnings(res, opts.warnings), created ? 201 : 200, shape.object(object), encoding);
+        return reply(withWarnings(res, opts.warnings), created ? 201 : 200, shape.object(object));
       }
       rejectForceOnNonApplyPatch(query);
       const opts = { ...writeOptions('PatchOptions', query, req.headers['user-agent']), ...caller };
-      const patch = readPatch(req, opts);
+      const patch = readPatch(req, opts, (doc, type) => {
+        bodies.request = () => (type === JSON_PATCH_TYPE ? auditedJsonPatch(doc, hidden) : auditedObject(doc, hidden));
+      });
       const patched = await store.update(namespace, info.name, { patch }, subresource, opts);
-      return writeObject(withWarnings(res, opts.warnings), 200, shape.object(patched), encoding);
+      return reply(withWarnings(res, opts.warnings), 200, shape.object(patched));
     }
     case 'deletecollection': {
       if (def.namespaced && !namespace) throw notSupported();
       const opts = { ...deleteOptionsOf(req, query), ...caller, warnings: [] as string[] };
       const deleted = await store.deleteCollection(namespace, parseListQuery(query), opts);
-      return writeObject(withWarnings(res, opts.warnings), 200, shape.list(deleted), encoding);
+      return reply(withWarnings(res, opts.warnings), 200, shape.list(deleted));
     }
     case 'delete': {
       if (subresource) throw notSupported();
       return deleteObject(req, res, store, namespace, info.name, query, caller, (obj, status) =>
-        writeObject(res, status, shape.object(obj), encoding),
+        reply(res, status, shape.object(obj)),
       );
     }
     default:
@@ -174,11 +189,16 @@ function deleteOptionsOf(req: Request, query: URLSearchParams) {
   );
 }
 
-/** The object in the body; duplicate JSON keys are noted for fieldValidation. */
-function readObject(req: Request, kind: string, opts: ParsedWriteOptions & { duplicateFields?: string[] }): KubeObject {
+/** The object in the body, which names its apiVersion and kind; duplicate JSON keys are noted for fieldValidation. */
+function readObject(
+  req: Request,
+  def: ResourceDefinition,
+  opts: ParsedWriteOptions & { duplicateFields?: string[] },
+): KubeObject {
   const encoding = requestEncoding(req.headers['content-type']);
   const body = rawBody(req);
-  const obj = parseObjectBody(body, encoding, kind) as KubeObject;
+  const obj = parseObjectBody(body, encoding, def.kind) as KubeObject;
+  requireTypeMeta(obj, def);
   // For the audit log: the object's name completes what the URL says (a create names it only here).
   if (isPlainObject(obj.metadata)) requestContext(req).requestObject = obj.metadata;
   if (encoding === 'json') opts.duplicateFields = duplicateFields(body.toString('utf8'));
@@ -189,6 +209,7 @@ function readObject(req: Request, kind: string, opts: ParsedWriteOptions & { dup
 function readPatch(
   req: Request,
   opts: ParsedWriteOptions & { duplicateFields?: string[] },
+  read: (doc: unknown, type: string) => void,
 ): (current: KubeObject) => KubeObject {
   const type = contentType(req.headers['content-type']);
   if (type !== JSON_PATCH_TYPE && type !== MERGE_PATCH_TYPE) throw errors.unsupportedMediaType(PATCH_TYPES);
@@ -199,6 +220,7 @@ function readPatch(
   } catch (err) {
     throw errors.badRequest(`error decoding patch: ${(err as Error).message}`);
   }
+  read(doc, type);
   if (type === JSON_PATCH_TYPE) return (current) => applyJsonPatch(current, doc) as KubeObject;
   opts.duplicateFields = duplicateFields(rawBody(req).toString('utf8'));
   return (current) => applyMergePatch(current, doc) as KubeObject;
@@ -221,5 +243,7 @@ async function deleteObject(
   // 202 Accepted instead of 200 only to the deprecated orphanDependents=false (to keep older clients working).
   if (!result.deleted) return writeRemaining(result.object, opts.orphanDependents === false ? 202 : 200);
   const { group, plural } = store.def;
-  writeObject(res, 200, errors.successStatus({ name, group, kind: plural, uid: result.object.metadata.uid }));
+  const status = errors.successStatus({ name, group, kind: plural, uid: result.object.metadata.uid });
+  requestContext(req).auditBodies!.response = () => status;
+  writeObject(res, 200, status);
 }

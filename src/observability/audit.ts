@@ -1,27 +1,32 @@
 /**
- * The audit log (--audit-log-path): one JSON line per audit.k8s.io/v1 Event, at level Metadata as kube-apiserver
- * writes them: who (user, source IPs, user agent) did what (verb, requestURI, objectRef) and the answer
- * (responseStatus), with the authorization decision in annotations. Request and response bodies are never written.
+ * Audit events (audit.k8s.io/v1 Event) as kube-apiserver writes them: who (user, source IPs, user agent) did what
+ * (verb, requestURI, objectRef) and the answer (responseStatus), with the authorization decision in annotations; at
+ * level Request the object sent (requestObject), at RequestResponse the answer too (responseObject), as a reader
+ * sees them (auditbodies.ts: never a hidden field, nor an action's answer). The policy (auditpolicy.ts) says which
+ * level and stages a request gets; the events go to the log file (here) and the webhook (auditwebhook.ts).
  *
- * Stages, as kube writes them under a policy that omits RequestReceived: ResponseComplete for every request, and
- * before it ResponseStarted for a watch once it is established. A request that fails authentication gets one
+ * Stages: RequestReceived once the user is known, ResponseStarted for a watch once it is established,
+ * ResponseComplete for every request, each unless the policy omits it. A request that fails authentication gets one
  * ResponseStarted event with an empty user, as kube's failed-authentication audit writes it.
  *
  * responseStatus carries code, status, reason and details as the Status sent; its message (and the causes'
  * messages) only when the server built it from the request's metadata: an Invalid or BadRequest message may quote
- * the body (a field's value, which may be secret data), and an internal error's may say anything.
+ * the body (a field's value, which may be secret data), and an internal error's may say anything. A failure's
+ * responseObject is that same Status.
  */
 import type { RequestInfo, RequestObjectMeta } from '../apimachinery/request.js';
 import type { Status } from '../apimachinery/status.js';
 import type { UserInfo } from '../apimachinery/user.js';
+import { withoutManagedFields } from './auditbodies.js';
+import type { Level, RequestAuditConfig, Stage } from './auditpolicy.js';
 import { RotatingFile, type RotatingFileOptions } from './rotatingfile.js';
 
 export interface AuditEvent {
   kind: 'Event';
   apiVersion: 'audit.k8s.io/v1';
-  level: 'Metadata';
+  level: Exclude<Level, 'None'>;
   auditID: string;
-  stage: 'ResponseStarted' | 'ResponseComplete';
+  stage: Stage;
   requestURI: string;
   verb: string;
   user: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
@@ -37,7 +42,7 @@ export interface AuditEvent {
     resourceVersion?: string;
     subresource?: string;
   };
-  responseStatus: {
+  responseStatus?: {
     metadata: Record<string, never>;
     status?: string;
     message?: string;
@@ -45,6 +50,8 @@ export interface AuditEvent {
     details?: Status['details'];
     code: number;
   };
+  requestObject?: unknown;
+  responseObject?: unknown;
   requestReceivedTimestamp: string;
   stageTimestamp: string;
   annotations?: Record<string, string>;
@@ -69,6 +76,8 @@ export interface AuditedRequest {
   auditAnnotations?: Record<string, string>;
   /** The metadata of the object a create or update sent, which completes objectRef (kube's LogRequestObject). */
   requestObject?: RequestObjectMeta;
+  /** The bodies, as a reader sees them, for levels Request and RequestResponse. */
+  bodies?: { request?: () => unknown; response?: () => unknown };
 }
 
 /** Reasons whose messages the server writes from the request's metadata alone (paths, names, users, limits). */
@@ -90,11 +99,18 @@ const SAFE_MESSAGE_REASONS = new Set([
   'ServiceUnavailable',
 ]);
 
-export function auditEvent(r: AuditedRequest, stage: AuditEvent['stage'], at: Date): AuditEvent {
+/** The event of one stage at the request's level (never None: such requests have no events). */
+export function auditEvent(
+  r: AuditedRequest,
+  stage: Stage,
+  at: Date,
+  config: RequestAuditConfig = { level: 'Metadata', omitStages: [], omitManagedFields: false },
+): AuditEvent {
+  const level = config.level === 'None' ? 'Metadata' : config.level;
   const event: AuditEvent = {
     kind: 'Event',
     apiVersion: 'audit.k8s.io/v1',
-    level: 'Metadata',
+    level,
     auditID: r.auditID,
     stage,
     requestURI: r.requestURI,
@@ -103,10 +119,20 @@ export function auditEvent(r: AuditedRequest, stage: AuditEvent['stage'], at: Da
     sourceIPs: r.sourceIPs,
     ...(r.userAgent ? { userAgent: r.userAgent } : {}),
     ...(r.info.isResourceRequest ? { objectRef: objectRefOf(r.info, r.requestObject) } : {}),
-    responseStatus: responseStatusOf(r),
+    // kube has no answer yet when the request is received.
+    ...(stage === 'RequestReceived' ? {} : { responseStatus: responseStatusOf(r) }),
     requestReceivedTimestamp: microTime(r.received),
     stageTimestamp: microTime(at),
   };
+  if (level !== 'Metadata') {
+    const body = (b: unknown) => (config.omitManagedFields ? withoutManagedFields(b) : b);
+    const sent = r.bodies?.request?.();
+    if (sent !== undefined) event.requestObject = body(sent);
+    if (level === 'RequestResponse' && stage === 'ResponseComplete') {
+      const answered = r.status?.status === 'Failure' ? failureStatusOf(r) : r.bodies?.response?.();
+      if (answered !== undefined) event.responseObject = body(answered);
+    }
+  }
   if (r.authorization || (r.auditAnnotations && Object.keys(r.auditAnnotations).length)) {
     event.annotations = {
       ...r.auditAnnotations,
@@ -117,6 +143,12 @@ export function auditEvent(r: AuditedRequest, stage: AuditEvent['stage'], at: Da
     };
   }
   return event;
+}
+
+/** A failure as its responseObject: the Status as responseStatus tells it (messages that may quote a body left out). */
+function failureStatusOf(r: AuditedRequest): unknown {
+  const { metadata: _m, ...status } = responseStatusOf(r);
+  return { kind: 'Status', apiVersion: 'v1', metadata: {}, ...status };
 }
 
 function userOf(u: UserInfo): AuditEvent['user'] {
@@ -144,8 +176,8 @@ function objectRefOf(info: RequestInfo, sent: RequestObjectMeta = {}): AuditEven
   return ref;
 }
 
-function responseStatusOf(r: AuditedRequest): AuditEvent['responseStatus'] {
-  const out: AuditEvent['responseStatus'] = { metadata: {}, code: r.code };
+function responseStatusOf(r: AuditedRequest): NonNullable<AuditEvent['responseStatus']> {
+  const out: NonNullable<AuditEvent['responseStatus']> = { metadata: {}, code: r.code };
   const s = r.status;
   if (!s || s.status !== 'Failure') {
     // kube's message for a failed authentication: which credentials were tried, never their values.
@@ -186,8 +218,23 @@ export interface AuditLogOptions {
   onError?: RotatingFileOptions['onError'];
 }
 
+/** Where audit events go: the log file, the webhook. write() never blocks nor throws: a failure is the sink's to log. */
+export interface AuditSink {
+  write(event: AuditEvent): void;
+  close(): Promise<void>;
+}
+
+/** Every sink gets every event. */
+export function allSinks(sinks: AuditSink[]): AuditSink {
+  if (sinks.length === 1) return sinks[0];
+  return {
+    write: (event) => sinks.forEach((s) => s.write(event)),
+    close: async () => void (await Promise.all(sinks.map((s) => s.close()))),
+  };
+}
+
 /** Where audit events go: a rotated file, or stdout. */
-export class AuditLog {
+export class AuditLog implements AuditSink {
   private readonly file?: RotatingFile;
   private closed = false;
 

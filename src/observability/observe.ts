@@ -7,7 +7,8 @@
  * - apiserver_request_total and apiserver_request_duration_seconds when the response ends, and
  *   apiserver_longrunning_requests while a watch is open (from the moment the watch handler says its 200 went out);
  * - a request log line at --v=3 and more, and for every 5xx at any level (as an error);
- * - the audit events.
+ * - the audit events, at the level and stages the audit policy gives the request (decided once, when the first event
+ *   is due: the user is known by then, or authentication failed).
  *
  * A request log line has the audit ID (and the trace ID of a sampled request), user, verb, resource, namespace, name, code, latency and user agent, and the
  * path without its query; never headers or bodies.
@@ -19,7 +20,8 @@ import type { NextFunction, Request, Response } from 'express';
 import { requestContext, type RequestContext } from '../apimachinery/request.js';
 import type { Logger } from '../log.js';
 import { authenticatedByFrontProxy } from '../auth/requestheader.js';
-import { auditEvent, type AuditedRequest, type AuditLog } from './audit.js';
+import { auditEvent, type AuditedRequest, type AuditSink } from './audit.js';
+import type { PolicyEvaluator, RequestAuditConfig, Stage } from './auditpolicy.js';
 import { requestLabels, type ServedApis } from './labels.js';
 import type { Metrics } from './metrics.js';
 import { peerIP, sourceIPs } from './sourceips.js';
@@ -29,10 +31,16 @@ export const REQUEST_LOG_VERBOSITY = 3;
 
 export const AUDIT_ID_HEADER = 'Audit-Id';
 
+/** Where audit events go, and which requests and stages get them. */
+export interface Auditing {
+  sink: AuditSink;
+  policy: PolicyEvaluator;
+}
+
 export interface ObserveOptions {
   log: Logger;
   metrics?: Metrics;
-  audit?: AuditLog;
+  audit?: Auditing;
   served: ServedApis;
 }
 
@@ -60,7 +68,16 @@ export function observeRequests(opts: ObserveOptions) {
       authorization: context.authorization,
       auditAnnotations: context.auditAnnotations,
       requestObject: context.requestObject,
+      bodies: context.auditBodies,
     });
+    let auditConfig: RequestAuditConfig | undefined;
+    const writeAudit = (stage: Stage, code: number) => {
+      if (!audit) return;
+      auditConfig ??= audit.policy.evaluate(context.info, context.user);
+      if (auditConfig.level === 'None' || auditConfig.omitStages.includes(stage)) return;
+      audit.sink.write(auditEvent(request(code), stage, new Date(), auditConfig));
+    };
+    context.authenticated = () => writeAudit('RequestReceived', 0);
     const labels = () => requestLabels(req.method, context.info, context.query, req.headers['content-type'], served);
 
     // A watch is long-running from the moment its 200 goes out (the watch handler says when): counted as open, and
@@ -69,7 +86,7 @@ export function observeRequests(opts: ObserveOptions) {
     context.streamStarted = () => {
       if (watchEnded) return;
       watchEnded = metrics?.longRunningStarted(labels()) ?? (() => {});
-      audit?.write(auditEvent(request(res.statusCode), 'ResponseStarted', new Date()));
+      writeAudit('ResponseStarted', res.statusCode);
     };
 
     res.once('close', () => {
@@ -77,11 +94,8 @@ export function observeRequests(opts: ObserveOptions) {
       const code = res.statusCode;
       const ms = performance.now() - start;
       metrics?.observeRequest(labels(), code, ms / 1000);
-      if (audit) {
-        // kube audits a failed authentication as one ResponseStarted event without a user.
-        const stage = code === 401 && !context.user ? 'ResponseStarted' : 'ResponseComplete';
-        audit.write(auditEvent(request(code), stage, new Date()));
-      }
+      // kube audits a failed authentication as one ResponseStarted event without a user.
+      writeAudit(code === 401 && !context.user ? 'ResponseStarted' : 'ResponseComplete', code);
       if (code >= 500 || log.v(REQUEST_LOG_VERBOSITY)) {
         const fields = requestLogFields(req, context, auditID, code, ms, srcIP);
         if (code >= 500) log.error('HTTP', fields);

@@ -26,7 +26,25 @@ export interface FieldValidationOptions {
   warnings?: string[];
 }
 
-/** apiVersion and kind may be left out (they are then taken from the path); when given they must match. */
+/**
+ * A body a client sent to be an object (a create, an update, an action's request) names its apiVersion and kind, as
+ * kube requires of custom resources (its unstructured decoding): without a kind it is 400 with kube's message (which
+ * quotes nothing of the body), without an apiVersion 400 as any other apiVersion.
+ */
+export function requireTypeMeta(obj: Record<string, unknown>, type: Pick<TypeMeta, 'apiVersion'>): void {
+  if (obj.kind === undefined || obj.kind === null || obj.kind === '')
+    throw errors.badRequest("Object 'Kind' is missing in 'object has no kind field '");
+  if (obj.apiVersion === undefined || obj.apiVersion === null || obj.apiVersion === '')
+    throw errors.badRequest(
+      `the API version in the data () does not match the expected API version (${type.apiVersion})`,
+    );
+}
+
+/**
+ * apiVersion and kind of an object the server holds (a client's body passed requireTypeMeta; a patch's result, a
+ * mutating webhook's or the server's own object may lack them): taken from the path when absent; when given they
+ * must match.
+ */
 export function checkTypeMeta(obj: KubeObject, type: TypeMeta): void {
   if (!isPlainObject(obj.metadata)) obj.metadata = {};
   if (obj.apiVersion !== undefined && obj.apiVersion !== type.apiVersion) {

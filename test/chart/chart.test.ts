@@ -841,6 +841,31 @@ describe('tracing', () => {
   });
 });
 
+describe('audit policy', () => {
+  test("policyConfigMap: --audit-policy-file is that ConfigMap's key, mounted read-only", async () => {
+    const r = await template([
+      '--set',
+      'observability.auditLog.enabled=true',
+      '--set',
+      'observability.auditLog.policyConfigMap=platform-audit',
+      '--set',
+      'observability.auditLog.policyKey=audit.yaml',
+    ]);
+    const config = serverConfig(r);
+    expect(config).toMatchObject({ auditLogPath: '-', auditPolicyFile: '/etc/platform/audit/audit.yaml' });
+    const mount = r.container.volumeMounts.find((m: any) => m.mountPath === '/etc/platform/audit');
+    expect(mount).toMatchObject({ name: 'audit-policy', readOnly: true });
+    const volume = r.deployment.spec.template.spec.volumes.find((v: any) => v.name === 'audit-policy');
+    expect(volume).toEqual({ name: 'audit-policy', configMap: { name: 'platform-audit' } });
+  });
+
+  test('by default no --audit-policy-file and no policy volume', async () => {
+    const r = await template(['--set', 'observability.auditLog.enabled=true']);
+    expect(serverConfig(r).auditPolicyFile).toBeUndefined();
+    expect(r.deployment.spec.template.spec.volumes.map((v: any) => v.name)).not.toContain('audit-policy');
+  });
+});
+
 describe('encryption at rest', () => {
   test('by default no --encryption-provider-config (stored in clear, as kube-apiserver without one)', async () => {
     const r = await template([]);
@@ -1275,6 +1300,7 @@ describe('bad values fail at template time (values.schema.json)', () => {
       ['--set', 'observability.tracing.samplingRatePerMillion=1000001'],
       "'/observability/tracing/samplingRatePerMillion'",
     ],
+    [['--set', 'observability.auditLog.policyConfigMap=Audit_Policy'], "'/observability/auditLog/policyConfigMap'"],
     [['--set', 'heap.limitPercent=0.75'], "'/heap/limitPercent'"],
     [['--set', 'heap.maxOldSpaceSizeMiB=-1'], "'/heap/maxOldSpaceSizeMiB'"],
     [['--set', 'etcd.backup.keep=0'], "'/etcd/backup/keep'"],

@@ -12,6 +12,7 @@ import { API_VERSION } from '../support/fixtures.js';
 import { flat, kubectlOn, oldKubectlPath } from '../support/kubectl.js';
 import { manifestWriter } from '../support/manifests.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { TOKEN_SHOWN_ONCE_WARNING } from '../../src/actions/directclusterendpointtoken.js';
 
 let ts: TestServer;
 let dir: string;
@@ -146,7 +147,7 @@ describe('kubectl 1.20 with validation on', () => {
   test('create -f a DirectClusterEndpointToken (create-only) gives a token', async () => {
     const file = manifest('token', { apiVersion: API_VERSION, kind: 'DirectClusterEndpointToken', spec: { ttl: 600 } });
     const res = await k('create', '-f', file, '-o', 'jsonpath={.status.token}');
-    expect(res).toMatchObject({ code: 0, stderr: '' });
+    expect(res).toMatchObject({ code: 0, stderr: `Warning: ${TOKEN_SHOWN_ONCE_WARNING}\n` });
     expect(res.stdout.split('.')).toHaveLength(3);
   });
 });

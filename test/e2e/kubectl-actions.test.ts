@@ -13,6 +13,7 @@ import { startHostCluster, type HostClusterStandIn } from '../support/hostcluste
 import { API_VERSION } from '../support/fixtures.js';
 import { kubectl, kubectlOn } from '../support/kubectl.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { TOKEN_SHOWN_ONCE_WARNING } from '../../src/actions/directclusterendpointtoken.js';
 
 let host: HostClusterStandIn;
 let vcluster: HostClusterStandIn;
@@ -97,7 +98,8 @@ describe('kubectl and the actions', () => {
     // kubectl leaves validation to the server only for kinds with a PATCH; for this create-only kind it validates
     // itself from /openapi/v2 in protobuf.
     const created = await k('create', '-f', manifest, '-o', 'jsonpath={.status.token}');
-    expect(created).toMatchObject({ code: 0, stderr: '' });
+    // The token is kept nowhere: kubectl prints the server's warning saying so.
+    expect(created).toMatchObject({ code: 0, stderr: `Warning: ${TOKEN_SHOWN_ONCE_WARNING}\n` });
     const jwks = await k('get', '--raw', '/openid/v1/jwks');
     expect(jwks.code).toBe(0);
     const { payload } = await jwtVerify(created.stdout, createLocalJWKSet(JSON.parse(jwks.stdout)), {

@@ -13,6 +13,7 @@ import { API_VERSION } from '../support/fixtures.js';
 import { kubectl, kubectlOn } from '../support/kubectl.js';
 import { manifestWriter } from '../support/manifests.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { KEY_SHOWN_ONCE_WARNING } from '../../src/registry/kinds/ownedaccesskey.js';
 
 const README = readFileSync(resolve(dirname(fileURLToPath(import.meta.url)), '../../README.md'), 'utf8');
 /** The README's section on these commands (its table), whitespace collapsed as a person reads it. */
@@ -54,7 +55,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'kubectl-direct-'));
   const key = { apiVersion: API_VERSION, kind: 'OwnedAccessKey', metadata: { name: 'bob-key' }, spec: { user: 'bob' } };
   const res = await admin('create', '-f', manifest('bob-key', key), '-o', 'jsonpath={.spec.key}');
-  expect(res).toMatchObject({ code: 0, stderr: '' });
+  expect(res).toMatchObject({ code: 0, stderr: `Warning: ${KEY_SHOWN_ONCE_WARNING}\n` });
   bobKey = res.stdout;
   expect(bobKey).toMatch(/^pak_/);
 });

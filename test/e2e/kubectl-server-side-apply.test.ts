@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
-import { APPLY_PATCH as APPLY } from '../support/fixtures.js';
+import { API_VERSION, APPLY_PATCH as APPLY } from '../support/fixtures.js';
 import { GROUP_PATH } from '../support/http.js';
 import { kubectlOn } from '../support/kubectl.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -184,6 +184,8 @@ describe('apply patches over HTTP', () => {
 
   test('plain writes record an Update entry named after the fieldManager or the User-Agent', async () => {
     const res = await ts.admin.post(`${GROUP_PATH}/namespaces/default/sharedsecrets?fieldManager=my-controller`, {
+      apiVersion: API_VERSION,
+      kind: 'SharedSecret',
       metadata: { name: 'ssa-update' },
       spec: { displayName: 'x' },
     });

@@ -27,6 +27,7 @@ import { unionAuthenticator } from '../../src/auth/union.js';
 import type { UserInfo } from '../../src/apimachinery/user.js';
 import { createApp } from '../../src/http/app.js';
 import { loadDefinitions } from '../../src/registry/definitions.js';
+import { KEY_SHOWN_ONCE_WARNING } from '../../src/registry/kinds/ownedaccesskey.js';
 import { Registry } from '../../src/registry/registry.js';
 import { EtcdStorage } from '../../src/storage/etcd.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -366,7 +367,8 @@ describe('key material', () => {
     );
     allKeys.push('full-key-0123456789');
     expect(res.status).toBe(201);
-    expect(res.headers.warning).toBeUndefined();
+    // Nothing is dropped with a warning; the one warning says the key is shown only now.
+    expect(res.headers.warning).toBe(`299 - ${JSON.stringify(KEY_SHOWN_ONCE_WARNING)}`);
     const { connectorData: _cd, ...identity } = spec.identity;
     const expected = { ...spec, identity };
     expect(res.body.spec).toEqual({ ...expected, key: 'full-key-0123456789' });

@@ -58,7 +58,12 @@ describe('events', () => {
       etcd,
     );
     const { root, alice } = ts.as;
-    const body = { metadata: { name: 's1' }, spec: { data: { token: SECRET_VALUE } } };
+    const body = {
+      apiVersion: `${GROUP}/v1`,
+      kind: 'SharedSecret',
+      metadata: { name: 's1' },
+      spec: { data: { token: SECRET_VALUE } },
+    };
     answers.create = await root.post(SECRETS, body, { headers: { 'User-Agent': 'audit-test/1.0' } });
     answers.get = await root.get(`${SECRETS}/s1`, { headers: { 'Audit-Id': 'given-by-the-front-proxy-1' } });
     answers.list = await root.get(SECRETS);
@@ -68,6 +73,8 @@ describe('events', () => {
     });
     // The invalid label value is quoted in the answer (an invalid data value names only its type).
     answers.invalid = await root.post(SECRETS, {
+      apiVersion: `${GROUP}/v1`,
+      kind: 'SharedSecret',
       metadata: { name: 's2', labels: { note: `${SECRET_VALUE}!` } },
       spec: { data: { token: `${SECRET_VALUE}!` } },
     });

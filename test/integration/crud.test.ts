@@ -150,20 +150,38 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       expect(got.body).toEqual(res.body);
     });
 
-    test('kind and apiVersion left out of the body are filled in from the path', async () => {
+    test('a body without kind or apiVersion is 400 as kube answers for custom resources, and nothing is stored', async () => {
       const name = uniq('typeless');
-      const res = await ts.admin.post(secrets(), { metadata: { name }, spec: { displayName: 'no type meta' } });
-      expect(res.status).toBe(201);
-      expect(res.body).toMatchObject({
-        apiVersion: API_VERSION,
-        kind: 'SharedSecret',
-        metadata: { name, namespace: ns },
+      const { apiVersion: _v, kind: _k, ...untyped } = secretBody(name);
+      const { kind: _kind, ...versionOnly } = secretBody(name);
+      const { apiVersion: _version, ...kindOnly } = secretBody(name);
+      for (const body of [untyped, versionOnly, { ...secretBody(name), kind: '' }]) {
+        const res = await ts.admin.post(secrets(), body);
+        expectStatus(res, 400, 'BadRequest');
+        // kube's unstructured decoding says so, quoting nothing of the body.
+        expect(res.body.message).toBe("Object 'Kind' is missing in 'object has no kind field '");
+      }
+      const res = await ts.admin.post(secrets(), kindOnly);
+      expectStatus(res, 400, 'BadRequest');
+      expect(res.body.message).toBe(
+        'the API version in the data () does not match the expected API version (management.platform.sh/v1)',
+      );
+      // YAML as JSON.
+      const yamlRes = await ts.admin.post(secrets(), `metadata:\n  name: ${name}\n`, {
+        contentType: 'application/yaml',
       });
-      expect((await ts.admin.get(secret(name))).body).toMatchObject({ apiVersion: API_VERSION, kind: 'SharedSecret' });
-      expect(await peek.value(peek.sharedSecretKey(ns, name))).toMatchObject({
-        apiVersion: API_VERSION,
-        kind: 'SharedSecret',
-      });
+      expectStatus(yamlRes, 400, 'BadRequest');
+      expect((await ts.admin.get(secret(name))).status).toBe(404);
+      expect(await peek.value(peek.sharedSecretKey(ns, name))).toBeUndefined();
+
+      // An update (PUT) too, leaving the stored object as it was.
+      const created = await ts.admin.post(secrets(), secretBody(name));
+      expect(created.status).toBe(201);
+      const { apiVersion: _a, kind: _b, ...update } = { ...created.body, spec: { displayName: 'changed' } };
+      const put = await ts.admin.put(secret(name), update);
+      expectStatus(put, 400, 'BadRequest');
+      expect(put.body.message).toBe("Object 'Kind' is missing in 'object has no kind field '");
+      expect((await ts.admin.get(secret(name))).body).toEqual(created.body);
     });
 
     test('an apiVersion that does not match the path is 400 and nothing is stored', async () => {
@@ -379,11 +397,12 @@ describe.each(PATH_FORMS)('$form path form', ({ form, prefix }) => {
       expect((await ts.admin.get(cluster(name))).body).toEqual(res.body);
     });
 
-    test('kind and apiVersion left out are filled in; a mismatching apiVersion is 400 and a mismatching kind 422', async () => {
+    test('kind and apiVersion left out are 400; a mismatching apiVersion is 400 and a mismatching kind 422', async () => {
       const name = uniq('cl-type');
       const res = await ts.admin.post(clusters, { metadata: { name }, spec: { networkPeer: true } });
-      expect(res.status).toBe(201);
-      expect(res.body).toMatchObject({ apiVersion: API_VERSION, kind: 'Cluster' });
+      expectStatus(res, 400, 'BadRequest');
+      expect(res.body.message).toBe("Object 'Kind' is missing in 'object has no kind field '");
+      expect((await ts.admin.get(cluster(name))).status).toBe(404);
 
       const badVersion = uniq('cl-badversion');
       const v = await ts.admin.post(clusters, clusterBody(badVersion, { apiVersion: 'management.platform.sh/v2' }));

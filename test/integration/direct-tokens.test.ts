@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { Etcd3 } from 'etcd3';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose';
+import { TOKEN_SHOWN_ONCE_WARNING } from '../../src/actions/directclusterendpointtoken.js';
 import { API_VERSION } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient } from '../support/http.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
@@ -155,16 +156,18 @@ describe('lifetime and scope', () => {
   test('no ttl or 0: one hour; longer than --token-max-ttl: shortened, with a warning', async () => {
     const verifier = await verifierOf(ts);
     for (const spec of [{}, { ttl: 0 }]) {
-      const { token, body } = await issue(root, spec);
+      const { token, body, headers } = await issue(root, spec);
       const { payload } = await verifier.verify(token);
       expect(payload.exp! - payload.iat!).toBe(3600);
       expect(body.spec.ttl).toBe(3600);
+      // The token is kept nowhere: the answer says so.
+      expect(headers.warning).toBe(`299 - ${JSON.stringify(TOKEN_SHOWN_ONCE_WARNING)}`);
     }
     const { token, body, headers } = await issue(root, { ttl: 10 * 3600 });
     expect((await verifier.verify(token)).payload.exp! - (await verifier.verify(token)).payload.iat!).toBe(7200);
     expect(body.spec.ttl).toBe(7200);
     expect(headers.warning).toBe(
-      '299 - "spec.ttl 36000 is longer than this server issues tokens for; the token expires after 7200 seconds"',
+      `299 - "spec.ttl 36000 is longer than this server issues tokens for; the token expires after 7200 seconds", 299 - ${JSON.stringify(TOKEN_SHOWN_ONCE_WARNING)}`,
     );
   });
 
@@ -188,6 +191,23 @@ describe('lifetime and scope', () => {
     // platformCLI already asked for is not repeated.
     const again = await issue(bob, { scope: { roles: [{ role: 'platformCLI' }] }, allowPlatformCli: true });
     expect((await verifier.verify(again.token)).payload.scope).toEqual({ roles: [{ role: 'platformCLI' }] });
+  });
+
+  test('a request without kind or apiVersion is 400 as kube answers for custom resources; no token', async () => {
+    for (const body of [{ spec: { ttl: 600 } }, {}, { apiVersion: API_VERSION, spec: {} }]) {
+      const res = await root.post(TOKENS_PATH, body);
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({
+        reason: 'BadRequest',
+        message: "Object 'Kind' is missing in 'object has no kind field '",
+      });
+    }
+    const res = await root.post(TOKENS_PATH, { kind: 'DirectClusterEndpointToken', spec: {} });
+    expect(res.status).toBe(400);
+    expect(res.body.message).toBe(
+      'the API version in the data () does not match the expected API version (management.platform.sh/v1)',
+    );
+    expect(res.body.status?.token).toBeUndefined();
   });
 
   test.each([

@@ -12,6 +12,9 @@ import { CLUSTER_SECRETS, HEALTH_INTERVAL_MS, connectCluster } from '../support/
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
 
+/** What every import request names itself as (kube refuses a custom object's body without them). */
+const IMPORT_TYPE = { apiVersion: API_VERSION, kind: 'ProjectImportVirtualCluster' };
+
 const importPath = (project: string) => `${PROJECTS}/${project}/importvirtualcluster`;
 const vcisIn = (project: string) => `${GROUP_PATH}/namespaces/p-${project}/virtualclusterinstances`;
 
@@ -144,7 +147,10 @@ describe('importing a virtual cluster', () => {
   test('fields inside sourceVirtualCluster count the same; without importName the source name is used; owner defaults to the caller', async () => {
     const project = (await createProject()).metadata.name;
     const src = source(cluster);
-    const res = await root.post(importPath(project), { sourceVirtualCluster: { ...src, upgradeToPro: true } });
+    const res = await root.post(importPath(project), {
+      ...IMPORT_TYPE,
+      sourceVirtualCluster: { ...src, upgradeToPro: true },
+    });
     expect(res.status).toBe(201);
     const vci = (await root.get(`${vcisIn(project)}/${src.name}`)).body;
     expect(vci.spec).toMatchObject({
@@ -156,6 +162,7 @@ describe('importing a virtual cluster', () => {
 
     const p2 = (await createProject()).metadata.name;
     const nested = await root.post(importPath(p2), {
+      ...IMPORT_TYPE,
       sourceVirtualCluster: { ...source(cluster), owner: { user: 'dave' }, importName: 'named-inside' },
     });
     expect(nested.status).toBe(201);
@@ -165,11 +172,13 @@ describe('importing a virtual cluster', () => {
   test('the same field in both places must agree', async () => {
     const project = (await createProject()).metadata.name;
     const same = await root.post(importPath(project), {
+      ...IMPORT_TYPE,
       sourceVirtualCluster: { ...source(cluster), importName: 'x1' },
       importName: 'x1',
     });
     expect(same.status).toBe(201);
     const differ = await root.post(importPath(project), {
+      ...IMPORT_TYPE,
       sourceVirtualCluster: { ...source(cluster), importName: 'a' },
       importName: 'b',
     });
@@ -184,7 +193,13 @@ describe('importing a virtual cluster', () => {
   test('deleting the project deletes its imported instances', async () => {
     const project = (await createProject()).metadata.name;
     expect(
-      (await root.post(importPath(project), { sourceVirtualCluster: source(cluster), importName: 'goes' })).status,
+      (
+        await root.post(importPath(project), {
+          ...IMPORT_TYPE,
+          sourceVirtualCluster: source(cluster),
+          importName: 'goes',
+        })
+      ).status,
     ).toBe(201);
     expect((await root.delete(`${PROJECTS}/${project}`)).status).toBe(200);
     await waitFor(
@@ -214,7 +229,10 @@ describe('refusals leave nothing behind', () => {
   });
 
   test('an unknown project: 404 NotFound', async () => {
-    const res = await root.post(importPath('no-such-project'), { sourceVirtualCluster: source(cluster) });
+    const res = await root.post(importPath('no-such-project'), {
+      ...IMPORT_TYPE,
+      sourceVirtualCluster: source(cluster),
+    });
     expect(res.status).toBe(404);
     expect(res.body).toMatchObject({
       kind: 'Status',
@@ -255,7 +273,7 @@ describe('refusals leave nothing behind', () => {
       [['upgradeToPro', 'FieldValueTypeInvalid']],
     ],
   ])('%s: 422 naming each field', async (_what, body, causes) => {
-    const res = await root.post(importPath(project), body);
+    const res = await root.post(importPath(project), { ...IMPORT_TYPE, ...body });
     expect(res.status).toBe(422);
     expect(res.body).toMatchObject({
       kind: 'Status',
@@ -267,7 +285,10 @@ describe('refusals leave nothing behind', () => {
   });
 
   test('an unknown cluster: 422 NotFound on sourceVirtualCluster.cluster', async () => {
-    const res = await root.post(importPath(project), { sourceVirtualCluster: source('no-such-cluster') });
+    const res = await root.post(importPath(project), {
+      ...IMPORT_TYPE,
+      sourceVirtualCluster: source('no-such-cluster'),
+    });
     expect(res.status).toBe(422);
     expect(res.body.details.causes).toEqual([
       { reason: 'FieldValueNotFound', message: 'Not found: "no-such-cluster"', field: 'sourceVirtualCluster.cluster' },
@@ -277,7 +298,7 @@ describe('refusals leave nothing behind', () => {
 
   test('an unusable cluster accepts no new virtual clusters', async () => {
     const unusable = await createCluster({ unusable: true });
-    const res = await root.post(importPath(project), { sourceVirtualCluster: source(unusable) });
+    const res = await root.post(importPath(project), { ...IMPORT_TYPE, sourceVirtualCluster: source(unusable) });
     expect(res.status).toBe(422);
     expect(res.body.message).toContain(
       `Cluster "${unusable}" is marked unusable (spec.unusable: true) and accepts no new virtual clusters`,
@@ -293,8 +314,13 @@ describe('refusals leave nothing behind', () => {
       200,
     );
     expect(
-      (await root.post(importPath(project), { sourceVirtualCluster: source(unusable), importName: 'after-fix' }))
-        .status,
+      (
+        await root.post(importPath(project), {
+          ...IMPORT_TYPE,
+          sourceVirtualCluster: source(unusable),
+          importName: 'after-fix',
+        })
+      ).status,
     ).toBe(201);
     await root.delete(`${vcisIn(project)}/after-fix`);
   });
@@ -302,16 +328,18 @@ describe('refusals leave nothing behind', () => {
   test('a cluster the project does not allow is refused', async () => {
     const allowed = await createCluster();
     const limited = (await createProject({ allowedClusters: [{ name: allowed }] })).metadata.name;
-    const res = await root.post(importPath(limited), { sourceVirtualCluster: source(cluster) });
+    const res = await root.post(importPath(limited), { ...IMPORT_TYPE, sourceVirtualCluster: source(cluster) });
     expect(res.status).toBe(422);
     expect(res.body.message).toContain(`project "${limited}" allows only the clusters "${allowed}"`);
-    expect((await root.post(importPath(limited), { sourceVirtualCluster: source(allowed) })).status).toBe(201);
+    expect(
+      (await root.post(importPath(limited), { ...IMPORT_TYPE, sourceVirtualCluster: source(allowed) })).status,
+    ).toBe(201);
   });
 
   test('a project listing no cluster allows none, system:masters included; the message says how to allow one', async () => {
     for (const spec of [{ allowedClusters: undefined }, { allowedClusters: [] }]) {
       const none = (await createProject(spec)).metadata.name;
-      const res = await root.post(importPath(none), { sourceVirtualCluster: source(cluster) });
+      const res = await root.post(importPath(none), { ...IMPORT_TYPE, sourceVirtualCluster: source(cluster) });
       expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 422, reason: 'Invalid' });
       expect(res.body.details.causes).toEqual([
         {
@@ -325,10 +353,18 @@ describe('refusals leave nothing behind', () => {
   });
 
   test('a taken name: 409 AlreadyExists, the existing instance unchanged', async () => {
-    const first = await root.post(importPath(project), { sourceVirtualCluster: source(cluster), importName: 'taken' });
+    const first = await root.post(importPath(project), {
+      ...IMPORT_TYPE,
+      sourceVirtualCluster: source(cluster),
+      importName: 'taken',
+    });
     expect(first.status).toBe(201);
     const before = (await root.get(`${vcisIn(project)}/taken`)).body;
-    const res = await root.post(importPath(project), { sourceVirtualCluster: source(cluster), importName: 'taken' });
+    const res = await root.post(importPath(project), {
+      ...IMPORT_TYPE,
+      sourceVirtualCluster: source(cluster),
+      importName: 'taken',
+    });
     expect(res.status).toBe(409);
     expect(res.body).toMatchObject({
       reason: 'AlreadyExists',
@@ -340,9 +376,11 @@ describe('refusals leave nothing behind', () => {
 
   test('a virtual cluster already imported (anywhere): 409 naming the instance to system:masters', async () => {
     const src = source(cluster);
-    expect((await root.post(importPath(project), { sourceVirtualCluster: src, importName: 'once' })).status).toBe(201);
+    expect(
+      (await root.post(importPath(project), { ...IMPORT_TYPE, sourceVirtualCluster: src, importName: 'once' })).status,
+    ).toBe(201);
     const other = (await createProject()).metadata.name;
-    const res = await root.post(importPath(other), { sourceVirtualCluster: src });
+    const res = await root.post(importPath(other), { ...IMPORT_TYPE, sourceVirtualCluster: src });
     expect(res.status).toBe(409);
     expect(res.body.reason).toBe('Conflict');
     expect(res.body.message).toContain(`is already imported as VirtualClusterInstance p-${project}/once`);
@@ -353,11 +391,12 @@ describe('refusals leave nothing behind', () => {
   test('a virtual cluster already imported in a project the caller cannot see: 409 naming nothing of it', async () => {
     const src = source(cluster);
     const hidden = (await createProject()).metadata.name;
-    expect((await root.post(importPath(hidden), { sourceVirtualCluster: src, importName: 'secret-name' })).status).toBe(
-      201,
-    );
+    expect(
+      (await root.post(importPath(hidden), { ...IMPORT_TYPE, sourceVirtualCluster: src, importName: 'secret-name' }))
+        .status,
+    ).toBe(201);
     const bobs = (await createProject({ owner: { user: 'bob' } })).metadata.name;
-    const res = await bob.post(importPath(bobs), { sourceVirtualCluster: src });
+    const res = await bob.post(importPath(bobs), { ...IMPORT_TYPE, sourceVirtualCluster: src });
     expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 409, reason: 'Conflict' });
     expect(res.body.message).toBe(
       `Operation cannot be fulfilled on projects/importvirtualcluster.management.platform.sh "${src.name}": virtual cluster ${src.namespace}/${src.name} is already imported by another VirtualClusterInstance`,
@@ -373,14 +412,22 @@ describe('refusals leave nothing behind', () => {
     });
     expect(broken.status).toBe(400);
     const strict = await root.post(`${importPath(project)}?fieldValidation=Strict`, {
+      ...IMPORT_TYPE,
       sourceVirtualCluster: source(cluster),
       colour: 'blue',
     });
     expect(strict.status).toBe(400);
     expect(strict.body.message).toContain('strict decoding error: unknown field "colour"');
-    const dry = await root.post(`${importPath(project)}?dryRun=All`, { sourceVirtualCluster: source(cluster) });
+    const dry = await root.post(`${importPath(project)}?dryRun=All`, {
+      ...IMPORT_TYPE,
+      sourceVirtualCluster: source(cluster),
+    });
     expect(dry.status).toBe(400);
-    const wrongKind = await root.post(importPath(project), { kind: 'Project', sourceVirtualCluster: source(cluster) });
+    const wrongKind = await root.post(importPath(project), {
+      ...IMPORT_TYPE,
+      kind: 'Project',
+      sourceVirtualCluster: source(cluster),
+    });
     expect(wrongKind.status).toBe(422);
     for (const method of ['GET', 'PUT', 'PATCH', 'DELETE']) {
       const res = await root.request(method, importPath(project), {
@@ -398,6 +445,7 @@ describe('refusals leave nothing behind', () => {
 
   test('unknown fields are dropped with a warning by default', async () => {
     const res = await root.post(importPath(project), {
+      ...IMPORT_TYPE,
       sourceVirtualCluster: source(cluster),
       importName: 'warned',
       colour: 'blue',
@@ -412,10 +460,14 @@ describe('who may import', () => {
   test("the project's owner may; someone without access gets 403", async () => {
     const cluster = await createCluster();
     const project = (await createProject({ owner: { user: 'bob' } })).metadata.name;
-    const denied = await carol.post(importPath(project), { sourceVirtualCluster: source(cluster) });
+    const denied = await carol.post(importPath(project), { ...IMPORT_TYPE, sourceVirtualCluster: source(cluster) });
     expect(denied.status).toBe(403);
     expect(denied.body.message).toContain('cannot create resource "projects/importvirtualcluster"');
-    const ok = await bob.post(importPath(project), { sourceVirtualCluster: source(cluster), importName: 'bobs' });
+    const ok = await bob.post(importPath(project), {
+      ...IMPORT_TYPE,
+      sourceVirtualCluster: source(cluster),
+      importName: 'bobs',
+    });
     expect(ok.status).toBe(201);
     expect((await root.get(`${vcisIn(project)}/bobs`)).body.spec.owner).toEqual({ user: 'bob' });
   });
@@ -435,7 +487,7 @@ describe('who may import', () => {
     ] as const) {
       const src = source(cluster);
       const nested = 'sourceVirtualCluster' in body ? { ...src, ...body.sourceVirtualCluster } : src;
-      const res = await bob.post(importPath(project), { ...body, sourceVirtualCluster: nested });
+      const res = await bob.post(importPath(project), { ...IMPORT_TYPE, ...body, sourceVirtualCluster: nested });
       expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 403, reason: 'Forbidden' });
       expect(res.body.message).toBe(
         `projects.management.platform.sh "${project}" is forbidden: User "bob" cannot import a virtual cluster for someone else: ${message}`,
@@ -446,6 +498,7 @@ describe('who may import', () => {
     expect(
       (
         await bob.post(importPath(project), {
+          ...IMPORT_TYPE,
           sourceVirtualCluster: source(cluster),
           owner: { team: 'dev' },
           importName: 'teams',
@@ -456,6 +509,7 @@ describe('who may import', () => {
     expect(
       (
         await root.post(importPath(project), {
+          ...IMPORT_TYPE,
           sourceVirtualCluster: source(cluster),
           owner: { user: 'carol' },
           importName: 'carols',

@@ -6,7 +6,7 @@
  * signer keeps one slot busy.
  */
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
-import { CLUSTERS_PATH } from '../support/fixtures.js';
+import { CLUSTERS_PATH, API_VERSION } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient } from '../support/http.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { HEALTH_INTERVAL_MS } from '../support/connectedclusters.js';
@@ -43,7 +43,10 @@ afterAll(async () => {
 /** Starts a request that stays in flight until the virtual cluster signs (about 2 s). */
 async function holdSlot(method: 'GET' | 'POST') {
   slow.resetCounts();
-  const pending = method === 'GET' ? bob.get(slow.kubeconfigPath) : bob.post(slow.kubeconfigPath, { spec: {} });
+  const pending =
+    method === 'GET'
+      ? bob.get(slow.kubeconfigPath)
+      : bob.post(slow.kubeconfigPath, { apiVersion: API_VERSION, kind: 'VirtualClusterInstanceKubeConfig', spec: {} });
   await slow.reached();
   // Wrapped: an async function returning the promise itself would make the caller wait for it.
   return { pending };
@@ -63,7 +66,15 @@ test('past --max-requests-inflight reads get 429 with Retry-After; masters and w
   expect((await root.get(CLUSTERS_PATH)).status).toBe(200);
   expect((await bob.get(`${CLUSTERS_PATH}?watch=true&timeoutSeconds=1`)).status).toBe(200);
   // Mutating requests have their own limit.
-  expect((await bob.post(`${GROUP_PATH}/directclusterendpointtokens`, { spec: {} })).status).toBe(201);
+  expect(
+    (
+      await bob.post(`${GROUP_PATH}/directclusterendpointtokens`, {
+        apiVersion: API_VERSION,
+        kind: 'DirectClusterEndpointToken',
+        spec: {},
+      })
+    ).status,
+  ).toBe(201);
 
   expect((await held).status).toBe(200);
   expect((await bob.get(CLUSTERS_PATH)).status).toBe(200);
@@ -71,12 +82,32 @@ test('past --max-requests-inflight reads get 429 with Retry-After; masters and w
 
 test('past --max-mutating-requests-inflight writes get 429 while reads still pass', async () => {
   const { pending: held } = await holdSlot('POST');
-  const refused = await bob.post(`${GROUP_PATH}/directclusterendpointtokens`, { spec: {} });
+  const refused = await bob.post(`${GROUP_PATH}/directclusterendpointtokens`, {
+    apiVersion: API_VERSION,
+    kind: 'DirectClusterEndpointToken',
+    spec: {},
+  });
   expect(refused.status).toBe(429);
   expect(refused.headers['retry-after']).toBe('1');
   expect((await bob.get(CLUSTERS_PATH)).status).toBe(200);
-  expect((await root.post(`${GROUP_PATH}/directclusterendpointtokens`, { spec: {} })).status).toBe(201);
+  expect(
+    (
+      await root.post(`${GROUP_PATH}/directclusterendpointtokens`, {
+        apiVersion: API_VERSION,
+        kind: 'DirectClusterEndpointToken',
+        spec: {},
+      })
+    ).status,
+  ).toBe(201);
 
   expect((await held).status).toBe(201);
-  expect((await bob.post(`${GROUP_PATH}/directclusterendpointtokens`, { spec: {} })).status).toBe(201);
+  expect(
+    (
+      await bob.post(`${GROUP_PATH}/directclusterendpointtokens`, {
+        apiVersion: API_VERSION,
+        kind: 'DirectClusterEndpointToken',
+        spec: {},
+      })
+    ).status,
+  ).toBe(201);
 }, 30_000);

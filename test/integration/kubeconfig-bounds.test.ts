@@ -284,7 +284,10 @@ describe('requests at once', () => {
     const gate = hold();
     const pending: Promise<HttpResponse>[] = [];
     try {
-      pending.push(as.bob.get(path), as.bob.post(path, { spec: {} }));
+      pending.push(
+        as.bob.get(path),
+        as.bob.post(path, { apiVersion: API_VERSION, kind: 'VirtualClusterInstanceKubeConfig', spec: {} }),
+      );
       await polling(before, MAX_REQUESTS_PER_USER);
       const refused = await as.bob.get(path);
       expect(refused.status).toBe(429);

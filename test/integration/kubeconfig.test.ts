@@ -245,7 +245,11 @@ describe('getting a kube config', () => {
     expect(got.status).toBe(200);
     expect(Math.abs(lifetimeSeconds(readKubeConfig(got.body).cert) - 7200)).toBeLessThan(60);
 
-    const none = await root.post(kubeconfigPath(ns, name), { spec: { certificateTTL: 0 } });
+    const none = await root.post(kubeconfigPath(ns, name), {
+      apiVersion: API_VERSION,
+      kind: 'VirtualClusterInstanceKubeConfig',
+      spec: { certificateTTL: 0 },
+    });
     expect(none.status).toBe(201);
     expect(Math.abs(lifetimeSeconds(readKubeConfig(none.body).cert) - (365 * DAY - 300))).toBeLessThan(120);
     const unlimited = csrOf(readKubeConfig(none.body).cert);
@@ -345,7 +349,11 @@ describe('who may get one', () => {
     const got = await carol.get(kubeconfigPath(ns, name));
     expect(got.status).toBe(200);
     expect(subjectOf(readKubeConfig(got.body).cert)).toEqual(['CN=carol']);
-    const posted = await carol.post(kubeconfigPath(ns, name), { spec: {} });
+    const posted = await carol.post(kubeconfigPath(ns, name), {
+      apiVersion: API_VERSION,
+      kind: 'VirtualClusterInstanceKubeConfig',
+      spec: {},
+    });
     expect(posted.status).toBe(403);
     expect((await bob.get(kubeconfigPath(ns, name))).status).toBe(403);
   });
@@ -358,7 +366,14 @@ describe('who may get one', () => {
     await createInstance(ns, name, { owner: { user: account } });
     vcluster.resetCounts();
     // Before the fix: 200 with CN=system:serviceaccount:default:builder, that account's identity in the virtual cluster.
-    for (const res of [await sa.get(kubeconfigPath(ns, name)), await sa.post(kubeconfigPath(ns, name), { spec: {} })]) {
+    for (const res of [
+      await sa.get(kubeconfigPath(ns, name)),
+      await sa.post(kubeconfigPath(ns, name), {
+        apiVersion: API_VERSION,
+        kind: 'VirtualClusterInstanceKubeConfig',
+        spec: {},
+      }),
+    ]) {
       expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 403, reason: 'Forbidden' });
       expect(res.body.message).toBe(
         `virtualclusterinstances.management.platform.sh "${name}" is forbidden: User "${account}" cannot get a kube config: its certificate would carry this system: identity into the virtual cluster; kube configs are issued to users, not to Kubernetes' own identities`,
@@ -397,7 +412,11 @@ describe('refusals', () => {
     const name = uniq('vc');
     await createInstance(ns, name);
     vcluster.resetCounts();
-    const res = await root.post(kubeconfigPath(ns, name), { spec });
+    const res = await root.post(kubeconfigPath(ns, name), {
+      apiVersion: API_VERSION,
+      kind: 'VirtualClusterInstanceKubeConfig',
+      spec,
+    });
     expect(res.status).toBe(code);
     expect(res.body.message).toContain(message);
     expect(vcluster.count('certificatesigningrequests')).toBe(0);

@@ -327,7 +327,11 @@ describe('deadlines', () => {
   }, 30_000);
 
   test('?timeout= shortens the deadline; one that is not a duration is 400', async () => {
-    const res = await bob.post(`${slow.kubeconfigPath}?timeout=200ms`, { spec: {} });
+    const res = await bob.post(`${slow.kubeconfigPath}?timeout=200ms`, {
+      apiVersion: API_VERSION,
+      kind: 'VirtualClusterInstanceKubeConfig',
+      spec: {},
+    });
     expect(res.status).toBe(504);
     expect(res.body.reason).toBe('Timeout');
     const bad = await root.get(`${CLUSTERS_PATH}?timeout=soon`);

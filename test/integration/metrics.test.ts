@@ -6,7 +6,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import { Etcd3 } from 'etcd3';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
-import { GROUP } from '../support/fixtures.js';
+import { API_VERSION, GROUP } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient } from '../support/http.js';
 import { find, parseSamples, total, type Sample } from '../support/prometheus.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
@@ -40,6 +40,8 @@ async function scrape(client: HttpClient = root): Promise<Sample[]> {
 }
 
 const secret = (name: string) => ({
+  apiVersion: API_VERSION,
+  kind: 'SharedSecret',
   metadata: { name },
   spec: { data: { token: Buffer.from('x').toString('base64') } },
 });
@@ -68,7 +70,7 @@ test('requests are counted with kube verbs, scopes and codes, including refusals
   expect((await root.get(SECRETS)).status).toBe(200);
   expect((await root.get(`${GROUP_PATH}/sharedsecrets`)).status).toBe(200);
   expect((await root.get(`${SECRETS}/missing`)).status).toBe(404);
-  const applied = { apiVersion: `${GROUP}/v1`, kind: 'SharedSecret', ...secret('applied') };
+  const applied = secret('applied');
   expect(
     (
       await root.request('PATCH', `${SECRETS}/applied?fieldManager=metrics-test`, {

@@ -233,7 +233,12 @@ describe('resourceVersion', () => {
 
   test('a cluster resourceVersion also equals its key mod revision', async () => {
     const name = uniq('rv-cl');
-    const res = await ts.admin.post(CLUSTERS_PATH, { metadata: { name }, spec: { networkPeer: true } });
+    const res = await ts.admin.post(CLUSTERS_PATH, {
+      apiVersion: API_VERSION,
+      kind: 'Cluster',
+      metadata: { name },
+      spec: { networkPeer: true },
+    });
     expect(res.status).toBe(201);
     const entry = await peek.entry(peek.clusterKey(name));
     expect(res.body.metadata.resourceVersion).toBe(entry?.modRevision);
@@ -347,7 +352,12 @@ describe('generateName', () => {
 
   test('generateName works for clusters too', async () => {
     const prefix = `${uniq('gen-cl')}-`;
-    const res = await ts.admin.post(CLUSTERS_PATH, { metadata: { generateName: prefix }, spec: { networkPeer: true } });
+    const res = await ts.admin.post(CLUSTERS_PATH, {
+      apiVersion: API_VERSION,
+      kind: 'Cluster',
+      metadata: { generateName: prefix },
+      spec: { networkPeer: true },
+    });
     expect(res.status).toBe(201);
     expect(res.body.metadata.name).toMatch(new RegExp(`^${prefix}[${NAME_CHARS}]{5}$`));
     expect((await ts.admin.get(clusterPath(res.body.metadata.name))).status).toBe(200);
@@ -553,7 +563,14 @@ describe('status subresource', () => {
 
   test('cluster status: /status writes only status, main writes keep it', async () => {
     const name = uniq('st-cl');
-    const created = (await ts.admin.post(CLUSTERS_PATH, { metadata: { name }, spec: { networkPeer: true } })).body;
+    const created = (
+      await ts.admin.post(CLUSTERS_PATH, {
+        apiVersion: API_VERSION,
+        kind: 'Cluster',
+        metadata: { name },
+        spec: { networkPeer: true },
+      })
+    ).body;
     const st = await ts.admin.patch(
       `${clusterPath(name)}/status`,
       { spec: { unusable: true }, status: { phase: 'Ready', nodes: 3 } },

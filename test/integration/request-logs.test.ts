@@ -4,6 +4,7 @@
  * of 5xx is always an error line naming its Audit-Id.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { API_VERSION } from '../support/fixtures.js';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -82,7 +83,7 @@ describe('--v=3', () => {
     const path = `${GROUP_PATH}/namespaces/logged/sharedsecrets`;
     const created = await s.admin.post(
       path,
-      { metadata: { name: 'one' }, spec: {} },
+      { apiVersion: API_VERSION, kind: 'SharedSecret', metadata: { name: 'one' }, spec: {} },
       { headers: { 'User-Agent': 'logs-test/2' } },
     );
     expect(created.status).toBe(201);

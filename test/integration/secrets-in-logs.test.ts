@@ -5,6 +5,7 @@
  * too; bodies that quote a secret back (an invalid value, malformed JSON) are among the requests.
  */
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { API_VERSION } from '../support/fixtures.js';
 import { Etcd3 } from 'etcd3';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -54,6 +55,8 @@ test('no key, token or secret value is ever logged', async () => {
   const givenKey = 'my-own-key-0123456789-abcdefghij';
 
   const generated = await admin.post(`${GROUP_PATH}/ownedaccesskeys`, {
+    apiVersion: API_VERSION,
+    kind: 'OwnedAccessKey',
     metadata: { name: 'ci' },
     spec: { user: 'ci-bot' },
   });
@@ -63,34 +66,61 @@ test('no key, token or secret value is ever logged', async () => {
   expect(
     (
       await admin.post(`${GROUP_PATH}/ownedaccesskeys`, {
+        apiVersion: API_VERSION,
+        kind: 'OwnedAccessKey',
         metadata: { name: 'given' },
         spec: { user: 'ci-bot', key: givenKey },
       })
     ).status,
   ).toBe(201);
   await admin.post(`${GROUP_PATH}/namespaces/default/sharedsecrets`, {
+    apiVersion: API_VERSION,
+    kind: 'SharedSecret',
     metadata: { name: 's' },
     spec: { data: { token: secretValue } },
   });
 
   // A ProjectSecret of its own data, one synced from the SharedSecret, one refused for a bad value.
   const projectValue = Buffer.from('the-project-secret-value').toString('base64');
-  expect((await admin.post(`${GROUP_PATH}/projects`, { metadata: { name: 'logs' } })).status).toBe(201);
+  expect(
+    (
+      await admin.post(`${GROUP_PATH}/projects`, {
+        apiVersion: API_VERSION,
+        kind: 'Project',
+        metadata: { name: 'logs' },
+      })
+    ).status,
+  ).toBe(201);
   const projectSecrets = `${GROUP_PATH}/namespaces/p-logs/projectsecrets`;
   expect(
-    (await admin.post(projectSecrets, { metadata: { name: 'own' }, spec: { data: { token: projectValue } } })).status,
+    (
+      await admin.post(projectSecrets, {
+        apiVersion: API_VERSION,
+        kind: 'ProjectSecret',
+        metadata: { name: 'own' },
+        spec: { data: { token: projectValue } },
+      })
+    ).status,
   ).toBe(201);
   expect(
     (
       await admin.post(projectSecrets, {
+        apiVersion: API_VERSION,
+        kind: 'ProjectSecret',
         metadata: { name: 'synced' },
         spec: { owner: { user: 'admin' }, sharedSecretRef: { namespace: 'default', name: 's' } },
       })
     ).status,
   ).toBe(201);
   expect(
-    (await admin.post(projectSecrets, { metadata: { name: 'bad' }, spec: { data: { token: `${projectValue}!` } } }))
-      .status,
+    (
+      await admin.post(projectSecrets, {
+        apiVersion: API_VERSION,
+        kind: 'ProjectSecret',
+        metadata: { name: 'bad' },
+        spec: { data: { token: `${projectValue}!` } },
+      })
+    ).status,
   ).toBe(422);
   expect((await admin.delete(`${projectSecrets}/own`)).status).toBe(200);
 
@@ -113,6 +143,8 @@ test('no key, token or secret value is ever logged', async () => {
   // Answers that quote what was sent: an invalid label value (an invalid data value names only its type), and JSON
   // that does not parse.
   const quoted = await admin.post(`${GROUP_PATH}/namespaces/default/sharedsecrets`, {
+    apiVersion: API_VERSION,
+    kind: 'SharedSecret',
     metadata: { name: 'bad', labels: { note: `${secretValue}!` } },
     spec: { data: { token: `${secretValue}!` } },
   });
@@ -124,7 +156,11 @@ test('no key, token or secret value is ever logged', async () => {
   );
   expect(malformed.status).toBe(400);
   // A direct cluster endpoint token, and the signing key it was made with (kept in etcd).
-  const issued = await admin.post(`${GROUP_PATH}/directclusterendpointtokens`, { spec: { ttl: 600 } });
+  const issued = await admin.post(`${GROUP_PATH}/directclusterendpointtokens`, {
+    apiVersion: API_VERSION,
+    kind: 'DirectClusterEndpointToken',
+    spec: { ttl: 600 },
+  });
   expect(issued.status).toBe(201);
   const kv = new Etcd3({ hosts: etcd.endpoint });
   const keySet = JSON.parse((await kv.get('/registry/signingkeys/direct-cluster-endpoint-tokens').string())!);

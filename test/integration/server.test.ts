@@ -3,6 +3,7 @@
  * self-signed certificate), restarts, static tokens, discovery and health.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { API_VERSION } from '../support/fixtures.js';
 import { execFile } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -68,6 +69,8 @@ describe('the embedded default', () => {
       const ca = Buffer.from(kubeconfig.clusters[0].cluster['certificate-authority-data'], 'base64').toString();
       const client = new HttpClient(first.url, ca, kubeconfig.users[0].user.token);
       const created = await client.post(`${GROUP_PATH}/clusters`, {
+        apiVersion: API_VERSION,
+        kind: 'Cluster',
         metadata: { name: 'local' },
         spec: { local: true },
       });
@@ -141,7 +144,14 @@ describe('static tokens (--token-auth-file)', () => {
   test('a member of system:masters may do everything', async () => {
     const root = ts.client('admin-token-1');
     expect(
-      (await root.post(`${GROUP_PATH}/clusters`, { metadata: { name: 'c1' }, spec: { networkPeer: true } })).status,
+      (
+        await root.post(`${GROUP_PATH}/clusters`, {
+          apiVersion: API_VERSION,
+          kind: 'Cluster',
+          metadata: { name: 'c1' },
+          spec: { networkPeer: true },
+        })
+      ).status,
     ).toBe(201);
     expect((await root.get(`${GROUP_PATH}/clusters/c1`)).status).toBe(200);
   });
@@ -172,14 +182,23 @@ describe('static tokens (--token-auth-file)', () => {
     const root = ts.client('admin-token-1');
     const alice = ts.client('reader-token-1');
     await root.post(`${GROUP_PATH}/clusters`, {
+      apiVersion: API_VERSION,
+      kind: 'Cluster',
       metadata: { name: 'shared-with-alice' },
       spec: { networkPeer: true, access: [{ verbs: ['get', 'list'], users: ['alice'] }] },
     });
     await root.post(`${GROUP_PATH}/clusters`, {
+      apiVersion: API_VERSION,
+      kind: 'Cluster',
       metadata: { name: 'owned-by-qa' },
       spec: { networkPeer: true, owner: { team: 'qa' } },
     });
-    await root.post(`${GROUP_PATH}/clusters`, { metadata: { name: 'not-hers' }, spec: { networkPeer: true } });
+    await root.post(`${GROUP_PATH}/clusters`, {
+      apiVersion: API_VERSION,
+      kind: 'Cluster',
+      metadata: { name: 'not-hers' },
+      spec: { networkPeer: true },
+    });
     expect((await alice.get(`${GROUP_PATH}/clusters/shared-with-alice`)).status).toBe(200);
     expect((await alice.get(`${GROUP_PATH}/clusters/not-hers`)).status).toBe(403);
     expect(
@@ -200,6 +219,8 @@ describe('static tokens (--token-auth-file)', () => {
     const alice = ts.client('reader-token-1');
     const path = `${GROUP_PATH}/clusters/escalation`;
     await root.post(`${GROUP_PATH}/clusters`, {
+      apiVersion: API_VERSION,
+      kind: 'Cluster',
       metadata: { name: 'escalation' },
       spec: {
         networkPeer: true,

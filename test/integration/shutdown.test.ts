@@ -78,7 +78,12 @@ test('SIGTERM: readyz fails first, watches end, the request in flight finishes, 
   const root = a.client(ROOT_TOKEN);
 
   await slow.createInstance(root, 'root');
-  const key = await root.post(`${GROUP_PATH}/ownedaccesskeys`, { metadata: { name: 'ci' }, spec: { user: 'ci-bot' } });
+  const key = await root.post(`${GROUP_PATH}/ownedaccesskeys`, {
+    apiVersion: API_VERSION,
+    kind: 'OwnedAccessKey',
+    metadata: { name: 'ci' },
+    spec: { user: 'ci-bot' },
+  });
   expect(key.status).toBe(201);
   const ci = a.client(key.body.spec.key);
   // The first use is written on the next tick; a use a second later is not due for an hour.

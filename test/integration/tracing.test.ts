@@ -12,7 +12,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '../../src/log.js';
-import { GROUP, secretBody, sharedSecretsPath, uniq } from '../support/fixtures.js';
+import { API_VERSION, GROUP, secretBody, sharedSecretsPath, uniq } from '../support/fixtures.js';
 import { startHostCluster, type HostClusterStandIn, type KubeObj } from '../support/hostcluster.js';
 import { GROUP_PATH, HttpClient, type HttpResponse } from '../support/http.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlpreceiver.js';
@@ -209,14 +209,24 @@ test('no span attribute holds an access key, a token or secret data, not even ha
   const givenKey = `my-own-key-${hex(16)}`;
   const generated = await ts.admin.post(
     `${GROUP_PATH}/ownedaccesskeys`,
-    { metadata: { name: uniq('traced') }, spec: { user: 'traced-bot' } },
+    {
+      apiVersion: API_VERSION,
+      kind: 'OwnedAccessKey',
+      metadata: { name: uniq('traced') },
+      spec: { user: 'traced-bot' },
+    },
     { headers },
   );
   expect(generated.status).toBe(201);
   const key: string = generated.body.spec.key;
   const given = await ts.admin.post(
     `${GROUP_PATH}/ownedaccesskeys`,
-    { metadata: { name: uniq('given') }, spec: { user: 'traced-bot', key: givenKey } },
+    {
+      apiVersion: API_VERSION,
+      kind: 'OwnedAccessKey',
+      metadata: { name: uniq('given') },
+      spec: { user: 'traced-bot', key: givenKey },
+    },
     { headers },
   );
   expect(given.status).toBe(201);

@@ -202,7 +202,12 @@ describe('metadata', () => {
     ]);
     expect((await ts.admin.get(secrets(ns))).body.items).toEqual([]);
 
-    const cl = await ts.admin.post(CLUSTERS_PATH, { metadata: {}, spec: { networkPeer: true } });
+    const cl = await ts.admin.post(CLUSTERS_PATH, {
+      apiVersion: API_VERSION,
+      kind: 'Cluster',
+      metadata: {},
+      spec: { networkPeer: true },
+    });
     expect(fieldsAndReasons(expectInvalid(cl, 'Cluster', ''))).toEqual([
       '<nil> FieldValueInvalid',
       'metadata.name FieldValueRequired',

@@ -157,6 +157,8 @@ async function importOwn(
   });
   grantConnectionSecret(standInOf(on), ref.namespace, name, [owner]);
   const res = await client.post(`${PROJECTS}/${project}/importvirtualcluster`, {
+    apiVersion: API_VERSION,
+    kind: 'ProjectImportVirtualCluster',
     sourceVirtualCluster: { name, namespace: ref.namespace, cluster: on },
   });
   expect(res.status).toBe(201);
@@ -441,7 +443,13 @@ describe('one virtual cluster, whatever Cluster names it; and only from a Cluste
     project: string,
     source: Record<string, unknown>,
     extra: Record<string, unknown> = {},
-  ) => client.post(`${PROJECTS}/${project}/importvirtualcluster`, { sourceVirtualCluster: source, ...extra });
+  ) =>
+    client.post(`${PROJECTS}/${project}/importvirtualcluster`, {
+      apiVersion: API_VERSION,
+      kind: 'ProjectImportVirtualCluster',
+      sourceVirtualCluster: source,
+      ...extra,
+    });
 
   test("mallory cannot import carol's virtual cluster by naming another Cluster for its physical cluster: 503, nothing stored, nothing signed", async () => {
     const c2 = await createCluster();

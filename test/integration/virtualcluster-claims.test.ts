@@ -119,6 +119,8 @@ function grantConnection(vc: VirtualCluster, users: string[]): void {
 
 const importInto = (client: HttpClient, project: string, vc: VirtualCluster, importName?: string, query = '') =>
   client.post(`${PROJECTS}/${project}/importvirtualcluster${query}`, {
+    apiVersion: API_VERSION,
+    kind: 'ProjectImportVirtualCluster',
     sourceVirtualCluster: { name: vc.name, namespace: vc.namespace, cluster },
     ...(importName ? { importName } : {}),
   });
@@ -445,7 +447,11 @@ describe('importing needs the virtual cluster already: get on its connection Sec
       const source = { name: vc.name, namespace: vc.namespace, cluster: body.metadata.name };
       const path = `${PROJECTS}/${project}/importvirtualcluster`;
       for (const client of [noHost.as.bob, noHost.as.root]) {
-        const res = await client.post(path, { sourceVirtualCluster: source });
+        const res = await client.post(path, {
+          apiVersion: API_VERSION,
+          kind: 'ProjectImportVirtualCluster',
+          sourceVirtualCluster: source,
+        });
         expect({ status: res.status, reason: res.body.reason }).toEqual({
           status: 503,
           reason: 'ServiceUnavailable',

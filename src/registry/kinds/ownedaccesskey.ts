@@ -8,7 +8,7 @@
  *   a stored hash is never mistaken for a key and vice versa.
  * - `spec.key` and `spec.identity.connectorData` are hidden fields (`hiddenFields`, see registry/hiddenfields.ts):
  *   no answer or watch event shows them, patches and applies act on the key without them, and every update
- *   carries them over. The answer to the create alone carries the key (`createResponse`).
+ *   carries them over. The answer to the create alone carries the key (`createResponse`), with a `Warning` saying so.
  * - kubectl's last-applied-configuration annotation would copy both into metadata, so they are removed from it.
  * - An update that leaves the key out keeps the stored hash; one that sends the same key is accepted; any other key
  *   is 422 `spec.key: Invalid value: "<redacted>": field is immutable`. No message ever echoes a key.
@@ -329,6 +329,10 @@ function validateSpec(obj: KubeObject): FieldError[] {
   return errs;
 }
 
+/** Said (a `Warning` header) with every create: the key cannot be read again. */
+export const KEY_SHOWN_ONCE_WARNING =
+  "spec.key is shown only in this answer and can never be read again: keep it now (kubectl create -f key.yaml -o jsonpath='{.spec.key}')";
+
 export const ownedAccessKeyStrategy: Strategy = {
   // Every field of a key narrows what it may do (scope, rules, disabled, ttl, ...): none is ever dropped unread.
   restrictingFields: [['spec']],
@@ -412,6 +416,10 @@ export const ownedAccessKeyStrategy: Strategy = {
     if (typeof key !== 'string' || isKeyHash(key)) return obj;
     return { ...obj, spec: { ...obj.spec, key: hashAccessKey(key) } };
   },
+
+  // The key is in this one answer only: a plain `kubectl create -f` prints just the name, so the warning says so
+  // before the key is lost.
+  warningsOnCreate: () => [KEY_SHOWN_ONCE_WARNING],
 
   createResponse(shown: KubeObject, prepared: KubeObject): KubeObject {
     const key = prepared.spec?.key;
