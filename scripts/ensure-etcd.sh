@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure etcd and etcdctl are on PATH, installing Debian's etcd-server and etcd-client packages when they are
-# not. The server needs etcd (its embedded default); restoring a snapshot needs etcdctl (README, "Backup and
-# restore"), and so do the tests that prove it.
+# not. The server needs etcd (its embedded default); restoring a snapshot needs etcdctl
+# (docs/operating.md, "Backup and restore"), and so do the tests that prove it.
 set -euo pipefail
 missing=()
 command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)

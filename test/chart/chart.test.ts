@@ -1227,7 +1227,9 @@ describe('GitOps: rendering without a cluster (helm template, Argo CD)', () => {
     expect(offline.stdout).toContain(
       '# WARNING: rendered without a cluster (helm template, Argo CD, --dry-run), where lookup sees nothing: the serving CA and certificate',
     );
-    expect(offline.stdout).toContain('# GitOps use tls.mode certManager or existingSecret (README, "GitOps").');
+    expect(offline.stdout).toContain(
+      '# GitOps use tls.mode certManager or existingSecret (docs/operating.md, "GitOps").',
+    );
     expect(offline.stdout).toContain('# GitOps set etcd.tls.generate=false and create the Secrets once');
     // cert-manager and no generated etcd certificates: nothing to warn about.
     const gitops = await helm([

@@ -1,8 +1,8 @@
 /**
  * The real kubectl (v1.33) connected directly to the server, with no kube-apiserver in front: the four everyday
- * commands that need an API group this server does not serve fail with the messages the README quotes, and the
- * replacements the README gives instead do what it says. Each message is checked against kubectl's output and
- * against the README, so the README stays true to what a user sees.
+ * commands that need an API group this server does not serve fail with the messages docs/kubectl.md quotes, and
+ * the replacements it gives instead do what it says. Each message is checked against kubectl's output and against
+ * docs/kubectl.md, so the documentation stays true to what a user sees.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -15,12 +15,13 @@ import { manifestWriter } from '../support/manifests.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { KEY_SHOWN_ONCE_WARNING } from '../../src/registry/kinds/ownedaccesskey.js';
 
-const README = readFileSync(resolve(dirname(fileURLToPath(import.meta.url)), '../../README.md'), 'utf8');
-/** The README's section on these commands (its table), whitespace collapsed as a person reads it. */
+const KUBECTL_DOC = readFileSync(resolve(dirname(fileURLToPath(import.meta.url)), '../../docs/kubectl.md'), 'utf8');
+/** docs/kubectl.md's section on these commands (its table), whitespace collapsed as a person reads it. */
 const section = (() => {
-  const start = README.indexOf('### Commands that need kube-apiserver');
+  const start = KUBECTL_DOC.indexOf('## Commands that need kube-apiserver');
   expect(start).toBeGreaterThan(-1);
-  return README.slice(start, README.indexOf('\n## ', start)).replace(/\s+/g, ' ');
+  const end = KUBECTL_DOC.indexOf('\n## ', start + 1);
+  return KUBECTL_DOC.slice(start, end === -1 ? undefined : end).replace(/\s+/g, ' ');
 })();
 
 let ts: TestServer;
@@ -38,7 +39,7 @@ const secret = (ns: string, name: string) => ({
   spec: { displayName: name },
 });
 
-/** kubectl's output contains the message, and the README quotes it. */
+/** kubectl's output contains the message, and docs/kubectl.md quotes it. */
 function expectQuoted(output: string, message: string) {
   expect(output).toContain(message);
   expect(section).toContain(message);

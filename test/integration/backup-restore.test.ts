@@ -1,12 +1,12 @@
 /**
- * Backup and restore end to end, with real processes as an admin runs them (README, "Backup and restore"): servers
+ * Backup and restore end to end, with real processes as an admin runs them (docs/operating.md, "Backup and restore"): servers
  * (`node dist/main.js`) with encryption at rest, `snapshot save` while one serves, `snapshot restore` (etcdctl) or
  * etcdctl itself into a fresh etcd, and a server on the restored data. It serves the same objects with the same
  * resourceVersions, decrypts them with the keys kept apart from the snapshot, and access keys still authenticate;
  * what was written after the snapshot is gone, and a watch from a resourceVersion of that lost history is 410 Gone
  * (the client lists again), as kube's watchers get after a restore.
  *
- * Two ways: the embedded default (its etcd under --data-dir; the commands of the README), and an etcd of one's own
+ * Two ways: the embedded default (its etcd under --data-dir; the commands of docs/operating.md), and an etcd of one's own
  * (--etcd-servers, as the chart's or an external one).
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -49,7 +49,7 @@ async function server(opts: { dataDir: string; etcdEndpoint?: string; args?: str
   return s;
 }
 
-/** `node dist/main.js snapshot ...`, as the README has it. */
+/** `node dist/main.js snapshot ...`, as docs/operating.md has it. */
 function snapshotCommand(args: string[]): Promise<ToolResult> {
   return runToCompletion(process.execPath, [resolve('dist/main.js'), 'snapshot', ...args], {
     env: process.env,
@@ -167,7 +167,7 @@ describe('the embedded default', () => {
     const save = await snapshotCommand(['save', snapshot, `--data-dir=${original}`]);
     expect({ code: save.code, stderr: save.stderr }).toEqual({ code: 0, stderr: '' });
     expect(save.stdout).toMatch(/^snapshot saved: .*embedded\.db \(\d+ bytes/);
-    // The keys are not in the snapshot: they are kept apart, as the README says.
+    // The keys are not in the snapshot: they are kept apart, as docs/operating.md says.
     const keys = readFileSync(join(original, 'encryption-config.yaml'));
     const secretKey = /secret: (\S+)/.exec(keys.toString())![1];
     expect(readFileSync(snapshot).includes(secretKey)).toBe(false);
@@ -297,7 +297,7 @@ describe('an etcd of its own (--etcd-servers, as the chart)', () => {
     const late = await writeAfterSnapshot(s, etcd.endpoint, objects.ns);
     await s.stop();
 
-    // The README's procedure for an etcd of one's own: etcdctl into a new data dir, a fresh etcd on it.
+    // docs/operating.md's procedure for an etcd of one's own: etcdctl into a new data dir, a fresh etcd on it.
     const snapshot = saved[2];
     const status = await etcdctl(['snapshot', 'status', snapshot, '-w', 'json']);
     expect(status.code).toBe(0);

@@ -3,7 +3,7 @@ import { FlagError, helpText, parseFlags } from '../../src/config.js';
 import { parseTokenFile } from '../../src/auth/token-file.js';
 
 describe('parseFlags', () => {
-  test('defaults like the README says', () => {
+  test('defaults like docs/operating.md (Flags) says', () => {
     expect(parseFlags([])).toMatchObject({
       etcdServers: [],
       etcdPrefix: '/registry',

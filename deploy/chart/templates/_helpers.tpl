@@ -277,7 +277,7 @@ before, so this render made new certificates (and a new CA) that the next render
 {{- if include "pma.offline" .root }}
 # WARNING: rendered without a cluster (helm template, Argo CD, --dry-run), where lookup sees nothing: {{ .what }}
 # below are NEW, made for this render, and every render makes others (pods roll, clients stop trusting). Under
-# GitOps {{ .fix }} (README, "GitOps").
+# GitOps {{ .fix }} (docs/operating.md, "GitOps").
 {{- end }}
 {{- end }}
 
