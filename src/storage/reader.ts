@@ -16,6 +16,7 @@ import {
   type EventType,
   type WatchCache,
 } from './cacher.js';
+import { nextBulkTurn, sliceClock } from './bulkturns.js';
 import { keyAfter } from './etcd.js';
 import { interpretStorageError } from './errors.js';
 import type { Storage } from './interface.js';
@@ -83,8 +84,10 @@ export interface ReadResource {
 }
 
 const everything: Predicate = { matches: () => true, empty: true };
-/** Initial events sent before the event loop serves anything else (a watch of everything on a big cache). */
-const INITIAL_EVENTS_PER_TURN = 1000;
+/** Collections this small are gone through at once; larger ones in slices (bulkturns.ts). */
+const SMALL = 256;
+/** How many objects a slice goes through between two looks at its clock. */
+const CHECK_EVERY = 64;
 
 export class ResourceReader {
   constructor(
@@ -134,7 +137,9 @@ export class ResourceReader {
     }
     const snap = this.cache.snapshot(prefix);
     const match = opts.predicate ?? everything;
-    const items = match.empty ? snap.items : snap.items.filter((o) => selects(match, o, () => o.decode()));
+    const items = match.empty
+      ? snap.items
+      : await filterInTurns(snap.items, (o) => selects(match, o, () => o.decode()));
     return { ...this.listOf([], String(Math.max(revision, snap.revision))), items };
   }
 
@@ -233,15 +238,17 @@ export class ResourceReader {
       throw err;
     }
     if (snap) {
-      // A chunk at a time, other requests served in between: 100,000 objects decode in about a second.
-      for (let i = 0; i < snap.items.length && !ended; i += INITIAL_EVENTS_PER_TURN) {
-        if (i > 0) await new Promise((resolve) => setImmediate(resolve));
-        for (const cached of snap.items.slice(i, i + INITIAL_EVENTS_PER_TURN)) {
-          if (ended) break;
+      // A slice per bulk turn, other requests served in between: 100,000 objects decode in about a second.
+      let i = 0;
+      while (i < snap.items.length && !ended) {
+        if (snap.items.length > SMALL) await nextBulkTurn();
+        const slice = sliceClock();
+        do {
+          const cached = snap.items[i++];
           let obj: KubeObject | undefined;
           if (match.empty || selects(match, cached, () => (obj = cached.decode())))
             sink.event('ADDED', obj ?? cached.decode());
-        }
+        } while (i < snap.items.length && !ended && (i % CHECK_EVERY !== 0 || !slice.over()));
       }
       if (!ended && opts.sendInitialEvents) sink.initialEventsEnd(start);
       const pending = held!;
@@ -294,6 +301,25 @@ export class ResourceReader {
 type Filtered = { type: EventType; object: KubeObject } | undefined;
 
 /** Whether the predicate selects a cached object: from its attributes when it can, else from `decode()`. */
+/**
+ * The items `keep` keeps. A large collection (one decode and check per object: a tenth of a second at 10,000) is
+ * gone through in slices, one per bulk turn (bulkturns.ts), so that other requests are served in between.
+ */
+async function filterInTurns<T>(items: T[], keep: (item: T) => boolean): Promise<T[]> {
+  if (items.length <= SMALL) return items.filter(keep);
+  const kept: T[] = [];
+  let i = 0;
+  while (i < items.length) {
+    await nextBulkTurn();
+    const slice = sliceClock();
+    do {
+      if (keep(items[i])) kept.push(items[i]);
+      i++;
+    } while (i < items.length && (i % CHECK_EVERY !== 0 || !slice.over()));
+  }
+  return kept;
+}
+
 function selects(match: Predicate, cached: CachedObject<KubeObject>, decode: () => KubeObject): boolean {
   return match.matchesAttributes ? match.matchesAttributes(cached) : match.matches(decode());
 }
