@@ -1,35 +1,48 @@
 /**
  * Turns of the one JavaScript thread for bulk work (a large list's filtering, a watch's initial events), handed out
- * one at a time: each turn of the event loop runs at most one slice of bulk work, whichever request waited longest,
- * and then the I/O that came in meanwhile. However many large lists run at once, a small request waits behind one
- * slice, not one per list (Node.js does not preempt, so 50 lists each given a turn per loop would hold a GET for
- * 50 slices at each of its steps); the bulk work as a whole goes as fast as before.
+ * one at a time: each turn of the event loop runs at most one slice of bulk work, and then the I/O that came in
+ * meanwhile. However many large lists run at once, a small request waits behind one slice, not one per list
+ * (Node.js does not preempt, so 50 lists each given a turn per loop would hold a GET for 50 slices at each of its
+ * steps).
+ *
+ * The turn goes to the bulk job that began first: jobs finish one after another, each in about the time it takes
+ * alone, rather than all together at the end (sharing the thread evenly would make 64 lists end at once, seconds
+ * later, and hold their seats of API Priority and Fairness until then). The bulk work as a whole goes as fast.
  */
 
 /** How long one slice may run (ms). */
 export const SLICE_MS = 4;
 
-const waiting: Array<() => void> = [];
+/** Jobs waiting for a turn, by the order they began. */
+const waiting: Array<{ job: number; wake: () => void }> = [];
 let scheduled = false;
+let jobs = 0;
 
-/** Resolves when it is this caller's turn; run one slice (see `sliceDone`) and ask again. */
-export function nextBulkTurn(): Promise<void> {
-  return new Promise((resolve) => {
-    waiting.push(resolve);
-    if (!scheduled) schedule();
-  });
+/** A bulk job: `turn()` resolves when it is this job's turn; run one slice (see `sliceClock`) and ask again. */
+export function bulkJob(): { turn(): Promise<void> } {
+  const job = ++jobs;
+  return {
+    turn: () =>
+      new Promise((wake) => {
+        // Jobs ask again in the order they began, or nearly: insert by job number from the end.
+        let at = waiting.length;
+        while (at > 0 && waiting[at - 1].job > job) at--;
+        waiting.splice(at, 0, { job, wake });
+        if (!scheduled) schedule();
+      }),
+  };
 }
 
 function schedule(): void {
   scheduled = true;
   setImmediate(() => {
     scheduled = false;
-    waiting.shift()?.();
+    waiting.shift()?.wake();
     if (waiting.length) schedule();
   });
 }
 
-/** A clock for one slice: `over()` once SLICE_MS have passed since `start()`. */
+/** A clock for one slice: `over()` once SLICE_MS have passed. */
 export function sliceClock(): { over(): boolean } {
   const end = performance.now() + SLICE_MS;
   return { over: () => performance.now() >= end };

@@ -16,7 +16,7 @@ import {
   type EventType,
   type WatchCache,
 } from './cacher.js';
-import { nextBulkTurn, sliceClock } from './bulkturns.js';
+import { bulkJob, sliceClock } from './bulkturns.js';
 import { keyAfter } from './etcd.js';
 import { interpretStorageError } from './errors.js';
 import type { Storage } from './interface.js';
@@ -239,9 +239,10 @@ export class ResourceReader {
     }
     if (snap) {
       // A slice per bulk turn, other requests served in between: 100,000 objects decode in about a second.
+      const job = snap.items.length > SMALL ? bulkJob() : undefined;
       let i = 0;
       while (i < snap.items.length && !ended) {
-        if (snap.items.length > SMALL) await nextBulkTurn();
+        if (job) await job.turn();
         const slice = sliceClock();
         do {
           const cached = snap.items[i++];
@@ -308,9 +309,10 @@ type Filtered = { type: EventType; object: KubeObject } | undefined;
 async function filterInTurns<T>(items: T[], keep: (item: T) => boolean): Promise<T[]> {
   if (items.length <= SMALL) return items.filter(keep);
   const kept: T[] = [];
+  const job = bulkJob();
   let i = 0;
   while (i < items.length) {
-    await nextBulkTurn();
+    await job.turn();
     const slice = sliceClock();
     do {
       if (keep(items[i])) kept.push(items[i]);

@@ -51,7 +51,12 @@ async function notModifiedAnswers(): Promise<number> {
 
 beforeAll(async () => {
   ts = await startTestServer();
-  const cluster = { metadata: { name: 'prod-eu' }, spec: { displayName: 'Production EU', networkPeer: true } };
+  const cluster = {
+    apiVersion: 'management.platform.sh/v1',
+    kind: 'Cluster',
+    metadata: { name: 'prod-eu' },
+    spec: { displayName: 'Production EU', networkPeer: true },
+  };
   expect((await ts.admin.post(`${GROUP_PATH}/clusters`, cluster)).status).toBe(201);
 });
 
