@@ -54,6 +54,8 @@ const { values: args } = parseArgs({
     'list-concurrency': { type: 'string', default: '64' },
     'create-concurrency': { type: 'string', default: '64' },
     arm: { type: 'string', multiple: true },
+    // Logs, every second of a flood, global-default's current limit, executing and waiting seats (APF metrics).
+    'sample-apf': { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -203,6 +205,34 @@ async function etcdErrors() {
   return lines.reduce((n, line) => n + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
 }
 
+/** Every second until stop(): global-default's APF seats from /metrics, logged (the admin's scrape is exempt). */
+function sampleApf(phase) {
+  let stopped = false;
+  const t0 = now();
+  const seats = (text, name) => {
+    const re = new RegExp(`^${name}\\{[^}]*priority_level="global-default"[^}]*\\} (\\S+)$`, 'gm');
+    return [...text.matchAll(re)].reduce((n, m) => n + Number(m[1]), 0);
+  };
+  const loop = (async () => {
+    while (!stopped) {
+      const res = await httpsRequest('GET', '/metrics');
+      const text = res.body.toString();
+      log(
+        `  apf ${f1((now() - t0) / 1000)} s (${phase()}): global-default limit ${seats(text, 'apiserver_flowcontrol_current_limit_seats')}` +
+          `, executing seats ${seats(text, 'apiserver_flowcontrol_current_executing_seats')}` +
+          `, waiting requests ${seats(text, 'apiserver_flowcontrol_current_inqueue_requests')}`,
+      );
+      await sleep(1000);
+    }
+  })();
+  return {
+    stop: async () => {
+      stopped = true;
+      await loop;
+    },
+  };
+}
+
 async function runArm(arm, serverConfig, tokens, etcdPid) {
   const child = (ctx.child = forkServerChild(serverConfig, { flags: arm.flags }));
   try {
@@ -223,6 +253,7 @@ async function runArm(arm, serverConfig, tokens, etcdPid) {
 
     let phase = arm.flood ? 'lists' : 'no flood';
     const gets = steadyGets(tokens.bob, () => phase);
+    const sampler = args['sample-apf'] && arm.flood ? sampleApf(() => phase) : undefined;
     const flood = {};
     if (arm.flood) {
       const list = (agent) => drained('GET', NS_PATH, { agent, token: tokens.alice, from: FROM.alice });
@@ -239,6 +270,7 @@ async function runArm(arm, serverConfig, tokens, etcdPid) {
     } else {
       await withCpu(`${arm.label}: no flood`, () => sleep(2 * SECONDS * 1000));
     }
+    await sampler?.stop();
     const phases = await gets.stop();
     const result = { ...arm, phases: {}, etcdErrors: await etcdErrors() };
     for (const [name, p] of Object.entries(phases)) {
