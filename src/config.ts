@@ -794,6 +794,11 @@ export function parseFlags(argv: string[]): Config | undefined {
     throw new FlagError(
       '--max-requests-inflight plus --max-mutating-requests-inflight must be positive with --enable-priority-and-fairness (their sum is the seats shared among the priority levels); set either, or --enable-priority-and-fairness=false for no limit',
     );
+  // Each worker would write and rotate the same file on its own, and lose lines to the others' rotations.
+  if (config.workers > 1 && config.auditLogPath && config.auditLogPath !== '-')
+    throw new FlagError(
+      `--audit-log-path ${config.auditLogPath} with --workers ${config.workers}: the workers cannot share one rotated file; use --audit-log-path=- (stdout) or --audit-webhook-config-file, or --workers=1`,
+    );
   if (config.encryptionProviderConfigAutomaticReload && !config.encryptionProviderConfig)
     throw new FlagError('--encryption-provider-config-automatic-reload must be set with --encryption-provider-config');
   return config;

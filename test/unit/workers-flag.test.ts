@@ -43,3 +43,11 @@ test('the usable cores are the limit rounded up, at least 1, never more than the
   expect(usableCores(files({ '/sys/fs/cgroup/cpu.max': `${(cores + 4) * 100000} 100000` }))).toBe(cores);
   expect(usableCores(files({}))).toBe(cores);
 });
+
+test('an audit log file is refused with more than one worker (they cannot share its rotation); stdout is taken', () => {
+  expect(() => parseFlags(['--workers=2', '--audit-log-path=/var/log/audit.log'])).toThrow(
+    '--audit-log-path /var/log/audit.log with --workers 2: the workers cannot share one rotated file; use --audit-log-path=- (stdout) or --audit-webhook-config-file, or --workers=1',
+  );
+  expect(parseFlags(['--workers=2', '--audit-log-path=-'])!.auditLogPath).toBe('-');
+  expect(parseFlags(['--audit-log-path=/var/log/audit.log'])!.workers).toBe(1);
+});
