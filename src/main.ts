@@ -47,6 +47,8 @@ async function main(): Promise<void> {
     verbosity: config.verbosity,
     ...(cluster.isWorker ? { base: { worker: Number(workerId), pid: process.pid } } : {}),
   });
+  // Heard from the start: the primary may say stop while this worker is still starting (another failed to start).
+  const primarySaysStop = cluster.isWorker ? untilPrimarySaysStop() : undefined;
   const etcd = process.env[WORKER_ETCD_ENV];
   const server = await startServer(
     config,
@@ -69,18 +71,21 @@ async function main(): Promise<void> {
     );
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
-  if (!cluster.isWorker) {
-    process.on('SIGINT', () => stop('SIGINT'));
-    return;
-  }
-  // A worker stops when the primary says so (Ctrl-C reaches every process of the terminal: the primary's word
-  // counts, not the SIGINT), or when the primary is gone.
+  if (primarySaysStop) void primarySaysStop.then((why) => stopping || stop(why));
+  else process.on('SIGINT', () => stop('SIGINT'));
+}
+
+/**
+ * A worker stops when the primary says so, or when the primary is gone. Ctrl-C reaches every process of the
+ * terminal: the primary's word counts, not the SIGINT.
+ */
+function untilPrimarySaysStop(): Promise<string> {
   process.on('SIGINT', () => {});
-  process.on('message', (message: PrimaryMessage) => {
-    if (message?.type === 'stop') stop('primary');
-  });
-  process.on('disconnect', () => {
-    if (!stopping) stop('primary gone');
+  return new Promise((resolve) => {
+    process.on('message', (message: PrimaryMessage) => {
+      if (message?.type === 'stop') resolve('primary');
+    });
+    process.on('disconnect', () => resolve('primary gone'));
   });
 }
 

@@ -6,6 +6,7 @@
  */
 import { afterAll, afterEach, beforeAll, expect, test } from '@jest/globals';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { secretBody, sharedSecretsPath, uniq } from '../support/fixtures.js';
@@ -18,11 +19,12 @@ const ROOT_TOKEN = 'root-token-for-worker-tests';
 const NS = 'workers';
 const STARTED_LEADING = 'leader election: started leading';
 let dir: string;
+let tokenFile: string;
 let server: ServerProcess;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'workers-'));
-  const tokenFile = join(dir, 'tokens.csv');
+  tokenFile = join(dir, 'tokens.csv');
   writeFileSync(tokenFile, `${ROOT_TOKEN},root,uid-root,"system:masters"\n`, { mode: 0o600 });
   server = await startServerProcess({
     tokenAuthFile: tokenFile,
@@ -134,7 +136,11 @@ test('SIGTERM drains every worker: their watches end cleanly, each worker stops,
   expect(await server.exited).toBe(0);
   await waitFor('every watch ended', () => watches.every((w) => w.ended));
   for (const watch of watches)
-    expect({ ended: watch.ended, cleanly: watch.endedCleanly }).toEqual({ ended: true, cleanly: true });
+    expect({ cleanly: watch.endedCleanly, error: watch.error?.message, status: watch.status }).toEqual({
+      cleanly: true,
+      error: undefined,
+      status: 200,
+    });
   const drained = server.logs
     .filter((l) => l.msg === 'shutdown: draining the HTTPS server done')
     .map((l) => Number(l.pid));
@@ -145,4 +151,21 @@ test('SIGTERM drains every worker: their watches end cleanly, each worker stops,
   );
   expect(server.count('shutdown: stopping the embedded etcd done')).toBe(1);
   expect(server.count('shutdown: releasing the data dir done')).toBe(1);
+}, 60_000);
+
+test('a worker that cannot serve fails the start: the primary stops the others and its etcd, and exits 1 saying why', async () => {
+  const taken = createServer();
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+  const port = (taken.address() as AddressInfo).port;
+  try {
+    await expect(
+      startServerProcess({ tokenAuthFile: tokenFile, args: ['--workers=2', `--secure-port=${port}`] }),
+    ).rejects.toThrow(
+      new RegExp(
+        `exited with 1 before serving:[\\s\\S]*cannot serve on 127\\.0\\.0\\.1:${port}: the port is in use[\\s\\S]*shutdown: stopping the embedded etcd done`,
+      ),
+    );
+  } finally {
+    taken.close();
+  }
 }, 60_000);
