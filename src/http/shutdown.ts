@@ -24,6 +24,8 @@ export class GracefulShutdown {
   private started = false;
   private readonly watches = new AbortController();
   private inFlight = 0;
+  /** Watches whose response has not closed yet: once ended, their last bytes must reach the client first. */
+  private watchesOpen = 0;
   private drained?: () => void;
 
   constructor() {
@@ -50,10 +52,17 @@ export class GracefulShutdown {
       if (this.started) res.setHeader('Connection', 'close');
       const watch = requestContext(req).info.verb === 'watch';
       if (watch && this.watches.signal.aborted) throw errors.shuttingDown();
-      if (!watch) {
+      if (watch) {
+        this.watchesOpen++;
+        res.once('close', () => {
+          this.watchesOpen--;
+          if (this.idle()) this.drained?.();
+        });
+      } else {
         this.inFlight++;
         res.once('close', () => {
-          if (--this.inFlight === 0) this.drained?.();
+          this.inFlight--;
+          if (this.idle()) this.drained?.();
         });
       }
       next();
@@ -83,8 +92,16 @@ export class GracefulShutdown {
     await closed;
   }
 
+  /**
+   * No request in flight, and every ended watch's response closed: its end written out, or cut by the watch writer
+   * when the client does not take it in (so closing the connections cannot cut a watch's clean end short).
+   */
+  private idle(): boolean {
+    return this.inFlight === 0 && this.watchesOpen === 0;
+  }
+
   private waitForRequests(ms: number): Promise<boolean> {
-    if (this.inFlight === 0) return Promise.resolve(true);
+    if (this.idle()) return Promise.resolve(true);
     return new Promise((resolve) => {
       const timer = setTimeout(() => resolve(false), ms);
       this.drained = () => {
