@@ -24,8 +24,8 @@ export class GracefulShutdown {
   private started = false;
   private readonly watches = new AbortController();
   private inFlight = 0;
-  /** Watches whose response has not closed yet: once ended, their last bytes must reach the client first. */
-  private watchesOpen = 0;
+  /** Watches whose response has not closed yet: once ended, a streaming one's last bytes must reach the client first. */
+  private readonly openWatches = new Set<Response>();
   private drained?: () => void;
 
   constructor() {
@@ -53,9 +53,9 @@ export class GracefulShutdown {
       const watch = requestContext(req).info.verb === 'watch';
       if (watch && this.watches.signal.aborted) throw errors.shuttingDown();
       if (watch) {
-        this.watchesOpen++;
+        this.openWatches.add(res);
         res.once('close', () => {
-          this.watchesOpen--;
+          this.openWatches.delete(res);
           if (this.idle()) this.drained?.();
         });
       } else {
@@ -93,11 +93,14 @@ export class GracefulShutdown {
   }
 
   /**
-   * No request in flight, and every ended watch's response closed: its end written out, or cut by the watch writer
-   * when the client does not take it in (so closing the connections cannot cut a watch's clean end short).
+   * No request in flight, and the response of every watch that was streaming closed: its end written out, or cut by
+   * the watch writer when the client does not take it in (so closing the connections cannot cut a clean end short).
+   * A watch whose 200 had not gone out writes nothing more: closing the connections ends it.
    */
   private idle(): boolean {
-    return this.inFlight === 0 && this.watchesOpen === 0;
+    if (this.inFlight > 0) return false;
+    for (const res of this.openWatches) if (res.headersSent) return false;
+    return true;
   }
 
   private waitForRequests(ms: number): Promise<boolean> {
