@@ -8,7 +8,7 @@ import { createLogger } from './log.js';
 import { unsupportedRuntime } from './runtime.js';
 import { runSnapshotCommand, snapshotHelp, SnapshotUsageError } from './snapshot-command.js';
 import { startServer } from './server.js';
-import { runWorkers, WORKER_ETCD_ENV, type PrimaryMessage, type WorkerMessage } from './workers.js';
+import { runWorkers, WORKER_ETCD_ENV, WORKER_ID_ENV, type PrimaryMessage, type WorkerMessage } from './workers.js';
 
 async function main(): Promise<void> {
   const unsupported = unsupportedRuntime(process.versions.node);
@@ -42,7 +42,7 @@ async function main(): Promise<void> {
     await runWorkers(config, createLogger(undefined, { verbosity: config.verbosity, base: { role: 'primary' } }));
     return;
   }
-  const workerId = process.env.MANAGEMENT_WORKER_ID;
+  const workerId = process.env[WORKER_ID_ENV];
   const log = createLogger(undefined, {
     verbosity: config.verbosity,
     ...(cluster.isWorker ? { base: { worker: Number(workerId), pid: process.pid } } : {}),

@@ -19,6 +19,8 @@ import { startEmbeddedEtcd } from './storage/embedded-etcd.js';
 
 /** The environment variable that gives a worker the embedded etcd's endpoints (comma-separated). */
 export const WORKER_ETCD_ENV = 'MANAGEMENT_WORKER_EMBEDDED_ETCD';
+/** The environment variable that gives a worker its number (1 to N; a restarted worker keeps its slot's). */
+export const WORKER_ID_ENV = 'MANAGEMENT_WORKER_ID';
 
 /** What a worker tells the primary. */
 export type WorkerMessage = { type: 'serving'; url: string };
@@ -64,7 +66,7 @@ export async function runWorkers(config: Config, log: Logger): Promise<void> {
 
   const fork = (slot: Slot) => {
     slot.restartTimer = undefined;
-    const worker = cluster.fork({ ...env, MANAGEMENT_WORKER_ID: String(slot.id) });
+    const worker = cluster.fork({ ...env, [WORKER_ID_ENV]: String(slot.id) });
     slot.worker = worker;
     slot.servingSince = undefined;
     log.info('worker started', { worker: slot.id, pid: worker.process.pid });
