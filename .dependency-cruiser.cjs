@@ -2,7 +2,7 @@
 // the layers below it, never one above; type-only imports count, and no import cycle is allowed anywhere.
 // Lowest first (config.ts is the parsed flags, which any layer may read):
 const layers = [
-  ['src/log\\.ts', 'src/config\\.ts', 'src/lazyrequire\\.ts', 'src/tracing\\.ts', 'src/apimachinery/'],
+  ['src/log\\.ts', 'src/config\\.ts', 'src/cpus\\.ts', 'src/lazyrequire\\.ts', 'src/tracing\\.ts', 'src/apimachinery/'],
   ['src/storage/', 'src/access/'],
   ['src/registry/'],
   [
@@ -21,6 +21,7 @@ const layers = [
   [
     'src/server\\.ts',
     'src/main\\.ts',
+    'src/workers\\.ts',
     'src/snapshot-command\\.ts',
     'src/kubeconfig\\.ts',
     'src/datadir-lock\\.ts',

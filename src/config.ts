@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { parseGoDuration } from './apimachinery/duration.js';
 import { GROUP_NAME } from './apimachinery/group.js';
 import { isDNS1123Label, isDNS1123Subdomain } from './apimachinery/validation.js';
+import { usableCores } from './cpus.js';
 
 export interface Config {
   etcdServers: string[];
@@ -99,6 +100,8 @@ export interface Config {
   authenticationSkipLookup: boolean;
   /** klog's --v: 0 errors, warnings and lifecycle; 3 adds a line per request; 4 adds debug lines. */
   verbosity: number;
+  /** Processes serving the port (node:cluster); 1: this process serves alone, as before --workers. */
+  workers: number;
   /** Non-resource paths anyone may GET without authorization (and without credentials); a trailing '*' is a prefix. */
   authorizationAlwaysAllowPaths: string[];
   /** Where audit events are written as JSON lines ('-': stdout); unset: no audit log. */
@@ -415,6 +418,12 @@ export const FLAGS: FlagSpec[] = [
     apply: (c, v) => (c.shutdownDelayMs = duration('shutdown-delay-duration', v)),
   },
   {
+    name: 'workers',
+    arg: 'int|auto',
+    help: "Processes that serve the port, each with its own watch cache and etcd watch as a replica has; the controllers run in one at a time (leader election). `auto`: the cores this process may use (the cgroup's CPU limit, else the machine's). A worker that dies is started again; SIGTERM drains them all. 1 serves in this process alone (default 1).",
+    apply: (c, v) => (c.workers = workers(v)),
+  },
+  {
     name: 'token-issuer',
     arg: 'url',
     help: "The issuer (iss) of direct cluster endpoint tokens: an https URL under which /.well-known/openid-configuration and /openid/v1/jwks of this server are reached, as connected clusters verify tokens (default: this server's URL).",
@@ -570,6 +579,14 @@ function dns1123Label(flag: string, value: string): string {
   const problems = isDNS1123Label(value);
   if (problems.length) throw new FlagError(`--${flag} must be a namespace name: ${problems.join('; ')}`);
   return value;
+}
+
+function workers(value: string): number {
+  if (value === 'auto') return usableCores();
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 1 || n > 64)
+    throw new FlagError(`--workers must be a whole number from 1 to 64, or auto (got ${JSON.stringify(value)})`);
+  return n;
 }
 
 function verbosity(value: string): number {
@@ -733,6 +750,8 @@ export function defaultConfig(): Config {
     // is what a flood holds longest.
     firstByteTimeoutMs: 10_000,
     verbosity: 0,
+    // 1 until workers are proven by the benchmark and the chart sizes them (issue 31); `auto` takes every core.
+    workers: 1,
     authorizationAlwaysAllowPaths: ['/healthz', '/readyz', '/livez'],
     auditLogMaxSizeBytes: 100 * 1024 * 1024,
     auditLogMaxBackup: 10,
@@ -774,6 +793,11 @@ export function parseFlags(argv: string[]): Config | undefined {
   if (config.enablePriorityAndFairness && config.maxRequestsInflight + config.maxMutatingRequestsInflight <= 0)
     throw new FlagError(
       '--max-requests-inflight plus --max-mutating-requests-inflight must be positive with --enable-priority-and-fairness (their sum is the seats shared among the priority levels); set either, or --enable-priority-and-fairness=false for no limit',
+    );
+  // Each worker would write and rotate the same file on its own, and lose lines to the others' rotations.
+  if (config.workers > 1 && config.auditLogPath && config.auditLogPath !== '-')
+    throw new FlagError(
+      `--audit-log-path ${config.auditLogPath} with --workers ${config.workers}: the workers cannot share one rotated file; use --audit-log-path=- (stdout) or --audit-webhook-config-file, or --workers=1`,
     );
   if (config.encryptionProviderConfigAutomaticReload && !config.encryptionProviderConfig)
     throw new FlagError('--encryption-provider-config-automatic-reload must be set with --encryption-provider-config');

@@ -25,6 +25,8 @@ export const DEBUG_VERBOSITY = 4;
 export interface LoggerOptions {
   /** klog's --v (0 by default). */
   verbosity?: number;
+  /** Fields on every line (a worker's `worker` and `pid`, to tell which process wrote it). */
+  base?: Record<string, unknown>;
 }
 
 /** Lines go to `write` when given (tests keep them), else synchronously to stderr, so none is lost at exit. */
@@ -34,7 +36,7 @@ export function createLogger(write?: (line: string) => void, opts: LoggerOptions
   const p = pino(
     {
       level: verbosity >= DEBUG_VERBOSITY ? 'debug' : 'info',
-      base: null,
+      base: opts.base ?? null,
       messageKey: 'msg',
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },

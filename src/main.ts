@@ -1,9 +1,14 @@
-/** Entry point: parse flags, start the server, stop cleanly on SIGINT/SIGTERM; or `snapshot save|restore`. */
+/**
+ * Entry point: parse flags, start the server, stop cleanly on SIGINT/SIGTERM; or `snapshot save|restore`. With
+ * --workers N > 1 this process is the primary (workers.ts) and each worker runs this file again as a server.
+ */
+import cluster from 'node:cluster';
 import { FlagError, helpText, parseFlags } from './config.js';
 import { createLogger } from './log.js';
 import { unsupportedRuntime } from './runtime.js';
 import { runSnapshotCommand, snapshotHelp, SnapshotUsageError } from './snapshot-command.js';
 import { startServer } from './server.js';
+import { runWorkers, WORKER_ETCD_ENV, WORKER_ID_ENV, type PrimaryMessage, type WorkerMessage } from './workers.js';
 
 async function main(): Promise<void> {
   const unsupported = unsupportedRuntime(process.versions.node);
@@ -33,8 +38,24 @@ async function main(): Promise<void> {
     process.stdout.write(helpText());
     return;
   }
-  const log = createLogger(undefined, { verbosity: config.verbosity });
-  const server = await startServer(config, log);
+  if (config.workers > 1 && cluster.isPrimary) {
+    await runWorkers(config, createLogger(undefined, { verbosity: config.verbosity, base: { role: 'primary' } }));
+    return;
+  }
+  const workerId = process.env[WORKER_ID_ENV];
+  const log = createLogger(undefined, {
+    verbosity: config.verbosity,
+    ...(cluster.isWorker ? { base: { worker: Number(workerId), pid: process.pid } } : {}),
+  });
+  // Heard from the start: the primary may say stop while this worker is still starting (another failed to start).
+  const primarySaysStop = cluster.isWorker ? untilPrimarySaysStop() : undefined;
+  const etcd = process.env[WORKER_ETCD_ENV];
+  const server = await startServer(
+    config,
+    log,
+    cluster.isWorker ? { embeddedEtcdEndpoints: etcd ? etcd.split(',') : undefined } : undefined,
+  );
+  if (cluster.isWorker) process.send!({ type: 'serving', url: server.url } satisfies WorkerMessage);
   let stopping = false;
   const stop = (signal: string) => {
     // A second signal does not wait for the graceful shutdown (as kube-apiserver).
@@ -49,8 +70,23 @@ async function main(): Promise<void> {
       () => process.exit(1),
     );
   };
-  process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  if (primarySaysStop) void primarySaysStop.then((why) => stopping || stop(why));
+  else process.on('SIGINT', () => stop('SIGINT'));
+}
+
+/**
+ * A worker stops when the primary says so, or when the primary is gone. Ctrl-C reaches every process of the
+ * terminal: the primary's word counts, not the SIGINT.
+ */
+function untilPrimarySaysStop(): Promise<string> {
+  process.on('SIGINT', () => {});
+  return new Promise((resolve) => {
+    process.on('message', (message: PrimaryMessage) => {
+      if (message?.type === 'stop') resolve('primary');
+    });
+    process.on('disconnect', () => resolve('primary gone'));
+  });
 }
 
 main().catch((err) => {

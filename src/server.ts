@@ -13,6 +13,7 @@ import * as errors from './apimachinery/status.js';
 import { ownerDeletionCheck } from './auth/ownerdeletion.js';
 import { startClientCertificateAuthorities } from './auth/clientcas.js';
 import { setUpAuth } from './auth/setup.js';
+import { ensureAdminToken } from './auth/admin-token.js';
 import { enabledPlugins } from './admission/chain.js';
 import { loadAdmissionConfiguration } from './admission/config.js';
 import { startHostAdmission } from './admission/host.js';
@@ -53,7 +54,7 @@ import { Registry } from './registry/registry.js';
 import { startEmbeddedEtcd, type EmbeddedEtcd } from './storage/embedded-etcd.js';
 import { Compactor } from './storage/compactor.js';
 import { EtcdStorage, type EtcdStorageOptions } from './storage/etcd.js';
-import { SIGNING_KEYS_RESOURCE, setUpEncryption } from './storage/encryption/setup.js';
+import { ensureDefaultConfig, SIGNING_KEYS_RESOURCE, setUpEncryption } from './storage/encryption/setup.js';
 import { SigningKeys } from './tokens/signingkeys.js';
 import { installTracer } from './tracing.js';
 import { loadTracingConfig } from './observability/tracingconfig.js';
@@ -69,7 +70,15 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export async function startServer(flags: Config, log: Logger): Promise<RunningServer> {
+/**
+ * A worker of --workers: the primary holds the data dir's lock and runs the embedded etcd (their endpoints here, or
+ * none with --etcd-servers), so that one machine has one of each however many workers serve.
+ */
+export interface WorkerOf {
+  embeddedEtcdEndpoints?: string[];
+}
+
+export async function startServer(flags: Config, log: Logger, worker?: WorkerOf): Promise<RunningServer> {
   const config = flags;
   // Before anything starts: a flag naming a plugin this server does not have stops it here.
   const admissionPlugins = enabledPlugins(config.enableAdmissionPlugins, config.disableAdmissionPlugins);
@@ -92,15 +101,17 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
     if (config.tracingConfigFile)
       cleanups.push(['stopping tracing', await startTracing(config.tracingConfigFile, log)]);
     // Before anything reads or writes the data dir (and before a leftover etcd on it may be stopped).
-    const lock = await lockDataDir(config.dataDir);
-    cleanups.push(['releasing the data dir', () => lock.release()]);
+    if (!worker) {
+      const lock = await lockDataDir(config.dataDir);
+      cleanups.push(['releasing the data dir', () => lock.release()]);
+    }
     const metrics = new Metrics();
     const auditSinks = auditBackends(config, log);
     const audit = auditSinks.length
       ? { sink: allSinks(auditSinks), policy: new PolicyEvaluator(auditPolicy) }
       : undefined;
     if (audit) cleanups.push(['closing the audit log and webhook', () => audit.sink.close()]);
-    let endpoints = config.etcdServers;
+    let endpoints = worker?.embeddedEtcdEndpoints ?? config.etcdServers;
     if (!endpoints.length) {
       const etcd: EmbeddedEtcd = await startEmbeddedEtcd({ dataDir: config.dataDir, log: (msg) => log.info(msg) });
       cleanups.push(['stopping the embedded etcd', () => etcd.stop()]);
@@ -315,7 +326,7 @@ export async function startServer(flags: Config, log: Logger): Promise<RunningSe
       ...(adminKubeconfig ? { hint: `kubectl --kubeconfig ${adminKubeconfig} get sharedsecrets -A` } : {}),
       dataDir: resolvePath(config.dataDir),
       ...(config.etcdServers.length ? {} : { etcdData: resolvePath(config.dataDir, 'etcd') }),
-      stop: `Ctrl-C (or kill -TERM ${process.pid}) stops the server; what is stored stays in ${config.etcdServers.length ? 'etcd' : resolvePath(config.dataDir)} for the next start`,
+      stop: `Ctrl-C (or kill -TERM ${worker ? process.ppid : process.pid}) stops the server; what is stored stays in ${config.etcdServers.length ? 'etcd' : resolvePath(config.dataDir)} for the next start`,
     });
     return { url, port: boundPort, caPem: tls.caPem, adminKubeconfig, close };
   } catch (err) {
@@ -527,11 +538,26 @@ async function servingCertificate(
     pair.start();
     return { pair, stop: () => pair.stop() };
   }
-  const hosts = [...config.tlsSans];
-  if (!['0.0.0.0', '::'].includes(config.bindAddress)) hosts.push(config.bindAddress);
-  const pem = await ensureServingCertificate({ certDir: config.certDir, hosts });
+  const pem = await ensureServingCertificate({ certDir: config.certDir, hosts: selfSignedHosts(config) });
   const pair = { cert: pem.certPem, key: pem.keyPem };
   return { pair: { current: () => pair, onChange: () => {} }, caPem: pem.caPem, stop: () => {} };
+}
+
+/**
+ * What a first start writes into the data dir (the self-signed serving certificate, the admin token, the default
+ * encryption configuration of the embedded etcd), made by the primary before its workers start, so that they all
+ * read the same files rather than race to write them. Each is kept when it is there already.
+ */
+export async function prepareDataDir(config: Config, log: Logger): Promise<void> {
+  if (!config.tlsCertFile) await ensureServingCertificate({ certDir: config.certDir, hosts: selfSignedHosts(config) });
+  if (!config.tokenAuthFile) ensureAdminToken(config.dataDir);
+  if (!config.encryptionProviderConfig && !config.etcdServers.length) ensureDefaultConfig(config.dataDir, log);
+}
+
+function selfSignedHosts(config: Config): string[] {
+  const hosts = [...config.tlsSans];
+  if (!['0.0.0.0', '::'].includes(config.bindAddress)) hosts.push(config.bindAddress);
+  return hosts;
 }
 
 /** The address local clients dial: the bind address, or loopback when bound to every interface. */

@@ -24,6 +24,8 @@ export class GracefulShutdown {
   private started = false;
   private readonly watches = new AbortController();
   private inFlight = 0;
+  /** Watches whose response has not closed yet: once ended, a streaming one's last bytes must reach the client first. */
+  private readonly openWatches = new Set<Response>();
   private drained?: () => void;
 
   constructor() {
@@ -50,10 +52,17 @@ export class GracefulShutdown {
       if (this.started) res.setHeader('Connection', 'close');
       const watch = requestContext(req).info.verb === 'watch';
       if (watch && this.watches.signal.aborted) throw errors.shuttingDown();
-      if (!watch) {
+      if (watch) {
+        this.openWatches.add(res);
+        res.once('close', () => {
+          this.openWatches.delete(res);
+          if (this.idle()) this.drained?.();
+        });
+      } else {
         this.inFlight++;
         res.once('close', () => {
-          if (--this.inFlight === 0) this.drained?.();
+          this.inFlight--;
+          if (this.idle()) this.drained?.();
         });
       }
       next();
@@ -83,8 +92,19 @@ export class GracefulShutdown {
     await closed;
   }
 
+  /**
+   * No request in flight, and the response of every watch that was streaming closed: its end written out, or cut by
+   * the watch writer when the client does not take it in (so closing the connections cannot cut a clean end short).
+   * A watch whose 200 had not gone out writes nothing more: closing the connections ends it.
+   */
+  private idle(): boolean {
+    if (this.inFlight > 0) return false;
+    for (const res of this.openWatches) if (res.headersSent) return false;
+    return true;
+  }
+
   private waitForRequests(ms: number): Promise<boolean> {
-    if (this.inFlight === 0) return Promise.resolve(true);
+    if (this.idle()) return Promise.resolve(true);
     return new Promise((resolve) => {
       const timer = setTimeout(() => resolve(false), ms);
       this.drained = () => {
