@@ -14,7 +14,7 @@
 // own (the only create a user may make without a host cluster); the second tenant `bob`, who owns one SharedSecret.
 // The admin seeds, and deletes the flood's keys after each arm.
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -56,15 +56,17 @@ const { values: args } = parseArgs({
     arm: { type: 'string', multiple: true },
     // Logs, every second of a flood, global-default's current limit, executing and waiting seats (APF metrics).
     'sample-apf': { type: 'boolean', default: false },
+    profile: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (args.help) {
   console.log(`Usage: node bench/fairness.mjs [--objects 10000] [--seconds 15] [--rate 20] [--list-concurrency 64]
-  [--create-concurrency 64] [--arm 'baseline|flood [server flags...]' ...]
+  [--create-concurrency 64] [--arm 'baseline|flood [server flags...]' ...] [--sample-apf] [--profile DIR]
 Each --arm is "baseline" (no flood) or "flood", then the server's command-line flags for that arm; the default arms
 are ${DEFAULT_ARMS.map((a) => `'${a}'`).join(', ')}. An arm whose flags the server refuses (e.g. one this build
-does not have) is not measured and the report says why.`);
+does not have) is not measured and the report says why. --profile DIR writes a V8 CPU profile of the server per
+arm and phase into DIR (bench/profile-summary.mjs reads them; do not quote figures from a profiled run).`);
   process.exit(0);
 }
 const N = Number(args.objects);
@@ -72,6 +74,7 @@ const SECONDS = Number(args.seconds);
 const RATE = Number(args.rate);
 const LIST_C = Number(args['list-concurrency']);
 const CREATE_C = Number(args['create-concurrency']);
+if (args.profile) mkdirSync((ctx.profileDir = args.profile), { recursive: true });
 const ARMS = (args.arm ?? DEFAULT_ARMS).map((spec) => {
   const [kind, ...flags] = spec.trim().split(/\s+/);
   if (kind !== 'baseline' && kind !== 'flood')

@@ -144,6 +144,7 @@ export class FlowControl {
         queuing: queuingOf(pl),
         exempt: name === EXEMPT || pl.spec.type === 'Exempt',
         concurrencyLimit: b.nominal,
+        flowHeadroom: levelMaxSeats(b.nominal),
       };
       const existing = this.levelsByName.get(name);
       if (existing) {
@@ -164,7 +165,11 @@ export class FlowControl {
     );
     levels.forEach((l, i) => {
       if (l.exempt || l.queueSet.concurrencyLimit === limits[i]) return;
-      l.queueSet.reconfigure({ queuing: queuingOf(l.config), concurrencyLimit: limits[i] });
+      l.queueSet.reconfigure({
+        queuing: queuingOf(l.config),
+        concurrencyLimit: limits[i],
+        flowHeadroom: levelMaxSeats(l.bounds.nominal),
+      });
     });
   }
 }

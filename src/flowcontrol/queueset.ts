@@ -9,6 +9,11 @@
  * next, but only when its oldest request fits in the free seats (a wide request is not starved by narrow ones);
  * a request wider than the whole limit runs alone.
  *
+ * One bound kube does not have: a flow leaves `flowHeadroom` seats of the level to the others (it takes more only
+ * while it holds none). kube's requests take milliseconds on many cores, so seats turn over at once; here one thread
+ * runs them all, a list of 10,000 objects holds its seats for as long as the thread takes to get through every list
+ * running beside it, and a flow arriving at a level one flow had filled would wait for one of those to end.
+ *
  * A level that rejects (limitResponse Reject) has no queues: a request that does not fit is refused at once. The
  * exempt level is never limited. Everything here is synchronous and reads time from the injected clock: waiting
  * (and its limit) is the caller's.
@@ -30,6 +35,8 @@ export interface QueueSetConfig {
   exempt?: boolean;
   /** Seats that may be in use at once (the level's current limit). */
   concurrencyLimit: number;
+  /** Seats one flow leaves free for the others (0: none). */
+  flowHeadroom?: number;
 }
 
 export interface SeatRequest {
@@ -48,7 +55,10 @@ export class Ticket {
   arrivedAt = 0;
   arrivalR = 0;
   dispatchedAt = 0;
-  constructor(readonly request: SeatRequest) {}
+  readonly flow: string;
+  constructor(readonly request: SeatRequest) {
+    this.flow = `${request.flowSchema}\0${request.distinguisher}`;
+  }
 }
 
 export interface Queue {
@@ -85,6 +95,8 @@ export class QueueSet {
   private executingTotal = 0;
   private waitingTotal = 0;
   private waitingSeatsTotal = 0;
+  /** Seats in use by flow (schema and distinguisher), for the headroom a flow leaves. */
+  private readonly flowSeats = new Map<string, number>();
   readonly totals: QueueSetTotals = {
     dispatched: 0,
     rejected: { 'queue-full': 0, 'concurrency-limit': 0, 'time-out': 0, cancelled: 0 },
@@ -190,6 +202,9 @@ export class QueueSet {
     const seats = ticket.request.seats;
     this.seatsInUseTotal -= seats;
     this.executingTotal--;
+    const flowSeats = this.flowSeats.get(ticket.flow)! - seats;
+    if (flowSeats > 0) this.flowSeats.set(ticket.flow, flowSeats);
+    else this.flowSeats.delete(ticket.flow);
     const queue = ticket.queue;
     if (queue) {
       queue.seatsInUse -= seats;
@@ -270,17 +285,28 @@ export class QueueSet {
     }
   }
 
-  /** The busy queue furthest behind in virtual time, when its oldest request fits; round robin among equals. */
+  /**
+   * The busy queue furthest behind in virtual time, when its oldest request fits; round robin among equals. Queues
+   * whose oldest request's flow has taken all but the headroom wait for that flow's own requests to end.
+   */
   private nextQueue(): Queue | undefined {
     let best: Queue | undefined;
     const n = this.queues.length;
     for (let i = 1; i <= n; i++) {
       const queue = this.queues[(this.robinIndex + i) % n];
-      if (queue.waiting.length && (!best || queue.nextDispatchR < best.nextDispatchR)) best = queue;
+      if (!queue.waiting.length || this.overFlowShare(queue.waiting[0])) continue;
+      if (!best || queue.nextDispatchR < best.nextDispatchR) best = queue;
     }
     if (!best || !this.fits(best.waiting[0].request.seats)) return undefined;
     this.robinIndex = best.index;
     return best;
+  }
+
+  /** Whether dispatching the ticket would leave less than the headroom to other flows (see the header). */
+  private overFlowShare(ticket: Ticket): boolean {
+    const held = this.flowSeats.get(ticket.flow);
+    const headroom = this.config.flowHeadroom ?? 0;
+    return !!held && held + ticket.request.seats > this.config.concurrencyLimit - headroom;
   }
 
   private fits(seats: number): boolean {
@@ -294,6 +320,7 @@ export class QueueSet {
     ticket.dispatchedAt = this.clock();
     this.seatsInUseTotal += ticket.request.seats;
     this.executingTotal++;
+    this.flowSeats.set(ticket.flow, (this.flowSeats.get(ticket.flow) ?? 0) + ticket.request.seats);
     if (ticket.queue) {
       ticket.queue.seatsInUse += ticket.request.seats;
       ticket.queue.executing++;

@@ -325,6 +325,33 @@ describe('a queue set', () => {
     expect(order).toEqual(['flood', 'quiet', 'flood', 'flood', 'flood', 'flood']);
   });
 
+  test('a flow leaves the headroom to others: a flow arriving at a level another one fills starts at once', () => {
+    const c = clock();
+    const config = {
+      queuing: { queues: 16, handSize: 4, queueLengthLimit: 50 },
+      concurrencyLimit: 10,
+      flowHeadroom: 3,
+    };
+    const qs = new QueueSet(config, c.now);
+    const flood = Array.from({ length: 5 }, () => ticketOf(qs.enqueue(request('flood', 3))));
+    // 3 + 3 = 6 seats; a third would leave 1 < 3 to the others.
+    expect(flood.map((t) => t.state)).toEqual(['executing', 'executing', 'waiting', 'waiting', 'waiting']);
+    expect(qs.seatsInUse).toBe(6);
+    const quiet = ticketOf(qs.enqueue(request('quiet', 1)));
+    expect(quiet.state).toBe('executing');
+    // The flood's own requests ending let its next one in (from whichever of its queues is furthest behind).
+    qs.finish(flood[0]);
+    expect(flood.filter((t) => t.state === 'executing')).toHaveLength(2);
+    expect(qs.seatsInUse).toBe(7);
+
+    // A flow holding nothing may start one request wider than the limit less the headroom.
+    const narrow = new QueueSet({ ...config, concurrencyLimit: 4 }, c.now);
+    const wide = ticketOf(narrow.enqueue(request('a', 3)));
+    const second = ticketOf(narrow.enqueue(request('a', 1)));
+    expect([wide.state, second.state]).toEqual(['executing', 'waiting']);
+    expect(ticketOf(narrow.enqueue(request('b', 1))).state).toBe('executing');
+  });
+
   test('a full queue rejects; a level that rejects refuses past its seats; the exempt level never queues', () => {
     const c = clock();
     const queued = new QueueSet(
@@ -448,7 +475,7 @@ describe('dividing the server seats', () => {
     const busy = fc.levels().find((l) => l.name === 'busy')!;
     expect(busy.bounds).toEqual({ nominal: 5, lower: 5, upper: 15 });
     for (let i = 0; i < 10; i++)
-      busy.queueSet.enqueue({ flowSchema: 'fs', distinguisher: 'u', seats: 1, onDispatch() {} });
+      busy.queueSet.enqueue({ flowSchema: 'fs', distinguisher: `u${i}`, seats: 1, onDispatch() {} });
     expect([busy.queueSet.executing, busy.queueSet.waiting]).toEqual([5, 5]);
     now += 10_000;
     fc.adjust();
