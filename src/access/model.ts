@@ -85,6 +85,27 @@ export function objectGrants(
 }
 
 /**
+ * What `objectGrants` reads of an object, as JSON text: its spec's owner, access list, user and team (a spec that is
+ * not an object has none of them, as there). The watch cache keeps it beside each object's JSON, so that narrowing a
+ * list or watch to what a caller may see decodes no object, and objects with the same text are checked once. Any
+ * field `objectGrants` comes to read must be kept here too (test/unit/access-grants-text.test.ts compares the two).
+ */
+export function grantsText(obj: unknown): string {
+  const spec = (obj as { spec?: unknown } | null)?.spec;
+  if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) return NO_GRANTS;
+  const { owner, access, user, team } = spec as Record<string, unknown>;
+  if (owner === undefined && access === undefined && user === undefined && team === undefined) return NO_GRANTS;
+  return JSON.stringify({ owner, access, user, team });
+}
+
+const NO_GRANTS = '{}';
+
+/** An object holding no more than what `grantsText` kept: what `objectGrants` needs of it. */
+export function objectOfGrants(text: string): KubeObject {
+  return { spec: JSON.parse(text) } as KubeObject;
+}
+
+/**
  * A list as stored, or none: stored data is not trusted to have the schema's types (a string's `includes` would match
  * any part of it).
  */

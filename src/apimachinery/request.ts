@@ -41,7 +41,10 @@ export interface RequestContext {
   authorization?: { decision: 'allow' | 'forbid'; reason?: string };
   /** What admission plugins said of the request for its audit event (webhooks' and policies' annotations). */
   auditAnnotations?: Record<string, string>;
-  /** Set by authorization when a list or watch may show only some objects to this caller. */
+  /**
+   * Set by authorization when a list or watch may show only some objects to this caller (it reads only their name,
+   * namespace and labels and what access/model.ts `grantsText` keeps of them).
+   */
   visible?: (obj: KubeObject) => boolean;
   /** The Status answered, left where every failure is written, for the request log and the audit. */
   status?: Status;

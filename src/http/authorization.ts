@@ -15,7 +15,11 @@ import { OIDC_PATHS } from './oidc.js';
 
 const HEALTH_PATHS = ['/healthz', '/livez', '/readyz'];
 
-/** For a list or watch the authorizer does not allow: which objects the caller may still see. */
+/**
+ * For a list or watch the authorizer does not allow: which objects the caller may still see. It reads nothing of an
+ * object but its name, namespace and labels and what access/model.ts `grantsText` keeps, so that lists ask it of
+ * what the watch cache keeps beside each object rather than of decoded objects.
+ */
 export type VisibleTo = (attrs: Attributes) => ((obj: KubeObject) => boolean) | undefined;
 
 /**

@@ -1,11 +1,14 @@
 /** ListOptions from the query of a list or watch, validated as kube's internalversion validation does. */
 import { fieldError, type FieldError } from '../apimachinery/field.js';
+import { objectOfGrants } from '../access/model.js';
+import { deepFreeze } from '../apimachinery/encoded.js';
 import { objectFields, parseSupportedFieldSelector } from '../apimachinery/fields.js';
 import { parseLabelSelector } from '../apimachinery/labels.js';
 import { queryBool } from '../apimachinery/queryparams.js';
 import { selectionAttributes, type SelectionAttributes } from '../apimachinery/selection.js';
 import * as errors from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
+import type { CachedAttributes } from '../storage/interface.js';
 import type { ListOptions, Predicate, WatchOptions } from '../storage/reader.js';
 
 export interface WatchQuery extends WatchOptions {
@@ -33,12 +36,33 @@ export function predicate(query: URLSearchParams, name?: string, visible?: (obj:
   const fields = parseSupportedFieldSelector(fieldText);
   const selects = (a: SelectionAttributes) =>
     labels.matches(a.labels) && (fields.empty() || fields.matches(objectFields({ metadata: a })));
+  const visibleByGrants = visible && byGrants(visible);
   return {
     empty: labels.empty() && fields.empty() && !visible,
     // Equal selector texts select alike; what a caller may see is theirs alone.
     key: visible ? undefined : JSON.stringify([query.get('labelSelector') ?? '', fieldText]),
-    matchesAttributes: visible ? undefined : selects,
+    matchesAttributes: (a) => selects(a) && (!visibleByGrants || visibleByGrants(a)),
     matches: (obj: KubeObject) => selects(selectionAttributes(obj)) && (!visible || visible(obj)),
+  };
+}
+
+/** Grant texts a predicate keeps decoded; past this it forgets them all (a long watch sees many). */
+const GRANTS_REMEMBERED = 1024;
+
+/**
+ * `visible` asked of what the watch cache keeps of an object (its name, namespace, labels and grants), which is all
+ * it reads: no object is decoded, and objects granted alike (a team's) share one decoding of their grants.
+ */
+function byGrants(visible: (obj: KubeObject) => boolean): (a: CachedAttributes) => boolean {
+  const decodedGrants = new Map<string, KubeObject['spec']>();
+  return (a) => {
+    let spec = decodedGrants.get(a.grants);
+    if (spec === undefined) {
+      if (decodedGrants.size >= GRANTS_REMEMBERED) decodedGrants.clear();
+      spec = deepFreeze(objectOfGrants(a.grants).spec);
+      decodedGrants.set(a.grants, spec);
+    }
+    return visible({ metadata: { name: a.name, namespace: a.namespace, labels: a.labels }, spec } as KubeObject);
   };
 }
 

@@ -6,33 +6,37 @@
  * takes, and what lists and watches send anyway.
  */
 import { EncodedObject } from '../apimachinery/encoded.js';
-import { selectionAttributes, type SelectionAttributes } from '../apimachinery/selection.js';
+import { selectionAttributes } from '../apimachinery/selection.js';
+import { grantsText } from '../access/model.js';
 import { withRevision } from './codec.js';
 import { keyAfter } from './etcd.js';
-import type { Storage, StoredObject, WatchEvent, WatchHandle } from './interface.js';
+import type { CachedAttributes, Storage, StoredObject, WatchEvent, WatchHandle } from './interface.js';
 
 /**
  * One object in the cache: its JSON, the revision that wrote it (for proving the cache current), and what selectors
  * read of it (so that a list or watch with a selector decodes only the objects it selects).
  */
-export class CachedObject<T extends StoredObject> extends EncodedObject<T> implements SelectionAttributes {
+export class CachedObject<T extends StoredObject> extends EncodedObject<T> implements CachedAttributes {
   readonly labels?: Readonly<Record<string, string>>;
   readonly name: string;
   readonly namespace: string;
+  readonly grants: string;
 
   constructor(
     json: string,
     readonly resourceVersion: string,
-    attributes: SelectionAttributes,
+    attributes: CachedAttributes,
   ) {
     super(json);
     this.labels = attributes.labels;
     this.name = attributes.name;
     this.namespace = attributes.namespace;
+    this.grants = attributes.grants;
   }
 
   static of<T extends StoredObject>(obj: T): CachedObject<T> {
-    return new CachedObject<T>(JSON.stringify(obj), obj.metadata.resourceVersion ?? '', selectionAttributes(obj));
+    const attributes = { ...selectionAttributes(obj), grants: grantsText(obj) };
+    return new CachedObject<T>(JSON.stringify(obj), obj.metadata.resourceVersion ?? '', attributes);
   }
 }
 

@@ -9,6 +9,7 @@
 import { ConsecutiveBreaker, ExponentialBackoff, circuitBreaker, handleWhen, retry, type IBackoff } from 'cockatiel';
 import { Etcd3, GRPCUnavailableError, Range, type IOptions } from 'etcd3';
 import { selectionAttributes } from '../apimachinery/selection.js';
+import { grantsText } from '../access/model.js';
 import { decode, encode, encodeWithCopy, servedJson, withRevision } from './codec.js';
 import { identityTransformer, type Transformer } from './encryption/transformer.js';
 import { EtcdHealth } from './etcdhealth.js';
@@ -182,7 +183,7 @@ export class EtcdStorage implements Storage {
         return {
           json: servedJson(plaintext, kv.mod_revision),
           resourceVersion: kv.mod_revision,
-          attributes: selectionAttributes(value),
+          attributes: { ...selectionAttributes(value), grants: grantsText(value) },
         };
       }),
     );

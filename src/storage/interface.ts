@@ -73,8 +73,16 @@ export interface ListResult<T> {
 export interface StoredText {
   json: string;
   resourceVersion: string;
-  /** Read while the text was checked to be JSON: selectors need no second decoding. */
-  attributes: SelectionAttributes;
+  /** Read while the text was checked to be JSON: selectors and authorization's narrowing need no second decoding. */
+  attributes: CachedAttributes;
+}
+
+/**
+ * What the watch cache keeps beside each object's JSON: what selectors read, and what the access model reads
+ * (access/model.ts `grantsText`), which narrows a list to what its caller may see.
+ */
+export interface CachedAttributes extends SelectionAttributes {
+  readonly grants: string;
 }
 
 export interface PageOptions {

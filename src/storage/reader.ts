@@ -6,7 +6,6 @@
 import { decodeContinue, encodeContinue } from '../apimachinery/continue.js';
 import * as errors from '../apimachinery/status.js';
 import type { ObjectList } from '../apimachinery/encoded.js';
-import type { SelectionAttributes } from '../apimachinery/selection.js';
 import type { GroupResource, KubeList, KubeObject } from '../apimachinery/types.js';
 import {
   TooLargeResourceVersion,
@@ -19,7 +18,7 @@ import {
 import { bulkJob, sliceClock } from './bulkturns.js';
 import { keyAfter } from './etcd.js';
 import { interpretStorageError } from './errors.js';
-import type { Storage } from './interface.js';
+import type { CachedAttributes, Storage } from './interface.js';
 import { turnMemo } from './turnmemo.js';
 
 /** How long a read waits for the cache to reach a resourceVersion it was asked for (kube: 3 s). */
@@ -31,10 +30,10 @@ const ETCD_PAGE = 1000;
 export interface Predicate {
   matches(obj: KubeObject): boolean;
   /**
-   * Set when the predicate reads nothing but labels and selectable fields: the same answer as `matches`, from
-   * what the watch cache keeps beside each object's JSON, without decoding it.
+   * Set when the predicate reads nothing but labels, selectable fields and what the access model reads: the same
+   * answer as `matches`, from what the watch cache keeps beside each object's JSON, without decoding it.
    */
-  matchesAttributes?(attributes: SelectionAttributes): boolean;
+  matchesAttributes?(attributes: CachedAttributes): boolean;
   /** True when every object matches. */
   empty: boolean;
   /**
