@@ -38,7 +38,8 @@ import {
   writeOptions,
   type ParsedWriteOptions,
 } from './options.js';
-import { withWarnings, writeObject } from './responses.js';
+import { withWarnings, writeList, writeObject } from './responses.js';
+import { bulkJob } from '../storage/bulkturns.js';
 import { forbidden } from './forbidden.js';
 import { shaper } from './shapes.js';
 import { serveWatch } from './watch.js';
@@ -96,8 +97,13 @@ export async function handleResource(
       const obj = await store.get(namespace, info.name, query.get('resourceVersion') || undefined);
       return reply(res, 200, shape.object(obj));
     }
-    case 'list':
-      return reply(res, 200, shape.list(await store.list(namespace, parseListQuery(query, visible))));
+    case 'list': {
+      // One bulk job from filtering to the last byte sent: the list keeps its place among the others.
+      const bulk = bulkJob();
+      const list = shape.list(await store.list(namespace, { ...parseListQuery(query, visible), bulk }));
+      bodies.response = () => auditedObject(list, hidden);
+      return writeList(res, 200, list, encoding, bulk);
+    }
     case 'watch': {
       const parsed = parseWatchQuery(query, info.name || undefined, visible);
       const opts = {

@@ -19,7 +19,11 @@ let scheduled = false;
 let jobs = 0;
 
 /** A bulk job: `turn()` resolves when it is this job's turn; run one slice (see `sliceClock`) and ask again. */
-export function bulkJob(): { turn(): Promise<void> } {
+export interface BulkJob {
+  turn(): Promise<void>;
+}
+
+export function bulkJob(): BulkJob {
   const job = ++jobs;
   return {
     turn: () =>

@@ -15,7 +15,7 @@ import {
   type EventType,
   type WatchCache,
 } from './cacher.js';
-import { bulkJob, sliceClock } from './bulkturns.js';
+import { bulkJob, sliceClock, type BulkJob } from './bulkturns.js';
 import { keyAfter } from './etcd.js';
 import { interpretStorageError } from './errors.js';
 import type { CachedAttributes, Storage } from './interface.js';
@@ -49,6 +49,12 @@ export interface ListOptions {
   continue?: string;
   resourceVersion?: string;
   resourceVersionMatch?: 'Exact' | 'NotOlderThan';
+  /**
+   * The bulk job a large list's filtering takes its turns in (bulkturns.ts). A caller that then writes the answer in
+   * turns passes the job it writes in, so that the list keeps its place from the first object filtered to the last
+   * byte sent.
+   */
+  bulk?: BulkJob;
 }
 
 export interface WatchOptions {
@@ -138,7 +144,7 @@ export class ResourceReader {
     const match = opts.predicate ?? everything;
     const items = match.empty
       ? snap.items
-      : await filterInTurns(snap.items, (o) => selects(match, o, () => o.decode()));
+      : await filterInTurns(snap.items, (o) => selects(match, o, () => o.decode()), opts.bulk);
     return { ...this.listOf([], String(Math.max(revision, snap.revision))), items };
   }
 
@@ -305,10 +311,9 @@ type Filtered = { type: EventType; object: KubeObject } | undefined;
  * The items `keep` keeps. A large collection (one decode and check per object: a tenth of a second at 10,000) is
  * gone through in slices, one per bulk turn (bulkturns.ts), so that other requests are served in between.
  */
-async function filterInTurns<T>(items: T[], keep: (item: T) => boolean): Promise<T[]> {
+async function filterInTurns<T>(items: T[], keep: (item: T) => boolean, job = bulkJob()): Promise<T[]> {
   if (items.length <= SMALL) return items.filter(keep);
   const kept: T[] = [];
-  const job = bulkJob();
   let i = 0;
   while (i < items.length) {
     await job.turn();

@@ -115,6 +115,12 @@ test('a selective list of a collection gone through in slices keeps exactly the 
     q({ labelSelector: 'third!=true', fieldSelector: 'metadata.name!=z-during' }),
   );
   expect(names(notThird)).toEqual(all.filter((_, i) => i % 3 !== 0));
+  // So large a list is sent in pieces as it is encoded (chunked, as kube streams lists), a small one in one go.
+  const streamed = await ts.admin.get(sharedSecretsPath(ns));
+  expect([streamed.headers['transfer-encoding'], streamed.headers['content-length']]).toEqual(['chunked', undefined]);
+  expect(names(streamed.body).filter((n) => n !== 'z-during')).toEqual(all);
+  const small = await ts.admin.get(`${sharedSecretsPath(ns)}?${q({ fieldSelector: 'metadata.name=s-001' })}`);
+  expect([small.headers['transfer-encoding'], names(small.body)]).toEqual([undefined, ['s-001']]);
 }, 60_000);
 
 describe('label selectors', () => {
