@@ -1448,6 +1448,7 @@ describe('NOTES.txt', () => {
       expect(notes).toContain(line);
     }
     expect(notes).toContain(`helm test ${RELEASE} -n ${NS}`);
+    expect(notes).toContain('(2 replica(s) with 1 worker(s) each; etcd: 1 member(s)');
   });
 
   test('by default says loudly that one etcd member is not highly available, that nothing is backed up, and which namespaces to list', async () => {
