@@ -2,8 +2,8 @@
  * The Helm chart (deploy/chart) with the real helm v4: lint, render, and check what a platform admin relies on —
  * every object valid for Kubernetes 1.33, the APIService trusting the serving certificate, the server started
  * with flags its own parser accepts, RBAC narrowed to what the server's code does in the cluster, etcd with TLS
- * (1 or 3 members, or external), bad values refused by values.schema.json, certificates kept across upgrades, and
- * no CRDs.
+ * (1 or 3 members, or external), workers and heaps sized from the pod’s resources, bad values refused by
+ * values.schema.json, certificates kept across upgrades, and no CRDs.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createPrivateKey, X509Certificate } from 'node:crypto';
@@ -502,6 +502,114 @@ describe('Node heap from the memory limit', () => {
   });
 });
 
+describe('workers from the pod’s CPU, and the memory limit shared among them', () => {
+  const heapOption = (r: Rendered) => r.container.env?.find((e: any) => e.name === 'NODE_OPTIONS')?.value;
+  const memory = (m: string) => ['--set', `resources.limits.memory=${m}`];
+
+  test.each([
+    [[], 1], // the default: a request of 100m, no CPU limit
+    [['--set', 'resources.limits.cpu=2', ...memory('2Gi')], 2],
+    [['--set', 'resources.limits.cpu=1500m', ...memory('2Gi')], 2],
+    [['--set-json', 'resources.limits.cpu=1.5', ...memory('2Gi')], 2],
+    [['--set-string', 'resources.limits.cpu=1.5', ...memory('2Gi')], 2],
+    [['--set', 'resources.limits.cpu=1000m'], 1],
+    [['--set', 'resources.limits.cpu=500m', '--set', 'resources.requests.cpu=4', ...memory('4Gi')], 1],
+    [['--set', 'resources.requests.cpu=3', ...memory('4Gi')], 3],
+    [['--set', 'resources.requests.cpu=2500m', ...memory('4Gi')], 3],
+    [['--set', 'resources.requests.cpu=200', '--set', 'resources.limits=null'], 64],
+    [['--set', 'resources=null'], 1],
+    [['--set', 'workers=3', '--set', 'resources.limits.cpu=2', ...memory('4Gi')], 3],
+    [['--set', 'workers=1', '--set', 'resources.limits.cpu=4'], 1],
+  ] as [string[], number][])('%j: --workers=%d', async (args, workers) => {
+    const r = await template(args);
+    expect(flagValue(r.container.args, 'workers')).toBe(String(workers));
+    expect(serverConfig(r).workers).toBe(workers);
+  });
+
+  test.each([
+    // One worker is one process, as before workers: the whole limit.
+    [['--set', 'workers=1', ...memory('1152Mi')], '--max-old-space-size=864 --max-semi-space-size=16'],
+    // Two: (1152 - 128 for the primary) / 2 = 512 MiB each, 75% of it the heap.
+    [['--set', 'resources.limits.cpu=2', ...memory('1152Mi')], '--max-old-space-size=384 --max-semi-space-size=16'],
+    [['--set', 'workers=3', ...memory('2Gi')], '--max-old-space-size=480 --max-semi-space-size=16'],
+    [
+      ['--set', 'workers=2', '--set', 'heap.primaryReserveMiB=0', ...memory('1Gi')],
+      '--max-old-space-size=384 --max-semi-space-size=16',
+    ],
+    [
+      ['--set', 'workers=2', '--set', 'heap.limitPercent=50', ...memory('2176Mi')],
+      '--max-old-space-size=512 --max-semi-space-size=16',
+    ],
+    // A heap size set outright is each process's, whatever the workers.
+    [
+      ['--set', 'workers=4', '--set', 'heap.maxOldSpaceSizeMiB=300'],
+      '--max-old-space-size=300 --max-semi-space-size=16',
+    ],
+  ])('%j: NODE_OPTIONS=%s', async (args, expected) => {
+    expect(heapOption(await template(args))).toBe(expected);
+  });
+
+  test('workers without a memory limit: no heap limit, and no share to check', async () => {
+    const r = await template(['--set', 'workers=4', '--set', 'resources.limits=null']);
+    expect(flagValue(r.container.args, 'workers')).toBe('4');
+    expect(heapOption(r)).toBeUndefined();
+  });
+
+  test('a memory limit too small for the workers fails at template time, saying what would fit', async () => {
+    const auto = await helm(['template', RELEASE, CHART, '--set', 'resources.limits.cpu=2']);
+    expect(auto.code).not.toBe(0);
+    expect(auto.stderr).toContain(
+      "2 workers (workers: auto, from the pod's CPU) get 256 MiB each of resources.limits.memory 640Mi, after heap.primaryReserveMiB 128 for the primary process",
+    );
+    expect(auto.stderr).toContain('set resources.limits.memory to at least 1152Mi');
+    const set = await helm(['template', RELEASE, CHART, '--set', 'workers=4', ...memory('2Gi')]);
+    expect(set.code).not.toBe(0);
+    expect(set.stderr).toContain('4 workers (the value workers) get 480 MiB each');
+    expect(set.stderr).toContain('at least 2176Mi');
+  });
+
+  test('a CPU that is no quantity fails at template time, naming it', async () => {
+    const limit = await helm(['template', RELEASE, CHART, '--set', 'resources.limits.cpu=two']);
+    expect(limit.code).not.toBe(0);
+    expect(limit.stderr).toContain('resources.limits.cpu "two" is not a CPU quantity: write it as 500m, 2 or 1.5');
+    const request = await helm(['template', RELEASE, CHART, '--set', 'resources.requests.cpu=1.5.0']);
+    expect(request.code).not.toBe(0);
+    expect(request.stderr).toContain('resources.requests.cpu "1.5.0" is not a CPU quantity');
+  });
+
+  test('--workers in extraArgs is refused: the chart shares the memory by the value workers', async () => {
+    const r = await helm(['template', RELEASE, CHART, '--set', 'extraArgs={--workers=4}']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('extraArgs has "--workers=4": set the value workers instead');
+  });
+
+  test('each worker Node forks takes the chart’s heap limit (NODE_OPTIONS is every process’s)', async () => {
+    const option = heapOption(await template(['--set', 'resources.limits.cpu=2', ...memory('1152Mi')]));
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'chart-workers-'));
+    const script = path.join(dir, 'fork.cjs');
+    await fs.writeFile(
+      script,
+      [
+        "const cluster = require('node:cluster');",
+        "const limit = () => require('v8').getHeapStatistics().heap_size_limit;",
+        "if (cluster.isPrimary) cluster.fork().on('message', (m) => { console.log(m); process.exit(0); });",
+        'else process.send(limit());',
+      ].join('\n'),
+    );
+    const r = await runToCompletion(process.execPath, [script], {
+      env: { ...process.env, NODE_OPTIONS: option },
+      cwd: repoRoot,
+      timeoutMs: 30_000,
+      what: 'a node:cluster worker with the chart’s NODE_OPTIONS',
+    });
+    await fs.rm(dir, { recursive: true, force: true });
+    expect(r.code).toBe(0);
+    const mib = Number(r.stdout.trim()) / 2 ** 20;
+    expect(mib).toBeGreaterThanOrEqual(384);
+    expect(mib).toBeLessThan(384 + 100);
+  });
+});
+
 describe('server flags, parsed by the server’s own parser', () => {
   const common = {
     securePort: 8443,
@@ -513,6 +621,7 @@ describe('server flags, parsed by the server’s own parser', () => {
     etcdCertfile: '/etc/platform/etcd/tls.crt',
     etcdKeyfile: '/etc/platform/etcd/tls.key',
     shutdownDelayMs: 5000,
+    workers: 1,
   };
   const members = (n: number) =>
     Array.from({ length: n }, (_, i) => `https://${ETCD}-${i}.${ETCD_HEADLESS}.${NS}.svc:2379`);
@@ -1305,6 +1414,11 @@ describe('bad values fail at template time (values.schema.json)', () => {
     [['--set', 'observability.auditLog.policyConfigMap=Audit_Policy'], "'/observability/auditLog/policyConfigMap'"],
     [['--set', 'heap.limitPercent=0.75'], "'/heap/limitPercent'"],
     [['--set', 'heap.maxOldSpaceSizeMiB=-1'], "'/heap/maxOldSpaceSizeMiB'"],
+    [['--set', 'heap.primaryReserveMiB=-1'], "'/heap/primaryReserveMiB'"],
+    [['--set', 'workers=0'], "'/workers'"],
+    [['--set', 'workers=65'], "'/workers'"],
+    [['--set', 'workers=abc'], "'/workers'"],
+    [['--set', 'workers=1.5'], "'/workers'"],
     [['--set', 'etcd.backup.keep=0'], "'/etcd/backup/keep'"],
     [['--set', 'etcd.backup.subPath=../etc'], "'/etcd/backup/subPath'"],
     [['--set', 'etcd.backup.schedule=daily'], "'/etcd/backup/schedule'"],
@@ -1334,6 +1448,7 @@ describe('NOTES.txt', () => {
       expect(notes).toContain(line);
     }
     expect(notes).toContain(`helm test ${RELEASE} -n ${NS}`);
+    expect(notes).toContain('(2 replica(s) with 1 worker(s) each; etcd: 1 member(s)');
   });
 
   test('by default says loudly that one etcd member is not highly available, that nothing is backed up, and which namespaces to list', async () => {

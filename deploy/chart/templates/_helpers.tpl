@@ -245,15 +245,76 @@ a Kubernetes suffix (Ki Mi Gi Ti Pi Ei, k M G T P E). Anything else fails, namin
 {{- end }}
 {{- end }}
 
-{{/* The server's V8 heap limit in MiB (--max-old-space-size): heap.maxOldSpaceSizeMiB when set, else
-heap.limitPercent of the container's memory limit; empty without either (Node's own default applies). */}}
+{{/* A CPU quantity (resources.limits.cpu or resources.requests.cpu) in cores, as a float: a number of cores (2,
+1.5) or of millicores (500m). Anything else fails, naming the value. Takes {value, name}. */}}
+{{- define "pma.cpuCores" -}}
+{{- if or (kindIs "float64" .value) (kindIs "int64" .value) (kindIs "int" .value) }}
+{{- .value | float64 }}
+{{- else }}
+{{- $q := toString .value }}
+{{- if not (regexMatch "^[0-9]+(\\.[0-9]+)?m?$" $q) }}
+{{- fail (printf "%s %q is not a CPU quantity: write it as 500m, 2 or 1.5" .name $q) }}
+{{- end }}
+{{- if hasSuffix "m" $q }}
+{{- divf (trimSuffix "m" $q | float64) 1000 }}
+{{- else }}
+{{- $q | float64 }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The server's --workers: the value workers when it is a number; for auto the pod's CPU, resources.limits.cpu
+else resources.requests.cpu, rounded up (as the server's own auto rounds the cgroup's limit), at least 1 and at
+most 64, and 1 without either. A number rather than the server's auto, so that the heap can be shared out here
+(pma.heapMiB), `helm template` shows it, and a CPU request counts (the server sees only a limit; without one it
+would take every core of the node, each worker with its own cache). */}}
+{{- define "pma.workers" -}}
+{{- range .Values.extraArgs }}
+{{- if or (eq . "--workers") (hasPrefix "--workers=" .) }}
+{{- fail (printf "extraArgs has %q: set the value workers instead (the chart shares the memory limit among the workers)" .) }}
+{{- end }}
+{{- end }}
+{{- if eq (toString .Values.workers) "auto" }}
+{{- $resources := .Values.resources | default dict }}
+{{- $cpu := dig "limits" "cpu" "" $resources }}
+{{- $name := "resources.limits.cpu" }}
+{{- if not $cpu }}
+{{- $cpu = dig "requests" "cpu" "" $resources }}
+{{- $name = "resources.requests.cpu" }}
+{{- end }}
+{{- if $cpu }}
+{{- $cores := include "pma.cpuCores" (dict "value" $cpu "name" $name) | float64 }}
+{{- min 64 (max 1 (ceil $cores | int)) }}
+{{- else }}1{{ end }}
+{{- else }}
+{{- .Values.workers | int }}
+{{- end }}
+{{- end }}
+
+{{/* The V8 heap limit in MiB (--max-old-space-size) of each of the server's processes (NODE_OPTIONS reaches the
+primary and every worker): heap.maxOldSpaceSizeMiB when set, else heap.limitPercent of a worker's share of the
+container's memory limit. With one worker (one process, no primary) the share is the whole limit; with N, the limit
+less heap.primaryReserveMiB (the primary forks the workers and serves nothing) divided by N, as each worker holds a
+whole copy of the watch cache. A share under 512 MiB fails (an idle worker with its cluster connected takes about
+185 MiB, and the percent would leave too little beside its heap). Empty without a memory limit (Node's own default
+applies). */}}
 {{- define "pma.heapMiB" -}}
 {{- $limit := dig "limits" "memory" "" (.Values.resources | default dict) }}
 {{- if .Values.heap.maxOldSpaceSizeMiB }}
 {{- .Values.heap.maxOldSpaceSizeMiB | int }}
 {{- else if $limit }}
-{{- $bytes := include "pma.memoryBytes" $limit | float64 }}
-{{- max 1 (floor (divf (mulf $bytes .Values.heap.limitPercent) 104857600)) | int }}
+{{- $mib := 1048576.0 }}
+{{- $share := include "pma.memoryBytes" $limit | float64 }}
+{{- $workers := include "pma.workers" . | int }}
+{{- if gt $workers 1 }}
+{{- $reserve := .Values.heap.primaryReserveMiB | int }}
+{{- $share = divf (subf $share (mulf $reserve $mib)) $workers }}
+{{- if lt $share (mulf 512 $mib) }}
+{{- $from := ternary "workers: auto, from the pod's CPU" "the value workers" (eq (toString .Values.workers) "auto") }}
+{{- fail (printf "%d workers (%s) get %d MiB each of resources.limits.memory %v, after heap.primaryReserveMiB %d for the primary process; each holds its own copy of the watch cache and needs at least 512 MiB: set resources.limits.memory to at least %dMi, fewer workers, or heap.maxOldSpaceSizeMiB to size each heap yourself" $workers $from (floor (divf $share $mib) | int) $limit $reserve (add (mul $workers 512) $reserve)) }}
+{{- end }}
+{{- end }}
+{{- max 1 (floor (divf (mulf $share .Values.heap.limitPercent) 104857600)) | int }}
 {{- end }}
 {{- end }}
 
