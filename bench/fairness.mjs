@@ -208,7 +208,10 @@ async function etcdErrors() {
   return lines.reduce((n, line) => n + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
 }
 
-/** Every second until stop(): global-default's APF seats from /metrics, logged (the admin's scrape is exempt). */
+/**
+ * Every second until stop(): global-default's APF seats and the longest the event loop stood still (since the last
+ * scrape) from /metrics, logged (the admin's scrape is exempt).
+ */
 function sampleApf(phase) {
   let stopped = false;
   const t0 = now();
@@ -223,7 +226,8 @@ function sampleApf(phase) {
       log(
         `  apf ${f1((now() - t0) / 1000)} s (${phase()}): global-default limit ${seats(text, 'apiserver_flowcontrol_current_limit_seats')}` +
           `, executing seats ${seats(text, 'apiserver_flowcontrol_current_executing_seats')}` +
-          `, waiting requests ${seats(text, 'apiserver_flowcontrol_current_inqueue_requests')}`,
+          `, waiting requests ${seats(text, 'apiserver_flowcontrol_current_inqueue_requests')}` +
+          `, event loop delay max ${f1(1000 * Number(text.match(/^nodejs_eventloop_lag_max_seconds (\S+)$/m)?.[1]))} ms`,
       );
       await sleep(1000);
     }

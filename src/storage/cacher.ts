@@ -127,6 +127,8 @@ export class WatchCache<T extends StoredObject> {
   private stopped = false;
   /** A read of etcd's revision not yet sent, which callers arriving now may share. */
   private nextRevisionRead?: Promise<string>;
+  /** The background catch-up currentNow started, while it runs. */
+  private catchingUp?: Promise<number>;
   /** Listing again after the etcd watch was lost: the cache's contents and history are not to be trusted. */
   private restarting = false;
   private readonly historySize: number;
@@ -248,6 +250,20 @@ export class WatchCache<T extends StoredObject> {
       }
       if (Date.now() > deadline) throw new TooLargeResourceVersion(target, this.revision);
     }
+  }
+
+  /**
+   * Whether the cache already reflects every write etcd acknowledged before this call, found without waiting (one
+   * small etcd request, shared as ensureConsistent's). When it does not, one catch-up (ensureConsistent) runs in the
+   * background, so that the next reads find it current once the writes stop.
+   */
+  async currentNow(): Promise<boolean> {
+    const target = Number(await this.etcdRevision());
+    if (this.revision >= target) return true;
+    this.catchingUp ??= this.ensureConsistent()
+      .catch(() => 0)
+      .finally(() => (this.catchingUp = undefined));
+    return false;
   }
 
   /**

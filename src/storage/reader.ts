@@ -102,19 +102,14 @@ export class ResourceReader {
   ) {}
 
   /**
-   * One object: `resourceVersion` unset is a consistent read (from the cache once shown current, as lists are,
-   * else from etcd), "0" the cache as it is, N the cache once it has reached N.
+   * One object: `resourceVersion` unset is a consistent read, "0" the cache as it is, N the cache once it has
+   * reached N. A consistent read is etcd's, as kube's GET without resourceVersion, unless the cache already holds
+   * etcd's current revision: never waiting for it to catch up, as a list does, since under a flood of writes it
+   * lags, and one tenant's GET would wait for every other tenant's writes to reach the cache.
    */
   async get(key: string, resourceVersion?: string): Promise<KubeObject | undefined> {
-    if (!resourceVersion) {
-      try {
-        await this.cache.ensureConsistent();
-        return this.cache.get(key)?.object;
-      } catch (err) {
-        if (err instanceof TooLargeResourceVersion) return this.storage.get<KubeObject>(key);
-        throw err;
-      }
-    }
+    if (!resourceVersion)
+      return (await this.cache.currentNow()) ? this.cache.get(key)?.object : this.storage.get<KubeObject>(key);
     const rv = parseResourceVersion(resourceVersion);
     if (rv > 0) await this.fresh(rv);
     return this.cache.get(key)?.object;
