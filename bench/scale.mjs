@@ -285,7 +285,7 @@ async function createRaw(etcd, seconds) {
  * CREATE_SLICE seconds, each followed by a raw etcd3 slice as long as it took, so that outside load hits both
  * alike; the rest of the growth is not compared.
  */
-async function grow(etcd, n, r, { finish = true } = {}) {
+async function grow(etcd, n, r, { finish = true, upTo = n } = {}) {
   const at = `N=${fmtN(n)}${atWorkers(r.workers)}`;
   const agent = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
   r.create ??= { server: { creates: 0, seconds: 0 }, raw: { creates: 0, seconds: 0 } };
@@ -297,21 +297,21 @@ async function grow(etcd, n, r, { finish = true } = {}) {
     c.rawValueBytes = JSON.stringify(rawTemplate).length;
   };
   try {
-    if (ONLY.has('create') && count < n) {
+    if (ONLY.has('create') && count < upTo) {
       // A second of each first, not compared: it opens the connections and lets both sides' code get compiled.
       await withCpu(`grow to ${fmtN(n)}${atWorkers(r.workers)} (not compared)`, () =>
-        createThroughServer(n, now() + 1000, agent),
+        createThroughServer(upTo, now() + 1000, agent),
       );
       await template();
       await withCpu(`create ${at}: raw etcd3 warm-up (not compared)`, () => createRaw(etcd, 1));
     }
-    // Not `finish`: only the compared slices (another worker count's server grows the rest).
-    while (count < n && (finish || c.server.seconds < CREATE_SECONDS)) {
+    // Not `finish`: only the compared slices, up to object `upTo` (another worker count's server grows the rest).
+    while (count < upTo && (finish || c.server.seconds < CREATE_SECONDS)) {
       const compare = ONLY.has('create') && c.server.seconds < CREATE_SECONDS;
       const t0 = now();
       const label = compare ? `create ${at}: server POST` : `grow to ${fmtN(n)}${atWorkers(r.workers)} (not compared)`;
       const done = await withCpu(label, () =>
-        createThroughServer(n, compare ? t0 + CREATE_SLICE * 1000 : Infinity, agent),
+        createThroughServer(upTo, compare ? t0 + CREATE_SLICE * 1000 : Infinity, agent),
       );
       const seconds = (now() - t0) / 1000;
       if (!compare) continue;
@@ -450,14 +450,17 @@ async function ensureServer(r) {
  */
 async function measureSize(etcd, n, k) {
   const cols = WORKERS.map((w) => column(n, k, w));
-  for (const r of [...cols.slice(1), cols[0]]) {
+  const order = [...cols.slice(1), cols[0]];
+  for (const [j, r] of order.entries()) {
     const finish = r === cols[0];
-    if (!finish && !(ONLY.has('create') && count < n)) continue;
+    // Each count before the first has at most its share of what is left, so that every count has objects to create.
+    const upTo = finish ? n : count + Math.floor((n - count) / (order.length - j));
+    if (!finish && !(ONLY.has('create') && count < upTo)) continue;
     await ensureServer(r);
     log(
       `growing to ${fmtN(n)} SharedSecrets through the server (${CONCURRENCY} concurrent POSTs)${finish ? '' : `: the compared creates of ${r.workers} workers`}`,
     );
-    if (!(await phase(r, 'growth', () => grow(etcd, n, r, { finish }))) && count < n && finish)
+    if (!(await phase(r, 'growth', () => grow(etcd, n, r, { finish, upTo }))) && count < n && finish)
       await phase(r, 'growth', () => grow(etcd, n, r));
   }
   // The newest objects: the watch rows' patches have changed older ones.
