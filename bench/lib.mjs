@@ -3,9 +3,9 @@
 //
 // The scripts are single runs, so the state they share is one mutable object, `ctx`: the server being measured
 // ({ url, caPem, token, pid }), the server child, the pids whose CPU is counted, etcd's endpoint, the CPU table.
-import { execFileSync, fork } from 'node:child_process';
+import { execFileSync, fork, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
@@ -59,6 +59,49 @@ export function cpuSeconds(pid) {
     return NaN;
   }
 }
+/**
+ * CPU seconds of a process and all its children, live or gone: its own utime+stime, its reaped children's (cutime
+ * and cstime, fields 16 and 17), and those of its live children (found by their parent pid in /proc/<pid>/stat).
+ * A child that exits and is reaped between two readings moves from the second sum into the first.
+ */
+export function treeCpuSeconds(pid) {
+  const fields = (p) => {
+    const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  };
+  let f;
+  try {
+    f = fields(pid);
+  } catch {
+    return NaN;
+  }
+  let ticks = Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+  for (const child of childPids(pid)) {
+    try {
+      const c = fields(child);
+      ticks += Number(c[11]) + Number(c[12]);
+    } catch {
+      // gone meanwhile: its time is in the parent's cutime once reaped
+    }
+  }
+  return ticks / CLK_TCK;
+}
+/** The live children of `pid` (from the parent pid, field 4, of every /proc/<pid>/stat). */
+export function childPids(pid) {
+  const out = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+/** CPU seconds of what ctx.pids names: a pid, or a process tree ({ cpuSeconds() }, the server's workers). */
+const cpuOf = (p) => (typeof p === 'number' ? cpuSeconds(p) : p.cpuSeconds());
 /** Busy (non-idle) CPU seconds of the whole machine, from /proc/stat. */
 export function machineBusySeconds() {
   const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
@@ -68,12 +111,12 @@ export function machineBusySeconds() {
 /** CPU used by each process during `fn`, as cores (CPU seconds / wall seconds), added to the CPU table. */
 export async function withCpu(label, fn) {
   if (ctx.profileDir) await ctx.child.ask({ type: 'profile', action: 'start' });
-  const before = Object.fromEntries(Object.entries(ctx.pids).map(([k, pid]) => [k, cpuSeconds(pid)]));
+  const before = Object.fromEntries(Object.entries(ctx.pids).map(([k, pid]) => [k, cpuOf(pid)]));
   const busyBefore = machineBusySeconds();
   const t0 = now();
   const result = await fn();
   const wall = (now() - t0) / 1000;
-  const seconds = Object.fromEntries(Object.entries(ctx.pids).map(([k, pid]) => [k, cpuSeconds(pid) - before[k]]));
+  const seconds = Object.fromEntries(Object.entries(ctx.pids).map(([k, pid]) => [k, cpuOf(pid) - before[k]]));
   const ours = Object.values(seconds).reduce((a, b) => a + (Number.isFinite(b) ? b : 0), 0);
   seconds['other processes'] = Math.max(0, machineBusySeconds() - busyBefore - ours);
   if (ctx.profileDir) {
@@ -250,6 +293,136 @@ export function forkServerChild(serverConfig, { execArgv = [], flags = [] } = {}
       }),
     () => {},
   );
+  return handle;
+}
+
+/**
+ * The server as `dist/main.js --workers N` runs it: the primary and N workers (node:cluster), on `serverConfig`'s
+ * etcd, data dir and port (securePort must be a fixed port: main.js does not say which it picked). A handle as
+ * forkServerChild's: `ready` resolves once the primary says every worker serves, with the url, the CA of the
+ * self-signed certificate and the admin token it wrote into the data dir, and the primary's pid; `exited` when the
+ * primary ends; `ask('stats' | 'gc')` answers as the server child does, summed over the primary and every worker
+ * (bench/server-probe.mjs, loaded into each, answers per process); `stop` is SIGTERM to the primary (it drains its
+ * workers). `cpuSeconds()` is the CPU of the primary and all its workers, including workers that died;
+ * `workerExits` lists workers that ended while the primary did not (it starts others).
+ */
+export function spawnServerWorkers(serverConfig, { workers, execArgv = [] }) {
+  const extra = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const probeDir = mkdtempSync(join(os.tmpdir(), 'bench-probe-'));
+  const flags = [
+    `--workers=${workers}`,
+    `--etcd-servers=${serverConfig.etcdServers.join(',')}`,
+    `--etcd-prefix=${serverConfig.etcdPrefix}`,
+    `--data-dir=${serverConfig.dataDir}`,
+    `--cert-dir=${serverConfig.certDir}`,
+    `--bind-address=${serverConfig.bindAddress}`,
+    `--secure-port=${serverConfig.securePort}`,
+    `--etcd-compaction-interval=${serverConfig.etcdCompactionIntervalMs ?? 0}ms`,
+  ];
+  const proc = spawn(
+    process.env.BENCH_SERVER_NODE || process.execPath,
+    [
+      ...execArgv,
+      ...extra,
+      `--import=${new URL('./server-probe.mjs', import.meta.url).href}`,
+      new URL('main.js', dist).pathname,
+      ...flags,
+    ],
+    { env: { ...process.env, BENCH_PROBE_DIR: probeDir }, stdio: ['ignore', 'inherit', 'pipe'] },
+  );
+  // Its logs are JSON lines on stderr: passed on, and read for the primary's word that the workers serve.
+  let stderrTail = '';
+  let partial = '';
+  let onServing;
+  const serving = new Promise((resolve) => (onServing = resolve));
+  const handle = {
+    proc,
+    pid: proc.pid,
+    exit: undefined,
+    workerExits: [],
+    cpuSeconds: () => treeCpuSeconds(proc.pid),
+  };
+  proc.stderr.on('data', (chunk) => {
+    process.stderr.write(chunk);
+    const text = chunk.toString();
+    stderrTail = (stderrTail + text).slice(-4096);
+    const lines = (partial + text).split('\n');
+    partial = lines.pop();
+    for (const line of lines) {
+      if (!line.startsWith('{')) continue;
+      let entry;
+      try {
+        entry = JSON.parse(line);
+      } catch {
+        continue;
+      }
+      if (entry.msg === 'workers serving') onServing(entry.url);
+      if (entry.msg === 'worker exited; starting another')
+        handle.workerExits.push({
+          worker: entry.worker,
+          code: entry.code,
+          signal: entry.signal,
+          oom: /heap out of memory|Reached heap limit/.test(stderrTail),
+        });
+    }
+  });
+  handle.exited = new Promise((resolve) =>
+    proc.once('exit', (code, signal) => {
+      handle.exit = { code, signal, oom: /heap out of memory|Reached heap limit/.test(stderrTail) };
+      rmSync(probeDir, { recursive: true, force: true });
+      resolve(handle.exit);
+    }),
+  );
+  // A benchmark that ends without stopping it leaves no server behind (its workers drain when the primary goes).
+  const leave = () => proc.kill('SIGTERM');
+  process.once('exit', leave);
+  handle.exited.then(() => process.off('exit', leave));
+  handle.ready = Promise.race([
+    serving.then((url) => ({
+      url,
+      caPem: readFileSync(join(serverConfig.certDir, 'ca.crt'), 'utf8'),
+      token: readFileSync(join(serverConfig.dataDir, 'admin-token'), 'utf8').trim(),
+      pid: proc.pid,
+    })),
+    handle.exited.then((e) => {
+      throw new Error(`server primary exited with ${e.code ?? e.signal} before its workers served`);
+    }),
+  ]);
+  handle.ask = async (msg) => {
+    if (handle.exit || (msg !== 'stats' && msg !== 'gc')) return undefined;
+    writeFileSync(join(probeDir, 'ask'), msg);
+    const pids = [proc.pid, ...childPids(proc.pid)].filter((pid) => existsSync(join(probeDir, `${pid}.ready`)));
+    const answers = [];
+    for (const pid of pids) {
+      const file = join(probeDir, `${pid}.json`);
+      rmSync(file, { force: true });
+      try {
+        process.kill(pid, 'SIGUSR2');
+      } catch {
+        continue; // gone meanwhile
+      }
+      const deadline = now() + 60_000;
+      while (!existsSync(file) && now() < deadline && !handle.exit) await sleep(10);
+      if (!existsSync(file)) continue;
+      answers.push(JSON.parse(readFileSync(file, 'utf8')));
+      unlinkSync(file);
+    }
+    if (!answers.length) return undefined;
+    const sum = (get) => answers.reduce((a, x) => a + get(x), 0);
+    return {
+      type: msg,
+      processes: answers.length,
+      pss: answers.every((a) => a.pss !== undefined) ? sum((a) => a.pss) : undefined,
+      collected: answers.every((a) => a.collected),
+      memory: Object.fromEntries(Object.keys(answers[0].memory).map((k) => [k, sum((a) => a.memory[k])])),
+      heap: Object.fromEntries(Object.keys(answers[0].heap).map((k) => [k, sum((a) => a.heap[k])])),
+      perProcess: answers.map((a) => ({ pid: a.pid, rss: a.memory.rss, pss: a.pss, heapUsed: a.heap.used_heap_size })),
+    };
+  };
+  handle.stop = async () => {
+    if (!handle.exit) proc.kill('SIGTERM');
+    return handle.exited;
+  };
   return handle;
 }
 

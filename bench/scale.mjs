@@ -6,7 +6,11 @@
 //
 // One etcd; the server in a child process (bench/server-child.mjs) started with --expose-gc and the size's
 // --max-old-space-size; this process is the client of both. The data grows through the API from one size to the
-// next, and every row is measured at each size before the next growth.
+// next, and every row is measured at each size before the next growth. With --workers 1,2 every row is measured
+// once per worker count at each size, on the same data: N > 1 runs the server as `dist/main.js --workers N` (a
+// primary and N workers), whose CPU and memory are summed over all its processes. --burn-cores adds a steady
+// outside load (bench/burn.mjs) for the whole run.
+import { fork } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import https from 'node:https';
@@ -36,6 +40,7 @@ import {
   retryOnReset,
   sharedSecret,
   sleep,
+  spawnServerWorkers,
   startEtcd,
   watchFanOut,
   withCpu,
@@ -58,6 +63,8 @@ const { values: args } = parseArgs({
     'settle-seconds': { type: 'string', default: '2' },
     'start-timeout-seconds': { type: 'string', default: '120' },
     'stall-seconds': { type: 'string', default: '60' },
+    workers: { type: 'string', default: '1' },
+    'burn-cores': { type: 'string', default: '0' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -65,9 +72,12 @@ if (args.help) {
   console.log(`Usage: bench/run.sh scale [--sizes 10000,50000,100000] [--heap-mb 256,256,512] [--only memory,create,get,watch,start]
   [--concurrency 64] [--create-seconds 10] [--create-slice-seconds 2] [--get-seconds 10] [--get-slices 5]
   [--watchers 1000] [--write-rates 100,200] [--watch-seconds 10] [--idle-seconds 5] [--settle-seconds 2]
-  [--start-timeout-seconds 120] [--stall-seconds 60]
+  [--start-timeout-seconds 120] [--stall-seconds 60] [--workers 1] [--burn-cores 0]
 --heap-mb: the server's --max-old-space-size per size (one value for all sizes, or one per size; 0 = Node's
-default). Default: 256 up to 50,000 objects, 512 above.`);
+default). Default: 256 up to 50,000 objects, 512 above.
+--workers: the server's worker counts, each measured at every size on the same data (e.g. 1,2 side by side); 1 is
+the server in one process, N > 1 is dist/main.js --workers N.
+--burn-cores: outside load, a process busy that fraction of a core (more than 1: several) for the whole run.`);
   process.exit(0);
 }
 const list = (s) => s.split(',').filter(Boolean).map(Number);
@@ -87,6 +97,14 @@ const IDLE_SECONDS = Number(args['idle-seconds']);
 const SETTLE_SECONDS = Number(args['settle-seconds']);
 const START_TIMEOUT = Number(args['start-timeout-seconds']);
 const STALL_SECONDS = Number(args['stall-seconds']);
+const WORKERS = list(args.workers);
+const BURN_CORES = Number(args['burn-cores']);
+if (!WORKERS.length || WORKERS.some((w) => !Number.isInteger(w) || w < 1 || w > 64))
+  throw new Error(`--workers must be worker counts from 1 to 64, comma-separated (got ${args.workers})`);
+if (!(BURN_CORES >= 0))
+  throw new Error(`--burn-cores must be a number of cores, 0 or more (got ${args['burn-cores']})`);
+/** More than one worker count: the report has a column per size and count, and the CPU table says which. */
+const SIDE_BY_SIDE = WORKERS.length > 1;
 const RAW_PREFIX = '/bench-raw/sharedsecrets/';
 
 const fmtN = (n) => n.toLocaleString('en-US');
@@ -95,22 +113,45 @@ const fmtN = (n) => n.toLocaleString('en-US');
 
 let serverConfig;
 let etcdPid;
-let child; // { handle, heapMb, spawnedAt }
+let child; // { handle, heapMb, workers, spawnedAt }
 const oomLimits = []; // heap limits (MiB) a server ran out of
+let burners = []; // the --burn-cores processes
 
-/** Starts a server child with the heap limit `heapMb` (0: Node's default) and waits until it serves. */
-async function startChild(heapMb) {
+/**
+ * Starts a server with the heap limit `heapMb` (0: Node's default) and `workers` workers: 1 is the server child
+ * (startServer in one process), more is dist/main.js --workers N (each worker has that heap limit).
+ */
+async function startChild(heapMb, workers) {
   const execArgv = ['--expose-gc', ...(heapMb ? [`--max-old-space-size=${heapMb}`] : [])];
   const t0 = now();
-  const handle = forkServerChild(serverConfig, { execArgv });
-  child = { handle, heapMb, spawnedAt: t0 };
+  const handle =
+    workers > 1 ? spawnServerWorkers(serverConfig, { workers, execArgv }) : forkServerChild(serverConfig, { execArgv });
+  child = { handle, heapMb, workers, spawnedAt: t0 };
   ctx.child = handle;
   return handle;
 }
 async function serving(handle) {
   ctx.server = await handle.ready;
-  ctx.pids = { server: handle.pid, etcd: etcdPid, 'bench client': process.pid };
+  // With workers, the server's CPU is that of the primary and all its workers.
+  ctx.pids = { server: handle.cpuSeconds ? handle : handle.pid, etcd: etcdPid, 'bench client': process.pid };
+  burners.forEach((b, k) => (ctx.pids[burners.length > 1 ? `burner ${k + 1}` : 'burner'] = b.pid));
 }
+/** `fraction` of a core (more than 1: several processes) busy until the run ends. */
+async function startBurners(cores) {
+  const count = Math.ceil(cores);
+  burners = Array.from({ length: count }, () =>
+    fork(new URL('./burn.mjs', import.meta.url), [String(cores / count)], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    }),
+  );
+  await Promise.all(burners.map((b) => new Promise((resolve) => b.once('spawn', resolve))));
+}
+function stopBurners() {
+  for (const b of burners) b.kill('SIGTERM');
+  burners = [];
+}
+/** How a size's column names its worker count in labels (nothing when only one count is measured). */
+const atWorkers = (w) => (SIDE_BY_SIDE ? `, ${w} worker${w > 1 ? 's' : ''}` : '');
 async function stopChild() {
   if (child) await child.handle.stop();
   child = undefined;
@@ -133,6 +174,9 @@ async function memoryAfterGc() {
     heapLimit: mib(m.heap.heap_size_limit),
     external: mib(m.memory.external),
     arrayBuffers: mib(m.memory.arrayBuffers),
+    // Summed over processes, RSS counts the pages they share (Node's code) once per process; PSS splits them.
+    pss: m.pss === undefined ? NaN : mib(m.pss),
+    perProcess: m.perProcess?.map((p) => ({ pid: p.pid, rss: mib(p.rss), heapUsed: mib(p.heapUsed) })),
   };
 }
 
@@ -241,7 +285,8 @@ async function createRaw(etcd, seconds) {
  * CREATE_SLICE seconds, each followed by a raw etcd3 slice as long as it took, so that outside load hits both
  * alike; the rest of the growth is not compared.
  */
-async function grow(etcd, n, r) {
+async function grow(etcd, n, r, { finish = true, upTo = n } = {}) {
+  const at = `N=${fmtN(n)}${atWorkers(r.workers)}`;
   const agent = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
   r.create ??= { server: { creates: 0, seconds: 0 }, raw: { creates: 0, seconds: 0 } };
   const c = r.create;
@@ -252,25 +297,28 @@ async function grow(etcd, n, r) {
     c.rawValueBytes = JSON.stringify(rawTemplate).length;
   };
   try {
-    if (ONLY.has('create') && count < n) {
+    if (ONLY.has('create') && count < upTo) {
       // A second of each first, not compared: it opens the connections and lets both sides' code get compiled.
-      await withCpu(`grow to ${fmtN(n)} (not compared)`, () => createThroughServer(n, now() + 1000, agent));
+      await withCpu(`grow to ${fmtN(n)}${atWorkers(r.workers)} (not compared)`, () =>
+        createThroughServer(upTo, now() + 1000, agent),
+      );
       await template();
-      await withCpu(`create N=${fmtN(n)}: raw etcd3 warm-up (not compared)`, () => createRaw(etcd, 1));
+      await withCpu(`create ${at}: raw etcd3 warm-up (not compared)`, () => createRaw(etcd, 1));
     }
-    while (count < n) {
+    // Not `finish`: only the compared slices, up to object `upTo` (another worker count's server grows the rest).
+    while (count < upTo && (finish || c.server.seconds < CREATE_SECONDS)) {
       const compare = ONLY.has('create') && c.server.seconds < CREATE_SECONDS;
       const t0 = now();
-      const label = compare ? `create N=${fmtN(n)}: server POST` : `grow to ${fmtN(n)} (not compared)`;
+      const label = compare ? `create ${at}: server POST` : `grow to ${fmtN(n)}${atWorkers(r.workers)} (not compared)`;
       const done = await withCpu(label, () =>
-        createThroughServer(n, compare ? t0 + CREATE_SLICE * 1000 : Infinity, agent),
+        createThroughServer(upTo, compare ? t0 + CREATE_SLICE * 1000 : Infinity, agent),
       );
       const seconds = (now() - t0) / 1000;
       if (!compare) continue;
       c.server.creates += done;
       c.server.seconds += seconds;
       await template();
-      const rawDone = await withCpu(`create N=${fmtN(n)}: raw etcd3 txn`, () => createRaw(etcd, seconds));
+      const rawDone = await withCpu(`create ${at}: raw etcd3 txn`, () => createRaw(etcd, seconds));
       c.raw.creates += rawDone;
       c.raw.seconds += seconds;
       log(
@@ -287,10 +335,10 @@ async function grow(etcd, n, r) {
 
 /** A new server child on the same etcd: time from spawn to /readyz 200 and to a consistent list from its cache. */
 async function measureStart(n) {
-  const heapMb = child.heapMb;
+  const { heapMb, workers } = child;
   await stopChild();
   const expected = Array.from({ length: n }, (_, i) => i).filter((i) => created[i] && i % 100 === 0).length;
-  const handle = await startChild(heapMb);
+  const handle = await startChild(heapMb, workers);
   const t0 = child.spawnedAt;
   const deadline = t0 + START_TIMEOUT * 1000;
   const result = {};
@@ -329,21 +377,36 @@ async function measureStart(n) {
 
 // ---------- one size ----------
 
-/** Runs `fn` as phase `what` of size result `r`; a server that died is recorded and started again without limit. */
+/**
+ * Runs `fn` as phase `what` of column result `r`; a server that died is recorded and started again without limit. A
+ * worker that died (the primary starts another) is recorded too; one that ran out of memory has the whole server
+ * started again without limit, as one process would.
+ */
 async function phase(r, what, fn) {
   let error;
+  const workerExitsBefore = child?.handle.workerExits?.length ?? 0;
   try {
     await fn();
   } catch (err) {
     error = err;
   }
-  if (child?.handle.exit || (!child && error)) {
-    const how = death(child?.handle.exit) ?? error.message;
-    r.deaths.push({ phase: what, how, objects: count, heapMb: child?.heapMb });
-    if (child?.handle.exit?.oom && child.heapMb) oomLimits.push(child.heapMb);
+  const workerExits = child?.handle.workerExits?.slice(workerExitsBefore) ?? [];
+  for (const e of workerExits)
+    r.deaths.push({
+      phase: what,
+      how: `worker ${e.worker} ${death(e)} (the primary started another)`,
+      objects: count,
+      heapMb: child.heapMb,
+    });
+  const workerOom = workerExits.some((e) => e.oom);
+  if (child?.handle.exit || (!child && error) || workerOom) {
+    const workers = child?.workers ?? r.workers;
+    const how = death(child?.handle.exit) ?? (workerOom ? 'a worker ran out of memory' : error.message);
+    if (!workerOom) r.deaths.push({ phase: what, how, objects: count, heapMb: child?.heapMb });
+    if ((child?.handle.exit?.oom || workerOom) && child.heapMb) oomLimits.push(child.heapMb);
     log(`  server ${how} during ${what} with ${count} objects; starting one without a heap limit`);
     await stopChild();
-    await serving(await startChild(0));
+    await serving(await startChild(0, workers));
     return false;
   }
   if (error) {
@@ -354,8 +417,9 @@ async function phase(r, what, fn) {
   return true;
 }
 
-async function measureSize(etcd, n, k) {
-  const r = { n, heapMb: heapFor(k), deaths: [], errors: [], loadavg: loadavg() };
+/** A column of the report: the figures of size `n` (the k-th) with `workers` workers. */
+function column(n, k, workers) {
+  const r = { n, workers, heapMb: heapFor(k), deaths: [], errors: [], loadavg: loadavg() };
   // A limit that a smaller size already ran out of would run out again: not tried twice.
   const outgrown = oomLimits.find((mb) => mb >= r.heapMb);
   if (r.heapMb && outgrown) {
@@ -368,14 +432,37 @@ async function measureSize(etcd, n, k) {
     });
     r.heapMb = 0;
   }
-  if (!child || child.heapMb !== r.heapMb) {
-    log(`server with --max-old-space-size=${r.heapMb || 'default'}`);
-    await stopChild();
-    await phase(r, 'start with a new heap limit', async () => serving(await startChild(r.heapMb)));
+  return r;
+}
+
+/** The server with `r`'s heap limit and worker count: the one running, or a new one. */
+async function ensureServer(r) {
+  if (child && child.heapMb === r.heapMb && child.workers === r.workers) return;
+  log(`server with --max-old-space-size=${r.heapMb || 'default'}${SIDE_BY_SIDE ? `, ${r.workers} worker(s)` : ''}`);
+  await stopChild();
+  await phase(r, 'start with a new heap limit', async () => serving(await startChild(r.heapMb, r.workers)));
+}
+
+/**
+ * Every row of size `n` once per worker count; the columns, one per count. The compared creates of every other
+ * count come first, then those of the first count, whose server grows the rest of the way: the first count's rows
+ * are measured as with one count alone, right after the growth. Each count's other rows follow in turn.
+ */
+async function measureSize(etcd, n, k) {
+  const cols = WORKERS.map((w) => column(n, k, w));
+  const order = [...cols.slice(1), cols[0]];
+  for (const [j, r] of order.entries()) {
+    const finish = r === cols[0];
+    // Each count before the first has at most its share of what is left, so that every count has objects to create.
+    const upTo = finish ? n : count + Math.floor((n - count) / (order.length - j));
+    if (!finish && !(ONLY.has('create') && count < upTo)) continue;
+    await ensureServer(r);
+    log(
+      `growing to ${fmtN(n)} SharedSecrets through the server (${CONCURRENCY} concurrent POSTs)${finish ? '' : `: the compared creates of ${r.workers} workers`}`,
+    );
+    if (!(await phase(r, 'growth', () => grow(etcd, n, r, { finish, upTo }))) && count < n && finish)
+      await phase(r, 'growth', () => grow(etcd, n, r));
   }
-  log(`growing to ${fmtN(n)} SharedSecrets through the server (${CONCURRENCY} concurrent POSTs)`);
-  if (!(await phase(r, 'growth', () => grow(etcd, n, r))) && count < n)
-    await phase(r, 'growth', () => grow(etcd, n, r));
   // The newest objects: the watch rows' patches have changed older ones.
   const sample = await etcd.kv.range({
     key: Buffer.from(KEY_PREFIX + name(Math.max(0, count - 1000))),
@@ -383,8 +470,23 @@ async function measureSize(etcd, n, k) {
     limit: 1000,
   });
   const values = sample.kvs.map((kv) => kv.value);
-  r.storedBytes = values.reduce((a, v) => a + v.length, 0) / values.length;
-  if (ONLY.has('memory')) {
+  const storedBytes = values.reduce((a, v) => a + v.length, 0) / values.length;
+  for (const r of cols) {
+    r.storedBytes = storedBytes;
+    if (r !== cols[0]) {
+      r.loadavg = loadavg();
+      log(`--- ${fmtN(n)} objects, ${r.workers} worker(s) ---`);
+      await ensureServer(r);
+    }
+    await measureRows(etcd, n, r, { afterGrowth: r === cols[0] });
+  }
+  return cols;
+}
+
+/** The memory, GET, watch and start rows of column `r` (memory after growth only on the server that grew). */
+async function measureRows(etcd, n, r, { afterGrowth }) {
+  const at = `N=${fmtN(n)}${atWorkers(r.workers)}`;
+  if (ONLY.has('memory') && afterGrowth) {
     await phase(r, 'memory', async () => {
       r.memory = await memoryAfterGc();
       r.memory.heapMbInForce = child.heapMb;
@@ -414,7 +516,7 @@ async function measureSize(etcd, n, k) {
             JSON.parse(res.kvs[0].value.toString('utf8'));
           },
         },
-        { seconds: GET_SECONDS, slices: GET_SLICES, cpuLabel: (label) => `GET N=${fmtN(n)}: ${label}` },
+        { seconds: GET_SECONDS, slices: GET_SLICES, cpuLabel: (label) => `GET ${at}: ${label}` },
       );
     });
   }
@@ -431,14 +533,14 @@ async function measureSize(etcd, n, k) {
             watchers: WATCHERS,
             rate,
             seconds: WATCH_SECONDS,
-            cpuLabel: `N=${fmtN(n)} `,
+            cpuLabel: `${at} `,
           }),
         );
       });
     }
   }
   if (ONLY.has('start')) {
-    log(`start: a new server on ${fmtN(count)} objects`);
+    log(`start: a new server${atWorkers(r.workers)} on ${fmtN(count)} objects`);
     await phase(r, 'start', async () => {
       r.start = await measureStart(n);
       log(`  /readyz after ${f2(r.start.readyz)} s, first list after ${f2(r.start.list)} s`);
@@ -465,7 +567,7 @@ async function main() {
   serverConfig = { ...started.serverConfig, securePort: await freePort() };
   log(`etcd ${info.etcd} (pid ${etcdProc.pid}) on ${ctx.etcdEndpoint}`);
   const etcd = new Etcd3({ hosts: ctx.etcdEndpoint, grpcOptions: { 'grpc.max_receive_message_length': -1 } });
-  const results = { machine: info, sizes: [] };
+  const results = { machine: info, workers: WORKERS, burnCores: BURN_CORES, sizes: [], idle: {}, idleAfterGc: {} };
   // Killed (kill <pid>, timeout): the report of the sizes done so far; etcd and its data go too (the server child
   // exits when this process goes).
   for (const signal of ['SIGINT', 'SIGTERM'])
@@ -477,25 +579,34 @@ async function main() {
           `${report(results)}\n\nInterrupted by ${signal} before the sizes after ${fmtN(results.sizes.at(-1).n)}.`,
         );
       }
+      stopBurners();
       etcdProc.stop().finally(() => {
         rmSync(tmp, { recursive: true, force: true });
         process.exit(130);
       });
     });
   try {
-    log(`idle: a server on empty etcd, ${IDLE_SECONDS} s to settle`);
-    await serving(await startChild(heapFor(0)));
-    await sleep(IDLE_SECONDS * 1000);
-    const stats = await child.handle.ask('stats');
-    results.idle = { rss: mib(stats.memory.rss), heapUsed: mib(stats.memory.heapUsed), heapMb: child.heapMb };
-    results.idleAfterGc = await memoryAfterGc();
-    log(`  RSS ${f1(results.idle.rss)} MiB; after GC ${f1(results.idleAfterGc.rss)} MiB`);
+    if (BURN_CORES) {
+      log(`outside load: ${BURN_CORES} of a core busy from now on (bench/burn.mjs)`);
+      await startBurners(BURN_CORES);
+    }
+    for (const w of WORKERS) {
+      log(`idle: a server${atWorkers(w)} on empty etcd, ${IDLE_SECONDS} s to settle`);
+      await stopChild();
+      await serving(await startChild(heapFor(0), w));
+      await sleep(IDLE_SECONDS * 1000);
+      const stats = await child.handle.ask('stats');
+      results.idle[w] = { rss: mib(stats.memory.rss), heapUsed: mib(stats.memory.heapUsed), heapMb: child.heapMb };
+      results.idleAfterGc[w] = await memoryAfterGc();
+      log(`  RSS ${f1(results.idle[w].rss)} MiB; after GC ${f1(results.idleAfterGc[w].rss)} MiB`);
+    }
     for (const [k, n] of SIZES.entries()) {
       log(`=== ${fmtN(n)} objects ===`);
-      results.sizes.push(await measureSize(etcd, n, k));
+      results.sizes.push(...(await measureSize(etcd, n, k)));
     }
   } finally {
     etcd.close();
+    stopBurners();
     await stopChild();
     await etcdProc.stop();
     rmSync(tmp, { recursive: true, force: true });
@@ -510,21 +621,42 @@ async function main() {
 
 function report(res) {
   const m = res.machine;
-  const out = headerLines(m, m.loadavgAtEnd, 'Server in a child process started with --expose-gc.');
+  const many = WORKERS.filter((w) => w > 1);
+  const how = [
+    WORKERS.includes(1) &&
+      `${many.length ? 'With 1 worker, the server runs' : 'Server'} in a child process started with --expose-gc`,
+    many.length &&
+      `${WORKERS.includes(1) ? 'with' : 'With'} ${many.join(' or ')} workers, as \`dist/main.js --workers N\`: the primary and each worker started with --expose-gc, CPU and memory summed over all of them`,
+  ];
+  const out = headerLines(
+    m,
+    m.loadavgAtEnd,
+    `${how.filter(Boolean).join('; ')}.` +
+      (BURN_CORES
+        ? ` **Outside load: ${BURN_CORES} of a core** kept busy throughout by bench/burn.mjs (the "burner" column of the CPU table).`
+        : ''),
+  );
   out.push(
-    `Options: sizes ${SIZES.map(fmtN).join(', ')}; heap limits ${SIZES.map((_, k) => `${heapFor(k) || 'default'}`).join(', ')} MiB; ` +
+    `Options: sizes ${SIZES.map(fmtN).join(', ')}; heap limits ${SIZES.map((_, k) => `${heapFor(k) || 'default'}`).join(', ')} MiB${many.length ? ' (per process)' : ''}; ` +
+      `${WORKERS.join(' and ')} worker${WORKERS.length > 1 || WORKERS[0] > 1 ? 's' : ''}; ` +
       `${CONCURRENCY} concurrent creates and GETs; create comparison over the first ${CREATE_SECONDS} s of growth per size in ${CREATE_SLICE} s slices; ` +
       `GET ${GET_SECONDS} s per row in ${GET_SLICES} slices; ${WATCHERS} watchers at ${WRITE_RATES.join(' then ')} writes/s for ${WATCH_SECONDS} s each.`,
     '',
   );
-  const idle = res.idle;
-  const idleGc = res.idleAfterGc;
-  if (idle)
-    out.push(
-      `**RSS idle** (server on empty etcd, ${IDLE_SECONDS} s after it served, --max-old-space-size=${idle.heapMb || 'default'}): ` +
-        `**${f1(idle.rss)} MiB** (heap used ${f1(idle.heapUsed)} MiB); after a forced GC ${f1(idleGc.rss)} MiB, heap used ${f1(idleGc.heapUsed)} MiB.`,
-      '',
-    );
+  for (const w of WORKERS) {
+    const idle = res.idle[w];
+    const idleGc = res.idleAfterGc[w];
+    if (idle)
+      out.push(
+        `**RSS idle${atWorkers(w)}** (server on empty etcd, ${IDLE_SECONDS} s after it served, --max-old-space-size=${idle.heapMb || 'default'}): ` +
+          `**${f1(idle.rss)} MiB** (heap used ${f1(idle.heapUsed)} MiB); after a forced GC ${f1(idleGc.rss)} MiB${Number.isFinite(idleGc.pss) ? ` (PSS ${f1(idleGc.pss)})` : ''}, heap used ${f1(idleGc.heapUsed)} MiB` +
+          (idleGc.perProcess
+            ? `; per process (the primary first), RSS / heap used: ${idleGc.perProcess.map((p) => `${f1(p.rss)} / ${f1(p.heapUsed)}`).join(', ')}`
+            : '') +
+          '.',
+        '',
+      );
+  }
   const S = res.sizes;
   const row = (label, cell, goal = '') =>
     out.push(
@@ -537,7 +669,7 @@ function report(res) {
       }).join(' | ')} | ${goal} |`,
     );
   out.push(
-    `| Figure | ${S.map((r) => `${fmtN(r.n)} objects${r.objects < r.n ? ` (only ${fmtN(r.objects)} created)` : ''}`).join(' | ')} | Goal |`,
+    `| Figure | ${S.map((r) => `${fmtN(r.n)} objects${atWorkers(r.workers)}${r.objects < r.n ? ` (only ${fmtN(r.objects)} created)` : ''}`).join(' | ')} | Goal |`,
     `|---|${S.map(() => '---|').join('')}---|`,
   );
   row('Load average (1, 5, 15 min) as the size began', (r) => r.loadavg);
@@ -550,11 +682,12 @@ function report(res) {
   );
   const memCell = (mm) =>
     mm &&
-    `RSS **${f1(mm.rss)}**, heap ${f1(mm.heapUsed)} / ${f1(mm.heapLimit)}${mm.heapMbInForce === 0 ? ' (no limit: after OOM)' : ''}`;
+    `RSS **${f1(mm.rss)}**${Number.isFinite(mm.pss) ? ` (PSS ${f1(mm.pss)})` : ''}, heap ${f1(mm.heapUsed)} / ${f1(mm.heapLimit)}${mm.heapMbInForce === 0 ? ' (no limit: after OOM)' : ''}`;
   row('MiB after growth + forced GC: RSS, V8 heap used / limit', (r) => memCell(r.memory), 'RSS < 400 MiB at 50,000');
   row('MiB in a freshly started server + forced GC', (r) => memCell(r.memoryAfterStart));
-  if (idleGc)
+  if (Object.keys(res.idleAfterGc).length)
     row('Per 10,000 objects above idle (after GC; fresh server, else after growth): RSS / heap MiB', (r) => {
+      const idleGc = res.idleAfterGc[r.workers];
       const mm = r.memoryAfterStart ?? r.memory;
       return `${f1(((mm.rss - idleGc.rss) / r.objects) * 1e4)} / ${f1(((mm.heapUsed - idleGc.heapUsed) / r.objects) * 1e4)}`;
     });
@@ -597,9 +730,15 @@ function report(res) {
   if (notes.length) out.push('Errors:', '', ...notes, '');
   out.push(
     "Create rows: the server's creates are the growth to the size itself (from the previous size), in slices each followed by a raw slice as long; " +
-      `raw values are a server-stored object re-encoded with a new name, uid and secret data (${S[0]?.create?.rawValueBytes ?? '?'} bytes).`,
+      `raw values are a server-stored object re-encoded with a new name, uid and secret data (${S.find((r) => r.create?.rawValueBytes)?.create.rawValueBytes ?? '?'} bytes).`,
     '',
   );
+  if (SIDE_BY_SIDE)
+    out.push(
+      `Columns of one size share its data. The first worker count's server grew the data (its create row is the growth's first ${CREATE_SECONDS} s; ` +
+        '"after growth" is measured on it alone); each other count\'s create row is its own slices just before, on a server of its own.',
+      '',
+    );
   out.push('Watch details (each event × watcher, ms):', '');
   out.push(
     '| Size | offered/s | achieved/s | delivered / expected | ack → received p50 / p99 / max | sent → received p50 / p99 | PATCH p50 / p99 |',
@@ -608,7 +747,7 @@ function report(res) {
   for (const r of S)
     for (const w of r.watch ?? [])
       out.push(
-        `| ${fmtN(r.n)} | ${w.rate} | ${f1(w.writes / w.writeSeconds)} | ${w.delivered} / ${w.expected} | ${f1(w.fromAck.p50)} / ${f1(w.fromAck.p99)} / ${f1(w.fromAck.max)} | ${f1(w.fromSend.p50)} / ${f1(w.fromSend.p99)} | ${f1(w.ackLatency.p50)} / ${f1(w.ackLatency.p99)} |`,
+        `| ${fmtN(r.n)}${atWorkers(r.workers)} | ${w.rate} | ${f1(w.writes / w.writeSeconds)} | ${w.delivered} / ${w.expected} | ${f1(w.fromAck.p50)} / ${f1(w.fromAck.p99)} / ${f1(w.fromAck.max)} | ${f1(w.fromSend.p50)} / ${f1(w.fromSend.p99)} | ${f1(w.ackLatency.p50)} / ${f1(w.ackLatency.p99)} |`,
       );
   out.push('');
   out.push(...cpuLines(m.cores));

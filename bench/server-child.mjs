@@ -1,7 +1,8 @@
 // The API server for the benchmark, in its own process (own event loop, own CPU accounting), started from the
 // built dist/ with the same startServer the real binary uses. Forked by list-get-watch.mjs with an IPC channel:
 // it sends {type: 'ready', url, caPem, token, pid} once serving; answers 'stats' with its memory and CPU; 'gc'
-// (when started with --expose-gc) by collecting garbage and answering with its memory and V8's heap statistics;
+// (when started with --expose-gc) by collecting garbage and answering with its memory, V8's heap statistics and
+// its proportional set size (pss);
 // {type: 'profile', action: 'start' | 'stop', file} starts or stops the V8 CPU profiler (the profile of one
 // benchmark phase, written as a .cpuprofile that Chrome DevTools and bench/profile-summary.mjs read); and on
 // 'stop' it closes the server and exits. BENCH_SERVER_FLAGS (a JSON array of command-line flags, as dist/main.js
@@ -36,6 +37,16 @@ const tokenFile = join(config.dataDir, 'admin-token');
 const token = existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8').trim() : undefined;
 process.send({ type: 'ready', url: server.url, caPem: server.caPem, token, pid: process.pid });
 
+/** This process's proportional set size (its RSS with each shared page split among its sharers), or undefined. */
+function pssBytes() {
+  try {
+    const kb = /^Pss:\s+(\d+) kB/m.exec(readFileSync('/proc/self/smaps_rollup', 'utf8'))?.[1];
+    return kb === undefined ? undefined : Number(kb) * 1024;
+  } catch {
+    return undefined;
+  }
+}
+
 let session;
 const post = (method, params) =>
   new Promise((resolve, reject) => session.post(method, params, (err, res) => (err ? reject(err) : resolve(res))));
@@ -55,6 +66,7 @@ process.on('message', async (msg) => {
       collected: !!globalThis.gc,
       memory: process.memoryUsage(),
       heap: v8.getHeapStatistics(),
+      pss: pssBytes(),
     });
   } else if (msg?.type === 'profile' && msg.action === 'start') {
     if (!session) {

@@ -62,6 +62,8 @@ export interface RequestContext {
    * watch counts as long-running and is audited as ResponseStarted.
    */
   streamStarted?: () => void;
+  /** Set by the request observer; called by the watch handler when it ends a watch whose client does not keep up. */
+  watchTerminated?: () => void;
   /** The request's span, when tracing is on and the request is sampled: its log line names the trace. */
   trace?: { traceId: string; spanId: string };
 }

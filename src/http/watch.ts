@@ -38,7 +38,10 @@ export async function serveWatch(
   const timers: NodeJS.Timeout[] = [];
   let running: RunningWatch | undefined;
   // Lines queue here until the 200 is out; a client too slow for the live events is ended (see watchwriter.ts).
-  const writer = new WatchWriter(res, () => end());
+  const writer = new WatchWriter(res, () => {
+    requestContext(req).watchTerminated?.();
+    end();
+  });
 
   const write = (type: string, object: unknown) => {
     if (!ended) writer.push(eventLine(type, object));

@@ -3,7 +3,8 @@
  * kube-apiserver, client-go and etcd's client metrics name them where they fit:
  *
  * - apiserver_request_total, apiserver_request_duration_seconds (kube's labels and buckets; labels in labels.ts),
- *   apiserver_current_inflight_requests{request_kind}, apiserver_longrunning_requests (open watches);
+ *   apiserver_current_inflight_requests{request_kind}, apiserver_longrunning_requests (open watches),
+ *   apiserver_terminated_watchers_total{group,resource} (watches ended because their client did not keep up);
  * - apiserver_watch_cache_resource_version{group,resource}, and two of ours: apiserver_watch_cache_objects (objects
  *   the cache holds), apiserver_watch_cache_object_bytes and apiserver_watch_cache_history_bytes (the JSON it
  *   holds for them and in its history) and apiserver_watch_cache_lag_revisions (etcd's revision minus the cache's);
@@ -78,6 +79,7 @@ export class Metrics {
   private readonly requests: Counter<(typeof REQUEST_LABELS)[number] | 'code'>;
   private readonly durations: Histogram<(typeof REQUEST_LABELS)[number]>;
   private readonly longRunning: Gauge<(typeof LONG_RUNNING_LABELS)[number]>;
+  private readonly terminatedWatchers: Counter<'group' | 'resource'>;
   private readonly etcdDurations: Histogram<'operation' | 'type'>;
   private readonly etcdErrors: Counter<'operation' | 'type'>;
   private readonly queueAdds: Counter<'name'>;
@@ -108,6 +110,12 @@ export class Metrics {
       name: 'apiserver_longrunning_requests',
       help: 'Gauge of all active long-running apiserver requests (watches) broken out by verb, group, version, resource, scope and component.',
       labelNames: LONG_RUNNING_LABELS,
+      registers,
+    });
+    this.terminatedWatchers = new Counter({
+      name: 'apiserver_terminated_watchers_total',
+      help: 'Counter of watchers closed due to unresponsiveness broken by resource type.',
+      labelNames: ['group', 'resource'],
       registers,
     });
     const inFlight = this.inFlight;
@@ -254,6 +262,11 @@ export class Metrics {
       done = true;
       this.longRunning.dec(gaugeLabels);
     };
+  }
+
+  /** A watch ended because its client left more unread than the server buffers for it. */
+  watchTerminated(labels: RequestLabels): void {
+    this.terminatedWatchers.inc({ group: labels.group, resource: labels.resource });
   }
 
   /** One etcd call (EtcdStorage's onCall, with the key already turned into an object type). */

@@ -88,6 +88,7 @@ export function observeRequests(opts: ObserveOptions) {
       watchEnded = metrics?.longRunningStarted(labels()) ?? (() => {});
       writeAudit('ResponseStarted', res.statusCode);
     };
+    context.watchTerminated = () => metrics?.watchTerminated(labels());
 
     res.once('close', () => {
       watchEnded?.();

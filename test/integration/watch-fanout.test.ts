@@ -7,8 +7,10 @@ import { afterEach, describe, expect, test } from '@jest/globals';
 import type { IncomingMessage } from 'node:http';
 import type { TestServer } from '../support/server.js';
 import { GROUP_PATH } from '../support/http.js';
+import { parseSamples, total } from '../support/prometheus.js';
 import { closeWatches, openWatch, type WatchEvent } from '../support/watch.js';
 import {
+  GROUP,
   MERGE_PATCH,
   createSecretAs,
   sharedSecretPath,
@@ -34,6 +36,16 @@ async function patchSecret(ns: string, name: string, patch: unknown): Promise<an
     body: undefined,
   });
   return res.body;
+}
+
+/** How many SharedSecret watches the server has ended because their client did not keep up (its metric). */
+async function terminatedWatchers(): Promise<number> {
+  const res = await ts.admin.get('/metrics');
+  expect(res.status).toBe(200);
+  return total(parseSamples(res.text), 'apiserver_terminated_watchers_total', {
+    group: GROUP,
+    resource: 'sharedsecrets',
+  });
 }
 
 /** A watch whose client reads the headers and then nothing, until resume(). */
@@ -67,17 +79,24 @@ describe('slow watchers', () => {
     const name = uniq('big');
     await createSecretAs(ts.admin, ns, name);
     const rv = await listRv(sharedSecretsPath(ns));
+    const endedBefore = await terminatedWatchers();
     const stuck = await openUnreadWatch(`${sharedSecretsPath(ns)}?resourceVersion=${rv}`);
     const reader = await openWatch(ts.admin, `${sharedSecretsPath(ns)}?resourceVersion=${rv}`);
 
-    // 40 changes of about 1.3 MB each: far more than the server buffers for one client (16 MiB) plus what the
-    // connection holds.
+    // Changes of about 1.3 MB each, one at a time, until the server says it ended the unread watch: it buffers
+    // 16 MiB for a client beyond what the connection holds, so 40 are far more than enough. The client then reads
+    // at once: the server cuts the connection of a client that does not take the end of its stream within 30 s,
+    // and the time that takes must not depend on how long this machine needs for the changes left.
     const versions: string[] = [];
-    for (let i = 0; i < 40; i++) {
-      const value = Buffer.alloc(1000 * 1024, `v${i}-`).toString('base64');
+    while ((await terminatedWatchers()) === endedBefore) {
+      expect(versions.length).toBeLessThan(40);
+      const value = Buffer.alloc(1000 * 1024, `v${versions.length}-`).toString('base64');
       versions.push((await patchSecret(ns, name, { spec: { data: { k: value } } })).metadata.resourceVersion);
+      // The other watcher has this change, so the server has handed it to the unread watch too.
+      await reader.count(versions.length, 60_000);
     }
-    const got = await reader.count(40, 60_000);
+    const [{ lines, endedCleanly }, got] = await Promise.all([stuck.resume(), reader.count(versions.length)]);
+    expect(await terminatedWatchers()).toBe(endedBefore + 1);
     expect(got.map((e) => `${e.type}@${e.object.metadata.resourceVersion}`)).toEqual(
       versions.map((v) => `MODIFIED@${v}`),
     );
@@ -85,7 +104,6 @@ describe('slow watchers', () => {
 
     // The unread watch was ended after whole events: what reached the client is a proper prefix of the changes,
     // in order, and then the stream ends (the client watches again from the last resourceVersion it got).
-    const { lines, endedCleanly } = await stuck.resume();
     expect(endedCleanly).toBe(true);
     expect(lines.pop()).toBe('');
     const seen = lines.map((line) => JSON.parse(line) as WatchEvent);
