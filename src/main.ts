@@ -53,7 +53,12 @@ async function main(): Promise<void> {
   const server = await startServer(
     config,
     log,
-    cluster.isWorker ? { embeddedEtcdEndpoints: etcd ? etcd.split(',') : undefined } : undefined,
+    cluster.isWorker
+      ? {
+          embeddedEtcdEndpoints: etcd ? etcd.split(',') : undefined,
+          stdout: (line) => process.send!({ type: 'stdout', line } satisfies WorkerMessage),
+        }
+      : undefined,
   );
   if (cluster.isWorker) process.send!({ type: 'serving', url: server.url } satisfies WorkerMessage);
   let stopping = false;

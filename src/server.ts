@@ -76,6 +76,8 @@ export interface RunningServer {
  */
 export interface WorkerOf {
   embeddedEtcdEndpoints?: string[];
+  /** Writes a line to the primary's stdout (audit events of --audit-log-path=-). */
+  stdout?: (line: string) => void;
 }
 
 export async function startServer(flags: Config, log: Logger, worker?: WorkerOf): Promise<RunningServer> {
@@ -106,7 +108,7 @@ export async function startServer(flags: Config, log: Logger, worker?: WorkerOf)
       cleanups.push(['releasing the data dir', () => lock.release()]);
     }
     const metrics = new Metrics();
-    const auditSinks = auditBackends(config, log);
+    const auditSinks = auditBackends(config, log, worker);
     const audit = auditSinks.length
       ? { sink: allSinks(auditSinks), policy: new PolicyEvaluator(auditPolicy) }
       : undefined;
@@ -470,12 +472,13 @@ function serverControllers(
  * --audit-log-path (rotated) and --audit-webhook-config-file (batched); failures to write or send are logged, and
  * requests go on. A webhook kubeconfig that does not load stops the start.
  */
-function auditBackends(config: Config, log: Logger): AuditSink[] {
+function auditBackends(config: Config, log: Logger, worker?: WorkerOf): AuditSink[] {
   const sinks: AuditSink[] = [];
   if (config.auditLogPath)
     sinks.push(
       new AuditLog({
         path: config.auditLogPath,
+        stdout: worker?.stdout,
         maxSizeBytes: config.auditLogMaxSizeBytes,
         maxBackups: config.auditLogMaxBackup,
         maxAgeDays: config.auditLogMaxAgeDays,

@@ -23,7 +23,7 @@ export const WORKER_ETCD_ENV = 'MANAGEMENT_WORKER_EMBEDDED_ETCD';
 export const WORKER_ID_ENV = 'MANAGEMENT_WORKER_ID';
 
 /** What a worker tells the primary. */
-export type WorkerMessage = { type: 'serving'; url: string };
+export type WorkerMessage = { type: 'serving'; url: string } | { type: 'stdout'; line: string };
 /** What the primary tells a worker. */
 export type PrimaryMessage = { type: 'stop' };
 
@@ -71,6 +71,8 @@ export async function runWorkers(config: Config, log: Logger): Promise<void> {
     slot.servingSince = undefined;
     log.info('worker started', { worker: slot.id, pid: worker.process.pid });
     worker.on('message', (message: WorkerMessage) => {
+      // Lines of every worker leave from here, one write each, never interleaved (see AuditLogOptions.stdout).
+      if (message?.type === 'stdout') return void process.stdout.write(message.line);
       if (message?.type !== 'serving') return;
       slot.servingSince = Date.now();
       if (!started && slots.every((s) => s.servingSince !== undefined)) {

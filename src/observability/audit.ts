@@ -210,6 +210,11 @@ export function microTime(d: Date): string {
 }
 
 export interface AuditLogOptions {
+  /**
+   * Where lines for '-' go (default: this process's stdout). A worker hands them to its primary, which writes them
+   * whole: two processes writing lines longer than a pipe's atomic write (4 KiB) to one stdout can interleave them.
+   */
+  stdout?: (line: string) => void;
   /** A file, or '-' for stdout. */
   path: string;
   maxSizeBytes: number;
@@ -238,7 +243,10 @@ export class AuditLog implements AuditSink {
   private readonly file?: RotatingFile;
   private closed = false;
 
+  private readonly stdout: (line: string) => void;
+
   constructor(opts: AuditLogOptions) {
+    this.stdout = opts.stdout ?? ((line) => process.stdout.write(line));
     if (opts.path !== '-') {
       this.file = new RotatingFile({
         path: opts.path,
@@ -255,7 +263,7 @@ export class AuditLog implements AuditSink {
     if (this.closed) return;
     const line = `${JSON.stringify(event)}\n`;
     if (this.file) this.file.write(line);
-    else process.stdout.write(line);
+    else this.stdout(line);
   }
 
   async close(): Promise<void> {

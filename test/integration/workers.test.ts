@@ -26,9 +26,23 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'workers-'));
   tokenFile = join(dir, 'tokens.csv');
   writeFileSync(tokenFile, `${ROOT_TOKEN},root,uid-root,"system:masters"\n`, { mode: 0o600 });
+  // Audit events with their bodies, on stdout: lines far longer than a pipe's atomic write.
+  const policy = join(dir, 'audit-policy.yaml');
+  writeFileSync(
+    policy,
+    'apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\n' +
+      'rules:\n- level: RequestResponse\n  resources: [{group: management.platform.sh, resources: [sharedsecrets]}]\n' +
+      '  verbs: [create]\n- level: None\n',
+  );
   server = await startServerProcess({
     tokenAuthFile: tokenFile,
-    args: ['--workers=2', '--v=3', '--leader-elect-lease-duration=2s'],
+    args: [
+      '--workers=2',
+      '--v=3',
+      '--leader-elect-lease-duration=2s',
+      '--audit-log-path=-',
+      `--audit-policy-file=${policy}`,
+    ],
   });
   await server.waitForLog('workers serving', 60_000);
 }, 90_000);
@@ -99,6 +113,35 @@ async function answeredByWhenClosed(watch: WatchStream): Promise<number> {
   watch.close();
   return answeredBy(watch);
 }
+
+test('audit events on stdout leave whole from every worker, however long (the primary writes them)', async () => {
+  const names = Array.from({ length: 24 }, () => uniq('audited'));
+  const pids = await Promise.all(
+    names.map(async (name) => {
+      const body = secretBody(name);
+      body.metadata.annotations = { note: 'n'.repeat(20_000) };
+      const res = await server.client(ROOT_TOKEN).post(sharedSecretsPath(NS), body);
+      expect(res.status).toBe(201);
+      return answeredBy(res);
+    }),
+  );
+  expect(new Set(pids).size).toBe(2);
+  const audited = () =>
+    server
+      .stdout()
+      .split('\n')
+      .filter((line) => line.includes('"audit.k8s.io/v1"'));
+  await waitFor('an audit event of every create', () =>
+    names.every((name) => audited().some((line) => line.includes(`"${name}"`))),
+  );
+  for (const line of audited()) {
+    const event = JSON.parse(line);
+    expect(event).toMatchObject({ kind: 'Event', stage: 'ResponseComplete', verb: 'create' });
+  }
+  const ours = audited().filter((line) => names.some((name) => line.includes(`"${name}"`)));
+  expect(ours).toHaveLength(names.length);
+  expect(ours.every((line) => line.length > 20_000)).toBe(true);
+});
 
 test('a killed worker is started again while the other serves, and the controllers move to a live worker', async () => {
   const leader = await waitFor('a leading worker', () => {

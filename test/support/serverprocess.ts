@@ -21,8 +21,10 @@ export interface ServerProcess {
   pid: number;
   /** The CA (PEM) of its self-signed serving certificate, for clients of one's own. */
   caPem: string;
-  /** Every JSON line it has logged so far. */
+  /** Every JSON line it has logged so far (its logs are on stderr). */
   readonly logs: LogLine[];
+  /** What it has written to stdout so far (audit events with --audit-log-path=-). */
+  stdout(): string;
   client(token: string): HttpClient;
   /** Resolves with the first log line (past or future) whose msg matches. */
   waitForLog(msg: string | RegExp, timeoutMs?: number): Promise<LogLine>;
@@ -61,13 +63,15 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
       `--token-auth-file=${opts.tokenAuthFile}`,
       ...(opts.args ?? []),
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
+    { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const logs: LogLine[] = [];
   const waiters: Array<{ match: (l: LogLine) => boolean; resolve: (l: LogLine) => void }> = [];
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
   let rest = '';
   let stderr = '';
+  let stdout = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
     const lines = (rest + chunk.toString()).split('\n');
@@ -117,6 +121,7 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
     pid: child.pid!,
     caPem,
     logs,
+    stdout: () => stdout,
     client: (token) => new HttpClient(url, caPem, token),
     waitForLog,
     count: (msg) => logs.filter(matcher(msg)).length,
