@@ -25,6 +25,7 @@ const layers = [
     'src/snapshot-command\\.ts',
     'src/kubeconfig\\.ts',
     'src/datadir-lock\\.ts',
+    'src/datadir\\.ts',
     'src/runtime\\.ts',
   ],
 ];

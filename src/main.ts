@@ -6,8 +6,6 @@ import cluster from 'node:cluster';
 import { FlagError, helpText, parseFlags } from './config.js';
 import { createLogger } from './log.js';
 import { unsupportedRuntime } from './runtime.js';
-import { runSnapshotCommand, snapshotHelp, SnapshotUsageError } from './snapshot-command.js';
-import { startServer } from './server.js';
 import { runWorkers, WORKER_ETCD_ENV, WORKER_ID_ENV, type PrimaryMessage, type WorkerMessage } from './workers.js';
 
 async function main(): Promise<void> {
@@ -17,11 +15,12 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   if (process.argv[2] === 'snapshot') {
+    const snapshot = await import('./snapshot-command.js');
     try {
-      process.stdout.write(await runSnapshotCommand(process.argv.slice(3)));
+      process.stdout.write(await snapshot.runSnapshotCommand(process.argv.slice(3)));
     } catch (err) {
-      if (!(err instanceof SnapshotUsageError)) throw err;
-      process.stderr.write(`error: ${err.message}\n\n${snapshotHelp}`);
+      if (!(err instanceof snapshot.SnapshotUsageError)) throw err;
+      process.stderr.write(`error: ${err.message}\n\n${snapshot.snapshotHelp}`);
       process.exit(2);
     }
     return;
@@ -50,6 +49,8 @@ async function main(): Promise<void> {
   // Heard from the start: the primary may say stop while this worker is still starting (another failed to start).
   const primarySaysStop = cluster.isWorker ? untilPrimarySaysStop() : undefined;
   const etcd = process.env[WORKER_ETCD_ENV];
+  // Loaded here, not at the top: the primary of --workers runs none of the server and so loads none of it.
+  const { startServer } = await import('./server.js');
   const server = await startServer(
     config,
     log,

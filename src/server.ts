@@ -13,7 +13,6 @@ import * as errors from './apimachinery/status.js';
 import { ownerDeletionCheck } from './auth/ownerdeletion.js';
 import { startClientCertificateAuthorities } from './auth/clientcas.js';
 import { setUpAuth } from './auth/setup.js';
-import { ensureAdminToken } from './auth/admin-token.js';
 import { enabledPlugins } from './admission/chain.js';
 import { loadAdmissionConfiguration } from './admission/config.js';
 import { startHostAdmission } from './admission/host.js';
@@ -48,13 +47,14 @@ import { KubeconfigError } from './host/kubeconfig.js';
 import { Metrics, etcdObjectType, registryWatchCacheStats } from './observability/metrics.js';
 import type { Dynamic } from './pki/reloading.js';
 import { ensureServingCertificate } from './pki/selfsigned.js';
+import { selfSignedHosts } from './datadir.js';
 import { reloadingServingCertificate, type ServingPair } from './pki/servingcert.js';
 import { loadDefinitions } from './registry/definitions.js';
 import { Registry } from './registry/registry.js';
 import { startEmbeddedEtcd, type EmbeddedEtcd } from './storage/embedded-etcd.js';
 import { Compactor } from './storage/compactor.js';
 import { EtcdStorage, type EtcdStorageOptions } from './storage/etcd.js';
-import { ensureDefaultConfig, SIGNING_KEYS_RESOURCE, setUpEncryption } from './storage/encryption/setup.js';
+import { SIGNING_KEYS_RESOURCE, setUpEncryption } from './storage/encryption/setup.js';
 import { SigningKeys } from './tokens/signingkeys.js';
 import { installTracer } from './tracing.js';
 import { loadTracingConfig } from './observability/tracingconfig.js';
@@ -544,23 +544,6 @@ async function servingCertificate(
   const pem = await ensureServingCertificate({ certDir: config.certDir, hosts: selfSignedHosts(config) });
   const pair = { cert: pem.certPem, key: pem.keyPem };
   return { pair: { current: () => pair, onChange: () => {} }, caPem: pem.caPem, stop: () => {} };
-}
-
-/**
- * What a first start writes into the data dir (the self-signed serving certificate, the admin token, the default
- * encryption configuration of the embedded etcd), made by the primary before its workers start, so that they all
- * read the same files rather than race to write them. Each is kept when it is there already.
- */
-export async function prepareDataDir(config: Config, log: Logger): Promise<void> {
-  if (!config.tlsCertFile) await ensureServingCertificate({ certDir: config.certDir, hosts: selfSignedHosts(config) });
-  if (!config.tokenAuthFile) ensureAdminToken(config.dataDir);
-  if (!config.encryptionProviderConfig && !config.etcdServers.length) ensureDefaultConfig(config.dataDir, log);
-}
-
-function selfSignedHosts(config: Config): string[] {
-  const hosts = [...config.tlsSans];
-  if (!['0.0.0.0', '::'].includes(config.bindAddress)) hosts.push(config.bindAddress);
-  return hosts;
 }
 
 /** The address local clients dial: the bind address, or loopback when bound to every interface. */

@@ -14,7 +14,7 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Config } from './config.js';
 import { lockDataDir } from './datadir-lock.js';
 import type { Logger } from './log.js';
-import { prepareDataDir } from './server.js';
+import { prepareDataDir } from './datadir.js';
 import { startEmbeddedEtcd } from './storage/embedded-etcd.js';
 
 /** The environment variable that gives a worker the embedded etcd's endpoints (comma-separated). */
