@@ -111,6 +111,8 @@ export class WatchCache<T extends StoredObject> {
   private readonly objects = new Map<string, CachedObject<T>>();
   /** The keys of `objects` in order, kept between lists until a key comes or goes. */
   private sortedKeys?: string[];
+  /** The last snapshot, while the cache has not changed (see snapshot). */
+  private lastSnapshot?: { prefix: string; revision: number; keys: string[]; items: readonly CachedObject<T>[] };
   private history: CacheEvent<T>[] = [];
   /** The JSON characters of the states the history holds. */
   private historyBytesHeld = 0;
@@ -205,11 +207,19 @@ export class WatchCache<T extends StoredObject> {
     return this.objects.get(key);
   }
 
-  /** The objects under `prefix`, in key order, and the revision they reflect. */
-  snapshot(prefix: string): { items: CachedObject<T>[]; revision: number } {
+  /**
+   * The objects under `prefix`, in key order, and the revision they reflect. The array is shared, frozen, by every
+   * caller until the cache changes: lists let in together (API Priority and Fairness dispatching a whole queue, all
+   * of them waking on one read of etcd's revision) took one copy of 10,000 objects each, in one go.
+   */
+  snapshot(prefix: string): { items: readonly CachedObject<T>[]; revision: number } {
     this.sortedKeys ??= [...this.objects.keys()].sort();
-    const keys = this.sortedKeys.filter((k) => k.startsWith(prefix));
-    return { items: keys.map((k) => this.objects.get(k)!), revision: this.revision };
+    const last = this.lastSnapshot;
+    if (last?.prefix === prefix && last.revision === this.revision && last.keys === this.sortedKeys)
+      return { items: last.items, revision: this.revision };
+    const items = Object.freeze(this.sortedKeys.filter((k) => k.startsWith(prefix)).map((k) => this.objects.get(k)!));
+    this.lastSnapshot = { prefix, revision: this.revision, keys: this.sortedKeys, items };
+    return { items, revision: this.revision };
   }
 
   /** Resolves once the cache reflects `revision`; TooLargeResourceVersion after `timeoutMs`. */

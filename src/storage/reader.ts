@@ -138,7 +138,7 @@ export class ResourceReader {
     const snap = this.cache.snapshot(prefix);
     const match = opts.predicate ?? everything;
     const items = match.empty
-      ? snap.items
+      ? snap.items.slice()
       : await filterInTurns(snap.items, (o) => selects(match, o, () => o.decode()), opts.bulk);
     return { ...this.listOf([], String(Math.max(revision, snap.revision))), items };
   }
@@ -306,7 +306,7 @@ type Filtered = { type: EventType; object: KubeObject } | undefined;
  * The items `keep` keeps. A large collection (one decode and check per object: a tenth of a second at 10,000) is
  * gone through in slices, one per bulk turn (bulkturns.ts), so that other requests are served in between.
  */
-async function filterInTurns<T>(items: T[], keep: (item: T) => boolean, job = bulkJob()): Promise<T[]> {
+async function filterInTurns<T>(items: readonly T[], keep: (item: T) => boolean, job = bulkJob()): Promise<T[]> {
   if (items.length <= SMALL) return items.filter(keep);
   const kept: T[] = [];
   let i = 0;
