@@ -148,11 +148,15 @@ export class WatchWriter {
   flush(): void {
     const res = this.res;
     if (this.closed || res.writableNeedDrain) return;
-    res.cork(); // what is written below leaves as one socket write, now, inside the flush budget
+    // What is written below leaves as one socket write, now, inside the flush budget. The socket is corked, not the
+    // response: uncorking a response uncorks its socket before writing the chunk's length, which then leaves on its
+    // own (a TLS record and a system call of its own, for every watcher at every flush).
+    const socket = res.socket;
+    socket?.cork();
     try {
       while (this.next < this.lines.length && res.write(this.nextChunk()));
     } finally {
-      res.uncork();
+      socket?.uncork();
     }
     if (this.next === this.lines.length) {
       this.lines = [];
