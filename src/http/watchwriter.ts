@@ -19,6 +19,12 @@ export const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 const UNREAD_CHECK_BYTES = 256 * 1024;
 /** How long one turn of the event loop may spend writing to watchers before requests get their turn. */
 const FLUSH_BUDGET_MS = 10;
+/**
+ * Rounds of writes (see flushSome) begin at most this often. Under a steady stream of events a watcher's lines then
+ * leave together, one write (a TLS record and a system call: more than a line costs) for several events, at the price
+ * of at most this much delay; an event after a quiet spell goes out at once.
+ */
+const ROUND_INTERVAL_MS = 50;
 /** Queued lines are written in pieces of about this size, as the client takes them. */
 const CHUNK_BYTES = 64 * 1024;
 /** How long an ended stream's last bytes may wait for a client that reads nothing before its connection is cut. */
@@ -56,21 +62,43 @@ function joined(lines: Buffer[], from: number, to: number, bytes: number): Buffe
   return out;
 }
 
-/** Streams with lines to write, oldest first; a stream written to goes to the back when it has more. */
-const waiting = new Set<WatchWriter>();
-let flushScheduled = false;
+/**
+ * Writes go in rounds: a round writes to the streams that had lines when it began, a turn of the event loop at a time
+ * (FLUSH_BUDGET_MS each), oldest first. Streams that get lines meanwhile wait for the next round, which begins once
+ * this one is over, and no sooner than ROUND_INTERVAL_MS after it began: however busy the server, a stream gets new
+ * events at most once per round, and those of that time leave together. (A stream whose client drained what it was
+ * sent joins the current round.)
+ */
+let round = new Set<WatchWriter>();
+let nextRound = new Set<WatchWriter>();
+let roundBegan = -Infinity;
+let immediate = false;
+let timer: NodeJS.Timeout | undefined;
 
 function scheduleFlush(): void {
-  if (flushScheduled || !waiting.size) return;
-  flushScheduled = true;
-  setImmediate(flushSome);
+  if (immediate) return;
+  const wait = round.size ? 0 : roundBegan + ROUND_INTERVAL_MS - performance.now();
+  if (wait <= 0 && (round.size || nextRound.size)) {
+    immediate = true;
+    setImmediate(flushSome);
+  } else if (nextRound.size && !timer) {
+    timer = setTimeout(() => {
+      timer = undefined;
+      scheduleFlush();
+    }, wait);
+  }
 }
 
 function flushSome(): void {
-  flushScheduled = false;
-  const deadline = performance.now() + FLUSH_BUDGET_MS;
-  for (const writer of waiting) {
-    waiting.delete(writer);
+  immediate = false;
+  const now = performance.now();
+  if (!round.size && now >= roundBegan + ROUND_INTERVAL_MS) {
+    [round, nextRound] = [nextRound, round];
+    roundBegan = now;
+  }
+  const deadline = now + FLUSH_BUDGET_MS;
+  for (const writer of round) {
+    round.delete(writer);
     writer.flush();
     if (performance.now() >= deadline) break;
   }
@@ -91,13 +119,15 @@ export class WatchWriter {
   private liveBytes = 0;
   private started = false;
   private closed = false;
+  private overflowed = false;
 
   /** `overflow` is called once the client has left more than MAX_BUFFERED_BYTES of live events unread. */
   constructor(
     private readonly res: ServerResponse,
     private readonly overflow: () => void,
   ) {
-    res.on('drain', () => this.schedule());
+    // A client that took what it was sent is sent more at once (a backlog, as the initial events, leaves at its pace).
+    res.on('drain', () => this.schedule(true));
   }
 
   push(line: Buffer): void {
@@ -109,8 +139,10 @@ export class WatchWriter {
     }
     this.liveBytes += line.length;
     // The response holds about one chunk, so the bound is near only once lines pile up here.
-    if (this.liveBytes > UNREAD_CHECK_BYTES && this.unreadBytes() > MAX_BUFFERED_BYTES) this.overflow();
-    else this.schedule();
+    if (this.liveBytes > UNREAD_CHECK_BYTES && this.unreadBytes() > MAX_BUFFERED_BYTES) {
+      this.overflowed = true;
+      this.overflow();
+    } else this.schedule();
   }
 
   /** Live lines the client has not taken yet: queued here, and in the response once initial events are out. */
@@ -121,7 +153,7 @@ export class WatchWriter {
   /** The response's headers are out: lines may be written from now on. */
   start(): void {
     this.started = true;
-    this.schedule();
+    this.schedule(true);
   }
 
   /** No more writes; lines not yet written are dropped (the stream ends after a whole line). */
@@ -129,11 +161,14 @@ export class WatchWriter {
     this.closed = true;
     this.lines = [];
     this.next = this.initialEnd = this.liveBytes = 0;
-    waiting.delete(this);
+    round.delete(this);
+    nextRound.delete(this);
   }
 
   /** Ends the response after what it holds, and cuts the connection if the client does not take that in time. */
   endResponse(): void {
+    // Lines waiting for their round go first, as far as the client takes them now (not to a client too slow for them).
+    if (!this.overflowed) this.flush();
     this.close();
     const res = this.res;
     if (res.writableEnded) return;
@@ -148,11 +183,15 @@ export class WatchWriter {
   flush(): void {
     const res = this.res;
     if (this.closed || res.writableNeedDrain) return;
-    res.cork(); // what is written below leaves as one socket write, now, inside the flush budget
+    // What is written below leaves as one socket write, now, inside the flush budget. The socket is corked, not the
+    // response: uncorking a response uncorks its socket before writing the chunk's length, which then leaves on its
+    // own (a TLS record and a system call of its own, for every watcher at every flush).
+    const socket = res.socket;
+    socket?.cork();
     try {
       while (this.next < this.lines.length && res.write(this.nextChunk()));
     } finally {
-      res.uncork();
+      socket?.uncork();
     }
     if (this.next === this.lines.length) {
       this.lines = [];
@@ -176,9 +215,13 @@ export class WatchWriter {
     return joined(this.lines, from, this.next, bytes);
   }
 
-  private schedule(): void {
-    if (this.closed || !this.started) return;
-    waiting.add(this);
+  /** Writes in the next round, or with `now` in the current one (beginning one if none is under way). */
+  private schedule(now = false): void {
+    if (this.closed || !this.started || round.has(this)) return;
+    if (now) {
+      nextRound.delete(this);
+      round.add(this);
+    } else nextRound.add(this);
     scheduleFlush();
   }
 }

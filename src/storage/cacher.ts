@@ -113,7 +113,13 @@ export class WatchCache<T extends StoredObject> {
   private sortedKeys?: string[];
   /** The last snapshot, while the cache has not changed (see snapshot). */
   private lastSnapshot?: { prefix: string; revision: number; keys: string[]; items: readonly CachedObject<T>[] };
-  private history: CacheEvent<T>[] = [];
+  /**
+   * Recent events, oldest first, from `historyStart` on; the slots before it are forgotten and emptied, and cut off
+   * together once they are half the array (shifting the whole array for every event cost up to a millisecond per
+   * write on a large heap while the GC marked it).
+   */
+  private history: (CacheEvent<T> | undefined)[] = [];
+  private historyStart = 0;
   /** The JSON characters of the states the history holds. */
   private historyBytesHeld = 0;
   /** Everything up to this revision is reflected in `objects` (events, progress, or a proven comparison). */
@@ -157,6 +163,7 @@ export class WatchCache<T extends StoredObject> {
     this.sortedKeys = undefined;
     this.revision = this.oldest = this.lastEvent = Number(resourceVersion);
     this.history = [];
+    this.historyStart = 0;
     this.historyBytesHeld = 0;
     const handle = (this.handle = await this.storage.watch<T>(
       this.prefix,
@@ -299,7 +306,7 @@ export class WatchCache<T extends StoredObject> {
   watch(prefix: string, fromRevision: number, watcher: CacheWatcher<T>): () => void {
     // While re-listing, no revision can be followed yet: the client lists again, as after any 410.
     if (fromRevision < this.oldest || this.restarting) throw new TooOldResourceVersion(fromRevision, this.oldest);
-    const replay = this.history.filter((e) => e.revision > fromRevision && e.key.startsWith(prefix));
+    const replay = this.held().filter((e) => e.revision > fromRevision && e.key.startsWith(prefix));
     if (replay.length) watcher.deliver(replay);
     this.watchers.set(watcher, { prefix, after: fromRevision });
     return () => this.removeWatcher(watcher, false);
@@ -327,7 +334,7 @@ export class WatchCache<T extends StoredObject> {
       size.objects++;
       size.bytes += obj.json.length;
     }
-    for (const e of this.history) of(e.key).historyBytes += e.encoded.json.length;
+    for (const e of this.held()) of(e.key).historyBytes += e.encoded.json.length;
     return sizes;
   }
 
@@ -379,17 +386,26 @@ export class WatchCache<T extends StoredObject> {
       this.history.push(e);
       this.historyBytesHeld += e.encoded.json.length;
     }
-    let drop = 0;
+    const history = this.history;
+    let start = this.historyStart;
     while (
-      drop < this.history.length - 1 &&
-      (this.history.length - drop > this.historySize || this.historyBytesHeld > this.historyBytes)
+      start < history.length - 1 &&
+      (history.length - start > this.historySize || this.historyBytesHeld > this.historyBytes)
     ) {
-      this.historyBytesHeld -= this.history[drop].encoded.json.length;
-      drop++;
+      this.historyBytesHeld -= history[start]!.encoded.json.length;
+      this.oldest = history[start]!.revision;
+      history[start++] = undefined;
     }
-    if (!drop) return;
-    const dropped = this.history.splice(0, drop);
-    this.oldest = dropped[drop - 1].revision;
+    if (start * 2 > history.length) {
+      this.history = history.slice(start);
+      start = 0;
+    }
+    this.historyStart = start;
+  }
+
+  /** The events the history holds, oldest first. */
+  private held(): CacheEvent<T>[] {
+    return this.history.slice(this.historyStart) as CacheEvent<T>[];
   }
 
   private advance(revision: number): void {
