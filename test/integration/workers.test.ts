@@ -5,7 +5,7 @@
  * for an answer or a log line.
  */
 import { afterAll, afterEach, beforeAll, expect, test } from '@jest/globals';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -171,10 +171,36 @@ test('a killed worker is started again while the other serves, and the controlle
   });
 }, 60_000);
 
+test('a leader worker stopped cleanly hands the controllers over: it stops leading, another worker leads, a new one starts', async () => {
+  const leader = await waitFor('a leading worker', () => {
+    const lines = server.logs.filter((l) => l.msg === STARTED_LEADING);
+    const last = lines.at(-1);
+    return last && livePids().includes(Number(last.pid)) ? last : undefined;
+  });
+  const stopped = Number(leader.pid);
+  const before = server.logs.length;
+  process.kill(stopped, 'SIGTERM');
+  await waitFor('the leader stopping its lead', () =>
+    server.logs.some((l) => l.msg === 'leader election: stopped leading' && Number(l.pid) === stopped),
+  );
+  const next = await waitFor(
+    'another worker leading',
+    () => server.logs.slice(before).find((l) => l.msg === STARTED_LEADING && Number(l.pid) !== stopped),
+    30_000,
+  );
+  expect(livePids()).toContain(Number(next.pid));
+  const exit = await waitFor('the stopped worker exiting', () =>
+    server.logs.find((l) => /^worker (exited|stopped)/.test(l.msg) && Number(l.pid) === stopped),
+  );
+  expect(exit.code).toBe(0);
+  await waitFor('two live workers again', () => livePids().length === 2 && !livePids().includes(stopped));
+}, 60_000);
+
 test('SIGTERM drains every worker: their watches end cleanly, each worker stops, and the primary exits 0', async () => {
   const watches: WatchStream[] = [];
   for (let i = 0; i < 4; i++) watches.push(await openWatch(server.client(ROOT_TOKEN), sharedSecretsPath(NS)));
   const workers = livePids();
+  const since = server.logs.length;
   server.signal('SIGTERM');
   expect(await server.exited).toBe(0);
   await waitFor('every watch ended', () => watches.every((w) => w.ended));
@@ -185,16 +211,67 @@ test('SIGTERM drains every worker: their watches end cleanly, each worker stops,
       status: 200,
     });
   const drained = server.logs
+    .slice(since)
     .filter((l) => l.msg === 'shutdown: draining the HTTPS server done')
     .map((l) => Number(l.pid));
   expect(drained.sort()).toEqual([...workers].sort());
-  const stopped = server.logs.filter((l) => l.msg === 'worker stopped');
+  const stopped = server.logs.slice(since).filter((l) => l.msg === 'worker stopped');
   expect(stopped.map((l) => ({ pid: Number(l.pid), code: l.code }))).toEqual(
     expect.arrayContaining(workers.map((pid) => ({ pid, code: 0 }))),
   );
   expect(server.count('shutdown: stopping the embedded etcd done')).toBe(1);
   expect(server.count('shutdown: releasing the data dir done')).toBe(1);
 }, 60_000);
+
+/** Whether a process is alive (signal 0 finds it). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The pids of the etcd processes whose command line names `dataDir`. */
+function etcdOf(dataDir: string): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^[0-9]+$/.test(name))
+    .filter((pid) => {
+      try {
+        const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+        return argv[0].endsWith('etcd') && argv.some((arg) => arg.includes(dataDir));
+      } catch {
+        return false; // gone meanwhile
+      }
+    })
+    .map(Number);
+}
+
+test('a second signal does not wait for the drain: the workers are killed at once, the primary exits 1 and its etcd stops', async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'workers-second-signal-'));
+  // A drain that would take a minute: only the second signal can end it sooner.
+  const second = await startServerProcess({
+    tokenAuthFile: tokenFile,
+    dataDir,
+    args: ['--workers=2', '--shutdown-delay-duration=60s'],
+  });
+  try {
+    await second.waitForLog('workers serving', 60_000);
+    const workers = second.logs.filter((l) => l.msg === 'worker started').map((l) => Number(l.pid));
+    const etcd = etcdOf(dataDir);
+    expect([workers.length, etcd.length]).toEqual([2, 1]);
+    second.signal('SIGTERM');
+    await second.waitForLog('stopping');
+    second.signal('SIGTERM');
+    expect(await second.exited).toBe(1);
+    expect(second.count('stopping at once')).toBe(1);
+    await waitFor('the workers and the etcd gone', () => [...workers, ...etcd].every((pid) => !alive(pid)));
+  } finally {
+    await second.kill();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}, 90_000);
 
 test('a worker that cannot serve fails the start: the primary stops the others and its etcd, and exits 1 saying why', async () => {
   const taken = createServer();
