@@ -14,6 +14,7 @@ import { Session } from 'node:inspector';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import v8 from 'node:v8';
+import { pssBytes } from './pss.mjs';
 
 const dist = process.env.BENCH_DIST
   ? pathToFileURL(resolve(process.env.BENCH_DIST) + '/')
@@ -36,16 +37,6 @@ const server = await startServer(config, silentLogger);
 const tokenFile = join(config.dataDir, 'admin-token');
 const token = existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8').trim() : undefined;
 process.send({ type: 'ready', url: server.url, caPem: server.caPem, token, pid: process.pid });
-
-/** This process's proportional set size (its RSS with each shared page split among its sharers), or undefined. */
-function pssBytes() {
-  try {
-    const kb = /^Pss:\s+(\d+) kB/m.exec(readFileSync('/proc/self/smaps_rollup', 'utf8'))?.[1];
-    return kb === undefined ? undefined : Number(kb) * 1024;
-  } catch {
-    return undefined;
-  }
-}
 
 let session;
 const post = (method, params) =>

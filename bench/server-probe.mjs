@@ -6,18 +6,10 @@
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import v8 from 'node:v8';
+import { pssBytes } from './pss.mjs';
 
 const dir = process.env.BENCH_PROBE_DIR;
 
-/** This process's proportional set size (its RSS with each shared page split among its sharers), or undefined. */
-function pssBytes() {
-  try {
-    const kb = /^Pss:\s+(\d+) kB/m.exec(readFileSync('/proc/self/smaps_rollup', 'utf8'))?.[1];
-    return kb === undefined ? undefined : Number(kb) * 1024;
-  } catch {
-    return undefined;
-  }
-}
 if (dir) {
   process.on('SIGUSR2', () => {
     const ask = readFileSync(join(dir, 'ask'), 'utf8').trim();

@@ -168,7 +168,7 @@ export class FlowControl {
       l.queueSet.reconfigure({
         queuing: queuingOf(l.config),
         concurrencyLimit: limits[i],
-        flowHeadroom: levelMaxSeats(l.bounds.nominal),
+        flowHeadroom: l.maxSeats,
       });
     });
   }

@@ -4,7 +4,11 @@ import { toJson } from '../apimachinery/encoded.js';
 export { toJson };
 
 export function listJson(list: { items: unknown[] }): string {
-  const { items, ...rest } = list;
-  const head = JSON.stringify({ ...rest, items: [] }); // ends with "items":[]}
-  return `${head.slice(0, -2)}${items.map(toJson).join(',')}]}`;
+  return `${listHead(list)}${list.items.map(toJson).join(',')}]}`;
+}
+
+/** A list's JSON up to its first item: everything but the items, ending with `"items":[`. */
+export function listHead(list: { items: unknown[] }): string {
+  const { items: _, ...rest } = list;
+  return JSON.stringify({ ...rest, items: [] }).slice(0, -2); // without the `]}` of the empty items
 }

@@ -7,7 +7,7 @@ import { internalError, StatusError, type Status } from '../apimachinery/status.
 import { goQuote } from '../apimachinery/golang/strconv.js';
 import type { Logger } from '../log.js';
 import { sliceClock, type BulkJob } from '../storage/bulkturns.js';
-import { listJson, toJson } from './json.js';
+import { listHead, listJson, toJson } from './json.js';
 import { JSON_TYPE, YAML_TYPE, type Encoding } from './negotiation.js';
 
 /** An answer already sent (a 504 once the deadline passed) is never followed by another. */
@@ -50,9 +50,7 @@ export async function writeList(
   }
   if (res.headersSent) return;
   res.status(code).setHeader('Content-Type', JSON_TYPE);
-  const { items: _, ...rest } = list as { items: unknown[] };
-  const head = JSON.stringify({ ...rest, items: [] }); // ends with "items":[]}
-  let piece = head.slice(0, -2);
+  let piece = listHead(list as { items: unknown[] });
   let i = 0;
   while (i < items.length) {
     await job.turn();

@@ -46,6 +46,31 @@ function schedule(): void {
   });
 }
 
+/** Collections this small are gone through at once; larger ones a slice per turn. */
+const AT_ONCE = 256;
+/** How many items a slice goes through between two looks at its clock. */
+const CHECK_EVERY = 64;
+
+/**
+ * Calls `each` on the items in order: at once for a small collection, else a slice per turn of `job`, until `stop()`
+ * says so (checked before each item).
+ */
+export async function eachInTurns<T>(
+  items: readonly T[],
+  each: (item: T) => void,
+  opts: { job?: BulkJob; stop?: () => boolean } = {},
+): Promise<void> {
+  const stop = opts.stop ?? (() => false);
+  const job = items.length > AT_ONCE ? (opts.job ?? bulkJob()) : undefined;
+  let i = 0;
+  while (i < items.length && !stop()) {
+    if (job) await job.turn();
+    const slice = sliceClock();
+    do each(items[i++]);
+    while (i < items.length && !stop() && (!job || i % CHECK_EVERY !== 0 || !slice.over()));
+  }
+}
+
 /** A clock for one slice: `over()` once SLICE_MS have passed. */
 export function sliceClock(): { over(): boolean } {
   const end = performance.now() + SLICE_MS;

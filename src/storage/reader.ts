@@ -15,7 +15,7 @@ import {
   type EventType,
   type WatchCache,
 } from './cacher.js';
-import { bulkJob, sliceClock, type BulkJob } from './bulkturns.js';
+import { eachInTurns, type BulkJob } from './bulkturns.js';
 import { keyAfter } from './etcd.js';
 import { interpretStorageError } from './errors.js';
 import type { CachedAttributes, Storage } from './interface.js';
@@ -89,10 +89,6 @@ export interface ReadResource {
 }
 
 const everything: Predicate = { matches: () => true, empty: true };
-/** Collections this small are gone through at once; larger ones in slices (bulkturns.ts). */
-const SMALL = 256;
-/** How many objects a slice goes through between two looks at its clock. */
-const CHECK_EVERY = 64;
 
 export class ResourceReader {
   constructor(
@@ -239,18 +235,15 @@ export class ResourceReader {
     }
     if (snap) {
       // A slice per bulk turn, other requests served in between: 100,000 objects decode in about a second.
-      const job = snap.items.length > SMALL ? bulkJob() : undefined;
-      let i = 0;
-      while (i < snap.items.length && !ended) {
-        if (job) await job.turn();
-        const slice = sliceClock();
-        do {
-          const cached = snap.items[i++];
+      await eachInTurns(
+        snap.items,
+        (cached) => {
           let obj: KubeObject | undefined;
           if (match.empty || selects(match, cached, () => (obj = cached.decode())))
             sink.event('ADDED', obj ?? cached.decode());
-        } while (i < snap.items.length && !ended && (i % CHECK_EVERY !== 0 || !slice.over()));
-      }
+        },
+        { stop: () => ended },
+      );
       if (!ended && opts.sendInitialEvents) sink.initialEventsEnd(start);
       const pending = held!;
       held = undefined;
@@ -301,26 +294,17 @@ export class ResourceReader {
 
 type Filtered = { type: EventType; object: KubeObject } | undefined;
 
-/** Whether the predicate selects a cached object: from its attributes when it can, else from `decode()`. */
 /**
  * The items `keep` keeps. A large collection (one decode and check per object: a tenth of a second at 10,000) is
  * gone through in slices, one per bulk turn (bulkturns.ts), so that other requests are served in between.
  */
-async function filterInTurns<T>(items: readonly T[], keep: (item: T) => boolean, job = bulkJob()): Promise<T[]> {
-  if (items.length <= SMALL) return items.filter(keep);
+async function filterInTurns<T>(items: readonly T[], keep: (item: T) => boolean, job?: BulkJob): Promise<T[]> {
   const kept: T[] = [];
-  let i = 0;
-  while (i < items.length) {
-    await job.turn();
-    const slice = sliceClock();
-    do {
-      if (keep(items[i])) kept.push(items[i]);
-      i++;
-    } while (i < items.length && (i % CHECK_EVERY !== 0 || !slice.over()));
-  }
+  await eachInTurns(items, (item) => keep(item) && kept.push(item), { job });
   return kept;
 }
 
+/** Whether the predicate selects a cached object: from its attributes when it can, else from `decode()`. */
 function selects(match: Predicate, cached: CachedObject<KubeObject>, decode: () => KubeObject): boolean {
   return match.matchesAttributes ? match.matchesAttributes(cached) : match.matches(decode());
 }
