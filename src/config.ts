@@ -76,6 +76,8 @@ export interface Config {
    * Priority and Fairness, their sum is the seats shared among the priority levels.
    */
   maxRequestsInflight: number;
+  /** The most seats one flow holds at once in a level that queues (0: no bound but the level's). */
+  maxSeatsPerFlow: number;
   maxMutatingRequestsInflight: number;
   /** API Priority and Fairness in place of the two in-flight limits (kube's --enable-priority-and-fairness). */
   enablePriorityAndFairness: boolean;
@@ -396,6 +398,12 @@ export const FLAGS: FlagSpec[] = [
     arg: 'bool',
     help: "API Priority and Fairness: requests are classified by FlowSchemas into priority levels (the host cluster's flowcontrol.apiserver.k8s.io/v1 objects, or kube's built-in ones without a host cluster), each with its share of the server's seats and fair queues per user or namespace. false: the two in-flight limits instead (default true).",
     apply: (c, v) => (c.enablePriorityAndFairness = bool('enable-priority-and-fairness', v)),
+  },
+  {
+    name: 'max-seats-per-flow',
+    arg: 'int',
+    help: "With --enable-priority-and-fairness: the most seats one flow (a FlowSchema's user or namespace) may hold at once in a priority level that queues; its other requests wait in its queues even while the level has seats free, and one wider than this runs when the flow holds none. Each worker is one thread: more of one flow's requests at once only lengthen every other flow's wait. 0: no bound but the level's, as kube-apiserver (default 2).",
+    apply: (c, v) => (c.maxSeatsPerFlow = count('max-seats-per-flow', v)),
   },
   {
     name: 'request-timeout',
@@ -730,6 +738,7 @@ export function defaultConfig(): Config {
     tokenSigningKeyPublishDelayMs: 10 * 60_000,
     authenticationSkipLookup: false,
     maxRequestsInflight: 400,
+    maxSeatsPerFlow: 2,
     maxMutatingRequestsInflight: 200,
     enablePriorityAndFairness: true,
     requestTimeoutMs: 60_000,

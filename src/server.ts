@@ -220,7 +220,12 @@ export async function startServer(flags: Config, log: Logger, worker?: WorkerOf)
     }
     let flowControl: FlowControl | undefined;
     if (config.enablePriorityAndFairness) {
-      flowControl = new FlowControl(config.maxRequestsInflight + config.maxMutatingRequestsInflight, log);
+      flowControl = new FlowControl(
+        config.maxRequestsInflight + config.maxMutatingRequestsInflight,
+        log,
+        Date.now,
+        config.maxSeatsPerFlow,
+      );
       const source = startFlowControlSource(flowControl, hostCluster, log);
       cleanups.push(['stopping the priority and fairness informers', async () => source.stop()]);
     }

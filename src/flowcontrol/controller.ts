@@ -76,6 +76,8 @@ export class FlowControl {
     readonly serverSeats: number,
     private readonly log: Pick<Logger, 'warn'>,
     private readonly clock: Clock = Date.now,
+    /** The most seats one flow holds at once in any level (0: no bound but the headroom). */
+    readonly flowSeatLimit = 0,
   ) {
     this.configure([], []);
   }
@@ -145,6 +147,7 @@ export class FlowControl {
         exempt: name === EXEMPT || pl.spec.type === 'Exempt',
         concurrencyLimit: b.nominal,
         flowHeadroom: levelMaxSeats(b.nominal),
+        flowSeatLimit: this.flowSeatLimit || undefined,
       };
       const existing = this.levelsByName.get(name);
       if (existing) {
@@ -169,6 +172,7 @@ export class FlowControl {
         queuing: queuingOf(l.config),
         concurrencyLimit: limits[i],
         flowHeadroom: l.maxSeats,
+        flowSeatLimit: this.flowSeatLimit || undefined,
       });
     });
   }

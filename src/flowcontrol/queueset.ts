@@ -37,6 +37,8 @@ export interface QueueSetConfig {
   concurrencyLimit: number;
   /** Seats one flow leaves free for the others (0: none). */
   flowHeadroom?: number;
+  /** The most seats one flow holds at once (undefined: the level's limit less the headroom). */
+  flowSeatLimit?: number;
 }
 
 export interface SeatRequest {
@@ -305,8 +307,9 @@ export class QueueSet {
   /** Whether dispatching the ticket would leave less than the headroom to other flows (see the header). */
   private overFlowShare(ticket: Ticket): boolean {
     const held = this.flowSeats.get(ticket.flow);
-    const headroom = this.config.flowHeadroom ?? 0;
-    return !!held && held + ticket.request.seats > this.config.concurrencyLimit - headroom;
+    if (!held) return false;
+    const { concurrencyLimit, flowHeadroom = 0, flowSeatLimit = Infinity } = this.config;
+    return held + ticket.request.seats > Math.min(concurrencyLimit - flowHeadroom, flowSeatLimit);
   }
 
   private fits(seats: number): boolean {

@@ -5,7 +5,7 @@
  * says which schema and level in kube's headers, follows changes on the host without a restart, keeps the last
  * configuration while the host is down, and refuses with 429 when the level's queue is full or a request waits too
  * long; system:masters is exempt and never waits. A kube config request held open by a slow virtual cluster signer
- * keeps the ci level's one seat busy. Without a host cluster, kube's built-in configuration applies; with
+ * keeps the ci level's one seat busy. One flow holds at most --max-seats-per-flow seats of a level. Without a host cluster, kube's built-in configuration applies; with
  * --enable-priority-and-fairness=false, none.
  */
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
@@ -250,6 +250,60 @@ test('while the host cannot be reached, the last configuration stays', async () 
     await host.setDown(false);
   }
 });
+
+test('one flow holds at most --max-seats-per-flow seats however many its level has free; other flows are served meanwhile', async () => {
+  // kube's built-in configuration: dave and erin are each a flow of global-default (49 seats).
+  const server = await startTestServerWithUsers({ root: ['system:masters'], dave: [], erin: [] }, {}, ts.etcd);
+  const keysPath = `${GROUP_PATH}/ownedaccesskeys`;
+  const inQueue = async () =>
+    /^apiserver_flowcontrol_current_inqueue_requests\{[^}]*priority_level="global-default"[^}]*\} 1$/m.test(
+      (await server.as.root.get('/metrics')).text,
+    );
+  // A create holds its seat until its body has come: the body is read after priority and fairness.
+  const body = JSON.stringify({
+    apiVersion: 'management.platform.sh/v1',
+    kind: 'OwnedAccessKey',
+    metadata: { generateName: 'held-' },
+    spec: {},
+  });
+  const holding = [0, 1].map(() => {
+    const req = server.as.dave.open('POST', keysPath, {
+      'Content-Type': 'application/json',
+      'Content-Length': String(Buffer.byteLength(body)),
+    });
+    req.flushHeaders();
+    const status = new Promise<number>((resolve, reject) => {
+      req.on('response', (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      });
+      req.on('error', reject);
+    });
+    return { req, status };
+  });
+  try {
+    await waitFor("dave's two creates to hold their seats", async () =>
+      /^apiserver_flowcontrol_current_executing_seats\{[^}]*priority_level="global-default"[^}]*\} 2$/m.test(
+        (await server.as.root.get('/metrics')).text,
+      ),
+    );
+    // dave's third request waits in his queue, though the level has 47 seats free.
+    const third = server.as.dave.get(keysPath);
+    await waitFor("dave's list to wait in global-default's queue", inQueue);
+    // erin is another flow: served at once, while dave's list still waits.
+    expect((await server.as.erin.get(keysPath)).status).toBe(200);
+    expect(await inQueue()).toBe(true);
+    // One of dave's creates ending lets his list in.
+    holding[0].req.end(body);
+    expect(await holding[0].status).toBe(201);
+    expect((await third).status).toBe(200);
+    holding[1].req.end(body);
+    expect(await holding[1].status).toBe(201);
+  } finally {
+    for (const h of holding) h.req.destroy();
+    await server.stop();
+  }
+}, 60_000);
 
 test("without a host cluster kube's built-in configuration applies; with APF off there is none", async () => {
   const builtIn = await startTestServerWithUsers({ root: ['system:masters'], dave: [] }, {}, ts.etcd);

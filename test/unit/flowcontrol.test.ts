@@ -352,6 +352,40 @@ describe('a queue set', () => {
     expect(ticketOf(narrow.enqueue(request('b', 1))).state).toBe('executing');
   });
 
+  test('a flow holds at most its seat limit, however many seats the level has free; a wider request runs alone', () => {
+    const c = clock();
+    const config = {
+      queuing: { queues: 16, handSize: 4, queueLengthLimit: 50 },
+      concurrencyLimit: 100,
+      flowHeadroom: 3,
+      flowSeatLimit: 2,
+    };
+    const qs = new QueueSet(config, c.now);
+    const flood = Array.from({ length: 4 }, () => ticketOf(qs.enqueue(request('flood'))));
+    expect(flood.map((t) => t.state)).toEqual(['executing', 'executing', 'waiting', 'waiting']);
+    expect(qs.seatsInUse).toBe(2);
+    // Another flow has its own two.
+    const quiet = [ticketOf(qs.enqueue(request('quiet'))), ticketOf(qs.enqueue(request('quiet')))];
+    expect(quiet.map((t) => t.state)).toEqual(['executing', 'executing']);
+    // One of the flow's own ending lets one more of its own in (from whichever of its queues is furthest behind).
+    qs.finish(flood[0]);
+    const states = (tickets: Ticket[]) => tickets.map((t) => t.state).sort();
+    expect(states(flood)).toEqual(['done', 'executing', 'executing', 'waiting']);
+
+    // A request wider than the limit starts when its flow holds nothing, and then runs alone.
+    const wide = new QueueSet(config, c.now);
+    const list = ticketOf(wide.enqueue(request('a', 8)));
+    const next = ticketOf(wide.enqueue(request('a', 1)));
+    expect([list.state, next.state]).toEqual(['executing', 'waiting']);
+    wide.finish(list);
+    expect(next.state).toBe('executing');
+    // Reconfigured without a seat limit, the flow takes what the level and headroom allow.
+    const more = Array.from({ length: 3 }, () => ticketOf(wide.enqueue(request('a', 1))));
+    expect(more.map((t) => t.state)).toEqual(['executing', 'waiting', 'waiting']);
+    wide.reconfigure({ ...config, flowSeatLimit: undefined });
+    expect(more.map((t) => t.state)).toEqual(['executing', 'executing', 'executing']);
+  });
+
   test('a full queue rejects; a level that rejects refuses past its seats; the exempt level never queues', () => {
     const c = clock();
     const queued = new QueueSet(
