@@ -32,6 +32,7 @@ import { startControllers, type Controller } from './controllers/manager.js';
 import { HostRbac } from './host/rbac.js';
 import { createApp } from './http/app.js';
 import { MAX_HEADER_BYTES, answerClientErrors } from './http/clienterrors.js';
+import { HandshakeTurns } from './http/handshaketurns.js';
 import { ConnectionGuard, connectionServerOptions, type ConnectionLimits } from './http/connections.js';
 import { ServingTls } from './http/servingtls.js';
 import { GracefulShutdown } from './http/shutdown.js';
@@ -308,6 +309,8 @@ export async function startServer(flags: Config, log: Logger, worker?: WorkerOf)
     );
     servingTls.follow(server, log);
     answerClientErrors(server);
+    // First: it takes the TLS layer's own connection listener, which the bounds below must run before.
+    HandshakeTurns.attach(server);
     connections.attach(server);
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err) => reject(listenError(err, config)));

@@ -3,7 +3,7 @@
  * nothing, or keep an idle connection are closed by the server within its header deadline, first-byte deadline or
  * idle timeout; a flood of connections that never authenticate is held to a bound, and one source to its share of
  * it, while other sources and authenticated clients are served; and a watch is never cut by any of this. The bounds
- * are shortened here so the test runs in seconds. Sources are loopback addresses (on Linux all of 127/8 is local).
+ * are shortened here so the test runs in seconds. Connections opened in a burst all get their handshake. Sources are loopback addresses (on Linux all of 127/8 is local).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -191,6 +191,15 @@ describe('header deadline and idle timeout', () => {
     for (const h of trickling) trickle(h, (i) => hello.subarray(i % hello.length, (i % hello.length) + 1), 200);
     await expectEndedWithin([...silent, ...trickling], HEADER_TIMEOUT_MS + SLACK_MS);
     expect(await serverConnectionsAfter(ts, SLACK_MS)).toBe(0);
+  }, 30_000);
+
+  test('a burst of connections opened together, from two sources, each completes its handshake and is answered', async () => {
+    // Handshakes go a few per turn of the event loop (src/http/handshaketurns.ts): none may be lost or stuck.
+    const from = (localAddress: string, n: number) => Array.from({ length: n }, () => openTls(ts, { localAddress }));
+    const burst = await Promise.all([...from('127.0.0.2', 40), ...from('127.0.0.3', 10)]);
+    held.push(...burst);
+    const answers = await Promise.all(burst.map((h) => send(h, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')));
+    expect(answers).toEqual(Array(50).fill('HTTP/1.1 200 OK'));
   }, 30_000);
 
   test('a connection that completes the handshake and sends nothing is closed at the header deadline', async () => {

@@ -1,0 +1,81 @@
+/**
+ * Handshakes in turns (src/http/handshaketurns.ts), with stand-in sockets: a connection's handshake begins only once
+ * its client's first bytes have come, at most a few each turn of the event loop, one source after another.
+ */
+import { describe, expect, test } from '@jest/globals';
+import { EventEmitter } from 'node:events';
+import type { Socket } from 'node:net';
+import { HandshakeTurns } from '../../src/http/handshaketurns.js';
+
+/** What the turns read of a socket: its source, whether it is closed, and its first bytes' 'readable'. */
+class StandInSocket extends EventEmitter {
+  destroyed = false;
+  constructor(
+    readonly remoteAddress: string,
+    readonly name: string,
+  ) {
+    super();
+  }
+}
+
+function turnsLog(perTurn: number) {
+  const begun: string[] = [];
+  const turns = new HandshakeTurns((socket) => begun.push((socket as unknown as StandInSocket).name), perTurn);
+  const connect = (address: string, name: string) => {
+    const socket = new StandInSocket(address, name);
+    turns.accepted(socket as unknown as Socket);
+    return socket;
+  };
+  return { begun, turns, connect };
+}
+
+/** One turn of the event loop: the turn scheduled before it has run. */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe('handshakes in turns', () => {
+  test("a connection's handshake waits for its first bytes, then goes in the next turn", async () => {
+    const { begun, connect } = turnsLog(2);
+    const silent = connect('127.0.0.1', 'silent');
+    const talking = connect('127.0.0.1', 'talking');
+    talking.emit('readable');
+    expect(begun).toEqual([]);
+    await nextTurn();
+    expect(begun).toEqual(['talking']);
+    await nextTurn();
+    expect(begun).toEqual(['talking']);
+    silent.emit('readable');
+    await nextTurn();
+    expect(begun).toEqual(['talking', 'silent']);
+  });
+
+  test('a burst from one source goes a few per turn, and another source is not held back behind it', async () => {
+    const { begun, turns, connect } = turnsLog(2);
+    for (let i = 0; i < 6; i++) connect('127.0.0.2', `flood${i}`).emit('readable');
+    connect('127.0.0.3', 'other').emit('readable');
+    expect(turns.size).toBe(7);
+    await nextTurn();
+    expect(begun).toEqual(['flood0', 'other']);
+    await nextTurn();
+    expect(begun).toEqual(['flood0', 'other', 'flood1', 'flood2']);
+    await nextTurn();
+    await nextTurn();
+    expect(begun).toHaveLength(7);
+    expect(turns.size).toBe(0);
+  });
+
+  test('a connection closed while it waits is dropped and takes no turn; one closed at accept is never waited on', async () => {
+    const { begun, turns, connect } = turnsLog(1);
+    const gone = connect('127.0.0.4', 'gone');
+    const next = connect('127.0.0.4', 'next');
+    gone.emit('readable');
+    next.emit('readable');
+    gone.destroyed = true;
+    await nextTurn();
+    expect(begun).toEqual(['next']);
+
+    const refused = new StandInSocket('127.0.0.4', 'refused');
+    refused.destroyed = true;
+    turns.accepted(refused as unknown as Socket);
+    expect(refused.listenerCount('readable')).toBe(0);
+  });
+});
