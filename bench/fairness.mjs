@@ -123,7 +123,18 @@ async function secondTenant(token, phase) {
   });
   const next = () => (answers.length ? Promise.resolve(answers.shift()) : new Promise((r) => waiters.push(r)));
   const { url, caPem } = ctx.server;
-  child.send({ start: { url, caPem, token, path: OWN_PATH, from: FROM.bob, rate: RATE, phase, slowMs: SLOW_MS } });
+  child.send({
+    start: {
+      url,
+      caPem,
+      token,
+      path: OWN_PATH,
+      from: FROM.bob,
+      rate: RATE,
+      phase,
+      ...(Number.isFinite(SLOW_MS) && { slowMs: SLOW_MS }),
+    },
+  });
   await next();
   return {
     pid: child.pid,

@@ -115,7 +115,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url) && process.send) {
   process.on('disconnect', () => process.exit(0));
   process.on('message', async (msg) => {
     if (msg.start) {
-      const { url, caPem, slowMs, ...options } = msg.start;
+      // Infinity does not survive the channel's JSON: no slowMs means none is slow.
+      const { url, caPem, slowMs = Infinity, ...options } = msg.start;
       phase = msg.start.phase;
       gets = await steadyGets({
         ...options,
