@@ -57,6 +57,8 @@ export class Ticket {
   arrivedAt = 0;
   arrivalR = 0;
   dispatchedAt = 0;
+  /** Executing, but waiting on another server: its seats are not its flow's meanwhile (away.ts). */
+  away = false;
   readonly flow: string;
   constructor(readonly request: SeatRequest) {
     this.flow = `${request.flowSchema}\0${request.distinguisher}`;
@@ -204,9 +206,7 @@ export class QueueSet {
     const seats = ticket.request.seats;
     this.seatsInUseTotal -= seats;
     this.executingTotal--;
-    const flowSeats = this.flowSeats.get(ticket.flow)! - seats;
-    if (flowSeats > 0) this.flowSeats.set(ticket.flow, flowSeats);
-    else this.flowSeats.delete(ticket.flow);
+    if (!ticket.away) this.addFlowSeats(ticket.flow, -seats);
     const queue = ticket.queue;
     if (queue) {
       queue.seatsInUse -= seats;
@@ -218,6 +218,24 @@ export class QueueSet {
     this.noteDemand();
     this.dropDrainedQueues();
     this.dispatchAsMuchAsPossible();
+  }
+
+  /**
+   * An executing request waits on another server (away.ts): its seats stay in use in the level, but no longer count
+   * against its flow's bound, so the flow's next request may start.
+   */
+  stepAway(ticket: Ticket): void {
+    if (ticket.state !== 'executing' || ticket.away) return;
+    ticket.away = true;
+    this.addFlowSeats(ticket.flow, -ticket.request.seats);
+    this.dispatchAsMuchAsPossible();
+  }
+
+  /** It is back: its seats count against its flow again (which may then hold more than its bound, for a while). */
+  stepBack(ticket: Ticket): void {
+    if (!ticket.away) return;
+    ticket.away = false;
+    if (ticket.state === 'executing') this.addFlowSeats(ticket.flow, ticket.request.seats);
   }
 
   /** The seat demand since the last call, and a new period from now. */
@@ -323,7 +341,7 @@ export class QueueSet {
     ticket.dispatchedAt = this.clock();
     this.seatsInUseTotal += ticket.request.seats;
     this.executingTotal++;
-    this.flowSeats.set(ticket.flow, (this.flowSeats.get(ticket.flow) ?? 0) + ticket.request.seats);
+    this.addFlowSeats(ticket.flow, ticket.request.seats);
     if (ticket.queue) {
       ticket.queue.seatsInUse += ticket.request.seats;
       ticket.queue.executing++;
@@ -331,6 +349,12 @@ export class QueueSet {
     this.totals.dispatched++;
     this.noteDemand();
     ticket.request.onDispatch();
+  }
+
+  private addFlowSeats(flow: string, seats: number): void {
+    const held = (this.flowSeats.get(flow) ?? 0) + seats;
+    if (held > 0) this.flowSeats.set(flow, held);
+    else this.flowSeats.delete(flow);
   }
 
   /** A queue's next dispatch is never earlier than the arrival of its oldest waiting request (kube's bound). */

@@ -14,6 +14,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import { isPlainObject } from '../apimachinery/types.js';
+import { awayFromThread } from '../flowcontrol/away.js';
 import { inSpan, tracer } from '../tracing.js';
 import type { KubeConnection } from './kubeconfig.js';
 import { RefusedServerError, type ServerAllowList } from './serverallowlist.js';
@@ -106,25 +107,28 @@ export class KubeRequests {
       'url.path': path,
       operation: what,
     };
-    return inSpan(`HTTP ${method}`, attributes, async (span) => {
-      for (let attempt = 0; ; attempt++) {
-        try {
-          const res = await this.send(method, path, opts.query, body, timeoutMs, false);
-          span.setAttributes({ 'http.response.status_code': res.statusCode });
-          const text = await readBody(res, what, this.opts.maxResponseBytes);
-          return parseAnswer<T>(what, res.statusCode ?? 0, text);
-        } catch (err) {
-          // A kept-alive connection the host closed as it was reused: the request never reached it; once more.
-          if (
-            attempt === 0 &&
-            (err as ReusedSocketError).reusedSocket &&
-            (err as { code?: string }).code === 'ECONNRESET'
-          )
-            continue;
-          throw toHostError(what, err, timeoutMs);
+    // Waiting on another server: the calling request's seats are not its flow's meanwhile (flowcontrol/away.ts).
+    return awayFromThread(() =>
+      inSpan(`HTTP ${method}`, attributes, async (span) => {
+        for (let attempt = 0; ; attempt++) {
+          try {
+            const res = await this.send(method, path, opts.query, body, timeoutMs, false);
+            span.setAttributes({ 'http.response.status_code': res.statusCode });
+            const text = await readBody(res, what, this.opts.maxResponseBytes);
+            return parseAnswer<T>(what, res.statusCode ?? 0, text);
+          } catch (err) {
+            // A kept-alive connection the host closed as it was reused: the request never reached it; once more.
+            if (
+              attempt === 0 &&
+              (err as ReusedSocketError).reusedSocket &&
+              (err as { code?: string }).code === 'ECONNRESET'
+            )
+              continue;
+            throw toHostError(what, err, timeoutMs);
+          }
         }
-      }
-    });
+      }),
+    );
   }
 
   /**

@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import type Forge from 'node-forge';
 import { isPlainObject } from '../apimachinery/types.js';
 import { sleep } from '../controllers/sleep.js';
+import { awayFromThread } from '../flowcontrol/away.js';
 import { signCertificationRequest } from '../pki/forgesign.js';
 import { lazyRequire } from '../lazyrequire.js';
 import { connectionSecretName } from '../registry/kinds/virtualclusterplacement.js';
@@ -218,7 +219,8 @@ export async function issueClientCertificate(
         `the virtual cluster did not issue the certificate within ${req.timeoutMs / 1000}s (CertificateSigningRequest ${name} is approved; is its signer running?)`,
         true,
       );
-    await sleep(delay);
+    // Waiting on the signer, as its requests do (flowcontrol/away.ts).
+    await awayFromThread(() => sleep(delay));
   }
 }
 

@@ -9,11 +9,14 @@
  * - A watch holds its seats only until its stream starts (kube: until its initialization); then it is long-running
  *   and no longer holds seats, but counts among the watches that make writes of its resource heavier (seats.ts).
  * - A request that leaves while waiting is taken out of its queue (cancelled).
+ * - While a request waits on another server (a host, connected or virtual cluster), its seats do not count against
+ *   its flow's bound (flowcontrol/away.ts).
  * - The response headers name the uids (not the names) of the schema and level, as kube's do, also on a 429.
  */
 import type { NextFunction, Request, Response } from 'express';
 import { requestContext, requestUser } from '../apimachinery/request.js';
 import * as errors from '../apimachinery/status.js';
+import { countedHold, withFlowHold } from '../flowcontrol/away.js';
 import type { FlowControl } from '../flowcontrol/controller.js';
 import type { RejectReason } from '../flowcontrol/queueset.js';
 import { estimateWork, type ObjectCount } from '../flowcontrol/seats.js';
@@ -97,7 +100,12 @@ export function priorityAndFairness(flowControl: FlowControl, opts: PriorityAndF
           streamStarted?.();
         };
       }
-      next();
+      // While it waits on another server, its seats are not its flow's (flowcontrol/away.ts).
+      const hold = countedHold(
+        () => level.queueSet.stepAway(ticket),
+        () => level.queueSet.stepBack(ticket),
+      );
+      withFlowHold(hold, next);
     };
     const result = level.queueSet.enqueue({
       flowSchema: labels.flow_schema,

@@ -251,6 +251,56 @@ test('while the host cannot be reached, the last configuration stays', async () 
   }
 });
 
+test("requests waiting on a slow cluster keep their level's seats, not their flow's: the tenant's other requests run", async () => {
+  // A level of all 4 of the server's seats, for bob's kube config requests and lists of Clusters.
+  const host = slow.host;
+  const level = host.putFlowControl('prioritylevelconfigurations', {
+    metadata: { name: 'wide' },
+    spec: {
+      type: 'Limited',
+      limited: {
+        nominalConcurrencyShares: 1000,
+        lendablePercent: 0,
+        borrowingLimitPercent: 0,
+        limitResponse: { type: 'Queue', queuing: { queues: 16, handSize: 4, queueLengthLimit: 10 } },
+      },
+    },
+  });
+  const schema = flowSchema('wide-bob', 10, CI_SCHEMAS[3].spec.rules[0], 'ByUser');
+  schema.spec.priorityLevelConfiguration.name = 'wide';
+  const schemaUid = host.putFlowControl('flowschemas', schema).metadata.uid;
+  try {
+    await answerWhen(
+      'bob in the wide level',
+      () => as.bob.get(CLUSTERS_PATH),
+      (res) => res.headers[FS_HEADER] === schemaUid && res.headers[PL_HEADER] === level.metadata.uid,
+    );
+    // Two kube config requests held at the virtual cluster's slow signer: as many seats as bob's flow may hold.
+    const held = [0, 1].map(() => {
+      const h = { done: false, res: as.bob.get(slow.kubeconfigPath) };
+      void h.res.then(() => (h.done = true));
+      return h;
+    });
+    await waitFor('both kube config requests to execute', async () =>
+      /^apiserver_flowcontrol_current_executing_requests\{[^}]*flow_schema="wide-bob"[^}]*\} 2$/m.test(
+        (await as.root.get('/metrics')).text,
+      ),
+    );
+    // His list runs now, in the level's two free seats, not after a kube config request ends.
+    expect((await as.bob.get(CLUSTERS_PATH)).status).toBe(200);
+    expect(held.map((h) => h.done)).toEqual([false, false]);
+    for (const h of held) expect((await h.res).status).toBe(200);
+  } finally {
+    host.removeFlowControl('flowschemas', 'wide-bob');
+    host.removeFlowControl('prioritylevelconfigurations', 'wide');
+  }
+  await answerWhen(
+    'bob back in the ci level',
+    () => as.bob.get(CLUSTERS_PATH),
+    (res) => res.headers[FS_HEADER] === uid['ci-bob'],
+  );
+}, 60_000);
+
 test('one flow holds at most --max-seats-per-flow seats however many its level has free; other flows are served meanwhile', async () => {
   // kube's built-in configuration: dave and erin are each a flow of global-default (49 seats).
   const server = await startTestServerWithUsers({ root: ['system:masters'], dave: [], erin: [] }, {}, ts.etcd);

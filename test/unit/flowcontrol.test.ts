@@ -386,6 +386,42 @@ describe('a queue set', () => {
     expect(more.map((t) => t.state)).toEqual(['executing', 'executing', 'executing']);
   });
 
+  test("a request waiting on another server keeps its level's seats but not its flow's, until it is back", () => {
+    const c = clock();
+    const config = {
+      queuing: { queues: 16, handSize: 4, queueLengthLimit: 50 },
+      concurrencyLimit: 4,
+      flowSeatLimit: 2,
+    };
+    const qs = new QueueSet(config, c.now);
+    const [slowA, slowB, third, fourth] = Array.from({ length: 4 }, () => ticketOf(qs.enqueue(request('tenant'))));
+    expect([third.state, fourth.state]).toEqual(['waiting', 'waiting']);
+    // Both of its first two wait on a slow cluster: two more of its own start, in seats the level still counts.
+    qs.stepAway(slowA);
+    expect([third.state, fourth.state].sort()).toEqual(['executing', 'waiting']);
+    qs.stepAway(slowB);
+    expect([third.state, fourth.state]).toEqual(['executing', 'executing']);
+    expect(qs.seatsInUse).toBe(4);
+    const fifth = ticketOf(qs.enqueue(request('tenant')));
+    expect(fifth.state).toBe('waiting');
+    // Back, they count again: the flow holds 4, over its bound, and its next waits until it holds 1.
+    qs.stepBack(slowA);
+    qs.stepBack(slowB);
+    qs.finish(third);
+    qs.finish(slowA);
+    expect(fifth.state).toBe('waiting');
+    qs.finish(fourth);
+    expect(fifth.state).toBe('executing');
+    // One that ends while away gives back its level's seats only; stepping back after the end changes nothing.
+    qs.stepAway(slowB);
+    qs.finish(slowB);
+    qs.stepBack(slowB);
+    qs.finish(fifth);
+    expect(qs.seatsInUse).toBe(0);
+    const fresh = Array.from({ length: 3 }, () => ticketOf(qs.enqueue(request('tenant'))));
+    expect(fresh.map((t) => t.state)).toEqual(['executing', 'executing', 'waiting']);
+  });
+
   test('a full queue rejects; a level that rejects refuses past its seats; the exempt level never queues', () => {
     const c = clock();
     const queued = new QueueSet(
