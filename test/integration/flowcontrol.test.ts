@@ -45,6 +45,22 @@ function flowSchema(name: string, precedence: number, rule: object, distinguishe
   };
 }
 
+/** A level that neither lends nor borrows, with its own queues. */
+function ownLevel(name: string, shares: number, queuing: object): KubeObj {
+  return {
+    metadata: { name },
+    spec: {
+      type: 'Limited',
+      limited: {
+        nominalConcurrencyShares: shares,
+        lendablePercent: 0,
+        borrowingLimitPercent: 0,
+        limitResponse: { type: 'Queue', queuing },
+      },
+    },
+  };
+}
+
 const CI_SCHEMAS = [
   flowSchema('ci-user', 100, {
     subjects: [{ kind: 'User', user: { name: 'alice' } }],
@@ -106,18 +122,10 @@ beforeAll(async () => {
   ts = server;
   as = server.as;
   const host = slow.host;
-  const level = host.putFlowControl('prioritylevelconfigurations', {
-    metadata: { name: 'ci' },
-    spec: {
-      type: 'Limited',
-      limited: {
-        nominalConcurrencyShares: 1,
-        lendablePercent: 0,
-        borrowingLimitPercent: 0,
-        limitResponse: { type: 'Queue', queuing: { queues: 1, handSize: 1, queueLengthLimit: 1 } },
-      },
-    },
-  });
+  const level = host.putFlowControl(
+    'prioritylevelconfigurations',
+    ownLevel('ci', 1, { queues: 1, handSize: 1, queueLengthLimit: 1 }),
+  );
   uid['pl:ci'] = level.metadata.uid;
   for (const fs of CI_SCHEMAS) uid[fs.metadata.name] = host.putFlowControl('flowschemas', fs).metadata.uid;
   for (const name of ['exempt', 'global-default']) uid[name] = builtInUid(name);
@@ -254,18 +262,10 @@ test('while the host cannot be reached, the last configuration stays', async () 
 test("requests waiting on a slow cluster keep their level's seats, not their flow's: the tenant's other requests run", async () => {
   // A level of all 4 of the server's seats, for bob's kube config requests and lists of Clusters.
   const host = slow.host;
-  const level = host.putFlowControl('prioritylevelconfigurations', {
-    metadata: { name: 'wide' },
-    spec: {
-      type: 'Limited',
-      limited: {
-        nominalConcurrencyShares: 1000,
-        lendablePercent: 0,
-        borrowingLimitPercent: 0,
-        limitResponse: { type: 'Queue', queuing: { queues: 16, handSize: 4, queueLengthLimit: 10 } },
-      },
-    },
-  });
+  const level = host.putFlowControl(
+    'prioritylevelconfigurations',
+    ownLevel('wide', 1000, { queues: 16, handSize: 4, queueLengthLimit: 10 }),
+  );
   const schema = flowSchema('wide-bob', 10, CI_SCHEMAS[3].spec.rules[0], 'ByUser');
   schema.spec.priorityLevelConfiguration.name = 'wide';
   const schemaUid = host.putFlowControl('flowschemas', schema).metadata.uid;
