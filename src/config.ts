@@ -402,7 +402,7 @@ export const FLAGS: FlagSpec[] = [
   {
     name: 'max-seats-per-flow',
     arg: 'int',
-    help: "With --enable-priority-and-fairness: the most seats one flow (a FlowSchema's user or namespace) may hold at once in a priority level that queues; its other requests wait in its queues even while the level has seats free, and one wider than this runs when the flow holds none. A request waiting on the host or a cluster does not count meanwhile. Each worker is one thread: more of one flow's requests at once only lengthen every other flow's wait. 0: no bound but the level's, as kube-apiserver (default 2).",
+    help: "With --enable-priority-and-fairness: the most seats one flow (a FlowSchema's user or namespace) may hold at once in a priority level that queues; its other requests wait in its queues even while the level has seats free, and one wider than this runs when the flow holds none. A request waiting on the host or a cluster does not count meanwhile. Each worker is one thread: more of one flow's requests at once only lengthen every other flow's wait. 0: no bound but the level's, as kube-apiserver (default 1).",
     apply: (c, v) => (c.maxSeatsPerFlow = count('max-seats-per-flow', v)),
   },
   {
@@ -738,7 +738,7 @@ export function defaultConfig(): Config {
     tokenSigningKeyPublishDelayMs: 10 * 60_000,
     authenticationSkipLookup: false,
     maxRequestsInflight: 400,
-    maxSeatsPerFlow: 2,
+    maxSeatsPerFlow: 1,
     maxMutatingRequestsInflight: 200,
     enablePriorityAndFairness: true,
     requestTimeoutMs: 60_000,

@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import https from 'node:https';
+import { awayFromThread } from '../flowcontrol/away.js';
 import type { UserCredentials } from '../host/kubeconfig.js';
 import type { WebhookClientConfig } from './webhookconfig.js';
 import { tracer } from '../tracing.js';
@@ -44,51 +45,56 @@ export function callWebhook(
   url.searchParams.set('timeout', `${timeoutSeconds}s`);
   const shown = `Post "${url.href}"`;
   const payload = Buffer.from(JSON.stringify(body));
-  return new Promise((resolve, reject) => {
-    const fail = (why: string) => reject(new WebhookCallError(`failed to call webhook: ${why}`));
-    if (url.protocol !== 'https:') return fail(`${shown}: the webhook URL must use https`);
-    const req = https.request(url, {
-      method: 'POST',
-      headers: {
-        'Content-Type': 'application/json',
-        Accept: 'application/json',
-        'Content-Length': payload.length,
-        // The request's traceparent: the webhook may continue its trace.
-        ...tracer().outgoingHeaders(),
-        ...auth.headers,
-      },
-      ca: config.caBundle ? Buffer.from(config.caBundle, 'base64').toString() : undefined,
-      cert: auth.cert,
-      key: auth.key,
-      timeout: timeoutSeconds * 1000,
-    });
-    const timer = setTimeout(() => req.destroy(new Error('context deadline exceeded')), timeoutSeconds * 1000);
-    req.on('timeout', () => req.destroy(new Error('context deadline exceeded')));
-    req.on('error', (err) => {
-      clearTimeout(timer);
-      fail(`${shown}: ${err.message}`);
-    });
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > MAX_RESPONSE_BYTES) req.destroy(new Error(`the answer is larger than ${MAX_RESPONSE_BYTES} bytes`));
-        else chunks.push(chunk);
-      });
-      res.on('end', () => {
-        clearTimeout(timer);
-        const code = res.statusCode ?? 0;
-        if (code < 200 || code > 299) return fail(`${shown}: the server answered HTTP ${code}`);
-        try {
-          resolve(JSON.parse(Buffer.concat(chunks).toString()));
-        } catch {
-          fail(`${shown}: the answer is not JSON`);
-        }
-      });
-    });
-    req.end(payload);
-  });
+  // Waiting on the webhook: the calling request's seats are not its flow's meanwhile (flowcontrol/away.ts).
+  return awayFromThread(
+    () =>
+      new Promise((resolve, reject) => {
+        const fail = (why: string) => reject(new WebhookCallError(`failed to call webhook: ${why}`));
+        if (url.protocol !== 'https:') return fail(`${shown}: the webhook URL must use https`);
+        const req = https.request(url, {
+          method: 'POST',
+          headers: {
+            'Content-Type': 'application/json',
+            Accept: 'application/json',
+            'Content-Length': payload.length,
+            // The request's traceparent: the webhook may continue its trace.
+            ...tracer().outgoingHeaders(),
+            ...auth.headers,
+          },
+          ca: config.caBundle ? Buffer.from(config.caBundle, 'base64').toString() : undefined,
+          cert: auth.cert,
+          key: auth.key,
+          timeout: timeoutSeconds * 1000,
+        });
+        const timer = setTimeout(() => req.destroy(new Error('context deadline exceeded')), timeoutSeconds * 1000);
+        req.on('timeout', () => req.destroy(new Error('context deadline exceeded')));
+        req.on('error', (err) => {
+          clearTimeout(timer);
+          fail(`${shown}: ${err.message}`);
+        });
+        req.on('response', (res) => {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (chunk: Buffer) => {
+            size += chunk.length;
+            if (size > MAX_RESPONSE_BYTES)
+              req.destroy(new Error(`the answer is larger than ${MAX_RESPONSE_BYTES} bytes`));
+            else chunks.push(chunk);
+          });
+          res.on('end', () => {
+            clearTimeout(timer);
+            const code = res.statusCode ?? 0;
+            if (code < 200 || code > 299) return fail(`${shown}: the server answered HTTP ${code}`);
+            try {
+              resolve(JSON.parse(Buffer.concat(chunks).toString()));
+            } catch {
+              fail(`${shown}: the answer is not JSON`);
+            }
+          });
+        });
+        req.end(payload);
+      }),
+  );
 }
 
 /** The headers and client certificate of a kubeconfig user; files are read at each call (tokens rotate). */

@@ -303,7 +303,11 @@ test("requests waiting on a slow cluster keep their level's seats, not their flo
 
 test('one flow holds at most --max-seats-per-flow seats however many its level has free; other flows are served meanwhile', async () => {
   // kube's built-in configuration: dave and erin are each a flow of global-default (49 seats).
-  const server = await startTestServerWithUsers({ root: ['system:masters'], dave: [], erin: [] }, {}, ts.etcd);
+  const server = await startTestServerWithUsers(
+    { root: ['system:masters'], dave: [], erin: [] },
+    { maxSeatsPerFlow: 2 },
+    ts.etcd,
+  );
   const keysPath = `${GROUP_PATH}/ownedaccesskeys`;
   const inQueue = async () =>
     /^apiserver_flowcontrol_current_inqueue_requests\{[^}]*priority_level="global-default"[^}]*\} 1$/m.test(
