@@ -32,6 +32,7 @@ import { startControllers, type Controller } from './controllers/manager.js';
 import { HostRbac } from './host/rbac.js';
 import { createApp } from './http/app.js';
 import { MAX_HEADER_BYTES, answerClientErrors } from './http/clienterrors.js';
+import { compileWaitingSchemas } from './apimachinery/schema.js';
 import { HandshakeTurns } from './http/handshaketurns.js';
 import { ConnectionGuard, connectionServerOptions, type ConnectionLimits } from './http/connections.js';
 import { ServingTls } from './http/servingtls.js';
@@ -338,6 +339,10 @@ export async function startServer(flags: Config, log: Logger, worker?: WorkerOf)
       ...(config.etcdServers.length ? {} : { etcdData: resolvePath(config.dataDir, 'etcd') }),
       stop: `Ctrl-C (or kill -TERM ${worker ? process.ppid : process.pid}) stops the server; what is stored stays in ${config.etcdServers.length ? 'etcd' : resolvePath(config.dataDir)} for the next start`,
     });
+    // In the background, so that the first write of each kind does not wait for its schema to compile.
+    compileWaitingSchemas().catch((err: unknown) =>
+      log.warn('compiling a schema failed; it is compiled again at its first use', { error: String(err) }),
+    );
     return { url, port: boundPort, caPem: tls.caPem, adminKubeconfig, close };
   } catch (err) {
     await close();

@@ -102,16 +102,41 @@ function walk(value: unknown, schema: StructuralSchema, path: string, unknown: s
 /** Checks `value`; on update `old` is the value before, whose unchanged parts may keep their errors (ratcheting). */
 export type SchemaValidator = (value: unknown, old?: unknown) => FieldError[];
 
-/** Compiles a validator; `root` is the field path of the value it checks ("" for a whole object). */
-/** Compiled on first use: compiling every kind's schema took seconds of a start on a busy machine. */
+/** The compilations of validators not yet used, for compileWaitingSchemas. */
+const waitingCompilations = new Set<() => void>();
+
+/**
+ * Compiles a validator; `root` is the field path of the value it checks ("" for a whole object). Compiled on first
+ * use, or by compileWaitingSchemas: compiling every kind's schema took seconds of a start on a busy machine.
+ */
 export function compileSchema(schema: StructuralSchema, root = ''): SchemaValidator {
   let validate: ValidateFunction | undefined;
-  return (value, old) => {
-    validate ??= newAjv().compile(toJsonSchema(schema));
-    if (validate(value)) return [];
-    const unchanged = old === undefined ? () => false : ratchets(value, old, schema);
-    return (validate.errors ?? []).filter((e) => !unchanged(e.instancePath)).map((e) => toFieldError(e, schema, root));
+  const compile = () => {
+    waitingCompilations.delete(compile);
+    return (validate ??= newAjv().compile(toJsonSchema(schema)));
   };
+  waitingCompilations.add(compile);
+  return (value, old) => {
+    const check = compile();
+    if (check(value)) return [];
+    const unchanged = old === undefined ? () => false : ratchets(value, old, schema);
+    return (check.errors ?? []).filter((e) => !unchanged(e.instancePath)).map((e) => toFieldError(e, schema, root));
+  };
+}
+
+/**
+ * Compiles the validators made so far and not yet used, one a turn of the event loop (each takes 10-30 ms), so that
+ * the first write of each kind after a start does not wait for its schema. Resolves with how many it compiled.
+ */
+export async function compileWaitingSchemas(): Promise<number> {
+  let compiled = 0;
+  for (const compile of waitingCompilations) {
+    await new Promise((resolve) => setImmediate(resolve));
+    if (!waitingCompilations.has(compile)) continue;
+    compile();
+    compiled++;
+  }
+  return compiled;
 }
 
 /**
