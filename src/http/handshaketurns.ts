@@ -54,6 +54,8 @@ export class HandshakeTurns {
   accepted(socket: Socket): void {
     // Closed at once by the connection bounds.
     if (socket.destroyed) return;
+    // Until the TLS layer has it, nothing else hears its errors (a client's reset): unheard, one would end the process.
+    socket.on('error', () => socket.destroy());
     socket.once('readable', () => this.arrived(socket));
   }
 

@@ -202,6 +202,18 @@ describe('header deadline and idle timeout', () => {
     expect(answers).toEqual(Array(50).fill('HTTP/1.1 200 OK'));
   }, 30_000);
 
+  test('connections reset by their client before or during their first bytes leave the server serving', async () => {
+    // A reset (RST) on a connection waiting for its handshake's turn is an error on a socket nothing else listens to.
+    const resets = await Promise.all(Array.from({ length: 10 }, () => openTcp(ts)));
+    resets.forEach((h, i) => {
+      if (i % 2) h.socket.write(Buffer.from([0x16, 0x03, 0x01]));
+    });
+    for (const h of resets) h.socket.resetAndDestroy();
+    await Promise.all(resets.map((h) => h.ended));
+    expect((await ts.admin.get('/apis')).status).toBe(200);
+    expect(await serverConnectionsAfter(ts, SLACK_MS)).toBe(0);
+  }, 30_000);
+
   test('a connection that completes the handshake and sends nothing is closed at the header deadline', async () => {
     const quiet = await Promise.all(Array.from({ length: 5 }, () => openTls(ts)));
     held.push(...quiet);

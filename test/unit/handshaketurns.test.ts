@@ -2,7 +2,7 @@
  * Handshakes in turns (src/http/handshaketurns.ts), with stand-in sockets: a connection's handshake begins only once
  * its client's first bytes have come, at most a few each turn of the event loop, one source after another.
  */
-import { describe, expect, test } from '@jest/globals';
+import { describe, expect, jest, test } from '@jest/globals';
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import { HandshakeTurns } from '../../src/http/handshaketurns.js';
@@ -63,13 +63,25 @@ describe('handshakes in turns', () => {
     expect(turns.size).toBe(0);
   });
 
-  test('a connection closed while it waits is dropped and takes no turn; one closed at accept is never waited on', async () => {
+  test('a connection closed or reset while it waits is dropped and takes no turn; one closed at accept is never waited on', async () => {
     const { begun, turns, connect } = turnsLog(1);
     const gone = connect('127.0.0.4', 'gone');
     const next = connect('127.0.0.4', 'next');
     gone.emit('readable');
     next.emit('readable');
     gone.destroyed = true;
+    await nextTurn();
+    expect(begun).toEqual(['next']);
+
+    // An error while it waits (its client reset it) closes it; it is not thrown.
+    const reset = connect('127.0.0.4', 'reset');
+    const destroy = jest.fn(() => (reset.destroyed = true));
+    Object.assign(reset, { destroy });
+    expect(() =>
+      reset.emit('error', Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })),
+    ).not.toThrow();
+    expect(destroy).toHaveBeenCalled();
+    reset.emit('readable');
     await nextTurn();
     expect(begun).toEqual(['next']);
 
