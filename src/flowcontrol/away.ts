@@ -1,9 +1,9 @@
 /**
- * A request's time away: while it waits on another server (the host, a connected or a virtual cluster), it keeps its
- * seats in its level, as in kube, but they stop counting against its flow's bound (--max-seats-per-flow, and the
- * headroom a flow leaves): that bound is there because one thread runs every request, and a request waiting on
- * another server does not use the thread. Without this, a tenant with two requests held up by its own slow cluster
- * could run nothing else until they ended.
+ * A request's time away: while it waits on another server (the host, a connected or a virtual cluster, an admission
+ * webhook), it keeps its seats in its level, as in kube, but they stop counting against its flow's bound
+ * (--max-seats-per-flow, and the headroom a flow leaves). That bound is there because one thread runs every
+ * request, and a request waiting on another server does not use the thread. Without this, a tenant with a request
+ * held up by its own slow cluster could run nothing else until it ended.
  *
  * The request's filter runs the rest of the request in `withFlowHold`; code that waits on another server wraps the
  * wait in `awayFromThread`. Outside a request (controllers, informers) it does nothing.

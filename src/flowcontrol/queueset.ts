@@ -9,10 +9,12 @@
  * next, but only when its oldest request fits in the free seats (a wide request is not starved by narrow ones);
  * a request wider than the whole limit runs alone.
  *
- * One bound kube does not have: a flow leaves `flowHeadroom` seats of the level to the others (it takes more only
- * while it holds none). kube's requests take milliseconds on many cores, so seats turn over at once; here one thread
- * runs them all, a list of 10,000 objects holds its seats for as long as the thread takes to get through every list
- * running beside it, and a flow arriving at a level one flow had filled would wait for one of those to end.
+ * Two bounds kube does not have, on what one flow holds: at most `flowSeatLimit` seats (--max-seats-per-flow), and
+ * never all but `flowHeadroom` of the level's; a flow holding none may still start one request wider than either.
+ * kube's requests take milliseconds on many cores, so seats turn over at once; here one thread runs them all, more
+ * of one flow's requests at once only make every other flow's steps wait behind theirs, and a list of 10,000
+ * objects holds its seats for as long as the thread takes to get through every list running beside it. A request
+ * waiting on another server (stepAway, away.ts) keeps the level's seats but not its flow's.
  *
  * A level that rejects (limitResponse Reject) has no queues: a request that does not fit is refused at once. The
  * exempt level is never limited. Everything here is synchronous and reads time from the injected clock: waiting

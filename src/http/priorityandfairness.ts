@@ -9,8 +9,8 @@
  * - A watch holds its seats only until its stream starts (kube: until its initialization); then it is long-running
  *   and no longer holds seats, but counts among the watches that make writes of its resource heavier (seats.ts).
  * - A request that leaves while waiting is taken out of its queue (cancelled).
- * - While a request waits on another server (a host, connected or virtual cluster), its seats do not count against
- *   its flow's bound (flowcontrol/away.ts).
+ * - While a request waits on another server (the host, a connected or virtual cluster, an admission webhook), its
+ *   seats do not count against its flow's bound (--max-seats-per-flow; flowcontrol/away.ts).
  * - The response headers name the uids (not the names) of the schema and level, as kube's do, also on a 429.
  */
 import type { NextFunction, Request, Response } from 'express';
