@@ -16,7 +16,7 @@ import type { Logger } from '../log.js';
 import { MANDATORY_FLOW_SCHEMAS, MANDATORY_PRIORITY_LEVELS } from './bootstrap.js';
 import { allocate, levelBounds, type DemandState, type LevelBounds } from './concurrency.js';
 import { byPrecedence, flowDistinguisher, matchesFlowSchema, type RequestDigest } from './match.js';
-import { QueueSet, type Clock } from './queueset.js';
+import { QueueSet, type Clock, type QueueSetConfig } from './queueset.js';
 import { levelMaxSeats } from './seats.js';
 import { WatchTracker } from './watches.js';
 import {
@@ -142,13 +142,7 @@ export class FlowControl {
     for (const name of [...this.levelsByName.keys()]) if (!levels.has(name)) this.levelsByName.delete(name);
     for (const [name, pl] of levels) {
       const b = bounds.get(name)!;
-      const queueConfig = {
-        queuing: queuingOf(pl),
-        exempt: name === EXEMPT || pl.spec.type === 'Exempt',
-        concurrencyLimit: b.nominal,
-        flowHeadroom: levelMaxSeats(b.nominal),
-        flowSeatLimit: this.flowSeatLimit || undefined,
-      };
+      const queueConfig = this.queueConfig(pl, b.nominal, b.nominal);
       const existing = this.levelsByName.get(name);
       if (existing) {
         existing.config = pl;
@@ -168,13 +162,19 @@ export class FlowControl {
     );
     levels.forEach((l, i) => {
       if (l.exempt || l.queueSet.concurrencyLimit === limits[i]) return;
-      l.queueSet.reconfigure({
-        queuing: queuingOf(l.config),
-        concurrencyLimit: limits[i],
-        flowHeadroom: l.maxSeats,
-        flowSeatLimit: this.flowSeatLimit || undefined,
-      });
+      l.queueSet.reconfigure(this.queueConfig(l.config, limits[i], l.bounds.nominal));
     });
+  }
+
+  /** A level's queue set at `concurrencyLimit` seats; its widest request (the headroom) is from its nominal seats. */
+  private queueConfig(pl: PriorityLevelConfiguration, concurrencyLimit: number, nominal: number): QueueSetConfig {
+    return {
+      queuing: queuingOf(pl),
+      exempt: pl.metadata.name === EXEMPT || pl.spec.type === 'Exempt',
+      concurrencyLimit,
+      flowHeadroom: levelMaxSeats(nominal),
+      flowSeatLimit: this.flowSeatLimit || undefined,
+    };
   }
 }
 
