@@ -114,16 +114,19 @@ async function secondTenant(token, phase) {
   const child = fork(fileURLToPath(new URL('steady-gets.mjs', import.meta.url)), [], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  const answers = [];
-  const waiters = [];
+  // Each message to it but a phase change has one answer, awaited before the next is sent.
+  let answer;
   child.on('message', (msg) => {
     if (msg.slow) log(`  slow GET (${msg.slow.phase}): sent at ${f1(msg.slow.sentAt)} s, took ${f1(msg.slow.took)} ms`);
-    else if (waiters.length) waiters.shift()(msg);
-    else answers.push(msg);
+    else answer?.(msg);
   });
-  const next = () => (answers.length ? Promise.resolve(answers.shift()) : new Promise((r) => waiters.push(r)));
+  const ask = (msg) =>
+    new Promise((resolve) => {
+      answer = resolve;
+      child.send(msg);
+    });
   const { url, caPem } = ctx.server;
-  child.send({
+  await ask({
     start: {
       url,
       caPem,
@@ -135,13 +138,11 @@ async function secondTenant(token, phase) {
       ...(Number.isFinite(SLOW_MS) && { slowMs: SLOW_MS }),
     },
   });
-  await next();
   return {
     pid: child.pid,
     phase: (name) => child.send({ phase: name }),
     async stop() {
-      child.send({ stop: true });
-      const { phases } = await next();
+      const { phases } = await ask({ stop: true });
       child.disconnect();
       return phases;
     },
