@@ -132,23 +132,26 @@ export interface AdminField {
 
 /**
  * Policy fields (a Project's allowed clusters, a Cluster's connection and unusable mark) are the administrator's:
- * outside system:masters an update that changes one is 403 naming it, whoever the caller is, owner included.
+ * outside system:masters a write that changes one is 403 naming it, whoever the caller is, owner included. A create
+ * (no `old`) changes every field it sets to other than its default.
  */
 export function guardAdminFields(
   resource: string,
   fields: readonly AdminField[],
   obj: KubeObject,
-  old: KubeObject,
+  old: KubeObject | undefined,
   user: UserInfo | undefined,
 ): void {
   if (!user || isMaster(user) || !fields.length) return;
-  const changed = fields.filter((f) => !jsonEqual(f.value(obj.spec ?? {}), f.value(old.spec ?? {}))).map((f) => f.path);
+  const before = old?.spec ?? {};
+  const changed = fields.filter((f) => !jsonEqual(f.value(obj.spec ?? {}), f.value(before))).map((f) => f.path);
   if (!changed.length) return;
-  const group = (old.apiVersion ?? '').split('/')[0];
+  const group = (obj.apiVersion ?? '').split('/')[0];
+  const what = old ? `change ${changed.join(', ')}` : `create this object with ${changed.join(', ')} set`;
   throw errors.forbidden(
     { group, resource },
-    old.metadata.name ?? '',
-    `User ${JSON.stringify(user.name)} cannot change ${changed.join(', ')}: only system:masters may`,
+    obj.metadata.name ?? '',
+    `User ${JSON.stringify(user.name)} cannot ${what}: only system:masters may`,
   );
 }
 

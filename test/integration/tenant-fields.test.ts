@@ -3,8 +3,9 @@
  * spec.allowedClusters, a Cluster's spec.unusable and connection Secret (spec.config.secretName/secretNamespace/key)
  * change only by system:masters (403 naming the field). Kubernetes' own identities: owner and access may name a
  * `system:` user only when system:masters writes it (422 naming the field), since the access sync grants them in
- * the host cluster. Every path is checked (PUT, merge and JSON patch, server-side apply, dry run), and every
- * refusal leaves stored data as it was.
+ * the host cluster. Every path is checked (PUT, merge and JSON patch, server-side apply, dry run), creates too (an
+ * administrator's field set to other than its default, and an owner other than the creator or a team of theirs, are
+ * 403 on POST, dry run and an apply that creates), and every refusal leaves stored data as it was.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
@@ -45,7 +46,11 @@ beforeAll(async () => {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRole',
     metadata: { name: 'secret-creator' },
-    rules: [{ apiGroups: [GROUP], resources: ['sharedsecrets'], verbs: ['create'] }],
+    rules: [
+      { apiGroups: [GROUP], resources: ['sharedsecrets'], verbs: ['create'] },
+      // And Clusters and Projects, by create and by server-side apply (which needs patch as well).
+      { apiGroups: [GROUP], resources: ['clusters', 'projects'], verbs: ['create', 'patch'] },
+    ],
   });
   host.put({
     apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -220,6 +225,103 @@ describe("a Cluster's connection and unusable mark are the administrator's", () 
     expect(res.body.message).toContain(
       'cannot change spec.config.secretName, spec.config.secretNamespace, spec.unusable: only system:masters may',
     );
+  });
+});
+
+describe('a create is held to the same: what only system:masters may set, and an owner the creator is not', () => {
+  /** Each way a client creates `body` at `collection`: POST, dry run, and a server-side apply that creates. */
+  async function everyCreate(client: HttpClient, collection: string, body: any): Promise<[string, HttpResponse][]> {
+    return [
+      ['POST', await client.post(collection, body)],
+      ['dry run', await client.post(`${collection}?dryRun=All`, body)],
+      ['apply', await client.patch(`${collection}/${body.metadata.name}?fieldManager=tenant`, body, APPLY)],
+    ];
+  }
+
+  function expectRefused(results: [string, HttpResponse][], message: string): void {
+    for (const [how, res] of results)
+      expect({ how, status: res.status, reason: res.body.reason, message: res.body.message }).toEqual({
+        how,
+        status: 403,
+        reason: 'Forbidden',
+        message,
+      });
+  }
+
+  test.each([
+    [
+      "spec.config (another cluster's kubeconfig, or any Secret of the host)",
+      { config: { secretName: 'kubeconfig', secretNamespace: 'kube-system' } },
+      'spec.config.secretName, spec.config.secretNamespace',
+    ],
+    ['spec.config.key', { networkPeer: true, config: { key: 'other' } }, 'spec.config.key'],
+    ['spec.unusable', { networkPeer: true, unusable: true }, 'spec.unusable'],
+    ['spec.local (the one local Cluster)', { local: true }, 'spec.local'],
+  ])('a Cluster with %s: 403 naming the fields, nothing stored', async (_what, spec, fields) => {
+    const name = uniq('cluster');
+    const body = {
+      apiVersion: API_VERSION,
+      kind: 'Cluster',
+      metadata: { name },
+      spec: { owner: { user: 'dave' }, ...spec },
+    };
+    expectRefused(
+      await everyCreate(dave, CLUSTERS_PATH, body),
+      `clusters.${GROUP} "${name}" is forbidden: User "dave" cannot create this object with ${fields} set: only system:masters may`,
+    );
+    expect((await root.get(`${CLUSTERS_PATH}/${name}`)).status).toBe(404);
+  });
+
+  test("a Project allowing clusters: 403, nothing stored; one allowing none is the creator's to make", async () => {
+    const name = uniq('proj');
+    const body = {
+      apiVersion: API_VERSION,
+      kind: 'Project',
+      metadata: { name },
+      spec: { owner: { user: 'dave' }, allowedClusters: [{ name: '*' }] },
+    };
+    expectRefused(
+      await everyCreate(dave, PROJECTS, body),
+      `projects.${GROUP} "${name}" is forbidden: User "dave" cannot create this object with spec.allowedClusters set: only system:masters may`,
+    );
+    expect((await root.get(`${PROJECTS}/${name}`)).status).toBe(404);
+    // An empty list is the default: allowed.
+    const none = { ...body, spec: { owner: { user: 'dave' }, allowedClusters: [] } };
+    expect((await dave.post(PROJECTS, none)).status).toBe(201);
+  });
+
+  test.each([
+    ['Project', PROJECTS, 'projects', {}],
+    ['Cluster', CLUSTERS_PATH, 'clusters', { networkPeer: true }],
+  ])(
+    'a %s owned by someone else: 403 naming spec.owner, nothing stored; owned by the creator it is made',
+    async (kind, collection, resource, spec) => {
+      const name = uniq(resource);
+      const body = (owner: object) => ({ apiVersion: API_VERSION, kind, metadata: { name }, spec: { ...spec, owner } });
+      expectRefused(
+        await everyCreate(dave, collection, body({ user: 'bob' })),
+        `${resource}.${GROUP} "${name}" is forbidden: User "dave" cannot create this ${kind}: spec.owner.user: may not be "bob": a caller may name only itself or a team it belongs to, and only system:masters may make someone else the owner`,
+      );
+      expect((await dave.post(collection, body({ team: 'web' }))).body.message).toBe(
+        `${resource}.${GROUP} "${name}" is forbidden: User "dave" cannot create this ${kind}: spec.owner.team: may not be "web", a team the caller is not in: a caller may name only itself or a team it belongs to, and only system:masters may make someone else the owner`,
+      );
+      expect((await root.get(`${collection}/${name}`)).status).toBe(404);
+      expect((await dave.post(collection, body({ user: 'dave' }))).status).toBe(201);
+    },
+  );
+
+  test('a SharedSecret owned by someone else: 403; system:masters may make it so', async () => {
+    const name = uniq('secret');
+    const body = {
+      apiVersion: API_VERSION,
+      kind: 'SharedSecret',
+      metadata: { name },
+      spec: { owner: { user: 'bob' }, data: { token: 'c2VjcmV0' } },
+    };
+    const res = await dave.post(sharedSecretsPath('tenants'), body);
+    expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 403, reason: 'Forbidden' });
+    expect((await root.get(sharedSecretPath('tenants', name))).status).toBe(404);
+    expect((await root.post(sharedSecretsPath('tenants'), body)).status).toBe(201);
   });
 });
 

@@ -1,8 +1,9 @@
 /**
  * Cluster: a connected cluster needs the secret with its connection config, unless it is local or peered (a rule
- * of its CRD, x-kubernetes-validations, says so). Which Secret that is and whether the Cluster takes new virtual
- * clusters are the administrator's: only system:masters may change spec.config.secretName,
- * spec.config.secretNamespace, spec.config.key and spec.unusable.
+ * of its CRD, x-kubernetes-validations, says so). Which Secret that is, whether the Cluster takes new virtual
+ * clusters and whether it is the local one are the administrator's: only system:masters may set or change
+ * spec.config.secretName, spec.config.secretNamespace, spec.config.key, spec.unusable and spec.local, on create as on
+ * update.
  *
  * At most one Cluster is local (spec.local: the server's own host cluster). Every local Cluster holds the claim
  * `local`, written by storage in the transaction that creates it (registry/strategy.ts claims), so two concurrent
@@ -59,6 +60,8 @@ const adminFields: AdminField[] = [
   { path: 'spec.config.secretNamespace', value: (s) => configOf(s).secretNamespace ?? '' },
   { path: 'spec.config.key', value: (s) => configOf(s).key ?? '' },
   { path: 'spec.unusable', value: (s) => s.unusable === true },
+  // The one local Cluster is the server's own host cluster: a tenant creating it would hold its claim.
+  { path: 'spec.local', value: (s) => s.local === true },
 ];
 
 export const isLocalCluster = (obj: KubeObject): boolean => obj.spec?.local === true;

@@ -4,12 +4,15 @@
  * the kind's declaration of whether the access sync makes its lists RBAC in the host cluster.
  */
 import { Path, type FieldError } from '../../apimachinery/field.js';
+import { GROUP_NAME } from '../../apimachinery/group.js';
+import * as errors from '../../apimachinery/status.js';
 import type { KubeObject } from '../../apimachinery/types.js';
 import type { UserInfo } from '../../apimachinery/user.js';
 import {
   accessWarnings,
   guardAccessChanges,
   guardAdminFields,
+  ownerGivenAway,
   refuseSystemNames,
   validateAccess,
   type AdminField,
@@ -36,7 +39,8 @@ const OWNER_AND_ACCESS: readonly FieldPath[] = [
 
 /**
  * Only the owner, a `*` entry or system:masters may change the owner and access lists, only system:masters may name
- * a `system:` user in them or change `adminFields`, both are validated, and `validateSpec` adds the kind's own rules.
+ * a `system:` user in them, set or change `adminFields` or create something owned by someone else, both are
+ * validated, and `validateSpec` adds the kind's own rules. Each holds on create as on update.
  */
 export function ownedKindStrategy(
   resource: string,
@@ -49,6 +53,8 @@ export function ownedKindStrategy(
     access: { hostRbac: options.hostRbac ?? false },
     restrictingFields: [...OWNER_AND_ACCESS, ...(options.restrictingFields ?? [])],
     prepareForCreate(obj: KubeObject, user: UserInfo | undefined): void {
+      guardNewOwner(resource, obj, user);
+      guardAdminFields(resource, adminFields, obj, undefined, user);
       refuseSystemNames(obj, undefined, user);
     },
     prepareForUpdate(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
@@ -67,4 +73,18 @@ export function ownedKindStrategy(
     warningsOnUpdate: (obj: KubeObject) => accessWarnings(obj.spec?.access, spec.child('access')),
     ...extra,
   };
+}
+
+/**
+ * Outside system:masters a new object is owned by its creator, a team of the creator's, or nobody (403 otherwise): an
+ * owner is granted everything on the object, and an owner is whom some copies rest on (a ProjectSecret's).
+ */
+function guardNewOwner(resource: string, obj: KubeObject, user: UserInfo | undefined): void {
+  const givenAway = ownerGivenAway(obj.spec?.owner, user, spec.child('owner'));
+  if (givenAway)
+    throw errors.forbidden(
+      { group: GROUP_NAME, resource },
+      obj.metadata.name ?? '',
+      `User ${JSON.stringify(user!.name)} cannot create this ${obj.kind}: ${givenAway}`,
+    );
 }

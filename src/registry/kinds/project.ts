@@ -1,8 +1,8 @@
 /**
  * Project: owner and access like the other kinds; allowed clusters are named by valid, distinct Cluster names (or
- * `*`, every Cluster, as upstream's GitOps manifests write it), and only system:masters may change them (they are the
- * administrator's bound on where the project's virtual clusters come from; an owner or an access entry granting
- * update may not widen it). None listed (absent or empty) allows no Cluster: a bound nobody set is not "anywhere".
+ * `*`, every Cluster, as upstream's GitOps manifests write it), and only system:masters may set or change them, on
+ * create as on update (they are the administrator's bound on where the project's virtual clusters come from; an
+ * owner, an access entry granting update or a creator may not widen it). None listed (absent or empty) allows no Cluster: a bound nobody set is not "anywhere".
  */
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import * as errors from '../../apimachinery/status.js';

@@ -31,7 +31,6 @@ import * as errors from '../../apimachinery/status.js';
 import { isPlainObject, type GroupResource, type KubeObject } from '../../apimachinery/types.js';
 import { isMaster, type UserInfo } from '../../apimachinery/user.js';
 import type { AdmitContext, Caller, ClaimHolderRef, ConnectedCluster, Strategy, StoredObjects } from '../strategy.js';
-import { ownerGivenAway } from '../../access/validation.js';
 import { ALL_CLUSTERS, allowedClusters, getIfExists, projectOfNamespace } from './project.js';
 
 const VERSION = 'v1';
@@ -245,9 +244,9 @@ export const virtualClusterClaims: NonNullable<Strategy['claims']> = {
 
 /**
  * VirtualClusterInstance's admitCreate: a create by anyone but system:masters (or the server itself) passes the
- * import's checks, in the project whose namespace p-<project> it is created in, and is owned by its creator or
- * a team of the creator's (src/access/validation.ts ownerGivenAway). Every instance with a namespace is then bound
- * to the physical cluster its Cluster reaches (status.clusterUID; see the top) and checked against the other
+ * import's checks, in the project whose namespace p-<project> it is created in (that its owner is its creator or a
+ * team of the creator's is the rule of every owned kind: owned.ts). Every instance with a namespace is then bound to
+ * the physical cluster its Cluster reaches (status.clusterUID; see the top) and checked against the other
  * instances; system:masters' is stored unbound when its Cluster is not connected.
  */
 export async function admitVirtualClusterInstance(
@@ -261,13 +260,6 @@ export async function admitVirtualClusterInstance(
   const name = obj.metadata.name ?? '';
   const ref = instanceRef(obj);
   if (!trusted) {
-    const givenAway = ownerGivenAway(obj.spec.owner, user, Path.root('spec').child('owner'));
-    if (givenAway)
-      throw errors.forbidden(
-        instanceGR,
-        name,
-        `User ${JSON.stringify(user.name)} cannot create this VirtualClusterInstance: ${givenAway}`,
-      );
     const project = await projectOfNamespace(store('projects'), obj.metadata.namespace ?? '', instanceGK, name);
     const errs = await clusterErrors(
       store('clusters'),
