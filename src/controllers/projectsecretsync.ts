@@ -9,9 +9,11 @@
  *   sync catching up with a change of its access list (its `AccessSynced` condition moving); every
  *   `resyncIntervalMs` every ProjectSecret is reconciled again, which repairs what a missed event or a restart left,
  *   and notices a grant that ended in the host's RBAC (which nothing here watches);
- * - the data is kept only while the ProjectSecret's owner may `get` the SharedSecret, asked of the same authorizers as
- *   a GET of it (owner and access lists, host RBAC) with the owner as access/model.ts ownerIdentity says: otherwise
- *   the data is removed (`OwnerCannotGet`). A SharedSecret that does not exist, or is being deleted, leaves no data
+ * - the data is kept only while whoever set the reference (`status.referencedBy`, recorded by the server) and the
+ *   ProjectSecret's owner may both `get` the SharedSecret, asked of the same authorizers as a GET of it (owner and
+ *   access lists, host RBAC), the writer as authentication had given them and the owner as access/model.ts
+ *   ownerIdentity says: otherwise the data is removed (`WriterCannotGet`, `OwnerCannotGet`). One stored before
+ *   writers were recorded holds none (`WriterUnknown`) until someone who may get the SharedSecret writes it. A SharedSecret that does not exist, or is being deleted, leaves no data
  *   (`SourceNotFound`), and the sync resumes when one of that name appears;
  * - each SharedSecret that some ProjectSecret names gets the condition `ProjectSecrets`: how many name it and how many
  *   hold its data now. It is added when the first one names it and stays (with 0) once none does;
@@ -24,7 +26,15 @@ import { GROUP_NAME } from '../apimachinery/group.js';
 import { isStatusError } from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { ownerIdentity } from '../access/model.js';
-import { getSharedSecret, sharedSecretRef, SYNCED, type SharedSecretRef } from '../registry/kinds/projectsecret.js';
+import type { UserInfo } from '../apimachinery/user.js';
+import {
+  getSharedSecret,
+  referenceWriter,
+  sharedSecretRef,
+  writerIdentity,
+  SYNCED,
+  type SharedSecretRef,
+} from '../registry/kinds/projectsecret.js';
 import { PROJECT_SECRETS } from '../registry/kinds/sharedsecret.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
@@ -54,6 +64,8 @@ interface TrackedProjectSecret {
   source?: string;
   /** Its Synced condition is True. */
   synced: boolean;
+  /** Who set its reference (status.referencedBy), as JSON: recorded by a write that may change nothing else. */
+  writer: string;
 }
 
 /** What the watch last showed of a SharedSecret: what, when it changes, its ProjectSecrets must be looked at for. */
@@ -151,7 +163,7 @@ export class ProjectSecretSync {
 
   // ---- what the watches show ----
 
-  /** A new ProjectSecret, or a change of its spec, is reconciled; a change of what it names or holds is counted. */
+  /** A new ProjectSecret, or a change of its spec or of who set its reference, is reconciled; a change of what it names or holds is counted. */
   private upsertProjectSecret(obj: KubeObject): void {
     const key = keyOf(obj);
     const ref = sharedSecretRef(obj);
@@ -160,10 +172,11 @@ export class ProjectSecretSync {
       generation: obj.metadata.generation ?? 0,
       source: ref ? refKey(ref) : undefined,
       synced: conditionOf(obj, SYNCED)?.status === 'True',
+      writer: JSON.stringify(referenceWriter(obj) ?? null),
     };
     const before = this.tracked.get(key);
     this.tracked.set(key, next);
-    if (!before || before.uid !== next.uid || before.generation !== next.generation)
+    if (!before || before.uid !== next.uid || before.generation !== next.generation || before.writer !== next.writer)
       this.queue.add(PROJECT_SECRET + key);
     if (before?.source !== next.source || before?.synced !== next.synced) {
       if (before?.source) this.queue.add(SHARED_SECRET + before.source);
@@ -256,8 +269,27 @@ export class ProjectSecretSync {
           message: `${named} does not exist: this ProjectSecret holds no synced data until it does`,
         },
       };
+    const writer = referenceWriter(obj);
+    if (!writer)
+      return {
+        data: {},
+        outcome: {
+          status: 'False',
+          reason: 'WriterUnknown',
+          message: `nobody is recorded as having set spec.sharedSecretRef (status.referencedBy; it was stored by an earlier version), so no data of ${named} is kept: a write of this ProjectSecret by someone who may get ${named} records them`,
+        },
+      };
+    if (!(await this.mayGet(writerIdentity(writer), ref)))
+      return {
+        data: {},
+        outcome: {
+          status: 'False',
+          reason: 'WriterCannotGet',
+          message: `the user who set spec.sharedSecretRef (${JSON.stringify(writer.username)}, status.referencedBy) may not get ${named}, so its data was removed from this ProjectSecret; it comes back once they may get it again, or when someone who may sets the reference again`,
+        },
+      };
     const owner = obj.spec?.owner;
-    if (!(await this.ownerMayGet(owner, ref)))
+    if (!(await this.mayGet(ownerIdentity(owner), ref)))
       return {
         data: {},
         outcome: {
@@ -289,12 +321,8 @@ export class ProjectSecretSync {
     };
   }
 
-  /** The same question as a GET of the SharedSecret by the owner. */
-  private async ownerMayGet(
-    owner: { user?: string; team?: string } | undefined,
-    ref: SharedSecretRef,
-  ): Promise<boolean> {
-    const user = ownerIdentity(owner);
+  /** The same question as a GET of the SharedSecret by `user` (none: nobody, who may not). */
+  private async mayGet(user: UserInfo | undefined, ref: SharedSecretRef): Promise<boolean> {
     if (!user) return false;
     const decision = await this.authorizer.authorize({ user, ...getSharedSecret(ref) });
     return decision.decision === 'allow';

@@ -18,7 +18,9 @@ import * as errors from '../../src/apimachinery/status.js';
 import { createLogger } from '../../src/log.js';
 import {
   API_VERSION,
+  APPLY_PATCH,
   GROUP,
+  JSON_PATCH,
   MERGE_PATCH,
   PROJECTS_PATH,
   sharedSecretPath,
@@ -35,9 +37,9 @@ const SOURCE_NS = 'shared';
 const PROJECT = uniq('sync');
 const PROJECT_NS = `p-${PROJECT}`;
 const B64 = (s: string) => Buffer.from(s).toString('base64');
-const USERS = { root: ['system:masters'], alice: [], bob: [] };
+const USERS = { root: ['system:masters'], alice: [], bob: [], carol: ['platform:team:ops'] };
 /** Every value written in this file, to look for in the log and the conditions. */
-const VALUES = ['robot', 'hunter2', 'rotated-pw', 'db-pass', 'vault-token', 'stale-value'];
+const VALUES = ['robot', 'hunter2', 'rotated-pw', 'db-pass', 'vault-token', 'stale-value', 'ops-pw', 'bobs-pw'];
 
 let etcd: TestEtcd;
 let host: HostClusterStandIn;
@@ -45,6 +47,7 @@ let ts: TestServer;
 let root: HttpClient;
 let alice: HttpClient;
 let bob: HttpClient;
+let carol: HttpClient;
 const logs: string[] = [];
 
 const projectSecretPath = (name: string) => `${GROUP_PATH}/namespaces/${PROJECT_NS}/projectsecrets/${name}`;
@@ -54,6 +57,8 @@ async function startServer(overrides: Record<string, unknown> = {}): Promise<voi
     USERS,
     {
       kubeconfig: host.kubeconfigPath,
+      // The copies' Secrets in the host, to see revocation reach them too.
+      projectSecretDelivery: true,
       authorizationWebhookCacheAuthorizedTtlMs: 0,
       authorizationWebhookCacheUnauthorizedTtlMs: 0,
       ...overrides,
@@ -61,7 +66,7 @@ async function startServer(overrides: Record<string, unknown> = {}): Promise<voi
     etcd,
     createLogger((line) => void logs.push(line)),
   );
-  ({ root, alice, bob } = server.as);
+  ({ root, alice, bob, carol } = server.as);
   ts = server;
 }
 
@@ -78,7 +83,7 @@ beforeAll(async () => {
   hostRoleBinding(
     'write-projectsecrets',
     [{ apiGroups: [GROUP], resources: ['projectsecrets'], verbs: ['create', 'get', 'list', 'update', 'patch'] }],
-    ['alice', 'bob'],
+    ['alice', 'bob', 'carol'],
     PROJECT_NS,
   );
   const project = await root.post(PROJECTS_PATH, {
@@ -230,10 +235,11 @@ describe('revocation reaches the copies', () => {
     await holds(name, { password: 'db-pass' }, 'Synced');
     const path = sharedSecretPath(SOURCE_NS, source);
     expect((await root.patch(path, { spec: { access: [] } }, MERGE_PATCH)).status).toBe(200);
-    const obj = await holds(name, {}, 'OwnerCannotGet');
+    // alice wrote the reference and owns it: the copy rests on her, first as its writer.
+    const obj = await holds(name, {}, 'WriterCannotGet');
     expect(condition(obj, 'Synced')).toMatchObject({
       status: 'False',
-      message: `the owner (user "alice") may not get SharedSecret shared/${source}, so its data was removed from this ProjectSecret; it comes back once the owner may get it again (an access entry on the SharedSecret, or RBAC)`,
+      message: `the user who set spec.sharedSecretRef ("alice", status.referencedBy) may not get SharedSecret shared/${source}, so its data was removed from this ProjectSecret; it comes back once they may get it again, or when someone who may sets the reference again`,
     });
     expect(
       (await root.patch(path, { spec: { access: [{ verbs: ['get'], users: ['alice'] }] } }, MERGE_PATCH)).status,
@@ -242,8 +248,195 @@ describe('revocation reaches the copies', () => {
   });
 });
 
+describe('whose access a copy rests on: who set the reference (status.referencedBy), and the owner', () => {
+  const SOURCE = uniq('ops-db');
+  const sourcePath = () => sharedSecretPath(SOURCE_NS, SOURCE);
+  const psecs = `${GROUP_PATH}/namespaces/${PROJECT_NS}/projectsecrets`;
+  const writerOf = async (name: string) => (await root.get(projectSecretPath(name))).body.status?.referencedBy;
+  const hostData = (name: string) => (host.get('secrets', PROJECT_NS, name) as any)?.data ?? {};
+
+  beforeAll(async () => {
+    // alice and team ops may read it.
+    await createSharedSecret(SOURCE, { password: 'ops-pw' }, [
+      { verbs: ['get'], users: ['alice'] },
+      { verbs: ['get'], teams: ['ops'] },
+    ]);
+  });
+
+  test('a creator may not name as owner a team it is not in: 403, on every write path, and nothing is stored', async () => {
+    const body = (name: string) => ({
+      apiVersion: API_VERSION,
+      kind: 'ProjectSecret',
+      metadata: { name },
+      spec: { owner: { team: 'ops' }, sharedSecretRef: { namespace: SOURCE_NS, name: SOURCE } },
+    });
+    const name = uniq('dbcopy');
+    const posted = await alice.post(psecs, body(name));
+    expect(posted.status).toBe(403);
+    expect(posted.body).toMatchObject({
+      kind: 'Status',
+      reason: 'Forbidden',
+      message: `projectsecrets.management.platform.sh "${name}" is forbidden: User "alice" cannot create this ProjectSecret: spec.owner.team: may not be "ops", a team the caller is not in: a caller may name only itself or a team it belongs to, and only system:masters may make someone else the owner`,
+    });
+    const applied = await alice.patch(`${psecs}/${name}?fieldManager=kubectl`, body(name), APPLY_PATCH);
+    expect(applied.status).toBe(403);
+    expect((await root.get(projectSecretPath(name))).status).toBe(404);
+    // carol, who is in team ops, may.
+    expect((await carol.post(psecs, body(name))).status).toBe(201);
+    expect(await writerOf(name)).toEqual({
+      username: 'carol',
+      uid: 'uid-carol',
+      groups: ['platform:team:ops', 'system:authenticated'],
+    });
+  });
+
+  test("the writer's revocation ends the copy, in the API and in the host, though the owner it was handed to may still get it", async () => {
+    const name = uniq('dbcopy');
+    const created = await alice.post(psecs, {
+      apiVersion: API_VERSION,
+      kind: 'ProjectSecret',
+      metadata: { name },
+      spec: {
+        owner: { user: 'alice' },
+        access: [{ verbs: ['get'], users: ['alice'] }],
+        sharedSecretRef: { namespace: SOURCE_NS, name: SOURCE },
+      },
+    });
+    expect(created.status).toBe(201);
+    await holds(name, { password: 'ops-pw' }, 'Synced');
+    // The owner hands it on, to a team that may get the SharedSecret too: the copy still rests on alice.
+    const handed = await alice.patch(
+      projectSecretPath(name),
+      { spec: { owner: { user: null, team: 'ops' } } },
+      MERGE_PATCH,
+    );
+    expect(handed.status).toBe(200);
+    expect(handed.body.status.referencedBy.username).toBe('alice');
+    await waitFor('the host Secret to hold the copy', () => hostData(name).password === B64('ops-pw'));
+    // alice's grant goes; team ops keeps its own.
+    const revoked = await root.patch(
+      sourcePath(),
+      { spec: { access: [{ verbs: ['get'], teams: ['ops'] }] } },
+      MERGE_PATCH,
+    );
+    expect(revoked.status).toBe(200);
+    const obj = await holds(name, {}, 'WriterCannotGet');
+    expect(condition(obj, 'Synced').message).toContain('the user who set spec.sharedSecretRef ("alice"');
+    expect((await alice.get(projectSecretPath(name))).body.spec.data).toBeUndefined();
+    await waitFor('the host Secret to hold no data', () => Object.keys(hostData(name)).length === 0);
+    // A rotation meanwhile reaches neither (the sync looks at every ProjectSecret naming it, and keeps none).
+    expect(
+      (await root.patch(sourcePath(), { spec: { data: { password: B64('rotated-pw') } } }, MERGE_PATCH)).status,
+    ).toBe(200);
+    await holds(name, {}, 'WriterCannotGet');
+    expect(hostData(name)).toEqual({});
+    // alice may get it again: the copy comes back.
+    const restored = await root.patch(
+      sourcePath(),
+      {
+        spec: {
+          access: [
+            { verbs: ['get'], users: ['alice'] },
+            { verbs: ['get'], teams: ['ops'] },
+          ],
+        },
+      },
+      MERGE_PATCH,
+    );
+    expect(restored.status).toBe(200);
+    await holds(name, { password: 'rotated-pw' }, 'Synced');
+  });
+
+  test('nobody but the server writes status.referencedBy: not at create, not by a patch of the object or its status', async () => {
+    const name = uniq('dbcopy');
+    const forged = { username: 'root', groups: ['system:masters', 'system:authenticated'] };
+    const created = await alice.post(psecs, {
+      apiVersion: API_VERSION,
+      kind: 'ProjectSecret',
+      metadata: { name },
+      spec: { owner: { user: 'alice' }, sharedSecretRef: { namespace: SOURCE_NS, name: SOURCE } },
+      status: { referencedBy: forged },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.status.referencedBy.username).toBe('alice');
+    const asObject = await alice.patch(projectSecretPath(name), { status: { referencedBy: forged } }, MERGE_PATCH);
+    expect(asObject.status).toBe(200);
+    const asStatus = await alice.patch(
+      `${projectSecretPath(name)}/status`,
+      { status: { referencedBy: forged } },
+      MERGE_PATCH,
+    );
+    expect(asStatus.status).toBe(403);
+    // Not even system:masters' status writes change it: only a write of the reference does.
+    const byRoot = await root.patch(
+      `${projectSecretPath(name)}/status`,
+      { status: { referencedBy: forged } },
+      MERGE_PATCH,
+    );
+    expect(byRoot.status).toBe(200);
+    const removed = await root.patch(
+      `${projectSecretPath(name)}/status`,
+      [{ op: 'remove', path: '/status/referencedBy' }],
+      JSON_PATCH,
+    );
+    expect(removed.status).toBe(200);
+    expect((await writerOf(name)).username).toBe('alice');
+  });
+
+  test('whoever changes the reference must be allowed to get the new source (403, nothing changes), and is then the writer', async () => {
+    const name = uniq('dbcopy');
+    expect(
+      (
+        await alice.post(psecs, {
+          apiVersion: API_VERSION,
+          kind: 'ProjectSecret',
+          metadata: { name },
+          spec: { owner: { user: 'alice' }, sharedSecretRef: { namespace: SOURCE_NS, name: SOURCE } },
+        })
+      ).status,
+    ).toBe(201);
+    // (Rotated by the test before.)
+    await holds(name, { password: 'rotated-pw' }, 'Synced');
+    const bobsSource = uniq('bobs');
+    await createSharedSecret(bobsSource, { password: 'bobs-pw' }, [{ verbs: ['get'], users: ['bob', 'alice'] }]);
+    const before = (await root.get(projectSecretPath(name))).body;
+    // bob may update ProjectSecrets here, but may not get ops-db: naming it (even keeping alice's reference while
+    // changing only its keys) is refused.
+    const other = await bob.patch(
+      projectSecretPath(name),
+      { spec: { sharedSecretRef: { namespace: SOURCE_NS, name: SOURCE, keys: ['password'] } } },
+      MERGE_PATCH,
+    );
+    expect(other.status).toBe(403);
+    expect(other.body.reason).toBe('Forbidden');
+    expect((await root.get(projectSecretPath(name))).body.metadata.resourceVersion).toBe(
+      before.metadata.resourceVersion,
+    );
+    // His own source, by a PUT: he is recorded, and the copy follows it.
+    const put = await bob.put(projectSecretPath(name), {
+      ...before,
+      spec: { ...before.spec, data: undefined, sharedSecretRef: { namespace: SOURCE_NS, name: bobsSource } },
+    });
+    expect(put.status).toBe(200);
+    expect(put.body.status.referencedBy.username).toBe('bob');
+    await holds(name, { password: 'bobs-pw' }, 'Synced');
+    // Now it rests on bob: his grant gone, the copy goes, though the owner alice may still get it.
+    expect(
+      (
+        await root.patch(
+          sharedSecretPath(SOURCE_NS, bobsSource),
+          { spec: { access: [{ verbs: ['get'], users: ['alice'] }] } },
+          MERGE_PATCH,
+        )
+      ).status,
+    ).toBe(200);
+    expect(condition(await holds(name, {}, 'WriterCannotGet'), 'Synced').message).toContain('("bob"');
+  });
+});
+
 describe('a team owner', () => {
   test("is asked about as the team's group: the team's access entry keeps the data, removing it removes the data", async () => {
+    // Written by system:masters, who may always get it: what ends the copy here is the owner's access.
     const source = uniq('teamdb');
     await createSharedSecret(source, { password: 'db-pass' }, [{ verbs: ['get'], teams: ['web'] }]);
     const name = uniq('ps');
@@ -337,8 +530,28 @@ describe('after a restart, and what the watch did not bring', () => {
 
   test('a host RoleBinding that ends removes the data of the ProjectSecret it let its owner read', async () => {
     host.remove('rolebindings', SOURCE_NS, 'bob-reads-vault');
-    await holds(bobs, {}, 'OwnerCannotGet');
+    await holds(bobs, {}, 'WriterCannotGet');
     // alice's access entry still holds.
+    await holds(name, { token: 'rotated-pw' }, 'Synced');
+  });
+
+  test('one stored before writers were recorded holds nothing until someone who may get the source writes it', async () => {
+    await rewrite(key('projectsecrets', PROJECT_NS, name), (obj) => {
+      delete obj.status.referencedBy;
+    });
+    const unknown = await holds(name, {}, 'WriterUnknown');
+    expect(condition(unknown, 'Synced').message).toContain(
+      'nobody is recorded as having set spec.sharedSecretRef (status.referencedBy',
+    );
+    // bob may write it but not get the SharedSecret: his write is taken, and records nobody.
+    const byBob = await bob.patch(projectSecretPath(name), { spec: { displayName: 'by bob' } }, MERGE_PATCH);
+    expect(byBob.status).toBe(200);
+    expect(byBob.body.status.referencedBy).toBeUndefined();
+    await holds(name, {}, 'WriterUnknown');
+    // alice may: her write records her, and the copy is back.
+    const byAlice = await alice.patch(projectSecretPath(name), { spec: { displayName: 'by alice' } }, MERGE_PATCH);
+    expect(byAlice.status).toBe(200);
+    expect(byAlice.body.status.referencedBy.username).toBe('alice');
     await holds(name, { token: 'rotated-pw' }, 'Synced');
   });
 });

@@ -12,7 +12,12 @@
  *   reference is set: one that changes it is a 422, and hand-written data together with a new reference is too. A
  *   client's update that sets or changes the reference and leaves `spec.data` as it was read drops it (it belongs to
  *   the old source), and the sync fills it from the new one;
- * - a synced ProjectSecret must have an owner: the sync keeps the data only while the owner may get the source.
+ * - the copy rests on whoever named the SharedSecret: the server records the caller of every client write that sets
+ *   or changes the reference in `status.referencedBy` (their name, uid, groups and extra, as a SubjectAccessReview
+ *   carries them), which no client writes and every write keeps as stored, and the sync keeps the data only while
+ *   that writer may still get the SharedSecret;
+ * - a synced ProjectSecret must have an owner: the sync keeps the data only while the owner may get the source too.
+ *   Outside system:masters a create names as owner only the creator or a team of the creator's (owned.ts).
  */
 import type { Attributes } from '../../apimachinery/authorizer.js';
 import { jsonEqual } from '../../apimachinery/equality.js';
@@ -20,6 +25,8 @@ import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import { GROUP_NAME } from '../../apimachinery/group.js';
 import * as errors from '../../apimachinery/status.js';
 import type { KubeObject } from '../../apimachinery/types.js';
+import { isPlainObject } from '../../apimachinery/types.js';
+import type { UserInfo } from '../../apimachinery/user.js';
 import { isConfigMapKey, isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
 import type { AdmitContext, Caller, Strategy } from '../strategy.js';
 import { ownedKindStrategy } from './owned.js';
@@ -35,6 +42,14 @@ const projectSecretGR = { group: GROUP_NAME, resource: 'projectsecrets' };
 export const SYNCED = 'Synced';
 /** The condition the delivery keeps on every ProjectSecret while a host cluster has its Secret. */
 export const SECRET_DELIVERED = 'SecretDelivered';
+/** The delivery's finalizer: a ProjectSecret's Secret in the host is deleted before the ProjectSecret. */
+export const HOST_SECRET_FINALIZER = `${GROUP_NAME}/host-secret`;
+
+/** The uid of the host Secret the server made for a ProjectSecret (status.secretUID), if it made one. */
+export function deliveredSecretUid(obj: KubeObject): string | undefined {
+  const uid: unknown = obj.status?.secretUID;
+  return typeof uid === 'string' && uid ? uid : undefined;
+}
 
 /** A ProjectSecret's `spec.sharedSecretRef`, as the sync reads it. */
 export interface SharedSecretRef {
@@ -48,6 +63,42 @@ export interface SharedSecretRef {
 export function sharedSecretRef(obj: KubeObject): SharedSecretRef | undefined {
   const r = obj.spec?.sharedSecretRef;
   return r && typeof r === 'object' && !Array.isArray(r) ? (r as SharedSecretRef) : undefined;
+}
+
+/** Who set a ProjectSecret's reference, as recorded in `status.referencedBy`: kube's authentication UserInfo. */
+export interface ReferenceWriter {
+  username: string;
+  uid?: string;
+  groups?: string[];
+  extra?: Record<string, string[]>;
+}
+
+/** The writer of the reference as the server recorded it; undefined when none is (see writerIdentity). */
+export function referenceWriter(obj: KubeObject): ReferenceWriter | undefined {
+  const w: unknown = obj.status?.referencedBy;
+  return isPlainObject(w) && typeof w.username === 'string' && w.username
+    ? (w as unknown as ReferenceWriter)
+    : undefined;
+}
+
+/** The identity the sync asks about: the writer as authentication had given them (without a credential's scope). */
+export function writerIdentity(writer: ReferenceWriter): UserInfo {
+  return {
+    name: writer.username,
+    ...(writer.uid ? { uid: writer.uid } : {}),
+    groups: [...(writer.groups ?? [])],
+    ...(writer.extra ? { extra: writer.extra } : {}),
+  };
+}
+
+/** What is recorded of the caller of a write that sets the reference. */
+function recordOf(user: UserInfo): ReferenceWriter {
+  return {
+    username: user.name,
+    ...(user.uid ? { uid: user.uid } : {}),
+    ...(user.groups.length ? { groups: [...user.groups] } : {}),
+    ...(user.extra && Object.keys(user.extra).length ? { extra: structuredClone(user.extra) } : {}),
+  };
 }
 
 /** What a GET of the SharedSecret `ref` names, for authorization: naming it, or keeping its copy, is reading it. */
@@ -122,13 +173,17 @@ export const projectSecretStrategy: Strategy = {
     const ref = sharedSecretRef(obj);
     if (user && ref && !jsonEqual(ref, sharedSecretRef(old)) && jsonEqual(obj.spec?.data, old.spec?.data))
       delete obj.spec.data;
+    // No reference, no one it rests on (admitUpdate records the writer of a new one, once it is allowed).
+    if (!ref && obj.status?.referencedBy !== undefined) delete obj.status.referencedBy;
   },
+  prepareForStatusUpdate: keepServerFields,
   async admitCreate(obj, caller, context) {
     const name = obj.metadata.name ?? '';
     await projectOfNamespace(store(context, 'projects'), obj.metadata.namespace ?? '', projectSecretGK, name);
     if (!sharedSecretRef(obj)) return;
     if (caller.user && hasData(obj)) throw handWrittenData(name, 'may not be set together with spec.sharedSecretRef');
     await admitReference(obj, caller, context);
+    recordWriter(obj, caller.user);
   },
   async admitUpdate(obj, old, caller, context) {
     const ref = sharedSecretRef(obj);
@@ -137,12 +192,47 @@ export const projectSecretStrategy: Strategy = {
     if (jsonEqual(ref, sharedSecretRef(old))) {
       if (!jsonEqual(obj.spec?.data ?? {}, old.spec?.data ?? {}))
         throw handWrittenData(name, 'is synced from spec.sharedSecretRef and written by the server only');
+      // One stored before writers were recorded rests on nobody until someone who may get the source writes it.
+      if (!referenceWriter(old) && (await mayGet(caller, ref))) recordWriter(obj, caller.user);
       return;
     }
     if (hasData(obj)) throw handWrittenData(name, 'may not be set together with a new spec.sharedSecretRef');
     await admitReference(obj, caller, context);
+    recordWriter(obj, caller.user);
   },
 };
+
+/** Records the caller of a client write whose reference was just allowed (the server's own writes record nobody). */
+function recordWriter(obj: KubeObject, user: UserInfo | undefined): void {
+  if (user) obj.status = { ...obj.status, referencedBy: recordOf(user) };
+}
+
+/**
+ * ProjectSecret's prepareForStatusUpdate: status.referencedBy stays as stored, whoever writes the status
+ * (system:masters and the server included): it says whose access the copy rests on, which only the writes of the
+ * reference decide. status.secretUID, which host Secret the server may replace and delete, is the delivery's: it
+ * stays as stored for every other writer.
+ */
+function keepServerFields(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
+  keepStatusField(obj, old, 'referencedBy');
+  if (user) keepStatusField(obj, old, 'secretUID');
+}
+
+function keepStatusField(obj: KubeObject, old: KubeObject, field: string): void {
+  const stored = old.status?.[field];
+  if (!isPlainObject(obj.status)) {
+    // A status that is no object is left to validation (422), unless there is nothing to keep.
+    if (obj.status === undefined && stored !== undefined) obj.status = { [field]: stored };
+    return;
+  }
+  if (stored === undefined) delete obj.status[field];
+  else obj.status[field] = stored;
+}
+
+async function mayGet({ user, authorize }: Caller, ref: SharedSecretRef): Promise<boolean> {
+  if (!user || !authorize) return false;
+  return (await authorize(getSharedSecret(ref))).decision === 'allow';
+}
 
 function conditionStatus(obj: KubeObject, type: string): string | undefined {
   const conditions = Array.isArray(obj.status?.conditions) ? obj.status.conditions : [];
@@ -169,15 +259,12 @@ function handWrittenData(name: string, what: string): Error {
 async function admitReference(obj: KubeObject, { user, authorize }: Caller, context: AdmitContext): Promise<void> {
   const ref = sharedSecretRef(obj)!;
   const name = obj.metadata.name ?? '';
-  if (user) {
-    const decision = authorize ? await authorize(getSharedSecret(ref)) : { decision: 'deny' as const };
-    if (decision.decision !== 'allow')
-      throw errors.forbidden(
-        projectSecretGR,
-        name,
-        `User ${JSON.stringify(user.name)} cannot get SharedSecret ${ref.namespace}/${ref.name} named in spec.sharedSecretRef: naming a SharedSecret is a read of it, allowed to its owner, an access entry granting get, or RBAC`,
-      );
-  }
+  if (user && !(await mayGet({ user, authorize }, ref)))
+    throw errors.forbidden(
+      projectSecretGR,
+      name,
+      `User ${JSON.stringify(user.name)} cannot get SharedSecret ${ref.namespace}/${ref.name} named in spec.sharedSecretRef: naming a SharedSecret is a read of it, allowed to its owner, an access entry granting get, or RBAC`,
+    );
   const source = await getIfExists(store(context, 'sharedsecrets'), ref.name, ref.namespace);
   if (!source) return;
   const have = source.spec?.data ?? {};
