@@ -127,8 +127,9 @@ export class HostCluster {
     query: Record<string, string | undefined>,
     onEvent: (event: WatchEvent) => void,
     done: (err?: unknown) => void,
+    accept?: string,
   ): Promise<{ stop(): void }> {
-    return this.client.watch(what, path, query, onEvent, done);
+    return this.client.watch(what, path, query, onEvent, done, accept);
   }
 
   /** POST /apis/authentication.k8s.io/v1/tokenreviews. Throws HostClusterError when the host cannot answer. */

@@ -47,7 +47,13 @@ export interface RequestOptions {
   body?: unknown;
   /** Aborts the request after this long (default: the client's; 0 for none). */
   timeoutMs?: number;
+  /** The Accept header (default application/json), e.g. METADATA_ONLY_LIST for only the items' metadata. */
+  accept?: string;
 }
+
+/** kube's metadata-only forms (client-go's metadata client): PartialObjectMetadata for a watch's events, and a list. */
+export const METADATA_ONLY = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
+export const METADATA_ONLY_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
 
 export type WatchEvent = { type: string; object: Record<string, unknown> };
 
@@ -112,7 +118,7 @@ export class KubeRequests {
       inSpan(`HTTP ${method}`, attributes, async (span) => {
         for (let attempt = 0; ; attempt++) {
           try {
-            const res = await this.send(method, path, opts.query, body, timeoutMs, false);
+            const res = await this.send(method, path, opts.query, body, timeoutMs, false, undefined, opts.accept);
             span.setAttributes({ 'http.response.status_code': res.statusCode });
             const text = await readBody(res, what, this.opts.maxResponseBytes);
             return parseAnswer<T>(what, res.statusCode ?? 0, text);
@@ -134,7 +140,7 @@ export class KubeRequests {
   /**
    * GET `path` as a watch: `onEvent` for each event, `done` once when it ends (with the error, if any: an ERROR event
    * ends it with a HostClusterError carrying the Status's code). The answer's headers are awaited for the client's
-   * timeout; the stream then stays open until the host ends it or stop().
+   * timeout; the stream then stays open until the host ends it or stop(). `accept` as for request.
    */
   async watch(
     what: string,
@@ -142,6 +148,7 @@ export class KubeRequests {
     query: Record<string, string | undefined>,
     onEvent: (event: WatchEvent) => void,
     done: (err?: unknown) => void,
+    accept?: string,
   ): Promise<{ stop(): void }> {
     let ended = false;
     let req: http.ClientRequest | undefined;
@@ -168,6 +175,7 @@ export class KubeRequests {
         (r) => {
           req = r;
         },
+        accept,
       );
       if (res.statusCode !== 200) {
         const text = await readBody(res, what, this.opts.maxResponseBytes);
@@ -228,6 +236,7 @@ export class KubeRequests {
     timeoutMs: number,
     headersOnly: boolean,
     onRequest?: (req: http.ClientRequest) => void,
+    accept = 'application/json',
   ): Promise<http.IncomingMessage> {
     const url = new URL(this.base.pathname.replace(/\/$/, '') + path, this.base);
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
@@ -241,7 +250,7 @@ export class KubeRequests {
     const headers: http.OutgoingHttpHeaders = {
       ...tracer().outgoingHeaders(),
       ...tls.headers,
-      accept: 'application/json',
+      accept,
     };
     if (body !== undefined) {
       headers['content-type'] = 'application/json';

@@ -9,8 +9,10 @@
  *   namespace gone from the host exists again;
  * - a host that refuses (HostRejected, its HTTP status only) or does not answer (HostUnavailable) is reported, and
  *   the Secret written once it does;
- * - a Secret left with the server's label whose ProjectSecret is gone (a deletion missed while the server was down)
- *   is swept after a restart;
+ * - only the Secret the server made (its uid recorded in status.secretUID) is ever replaced or deleted: a Secret
+ *   labelled to look like the server's, anywhere, is neither; the server watches labelled Secrets as metadata only;
+ * - a ProjectSecret deleted while the host (or the server) was away is held by its finalizer until its Secret is
+ *   deleted;
  * - no value ever appears in the server's log or in a condition.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -280,25 +282,126 @@ describe('when the host fails', () => {
   }, 60_000);
 });
 
-describe('after a restart', () => {
-  test('a Secret whose ProjectSecret is gone is swept; one still wanted is kept', async () => {
+describe('only what the server made: labels are believed for nothing', () => {
+  const SOURCE_UID = 'management.platform.sh/source-uid';
+  const labelled = (name: string, ns: string, uid: string, data: Record<string, string>) => {
+    host.addSecret(ns, name, data);
+    const s = hostSecret(name, ns);
+    s.metadata.labels = { ...MANAGED_BY, [SOURCE_UID]: uid };
+    host.put(s);
+  };
+
+  test('the uid of the Secret made is recorded in status.secretUID, which only the server writes', async () => {
+    const name = uniq('rec');
+    await createProjectSecret(name, { data: encoded({ token: 's3cr3t-one' }) });
+    const secret = await hostHolds(name, { token: 's3cr3t-one' });
+    await deliveredCondition(name, 'Delivered');
+    const path = projectSecretPath(name);
+    expect((await root.get(path)).body.status.secretUID).toBe(secret.metadata.uid);
+    expect((await root.get(path)).body.metadata.finalizers).toContain('management.platform.sh/host-secret');
+    // Not even system:masters moves it to another Secret.
+    const moved = await root.patch(`${path}/status`, { status: { secretUID: 'someone-elses' } }, MERGE_PATCH);
+    expect(moved.status).toBe(200);
+    expect(moved.body.status.secretUID).toBe(secret.metadata.uid);
+  });
+
+  test("a Secret anywhere labelled with a ProjectSecret's uid is neither deleted nor written", async () => {
+    const name = uniq('real');
+    const uid = (await createProjectSecret(name, { data: encoded({ token: 's3cr3t-one' }) })).metadata.uid;
+    await hostHolds(name, { token: 's3cr3t-one' });
+    labelled('decoy', SOURCE_NS, uid, { mine: 'not-ours' });
+    labelled(uniq('decoy'), PROJECT_NS, uid, { mine: 'not-ours' });
+    const decoys = () =>
+      [...host.list('secrets', SOURCE_NS), ...host.list('secrets', PROJECT_NS)].filter(
+        (s: any) => s.metadata.labels?.[SOURCE_UID] === uid && s.metadata.name !== name,
+      );
+    expect(decoys()).toHaveLength(2);
+    // The ProjectSecret is reconciled (a change of its data), and deleted: the decoys stay as they were.
+    expect(
+      (await root.patch(projectSecretPath(name), { spec: { data: encoded({ token: 's3cr3t-two' }) } }, MERGE_PATCH))
+        .status,
+    ).toBe(200);
+    await hostHolds(name, { token: 's3cr3t-two' });
+    expect((await root.delete(projectSecretPath(name))).status).toBe(200);
+    await waitFor('its own Secret to be deleted', async () => !hostSecret(name));
+    await waitFor('the ProjectSecret to be gone', async () => (await root.get(projectSecretPath(name))).status === 404);
+    expect(decoys().map((s: any) => s.data)).toEqual([encoded({ mine: 'not-ours' }), encoded({ mine: 'not-ours' })]);
+  });
+
+  test("someone else's Secret at the name, labelled afterwards to look like the server's: still not the server's", async () => {
+    const name = uniq('taken');
+    host.addSecret(PROJECT_NS, name, { mine: 'not-ours' });
+    const uid = (await createProjectSecret(name, { data: encoded({ token: 's3cr3t-one' }) })).metadata.uid;
+    await deliveredCondition(name, 'NameTaken');
+    const s = hostSecret(name);
+    s.metadata.labels = { ...MANAGED_BY, [SOURCE_UID]: uid };
+    host.put(s);
+    // A change of the ProjectSecret reconciles it with the relabelled Secret there.
+    expect(
+      (await root.patch(projectSecretPath(name), { spec: { data: encoded({ token: 's3cr3t-two' }) } }, MERGE_PATCH))
+        .status,
+    ).toBe(200);
+    expect((await deliveredCondition(name, 'NameTaken')).message).toContain(
+      'not the Secret recorded in status.secretUID',
+    );
+    expect(hostSecret(name).data).toEqual(encoded({ mine: 'not-ours' }));
+    expect((await root.delete(projectSecretPath(name))).status).toBe(200);
+    await waitFor('the ProjectSecret to be gone', async () => (await root.get(projectSecretPath(name))).status === 404);
+    expect(hostSecret(name).data).toEqual(encoded({ mine: 'not-ours' }));
+  });
+
+  test('the host is asked for the metadata of labelled Secrets only, never for their data', async () => {
+    const collection = host.requests.filter((r) => r.path === '/api/v1/secrets');
+    expect(collection.length).toBeGreaterThan(0);
+    for (const r of collection) expect(r.accept).toMatch(/;as=PartialObjectMetadata(List)?;g=meta\.k8s\.io;v=v1$/);
+    // A list only for its resourceVersion: one item.
+    for (const r of collection.filter((c) => !c.query.includes('watch=')))
+      expect(new URLSearchParams(r.query).get('limit')).toBe('1');
+  });
+});
+
+describe('a deletion while the host or the server was away', () => {
+  test('the finalizer holds the ProjectSecret until its Secret is deleted, after a restart too', async () => {
+    const name = uniq('away');
     const kept = uniq('kept');
+    await createProjectSecret(name, { data: encoded({ token: 's3cr3t-one' }) });
     await createProjectSecret(kept, { data: encoded({ token: 's3cr3t-one' }) });
+    await hostHolds(name, { token: 's3cr3t-one' });
     const keptSecret = await hostHolds(kept, { token: 's3cr3t-one' });
-    await ts.stop();
-    // Left behind by a deletion the server did not see (a ProjectSecret uid it never had).
-    const orphan = uniq('orphan');
-    host.addSecret(PROJECT_NS, orphan, { token: 'orphan-val' });
-    const left = hostSecret(orphan);
+    await host.setDown(true);
+    try {
+      expect((await root.delete(projectSecretPath(name))).status).toBe(200);
+      const deleting = (await root.get(projectSecretPath(name))).body;
+      expect(deleting.metadata.deletionTimestamp).toBeDefined();
+      expect(deleting.metadata.finalizers).toContain('management.platform.sh/host-secret');
+      await ts.stop();
+    } finally {
+      await host.setDown(false);
+    }
+    expect(hostSecret(name)).toBeDefined();
+    await startServer({ etcdPrefix: ts.config.etcdPrefix });
+    await waitFor('the Secret to be deleted', async () => !hostSecret(name));
+    await waitFor('the ProjectSecret to be gone', async () => (await root.get(projectSecretPath(name))).status === 404);
+    expect(hostSecret(kept).metadata.uid).toBe(keptSecret.metadata.uid);
+  }, 60_000);
+
+  test('after a restart, a labelled Secret of no ProjectSecret is left alone', async () => {
+    const stray = uniq('stray');
+    host.addSecret(PROJECT_NS, stray, { token: 'orphan-val' });
+    const left = hostSecret(stray);
     left.metadata.labels = {
       ...MANAGED_BY,
       'management.platform.sh/source-uid': '7d2c4f0e-0000-4000-8000-000000000000',
     };
     host.put(left);
+    await ts.stop();
     await startServer({ etcdPrefix: ts.config.etcdPrefix });
-    await waitFor('the orphan to be swept', async () => !hostSecret(orphan));
-    expect(hostSecret(kept).metadata.uid).toBe(keptSecret.metadata.uid);
-  });
+    // Something the new server surely reconciled since it started: a new ProjectSecret's Secret.
+    const probe = uniq('probe');
+    await createProjectSecret(probe, { data: encoded({ token: 's3cr3t-one' }) });
+    await hostHolds(probe, { token: 's3cr3t-one' });
+    expect(hostSecret(stray).data).toEqual(encoded({ token: 'orphan-val' }));
+  }, 60_000);
 });
 
 test('no value ever appears in the log or in a condition', async () => {

@@ -1,7 +1,8 @@
 /**
  * The REST verbs of the stored kinds (kinds.ts) at kube's paths, /apis/rbac.authorization.k8s.io/v1/... and
  * /api/v1/[namespaces/<ns>/]secrets[/<name>]: create (generateName), get, list and deletecollection
- * (labelSelector, fieldSelector), watch, update (create on update where the kind allows it: RBAC kinds, not
+ * (labelSelector, fieldSelector, limit and continue; metadata only when the Accept header asks for
+ * PartialObjectMetadata), watch (metadata only likewise), update (create on update where the kind allows it: RBAC kinds, not
  * Secrets), patch (JSON, merge; strategic treated as merge) and delete (uid and resourceVersion preconditions),
  * with kube's Status bodies. Namespaced kinds are listed and watched across namespaces at the path without one.
  */
@@ -16,7 +17,7 @@ import { reply } from './http.js';
 import { apiVersionOf, decode, KINDS, kindOf, selectableFields, type StoredResource } from './kinds.js';
 import type { ObjectStore } from './objectstore.js';
 import { clone, type KubeObj, type ResourceVersions } from './objects.js';
-import type { WatchHub } from './watch.js';
+import { metadataOnly, wantsMetadataOnly, type WatchHub } from './watch.js';
 
 /** A request path of a stored kind: namespace (absent for cluster-wide), resource, name (absent for collections). */
 export interface ObjectPath {
@@ -70,6 +71,7 @@ export function objectRest({ rv, store, watches, onWrite, admitCreate }: ObjectR
     const method = req.method ?? 'GET';
 
     if (name === undefined) {
+      const onlyMetadata = method === 'GET' && wantsMetadataOnly(req.headers.accept);
       if (method === 'GET' && ['true', '1'].includes(q.get('watch') ?? ''))
         return watches.serve(
           req,
@@ -79,6 +81,7 @@ export function objectRest({ rv, store, watches, onWrite, admitCreate }: ObjectR
           q,
           () => store.objectsOf(resource, namespace),
           (o) => selectableFields(resource, o),
+          onlyMetadata ? metadataOnly : undefined,
         );
       if (method === 'GET' || method === 'DELETE') {
         const labels = parseLabelSelector(q.get('labelSelector'));
@@ -87,12 +90,28 @@ export function objectRest({ rv, store, watches, onWrite, admitCreate }: ObjectR
           .objectsOf(resource, namespace)
           .filter((o) => labels.matches(o.metadata.labels ?? {}) && fields.matches(selectableFields(resource, o)));
         if (method === 'DELETE') items = items.map((o) => store.drop(resource, o));
+        // A chunk (limit and continue, here the offset of the next item), as kube pages a list.
+        const from = Number(q.get('continue') || 0);
+        const limit = Number(q.get('limit') || 0);
+        const more = limit > 0 && items.length > from + limit;
+        items = limit > 0 ? items.slice(from, from + limit) : items;
+        const listMeta = {
+          resourceVersion: rv.current(),
+          ...(more ? { continue: String(from + limit), remainingItemCount: items.length - from - limit } : {}),
+        };
+        if (onlyMetadata)
+          return reply(res, 200, {
+            kind: 'PartialObjectMetadataList',
+            apiVersion: 'meta.k8s.io/v1',
+            metadata: listMeta,
+            items: items.map(metadataOnly),
+          });
         // Items of a typed list carry no kind/apiVersion, as kube-apiserver sends them.
         const listItems = items.map(({ kind: _k, apiVersion: _a, ...rest }) => rest);
         return reply(res, 200, {
           kind: `${kind}List`,
           apiVersion: apiVersionOf(resource),
-          metadata: { resourceVersion: rv.current() },
+          metadata: listMeta,
           items: listItems,
         });
       }

@@ -22,6 +22,8 @@ export interface RequestRecord {
   query: string;
   /** The W3C trace context the request carried, if any. */
   traceparent?: string;
+  /** The Accept header, if any (metadata only, say). */
+  accept?: string;
 }
 
 export interface Routes {
@@ -59,7 +61,15 @@ export function routes(r: Routes) {
       )?.[1] ??
       '';
     const traceparent = req.headers.traceparent as string | undefined;
-    r.requests.push({ method, path, resource, query: url.search, ...(traceparent ? { traceparent } : {}) });
+    const accept = req.headers.accept;
+    r.requests.push({
+      method,
+      path,
+      resource,
+      query: url.search,
+      ...(traceparent ? { traceparent } : {}),
+      ...(accept ? { accept } : {}),
+    });
     if (r.unavailable()) throw errors.serviceUnavailable('the host cluster is down (stand-in)');
     if (req.headers.authorization !== `Bearer ${r.token}`) throw errors.unauthorized();
     r.onRequest()?.(method, path);

@@ -25,6 +25,8 @@ interface Watcher {
   fields: FieldSelector;
   /** The values of an object's selectable fields. */
   fieldsOf: (o: KubeObj) => Record<string, string>;
+  /** What is sent of an object (all of it, or its metadata only). */
+  shown: (o: KubeObj) => KubeObj;
   res: ServerResponse;
 }
 
@@ -54,7 +56,8 @@ export class WatchHub {
   /**
    * Answers a watch request: the events after `resourceVersion`, or (without one, or "0") the `current` objects as
    * ADDED; then every new event until the client leaves or timeoutSeconds pass. `fieldsOf` gives the fields a
-   * fieldSelector may name (metadata.name and metadata.namespace unless told).
+   * fieldSelector may name (metadata.name and metadata.namespace unless told); `shown` what is sent of an object (as
+   * the Accept header asked: metadataOnly for PartialObjectMetadata).
    */
   serve(
     req: IncomingMessage,
@@ -64,6 +67,7 @@ export class WatchHub {
     q: URLSearchParams,
     current: () => KubeObj[],
     fieldsOf: (o: KubeObj) => Record<string, string> = metadataFields,
+    shown: (o: KubeObj) => KubeObj = (o) => o,
   ): void {
     const w: Watcher = {
       resource,
@@ -71,6 +75,7 @@ export class WatchHub {
       labels: parseLabelSelector(q.get('labelSelector')),
       fields: parseFieldSelector(q.get('fieldSelector')),
       fieldsOf,
+      shown,
       res,
     };
     res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
@@ -117,5 +122,18 @@ function matches(w: Watcher, o: KubeObj): boolean {
 }
 
 function send(w: Watcher, type: string, object: KubeObj): void {
-  if (!w.res.writableEnded) w.res.write(`${JSON.stringify({ type, object })}\n`);
+  if (!w.res.writableEnded) w.res.write(`${JSON.stringify({ type, object: w.shown(object) })}\n`);
+}
+
+/**
+ * Whether the Accept header asks for metadata only (kube's `as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1`, as
+ * client-go's metadata client sends it).
+ */
+export function wantsMetadataOnly(accept: string | undefined): boolean {
+  return /;\s*as=PartialObjectMetadata(List)?\b/.test(accept ?? '') && /;\s*g=meta\.k8s\.io\b/.test(accept ?? '');
+}
+
+/** An object as kube sends it for metadata only: a PartialObjectMetadata. */
+export function metadataOnly(o: KubeObj): KubeObj {
+  return { apiVersion: 'meta.k8s.io/v1', kind: 'PartialObjectMetadata', metadata: o.metadata };
 }
