@@ -212,9 +212,24 @@ export function generatedName(def: SourceKind, source: { name: string; uid: stri
   const plain = `platform-${kind}-${source.name}-${suffix}`;
   if (plain.length <= MAX_NAME_LENGTH) return plain;
   const name = source.name;
-  const hash = createHash('sha256').update(`${source.uid}/${name}`).digest('hex').slice(0, NAME_HASH_LENGTH);
+  const hash = nameHash(source);
   const room = MAX_NAME_LENGTH - `platform-${kind}--${hash}-${suffix}`.length;
   return `platform-${kind}-${name.slice(0, room).replace(/[-.]+$/, '')}-${hash}-${suffix}`;
+}
+
+const nameHash = (source: { name: string; uid: string }) =>
+  createHash('sha256').update(`${source.uid}/${source.name}`).digest('hex').slice(0, NAME_HASH_LENGTH);
+
+/**
+ * Whether `name` is one generatedName gives the source (with some suffix): the names of what the server makes for
+ * it, and so the only ones it replaces or deletes (a label saying an object was made for a source is no proof).
+ */
+export function isGeneratedName(def: SourceKind, source: { name: string; uid: string }, name: string): boolean {
+  const plain = `platform-${def.kind.toLowerCase()}-${source.name}-`;
+  if (name.startsWith(plain) && generatedName(def, source, name.slice(plain.length)) === name) return true;
+  const marker = `-${nameHash(source)}-`;
+  const at = name.indexOf(marker);
+  return at >= 0 && generatedName(def, source, name.slice(at + marker.length)) === name;
 }
 
 /** The labels that find what was generated for `obj`. */

@@ -25,6 +25,7 @@ import { isStatusError } from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import {
   desiredRbac,
+  isGeneratedName,
   MANAGED_BY,
   MANAGED_BY_LABEL,
   SOURCE_ANNOTATION,
@@ -287,13 +288,36 @@ export class AccessSync {
   }
 
   private async sourceStillExists(obj: RbacObject, uid: string): Promise<boolean> {
-    const source = obj.metadata.annotations?.[SOURCE_ANNOTATION] ?? '';
-    const match = /^(\S+) (?:([^/]+)\/)?(.+)$/.exec(source);
-    if (!match) return false;
+    const source = this.sourceOf(obj);
+    return !!source && !!(await this.fresh(source, uid));
+  }
+
+  /** The source the annotation names (kind, namespace, name), if it is of a kind this sync serves. */
+  private sourceOf(obj: RbacObject): Source | undefined {
+    const match = /^(\S+) (?:([^/]+)\/)?(.+)$/.exec(obj.metadata.annotations?.[SOURCE_ANNOTATION] ?? '');
+    if (!match) return undefined;
     const [, kind, namespace, name] = match;
     const store = this.stores.find((s) => s.def.kind === kind);
-    if (!store) return false;
-    return !!(await this.fresh({ store, namespace, name }, uid));
+    return store && { store, namespace, name };
+  }
+
+  /**
+   * Whether a host object labelled for the source `uid` is one this server makes for that source: of the source's
+   * RBAC kinds, in its namespace, under a name generated for it (rbac.ts isGeneratedName). Only those are remembered,
+   * and so replaced or deleted: anyone who may label an object could otherwise have the server delete it, and what
+   * others label costs no memory here.
+   */
+  private generatedFor(obj: RbacObject, uid: string): boolean {
+    const source = this.sourceOf(obj);
+    if (!source) return false;
+    const { def } = source.store;
+    const kinds = def.namespaced ? ['Role', 'RoleBinding'] : ['ClusterRole', 'ClusterRoleBinding'];
+    if (
+      !kinds.includes(obj.kind) ||
+      (obj.metadata.namespace ?? undefined) !== (def.namespaced ? source.namespace : undefined)
+    )
+      return false;
+    return isGeneratedName(def, { name: source.name, uid }, obj.metadata.name);
   }
 
   private async fresh(src: Source, uid: string): Promise<KubeObject | undefined> {
@@ -414,7 +438,7 @@ export class AccessSync {
     }
     for (const o of items) {
       const uid = o.metadata.labels?.[SOURCE_UID_LABEL];
-      if (!uid) continue;
+      if (!uid || !this.generatedFor(o, uid)) continue;
       this.remember(uid, o);
       this.queue.add(uid);
     }
@@ -422,7 +446,7 @@ export class AccessSync {
 
   private hostEvent(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: RbacObject): void {
     const uid = obj.metadata.labels?.[SOURCE_UID_LABEL];
-    if (!uid) return;
+    if (!uid || !this.generatedFor(obj, uid)) return;
     if (type === 'DELETED') this.forgetObject(uid, objectKey(obj));
     else this.remember(uid, obj);
     this.queue.add(uid);

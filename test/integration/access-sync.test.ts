@@ -519,6 +519,41 @@ describe('deletion', () => {
   });
 });
 
+describe('labels are no proof of what the server made', () => {
+  test("a host object labelled for a source, not at a name the server gives that source's RBAC, is never deleted", async () => {
+    const s = await createSecret(uniq('lbl'), { access: [{ verbs: ['get'], users: ['alice'] }] });
+    const path = sharedSecretPath(NS, s.metadata.name);
+    await synced(path);
+    const labels = { 'app.kubernetes.io/managed-by': 'platform-management-api', [UID_LABEL]: s.metadata.uid };
+    const annotations = { 'management.platform.sh/source': `SharedSecret ${NS}/${s.metadata.name}` };
+    // Someone who may label RBAC objects (but not delete them) labels theirs: a Role elsewhere, a ClusterRole.
+    const decoys = [
+      host.put({
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'Role',
+        metadata: { name: 'tenant-role', namespace: NS, labels, annotations },
+        rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }],
+      }),
+      host.put({
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRole',
+        metadata: { name: `platform-sharedsecret-${s.metadata.name}-owner`, labels, annotations },
+        rules: [{ apiGroups: [''], resources: ['nodes'], verbs: ['get'] }],
+      }),
+    ];
+    // A change of the access list reconciles the source (its unwanted RBAC is deleted), and so does its deletion.
+    expect(
+      (await admin.patch(path, { spec: { access: [{ verbs: ['list'], users: ['alice'] }] } }, MERGE_PATCH)).status,
+    ).toBe(200);
+    await synced(path);
+    expect((await admin.delete(path)).status).toBe(200);
+    await waitFor('the object to be gone', async () => (await admin.get(path)).status === 404);
+    expect(generated(s.metadata.uid, 'roles').map((r) => r.metadata.name)).toEqual(['tenant-role']);
+    expect(host.get('roles', NS, 'tenant-role')).toEqual(decoys[0]);
+    expect(host.get('clusterroles', '', decoys[1].metadata.name)).toEqual(decoys[1]);
+  });
+});
+
 describe('drift', () => {
   test('a generated Role deleted by hand, a binding edited by hand, a roleRef changed: all put back', async () => {
     const s = await createSecret(uniq('drift'), { access: [{ verbs: ['get'], users: ['alice'] }] });
