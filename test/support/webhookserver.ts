@@ -1,6 +1,7 @@
 /**
  * A real HTTPS admission webhook for tests: a CA of its own (the `caBundle` to configure), one handler per path
- * answering each AdmissionReview, and a record of every review received.
+ * answering each AdmissionReview, and a record of every review received. A raw answer serves other webhooks too
+ * (an audit receiver gets EventLists).
  */
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -15,10 +16,13 @@ export interface ReceivedReview {
   traceparent?: string;
 }
 
-/** What a handler answers: the response fields (uid and the review's apiVersion/kind are filled in), or a raw body. */
+/**
+ * What a handler answers: the response fields (uid and the review's apiVersion/kind are filled in), or a raw body;
+ * after `delayMs`, or once `until` settles (a receiver that hangs until the test releases it).
+ */
+type Timing = { delayMs?: number; until?: Promise<unknown> };
 export type WebhookAnswer =
-  | { response: Record<string, unknown>; delayMs?: number }
-  | { raw: { status: number; body: unknown }; delayMs?: number };
+  ({ response: Record<string, unknown> } & Timing) | ({ raw: { status: number; body: unknown } } & Timing);
 
 export interface WebhookServer {
   url(path: string): string;
@@ -68,7 +72,8 @@ export async function startWebhookServer(opts: { token?: string } = {}): Promise
         res.writeHead(status, { 'Content-Type': 'application/json' });
         res.end(JSON.stringify(body));
       };
-      if (answer.delayMs) setTimeout(send, answer.delayMs);
+      if (answer.until) void answer.until.then(send, send);
+      else if (answer.delayMs) setTimeout(send, answer.delayMs);
       else send();
     });
   });
