@@ -529,7 +529,7 @@ export const FLAGS: FlagSpec[] = [
   {
     name: 'audit-webhook-batch-buffer-size',
     arg: 'int',
-    help: 'Events waiting for the webhook at most; past it events are dropped, with an error in the log (default 10000).',
+    help: 'Events the webhook holds at most: waiting, in batches waiting to be sent or sent again, and in flight; past it events are dropped, counted in apiserver_audit_error_total{plugin="buffered"} and logged (default 10000).',
     apply: (c, v) => (c.auditWebhookBatchBufferSize = positive('audit-webhook-batch-buffer-size', v)),
   },
   {

@@ -110,7 +110,7 @@ export async function startServer(flags: Config, log: Logger, worker?: WorkerOf)
       cleanups.push(['releasing the data dir', () => lock.release()]);
     }
     const metrics = new Metrics();
-    const auditSinks = auditBackends(config, log, worker);
+    const auditSinks = auditBackends(config, log, metrics, worker);
     const audit = auditSinks.length
       ? { sink: allSinks(auditSinks), policy: new PolicyEvaluator(auditPolicy) }
       : undefined;
@@ -485,7 +485,7 @@ function serverControllers(
  * --audit-log-path (rotated) and --audit-webhook-config-file (batched); failures to write or send are logged, and
  * requests go on. A webhook kubeconfig that does not load stops the start.
  */
-function auditBackends(config: Config, log: Logger, worker?: WorkerOf): AuditSink[] {
+function auditBackends(config: Config, log: Logger, metrics: Metrics, worker?: WorkerOf): AuditSink[] {
   const sinks: AuditSink[] = [];
   if (config.auditLogPath)
     sinks.push(
@@ -511,6 +511,7 @@ function auditBackends(config: Config, log: Logger, worker?: WorkerOf): AuditSin
             ? { qps: config.auditWebhookBatchThrottleQps, burst: config.auditWebhookBatchThrottleBurst }
             : undefined,
           log,
+          metrics: metrics.auditWebhook,
         }),
       );
     } catch (err) {

@@ -11,6 +11,8 @@
  * - etcd_request_duration_seconds{operation,type}, etcd_request_errors_total;
  * - workqueue_depth, workqueue_adds_total, workqueue_retries_total{name} (a retry follows every failed sync);
  * - leader_election_master_status{name};
+ * - apiserver_audit_error_total{plugin} (events the audit webhook dropped: "buffered" for a full buffer, "webhook"
+ *   for a batch the receiver failed), and one of ours: apiserver_audit_webhook_buffered_events (what it holds);
  * - apiserver_flowcontrol_* of API Priority and Fairness (flowcontrol.ts);
  * - apiserver_encryption_config_controller_automatic_reloads_total{status} and
  *   apiserver_encryption_config_controller_automatic_reload_last_timestamp_seconds{status} (--encryption-provider-
@@ -21,6 +23,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { WorkQueueMetrics } from '../controllers/workqueue.js';
+import type { AuditWebhookMetrics } from './auditwebhook.js';
 import type { FlowControl } from '../flowcontrol/controller.js';
 import type { Registry as ApiRegistry } from '../registry/registry.js';
 import { FlowControlMetrics } from './flowcontrol.js';
@@ -86,8 +89,10 @@ export class Metrics {
   private readonly queueRetries: Counter<'name'>;
   private readonly encryptionReloads: Counter<'status'>;
   private readonly encryptionReloadTimes: Gauge<'status'>;
+  private readonly auditErrors: Counter<'plugin'>;
   private readonly queues = new Map<string, Set<{ readonly length: number }>>();
   private readonly leaders = new Map<string, () => boolean>();
+  private auditWebhookBuffered: () => number = () => 0;
   private watchCacheStats: () => Promise<WatchCacheStats[]> = async () => [];
   private flowControlMetrics?: FlowControlMetrics;
 
@@ -234,6 +239,22 @@ export class Metrics {
       },
     });
 
+    this.auditErrors = new Counter({
+      name: 'apiserver_audit_error_total',
+      help: 'Counter of audit events that failed to be audited properly. Plugin identifies the plugin affected by the error.',
+      labelNames: ['plugin'],
+      registers,
+    });
+    const auditWebhookBuffered = () => this.auditWebhookBuffered();
+    new Gauge({
+      name: 'apiserver_audit_webhook_buffered_events',
+      help: 'Audit events the webhook holds: waiting, in batches waiting to be sent or sent again, and in flight. At most --audit-webhook-batch-buffer-size; past it events are dropped (apiserver_audit_error_total{plugin="buffered"}).',
+      registers,
+      collect() {
+        this.set(auditWebhookBuffered());
+      },
+    });
+
     if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }
 
@@ -284,6 +305,12 @@ export class Metrics {
     },
     added: (name) => this.queueAdds.inc({ name }),
     retried: (name) => this.queueRetries.inc({ name }),
+  };
+
+  /** For the audit webhook (kube's audit metrics, and what it holds). */
+  readonly auditWebhook: AuditWebhookMetrics = {
+    failed: (plugin, events) => this.auditErrors.inc({ plugin }, events),
+    buffered: (read) => (this.auditWebhookBuffered = read),
   };
 
   /** leader_election_master_status{name} reads `isLeader` at each scrape. */

@@ -3,8 +3,9 @@
  * each request its level (None, Metadata, Request with the body sent, RequestResponse with the answer too) and the
  * stages left out; bodies are what a reader sees, so an access key, its hash, an issued token and connector data are
  * in no event at any level, while a SharedSecret's data is where the policy asks for bodies. The webhook gets the
- * events in batches (EventList) over real HTTPS, a batch it fails is sent again, and requests never wait for it.
- * A policy kube would refuse stops the start with kube's message.
+ * events in batches (EventList) over real HTTPS, a batch it fails is sent again, and requests never wait for it; a
+ * receiver that hangs holds no more than --audit-webhook-batch-buffer-size events, the rest being dropped, counted and
+ * logged. A policy kube would refuse stops the start with kube's message.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createHash } from 'node:crypto';
@@ -14,13 +15,16 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
+import { createLogger } from '../../src/log.js';
 import { makeCert } from '../support/certs.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
 import { API_VERSION, MERGE_PATCH, JSON_PATCH } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient, type HttpResponse } from '../support/http.js';
+import { parseSamples, total } from '../support/prometheus.js';
 import { startTestServer, startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
 import { openWatch } from '../support/watch.js';
+import { startWebhookServer, type WebhookServer } from '../support/webhookserver.js';
 
 const NS = 'audited';
 const SECRETS = `${GROUP_PATH}/namespaces/${NS}/sharedsecrets`;
@@ -426,6 +430,99 @@ describe('the webhook', () => {
       responseStatus: { code: 404 },
     });
   }, 60_000);
+});
+
+describe('a receiver that hangs', () => {
+  const BUFFER = 20;
+  const FLOOD = 100;
+  const BATCH = 5;
+  const DROPPED_LINE = 'audit webhook: the buffer is full, events are dropped';
+  let receiver: WebhookServer;
+  let release: () => void = () => {};
+  const released = new Promise<void>((resolve) => (release = resolve));
+
+  beforeAll(async () => {
+    receiver = await startWebhookServer();
+    // Every batch is held unanswered until the test releases the receiver, then answered 200.
+    receiver.handle('/audit', () => ({ raw: { status: 200, body: {} }, until: released }));
+  });
+
+  afterAll(async () => {
+    release();
+    await receiver?.stop();
+  });
+
+  test('the buffer bounds every event the webhook holds; the rest are dropped, counted and logged in a few lines', async () => {
+    const kubeconfig = file('hung-receiver-kubeconfig.yaml', {
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [
+        { name: 'r', cluster: { server: receiver.url('/audit'), 'certificate-authority-data': receiver.caBundle } },
+      ],
+      users: [{ name: 'r', user: { token: 'receiver-token' } }],
+      contexts: [{ name: 'r', context: { cluster: 'r', user: 'r' } }],
+      'current-context': 'r',
+    });
+    const lines: any[] = [];
+    const log = createLogger((line) => lines.push(JSON.parse(line)));
+    const ts = await startTestServerWithUsers(
+      { root: ['system:masters'] },
+      {
+        auditWebhookConfigFile: kubeconfig,
+        auditWebhookBatchBufferSize: BUFFER,
+        auditWebhookBatchMaxSize: BATCH,
+        // Batches go when full (or at shutdown), never because time passed; nor do they wait for a token.
+        auditWebhookBatchMaxWaitMs: 3_600_000,
+        auditWebhookBatchThrottleEnable: false,
+      },
+      etcd,
+      log,
+    );
+    const scrape = async () => parseSamples((await ts.as.root.get('/metrics')).text);
+    const flood: string[] = [];
+    const after: string[] = [];
+    let droppedSeen = 0;
+    try {
+      // Five times the buffer, while the receiver answers nothing.
+      for (let i = 0; i < FLOOD; i++) flood.push(auditId(await ts.as.root.get(`${SECRETS}/flood-${i}`)));
+      const samples = await waitFor('the webhook to count the flood it could not hold as dropped', async () => {
+        const now = await scrape();
+        droppedSeen = total(now, 'apiserver_audit_error_total', { plugin: 'buffered' });
+        return droppedSeen >= FLOOD - BUFFER && now;
+      });
+      expect(total(samples, 'apiserver_audit_webhook_buffered_events')).toBe(BUFFER);
+      // The events held are in the batches the receiver holds: no more reached it.
+      await waitFor('the held batches to reach the receiver', () => receiver.received.length >= BUFFER / BATCH);
+      expect(receiver.received.flatMap((r) => r.review.items)).toHaveLength(BUFFER);
+
+      // Once the receiver answers, the batches it held leave the buffer (what stays is the scrapes' own events, less
+      // than a batch) and new events are sent again.
+      release();
+      await waitFor(
+        'the held batches to be answered',
+        async () => total(await scrape(), 'apiserver_audit_webhook_buffered_events') < BATCH,
+      );
+      for (let i = 0; i < 3; i++) after.push(auditId(await ts.as.root.get(`${SECRETS}/after-${i}`)));
+    } finally {
+      release();
+      await ts.stop();
+    }
+    const delivered = receiver.received.flatMap((r) => r.review.items.map((e: any) => e.auditID as string));
+    expect(new Set(delivered).size).toBe(delivered.length);
+    expect(delivered.filter((id) => flood.includes(id))).toHaveLength(BUFFER);
+    for (const id of after) expect(delivered).toContain(id);
+
+    // Every drop is in the log (the last count at shutdown), in lines that count them rather than one per event, and
+    // that name no event.
+    const dropLines = lines.filter((l) => l.msg === DROPPED_LINE);
+    const logged = dropLines.reduce((n, l) => n + l.dropped, 0);
+    expect(dropLines[0]).toMatchObject({ level: 'error', bufferSize: BUFFER });
+    expect(logged).toBeGreaterThanOrEqual(droppedSeen);
+    expect(dropLines.length).toBeLessThan(FLOOD - BUFFER);
+    const text = JSON.stringify(dropLines);
+    for (const id of flood) expect(text).not.toContain(id);
+    expect(text).not.toContain('flood-');
+  }, 120_000);
 });
 
 describe('a policy or webhook configuration kube would refuse stops the start, naming what is wrong', () => {
