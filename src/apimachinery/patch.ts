@@ -1,4 +1,8 @@
-/** JSON patch (RFC 6902) and JSON merge patch (RFC 7386) of an object, with kube's answers when they fail. */
+/**
+ * JSON patch (RFC 6902) and JSON merge patch (RFC 7386) of an object, with kube's answers when they fail. A result
+ * shares nothing with the patch: the store prunes the result in place, and applies the same patch again when an
+ * attempt fails on a cached object or a conflict, so a shared value would come back pruned, and pass.
+ */
 import jsonpatch from 'fast-json-patch';
 import * as errors from './status.js';
 import { isPlainObject } from './types.js';
@@ -14,7 +18,7 @@ export function applyJsonPatch<T>(doc: T, patch: unknown): unknown {
     );
   }
   try {
-    return jsonpatch.applyPatch(doc, patch as jsonpatch.Operation[], true, false).newDocument;
+    return jsonpatch.applyPatch(doc, structuredClone(patch) as jsonpatch.Operation[], true, false).newDocument;
   } catch (err) {
     throw errors.patchRejected(describeJsonPatchError(err));
   }
@@ -40,7 +44,7 @@ function withoutValue(operation: unknown): unknown {
 
 export function applyMergePatch(doc: unknown, patch: unknown): unknown {
   if (!isPlainObject(patch)) throw errors.badRequest('a merge patch must be a JSON object');
-  return merge(doc, patch);
+  return merge(doc, structuredClone(patch));
 }
 
 function merge(target: unknown, patch: unknown): unknown {

@@ -74,6 +74,17 @@ describe('JSON patch', () => {
   });
 });
 
+test('a result shares nothing with the patch: changing it leaves the patch as sent, to be applied again', () => {
+  const value = { list: [{ a: 1 }] };
+  const json = [{ op: 'add', path: '/spec/extra', value }];
+  const viaJson = applyJsonPatch(doc(), json) as any;
+  viaJson.spec.extra.list[0].a = 2;
+  const merge = { spec: { extra: value } };
+  const viaMerge = applyMergePatch(doc(), merge) as any;
+  viaMerge.spec.extra.list[0].a = 3;
+  expect(value).toEqual({ list: [{ a: 1 }] });
+});
+
 describe('merge patch (RFC 7386)', () => {
   test('merges objects, replaces scalars and arrays, and null removes', () => {
     const out = applyMergePatch(doc(), {
