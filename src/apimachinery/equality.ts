@@ -11,5 +11,6 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   const bo = b as Record<string, unknown>;
   const keys = Object.keys(ao).filter((k) => ao[k] !== undefined);
   if (keys.length !== Object.keys(bo).filter((k) => bo[k] !== undefined).length) return false;
-  return keys.every((k) => jsonEqual(ao[k], bo[k]));
+  // Own fields only: an own "__proto__" (JSON.parse makes them) would otherwise be compared with Object.prototype.
+  return keys.every((k) => Object.hasOwn(bo, k) && jsonEqual(ao[k], bo[k]));
 }

@@ -17,11 +17,29 @@ export function applyJsonPatch<T>(doc: T, patch: unknown): unknown {
       `The allowed maximum operations in a JSON patch is ${MAX_JSON_PATCH_OPERATIONS}, got ${patch.length}`,
     );
   }
+  const prototypal = patch.findIndex(throughPrototype);
+  if (prototypal >= 0)
+    throw errors.patchRejected(
+      `a path through "__proto__" or "constructor/prototype" is refused: no object here has such a field, and a patch may not add one (operation ${prototypal}: ${JSON.stringify(withoutValue(patch[prototypal]))})`,
+    );
   try {
     return jsonpatch.applyPatch(doc, structuredClone(patch) as jsonpatch.Operation[], true, false).newDocument;
   } catch (err) {
     throw errors.patchRejected(describeJsonPatchError(err));
   }
+}
+
+/**
+ * Whether an operation's path or from goes through "__proto__", or "constructor" then "prototype": fast-json-patch
+ * refuses those (following them would set an object's prototype, not a field) with a message about its own flags.
+ */
+function throughPrototype(operation: unknown): boolean {
+  if (!isPlainObject(operation)) return false;
+  return [operation.path, operation.from].some((pointer) => {
+    if (typeof pointer !== 'string') return false;
+    const keys = pointer.split('/').map((k) => k.replace(/~1/g, '/').replace(/~0/g, '~'));
+    return keys.some((k, i) => k === '__proto__' || (k === 'prototype' && keys[i - 1] === 'constructor'));
+  });
 }
 
 /** Names the failing operation by its op and paths, never by its value (which may be a secret the caller sent). */

@@ -63,6 +63,14 @@ function toJsonSchema(schema: StructuralSchema): Record<string, unknown> {
 }
 
 /**
+ * The schema of the field `key` the schema defines, if it does. Only its own properties count: a `__proto__` key
+ * (JSON.parse and js-yaml make it an own field like any other) would otherwise find Object.prototype and pass as known.
+ */
+export function propertySchema(schema: StructuralSchema | undefined, key: string): StructuralSchema | undefined {
+  return schema?.properties && Object.hasOwn(schema.properties, key) ? schema.properties[key] : undefined;
+}
+
+/**
  * Removes, in place, fields the schema does not know (kube's default field handling) and nulls in fields that
  * are not nullable. Returns the paths of the unknown fields, for strict and warning field validation.
  */
@@ -80,10 +88,9 @@ function walk(value: unknown, schema: StructuralSchema, path: string, unknown: s
   if (!isPlainObject(value)) return;
   const preserve = schema['x-kubernetes-preserve-unknown-fields'] === true;
   for (const key of Object.keys(value)) {
-    const child =
-      schema.properties?.[key] ??
-      (isPlainObject(schema.additionalProperties) ? schema.additionalProperties : undefined);
-    const childPath = schema.properties?.[key] ? `${path}.${key}` : `${path}[${key}]`;
+    const property = propertySchema(schema, key);
+    const child = property ?? (isPlainObject(schema.additionalProperties) ? schema.additionalProperties : undefined);
+    const childPath = property ? `${path}.${key}` : `${path}[${key}]`;
     if (!child) {
       if (!preserve && schema.additionalProperties !== true) {
         unknown.push(`${path}.${key}`);
@@ -167,10 +174,10 @@ function ratchets(value: unknown, old: unknown, schema: StructuralSchema): (poin
         o = listMapItem(at, o, item);
         v = item;
         at = at.items;
-      } else if (isPlainObject(v) && isPlainObject(o) && seg in o) {
+      } else if (isPlainObject(v) && isPlainObject(o) && Object.hasOwn(o, seg)) {
         v = v[seg];
         o = o[seg];
-        at = at.properties?.[seg] ?? (isPlainObject(at.additionalProperties) ? at.additionalProperties : undefined);
+        at = propertySchema(at, seg) ?? (isPlainObject(at.additionalProperties) ? at.additionalProperties : undefined);
       } else return false;
       if (o === undefined) return false;
     }
@@ -198,9 +205,10 @@ function fieldPath(pointer: string, schema: StructuralSchema, root: string): str
   let at: StructuralSchema | undefined = schema;
   for (const raw of pointer.split('/').slice(1)) {
     const seg = raw.replace(/~1/g, '/').replace(/~0/g, '~');
-    if (at?.properties?.[seg]) {
+    const property = propertySchema(at, seg);
+    if (property) {
       path = path ? `${path}.${seg}` : seg;
-      at = at.properties[seg];
+      at = property;
     } else if (at?.items) {
       path = `${path}[${seg}]`;
       at = at.items;

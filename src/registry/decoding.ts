@@ -4,7 +4,7 @@
  */
 import { fieldError } from '../apimachinery/field.js';
 import { objectMetaSchema } from '../apimachinery/metaschema.js';
-import { prune, type StructuralSchema } from '../apimachinery/schema.js';
+import { propertySchema, prune, type StructuralSchema } from '../apimachinery/schema.js';
 import * as errors from '../apimachinery/status.js';
 import { isPlainObject, type GroupKind, type KubeObject } from '../apimachinery/types.js';
 import { jsonEqual } from '../apimachinery/equality.js';
@@ -95,7 +95,8 @@ export function dropUnknownFields(
   const unknown = [...prune(obj.metadata, objectMetaSchema, 'metadata'), ...prune(body, schema, '')].map((p) =>
     p.replace(/^\./, ''),
   );
-  for (const k of Object.keys(obj)) if (k !== 'metadata' && !(k in body)) delete obj[k];
+  // Own fields only: a pruned "__proto__" would still be `in` body, through Object.prototype.
+  for (const k of Object.keys(obj)) if (k !== 'metadata' && !Object.hasOwn(body, k)) delete obj[k];
   kept.forEach((path, i) => attach(obj, path, detached[i]));
 
   const isRestricting = (p: string) => (restricting?.paths ?? []).some((path) => within(p, path));
@@ -142,7 +143,8 @@ function within(p: string, path: FieldPath): boolean {
 /** The schema of the value holding the field at path `p` (as `spec.access[0].verbs`). */
 function schemaAround(schema: StructuralSchema, p: string): StructuralSchema | undefined {
   let at: StructuralSchema | undefined = schema;
-  for (const step of p.split(/\.|(?=\[)/).slice(0, -1)) at = step.startsWith('[') ? at?.items : at?.properties?.[step];
+  for (const step of p.split(/\.|(?=\[)/).slice(0, -1))
+    at = step.startsWith('[') ? at?.items : propertySchema(at, step);
   return at;
 }
 

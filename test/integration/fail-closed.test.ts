@@ -6,6 +6,8 @@
  * - An unknown or duplicate field of an OwnedAccessKey's spec, a DirectClusterEndpointToken's spec, an owner or an
  *   access entry, or a Project's allowedClusters is refused (422 naming it) whatever fieldValidation says, on every
  *   write path, and leaves stored data as it was; also when the server tries a patch again.
+ * - So is a "__proto__" field there (JSON.parse and js-yaml make it an own field like any other), sent as JSON or YAML,
+ *   by create, update, patch or apply.
  * - A holder may not set or change the fields the platform fills in for keys it makes (type, identity, parent, ...).
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -282,6 +284,201 @@ describe('owners, access entries and allowed clusters narrow grants: unknown fie
   });
 });
 
+/**
+ * A field named "__proto__": a computed key makes it an own field of an object literal, which JSON.stringify writes,
+ * as JSON.parse reads it (a literal `__proto__:` would set the literal's prototype instead).
+ */
+const PROTO = '__proto__';
+
+describe('a "__proto__" field in these parts is refused like any unknown field, not dropped unread', () => {
+  const ALL_VALIDATIONS = ['', '?fieldValidation=Ignore', '?fieldValidation=Warn', '?fieldValidation=Strict'];
+  const withAccess = (access: Record<string, unknown>) => {
+    const body = secretBody(uniq('s'));
+    body.spec.access = [access];
+    return body;
+  };
+  const withOwner = (owner: Record<string, unknown>) => {
+    const body = secretBody(uniq('s'));
+    body.spec.owner = owner;
+    return body;
+  };
+
+  test.each([
+    ["a key's spec", { user: 'bob', [PROTO]: { disabled: true } }, 'spec.__proto__', 'fields there: displayName'],
+    ["a key's spec, as null", { user: 'bob', [PROTO]: null }, 'spec.__proto__', 'fields there: displayName'],
+    [
+      "a key's scope",
+      { user: 'bob', scope: { [PROTO]: { rules: [READ_SECRETS] } } },
+      'spec.scope.__proto__',
+      'fields there: roles, projects, spaces, virtualClusters, clusters, rules, allowPlatformCli',
+    ],
+    [
+      'a rule of a key',
+      { user: 'bob', rules: [{ ...READ_SECRETS, [PROTO]: 'x' }] },
+      'spec.rules[0].__proto__',
+      'fields there: verbs',
+    ],
+  ])(
+    '%s: 422 naming it and the fields there with every fieldValidation, nothing stored',
+    async (_what, spec, field, known) => {
+      for (const validation of ALL_VALIDATIONS) {
+        const name = uniq('proto');
+        const res = await root.post(`${KEYS}${validation}`, keyBody(name, spec));
+        expectRefusedField(res, field);
+        expect(res.body.message).toContain(known);
+        expect(await storedKey(name)).toBeUndefined();
+      }
+    },
+  );
+
+  test.each([
+    [
+      'an access entry',
+      () => withAccess({ verbs: ['get'], users: ['bob'], [PROTO]: { users: ['eve'] } }),
+      'spec.access[0].__proto__',
+    ],
+    ['an owner', () => withOwner({ user: 'bob', [PROTO]: { team: 'x' } }), 'spec.owner.__proto__'],
+  ])('%s of a SharedSecret: 422 with every fieldValidation, nothing stored', async (_what, body, field) => {
+    for (const validation of ALL_VALIDATIONS) {
+      const secret = body();
+      expectRefusedField(await root.post(`${sharedSecretsPath('team-a')}${validation}`, secret), field);
+      expect(await peek.entry(peek.sharedSecretKey('team-a', secret.metadata.name))).toBeUndefined();
+    }
+  });
+
+  test("a Project's allowedClusters entry: 422 naming it, nothing stored", async () => {
+    for (const validation of ALL_VALIDATIONS) {
+      const name = uniq('p');
+      const res = await root.post(`${PROJECTS_PATH}${validation}`, {
+        apiVersion: API_VERSION,
+        kind: 'Project',
+        metadata: { name },
+        spec: { allowedClusters: [{ name: 'c1', [PROTO]: { name: '*' } }] },
+      });
+      expectRefusedField(res, 'spec.allowedClusters[0].__proto__');
+      expect(res.body.message).toContain('fields there: name');
+      expect((await root.get(`${PROJECTS_PATH}/${name}`)).status).toBe(404);
+    }
+  });
+
+  test("an action's request (a DirectClusterEndpointToken's spec): 422, no token", async () => {
+    const res = await bob.post(`${TOKENS}?fieldValidation=Ignore`, {
+      apiVersion: API_VERSION,
+      kind: 'DirectClusterEndpointToken',
+      spec: { scope: { [PROTO]: { projects: [{ project: 'a' }] } } },
+    });
+    expectRefusedField(res, 'spec.scope.__proto__');
+    expect(res.body).not.toHaveProperty('status.token');
+  });
+
+  test('a YAML body: 422 the same; a duplicate "__proto__" in JSON text is named as duplicate and unknown', async () => {
+    const name = uniq('yaml');
+    const yaml = `apiVersion: ${API_VERSION}\nkind: OwnedAccessKey\nmetadata:\n  name: ${name}\nspec:\n  user: bob\n  __proto__:\n    disabled: true\n`;
+    expectRefusedField(await root.post(KEYS, yaml, { contentType: 'application/yaml' }), 'spec.__proto__');
+    expect(await storedKey(name)).toBeUndefined();
+
+    const dup = uniq('dup');
+    const text = `{"apiVersion":"${API_VERSION}","kind":"OwnedAccessKey","metadata":{"name":"${dup}"},"spec":{"user":"bob","__proto__":{},"__proto__":{}}}`;
+    const res = await root.post(`${KEYS}?fieldValidation=Ignore`, text);
+    expect({ status: res.status, reason: res.body.reason, causes: res.body.details?.causes }).toEqual({
+      status: 422,
+      reason: 'Invalid',
+      causes: [
+        expect.objectContaining({ field: 'spec.__proto__', reason: 'FieldValueForbidden' }),
+        expect.objectContaining({ field: 'spec.__proto__', reason: 'FieldValueForbidden' }),
+      ],
+    });
+    expect(res.body.message).toContain('spec.__proto__: Forbidden: duplicate field');
+    expect(res.body.message).toContain('spec.__proto__: Forbidden: unknown field');
+    expect(await storedKey(dup)).toBeUndefined();
+    // YAML has no duplicate keys at all: 400, as kube's YAML decoder answers.
+    const yamlDup = `apiVersion: ${API_VERSION}\nkind: OwnedAccessKey\nmetadata: {name: ${dup}}\nspec: {user: bob, __proto__: {}, __proto__: {}}\n`;
+    const refused = await root.post(KEYS, yamlDup, { contentType: 'application/yaml' });
+    expect({ status: refused.status, reason: refused.body.reason }).toEqual({ status: 400, reason: 'BadRequest' });
+    expect(refused.body.message).toContain('duplicated mapping key');
+    expect(await storedKey(dup)).toBeUndefined();
+  });
+
+  test('on PUT, merge patch, JSON patch, server-side apply (JSON and YAML) and dry run: 422, the key as it was', async () => {
+    const { name } = await keyClient({ user: 'bob', scope: { projects: [{ project: 'a' }] } });
+    const before = await storedKey(name);
+    const current = (await root.get(`${KEYS}/${name}`)).body;
+    const path = `${KEYS}/${name}`;
+    const applyYaml = `apiVersion: ${API_VERSION}\nkind: OwnedAccessKey\nmetadata:\n  name: ${name}\nspec:\n  user: bob\n  scope:\n    __proto__: {projects: []}\n`;
+    const attempts: Array<[string, () => Promise<HttpResponse>]> = [
+      ['PUT', () => root.put(path, { ...current, spec: { ...current.spec, scope: { [PROTO]: {} } } })],
+      [
+        'merge patch',
+        () => root.patch(`${path}?fieldValidation=Ignore`, { spec: { scope: { [PROTO]: {} } } }, MERGE_PATCH),
+      ],
+      ['JSON patch', () => root.patch(path, [{ op: 'add', path: '/spec/scope', value: { [PROTO]: {} } }], JSON_PATCH)],
+      [
+        'apply',
+        () =>
+          root.patch(
+            `${path}?fieldManager=test&force=true`,
+            {
+              apiVersion: API_VERSION,
+              kind: 'OwnedAccessKey',
+              metadata: { name },
+              spec: { user: 'bob', scope: { [PROTO]: {} } },
+            },
+            APPLY_PATCH,
+          ),
+      ],
+      ['apply as YAML', () => root.patch(`${path}?fieldManager=test&force=true`, applyYaml, APPLY_PATCH)],
+      ['dry run', () => root.patch(`${path}?dryRun=All`, { spec: { scope: { [PROTO]: {} } } }, MERGE_PATCH)],
+    ];
+    for (const [, attempt] of attempts) expectRefusedField(await attempt(), 'spec.scope.__proto__');
+    expect(await storedKey(name)).toEqual(before);
+  });
+
+  test('one who may only update a SharedSecret cannot strip its owner by putting "__proto__" in its place', async () => {
+    // The owner {user: root} and {"__proto__": {}} both have one field: compared through the prototype they looked
+    // equal, so the owner passed as unchanged (neither pruned nor refused, nor guarded) and was stored empty.
+    const body = secretBody(uniq('s'));
+    body.spec.owner = { user: 'root' };
+    body.spec.access = [{ verbs: ['get', 'update'], users: ['bob'] }];
+    const created = await root.post(sharedSecretsPath('team-a'), body);
+    expect(created.status).toBe(201);
+    const key = peek.sharedSecretKey('team-a', body.metadata.name);
+    const before = await peek.entry(key);
+    const res = await bob.put(sharedSecretPath('team-a', body.metadata.name), {
+      ...created.body,
+      spec: { ...created.body.spec, owner: { [PROTO]: {} } },
+    });
+    expect({ status: res.status, reason: res.body.reason, message: res.body.message }).toEqual({
+      status: 403,
+      reason: 'Forbidden',
+      message: expect.stringContaining('User "bob" cannot change spec.owner or spec.access'),
+    });
+    expect(await peek.entry(key)).toEqual(before);
+  });
+
+  test('a JSON patch whose path goes through "__proto__": 422 saying so, the key as it was', async () => {
+    const { name } = await keyClient({ user: 'bob', scope: { projects: [{ project: 'a' }] } });
+    const before = await storedKey(name);
+    const res = await root.patch(
+      `${KEYS}/${name}`,
+      [{ op: 'add', path: '/spec/scope/__proto__', value: { projects: [] } }],
+      JSON_PATCH,
+    );
+    expect({ status: res.status, reason: res.body.reason, causes: res.body.details?.causes }).toEqual({
+      status: 422,
+      reason: 'Invalid',
+      causes: [
+        {
+          field: 'patch',
+          reason: 'UnexpectedServerResponse',
+          message:
+            'a path through "__proto__" or "constructor/prototype" is refused: no object here has such a field, and a patch may not add one (operation 0: {"op":"add","path":"/spec/scope/__proto__"})',
+        },
+      ],
+    });
+    expect(await storedKey(name)).toEqual(before);
+  });
+});
+
 describe('a patch tried again is the patch the client sent', () => {
   // An update starts from the cached object; when it fails there, it is tried once more on what etcd holds, with
   // the same patch. Pruning the first try's result must not have changed the patch, or the second try passes.
@@ -305,6 +502,11 @@ describe('a patch tried again is the patch the client sent', () => {
         field: 'spec.scope.rulez',
         send: () =>
           root.patch(keyPath, [{ op: 'add', path: '/spec/scope', value: { rulez: [READ_SECRETS] } }], JSON_PATCH),
+      },
+      {
+        ...ofKey,
+        field: 'spec.scope.__proto__',
+        send: () => root.patch(keyPath, [{ op: 'replace', path: '/spec/scope', value: { [PROTO]: {} } }], JSON_PATCH),
       },
       {
         ...ofSecret,

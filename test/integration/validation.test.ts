@@ -1,6 +1,7 @@
 /**
  * Validation of SharedSecret and Cluster as a client meets it: a 422 Invalid Status with one cause per bad
- * field (field path and reason), unknown fields pruned, and nothing stored after a refused request.
+ * field (field path and reason), unknown fields pruned (a "__proto__" field as any other), and nothing stored after
+ * a refused request.
  */
 import { describe, test, expect } from '@jest/globals';
 import type { TestServer } from '../support/server.js';
@@ -436,16 +437,76 @@ describe('unknown fields', () => {
     const rv = created.body.metadata.resourceVersion;
     expect((await ts.admin.get(`${clusterPath(name)}?resourceVersion=${rv}`)).status).toBe(200);
     const before = await peek.entry(peek.clusterKey(name));
-    const res = await ts.admin.patch(
-      `${clusterPath(name)}?fieldValidation=Strict`,
-      [{ op: 'add', path: '/spec/config', value: { bogus: {} } }],
-      JSON_PATCH,
-    );
-    expect({ status: res.status, message: res.body.message }).toEqual({
-      status: 400,
-      message:
-        'Cluster in version "v1" cannot be handled as a Cluster: strict decoding error: unknown field "spec.config.bogus"',
-    });
+    // "__proto__" as JSON.parse makes it: an own field (an object literal's `__proto__:` would set its prototype).
+    for (const field of ['bogus', '__proto__']) {
+      const res = await ts.admin.patch(
+        `${clusterPath(name)}?fieldValidation=Strict`,
+        [{ op: 'add', path: '/spec/config', value: { [field]: {} } }],
+        JSON_PATCH,
+      );
+      expect({ status: res.status, message: res.body.message }).toEqual({
+        status: 400,
+        message: `Cluster in version "v1" cannot be handled as a Cluster: strict decoding error: unknown field "spec.config.${field}"`,
+      });
+    }
     expect(await peek.entry(peek.clusterKey(name))).toEqual(before);
+  });
+});
+
+describe('a "__proto__" field is an unknown field like any other (JSON.parse makes it an own field)', () => {
+  /** At the top level, in metadata and in spec, as JSON text (an object literal cannot hold one as plainly). */
+  const text = (name: string, extra = '') =>
+    `{"apiVersion":"${API_VERSION}","kind":"SharedSecret","__proto__":{"a":1},` +
+    `"metadata":{"name":"${name}","__proto__":"x"},` +
+    `"spec":{"displayName":"d","data":{"k":"dg=="},"__proto__":{"displayName":"other"}${extra}}}`;
+  const unknown = ['metadata.__proto__', '__proto__', 'spec.__proto__'].map((p) => `unknown field "${p}"`);
+
+  async function expectStoredWithout(name: string): Promise<void> {
+    const stored = (await peek.entry(peek.sharedSecretKey(NS, name)))?.value;
+    expect(stored.spec).toEqual({ displayName: 'd', data: { k: 'dg==' } });
+    for (const part of [stored, stored.metadata, stored.spec]) expect(Object.hasOwn(part, '__proto__')).toBe(false);
+  }
+
+  test('fieldValidation=Strict: 400 naming each, nothing stored', async () => {
+    const name = uniq('proto-strict');
+    const res = await ts.admin.post(`${secrets()}?fieldValidation=Strict`, text(name));
+    expect({ status: res.status, reason: res.body.reason, message: res.body.message }).toEqual({
+      status: 400,
+      reason: 'BadRequest',
+      message: `SharedSecret in version "v1" cannot be handled as a SharedSecret: strict decoding error: ${unknown.join(', ')}`,
+    });
+    await expectNoSecret(name);
+  });
+
+  test('fieldValidation=Warn, and none (Warn is the default): 201 with a warning for each, stored without them', async () => {
+    for (const validation of ['?fieldValidation=Warn', '']) {
+      const name = uniq('proto-warn');
+      const res = await ts.admin.post(`${secrets()}${validation}`, text(name));
+      expect(res.status).toBe(201);
+      expect(res.headers.warning).toBe(unknown.map((w) => `299 - ${JSON.stringify(w)}`).join(', '));
+      await expectStoredWithout(name);
+    }
+  });
+
+  test('fieldValidation=Ignore: 201 without a word, stored without them', async () => {
+    const name = uniq('proto-ignore');
+    const res = await ts.admin.post(`${secrets()}?fieldValidation=Ignore`, text(name));
+    expect({ status: res.status, warning: res.headers.warning }).toEqual({ status: 201, warning: undefined });
+    await expectStoredWithout(name);
+  });
+
+  test('a duplicate "__proto__" is a duplicate field, and an unknown one: Strict 400, Warn warns of both', async () => {
+    const strict = uniq('proto-dup');
+    const refused = await ts.admin.post(`${secrets()}?fieldValidation=Strict`, text(strict, ',"__proto__":{}'));
+    expect({ status: refused.status, message: refused.body.message }).toEqual({
+      status: 400,
+      message: `SharedSecret in version "v1" cannot be handled as a SharedSecret: strict decoding error: duplicate field "spec.__proto__", ${unknown.join(', ')}`,
+    });
+    await expectNoSecret(strict);
+    const warned = uniq('proto-dup');
+    const res = await ts.admin.post(`${secrets()}?fieldValidation=Warn`, text(warned, ',"__proto__":{}'));
+    expect(res.status).toBe(201);
+    expect(res.headers.warning).toContain('299 - "duplicate field \\"spec.__proto__\\""');
+    await expectStoredWithout(warned);
   });
 });

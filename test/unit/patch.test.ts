@@ -72,6 +72,23 @@ describe('JSON patch', () => {
     );
     expect(({} as any).polluted).toBeUndefined();
   });
+
+  test('a path through "__proto__" is refused saying so, and naming the operation without its value', () => {
+    const patch = [
+      { op: 'test', path: '/spec/displayName', value: 'x' },
+      { op: 'add', path: '/spec/__proto__', value: { secret: 'hunter2' } },
+    ];
+    const err = statusOf(() => applyJsonPatch(doc(), patch));
+    expect({ code: err.code, reason: err.reason }).toEqual({ code: 422, reason: 'Invalid' });
+    expect(err.status.details?.causes).toEqual([
+      {
+        reason: 'UnexpectedServerResponse',
+        field: 'patch',
+        message:
+          'a path through "__proto__" or "constructor/prototype" is refused: no object here has such a field, and a patch may not add one (operation 1: {"op":"add","path":"/spec/__proto__"})',
+      },
+    ]);
+  });
 });
 
 test('a result shares nothing with the patch: changing it leaves the patch as sent, to be applied again', () => {

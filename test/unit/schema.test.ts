@@ -35,6 +35,13 @@ describe('prune', () => {
     expect(obj.status.anything.goes).toBe(true);
   });
 
+  test('a "__proto__" key (JSON.parse makes it an own field) is unknown like any other, whatever its value', () => {
+    const obj: any = JSON.parse('{"spec":{"local":true,"__proto__":{"local":false}},"__proto__":null}');
+    expect(prune(obj, schema, '')).toEqual(['.spec.__proto__', '.__proto__']);
+    expect(Object.keys(obj)).toEqual(['spec']);
+    expect(Object.keys(obj.spec)).toEqual(['local']);
+  });
+
   test('drops nulls unless the field is nullable', () => {
     const obj: any = { spec: { local: null, note: null } };
     prune(obj, schema, '');
