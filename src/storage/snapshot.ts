@@ -2,14 +2,17 @@
  * Backups of etcd's data: a snapshot streamed from a running member (etcd's Maintenance.Snapshot, what `etcdctl
  * snapshot save` calls), so no etcdctl is needed to take one. The file is etcd's own format, the database followed
  * by its SHA-256, which `etcdctl snapshot restore` checks. It is written under a temporary name and renamed once
- * complete and flushed: a snapshot file that exists is whole.
+ * complete and flushed: a snapshot file that exists is whole. The temporary file is made anew, mode 0600, never
+ * opened through what is at its name (a symlink would have the snapshot written to its target, an older file would
+ * keep its mode), and the rename replaces the name itself, so a symlink there is replaced, not written through.
  *
  * A snapshot holds what the server stored as it stored it: with encryption at rest, the encrypted values, not the
  * keys (the EncryptionConfiguration), which must be kept apart and are needed to restore.
  */
 import { Etcd3 } from 'etcd3';
 import { createHash } from 'node:crypto';
-import { promises as fs } from 'node:fs';
+import { promises as fs, type Stats } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 
 export interface SnapshotSource {
@@ -29,6 +32,11 @@ const SNAPSHOT_NAME = /^etcd-snapshot-\d{8}T\d{6}\.\d{3}Z\.db$/;
 
 /** Streams a snapshot from the first member that answers into `file`. */
 export async function saveSnapshot(source: SnapshotSource, file: string): Promise<SavedSnapshot> {
+  const partial = `${file}.partial`;
+  const out = await createPartial(partial, file).catch((err: unknown) => {
+    throw notSaved(err);
+  });
+  const made = await out.stat();
   const client = new Etcd3({
     hosts: source.endpoints,
     dialTimeout: 10_000,
@@ -41,8 +49,6 @@ export async function saveSnapshot(source: SnapshotSource, file: string): Promis
       },
     }),
   });
-  const partial = `${file}.partial`;
-  const out = await fs.open(partial, 'w', 0o600);
   const check = new SnapshotCheck();
   let revision = '';
   try {
@@ -62,15 +68,56 @@ export async function saveSnapshot(source: SnapshotSource, file: string): Promis
     check.verify();
     await out.sync();
     await out.close();
+    // Renaming what another save put there instead (it took ours for a stale one) would name a half-written file.
+    if (!isSameFile(await lstatOrNothing(partial), made))
+      throw new Error(`${partial} was replaced while the snapshot was written: is another save writing ${file}?`);
     await fs.rename(partial, file);
     return { file, bytes: check.bytes, revision };
   } catch (err) {
     await out.close().catch(() => undefined);
-    await fs.rm(partial, { force: true });
-    throw new Error(`no snapshot saved: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    if (isSameFile(await lstatOrNothing(partial), made)) await fs.rm(partial, { force: true });
+    throw notSaved(err);
   } finally {
     client.close();
   }
+}
+
+/**
+ * Creates `partial` exclusively, 0600 ('wx' is O_CREAT|O_EXCL, which also refuses a symlink, even one to nowhere).
+ * What is there already was left by a save that did not finish: that path itself is removed (a symlink, not its
+ * target) and the file made anew. Anything but a file or a symlink is left alone and refused, as is a file that
+ * appears there again.
+ */
+async function createPartial(partial: string, file: string): Promise<FileHandle> {
+  try {
+    return await fs.open(partial, 'wx', 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  const stale = await lstatOrNothing(partial);
+  if (stale && !stale.isFile() && !stale.isSymbolicLink())
+    throw new Error(`${partial} exists and is not a file: remove it, or save the snapshot elsewhere`);
+  await fs.rm(partial, { force: true });
+  try {
+    return await fs.open(partial, 'wx', 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    throw new Error(`${partial} appeared again as soon as it was removed: is another save writing ${file}?`, {
+      cause: err,
+    });
+  }
+}
+
+function lstatOrNothing(at: string): Promise<Stats | undefined> {
+  return fs.lstat(at).catch(() => undefined);
+}
+
+function isSameFile(a: Stats | undefined, b: Stats): boolean {
+  return !!a && a.dev === b.dev && a.ino === b.ino;
+}
+
+function notSaved(err: unknown): Error {
+  return new Error(`no snapshot saved: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
 }
 
 /**

@@ -7,12 +7,24 @@
  * (the client lists again), as kube's watchers get after a restore.
  *
  * Two ways: the embedded default (its etcd under --data-dir; the commands of docs/operating.md), and an etcd of one's own
- * (--etcd-servers, as the chart's or an external one).
+ * (--etcd-servers, as the chart's or an external one). `snapshot save` writes a file of its own, 0600, whatever is
+ * already at its name or its temporary name: never through a symlink there.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { Etcd3 } from 'etcd3';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runningEmbeddedEtcd, startEmbeddedEtcd, type EmbeddedEtcd } from '../../src/storage/embedded-etcd.js';
@@ -254,6 +266,58 @@ describe('an etcd of its own (--etcd-servers, as the chart)', () => {
   afterAll(async () => {
     await restoredEtcd?.stop();
   });
+
+  test('snapshot save writes a file of its own, 0600: never through a symlink at <file>.partial or <file>, never keeping a stale partial’s mode', async () => {
+    const outside = join(dir, 'outside.txt');
+    const text = 'not the snapshot’s to overwrite';
+    writeFileSync(outside, text);
+    chmodSync(outside, 0o644);
+    // (Its first bytes only: a snapshot written over it would fill the report.)
+    const expectOutsideUntouched = () =>
+      expect({
+        start: readFileSync(outside, 'utf8').slice(0, text.length),
+        bytes: lstatSync(outside).size,
+        mode: lstatSync(outside).mode & 0o777,
+      }).toEqual({ start: text, bytes: Buffer.byteLength(text), mode: 0o644 });
+    const save = async (file: string) => {
+      const saved = await snapshotCommand(['save', file, `--etcd-servers=${etcd.endpoint}`]);
+      expect({ code: saved.code, stderr: saved.stderr }).toEqual({ code: 0, stderr: '' });
+      expectOutsideUntouched();
+      expect((await etcdctl(['snapshot', 'status', file])).code).toBe(0);
+      // The snapshot is a file of its own (not a link to one elsewhere), 0600; its temporary name is gone.
+      const stat = lstatSync(file);
+      expect({ file: stat.isFile(), mode: stat.mode & 0o777 }).toEqual({ file: true, mode: 0o600 });
+      expect(lstatSync(`${file}.partial`, { throwIfNoEntry: false })).toBeUndefined();
+    };
+
+    // A symlink at the temporary name (planted, or left by a crashed save): removed, its target untouched.
+    const planted = join(dir, 'planted.db');
+    symlinkSync(outside, `${planted}.partial`);
+    await save(planted);
+
+    // A crashed save's partial file, 0644: made anew, so the snapshot does not keep its mode.
+    const stale = join(dir, 'stale.db');
+    writeFileSync(`${stale}.partial`, 'half a snapshot');
+    chmodSync(`${stale}.partial`, 0o644);
+    await save(stale);
+
+    // A symlink at the file's own name: the rename replaces the link, not what it points to.
+    const linked = join(dir, 'linked.db');
+    symlinkSync(outside, linked);
+    await save(linked);
+
+    // Anything else at the temporary name is not a stale partial: left alone, and the save says why it stopped.
+    const blocked = join(dir, 'blocked.db');
+    mkdirSync(`${blocked}.partial`);
+    writeFileSync(join(`${blocked}.partial`, 'kept.txt'), 'kept');
+    const refused = await snapshotCommand(['save', blocked, `--etcd-servers=${etcd.endpoint}`]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(
+      `error: no snapshot saved: ${blocked}.partial exists and is not a file: remove it, or save the snapshot elsewhere`,
+    );
+    expect(readFileSync(join(`${blocked}.partial`, 'kept.txt'), 'utf8')).toBe('kept');
+    expect(existsSync(blocked)).toBe(false);
+  }, 120_000);
 
   test('snapshot save --dir keeps the newest; etcdctl snapshot restore makes a fresh etcd; a server on it with the same EncryptionConfiguration', async () => {
     const encryption = join(dir, 'encryption.yaml');
