@@ -7,7 +7,7 @@
  *   access entry, or a Project's allowedClusters is refused (422 naming it) whatever fieldValidation says, on every
  *   write path, and leaves stored data as it was; also when the server tries a patch again.
  * - So is a "__proto__" field there (JSON.parse and js-yaml make it an own field like any other), sent as JSON or YAML,
- *   by create, update, patch or apply.
+ *   by create, update, patch or apply, and a field named as another of Object.prototype's members ("constructor").
  * - A holder may not set or change the fields the platform fills in for keys it makes (type, identity, parent, ...).
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -306,6 +306,12 @@ describe('a "__proto__" field in these parts is refused like any unknown field, 
   test.each([
     ["a key's spec", { user: 'bob', [PROTO]: { disabled: true } }, 'spec.__proto__', 'fields there: displayName'],
     ["a key's spec, as null", { user: 'bob', [PROTO]: null }, 'spec.__proto__', 'fields there: displayName'],
+    [
+      "a key's spec, named as another of Object.prototype's members",
+      { user: 'bob', constructor: { disabled: false } },
+      'spec.constructor',
+      'fields there: displayName',
+    ],
     [
       "a key's scope",
       { user: 'bob', scope: { [PROTO]: { rules: [READ_SECRETS] } } },

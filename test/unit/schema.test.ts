@@ -42,6 +42,12 @@ describe('prune', () => {
     expect(Object.keys(obj.spec)).toEqual(['local']);
   });
 
+  test("fields named as Object.prototype's members are unknown like any other", () => {
+    const obj: any = { spec: { local: true, constructor: 'x', toString: { a: 1 }, hasOwnProperty: null } };
+    expect(prune(obj, schema, '')).toEqual(['.spec.constructor', '.spec.toString', '.spec.hasOwnProperty']);
+    expect(Object.keys(obj.spec)).toEqual(['local']);
+  });
+
   test('drops nulls unless the field is nullable', () => {
     const obj: any = { spec: { local: null, note: null } };
     prune(obj, schema, '');
