@@ -164,7 +164,6 @@ export async function startServer(flags: Config, log: Logger, worker?: WorkerOf)
     await registry.start();
     metrics.watchCaches(registryWatchCacheStats(registry, () => storage.currentRevision()));
     const actions = new ServedActions();
-    actions.add(importVirtualClusterAction(registry));
     const signingKeys = new SigningKeys(storage, `${config.etcdPrefix}/signingkeys/direct-cluster-endpoint-tokens`, {
       rotationPeriodMs: config.tokenSigningKeyRotationPeriodMs,
       publishDelayMs: config.tokenSigningKeyPublishDelayMs,
@@ -211,6 +210,7 @@ export async function startServer(flags: Config, log: Logger, worker?: WorkerOf)
         throw err instanceof ClusterNotReadyError ? err.toStatus() : err;
       }
     });
+    actions.add(importVirtualClusterAction(registry, clusterConnections, log));
     actions.add(kubeConfigAction(registry, clusterConnections, log, config.virtualClusterAllowedServers));
     if (hostCluster) {
       const admission = startHostAdmission(hostCluster, admissionPlugins, admissionConfig, (msg, fields) =>

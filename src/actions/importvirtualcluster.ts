@@ -10,6 +10,13 @@
  * Cluster sourceVirtualCluster.cluster must be connected (Initialized; else 503 with its reason), whoever imports,
  * the importer must have the virtual cluster already (get on its connection Secret in that cluster), and the
  * instance's claim on it (the physical cluster, namespace and name) makes one import win when several race.
+ *
+ * An import is of a virtual cluster that runs, so the import itself checks, for system:masters too, that its
+ * connection Secret is there (a permission to get a Secret says nothing of whether it exists): read through the
+ * Cluster's connection with the server's credential for it, after the caller's checks, so that a caller who may not
+ * have the virtual cluster learns nothing of it; 422 on sourceVirtualCluster.name when it is not there, 503 when the
+ * cluster does not say. A plain create of an instance is not checked so: upstream, creating one is asking the
+ * platform to deploy it, so it need not run yet.
  */
 import { jsonEqual } from '../apimachinery/equality.js';
 import { Path, fieldError, type FieldError } from '../apimachinery/field.js';
@@ -20,11 +27,17 @@ import type { KubeObject } from '../apimachinery/types.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../apimachinery/validation.js';
 import { ownerGivenAway, validateOwner } from '../access/validation.js';
 import type { Owner } from '../access/model.js';
+import { ClusterNotReadyError, type ClusterConnections } from '../clusters/connections.js';
+import type { ClusterConnection } from '../clusters/connector.js';
+import { HostClusterError } from '../host/cluster.js';
+import { virtualClusterExists } from '../host/virtualcluster.js';
+import { silentLogger, type Logger } from '../log.js';
 import { projectNamespace } from '../registry/kinds/project.js';
 import {
   checkCallerHasVirtualCluster,
   checkNotImported,
   clusterErrors,
+  connectionSecretName,
   type VirtualClusterRef,
 } from '../registry/kinds/virtualclusterplacement.js';
 import type { Registry } from '../registry/registry.js';
@@ -66,7 +79,11 @@ interface Source {
   cluster?: string;
 }
 
-export function importVirtualClusterAction(registry: Registry): Action {
+export function importVirtualClusterAction(
+  registry: Registry,
+  clusters: ClusterConnections,
+  log: Logger = silentLogger,
+): Action {
   const store = (resource: string): Store => registry.lookup(GROUP_NAME, VERSION, resource)!;
   const action: Action = {
     group: GROUP_NAME,
@@ -104,11 +121,12 @@ export function importVirtualClusterAction(registry: Registry): Action {
         namespace: source.namespace,
         virtualCluster: source.name!,
       };
-      const cluster = await registry.connectCluster(ref.cluster);
+      const cluster = await connection(clusters, ref.cluster);
       await checkCallerHasVirtualCluster(cluster, ref, caller, {
         gr: { group: GROUP_NAME, resource: 'projects' },
         name: call.name,
       });
+      await checkExists(cluster, ref, log);
       ref.clusterUid = cluster.kubeSystemUid;
       await checkNotImported(store('virtualclusterinstances'), ref, {
         gr: { group: GROUP_NAME, resource: 'projects/importvirtualcluster' },
@@ -154,6 +172,47 @@ export function importVirtualClusterAction(registry: Registry): Action {
     },
   };
   return action;
+}
+
+/** The connection of an Initialized Cluster; else the 503 naming its reason. */
+async function connection(clusters: ClusterConnections, name: string): Promise<ClusterConnection> {
+  try {
+    return await clusters.connection(name);
+  } catch (err) {
+    throw err instanceof ClusterNotReadyError ? err.toStatus() : err;
+  }
+}
+
+/**
+ * 422 on sourceVirtualCluster.name when the virtual cluster does not run where the source says (see the top); 503
+ * when its cluster does not say, the detail (which may quote the cluster, or name this server's identity there)
+ * logged.
+ */
+async function checkExists(cluster: ClusterConnection, ref: VirtualClusterRef, log: Logger): Promise<void> {
+  const namespace = ref.namespace!;
+  const secret = `${namespace}/${connectionSecretName(ref.virtualCluster)}`;
+  const where = `namespace ${JSON.stringify(namespace)} of Cluster ${JSON.stringify(ref.cluster)}`;
+  let exists: boolean;
+  try {
+    exists = await virtualClusterExists(cluster.api, namespace, ref.virtualCluster);
+  } catch (err) {
+    if (!(err instanceof HostClusterError)) throw err;
+    log.warn('an import could not tell whether the virtual cluster exists', {
+      cluster: ref.cluster,
+      secret,
+      error: err.message,
+    });
+    throw errors.serviceUnavailable(
+      `Cluster ${JSON.stringify(ref.cluster)} did not say whether virtual cluster ${ref.virtualCluster} runs in its namespace ${JSON.stringify(namespace)} (reading its connection Secret ${secret}${err.code ? `: HTTP ${err.code}` : ''}); try again later (the server's log has the details)`,
+    );
+  }
+  if (exists) return;
+  throw errors.invalid(gk, '', [
+    {
+      ...fieldError.notFound(Path.root('sourceVirtualCluster').child('name'), ref.virtualCluster),
+      detail: `there is no virtual cluster ${JSON.stringify(ref.virtualCluster)} in ${where}: its connection Secret ${secret} does not exist there; import a virtual cluster that runs`,
+    },
+  ]);
 }
 
 /** The source and the placed fields from wherever they were given; 422 naming each field that is missing or wrong. */

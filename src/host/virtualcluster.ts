@@ -111,6 +111,26 @@ export async function connectVirtualCluster(
   };
 }
 
+/**
+ * Whether the virtual cluster `name` runs in `namespace` of `cluster`: whether its connection Secret `vc-<name>` is
+ * there. Asked with the connection's credential, within its bounds (time, answer size); nothing of the Secret is
+ * kept. A HostClusterError when the cluster does not say (a 404 is its "no").
+ */
+export async function virtualClusterExists(cluster: HostCluster, namespace: string, name: string): Promise<boolean> {
+  const secretName = connectionSecretName(name);
+  try {
+    await cluster.request<unknown>(
+      `reading Secret ${namespace}/${secretName}`,
+      'GET',
+      `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(secretName)}`,
+    );
+    return true;
+  } catch (err) {
+    if (err instanceof HostClusterError && err.code === 404) return false;
+    throw err;
+  }
+}
+
 export interface ClientCertificateRequest {
   /** The certificate's common name: the user the virtual cluster will see. */
   user: string;

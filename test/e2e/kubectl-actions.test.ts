@@ -147,7 +147,9 @@ describe('kubectl and the actions', () => {
         )
       ).code,
     ).toBe(0);
-    // The virtual clusters are in the host cluster, the local Cluster: imports wait until it is connected.
+    // The virtual clusters are in the host cluster, the local Cluster: imports wait until it is connected, and are of
+    // a virtual cluster that runs there (its connection Secret).
+    host.addSecret('vcluster-vc1', 'vc-vc1', { config: vcluster.kubeconfigText() });
     expect((await k('wait', '--for=jsonpath={.status.phase}=Initialized', 'cluster/eu-1', '--timeout=60s')).code).toBe(
       0,
     );

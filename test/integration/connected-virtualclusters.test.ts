@@ -71,11 +71,17 @@ async function createProject(): Promise<string> {
   return name;
 }
 
-/** A virtual cluster on `cluster` whose connection Secret bob may get there. */
+/** A virtual cluster running on `cluster` (its connection Secret is there), which bob may get. */
 function virtualCluster(cluster: HostClusterStandIn, name = uniq('vc')) {
   const vc = { namespace: `vcluster-${name}`, name };
+  runs(cluster, vc);
   grantConnectionSecret(cluster, vc.namespace, vc.name, ['bob']);
   return vc;
+}
+
+/** The connection Secret of `vc` in `cluster`, where the virtual cluster is `cluster` itself (it signs). */
+function runs(cluster: HostClusterStandIn, vc: { namespace: string; name: string }): void {
+  cluster.addSecret(vc.namespace, `vc-${vc.name}`, { config: cluster.kubeconfigText() });
 }
 
 function importAs(client: HttpClient, project: string, cluster: string, vc: { namespace: string; name: string }) {
@@ -96,9 +102,8 @@ async function instances(): Promise<string[]> {
 describe('virtual clusters on connected clusters', () => {
   test('import on a connected cluster: asked of that cluster, the instance records its uid; its kube config is issued there', async () => {
     const project = await createProject();
-    const vc = virtualCluster(a);
     // The virtual cluster is the stand-in a itself: its connection Secret is in a, and a signs the certificate.
-    a.addSecret(vc.namespace, `vc-${vc.name}`, { config: a.kubeconfigText() });
+    const vc = virtualCluster(a);
     const res = await importAs(bob, project, 'conn-a', vc);
     expect(res.status).toBe(201);
     const instancePath = `${vcis(`p-${project}`)}/${vc.name}`;
@@ -129,6 +134,7 @@ describe('virtual clusters on connected clusters', () => {
     );
     expect(await instances()).toEqual(before);
     grantConnectionSecret(a, vc.namespace, vc.name, ['bob']);
+    runs(a, vc);
     expect((await importAs(bob, project, 'conn-a', vc)).status).toBe(201);
   });
 
@@ -233,8 +239,8 @@ describe('virtual clusters on connected clusters', () => {
     );
     expect(kc.body.message).not.toContain('does-not-exist');
     // Unbound, it is taken to be that virtual cluster on every cluster: the same on a is refused.
-    grantConnectionSecret(a, `vcluster-${name}`, name, ['bob']);
-    const same = await importAs(bob, await createProject(), 'conn-a', { namespace: `vcluster-${name}`, name });
+    const onA = virtualCluster(a, name);
+    const same = await importAs(bob, await createProject(), 'conn-a', onA);
     expect(same.status).toBe(409);
   });
 

@@ -3,10 +3,13 @@
  * p-<project>, owned as asked, pointing at the source; every refusal a Status naming what is wrong, nothing stored.
  * Each Cluster is connected to a host stand-in of its own, where bob and carol may get every virtual cluster's
  * connection Secret, which importing needs outside system:masters (that check, and imports that race, are virtualcluster-claims.test.ts's).
+ * The virtual clusters the tests import run there (their connection Secret `vc-<name>` is there), unless a test says
+ * otherwise: an import of one that does not run is refused, however the caller may get Secrets there.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { API_VERSION, CLUSTERS_PATH, MERGE_PATCH, PROJECTS_PATH as PROJECTS, uniq } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient } from '../support/http.js';
+import * as errors from '../../src/apimachinery/status.js';
 import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
 import { CLUSTER_SECRETS, HEALTH_INTERVAL_MS, connectCluster } from '../support/connectedclusters.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
@@ -24,8 +27,8 @@ let root: HttpClient;
 let bob: HttpClient;
 let carol: HttpClient;
 
-/** The connected clusters the tests' Clusters name, one each (one physical cluster is one Cluster). */
-const connected: HostClusterStandIn[] = [];
+/** The connected clusters the tests' Clusters name, one each (one physical cluster is one Cluster), by Cluster name. */
+const connected = new Map<string, HostClusterStandIn>();
 
 /** Lets bob and carol get every Secret of `cluster`: every virtual cluster's connection there. */
 function letTenantsReadSecrets(cluster: HostClusterStandIn): void {
@@ -60,7 +63,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await ts?.stop();
-  await Promise.all([host, ...connected].map((c) => c?.stop()));
+  await Promise.all([host, ...connected.values()].map((c) => c?.stop()));
 }, 60_000);
 
 /** A project allowing every Cluster, unless `spec` says otherwise. */
@@ -83,9 +86,9 @@ async function createProject(spec: Record<string, unknown> = {}): Promise<any> {
  */
 async function createCluster(spec: Record<string, unknown> = {}): Promise<string> {
   const cluster = await startHostCluster();
-  connected.push(cluster);
-  letTenantsReadSecrets(cluster);
   const name = uniq('cluster');
+  connected.set(name, cluster);
+  letTenantsReadSecrets(cluster);
   await connectCluster(root, host, name, cluster, {
     displayName: `Cluster ${name}`,
     access: [{ verbs: ['get'], users: ['bob', 'carol'] }],
@@ -94,7 +97,15 @@ async function createCluster(spec: Record<string, unknown> = {}): Promise<string
   return name;
 }
 
-const source = (cluster: string, name = uniq('vc')) => ({ name, namespace: `vcluster-${name}`, cluster });
+/** A virtual cluster running on the cluster of the Cluster `cluster` (its connection Secret there), as a source. */
+function source(cluster: string, name = uniq('vc')) {
+  const vc = { name, namespace: `vcluster-${name}`, cluster };
+  connected.get(cluster)?.addSecret(vc.namespace, `vc-${name}`, { config: 'a kubeconfig of the virtual cluster' });
+  return vc;
+}
+
+/** A virtual cluster that does not run there (no connection Secret), as a source. */
+const notRunning = (cluster: string, name = uniq('vc')) => ({ name, namespace: `vcluster-${name}`, cluster });
 
 async function instanceNames(project: string): Promise<string[]> {
   return (await root.get(vcisIn(project))).body.items.map((o: any) => o.metadata.name);
@@ -453,6 +464,61 @@ describe('refusals leave nothing behind', () => {
     expect(res.status).toBe(201);
     expect(res.headers.warning).toBe('299 - "unknown field \\"colour\\""');
     await root.delete(`${vcisIn(project)}/warned`);
+  });
+});
+
+describe('a virtual cluster that does not run is not imported', () => {
+  let cluster: string;
+  beforeAll(async () => {
+    cluster = await createCluster();
+  });
+
+  test('by system:masters, or by a tenant who may get every Secret there: 422 on sourceVirtualCluster.name naming it, nothing stored or claimed', async () => {
+    const project = (await createProject({ owner: { user: 'bob' } })).metadata.name;
+    const src = notRunning(cluster);
+    for (const client of [root, bob]) {
+      const res = await client.post(importPath(project), { ...IMPORT_TYPE, sourceVirtualCluster: src });
+      expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 422, reason: 'Invalid' });
+      expect(res.body.details).toMatchObject({ kind: 'ProjectImportVirtualCluster', group: 'management.platform.sh' });
+      expect(res.body.details.causes).toEqual([
+        {
+          field: 'sourceVirtualCluster.name',
+          reason: 'FieldValueNotFound',
+          message: `Not found: "${src.name}": there is no virtual cluster "${src.name}" in namespace "${src.namespace}" of Cluster "${cluster}": its connection Secret ${src.namespace}/vc-${src.name} does not exist there; import a virtual cluster that runs`,
+        },
+      ]);
+      expect(await instanceNames(project)).toEqual([]);
+    }
+    // Nothing was claimed: once it runs, the same import goes through.
+    connected.get(cluster)!.addSecret(src.namespace, `vc-${src.name}`, { config: 'a kubeconfig' });
+    expect((await bob.post(importPath(project), { ...IMPORT_TYPE, sourceVirtualCluster: src })).status).toBe(201);
+    expect(await instanceNames(project)).toEqual([src.name]);
+  });
+
+  test("a cluster that does not say whether it runs: 503 without the cluster's words, nothing stored", async () => {
+    const project = (await createProject({ owner: { user: 'bob' } })).metadata.name;
+    const src = source(cluster);
+    const standIn = connected.get(cluster)!;
+    standIn.onRequest = (method, path) => {
+      if (method === 'GET' && path === `/api/v1/namespaces/${src.namespace}/secrets/vc-${src.name}`)
+        throw errors.forbidden(
+          { group: '', resource: 'secrets' },
+          `vc-${src.name}`,
+          'User "system:serviceaccount:platform:platform-server" cannot get resource "secrets"',
+        );
+    };
+    try {
+      for (const client of [root, bob]) {
+        const res = await client.post(importPath(project), { ...IMPORT_TYPE, sourceVirtualCluster: src });
+        expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 503, reason: 'ServiceUnavailable' });
+        expect(res.body.message).toBe(
+          `Cluster "${cluster}" did not say whether virtual cluster ${src.name} runs in its namespace "${src.namespace}" (reading its connection Secret ${src.namespace}/vc-${src.name}: HTTP 403); try again later (the server's log has the details)`,
+        );
+      }
+    } finally {
+      standIn.onRequest = undefined;
+    }
+    expect(await instanceNames(project)).toEqual([]);
   });
 });
 

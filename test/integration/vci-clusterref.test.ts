@@ -529,6 +529,7 @@ describe('one virtual cluster, whatever Cluster names it; and only from a Cluste
     const grant = { spec: { access: [{ verbs: ['get'], users: ['mallory', 'erin'] }] } };
     expect((await root.patch(`${CLUSTERS_PATH}/${nobodys}`, grant, MERGE_PATCH)).status).toBe(200);
     grantConnectionSecret(standInOf(nobodys), source.namespace, name, ['mallory']);
+    standInOf(nobodys).addSecret(source.namespace, `vc-${name}`, { config: carolsCluster.kubeconfigText() });
     expect((await importInto(mallory, project, source)).status).toBe(201);
     const owned = await createCluster({ owner: { user: 'erin' }, access: [] });
     const erinsVc = uniq('vc');

@@ -105,10 +105,11 @@ async function createProject(owner: string): Promise<string> {
   return name;
 }
 
-/** A virtual cluster in the host, whose connection Secret `users` may get (a Role and RoleBinding there). */
+/** A virtual cluster running in the host, whose connection Secret `users` may get (a Role and RoleBinding there). */
 function virtualCluster(users: string[]): VirtualCluster {
   const name = uniq('vc');
   const vc = { namespace: `vcluster-${name}`, name };
+  host.addSecret(vc.namespace, `vc-${name}`, { config: 'a kubeconfig of the virtual cluster' });
   if (users.length) grantConnection(vc, users);
   return vc;
 }
