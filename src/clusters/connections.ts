@@ -4,12 +4,28 @@
  * any replica, through the same connector and checks; anything else is a ClusterNotReadyError carrying the
  * Cluster's reason and message, which callers answer as 503 (toStatus). A connection is kept for `cacheMs`, so a
  * burst of requests does not read the Secret and probe the cluster each time.
+ *
+ * A connection is to the physical cluster the Cluster recorded (status.clusterUID, registry/kinds/clusteridentity.ts):
+ * a cluster that answers another kube-system uid is refused (ClusterUID) at once, not only at the next health check,
+ * and the uid handed out, which names the virtual clusters there, is the record, never the answer. A Cluster without
+ * a record (stored before records existed, not checked since) is not connected until its next check records one.
  */
 import { GROUP_NAME } from '../apimachinery/group.js';
 import * as errors from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
+import { recordedIdentity } from '../registry/kinds/clusteridentity.js';
 import type { StoredObjects } from '../registry/strategy.js';
 import { ClusterConnectionError, type ClusterConnection, type ClusterConnector } from './connector.js';
+
+/** Why a Cluster whose cluster answers another kube-system uid than its record is refused (status.message). */
+export const CLUSTER_CHANGED =
+  'the cluster now answers as another cluster: the uid of its kube-system Namespace is not the one recorded when this Cluster was first connected (status.clusterUID), and a Cluster stays the cluster it was first connected to; point its config back at that cluster, or connect the other one with a new Cluster';
+/**
+ * Why a Cluster whose cluster another Cluster holds is refused (status.message). The other is not named: whoever
+ * may read this Cluster may not know of that one (the server's log names it).
+ */
+export const CLUSTER_TAKEN =
+  "another Cluster already connects to this cluster (the uid of its kube-system Namespace is that Cluster's): a cluster is connected once; delete one of the two (the server's log names the other)";
 
 /** The Cluster cannot be worked on now: not there, not (yet) Initialized, or its connection failed just now. */
 export class ClusterNotReadyError extends Error {
@@ -38,7 +54,7 @@ export interface ClusterConnectionsOptions {
 }
 
 export class ClusterConnections {
-  private readonly cache = new Map<string, { clusterUid: string; at: number; connection: ClusterConnection }>();
+  private readonly cache = new Map<string, { key: string; at: number; connection: ClusterConnection }>();
   private readonly cacheMs: number;
   private readonly now: () => number;
 
@@ -51,7 +67,7 @@ export class ClusterConnections {
     this.now = opts.now ?? Date.now;
   }
 
-  /** The connection of the Cluster `name` if it is Initialized (its API and kube-system uid); else ClusterNotReadyError. */
+  /** The connection of the Cluster `name` if it is Initialized (its API and recorded kube-system uid); else ClusterNotReadyError. */
   async connection(name: string): Promise<ClusterConnection> {
     let cluster: KubeObject;
     try {
@@ -72,17 +88,30 @@ export class ClusterConnections {
         status.reason || 'NotInitialized',
         status.message || 'the cluster has not been connected yet; wait until its status.phase is Initialized',
       );
-    const uid = cluster.metadata.uid ?? '';
+    const recorded = recordedIdentity(cluster)?.uid;
+    if (!recorded)
+      throw new ClusterNotReadyError(
+        name,
+        'NotInitialized',
+        'which cluster this Cluster is has not been recorded yet (status.clusterUID); its next check records it',
+      );
+    // A new Cluster of the same name is another Cluster, whatever was kept for the old one.
+    const key = `${cluster.metadata.uid ?? ''}/${recorded}`;
     const cached = this.cache.get(name);
-    if (cached && cached.clusterUid === uid && this.now() - cached.at < this.cacheMs) return cached.connection;
+    if (cached && cached.key === key && this.now() - cached.at < this.cacheMs) return cached.connection;
+    let connection: ClusterConnection;
     try {
-      const connection = await this.connector.connect(cluster);
-      this.cache.set(name, { clusterUid: uid, at: this.now(), connection });
-      return connection;
+      connection = await this.connector.connect(cluster);
     } catch (err) {
       this.cache.delete(name);
       if (err instanceof ClusterConnectionError) throw new ClusterNotReadyError(name, err.reason, err.message);
       throw err;
     }
+    if (connection.kubeSystemUid !== recorded) {
+      this.cache.delete(name);
+      throw new ClusterNotReadyError(name, 'ClusterUID', CLUSTER_CHANGED);
+    }
+    this.cache.set(name, { key, at: this.now(), connection });
+    return connection;
   }
 }

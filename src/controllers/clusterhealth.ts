@@ -7,11 +7,23 @@
  *   cluster answered and accepted the credential, `Failed` otherwise;
  * - `reason` and `message` (cleared when Initialized), `online` (the cluster answered), `kubernetesVersion` (at the
  *   last check that reached it);
- * - the condition `Ready` (True, False, Unknown), whose lastTransitionTime moves only when its status does.
+ * - the condition `Ready` (True, False, Unknown), whose lastTransitionTime moves only when its status does;
+ * - `clusterUID`: which physical cluster it is (registry/kinds/clusteridentity.ts).
  *
- * One physical cluster is one kube-system uid: when two Clusters reach the same one, the newer (by creation, then
- * name) is Failed with reason ClusterUID, naming the older; when the older goes, the newer is checked again.
- * Nothing is written when nothing changed. A check never throws out of the controller: every failure is a status.
+ * One physical cluster is one kube-system uid, and one Cluster: the one that recorded it first. A Cluster records
+ * the uid its cluster answers at its first good check, unless another Cluster has recorded it (then it is Failed,
+ * reason ClusterUID). A cluster's answer is the cluster's to say, and a connected cluster may be a tenant's, so no
+ * answer moves a record: a Cluster whose cluster answers another uid than its record is Failed/ClusterUID until it
+ * answers its own again (its imports and kube configs stop with it: clusters/connections.ts), and the Cluster
+ * holding the uid it now answers is not concerned. Two records of one uid (two replicas deciding at once) go to
+ * the earlier record. Among Clusters without a record (new ones, and those stored before the record existed) that
+ * reach one cluster, the older (by creation, then name) records it, as the older won before records: so a newer
+ * one waits for the first check (in this process) of each older one without a record before it records. When a
+ * Cluster goes, the others that reached or recorded its cluster are checked again.
+ *
+ * The other Cluster of a ClusterUID refusal is named in the log only: the status is read by whoever may read this
+ * Cluster, who may not be allowed to know of that one. Nothing is written when nothing changed. A check never
+ * throws out of the controller: every failure is a status.
  */
 import { jsonEqual } from '../apimachinery/equality.js';
 import { GROUP_NAME } from '../apimachinery/group.js';
@@ -19,6 +31,8 @@ import { isStatusError } from '../apimachinery/status.js';
 import { nowRFC3339 } from '../apimachinery/time.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { ClusterConnectionError, type ClusterConnector, type ClusterPhase } from '../clusters/connector.js';
+import { CLUSTER_CHANGED, CLUSTER_TAKEN } from '../clusters/connections.js';
+import { recordTime, recordedIdentity, withIdentity, type ClusterIdentity } from '../registry/kinds/clusteridentity.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
 import { watchStore } from './storewatch.js';
@@ -44,15 +58,35 @@ interface Observed {
   message: string;
   online: boolean;
   version?: string;
+  /** The Cluster's record, written when the stored status has none yet. */
+  identity?: ClusterIdentity;
+  /** For the log only: the Cluster that holds the uid this one answered (see the top). */
+  holder?: string;
 }
 
 interface Known {
   uid: string;
   creationTimestamp: string;
   generation: number;
-  /** The kube-system uid of its last good check. */
-  kubeSystemUid?: string;
+  /** Its record: as stored, or as a check decided it until the store has it (so that no other Cluster takes it). */
+  identity?: ClusterIdentity;
+  /** The kube-system uid its cluster answered at its last good check. */
+  answered?: string;
+  /** Whether a check of it ended since this controller learned of it. */
+  checked: boolean;
+  /** The older Clusters without a record, not checked yet, that it waits for before it records (see the top). */
+  waitingFor?: Set<string>;
 }
+
+/** Who is the Cluster of a physical cluster, as a check of one Cluster finds it (see the top). */
+type Holding =
+  | { holds: true }
+  /** Its cluster answers another uid than its record. */
+  | { changed: true }
+  /** `by` recorded the uid first, or is older and has no record either. */
+  | { takenBy: string }
+  /** Older Clusters without a record that have not been checked yet. */
+  | { waitFor: Set<string> };
 
 export class ClusterHealth {
   private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
@@ -111,18 +145,32 @@ export class ClusterHealth {
     }
   }
 
-  /** A new Cluster, or one whose spec changed (a generation), is checked at once; a status write is not a change. */
+  /**
+   * A new Cluster, or one whose spec changed (a generation), is checked at once; a status write is not a change.
+   * The same Cluster is updated in place: a check under way keeps what it learns.
+   */
   private upsert(obj: KubeObject): void {
     const name = obj.metadata.name!;
     const before = this.known.get(name);
     const generation = obj.metadata.generation ?? 0;
+    const stored = recordedIdentity(obj);
+    if (before && before.uid === obj.metadata.uid) {
+      before.creationTimestamp = obj.metadata.creationTimestamp ?? '';
+      // A record the store has is the record; one this controller is writing stays until the store has it.
+      if (stored) before.identity = stored;
+      if (before.generation !== generation) this.queue.add(name);
+      before.generation = generation;
+      return;
+    }
+    if (before) this.remove(name);
     this.known.set(name, {
       uid: obj.metadata.uid!,
       creationTimestamp: obj.metadata.creationTimestamp ?? '',
       generation,
-      kubeSystemUid: before?.uid === obj.metadata.uid ? before?.kubeSystemUid : undefined,
+      identity: stored,
+      checked: false,
     });
-    if (!before || before.uid !== obj.metadata.uid || before.generation !== generation) this.queue.add(name);
+    this.queue.add(name);
   }
 
   private remove(name: string): void {
@@ -130,96 +178,129 @@ export class ClusterHealth {
     this.known.delete(name);
     if (!gone) return;
     this.connector.forget(gone.uid);
-    if (gone.kubeSystemUid) this.recheckSharing(gone.kubeSystemUid, name);
+    for (const uid of new Set([gone.identity?.uid, gone.answered])) if (uid) this.recheckSharing(uid, name);
+    this.stopWaitingFor(name);
   }
 
-  /** The other Clusters that reached `kubeSystemUid`: who is the duplicate may have changed. */
+  /** The other Clusters that reached or recorded `kubeSystemUid`: who holds it may have changed. */
   private recheckSharing(kubeSystemUid: string, except: string): void {
-    for (const [name, k] of this.known) if (name !== except && k.kubeSystemUid === kubeSystemUid) this.queue.add(name);
+    for (const [name, k] of this.known)
+      if (name !== except && (k.answered === kubeSystemUid || k.identity?.uid === kubeSystemUid)) this.queue.add(name);
+  }
+
+  /** `name` was checked, or is gone: the Clusters that waited for it alone are checked again. */
+  private stopWaitingFor(name: string): void {
+    for (const [other, k] of this.known) {
+      if (!k.waitingFor?.delete(name)) continue;
+      if (k.waitingFor.size) continue;
+      delete k.waitingFor;
+      this.queue.add(other);
+    }
   }
 
   private async check(name: string): Promise<void> {
-    let cluster: KubeObject;
     try {
-      cluster = await this.store.get(undefined, name);
-    } catch (err) {
-      if (isStatusError(err, 'NotFound')) return;
-      throw err;
-    }
-    if (cluster.metadata.deletionTimestamp) return;
-    const observed = await this.observe(name, cluster);
-    await this.write(cluster, observed);
-  }
-
-  private async observe(name: string, cluster: KubeObject): Promise<Observed> {
-    const known = this.known.get(name);
-    const previousUid = known?.kubeSystemUid;
-    let observed: Observed;
-    try {
-      const conn = await this.connector.connect(cluster);
-      if (known) known.kubeSystemUid = conn.kubeSystemUid;
-      const older = this.olderWithSameCluster(name, conn.kubeSystemUid);
-      observed = older
-        ? {
-            phase: 'Failed',
-            reason: 'ClusterUID',
-            message: `Cluster ${JSON.stringify(older)} already connects to this cluster (the uid of its kube-system Namespace is the same): a cluster is connected once; delete one of the two`,
-            online: true,
-            version: conn.version,
-          }
-        : { phase: 'Initialized', reason: '', message: '', online: true, version: conn.version };
-    } catch (err) {
-      if (known) delete known.kubeSystemUid;
-      if (!(err instanceof ClusterConnectionError)) {
-        this.log('cluster health: the check failed unexpectedly', { name, error: String(err) });
-        observed = {
-          phase: 'Failed',
-          reason: 'HealthCheckFailed',
-          message: "the check failed unexpectedly; the server's log has the details",
-          online: false,
-        };
-      } else {
-        if (err.detail) this.log('cluster health: not connected', { name, reason: err.reason, error: err.detail });
-        observed = { phase: err.phase, reason: err.reason, message: err.message, online: err.online };
+      let cluster: KubeObject;
+      try {
+        cluster = await this.store.get(undefined, name);
+      } catch (err) {
+        if (isStatusError(err, 'NotFound')) return;
+        throw err;
+      }
+      if (cluster.metadata.deletionTimestamp) return;
+      const observed = await this.observe(name, cluster);
+      if (observed) await this.write(cluster, observed);
+    } finally {
+      const known = this.known.get(name);
+      if (known && !known.checked) {
+        known.checked = true;
+        this.stopWaitingFor(name);
       }
     }
-    const now = known?.kubeSystemUid;
-    if (now !== previousUid) {
-      if (previousUid) this.recheckSharing(previousUid, name);
-      if (now) this.recheckSharing(now, name);
+  }
+
+  /** What a check finds; undefined when nothing is to be written (see Holding's waitFor, or the Cluster is gone). */
+  private async observe(name: string, cluster: KubeObject): Promise<Observed | undefined> {
+    const mine = () => {
+      const k = this.known.get(name);
+      return k?.uid === cluster.metadata.uid ? k : undefined;
+    };
+    const before = mine();
+    if (!before) return undefined; // a Cluster the watch has not brought yet: its upsert queues it
+    const previous = [before.answered, before.identity?.uid];
+    let observed: Observed | undefined;
+    try {
+      const conn = await this.connector.connect(cluster);
+      const known = mine();
+      if (!known) return undefined;
+      known.answered = conn.kubeSystemUid;
+      observed = this.judge(name, known, conn.kubeSystemUid, conn.version);
+    } catch (err) {
+      const known = mine();
+      if (!known) return undefined;
+      delete known.answered;
+      observed = { ...failure(err, name, this.log), identity: known.identity };
+    }
+    const known = mine();
+    const now = [known?.answered, known?.identity?.uid];
+    for (let i = 0; i < now.length; i++) {
+      if (now[i] === previous[i]) continue;
+      if (previous[i]) this.recheckSharing(previous[i]!, name);
+      if (now[i]) this.recheckSharing(now[i]!, name);
     }
     return observed;
   }
 
-  /** The oldest other Cluster whose last good check reached the same cluster, if it is older than `name`. */
-  private olderWithSameCluster(name: string, kubeSystemUid: string): string | undefined {
-    const me = this.known.get(name);
-    if (!me) return undefined;
-    const key = (n: string, k: Known) => [k.creationTimestamp, n] as const;
-    const mine = key(name, me);
-    let oldest: string | undefined;
-    let oldestKey: readonly [string, string] | undefined;
-    for (const [other, k] of this.known) {
-      if (other === name || k.kubeSystemUid !== kubeSystemUid) continue;
-      const theirs = key(other, k);
-      if (!before(theirs, mine)) continue;
-      if (!oldestKey || before(theirs, oldestKey)) {
-        oldest = other;
-        oldestKey = theirs;
-      }
+  /** The status of `name`, whose cluster answered `uid` (see the top); undefined while it waits for older Clusters. */
+  private judge(name: string, known: Known, uid: string, version: string): Observed | undefined {
+    const holding = this.holding(name, known, uid);
+    const answered = { online: true, version, identity: known.identity };
+    if ('waitFor' in holding) {
+      known.waitingFor = holding.waitFor;
+      return undefined;
     }
-    return oldest;
+    delete known.waitingFor;
+    if ('changed' in holding) return { phase: 'Failed', reason: 'ClusterUID', message: CLUSTER_CHANGED, ...answered };
+    if ('takenBy' in holding) {
+      const holder = this.known.get(holding.takenBy);
+      // An older Cluster without a record that answered the same: it records it at its next check, now.
+      if (holder && !holder.identity) this.queue.add(holding.takenBy);
+      return { phase: 'Failed', reason: 'ClusterUID', message: CLUSTER_TAKEN, holder: holding.takenBy, ...answered };
+    }
+    // Recorded before any await, so that a check of another Cluster running meanwhile sees it.
+    known.identity ??= { uid, recordedTime: recordTime() };
+    return { phase: 'Initialized', reason: '', message: '', ...answered, identity: known.identity };
+  }
+
+  private holding(name: string, me: Known, uid: string): Holding {
+    if (me.identity && me.identity.uid !== uid) return { changed: true };
+    for (const [other, k] of this.known) {
+      if (other === name || k.identity?.uid !== uid) continue;
+      if (!me.identity || recordedFirst([other, k], [name, me])) return { takenBy: other };
+    }
+    if (me.identity) return { holds: true };
+    // Nobody has recorded it: the oldest of the Clusters without a record that reach it records it.
+    const waitFor = new Set<string>();
+    for (const [other, k] of this.known) {
+      if (other === name || k.identity || !older([other, k], [name, me])) continue;
+      if (k.answered === uid) return { takenBy: other };
+      if (!k.checked) waitFor.add(other);
+    }
+    return waitFor.size ? { waitFor } : { holds: true };
   }
 
   private async write(cluster: KubeObject, observed: Observed): Promise<void> {
+    const name = cluster.metadata.name!;
     const uid = cluster.metadata.uid;
     try {
       await this.store.update(
         undefined,
-        cluster.metadata.name!,
+        name,
         {
           patch: (current) => {
             if (current.metadata.uid !== uid) throw new NotTheSameCluster();
+            const stored = recordedIdentity(current);
+            if (stored && stored.uid !== observed.identity?.uid) throw new StaleRecord(stored);
             current.status = nextStatus(current, observed);
             return current;
           },
@@ -229,22 +310,47 @@ export class ClusterHealth {
       );
     } catch (err) {
       if (err instanceof NotTheSameCluster || isStatusError(err, 'NotFound')) return;
-      throw err;
+      if (!(err instanceof StaleRecord)) throw err;
+      // Decided without the record the store has (another replica wrote it): decided again, with it.
+      const known = this.known.get(name);
+      if (known && known.uid === uid) known.identity = err.stored;
+      this.queue.add(name);
+      return;
     }
     const before = cluster.status ?? {};
     if ((before.phase ?? '') !== observed.phase || (before.reason ?? '') !== observed.reason)
       this.log('cluster health: phase', {
-        name: cluster.metadata.name,
+        name,
         phase: observed.phase,
         reason: observed.reason,
         online: observed.online,
+        ...(observed.reason === 'ClusterUID'
+          ? { recorded: observed.identity?.uid, answered: this.known.get(name)?.answered, holder: observed.holder }
+          : {}),
       });
   }
 }
 
+/** A failed check as the status says it (its detail, for operators, to the log). */
+function failure(err: unknown, name: string, log: (msg: string, fields?: Record<string, unknown>) => void): Observed {
+  if (!(err instanceof ClusterConnectionError)) {
+    log('cluster health: the check failed unexpectedly', { name, error: String(err) });
+    return {
+      phase: 'Failed',
+      reason: 'HealthCheckFailed',
+      message: "the check failed unexpectedly; the server's log has the details",
+      online: false,
+    };
+  }
+  if (err.detail) log('cluster health: not connected', { name, reason: err.reason, error: err.detail });
+  return { phase: err.phase, reason: err.reason, message: err.message, online: err.online };
+}
+
 /** The status after `observed`; the same object's content when nothing changed (then the store writes nothing). */
 function nextStatus(cluster: KubeObject, observed: Observed): Record<string, unknown> {
-  const status: Record<string, unknown> = { ...(cluster.status ?? {}) };
+  const stored = cluster.status ?? {};
+  const status: Record<string, unknown> =
+    observed.identity && !recordedIdentity(cluster) ? withIdentity(stored, observed.identity) : { ...stored };
   status.phase = observed.phase;
   if (observed.reason) status.reason = observed.reason;
   else delete status.reason;
@@ -271,7 +377,21 @@ function nextStatus(cluster: KubeObject, observed: Observed): Record<string, unk
   return status;
 }
 
-const before = (a: readonly [string, string], b: readonly [string, string]) =>
-  a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
+/** Whether `a` is older than `b`: created earlier, or at the same second and first by name. */
+const older = ([aName, a]: [string, Known], [bName, b]: [string, Known]) =>
+  a.creationTimestamp < b.creationTimestamp || (a.creationTimestamp === b.creationTimestamp && aName < bName);
+
+/** Whether `a` recorded its uid before `b` did (then, as ever, the older first). */
+const recordedFirst = (a: [string, Known], b: [string, Known]) => {
+  const [x, y] = [a[1].identity!.recordedTime, b[1].identity!.recordedTime];
+  return x < y || (x === y && older(a, b));
+};
 
 class NotTheSameCluster extends Error {}
+
+/** The store has a record the check did not know of. */
+class StaleRecord extends Error {
+  constructor(readonly stored: ClusterIdentity) {
+    super('the stored status has another record');
+  }
+}

@@ -2,9 +2,11 @@
  * Clusters' connections and health (src/clusters, src/controllers/clusterhealth.ts), with real etcd, the real server,
  * real kubectl and three host stand-ins at once: the management host (the server's --kubeconfig, where the config
  * Secrets live) and two connected clusters with distinct kube-system uids and versions. Checks run every second
- * here; every wait is on the status the server writes, never on time.
+ * here; every wait is on the status the server writes, never on time. A Cluster records the kube-system uid of the
+ * cluster it is first connected to (status.clusterUID), and one physical cluster is the Cluster's that recorded it.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,8 +14,9 @@ import yaml from 'js-yaml';
 import * as errors from '../../src/apimachinery/status.js';
 import { ClusterConnections, ClusterNotReadyError } from '../../src/clusters/connections.js';
 import { ClusterConnector } from '../../src/clusters/connector.js';
+import { nowRFC3339 } from '../../src/apimachinery/time.js';
 import { HostCluster } from '../../src/host/cluster.js';
-import { API_VERSION, CLUSTERS_PATH, MERGE_PATCH, clusterPath } from '../support/fixtures.js';
+import { API_VERSION, CLUSTERS_PATH, JSON_PATCH, MERGE_PATCH, clusterPath } from '../support/fixtures.js';
 import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
 import { kubectl } from '../support/kubectl.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -103,6 +106,9 @@ describe('connected clusters', () => {
     const sa = await statusOf('conn-a');
     expect(sa).toMatchObject({ phase: 'Initialized', online: true, kubernetesVersion: 'v1.33.2' });
     expect(sa).not.toHaveProperty('reason');
+    // Which cluster it is, recorded at the first check that reached it.
+    expect(sa.clusterUID).toBe(a.kubeSystemUid);
+    expect(sa.clusterUIDRecordedTime).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
     expect(ready(sa)).toMatchObject({ status: 'True', reason: 'Connected' });
     expect((await statusOf('conn-b')).kubernetesVersion).toBe('v1.32.7');
 
@@ -162,23 +168,28 @@ describe('connected clusters', () => {
     expect(refused.online).toBe(true);
     expect(refused.message).toContain('HTTP 401');
     expect(JSON.stringify(refused)).not.toContain('revoked-token');
-    // ...then one of another cluster, which conn-b connects already...
+    // ...then one of another cluster (which conn-b connects already): the Cluster stays the cluster it recorded...
     mgmt.addSecret(NS, 'rotating', { config: b.kubeconfigText() });
-    const dup = await until('rotating', 'Failed', 'ClusterUID');
-    expect(dup).toMatchObject({ online: true, kubernetesVersion: 'v1.32.7' });
-    expect(dup.message).toContain('Cluster "conn-b"');
+    const moved = await until('rotating', 'Failed', 'ClusterUID');
+    expect(moved).toMatchObject({ online: true, kubernetesVersion: 'v1.32.7', clusterUID: c.kubeSystemUid });
+    expect(moved.message).toContain('the cluster now answers as another cluster');
+    expect(moved.message).not.toContain('conn-b');
+    expect((await statusOf('conn-b')).phase).toBe('Initialized');
     // ...and back.
     mgmt.addSecret(NS, 'rotating', { config: c.kubeconfigText() });
     expect((await until('rotating', 'Initialized')).kubernetesVersion).toBe('v1.31.1');
     expect((await ts.admin.delete(clusterPath('rotating'))).status).toBe(200);
   }, 90_000);
 
-  test('the same physical cluster twice: the newer is Failed/ClusterUID naming the older, until the older goes', async () => {
+  test('the same physical cluster twice: the second is Failed/ClusterUID, naming nothing, until the first goes', async () => {
     mgmt.addSecret(NS, 'a-again', { config: a.kubeconfigText() });
     await create('dup-of-a', { config: { secretName: 'a-again' } });
     const dup = await until('dup-of-a', 'Failed', 'ClusterUID');
     expect(dup.online).toBe(true);
-    expect(dup.message).toContain('Cluster "conn-a" already connects to this cluster');
+    expect(dup.message).toContain('another Cluster already connects to this cluster');
+    // Whoever may read this Cluster is not told of the other, which they may not be allowed to see.
+    expect(dup.message).not.toContain('conn-a');
+    expect(dup).not.toHaveProperty('clusterUID');
     expect((await statusOf('conn-a')).phase).toBe('Initialized');
 
     // The connection for later work is refused with that reason (503).
@@ -193,12 +204,13 @@ describe('connected clusters', () => {
     const missing = await connections.connection('no-such-cluster').catch((e) => e);
     expect(missing).toMatchObject({ reason: 'NotFound' });
 
-    // Once conn-a is gone, its duplicate is the one connection to that cluster.
+    // Once conn-a is gone, its duplicate is the one connection to that cluster, and records it.
     expect((await ts.admin.delete(clusterPath('conn-a'))).status).toBe(200);
-    await until('dup-of-a', 'Initialized');
+    expect((await until('dup-of-a', 'Initialized')).clusterUID).toBe(a.kubeSystemUid);
     await create('conn-a', { config: { secretName: 'a' } });
     const newer = await until('conn-a', 'Failed', 'ClusterUID');
-    expect(newer.message).toContain('Cluster "dup-of-a"');
+    expect(newer.message).toContain('another Cluster already connects to this cluster');
+    expect(newer.message).not.toContain('dup-of-a');
     expect((await ts.admin.delete(clusterPath('dup-of-a'))).status).toBe(200);
     await until('conn-a', 'Initialized');
   }, 120_000);
@@ -209,6 +221,68 @@ describe('connected clusters', () => {
     expect(s.online).toBe(false);
     expect(ready(s).status).toBe('Unknown');
   }, 60_000);
+});
+
+describe("the record of a Cluster's cluster is the server's", () => {
+  test('status writes by system:masters (merge, JSON patch, PUT) and writes of the Cluster keep it; none adds one', async () => {
+    const recorded = await until('conn-b', 'Initialized');
+    const record = { clusterUID: recorded.clusterUID, clusterUIDRecordedTime: recorded.clusterUIDRecordedTime };
+    expect(record.clusterUID).toBe(b.kubeSystemUid);
+    const status = `${clusterPath('conn-b')}/status`;
+    const forged = { clusterUID: a.kubeSystemUid, clusterUIDRecordedTime: '2000-01-01T00:00:00.000000Z' };
+    const writes = [
+      () => ts.admin.patch(status, { status: forged }, MERGE_PATCH),
+      () => ts.admin.patch(status, { status: { clusterUID: null, clusterUIDRecordedTime: null } }, MERGE_PATCH),
+      () => ts.admin.patch(status, [{ op: 'remove', path: '/status/clusterUID' }], JSON_PATCH),
+      async () => {
+        const current = (await ts.admin.get(clusterPath('conn-b'))).body;
+        return ts.admin.put(status, { ...current, status: { phase: 'Initialized', ...forged } });
+      },
+      () => ts.admin.patch(clusterPath('conn-b'), { spec: { displayName: 'B' }, status: forged }, MERGE_PATCH),
+    ];
+    for (const write of writes) {
+      const res = await write();
+      expect(res.status).toBe(200);
+      expect(res.body.status).toMatchObject(record);
+    }
+    expect(await statusOf('conn-b')).toMatchObject(record);
+
+    // A Cluster without one (a network peer is never reached) gets none from a status write.
+    await until('peer', '', 'WaitingForNetworkPeer');
+    const peerStatus = `${clusterPath('peer')}/status`;
+    const added = await ts.admin.patch(peerStatus, { status: forged }, MERGE_PATCH);
+    expect(added.status).toBe(200);
+    expect(added.body.status).not.toHaveProperty('clusterUID');
+    expect(added.body.status).not.toHaveProperty('clusterUIDRecordedTime');
+  }, 60_000);
+});
+
+describe('Clusters without a record (stored before records existed)', () => {
+  test('of two that reach one cluster the older records it, whichever is checked first; the newer is Failed/ClusterUID', async () => {
+    const etcdPrefix = `/test-${randomUUID()}`;
+    const servers = { kubeconfig: mgmt.kubeconfigPath, clusterSecretNamespace: NS, etcdPrefix };
+    // Stored by a server that does not check Clusters: no status, no record. The newer sorts first by name (the
+    // order of the first checks), and is created a second later (the resolution of creationTimestamp).
+    const before = await startTestServer({ ...servers, clusterHealthIntervalMs: 0 }, ts.etcd);
+    try {
+      const older = await before.admin.post(CLUSTERS_PATH, cluster('z-older', { config: { secretName: 'a' } }));
+      expect(older.status).toBe(201);
+      await waitFor('the next second', () => nowRFC3339() > older.body.metadata.creationTimestamp, WAIT_MS);
+      expect((await before.admin.post(CLUSTERS_PATH, cluster('a-newer', { config: { secretName: 'a' } }))).status).toBe(
+        201,
+      );
+    } finally {
+      await before.stop();
+    }
+    const after = await startTestServer({ ...servers, clusterHealthIntervalMs: INTERVAL_MS }, ts.etcd);
+    try {
+      expect((await until('z-older', 'Initialized', undefined, after)).clusterUID).toBe(a.kubeSystemUid);
+      const newer = await until('a-newer', 'Failed', 'ClusterUID', after);
+      expect(newer).not.toHaveProperty('clusterUID');
+    } finally {
+      await after.stop();
+    }
+  }, 90_000);
 });
 
 describe('the local cluster', () => {
@@ -247,7 +321,8 @@ describe('the local cluster', () => {
     mgmt.addSecret(NS, 'mgmt', { config: mgmt.kubeconfigText() });
     await create('mgmt-by-secret', { config: { secretName: 'mgmt' } });
     const dup = await until('mgmt-by-secret', 'Failed', 'ClusterUID');
-    expect(dup.message).toContain(`Cluster "${won}"`);
+    expect(dup.message).toContain('another Cluster already connects to this cluster');
+    expect(dup.message).not.toContain(won);
     expect((await ts.admin.delete(clusterPath('mgmt-by-secret'))).status).toBe(200);
 
     // Once deleted, another may be local.

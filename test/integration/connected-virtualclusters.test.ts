@@ -4,7 +4,8 @@
  * and two connected clusters. An import asks the cluster its sourceVirtualCluster.cluster connects to whether the
  * tenant has the virtual cluster; a kube config is issued by the virtual cluster whose connection Secret is in the
  * cluster clusterRef.cluster connects to; "imported once" is per physical cluster, namespace and name; a Cluster
- * that is not Initialized is a 503 naming its reason, and nothing is stored.
+ * that is not Initialized is a 503 naming its reason, and nothing is stored. A cluster is a tenant's to run, so it
+ * may answer another cluster's kube-system uid: it takes nothing of that cluster's.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import yaml from 'js-yaml';
@@ -18,9 +19,13 @@ import {
   uniq,
   virtualClusterInstancesPath as vcis,
 } from '../support/fixtures.js';
+import { ClusterConnections, ClusterNotReadyError } from '../../src/clusters/connections.js';
+import { ClusterConnector } from '../../src/clusters/connector.js';
+import { HostCluster } from '../../src/host/cluster.js';
 import type { HttpClient } from '../support/http.js';
 import { CLUSTER_SECRETS, HEALTH_INTERVAL_MS, clusterPhase, connectCluster } from '../support/connectedclusters.js';
 import { grantConnectionSecret, startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
+import { startHostileVirtualCluster, type HostileVirtualCluster } from '../support/hostilecluster.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
 
@@ -268,5 +273,149 @@ describe('virtual clusters on connected clusters', () => {
     } finally {
       await Promise.all([c.stop(), d.stop()]);
     }
+  });
+});
+
+describe("a tenant's cluster that answers another cluster's kube-system uid", () => {
+  const KUBE_SYSTEM = '/api/v1/namespaces/kube-system';
+  /** The tenant's cluster, and the victim's. */
+  let t: HostClusterStandIn;
+  let v: HostClusterStandIn;
+  /** The tenant's front of t, which the tenant's Cluster connects to: it answers what the tenant likes. */
+  let liar: HostileVirtualCluster;
+  /** The uid its kube-system Namespace is said to have; undefined: its own. */
+  let lie: string | undefined;
+  /** The victim's project, and its virtual cluster imported there. */
+  let victims: string;
+  let victimsVc: { namespace: string; name: string };
+
+  beforeAll(async () => {
+    [t, v] = await Promise.all([startHostCluster(), startHostCluster()]);
+    liar = await startHostileVirtualCluster(t);
+    liar.answer = (req) =>
+      lie && req.method === 'GET' && req.path === KUBE_SYSTEM
+        ? { change: (ns) => ({ ...ns, metadata: { ...ns.metadata, uid: lie } }) }
+        : undefined;
+  }, 60_000);
+
+  afterAll(async () => {
+    await liar?.stop();
+    await Promise.all([t?.stop(), v?.stop()]);
+  });
+
+  const statusOf = async (client: HttpClient, name: string) => (await client.get(clusterPath(name))).body.status;
+
+  /** Waits until `count` (of requests a check makes) has grown by two: what a check decides has been decided. */
+  async function twoMoreChecks(what: string, count: () => number): Promise<void> {
+    const seen = count();
+    await waitFor(`two more checks of ${what}`, () => count() >= seen + 2, 30_000);
+  }
+  const victimChecks = () => v.count('namespaces', 'GET');
+  const liarChecks = () => liar.received.filter((r) => r.method === 'GET' && r.path === KUBE_SYSTEM).length;
+
+  /** The victim's Cluster is as it was: Initialized, its record its own cluster's; its kube config and imports work. */
+  async function victimUnharmed(): Promise<void> {
+    await Promise.all([twoMoreChecks('victim-b', victimChecks), twoMoreChecks('tenant-a', liarChecks)]);
+    expect(await statusOf(root, 'victim-b')).toMatchObject({ phase: 'Initialized', clusterUID: v.kubeSystemUid });
+    expect((await root.get(`${vcis(`p-${victims}`)}/${victimsVc.name}/kubeconfig`)).status).toBe(200);
+    const another = await importAs(root, victims, 'victim-b', virtualCluster(v));
+    expect(another.status).toBe(201);
+    expect(another.body.status.virtualClusterInstance).toBeDefined();
+  }
+
+  test('older and without a record: Failed/ClusterUID naming nothing it may not see; the newer Cluster keeps its cluster, and nothing is imported through the liar', async () => {
+    // The tenant's Cluster, older than the victim's; its cluster does not answer yet, so it records nothing.
+    await t.setDown(true, 'unavailable');
+    mgmt.addSecret(CLUSTER_SECRETS, 'tenant-a', { config: liar.kubeconfigText() });
+    const created = await root.post(CLUSTERS_PATH, {
+      apiVersion: API_VERSION,
+      kind: 'Cluster',
+      metadata: { name: 'tenant-a' },
+      spec: { owner: { user: 'bob' }, config: { secretName: 'tenant-a' } },
+    });
+    expect(created.status).toBe(201);
+    await clusterPhase(root, 'tenant-a', 'Failed', 'Unavailable');
+    // The victim's, which bob may not get, records its cluster; a virtual cluster of it is imported.
+    await connectCluster(root, mgmt, 'victim-b', v);
+    expect((await statusOf(root, 'victim-b')).clusterUID).toBe(v.kubeSystemUid);
+    victims = await createProject();
+    victimsVc = virtualCluster(v);
+    expect((await importAs(root, victims, 'victim-b', victimsVc)).status).toBe(201);
+    const instancePath = `${vcis(`p-${victims}`)}/${victimsVc.name}`;
+    expect((await root.get(instancePath)).body.status).toEqual({ clusterUID: v.kubeSystemUid });
+    const endpoint = { spec: { ingressEndpoint: 'https://victim.example.com' } };
+    expect((await root.patch(instancePath, endpoint, MERGE_PATCH)).status).toBe(200);
+
+    // The tenant's cluster comes up saying it is the victim's.
+    lie = v.kubeSystemUid;
+    await t.setDown(false);
+    await clusterPhase(root, 'tenant-a', 'Failed', 'ClusterUID');
+    const seen = await waitFor('bob to see his Cluster', async () => {
+      const res = await bob.get(clusterPath('tenant-a'));
+      return res.status === 200 && res.body.status;
+    });
+    expect(seen).toMatchObject({ phase: 'Failed', reason: 'ClusterUID', online: true });
+    expect(seen.message).toContain('another Cluster already connects to this cluster');
+    expect(seen.message).not.toContain('victim-b');
+    expect(seen.clusterUID).toBeUndefined();
+    await victimUnharmed();
+    expect((await statusOf(root, 'tenant-a')).phase).toBe('Failed');
+
+    // Through the liar nothing is imported: neither the victim's virtual cluster nor another of its names there.
+    const bobs = await createProject();
+    const before = await instances();
+    for (const vc of [victimsVc, virtualCluster(t)])
+      for (const client of [bob, root]) {
+        const res = await importAs(client, bobs, 'tenant-a', vc);
+        expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 503, reason: 'ServiceUnavailable' });
+        expect(res.body.message).toContain('Cluster "tenant-a" is not ready (ClusterUID)');
+      }
+    expect(await instances()).toEqual(before);
+  });
+
+  test('with a record: answering another uid it is Failed/ClusterUID at once, its record kept, its imports and kube configs refused; honest again, it works again', async () => {
+    lie = undefined;
+    expect((await clusterPhase(root, 'tenant-a', 'Initialized')).clusterUID).toBe(t.kubeSystemUid);
+    const project = await createProject();
+    const own = virtualCluster(t);
+    expect((await importAs(bob, project, 'tenant-a', own)).status).toBe(201);
+    const instancePath = `${vcis(`p-${project}`)}/${own.name}`;
+    expect((await root.get(instancePath)).body.status).toEqual({ clusterUID: t.kubeSystemUid });
+    const endpoint = { spec: { ingressEndpoint: 'https://tenant.example.com' } };
+    expect((await root.patch(instancePath, endpoint, MERGE_PATCH)).status).toBe(200);
+    expect((await bob.get(`${instancePath}/kubeconfig`)).status).toBe(200);
+    const initialized = (await root.get(clusterPath('tenant-a'))).body;
+
+    lie = v.kubeSystemUid;
+    // A connection made now, with the Cluster still Initialized as stored, is refused: not only at the next check.
+    const connections = new ClusterConnections(
+      { get: async () => initialized, list: () => Promise.reject(new Error('not used')) },
+      new ClusterConnector({
+        host: HostCluster.load({ kubeconfig: mgmt.kubeconfigPath }),
+        secretNamespace: CLUSTER_SECRETS,
+      }),
+    );
+    const refusedNow = await connections.connection('tenant-a').catch((e) => e);
+    expect(refusedNow).toBeInstanceOf(ClusterNotReadyError);
+    expect(refusedNow.reason).toBe('ClusterUID');
+
+    const failed = await clusterPhase(root, 'tenant-a', 'Failed', 'ClusterUID');
+    expect(failed.clusterUID).toBe(t.kubeSystemUid);
+    expect(failed.message).toContain('the cluster now answers as another cluster');
+    expect(failed.message).not.toContain('victim-b');
+    const before = await instances();
+    for (const vc of [victimsVc, virtualCluster(t)]) {
+      const res = await importAs(bob, project, 'tenant-a', vc);
+      expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 503, reason: 'ServiceUnavailable' });
+    }
+    const kc = await bob.get(`${instancePath}/kubeconfig`);
+    expect({ status: kc.status, reason: kc.body.reason }).toEqual({ status: 503, reason: 'ServiceUnavailable' });
+    expect(kc.body.message).toContain('Cluster "tenant-a", where the virtual cluster runs, is not ready (ClusterUID)');
+    expect(await instances()).toEqual(before);
+    await victimUnharmed();
+
+    lie = undefined;
+    expect((await clusterPhase(root, 'tenant-a', 'Initialized')).clusterUID).toBe(t.kubeSystemUid);
+    expect((await bob.get(`${instancePath}/kubeconfig`)).status).toBe(200);
   });
 });

@@ -19,6 +19,7 @@ import type { KubeObject } from '../../apimachinery/types.js';
 import { isConfigMapKey, isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
 import type { AdmitContext, ClaimHolderRef, Strategy } from '../strategy.js';
 import type { AdminField } from '../../access/validation.js';
+import { keepClusterIdentity } from './clusteridentity.js';
 import { ownedKindStrategy } from './owned.js';
 
 const spec = Path.root('spec');
@@ -104,6 +105,8 @@ export const clusterStrategy: Strategy = {
   ...owned,
   validateUpdate: (obj, old) => [...owned.validate!(obj), ...localFixed(obj, old)],
   admitCreate: admitCluster,
+  // The physical cluster it was first connected to (clusteridentity.ts): no status write moves it.
+  prepareForStatusUpdate: keepClusterIdentity,
   claims: {
     of: (obj) => (isLocalCluster(obj) ? [LOCAL_CLAIM] : []),
     taken: (obj, holder) => localTaken(obj, holder),
