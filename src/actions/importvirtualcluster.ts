@@ -202,8 +202,13 @@ async function checkExists(cluster: ClusterConnection, ref: VirtualClusterRef, l
       secret,
       error: err.message,
     });
+    // A 403 is this server's credential there, which an administrator grants; anything else may pass.
+    const then =
+      err.code === 403
+        ? `this server's credential for the Cluster may not get that Secret (for the local Cluster: the Helm chart's rbac.virtualClusterNamespaces)`
+        : 'try again later';
     throw errors.serviceUnavailable(
-      `Cluster ${JSON.stringify(ref.cluster)} did not say whether virtual cluster ${ref.virtualCluster} runs in its namespace ${JSON.stringify(namespace)} (reading its connection Secret ${secret}${err.code ? `: HTTP ${err.code}` : ''}); try again later (the server's log has the details)`,
+      `Cluster ${JSON.stringify(ref.cluster)} did not say whether virtual cluster ${ref.virtualCluster} runs in its namespace ${JSON.stringify(namespace)} (reading its connection Secret ${secret}${err.code ? `: HTTP ${err.code}` : ''}); ${then} (the server's log has the details)`,
     );
   }
   if (exists) return;

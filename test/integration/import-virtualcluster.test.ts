@@ -512,7 +512,7 @@ describe('a virtual cluster that does not run is not imported', () => {
         const res = await client.post(importPath(project), { ...IMPORT_TYPE, sourceVirtualCluster: src });
         expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 503, reason: 'ServiceUnavailable' });
         expect(res.body.message).toBe(
-          `Cluster "${cluster}" did not say whether virtual cluster ${src.name} runs in its namespace "${src.namespace}" (reading its connection Secret ${src.namespace}/vc-${src.name}: HTTP 403); try again later (the server's log has the details)`,
+          `Cluster "${cluster}" did not say whether virtual cluster ${src.name} runs in its namespace "${src.namespace}" (reading its connection Secret ${src.namespace}/vc-${src.name}: HTTP 403); this server's credential for the Cluster may not get that Secret (for the local Cluster: the Helm chart's rbac.virtualClusterNamespaces) (the server's log has the details)`,
         );
       }
     } finally {
