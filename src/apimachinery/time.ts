@@ -17,3 +17,8 @@ export function sameInstant(a: string | null | undefined, b: string | null | und
   const y = parseRFC3339(b);
   return x !== undefined && y !== undefined && sameGoTime(x, y);
 }
+
+/** Whether a value is a time as Go decodes metav1.Time and MicroTime: RFC 3339 text (else decoding fails: 400). */
+export function isRFC3339(value: unknown): boolean {
+  return typeof value === 'string' && parseRFC3339(value) !== undefined;
+}

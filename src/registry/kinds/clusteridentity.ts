@@ -8,7 +8,8 @@
  * writes the first one.
  */
 import { isPlainObject, type KubeObject } from '../../apimachinery/types.js';
-import type { UserInfo } from '../../apimachinery/user.js';
+import { isRFC3339 } from '../../apimachinery/time.js';
+import { isString, keepServerStatus } from '../serverstatus.js';
 
 /** A Cluster's record of its physical cluster. */
 export interface ClusterIdentity {
@@ -40,16 +41,7 @@ export const recordTime = (now = new Date()): string => now.toISOString().replac
  * Cluster's prepareForStatusUpdate: a stored record stays as it is, whoever writes; without one, only the server
  * (no user) may write it, and what anyone else writes there is dropped.
  */
-export function keepClusterIdentity(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
-  const status: unknown = obj.status;
-  // A status that is no object is left as written: validation refuses it (422).
-  if (!isPlainObject(status)) return;
-  const stored = recordedIdentity(old);
-  if (stored) {
-    obj.status = withIdentity(status, stored);
-    return;
-  }
-  if (!user) return;
-  delete status.clusterUID;
-  delete status.clusterUIDRecordedTime;
-}
+export const keepClusterIdentity = keepServerStatus([
+  { name: 'clusterUID', wellTyped: isString, serverWrites: 'once' },
+  { name: 'clusterUIDRecordedTime', wellTyped: isRFC3339, serverWrites: 'once' },
+]);

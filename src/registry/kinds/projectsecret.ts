@@ -28,6 +28,7 @@ import type { KubeObject } from '../../apimachinery/types.js';
 import { isPlainObject } from '../../apimachinery/types.js';
 import type { UserInfo } from '../../apimachinery/user.js';
 import { isConfigMapKey, isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
+import { isString, keepServerStatus } from '../serverstatus.js';
 import type { AdmitContext, Caller, Strategy } from '../strategy.js';
 import { ownedKindStrategy } from './owned.js';
 import { getIfExists, projectOfNamespace } from './project.js';
@@ -147,6 +148,29 @@ const validateSpec = (obj: KubeObject): FieldError[] => {
   return errs;
 };
 
+/**
+ * ProjectSecret's prepareForStatusUpdate: status.referencedBy stays as stored, whoever writes the status
+ * (system:masters and the server included): it says whose access the copy rests on, which only the writes of the
+ * reference decide. status.secretUID, which host Secret the server may replace and delete, is the delivery's: it
+ * stays as stored for every other writer.
+ */
+const keepServerFields = keepServerStatus([
+  { name: 'referencedBy', wellTyped: isReferenceWriter, serverWrites: 'never' },
+  { name: 'secretUID', wellTyped: isString, serverWrites: 'always' },
+]);
+
+/** Whether a value has the type of status.referencedBy (its CRD schema). */
+function isReferenceWriter(v: unknown): boolean {
+  const strings = (a: unknown) => Array.isArray(a) && a.every((x) => typeof x === 'string');
+  return (
+    isPlainObject(v) &&
+    (v.username === undefined || typeof v.username === 'string') &&
+    (v.uid === undefined || typeof v.uid === 'string') &&
+    (v.groups === undefined || strings(v.groups)) &&
+    (v.extra === undefined || (isPlainObject(v.extra) && Object.values(v.extra).every(strings)))
+  );
+}
+
 const owned = ownedKindStrategy('projectsecrets', validateSpec, { hostRbac: true });
 
 export const projectSecretStrategy: Strategy = {
@@ -205,28 +229,6 @@ export const projectSecretStrategy: Strategy = {
 /** Records the caller of a client write whose reference was just allowed (the server's own writes record nobody). */
 function recordWriter(obj: KubeObject, user: UserInfo | undefined): void {
   if (user) obj.status = { ...obj.status, referencedBy: recordOf(user) };
-}
-
-/**
- * ProjectSecret's prepareForStatusUpdate: status.referencedBy stays as stored, whoever writes the status
- * (system:masters and the server included): it says whose access the copy rests on, which only the writes of the
- * reference decide. status.secretUID, which host Secret the server may replace and delete, is the delivery's: it
- * stays as stored for every other writer.
- */
-function keepServerFields(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
-  keepStatusField(obj, old, 'referencedBy');
-  if (user) keepStatusField(obj, old, 'secretUID');
-}
-
-function keepStatusField(obj: KubeObject, old: KubeObject, field: string): void {
-  const stored = old.status?.[field];
-  if (!isPlainObject(obj.status)) {
-    // A status that is no object is left to validation (422), unless there is nothing to keep.
-    if (obj.status === undefined && stored !== undefined) obj.status = { [field]: stored };
-    return;
-  }
-  if (stored === undefined) delete obj.status[field];
-  else obj.status[field] = stored;
 }
 
 async function mayGet({ user, authorize }: Caller, ref: SharedSecretRef): Promise<boolean> {

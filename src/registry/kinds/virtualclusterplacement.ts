@@ -28,8 +28,9 @@ import { decoded } from '../../apimachinery/encoded.js';
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import { GROUP_NAME } from '../../apimachinery/group.js';
 import * as errors from '../../apimachinery/status.js';
-import { isPlainObject, type GroupResource, type KubeObject } from '../../apimachinery/types.js';
+import type { GroupResource, KubeObject } from '../../apimachinery/types.js';
 import { isMaster, type UserInfo } from '../../apimachinery/user.js';
+import { isString, keepServerStatus } from '../serverstatus.js';
 import type { AdmitContext, Caller, ClaimHolderRef, ConnectedCluster, Strategy, StoredObjects } from '../strategy.js';
 import { ALL_CLUSTERS, allowedClusters, getIfExists, projectOfNamespace } from './project.js';
 
@@ -287,11 +288,4 @@ export async function admitVirtualClusterInstance(
  * VirtualClusterInstance's prepareForStatusUpdate: status.clusterUID stays as the create recorded it, since the
  * instance's claim (which storage deletes with it) was computed from it.
  */
-export function keepClusterUid(obj: KubeObject, old: KubeObject): void {
-  const status: unknown = obj.status;
-  // A status that is no object, or a clusterUID that is no string, is left as written: validation refuses it (422).
-  if (!isPlainObject(status) || (status.clusterUID !== undefined && typeof status.clusterUID !== 'string')) return;
-  const uid = instanceClusterUid(old);
-  if (uid) obj.status = { ...status, clusterUID: uid };
-  else delete status.clusterUID;
-}
+export const keepClusterUid = keepServerStatus([{ name: 'clusterUID', wellTyped: isString, serverWrites: 'never' }]);

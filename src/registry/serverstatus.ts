@@ -1,0 +1,43 @@
+/**
+ * Status fields only the server writes, because they say for whom or on what it acts with its own credential: who
+ * set a reference (a ProjectSecret's status.referencedBy), which physical cluster a Cluster or an instance is
+ * (status.clusterUID), which host object the server made (status.secretUID). A status write keeps them as stored,
+ * whoever writes (system:masters too), so that nothing a client writes moves them; a main-resource write keeps the
+ * whole status already (store.ts mainUpdate). A value of the wrong type is left as written, for validation to refuse
+ * (422) like any other, so the write fails instead of passing with the field quietly put back.
+ */
+import { isPlainObject, type KubeObject } from '../apimachinery/types.js';
+import type { UserInfo } from '../apimachinery/user.js';
+import type { Strategy } from './strategy.js';
+
+export interface ServerStatusField {
+  name: string;
+  /** Whether a written value has the field's type and format (one that has not is validation's to refuse). */
+  wellTyped(value: unknown): boolean;
+  /**
+   * What the server's own status writes may do with it: nothing (`never`: it is set elsewhere, e.g. at create), set
+   * it while none is stored (`once`), or set and change it (`always`).
+   */
+  serverWrites: 'never' | 'once' | 'always';
+}
+
+export const isString = (v: unknown): boolean => typeof v === 'string';
+
+/** A prepareForStatusUpdate keeping `fields` as described above. */
+export function keepServerStatus(
+  fields: readonly ServerStatusField[],
+): NonNullable<Strategy['prepareForStatusUpdate']> {
+  return (obj: KubeObject, old: KubeObject, user: UserInfo | undefined) => {
+    if (obj.status !== undefined && !isPlainObject(obj.status)) return;
+    for (const field of fields) {
+      const written: unknown = obj.status?.[field.name];
+      if (written !== undefined && !field.wellTyped(written)) continue;
+      const stored: unknown = old.status?.[field.name];
+      const byServer =
+        !user && (field.serverWrites === 'always' || (field.serverWrites === 'once' && stored === undefined));
+      if (byServer) continue;
+      if (stored !== undefined) obj.status = { ...obj.status, [field.name]: stored };
+      else if (obj.status) delete obj.status[field.name];
+    }
+  };
+}
