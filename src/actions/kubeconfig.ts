@@ -20,6 +20,10 @@
  * Secrets in the cluster's namespaces or of where the connection points; the detail goes to the server's log for
  * operators.
  *
+ * Its kube configs rest on the hold of the virtual cluster of whoever imported it (status.importedBy), asked of the
+ * cluster again for every one (checkImporterHolds): access to the instance shares what its importer has, and ends
+ * with it.
+ *
  * The connection may name a server the tenant runs, so each request's work is bounded (host/virtualcluster.ts), and
  * so is the number of requests at once: MAX_REQUESTS_PER_USER for one caller, MAX_REQUESTS in all (429 past them).
  */
@@ -28,6 +32,7 @@ import { Path, fieldError } from '../apimachinery/field.js';
 import { GROUP_NAME } from '../apimachinery/group.js';
 import * as errors from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
+import { isMaster } from '../apimachinery/user.js';
 import { ClusterNotReadyError, type ClusterConnections } from '../clusters/connections.js';
 import type { ClusterConnection } from '../clusters/connector.js';
 import { HostClusterError, type HostCluster } from '../host/cluster.js';
@@ -40,7 +45,13 @@ import {
   type VirtualCluster,
 } from '../host/virtualcluster.js';
 import { silentLogger, type Logger } from '../log.js';
-import { instanceClusterUid } from '../registry/kinds/virtualclusterplacement.js';
+import {
+  connectionSecretWhere,
+  holdsVirtualCluster,
+  instanceClusterUid,
+  instanceImporter,
+} from '../registry/kinds/virtualclusterplacement.js';
+import { asUserInfo } from '../registry/recordeduser.js';
 import type { Registry } from '../registry/registry.js';
 import { answer, requestSchema, type Action, type ActionCall } from './action.js';
 import { ConcurrencyLimit } from './concurrency.js';
@@ -121,6 +132,7 @@ export function kubeConfigAction(
 
       const kubeConfig = await inFlight.run(call.user.name, async () => {
         const cluster = await clusterOf(clusters, instance, where, log);
+        await checkImporterHolds(cluster, instance, call, where);
         const vc = await connect(cluster.api, ref, ref.virtualCluster || call.name, servers, where, log);
         return withStatusErrors(where, log, async () => {
           const groups = call.user.groups.filter((g) => !g.startsWith('system:'));
@@ -144,6 +156,34 @@ export function kubeConfigAction(
     },
   };
   return action;
+}
+
+/**
+ * The instance's kube configs rest on its importer's hold of the virtual cluster (status.importedBy), asked again for
+ * each one: once the importer may no longer get the virtual cluster's connection Secret, nobody gets a kube config
+ * through the instance (403), whatever its owner and access entries grant; system:masters are not asked about, as at
+ * import. An instance stored before importers were recorded gives one only to a caller who has the virtual cluster.
+ */
+async function checkImporterHolds(
+  cluster: ClusterConnection,
+  instance: KubeObject,
+  call: ActionCall,
+  where: string,
+): Promise<void> {
+  const importer = instanceImporter(instance);
+  const holder = importer ? asUserInfo(importer) : call.user;
+  if (isMaster(call.user) || isMaster(holder)) return;
+  const r = instance.spec.clusterRef;
+  const ref = { cluster: r.cluster, namespace: r.namespace, virtualCluster: r.virtualCluster || call.name };
+  if (await holdsVirtualCluster(cluster, ref, holder, 'a kube config')) return;
+  const secret = connectionSecretWhere(ref);
+  throw errors.forbidden(
+    { group: GROUP_NAME, resource: 'virtualclusterinstances' },
+    call.name,
+    importer
+      ? `no kube config is issued through ${where}: its kube configs rest on its importer's hold of the virtual cluster (status.importedBy, User ${JSON.stringify(importer.username)}), and that user may no longer get its connection Secret ${secret}; someone who has the virtual cluster may import it again`
+      : `User ${JSON.stringify(call.user.name)} cannot get a kube config through ${where}: it was stored before importers were recorded (status.importedBy), so a kube config is issued only to someone who has the virtual cluster (who may get its connection Secret ${secret})`,
+  );
 }
 
 /** spec.certificateTTL of a POST, the certificateTTL query parameter of a GET; 0 asks for no lifetime. */

@@ -31,11 +31,11 @@ import {
   getSharedSecret,
   referenceWriter,
   sharedSecretRef,
-  writerIdentity,
   SYNCED,
   type SharedSecretRef,
 } from '../registry/kinds/projectsecret.js';
 import { PROJECT_SECRETS } from '../registry/kinds/sharedsecret.js';
+import { asUserInfo } from '../registry/recordeduser.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
 import { conditionOf, dropCondition, getIfExists, setCondition, writeStatus, type Outcome } from './conditions.js';
@@ -279,7 +279,7 @@ export class ProjectSecretSync {
           message: `nobody is recorded as having set spec.sharedSecretRef (status.referencedBy; it was stored by an earlier version), so no data of ${named} is kept: a write of this ProjectSecret by someone who may get ${named} records them`,
         },
       };
-    if (!(await this.mayGet(writerIdentity(writer), ref)))
+    if (!(await this.mayGet(asUserInfo(writer), ref)))
       return {
         data: {},
         outcome: {

@@ -4,10 +4,12 @@
  * and two connected clusters. An import asks the cluster its sourceVirtualCluster.cluster connects to whether the
  * tenant has the virtual cluster; a kube config is issued by the virtual cluster whose connection Secret is in the
  * cluster clusterRef.cluster connects to; "imported once" is per physical cluster, namespace and name; a Cluster
- * that is not Initialized is a 503 naming its reason, and nothing is stored. A cluster is a tenant's to run, so it
+ * that is not Initialized is a 503 naming its reason, and nothing is stored. An instance's kube configs rest on its
+ * importer's hold of the virtual cluster (status.importedBy), asked again for each one. A cluster is a tenant's to run, so it
  * may answer another cluster's kube-system uid: it takes nothing of that cluster's.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { Etcd3 } from 'etcd3';
 import yaml from 'js-yaml';
 import { X509Certificate } from 'node:crypto';
 import {
@@ -29,17 +31,22 @@ import { startHostileVirtualCluster, type HostileVirtualCluster } from '../suppo
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
 
+/** What an instance records of system:masters' root as its importer. */
+const ROOT_RECORD = { username: 'root', uid: 'uid-root', groups: ['system:masters', 'system:authenticated'] };
+const BOB_RECORD = { username: 'bob', uid: 'uid-bob', groups: ['system:authenticated'] };
+
 let mgmt: HostClusterStandIn;
 let a: HostClusterStandIn;
 let b: HostClusterStandIn;
 let ts: TestServer;
 let root: HttpClient;
 let bob: HttpClient;
+let carol: HttpClient;
 
 beforeAll(async () => {
   [mgmt, a, b] = await Promise.all([startHostCluster(), startHostCluster(), startHostCluster()]);
   const server = await startTestServerWithUsers(
-    { root: ['system:masters'], bob: [] },
+    { root: ['system:masters'], bob: [], carol: [] },
     {
       kubeconfig: mgmt.kubeconfigPath,
       clusterHealthIntervalMs: HEALTH_INTERVAL_MS,
@@ -47,7 +54,7 @@ beforeAll(async () => {
     },
   );
   ts = server;
-  ({ root, bob } = server.as);
+  ({ root, bob, carol } = server.as);
   const access = { access: [{ verbs: ['get'], users: ['bob'] }] };
   await Promise.all([
     connectCluster(root, mgmt, 'home', mgmt, access),
@@ -113,7 +120,11 @@ describe('virtual clusters on connected clusters', () => {
     expect(res.status).toBe(201);
     const instancePath = `${vcis(`p-${project}`)}/${vc.name}`;
     const instance = (await bob.get(instancePath)).body;
-    expect(instance.status).toEqual({ clusterUID: a.kubeSystemUid });
+    // Where it runs, and who imported it: its kube configs rest on bob's hold of the virtual cluster.
+    expect(instance.status).toEqual({
+      clusterUID: a.kubeSystemUid,
+      importedBy: BOB_RECORD,
+    });
 
     // The ingress endpoint is the platform admin's to set; then bob gets a kube config, signed by a.
     const patch = await root.patch(instancePath, { spec: { ingressEndpoint: 'https://vc.example.com' } }, MERGE_PATCH);
@@ -236,7 +247,8 @@ describe('virtual clusters on connected clusters', () => {
       },
     });
     expect(created.status).toBe(201);
-    expect(created.body.status).toBeUndefined();
+    // Unbound (no clusterUID): only who made it is recorded.
+    expect(created.body.status).toEqual({ importedBy: ROOT_RECORD });
     const kc = await bob.get(`${vcis(`p-${project}`)}/${name}/kubeconfig`);
     expect(kc.status).toBe(503);
     expect(kc.body.message).toContain(
@@ -273,6 +285,78 @@ describe('virtual clusters on connected clusters', () => {
     } finally {
       await Promise.all([c.stop(), d.stop()]);
     }
+  });
+});
+
+describe("an instance's kube configs rest on its importer's hold of the virtual cluster", () => {
+  /** bob's import of a virtual cluster on conn-a, reachable by an ingress, whose kube configs carol may get. */
+  async function sharedImport() {
+    const project = await createProject();
+    const vc = virtualCluster(a);
+    expect((await importAs(bob, project, 'conn-a', vc)).status).toBe(201);
+    const namespace = `p-${project}`;
+    const path = `${vcis(namespace)}/${vc.name}`;
+    const shared = {
+      spec: {
+        ingressEndpoint: 'https://vc.example.com',
+        access: [{ verbs: ['get'], subresources: ['kubeconfig'], users: ['carol'] }],
+      },
+    };
+    expect((await root.patch(path, shared, MERGE_PATCH)).status).toBe(200);
+    return { vc, path, namespace, revoke: () => a.remove('rolebindings', vc.namespace, `get-vc-${vc.name}`) };
+  }
+
+  test('while bob has it, carol gets one through the instance; once he has it no more, nobody does but system:masters', async () => {
+    const { vc, path, revoke } = await sharedImport();
+    // carol may not get the virtual cluster's Secret in conn-a herself: the instance shares bob's hold.
+    expect((await carol.get(`${path}/kubeconfig`)).status).toBe(200);
+    expect(revoke()).toBe(true);
+    const csrs = a.csrs().length;
+    for (const client of [carol, bob]) {
+      const res = await client.get(`${path}/kubeconfig`);
+      expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 403, reason: 'Forbidden' });
+      expect(res.body.message).toContain(
+        `its kube configs rest on its importer's hold of the virtual cluster (status.importedBy, User "bob"), and that user may no longer get its connection Secret ${vc.namespace}/vc-${vc.name} in Cluster "conn-a"`,
+      );
+    }
+    // Nothing was asked of the virtual cluster for them.
+    expect(a.csrs().length).toBe(csrs);
+    expect((await root.get(`${path}/kubeconfig`)).status).toBe(200);
+    // bob has it again: so do those he shares it with.
+    grantConnectionSecret(a, vc.namespace, vc.name, ['bob']);
+    expect((await carol.get(`${path}/kubeconfig`)).status).toBe(200);
+  });
+
+  test('no write moves the record: not a status write by system:masters, not an update of the instance', async () => {
+    const { path } = await sharedImport();
+    const forged = { username: 'root', groups: ['system:masters'] };
+    expect((await root.patch(`${path}/status`, { status: { importedBy: forged } }, MERGE_PATCH)).status).toBe(200);
+    expect((await bob.patch(path, { status: { importedBy: forged } }, MERGE_PATCH)).status).toBe(200);
+    expect((await bob.patch(`${path}/status`, { status: { importedBy: forged } }, MERGE_PATCH)).status).toBe(403);
+    expect((await root.get(path)).body.status.importedBy).toEqual(BOB_RECORD);
+  });
+
+  test('one stored before importers were recorded gives kube configs only to a caller who has the virtual cluster', async () => {
+    const { vc, path, namespace } = await sharedImport();
+    const kv = new Etcd3({ hosts: ts.etcd.endpoint });
+    try {
+      const key = `${ts.config.etcdPrefix}/management.platform.sh/virtualclusterinstances/${namespace}/${vc.name}`;
+      const stored = JSON.parse((await kv.get(key).string())!);
+      delete stored.status.importedBy;
+      await kv.put(key).value(JSON.stringify(stored));
+    } finally {
+      kv.close();
+    }
+    await waitFor(
+      'the instance to be read without its record',
+      async () => !(await root.get(path)).body.status.importedBy,
+    );
+    const res = await carol.get(`${path}/kubeconfig`);
+    expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 403, reason: 'Forbidden' });
+    expect(res.body.message).toContain(
+      `User "carol" cannot get a kube config through VirtualClusterInstance ${namespace}/${vc.name}: it was stored before importers were recorded (status.importedBy)`,
+    );
+    expect((await bob.get(`${path}/kubeconfig`)).status).toBe(200);
   });
 });
 
@@ -342,7 +426,10 @@ describe("a tenant's cluster that answers another cluster's kube-system uid", ()
     victimsVc = virtualCluster(v);
     expect((await importAs(root, victims, 'victim-b', victimsVc)).status).toBe(201);
     const instancePath = `${vcis(`p-${victims}`)}/${victimsVc.name}`;
-    expect((await root.get(instancePath)).body.status).toEqual({ clusterUID: v.kubeSystemUid });
+    expect((await root.get(instancePath)).body.status).toEqual({
+      clusterUID: v.kubeSystemUid,
+      importedBy: ROOT_RECORD,
+    });
     const endpoint = { spec: { ingressEndpoint: 'https://victim.example.com' } };
     expect((await root.patch(instancePath, endpoint, MERGE_PATCH)).status).toBe(200);
 
@@ -380,7 +467,7 @@ describe("a tenant's cluster that answers another cluster's kube-system uid", ()
     const own = virtualCluster(t);
     expect((await importAs(bob, project, 'tenant-a', own)).status).toBe(201);
     const instancePath = `${vcis(`p-${project}`)}/${own.name}`;
-    expect((await root.get(instancePath)).body.status).toEqual({ clusterUID: t.kubeSystemUid });
+    expect((await root.get(instancePath)).body.status).toEqual({ clusterUID: t.kubeSystemUid, importedBy: BOB_RECORD });
     const endpoint = { spec: { ingressEndpoint: 'https://tenant.example.com' } };
     expect((await root.patch(instancePath, endpoint, MERGE_PATCH)).status).toBe(200);
     expect((await bob.get(`${instancePath}/kubeconfig`)).status).toBe(200);

@@ -25,9 +25,9 @@ import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import { GROUP_NAME } from '../../apimachinery/group.js';
 import * as errors from '../../apimachinery/status.js';
 import type { KubeObject } from '../../apimachinery/types.js';
-import { isPlainObject } from '../../apimachinery/types.js';
 import type { UserInfo } from '../../apimachinery/user.js';
 import { isConfigMapKey, isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
+import { isRecordedUser, recordUser, recordedUser, type RecordedUser } from '../recordeduser.js';
 import { isString, keepServerStatus } from '../serverstatus.js';
 import type { AdmitContext, Caller, Strategy } from '../strategy.js';
 import { ownedKindStrategy } from './owned.js';
@@ -66,41 +66,8 @@ export function sharedSecretRef(obj: KubeObject): SharedSecretRef | undefined {
   return r && typeof r === 'object' && !Array.isArray(r) ? (r as SharedSecretRef) : undefined;
 }
 
-/** Who set a ProjectSecret's reference, as recorded in `status.referencedBy`: kube's authentication UserInfo. */
-export interface ReferenceWriter {
-  username: string;
-  uid?: string;
-  groups?: string[];
-  extra?: Record<string, string[]>;
-}
-
-/** The writer of the reference as the server recorded it; undefined when none is (see writerIdentity). */
-export function referenceWriter(obj: KubeObject): ReferenceWriter | undefined {
-  const w: unknown = obj.status?.referencedBy;
-  return isPlainObject(w) && typeof w.username === 'string' && w.username
-    ? (w as unknown as ReferenceWriter)
-    : undefined;
-}
-
-/** The identity the sync asks about: the writer as authentication had given them (without a credential's scope). */
-export function writerIdentity(writer: ReferenceWriter): UserInfo {
-  return {
-    name: writer.username,
-    ...(writer.uid ? { uid: writer.uid } : {}),
-    groups: [...(writer.groups ?? [])],
-    ...(writer.extra ? { extra: writer.extra } : {}),
-  };
-}
-
-/** What is recorded of the caller of a write that sets the reference. */
-function recordOf(user: UserInfo): ReferenceWriter {
-  return {
-    username: user.name,
-    ...(user.uid ? { uid: user.uid } : {}),
-    ...(user.groups.length ? { groups: [...user.groups] } : {}),
-    ...(user.extra && Object.keys(user.extra).length ? { extra: structuredClone(user.extra) } : {}),
-  };
-}
+/** Who set the reference (status.referencedBy); undefined when nobody is recorded. */
+export const referenceWriter = (obj: KubeObject): RecordedUser | undefined => recordedUser(obj.status?.referencedBy);
 
 /** What a GET of the SharedSecret `ref` names, for authorization: naming it, or keeping its copy, is reading it. */
 export function getSharedSecret(ref: SharedSecretRef): Omit<Attributes, 'user'> {
@@ -155,21 +122,9 @@ const validateSpec = (obj: KubeObject): FieldError[] => {
  * stays as stored for every other writer.
  */
 const keepServerFields = keepServerStatus([
-  { name: 'referencedBy', wellTyped: isReferenceWriter, serverWrites: 'never' },
+  { name: 'referencedBy', wellTyped: isRecordedUser, serverWrites: 'never' },
   { name: 'secretUID', wellTyped: isString, serverWrites: 'always' },
 ]);
-
-/** Whether a value has the type of status.referencedBy (its CRD schema). */
-function isReferenceWriter(v: unknown): boolean {
-  const strings = (a: unknown) => Array.isArray(a) && a.every((x) => typeof x === 'string');
-  return (
-    isPlainObject(v) &&
-    (v.username === undefined || typeof v.username === 'string') &&
-    (v.uid === undefined || typeof v.uid === 'string') &&
-    (v.groups === undefined || strings(v.groups)) &&
-    (v.extra === undefined || (isPlainObject(v.extra) && Object.values(v.extra).every(strings)))
-  );
-}
 
 const owned = ownedKindStrategy('projectsecrets', validateSpec, { hostRbac: true });
 
@@ -228,7 +183,7 @@ export const projectSecretStrategy: Strategy = {
 
 /** Records the caller of a client write whose reference was just allowed (the server's own writes record nobody). */
 function recordWriter(obj: KubeObject, user: UserInfo | undefined): void {
-  if (user) obj.status = { ...obj.status, referencedBy: recordOf(user) };
+  if (user) obj.status = { ...obj.status, referencedBy: recordUser(user) };
 }
 
 async function mayGet({ user, authorize }: Caller, ref: SharedSecretRef): Promise<boolean> {

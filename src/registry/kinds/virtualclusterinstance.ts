@@ -3,14 +3,15 @@
  * ingress endpoint. Where it runs is fixed at create (kube config certificates are signed by that virtual cluster):
  * checked against the Cluster, the project, the caller's hold on the virtual cluster and other instances, and held
  * as a claim while the instance exists (virtualclusterplacement.ts), then immutable (a rule of its CRD). The
- * physical cluster it was created on is recorded by the server in status.clusterUID, which no write changes.
+ * physical cluster it was created on is recorded by the server in status.clusterUID, and its creator in
+ * status.importedBy, which no write changes.
  */
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import type { KubeObject } from '../../apimachinery/types.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
 import type { Strategy } from '../strategy.js';
 import { ownedKindStrategy } from './owned.js';
-import { admitVirtualClusterInstance, keepClusterUid, virtualClusterClaims } from './virtualclusterplacement.js';
+import { admitVirtualClusterInstance, keepCreateRecords, virtualClusterClaims } from './virtualclusterplacement.js';
 
 const spec = Path.root('spec');
 
@@ -42,7 +43,7 @@ const validateSpec = (obj: KubeObject): FieldError[] => {
 export const virtualClusterInstanceStrategy: Strategy = {
   ...ownedKindStrategy('virtualclusterinstances', validateSpec),
   admitCreate: admitVirtualClusterInstance,
-  prepareForStatusUpdate: keepClusterUid,
+  prepareForStatusUpdate: keepCreateRecords,
   claims: virtualClusterClaims,
 };
 

@@ -16,6 +16,10 @@
  * beside the instance and written in the transaction that creates it, so that concurrent imports and creates
  * cannot both win (virtualClusterClaims). A kube config is issued only while the Cluster still reaches that uid.
  *
+ * Who created it is recorded too, in status.importedBy (every status write keeps it as stored): its kube configs rest
+ * on that user's hold of the virtual cluster, asked again each time one is issued (actions/kubeconfig.ts), so that
+ * the importer's losing the virtual cluster ends what others were given through the instance.
+ *
  * An instance without status.clusterUID is unbound: stored before clusters were connected (when every virtual
  * cluster was in the one host cluster, whatever Cluster it named), or created by system:masters while its Cluster
  * was not connected. It holds the claim `<namespace>/<name>` as before, and is taken to be that virtual cluster on
@@ -30,6 +34,7 @@ import { GROUP_NAME } from '../../apimachinery/group.js';
 import * as errors from '../../apimachinery/status.js';
 import type { GroupResource, KubeObject } from '../../apimachinery/types.js';
 import { isMaster, type UserInfo } from '../../apimachinery/user.js';
+import { isRecordedUser, recordUser, recordedUser, type RecordedUser } from '../recordeduser.js';
 import { isString, keepServerStatus } from '../serverstatus.js';
 import type { AdmitContext, Caller, ClaimHolderRef, ConnectedCluster, Strategy, StoredObjects } from '../strategy.js';
 import { ALL_CLUSTERS, allowedClusters, getIfExists, projectOfNamespace } from './project.js';
@@ -161,11 +166,30 @@ export async function checkCallerHasVirtualCluster(
   refused: { gr: GroupResource; name: string },
 ): Promise<void> {
   if (!user || isMaster(user) || !ref.namespace) return;
+  if (await holdsVirtualCluster(cluster, ref, user, 'importing a virtual cluster')) return;
+  throw errors.forbidden(
+    refused.gr,
+    refused.name,
+    `User ${JSON.stringify(user.name)} cannot import virtual cluster ${ref.namespace}/${ref.virtualCluster}: it may not get its connection Secret ${connectionSecretWhere(ref)}, and a virtual cluster is imported only by someone who has it already`,
+  );
+}
+
+/** The connection Secret of `ref`, for messages: `<namespace>/vc-<name> in Cluster "<cluster>"`. */
+export const connectionSecretWhere = (ref: VirtualClusterRef): string =>
+  `${ref.namespace}/${connectionSecretName(ref.virtualCluster)} in Cluster ${JSON.stringify(ref.cluster)}`;
+
+/**
+ * Whether `user` has the virtual cluster `ref`: may get its connection Secret in its namespace on `cluster`, asked
+ * of that cluster with a SubjectAccessReview as `user` (name, uid, groups, extra). A 503 naming `needed` (what asks)
+ * when the cluster cannot answer.
+ */
+export async function holdsVirtualCluster(
+  cluster: ConnectedCluster,
+  ref: VirtualClusterRef,
+  user: UserInfo,
+  needed: string,
+): Promise<boolean> {
   const secret = connectionSecretName(ref.virtualCluster);
-  const where = `${ref.namespace}/${secret}`;
-  const inCluster = `in Cluster ${JSON.stringify(ref.cluster)}`;
-  const cannot = `User ${JSON.stringify(user.name)} cannot import virtual cluster ${ref.namespace}/${ref.virtualCluster}`;
-  const rule = 'a virtual cluster is imported only by someone who has it already';
   let review;
   try {
     review = await cluster.api.subjectAccessReview({
@@ -175,23 +199,18 @@ export async function checkCallerHasVirtualCluster(
       path: `/api/v1/namespaces/${ref.namespace}/secrets/${secret}`,
       apiGroup: '',
       apiVersion: 'v1',
-      namespace: ref.namespace,
+      namespace: ref.namespace ?? '',
       resource: 'secrets',
       subresource: '',
       name: secret,
     });
   } catch (err) {
     throw errors.serviceUnavailable(
-      `Cluster ${JSON.stringify(ref.cluster)} cannot tell whether User ${JSON.stringify(user.name)} may get Secret ${where} (a SubjectAccessReview, which importing a virtual cluster needs): ${(err as Error).message}`,
+      `Cluster ${JSON.stringify(ref.cluster)} cannot tell whether User ${JSON.stringify(user.name)} may get Secret ${ref.namespace}/${secret} (a SubjectAccessReview, which ${needed} needs): ${(err as Error).message}`,
     );
   }
   // As kube's webhook authorizer: an answer both allowing and denying is a deny.
-  if (review.allowed && !review.denied) return;
-  throw errors.forbidden(
-    refused.gr,
-    refused.name,
-    `${cannot}: it may not get its connection Secret ${where} ${inCluster}, and ${rule}`,
-  );
+  return review.allowed && !review.denied;
 }
 
 /**
@@ -282,10 +301,18 @@ export async function admitVirtualClusterInstance(
   }
   await checkNotImported(store('virtualclusterinstances'), ref, { gr: instanceGR, name, user });
   if (ref.clusterUid) obj.status = { ...obj.status, clusterUID: ref.clusterUid };
+  if (user) obj.status = { ...obj.status, importedBy: recordUser(user) };
 }
+
+/** Who created the instance (imported the virtual cluster), as recorded at create; none before records existed. */
+export const instanceImporter = (obj: KubeObject): RecordedUser | undefined => recordedUser(obj.status?.importedBy);
 
 /**
  * VirtualClusterInstance's prepareForStatusUpdate: status.clusterUID stays as the create recorded it, since the
- * instance's claim (which storage deletes with it) was computed from it.
+ * instance's claim (which storage deletes with it) was computed from it, and so does status.importedBy, on whose hold
+ * of the virtual cluster its kube configs rest (actions/kubeconfig.ts).
  */
-export const keepClusterUid = keepServerStatus([{ name: 'clusterUID', wellTyped: isString, serverWrites: 'never' }]);
+export const keepCreateRecords = keepServerStatus([
+  { name: 'clusterUID', wellTyped: isString, serverWrites: 'never' },
+  { name: 'importedBy', wellTyped: isRecordedUser, serverWrites: 'never' },
+]);
