@@ -20,8 +20,6 @@ export interface Condition {
 
 export type Outcome = Pick<Condition, 'status' | 'reason' | 'message'>;
 
-class StaleObject extends Error {}
-
 export function conditionOf(obj: KubeObject, type: string): Condition | undefined {
   const conditions = obj.status?.conditions;
   return Array.isArray(conditions) ? (conditions as Condition[]).find((c) => c?.type === type) : undefined;
@@ -60,8 +58,25 @@ export async function writeStatus(
   const probe = structuredClone(read);
   change(probe);
   if (jsonEqual(probe.status ?? {}, read.status ?? {})) return;
+  await writeIfSame(store, read, change, fieldManager, 'status');
+}
+
+/** Thrown by a change of writeIfSame to leave the object as it is: it is no longer what the write was for. */
+export class StaleObject extends Error {}
+
+/**
+ * Applies `change` to the stored object (or its status) as the server, when it is still `read`'s object (its uid),
+ * and answers what was stored; undefined when it is gone, replaced, or `change` threw StaleObject.
+ */
+export async function writeIfSame(
+  store: Store,
+  read: KubeObject,
+  change: (obj: KubeObject) => void,
+  fieldManager: string,
+  subresource?: 'status',
+): Promise<KubeObject | undefined> {
   try {
-    await store.update(
+    return await store.update(
       read.metadata.namespace,
       read.metadata.name!,
       {
@@ -71,11 +86,11 @@ export async function writeStatus(
           return obj;
         },
       },
-      'status',
+      subresource,
       { fieldManager },
     );
   } catch (err) {
-    if (err instanceof StaleObject || isStatusError(err, 'NotFound')) return;
+    if (err instanceof StaleObject || isStatusError(err, 'NotFound')) return undefined;
     throw err;
   }
 }

@@ -24,7 +24,6 @@
  */
 import { jsonEqual } from '../apimachinery/equality.js';
 import { GROUP_NAME } from '../apimachinery/group.js';
-import { isStatusError } from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, SOURCE_ANNOTATION, SOURCE_UID_LABEL } from '../access/rbac.js';
 import { watchHostChanges, type ObjectMetadata } from '../host/changes.js';
@@ -38,7 +37,7 @@ import {
 } from '../registry/kinds/projectsecret.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
-import { getIfExists, setCondition, writeStatus, type Outcome } from './conditions.js';
+import { getIfExists, setCondition, writeIfSame, writeStatus, type Outcome } from './conditions.js';
 import { every } from './sleep.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
@@ -80,8 +79,6 @@ interface Written {
 }
 
 const placeKey = ({ namespace, name }: { namespace?: string; name: string }) => `${namespace}/${name}`;
-
-class StaleObject extends Error {}
 
 export class ProjectSecretDelivery {
   private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
@@ -255,30 +252,20 @@ export class ProjectSecretDelivery {
   }
 
   /** Changes the finalizers as the server (a write of the object it read, only). */
-  private async updateFinalizers(
+  private updateFinalizers(
     read: KubeObject,
     change: (finalizers: string[]) => string[],
   ): Promise<KubeObject | undefined> {
-    try {
-      return await this.projectSecrets.update(
-        read.metadata.namespace,
-        read.metadata.name!,
-        {
-          patch: (obj) => {
-            if (obj.metadata.uid !== read.metadata.uid) throw new StaleObject();
-            const finalizers = change(obj.metadata.finalizers ?? []);
-            if (finalizers.length) obj.metadata.finalizers = finalizers;
-            else delete obj.metadata.finalizers;
-            return obj;
-          },
-        },
-        undefined,
-        { fieldManager: FIELD_MANAGER },
-      );
-    } catch (err) {
-      if (err instanceof StaleObject || isStatusError(err, 'NotFound')) return undefined;
-      throw err;
-    }
+    return writeIfSame(
+      this.projectSecrets,
+      read,
+      (obj) => {
+        const finalizers = change(obj.metadata.finalizers ?? []);
+        if (finalizers.length) obj.metadata.finalizers = finalizers;
+        else delete obj.metadata.finalizers;
+      },
+      FIELD_MANAGER,
+    );
   }
 
   /**

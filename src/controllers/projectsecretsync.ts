@@ -23,7 +23,6 @@
 import { jsonEqual } from '../apimachinery/equality.js';
 import type { Authorizer } from '../apimachinery/authorizer.js';
 import { GROUP_NAME } from '../apimachinery/group.js';
-import { isStatusError } from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { ownerIdentity } from '../access/model.js';
 import type { UserInfo } from '../apimachinery/user.js';
@@ -38,7 +37,16 @@ import { PROJECT_SECRETS } from '../registry/kinds/sharedsecret.js';
 import { asUserInfo } from '../registry/recordeduser.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
-import { conditionOf, dropCondition, getIfExists, setCondition, writeStatus, type Outcome } from './conditions.js';
+import {
+  conditionOf,
+  dropCondition,
+  getIfExists,
+  setCondition,
+  StaleObject,
+  writeIfSame,
+  writeStatus,
+  type Outcome,
+} from './conditions.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
 import { every } from './sleep.js';
@@ -84,8 +92,6 @@ const split = (key: string) => {
   const at = key.indexOf('/');
   return { namespace: key.slice(0, at), name: key.slice(at + 1) };
 };
-
-class StaleObject extends Error {}
 
 export class ProjectSecretSync {
   private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
@@ -329,31 +335,21 @@ export class ProjectSecretSync {
   }
 
   /** Writes `data` as the server, unless the object is another one now or names another SharedSecret. */
-  private async writeData(
+  private writeData(
     read: KubeObject,
     ref: SharedSecretRef,
     data: Record<string, string>,
   ): Promise<KubeObject | undefined> {
-    try {
-      return await this.projectSecrets.update(
-        read.metadata.namespace,
-        read.metadata.name!,
-        {
-          patch: (obj) => {
-            if (obj.metadata.uid !== read.metadata.uid || !jsonEqual(sharedSecretRef(obj), ref))
-              throw new StaleObject();
-            if (Object.keys(data).length) obj.spec = { ...obj.spec, data };
-            else if (obj.spec) delete obj.spec.data;
-            return obj;
-          },
-        },
-        undefined,
-        { fieldManager: FIELD_MANAGER },
-      );
-    } catch (err) {
-      if (err instanceof StaleObject || isStatusError(err, 'NotFound')) return undefined;
-      throw err;
-    }
+    return writeIfSame(
+      this.projectSecrets,
+      read,
+      (obj) => {
+        if (!jsonEqual(sharedSecretRef(obj), ref)) throw new StaleObject();
+        if (Object.keys(data).length) obj.spec = { ...obj.spec, data };
+        else if (obj.spec) delete obj.spec.data;
+      },
+      FIELD_MANAGER,
+    );
   }
 
   // ---- one SharedSecret ----
