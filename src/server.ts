@@ -25,6 +25,7 @@ import { watchCacheObjectCount } from './flowcontrol/objectcount.js';
 import { startFlowControlSource } from './flowcontrol/source.js';
 import { AccessSync } from './controllers/accesssync.js';
 import { ClusterHealth } from './controllers/clusterhealth.js';
+import { DeliveryRecords } from './controllers/deliveryrecords.js';
 import { ProjectSecretDelivery } from './controllers/projectsecretdelivery.js';
 import { ProjectSecretSync } from './controllers/projectsecretsync.js';
 import { ClusterConnections, ClusterNotReadyError } from './clusters/connections.js';
@@ -238,7 +239,7 @@ export async function startServer(flags: Config, log: Logger, worker?: WorkerOf)
       leaseLock: (key) => storage.leaseLock(key),
       etcdPrefix: config.etcdPrefix,
       leaseDurationMs: config.leaderElectLeaseDurationMs,
-      controllers: serverControllers(config, registry, hostCluster, connector, auth.authorizer, log, metrics),
+      controllers: serverControllers(config, registry, storage, hostCluster, connector, auth.authorizer, log, metrics),
       log,
     });
     cleanups.push(['stopping the controllers and releasing the leader lease', () => controllers.stop()]);
@@ -420,6 +421,7 @@ async function rewriteStaleValues(
 function serverControllers(
   config: Config,
   registry: Registry,
+  storage: EtcdStorage,
   host: HostCluster | undefined,
   connector: ClusterConnector,
   authorizer: Authorizer,
@@ -471,7 +473,7 @@ function serverControllers(
       controllers.push({
         name: 'projectsecret-delivery',
         run: (signal) =>
-          new ProjectSecretDelivery(registry, host, {
+          new ProjectSecretDelivery(registry, host, new DeliveryRecords(storage, config.etcdPrefix), {
             log: info,
             resyncIntervalMs: config.accessResyncPeriodMs,
             workQueueMetrics,

@@ -5,15 +5,15 @@
  * - the Secret (type Opaque) holds the ProjectSecret's `spec.data`, labelled as made by this server for that very
  *   ProjectSecret (managed-by, source-uid) and annotated with its source and the SharedSecret it is synced from. It has
  *   no ownerReferences: nothing in the host that a tenant could point elsewhere decides its life; this controller does;
- * - **the server writes and deletes only the Secret it made**: the uid of the Secret it created is recorded in the
- *   ProjectSecret's `status.secretUID` (written by the server only, kept as stored by every other write), and only a
- *   Secret with that uid, at the ProjectSecret's own namespace and name, is replaced (at the resourceVersion read; one
- *   made immutable by hand is deleted, by uid, and created again) or deleted. Labels are never believed: any other
- *   Secret of that name (made by hand, for another object, or labelled to look like this server's) is never touched,
- *   and the condition `SecretDelivered` says so (`NameTaken`);
- * - while delivery runs every ProjectSecret carries the finalizer `management.platform.sh/host-secret`, put on before
- *   any Secret is made: deleting a ProjectSecret deletes its Secret (by the recorded uid) first, then the finalizer,
- *   whenever the server and the host can, a deletion while either was away included;
+ * - **the server writes and deletes only the Secret it made**: the uid of every Secret it creates is recorded in its
+ *   own storage (deliveryrecords.ts, which no client reads or writes), and only the Secret with that uid, at the
+ *   ProjectSecret's own namespace and name, is replaced (at the resourceVersion read; one made immutable by hand is
+ *   deleted, by uid, and created again) or deleted. Labels are never believed: any other Secret of that name (made
+ *   by hand, for another object, or labelled to look like this server's) is never touched, and the condition
+ *   `SecretDelivered` says so (`NameTaken`);
+ * - the record outlives the ProjectSecret: once it is gone (deleted, whenever and however, while the server or the
+ *   host was away included) its Secret is deleted by the recorded uid, when the store's watch has listed every
+ *   ProjectSecret (an unknown one would look deleted) and at every resync;
  * - changes of the host's Secrets with this server's label are watched as metadata only and kept nowhere
  *   (host/changes.ts): one at a ProjectSecret's name sends it to be reconciled, so a Secret edited or deleted by hand
  *   is put back at once; others cost nothing. What the server last wrote is remembered per ProjectSecret (its uid and
@@ -22,22 +22,18 @@
  * - the condition and the log name namespaces, names and how many keys, never values; the host's own words go to
  *   the log only.
  */
-import { jsonEqual } from '../apimachinery/equality.js';
 import { GROUP_NAME } from '../apimachinery/group.js';
+import { jsonEqual } from '../apimachinery/equality.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, SOURCE_ANNOTATION, SOURCE_UID_LABEL } from '../access/rbac.js';
 import { watchHostChanges, type ObjectMetadata } from '../host/changes.js';
 import { HostClusterError, type HostCluster } from '../host/cluster.js';
 import { HostResource, type HostResourceObject } from '../host/resource.js';
-import {
-  deliveredSecretUid,
-  HOST_SECRET_FINALIZER,
-  SECRET_DELIVERED,
-  sharedSecretRef,
-} from '../registry/kinds/projectsecret.js';
+import { SECRET_DELIVERED, sharedSecretRef } from '../registry/kinds/projectsecret.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
-import { getIfExists, setCondition, writeIfSame, writeStatus, type Outcome } from './conditions.js';
+import { getIfExists, setCondition, writeStatus, type Outcome } from './conditions.js';
+import type { DeliveryRecords, MadeSecret } from './deliveryrecords.js';
 import { every } from './sleep.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
@@ -70,7 +66,6 @@ interface Place {
 
 /** What the server last wrote (or found as it wrote it) for one ProjectSecret. */
 interface Written {
-  secretUid: string;
   resourceVersion: string;
   /** The Secret as wanted then (desiredSecret, as JSON). */
   wanted: string;
@@ -92,12 +87,13 @@ export class ProjectSecretDelivery {
   private readonly known = new Map<string, Place>();
   private readonly at = new Map<string, string>();
   private readonly written = new Map<string, Written>();
-  /** ProjectSecrets gone without the finalizer's turn (it was removed by a client): their Secret, to delete. */
-  private readonly gone = new Map<string, Place & { secretUid: string }>();
+  /** Whether the store's watch has listed every ProjectSecret: before, one not known may just not be seen yet. */
+  private listed = false;
 
   constructor(
     registry: Registry,
     private readonly host: HostCluster,
+    private readonly records: DeliveryRecords,
     opts: ProjectSecretDeliveryOptions = {},
   ) {
     this.log = opts.log ?? (() => {});
@@ -115,6 +111,7 @@ export class ProjectSecretDelivery {
 
   async run(signal: AbortSignal): Promise<void> {
     const log = (msg: string, fields?: Record<string, unknown>) => this.log(`projectsecret delivery: ${msg}`, fields);
+    await this.records.load();
     const hostWatch = watchHostChanges(
       this.host,
       {
@@ -138,14 +135,16 @@ export class ProjectSecretDelivery {
         this.at.set(placeKey(place), uid);
         this.queue.add(uid);
       },
-      remove: (obj) => this.forget(obj.metadata.uid!, deliveredSecretUid(obj)),
+      remove: (obj) => this.forget(obj.metadata.uid!),
       resynced: (seen) => {
-        for (const uid of this.known.keys()) if (!seen.has(uid)) this.forget(uid, this.written.get(uid)?.secretUid);
+        for (const uid of this.known.keys()) if (!seen.has(uid)) this.forget(uid);
       },
       log,
     });
     await watch.synced;
     if (signal.aborted) return;
+    this.listed = true;
+    this.enqueueAll();
     every(this.resyncMs, () => this.enqueueAll(), signal);
     signal.addEventListener('abort', () => this.queue.shutdown(), { once: true });
     this.log('projectsecret delivery: started', { projectSecrets: this.known.size });
@@ -155,7 +154,7 @@ export class ProjectSecretDelivery {
         (uid) => this.reconcile(uid),
         (uid, err, delayMs) =>
           this.log('projectsecret delivery: will retry', {
-            ...(this.known.get(uid) ?? this.gone.get(uid)),
+            ...(this.known.get(uid) ?? this.records.get(uid)),
             error: String((err as Error).message ?? err),
             delayMs,
           }),
@@ -170,109 +169,75 @@ export class ProjectSecretDelivery {
     const uid = this.at.get(placeKey(meta));
     if (!uid) return;
     const w = this.written.get(uid);
-    if (w && w.secretUid === meta.uid && w.resourceVersion === meta.resourceVersion) return;
+    if (w && this.records.get(uid)?.uid === meta.uid && w.resourceVersion === meta.resourceVersion) return;
     if (w) w.stale = true;
     this.queue.add(uid);
   }
 
-  /** A ProjectSecret no longer stored; what the server made for it (`secretUid`) is deleted by its reconcile. */
-  private forget(uid: string, secretUid: string | undefined): void {
+  /** A ProjectSecret no longer stored: its reconcile deletes what was made for it. */
+  private forget(uid: string): void {
     const place = this.known.get(uid);
     this.known.delete(uid);
     if (place && this.at.get(placeKey(place)) === uid) this.at.delete(placeKey(place));
     this.written.delete(uid);
-    if (place && secretUid) this.gone.set(uid, { ...place, secretUid });
     this.queue.add(uid);
   }
 
   private enqueueAll(): void {
     for (const uid of this.known.keys()) this.queue.add(uid);
-    for (const uid of this.gone.keys()) this.queue.add(uid);
+    // What was made for ProjectSecrets not known (any more): deleted by their reconcile.
+    for (const uid of this.records.uids()) if (!this.known.has(uid)) this.queue.add(uid);
   }
 
   // ---- one ProjectSecret ----
 
   private async reconcile(uid: string): Promise<void> {
+    await this.records.save(uid);
     const place = this.known.get(uid);
     const read = place ? await getIfExists(this.projectSecrets, place.namespace, place.name) : undefined;
-    if (!read || read.metadata.uid !== uid) return this.deleteLeftover(uid);
-    if (read.metadata.deletionTimestamp) return this.finish(read);
-    const obj = await this.withFinalizer(read);
-    if (!obj) return;
+    const live = read && read.metadata.uid === uid && !read.metadata.deletionTimestamp ? read : undefined;
+    if (!live) return this.deleteMade(uid);
     let outcome: Outcome;
-    let secretUid: string | undefined;
     try {
-      ({ outcome, secretUid } = await this.deliver(uid, obj));
+      outcome = await this.deliver(uid, live);
     } catch (err) {
       if (!(err instanceof HostClusterError)) throw err;
-      await this.report(obj, failure(err), this.recordedUid(uid, obj));
-      throw withoutData(err, obj);
+      await this.report(live, failure(err));
+      throw withoutData(err, live);
     }
-    await this.report(obj, outcome, secretUid);
+    await this.report(live, outcome);
   }
 
-  /** The Secret the server made for `uid`: as recorded in its status, or as just written (a report not stored yet). */
-  private recordedUid(uid: string, obj: KubeObject): string | undefined {
-    return deliveredSecretUid(obj) ?? this.written.get(uid)?.secretUid;
+  /**
+   * The ProjectSecret is gone or going: the Secret recorded as made for it is deleted, if it is still that one. Only
+   * once every ProjectSecret has been listed, and when it is still not known: it may be back under a new event.
+   */
+  private async deleteMade(uid: string): Promise<void> {
+    const made = this.records.get(uid);
+    if (!made || !this.listed || this.known.get(uid)) return;
+    await this.deleteSecret(made);
+    await this.records.delete(uid);
+    this.log('projectsecret delivery: deleted the Secret of a ProjectSecret that is gone', {
+      namespace: made.namespace,
+      name: made.name,
+    });
   }
 
-  /** The ProjectSecret carries the finalizer before the server makes anything for it; undefined if it went meanwhile. */
-  private async withFinalizer(obj: KubeObject): Promise<KubeObject | undefined> {
-    if (obj.metadata.finalizers?.includes(HOST_SECRET_FINALIZER)) return obj;
-    return this.updateFinalizers(obj, (finalizers) => [...finalizers, HOST_SECRET_FINALIZER]);
-  }
-
-  /** A ProjectSecret being deleted: its Secret goes (only the one the server made), then the finalizer. */
-  private async finish(obj: KubeObject): Promise<void> {
-    if (!obj.metadata.finalizers?.includes(HOST_SECRET_FINALIZER)) return;
-    const { namespace, name, uid } = obj.metadata;
-    const secretUid = this.recordedUid(uid!, obj);
-    if (secretUid) await this.deleteSecret({ namespace: namespace!, name: name! }, secretUid);
-    this.written.delete(uid!);
-    await this.updateFinalizers(obj, (finalizers) => finalizers.filter((f) => f !== HOST_SECRET_FINALIZER));
-  }
-
-  /** A ProjectSecret deleted without the finalizer's turn: the Secret recorded as made for it, if any, goes. */
-  private async deleteLeftover(uid: string): Promise<void> {
-    const left = this.gone.get(uid);
-    if (left) await this.deleteSecret(left, left.secretUid);
-    this.gone.delete(uid);
-  }
-
-  /** Deletes the Secret at `place` if it is still the one with `secretUid` (a precondition of the delete). */
-  private async deleteSecret(place: Place, secretUid: string): Promise<void> {
+  /** Deletes the Secret `made` names if it is still the one with its uid (a precondition of the delete). */
+  private async deleteSecret(made: MadeSecret): Promise<void> {
     try {
-      await this.secrets.delete(place.namespace, place.name, secretUid);
+      await this.secrets.delete(made.namespace, made.name, made.uid);
     } catch (err) {
       // 409: another Secret has the name now, not the server's to delete.
-      if (err instanceof HostClusterError && err.code === 409) return;
-      throw err;
+      if (!(err instanceof HostClusterError && err.code === 409)) throw err;
     }
-    this.log('projectsecret delivery: deleted the Secret of a ProjectSecret that is gone', { ...place });
-  }
-
-  /** Changes the finalizers as the server (a write of the object it read, only). */
-  private updateFinalizers(
-    read: KubeObject,
-    change: (finalizers: string[]) => string[],
-  ): Promise<KubeObject | undefined> {
-    return writeIfSame(
-      this.projectSecrets,
-      read,
-      (obj) => {
-        const finalizers = change(obj.metadata.finalizers ?? []);
-        if (finalizers.length) obj.metadata.finalizers = finalizers;
-        else delete obj.metadata.finalizers;
-      },
-      FIELD_MANAGER,
-    );
   }
 
   /**
    * Makes the host's Secret what the ProjectSecret says, when the name is this server's to use: there is none, or
-   * the one there is the one recorded as made by the server. Answers the outcome and the uid of the Secret made.
+   * the one there is the one recorded as made by the server.
    */
-  private async deliver(uid: string, obj: KubeObject): Promise<{ outcome: Outcome; secretUid?: string }> {
+  private async deliver(uid: string, obj: KubeObject): Promise<Outcome> {
     const want = desiredSecret(obj);
     const wanted = JSON.stringify(want);
     const { namespace, name } = want.metadata;
@@ -282,75 +247,70 @@ export class ProjectSecretDelivery {
       reason: 'Delivered',
       message: `kept as ${where} (${Object.keys(want.data ?? {}).length} key(s)), for workloads to mount`,
     };
-    const recorded = this.recordedUid(uid, obj);
+    const made = this.records.get(uid);
     // As the server last wrote it, and the watch has shown no change since: nothing to ask of the host.
     const last = this.written.get(uid);
-    if (last && !last.stale && last.wanted === wanted && last.secretUid === recorded)
-      return { outcome: delivered, secretUid: recorded };
+    if (made && last && !last.stale && last.wanted === wanted) return delivered;
 
     const have = await this.secrets.get(namespace, name);
     if (!have) {
-      const created = await this.secrets.create(want);
-      this.remember(uid, created, wanted);
+      await this.create(uid, want, wanted);
       this.log('projectsecret delivery: created a Secret', {
         namespace,
         name,
         keys: Object.keys(want.data ?? {}).length,
       });
-      return { outcome: delivered, secretUid: created.metadata.uid };
+      return delivered;
     }
-    if (!recorded || have.metadata.uid !== recorded) {
+    if (!made || have.metadata.uid !== made.uid) {
+      // What was made is gone, and another Secret has the name now: nothing of the server's is there.
+      if (made) await this.records.delete(uid);
       this.written.delete(uid);
       return {
-        outcome: {
-          status: 'False',
-          reason: 'NameTaken',
-          message: `the host cluster has a ${where} that this server did not make for this ProjectSecret (not the Secret recorded in status.secretUID); it is left alone, and this ProjectSecret is not delivered until it is deleted or the ProjectSecret renamed`,
-        },
+        status: 'False',
+        reason: 'NameTaken',
+        message: `the host cluster has a ${where} that this server did not make for this ProjectSecret; it is left alone, and this ProjectSecret is not delivered until it is deleted or the ProjectSecret renamed`,
       };
     }
     if (sameContent(have, want)) {
       this.remember(uid, have, wanted);
-      return { outcome: delivered, secretUid: recorded };
+      return delivered;
     }
-    let put: HostSecret;
     if (have.immutable || (have.type ?? 'Opaque') !== want.type) {
       // Neither can change in place (kube refuses it): this server's own Secret is made again.
       await this.secrets.delete(namespace, name, have.metadata.uid);
-      this.written.delete(uid);
-      put = await this.secrets.create(want);
+      await this.create(uid, want, wanted);
     } else {
-      put = await this.secrets.replace({
+      const put = await this.secrets.replace({
         ...want,
         metadata: { ...want.metadata, resourceVersion: have.metadata.resourceVersion },
       });
+      this.remember(uid, put, wanted);
     }
-    this.remember(uid, put, wanted);
     this.log('projectsecret delivery: put a Secret back as its ProjectSecret says', {
       namespace,
       name,
       keys: Object.keys(want.data ?? {}).length,
     });
-    return { outcome: delivered, secretUid: put.metadata.uid };
+    return delivered;
+  }
+
+  /** Creates the Secret and records it as the server's (a record lost to a crash in between leaves it NameTaken). */
+  private async create(uid: string, want: HostSecret, wanted: string): Promise<void> {
+    this.written.delete(uid);
+    const created = await this.secrets.create(want);
+    const { namespace = want.metadata.namespace!, name, uid: secretUid } = created.metadata;
+    if (secretUid) await this.records.set(uid, { namespace, name, uid: secretUid });
+    this.remember(uid, created, wanted);
   }
 
   private remember(uid: string, secret: HostSecret, wanted: string): void {
-    const { uid: secretUid, resourceVersion } = secret.metadata;
-    if (secretUid && resourceVersion) this.written.set(uid, { secretUid, resourceVersion, wanted, stale: false });
+    const { resourceVersion } = secret.metadata;
+    if (resourceVersion) this.written.set(uid, { resourceVersion, wanted, stale: false });
   }
 
-  /** The condition, and the uid of the Secret the server made (none: not recorded any more). */
-  private report(obj: KubeObject, outcome: Outcome, secretUid: string | undefined): Promise<void> {
-    return writeStatus(
-      this.projectSecrets,
-      obj,
-      (o) => {
-        setCondition(o, SECRET_DELIVERED, outcome, obj);
-        if (secretUid) o.status = { ...o.status, secretUID: secretUid };
-        else if (o.status) delete o.status.secretUID;
-      },
-      FIELD_MANAGER,
-    );
+  private report(obj: KubeObject, outcome: Outcome): Promise<void> {
+    return writeStatus(this.projectSecrets, obj, (o) => setCondition(o, SECRET_DELIVERED, outcome, obj), FIELD_MANAGER);
   }
 }
 

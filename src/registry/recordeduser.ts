@@ -2,8 +2,10 @@
  * Someone the server acts for, as recorded in a status field only the server writes (serverstatus.ts): who set a
  * ProjectSecret's reference (status.referencedBy), who imported a virtual cluster (a VirtualClusterInstance's
  * status.importedBy). What the server does for them later is asked again as them, as authentication had given them
- * (name, uid, groups, extra: what a SubjectAccessReview carries), so that their losing access ends it. A credential's
- * own restriction (an access key's scope) was checked when they wrote, and is not kept.
+ * (name, uid, groups, extra: what a SubjectAccessReview carries), so that their losing access ends it. The server learns
+ * a user's groups only from a request of theirs, so the record is refreshed whenever the recorded user acts on the
+ * object again (isRecordedAs): leaving a team then counts from their next such request. A credential's own
+ * restriction (an access key's scope) was checked when they wrote, and is not kept.
  */
 import { isPlainObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
@@ -51,4 +53,12 @@ export function asUserInfo(recorded: RecordedUser): UserInfo {
     groups: [...(recorded.groups ?? [])],
     ...(recorded.extra ? { extra: recorded.extra } : {}),
   };
+}
+
+/**
+ * Whether `user` is the one recorded: the same name, and the same uid when both have one (a user deleted and made
+ * again under the name has another uid).
+ */
+export function isRecordedAs(recorded: RecordedUser, user: UserInfo): boolean {
+  return recorded.username === user.name && (!recorded.uid || !user.uid || recorded.uid === user.uid);
 }

@@ -1,7 +1,7 @@
 /**
  * Status fields only the server writes, because they say for whom or on what it acts with its own credential: who
- * set a reference (a ProjectSecret's status.referencedBy), which physical cluster a Cluster or an instance is
- * (status.clusterUID), which host object the server made (status.secretUID). A status write keeps them as stored,
+ * set a reference (a ProjectSecret's status.referencedBy), who imported a virtual cluster (status.importedBy), which
+ * physical cluster a Cluster or an instance is (status.clusterUID). A status write keeps them as stored,
  * whoever writes (system:masters too), so that nothing a client writes moves them; a main-resource write keeps the
  * whole status already (store.ts mainUpdate). A value of the wrong type is left as written, for validation to refuse
  * (422) like any other, so the write fails instead of passing with the field quietly put back.

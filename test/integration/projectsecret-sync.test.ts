@@ -383,6 +383,80 @@ describe('whose access a copy rests on: who set the reference (status.referenced
     expect((await writerOf(name)).username).toBe('alice');
   });
 
+  test('removing the reference takes the synced data with it: it never stays as hand-written data', async () => {
+    const name = uniq('dbcopy');
+    const body = {
+      apiVersion: API_VERSION,
+      kind: 'ProjectSecret',
+      metadata: { name },
+      spec: { owner: { user: 'alice' }, sharedSecretRef: { namespace: SOURCE_NS, name: SOURCE } },
+    };
+    expect((await alice.post(psecs, body)).status).toBe(201);
+    await holds(name, { password: 'rotated-pw' }, 'Synced');
+    // bob may patch it, not get the SharedSecret: his removal of the reference leaves no copy behind.
+    const removed = await bob.patch(projectSecretPath(name), { spec: { sharedSecretRef: null } }, MERGE_PATCH);
+    expect(removed.status).toBe(200);
+    expect(removed.body.spec.data).toBeUndefined();
+    expect(removed.body.status.referencedBy).toBeUndefined();
+    expect((await root.get(projectSecretPath(name))).body.spec.data).toBeUndefined();
+    // The same by a PUT of the object as read, the reference taken out.
+    const again = uniq('dbcopy');
+    expect((await alice.post(psecs, { ...body, metadata: { name: again } })).status).toBe(201);
+    const read = await holds(again, { password: 'rotated-pw' }, 'Synced');
+    const { sharedSecretRef: _ref, ...rest } = read.spec;
+    const put = await bob.put(projectSecretPath(again), { ...read, spec: rest });
+    expect(put.status).toBe(200);
+    expect(put.body.spec.data).toBeUndefined();
+    // Data written by hand as the reference goes is the writer's own, and kept.
+    const third = uniq('dbcopy');
+    expect((await alice.post(psecs, { ...body, metadata: { name: third } })).status).toBe(201);
+    await holds(third, { password: 'rotated-pw' }, 'Synced');
+    const own = await alice.patch(
+      projectSecretPath(third),
+      { spec: { sharedSecretRef: null, data: { password: B64('hunter2') } } },
+      MERGE_PATCH,
+    );
+    expect(own.status).toBe(200);
+    expect(own.body.spec.data).toEqual({ password: B64('hunter2') });
+  });
+
+  test("the writer's next write records them as they are now: a team they left no longer keeps the copy", async () => {
+    // dave authenticates through the host cluster (TokenReview), in team ops, which may get the SharedSecret.
+    const source = uniq('teamdb');
+    await createSharedSecret(source, { password: 'ops-pw' }, [{ verbs: ['get'], teams: ['ops'] }]);
+    const asDave = (groups: string[]) => {
+      const token = `dave-${uniq('t')}`;
+      host.addToken(token, { name: 'dave', uid: 'uid-dave', groups });
+      return ts.client(token);
+    };
+    hostRoleBinding(
+      'dave-writes-projectsecrets',
+      [{ apiGroups: [GROUP], resources: ['projectsecrets'], verbs: ['create', 'get', 'update', 'patch'] }],
+      ['dave'],
+      PROJECT_NS,
+    );
+    const inOps = asDave(['platform:team:ops']);
+    const name = uniq('dbcopy');
+    const created = await inOps.post(psecs, {
+      apiVersion: API_VERSION,
+      kind: 'ProjectSecret',
+      metadata: { name },
+      spec: { owner: { team: 'ops' }, sharedSecretRef: { namespace: SOURCE_NS, name: source } },
+    });
+    expect(created.status).toBe(201);
+    await holds(name, { password: 'ops-pw' }, 'Synced');
+    // dave leaves team ops (his next login has no such group) and writes it again: the copy rests on him as he is.
+    const left = asDave([]);
+    const written = await left.patch(projectSecretPath(name), { spec: { displayName: 'still mine' } }, MERGE_PATCH);
+    expect(written.status).toBe(200);
+    expect(written.body.status.referencedBy).toEqual({
+      username: 'dave',
+      uid: 'uid-dave',
+      groups: ['system:authenticated'],
+    });
+    expect(condition(await holds(name, {}, 'WriterCannotGet'), 'Synced').message).toContain('("dave"');
+  });
+
   test('whoever changes the reference must be allowed to get the new source (403, nothing changes), and is then the writer', async () => {
     const name = uniq('dbcopy');
     expect(

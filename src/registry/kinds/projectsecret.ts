@@ -27,8 +27,8 @@ import * as errors from '../../apimachinery/status.js';
 import type { KubeObject } from '../../apimachinery/types.js';
 import type { UserInfo } from '../../apimachinery/user.js';
 import { isConfigMapKey, isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
-import { isRecordedUser, recordUser, recordedUser, type RecordedUser } from '../recordeduser.js';
-import { isString, keepServerStatus } from '../serverstatus.js';
+import { isRecordedAs, isRecordedUser, recordUser, recordedUser, type RecordedUser } from '../recordeduser.js';
+import { keepServerStatus } from '../serverstatus.js';
 import type { AdmitContext, Caller, Strategy } from '../strategy.js';
 import { ownedKindStrategy } from './owned.js';
 import { getIfExists, projectOfNamespace } from './project.js';
@@ -43,14 +43,6 @@ const projectSecretGR = { group: GROUP_NAME, resource: 'projectsecrets' };
 export const SYNCED = 'Synced';
 /** The condition the delivery keeps on every ProjectSecret while a host cluster has its Secret. */
 export const SECRET_DELIVERED = 'SecretDelivered';
-/** The delivery's finalizer: a ProjectSecret's Secret in the host is deleted before the ProjectSecret. */
-export const HOST_SECRET_FINALIZER = `${GROUP_NAME}/host-secret`;
-
-/** The uid of the host Secret the server made for a ProjectSecret (status.secretUID), if it made one. */
-export function deliveredSecretUid(obj: KubeObject): string | undefined {
-  const uid: unknown = obj.status?.secretUID;
-  return typeof uid === 'string' && uid ? uid : undefined;
-}
 
 /** A ProjectSecret's `spec.sharedSecretRef`, as the sync reads it. */
 export interface SharedSecretRef {
@@ -118,12 +110,10 @@ const validateSpec = (obj: KubeObject): FieldError[] => {
 /**
  * ProjectSecret's prepareForStatusUpdate: status.referencedBy stays as stored, whoever writes the status
  * (system:masters and the server included): it says whose access the copy rests on, which only the writes of the
- * reference decide. status.secretUID, which host Secret the server may replace and delete, is the delivery's: it
- * stays as stored for every other writer.
+ * reference decide.
  */
-const keepServerFields = keepServerStatus([
+const keepReferenceWriter = keepServerStatus([
   { name: 'referencedBy', wellTyped: isRecordedUser, serverWrites: 'never' },
-  { name: 'secretUID', wellTyped: isString, serverWrites: 'always' },
 ]);
 
 const owned = ownedKindStrategy('projectsecrets', validateSpec, { hostRbac: true });
@@ -148,14 +138,16 @@ export const projectSecretStrategy: Strategy = {
   ],
   prepareForUpdate(obj, old, user) {
     owned.prepareForUpdate!(obj, old, user);
-    // A new reference: the data as read belongs to the old source (or was written by hand), and the sync refills it.
+    // A new reference, or none any more: the data as read belongs to the old source (or was written by hand); the
+    // sync refills it from a new one. Kept as hand-written data it would outlive its writer's access to the source.
     const ref = sharedSecretRef(obj);
-    if (user && ref && !jsonEqual(ref, sharedSecretRef(old)) && jsonEqual(obj.spec?.data, old.spec?.data))
+    const before = sharedSecretRef(old);
+    if (user && (ref || before) && !jsonEqual(ref, before) && jsonEqual(obj.spec?.data, old.spec?.data))
       delete obj.spec.data;
     // No reference, no one it rests on (admitUpdate records the writer of a new one, once it is allowed).
     if (!ref && obj.status?.referencedBy !== undefined) delete obj.status.referencedBy;
   },
-  prepareForStatusUpdate: keepServerFields,
+  prepareForStatusUpdate: keepReferenceWriter,
   async admitCreate(obj, caller, context) {
     const name = obj.metadata.name ?? '';
     await projectOfNamespace(store(context, 'projects'), obj.metadata.namespace ?? '', projectSecretGK, name);
@@ -171,8 +163,10 @@ export const projectSecretStrategy: Strategy = {
     if (jsonEqual(ref, sharedSecretRef(old))) {
       if (!jsonEqual(obj.spec?.data ?? {}, old.spec?.data ?? {}))
         throw handWrittenData(name, 'is synced from spec.sharedSecretRef and written by the server only');
-      // One stored before writers were recorded rests on nobody until someone who may get the source writes it.
-      if (!referenceWriter(old) && (await mayGet(caller, ref))) recordWriter(obj, caller.user);
+      const writer = referenceWriter(old);
+      // One stored before writers were recorded rests on nobody until someone who may get the source writes it; the
+      // writer's own writes record them as they are now (their groups may have changed since).
+      if (writer ? isRecordedAs(writer, caller.user) : await mayGet(caller, ref)) recordWriter(obj, caller.user);
       return;
     }
     if (hasData(obj)) throw handWrittenData(name, 'may not be set together with a new spec.sharedSecretRef');
