@@ -32,7 +32,8 @@ import { Path, fieldError } from '../apimachinery/field.js';
 import { GROUP_NAME } from '../apimachinery/group.js';
 import * as errors from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
-import { isMaster } from '../apimachinery/user.js';
+import { isMaster, type UserInfo } from '../apimachinery/user.js';
+import { jsonEqual } from '../apimachinery/equality.js';
 import { ClusterNotReadyError, type ClusterConnections } from '../clusters/connections.js';
 import type { ClusterConnection } from '../clusters/connector.js';
 import { HostClusterError, type HostCluster } from '../host/cluster.js';
@@ -51,7 +52,8 @@ import {
   instanceClusterUid,
   instanceImporter,
 } from '../registry/kinds/virtualclusterplacement.js';
-import { asUserInfo } from '../registry/recordeduser.js';
+import { asUserInfo, isRecordedAs, recordUser } from '../registry/recordeduser.js';
+import type { Store } from '../registry/store.js';
 import type { Registry } from '../registry/registry.js';
 import { answer, requestSchema, type Action, type ActionCall } from './action.js';
 import { ConcurrencyLimit } from './concurrency.js';
@@ -132,7 +134,7 @@ export function kubeConfigAction(
 
       const kubeConfig = await inFlight.run(call.user.name, async () => {
         const cluster = await clusterOf(clusters, instance, where, log);
-        await checkImporterHolds(cluster, instance, call, where);
+        await checkImporterHolds(cluster, instances, instance, call, where);
         const vc = await connect(cluster.api, ref, ref.virtualCluster || call.name, servers, where, log);
         return withStatusErrors(where, log, async () => {
           const groups = call.user.groups.filter((g) => !g.startsWith('system:'));
@@ -166,12 +168,16 @@ export function kubeConfigAction(
  */
 async function checkImporterHolds(
   cluster: ClusterConnection,
+  instances: Store,
   instance: KubeObject,
   call: ActionCall,
   where: string,
 ): Promise<void> {
   const importer = instanceImporter(instance);
-  const holder = importer ? asUserInfo(importer) : call.user;
+  // The importer asking is asked about as they are now, and recorded so (their groups may have changed since).
+  const asked = importer && isRecordedAs(importer, call.user);
+  if (asked) await refreshImporter(instances, instance, call.user);
+  const holder = importer && !asked ? asUserInfo(importer) : call.user;
   if (isMaster(call.user) || isMaster(holder)) return;
   const r = instance.spec.clusterRef;
   const ref = { cluster: r.cluster, namespace: r.namespace, virtualCluster: r.virtualCluster || call.name };
@@ -184,6 +190,31 @@ async function checkImporterHolds(
       ? `no kube config is issued through ${where}: its kube configs rest on its importer's hold of the virtual cluster (status.importedBy, User ${JSON.stringify(importer.username)}), and that user may no longer get its connection Secret ${secret}; someone who has the virtual cluster may import it again`
       : `User ${JSON.stringify(call.user.name)} cannot get a kube config through ${where}: it was stored before importers were recorded (status.importedBy), so a kube config is issued only to someone who has the virtual cluster (who may get its connection Secret ${secret})`,
   );
+}
+
+/** Records the importer as they are now, when that differs from the record (a status write as the server). */
+async function refreshImporter(instances: Store, read: KubeObject, user: UserInfo): Promise<void> {
+  const now = recordUser(user);
+  if (jsonEqual(now, read.status?.importedBy)) return;
+  await instances
+    .update(
+      read.metadata.namespace,
+      read.metadata.name!,
+      {
+        patch: (obj) => {
+          // Another instance of that name since, or another importer: not this record to refresh.
+          const stored = instanceImporter(obj);
+          if (obj.metadata.uid !== read.metadata.uid || !stored || !isRecordedAs(stored, user)) return obj;
+          obj.status = { ...obj.status, importedBy: now };
+          return obj;
+        },
+      },
+      'status',
+      { fieldManager: 'kubeconfig' },
+    )
+    .catch((err) => {
+      if (!errors.isStatusError(err, 'NotFound')) throw err;
+    });
 }
 
 /** spec.certificateTTL of a POST, the certificateTTL query parameter of a GET; 0 asks for no lifetime. */

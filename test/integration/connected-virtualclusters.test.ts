@@ -327,6 +327,65 @@ describe("an instance's kube configs rest on its importer's hold of the virtual 
     expect((await carol.get(`${path}/kubeconfig`)).status).toBe(200);
   });
 
+  test("the importer's own next kube config asks about them as they are now: a team they left keeps nothing going", async () => {
+    // erin authenticates through the management host (TokenReview), in team ops; conn-a lets team ops get the Secret.
+    const asErin = (groups: string[]) => {
+      const token = `erin-${uniq('t')}`;
+      mgmt.addToken(token, { name: 'erin', uid: 'uid-erin', groups });
+      return ts.client(token);
+    };
+    const project = uniq('proj');
+    const created = await root.post(PROJECTS, {
+      apiVersion: API_VERSION,
+      kind: 'Project',
+      metadata: { name: project },
+      spec: { owner: { user: 'erin' }, allowedClusters: [{ name: '*' }] },
+    });
+    expect(created.status).toBe(201);
+    mgmt.addNamespace(`p-${project}`);
+    const vc = { namespace: `vcluster-${uniq('ops')}`, name: uniq('vc') };
+    runs(a, vc);
+    const rules = [{ apiGroups: [''], resources: ['secrets'], resourceNames: [`vc-${vc.name}`], verbs: ['get'] }];
+    a.put({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: 'ops-vc', namespace: vc.namespace },
+      rules,
+    });
+    a.put({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'ops-vc', namespace: vc.namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'ops-vc' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'platform:team:ops' }],
+    });
+    // erin may get Cluster conn-a (an import needs it).
+    const cluster = (await root.get(clusterPath('conn-a'))).body;
+    const access = [...(cluster.spec.access ?? []), { verbs: ['get'], users: ['erin'] }];
+    expect((await root.patch(clusterPath('conn-a'), { spec: { access } }, MERGE_PATCH)).status).toBe(200);
+    const inOps = asErin(['platform:team:ops']);
+    expect((await importAs(inOps, project, 'conn-a', vc)).status).toBe(201);
+    const path = `${vcis(`p-${project}`)}/${vc.name}`;
+    const shared = {
+      spec: {
+        ingressEndpoint: 'https://vc.example.com',
+        access: [{ verbs: ['get'], subresources: ['kubeconfig'], users: ['carol'] }],
+      },
+    };
+    expect((await root.patch(path, shared, MERGE_PATCH)).status).toBe(200);
+    expect((await carol.get(`${path}/kubeconfig`)).status).toBe(200);
+    // erin leaves team ops, and asks again: refused, and recorded as she is now, so carol is refused too.
+    const left = asErin([]);
+    const res = await left.get(`${path}/kubeconfig`);
+    expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 403, reason: 'Forbidden' });
+    expect((await root.get(path)).body.status.importedBy).toEqual({
+      username: 'erin',
+      uid: 'uid-erin',
+      groups: ['system:authenticated'],
+    });
+    expect((await carol.get(`${path}/kubeconfig`)).status).toBe(403);
+  });
+
   test('no write moves the record: not a status write by system:masters, not an update of the instance', async () => {
     const { path } = await sharedImport();
     const forged = { username: 'root', groups: ['system:masters'] };

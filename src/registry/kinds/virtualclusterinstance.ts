@@ -3,8 +3,8 @@
  * ingress endpoint. Where it runs is fixed at create (kube config certificates are signed by that virtual cluster):
  * checked against the Cluster, the project, the caller's hold on the virtual cluster and other instances, and held
  * as a claim while the instance exists (virtualclusterplacement.ts), then immutable (a rule of its CRD). The
- * physical cluster it was created on is recorded by the server in status.clusterUID, and its creator in
- * status.importedBy, which no write changes.
+ * physical cluster it was created on is recorded by the server in status.clusterUID, which no write changes, and its
+ * creator in status.importedBy, which only the server changes.
  */
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import type { KubeObject } from '../../apimachinery/types.js';

@@ -16,9 +16,10 @@
  * beside the instance and written in the transaction that creates it, so that concurrent imports and creates
  * cannot both win (virtualClusterClaims). A kube config is issued only while the Cluster still reaches that uid.
  *
- * Who created it is recorded too, in status.importedBy (every status write keeps it as stored): its kube configs rest
- * on that user's hold of the virtual cluster, asked again each time one is issued (actions/kubeconfig.ts), so that
- * the importer's losing the virtual cluster ends what others were given through the instance.
+ * Who created it is recorded too, in status.importedBy (every client's status write keeps it as stored; the server
+ * refreshes it when the importer asks for a kube config): its kube configs rest on that user's hold of the virtual
+ * cluster, asked again each time one is issued (actions/kubeconfig.ts), so that the importer's losing the virtual
+ * cluster ends what others were given through the instance.
  *
  * An instance without status.clusterUID is unbound: stored before clusters were connected (when every virtual
  * cluster was in the one host cluster, whatever Cluster it named), or created by system:masters while its Cluster
@@ -310,9 +311,10 @@ export const instanceImporter = (obj: KubeObject): RecordedUser | undefined => r
 /**
  * VirtualClusterInstance's prepareForStatusUpdate: status.clusterUID stays as the create recorded it, since the
  * instance's claim (which storage deletes with it) was computed from it, and so does status.importedBy, on whose hold
- * of the virtual cluster its kube configs rest (actions/kubeconfig.ts).
+ * of the virtual cluster its kube configs rest, for every writer but the server (actions/kubeconfig.ts refreshes it).
  */
 export const keepCreateRecords = keepServerStatus([
   { name: 'clusterUID', wellTyped: isString, serverWrites: 'never' },
-  { name: 'importedBy', wellTyped: isRecordedUser, serverWrites: 'never' },
+  // Refreshed by the server when the importer asks for a kube config (actions/kubeconfig.ts).
+  { name: 'importedBy', wellTyped: isRecordedUser, serverWrites: 'always' },
 ]);
