@@ -21,6 +21,7 @@ import * as errors from '../../src/apimachinery/status.js';
 import { createLogger } from '../../src/log.js';
 import {
   API_VERSION,
+  JSON_PATCH,
   MERGE_PATCH,
   PROJECTS_PATH,
   sharedSecretPath,
@@ -368,7 +369,7 @@ describe('a deletion while the host or the delivery was away', () => {
     expect(hostSecret(kept).metadata.uid).toBe(keptSecret.metadata.uid);
   }, 60_000);
 
-  test('deleted while no delivery ran (a server without it): its Secret goes once delivery runs again', async () => {
+  test('deleted while no delivery ran (a server without it), its finalizers removed: its Secret goes once delivery runs again', async () => {
     const name = uniq('nodelivery');
     await createProjectSecret(name, { data: encoded({ token: 's3cr3t-one' }) });
     await hostHolds(name, { token: 's3cr3t-one' });
@@ -376,6 +377,8 @@ describe('a deletion while the host or the delivery was away', () => {
     await ts.stop();
     await startServer({ etcdPrefix: prefix, projectSecretDelivery: false });
     const path = projectSecretPath(name);
+    // Its owner removes every finalizer first (as the review's tenant did with the delivery's), then deletes it.
+    expect((await root.patch(path, [{ op: 'remove', path: '/metadata/finalizers' }], JSON_PATCH)).status).toBe(200);
     expect((await root.delete(path)).status).toBe(200);
     await waitFor('the ProjectSecret to be gone', async () => (await root.get(path)).status === 404);
     await ts.stop();
