@@ -8,18 +8,23 @@
  * - `reason` and `message` (cleared when Initialized), `online` (the cluster answered), `kubernetesVersion` (at the
  *   last check that reached it);
  * - the condition `Ready` (True, False, Unknown), whose lastTransitionTime moves only when its status does;
- * - `clusterUID`: which physical cluster it is (registry/kinds/clusteridentity.ts).
+ * - `clusterUID`: which physical cluster it is, and `refusedClusterUIDs`: which it is never
+ *   (registry/kinds/clusteridentity.ts).
  *
  * One physical cluster is one kube-system uid, and one Cluster: the one that recorded it first. A Cluster records
- * the uid its cluster answers at its first good check, unless another Cluster has recorded it (then it is Failed,
- * reason ClusterUID). A cluster's answer is the cluster's to say, and a connected cluster may be a tenant's, so no
- * answer moves a record: a Cluster whose cluster answers another uid than its record is Failed/ClusterUID until it
- * answers its own again (its imports and kube configs stop with it: clusters/connections.ts), and the Cluster
- * holding the uid it now answers is not concerned. Two records of one uid (two replicas deciding at once) go to
- * the earlier record. Among Clusters without a record (new ones, and those stored before the record existed) that
- * reach one cluster, the older (by creation, then name) records it, as the older won before records: so a newer
- * one waits for the first check (in this process) of each older one without a record before it records. When a
- * Cluster goes, the others that reached or recorded its cluster are checked again.
+ * the uid its cluster answers at its first good check, unless another Cluster has recorded it: then it is Failed,
+ * reason ClusterUID, and refused that uid for good (status.refusedClusterUIDs), also once the other Cluster goes. A
+ * cluster connected twice by mistake and one that copies another's uid answer alike, and the copy must not take the
+ * cluster of whoever deletes their Cluster to create it again; so only a new Cluster, an administrator's act,
+ * connects a refused cluster. A cluster's answer is the cluster's to say, and a connected cluster may be a tenant's,
+ * so no answer moves a record: a Cluster whose cluster answers another uid than its record is Failed/ClusterUID
+ * until it answers its own again (its imports and kube configs stop with it: clusters/connections.ts), and the
+ * Cluster holding the uid it now answers is not concerned. Two records of one uid (two replicas deciding at once)
+ * go to the earlier record. Among Clusters without a record (new ones, and those stored before the record existed)
+ * that reach one cluster, the older (by creation, then name) records it, as the older won before records, unless
+ * it was refused that uid: so a newer one waits for the first check (in this process) of each older one without a
+ * record before it records; it is refused for good once the older one has recorded. When a Cluster goes, the
+ * others that reached or recorded its cluster are checked again.
  *
  * The other Cluster of a ClusterUID refusal is named in the log only: the status is read by whoever may read this
  * Cluster, who may not be allowed to know of that one. Nothing is written when nothing changed. A check never
@@ -32,7 +37,14 @@ import { nowRFC3339 } from '../apimachinery/time.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { ClusterConnectionError, type ClusterConnector, type ClusterPhase } from '../clusters/connector.js';
 import { CLUSTER_CHANGED, CLUSTER_TAKEN } from '../clusters/connections.js';
-import { recordTime, recordedIdentity, withIdentity, type ClusterIdentity } from '../registry/kinds/clusteridentity.js';
+import {
+  recordTime,
+  recordedIdentity,
+  refusedUids,
+  withIdentity,
+  withRefused,
+  type ClusterIdentity,
+} from '../registry/kinds/clusteridentity.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
 import { watchStore } from './storewatch.js';
@@ -60,6 +72,8 @@ interface Observed {
   version?: string;
   /** The Cluster's record, written when the stored status has none yet. */
   identity?: ClusterIdentity;
+  /** The uids it is refused, added to the stored ones. */
+  refused: string[];
   /** For the log only: the Cluster that holds the uid this one answered (see the top). */
   holder?: string;
 }
@@ -70,6 +84,8 @@ interface Known {
   generation: number;
   /** Its record: as stored, or as a check decided it until the store has it (so that no other Cluster takes it). */
   identity?: ClusterIdentity;
+  /** The uids it is refused (see the top): as stored, and as checks decided them until the store has them. */
+  refused: Set<string>;
   /** The kube-system uid its cluster answered at its last good check. */
   answered?: string;
   /** Whether a check of it ended since this controller learned of it. */
@@ -83,6 +99,8 @@ type Holding =
   | { holds: true }
   /** Its cluster answers another uid than its record. */
   | { changed: true }
+  /** It has no record, and was refused that uid before. */
+  | { refused: true }
   /** `by` recorded the uid first, or is older and has no record either. */
   | { takenBy: string }
   /** Older Clusters without a record that have not been checked yet. */
@@ -158,6 +176,7 @@ export class ClusterHealth {
       before.creationTimestamp = obj.metadata.creationTimestamp ?? '';
       // A record the store has is the record; one this controller is writing stays until the store has it.
       if (stored) before.identity = stored;
+      for (const uid of refusedUids(obj)) before.refused.add(uid);
       if (before.generation !== generation) this.queue.add(name);
       before.generation = generation;
       return;
@@ -168,6 +187,7 @@ export class ClusterHealth {
       creationTimestamp: obj.metadata.creationTimestamp ?? '',
       generation,
       identity: stored,
+      refused: new Set(refusedUids(obj)),
       checked: false,
     });
     this.queue.add(name);
@@ -239,7 +259,7 @@ export class ClusterHealth {
       const known = mine();
       if (!known) return undefined;
       delete known.answered;
-      observed = { ...failure(err, name, this.log), identity: known.identity };
+      observed = { ...failure(err, name, this.log), identity: known.identity, refused: [...known.refused] };
     }
     const known = mine();
     const now = [known?.answered, known?.identity?.uid];
@@ -254,19 +274,23 @@ export class ClusterHealth {
   /** The status of `name`, whose cluster answered `uid` (see the top); undefined while it waits for older Clusters. */
   private judge(name: string, known: Known, uid: string, version: string): Observed | undefined {
     const holding = this.holding(name, known, uid);
-    const answered = { online: true, version, identity: known.identity };
     if ('waitFor' in holding) {
       known.waitingFor = holding.waitFor;
       return undefined;
     }
     delete known.waitingFor;
-    if ('changed' in holding) return { phase: 'Failed', reason: 'ClusterUID', message: CLUSTER_CHANGED, ...answered };
     if ('takenBy' in holding) {
       const holder = this.known.get(holding.takenBy);
+      // Refused for good (see the top), before any await so that a check running meanwhile sees it.
+      if (holder?.identity && !known.identity) known.refused.add(uid);
       // An older Cluster without a record that answered the same: it records it at its next check, now.
       if (holder && !holder.identity) this.queue.add(holding.takenBy);
-      return { phase: 'Failed', reason: 'ClusterUID', message: CLUSTER_TAKEN, holder: holding.takenBy, ...answered };
     }
+    const answered = { online: true, version, identity: known.identity, refused: [...known.refused] };
+    if ('changed' in holding) return { phase: 'Failed', reason: 'ClusterUID', message: CLUSTER_CHANGED, ...answered };
+    if ('refused' in holding) return { phase: 'Failed', reason: 'ClusterUID', message: CLUSTER_TAKEN, ...answered };
+    if ('takenBy' in holding)
+      return { phase: 'Failed', reason: 'ClusterUID', message: CLUSTER_TAKEN, holder: holding.takenBy, ...answered };
     // Recorded before any await, so that a check of another Cluster running meanwhile sees it.
     known.identity ??= { uid, recordedTime: recordTime() };
     return { phase: 'Initialized', reason: '', message: '', ...answered, identity: known.identity };
@@ -274,15 +298,17 @@ export class ClusterHealth {
 
   private holding(name: string, me: Known, uid: string): Holding {
     if (me.identity && me.identity.uid !== uid) return { changed: true };
+    if (!me.identity && me.refused.has(uid)) return { refused: true };
     for (const [other, k] of this.known) {
       if (other === name || k.identity?.uid !== uid) continue;
       if (!me.identity || recordedFirst([other, k], [name, me])) return { takenBy: other };
     }
     if (me.identity) return { holds: true };
-    // Nobody has recorded it: the oldest of the Clusters without a record that reach it records it.
+    // Nobody has recorded it: the oldest of the Clusters without a record that reach it, and were not refused it,
+    // records it.
     const waitFor = new Set<string>();
     for (const [other, k] of this.known) {
-      if (other === name || k.identity || !older([other, k], [name, me])) continue;
+      if (other === name || k.identity || k.refused.has(uid) || !older([other, k], [name, me])) continue;
       if (k.answered === uid) return { takenBy: other };
       if (!k.checked) waitFor.add(other);
     }
@@ -332,7 +358,11 @@ export class ClusterHealth {
 }
 
 /** A failed check as the status says it (its detail, for operators, to the log). */
-function failure(err: unknown, name: string, log: (msg: string, fields?: Record<string, unknown>) => void): Observed {
+function failure(
+  err: unknown,
+  name: string,
+  log: (msg: string, fields?: Record<string, unknown>) => void,
+): Omit<Observed, 'refused'> {
   if (!(err instanceof ClusterConnectionError)) {
     log('cluster health: the check failed unexpectedly', { name, error: String(err) });
     return {
@@ -349,8 +379,8 @@ function failure(err: unknown, name: string, log: (msg: string, fields?: Record<
 /** The status after `observed`; the same object's content when nothing changed (then the store writes nothing). */
 function nextStatus(cluster: KubeObject, observed: Observed): Record<string, unknown> {
   const stored = cluster.status ?? {};
-  const status: Record<string, unknown> =
-    observed.identity && !recordedIdentity(cluster) ? withIdentity(stored, observed.identity) : { ...stored };
+  const recorded = observed.identity && !recordedIdentity(cluster) ? withIdentity(stored, observed.identity) : stored;
+  const status = withRefused({ ...recorded }, observed.refused);
   status.phase = observed.phase;
   if (observed.reason) status.reason = observed.reason;
   else delete status.reason;

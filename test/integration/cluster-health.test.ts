@@ -3,7 +3,8 @@
  * real kubectl and three host stand-ins at once: the management host (the server's --kubeconfig, where the config
  * Secrets live) and two connected clusters with distinct kube-system uids and versions. Checks run every second
  * here; every wait is on the status the server writes, never on time. A Cluster records the kube-system uid of the
- * cluster it is first connected to (status.clusterUID), and one physical cluster is the Cluster's that recorded it.
+ * cluster it is first connected to (status.clusterUID), and one physical cluster is the Cluster's that recorded it:
+ * another Cluster refused it stays refused (status.refusedClusterUIDs), also once that one goes.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
@@ -181,15 +182,16 @@ describe('connected clusters', () => {
     expect((await ts.admin.delete(clusterPath('rotating'))).status).toBe(200);
   }, 90_000);
 
-  test('the same physical cluster twice: the second is Failed/ClusterUID, naming nothing, until the first goes', async () => {
+  test('the same physical cluster twice: the second is Failed/ClusterUID, naming nothing, and stays so when the first goes; created again, it is the one', async () => {
     mgmt.addSecret(NS, 'a-again', { config: a.kubeconfigText() });
     await create('dup-of-a', { config: { secretName: 'a-again' } });
     const dup = await until('dup-of-a', 'Failed', 'ClusterUID');
     expect(dup.online).toBe(true);
-    expect(dup.message).toContain('another Cluster already connects to this cluster');
+    expect(dup.message).toContain('another Cluster connected to this cluster first');
     // Whoever may read this Cluster is not told of the other, which they may not be allowed to see.
     expect(dup.message).not.toContain('conn-a');
     expect(dup).not.toHaveProperty('clusterUID');
+    expect(dup.refusedClusterUIDs).toEqual([a.kubeSystemUid]);
     expect((await statusOf('conn-a')).phase).toBe('Initialized');
 
     // The connection for later work is refused with that reason (503).
@@ -204,15 +206,35 @@ describe('connected clusters', () => {
     const missing = await connections.connection('no-such-cluster').catch((e) => e);
     expect(missing).toMatchObject({ reason: 'NotFound' });
 
-    // Once conn-a is gone, its duplicate is the one connection to that cluster, and records it.
+    // Once conn-a is gone, its duplicate still does not record that cluster: its answer is all it has, and a
+    // cluster that copies another's uid answers the same (connected-virtualclusters.test.ts). Nothing changes.
     expect((await ts.admin.delete(clusterPath('conn-a'))).status).toBe(200);
-    expect((await until('dup-of-a', 'Initialized')).clusterUID).toBe(a.kubeSystemUid);
+    const checksOfA = () => a.count('namespaces', 'GET');
+    const seen = checksOfA();
+    await waitFor('two more checks of dup-of-a', () => checksOfA() >= seen + 2, WAIT_MS);
+    expect(await statusOf('dup-of-a')).toEqual(dup);
+
+    // To keep it, an administrator creates it again, after the other is gone: a new Cluster records the cluster.
+    const kept = (await ts.admin.get(clusterPath('dup-of-a'))).body;
+    expect((await ts.admin.delete(clusterPath('dup-of-a'))).status).toBe(200);
+    expect((await ts.admin.post(CLUSTERS_PATH, cluster('dup-of-a', kept.spec))).status).toBe(201);
+    const recreated = await until('dup-of-a', 'Initialized');
+    expect(recreated.clusterUID).toBe(a.kubeSystemUid);
+    expect(recreated).not.toHaveProperty('refusedClusterUIDs');
+
+    // And the same the other way round: conn-a, now the second, is refused; deleting dup-of-a does not give it the
+    // cluster, creating it again after that does.
     await create('conn-a', { config: { secretName: 'a' } });
     const newer = await until('conn-a', 'Failed', 'ClusterUID');
-    expect(newer.message).toContain('another Cluster already connects to this cluster');
+    expect(newer.message).toContain('another Cluster connected to this cluster first');
     expect(newer.message).not.toContain('dup-of-a');
     expect((await ts.admin.delete(clusterPath('dup-of-a'))).status).toBe(200);
-    await until('conn-a', 'Initialized');
+    const seenAgain = checksOfA();
+    await waitFor('two more checks of conn-a', () => checksOfA() >= seenAgain + 2, WAIT_MS);
+    expect(await statusOf('conn-a')).toMatchObject({ phase: 'Failed', reason: 'ClusterUID' });
+    expect((await ts.admin.delete(clusterPath('conn-a'))).status).toBe(200);
+    await create('conn-a', { config: { secretName: 'a' } });
+    expect((await until('conn-a', 'Initialized')).clusterUID).toBe(a.kubeSystemUid);
   }, 120_000);
 
   test('a network peer is not checked: phase "", WaitingForNetworkPeer, offline, Ready Unknown', async () => {
@@ -255,6 +277,98 @@ describe("the record of a Cluster's cluster is the server's", () => {
     expect(added.body.status).not.toHaveProperty('clusterUID');
     expect(added.body.status).not.toHaveProperty('clusterUIDRecordedTime');
   }, 60_000);
+
+  test('so are the uids a Cluster was refused: status writes by system:masters keep them, none adds one, a wrong type is 422', async () => {
+    mgmt.addSecret(NS, 'b-again', { config: b.kubeconfigText() });
+    await create('dup-of-b', { config: { secretName: 'b-again' } });
+    const refused = { refusedClusterUIDs: [b.kubeSystemUid] };
+    expect(await until('dup-of-b', 'Failed', 'ClusterUID')).toMatchObject(refused);
+    const status = `${clusterPath('dup-of-b')}/status`;
+    const writes = [
+      () => ts.admin.patch(status, { status: { refusedClusterUIDs: null } }, MERGE_PATCH),
+      () => ts.admin.patch(status, { status: { refusedClusterUIDs: [] } }, MERGE_PATCH),
+      () => ts.admin.patch(status, { status: { refusedClusterUIDs: [a.kubeSystemUid] } }, MERGE_PATCH),
+      () => ts.admin.patch(status, [{ op: 'remove', path: '/status/refusedClusterUIDs' }], JSON_PATCH),
+      async () => {
+        const current = (await ts.admin.get(clusterPath('dup-of-b'))).body;
+        return ts.admin.put(status, { ...current, status: { phase: 'Failed' } });
+      },
+      () => ts.admin.patch(clusterPath('dup-of-b'), { status: { refusedClusterUIDs: [] } }, MERGE_PATCH),
+    ];
+    for (const write of writes) {
+      const res = await write();
+      expect(res.status).toBe(200);
+      expect(res.body.status).toMatchObject(refused);
+    }
+    const stored = (await ts.admin.get(clusterPath('dup-of-b'))).body;
+    expect(stored.status).toMatchObject(refused);
+    for (const wrong of ['b', [7]]) {
+      const res = await ts.admin.patch(status, { status: { refusedClusterUIDs: wrong } }, MERGE_PATCH);
+      expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 422, reason: 'Invalid' });
+      expect(res.body.details.causes).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ field: expect.stringContaining('status.refusedClusterUIDs') }),
+        ]),
+      );
+    }
+    expect((await ts.admin.get(clusterPath('dup-of-b'))).body.metadata.resourceVersion).toBe(
+      stored.metadata.resourceVersion,
+    );
+
+    // None is added to a Cluster that has none.
+    await until('peer', '', 'WaitingForNetworkPeer');
+    const added = await ts.admin.patch(`${clusterPath('peer')}/status`, { status: refused }, MERGE_PATCH);
+    expect(added.status).toBe(200);
+    expect(added.body.status).not.toHaveProperty('refusedClusterUIDs');
+    expect((await ts.admin.delete(clusterPath('dup-of-b'))).status).toBe(200);
+  }, 60_000);
+});
+
+describe('a refused Cluster on another replica (the checks moved, or the server restarted)', () => {
+  test('stays refused once the Cluster it was refused for is gone: the refusal is stored, not remembered', async () => {
+    const d = await startHostCluster();
+    const etcdPrefix = `/test-${randomUUID()}`;
+    const servers = { kubeconfig: mgmt.kubeconfigPath, clusterSecretNamespace: NS, etcdPrefix };
+    mgmt.addSecret(NS, 'd', { config: d.kubeconfigText() });
+    try {
+      const first = await startTestServer({ ...servers, clusterHealthIntervalMs: INTERVAL_MS }, ts.etcd);
+      let refused: Record<string, any>;
+      try {
+        expect(
+          (await first.admin.post(CLUSTERS_PATH, cluster('d-first', { config: { secretName: 'd' } }))).status,
+        ).toBe(201);
+        await until('d-first', 'Initialized', undefined, first);
+        expect(
+          (await first.admin.post(CLUSTERS_PATH, cluster('d-second', { config: { secretName: 'd' } }))).status,
+        ).toBe(201);
+        refused = await until('d-second', 'Failed', 'ClusterUID', first);
+      } finally {
+        await first.stop();
+      }
+      // Deleted through a server that does not check Clusters: the one that checks next never saw d-first.
+      const between = await startTestServer({ ...servers, clusterHealthIntervalMs: 0 }, ts.etcd);
+      try {
+        expect((await between.admin.delete(clusterPath('d-first'))).status).toBe(200);
+        await waitFor(
+          'd-first to be gone',
+          async () => (await between.admin.get(clusterPath('d-first'))).status === 404,
+        );
+      } finally {
+        await between.stop();
+      }
+      const after = await startTestServer({ ...servers, clusterHealthIntervalMs: INTERVAL_MS }, ts.etcd);
+      try {
+        const checks = () => d.count('namespaces', 'GET');
+        const seen = checks();
+        await waitFor('two checks of d-second', () => checks() >= seen + 2, WAIT_MS);
+        expect(await statusOf('d-second', after)).toEqual(refused);
+      } finally {
+        await after.stop();
+      }
+    } finally {
+      await d.stop();
+    }
+  }, 90_000);
 });
 
 describe('Clusters without a record (stored before records existed)', () => {
@@ -321,7 +435,7 @@ describe('the local cluster', () => {
     mgmt.addSecret(NS, 'mgmt', { config: mgmt.kubeconfigText() });
     await create('mgmt-by-secret', { config: { secretName: 'mgmt' } });
     const dup = await until('mgmt-by-secret', 'Failed', 'ClusterUID');
-    expect(dup.message).toContain('another Cluster already connects to this cluster');
+    expect(dup.message).toContain('another Cluster connected to this cluster first');
     expect(dup.message).not.toContain(won);
     expect((await ts.admin.delete(clusterPath('mgmt-by-secret'))).status).toBe(200);
 

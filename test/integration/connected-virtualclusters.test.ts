@@ -6,7 +6,8 @@
  * cluster clusterRef.cluster connects to; "imported once" is per physical cluster, namespace and name; a Cluster
  * that is not Initialized is a 503 naming its reason, and nothing is stored. An instance's kube configs rest on its
  * importer's hold of the virtual cluster (status.importedBy), asked again for each one. A cluster is a tenant's to run, so it
- * may answer another cluster's kube-system uid: it takes nothing of that cluster's.
+ * may answer another cluster's kube-system uid: it takes nothing of that cluster's, also once that cluster's Cluster
+ * is deleted to be created again.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { Etcd3 } from 'etcd3';
@@ -501,7 +502,7 @@ describe("a tenant's cluster that answers another cluster's kube-system uid", ()
       return res.status === 200 && res.body.status;
     });
     expect(seen).toMatchObject({ phase: 'Failed', reason: 'ClusterUID', online: true });
-    expect(seen.message).toContain('another Cluster already connects to this cluster');
+    expect(seen.message).toContain('another Cluster connected to this cluster first');
     expect(seen.message).not.toContain('victim-b');
     expect(seen.clusterUID).toBeUndefined();
     await victimUnharmed();
@@ -563,5 +564,62 @@ describe("a tenant's cluster that answers another cluster's kube-system uid", ()
     lie = undefined;
     expect((await clusterPhase(root, 'tenant-a', 'Initialized')).clusterUID).toBe(t.kubeSystemUid);
     expect((await bob.get(`${instancePath}/kubeconfig`)).status).toBe(200);
+  });
+
+  test("refused the victim's uid, it never takes it: not when the victim's Cluster is deleted, nor once it is created again, which gets its cluster back", async () => {
+    // A new tenant's Cluster behind a liar of its own (so that its checks can be counted), saying it is the victim's.
+    const liar2 = await startHostileVirtualCluster(t);
+    try {
+      liar2.answer = liar.answer;
+      lie = v.kubeSystemUid;
+      mgmt.addSecret(CLUSTER_SECRETS, 'tenant-c', { config: liar2.kubeconfigText() });
+      const created = await root.post(CLUSTERS_PATH, {
+        apiVersion: API_VERSION,
+        kind: 'Cluster',
+        metadata: { name: 'tenant-c' },
+        spec: { owner: { user: 'bob' }, config: { secretName: 'tenant-c' } },
+      });
+      expect(created.status).toBe(201);
+      const refused = await clusterPhase(root, 'tenant-c', 'Failed', 'ClusterUID');
+      expect(refused).not.toHaveProperty('clusterUID');
+      const tenantChecks = () => liar2.received.filter((r) => r.method === 'GET' && r.path === KUBE_SYSTEM).length;
+
+      // The victim deletes its Cluster to create it again (a new name, a rotated Secret): the liar takes nothing,
+      // and its status says the same as before, so it does not learn that the victim's Cluster went.
+      const victim = (await root.get(clusterPath('victim-b'))).body;
+      expect((await root.delete(clusterPath('victim-b'))).status).toBe(200);
+      await twoMoreChecks('tenant-c', tenantChecks);
+      expect(await statusOf(root, 'tenant-c')).toEqual(refused);
+      expect(refused.refusedClusterUIDs).toEqual([v.kubeSystemUid]);
+      const bobs = await createProject();
+      const before = await instances();
+      for (const vc of [victimsVc, virtualCluster(t)]) {
+        const res = await importAs(bob, bobs, 'tenant-c', vc);
+        expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 503, reason: 'ServiceUnavailable' });
+        expect(res.body.message).toContain('Cluster "tenant-c" is not ready (ClusterUID)');
+      }
+      expect(await instances()).toEqual(before);
+
+      // Created again, the victim's Cluster records its cluster (the refused Cluster is older, and does not count),
+      // and what was imported there is the victim's again.
+      const again = await root.post(CLUSTERS_PATH, {
+        apiVersion: API_VERSION,
+        kind: 'Cluster',
+        metadata: { name: 'victim-b' },
+        spec: victim.spec,
+      });
+      expect(again.status).toBe(201);
+      const decided = await waitFor('the victim-b created again to be checked', async () => {
+        const s = await statusOf(root, 'victim-b');
+        return s?.phase && s;
+      });
+      expect(decided).toMatchObject({ phase: 'Initialized', clusterUID: v.kubeSystemUid });
+      expect((await root.get(`${vcis(`p-${victims}`)}/${victimsVc.name}/kubeconfig`)).status).toBe(200);
+      await victimUnharmed();
+      expect(await statusOf(root, 'tenant-c')).toMatchObject({ phase: 'Failed', reason: 'ClusterUID' });
+    } finally {
+      await root.delete(clusterPath('tenant-c'));
+      await liar2.stop();
+    }
   });
 });
