@@ -221,15 +221,20 @@ const nameHash = (source: { name: string; uid: string }) =>
   createHash('sha256').update(`${source.uid}/${source.name}`).digest('hex').slice(0, NAME_HASH_LENGTH);
 
 /**
- * Whether `name` is one generatedName gives the source (with some suffix): the names of what the server makes for
- * it, and so the only ones it replaces or deletes (a label saying an object was made for a source is no proof).
+ * The suffixes generatedName is given: the owner's, an access set's (`access-<hash of the set>`), and the
+ * `access-<index>` of earlier versions' pair per entry, which the sync still deletes. None holds another's shape
+ * after a dash, so a name ends in one of them at most.
+ */
+const GENERATED_SUFFIX = new RegExp(`-(owner|access-(?:[0-9a-f]{${SET_HASH_LENGTH}}|0|[1-9][0-9]*))$`);
+
+/**
+ * Whether `name` is one generatedName gives the source: the names of what the server makes for it, and so the only
+ * ones it replaces or deletes (a label saying an object was made for a source is no proof). Only the suffixes the
+ * server makes count: `platform-sharedsecret-foo-bar-owner` starts like a name of `foo`'s, but it is `foo-bar`'s.
  */
 export function isGeneratedName(def: SourceKind, source: { name: string; uid: string }, name: string): boolean {
-  const plain = `platform-${def.kind.toLowerCase()}-${source.name}-`;
-  if (name.startsWith(plain) && generatedName(def, source, name.slice(plain.length)) === name) return true;
-  const marker = `-${nameHash(source)}-`;
-  const at = name.indexOf(marker);
-  return at >= 0 && generatedName(def, source, name.slice(at + marker.length)) === name;
+  const suffix = GENERATED_SUFFIX.exec(name)?.[1];
+  return suffix !== undefined && generatedName(def, source, suffix) === name;
 }
 
 /** The labels that find what was generated for `obj`. */

@@ -552,6 +552,26 @@ describe('labels are no proof of what the server made', () => {
     expect(host.get('roles', NS, 'tenant-role')).toEqual(decoys[0]);
     expect(host.get('clusterroles', '', decoys[1].metadata.name)).toEqual(decoys[1]);
   });
+
+  test("another source's Role whose name starts like this one's (foo-bar's owner Role, for foo), labelled for foo, is not deleted by foo's sync", async () => {
+    const foo = await createSecret(uniq('foo'), { access: [{ verbs: ['get'], users: ['alice'] }] });
+    const fooBar = await createSecret(`${foo.metadata.name}-bar`, { owner: { user: 'olga' } });
+    await synced(sharedSecretPath(NS, foo.metadata.name));
+    await synced(sharedSecretPath(NS, fooBar.metadata.name));
+    const ownerRole = `platform-sharedsecret-${fooBar.metadata.name}-owner`;
+    // Someone who may label Roles (but not delete them) labels foo-bar's owner Role as foo's.
+    const relabelled: KubeObj = structuredClone(host.get('roles', NS, ownerRole)!);
+    relabelled.metadata.labels = { ...relabelled.metadata.labels, [UID_LABEL]: foo.metadata.uid };
+    relabelled.metadata.annotations = { 'management.platform.sh/source': `SharedSecret ${NS}/${foo.metadata.name}` };
+    const labelled = host.put(relabelled);
+    // foo's own Role deleted by hand comes back through the same watch, after the relabelling: foo has reconciled
+    // with it seen.
+    const fooRole = accessName(foo.metadata.name, { verbs: ['get'] });
+    host.remove('roles', NS, fooRole);
+    await waitFor("foo's Role to be back", () => host.get('roles', NS, fooRole));
+    expect(host.get('roles', NS, ownerRole)).toEqual(labelled);
+    expect(await hostAllows('olga', [], 'delete', 'sharedsecrets', fooBar.metadata.name, NS)).toBe(true);
+  });
 });
 
 describe('drift', () => {

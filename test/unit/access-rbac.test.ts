@@ -1,7 +1,7 @@
 /** What an object's owner and access entries become in RBAC (src/access/rbac.ts), without a host. */
 import { describe, expect, test } from '@jest/globals';
 import { ACCESS_LIMITS, objectGrants } from '../../src/access/model.js';
-import { desiredRbac, generatedName, type RbacObject } from '../../src/access/rbac.js';
+import { desiredRbac, generatedName, isGeneratedName, type RbacObject } from '../../src/access/rbac.js';
 import { loadDefinitions } from '../../src/registry/definitions.js';
 
 const defs = loadDefinitions();
@@ -195,6 +195,55 @@ describe('generatedName', () => {
   test('a cut never leaves a dash or dot before the hash', () => {
     const name = generatedName(secretDef, { name: `${'a'.repeat(19)}.-${'b'.repeat(100)}`, uid: 'u1' }, 'owner');
     expect(name).not.toMatch(/[-.]-[0-9a-f]{16}-owner$/);
+  });
+});
+
+describe('isGeneratedName: only the names the server makes for a source, so the only ones it replaces or deletes', () => {
+  const foo = { name: 'foo', uid: 'uid-foo' };
+  const fooBar = { name: 'foo-bar', uid: 'uid-foo-bar' };
+  const accessName = (source: { name: string; uid: string }, spec: Record<string, unknown>, def = secretDef) =>
+    desiredRbac(def, { metadata: { name: source.name, namespace: 'ns', uid: source.uid }, spec }).objects[0].metadata
+      .name;
+  const generatedFor = (source: { name: string; uid: string }, name: string) =>
+    isGeneratedName(secretDef, source, name);
+
+  test("the owner's name, each access set's and an earlier version's access-<index> are the source's own", () => {
+    expect(generatedFor(foo, generatedName(secretDef, foo, 'owner'))).toBe(true);
+    expect(generatedFor(foo, accessName(foo, { access: [{ verbs: ['get'], users: ['a'] }] }))).toBe(true);
+    expect(generatedFor(foo, 'platform-sharedsecret-foo-access-0')).toBe(true);
+    expect(generatedFor(foo, 'platform-sharedsecret-foo-access-17')).toBe(true);
+  });
+
+  test("the security review's names: another source's whose name starts with this one's, and names never generated", () => {
+    expect(generatedFor(foo, generatedName(secretDef, fooBar, 'owner'))).toBe(false);
+    expect(generatedFor(foo, accessName(fooBar, { access: [{ verbs: ['get'], users: ['a'] }] }))).toBe(false);
+    expect(generatedFor(foo, generatedName(secretDef, fooBar, 'access-1a2b3c'))).toBe(false);
+    expect(generatedFor(foo, 'platform-sharedsecret-foo-anything-at-all')).toBe(false);
+    expect(generatedFor(foo, 'platform-sharedsecret-foo-x')).toBe(false);
+    // foo-bar's own names are still foo-bar's.
+    expect(generatedFor(fooBar, generatedName(secretDef, fooBar, 'owner'))).toBe(true);
+  });
+
+  test('suffixes of almost the right shape are not generated: a hash of another length or case, an index with a leading zero', () => {
+    for (const suffix of ['access-1a2b3c', 'access-1A2B3C4D5E', 'access-1a2b3c4d5e6', 'access-01', 'access-', 'owners'])
+      expect([suffix, generatedFor(foo, `platform-sharedsecret-foo-${suffix}`)]).toEqual([suffix, false]);
+  });
+
+  test("long names, cut with the source's hash: the same rule holds", () => {
+    const long = { name: `${'l'.repeat(200)}-end`, uid: 'uid-long' };
+    expect(generatedFor(long, generatedName(secretDef, long, 'owner'))).toBe(true);
+    expect(generatedFor(long, generatedName(secretDef, long, 'access-3'))).toBe(true);
+    expect(
+      generatedFor(long, accessName(long, { access: [{ verbs: ['get'], subresources: ['status'], users: ['a'] }] })),
+    ).toBe(true);
+    // A name with the source's hash, cut to make room for a suffix the server never gives.
+    expect(generatedFor(long, generatedName(secretDef, long, 'bar-owner'))).toBe(false);
+    expect(generatedFor(long, generatedName(secretDef, { ...long, uid: 'another' }, 'owner'))).toBe(false);
+  });
+
+  test("a Cluster's names are not a SharedSecret's of the same name", () => {
+    expect(generatedFor(foo, generatedName(clusterDef, foo, 'owner'))).toBe(false);
+    expect(isGeneratedName(clusterDef, foo, generatedName(clusterDef, foo, 'owner'))).toBe(true);
   });
 });
 
