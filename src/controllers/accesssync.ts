@@ -15,6 +15,8 @@
  * - the condition tells tenants what failed and on which generated object; the host's own words (which may name
  *   this server's identity and groups) go to the log only;
  * - generated objects are watched in the host (by label), so one changed or deleted by hand is put back at once;
+ *   the label is no proof (anyone who may make a Role can label it), so the lists before each watch are read a
+ *   bounded page at a time and only the objects at names generated for their source are kept;
  *   every `resyncIntervalMs` all objects are reconciled again and generated objects whose source is gone are swept;
  * - host failures are retried per object with an exponential backoff (never a tight loop); once the host answers
  *   again, everything waiting is retried at once.
@@ -390,8 +392,7 @@ export class AccessSync {
     let backoff = 500;
     while (!signal.aborted) {
       try {
-        const { items, resourceVersion } = await this.rbac.list(kind, selector);
-        this.replaceKind(kind, items);
+        const resourceVersion = await this.relist(kind, selector);
         this.noteHostUp();
         backoff = 500;
         let onAbort = () => {};
@@ -417,6 +418,8 @@ export class AccessSync {
         }).finally(() => signal.removeEventListener('abort', onAbort));
       } catch (err) {
         if (signal.aborted) return;
+        // The list's continue token or the watch's resourceVersion expired (kube's 410): a fresh list, at once.
+        if (err instanceof HostClusterError && err.code === 410) continue;
         this.noteHostDown(err);
         await sleep(backoff, signal);
         // These four loops are what notices the host coming back, so they stay prompt: at most every 5 s.
@@ -425,8 +428,27 @@ export class AccessSync {
     }
   }
 
+  /**
+   * Lists one kind a page at a time (host/resource.ts pages) and keeps of each page only the objects generated for
+   * their source: whatever else carries the label goes with its page, so a list holds no more than a page of what
+   * others labelled. What was known of the kind is then replaced; returned is the resourceVersion to watch from.
+   */
+  private async relist(kind: RbacKind, selector: string): Promise<string> {
+    const ours: Array<[string, RbacObject]> = [];
+    let resourceVersion = '';
+    for await (const page of this.rbac.pages(kind, selector)) {
+      resourceVersion ||= page.resourceVersion;
+      for (const o of page.items) {
+        const uid = this.sourceUidOf(o);
+        if (uid) ours.push([uid, o]);
+      }
+    }
+    this.replaceKind(kind, ours);
+    return resourceVersion;
+  }
+
   /** A fresh list of one kind replaces what was known of it; every source concerned is looked at again. */
-  private replaceKind(kind: RbacKind, items: RbacObject[]): void {
+  private replaceKind(kind: RbacKind, ours: Array<[string, RbacObject]>): void {
     for (const [uid, objs] of this.generated) {
       for (const [key, o] of objs) {
         if (o.kind === kind) {
@@ -436,17 +458,21 @@ export class AccessSync {
       }
       if (!objs.size) this.generated.delete(uid);
     }
-    for (const o of items) {
-      const uid = o.metadata.labels?.[SOURCE_UID_LABEL];
-      if (!uid || !this.generatedFor(o, uid)) continue;
+    for (const [uid, o] of ours) {
       this.remember(uid, o);
       this.queue.add(uid);
     }
   }
 
-  private hostEvent(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: RbacObject): void {
+  /** The uid of the source a host object was generated for (generatedFor), or undefined: not one of ours. */
+  private sourceUidOf(obj: RbacObject): string | undefined {
     const uid = obj.metadata.labels?.[SOURCE_UID_LABEL];
-    if (!uid || !this.generatedFor(obj, uid)) return;
+    return uid && this.generatedFor(obj, uid) ? uid : undefined;
+  }
+
+  private hostEvent(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: RbacObject): void {
+    const uid = this.sourceUidOf(obj);
+    if (!uid) return;
     if (type === 'DELETED') this.forgetObject(uid, objectKey(obj));
     else this.remember(uid, obj);
     this.queue.add(uid);
@@ -486,7 +512,10 @@ export class AccessSync {
     while (this.hostFailing && !this.signal?.aborted) {
       await sleep(wait, this.signal);
       try {
-        await this.rbac.list('ClusterRole', `${MANAGED_BY_LABEL}=${MANAGED_BY},${SOURCE_UID_LABEL}=probe`);
+        // A label no source has: an answer of one object at most, whatever anyone labelled so.
+        await this.rbac.list('ClusterRole', `${MANAGED_BY_LABEL}=${MANAGED_BY},${SOURCE_UID_LABEL}=probe`, {
+          limit: 1,
+        });
         this.noteHostUp();
       } catch {
         wait = Math.min(wait * 2, HOST_PROBE_MAX_MS);

@@ -16,7 +16,7 @@ import {
 } from './kubeconfig.js';
 import { KubeRequests, type KubeRequestsOptions, type RequestOptions, type WatchEvent } from './kuberequest.js';
 
-export { HostClusterError } from './kuberequest.js';
+export { AnswerTooLargeError, HostClusterError } from './kuberequest.js';
 export type { KubeStatus, WatchEvent } from './kuberequest.js';
 
 export const DEFAULT_HOST_TIMEOUT_MS = 5_000;

@@ -5,9 +5,10 @@
  * files and credentials are used as they change (a new connection when the TLS material changed). What the client
  * lacks is here: a bounded time per request (the credential plugin's run included); for servers that stored data
  * names, a bound on the bytes read of one answer or one watch event (past it the connection is cut, nothing more is
- * read) and the addresses connected to limited (serverallowlist.ts); watches as JSON lines whose ERROR events end
- * them; and HostClusterErrors that say the operation, the HTTP status and the host's Status, or the network error,
- * never a credential. The client's own request layer (undici's fetch) and Watch read answers whole and unbounded.
+ * read; a request may set its own, as the pages of a list do) and the addresses connected to limited
+ * (serverallowlist.ts); watches as JSON lines whose ERROR events end them; and HostClusterErrors that say the
+ * operation, the HTTP status and the host's Status, or the network error, never a credential. The client's own
+ * request layer (undici's fetch) and Watch read answers whole and unbounded.
  */
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -33,6 +34,9 @@ export class HostClusterError extends Error {
   }
 }
 
+/** An answer larger than the bound of its request or client: cut, nothing more read. */
+export class AnswerTooLargeError extends HostClusterError {}
+
 export interface KubeStatus {
   kind?: string;
   status?: string;
@@ -49,6 +53,8 @@ export interface RequestOptions {
   timeoutMs?: number;
   /** The Accept header (default application/json), e.g. METADATA_ONLY_LIST for only the items' metadata. */
   accept?: string;
+  /** The most bytes read of this answer (default: the client's maxResponseBytes); past it an AnswerTooLargeError. */
+  maxResponseBytes?: number;
 }
 
 /** kube's metadata-only forms (client-go's metadata client): PartialObjectMetadata for a watch's events, and a list. */
@@ -120,7 +126,7 @@ export class KubeRequests {
           try {
             const res = await this.send(method, path, opts.query, body, timeoutMs, false, undefined, opts.accept);
             span.setAttributes({ 'http.response.status_code': res.statusCode });
-            const text = await readBody(res, what, this.opts.maxResponseBytes);
+            const text = await readBody(res, what, opts.maxResponseBytes ?? this.opts.maxResponseBytes);
             return parseAnswer<T>(what, res.statusCode ?? 0, text);
           } catch (err) {
             // A kept-alive connection the host closed as it was reused: the request never reached it; once more.
@@ -437,7 +443,7 @@ function readBody(res: http.IncomingMessage, what: string, limit: number | undef
     const refuse = (detail: string) => {
       res.destroy();
       reject(
-        new HostClusterError(
+        new AnswerTooLargeError(
           `${what}: the answer is larger than ${limit} bytes${detail}, the most read from this server`,
         ),
       );

@@ -1,10 +1,10 @@
 /**
- * The four RBAC kinds of the host cluster, each a HostResource (list by label, get, create, replace, delete, watch by
- * label), chosen by kind.
+ * The four RBAC kinds of the host cluster, each a HostResource (list by label a page at a time, get, create, replace,
+ * delete, watch by label), chosen by kind.
  */
 import { RBAC_API_VERSION, type RbacKind, type RbacObject } from '../access/rbac.js';
 import type { HostCluster } from './cluster.js';
-import { HostResource, type WatchEventType } from './resource.js';
+import { HostResource, type ListPage, type PageRequest, type WatchEventType } from './resource.js';
 
 export type { WatchEventType } from './resource.js';
 
@@ -29,8 +29,14 @@ export class HostRbac {
     ) as Record<RbacKind, HostResource<RbacObject>>;
   }
 
-  list(kind: RbacKind, labelSelector: string): Promise<{ items: RbacObject[]; resourceVersion: string }> {
-    return this.kinds[kind].list(labelSelector);
+  /** One page of the objects of `kind` with the labels (all of them when no limit is asked for). */
+  list(kind: RbacKind, labelSelector: string, page?: PageRequest): Promise<ListPage<RbacObject>> {
+    return this.kinds[kind].list(labelSelector, page);
+  }
+
+  /** Every object of `kind` with the labels, a bounded page at a time (HostResource.pages). */
+  pages(kind: RbacKind, labelSelector: string): AsyncGenerator<ListPage<RbacObject>> {
+    return this.kinds[kind].pages(labelSelector);
   }
 
   /** The object of that name, or undefined when there is none. */

@@ -574,6 +574,55 @@ describe('labels are no proof of what the server made', () => {
   });
 });
 
+describe('what others label costs the lists no more than a page', () => {
+  test("the lists before each watch come a page at a time; 600 Roles labelled for a source (not at its names) stay, and the source's own, on a later page, are still known", async () => {
+    const s = await createSecret(uniq('paged'), { access: [{ verbs: ['get'], users: ['alice'] }] });
+    const path = sharedSecretPath(NS, s.metadata.name);
+    await synced(path);
+    const labels = { 'app.kubernetes.io/managed-by': 'platform-management-api', [UID_LABEL]: s.metadata.uid };
+    const annotations = { 'management.platform.sh/source': `SharedSecret ${NS}/${s.metadata.name}` };
+    // Listed before the source's own Roles (kube lists by namespace, then name): in another namespace and in its own.
+    const foreign = Array.from({ length: 600 }, (_, i) =>
+      host.put({
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'Role',
+        metadata: { name: `aaa-tenant-role-${i}`, namespace: i % 2 ? NS : 'a-tenant', labels, annotations },
+        rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'], resourceNames: [`cm-${i}`] }],
+      }),
+    );
+    const watching = (resource: string) =>
+      host.requests.some((r) => r.resource === resource && new URLSearchParams(r.query).get('watch') === 'true');
+    try {
+      host.resetCounts();
+      // The watches end (as kube's timeout ends them): the sync lists each kind again and watches from there.
+      host.endWatches();
+      await waitFor('the Roles to be watched again', () => watching('roles'));
+      const lists = host.requests
+        .filter((r) => r.resource === 'roles' && r.method === 'GET' && r.query.includes('labelSelector'))
+        .map((r) => Object.fromEntries(new URLSearchParams(r.query)))
+        .filter((q) => q.watch !== 'true');
+      const selector = 'app.kubernetes.io/managed-by=platform-management-api';
+      expect(lists.length).toBeGreaterThanOrEqual(2);
+      expect(lists).toEqual([
+        { labelSelector: selector, limit: '500' },
+        ...lists.slice(1).map(() => ({ labelSelector: selector, limit: '500', continue: expect.any(String) })),
+      ]);
+
+      // Its Role deleted by hand is put back: the relist and the watch after it have been seen, and the source
+      // reconciled after both. That cost the put-back's read (and its POST, at the collection's path) alone: its
+      // objects on the later page were known, else each would have been read and replaced.
+      const name = accessName(s.metadata.name, { verbs: ['get'] });
+      expect(host.remove('roles', NS, name)).toBe(true);
+      await waitFor('the Role to be back', () => host.get('roles', NS, name));
+      expect(rbacCalls(s.metadata.name)).toEqual({ 'GET roles': 1 });
+      // None of the others' Roles was taken for the source's: all are as they were.
+      for (const f of foreign) expect(host.get('roles', f.metadata.namespace!, f.metadata.name)).toEqual(f);
+    } finally {
+      for (const f of foreign) host.remove('roles', f.metadata.namespace!, f.metadata.name);
+    }
+  }, 60_000);
+});
+
 describe('drift', () => {
   test('a generated Role deleted by hand, a binding edited by hand, a roleRef changed: all put back', async () => {
     const s = await createSecret(uniq('drift'), { access: [{ verbs: ['get'], users: ['alice'] }] });

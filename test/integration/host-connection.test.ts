@@ -2,7 +2,8 @@
  * How the server connects to its host cluster (src/host/kubeconfig.ts, kuberequest.ts, through
  * @kubernetes/client-node) against the stand-in: the kubeconfig fields it honours (files relative to it, a token
  * file read again as it rotates, skipped verification, an http proxy), exec credential plugins and the credentials
- * they rotate, the host's Status carried in errors, and credentials kept out of them.
+ * they rotate, the host's Status carried in errors, and credentials kept out of them; lists a bounded page at a
+ * time (resource.ts).
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,6 +17,7 @@ import yaml from 'js-yaml';
 import type { AddressInfo } from 'node:net';
 import { HostCluster, HostClusterError } from '../../src/host/cluster.js';
 import { HostRbac } from '../../src/host/rbac.js';
+import { PAGE_LIMIT, PAGE_MAX_BYTES } from '../../src/host/resource.js';
 import { makeCa, makeCert } from '../support/certs.js';
 import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
 import { sleep, waitFor } from '../support/wait.js';
@@ -303,6 +305,43 @@ describe('requests and watches', () => {
     } finally {
       again.stop();
       await host.setDown(false);
+    }
+  });
+
+  test('a list a page at a time: every object once, pages of at most PAGE_MAX_BYTES but for one object alone, smaller after a page too large and growing back', async () => {
+    const role = (name: string, resourceNames: string[]) =>
+      host.put({
+        kind: 'ClusterRole',
+        metadata: { name, labels: { paged: 'yes' } },
+        rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'], resourceNames }],
+      });
+    const names = (bytes: number) =>
+      Array.from({ length: Math.ceil(bytes / 40) }, (_, i) => `configmap-${String(i).padStart(27, '0')}`);
+    // Listed in order of name: one object larger than a page may be, five of 1.2 MiB, then 1,100 small ones.
+    const put = [
+      role('a-huge', names(5 * 2 ** 20)),
+      ...Array.from({ length: 5 }, (_, i) => role(`b-large-${i}`, names(1.2 * 2 ** 20))),
+      ...Array.from({ length: 1100 }, (_, i) => role(`c-small-${String(i).padStart(4, '0')}`, ['x'])),
+    ];
+    const rbac = new HostRbac(HostCluster.load({ kubeconfig: host.kubeconfigPath })!);
+    try {
+      host.resetCounts();
+      const seen: string[] = [];
+      for await (const page of rbac.pages('ClusterRole', 'paged=yes')) {
+        if (page.items.length > 1)
+          expect(Buffer.byteLength(JSON.stringify(page.items))).toBeLessThanOrEqual(PAGE_MAX_BYTES);
+        seen.push(...page.items.map((o) => o.metadata.name));
+      }
+      expect(seen).toEqual(put.map((o) => o.metadata.name));
+      const limits = host.requests
+        .filter((r) => r.resource === 'clusterroles')
+        .map((r) => Number(new URLSearchParams(r.query).get('limit')));
+      // Halved down to the huge object alone, then twice as many each page that fits, until pages are whole again.
+      const halved = [PAGE_LIMIT, 250, 125, 62, 31, 15, 7, 3];
+      const grown = [2, 4, 8, 16, 32, 64, 128, 256];
+      expect(limits).toEqual([...halved, 1, ...grown, PAGE_LIMIT, PAGE_LIMIT]);
+    } finally {
+      for (const o of put) host.remove('clusterroles', '', o.metadata.name);
     }
   });
 

@@ -5,7 +5,8 @@
  * - POST /apis/authentication.k8s.io/v1/tokenreviews: tokens registered with addToken;
  * - POST /apis/authorization.k8s.io/v1/subjectaccessreviews: a small RBAC evaluator over the stored Roles,
  *   ClusterRoles (with aggregationRule), RoleBindings and ClusterRoleBindings, plus system:masters;
- * - /apis/rbac.authorization.k8s.io/v1/...: create, get, list (labelSelector, fieldSelector), watch, update,
+ * - /apis/rbac.authorization.k8s.io/v1/...: create, get, list (labelSelector, fieldSelector, limit and continue),
+ *   watch, update,
  *   patch (JSON, merge; strategic treated as merge), delete and deletecollection of those four kinds, namespaced
  *   and cluster-scoped, with one resourceVersion counter and kube's Status bodies (404, 409, 422);
  * - /api/v1/[namespaces/<ns>/]secrets[/<name>]: the same verbs for core v1 Secrets, with kube's Secret rules: no
@@ -28,11 +29,12 @@
  * Every request needs the bearer token of the kubeconfig written at kubeconfigPath (kubeconfigText() has it as
  * text, to store as another cluster's Secret `vc-<name>`). `requests` logs what arrived (to test caching); setDown
  * simulates an outage; onRequest refuses chosen requests (a 403 for a credential without rights, say). The
- * kube-system Namespace's uid is random, or the option kubeSystemUid (it identifies a physical cluster). Not modelled: admission (objects may be created in namespaces that do not exist; approving
- * a CSR needs no `approve` permission on its signer), paging (limit is ignored), watch history compaction,
- * server-side apply; for CSRs: watch, selectors (both refused with 400, not ignored), update/patch of the object
- * and its status subresource, and requests with non-RSA keys (node-forge reads RSA only; kube accepts ECDSA and
- * Ed25519 too).
+ * kube-system Namespace's uid is random, or the option kubeSystemUid (it identifies a physical cluster); endWatches
+ * ends the open watches, as their timeout does in kube. Not modelled: admission (objects may be created in namespaces
+ * that do not exist; approving a CSR needs no `approve` permission on its signer), paging of the other kinds' lists
+ * (limit is ignored there), expired continue tokens, watch history compaction, server-side apply; for CSRs: watch,
+ * selectors (both refused with 400, not ignored), update/patch of the object and its status subresource, and
+ * requests with non-RSA keys (node-forge reads RSA only; kube accepts ECDSA and Ed25519 too).
  *
  * The parts live in hostcluster/, one job each: the shared object helpers and resourceVersion counter (objects),
  * the table of stored kinds (kinds: RBAC kinds and Secrets) with Secret rules (secretvalidation), their store
@@ -138,6 +140,8 @@ export interface HostClusterStandIn {
   resetCounts(): void;
   /** 'refused' stops listening (connection refused, watches cut); 'unavailable' answers 503 to everything. */
   setDown(down: boolean, mode?: 'refused' | 'unavailable'): Promise<void>;
+  /** Ends every open watch, as kube-apiserver does when a watch's time is up: clients list (or watch) again. */
+  endWatches(): void;
   /** The stored CertificateSigningRequests (copies), by name. */
   csrs(): KubeObj[];
   /** The kubeconfig of kubeconfigPath as YAML text: what a Secret `vc-<name>` key `config` holds for a virtual cluster. */
@@ -286,6 +290,7 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
       mode = how;
       if (how === 'refused') await server.close();
     },
+    endWatches: () => watches.endAll(),
     csrs: () => csrs.all(),
     kubeconfigText: () => kubeconfigText,
     async stop() {
