@@ -469,11 +469,13 @@ function serverControllers(
           workQueueMetrics,
         }).run(signal),
     });
+    // One set of records for every run of the delivery: what storage did not take yet is still known to the next.
+    const records = new DeliveryRecords(storage, config.etcdPrefix);
     if (config.projectSecretDelivery)
       controllers.push({
         name: 'projectsecret-delivery',
         run: (signal) =>
-          new ProjectSecretDelivery(registry, host, new DeliveryRecords(storage, config.etcdPrefix), {
+          new ProjectSecretDelivery(registry, host, records, {
             log: info,
             resyncIntervalMs: config.accessResyncPeriodMs,
             workQueueMetrics,

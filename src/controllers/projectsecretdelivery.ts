@@ -8,9 +8,10 @@
  * - **the server writes and deletes only the Secret it made**: the uid of every Secret it creates is recorded in its
  *   own storage (deliveryrecords.ts, which no client reads or writes), and only the Secret with that uid, at the
  *   ProjectSecret's own namespace and name, is replaced (at the resourceVersion read; one made immutable by hand is
- *   deleted, by uid, and created again) or deleted. Labels are never believed: any other Secret of that name (made
- *   by hand, for another object, or labelled to look like this server's) is never touched, and the condition
- *   `SecretDelivered` says so (`NameTaken`);
+ *   deleted, by uid, and created again) or deleted. Labels are believed only at the ProjectSecret's own place, and
+ *   only while its create is on its way (an answer lost) or, once, for what earlier versions delivered (see
+ *   deliveryrecords.ts): any other Secret of that name (made by hand, for another object, or labelled to look like
+ *   this server's) is never touched, and the condition `SecretDelivered` says so (`NameTaken`);
  * - the record outlives the ProjectSecret: once it is gone (deleted, whenever and however, while the server or the
  *   host was away included) its Secret is deleted by the recorded uid, when the store's watch has listed every
  *   ProjectSecret (an unknown one would look deleted) and at every resync;
@@ -22,6 +23,7 @@
  * - the condition and the log name namespaces, names and how many keys, never values; the host's own words go to
  *   the log only.
  */
+import { createHash } from 'node:crypto';
 import { GROUP_NAME } from '../apimachinery/group.js';
 import { jsonEqual } from '../apimachinery/equality.js';
 import type { KubeObject } from '../apimachinery/types.js';
@@ -67,12 +69,13 @@ interface Place {
 /** What the server last wrote (or found as it wrote it) for one ProjectSecret. */
 interface Written {
   resourceVersion: string;
-  /** The Secret as wanted then (desiredSecret, as JSON). */
+  /** The Secret as wanted then: a digest of desiredSecret (its data is the ProjectSecret's, not to be kept twice). */
   wanted: string;
   /** The watch showed a change of it since (or may have missed one). */
   stale: boolean;
 }
 
+const sourceUid = (s: HostSecret) => s.metadata.labels?.[SOURCE_UID_LABEL];
 const placeKey = ({ namespace, name }: { namespace?: string; name: string }) => `${namespace}/${name}`;
 
 export class ProjectSecretDelivery {
@@ -89,6 +92,8 @@ export class ProjectSecretDelivery {
   private readonly written = new Map<string, Written>();
   /** Whether the store's watch has listed every ProjectSecret: before, one not known may just not be seen yet. */
   private listed = false;
+  /** Until the records have taken over what earlier versions delivered: the ProjectSecrets not looked at yet. */
+  private migrating?: Set<string>;
 
   constructor(
     registry: Registry,
@@ -144,6 +149,8 @@ export class ProjectSecretDelivery {
     await watch.synced;
     if (signal.aborted) return;
     this.listed = true;
+    if (!this.records.migrated) this.migrating = new Set(this.known.keys());
+    await this.migrated();
     this.enqueueAll();
     every(this.resyncMs, () => this.enqueueAll(), signal);
     signal.addEventListener('abort', () => this.queue.shutdown(), { once: true });
@@ -196,7 +203,10 @@ export class ProjectSecretDelivery {
     const place = this.known.get(uid);
     const read = place ? await getIfExists(this.projectSecrets, place.namespace, place.name) : undefined;
     const live = read && read.metadata.uid === uid && !read.metadata.deletionTimestamp ? read : undefined;
-    if (!live) return this.deleteMade(uid);
+    if (!live) {
+      await this.deleteMade(uid);
+      return this.migrated(uid);
+    }
     let outcome: Outcome;
     try {
       outcome = await this.deliver(uid, live);
@@ -206,6 +216,27 @@ export class ProjectSecretDelivery {
       throw withoutData(err, live);
     }
     await this.report(live, outcome);
+    await this.migrated(uid);
+  }
+
+  /** `uid` has been looked at: once every ProjectSecret known at the start has been, the records have taken over. */
+  private async migrated(uid?: string): Promise<void> {
+    if (!this.migrating) return;
+    if (uid) this.migrating.delete(uid);
+    if (this.migrating.size) return;
+    await this.records.markMigrated();
+    this.migrating = undefined;
+    this.log("projectsecret delivery: the Secrets of earlier versions are recorded as the server's");
+  }
+
+  /**
+   * Whether `have`, at the ProjectSecret's own place and labelled as made for it, is taken for the server's though no
+   * uid is recorded: while its create is on its way (`made` is its intent), or before the records took over.
+   */
+  private adoptable(uid: string, have: HostSecret): boolean {
+    const made = this.records.get(uid);
+    const labelled = have.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY && sourceUid(have) === uid;
+    return labelled && (made?.uid === '' || !this.records.migrated);
   }
 
   /**
@@ -215,7 +246,10 @@ export class ProjectSecretDelivery {
   private async deleteMade(uid: string): Promise<void> {
     const made = this.records.get(uid);
     if (!made || !this.listed || this.known.get(uid)) return;
-    await this.deleteSecret(made);
+    // A create whose answer was lost: the Secret at its place, if it is the one it made.
+    const have = made.uid ? undefined : await this.secrets.get(made.namespace, made.name);
+    if (made.uid) await this.deleteSecret(made);
+    else if (have && this.adoptable(uid, have)) await this.deleteSecret({ ...made, uid: have.metadata.uid! });
     await this.records.delete(uid);
     this.log('projectsecret delivery: deleted the Secret of a ProjectSecret that is gone', {
       namespace: made.namespace,
@@ -239,7 +273,7 @@ export class ProjectSecretDelivery {
    */
   private async deliver(uid: string, obj: KubeObject): Promise<Outcome> {
     const want = desiredSecret(obj);
-    const wanted = JSON.stringify(want);
+    const wanted = createHash('sha256').update(JSON.stringify(want)).digest('base64');
     const { namespace, name } = want.metadata;
     const where = `Secret ${namespace}/${name} in the host cluster`;
     const delivered: Outcome = {
@@ -247,10 +281,10 @@ export class ProjectSecretDelivery {
       reason: 'Delivered',
       message: `kept as ${where} (${Object.keys(want.data ?? {}).length} key(s)), for workloads to mount`,
     };
-    const made = this.records.get(uid);
+    let made = this.records.get(uid);
     // As the server last wrote it, and the watch has shown no change since: nothing to ask of the host.
     const last = this.written.get(uid);
-    if (made && last && !last.stale && last.wanted === wanted) return delivered;
+    if (made?.uid && last && !last.stale && last.wanted === wanted) return delivered;
 
     const have = await this.secrets.get(namespace, name);
     if (!have) {
@@ -262,7 +296,12 @@ export class ProjectSecretDelivery {
       });
       return delivered;
     }
-    if (!made || have.metadata.uid !== made.uid) {
+    if ((!made?.uid || have.metadata.uid !== made.uid) && this.adoptable(uid, have)) {
+      made = { namespace: namespace!, name, uid: have.metadata.uid! };
+      await this.records.set(uid, made);
+      this.log("projectsecret delivery: took a Secret made for the ProjectSecret as the server's", { namespace, name });
+    }
+    if (!made?.uid || have.metadata.uid !== made.uid) {
       // What was made is gone, and another Secret has the name now: nothing of the server's is there.
       if (made) await this.records.delete(uid);
       this.written.delete(uid);
@@ -295,9 +334,10 @@ export class ProjectSecretDelivery {
     return delivered;
   }
 
-  /** Creates the Secret and records it as the server's (a record lost to a crash in between leaves it NameTaken). */
+  /** Creates the Secret and records it as the server's, its intent first (an answer lost leaves it adoptable). */
   private async create(uid: string, want: HostSecret, wanted: string): Promise<void> {
     this.written.delete(uid);
+    await this.records.set(uid, { namespace: want.metadata.namespace!, name: want.metadata.name, uid: '' });
     const created = await this.secrets.create(want);
     const { namespace = want.metadata.namespace!, name, uid: secretUid } = created.metadata;
     if (secretUid) await this.records.set(uid, { namespace, name, uid: secretUid });

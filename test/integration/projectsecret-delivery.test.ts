@@ -17,6 +17,7 @@
  * - no value ever appears in the server's log or in a condition.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { Etcd3 } from 'etcd3';
 import * as errors from '../../src/apimachinery/status.js';
 import { createLogger } from '../../src/log.js';
 import {
@@ -346,6 +347,68 @@ describe('only what the server made: labels are believed for nothing', () => {
     for (const r of collection.filter((c) => !c.query.includes('watch=')))
       expect(new URLSearchParams(r.query).get('limit')).toBe('1');
   });
+});
+
+describe("what the server made, known when a record is missing: a create's lost answer, and earlier versions", () => {
+  const SOURCE_UID = 'management.platform.sh/source-uid';
+
+  test("a create whose answer was lost: the Secret it made is the server's, taken by its intent", async () => {
+    const name = uniq('lost');
+    // The host makes the Secret as asked, and the answer does not come back.
+    let lost = false;
+    host.onRequest = (method, _path, body) => {
+      if (lost || method !== 'POST' || body?.metadata?.name !== name) return;
+      lost = true;
+      throw errors.serviceUnavailable('the answer was lost (stand-in)');
+    };
+    try {
+      const uid = (await createProjectSecret(name, { data: encoded({ token: 's3cr3t-one' }) })).metadata.uid;
+      await waitFor('the first create to be tried', () => lost);
+      // What the lost create made, as the server would have made it.
+      host.addSecret(PROJECT_NS, name, { token: 's3cr3t-one' });
+      const made = hostSecret(name);
+      made.metadata.labels = { ...MANAGED_BY, [SOURCE_UID]: uid };
+      made.metadata.annotations = { 'management.platform.sh/source': `ProjectSecret ${PROJECT_NS}/${name}` };
+      host.put(made);
+    } finally {
+      host.onRequest = undefined;
+    }
+    expect((await deliveredCondition(name, 'Delivered')).status).toBe('True');
+    const adopted = hostSecret(name).metadata.uid;
+    // It is the server's now: deleted with the ProjectSecret.
+    expect((await root.delete(projectSecretPath(name))).status).toBe(200);
+    await waitFor('the Secret it made to be deleted', async () => hostSecret(name)?.metadata.uid !== adopted);
+    expect(hostSecret(name)).toBeUndefined();
+  });
+
+  test("an earlier version's Secrets are the server's once, at the first start with records; not after", async () => {
+    const kv = new Etcd3({ hosts: etcd.endpoint });
+    const prefix = ts.config.etcdPrefix;
+    const records = `${prefix}/delivered/projectsecrets/`;
+    try {
+      const name = uniq('earlier');
+      const uid = (await createProjectSecret(name, { data: encoded({ token: 's3cr3t-one' }) })).metadata.uid;
+      const delivered = await hostHolds(name, { token: 's3cr3t-one' });
+      // As an earlier version left it: the Secret, labelled, and no records at all.
+      await ts.stop();
+      await kv.delete().prefix(`${prefix}/delivered/`);
+      await startServer({ etcdPrefix: prefix });
+      expect((await deliveredCondition(name, 'Delivered')).status).toBe('True');
+      expect(hostSecret(name).metadata.uid).toBe(delivered.metadata.uid);
+      await waitFor('its record', async () => (await kv.get(records + uid).string()) !== null);
+      // Once taken over, a label is no proof: without its record, the same Secret is someone else's.
+      await waitFor(
+        'the migration to be recorded',
+        async () => (await kv.get(`${prefix}/delivered/migrated/projectsecrets`).string()) !== null,
+      );
+      await ts.stop();
+      await kv.delete().key(records + uid);
+      await startServer({ etcdPrefix: prefix });
+      expect((await deliveredCondition(name, 'NameTaken')).status).toBe('False');
+    } finally {
+      kv.close();
+    }
+  }, 60_000);
 });
 
 describe('a deletion while the host or the delivery was away', () => {

@@ -402,9 +402,14 @@ describe('whose access a copy rests on: who set the reference (status.referenced
     // The same by a PUT of the object as read, the reference taken out.
     const again = uniq('dbcopy');
     expect((await alice.post(psecs, { ...body, metadata: { name: again } })).status).toBe(201);
-    const read = await holds(again, { password: 'rotated-pw' }, 'Synced');
-    const { sharedSecretRef: _ref, ...rest } = read.spec;
-    const put = await bob.put(projectSecretPath(again), { ...read, spec: rest });
+    await holds(again, { password: 'rotated-pw' }, 'Synced');
+    let put: any;
+    // The controllers write its status meanwhile: a PUT they made stale is sent again on a fresh read.
+    for (let attempt = 0; attempt < 5 && put?.status !== 200; attempt++) {
+      const read = (await root.get(projectSecretPath(again))).body;
+      const { sharedSecretRef: _ref, ...rest } = read.spec;
+      put = await bob.put(projectSecretPath(again), { ...read, spec: rest });
+    }
     expect(put.status).toBe(200);
     expect(put.body.spec.data).toBeUndefined();
     // Data written by hand as the reference goes is the writer's own, and kept.
@@ -418,6 +423,81 @@ describe('whose access a copy rests on: who set the reference (status.referenced
     );
     expect(own.status).toBe(200);
     expect(own.body.spec.data).toEqual({ password: B64('hunter2') });
+  });
+
+  test('removing the reference with some keys changed or gone leaves none of what was copied, by any patch', async () => {
+    const source = uniq('multi');
+    await createSharedSecret(source, { a: 'ops-pw', b: 'rotated-pw' }, [{ verbs: ['get'], users: ['alice'] }]);
+    const body = (name: string) => ({
+      apiVersion: API_VERSION,
+      kind: 'ProjectSecret',
+      metadata: { name },
+      spec: { owner: { user: 'alice' }, sharedSecretRef: { namespace: SOURCE_NS, name: source } },
+    });
+    const attempts: [string, (path: string) => Promise<any>][] = [
+      [
+        'JSON patch removing the reference and one key',
+        (path) =>
+          bob.patch(
+            path,
+            [
+              { op: 'remove', path: '/spec/sharedSecretRef' },
+              { op: 'remove', path: '/spec/data/b' },
+            ],
+            JSON_PATCH,
+          ),
+      ],
+      [
+        'merge patch removing the reference and adding a key',
+        (path) => bob.patch(path, { spec: { sharedSecretRef: null, data: { pad: B64('x') } } }, MERGE_PATCH),
+      ],
+    ];
+    for (const [how, attempt] of attempts) {
+      const name = uniq('dbcopy');
+      expect((await alice.post(psecs, body(name))).status).toBe(201);
+      await holds(name, { a: 'ops-pw', b: 'rotated-pw' }, 'Synced');
+      const res = await attempt(projectSecretPath(name));
+      expect({ how, status: res.status }).toEqual({ how, status: 200 });
+      // Only what bob wrote himself stays.
+      expect({ how, data: (await root.get(projectSecretPath(name))).body.spec.data }).toEqual({
+        how,
+        data: how.startsWith('merge') ? { pad: B64('x') } : undefined,
+      });
+    }
+  });
+
+  test('handing a synced ProjectSecret on is naming its SharedSecret anew: 403 for an owner who may not get it', async () => {
+    const source = uniq('handon');
+    await createSharedSecret(source, { password: 'ops-pw' }, [{ verbs: ['get'], teams: ['ops'] }]);
+    const name = uniq('dbcopy');
+    // bob owns it and may read it (his access entry); carol (team ops) names the SharedSecret in it.
+    const created = await root.post(psecs, {
+      apiVersion: API_VERSION,
+      kind: 'ProjectSecret',
+      metadata: { name },
+      spec: { owner: { user: 'bob' }, access: [{ verbs: ['get', 'patch', 'update'], users: ['bob', 'carol'] }] },
+    });
+    expect(created.status).toBe(201);
+    const named = await carol.patch(
+      projectSecretPath(name),
+      { spec: { sharedSecretRef: { namespace: SOURCE_NS, name: source } } },
+      MERGE_PATCH,
+    );
+    expect(named.status).toBe(200);
+    await holds(name, {}, 'OwnerCannotGet');
+    // bob hands it to team ops, which may get it: refused, nothing changes.
+    const before = (await root.get(projectSecretPath(name))).body;
+    const handed = await bob.patch(
+      projectSecretPath(name),
+      { spec: { owner: { user: null, team: 'ops' } } },
+      MERGE_PATCH,
+    );
+    expect({ status: handed.status, reason: handed.body.reason }).toEqual({ status: 403, reason: 'Forbidden' });
+    expect(handed.body.message).toContain('changing the owner of a ProjectSecret synced from it is a read of it');
+    expect((await root.get(projectSecretPath(name))).body.metadata.resourceVersion).toBe(
+      before.metadata.resourceVersion,
+    );
+    await holds(name, {}, 'OwnerCannotGet');
   });
 
   test("the writer's next write records them as they are now: a team they left no longer keeps the copy", async () => {

@@ -129,8 +129,8 @@ export interface HostClusterStandIn {
   remove(resource: StoredResource, namespace: string, name: string): boolean;
   /** Answers SubjectAccessReviews instead of RBAC when it returns a status (to test denied, errors, ...). */
   onSubjectAccessReview?: (spec: SarSpec) => SarStatus | undefined;
-  /** Called with each authenticated request before it is served; throwing a StatusError answers with it. */
-  onRequest?: (method: string, path: string) => void;
+  /** Called with each authenticated request (and its parsed body) before it is served; throwing a StatusError answers with it. */
+  onRequest?: (method: string, path: string, body?: any) => void;
   /** The uid of the kube-system Namespace. */
   readonly kubeSystemUid: string;
   /** Called before an RBAC object (not a Secret) is created or replaced through the API; throwing a StatusError refuses the write (say, as RBAC's escalation check would). */

@@ -138,12 +138,15 @@ export const projectSecretStrategy: Strategy = {
   ],
   prepareForUpdate(obj, old, user) {
     owned.prepareForUpdate!(obj, old, user);
-    // A new reference, or none any more: the data as read belongs to the old source (or was written by hand); the
-    // sync refills it from a new one. Kept as hand-written data it would outlive its writer's access to the source.
+    // A new reference, or none any more: what was copied from the old source goes, every key of it the write leaves
+    // as it was (kept as hand-written data, it would outlive its writer's access to the source); the sync refills
+    // the data from a new one. Hand-written data as read, with a new reference, goes too (the new source's to fill).
     const ref = sharedSecretRef(obj);
     const before = sharedSecretRef(old);
-    if (user && (ref || before) && !jsonEqual(ref, before) && jsonEqual(obj.spec?.data, old.spec?.data))
-      delete obj.spec.data;
+    if (user && !jsonEqual(ref, before)) {
+      if (before) dropCopied(obj, old);
+      else if (ref && jsonEqual(obj.spec?.data, old.spec?.data)) delete obj.spec.data;
+    }
     // No reference, no one it rests on (admitUpdate records the writer of a new one, once it is allowed).
     if (!ref && obj.status?.referencedBy !== undefined) delete obj.status.referencedBy;
   },
@@ -163,6 +166,13 @@ export const projectSecretStrategy: Strategy = {
     if (jsonEqual(ref, sharedSecretRef(old))) {
       if (!jsonEqual(obj.spec?.data ?? {}, old.spec?.data ?? {}))
         throw handWrittenData(name, 'is synced from spec.sharedSecretRef and written by the server only');
+      // Whom the copy is for is the owner's to say only as someone who may read it: handing the ProjectSecret on is
+      // naming the SharedSecret anew (the new owner could otherwise be one its writer may not give it to).
+      if (!jsonEqual(obj.spec?.owner, old.spec?.owner)) {
+        await admitReference(obj, caller, context, 'changing the owner of a ProjectSecret synced from it');
+        recordWriter(obj, caller.user);
+        return;
+      }
       const writer = referenceWriter(old);
       // One stored before writers were recorded rests on nobody until someone who may get the source writes it; the
       // writer's own writes record them as they are now (their groups may have changed since).
@@ -174,6 +184,14 @@ export const projectSecretStrategy: Strategy = {
     recordWriter(obj, caller.user);
   },
 };
+
+/** Drops from `obj` every key of spec.data whose value is the one `old` had: what was copied (see prepareForUpdate). */
+function dropCopied(obj: KubeObject, old: KubeObject): void {
+  const copied = (old.spec?.data ?? {}) as Record<string, string>;
+  const kept = Object.entries((obj.spec?.data ?? {}) as Record<string, string>).filter(([k, v]) => copied[k] !== v);
+  if (kept.length) obj.spec.data = Object.fromEntries(kept);
+  else if (obj.spec) delete obj.spec.data;
+}
 
 /** Records the caller of a client write whose reference was just allowed (the server's own writes record nobody). */
 function recordWriter(obj: KubeObject, user: UserInfo | undefined): void {
@@ -207,14 +225,19 @@ function handWrittenData(name: string, what: string): Error {
  * A client naming a SharedSecret must be allowed to get it (403 naming it, whether it exists or not, so nothing is
  * learnt of it); the keys it lists must then be among the SharedSecret's (422 naming each missing one).
  */
-async function admitReference(obj: KubeObject, { user, authorize }: Caller, context: AdmitContext): Promise<void> {
+async function admitReference(
+  obj: KubeObject,
+  { user, authorize }: Caller,
+  context: AdmitContext,
+  what = 'naming a SharedSecret',
+): Promise<void> {
   const ref = sharedSecretRef(obj)!;
   const name = obj.metadata.name ?? '';
   if (user && !(await mayGet({ user, authorize }, ref)))
     throw errors.forbidden(
       projectSecretGR,
       name,
-      `User ${JSON.stringify(user.name)} cannot get SharedSecret ${ref.namespace}/${ref.name} named in spec.sharedSecretRef: naming a SharedSecret is a read of it, allowed to its owner, an access entry granting get, or RBAC`,
+      `User ${JSON.stringify(user.name)} cannot get SharedSecret ${ref.namespace}/${ref.name} named in spec.sharedSecretRef: ${what} is a read of it, allowed to its owner, an access entry granting get, or RBAC`,
     );
   const source = await getIfExists(store(context, 'sharedsecrets'), ref.name, ref.namespace);
   if (!source) return;

@@ -42,8 +42,8 @@ export interface Routes {
   flowcontrol: FlowControlObjects;
   /** GET /version's answer (kube's version.Info). */
   version: () => Record<string, string>;
-  /** Refuses a request before it is served, when it throws (a StatusError: 403, say). */
-  onRequest: () => ((method: string, path: string) => void) | undefined;
+  /** Refuses a request before it is served, when it throws (a StatusError: 403, say); `body` as it came (parsed). */
+  onRequest: () => ((method: string, path: string, body?: any) => void) | undefined;
 }
 
 export function routes(r: Routes) {
@@ -72,8 +72,8 @@ export function routes(r: Routes) {
     });
     if (r.unavailable()) throw errors.serviceUnavailable('the host cluster is down (stand-in)');
     if (req.headers.authorization !== `Bearer ${r.token}`) throw errors.unauthorized();
-    r.onRequest()?.(method, path);
     const body = ['POST', 'PUT', 'PATCH', 'DELETE'].includes(method) ? await readBody(req) : undefined;
+    r.onRequest()?.(method, path, body);
     if (method === 'GET' && path === '/version') return reply(res, 200, r.version());
 
     if (objectMatch) return r.objects(req, res, body, objectMatch, url.searchParams);
