@@ -529,7 +529,7 @@ export const FLAGS: FlagSpec[] = [
   {
     name: 'audit-webhook-batch-buffer-size',
     arg: 'int',
-    help: 'Events the webhook holds at most: waiting, in batches waiting to be sent or sent again, and in flight; past it events are dropped, counted in apiserver_audit_error_total{plugin="buffered"} and logged (default 10000).',
+    help: 'Events the webhook holds at most: waiting, in batches waiting to be sent or sent again, and in flight; and 64 MiB of their JSON at most, however few they are. An event past either is dropped, counted in apiserver_audit_error_total{plugin="buffered"} and logged (default 10000).',
     apply: (c, v) => (c.auditWebhookBatchBufferSize = positive('audit-webhook-batch-buffer-size', v)),
   },
   {

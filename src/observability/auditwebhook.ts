@@ -4,13 +4,18 @@
  * (30s) has passed since the first, at most --audit-webhook-batch-throttle-qps (10) batches a second with bursts of
  * --audit-webhook-batch-throttle-burst (15) (unless throttling is disabled). Requests never wait for the webhook.
  *
- * --audit-webhook-batch-buffer-size (10000) bounds every event the webhook holds: waiting, in batches waiting for the
- * throttle or a retry, and in flight; an event past it is dropped. (kube-apiserver bounds only the events waiting: its
- * batches on their way have no bound but the throttle's rate times the length of their tries, minutes for a receiver
- * that hangs.) A dropped event counts in kube's apiserver_audit_error_total: {plugin="buffered"} for a full buffer, as
- * kube's buffered backend counts it, {plugin="webhook"} for a batch the receiver failed. A full buffer writes an error
- * line at once, then one every DROP_LOG_INTERVAL_MS at most saying how many were dropped since (kube logs each dropped
- * event, contents and all). apiserver_audit_webhook_buffered_events (ours) is what the webhook holds.
+ * Two bounds hold for every event the webhook holds (waiting, in batches waiting for the throttle or a retry, and in
+ * flight): --audit-webhook-batch-buffer-size (10000) events, and BUFFER_BYTES (64 MiB) of their JSON; an event that
+ * would take either past it is dropped. (kube-apiserver bounds only the number of events waiting: its batches on
+ * their way have no bound but the throttle's rate times the length of their tries, minutes for a receiver that
+ * hangs, and none bounds their size, which a tenant's bodies make up to 3 MiB each at levels Request and above.) The
+ * bytes are counted once, as each event is written: it is serialized then (never again: a batch's body is its
+ * events' JSON joined, sent as it is on every try) and held as that JSON, in memory of its own outside the V8 heap.
+ * A dropped event counts in kube's apiserver_audit_error_total: {plugin="buffered"} for a full buffer, as kube's
+ * buffered backend counts it, {plugin="webhook"} for a batch the receiver failed. A full buffer writes an error
+ * line at once, then one every 10s at most saying how many were dropped since (auditdrops.ts; kube logs each
+ * dropped event, contents and all). apiserver_audit_webhook_buffered_events and apiserver_audit_webhook_buffered_bytes
+ * (ours) are what the webhook holds.
  *
  * The file is a kubeconfig (its current context: the receiver's URL, CA, client certificate or token), read once at
  * start. A batch the receiver fails (a network error, 429 or 5xx) is sent again after --audit-webhook-initial-backoff
@@ -18,17 +23,25 @@
  * dropped, with an error in the log. Another answer (a 4xx) drops it at once. At shutdown what is buffered is sent,
  * and the server waits for the batches on their way, each for the try it is in (no more retries then).
  */
+import { AsyncResource } from 'node:async_hooks';
 import type { Logger } from '../log.js';
 import { loadKubeconfigFile } from '../host/kubeconfig.js';
 import { HostClusterError, KubeRequests } from '../host/kuberequest.js';
 import type { AuditEvent, AuditSink } from './audit.js';
+import { DropLog } from './auditdrops.js';
 
 /** kube's audit metrics, in the parts the webhook reports (src/observability/metrics.ts implements them). */
 export interface AuditWebhookMetrics {
   /** Events lost to `plugin`'s error: apiserver_audit_error_total{plugin}. */
   failed(plugin: 'buffered' | 'webhook', events: number): void;
-  /** The events the webhook holds are read at each scrape. */
-  buffered(read: () => number): void;
+  /** What the webhook holds (events, and bytes of their JSON) is read at each scrape. */
+  buffered(read: () => Held): void;
+}
+
+/** Events the webhook holds, and the bytes of their JSON. */
+export interface Held {
+  events: number;
+  bytes: number;
 }
 
 export interface AuditWebhookOptions {
@@ -50,43 +63,69 @@ const BACKOFF_FACTOR = 1.5;
 const BACKOFF_JITTER = 0.2;
 /** kube's timeout of one webhook call. */
 const REQUEST_TIMEOUT_MS = 30_000;
-/** How often at most a full buffer's drops are logged. */
-const DROP_LOG_INTERVAL_MS = 10_000;
+/**
+ * The most bytes of events' JSON the webhook holds, however few the events: a receiver that hangs costs the server
+ * this much at most (each worker: each has its own webhook). Several times what 10000 events at Metadata take (about
+ * 1 KiB each), so only bodies reach it; a sixth of the chart's 480 MiB heap, which it sits beside (docs/operating.md).
+ */
+export const BUFFER_BYTES = 64 * 1024 * 1024;
+
+/** An EventList's JSON around its items: the events' JSON joined by commas. */
+const EVENT_LIST_OPEN = Buffer.from('{"kind":"EventList","apiVersion":"audit.k8s.io/v1","metadata":{},"items":[');
+const EVENT_LIST_CLOSE = Buffer.from(']}');
+const COMMA = Buffer.from(',');
 
 export class AuditWebhook implements AuditSink {
   private readonly client: KubeRequests;
   private readonly throttle?: TokenBucket;
   /** A batch never waits for more events than the buffer may hold. */
   private readonly batchSize: number;
-  private buffer: AuditEvent[] = [];
-  /** Events in the buffer and in batches not yet sent or dropped: at most opts.bufferSize. */
-  private held = 0;
+  /** Each event's JSON, as it was written. */
+  private buffer: Buffer[] = [];
+  /** In the buffer and in batches not yet sent or dropped: at most opts.bufferSize events and BUFFER_BYTES. */
+  private readonly held: Held = { events: 0, bytes: 0 };
   private readonly drops: DropLog;
   private timer?: NodeJS.Timeout;
   private readonly sending = new Set<Promise<void>>();
   private closed = false;
   /** Ends the waits between tries at shutdown: what is left is sent at once. */
   private readonly stopWaiting = new AbortController();
+  /**
+   * The context the webhook was made in, where batches are sent and waited for: not the request whose event filled
+   * one, which a call (and a timer) begun there would keep alive, body and all, as long as the receiver hangs, and
+   * whose seats in its priority level (flowcontrol/away.ts) it would step away with.
+   */
+  private readonly home = new AsyncResource('AuditWebhook');
 
   constructor(private readonly opts: AuditWebhookOptions) {
     this.client = new KubeRequests(loadKubeconfigFile(opts.kubeconfigPath), { timeoutMs: REQUEST_TIMEOUT_MS });
     if (opts.throttle) this.throttle = new TokenBucket(opts.throttle.qps, opts.throttle.burst);
     this.batchSize = Math.min(opts.maxBatchSize, opts.bufferSize);
-    this.drops = new DropLog(opts.log, opts.bufferSize);
-    opts.metrics.buffered(() => this.held);
+    this.drops = new DropLog(opts.log, 'audit webhook: the buffer is full, events are dropped', {
+      bufferSize: opts.bufferSize,
+      bufferBytes: BUFFER_BYTES,
+    });
+    opts.metrics.buffered(() => ({ ...this.held }));
   }
 
   write(event: AuditEvent): void {
     if (this.closed) return;
-    if (this.held >= this.opts.bufferSize) {
-      this.opts.metrics.failed('buffered', 1);
-      this.drops.dropped();
-      return;
+    if (this.held.events < this.opts.bufferSize) {
+      const json = serialized(event);
+      if (this.held.bytes + json.length <= BUFFER_BYTES) return this.hold(json);
     }
-    this.held++;
-    this.buffer.push(event);
-    if (this.buffer.length >= this.batchSize) this.flush();
-    else this.timer ??= setTimeout(() => this.flush(), this.opts.maxBatchWaitMs);
+    this.opts.metrics.failed('buffered', 1);
+    this.drops.dropped();
+  }
+
+  private hold(json: Buffer): void {
+    this.held.events++;
+    this.held.bytes += json.length;
+    this.buffer.push(json);
+    this.home.runInAsyncScope(() => {
+      if (this.buffer.length >= this.batchSize) this.flush();
+      else this.timer ??= setTimeout(() => this.flush(), this.opts.maxBatchWaitMs);
+    });
   }
 
   /** Sends what is buffered and waits for every batch on its way (a wait between tries ends at once). */
@@ -102,30 +141,32 @@ export class AuditWebhook implements AuditSink {
     clearTimeout(this.timer);
     this.timer = undefined;
     while (this.buffer.length) {
-      const batch = this.buffer.splice(0, this.batchSize);
-      const sent = this.send(batch).finally(() => {
-        this.held -= batch.length;
+      const events = this.buffer.splice(0, this.batchSize);
+      // Only the body is kept from here on: the events' own copies are let go.
+      const batch: Held = { events: events.length, bytes: events.reduce((n, e) => n + e.length, 0) };
+      const sent = this.send(eventList(events), batch.events).finally(() => {
+        this.held.events -= batch.events;
+        this.held.bytes -= batch.bytes;
         this.sending.delete(sent);
       });
       this.sending.add(sent);
     }
   }
 
-  private async send(items: AuditEvent[]): Promise<void> {
-    const body = { kind: 'EventList', apiVersion: 'audit.k8s.io/v1', metadata: {}, items };
+  private async send(body: Buffer, events: number): Promise<void> {
     let delay = this.opts.initialBackoffMs;
     for (let attempt = 1; ; attempt++) {
       if (this.throttle && !this.closed) await this.throttle.take(this.stopWaiting.signal);
       try {
-        await this.client.request('audit webhook', 'POST', '', { body });
+        await this.client.request('audit webhook', 'POST', '', { json: body });
         return;
       } catch (err) {
         const code = err instanceof HostClusterError ? err.code : undefined;
         // At shutdown a batch gets the try it is in, no more: the server's stop is bounded by one call's timeout.
         const retried = (code === undefined || code === 429 || code >= 500) && attempt < TRIES && !this.closed;
-        const fields = { events: items.length, attempt, error: (err as Error).message };
+        const fields = { events, attempt, error: (err as Error).message };
         if (!retried) {
-          this.opts.metrics.failed('webhook', items.length);
+          this.opts.metrics.failed('webhook', events);
           this.opts.log.error('audit webhook: a batch of events is dropped', fields);
           return;
         }
@@ -137,48 +178,20 @@ export class AuditWebhook implements AuditSink {
   }
 }
 
-/**
- * The error lines of events a full buffer drops: the first at once, then at most one every DROP_LOG_INTERVAL_MS with
- * how many were dropped since the last, so a flood of drops writes a few lines. They name no event: what an event
- * holds is for the audit, not the server's log.
- */
-class DropLog {
-  private unlogged = 0;
-  private timer?: NodeJS.Timeout;
+/** The event's JSON, in memory of its own (a small Buffer.from is a slice of a shared 8 KiB pool, all kept alive). */
+function serialized(event: AuditEvent): Buffer {
+  const text = JSON.stringify(event);
+  const json = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+  json.write(text);
+  return json;
+}
 
-  constructor(
-    private readonly log: Logger,
-    private readonly bufferSize: number,
-  ) {}
-
-  dropped(): void {
-    this.unlogged++;
-    if (!this.timer) this.report();
-  }
-
-  /** Logs what is not logged yet, and no more. */
-  close(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    if (this.unlogged) this.write();
-  }
-
-  /** Logs what was dropped since the last line, if any, and waits the interval before the next. */
-  private report(): void {
-    this.timer = undefined;
-    if (!this.unlogged) return;
-    this.write();
-    this.timer = setTimeout(() => this.report(), DROP_LOG_INTERVAL_MS);
-    this.timer.unref();
-  }
-
-  private write(): void {
-    this.log.error('audit webhook: the buffer is full, events are dropped', {
-      dropped: this.unlogged,
-      bufferSize: this.bufferSize,
-    });
-    this.unlogged = 0;
-  }
+/** The EventList of events already serialized: their JSON joined, so that none is serialized again. */
+function eventList(events: Buffer[]): Buffer {
+  const parts: Buffer[] = [EVENT_LIST_OPEN];
+  events.forEach((e, i) => (i ? parts.push(COMMA, e) : parts.push(e)));
+  parts.push(EVENT_LIST_CLOSE);
+  return Buffer.concat(parts);
 }
 
 /** A wait that ends early (at once) when the signal fires. */

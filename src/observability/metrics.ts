@@ -12,7 +12,8 @@
  * - workqueue_depth, workqueue_adds_total, workqueue_retries_total{name} (a retry follows every failed sync);
  * - leader_election_master_status{name};
  * - apiserver_audit_error_total{plugin} (events the audit webhook dropped: "buffered" for a full buffer, "webhook"
- *   for a batch the receiver failed), and one of ours: apiserver_audit_webhook_buffered_events (what it holds);
+ *   for a batch the receiver failed), and two of ours: apiserver_audit_webhook_buffered_events and
+ *   apiserver_audit_webhook_buffered_bytes (what it holds);
  * - apiserver_flowcontrol_* of API Priority and Fairness (flowcontrol.ts);
  * - apiserver_encryption_config_controller_automatic_reloads_total{status} and
  *   apiserver_encryption_config_controller_automatic_reload_last_timestamp_seconds{status} (--encryption-provider-
@@ -23,7 +24,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { WorkQueueMetrics } from '../controllers/workqueue.js';
-import type { AuditWebhookMetrics } from './auditwebhook.js';
+import type { AuditWebhookMetrics, Held } from './auditwebhook.js';
 import type { FlowControl } from '../flowcontrol/controller.js';
 import type { Registry as ApiRegistry } from '../registry/registry.js';
 import { FlowControlMetrics } from './flowcontrol.js';
@@ -92,7 +93,7 @@ export class Metrics {
   private readonly auditErrors: Counter<'plugin'>;
   private readonly queues = new Map<string, Set<{ readonly length: number }>>();
   private readonly leaders = new Map<string, () => boolean>();
-  private auditWebhookBuffered: () => number = () => 0;
+  private auditWebhookBuffered: () => Held = () => ({ events: 0, bytes: 0 });
   private watchCacheStats: () => Promise<WatchCacheStats[]> = async () => [];
   private flowControlMetrics?: FlowControlMetrics;
 
@@ -251,7 +252,15 @@ export class Metrics {
       help: 'Audit events the webhook holds: waiting, in batches waiting to be sent or sent again, and in flight. At most --audit-webhook-batch-buffer-size; past it events are dropped (apiserver_audit_error_total{plugin="buffered"}).',
       registers,
       collect() {
-        this.set(auditWebhookBuffered());
+        this.set(auditWebhookBuffered().events);
+      },
+    });
+    new Gauge({
+      name: 'apiserver_audit_webhook_buffered_bytes',
+      help: 'Bytes of JSON of the audit events the webhook holds (as apiserver_audit_webhook_buffered_events). At most 64 MiB; an event that would take them past it is dropped (apiserver_audit_error_total{plugin="buffered"}).',
+      registers,
+      collect() {
+        this.set(auditWebhookBuffered().bytes);
       },
     });
 
