@@ -475,7 +475,7 @@ export const FLAGS: FlagSpec[] = [
   {
     name: 'audit-log-path',
     arg: 'file',
-    help: 'Write audit events (audit.k8s.io/v1 Event: who did what to which object and the answer; bodies only where --audit-policy-file asks for them) as JSON lines to this file, or "-" for stdout. Unset: no audit log.',
+    help: 'Write audit events (audit.k8s.io/v1 Event: who did what to which object and the answer; bodies only where --audit-policy-file asks for them) as JSON lines to this file, or "-" for stdout. Lines the file (its disk) or stdout (its reader) has not taken yet are held, at most 64 MiB of them; past it events are dropped, counted in apiserver_audit_error_total{plugin="log"} and logged. Unset: no audit log.',
     apply: (c, v) => (c.auditLogPath = v),
   },
   {

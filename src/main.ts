@@ -5,6 +5,7 @@
 import cluster from 'node:cluster';
 import { FlagError, helpText, parseFlags } from './config.js';
 import { createLogger } from './log.js';
+import type { ForwardedStdout } from './observability/audit.js';
 import { unsupportedRuntime } from './runtime.js';
 import { runWorkers, WORKER_ETCD_ENV, WORKER_ID_ENV, type PrimaryMessage, type WorkerMessage } from './workers.js';
 
@@ -57,7 +58,7 @@ async function main(): Promise<void> {
     cluster.isWorker
       ? {
           embeddedEtcdEndpoints: etcd ? etcd.split(',') : undefined,
-          stdout: (line) => process.send!({ type: 'stdout', line } satisfies WorkerMessage),
+          stdout: primaryStdout(),
         }
       : undefined,
   );
@@ -79,6 +80,23 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
   if (primarySaysStop) void primarySaysStop.then((why) => stopping || stop(why));
   else process.on('SIGINT', () => stop('SIGINT'));
+}
+
+/** A worker's stdout: its lines go to the primary, which says which it dropped. */
+function primaryStdout(): ForwardedStdout {
+  const listeners: Array<() => void> = [];
+  process.on('message', (message: PrimaryMessage) => {
+    if (message?.type === 'stdout-dropped') listeners.forEach((dropped) => dropped());
+  });
+  // Messages leave in order: once the last is sent, so are those before it.
+  let sent = Promise.resolve();
+  return {
+    write: (line) => {
+      sent = new Promise((resolve) => process.send!({ type: 'stdout', line } satisfies WorkerMessage, () => resolve()));
+    },
+    written: () => sent,
+    onDropped: (dropped) => listeners.push(dropped),
+  };
 }
 
 /**

@@ -43,7 +43,7 @@ import { lockDataDir } from './datadir-lock.js';
 import { serverBuild } from './http/version.js';
 import { writeKubeconfig } from './kubeconfig.js';
 import type { Logger } from './log.js';
-import { allSinks, AuditLog, type AuditSink } from './observability/audit.js';
+import { allSinks, AuditLog, type AuditSink, type ForwardedStdout } from './observability/audit.js';
 import { DEFAULT_POLICY, loadPolicyFile, PolicyEvaluator } from './observability/auditpolicy.js';
 import { AuditWebhook } from './observability/auditwebhook.js';
 import { KubeconfigError } from './host/kubeconfig.js';
@@ -79,8 +79,8 @@ export interface RunningServer {
  */
 export interface WorkerOf {
   embeddedEtcdEndpoints?: string[];
-  /** Writes a line to the primary's stdout (audit events of --audit-log-path=-). */
-  stdout?: (line: string) => void;
+  /** The primary's stdout, for audit events of --audit-log-path=-. */
+  stdout?: ForwardedStdout;
 }
 
 export async function startServer(flags: Config, log: Logger, worker?: WorkerOf): Promise<RunningServer> {
@@ -500,6 +500,8 @@ function auditBackends(config: Config, log: Logger, metrics: Metrics, worker?: W
         maxBackups: config.auditLogMaxBackup,
         maxAgeDays: config.auditLogMaxAgeDays,
         onError: (err) => log.error('audit log write failed', { path: config.auditLogPath, error: err.message }),
+        log,
+        failed: metrics.auditLogFailed,
       }),
     );
   if (config.auditWebhookConfigFile) {

@@ -14,6 +14,7 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Config } from './config.js';
 import { lockDataDir } from './datadir-lock.js';
 import type { Logger } from './log.js';
+import { auditLogDrops, stdoutWritten, writeStdoutLine } from './observability/auditlogbuffer.js';
 import { prepareDataDir } from './datadir.js';
 import { startEmbeddedEtcd } from './storage/embedded-etcd.js';
 
@@ -24,8 +25,8 @@ export const WORKER_ID_ENV = 'MANAGEMENT_WORKER_ID';
 
 /** What a worker tells the primary. */
 export type WorkerMessage = { type: 'serving'; url: string } | { type: 'stdout'; line: string };
-/** What the primary tells a worker. */
-export type PrimaryMessage = { type: 'stop' };
+/** What the primary tells a worker: stop, or that a line it sent was dropped (its stdout held too much). */
+export type PrimaryMessage = { type: 'stop' } | { type: 'stdout-dropped' };
 
 const FIRST_BACKOFF_MS = 500;
 const MAX_BACKOFF_MS = 30_000;
@@ -63,6 +64,7 @@ export async function runWorkers(config: Config, log: Logger): Promise<void> {
   let failed = false;
   let finished: () => void;
   const allExited = new Promise<void>((resolve) => (finished = resolve));
+  const stdoutDrops = auditLogDrops(log, '-');
 
   const fork = (slot: Slot) => {
     slot.restartTimer = undefined;
@@ -71,8 +73,14 @@ export async function runWorkers(config: Config, log: Logger): Promise<void> {
     slot.servingSince = undefined;
     log.info('worker started', { worker: slot.id, pid: worker.process.pid });
     worker.on('message', (message: WorkerMessage) => {
-      // Lines of every worker leave from here, one write each, never interleaved (see AuditLogOptions.stdout).
-      if (message?.type === 'stdout') return void process.stdout.write(message.line);
+      // Lines of every worker leave from here, one write each, never interleaved (see ForwardedStdout). Those stdout
+      // cannot hold are logged here, and counted by the worker (in its metrics).
+      if (message?.type === 'stdout') {
+        if (writeStdoutLine(message.line)) return;
+        stdoutDrops.dropped();
+        if (worker.isConnected()) worker.send({ type: 'stdout-dropped' } satisfies PrimaryMessage);
+        return;
+      }
       if (message?.type !== 'serving') return;
       slot.servingSince = Date.now();
       if (!started && slots.every((s) => s.servingSince !== undefined)) {
@@ -127,7 +135,10 @@ export async function runWorkers(config: Config, log: Logger): Promise<void> {
 
   for (const slot of slots) fork(slot);
   await allExited;
+  stdoutDrops.close();
   await undo(cleanups, log);
+  // The workers' last lines may still wait for stdout: exiting would lose them.
+  await stdoutWritten();
   process.exit(failed ? 1 : 0);
 }
 

@@ -5,6 +5,13 @@
  * sees them (auditbodies.ts: never a hidden field, nor an action's answer). The policy (auditpolicy.ts) says which
  * level and stages a request gets; the events go to the log file (here) and the webhook (auditwebhook.ts).
  *
+ * The log holds at most AUDIT_LOG_BUFFER_BYTES (64 MiB) of lines its file or stdout has not taken yet (a disk or a
+ * reader of stdout that stalls); a line past it is dropped, counted in kube's apiserver_audit_error_total{plugin="log"}
+ * (where kube's log backend counts the lines it fails to write: it writes each in the request, which then waits for
+ * the disk) and logged in counted lines (auditdrops.ts). A worker's lines are written by the primary, which bounds
+ * its stdout alike, logs what it drops and tells the worker, which counts them. At shutdown the log waits for its
+ * file or stdout to take what it holds.
+ *
  * Stages: RequestReceived once the user is known, ResponseStarted for a watch once it is established,
  * ResponseComplete for every request, each unless the policy omits it. A request that fails authentication gets one
  * ResponseStarted event with an empty user, as kube's failed-authentication audit writes it.
@@ -17,7 +24,10 @@
 import type { RequestInfo, RequestObjectMeta } from '../apimachinery/request.js';
 import type { Status } from '../apimachinery/status.js';
 import type { UserInfo } from '../apimachinery/user.js';
+import type { Logger } from '../log.js';
 import { withoutManagedFields } from './auditbodies.js';
+import type { DropLog } from './auditdrops.js';
+import { AUDIT_LOG_BUFFER_BYTES, auditLogDrops, stdoutWritten, writeStdoutLine } from './auditlogbuffer.js';
 import type { Level, RequestAuditConfig, Stage } from './auditpolicy.js';
 import { RotatingFile, type RotatingFileOptions } from './rotatingfile.js';
 
@@ -209,18 +219,31 @@ export function microTime(d: Date): string {
   return d.toISOString().replace(/Z$/, '000Z');
 }
 
+/**
+ * A worker's stdout: its lines go to the primary, which writes them whole (two processes writing lines longer than a
+ * pipe's atomic write, 4 KiB, to one stdout can interleave them), or drops them when its stdout holds too much.
+ */
+export interface ForwardedStdout {
+  write(line: string): void;
+  /** Resolves once the lines written before are with the primary (the worker's exit would lose those it holds). */
+  written(): Promise<void>;
+  /** `dropped` is called for each line the primary dropped. */
+  onDropped(dropped: () => void): void;
+}
+
 export interface AuditLogOptions {
-  /**
-   * Where lines for '-' go (default: this process's stdout). A worker hands them to its primary, which writes them
-   * whole: two processes writing lines longer than a pipe's atomic write (4 KiB) to one stdout can interleave them.
-   */
-  stdout?: (line: string) => void;
+  /** Where lines for '-' go (default: this process's stdout). */
+  stdout?: ForwardedStdout;
   /** A file, or '-' for stdout. */
   path: string;
   maxSizeBytes: number;
   maxBackups: number;
   maxAgeDays: number;
   onError?: RotatingFileOptions['onError'];
+  /** Where dropped events are logged. */
+  log: Logger;
+  /** Counts dropped events: apiserver_audit_error_total{plugin="log"}. */
+  failed: (events: number) => void;
 }
 
 /** Where audit events go: the log file, the webhook. write() never blocks nor throws: a failure is the sink's to log. */
@@ -240,34 +263,52 @@ export function allSinks(sinks: AuditSink[]): AuditSink {
 
 /** Where audit events go: a rotated file, or stdout. */
 export class AuditLog implements AuditSink {
-  private readonly file?: RotatingFile;
+  /** Writes a line; false when it is dropped (with it, the bytes not yet written would pass the bound). */
+  private readonly output: (line: string) => boolean;
+  /** Resolves once what was written is in the file, or with stdout (or the primary). */
+  private readonly flushed: () => Promise<void>;
+  private readonly drops: DropLog;
   private closed = false;
 
-  private readonly stdout: (line: string) => void;
-
-  constructor(opts: AuditLogOptions) {
-    this.stdout = opts.stdout ?? ((line) => process.stdout.write(line));
+  constructor(private readonly opts: AuditLogOptions) {
+    this.drops = auditLogDrops(opts.log, opts.path);
     if (opts.path !== '-') {
-      this.file = new RotatingFile({
+      const file = new RotatingFile({
         path: opts.path,
         maxSizeBytes: opts.maxSizeBytes,
         maxBackups: opts.maxBackups,
         maxAgeDays: opts.maxAgeDays,
+        maxPendingBytes: AUDIT_LOG_BUFFER_BYTES,
         onError: opts.onError,
       });
+      this.output = (line) => file.write(line);
+      this.flushed = () => file.close();
+    } else if (opts.stdout) {
+      const stdout = opts.stdout;
+      // The primary logs what it drops; each worker counts its own lines among them.
+      stdout.onDropped(() => opts.failed(1));
+      this.output = (line) => (stdout.write(line), true);
+      this.flushed = () => stdout.written();
+    } else {
+      this.output = writeStdoutLine;
+      this.flushed = stdoutWritten;
     }
   }
 
   /** After close(), events (of connections cut by the shutdown) are dropped. */
   write(event: AuditEvent): void {
     if (this.closed) return;
-    const line = `${JSON.stringify(event)}\n`;
-    if (this.file) this.file.write(line);
-    else this.stdout(line);
+    if (!this.output(`${JSON.stringify(event)}\n`)) this.dropped();
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    await this.file?.close();
+    this.drops.close();
+    await this.flushed();
+  }
+
+  private dropped(): void {
+    this.opts.failed(1);
+    this.drops.dropped();
   }
 }

@@ -12,8 +12,8 @@
  * - workqueue_depth, workqueue_adds_total, workqueue_retries_total{name} (a retry follows every failed sync);
  * - leader_election_master_status{name};
  * - apiserver_audit_error_total{plugin} (events the audit webhook dropped: "buffered" for a full buffer, "webhook"
- *   for a batch the receiver failed), and two of ours: apiserver_audit_webhook_buffered_events and
- *   apiserver_audit_webhook_buffered_bytes (what it holds);
+ *   for a batch the receiver failed, "log" for a line the audit log could not take), and two of ours:
+ *   apiserver_audit_webhook_buffered_events and apiserver_audit_webhook_buffered_bytes (what the webhook holds);
  * - apiserver_flowcontrol_* of API Priority and Fairness (flowcontrol.ts);
  * - apiserver_encryption_config_controller_automatic_reloads_total{status} and
  *   apiserver_encryption_config_controller_automatic_reload_last_timestamp_seconds{status} (--encryption-provider-
@@ -321,6 +321,9 @@ export class Metrics {
     failed: (plugin, events) => this.auditErrors.inc({ plugin }, events),
     buffered: (read) => (this.auditWebhookBuffered = read),
   };
+
+  /** Events the audit log dropped: apiserver_audit_error_total{plugin="log"}. */
+  readonly auditLogFailed = (events: number): void => void this.auditErrors.inc({ plugin: 'log' }, events);
 
   /** leader_election_master_status{name} reads `isLeader` at each scrape. */
   leaderElection(name: string, isLeader: () => boolean): void {

@@ -3,7 +3,8 @@
  * write would take `audit.log` past maxSizeBytes, the file becomes `audit-<UTC 2006-01-02T15-04-05.000>.log` beside it
  * and a new `audit.log` is started. At most maxBackups rotated files are kept (0: all), and none older than
  * maxAgeDays (0: no limit), judged by the time in their names. A single line longer than the limit gets a file of
- * its own. Writes are buffered (the process never waits for the disk on a request); close() flushes them.
+ * its own. Writes are buffered (the process never waits for the disk on a request), at most maxPendingBytes of
+ * them: a disk that stalls would otherwise have the process hold every line written meanwhile. close() flushes them.
  */
 import {
   createWriteStream,
@@ -26,6 +27,8 @@ export interface RotatingFileOptions {
   maxBackups: number;
   /** Days a rotated file is kept (0: no limit). */
   maxAgeDays: number;
+  /** The most bytes written and not yet taken by the file (rotated files' included); undefined: no bound. */
+  maxPendingBytes?: number;
   /** Failures to write or rotate (the disk is full, the directory went away); writing goes on. */
   onError?: (err: Error) => void;
   /** The clock (tests). */
@@ -38,8 +41,8 @@ export class RotatingFile {
   private lastBackupMs = 0;
   private readonly now: () => Date;
   private readonly onError: (err: Error) => void;
-  /** Streams being ended (the current one and rotated ones not flushed yet). */
-  private readonly ending = new Set<Promise<void>>();
+  /** Streams being ended (the current one and rotated ones not flushed yet), each until it has closed. */
+  private readonly ending = new Map<WriteStream, Promise<void>>();
 
   constructor(private readonly opts: RotatingFileOptions) {
     this.now = opts.now ?? (() => new Date());
@@ -50,17 +53,28 @@ export class RotatingFile {
     this.size = size;
   }
 
-  write(line: string): void {
+  /** Whether the line was taken: not when the bytes not yet in the file would pass maxPendingBytes with it. */
+  write(line: string): boolean {
     const bytes = Buffer.byteLength(line);
+    if (this.opts.maxPendingBytes !== undefined && this.pendingBytes() + bytes > this.opts.maxPendingBytes)
+      return false;
     if (this.opts.maxSizeBytes > 0 && this.size > 0 && this.size + bytes > this.opts.maxSizeBytes) this.rotate();
     this.stream.write(line);
     this.size += bytes;
+    return true;
+  }
+
+  /** Bytes written and not yet taken by the file, in the current stream and those being ended. */
+  pendingBytes(): number {
+    let bytes = this.ending.has(this.stream) ? 0 : this.stream.writableLength;
+    for (const stream of this.ending.keys()) bytes += stream.writableLength;
+    return bytes;
   }
 
   /** Flushes what was written and closes the file. */
   async close(): Promise<void> {
     this.end(this.stream);
-    await Promise.all([...this.ending]);
+    await Promise.all(this.ending.values());
   }
 
   /** The rotated files beside the log, oldest first. */
@@ -108,8 +122,8 @@ export class RotatingFile {
       stream.once('close', () => resolve());
       stream.once('error', () => resolve());
     });
-    this.ending.add(done);
-    void done.then(() => this.ending.delete(done));
+    this.ending.set(stream, done);
+    void done.then(() => this.ending.delete(stream));
     stream.end();
   }
 

@@ -5,7 +5,8 @@
  * in no event at any level, while a SharedSecret's data is where the policy asks for bodies. The webhook gets the
  * events in batches (EventList) over real HTTPS, a batch it fails is sent again, and requests never wait for it; a
  * receiver that hangs holds no more than --audit-webhook-batch-buffer-size events, the rest being dropped, counted and
- * logged. A policy kube would refuse stops the start with kube's message.
+ * logged; with large events, the webhook and a log file whose disk stalls each hold no more than 64 MiB of them. A
+ * policy kube would refuse stops the start with kube's message.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createHash } from 'node:crypto';
@@ -24,6 +25,7 @@ import { parseSamples, total } from '../support/prometheus.js';
 import { startTestServer, startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
 import { openWatch } from '../support/watch.js';
+import { stalledFile } from '../support/stalledfile.js';
 import { startWebhookServer, type WebhookServer } from '../support/webhookserver.js';
 
 const NS = 'audited';
@@ -523,6 +525,147 @@ describe('a receiver that hangs', () => {
     for (const id of flood) expect(text).not.toContain(id);
     expect(text).not.toContain('flood-');
   }, 120_000);
+});
+
+describe('large events, a receiver that hangs and a disk that stalls', () => {
+  const MiB = 1024 * 1024;
+  /** What the webhook and the log may each hold of events' JSON. */
+  const BOUND = 64 * MiB;
+  const PATCHES = 50;
+  const BATCH = 4;
+  const WEBHOOK_DROPPED = 'audit webhook: the buffer is full, events are dropped';
+  const LOG_DROPPED = 'audit log: lines are not written as fast as they come, events are dropped';
+  let receiver: WebhookServer;
+  let release: () => void = () => {};
+  const released = new Promise<void>((resolve) => (release = resolve));
+
+  beforeAll(async () => {
+    receiver = await startWebhookServer();
+    receiver.handle('/audit', () => ({ raw: { status: 200, body: {} }, until: released }));
+  });
+
+  afterAll(async () => {
+    release();
+    await receiver?.stop();
+  });
+
+  test('the webhook and the log each hold at most 64 MiB of them, however few; the rest are dropped, counted and logged', async () => {
+    const policy = file('large-events-policy.yaml', {
+      apiVersion: 'audit.k8s.io/v1',
+      kind: 'Policy',
+      omitStages: ['RequestReceived'],
+      rules: [
+        { level: 'RequestResponse', resources: [{ group: 'management.platform.sh', resources: ['sharedsecrets'] }] },
+      ],
+    });
+    const kubeconfig = file('large-events-kubeconfig.yaml', {
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [
+        { name: 'r', cluster: { server: receiver.url('/audit'), 'certificate-authority-data': receiver.caBundle } },
+      ],
+      users: [{ name: 'r', user: { token: 'receiver-token' } }],
+      contexts: [{ name: 'r', context: { cluster: 'r', user: 'r' } }],
+      'current-context': 'r',
+    });
+    const disk = stalledFile(join(dir, 'large-events-audit.log'));
+    const lines: any[] = [];
+    const log = createLogger((line) => lines.push(JSON.parse(line)));
+    const ts = await startTestServerWithUsers(
+      { root: ['system:masters'], owner: [] },
+      {
+        auditPolicyFile: policy,
+        auditLogPath: disk.path,
+        auditLogMaxSizeBytes: 0,
+        auditWebhookConfigFile: kubeconfig,
+        auditWebhookBatchMaxSize: BATCH,
+        // Batches go when full (or at shutdown), never because time passed; nor do they wait for a token.
+        auditWebhookBatchMaxWaitMs: 3_600_000,
+        auditWebhookBatchThrottleEnable: false,
+        // A batch whose try timed out (30 s: a slow machine's flood) is sent again at once once the receiver answers.
+        auditWebhookInitialBackoffMs: 100,
+      },
+      etcd,
+      log,
+    );
+    const scrape = async () => parseSamples((await ts.as.root.get('/metrics')).text);
+    const ids: string[] = [];
+    const held = { events: 0, bytes: 0 };
+    let webhookDropped: number;
+    let logDropped: number;
+    let drained: Promise<string> | undefined;
+    try {
+      // One SharedSecret whose owner writes it again and again: each event about 1.8 MiB (the patch sent and the
+      // object answered), far fewer events than the 10000 the buffer may hold.
+      const created = await ts.as.root.post(SECRETS, {
+        apiVersion: API_VERSION,
+        kind: 'SharedSecret',
+        metadata: { name: 'large' },
+        spec: { owner: { user: 'owner' } },
+      });
+      expect(created.status).toBe(201);
+      ids.push(auditId(created));
+      for (let i = 0; i < PATCHES; i++) {
+        const value = Buffer.from(`${i}`.padEnd(660 * 1024, 'x')).toString('base64');
+        const res = await ts.as.owner.patch(`${SECRETS}/large`, { spec: { data: { k: value } } }, MERGE_PATCH);
+        expect(res.status).toBe(200);
+        ids.push(auditId(res));
+      }
+      const samples = await waitFor('the webhook to hold or count as dropped every event', async () => {
+        const now = await scrape();
+        const events = total(now, 'apiserver_audit_webhook_buffered_events');
+        return events + total(now, 'apiserver_audit_error_total', { plugin: 'buffered' }) === ids.length && now;
+      });
+      held.events = total(samples, 'apiserver_audit_webhook_buffered_events');
+      held.bytes = total(samples, 'apiserver_audit_webhook_buffered_bytes');
+      webhookDropped = total(samples, 'apiserver_audit_error_total', { plugin: 'buffered' });
+      logDropped = total(samples, 'apiserver_audit_error_total', { plugin: 'log' });
+      expect(webhookDropped).toBeGreaterThan(0);
+      expect(held.bytes).toBeLessThanOrEqual(BOUND);
+      // Full: the next event would not have fitted.
+      expect(held.bytes).toBeGreaterThan(BOUND - 2 * MiB);
+      expect(logDropped).toBeGreaterThan(0);
+
+      // Once the receiver answers, the batches it held leave the buffer (what stays waits for a batch to fill).
+      release();
+      await waitFor(
+        'the held batches to be answered',
+        async () => total(await scrape(), 'apiserver_audit_webhook_buffered_events') < BATCH,
+        60_000,
+      );
+      // And once the disk moves, the log's lines land.
+      drained = disk.drain();
+    } finally {
+      release();
+      drained ??= disk.drain();
+      await ts.stop();
+    }
+    // The webhook sent what it held, no more (a batch sent again is the same batch).
+    const delivered = new Set(receiver.received.flatMap((r) => r.review.items.map((e: any) => e.auditID as string)));
+    expect(delivered.size).toBe(held.events);
+    for (const id of delivered) expect(ids).toContain(id);
+
+    // The log file got whole lines, within the bound (and the 64 KiB the pipe itself holds), and the rest counted.
+    const written = await drained;
+    expect(Buffer.byteLength(written)).toBeLessThanOrEqual(BOUND + MiB);
+    const logged = written
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line).auditID as string);
+    expect(logged.length + logDropped).toBe(ids.length);
+    for (const id of logged) expect(ids).toContain(id);
+
+    // Both drops are in the server's log, counted, naming the bounds and no event.
+    const webhookLines = lines.filter((l) => l.msg === WEBHOOK_DROPPED);
+    expect(webhookLines[0]).toMatchObject({ level: 'error', bufferSize: 10_000, bufferBytes: BOUND });
+    expect(webhookLines.reduce((n, l) => n + l.dropped, 0)).toBe(webhookDropped);
+    const logLines = lines.filter((l) => l.msg === LOG_DROPPED);
+    expect(logLines[0]).toMatchObject({ level: 'error', path: disk.path, bufferBytes: BOUND });
+    expect(logLines.reduce((n, l) => n + l.dropped, 0)).toBe(logDropped);
+    const text = JSON.stringify([...webhookLines, ...logLines]);
+    for (const id of ids) expect(text).not.toContain(id);
+    expect(text).not.toContain('xxxx');
+  }, 180_000);
 });
 
 describe('a policy or webhook configuration kube would refuse stops the start, naming what is wrong', () => {

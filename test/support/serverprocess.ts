@@ -25,6 +25,9 @@ export interface ServerProcess {
   readonly logs: LogLine[];
   /** What it has written to stdout so far (audit events with --audit-log-path=-). */
   stdout(): string;
+  /** Stops reading its stdout, as a reader that stalls: the pipe fills (64 KiB), then the server holds what it writes. */
+  pauseStdout(): void;
+  resumeStdout(): void;
   client(token: string): HttpClient;
   /** Resolves with the first log line (past or future) whose msg matches. */
   waitForLog(msg: string | RegExp, timeoutMs?: number): Promise<LogLine>;
@@ -122,6 +125,8 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
     caPem,
     logs,
     stdout: () => stdout,
+    pauseStdout: () => child.stdout!.pause(),
+    resumeStdout: () => child.stdout!.resume(),
     client: (token) => new HttpClient(url, caPem, token),
     waitForLog,
     count: (msg) => logs.filter(matcher(msg)).length,

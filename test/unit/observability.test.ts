@@ -16,6 +16,8 @@ import { Metrics, etcdObjectType } from '../../src/observability/metrics.js';
 import { RotatingFile } from '../../src/observability/rotatingfile.js';
 import { peerIP, sourceIPs } from '../../src/observability/sourceips.js';
 import { parseSamples, total } from '../support/prometheus.js';
+import { stalledFile } from '../support/stalledfile.js';
+import { waitFor } from '../support/wait.js';
 
 const GROUP = 'management.platform.sh';
 const served: ServedApis = {
@@ -140,6 +142,47 @@ describe('audit log rotation', () => {
     await file.close();
     expect(readFileSync(path, 'utf8')).toBe('0123456789\n');
     expect(readdirSync(dir)).toHaveLength(2);
+  });
+
+  test('a disk that stalls: at most maxPendingBytes wait for it, those of a file rotated meanwhile included; past it lines are refused, and those taken all land, in order', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'rotate-'));
+    const stalled = stalledFile(join(dir, 'audit.log'));
+    const KiB = 1024;
+    // The stalled file rotates after 150 lines; the next go to a new file beside it, which the disk takes at once.
+    const file = new RotatingFile({
+      path: stalled.path,
+      maxSizeBytes: 150 * KiB,
+      maxBackups: 0,
+      maxAgeDays: 0,
+      maxPendingBytes: 200 * KiB,
+    });
+    const line = (i: number) => `${String(i).padStart(KiB - 1, '0')}\n`;
+    const taken: string[] = [];
+    let refused = 0;
+    let stalledLines: string;
+    try {
+      for (let i = 0; i < 1000; i++) {
+        if (file.write(line(i))) taken.push(line(i));
+        else refused++;
+      }
+      expect(taken).toHaveLength(200);
+      expect(refused).toBe(800);
+      expect(file.pendingBytes()).toBe(200 * KiB);
+      // Once the new file has taken its lines, what waits is the stalled file's: the room left is what it does not hold.
+      await waitFor('the new file to take its lines', () => file.pendingBytes() === 150 * KiB);
+      expect(file.write(line(1000))).toBe(true);
+      taken.push(line(1000));
+      expect(file.write('x'.repeat(50 * KiB))).toBe(false);
+    } finally {
+      // The disk moves again (a write that never ends would keep the process from exiting).
+      const read = stalled.drain();
+      await file.close();
+      stalledLines = await read;
+    }
+    expect(file.backups()).toHaveLength(1);
+    expect(stalledLines).toBe(taken.slice(0, 150).join(''));
+    expect(readFileSync(stalled.path, 'utf8')).toBe(taken.slice(150).join(''));
+    expect(file.pendingBytes()).toBe(0);
   });
 });
 
