@@ -202,6 +202,11 @@ export class EtcdStorage implements Storage {
     }
   }
 
+  async createRevision(key: string): Promise<string | undefined> {
+    const res = await this.call('get', key, () => this.client.kv.range({ key: Buffer.from(key), keys_only: true }));
+    return res.kvs[0]?.create_revision;
+  }
+
   async currentRevision(): Promise<string> {
     const res = await this.call('currentRevision', '', () =>
       this.client.kv.range({ key: Buffer.from([0]), limit: 1, keys_only: true }),

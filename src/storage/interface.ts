@@ -220,6 +220,12 @@ export interface Storage {
   /** The mod revision of every key under `prefix` at `revision`, without reading values. */
   keyRevisions(prefix: string, revision: string): Promise<Map<string, string>>;
 
+  /**
+   * The revision that created what is now at `key` (etcd's create_revision), undefined when nothing is: a key deleted
+   * and created again has a new one, so it orders an object's creation against other revisions.
+   */
+  createRevision(key: string): Promise<string | undefined>;
+
   /** The store's current revision. */
   currentRevision(): Promise<string>;
 

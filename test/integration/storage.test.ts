@@ -1,6 +1,7 @@
 /**
- * Storage's own operations against a real etcd: dry runs that write nothing, a raw value's guaranteed update, and
- * claims (written and deleted with their object, taken over when their holder is gone).
+ * Storage's own operations against a real etcd: dry runs that write nothing, a raw value's guaranteed update, the
+ * revision that created a key, and claims (written and deleted with their object, taken over when their holder is
+ * gone).
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
@@ -121,6 +122,20 @@ test('a raw value is created when absent, updated by compare-and-swap, and left 
   const same = await storage.guaranteedUpdateValue(k, identityTransformer, (current) => current!.value);
   expect(same.written).toBe(false);
   expect((await storage.getValue(k, identityTransformer))?.revision).toBe(same.revision);
+});
+
+test('the revision that created what is at a key stays through updates; created again, it is later; absent, none', async () => {
+  const k = key();
+  expect(await storage.createRevision(k)).toBeUndefined();
+  const created = await storage.create(k, thing('x'));
+  expect(await storage.createRevision(k)).toBe(created.metadata.resourceVersion);
+  await storage.guaranteedUpdate<StoredObject>(k, (current) => ({ ...current, spec: 'y' }));
+  expect(await storage.createRevision(k)).toBe(created.metadata.resourceVersion);
+  const deleted = await storage.delete(k);
+  expect(await storage.createRevision(k)).toBeUndefined();
+  const again = await storage.create(k, thing('z'));
+  expect(Number(await storage.createRevision(k))).toBeGreaterThan(Number(deleted.metadata.resourceVersion));
+  expect(await storage.createRevision(k)).toBe(again.metadata.resourceVersion);
 });
 
 describe('claims', () => {
