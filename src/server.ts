@@ -25,6 +25,7 @@ import { watchCacheObjectCount } from './flowcontrol/objectcount.js';
 import { startFlowControlSource } from './flowcontrol/source.js';
 import { AccessSync } from './controllers/accesssync.js';
 import { ClusterHealth } from './controllers/clusterhealth.js';
+import { ClusterUidHolders } from './controllers/clusteruidholders.js';
 import { DeliveryRecords } from './controllers/deliveryrecords.js';
 import { ProjectSecretDelivery } from './controllers/projectsecretdelivery.js';
 import { ProjectSecretSync } from './controllers/projectsecretsync.js';
@@ -451,7 +452,7 @@ function serverControllers(
     controllers.push({
       name: 'cluster-health',
       run: (signal) =>
-        new ClusterHealth(registry, connector, {
+        new ClusterHealth(registry, connector, new ClusterUidHolders(storage, config.etcdPrefix), {
           intervalMs: config.clusterHealthIntervalMs,
           log: info,
           workQueueMetrics,

@@ -21,12 +21,12 @@ import { ClusterConnectionError, type ClusterConnection, type ClusterConnector }
 export const CLUSTER_CHANGED =
   'the cluster now answers as another cluster: the uid of its kube-system Namespace is not the one recorded when this Cluster was first connected (status.clusterUID), and a Cluster stays the cluster it was first connected to; point its config back at that cluster, or connect the other one with a new Cluster';
 /**
- * Why a Cluster whose cluster another Cluster holds, or held when this one reached it, is refused (status.message):
+ * Why a Cluster whose cluster another Cluster holds, or held while this one existed, is refused (status.message):
  * the same words whether that one is still there or not. The other is not named: whoever may read this Cluster may
  * not know of that one (the server's log names it).
  */
 export const CLUSTER_TAKEN =
-  "another Cluster connected to this cluster first (the uid of its kube-system Namespace was that Cluster's): a cluster is connected once, and this Cluster is never connected to it, also once the other goes (status.refusedClusterUIDs). To keep the other, delete this Cluster; to keep this one, delete the other, then delete this Cluster and create it again (the server's log names the other)";
+  "another Cluster connected to this cluster first (the uid of its kube-system Namespace was that Cluster's): a cluster is connected once, and only a Cluster created after that one is deleted connects to it again, never this one. To keep the other, delete this Cluster; to keep this one, delete the other, then delete this Cluster and create it again (the server's log names the other)";
 
 /** The Cluster cannot be worked on now: not there, not (yet) Initialized, or its connection failed just now. */
 export class ClusterNotReadyError extends Error {

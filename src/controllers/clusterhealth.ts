@@ -8,23 +8,26 @@
  * - `reason` and `message` (cleared when Initialized), `online` (the cluster answered), `kubernetesVersion` (at the
  *   last check that reached it);
  * - the condition `Ready` (True, False, Unknown), whose lastTransitionTime moves only when its status does;
- * - `clusterUID`: which physical cluster it is, and `refusedClusterUIDs`: which it is never
- *   (registry/kinds/clusteridentity.ts).
+ * - `clusterUID`: which physical cluster it is (registry/kinds/clusteridentity.ts).
  *
  * One physical cluster is one kube-system uid, and one Cluster: the one that recorded it first. A Cluster records
- * the uid its cluster answers at its first good check, unless another Cluster has recorded it: then it is Failed,
- * reason ClusterUID, and refused that uid for good (status.refusedClusterUIDs), also once the other Cluster goes. A
- * cluster connected twice by mistake and one that copies another's uid answer alike, and the copy must not take the
- * cluster of whoever deletes their Cluster to create it again; so only a new Cluster, an administrator's act,
- * connects a refused cluster. A cluster's answer is the cluster's to say, and a connected cluster may be a tenant's,
- * so no answer moves a record: a Cluster whose cluster answers another uid than its record is Failed/ClusterUID
- * until it answers its own again (its imports and kube configs stop with it: clusters/connections.ts), and the
- * Cluster holding the uid it now answers is not concerned. Two records of one uid (two replicas deciding at once)
- * go to the earlier record. Among Clusters without a record (new ones, and those stored before the record existed)
- * that reach one cluster, the older (by creation, then name) records it, as the older won before records, unless
- * it was refused that uid: so a newer one waits for the first check (in this process) of each older one without a
- * record before it records; it is refused for good once the older one has recorded. When a Cluster goes, the
- * others that reached or recorded its cluster are checked again.
+ * the uid its cluster answers at its first good check, unless another Cluster holds it: then it is Failed, reason
+ * ClusterUID. Who holds a uid is kept in the server's own storage (clusteruidholders.ts): written before the status
+ * records it, and kept when the holder goes (once its deletion is asked for: it is not checked after that), after
+ * which only a Cluster created after that deletion records the uid.
+ * A cluster connected twice by mistake and one that copies another's uid answer alike, and the copy must not take
+ * the cluster of whoever deletes their Cluster to create it again: not when it was refused before, nor when it never
+ * got that far (its cluster answered 401 until then), nor when its refusal could not be written (nothing about it is
+ * written); so only a new Cluster, an administrator's act, connects that cluster again. A cluster's answer is the
+ * cluster's to say, and a connected cluster may be a tenant's, so no answer moves a record: a Cluster whose cluster
+ * answers another uid than its record is Failed/ClusterUID until it answers its own again (its imports and kube
+ * configs stop with it: clusters/connections.ts), and the Cluster holding the uid it now answers is not concerned.
+ * Two records of one uid (made before holders were stored) go to the earlier record. Among Clusters without a
+ * record (new ones, and those stored before the record existed) that reach one cluster and may hold it, the older
+ * (by creation, then name) records it, as the older won before records: so a newer one waits for the first check
+ * (in this process) of each older one without a record before it records. When a Cluster goes, the others that
+ * reached or recorded its cluster are checked again. Records stored before holders were (the last release kept
+ * none) are adopted when the controller starts, each uid by its earliest record.
  *
  * The other Cluster of a ClusterUID refusal is named in the log only: the status is read by whoever may read this
  * Cluster, who may not be allowed to know of that one. Nothing is written when nothing changed. A check never
@@ -37,19 +40,13 @@ import { nowRFC3339 } from '../apimachinery/time.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { ClusterConnectionError, type ClusterConnector, type ClusterPhase } from '../clusters/connector.js';
 import { CLUSTER_CHANGED, CLUSTER_TAKEN } from '../clusters/connections.js';
-import {
-  recordTime,
-  recordedIdentity,
-  refusedUids,
-  withIdentity,
-  withRefused,
-  type ClusterIdentity,
-} from '../registry/kinds/clusteridentity.js';
+import { recordTime, recordedIdentity, withIdentity, type ClusterIdentity } from '../registry/kinds/clusteridentity.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
+import { HolderChanged, type ClusterUidHolders } from './clusteruidholders.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
-import { every } from './sleep.js';
+import { every, sleep } from './sleep.js';
 
 export const READY = 'Ready';
 const FIELD_MANAGER = 'cluster-health';
@@ -72,8 +69,6 @@ interface Observed {
   version?: string;
   /** The Cluster's record, written when the stored status has none yet. */
   identity?: ClusterIdentity;
-  /** The uids it is refused, added to the stored ones. */
-  refused: string[];
   /** For the log only: the Cluster that holds the uid this one answered (see the top). */
   holder?: string;
 }
@@ -84,8 +79,8 @@ interface Known {
   generation: number;
   /** Its record: as stored, or as a check decided it until the store has it (so that no other Cluster takes it). */
   identity?: ClusterIdentity;
-  /** The uids it is refused (see the top): as stored, and as checks decided them until the store has them. */
-  refused: Set<string>;
+  /** The revision that created it, read at its first check without a record: whether it may hold a uid held before. */
+  created?: string;
   /** The kube-system uid its cluster answered at its last good check. */
   answered?: string;
   /** Whether a check of it ended since this controller learned of it. */
@@ -99,9 +94,9 @@ type Holding =
   | { holds: true }
   /** Its cluster answers another uid than its record. */
   | { changed: true }
-  /** It has no record, and was refused that uid before. */
-  | { refused: true }
-  /** `by` recorded the uid first, or is older and has no record either. */
+  /** It has no record, and a Cluster that is gone held the uid since before it was created. */
+  | { heldBefore: true }
+  /** `by` recorded or holds the uid first, or is older and has no record either. */
   | { takenBy: string }
   /** Older Clusters without a record that have not been checked yet. */
   | { waitFor: Set<string> };
@@ -117,6 +112,7 @@ export class ClusterHealth {
   constructor(
     registry: Registry,
     private readonly connector: ClusterConnector,
+    private readonly holders: ClusterUidHolders,
     private readonly opts: ClusterHealthOptions,
   ) {
     this.log = opts.log ?? (() => {});
@@ -131,20 +127,30 @@ export class ClusterHealth {
   }
 
   async run(signal: AbortSignal): Promise<void> {
+    await this.holders.load();
     const watch = watchStore(this.store, signal, {
       upsert: (obj) => this.upsert(obj),
-      remove: (obj) => this.remove(obj.metadata.name!),
-      resynced: (seen) => {
-        for (const [name, k] of this.known) if (!seen.has(k.uid)) this.remove(name);
+      // A deleted object comes with the deletion's revision.
+      remove: (obj) => {
+        this.remove(obj.metadata.name!, obj.metadata.resourceVersion!);
+        this.saveHolders();
+      },
+      resynced: (seen, revision) => {
+        for (const [name, k] of this.known) if (!seen.has(k.uid)) this.remove(name, revision);
+        this.holders.goneUnless(seen, revision);
+        this.saveHolders();
       },
       log: (msg, fields) => this.log(`cluster health: ${msg}`, fields),
     });
     await watch.synced;
+    // Before any check decides without them (etcd not answering: checks could not write either).
+    while (!signal.aborted && !(await this.adoptRecords())) await sleep(this.opts.intervalMs, signal);
     if (signal.aborted) return;
     every(
       this.opts.intervalMs,
       () => {
         for (const name of this.known.keys()) this.queue.add(name);
+        this.saveHolders();
       },
       signal,
     );
@@ -165,38 +171,47 @@ export class ClusterHealth {
 
   /**
    * A new Cluster, or one whose spec changed (a generation), is checked at once; a status write is not a change.
-   * The same Cluster is updated in place: a check under way keeps what it learns.
+   * The same Cluster is updated in place: a check under way keeps what it learns. One being deleted is gone.
    */
   private upsert(obj: KubeObject): void {
     const name = obj.metadata.name!;
     const before = this.known.get(name);
+    if (obj.metadata.deletionTimestamp) {
+      // Being deleted, it is gone here: no check writes its status any more, and what it held is free for Clusters
+      // created from now on, so one replacing it need not wait for its finalizers (see the top).
+      if (before) this.remove(name, obj.metadata.resourceVersion!);
+      this.holders.gone({ name, uid: obj.metadata.uid! }, obj.metadata.resourceVersion!, recordedIdentity(obj)?.uid);
+      this.saveHolders();
+      return;
+    }
     const generation = obj.metadata.generation ?? 0;
     const stored = recordedIdentity(obj);
     if (before && before.uid === obj.metadata.uid) {
       before.creationTimestamp = obj.metadata.creationTimestamp ?? '';
       // A record the store has is the record; one this controller is writing stays until the store has it.
       if (stored) before.identity = stored;
-      for (const uid of refusedUids(obj)) before.refused.add(uid);
       if (before.generation !== generation) this.queue.add(name);
       before.generation = generation;
       return;
     }
-    if (before) this.remove(name);
+    // The same name, another uid: the old one was deleted at or before this one's creation.
+    if (before) this.remove(name, obj.metadata.resourceVersion!);
     this.known.set(name, {
       uid: obj.metadata.uid!,
       creationTimestamp: obj.metadata.creationTimestamp ?? '',
       generation,
       identity: stored,
-      refused: new Set(refusedUids(obj)),
       checked: false,
     });
     this.queue.add(name);
   }
 
-  private remove(name: string): void {
+  /** `name` is gone, at `revision` or before. */
+  private remove(name: string, revision: string): void {
     const gone = this.known.get(name);
     this.known.delete(name);
     if (!gone) return;
+    this.holders.gone({ name, uid: gone.uid }, revision, gone.identity?.uid);
     this.connector.forget(gone.uid);
     for (const uid of new Set([gone.identity?.uid, gone.answered])) if (uid) this.recheckSharing(uid, name);
     this.stopWaitingFor(name);
@@ -206,6 +221,46 @@ export class ClusterHealth {
   private recheckSharing(kubeSystemUid: string, except: string): void {
     for (const [name, k] of this.known)
       if (name !== except && (k.answered === kubeSystemUid || k.identity?.uid === kubeSystemUid)) this.queue.add(name);
+  }
+
+  /**
+   * Records stored before holders were (see the top) are held by their Clusters, the earliest record of a uid
+   * first; false when storage did not take them all.
+   */
+  private async adoptRecords(): Promise<boolean> {
+    const recorded = [...this.known].filter(([, k]) => k.identity).sort((a, b) => (recordedFirst(a, b) ? -1 : 1));
+    try {
+      for (const [name, k] of recorded)
+        if (!this.holders.get(k.identity!.uid) && this.known.get(name) === k) await this.hold(k.identity!.uid, name, k);
+      return true;
+    } catch (err) {
+      if (err instanceof HolderChanged) return false;
+      this.log('cluster health: could not store which Clusters hold the kube-system uids they recorded, will retry', {
+        error: String(err),
+      });
+      return false;
+    }
+  }
+
+  /**
+   * Stores that the Cluster `name` holds `kubeSystemUid` (HolderChanged if another replica changed who holds it);
+   * false when the Cluster was deleted meanwhile: its deletion found nothing to let go of, so it lets go now.
+   */
+  private async hold(kubeSystemUid: string, name: string, k: Known): Promise<boolean> {
+    await this.holders.hold(kubeSystemUid, { name, uid: k.uid });
+    if (this.known.get(name)?.uid === k.uid) return true;
+    await this.holders.goneNow({ name, uid: k.uid });
+    this.saveHolders();
+    return false;
+  }
+
+  /** Stores what the holders' memory has of Clusters gone; failures are tried again at the next interval. */
+  private saveHolders(): void {
+    this.holders.save().catch((err) =>
+      this.log('cluster health: could not store that a Cluster holding a kube-system uid is gone, will retry', {
+        error: String(err),
+      }),
+    );
   }
 
   /** `name` was checked, or is gone: the Clusters that waited for it alone are checked again. */
@@ -247,6 +302,7 @@ export class ClusterHealth {
     };
     const before = mine();
     if (!before) return undefined; // a Cluster the watch has not brought yet: its upsert queues it
+    if (!before.identity && before.created === undefined) before.created = await this.createdRevision(cluster);
     const previous = [before.answered, before.identity?.uid];
     let observed: Observed | undefined;
     try {
@@ -259,7 +315,7 @@ export class ClusterHealth {
       const known = mine();
       if (!known) return undefined;
       delete known.answered;
-      observed = { ...failure(err, name, this.log), identity: known.identity, refused: [...known.refused] };
+      observed = { ...failure(err, name, this.log), identity: known.identity };
     }
     const known = mine();
     const now = [known?.answered, known?.identity?.uid];
@@ -281,14 +337,12 @@ export class ClusterHealth {
     delete known.waitingFor;
     if ('takenBy' in holding) {
       const holder = this.known.get(holding.takenBy);
-      // Refused for good (see the top), before any await so that a check running meanwhile sees it.
-      if (holder?.identity && !known.identity) known.refused.add(uid);
-      // An older Cluster without a record that answered the same: it records it at its next check, now.
+      // An older Cluster, or the holder, without a record that answered the same: it records it at its next check, now.
       if (holder && !holder.identity) this.queue.add(holding.takenBy);
     }
-    const answered = { online: true, version, identity: known.identity, refused: [...known.refused] };
+    const answered = { online: true, version, identity: known.identity };
     if ('changed' in holding) return { phase: 'Failed', reason: 'ClusterUID', message: CLUSTER_CHANGED, ...answered };
-    if ('refused' in holding) return { phase: 'Failed', reason: 'ClusterUID', message: CLUSTER_TAKEN, ...answered };
+    if ('heldBefore' in holding) return { phase: 'Failed', reason: 'ClusterUID', message: CLUSTER_TAKEN, ...answered };
     if ('takenBy' in holding)
       return { phase: 'Failed', reason: 'ClusterUID', message: CLUSTER_TAKEN, holder: holding.takenBy, ...answered };
     // Recorded before any await, so that a check of another Cluster running meanwhile sees it.
@@ -298,26 +352,54 @@ export class ClusterHealth {
 
   private holding(name: string, me: Known, uid: string): Holding {
     if (me.identity && me.identity.uid !== uid) return { changed: true };
-    if (!me.identity && me.refused.has(uid)) return { refused: true };
     for (const [other, k] of this.known) {
       if (other === name || k.identity?.uid !== uid) continue;
       if (!me.identity || recordedFirst([other, k], [name, me])) return { takenBy: other };
     }
     if (me.identity) return { holds: true };
-    // Nobody has recorded it: the oldest of the Clusters without a record that reach it, and were not refused it,
-    // records it.
+    if (!this.mayHold(me, uid)) {
+      const holder = this.holders.get(uid)!;
+      return holder.goneAt === undefined ? { takenBy: holder.name } : { heldBefore: true };
+    }
+    // Nobody has recorded it: the oldest of the Clusters without a record that reach it, and may hold it, records
+    // it. (One that answered was checked, and its creation read.)
     const waitFor = new Set<string>();
     for (const [other, k] of this.known) {
-      if (other === name || k.identity || k.refused.has(uid) || !older([other, k], [name, me])) continue;
-      if (k.answered === uid) return { takenBy: other };
+      if (other === name || k.identity || !older([other, k], [name, me])) continue;
+      if (k.answered === uid && this.mayHold(k, uid)) return { takenBy: other };
       if (!k.checked) waitFor.add(other);
     }
     return waitFor.size ? { waitFor } : { holds: true };
   }
 
+  private mayHold(k: Known, kubeSystemUid: string): boolean {
+    return this.holders.mayHold(kubeSystemUid, k.uid, k.created);
+  }
+
+  /** The revision that created `cluster`; undefined when its name is another Cluster's by now. */
+  private async createdRevision(cluster: KubeObject): Promise<string | undefined> {
+    const created = await this.holders.created(this.store.key(undefined, cluster.metadata.name!));
+    // A Cluster's key was created before any of its writes; one created later is another Cluster's.
+    return created !== undefined && Number(created) <= Number(cluster.metadata.resourceVersion) ? created : undefined;
+  }
+
   private async write(cluster: KubeObject, observed: Observed): Promise<void> {
     const name = cluster.metadata.name!;
-    const uid = cluster.metadata.uid;
+    const uid = cluster.metadata.uid!;
+    if (observed.identity && !recordedIdentity(cluster)) {
+      // Held in the server's storage before the status says so, as that outlives the Cluster (see the top).
+      const known = this.known.get(name);
+      if (known?.uid !== uid) return;
+      try {
+        if (!(await this.hold(observed.identity.uid, name, known))) return;
+      } catch (err) {
+        if (!(err instanceof HolderChanged)) throw err;
+        // Decided on what another replica changed: decided again, with what it wrote.
+        if (known.identity === observed.identity) delete known.identity;
+        this.queue.add(name);
+        return;
+      }
+    }
     try {
       await this.store.update(
         undefined,
@@ -358,11 +440,7 @@ export class ClusterHealth {
 }
 
 /** A failed check as the status says it (its detail, for operators, to the log). */
-function failure(
-  err: unknown,
-  name: string,
-  log: (msg: string, fields?: Record<string, unknown>) => void,
-): Omit<Observed, 'refused'> {
+function failure(err: unknown, name: string, log: (msg: string, fields?: Record<string, unknown>) => void): Observed {
   if (!(err instanceof ClusterConnectionError)) {
     log('cluster health: the check failed unexpectedly', { name, error: String(err) });
     return {
@@ -379,8 +457,8 @@ function failure(
 /** The status after `observed`; the same object's content when nothing changed (then the store writes nothing). */
 function nextStatus(cluster: KubeObject, observed: Observed): Record<string, unknown> {
   const stored = cluster.status ?? {};
-  const recorded = observed.identity && !recordedIdentity(cluster) ? withIdentity(stored, observed.identity) : stored;
-  const status = withRefused({ ...recorded }, observed.refused);
+  const status: Record<string, unknown> =
+    observed.identity && !recordedIdentity(cluster) ? withIdentity(stored, observed.identity) : { ...stored };
   status.phase = observed.phase;
   if (observed.reason) status.reason = observed.reason;
   else delete status.reason;

@@ -1,7 +1,8 @@
 /**
  * Keeps a controller's view of one resource current: a watch from the registry (its initial events are the
  * current objects), started again with a backoff when it ends or fails. After each (re)start, `resynced` names
- * the objects that were seen, so the controller can forget the ones deleted while nobody watched.
+ * the objects that were seen, so the controller can forget the ones deleted while nobody watched, and a revision at
+ * or after their deletion.
  */
 import type { KubeObject } from '../apimachinery/types.js';
 import type { RunningWatch } from '../storage/reader.js';
@@ -11,8 +12,11 @@ import { sleep } from './sleep.js';
 export interface StoreWatchHandlers {
   upsert(obj: KubeObject): void;
   remove(obj: KubeObject): void;
-  /** After the initial events of each (re)start: the uids of every object that exists now. */
-  resynced(seen: Set<string>): void;
+  /**
+   * After the initial events of each (re)start: the uids of every object that exists now, and the revision the
+   * watch has reached (an object not seen was deleted at or before it).
+   */
+  resynced(seen: Set<string>, revision: string): void;
   log(msg: string, fields?: Record<string, unknown>): void;
 }
 
@@ -62,7 +66,7 @@ export function watchStore(
       }
       initial = false;
       backoff = 200;
-      handlers.resynced(seen);
+      handlers.resynced(seen, String(running.revision()));
       markSynced();
       if (!signal.aborted) await endedP;
       running.stop();

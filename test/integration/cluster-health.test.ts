@@ -4,9 +4,11 @@
  * Secrets live) and two connected clusters with distinct kube-system uids and versions. Checks run every second
  * here; every wait is on the status the server writes, never on time. A Cluster records the kube-system uid of the
  * cluster it is first connected to (status.clusterUID), and one physical cluster is the Cluster's that recorded it:
- * another Cluster refused it stays refused (status.refusedClusterUIDs), also once that one goes.
+ * another Cluster that existed beside that one never takes it, also once that one goes, whatever happened to its own
+ * status writes, and across restarts; only a Cluster created after that deletion does.
  */
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { Etcd3 } from 'etcd3';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,8 +21,10 @@ import { nowRFC3339 } from '../../src/apimachinery/time.js';
 import { HostCluster } from '../../src/host/cluster.js';
 import { API_VERSION, CLUSTERS_PATH, JSON_PATCH, MERGE_PATCH, clusterPath } from '../support/fixtures.js';
 import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
+import { startHostileVirtualCluster } from '../support/hostilecluster.js';
+import type { HttpClient } from '../support/http.js';
 import { kubectl } from '../support/kubectl.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { startTestServer, startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
 
 const NS = 'platform';
@@ -69,12 +73,15 @@ async function create(name: string, spec: Record<string, unknown>) {
   return res.body;
 }
 
-async function statusOf(name: string, client = ts): Promise<Record<string, any>> {
+/** Where a test reads Clusters: this file's server, or another's system:masters. */
+type Reader = { admin: HttpClient };
+
+async function statusOf(name: string, client: Reader = ts): Promise<Record<string, any>> {
   return (await client.admin.get(clusterPath(name))).body.status ?? {};
 }
 
 /** Waits until the Cluster's status has `phase` (and `reason`, when given); returns that status. */
-function until(name: string, phase: string, reason?: string, client = ts): Promise<Record<string, any>> {
+function until(name: string, phase: string, reason?: string, client: Reader = ts): Promise<Record<string, any>> {
   return waitFor(
     `Cluster ${name} to be ${phase || '""'}${reason ? `/${reason}` : ''}`,
     async () => {
@@ -191,7 +198,6 @@ describe('connected clusters', () => {
     // Whoever may read this Cluster is not told of the other, which they may not be allowed to see.
     expect(dup.message).not.toContain('conn-a');
     expect(dup).not.toHaveProperty('clusterUID');
-    expect(dup.refusedClusterUIDs).toEqual([a.kubeSystemUid]);
     expect((await statusOf('conn-a')).phase).toBe('Initialized');
 
     // The connection for later work is refused with that reason (503).
@@ -220,7 +226,6 @@ describe('connected clusters', () => {
     expect((await ts.admin.post(CLUSTERS_PATH, cluster('dup-of-a', kept.spec))).status).toBe(201);
     const recreated = await until('dup-of-a', 'Initialized');
     expect(recreated.clusterUID).toBe(a.kubeSystemUid);
-    expect(recreated).not.toHaveProperty('refusedClusterUIDs');
 
     // And the same the other way round: conn-a, now the second, is refused; deleting dup-of-a does not give it the
     // cluster, creating it again after that does.
@@ -277,55 +282,10 @@ describe("the record of a Cluster's cluster is the server's", () => {
     expect(added.body.status).not.toHaveProperty('clusterUID');
     expect(added.body.status).not.toHaveProperty('clusterUIDRecordedTime');
   }, 60_000);
-
-  test('so are the uids a Cluster was refused: status writes by system:masters keep them, none adds one, a wrong type is 422', async () => {
-    mgmt.addSecret(NS, 'b-again', { config: b.kubeconfigText() });
-    await create('dup-of-b', { config: { secretName: 'b-again' } });
-    const refused = { refusedClusterUIDs: [b.kubeSystemUid] };
-    expect(await until('dup-of-b', 'Failed', 'ClusterUID')).toMatchObject(refused);
-    const status = `${clusterPath('dup-of-b')}/status`;
-    const writes = [
-      () => ts.admin.patch(status, { status: { refusedClusterUIDs: null } }, MERGE_PATCH),
-      () => ts.admin.patch(status, { status: { refusedClusterUIDs: [] } }, MERGE_PATCH),
-      () => ts.admin.patch(status, { status: { refusedClusterUIDs: [a.kubeSystemUid] } }, MERGE_PATCH),
-      () => ts.admin.patch(status, [{ op: 'remove', path: '/status/refusedClusterUIDs' }], JSON_PATCH),
-      async () => {
-        const current = (await ts.admin.get(clusterPath('dup-of-b'))).body;
-        return ts.admin.put(status, { ...current, status: { phase: 'Failed' } });
-      },
-      () => ts.admin.patch(clusterPath('dup-of-b'), { status: { refusedClusterUIDs: [] } }, MERGE_PATCH),
-    ];
-    for (const write of writes) {
-      const res = await write();
-      expect(res.status).toBe(200);
-      expect(res.body.status).toMatchObject(refused);
-    }
-    const stored = (await ts.admin.get(clusterPath('dup-of-b'))).body;
-    expect(stored.status).toMatchObject(refused);
-    for (const wrong of ['b', [7]]) {
-      const res = await ts.admin.patch(status, { status: { refusedClusterUIDs: wrong } }, MERGE_PATCH);
-      expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 422, reason: 'Invalid' });
-      expect(res.body.details.causes).toEqual(
-        expect.arrayContaining([
-          expect.objectContaining({ field: expect.stringContaining('status.refusedClusterUIDs') }),
-        ]),
-      );
-    }
-    expect((await ts.admin.get(clusterPath('dup-of-b'))).body.metadata.resourceVersion).toBe(
-      stored.metadata.resourceVersion,
-    );
-
-    // None is added to a Cluster that has none.
-    await until('peer', '', 'WaitingForNetworkPeer');
-    const added = await ts.admin.patch(`${clusterPath('peer')}/status`, { status: refused }, MERGE_PATCH);
-    expect(added.status).toBe(200);
-    expect(added.body.status).not.toHaveProperty('refusedClusterUIDs');
-    expect((await ts.admin.delete(clusterPath('dup-of-b'))).status).toBe(200);
-  }, 60_000);
 });
 
 describe('a refused Cluster on another replica (the checks moved, or the server restarted)', () => {
-  test('stays refused once the Cluster it was refused for is gone: the refusal is stored, not remembered', async () => {
+  test('stays refused once the Cluster that held its cluster is gone: who held it is stored, not remembered', async () => {
     const d = await startHostCluster();
     const etcdPrefix = `/test-${randomUUID()}`;
     const servers = { kubeconfig: mgmt.kubeconfigPath, clusterSecretNamespace: NS, etcdPrefix };
@@ -370,6 +330,236 @@ describe('a refused Cluster on another replica (the checks moved, or the server 
     }
   }, 90_000);
 });
+
+describe("a tenant's Cluster that existed beside the one holding a cluster never takes it, also once that one is deleted", () => {
+  const KUBE_SYSTEM = '/api/v1/namespaces/kube-system';
+  let etcdPrefix: string;
+  let victim: HostClusterStandIn;
+  /** Mallory's cluster: it refuses the server's credential (401) until it copies the victim's (it forwards to it). */
+  let copy: Awaited<ReturnType<typeof startHostileVirtualCluster>>;
+  let copying: boolean;
+  const copyChecks = () => copy.received.filter((r) => r.path === KUBE_SYSTEM).length;
+
+  beforeEach(async () => {
+    etcdPrefix = `/test-${randomUUID()}`;
+    victim = await startHostCluster();
+    copy = await startHostileVirtualCluster(victim);
+    copying = false;
+    copy.answer = () => (copying ? undefined : { refuse: 401 });
+    mgmt.addSecret(NS, 'victim', { config: victim.kubeconfigText() });
+    mgmt.addSecret(NS, 'copy', { config: copy.kubeconfigText() });
+  });
+
+  afterEach(async () => {
+    await copy.stop();
+    await victim.stop();
+  });
+
+  /** A server on this test's prefix; one that does not check Clusters is, for them, a server that is down. */
+  function serve(checks: boolean) {
+    const config = { kubeconfig: mgmt.kubeconfigPath, clusterSecretNamespace: NS, etcdPrefix };
+    return startTestServerWithUsers(
+      { root: ['system:masters'], mallory: [] },
+      { ...config, clusterHealthIntervalMs: checks ? INTERVAL_MS : 0 },
+      ts.etcd,
+    );
+  }
+  type Server = Awaited<ReturnType<typeof serve>>;
+  const on = (srv: Server): Reader => ({ admin: srv.as.root });
+
+  async function createIn(srv: Server, name: string, secretName: string, owner?: string) {
+    const spec = { config: { secretName }, ...(owner ? { owner: { user: owner } } : {}) };
+    expect((await srv.as.root.post(CLUSTERS_PATH, cluster(name, spec))).status).toBe(201);
+  }
+
+  async function deleteIn(srv: Server, name: string) {
+    expect((await srv.as.root.delete(clusterPath(name))).status).toBe(200);
+    await waitFor(`${name} to be gone`, async () => (await srv.as.root.get(clusterPath(name))).status === 404);
+  }
+
+  /** The victim's Cluster, and mallory's, created while it exists: her cluster refuses, so it records nothing. */
+  async function victimAndCopy(srv: Server) {
+    await createIn(srv, 'victim', 'victim');
+    expect((await until('victim', 'Initialized', undefined, on(srv))).clusterUID).toBe(victim.kubeSystemUid);
+    await createIn(srv, 'copy', 'copy', 'mallory');
+    await until('copy', 'Failed', 'Unauthorized', on(srv));
+  }
+
+  /** Waits until the check of mallory's Cluster has decided on the uid her cluster answers now. */
+  function decided(srv: Server, name = 'copy') {
+    return waitFor(
+      `${name} to be decided`,
+      async () => {
+        const s = await statusOf(name, on(srv));
+        return s.reason !== 'Unauthorized' && s.phase && s;
+      },
+      WAIT_MS,
+    );
+  }
+
+  /** The victim's Cluster, created again (a new Cluster, as an administrator connects a cluster again), records it. */
+  async function victimAgain(srv: Server) {
+    await createIn(srv, 'victim', 'victim');
+    expect(await decided(srv, 'victim')).toMatchObject({ phase: 'Initialized', clusterUID: victim.kubeSystemUid });
+  }
+
+  test("one that never reached the cluster while the holder existed (its cluster refused the server until then) does not take it once the holder is deleted; the victim's, created again, does", async () => {
+    const srv = await serve(true);
+    try {
+      await victimAndCopy(srv);
+      await deleteIn(srv, 'victim');
+      copying = true;
+      const copied = await decided(srv);
+      expect(copied).toMatchObject({ phase: 'Failed', reason: 'ClusterUID', online: true });
+      expect(copied).not.toHaveProperty('clusterUID');
+      expect(copied.message).toContain('another Cluster connected to this cluster first');
+      await victimAgain(srv);
+      expect(await statusOf('copy', on(srv))).toMatchObject({ phase: 'Failed', reason: 'ClusterUID' });
+    } finally {
+      await srv.stop();
+    }
+  }, 90_000);
+
+  test('one being deleted (a finalizer holds it) is gone: a Cluster created after its deletion was asked for records its cluster, one that existed before does not', async () => {
+    const srv = await serve(true);
+    try {
+      await victimAndCopy(srv);
+      const held = { metadata: { finalizers: ['example.com/hold'] } };
+      expect((await srv.as.root.patch(clusterPath('victim'), held, MERGE_PATCH)).status).toBe(200);
+      expect((await srv.as.root.delete(clusterPath('victim'))).status).toBe(200);
+      copying = true;
+      expect(await decided(srv)).toMatchObject({ phase: 'Failed', reason: 'ClusterUID' });
+      await createIn(srv, 'replacement', 'victim');
+      const replaced = await decided(srv, 'replacement');
+      expect(replaced).toMatchObject({ phase: 'Initialized', clusterUID: victim.kubeSystemUid });
+      const old = await srv.as.root.get(clusterPath('victim'));
+      expect(old.body.metadata.deletionTimestamp).toBeDefined();
+      const released = { metadata: { finalizers: null } };
+      expect((await srv.as.root.patch(clusterPath('victim'), released, MERGE_PATCH)).status).toBe(200);
+      await waitFor('victim to be gone', async () => (await srv.as.root.get(clusterPath('victim'))).status === 404);
+      const seen = copyChecks();
+      await waitFor('two checks of the copy', () => copyChecks() >= seen + 2, WAIT_MS);
+      expect(await statusOf('copy', on(srv))).toMatchObject({ phase: 'Failed', reason: 'ClusterUID' });
+      expect(await statusOf('replacement', on(srv))).toMatchObject({ phase: 'Initialized' });
+    } finally {
+      await srv.stop();
+    }
+  }, 90_000);
+
+  test("one whose refusal etcd would not take (its owner grew it to etcd's limit) does not take it after a restart; the victim's, created again, does", async () => {
+    let srv = await serve(true);
+    try {
+      await victimAndCopy(srv);
+      // Mallory grows her Cluster to the most etcd takes: a status write that adds to it is refused.
+      await padToTheLimit(srv.as.mallory, clusterPath('copy'));
+      copying = true;
+      const seen = copyChecks();
+      await waitFor('two checks of the copy', () => copyChecks() >= seen + 2, WAIT_MS);
+      // Its refusal never reached etcd.
+      expect(await statusOf('copy', on(srv))).toMatchObject({ phase: 'Failed', reason: 'Unauthorized' });
+      await deleteIn(srv, 'victim');
+    } finally {
+      await srv.stop();
+    }
+    srv = await serve(true);
+    try {
+      const trimmed = await srv.as.mallory.patch(clusterPath('copy'), { spec: { description: 'mine' } }, MERGE_PATCH);
+      expect(trimmed.status).toBe(200);
+      const copied = await decided(srv);
+      expect(copied).toMatchObject({ phase: 'Failed', reason: 'ClusterUID' });
+      expect(copied).not.toHaveProperty('clusterUID');
+      await victimAgain(srv);
+    } finally {
+      await srv.stop();
+    }
+  }, 120_000);
+
+  test('deleted while no server checked: neither one that existed beside it nor one created before a server found it gone takes its cluster; one created after does', async () => {
+    let srv = await serve(true);
+    try {
+      await victimAndCopy(srv);
+    } finally {
+      await srv.stop();
+    }
+    // Its deletion is never seen: the next server finds it gone, when it does not know.
+    srv = await serve(false);
+    try {
+      await deleteIn(srv, 'victim');
+      await createIn(srv, 'meanwhile', 'victim');
+    } finally {
+      await srv.stop();
+    }
+    copying = true;
+    srv = await serve(true);
+    try {
+      const copied = await decided(srv);
+      expect(copied).toMatchObject({ phase: 'Failed', reason: 'ClusterUID' });
+      expect(copied).not.toHaveProperty('clusterUID');
+      expect(await decided(srv, 'meanwhile')).toMatchObject({ phase: 'Failed', reason: 'ClusterUID' });
+      await deleteIn(srv, 'meanwhile');
+      await victimAgain(srv);
+      expect(await statusOf('copy', on(srv))).toMatchObject({ phase: 'Failed', reason: 'ClusterUID' });
+    } finally {
+      await srv.stop();
+    }
+  }, 120_000);
+
+  test('recorded by the last release, which kept no holders: the next server holds what is recorded, so a deletion it sees frees the cluster for new Clusters only', async () => {
+    let srv = await serve(true);
+    try {
+      await victimAndCopy(srv);
+    } finally {
+      await srv.stop();
+    }
+    const kv = new Etcd3({ hosts: ts.etcd.endpoint });
+    try {
+      await kv.delete().prefix(`${etcdPrefix}/clusteruids/`);
+    } finally {
+      kv.close();
+    }
+    srv = await serve(true);
+    try {
+      // Checks have begun: what was recorded is held.
+      const seen = copy.received.length;
+      await waitFor('two checks of the copy', () => copy.received.length >= seen + 2, WAIT_MS);
+      await deleteIn(srv, 'victim');
+      copying = true;
+      const copied = await decided(srv);
+      expect(copied).toMatchObject({ phase: 'Failed', reason: 'ClusterUID' });
+      expect(copied).not.toHaveProperty('clusterUID');
+      await victimAgain(srv);
+    } finally {
+      await srv.stop();
+    }
+  }, 120_000);
+});
+
+/** What etcd takes in one request (its --max-request-bytes default, 1.5 MiB), the key and the rest included. */
+const ETCD_MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
+
+/**
+ * Pads the Cluster's spec.description as `client` to within 128 bytes of the most etcd takes (more is 413 and
+ * stores nothing), so that a status write adding more than that fails.
+ */
+async function padToTheLimit(client: HttpClient, path: string): Promise<void> {
+  const pad = (bytes: number) => client.patch(path, { spec: { description: 'x'.repeat(bytes) } }, MERGE_PATCH);
+  const small = await pad(1);
+  expect(small.status).toBe(200);
+  // The object as served is within a few bytes of its stored value; the request around it adds a little more.
+  const atTheLimit = ETCD_MAX_REQUEST_BYTES - JSON.stringify(small.body).length + 1;
+  let fits = atTheLimit - 1024;
+  let tooLarge = atTheLimit + 64;
+  while (tooLarge - fits > 128) {
+    const bytes = Math.floor((fits + tooLarge) / 2);
+    const res = await pad(bytes);
+    if (res.status === 200) fits = bytes;
+    else {
+      expect(res.body).toMatchObject({ code: 413, reason: 'RequestEntityTooLarge' });
+      tooLarge = bytes;
+    }
+  }
+  expect((await pad(fits)).status).toBe(200);
+}
 
 describe('Clusters without a record (stored before records existed)', () => {
   test('of two that reach one cluster the older records it, whichever is checked first; the newer is Failed/ClusterUID', async () => {
@@ -572,12 +762,19 @@ describe('what cannot connect says why, naming the field, and the controller goe
   }, 60_000);
 
   test('a Secret created after the Cluster, and a fixed one, count at the next check; no credential is ever shown', async () => {
-    // bad-missing waited for a Secret that did not exist.
-    mgmt.addSecret(NS, 'bad-missing', { config: c.kubeconfigText() });
-    await until('bad-missing', 'Initialized');
-    const all = (await ts.admin.get(CLUSTERS_PATH)).body.items.map((c: any) => JSON.stringify(c.status ?? {}));
-    for (const text of all)
-      for (const token of [mgmt.token, a.token, b.token, c.token]) expect(text).not.toContain(token);
+    // bad-missing waited for a Secret that did not exist. Its cluster is one no other Cluster held meanwhile: c was
+    // guarded's while bad-missing existed, so bad-missing never takes it, also now that guarded is gone.
+    const e = await startHostCluster();
+    try {
+      mgmt.addSecret(NS, 'bad-missing', { config: e.kubeconfigText() });
+      await until('bad-missing', 'Initialized');
+      const all = (await ts.admin.get(CLUSTERS_PATH)).body.items.map((c: any) => JSON.stringify(c.status ?? {}));
+      for (const text of all)
+        for (const token of [mgmt.token, a.token, b.token, c.token, e.token]) expect(text).not.toContain(token);
+    } finally {
+      expect((await ts.admin.delete(clusterPath('bad-missing'))).status).toBe(200);
+      await e.stop();
+    }
   }, 60_000);
 });
 

@@ -590,7 +590,6 @@ describe("a tenant's cluster that answers another cluster's kube-system uid", ()
       expect((await root.delete(clusterPath('victim-b'))).status).toBe(200);
       await twoMoreChecks('tenant-c', tenantChecks);
       expect(await statusOf(root, 'tenant-c')).toEqual(refused);
-      expect(refused.refusedClusterUIDs).toEqual([v.kubeSystemUid]);
       const bobs = await createProject();
       const before = await instances();
       for (const vc of [victimsVc, virtualCluster(t)]) {
@@ -620,6 +619,61 @@ describe("a tenant's cluster that answers another cluster's kube-system uid", ()
     } finally {
       await root.delete(clusterPath('tenant-c'));
       await liar2.stop();
+    }
+  });
+
+  test("one that never reached its cluster while the victim's Cluster existed (it answered 401) does not take the victim's cluster once that Cluster is deleted; the victim's, created again, has its virtual clusters back", async () => {
+    const liar3 = await startHostileVirtualCluster(t);
+    let refusing = true;
+    try {
+      liar3.answer = (req) => (refusing ? { refuse: 401 } : liar.answer!(req));
+      lie = v.kubeSystemUid;
+      mgmt.addSecret(CLUSTER_SECRETS, 'tenant-x', { config: liar3.kubeconfigText() });
+      const created = await root.post(CLUSTERS_PATH, {
+        apiVersion: API_VERSION,
+        kind: 'Cluster',
+        metadata: { name: 'tenant-x' },
+        spec: { owner: { user: 'bob' }, config: { secretName: 'tenant-x' } },
+      });
+      expect(created.status).toBe(201);
+      await clusterPhase(root, 'tenant-x', 'Failed', 'Unauthorized');
+
+      // The victim deletes its Cluster to create it again; meanwhile the tenant's cluster answers, as the victim's.
+      const victim = (await root.get(clusterPath('victim-b'))).body;
+      expect(victim.status).toMatchObject({ phase: 'Initialized', clusterUID: v.kubeSystemUid });
+      expect((await root.delete(clusterPath('victim-b'))).status).toBe(200);
+      await waitFor('victim-b to be gone', async () => (await root.get(clusterPath('victim-b'))).status === 404);
+      refusing = false;
+      const decided = await waitFor('tenant-x to be decided', async () => {
+        const s = await statusOf(root, 'tenant-x');
+        return s?.reason !== 'Unauthorized' && s;
+      });
+      expect(decided).toMatchObject({ phase: 'Failed', reason: 'ClusterUID', online: true });
+      expect(decided).not.toHaveProperty('clusterUID');
+      expect(decided.message).not.toContain('victim-b');
+      const bobs = await createProject();
+      const before = await instances();
+      for (const vc of [victimsVc, virtualCluster(t)]) {
+        const res = await importAs(bob, bobs, 'tenant-x', vc);
+        expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 503, reason: 'ServiceUnavailable' });
+        expect(res.body.message).toContain('Cluster "tenant-x" is not ready (ClusterUID)');
+      }
+      expect(await instances()).toEqual(before);
+
+      const again = await root.post(CLUSTERS_PATH, {
+        apiVersion: API_VERSION,
+        kind: 'Cluster',
+        metadata: { name: 'victim-b' },
+        spec: victim.spec,
+      });
+      expect(again.status).toBe(201);
+      expect(await clusterPhase(root, 'victim-b', 'Initialized')).toMatchObject({ clusterUID: v.kubeSystemUid });
+      expect((await root.get(`${vcis(`p-${victims}`)}/${victimsVc.name}/kubeconfig`)).status).toBe(200);
+      await victimUnharmed();
+      expect(await statusOf(root, 'tenant-x')).toMatchObject({ phase: 'Failed', reason: 'ClusterUID' });
+    } finally {
+      await root.delete(clusterPath('tenant-x'));
+      await liar3.stop();
     }
   });
 });

@@ -1,10 +1,10 @@
 /**
  * A virtual cluster run by a hostile tenant, for tests: an HTTPS server of its own (its own CA, on 127.0.0.1) in
  * front of a real stand-in (hostcluster.ts). It forwards every request to the stand-in and passes its answer on,
- * unless the test's `answer` says otherwise for a request: change the stand-in's JSON answer, stream a body of many
- * megabytes as fast as the client reads it, or announce a huge Content-Length and then send nothing more. It keeps
- * every request it received (with its JSON body), and for each streamed or announced answer how it ended: how much
- * was written before the client closed the connection.
+ * unless the test's `answer` says otherwise for a request: change the stand-in's JSON answer, refuse it (401),
+ * stream a body of many megabytes as fast as the client reads it, or announce a huge Content-Length and then send
+ * nothing more. It keeps every request it received (with its JSON body), and for each streamed or announced answer
+ * how it ended: how much was written before the client closed the connection.
  */
 import { createServer, request, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -25,6 +25,8 @@ export interface ReceivedRequest {
 export type HostileAnswer =
   /** The stand-in's answer (its status), its JSON body changed. */
   | { change: (answer: any) => any }
+  /** HTTP `refuse` (401: the credential is not accepted) with a Status, as kube-apiserver refuses. */
+  | { refuse: number }
   /** A chunked body of `stream` bytes (a JSON object with one endless string, no newline), HTTP `status` (200). */
   | { stream: number; status?: number }
   /** 200 with `Content-Length: bytes`, a few bytes of it, then nothing until the client closes. */
@@ -75,7 +77,8 @@ export async function startHostileVirtualCluster(real: HostClusterStandIn): Prom
       };
       received.push(record);
       const how = api.answer?.(record);
-      if (how && 'stream' in how) outcomes.push(stream(res, how.stream, how.status ?? 200));
+      if (how && 'refuse' in how) refuse(res, how.refuse);
+      else if (how && 'stream' in how) outcomes.push(stream(res, how.stream, how.status ?? 200));
       else if (how && 'announce' in how) outcomes.push(announce(res, how.announce));
       else forward(real, req, text, res, how?.change);
     });
@@ -134,6 +137,13 @@ function forward(
   );
   out.on('error', () => res.destroy());
   out.end(body || undefined);
+}
+
+/** A Status of HTTP `code`. */
+function refuse(res: ServerResponse, code: number): void {
+  const text = JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, message: 'refused' });
+  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
 }
 
 /** Writes `total` bytes as fast as the client takes them (never more than a chunk ahead of it). */

@@ -7,15 +7,13 @@
  * write (the server's own included; a main-resource write keeps the whole status already), and only the server
  * writes the first one.
  *
- * Nor is a uid that another Cluster held when this one reached it ever this one's, once that Cluster goes: the
- * first answer of a copied uid looks like that of a cluster connected twice by mistake, and the copy would take the
- * cluster of whoever deletes their Cluster to re-create it. So the server adds each such uid to
- * status.refusedClusterUIDs, which only grows, whoever writes; only a new Cluster (whose create, with a config, is
- * system:masters') starts without it.
+ * Nor is a uid another Cluster recorded ever taken by a Cluster that existed beside that one, also once that one
+ * goes: who held it outlives the holder in the server's own storage (controllers/clusteruidholders.ts), so no status
+ * write, which a tenant may make fail by growing the object, decides it.
  */
 import { isPlainObject, type KubeObject } from '../../apimachinery/types.js';
 import { isRFC3339 } from '../../apimachinery/time.js';
-import { isString, isStringList, keepServerStatus } from '../serverstatus.js';
+import { isString, keepServerStatus } from '../serverstatus.js';
 
 /** A Cluster's record of its physical cluster. */
 export interface ClusterIdentity {
@@ -40,30 +38,14 @@ export function withIdentity(status: Record<string, unknown>, identity: ClusterI
   return { ...status, clusterUID: identity.uid, clusterUIDRecordedTime: identity.recordedTime };
 }
 
-/** The uids the Cluster was refused because another Cluster held them: it never records one of them. */
-export const refusedUids = (cluster: KubeObject): string[] => refusedIn(cluster.status);
-
-/** `status` with `uids` among its refused ones (the stored ones first, each once). */
-export function withRefused(status: Record<string, unknown>, uids: Iterable<string>): Record<string, unknown> {
-  const refused = new Set([...refusedIn(status), ...uids]);
-  return refused.size ? { ...status, refusedClusterUIDs: [...refused] } : status;
-}
-
-function refusedIn(status: unknown): string[] {
-  const refused = isPlainObject(status) ? status.refusedClusterUIDs : undefined;
-  return Array.isArray(refused) ? refused.filter((uid): uid is string => typeof uid === 'string' && uid !== '') : [];
-}
-
 /** Now, as a record's time: kube's MicroTime form ("2025-05-01T10:00:00.123000Z"). */
 export const recordTime = (now = new Date()): string => now.toISOString().replace(/Z$/, '000Z');
 
 /**
  * Cluster's prepareForStatusUpdate: a stored record stays as it is, whoever writes; without one, only the server
- * (no user) may write it, and what anyone else writes there is dropped. The refused uids stay, whoever writes, and
- * only the server adds one.
+ * (no user) may write it, and what anyone else writes there is dropped.
  */
 export const keepClusterIdentity = keepServerStatus([
   { name: 'clusterUID', wellTyped: isString, serverWrites: 'once' },
   { name: 'clusterUIDRecordedTime', wellTyped: isRFC3339, serverWrites: 'once' },
-  { name: 'refusedClusterUIDs', wellTyped: isStringList, serverWrites: 'adds' },
 ]);
