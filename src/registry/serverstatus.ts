@@ -1,13 +1,11 @@
 /**
  * Status fields only the server writes, because they say for whom or on what it acts with its own credential: who
  * set a reference (a ProjectSecret's status.referencedBy), who imported a virtual cluster (status.importedBy), which
- * physical cluster a Cluster or an instance is (status.clusterUID) and which a Cluster may never be
- * (status.refusedClusterUIDs). A status write keeps them as stored,
+ * physical cluster a Cluster or an instance is (status.clusterUID). A status write keeps them as stored,
  * whoever writes (system:masters too), so that nothing a client writes moves them; a main-resource write keeps the
  * whole status already (store.ts mainUpdate). A value of the wrong type is left as written, for validation to refuse
  * (422) like any other, so the write fails instead of passing with the field quietly put back.
  */
-import { jsonEqual } from '../apimachinery/equality.js';
 import { isPlainObject, type KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
 import type { Strategy } from './strategy.js';
@@ -18,14 +16,12 @@ export interface ServerStatusField {
   wellTyped(value: unknown): boolean;
   /**
    * What the server's own status writes may do with it: nothing (`never`: it is set elsewhere, e.g. at create), set
-   * it while none is stored (`once`), set and change it (`always`), or add items to the stored list and never take
-   * one away (`adds`: a list; what a write leaves out stays).
+   * it while none is stored (`once`), or set and change it (`always`).
    */
-  serverWrites: 'never' | 'once' | 'always' | 'adds';
+  serverWrites: 'never' | 'once' | 'always';
 }
 
 export const isString = (v: unknown): boolean => typeof v === 'string';
-export const isStringList = (v: unknown): boolean => Array.isArray(v) && v.every(isString);
 
 /** A prepareForStatusUpdate keeping `fields` as described above. */
 export function keepServerStatus(
@@ -37,13 +33,9 @@ export function keepServerStatus(
       const written: unknown = obj.status?.[field.name];
       if (written !== undefined && !field.wellTyped(written)) continue;
       const stored: unknown = old.status?.[field.name];
-      if (!user && (field.serverWrites === 'always' || (field.serverWrites !== 'never' && stored === undefined)))
-        continue;
-      if (!user && field.serverWrites === 'adds' && Array.isArray(stored) && Array.isArray(written)) {
-        const added = written.filter((item) => !stored.some((s) => jsonEqual(s, item)));
-        obj.status = { ...obj.status, [field.name]: [...stored, ...added] };
-        continue;
-      }
+      const byServer =
+        !user && (field.serverWrites === 'always' || (field.serverWrites === 'once' && stored === undefined));
+      if (byServer) continue;
       if (stored !== undefined) obj.status = { ...obj.status, [field.name]: stored };
       else if (obj.status) delete obj.status[field.name];
     }

@@ -3,14 +3,13 @@
  * included) and by the server itself leaves of them, and that a value of the wrong type is left for validation.
  */
 import { describe, expect, test } from '@jest/globals';
-import { isString, isStringList, keepServerStatus } from '../../src/registry/serverstatus.js';
+import { isString, keepServerStatus } from '../../src/registry/serverstatus.js';
 
 const master = { name: 'root', groups: ['system:masters'] };
 const keep = keepServerStatus([
   { name: 'fixed', wellTyped: isString, serverWrites: 'never' },
   { name: 'once', wellTyped: isString, serverWrites: 'once' },
   { name: 'server', wellTyped: isString, serverWrites: 'always' },
-  { name: 'list', wellTyped: isStringList, serverWrites: 'adds' },
 ]);
 const obj = (status?: unknown) => ({ metadata: { name: 'x' }, ...(status === undefined ? {} : { status }) });
 
@@ -23,14 +22,14 @@ function written(status: unknown, stored: unknown, user: typeof master | undefin
 
 describe('a client (system:masters too)', () => {
   test('cannot change, add or remove any of them', () => {
-    const stored = { fixed: 'a', once: 'b', server: 'c', list: ['d'], phase: 'old' };
-    expect(written({ fixed: 'x', once: 'y', server: 'z', list: ['e'], phase: 'new' }, stored, master)).toEqual({
+    const stored = { fixed: 'a', once: 'b', server: 'c', phase: 'old' };
+    expect(written({ fixed: 'x', once: 'y', server: 'z', phase: 'new' }, stored, master)).toEqual({
       ...stored,
       phase: 'new',
     });
-    expect(written({ phase: 'new', list: [] }, stored, master)).toEqual({ ...stored, phase: 'new' });
-    expect(written(undefined, stored, master)).toEqual({ fixed: 'a', once: 'b', server: 'c', list: ['d'] });
-    expect(written({ fixed: 'x', once: 'y', server: 'z', list: ['e'] }, {}, master)).toEqual({});
+    expect(written({ phase: 'new' }, stored, master)).toEqual({ ...stored, phase: 'new' });
+    expect(written(undefined, stored, master)).toEqual({ fixed: 'a', once: 'b', server: 'c' });
+    expect(written({ fixed: 'x', once: 'y', server: 'z' }, {}, master)).toEqual({});
   });
 
   test('a value of the wrong type is left as written, for validation to refuse', () => {
@@ -52,13 +51,5 @@ describe('the server', () => {
       server: 'z',
     });
     expect(written({}, { fixed: 'a', once: 'b', server: 'c' }, undefined)).toEqual({ fixed: 'a', once: 'b' });
-  });
-
-  test("adds to an 'adds' list, each item once, and never takes one away", () => {
-    expect(written({ list: ['a'] }, {}, undefined)).toEqual({ list: ['a'] });
-    expect(written({ list: ['c', 'a'] }, { list: ['a', 'b'] }, undefined)).toEqual({ list: ['a', 'b', 'c'] });
-    expect(written({ list: [] }, { list: ['a'] }, undefined)).toEqual({ list: ['a'] });
-    expect(written({ phase: 'x' }, { list: ['a'] }, undefined)).toEqual({ phase: 'x', list: ['a'] });
-    expect(written({ list: [7] }, { list: ['a'] }, undefined)).toEqual({ list: [7] });
   });
 });
