@@ -233,19 +233,34 @@ const GENERATED_SUFFIX = new RegExp(`-(owner|access-(?:[0-9a-f]{${SET_HASH_LENGT
  * server makes count: `platform-sharedsecret-foo-bar-owner` starts like a name of `foo`'s, but it is `foo-bar`'s.
  */
 export function isGeneratedName(def: SourceKind, source: { name: string; uid: string }, name: string): boolean {
+  // generatedName goes past the limit only for an index no earlier version made (its room for the source's name
+  // runs out): a name that long is someone else's, however it ends.
+  if (name.length > MAX_NAME_LENGTH) return false;
   const suffix = GENERATED_SUFFIX.exec(name)?.[1];
   return suffix !== undefined && generatedName(def, source, suffix) === name;
 }
 
 /** The labels that find what was generated for `obj`. */
 function sourceLabels(def: SourceKind, obj: KubeObject): Record<string, string> {
-  return {
+  const values: Record<string, string> = {
     [MANAGED_BY_LABEL]: MANAGED_BY,
     [SOURCE_KIND_LABEL]: def.kind,
-    ...(def.namespaced ? { [SOURCE_NAMESPACE_LABEL]: obj.metadata.namespace! } : {}),
+    [SOURCE_NAMESPACE_LABEL]: obj.metadata.namespace!,
     [SOURCE_NAME_LABEL]: labelValue(obj.metadata.name!),
     [SOURCE_UID_LABEL]: obj.metadata.uid!,
   };
+  return Object.fromEntries(sourceLabelKeys(def.namespaced).map((k) => [k, values[k]]));
+}
+
+/** The keys of sourceLabels: what the sync compares of a host object's labels (a cluster-scoped source has no namespace). */
+export function sourceLabelKeys(namespaced: boolean): string[] {
+  return [
+    MANAGED_BY_LABEL,
+    SOURCE_KIND_LABEL,
+    ...(namespaced ? [SOURCE_NAMESPACE_LABEL] : []),
+    SOURCE_NAME_LABEL,
+    SOURCE_UID_LABEL,
+  ];
 }
 
 /**

@@ -14,3 +14,20 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   // Own fields only: an own "__proto__" (JSON.parse makes them) would otherwise be compared with Object.prototype.
   return keys.every((k) => Object.hasOwn(bo, k) && jsonEqual(ao[k], bo[k]));
 }
+
+/**
+ * The JSON text of a value with every object's fields in order of name (undefined ones left out, as JSON.stringify
+ * does): two JSON values have the same text exactly when jsonEqual holds of them, so a digest of it can stand in for
+ * the value in a comparison.
+ */
+export function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  if (typeof v === 'object' && v !== null) {
+    const fields = Object.keys(v)
+      .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((v as Record<string, unknown>)[k])}`);
+    return `{${fields.join(',')}}`;
+  }
+  return JSON.stringify(v);
+}

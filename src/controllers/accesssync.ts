@@ -16,21 +16,30 @@
  *   this server's identity and groups) go to the log only;
  * - generated objects are watched in the host (by label), so one changed or deleted by hand is put back at once;
  *   the label is no proof (anyone who may make a Role can label it), so the lists before each watch are read a
- *   bounded page at a time and only the objects at names generated for their source are kept;
+ *   bounded page at a time and only the objects at names generated for their source are kept; and of those only
+ *   where they are, the source they name and a digest of their content, never the objects: the label and the
+ *   annotation name any source, one that does not exist among them, and the rules are anyone's to make large;
  *   every `resyncIntervalMs` all objects are reconciled again and generated objects whose source is gone are swept;
  * - host failures are retried per object with an exponential backoff (never a tight loop); once the host answers
  *   again, everything waiting is retried at once.
  */
-import { jsonEqual } from '../apimachinery/equality.js';
+import { createHash } from 'node:crypto';
+import { canonicalJson, jsonEqual } from '../apimachinery/equality.js';
 import { GROUP_NAME } from '../apimachinery/group.js';
 import { isStatusError } from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
+import {
+  DNS1123_LABEL_MAX_LENGTH,
+  DNS1123_SUBDOMAIN_MAX_LENGTH,
+  LABEL_VALUE_MAX_LENGTH,
+} from '../apimachinery/validation.js';
 import {
   desiredRbac,
   isGeneratedName,
   MANAGED_BY,
   MANAGED_BY_LABEL,
   SOURCE_ANNOTATION,
+  sourceLabelKeys,
   SOURCE_UID_LABEL,
   type RbacKind,
   type RbacObject,
@@ -71,7 +80,23 @@ interface Source {
   name: string;
 }
 
-const objectKey = (o: RbacObject) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+/** Where a host object is: enough to name it and to delete it (only that one, by uid). */
+type ObjectRef = Pick<RbacObject, 'kind'> & { metadata: Pick<RbacObject['metadata'], 'name' | 'namespace' | 'uid'> };
+
+/**
+ * What is known of a host object generated for a source: where it is, the source its annotation names (for the
+ * sweep) and a digest of what the sync sets on it (to skip writes of what is already there). Not the object: what
+ * one costs here is the same few hundred bytes whatever its rules hold, for objects of a source that does not exist
+ * (anyone may label and annotate an object for one) as for the server's own.
+ */
+interface KnownObject extends ObjectRef {
+  /** The source annotation (sourceOf bounds it). */
+  source: string;
+  /** contentDigest of the object. */
+  content: string;
+}
+
+const objectKey = (o: ObjectRef) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 
 export class AccessSync {
   private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
@@ -82,7 +107,7 @@ export class AccessSync {
   /** Our objects by uid. */
   private readonly sources = new Map<string, Source>();
   /** What the host has, by source uid (from the label), then by kind/namespace/name. */
-  private readonly generated = new Map<string, Map<string, RbacObject>>();
+  private readonly generated = new Map<string, Map<string, KnownObject>>();
   private hostFailing = false;
   private signal?: AbortSignal;
 
@@ -224,7 +249,7 @@ export class AccessSync {
 
   /** Makes the host hold exactly `desired` for this source (never touching objects that are not its own). */
   private async converge(uid: string, desired: RbacObject[]): Promise<void> {
-    const existing = this.generated.get(uid) ?? new Map<string, RbacObject>();
+    const existing = this.generated.get(uid) ?? new Map<string, KnownObject>();
     const taken: RbacObject[] = [];
     // A binding to a role someone else holds would grant that role: it is not made, and one of ours is removed.
     const roleTaken = (want: RbacObject) =>
@@ -234,7 +259,7 @@ export class AccessSync {
       if (roleTaken(want)) continue;
       wanted.add(objectKey(want));
       const known = existing.get(objectKey(want));
-      if (known && sameContent(known, want)) continue;
+      if (known?.content === contentDigest(want)) continue;
       if (!(await this.write(uid, want))) taken.push(want);
     }
     for (const [key, have] of existing) {
@@ -281,24 +306,26 @@ export class AccessSync {
     if (!existing?.size) return;
     // The annotation names the source: a fresh read makes sure it is really gone before anything is deleted.
     const first = [...existing.values()][0];
-    if (await this.sourceStillExists(first, uid)) return;
+    if (await this.sourceStillExists(first.source, uid)) return;
     await this.converge(uid, []);
-    this.log('access sync: swept RBAC whose source is gone', {
-      source: first.metadata.annotations?.[SOURCE_ANNOTATION],
-      objects: existing.size,
-    });
+    this.log('access sync: swept RBAC whose source is gone', { source: first.source, objects: existing.size });
   }
 
-  private async sourceStillExists(obj: RbacObject, uid: string): Promise<boolean> {
-    const source = this.sourceOf(obj);
+  private async sourceStillExists(annotation: string, uid: string): Promise<boolean> {
+    const source = this.sourceOf(annotation);
     return !!source && !!(await this.fresh(source, uid));
   }
 
-  /** The source the annotation names (kind, namespace, name), if it is of a kind this sync serves. */
-  private sourceOf(obj: RbacObject): Source | undefined {
-    const match = /^(\S+) (?:([^/]+)\/)?(.+)$/.exec(obj.metadata.annotations?.[SOURCE_ANNOTATION] ?? '');
+  /**
+   * The source a source annotation names (kind, namespace, name), if it is of a kind this sync serves and its
+   * namespace and name could be an object's (what is kept of a host object is that small, whatever it says).
+   */
+  private sourceOf(annotation: string | undefined): Source | undefined {
+    const match = /^(\S+) (?:([^/]+)\/)?(.+)$/.exec(annotation ?? '');
     if (!match) return undefined;
     const [, kind, namespace, name] = match;
+    if ((namespace?.length ?? 0) > DNS1123_LABEL_MAX_LENGTH || name.length > DNS1123_SUBDOMAIN_MAX_LENGTH)
+      return undefined;
     const store = this.stores.find((s) => s.def.kind === kind);
     return store && { store, namespace, name };
   }
@@ -310,7 +337,7 @@ export class AccessSync {
    * others label costs no memory here.
    */
   private generatedFor(obj: RbacObject, uid: string): boolean {
-    const source = this.sourceOf(obj);
+    const source = this.sourceOf(obj.metadata.annotations?.[SOURCE_ANNOTATION]);
     if (!source) return false;
     const { def } = source.store;
     const kinds = def.namespaced ? ['Role', 'RoleBinding'] : ['ClusterRole', 'ClusterRoleBinding'];
@@ -434,13 +461,13 @@ export class AccessSync {
    * others labelled. What was known of the kind is then replaced; returned is the resourceVersion to watch from.
    */
   private async relist(kind: RbacKind, selector: string): Promise<string> {
-    const ours: Array<[string, RbacObject]> = [];
+    const ours: Array<[string, KnownObject]> = [];
     let resourceVersion = '';
     for await (const page of this.rbac.pages(kind, selector)) {
       resourceVersion ||= page.resourceVersion;
       for (const o of page.items) {
         const uid = this.sourceUidOf(o);
-        if (uid) ours.push([uid, o]);
+        if (uid) ours.push([uid, knownObject(o)]);
       }
     }
     this.replaceKind(kind, ours);
@@ -448,7 +475,7 @@ export class AccessSync {
   }
 
   /** A fresh list of one kind replaces what was known of it; every source concerned is looked at again. */
-  private replaceKind(kind: RbacKind, ours: Array<[string, RbacObject]>): void {
+  private replaceKind(kind: RbacKind, ours: Array<[string, KnownObject]>): void {
     for (const [uid, objs] of this.generated) {
       for (const [key, o] of objs) {
         if (o.kind === kind) {
@@ -459,7 +486,7 @@ export class AccessSync {
       if (!objs.size) this.generated.delete(uid);
     }
     for (const [uid, o] of ours) {
-      this.remember(uid, o);
+      this.keep(uid, o);
       this.queue.add(uid);
     }
   }
@@ -467,7 +494,7 @@ export class AccessSync {
   /** The uid of the source a host object was generated for (generatedFor), or undefined: not one of ours. */
   private sourceUidOf(obj: RbacObject): string | undefined {
     const uid = obj.metadata.labels?.[SOURCE_UID_LABEL];
-    return uid && this.generatedFor(obj, uid) ? uid : undefined;
+    return uid && uid.length <= LABEL_VALUE_MAX_LENGTH && this.generatedFor(obj, uid) ? uid : undefined;
   }
 
   private hostEvent(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: RbacObject): void {
@@ -479,8 +506,12 @@ export class AccessSync {
   }
 
   private remember(uid: string, obj: RbacObject): void {
+    this.keep(uid, knownObject(obj));
+  }
+
+  private keep(uid: string, known: KnownObject): void {
     if (!this.generated.has(uid)) this.generated.set(uid, new Map());
-    this.generated.get(uid)!.set(objectKey(obj), obj);
+    this.generated.get(uid)!.set(objectKey(known), known);
   }
 
   private forgetObject(uid: string, key: string): void {
@@ -524,19 +555,34 @@ export class AccessSync {
   }
 }
 
-/** Equal in what we set: our labels and annotation, rules, roleRef and subjects. */
-function sameContent(have: RbacObject, want: RbacObject): boolean {
+/** What is kept of a host object generated for a source (its strings bounded by sourceUidOf's checks). */
+function knownObject(o: RbacObject): KnownObject {
+  const { name, namespace, uid } = o.metadata;
+  return {
+    kind: o.kind,
+    metadata: { name, ...(namespace ? { namespace } : {}), ...(uid ? { uid } : {}) },
+    source: o.metadata.annotations?.[SOURCE_ANNOTATION] ?? '',
+    content: contentDigest(o),
+  };
+}
+
+/**
+ * A digest of what the sync sets on an object: its labels and annotation (ours only: others may add their own),
+ * rules, roleRef and subjects. Two objects have the same digest exactly when they are equal in those (SHA-256 of
+ * canonicalJson: a collision is out of reach).
+ */
+function contentDigest(o: RbacObject): string {
   const ours = (m: Record<string, string> | undefined, keys: string[]) =>
     Object.fromEntries(keys.map((k) => [k, m?.[k]]));
-  const labelKeys = Object.keys(want.metadata.labels);
-  const annotationKeys = Object.keys(want.metadata.annotations);
-  return (
-    jsonEqual(ours(have.metadata.labels, labelKeys), want.metadata.labels) &&
-    jsonEqual(ours(have.metadata.annotations, annotationKeys), want.metadata.annotations) &&
-    jsonEqual(normalRules(have.rules), normalRules(want.rules)) &&
-    jsonEqual(have.roleRef ?? null, want.roleRef ?? null) &&
-    jsonEqual(have.subjects ?? [], want.subjects ?? [])
-  );
+  const namespaced = o.kind === 'Role' || o.kind === 'RoleBinding';
+  const content = [
+    ours(o.metadata.labels, sourceLabelKeys(namespaced)),
+    ours(o.metadata.annotations, [SOURCE_ANNOTATION]),
+    normalRules(o.rules),
+    o.roleRef ?? null,
+    o.subjects ?? [],
+  ];
+  return createHash('sha256').update(canonicalJson(content)).digest('base64');
 }
 
 /** Rules as the host returns them may leave out empty lists. */
@@ -560,7 +606,7 @@ function madeFor(obj: RbacObject, uid: string): boolean {
   return labels[MANAGED_BY_LABEL] === MANAGED_BY && labels[SOURCE_UID_LABEL] === uid;
 }
 
-const describeObject = (o: RbacObject) =>
+const describeObject = (o: ObjectRef) =>
   `${o.kind} ${JSON.stringify(o.metadata.name)}${o.metadata.namespace ? ` in the namespace ${JSON.stringify(o.metadata.namespace)}` : ''}`;
 
 /**
@@ -570,7 +616,7 @@ const describeObject = (o: RbacObject) =>
 class GeneratedObjectError extends HostClusterError {
   readonly summary: string;
 
-  constructor(action: string, obj: RbacObject, cause: HostClusterError) {
+  constructor(action: string, obj: ObjectRef, cause: HostClusterError) {
     super(cause.message, cause.code);
     const answer =
       cause.code === undefined ? 'the host cluster did not answer' : `the host cluster answered HTTP ${cause.code}`;
@@ -578,7 +624,7 @@ class GeneratedObjectError extends HostClusterError {
   }
 }
 
-async function hostStep<T>(action: string, obj: RbacObject, fn: () => Promise<T>): Promise<T> {
+async function hostStep<T>(action: string, obj: ObjectRef, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {

@@ -9,15 +9,18 @@
  *   the AccessSynced condition; what a change costs the host (counted requests); the objects of earlier versions'
  *   pair per entry are replaced; an object stored above the CRDs' limits gets no more than its owner's pair;
  * - deletion removes everything generated before the object goes; drift by hand is put back; RBAC whose source is
- *   gone is swept; a host outage leaves the API serving and everything converges once the host is back.
+ *   gone is swept; a host outage leaves the API serving and everything converges once the host is back;
+ * - what others label costs a page of the lists at a time, and what others make at a source's names (a source that
+ *   does not exist among them) costs no more than where each object is: a server with a small heap (a process of
+ *   its own) stays up through 118 MiB of such Roles and sweeps them.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { Etcd3 } from 'etcd3';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { desiredRbac } from '../../src/access/rbac.js';
+import { desiredRbac, generatedName } from '../../src/access/rbac.js';
 import { createLogger } from '../../src/log.js';
 import { HostCluster } from '../../src/host/cluster.js';
 import { loadDefinitions } from '../../src/registry/definitions.js';
@@ -572,6 +575,32 @@ describe('labels are no proof of what the server made', () => {
     expect(host.get('roles', NS, ownerRole)).toEqual(labelled);
     expect(await hostAllows('olga', [], 'delete', 'sharedsecrets', fooBar.metadata.name, NS)).toBe(true);
   });
+
+  test("an annotation naming a source no object could be (a name of 300 characters) makes nothing the server's, whatever the name and label say", async () => {
+    const s = await createSecret(uniq('long'), { access: [{ verbs: ['get'], users: ['alice'] }] });
+    await synced(sharedSecretPath(NS, s.metadata.name));
+    // At the name generatedName gives a source of that name with this one's uid, and labelled for this one. No
+    // SharedSecret has such a name (253 characters at most): the Role is not the server's, and what would be kept of
+    // it (its annotation, which anyone may make 256 kB long) is not the server's to keep.
+    const unnamable = { name: 'n'.repeat(300), uid: s.metadata.uid };
+    const forged = host.put({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: {
+        name: generatedName(secretDef, unnamable, 'owner'),
+        namespace: NS,
+        labels: { 'app.kubernetes.io/managed-by': 'platform-management-api', [UID_LABEL]: s.metadata.uid },
+        annotations: { 'management.platform.sh/source': `SharedSecret ${NS}/${unnamable.name}` },
+      },
+      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }],
+    });
+    // The source's own Role deleted by hand comes back through the same watch, after the forged Role: the source
+    // has reconciled with it seen.
+    const own = accessName(s.metadata.name, { verbs: ['get'] });
+    host.remove('roles', NS, own);
+    await waitFor('the Role to be back', () => host.get('roles', NS, own));
+    expect(host.get('roles', NS, forged.metadata.name)).toEqual(forged);
+  });
 });
 
 describe('what others label costs the lists no more than a page', () => {
@@ -621,6 +650,61 @@ describe('what others label costs the lists no more than a page', () => {
       for (const f of foreign) host.remove('roles', f.metadata.namespace!, f.metadata.name);
     }
   }, 60_000);
+});
+
+describe("what is kept of RBAC at a source's names is the same few hundred bytes, whatever its rules", () => {
+  /** Twice what the server's own objects need (about 55 MiB after GC, more while a page is read). */
+  const HEAP_MIB = 128;
+  /** 0.63 MiB of JSON each, 0.98 MiB of heap once parsed: 118 MiB kept whole, more than the heap has left. */
+  const FORGED = 120;
+
+  test('120 Roles at the owner names of SharedSecrets that do not exist, 0.63 MiB of rules each: a server with a 128 MiB heap keeps none of their rules, stays up and sweeps them', async () => {
+    // Anyone who may create Roles can label and annotate them as made for any source, at that source's names. The
+    // server takes them for RBAC of a source deleted while it was away and sweeps them, as it should; until then it
+    // kept each one whole, and its first list kept all of them at once. A server whose heap cannot hold them shows
+    // what it keeps: before, it died out of memory in that list; now it keeps where each Role is, the source it
+    // names and a digest of its content, and sweeps them all.
+    const forgedHost = await startHostCluster();
+    const resourceNames = Array.from({ length: 16_000 }, (_, i) => `configmap-with-a-fairly-long-name-${i}`);
+    for (let i = 0; i < FORGED; i++)
+      forgedHost.put({
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'Role',
+        metadata: {
+          name: `platform-sharedsecret-s${i}-owner`,
+          namespace: NS,
+          labels: { 'app.kubernetes.io/managed-by': 'platform-management-api', [UID_LABEL]: randomUUID() },
+          annotations: { 'management.platform.sh/source': `SharedSecret ${NS}/s${i}` },
+        },
+        rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'], resourceNames }],
+      });
+    const ROOT = `root-${randomBytes(16).toString('hex')}`;
+    const dir = mkdtempSync(join(tmpdir(), 'forged-'));
+    writeFileSync(join(dir, 'tokens.csv'), `${ROOT},root,uid-root,"system:masters"\n`);
+    const p = await startServerProcess({
+      etcdEndpoint: ts.etcd.endpoint,
+      etcdPrefix: `/forged-${randomBytes(4).toString('hex')}`,
+      tokenAuthFile: join(dir, 'tokens.csv'),
+      nodeArgs: [`--max-old-space-size=${HEAP_MIB}`],
+      args: [`--kubeconfig=${forgedHost.kubeconfigPath}`],
+    });
+    // The sources swept, each once at least (a relist while a sweep runs would sweep it again).
+    const swept = () =>
+      new Set(p.logs.filter((l) => l.msg === 'access sync: swept RBAC whose source is gone').map((l) => l.source)).size;
+    try {
+      const exitedFirst = await Promise.race([
+        p.exited.then((code) => `the server exited (code ${code}) before the sweeps:\n${p.stderr().slice(-1500)}`),
+        waitFor('a sweep of each forged Role', () => swept() === FORGED, 240_000, 200).then(() => undefined),
+      ]);
+      expect(exitedFirst).toBeUndefined();
+      expect(forgedHost.list('roles', NS)).toEqual([]);
+      expect((await p.client(ROOT).get('/readyz')).status).toBe(200);
+    } finally {
+      await p.stop();
+      await forgedHost.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 300_000);
 });
 
 describe('drift', () => {

@@ -28,6 +28,8 @@ export interface ServerProcess {
   /** Stops reading its stdout, as a reader that stalls: the pipe fills (64 KiB), then the server holds what it writes. */
   pauseStdout(): void;
   resumeStdout(): void;
+  /** What it has written to stderr so far: its log, and what Node says when it dies (out of memory, say). */
+  stderr(): string;
   client(token: string): HttpClient;
   /** Resolves with the first log line (past or future) whose msg matches. */
   waitForLog(msg: string | RegExp, timeoutMs?: number): Promise<LogLine>;
@@ -50,6 +52,8 @@ export interface ServerProcessOptions {
   /** A data dir of the caller's, kept when the server stops; unset: a fresh one, removed then. */
   dataDir?: string;
   args?: string[];
+  /** Node's own flags, before dist/main.js (--max-old-space-size, say). */
+  nodeArgs?: string[];
 }
 
 export async function startServerProcess(opts: ServerProcessOptions): Promise<ServerProcess> {
@@ -57,6 +61,7 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
   const child: ChildProcess = spawn(
     process.execPath,
     [
+      ...(opts.nodeArgs ?? []),
       MAIN,
       ...(opts.etcdEndpoint ? [`--etcd-servers=${opts.etcdEndpoint}`] : []),
       ...(opts.etcdPrefix ? [`--etcd-prefix=${opts.etcdPrefix}`] : []),
@@ -127,6 +132,7 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
     stdout: () => stdout,
     pauseStdout: () => child.stdout!.pause(),
     resumeStdout: () => child.stdout!.resume(),
+    stderr: () => stderr,
     client: (token) => new HttpClient(url, caPem, token),
     waitForLog,
     count: (msg) => logs.filter(matcher(msg)).length,

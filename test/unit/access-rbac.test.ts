@@ -241,6 +241,15 @@ describe('isGeneratedName: only the names the server makes for a source, so the 
     expect(generatedFor(long, generatedName(secretDef, { ...long, uid: 'another' }, 'owner'))).toBe(false);
   });
 
+  test('no name past 63 characters is generated, even one generatedName gives for an index no version made', () => {
+    // 100 digits leave no room for the source's name: what the access sync would keep of such a name is anyone's
+    // to make as long as the host takes.
+    const huge = generatedName(secretDef, foo, `access-${'9'.repeat(100)}`);
+    expect(huge.length).toBeGreaterThan(63);
+    expect(generatedFor(foo, huge)).toBe(false);
+    expect(generatedFor(foo, generatedName(secretDef, foo, `access-${'9'.repeat(16)}`))).toBe(true);
+  });
+
   test("a Cluster's names are not a SharedSecret's of the same name", () => {
     expect(generatedFor(foo, generatedName(clusterDef, foo, 'owner'))).toBe(false);
     expect(isGeneratedName(clusterDef, foo, generatedName(clusterDef, foo, 'owner'))).toBe(true);
