@@ -11,8 +11,12 @@
 // `continue` (every page at the first page's resourceVersion), a watch from a list's resourceVersion with no initial
 // events, held open; the other RBAC kinds are empty, and every other path is answered as in bench/host-memory.mjs.
 // It logs the limits the relist asked its pages with; a page asked for again from the same place was cut by the client.
-// Usage: npm run build && node bench/tenant-rbac-memory.mjs [--roles 100]; for another build, BENCH_DIST=<its dist/>;
-// the chart's heap flags, BENCH_SERVER_NODE_ARGS='--max-old-space-size=480 --max-semi-space-size=16'.
+// With --forged-names the Roles are at the names the server gives a SharedSecret's owner Role
+// (platform-sharedsecret-s<i>-owner, in tenant-a), labelled with a random source-uid and annotated as made for
+// `SharedSecret tenant-a/s<i>`, which does not exist: the sync takes them for RBAC of a deleted source and sweeps
+// them (the stand-in answers their DELETEs 404, so they are listed again by the next relist).
+// Usage: npm run build && node bench/tenant-rbac-memory.mjs [--roles 100] [--forged-names]; for another build,
+// BENCH_DIST=<its dist/>; the chart's heap flags, BENCH_SERVER_NODE_ARGS='--max-old-space-size=480 --max-semi-space-size=16'.
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:https';
@@ -21,7 +25,9 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { dist, f1, forkServerChild, log, mib, sleep, startEtcd } from './lib.mjs';
 
-const { values: args } = parseArgs({ options: { roles: { type: 'string', default: '100' } } });
+const { values: args } = parseArgs({
+  options: { roles: { type: 'string', default: '100' }, 'forged-names': { type: 'boolean', default: false } },
+});
 const IDLE_MS = 3_000;
 const WATCH_TIMEOUT_MS = 120_000;
 const SELECTOR = 'app.kubernetes.io/managed-by=platform-management-api';
@@ -35,28 +41,37 @@ const names = Array.from(
   { length: 16_000 },
   (_, i) => `configmap-with-a-fairly-long-name-${String(i).padStart(6, '0')}`,
 );
-/** `n` Roles a tenant made in its namespace, with the server's label and 0.66 MiB of rules each. */
-const tenantRoles = (n) =>
+/**
+ * `n` Roles a tenant made in its namespace, with the server's label and 0.66 MiB of rules each; with `forged`, at
+ * the owner Role's name of a SharedSecret s<i> that does not exist, labelled and annotated as made for it.
+ */
+const tenantRoles = (n, forged) =>
   Array.from({ length: n }, (_, i) => ({
     metadata: {
-      name: `tenant-role-${String(i).padStart(4, '0')}`,
+      name: forged ? `platform-sharedsecret-s${i}-owner` : `tenant-role-${String(i).padStart(4, '0')}`,
       namespace: 'tenant-a',
       uid: randomUUID(),
       resourceVersion: String(i + 1),
-      labels: { 'app.kubernetes.io/managed-by': 'platform-management-api' },
+      labels: {
+        'app.kubernetes.io/managed-by': 'platform-management-api',
+        ...(forged ? { 'management.platform.sh/source-uid': randomUUID() } : {}),
+      },
+      ...(forged ? { annotations: { 'management.platform.sh/source': `SharedSecret tenant-a/s${i}` } } : {}),
     },
     rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'], resourceNames: names }],
   }));
 
 /**
  * The stand-in host: `roles` at /apis/rbac.authorization.k8s.io/v1/roles (for the server's selector), the rest empty.
- * `watched()` resolves at the next watch of the Roles; `endWatches()` ends those open.
+ * `watched()` resolves at the next watch of the Roles; `endWatches()` ends those open; `deletes` counts the DELETEs
+ * of single Roles (answered 404).
  */
 function standIn(roles) {
   const encoded = roles.map((r) => JSON.stringify(r));
   let sawWatch = () => {};
   const open = new Set();
   const lists = [];
+  const deletes = { count: 0 };
   const server = createServer({ cert: pki.certPem, key: pki.keyPem }, (req, res) => {
     const url = new URL(req.url, 'https://x');
     const q = url.searchParams;
@@ -89,6 +104,8 @@ function standIn(roles) {
       };
       return write();
     }
+    if (req.method === 'DELETE' && url.pathname.startsWith('/apis/rbac.authorization.k8s.io/v1/namespaces/'))
+      deletes.count++;
     if (req.method === 'GET' && watch) return res.writeHead(200).flushHeaders();
     if (req.method === 'POST' && /reviews$/.test(url.pathname))
       return req.resume().on('end', () => res.end('{"status":{}}'));
@@ -112,7 +129,9 @@ function standIn(roles) {
   const endWatches = () => {
     for (const res of open) res.end();
   };
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, watched, endWatches, lists })));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve({ server, watched, endWatches, lists, deletes })),
+  );
 }
 
 const kubeconfigText = (port) =>
@@ -139,8 +158,8 @@ const resetPeak = (pid) => writeFileSync(`/proc/${pid}/clear_refs`, '5');
 
 /** A server child on a stand-in host holding `n` tenant Roles: its peaks, and its memory after GC. */
 async function serverMemory(n) {
-  const roles = tenantRoles(n);
-  const { server: host, watched, endWatches, lists } = await standIn(roles);
+  const roles = tenantRoles(n, args['forged-names']);
+  const { server: host, watched, endWatches, lists, deletes } = await standIn(roles);
   const data = join(dir, `roles-${n}`);
   const kubeconfig = join(dir, `host-${n}.kubeconfig`);
   writeFileSync(kubeconfig, kubeconfigText(host.address().port));
@@ -166,6 +185,7 @@ async function serverMemory(n) {
   await sleep(IDLE_MS);
   if (child.exit) await died;
   const relistPeak = peakRss(child.pid);
+  const swept = deletes.count;
   const { memory } = await child.ask('gc');
   await child.stop();
   host.closeAllConnections();
@@ -180,6 +200,7 @@ async function serverMemory(n) {
     relistPeak,
     requests: relist.length,
     cut,
+    swept,
     rss: mib(memory.rss),
     heap: mib(memory.heapUsed),
     heapTotal: mib(memory.heapTotal),
@@ -203,15 +224,16 @@ const rows = [await measured(0), await measured(Number(args.roles))];
 console.log(
   `Server: ${dist.pathname}${process.env.BENCH_SERVER_NODE_ARGS ? ` with ${process.env.BENCH_SERVER_NODE_ARGS}` : ''}\n`,
 );
+const what = args['forged-names'] ? ' at generated names of sources that do not exist' : '';
 console.log(
-  "| Tenant Roles with the server's label (0.66 MiB each) | peak RSS to the first watch MiB | peak RSS of a relist MiB | lists of Roles in the relist (cut) | RSS after GC MiB | heap used after GC MiB | external after GC MiB |",
+  `| Tenant Roles with the server's label${what} (0.66 MiB each) | peak RSS to the first watch MiB | peak RSS of a relist MiB | lists of Roles in the relist (cut) | DELETEs of Roles (sweeps) | RSS after GC MiB | heap used after GC MiB | external after GC MiB |`,
 );
-console.log('|---|---:|---:|---:|---:|---:|---:|');
+console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
 for (const r of rows)
   console.log(
     r.failed
-      ? `| ${r.n} | ${r.failed} | | | | | |`
-      : `| ${r.n} | ${[r.startPeak, r.relistPeak].map(f1).join(' | ')} | ${r.requests} (${r.cut}) | ${[r.rss, r.heap, r.external].map(f1).join(' | ')} |`,
+      ? `| ${r.n} | ${r.failed} | | | | | | |`
+      : `| ${r.n} | ${[r.startPeak, r.relistPeak].map(f1).join(' | ')} | ${r.requests} (${r.cut}) | ${r.swept} | ${[r.rss, r.heap, r.external].map(f1).join(' | ')} |`,
   );
 await etcdProc.stop();
 rmSync(dir, { recursive: true, force: true });
