@@ -83,6 +83,11 @@ export interface Config {
   enablePriorityAndFairness: boolean;
   /** A request other than a watch not answered within this long gets 504 Timeout (0: no deadline). */
   requestTimeoutMs: number;
+  /**
+   * How long after its deadline a request may still take to end (its answer still being written) before its
+   * response and connection are cut. No flag: kube cuts at the deadline itself (src/http/deadline.ts).
+   */
+  responseGraceMs: number;
   /** Watches without timeoutSeconds end after a random time between this and twice this (seconds). */
   minRequestTimeoutSeconds: number;
   /**
@@ -742,6 +747,8 @@ export function defaultConfig(): Config {
     maxMutatingRequestsInflight: 200,
     enablePriorityAndFairness: true,
     requestTimeoutMs: 60_000,
+    // Enough for an answer handed over just before the deadline to reach a client that reads it.
+    responseGraceMs: 10_000,
     minRequestTimeoutSeconds: 1800,
     shutdownDelayMs: 0,
     // kube-apiserver's ReadHeaderTimeout ("just shy of requestTimeoutUpperBound") and IdleTimeout (that of Go's

@@ -287,6 +287,7 @@ export async function startServer(flags: Config, log: Logger, worker?: WorkerOf)
       flowControl: flowControl && { controller: flowControl, objectCount: watchCacheObjectCount(registry) },
       timeouts: {
         requestTimeoutMs: config.requestTimeoutMs,
+        responseGraceMs: config.responseGraceMs,
         minRequestTimeoutSeconds: config.minRequestTimeoutSeconds,
       },
       shutdown: graceful,
@@ -320,8 +321,8 @@ export async function startServer(flags: Config, log: Logger, worker?: WorkerOf)
       server.listen(config.securePort, config.bindAddress, () => resolve());
     });
     boundPort = (server.address() as AddressInfo).port;
-    // Requests in flight cannot outlast their deadline (answered 504 then), so that bounds the drain.
-    const drainMs = config.requestTimeoutMs || 60_000;
+    // Requests in flight cannot outlast their deadline and its grace (answered 504, then cut), so that bounds the drain.
+    const drainMs = config.requestTimeoutMs ? config.requestTimeoutMs + config.responseGraceMs : 60_000;
     cleanups.push([
       'draining the HTTPS server',
       () => graceful.shutdown(server, { delayMs: config.shutdownDelayMs, drainMs, log }),

@@ -50,8 +50,11 @@ export interface AppOptions {
   maxInFlight?: InFlightLimits;
   /** API Priority and Fairness in place of the max-in-flight limits, and the object counts a list's seats read. */
   flowControl?: { controller: FlowControl; objectCount: ObjectCount };
-  /** --request-timeout (ms; 0: none) and --min-request-timeout (s) for watches without timeoutSeconds. */
-  timeouts?: { requestTimeoutMs: number; minRequestTimeoutSeconds: number };
+  /**
+   * --request-timeout (ms; 0: none), how long after it a response may take to end before it is cut (ms), and
+   * --min-request-timeout (s) for watches without timeoutSeconds.
+   */
+  timeouts?: { requestTimeoutMs: number; responseGraceMs: number; minRequestTimeoutSeconds: number };
   /** Counts requests in flight and ends watches when the server shuts down. */
   shutdown?: GracefulShutdown;
   /** The token issuer's OpenID discovery and keys. */
@@ -68,13 +71,15 @@ export interface AppOptions {
 }
 
 /**
- * The filters, in the order a request meets them, and why there:
+ * The filters, in the order a request meets them, and why there (each gives back what it took when the request
+ * ends, however it ends: apimachinery/requestend.ts):
  *
  * 1. request info (requestinfo.ts): the one parse of the URL, into the request's context that all the rest reads;
  * 2. observe (observability/observe.ts): before anything can refuse the request, so that 401s, 403s, 429s and 504s
  *    are counted, logged and audited too;
  * 3. shutdown (shutdown.ts): counts the request in flight (or refuses a new watch once watches have ended);
- * 4. deadline (deadline.ts): covers everything after it, authentication included (a slow TokenReview counts);
+ * 4. deadline (deadline.ts): covers everything after it, authentication included (a slow TokenReview counts), and
+ *    the answer: one not taken by its client a grace after the deadline is cut;
  * 5. authentication (authentication.ts): who asks;
  * 6. priority and fairness (priorityandfairness.ts), or with it off max in flight (inflight.ts): after
  *    authentication, since both look at who asks, and before the work of authorization;
@@ -117,7 +122,10 @@ export function createApp(opts: AppOptions): express.Express {
       }),
       ...(tracingEnabled() ? [traceRequests()] : []),
       ...(opts.shutdown ? [opts.shutdown.track()] : []),
-      requestDeadline({ requestTimeoutMs: opts.timeouts?.requestTimeoutMs ?? 0 }),
+      requestDeadline({
+        requestTimeoutMs: opts.timeouts?.requestTimeoutMs ?? 0,
+        responseGraceMs: opts.timeouts?.responseGraceMs ?? 0,
+      }),
       authenticate(opts.authenticator, isPublic, opts.connections),
       opts.flowControl
         ? priorityAndFairness(opts.flowControl.controller, {

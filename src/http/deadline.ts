@@ -4,16 +4,25 @@
  * whatever it was doing may still finish in the background (a write may still land, as with kube). Watches are
  * long-running: no deadline, but without `timeoutSeconds` they end after a random time between
  * --min-request-timeout and twice that, so clients spread their re-watches.
+ *
+ * The deadline bounds the answer too: a request that has not ended a grace after it (its answer still being
+ * written to a client that does not take it, or the 504 itself) is cut, with its connection, and gives back what
+ * it holds (apimachinery/requestend.ts). kube's timeout filter cuts such an answer at the deadline itself (it
+ * aborts the handler still writing: the HTTP/1 connection is closed, the HTTP/2 stream reset); the grace lets an
+ * answer handed over just before the deadline reach a client that reads it.
  */
 import type { NextFunction, Request, Response } from 'express';
 import { parseGoDuration } from '../apimachinery/duration.js';
 import { requestContext } from '../apimachinery/request.js';
+import { cutUnlessEnded, whenRequestEnds } from '../apimachinery/requestend.js';
 import * as errors from '../apimachinery/status.js';
 import { writeStatus } from './responses.js';
 
 export interface DeadlineOptions {
   /** --request-timeout; 0: none. */
   requestTimeoutMs: number;
+  /** How long after its deadline a request may take to end before its response is cut. */
+  responseGraceMs: number;
 }
 
 export function requestDeadline(opts: DeadlineOptions) {
@@ -25,8 +34,9 @@ export function requestDeadline(opts: DeadlineOptions) {
       const timer = setTimeout(() => {
         if (!res.headersSent)
           writeStatus(res, errors.timeout('Timeout: request did not complete within the allotted timeout', 0).status);
+        cutUnlessEnded(res, opts.responseGraceMs);
       }, timeoutMs);
-      res.once('close', () => clearTimeout(timer));
+      whenRequestEnds(res, () => clearTimeout(timer));
     }
     next();
   };

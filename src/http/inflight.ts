@@ -6,6 +6,7 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import { requestContext, requestUser } from '../apimachinery/request.js';
+import { whenRequestEnds } from '../apimachinery/requestend.js';
 import * as errors from '../apimachinery/status.js';
 import { isMaster } from '../apimachinery/user.js';
 import type { InFlightCounts } from '../observability/metrics.js';
@@ -23,8 +24,8 @@ export function maxInFlight(limits: InFlightLimits, running: InFlightCounts = { 
       !info.isResourceRequest || READ_ONLY_VERBS.has(info.verb) ? 'readOnly' : 'mutating';
     if (limits[kind] > 0 && running[kind] >= limits[kind]) throw errors.tooManyRequests();
     running[kind]++;
-    // 'close' comes once the answer is sent, or when the client goes away first.
-    res.once('close', () => running[kind]--);
+    // Once the answer is sent, or the client or its connection is gone first (apimachinery/requestend.ts).
+    whenRequestEnds(res, () => running[kind]--);
     next();
   };
 }

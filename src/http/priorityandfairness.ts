@@ -8,6 +8,9 @@
  *   most a minute; a watch, which has no deadline, may wait a quarter of --request-timeout (15 s by default).
  * - A watch holds its seats only until its stream starts (kube: until its initialization); then it is long-running
  *   and no longer holds seats, but counts among the watches that make writes of its resource heavier (seats.ts).
+ * - A request's seats are given back when it ends, however it ends: answered, its client or connection gone, or its
+ *   response cut a grace after its deadline (apimachinery/requestend.ts, deadline.ts); never on the response's
+ *   'close' alone, which Node does not always emit.
  * - A request that leaves while waiting is taken out of its queue (cancelled).
  * - While a request waits on another server (the host, a connected or virtual cluster, an admission webhook), its
  *   seats do not count against its flow's bound (--max-seats-per-flow; flowcontrol/away.ts).
@@ -15,6 +18,7 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import { requestContext, requestUser } from '../apimachinery/request.js';
+import { requestEnded, whenRequestEnds } from '../apimachinery/requestend.js';
 import * as errors from '../apimachinery/status.js';
 import { countedHold, withFlowHold } from '../flowcontrol/away.js';
 import type { FlowControl } from '../flowcontrol/controller.js';
@@ -87,13 +91,12 @@ export function priorityAndFairness(flowControl: FlowControl, opts: PriorityAndF
           setTimeout(() => level.queueSet.finish(ticket), work.additionalLatencyMs).unref();
         else level.queueSet.finish(ticket);
       };
-      // The client left between its dispatch and now: its seats go back at once.
-      if (res.destroyed || res.writableEnded) return release();
-      // 'close' comes once the answer is sent, or when the client goes away first.
-      res.once('close', release);
+      // The client left between its dispatch and now (or it was answered meanwhile): its seats go back at once.
+      if (requestEnded(res) || res.writableEnded) return release();
+      whenRequestEnds(res, release);
       if (watch) {
         // Counted among the watches a write's seats are estimated from, until it ends.
-        res.once('close', flowControl.watches.register(info, query));
+        whenRequestEnds(res, flowControl.watches.register(info, query));
         const streamStarted = context.streamStarted;
         context.streamStarted = () => {
           release();
@@ -134,7 +137,7 @@ export function priorityAndFairness(flowControl: FlowControl, opts: PriorityAndF
       if (reason === 'time-out') next(rejection(reason, waitLimitMs));
     };
     queue.timer = setTimeout(() => giveUp('time-out'), waitLimitMs);
-    res.once('close', () => giveUp('cancelled'));
+    whenRequestEnds(res, () => giveUp('cancelled'));
   };
 }
 

@@ -3,6 +3,7 @@ import type { Response } from 'express';
 import yaml from 'js-yaml';
 import { decoded, type ListItem } from '../apimachinery/encoded.js';
 import { findRequestContext } from '../apimachinery/request.js';
+import { requestEnded, whenRequestEnds } from '../apimachinery/requestend.js';
 import { internalError, StatusError, type Status } from '../apimachinery/status.js';
 import { goQuote } from '../apimachinery/golang/strconv.js';
 import type { Logger } from '../log.js';
@@ -54,7 +55,7 @@ export async function writeList(
   let i = 0;
   while (i < items.length) {
     await job.turn();
-    if (res.destroyed) return;
+    if (requestEnded(res)) return;
     const slice = sliceClock();
     do {
       piece += (i ? ',' : '') + toJson(items[i++]);
@@ -65,16 +66,17 @@ export async function writeList(
   res.end(']}\n');
 }
 
-/** Resolves when the client has taken what was written, or is gone. */
+/** Resolves when the client has taken what was written, or the request has ended (its client or connection gone). */
 function drained(res: Response): Promise<void> {
   return new Promise((resolve) => {
+    let forget = () => {};
     const done = () => {
       res.off('drain', done);
-      res.off('close', done);
+      forget();
       resolve();
     };
     res.on('drain', done);
-    res.on('close', done);
+    forget = whenRequestEnds(res, done);
   });
 }
 

@@ -9,6 +9,7 @@ import { setMaxListeners } from 'node:events';
 import type { Server } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import { requestContext } from '../apimachinery/request.js';
+import { whenRequestEnds } from '../apimachinery/requestend.js';
 import * as errors from '../apimachinery/status.js';
 import type { Logger } from '../log.js';
 
@@ -54,13 +55,13 @@ export class GracefulShutdown {
       if (watch && this.watches.signal.aborted) throw errors.shuttingDown();
       if (watch) {
         this.openWatches.add(res);
-        res.once('close', () => {
+        whenRequestEnds(res, () => {
           this.openWatches.delete(res);
           if (this.idle()) this.drained?.();
         });
       } else {
         this.inFlight++;
-        res.once('close', () => {
+        whenRequestEnds(res, () => {
           this.inFlight--;
           if (this.idle()) this.drained?.();
         });

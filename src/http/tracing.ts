@@ -11,6 +11,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { RequestInfo } from '../apimachinery/request.js';
 import { requestContext } from '../apimachinery/request.js';
+import { whenRequestEnds } from '../apimachinery/requestend.js';
 import { tracer, type SpanAttributes } from '../tracing.js';
 
 /** As kube's lazyTruncatedUserAgent. */
@@ -28,7 +29,7 @@ export function traceRequests() {
     };
     tracer().serve(req.headers, spanName(req.method, context.info), attributes, (span, end) => {
       context.trace = tracer().current();
-      res.once('close', () => {
+      whenRequestEnds(res, () => {
         span.setAttributes({ 'http.response.status_code': res.statusCode });
         if (res.statusCode >= 500) span.fail(new Error(context.status?.message ?? `HTTP ${res.statusCode}`));
         end();

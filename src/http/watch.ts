@@ -4,6 +4,7 @@
  */
 import type { Request, Response } from 'express';
 import { requestContext } from '../apimachinery/request.js';
+import { whenRequestEnds } from '../apimachinery/requestend.js';
 import { isStatusError, type Status } from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { ResourceDefinition } from '../registry/definitions.js';
@@ -75,7 +76,11 @@ export async function serveWatch(
 
   req.on('close', end);
   stop?.addEventListener('abort', end, { once: true });
-  res.once('close', () => stop?.removeEventListener('abort', end));
+  // However the request ends: its client gone, its connection cut (apimachinery/requestend.ts).
+  whenRequestEnds(res, () => {
+    end();
+    stop?.removeEventListener('abort', end);
+  });
   try {
     running = await start(sink);
   } catch (err) {

@@ -7,6 +7,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { cutUnlessEnded } from '../apimachinery/requestend.js';
 import { turnMemo } from '../storage/turnmemo.js';
 import { toJson } from './json.js';
 
@@ -173,10 +174,7 @@ export class WatchWriter {
     const res = this.res;
     if (res.writableEnded) return;
     res.end();
-    if (res.writableFinished) return;
-    const timer = setTimeout(() => res.destroy(), END_GRACE_MS);
-    timer.unref();
-    res.once('close', () => clearTimeout(timer));
+    cutUnlessEnded(res, END_GRACE_MS);
   }
 
   /** Writes what is queued, in chunks, as far as the client takes it (the rest waits for 'drain'). */

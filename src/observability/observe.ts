@@ -4,7 +4,7 @@
  *
  * - an audit ID per request: the `Audit-Id` header kube-apiserver forwards when it has one, else a new UUID; sent
  *   back as `Audit-Id` (as kube does) and written in the request log line and the audit events;
- * - apiserver_request_total and apiserver_request_duration_seconds when the response ends, and
+ * - apiserver_request_total and apiserver_request_duration_seconds when the request ends (however it ends), and
  *   apiserver_longrunning_requests while a watch is open (from the moment the watch handler says its 200 went out);
  * - a request log line at --v=3 and more, and for every 5xx at any level (as an error);
  * - the audit events, at the level and stages the audit policy gives the request (decided once, when the first event
@@ -18,6 +18,7 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { requestContext, type RequestContext } from '../apimachinery/request.js';
+import { whenRequestEnds } from '../apimachinery/requestend.js';
 import type { Logger } from '../log.js';
 import { authenticatedByFrontProxy } from '../auth/requestheader.js';
 import { auditEvent, type AuditedRequest, type AuditSink } from './audit.js';
@@ -90,7 +91,8 @@ export function observeRequests(opts: ObserveOptions) {
     };
     context.watchTerminated = () => metrics?.watchTerminated(labels());
 
-    res.once('close', () => {
+    // However the request ends: answered, its client gone, its connection cut (apimachinery/requestend.ts).
+    whenRequestEnds(res, () => {
       watchEnded?.();
       const code = res.statusCode;
       const ms = performance.now() - start;

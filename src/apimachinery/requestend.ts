@@ -1,0 +1,91 @@
+/**
+ * The end of a request: one event, once, however it comes (kube's request context, done when its handler returns or
+ * its client goes away). A request ends when its answer has all been handed to the connection ('finish'), when its
+ * response closes or fails, or when its connection closes or fails under it, whichever comes first. Node emits the
+ * response's 'close' when its connection closes, but not always: on Node 24.20.0 a client resetting its TLS
+ * connection during a large answer sometimes left the response without 'close' for good (docs/node-reset-close.md),
+ * and the APF seat given back on 'close' alone was lost. So everything a request holds (its seats, the in-flight
+ * counts, its span, its audit event and metrics) is given back here; and a response cut for outliving its bound
+ * (cutUnlessEnded) ends its request at once, whatever Node emits after.
+ *
+ * Kept in the lowest layer, beside the request's context, so that the observers (observability/) and the filters
+ * and handlers (http/) all end on the same event.
+ */
+import type { ServerResponse } from 'node:http';
+
+interface End {
+  ended: boolean;
+  listeners: Array<() => void>;
+  /** Takes the listeners off the connection, which outlives the request (keep-alive). */
+  stopListening?: () => void;
+}
+
+const ends = new WeakMap<ServerResponse, End>();
+
+/**
+ * Calls `listener` once the request of `res` ends, or at once if it has; the function returned forgets the
+ * listener (one that waits for something else besides).
+ */
+export function whenRequestEnds(res: ServerResponse, listener: () => void): () => void {
+  const end = endOf(res);
+  if (end.ended) {
+    listener();
+    return () => {};
+  }
+  end.listeners.push(listener);
+  return () => {
+    const i = end.listeners.indexOf(listener);
+    if (i >= 0) end.listeners.splice(i, 1);
+  };
+}
+
+/** Whether the request of `res` has ended: nothing more it writes reaches its client. */
+export function requestEnded(res: ServerResponse): boolean {
+  return endOf(res).ended;
+}
+
+/**
+ * Cuts the response, and its connection, unless its request has ended within `ms`: a client that does not take its
+ * answer holds nothing past that. The request has ended then, whether or not Node emits anything more.
+ */
+export function cutUnlessEnded(res: ServerResponse, ms: number): void {
+  if (requestEnded(res)) return;
+  const timer = setTimeout(() => {
+    res.destroy();
+    res.req.socket.destroy();
+    ended(res);
+  }, ms);
+  timer.unref();
+  whenRequestEnds(res, () => clearTimeout(timer));
+}
+
+function endOf(res: ServerResponse): End {
+  let end = ends.get(res);
+  if (end) return end;
+  const socket = res.req.socket;
+  end = { ended: res.writableFinished || res.closed || socket.destroyed, listeners: [] };
+  ends.set(res, end);
+  if (end.ended) return end;
+  const done = () => ended(res);
+  res.once('finish', done);
+  res.once('close', done);
+  // A response or connection that failed takes nothing more (and the error has no one else to hear it here).
+  res.on('error', done);
+  socket.once('close', done);
+  socket.on('error', done);
+  end.stopListening = () => {
+    socket.off('close', done);
+    socket.off('error', done);
+  };
+  return end;
+}
+
+function ended(res: ServerResponse): void {
+  const end = endOf(res);
+  if (end.ended) return;
+  end.ended = true;
+  end.stopListening?.();
+  const listeners = end.listeners;
+  end.listeners = [];
+  for (const listener of listeners) listener();
+}
