@@ -36,7 +36,8 @@ export class HttpClient {
   constructor(
     readonly baseUrl: string,
     private readonly ca: string,
-    private readonly token?: string,
+    /** The bearer token sent (for a test that writes its own requests on a raw connection). */
+    readonly token?: string,
     private readonly identity: ClientIdentity = {},
   ) {}
 
