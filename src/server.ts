@@ -267,6 +267,8 @@ export async function startServer(flags: Config, log: Logger, worker?: WorkerOf)
       idleTimeoutMs: config.idleTimeoutMs,
       maxUnauthenticated: config.maxUnauthenticatedConnections,
       maxUnauthenticatedPerSource: config.maxUnauthenticatedConnectionsPerSource,
+      maxWaiting: config.maxWaitingConnections,
+      waitTimeoutMs: config.connectionWaitTimeoutMs,
     };
     const connections = new ConnectionGuard(connectionLimits, log);
     const app = createApp({
@@ -313,7 +315,8 @@ export async function startServer(flags: Config, log: Logger, worker?: WorkerOf)
     );
     servingTls.follow(server, log);
     answerClientErrors(server);
-    // First: it takes the TLS layer's own connection listener, which the bounds below must run before.
+    // A new connection meets the bounds (which may hold it), then its handshake's turn, then the TLS layer: each
+    // takes the listener of the one after it, so the last to attach is the first met.
     HandshakeTurns.attach(server);
     connections.attach(server);
     await new Promise<void>((resolve, reject) => {

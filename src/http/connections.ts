@@ -3,22 +3,36 @@
  * server's sockets. kube-apiserver's http.Server has ReadHeaderTimeout 32s (which Go also applies to the TLS
  * handshake) and IdleTimeout 90s; these are the same, in Node's terms:
  *
- * - the TLS handshake must be done within the header deadline, counted from the connection's accept. Node's own
- *   handshakeTimeout is an inactivity timer, which a client sending a byte now and then never lets fire;
+ * - the TLS handshake must be done within the header deadline, counted from the connection's accept (or, for one
+ *   that waited, below, from when it was taken on). Node's own handshakeTimeout is an inactivity timer, which a
+ *   client sending a byte now and then never lets fire;
  * - each request's line and headers must be received within the header deadline (Node's headersTimeout, checked
  *   every connectionsCheckingInterval; the 408 that follows is answered by answerClientErrors, which then closes);
  * - a keep-alive connection waiting for its next request is closed after the idle timeout (keepAliveTimeout).
  *
- * On top of these, and with no kube equivalent (Go's server has no such bounds either):
+ * On top of these, and with no kube equivalent (Go's server handshakes every connection at once, each on a goroutine
+ * of its own, and refuses none; here one thread serves everything, so what it takes on at once is bounded, and what
+ * is beyond waits):
  *
- * - at most maxUnauthenticated connections may be open that have not yet had a request authenticated, handshakes
- *   included, and at most maxUnauthenticatedPerSource of them from one source (an IPv4 address, an IPv6 /64), so
- *   that one client cannot take them all. Connections beyond either are closed as they are accepted, so a flood
- *   holds a bounded number of sockets until its deadlines free them, and connections that have authenticated
- *   (watches, keep-alive clients) are served on;
+ * - at most maxUnauthenticated connections are taken on at once that have not yet had a request authenticated,
+ *   handshakes included, and at most maxUnauthenticatedPerSource of them from one source (an IPv4 address, an IPv6
+ *   /64): a small part of the bound, so that a few sources cannot fill it and a new client (the admin's) finds room
+ *   while they flood. Connections that have authenticated (watches, keep-alive clients) are not counted;
+ * - a connection beyond either waits as it was accepted, neither handshaken nor read (its bytes stay in the
+ *   kernel), in a queue per source (sourcequeues.ts). As room frees (a connection authenticates or closes), the
+ *   waiting source that holds the fewest is taken first, those that hold as many in turn: a full bound is shared
+ *   among the sources that want it, and a client that just came is not behind a flood. A connection is closed only
+ *   when it has waited waitTimeoutMs (a Go client gives its TLS handshake 10 s) or when maxWaiting connections wait
+ *   already: then the newest of the source with the most waiting goes (the newcomer, if its source has as many), so
+ *   that one source cannot fill the queue to shut others out. Both are counted and logged, at most once a minute
+ *   for each;
  * - a connection whose TLS client certificate verified against the client CAs (the front proxy's: kube-apiserver's
  *   own connections) counts as authenticated from its handshake on: it holds a credential, and many of them come
- *   from one address;
+ *   from one address. Which connection has one is known only from its handshake, so its source is remembered for
+ *   VERIFIED_SOURCE_MEMORY_MS: that source's connections go before every anonymous source's, and beyond the global
+ *   bound (still within their source's share), so kube-apiserver's new connections never wait behind anonymous
+ *   ones from elsewhere. (Anonymous connections from its own address share its queue: an address is all there is
+ *   to tell them apart before the handshake.);
  * - a connection that has sent no byte of a request firstByteTimeout after its handshake is closed, without an
  *   answer (there is no request to answer): it is what a flood holds longest. A request that has begun keeps the
  *   header deadline.
@@ -31,6 +45,8 @@ import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from '../log.js';
 import { connectionSource } from './connectionsource.js';
+import { SourceQueues } from './sourcequeues.js';
+import { takeConnections, type HandOn } from './takeconnections.js';
 
 export interface ConnectionLimits {
   /** How long the TLS handshake, and then each request's line and headers, may take (kube: ReadHeaderTimeout). */
@@ -39,17 +55,31 @@ export interface ConnectionLimits {
   firstByteTimeoutMs: number;
   /** How long a keep-alive connection may wait for its next request (kube: IdleTimeout). */
   idleTimeoutMs: number;
-  /** Connections open at once that have not yet had a request authenticated. */
+  /** Connections taken on at once that have not yet had a request authenticated. */
   maxUnauthenticated: number;
   /** Of those, how many may come from one source (connectionSource). */
   maxUnauthenticatedPerSource: number;
+  /** Connections waiting, unread, for room within the two bounds above. */
+  maxWaiting: number;
+  /** How long a connection may wait for that room (the header deadline counts from when it is taken on). */
+  waitTimeoutMs: number;
 }
 
-/** A flood is reported at most this often, with how many connections were closed since. */
-const REFUSAL_WARNING_INTERVAL_MS = 60_000;
+/** Why a connection was closed before its handshake: the wait queue was full, or it waited too long. */
+type Closure = 'queueFull' | 'waitDeadline';
 
-/** How many of the sources that reached their share a warning names (the first ones). */
+/** Closures of each kind are reported at most this often, with how many connections were closed since. */
+const CLOSURE_WARNING_INTERVAL_MS = 60_000;
+
+/** How many of the sources whose connections were closed a warning names (the first ones). */
 const WARNING_SOURCES = 10;
+
+/**
+ * How long a source that presented a verified client certificate is taken for the front proxy's: kube-apiserver
+ * keeps talking to its APIServices (availability checks, discovery, OpenAPI), and its address changes only when it
+ * moves.
+ */
+const VERIFIED_SOURCE_MEMORY_MS = 3_600_000;
 
 /** Node's bound on receiving a whole request, body included (its default, made explicit): kube has none. */
 const REQUEST_RECEIVE_TIMEOUT_MS = 300_000;
@@ -63,47 +93,49 @@ export function connectionServerOptions(limits: ConnectionLimits): ServerOptions
     handshakeTimeout: limits.headerTimeoutMs,
     // How often header deadlines are looked at (Node's default of 30 s would nearly double kube's 32 s).
     connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(limits.headerTimeoutMs / 4))),
+    // A connection is not read until it is taken on: one that waits costs a socket, not its client's bytes.
+    pauseOnConnect: true,
   };
 }
 
 export class ConnectionGuard {
-  /** Accepted TCP connections with no request authenticated yet, and the source of each. */
+  /** Connections taken on with no request authenticated yet, and the source of each. */
   private readonly unauthenticated = new Map<Socket, string>();
-  /** How many of them each source has open. */
+  /** How many of them each source has. */
   private readonly perSource = new Map<string, number>();
-  /** The deadline of each handshake under way, then of each first request's first byte. */
+  /** Connections waiting to be taken on, by source, and the deadline of each. */
+  private readonly waiting = new SourceQueues<Socket>();
+  private readonly waitDeadlines = new Map<Socket, NodeJS.Timeout>();
+  /** The deadline of each handshake (from when it is taken on), then of each first request's first byte. */
   private readonly deadlines = new Map<Socket, NodeJS.Timeout>();
+  /** Sources of connections with a verified client certificate, and when the last one came (the oldest first). */
+  private readonly verifiedSources = new Map<string, number>();
+  /** The next step of a connection taken on: the handshake turns (and then the TLS layer). */
+  private handOn: HandOn = () => {};
 
-  /** Connections closed at each bound since the last warning, and the first sources closed at their share. */
-  private closedSinceWarning = { atTotal: 0, atSourceShare: 0, sources: new Map<string, number>() };
-  private lastWarning = -Infinity;
+  /** Connections closed for each reason since the last warning, and the first sources they came from. */
+  private closedSinceWarning = { queueFull: 0, waitDeadline: 0, sources: new Map<string, number>() };
+  private readonly lastWarning: Record<Closure, number> = { queueFull: -Infinity, waitDeadline: -Infinity };
 
   constructor(
     private readonly limits: ConnectionLimits,
     private readonly log?: Logger,
   ) {}
 
-  /** Bounds the handshakes and counts the connections of a server made with connectionServerOptions. */
+  /**
+   * Bounds the handshakes and counts the connections of a server made with connectionServerOptions. Attach after
+   * HandshakeTurns: a connection goes to its turn once it is taken on here.
+   */
   attach(server: Server): void {
-    // Before the TLS layer's own listener, so a refused connection is never handshaken.
-    server.prependListener('connection', (socket: Socket) => {
-      const source = connectionSource(socket.remoteAddress);
-      if (this.unauthenticated.size >= this.limits.maxUnauthenticated) return this.refuse(socket, 'total', source);
-      if ((this.perSource.get(source) ?? 0) >= this.limits.maxUnauthenticatedPerSource)
-        return this.refuse(socket, 'source', source);
-      this.unauthenticated.set(socket, source);
-      this.perSource.set(source, (this.perSource.get(source) ?? 0) + 1);
-      this.deadline(socket, this.limits.headerTimeoutMs, () => socket.destroy());
-      socket.once('close', () => {
-        this.deadline(socket);
-        this.uncount(socket);
-      });
-    });
+    this.handOn = takeConnections(server, (socket) => this.accepted(socket));
     // From here on the header deadline and the idle timeout apply, and the first byte's deadline.
     server.on('secureConnection', (tls: TLSSocket) => {
       const socket = tcpSocketOf(tls);
       // authorized: the certificate chains to a CA of ServingTls's client CA bundles (and only those).
-      if (tls.authorized) return this.countAsAuthenticated(socket);
+      if (tls.authorized) {
+        this.rememberVerified(this.unauthenticated.get(socket) ?? connectionSource(socket.remoteAddress));
+        return this.countAsAuthenticated(socket);
+      }
       // bytesRead counts the request bytes received (after decryption), whoever reads them.
       this.deadline(socket, this.limits.firstByteTimeoutMs, () => {
         if (tls.bytesRead === 0) socket.destroy();
@@ -114,6 +146,93 @@ export class ConnectionGuard {
   /** A request on this connection was authenticated: the connection no longer counts against the bounds. */
   authenticated(req: IncomingMessage): void {
     this.countAsAuthenticated(tcpSocketOf(req.socket as TLSSocket));
+  }
+
+  private accepted(socket: Socket): void {
+    const source = connectionSource(socket.remoteAddress);
+    // Until the TLS layer has it, nothing else hears its errors: unheard, one would end the process.
+    socket.on('error', () => socket.destroy());
+    socket.once('close', () => {
+      this.deadline(socket);
+      this.stopWaiting(socket, source);
+      this.uncount(socket);
+    });
+    // Behind its source's connections that wait already, if any.
+    if (!this.waiting.lengthOf(source) && this.hasRoom(source)) this.takeOn(socket, source);
+    else this.wait(socket, source);
+  }
+
+  /** Whether a connection of `source` may be taken on now. */
+  private hasRoom(source: string): boolean {
+    if ((this.perSource.get(source) ?? 0) >= this.limits.maxUnauthenticatedPerSource) return false;
+    return this.unauthenticated.size < this.limits.maxUnauthenticated || this.isVerified(source);
+  }
+
+  private takeOn(socket: Socket, source: string): void {
+    this.unauthenticated.set(socket, source);
+    this.perSource.set(source, (this.perSource.get(source) ?? 0) + 1);
+    this.deadline(socket, this.limits.headerTimeoutMs, () => socket.destroy());
+    this.handOn(socket);
+  }
+
+  private wait(socket: Socket, source: string): void {
+    if (this.waiting.size >= this.limits.maxWaiting) {
+      // The queue is full: the newest of the source with the most waiting makes room, unless that is this one's.
+      const longest = this.waiting.longest();
+      if (longest === undefined || this.waiting.lengthOf(source) >= this.waiting.lengthOf(longest))
+        return this.close(socket, source, 'queueFull');
+      const given = this.waiting.takeNewest(longest)!;
+      this.stopWaiting(given, longest);
+      this.close(given, longest, 'queueFull');
+    }
+    this.waiting.push(source, socket);
+    const expired = () => {
+      this.stopWaiting(socket, source);
+      this.close(socket, source, 'waitDeadline');
+    };
+    this.waitDeadlines.set(socket, setTimeout(expired, this.limits.waitTimeoutMs).unref());
+  }
+
+  private stopWaiting(socket: Socket, source: string): void {
+    clearTimeout(this.waitDeadlines.get(socket));
+    this.waitDeadlines.delete(socket);
+    this.waiting.remove(source, socket);
+  }
+
+  /**
+   * Takes on waiting connections while there is room: from the source that holds the fewest (one remembered for a
+   * verified certificate before any), sources that hold as many in turn.
+   */
+  private takeOnWaiting(): void {
+    while (this.waiting.size) {
+      let next: string | undefined;
+      let fewest = Infinity;
+      for (const source of this.waiting.sources()) {
+        if (!this.hasRoom(source)) continue;
+        const holds = this.isVerified(source) ? -1 : (this.perSource.get(source) ?? 0);
+        if (holds < fewest) [next, fewest] = [source, holds];
+      }
+      if (next === undefined) return;
+      const socket = this.waiting.take(next)!;
+      this.stopWaiting(socket, next);
+      this.takeOn(socket, next);
+    }
+  }
+
+  private rememberVerified(source: string): void {
+    const now = Date.now();
+    // Kept in the order they were last seen, so those to forget come first.
+    this.verifiedSources.delete(source);
+    this.verifiedSources.set(source, now);
+    for (const [seen, at] of this.verifiedSources) {
+      if (now - at <= VERIFIED_SOURCE_MEMORY_MS) break;
+      this.verifiedSources.delete(seen);
+    }
+  }
+
+  private isVerified(source: string): boolean {
+    const at = this.verifiedSources.get(source);
+    return at !== undefined && Date.now() - at <= VERIFIED_SOURCE_MEMORY_MS;
   }
 
   private countAsAuthenticated(socket: Socket): void {
@@ -128,6 +247,7 @@ export class ConnectionGuard {
     if (ms !== undefined && expired) this.deadlines.set(socket, setTimeout(expired, ms).unref());
   }
 
+  /** The connection no longer counts (authenticated or closed): its room goes to a waiting one. */
   private uncount(socket: Socket): void {
     const source = this.unauthenticated.get(socket);
     if (source === undefined) return;
@@ -135,31 +255,32 @@ export class ConnectionGuard {
     const left = (this.perSource.get(source) ?? 1) - 1;
     if (left > 0) this.perSource.set(source, left);
     else this.perSource.delete(source);
+    this.takeOnWaiting();
   }
 
-  private refuse(socket: Socket, bound: 'total' | 'source', source: string): void {
+  private close(socket: Socket, source: string, reason: Closure): void {
     socket.destroy();
     const closed = this.closedSinceWarning;
-    if (bound === 'total') closed.atTotal++;
-    else {
-      closed.atSourceShare++;
-      if (closed.sources.has(source) || closed.sources.size < WARNING_SOURCES)
-        closed.sources.set(source, (closed.sources.get(source) ?? 0) + 1);
-    }
-    if (Date.now() - this.lastWarning < REFUSAL_WARNING_INTERVAL_MS) return;
-    this.lastWarning = Date.now();
+    closed[reason]++;
+    if (closed.sources.has(source) || closed.sources.size < WARNING_SOURCES)
+      closed.sources.set(source, (closed.sources.get(source) ?? 0) + 1);
+    if (Date.now() - this.lastWarning[reason] < CLOSURE_WARNING_INTERVAL_MS) return;
+    this.lastWarning[reason] = Date.now();
     this.log?.warn(
-      'too many connections have not authenticated, in all or from one source: new ones are closed until some authenticate or reach their deadline',
+      'connections beyond the bounds on those not yet authenticated wait for room; some were closed unanswered, as the wait queue was full or they had waited too long',
       {
         maxUnauthenticated: this.limits.maxUnauthenticated,
         maxUnauthenticatedPerSource: this.limits.maxUnauthenticatedPerSource,
-        closedAtTotal: closed.atTotal,
-        closedAtSourceShare: closed.atSourceShare,
-        // Which sources reached their share, with how many of their connections were closed.
+        maxWaiting: this.limits.maxWaiting,
+        waitTimeoutMs: this.limits.waitTimeoutMs,
+        waiting: this.waiting.size,
+        closedAtQueueFull: closed.queueFull,
+        closedAtWaitDeadline: closed.waitDeadline,
+        // Which sources' connections were closed, with how many.
         sources: Object.fromEntries(closed.sources),
       },
     );
-    this.closedSinceWarning = { atTotal: 0, atSourceShare: 0, sources: new Map() };
+    this.closedSinceWarning = { queueFull: 0, waitDeadline: 0, sources: new Map() };
   }
 }
 

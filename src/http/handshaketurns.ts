@@ -7,52 +7,47 @@
  *
  * So a new connection is handed to the TLS layer only once its client's first bytes have arrived (its ClientHello,
  * which the TLS layer then reads at once), and at most HANDSHAKES_PER_TURN of them each turn of the event loop; the
- * rest wait, unread, one queue per source (connectionSource) taken in turn, so that one client opening many
- * connections holds back another's new connection by a turn, not by its whole burst. A connection that waits is
- * still under the header deadline counted from its accept (connections.ts), and one whose client has sent nothing
- * holds no turn.
+ * rest wait, unread, one queue per source (connectionSource) taken in turn (sourcequeues.ts), so that one client
+ * opening many connections holds back another's new connection by a turn, not by its whole burst. Connections come
+ * here once the connection bounds take them on (connections.ts), and one that waits for its turn is still under the
+ * header deadline counted from then; one whose client has sent nothing holds no turn.
  */
 import type { Server } from 'node:https';
 import type { Socket } from 'node:net';
 import { connectionSource } from './connectionsource.js';
+import { SourceQueues } from './sourcequeues.js';
+import { takeConnections, type HandOn } from './takeconnections.js';
 
 /** Handshakes begun per turn of the event loop: measured at 4-5 ms of the thread for 2, 11 ms for 8. */
 export const HANDSHAKES_PER_TURN = 2;
 
-type Begin = (socket: Socket) => void;
-
 /** The sockets whose first bytes have come, waiting for their handshake's turn, by source. */
 export class HandshakeTurns {
-  private readonly waiting = new Map<string, Socket[]>();
+  private readonly waiting = new SourceQueues<Socket>();
   private scheduled = false;
 
   constructor(
-    private readonly begin: Begin,
+    private readonly begin: HandOn,
     private readonly perTurn = HANDSHAKES_PER_TURN,
   ) {}
 
-  /** Takes every new connection of `server`: attach before anything that prepends its own 'connection' listener. */
+  /** Takes every new connection of `server` from the TLS layer, which it hands each to in its turn. */
   static attach(server: Server, perTurn = HANDSHAKES_PER_TURN): HandshakeTurns {
     // The TLS layer's listener, which wraps the socket and starts the handshake: called in the connection's turn.
-    const tlsListeners = server.listeners('connection') as Begin[];
-    server.removeAllListeners('connection');
-    const turns = new HandshakeTurns((socket) => {
-      for (const listener of tlsListeners) listener.call(server, socket);
-    }, perTurn);
-    server.on('connection', (socket: Socket) => turns.accepted(socket));
+    let beginHandshake: HandOn = () => {};
+    const turns = new HandshakeTurns((socket) => beginHandshake(socket), perTurn);
+    beginHandshake = takeConnections(server, (socket) => turns.accepted(socket));
     return turns;
   }
 
   /** How many connections wait for their turn. */
   get size(): number {
-    let n = 0;
-    for (const queue of this.waiting.values()) n += queue.length;
-    return n;
+    return this.waiting.size;
   }
 
   /** A new connection: it waits for its first bytes (or its end), then for its turn. */
   accepted(socket: Socket): void {
-    // Closed at once by the connection bounds.
+    // Closed before it came here.
     if (socket.destroyed) return;
     // Until the TLS layer has it, nothing else hears its errors (a client's reset): unheard, one would end the process.
     socket.on('error', () => socket.destroy());
@@ -61,10 +56,7 @@ export class HandshakeTurns {
 
   private arrived(socket: Socket): void {
     if (socket.destroyed) return;
-    const source = connectionSource(socket.remoteAddress);
-    const queue = this.waiting.get(source);
-    if (queue) queue.push(socket);
-    else this.waiting.set(source, [socket]);
+    this.waiting.push(connectionSource(socket.remoteAddress), socket);
     if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(() => this.turn());
@@ -76,13 +68,8 @@ export class HandshakeTurns {
     this.scheduled = false;
     let begun = 0;
     while (begun < this.perTurn) {
-      const first = this.waiting.entries().next();
-      if (first.done) break;
-      const [source, queue] = first.value;
-      const socket = queue.shift()!;
-      // The source goes to the back (a Map keeps insertion order), behind every other source waiting.
-      this.waiting.delete(source);
-      if (queue.length) this.waiting.set(source, queue);
+      const socket = this.waiting.take();
+      if (!socket) break;
       if (socket.destroyed) continue;
       this.begin(socket);
       begun++;

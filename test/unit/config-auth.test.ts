@@ -115,6 +115,37 @@ describe('parseFlags', () => {
     );
   });
 
+  test('connection bounds: 500 at once, 25 a source, 1,000 waiting for 10s by default; each can be set', () => {
+    expect(parseFlags([])).toMatchObject({
+      maxUnauthenticatedConnections: 500,
+      maxUnauthenticatedConnectionsPerSource: 25,
+      maxWaitingConnections: 1000,
+      connectionWaitTimeoutMs: 10_000,
+    });
+    expect(
+      parseFlags([
+        '--max-unauthenticated-connections=2000',
+        '--max-unauthenticated-connections-per-source=100',
+        '--max-waiting-connections=0',
+        '--connection-wait-timeout=5s',
+      ]),
+    ).toMatchObject({
+      maxUnauthenticatedConnections: 2000,
+      maxUnauthenticatedConnectionsPerSource: 100,
+      maxWaitingConnections: 0,
+      connectionWaitTimeoutMs: 5000,
+    });
+    expect(() => parseFlags(['--max-unauthenticated-connections=0'])).toThrow(
+      '--max-unauthenticated-connections must be 1 or more (got "0")',
+    );
+    expect(() => parseFlags(['--max-unauthenticated-connections-per-source=0'])).toThrow(
+      '--max-unauthenticated-connections-per-source must be 1 or more',
+    );
+    expect(() => parseFlags(['--connection-wait-timeout=0'])).toThrow(
+      '--connection-wait-timeout must be longer than 0',
+    );
+  });
+
   test('unknown flags, missing values and bad ports are errors', () => {
     expect(() => parseFlags(['--nope=1'])).toThrow(FlagError);
     expect(() => parseFlags(['--secure-port'])).toThrow(/needs an argument/);

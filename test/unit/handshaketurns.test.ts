@@ -1,11 +1,13 @@
 /**
  * Handshakes in turns (src/http/handshaketurns.ts), with stand-in sockets: a connection's handshake begins only once
- * its client's first bytes have come, at most a few each turn of the event loop, one source after another.
+ * its client's first bytes have come, at most a few each turn of the event loop, one source after another; and the
+ * queues by source (src/http/sourcequeues.ts) that both it and the connection bounds wait in.
  */
 import { describe, expect, jest, test } from '@jest/globals';
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import { HandshakeTurns } from '../../src/http/handshaketurns.js';
+import { SourceQueues } from '../../src/http/sourcequeues.js';
 
 /** What the turns read of a socket: its source, whether it is closed, and its first bytes' 'readable'. */
 class StandInSocket extends EventEmitter {
@@ -89,5 +91,34 @@ describe('handshakes in turns', () => {
     refused.destroyed = true;
     turns.accepted(refused as unknown as Socket);
     expect(refused.listenerCount('readable')).toBe(0);
+  });
+});
+
+describe('source queues', () => {
+  test('sources are taken in turn, each first come first served; a full queue gives up the newest of the longest', () => {
+    const queues = new SourceQueues<string>();
+    for (const [source, item] of [
+      ['a', 'a1'],
+      ['a', 'a2'],
+      ['a', 'a3'],
+      ['b', 'b1'],
+      ['c', 'c1'],
+      ['c', 'c2'],
+    ])
+      queues.push(source, item);
+    expect(queues.size).toBe(6);
+    expect(queues.longest()).toBe('a');
+    expect(queues.takeNewest('a')).toBe('a3');
+    // a and c have as many: the first in turn is the longest.
+    expect(queues.longest()).toBe('a');
+    expect(queues.take()).toBe('a1');
+    expect([...queues.sources()]).toEqual(['b', 'c', 'a']);
+    expect(queues.take('c')).toBe('c1');
+    expect(queues.remove('a', 'a2')).toBe(true);
+    expect(queues.remove('a', 'a2')).toBe(false);
+    expect([...queues.sources()]).toEqual(['b', 'c']);
+    expect([queues.take(), queues.take(), queues.take()]).toEqual(['b1', 'c2', undefined]);
+    expect(queues.size).toBe(0);
+    expect(queues.longest()).toBeUndefined();
   });
 });
