@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds a private copy of the server (bench/.build/dist, so a rebuild of dist/ by anyone else during the run
 # cannot change what is measured) and runs the list/GET/watch benchmark, or with `scale` first the scale benchmark,
-# or with `fairness` first the fairness benchmark. Arguments go to list-get-watch.mjs (e.g. bench/run.sh --profile
-# /tmp/bench-prof), scale.mjs (e.g. bench/run.sh scale --sizes 10000,50000) or fairness.mjs (e.g. bench/run.sh
-# fairness --objects 3000 --seconds 10). The markdown report goes to stdout, progress to stderr.
+# or with `fairness` first the fairness benchmark, or with `connection-burst` first the connection burst. Arguments go
+# to list-get-watch.mjs (e.g. bench/run.sh --profile /tmp/bench-prof), scale.mjs (e.g. bench/run.sh scale --sizes
+# 10000,50000), fairness.mjs (e.g. bench/run.sh fairness --objects 3000 --seconds 10) or connection-burst.mjs (e.g.
+# bench/run.sh connection-burst --flood-seconds 20). The markdown report goes to stdout, progress to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The project's own Node.js (the npm package `node`), as npm scripts and `make run` use it.
@@ -29,5 +30,9 @@ fi
 if [ "${1:-}" = fairness ]; then
   shift
   exec node bench/fairness.mjs "$@"
+fi
+if [ "${1:-}" = connection-burst ]; then
+  shift
+  exec node bench/connection-burst.mjs "$@"
 fi
 exec node bench/list-get-watch.mjs "$@"
