@@ -50,14 +50,15 @@ const ADMIN_GOAL_MS = 1000;
 const REQUEST_TIMEOUT_MS = 15_000;
 
 /**
- * One GET on a new connection from `from`: its status (or the error's code when it got no answer) and how long it
- * took, connecting included.
+ * One GET on a new connection from `from`: its status (or the error's code when it got no answer), how long it
+ * took, connecting included, and how long its connection took (to the end of its TLS handshake).
  */
 export function freshGet(server, path, { token, from }) {
   const url = new URL(path, server.url);
   const sent = now();
+  let connected = NaN;
   return new Promise((resolve) => {
-    const done = (status) => resolve({ status, ms: now() - sent });
+    const done = (status) => resolve({ status, ms: now() - sent, connectedMs: connected - sent });
     const req = https.request(
       {
         hostname: url.hostname,
@@ -75,6 +76,7 @@ export function freshGet(server, path, { token, from }) {
         res.on('error', (err) => done(err.code ?? 'error'));
       },
     );
+    req.once('socket', (socket) => socket.once('secureConnect', () => (connected = now())));
     req.on('timeout', () => req.destroy(Object.assign(new Error('no answer in time'), { code: 'timeout' })));
     req.on('error', (err) => done(err.code ?? 'error'));
     req.end();
@@ -189,7 +191,7 @@ export async function connectionBurst(server, token, opts) {
   const setPhase = (name) => {
     phase = name;
     probe.phase(name);
-    log(`  phase: ${name}`);
+    log(`  phase: ${name} (${new Date().toISOString().slice(11, 23)})`);
   };
   const bursts = {};
   const bursting = async (name) => {
@@ -337,9 +339,14 @@ async function probeChild() {
           if (wait > 1) await sleep(wait);
           if (stopped) break;
           const p = (phases[phase] ??= { latencies: [], statuses: {} });
+          const sentAt = new Date().toISOString().slice(11, 23);
           const get = freshGet({ url, caPem }, '/apis', { token, from }).then((a) => {
             p.latencies.push(a.ms);
             count(p.statuses, a.status);
+            if (a.ms > ADMIN_GOAL_MS || a.status !== '200')
+              process.stderr.write(
+                `  admin's GET sent at ${sentAt} (${phase}): ${a.status} in ${f1(a.ms)} ms (connected in ${f1(a.connectedMs)} ms)\n`,
+              );
             pending.delete(get);
           });
           pending.add(get);

@@ -317,8 +317,9 @@ export async function startServer(flags: Config, log: Logger, worker?: WorkerOf)
     answerClientErrors(server);
     // A new connection meets the bounds (which may hold it), then its handshake's turn, then the TLS layer: each
     // takes the listener of the one after it, so the last to attach is the first met.
-    HandshakeTurns.attach(server);
+    const handshakeTurns = HandshakeTurns.attach(server);
     connections.attach(server);
+    handshakeTurns.followAccepts(server);
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err) => reject(listenError(err, config)));
       server.listen(config.securePort, config.bindAddress, () => resolve());

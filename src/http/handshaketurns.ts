@@ -21,10 +21,24 @@ import { takeConnections, type HandOn } from './takeconnections.js';
 /** Handshakes begun per turn of the event loop: measured at 4-5 ms of the thread for 2, 11 ms for 8. */
 export const HANDSHAKES_PER_TURN = 2;
 
+/**
+ * While connections keep being accepted, one handshake is begun every this many turns instead. Node accepts one
+ * connection a turn of the event loop (libuv takes one per poll since libuv#3696), in the order they came: behind a
+ * storm of new connections (a flood's, opened again as fast as they are closed), a new client's waits in the
+ * kernel's queue for as many turns as there are connections ahead of it, and every turn that begins handshakes is
+ * milliseconds longer. So while they come, connections are taken from the kernel's queue, which is first come first
+ * served, into the bounds' and these queues, where sources go in turn, four times as fast as they are handshaken.
+ */
+export const TURNS_PER_HANDSHAKE_WHILE_ACCEPTING = 4;
+
 /** The sockets whose first bytes have come, waiting for their handshake's turn, by source. */
 export class HandshakeTurns {
   private readonly waiting = new SourceQueues<Socket>();
   private scheduled = false;
+  /** A connection was accepted since the last turn (so more may wait in the kernel's queue). */
+  private acceptedSinceTurn = false;
+  /** Turns since one began a handshake. */
+  private turnsWithoutHandshake = 0;
 
   constructor(
     private readonly begin: HandOn,
@@ -38,6 +52,18 @@ export class HandshakeTurns {
     const turns = new HandshakeTurns((socket) => beginHandshake(socket), perTurn);
     beginHandshake = takeConnections(server, (socket) => turns.accepted(socket));
     return turns;
+  }
+
+  /**
+   * Hears every connection `server` accepts, those the connection bounds hold included: attach after them (they
+   * take the listeners before theirs).
+   */
+  followAccepts(server: Server): void {
+    server.on('connection', () => this.connectionAccepted());
+  }
+
+  connectionAccepted(): void {
+    this.acceptedSinceTurn = true;
   }
 
   /** How many connections wait for their turn. */
@@ -63,16 +89,26 @@ export class HandshakeTurns {
     }
   }
 
-  /** Begins up to perTurn handshakes, one source after another, and leaves the rest for the next turn. */
+  /**
+   * Begins up to perTurn handshakes (while connections keep being accepted, one every few turns), one source after
+   * another, and leaves the rest for the next turn.
+   */
   private turn(): void {
     this.scheduled = false;
+    this.turnsWithoutHandshake++;
+    let handshakes = this.perTurn;
+    if (this.acceptedSinceTurn) {
+      this.acceptedSinceTurn = false;
+      handshakes = this.turnsWithoutHandshake >= TURNS_PER_HANDSHAKE_WHILE_ACCEPTING ? 1 : 0;
+    }
     let begun = 0;
-    while (begun < this.perTurn) {
+    while (begun < handshakes) {
       const socket = this.waiting.take();
       if (!socket) break;
       if (socket.destroyed) continue;
       this.begin(socket);
       begun++;
+      this.turnsWithoutHandshake = 0;
     }
     if (this.waiting.size) {
       this.scheduled = true;

@@ -65,6 +65,25 @@ describe('handshakes in turns', () => {
     expect(turns.size).toBe(0);
   });
 
+  test('while connections keep being accepted, one handshake is begun every fourth turn; once they stop, two a turn again', async () => {
+    const { begun, turns, connect } = turnsLog(2);
+    for (let i = 0; i < 6; i++) connect('127.0.0.5', `c${i}`).emit('readable');
+    // Node accepts one connection a turn while more wait in the kernel's queue.
+    for (let turn = 1; turn <= 3; turn++) {
+      turns.connectionAccepted();
+      await nextTurn();
+      expect(begun).toEqual([]);
+    }
+    turns.connectionAccepted();
+    await nextTurn();
+    expect(begun).toEqual(['c0']);
+    turns.connectionAccepted();
+    await nextTurn();
+    expect(begun).toEqual(['c0']);
+    await nextTurn();
+    expect(begun).toEqual(['c0', 'c1', 'c2']);
+  });
+
   test('a connection closed or reset while it waits is dropped and takes no turn; one closed at accept is never waited on', async () => {
     const { begun, turns, connect } = turnsLog(1);
     const gone = connect('127.0.0.4', 'gone');
