@@ -205,6 +205,8 @@ export class ConnectionGuard {
    */
   private takeOnWaiting(): void {
     while (this.waiting.size) {
+      // The bound is full, and no source may go beyond it: nothing to look for.
+      if (this.unauthenticated.size >= this.limits.maxUnauthenticated && !this.verifiedSources.size) return;
       let next: string | undefined;
       let fewest = Infinity;
       for (const source of this.waiting.sources()) {
