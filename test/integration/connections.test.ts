@@ -233,32 +233,6 @@ describe('header deadline and idle timeout', () => {
     expect(await serverConnectionsAfter(ts, SLACK_MS)).toBe(0);
   }, 30_000);
 
-  test('a burst of clients from one address (a NAT, a CI runner), more than its share, is all answered: no connection is reset', async () => {
-    // 60 clients start together, with 10 of another source, and the server has all their connections before the
-    // first handshake (as a busy server does): it answers a later connection first. Then each client begins its
-    // handshake and sends its request once connected. Beyond a source's share (25) connections wait for room, and
-    // handshakes go a few per turn of the event loop (src/http/handshaketurns.ts): none may be lost, stuck or closed.
-    const token = readFileSync(join(ts.config.dataDir, 'admin-token'), 'utf8').trim();
-    const request = `GET /apis HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`;
-    const from = (localAddress: string, n: number) => Array.from({ length: n }, () => openTcp(ts, { localAddress }));
-    const tcp = await Promise.all([...from('127.0.0.2', 60), ...from('127.0.0.3', 10)]);
-    held.push(...tcp);
-    // Node accepts one connection a turn of its event loop, in the order they came.
-    const later = await openTls(ts, { localAddress: '127.0.0.4' });
-    held.push(later);
-    expect(await send(later, request)).toBe('HTTP/1.1 200 OK');
-
-    const answers = await Promise.all(
-      tcp.map(async ({ socket }) => {
-        const opening = startTls(ts, { socket });
-        held.push(opening.held);
-        if ((await opening.settled) === 'closed') return 'reset';
-        return send(opening.held, request);
-      }),
-    );
-    expect(answers).toEqual(Array(70).fill('HTTP/1.1 200 OK'));
-  }, 30_000);
-
   test('connections reset by their client before or during their first bytes leave the server serving', async () => {
     // A reset (RST) on a connection waiting for its handshake's turn is an error on a socket nothing else listens to.
     const resets = await Promise.all(Array.from({ length: 10 }, () => openTcp(ts)));
@@ -309,15 +283,56 @@ describe('header deadline and idle timeout', () => {
   }, 30_000);
 });
 
+describe('a burst of connections', () => {
+  // The defaults: 500 connections taken on at once, 25 from one source; and a handshake deadline of 32 s, which a
+  // burst in this one process does not come near.
+  let ts: TestServer;
+  let adminToken: string;
+  const held: Held[] = [];
+  beforeAll(async () => {
+    ts = await startTestServer();
+    adminToken = readFileSync(join(ts.config.dataDir, 'admin-token'), 'utf8').trim();
+  }, 60_000);
+  afterEach(() => {
+    for (const h of held.splice(0)) h.socket.destroy();
+  });
+  afterAll(async () => ts?.stop(), 30_000);
+
+  test('a burst of clients from one address (a NAT, a CI runner), more than its share, is all answered: no connection is reset', async () => {
+    // 60 clients start together, with 10 of another source, and the server has all their connections before the
+    // first handshake (as a busy server does): it answers a later connection first. Then each client begins its
+    // handshake and sends its request once connected. Beyond a source's share (25) connections wait for room, and
+    // handshakes go a few per turn of the event loop (src/http/handshaketurns.ts): none may be lost, stuck or closed.
+    const request = `GET /apis HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${adminToken}\r\n\r\n`;
+    const from = (localAddress: string, n: number) => Array.from({ length: n }, () => openTcp(ts, { localAddress }));
+    const tcp = await Promise.all([...from('127.0.0.2', 60), ...from('127.0.0.3', 10)]);
+    held.push(...tcp);
+    // Node accepts one connection a turn of its event loop, in the order they came.
+    const later = await openTls(ts, { localAddress: '127.0.0.4' });
+    held.push(later);
+    expect(await send(later, request)).toBe('HTTP/1.1 200 OK');
+
+    const answers = await Promise.all(
+      tcp.map(async ({ socket }) => {
+        const opening = startTls(ts, { socket });
+        held.push(opening.held);
+        if ((await opening.settled) === 'closed') return 'reset';
+        return send(opening.held, request);
+      }),
+    );
+    expect(answers).toEqual(Array(70).fill('HTTP/1.1 200 OK'));
+  }, 30_000);
+});
+
 describe('connections that have not authenticated', () => {
   const MAX = 20;
   const PER_SOURCE = 5;
   const MAX_WAITING = 6;
   /** Long enough for a test's flood to stand while the test looks at it. */
   const FIRST_BYTE_TIMEOUT_MS = 4000;
-  const WAIT_TIMEOUT_MS = 4000;
+  const WAIT_TIMEOUT_MS = 6000;
   /** What connections that hold room have: each has begun a request, which keeps the header deadline. */
-  const HEADER_TIMEOUT_MS = 10_000;
+  const HEADER_TIMEOUT_MS = 15_000;
   const FRONT_PROXY_CA = makeCa('front-proxy-ca');
   const FRONT_PROXY = makeCert({ commonName: 'front-proxy-client', issuer: FRONT_PROXY_CA });
   /** A request as kube-apiserver's proxy sends it: the user is in its headers, believed for its certificate. */
