@@ -13,6 +13,11 @@
 // every seeded SharedSecret's access list lets read it (lib.mjs sharedSecret) and who creates OwnedAccessKeys of her
 // own (the only create a user may make without a host cluster); the second tenant `bob`, who owns one SharedSecret.
 // The admin seeds, and deletes the flood's keys after each arm.
+//
+// With --share (issue 39), each arm first measures what a tenant alone gets of the server next to what system:masters
+// (exempt from APF) gets alone: --share-concurrency closed loops of consistent GETs of random seeded objects, then of
+// merge PATCHes of random SharedSecrets alice owns, each for --share-seconds; then alice's GETs beside bob's flood of
+// as many GETs of his own object. A tenant alone is to get at least 0.8x of what the admin gets.
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { fork } from 'node:child_process';
@@ -31,12 +36,14 @@ import {
   dist,
   expectStatus,
   f1,
+  f2,
   forkServerChild,
   headerLines,
   httpsRequest,
   loadavg,
   log,
   machine,
+  name,
   now,
   seed,
   sleep,
@@ -61,6 +68,9 @@ const { values: args } = parseArgs({
     'sample-apf': { type: 'boolean', default: false },
     // Logs each of bob's GETs that took longer than this many milliseconds, with when it was sent.
     'log-slow': { type: 'string' },
+    share: { type: 'boolean', default: false },
+    'share-seconds': { type: 'string', default: '8' },
+    'share-concurrency': { type: 'string', default: '64' },
     profile: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
@@ -80,6 +90,8 @@ const RATE = Number(args.rate);
 const LIST_C = Number(args['list-concurrency']);
 const CREATE_C = Number(args['create-concurrency']);
 const SLOW_MS = args['log-slow'] === undefined ? Infinity : Number(args['log-slow']);
+const SHARE_SECONDS = Number(args['share-seconds']);
+const SHARE_C = Number(args['share-concurrency']);
 if (args.profile) mkdirSync((ctx.profileDir = args.profile), { recursive: true });
 const ARMS = (args.arm ?? DEFAULT_ARMS).map((spec) => {
   const [kind, ...flags] = spec.trim().split(/\s+/);
@@ -97,7 +109,12 @@ const TENANTS = { admin: ['system:masters'], alice: [], bob: [] };
  * Each tenant's source address (all of 127.0.0.0/8 is loopback): tenants are different clients, and the server's
  * bound on connections not yet authenticated from one source (50) must not count one's against the other's.
  */
-const FROM = { alice: '127.0.0.2', bob: '127.0.0.3' };
+const FROM = { alice: '127.0.0.2', bob: '127.0.0.3', admin: '127.0.0.4' };
+/** SharedSecrets alice owns, for her merge PATCHes in the share rows. */
+const ALICE_OWNS = 256;
+const aliceOwn = (i) => `alice-own-${String(i).padStart(4, '0')}`;
+const MERGE_PATCH = 'application/merge-patch+json';
+const randomInt = (n) => Math.floor(Math.random() * n);
 
 const byStatus = (counts) =>
   Object.entries(counts)
@@ -161,6 +178,44 @@ async function closedLoops(concurrency, seconds, op) {
   );
   agent.destroy();
   return statuses;
+}
+
+/**
+ * The share rows (see the top): each a closed loop of SHARE_C for SHARE_SECONDS; requests a second that got their
+ * expected status, and the answers by status.
+ */
+async function shareRows(tokens) {
+  const get = (user) => (agent) =>
+    drained(ctx.server, 'GET', `${NS_PATH}/${name(randomInt(N))}`, { agent, token: tokens[user], from: FROM[user] });
+  const patch = (user) => (agent) =>
+    drained(ctx.server, 'PATCH', `${NS_PATH}/${aliceOwn(randomInt(ALICE_OWNS))}`, {
+      agent,
+      token: tokens[user],
+      from: FROM[user],
+      body: JSON.stringify({ spec: { description: `patched ${randomUUID()}` } }),
+      contentType: MERGE_PATCH,
+    });
+  const ownGets = (agent) => drained(ctx.server, 'GET', OWN_PATH, { agent, token: tokens.bob, from: FROM.bob });
+  const rate = (statuses) => (statuses['200'] ?? 0) / SHARE_SECONDS;
+  const rows = {};
+  for (const [label, op] of [
+    ['admin GET', get('admin')],
+    ['alice GET', get('alice')],
+    ['admin PATCH', patch('admin')],
+    ['alice PATCH', patch('alice')],
+  ]) {
+    const statuses = await closedLoops(SHARE_C, SHARE_SECONDS, op);
+    rows[label] = { rate: rate(statuses), statuses };
+    log(`  share: ${label}: ${f1(rows[label].rate)}/s; ${byStatus(statuses)}`);
+  }
+  const [alice, bob] = await Promise.all([
+    closedLoops(SHARE_C, SHARE_SECONDS, get('alice')),
+    closedLoops(SHARE_C, SHARE_SECONDS, ownGets),
+  ]);
+  rows['alice GET beside bob'] = { rate: rate(alice), statuses: alice };
+  rows["bob's GETs beside alice"] = { rate: rate(bob), statuses: bob };
+  log(`  share: alice GET beside bob's flood: ${f1(rate(alice))}/s, bob ${f1(rate(bob))}/s`);
+  return rows;
 }
 
 /** The server's etcd_request_errors_total, summed over operations and types. */
@@ -247,6 +302,7 @@ async function runArm(arm, serverConfig, tokens, etcdPid) {
       spec: {},
     });
     expectStatus(await httpsRequest('POST', KEYS_PATH, { token: tokens.alice, body: key }), 201, 'warm-up create');
+    const share = args.share ? await shareRows(tokens) : undefined;
 
     let phase = arm.flood ? 'lists' : 'no flood';
     const gets = await secondTenant(tokens.bob, phase);
@@ -266,7 +322,7 @@ async function runArm(arm, serverConfig, tokens, etcdPid) {
     }
     await sampler?.stop();
     const phases = await gets.stop();
-    const result = { ...arm, phases: {}, etcdErrors: await etcdErrors(), queuedLong: await queuedLong() };
+    const result = { ...arm, share, phases: {}, etcdErrors: await etcdErrors(), queuedLong: await queuedLong() };
     for (const [name, p] of Object.entries(phases)) {
       result.phases[name] = { gets: summary(p.latencies), statuses: p.statuses, flood: flood[name] };
       const s = result.phases[name].gets;
@@ -325,6 +381,19 @@ async function main() {
       spec: { displayName: 'bob', owner: { user: 'bob' }, data: { password: 'c2VjcmV0' } },
     };
     expectStatus(await httpsRequest('POST', NS_PATH, { body: JSON.stringify(own) }), 201, `create ${OWN_NAME}`);
+    if (args.share)
+      for (let i = 0; i < ALICE_OWNS; i++) {
+        const owned = {
+          ...own,
+          metadata: { name: aliceOwn(i), namespace: NS },
+          spec: { ...own.spec, owner: { user: 'alice' } },
+        };
+        expectStatus(
+          await httpsRequest('POST', NS_PATH, { body: JSON.stringify(owned) }),
+          201,
+          `create ${aliceOwn(i)}`,
+        );
+      }
     await seeder.stop();
 
     const results = [];
@@ -397,6 +466,23 @@ function report(r) {
       const met = worst <= 3 * baseline && sum((p) => p.statuses, '429') === 0 && throttled;
       out.push(
         `- ${arm.label}: worst phase p99 ${f1(worst)} ms = ${f1(worst / baseline)}x baseline; bob: ${sum((p) => p.statuses, '429')} answered 429, ${bobFailed} not 200 in all; alice: ${sum((p) => p.flood, '429')} answered 429, ${arm.queuedLong} requests waited over 100 ms in queue. Goal ${met ? 'met' : 'not met'}.`,
+      );
+    }
+    out.push('');
+  }
+  const shared = r.results.filter((arm) => arm.share);
+  if (shared.length) {
+    out.push(
+      `Share: ${SHARE_C} closed loops for ${SHARE_SECONDS} s per row, requests a second answered 200 (GET: consistent reads of random seeded objects; PATCH: merge patches of random SharedSecrets alice owns). Goal: alice alone at least 0.8x of the admin (system:masters, exempt) for GET and PATCH.`,
+      '',
+      '| Arm | admin GET/s | alice GET/s | alice/admin | admin PATCH/s | alice PATCH/s | alice/admin | alice GET/s beside bob | bob GET/s beside alice |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    );
+    for (const arm of shared) {
+      const s = arm.share;
+      const ratio = (a, b) => f2(s[a].rate / s[b].rate);
+      out.push(
+        `| ${arm.label} | ${f1(s['admin GET'].rate)} | ${f1(s['alice GET'].rate)} | ${ratio('alice GET', 'admin GET')} | ${f1(s['admin PATCH'].rate)} | ${f1(s['alice PATCH'].rate)} | ${ratio('alice PATCH', 'admin PATCH')} | ${f1(s['alice GET beside bob'].rate)} | ${f1(s["bob's GETs beside alice"].rate)} |`,
       );
     }
     out.push('');

@@ -16,11 +16,11 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
  * One request whose body is read and thrown away (a flood's lists would fill the client's memory otherwise); the
  * answer's status (or the socket error's code) and, for an error, the Status's message.
  */
-export function drained(server, method, path, { agent, token, body, from }) {
+export function drained(server, method, path, { agent, token, body, from, contentType = 'application/json' }) {
   const url = new URL(path, server.url);
   const headers = { Authorization: `Bearer ${token}` };
   if (body !== undefined) {
-    headers['Content-Type'] = 'application/json';
+    headers['Content-Type'] = contentType;
     headers['Content-Length'] = Buffer.byteLength(body);
   }
   return new Promise((resolve) => {

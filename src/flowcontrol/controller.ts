@@ -14,6 +14,7 @@
  */
 import type { Logger } from '../log.js';
 import { MANDATORY_FLOW_SCHEMAS, MANDATORY_PRIORITY_LEVELS } from './bootstrap.js';
+import { FlowActivity } from './activity.js';
 import { allocate, levelBounds, type DemandState, type LevelBounds } from './concurrency.js';
 import { byPrecedence, flowDistinguisher, matchesFlowSchema, type RequestDigest } from './match.js';
 import { QueueSet, type Clock, type QueueSetConfig } from './queueset.js';
@@ -31,6 +32,12 @@ import {
 
 /** kube's adjustment period of the levels' limits. */
 export const ADJUSTMENT_PERIOD_MS = 10_000;
+/**
+ * How long a light flow counts as at work after its last request ended (activity.ts): longer than a client's pause
+ * between one answer and its next request (a controller's GETs, kubectl's steps), short enough that a flow alone gets
+ * the whole server within a second of the others going.
+ */
+export const LIGHT_FLOW_WINDOW_MS = 1_000;
 
 export class PriorityLevel {
   readonly demand: DemandState = { smoothed: 0 };
@@ -71,14 +78,20 @@ export class FlowControl {
   /** The watches open now, which a write's seats are estimated from. */
   readonly watches = new WatchTracker();
 
+  /** The flows at work across the levels, for the bound on one flow (activity.ts). */
+  readonly activity: FlowActivity;
+
   constructor(
     /** The server's seats: --max-requests-inflight plus --max-mutating-requests-inflight. */
     readonly serverSeats: number,
     private readonly log: Pick<Logger, 'warn'>,
     private readonly clock: Clock = Date.now,
-    /** The most seats one flow holds at once in any level (0: no bound but the headroom). */
+    /** The most seats one flow holds at once while a light flow is at work (0: no bound but the headroom). */
     readonly flowSeatLimit = 0,
   ) {
+    this.activity = new FlowActivity(flowSeatLimit, LIGHT_FLOW_WINDOW_MS, () => {
+      for (const level of this.levelsByName.values()) level.queueSet.redispatch();
+    });
     this.configure([], []);
   }
 
@@ -149,7 +162,7 @@ export class FlowControl {
         existing.bounds = b;
         existing.queueSet.reconfigure(queueConfig);
       } else {
-        this.levelsByName.set(name, new PriorityLevel(pl, b, new QueueSet(queueConfig, this.clock)));
+        this.levelsByName.set(name, new PriorityLevel(pl, b, new QueueSet(queueConfig, this.clock, this.activity)));
       }
     }
   }

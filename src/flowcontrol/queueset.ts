@@ -9,18 +9,22 @@
  * next, but only when its oldest request fits in the free seats (a wide request is not starved by narrow ones);
  * a request wider than the whole limit runs alone.
  *
- * Two bounds kube does not have, on what one flow holds: at most `flowSeatLimit` seats (--max-seats-per-flow), and
- * never all but `flowHeadroom` of the level's; a flow holding none may still start one request wider than either.
- * kube's requests take milliseconds on many cores, so seats turn over at once; here one thread runs them all, more
- * of one flow's requests at once only make every other flow's steps wait behind theirs, and a list of 10,000
- * objects holds its seats for as long as the thread takes to get through every list running beside it. A request
- * waiting on another server (stepAway, away.ts) keeps the level's seats but not its flow's.
+ * Two bounds kube does not have, on what one flow holds: never all but `flowHeadroom` of the level's, and at most
+ * `flowSeatLimit` seats (--max-seats-per-flow) while a light flow, one asking for no more than that, is at work in
+ * any level (activity.ts); a flow holding none may still start one request wider than either. kube's requests take
+ * milliseconds on many cores, so seats turn over at once; here one thread runs them all, more of one flow's
+ * requests at once make every other request's steps wait behind theirs, and a list of 10,000 objects holds its
+ * seats for as long as the thread takes to get through every list running beside it. Held to the bound only while
+ * a light flow is at work, a flow alone (or among flows that each ask for more) may use every seat: the bound takes
+ * nothing from anyone that no one else is waiting for. A request waiting on another server (stepAway, away.ts)
+ * keeps the level's seats but not its flow's.
  *
  * A level that rejects (limitResponse Reject) has no queues: a request that does not fit is refused at once. The
  * exempt level is never limited. Everything here is synchronous and reads time from the injected clock: waiting
  * (and its limit) is the caller's.
  */
 import { createHash } from 'node:crypto';
+import type { FlowActivity } from './activity.js';
 import type { QueuingConfiguration } from './types.js';
 
 /** Milliseconds, as Date.now. */
@@ -112,6 +116,8 @@ export class QueueSet {
   constructor(
     config: QueueSetConfig,
     private readonly clock: Clock = Date.now,
+    /** The flows at work across the levels, for the bound on one flow (none: never bounded). */
+    private readonly activity?: FlowActivity,
   ) {
     this.config = config;
     this.lastRealTime = clock();
@@ -162,16 +168,19 @@ export class QueueSet {
     const ticket = new Ticket(request);
     ticket.arrivedAt = this.clock();
     if (this.config.exempt) {
+      this.arrive(ticket);
       this.start(ticket);
       return { dispatched: true, ticket };
     }
     if (!this.config.queuing) {
       if (!this.fits(request.seats)) return this.reject('concurrency-limit');
+      this.arrive(ticket);
       this.start(ticket);
       return { dispatched: true, ticket };
     }
     const queue = this.chooseQueue(request);
     if (queue.waiting.length >= this.config.queuing.queueLengthLimit) return this.reject('queue-full');
+    this.arrive(ticket);
     // An idle queue starts at the present virtual time: it gets no credit for having been idle.
     if (!queue.waiting.length && !queue.executing) queue.nextDispatchR = this.currentR;
     ticket.queue = queue;
@@ -194,10 +203,17 @@ export class QueueSet {
     this.waitingSeatsTotal -= ticket.request.seats;
     ticket.state = 'done';
     this.totals.rejected[reason]++;
+    this.activity?.ended(ticket.flow, ticket.request.seats);
     this.noteDemand();
     this.dropDrainedQueues();
     this.dispatchAsMuchAsPossible();
     return true;
+  }
+
+  /** Dispatches what may run now: after the flows at work changed elsewhere (a light flow's time ran out). */
+  redispatch(): void {
+    this.syncTime();
+    this.dispatchAsMuchAsPossible();
   }
 
   /** An executing request is done: its seats free, its queue's virtual time corrected by its real service time. */
@@ -209,6 +225,7 @@ export class QueueSet {
     this.seatsInUseTotal -= seats;
     this.executingTotal--;
     if (!ticket.away) this.addFlowSeats(ticket.flow, -seats);
+    this.activity?.ended(ticket.flow, seats);
     const queue = ticket.queue;
     if (queue) {
       queue.seatsInUse -= seats;
@@ -309,7 +326,7 @@ export class QueueSet {
 
   /**
    * The busy queue furthest behind in virtual time, when its oldest request fits; round robin among equals. Queues
-   * whose oldest request's flow has taken all but the headroom wait for that flow's own requests to end.
+   * whose oldest request's flow holds all it may (overFlowShare) wait for that flow's own requests to end.
    */
   private nextQueue(): Queue | undefined {
     let best: Queue | undefined;
@@ -324,12 +341,22 @@ export class QueueSet {
     return best;
   }
 
-  /** Whether dispatching the ticket would leave less than the headroom to other flows (see the header). */
+  /**
+   * Whether dispatching the ticket would leave less than the headroom to other flows, or take its flow past the
+   * bound while a light flow is at work (see the header).
+   */
   private overFlowShare(ticket: Ticket): boolean {
     const held = this.flowSeats.get(ticket.flow);
     if (!held) return false;
-    const { concurrencyLimit, flowHeadroom = 0, flowSeatLimit = Infinity } = this.config;
-    return held + ticket.request.seats > Math.min(concurrencyLimit - flowHeadroom, flowSeatLimit);
+    const { concurrencyLimit, flowHeadroom = 0, flowSeatLimit } = this.config;
+    const bounded = flowSeatLimit !== undefined && !!this.activity?.lightFlowBesides(ticket.flow);
+    const most = bounded ? Math.min(concurrencyLimit - flowHeadroom, flowSeatLimit) : concurrencyLimit - flowHeadroom;
+    return held + ticket.request.seats > most;
+  }
+
+  /** A request joins its flow's demand (activity.ts). */
+  private arrive(ticket: Ticket): void {
+    this.activity?.arrived(ticket.flow, ticket.request.seats);
   }
 
   private fits(seats: number): boolean {

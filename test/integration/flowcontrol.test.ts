@@ -5,7 +5,8 @@
  * says which schema and level in kube's headers, follows changes on the host without a restart, keeps the last
  * configuration while the host is down, and refuses with 429 when the level's queue is full or a request waits too
  * long; system:masters is exempt and never waits. A kube config request held open by a slow virtual cluster signer
- * keeps the ci level's one seat busy. One flow holds at most --max-seats-per-flow seats of a level. Without a host cluster, kube's built-in configuration applies; with
+ * keeps the ci level's one seat busy. A flow alone uses every seat of its level; while a light flow is at work, one
+ * asking for more holds at most --max-seats-per-flow. Without a host cluster, kube's built-in configuration applies; with
  * --enable-priority-and-fairness=false, none.
  */
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
@@ -301,7 +302,7 @@ test("requests waiting on a slow cluster keep their level's seats, not their flo
   );
 }, 60_000);
 
-test('one flow holds at most --max-seats-per-flow seats however many its level has free; other flows are served meanwhile', async () => {
+test('a flow alone uses every seat its level has; while a light flow is at work it holds at most --max-seats-per-flow', async () => {
   // kube's built-in configuration: dave and erin are each a flow of global-default (49 seats).
   const server = await startTestServerWithUsers(
     { root: ['system:masters'], dave: [], erin: [] },
@@ -309,10 +310,16 @@ test('one flow holds at most --max-seats-per-flow seats however many its level h
     ts.etcd,
   );
   const keysPath = `${GROUP_PATH}/ownedaccesskeys`;
+  const metrics = async () => (await server.as.root.get('/metrics')).text;
   const inQueue = async () =>
     /^apiserver_flowcontrol_current_inqueue_requests\{[^}]*priority_level="global-default"[^}]*\} 1$/m.test(
-      (await server.as.root.get('/metrics')).text,
+      await metrics(),
     );
+  const executingSeats = (n: number) => async () =>
+    new RegExp(
+      `^apiserver_flowcontrol_current_executing_seats\\{[^}]*priority_level="global-default"[^}]*\\} ${n}$`,
+      'm',
+    ).test(await metrics());
   // A create holds its seat until its body has come: the body is read after priority and fairness.
   const body = JSON.stringify({
     apiVersion: 'management.platform.sh/v1',
@@ -320,8 +327,8 @@ test('one flow holds at most --max-seats-per-flow seats however many its level h
     metadata: { generateName: 'held-' },
     spec: {},
   });
-  const holding = [0, 1].map(() => {
-    const req = server.as.dave.open('POST', keysPath, {
+  const hold = (client: HttpClient) => {
+    const req = client.open('POST', keysPath, {
       'Content-Type': 'application/json',
       'Content-Length': String(Buffer.byteLength(body)),
     });
@@ -334,27 +341,34 @@ test('one flow holds at most --max-seats-per-flow seats however many its level h
       req.on('error', reject);
     });
     return { req, status };
-  });
+  };
+  const holding = [hold(server.as.dave), hold(server.as.dave), hold(server.as.dave)];
+  const erins: ReturnType<typeof hold>[] = [];
   try {
-    await waitFor("dave's two creates to hold their seats", async () =>
-      /^apiserver_flowcontrol_current_executing_seats\{[^}]*priority_level="global-default"[^}]*\} 2$/m.test(
-        (await server.as.root.get('/metrics')).text,
-      ),
-    );
-    // dave's third request waits in his queue, though the level has 47 seats free.
-    const third = server.as.dave.get(keysPath);
+    // Alone, dave holds three seats, more than the bound: nobody else is at work. (The metrics GETs that tell are
+    // system:masters', a light flow too: they come once his three run.)
+    await waitFor("dave's three creates to hold their seats", executingSeats(3));
+    // erin comes, asking for one seat (a light flow): now dave's next request waits in his queue, though the level
+    // has seats free.
+    erins.push(hold(server.as.erin));
+    await waitFor("erin's create to hold its seat", executingSeats(4));
+    const next = server.as.dave.get(keysPath);
     await waitFor("dave's list to wait in global-default's queue", inQueue);
-    // erin is another flow: served at once, while dave's list still waits.
+    // erin is served at once meanwhile.
     expect((await server.as.erin.get(keysPath)).status).toBe(200);
     expect(await inQueue()).toBe(true);
-    // One of dave's creates ending lets his list in.
+    // dave's own creates ending, until he holds fewer than the bound, let his list in.
     holding[0].req.end(body);
-    expect(await holding[0].status).toBe(201);
-    expect((await third).status).toBe(200);
     holding[1].req.end(body);
+    expect(await holding[0].status).toBe(201);
     expect(await holding[1].status).toBe(201);
+    expect((await next).status).toBe(200);
+    holding[2].req.end(body);
+    erins[0].req.end(body);
+    expect(await holding[2].status).toBe(201);
+    expect(await erins[0].status).toBe(201);
   } finally {
-    for (const h of holding) h.req.destroy();
+    for (const h of [...holding, ...erins]) h.req.destroy();
     await server.stop();
   }
 }, 60_000);

@@ -3,8 +3,9 @@
  * configuration, shuffle sharding, fair queuing in a queue set (on a clock the test moves), the division of the
  * server's seats with lending and borrowing, the estimate of a list's seats, and how a bad configuration is digested.
  */
-import { describe, expect, test } from '@jest/globals';
+import { describe, expect, jest, test } from '@jest/globals';
 import { parseFlags } from '../../src/config.js';
+import { FlowActivity } from '../../src/flowcontrol/activity.js';
 import { allocate, fairAllocation, levelBounds } from '../../src/flowcontrol/concurrency.js';
 import { FlowControl } from '../../src/flowcontrol/controller.js';
 import type { RequestDigest } from '../../src/flowcontrol/match.js';
@@ -352,7 +353,40 @@ describe('a queue set', () => {
     expect(ticketOf(narrow.enqueue(request('b', 1))).state).toBe('executing');
   });
 
-  test('a flow holds at most its seat limit, however many seats the level has free; a wider request runs alone', () => {
+  test('alone, a flow takes every seat its level has; while a light flow is at work it holds at most its seat limit', () => {
+    jest.useFakeTimers();
+    try {
+      const c = clock();
+      const config = {
+        queuing: { queues: 16, handSize: 4, queueLengthLimit: 50 },
+        concurrencyLimit: 100,
+        flowHeadroom: 3,
+        flowSeatLimit: 2,
+      };
+      let qs: QueueSet | undefined;
+      const activity = new FlowActivity(2, 1000, () => qs?.redispatch());
+      qs = new QueueSet(config, c.now, activity);
+      const flood = Array.from({ length: 4 }, () => ticketOf(qs!.enqueue(request('flood'))));
+      expect(flood.map((t) => t.state)).toEqual(['executing', 'executing', 'executing', 'executing']);
+      // A light flow (one asking for no more than the bound) comes: the flood's next requests wait.
+      const quiet = ticketOf(qs.enqueue(request('quiet')));
+      expect(quiet.state).toBe('executing');
+      const more = [ticketOf(qs.enqueue(request('flood'))), ticketOf(qs.enqueue(request('flood')))];
+      expect(more.map((t) => t.state)).toEqual(['waiting', 'waiting']);
+      // Its own ending below the bound lets one more of its own in.
+      for (const t of flood.slice(0, 3)) qs.finish(t);
+      expect(more.map((t) => t.state).sort()).toEqual(['executing', 'waiting']);
+      // The light flow is done, but counts as at work for its window: then the flood takes the seats again.
+      qs.finish(quiet);
+      expect(more.map((t) => t.state).sort()).toEqual(['executing', 'waiting']);
+      jest.advanceTimersByTime(1000);
+      expect(more.map((t) => t.state)).toEqual(['executing', 'executing']);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  test('flows that each ask for more than the bound share the level by fair queuing alone; a wider request runs alone', () => {
     const c = clock();
     const config = {
       queuing: { queues: 16, handSize: 4, queueLengthLimit: 50 },
@@ -360,30 +394,19 @@ describe('a queue set', () => {
       flowHeadroom: 3,
       flowSeatLimit: 2,
     };
-    const qs = new QueueSet(config, c.now);
-    const flood = Array.from({ length: 4 }, () => ticketOf(qs.enqueue(request('flood'))));
-    expect(flood.map((t) => t.state)).toEqual(['executing', 'executing', 'waiting', 'waiting']);
-    expect(qs.seatsInUse).toBe(2);
-    // Another flow has its own two.
-    const quiet = [ticketOf(qs.enqueue(request('quiet'))), ticketOf(qs.enqueue(request('quiet')))];
-    expect(quiet.map((t) => t.state)).toEqual(['executing', 'executing']);
-    // One of the flow's own ending lets one more of its own in (from whichever of its queues is furthest behind).
-    qs.finish(flood[0]);
-    const states = (tickets: Ticket[]) => tickets.map((t) => t.state).sort();
-    expect(states(flood)).toEqual(['done', 'executing', 'executing', 'waiting']);
+    const qs = new QueueSet(config, c.now, new FlowActivity(2, 1000, () => {}));
+    const a = Array.from({ length: 4 }, () => ticketOf(qs.enqueue(request('a'))));
+    const b = Array.from({ length: 4 }, () => ticketOf(qs.enqueue(request('b'))));
+    expect([...a, ...b].every((t) => t.state === 'executing')).toBe(true);
+    expect(qs.seatsInUse).toBe(8);
 
     // A request wider than the limit starts when its flow holds nothing, and then runs alone.
-    const wide = new QueueSet(config, c.now);
+    const wide = new QueueSet({ ...config, concurrencyLimit: 10 }, c.now);
     const list = ticketOf(wide.enqueue(request('a', 8)));
     const next = ticketOf(wide.enqueue(request('a', 1)));
     expect([list.state, next.state]).toEqual(['executing', 'waiting']);
     wide.finish(list);
     expect(next.state).toBe('executing');
-    // Reconfigured without a seat limit, the flow takes what the level and headroom allow.
-    const more = Array.from({ length: 3 }, () => ticketOf(wide.enqueue(request('a', 1))));
-    expect(more.map((t) => t.state)).toEqual(['executing', 'waiting', 'waiting']);
-    wide.reconfigure({ ...config, flowSeatLimit: undefined });
-    expect(more.map((t) => t.state)).toEqual(['executing', 'executing', 'executing']);
   });
 
   test("a request waiting on another server keeps its level's seats but not its flow's, until it is back", () => {
@@ -393,7 +416,10 @@ describe('a queue set', () => {
       concurrencyLimit: 4,
       flowSeatLimit: 2,
     };
-    const qs = new QueueSet(config, c.now);
+    // A light flow at work elsewhere keeps the bound on.
+    const activity = new FlowActivity(2, 1000, () => {});
+    activity.arrived('fs\0someone', 1);
+    const qs = new QueueSet(config, c.now, activity);
     const [slowA, slowB, third, fourth] = Array.from({ length: 4 }, () => ticketOf(qs.enqueue(request('tenant'))));
     expect([third.state, fourth.state]).toEqual(['waiting', 'waiting']);
     // Both of its first two wait on a slow cluster: two more of its own start, in seats the level still counts.
