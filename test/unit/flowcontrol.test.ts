@@ -363,10 +363,10 @@ describe('a queue set', () => {
         flowHeadroom: 3,
         flowSeatLimit: 2,
       };
-      let qs: QueueSet | undefined;
-      const activity = new FlowActivity(2, 1000, () => qs?.redispatch());
-      qs = new QueueSet(config, c.now, activity);
-      const flood = Array.from({ length: 4 }, () => ticketOf(qs!.enqueue(request('flood'))));
+      // The light flow's time running out makes the level dispatch again.
+      const activity = new FlowActivity(2, 1000, () => qs.redispatch());
+      const qs = new QueueSet(config, c.now, activity);
+      const flood = Array.from({ length: 4 }, () => ticketOf(qs.enqueue(request('flood'))));
       expect(flood.map((t) => t.state)).toEqual(['executing', 'executing', 'executing', 'executing']);
       // A light flow (one asking for no more than the bound) comes: the flood's next requests wait.
       const quiet = ticketOf(qs.enqueue(request('quiet')));
