@@ -17,7 +17,9 @@
 // With --share (issue 39), each arm first measures what a tenant alone gets of the server next to what system:masters
 // (exempt from APF) gets alone: --share-concurrency closed loops of consistent GETs of random seeded objects, then of
 // merge PATCHes of random SharedSecrets alice owns, each for --share-seconds; then alice's GETs beside bob's flood of
-// as many GETs of his own object. A tenant alone is to get at least 0.8x of what the admin gets.
+// as many GETs of his own object. A tenant alone is to get at least 0.8x of what the admin gets. With --reset-storm,
+// each flood arm ends with alice's storm of resets of a large answer and her GET (bench/reset-storm.mjs); with
+// --connection-burst, with the connection burst (bench/connection-burst.mjs). `bench/run.sh thread` runs them all.
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { fork } from 'node:child_process';
@@ -51,6 +53,8 @@ import {
   summary,
   withCpu,
 } from './lib.mjs';
+import { connectionBurst, connectionBurstLines } from './connection-burst.mjs';
+import { resetStorm, resetStormLines } from './reset-storm.mjs';
 import { count, drained } from './steady-gets.mjs';
 
 /** The arms: a baseline, then the flood with the build's defaults and with APF turned off. */
@@ -69,6 +73,9 @@ const { values: args } = parseArgs({
     // Logs each of bob's GETs that took longer than this many milliseconds, with when it was sent.
     'log-slow': { type: 'string' },
     share: { type: 'boolean', default: false },
+    'reset-storm': { type: 'boolean', default: false },
+    resets: { type: 'string', default: '1000' },
+    'connection-burst': { type: 'boolean', default: false },
     'share-seconds': { type: 'string', default: '8' },
     'share-concurrency': { type: 'string', default: '64' },
     profile: { type: 'string' },
@@ -322,7 +329,29 @@ async function runArm(arm, serverConfig, tokens, etcdPid) {
     }
     await sampler?.stop();
     const phases = await gets.stop();
-    const result = { ...arm, share, phases: {}, etcdErrors: await etcdErrors(), queuedLong: await queuedLong() };
+    const storm =
+      args['reset-storm'] && arm.flood
+        ? await resetStorm(ctx.server, {
+            token: tokens.alice,
+            from: FROM.alice,
+            path: '/openapi/v2',
+            getPath: NS_PATH + '?limit=1',
+            resets: Number(args.resets),
+          })
+        : undefined;
+    const burst =
+      args['connection-burst'] && arm.flood
+        ? await withCpu(`${arm.label}: connection burst`, () => connectionBurst(ctx.server, tokens.admin, {}))
+        : undefined;
+    const result = {
+      ...arm,
+      share,
+      storm,
+      burst,
+      phases: {},
+      etcdErrors: await etcdErrors(),
+      queuedLong: await queuedLong(),
+    };
     for (const [name, p] of Object.entries(phases)) {
       result.phases[name] = { gets: summary(p.latencies), statuses: p.statuses, flood: flood[name] };
       const s = result.phases[name].gets;
@@ -486,6 +515,11 @@ function report(r) {
       );
     }
     out.push('');
+  }
+  for (const arm of r.results.filter((a) => a.storm || a.burst)) {
+    out.push(`**${arm.label}**:`, '');
+    if (arm.storm) out.push(...resetStormLines(arm.storm));
+    if (arm.burst) out.push(...connectionBurstLines(arm.burst));
   }
   out.push(...cpuLines(r.machine.cores));
   return out.join('\n');

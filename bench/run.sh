@@ -31,6 +31,13 @@ if [ "${1:-}" = fairness ]; then
   shift
   exec node bench/fairness.mjs "$@"
 fi
+# Issue 39's one command: the share rows, the fairness phases, the reset storm and the connection burst, in one run on
+# the same data, with the build's defaults, kube's unbounded flows and APF off.
+if [ "${1:-}" = thread ]; then
+  shift
+  exec node bench/fairness.mjs --share --reset-storm --connection-burst --arm baseline --arm flood \
+    --arm 'flood --max-seats-per-flow=0' --arm 'flood --enable-priority-and-fairness=false' "$@"
+fi
 if [ "${1:-}" = connection-burst ]; then
   shift
   exec node bench/connection-burst.mjs "$@"
