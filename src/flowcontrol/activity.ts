@@ -8,8 +8,9 @@
  *
  * A flow asks for the seats of its requests running and waiting. One that asks no more than the bound is *light*,
  * and counts as at work while it has a request and for `windowMs` after its last one ended, so that a client sending
- * one request after another is protected between them too. When the last light flow's time runs out, `quiet` is
- * called, for the levels to give the seats they held back.
+ * one request after another is protected between them too. The headroom a flow leaves to others (queueset.ts) is
+ * left only while another flow, light or not, is at work. When a flow's time runs out, `quiet` is called, for the
+ * levels to give the seats they held back.
  */
 interface Flow {
   /** Seats of its requests running or waiting. */
@@ -49,7 +50,7 @@ export class FlowActivity {
       if (this.flows.get(flow) !== f || f.seats > 0) return;
       this.flows.delete(flow);
       this.light--;
-      if (this.bound > 0) this.quiet();
+      this.quiet();
     }, this.windowMs);
     f.timer.unref();
   }
@@ -59,6 +60,11 @@ export class FlowActivity {
     if (this.bound <= 0) return false;
     const self = this.flows.get(flow);
     return this.light - (self && this.isLight(self) ? 1 : 0) > 0;
+  }
+
+  /** Whether any flow other than `flow` is at work: then `flow` leaves its level's headroom to others. */
+  othersBesides(flow: string): boolean {
+    return this.flows.size - (this.flows.has(flow) ? 1 : 0) > 0;
   }
 
   /** Flows known now (at work, or within their window), for the dump. */

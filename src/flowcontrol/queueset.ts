@@ -9,14 +9,14 @@
  * next, but only when its oldest request fits in the free seats (a wide request is not starved by narrow ones);
  * a request wider than the whole limit runs alone.
  *
- * Two bounds kube does not have, on what one flow holds: never all but `flowHeadroom` of the level's, and at most
- * `flowSeatLimit` seats (--max-seats-per-flow) while a light flow, one asking for no more than that, is at work in
- * any level (activity.ts); a flow holding none may still start one request wider than either. kube's requests take
+ * Two bounds kube does not have, on what one flow holds: never all but `flowHeadroom` of the level's while another
+ * flow is at work, and at most `flowSeatLimit` seats (--max-seats-per-flow) while a light flow, one asking for no
+ * more than that, is at work in any level (activity.ts); a flow holding none may still start one request wider than either. kube's requests take
  * milliseconds on many cores, so seats turn over at once; here one thread runs them all, more of one flow's
  * requests at once make every other request's steps wait behind theirs, and a list of 10,000 objects holds its
- * seats for as long as the thread takes to get through every list running beside it. Held to the bound only while
- * a light flow is at work, a flow alone (or among flows that each ask for more) may use every seat: the bound takes
- * nothing from anyone that no one else is waiting for. A request waiting on another server (stepAway, away.ts)
+ * seats for as long as the thread takes to get through every list running beside it. Held to them only while
+ * others are at work, a flow alone may use every seat (and among flows that each ask for more, every seat but the
+ * headroom): the bounds take nothing from anyone that no one else is waiting for. A request waiting on another server (stepAway, away.ts)
  * keeps the level's seats but not its flow's.
  *
  * A level that rejects (limitResponse Reject) has no queues: a request that does not fit is refused at once. The
@@ -350,7 +350,9 @@ export class QueueSet {
     if (!held) return false;
     const { concurrencyLimit, flowHeadroom = 0, flowSeatLimit } = this.config;
     const bounded = flowSeatLimit !== undefined && !!this.activity?.lightFlowBesides(ticket.flow);
-    const most = bounded ? Math.min(concurrencyLimit - flowHeadroom, flowSeatLimit) : concurrencyLimit - flowHeadroom;
+    // Without the activity of flows (a level on its own), the headroom is always left.
+    const headroom = this.activity && !this.activity.othersBesides(ticket.flow) ? 0 : flowHeadroom;
+    const most = bounded ? Math.min(concurrencyLimit - headroom, flowSeatLimit) : concurrencyLimit - headroom;
     return held + ticket.request.seats > most;
   }
 

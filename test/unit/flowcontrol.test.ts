@@ -386,6 +386,39 @@ describe('a queue set', () => {
     }
   });
 
+  test('alone, a flow takes the headroom too; once another flow is at work it leaves it', () => {
+    jest.useFakeTimers();
+    try {
+      const c = clock();
+      const config = {
+        queuing: { queues: 16, handSize: 4, queueLengthLimit: 50 },
+        concurrencyLimit: 10,
+        flowHeadroom: 3,
+      };
+      const activity = new FlowActivity(0, 1000, () => qs.redispatch());
+      const qs = new QueueSet(config, c.now, activity);
+      const flood = Array.from({ length: 12 }, () => ticketOf(qs.enqueue(request('flood'))));
+      // Every seat of the level, the headroom included.
+      expect(flood.filter((t) => t.state === 'executing')).toHaveLength(10);
+      // Another flow: it waits for a seat to free (nothing is taken back), and the flood's next ones leave it 3.
+      const other = ticketOf(qs.enqueue(request('other')));
+      expect(other.state).toBe('waiting');
+      qs.finish(flood[0]);
+      expect(other.state).toBe('executing');
+      for (const t of flood.slice(1, 4)) qs.finish(t);
+      expect(flood.filter((t) => t.state === 'executing')).toHaveLength(7);
+      expect(flood.filter((t) => t.state === 'waiting')).toHaveLength(1);
+      // The other flow done, it still counts for its window; then the flood takes the headroom again.
+      qs.finish(other);
+      expect(flood.filter((t) => t.state === 'waiting')).toHaveLength(1);
+      jest.advanceTimersByTime(1000);
+      expect(qs.seatsInUse).toBe(8);
+      expect(flood.filter((t) => t.state === 'waiting')).toHaveLength(0);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
   test('flows that each ask for more than the bound share the level by fair queuing alone; a wider request runs alone', () => {
     const c = clock();
     const config = {
