@@ -16,8 +16,8 @@
 //
 // With --share (issue 39), each arm first measures what a tenant alone gets of the server next to what system:masters
 // (exempt from APF) gets alone: --share-concurrency closed loops of consistent GETs of random seeded objects, then of
-// merge PATCHes of random SharedSecrets alice owns, each for --share-seconds; then alice's GETs beside bob's flood of
-// as many GETs of his own object. A tenant alone is to get at least 0.8x of what the admin gets. With --reset-storm,
+// merge PATCHes of random SharedSecrets alice owns, each for --share-seconds in --share-rounds slices that alternate
+// who goes first; then alice's GETs beside bob's flood of as many GETs of his own object. A tenant alone is to get at least 0.8x of what the admin gets. With --reset-storm,
 // each flood arm ends with alice's storm of resets of a large answer and her GET (bench/reset-storm.mjs); with
 // --connection-burst, with the connection burst (bench/connection-burst.mjs). `bench/run.sh thread` runs them all.
 import { randomUUID } from 'node:crypto';
@@ -78,6 +78,7 @@ const { values: args } = parseArgs({
     'connection-burst': { type: 'boolean', default: false },
     'share-seconds': { type: 'string', default: '8' },
     'share-concurrency': { type: 'string', default: '64' },
+    'share-rounds': { type: 'string', default: '4' },
     profile: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
@@ -99,6 +100,7 @@ const CREATE_C = Number(args['create-concurrency']);
 const SLOW_MS = args['log-slow'] === undefined ? Infinity : Number(args['log-slow']);
 const SHARE_SECONDS = Number(args['share-seconds']);
 const SHARE_C = Number(args['share-concurrency']);
+const SHARE_ROUNDS = Number(args['share-rounds']);
 if (args.profile) mkdirSync((ctx.profileDir = args.profile), { recursive: true });
 const ARMS = (args.arm ?? DEFAULT_ARMS).map((spec) => {
   const [kind, ...flags] = spec.trim().split(/\s+/);
@@ -114,7 +116,7 @@ const FLOOD_LABEL = 'bench-fairness=flood';
 const TENANTS = { admin: ['system:masters'], alice: [], bob: [] };
 /**
  * Each tenant's source address (all of 127.0.0.0/8 is loopback): tenants are different clients, and the server's
- * bound on connections not yet authenticated from one source (50) must not count one's against the other's.
+ * bound on connections not yet authenticated from one source (25) must not count one's against the other's.
  */
 const FROM = { alice: '127.0.0.2', bob: '127.0.0.3', admin: '127.0.0.4' };
 /** SharedSecrets alice owns, for her merge PATCHes in the share rows. */
@@ -188,8 +190,10 @@ async function closedLoops(concurrency, seconds, op) {
 }
 
 /**
- * The share rows (see the top): each a closed loop of SHARE_C for SHARE_SECONDS; requests a second that got their
- * expected status, and the answers by status.
+ * The share rows (see the top): each a closed loop of SHARE_C for SHARE_SECONDS, run in SHARE_ROUNDS slices that
+ * alternate the admin and alice (admin first, then alice first), so that what else the shared machine does falls on
+ * both sides of a ratio; requests a second that got their expected status, the answers by status, and the ratio of
+ * each round.
  */
 async function shareRows(tokens) {
   const get = (user) => (agent) =>
@@ -204,16 +208,31 @@ async function shareRows(tokens) {
     });
   const ownGets = (agent) => drained(ctx.server, 'GET', OWN_PATH, { agent, token: tokens.bob, from: FROM.bob });
   const rate = (statuses) => (statuses['200'] ?? 0) / SHARE_SECONDS;
+  const slice = SHARE_SECONDS / SHARE_ROUNDS;
   const rows = {};
-  for (const [label, op] of [
-    ['admin GET', get('admin')],
-    ['alice GET', get('alice')],
-    ['admin PATCH', patch('admin')],
-    ['alice PATCH', patch('alice')],
+  for (const [verb, op] of [
+    ['GET', get],
+    ['PATCH', patch],
   ]) {
-    const statuses = await closedLoops(SHARE_C, SHARE_SECONDS, op);
-    rows[label] = { rate: rate(statuses), statuses };
-    log(`  share: ${label}: ${f1(rows[label].rate)}/s; ${byStatus(statuses)}`);
+    const totals = { admin: {}, alice: {} };
+    const rounds = [];
+    for (let round = 0; round < SHARE_ROUNDS; round++) {
+      const ok = {};
+      for (const user of round % 2 ? ['alice', 'admin'] : ['admin', 'alice']) {
+        const statuses = await closedLoops(SHARE_C, slice, op(user));
+        for (const [k, v] of Object.entries(statuses))
+          if (k !== 'messages') totals[user][k] = (totals[user][k] ?? 0) + v;
+        ok[user] = statuses['200'] ?? 0;
+      }
+      rounds.push(ok.alice / ok.admin);
+    }
+    for (const user of ['admin', 'alice']) {
+      const label = `${user} ${verb}`;
+      rows[label] = { rate: rate(totals[user]), statuses: totals[user] };
+      log(`  share: ${label}: ${f1(rows[label].rate)}/s; ${byStatus(totals[user])}`);
+    }
+    rows[`${verb} rounds`] = rounds;
+    log(`  share: alice/admin ${verb} by round: ${rounds.map(f2).join(', ')}`);
   }
   const [alice, bob] = await Promise.all([
     closedLoops(SHARE_C, SHARE_SECONDS, get('alice')),
@@ -502,16 +521,17 @@ function report(r) {
   const shared = r.results.filter((arm) => arm.share);
   if (shared.length) {
     out.push(
-      `Share: ${SHARE_C} closed loops for ${SHARE_SECONDS} s per row, requests a second answered 200 (GET: consistent reads of random seeded objects; PATCH: merge patches of random SharedSecrets alice owns). Goal: alice alone at least 0.8x of the admin (system:masters, exempt) for GET and PATCH.`,
+      `Share: ${SHARE_C} closed loops for ${SHARE_SECONDS} s per row in ${SHARE_ROUNDS} rounds that alternate who goes first, requests a second answered 200 (GET: consistent reads of random seeded objects; PATCH: merge patches of random SharedSecrets alice owns). Goal: alice alone at least 0.8x of the admin (system:masters, exempt) for GET and PATCH.`,
       '',
-      '| Arm | admin GET/s | alice GET/s | alice/admin | admin PATCH/s | alice PATCH/s | alice/admin | alice GET/s beside bob | bob GET/s beside alice |',
+      '| Arm | admin GET/s | alice GET/s | alice/admin (rounds) | admin PATCH/s | alice PATCH/s | alice/admin (rounds) | alice GET/s beside bob | bob GET/s beside alice |',
       '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
     );
     for (const arm of shared) {
       const s = arm.share;
-      const ratio = (a, b) => f2(s[a].rate / s[b].rate);
+      const ratio = (verb) =>
+        `${f2(s[`alice ${verb}`].rate / s[`admin ${verb}`].rate)} (${f2(Math.min(...s[`${verb} rounds`]))}-${f2(Math.max(...s[`${verb} rounds`]))})`;
       out.push(
-        `| ${arm.label} | ${f1(s['admin GET'].rate)} | ${f1(s['alice GET'].rate)} | ${ratio('alice GET', 'admin GET')} | ${f1(s['admin PATCH'].rate)} | ${f1(s['alice PATCH'].rate)} | ${ratio('alice PATCH', 'admin PATCH')} | ${f1(s['alice GET beside bob'].rate)} | ${f1(s["bob's GETs beside alice"].rate)} |`,
+        `| ${arm.label} | ${f1(s['admin GET'].rate)} | ${f1(s['alice GET'].rate)} | ${ratio('GET')} | ${f1(s['admin PATCH'].rate)} | ${f1(s['alice PATCH'].rate)} | ${ratio('PATCH')} | ${f1(s['alice GET beside bob'].rate)} | ${f1(s["bob's GETs beside alice"].rate)} |`,
       );
     }
     out.push('');
