@@ -101,6 +101,8 @@ const SLOW_MS = args['log-slow'] === undefined ? Infinity : Number(args['log-slo
 const SHARE_SECONDS = Number(args['share-seconds']);
 const SHARE_C = Number(args['share-concurrency']);
 const SHARE_ROUNDS = Number(args['share-rounds']);
+/** Longer than the second a light flow counts as at work after its last request (LIGHT_FLOW_WINDOW_MS). */
+const QUIET_MS = 1500;
 if (args.profile) mkdirSync((ctx.profileDir = args.profile), { recursive: true });
 const ARMS = (args.arm ?? DEFAULT_ARMS).map((spec) => {
   const [kind, ...flags] = spec.trim().split(/\s+/);
@@ -219,6 +221,9 @@ async function shareRows(tokens) {
     for (let round = 0; round < SHARE_ROUNDS; round++) {
       const ok = {};
       for (const user of round % 2 ? ['alice', 'admin'] : ['admin', 'alice']) {
+        // Alone: the previous slice's flow, light once its last requests end, counts as at work for a second after
+        // (src/flowcontrol/activity.ts), and would hold alice to --max-seats-per-flow meanwhile.
+        await sleep(QUIET_MS);
         const statuses = await closedLoops(SHARE_C, slice, op(user));
         for (const [k, v] of Object.entries(statuses))
           if (k !== 'messages') totals[user][k] = (totals[user][k] ?? 0) + v;
