@@ -3,6 +3,7 @@
  * authorizer, the registry's rules that ask what else a caller may do, and the host cluster's SubjectAccessReview
  * share. Types only, low in the tree so that any layer may name them.
  */
+import type { KubeObject } from './types.js';
 import type { UserInfo } from './user.js';
 
 /** What a request does, for authorization (kube's authorizer.Attributes). */
@@ -21,7 +22,16 @@ export interface Attributes {
   name: string;
 }
 
-export type Decision = { decision: 'allow' } | { decision: 'deny' | 'noOpinion'; reason?: string };
+export type Decision =
+  | {
+      decision: 'allow';
+      /**
+       * The object whose own grant allowed it, as read (consistently) for this decision: a get answers with it
+       * rather than reading it again.
+       */
+      object?: KubeObject;
+    }
+  | { decision: 'deny' | 'noOpinion'; reason?: string };
 
 /**
  * Decides on a request. One that cannot (its host or storage failed or timed out) throws, preferably a StatusError

@@ -46,6 +46,12 @@ export interface RequestContext {
    * namespace and labels and what access/model.ts `grantsText` keeps of them).
    */
   visible?: (obj: KubeObject) => boolean;
+  /**
+   * Set by authorization when a get of an object was allowed by the object's own grant: the object as read for
+   * that, consistently and after the request came, which the get answers with (a tenant's get is one read of etcd,
+   * not two; a get of resourceVersion "" asks for no fresher a state).
+   */
+  authorizedObject?: KubeObject;
   /** The Status answered, left where every failure is written, for the request log and the audit. */
   status?: Status;
   /** Left by the resource handler once it has read the object of a create or update: it completes the audit's objectRef. */

@@ -30,7 +30,7 @@ export class ObjectAccessAuthorizer implements Authorizer {
     if (attrs.verb === 'watch') return { decision: 'noOpinion' };
     const obj = await this.lookup(attrs);
     return obj && objectGrants(attrs.resource, obj, attrs.user, attrs.verb, attrs.subresource)
-      ? { decision: 'allow' }
+      ? { decision: 'allow', object: obj }
       : { decision: 'noOpinion' };
   }
 

@@ -56,6 +56,8 @@ export function authorize(
       throw forbidden(attrs, restricted.reason);
     }
     const decision = await failingWith(context, authorizer.authorize(attrs));
+    if (decision.decision === 'allow' && info.verb === 'get' && !info.subresource)
+      context.authorizedObject = decision.object;
     let visible: ((obj: KubeObject) => boolean) | undefined;
     context.authorization = { decision: 'allow' };
     if (decision.decision === 'allow' && (await failingWith(context, grantedForThisNameOnly(authorizer, attrs)))) {

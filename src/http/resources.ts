@@ -94,7 +94,11 @@ export async function handleResource(
 
   switch (info.verb) {
     case 'get': {
-      const obj = await store.get(namespace, info.name, query.get('resourceVersion') || undefined);
+      const resourceVersion = query.get('resourceVersion') || undefined;
+      // The object authorization read for this request (consistently, after it came) is the answer to a consistent get.
+      const read = resourceVersion === undefined ? requestContext(req).authorizedObject : undefined;
+      const same = read?.metadata.name === info.name && (read.metadata.namespace ?? '') === (namespace ?? '');
+      const obj = read && same ? read : await store.get(namespace, info.name, resourceVersion);
       return reply(res, 200, shape.object(obj));
     }
     case 'list': {
