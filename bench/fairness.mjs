@@ -197,7 +197,7 @@ async function closedLoops(concurrency, seconds, op) {
  * both sides of a ratio; requests a second that got their expected status, the answers by status, and the ratio of
  * each round.
  */
-async function shareRows(tokens) {
+async function shareRows(arm, tokens) {
   const get = (user) => (agent) =>
     drained(ctx.server, 'GET', `${NS_PATH}/${name(randomInt(N))}`, { agent, token: tokens[user], from: FROM[user] });
   const patch = (user) => (agent) =>
@@ -224,7 +224,9 @@ async function shareRows(tokens) {
         // Alone: the previous slice's flow, light once its last requests end, counts as at work for a second after
         // (src/flowcontrol/activity.ts), and would hold alice to --max-seats-per-flow meanwhile.
         await sleep(QUIET_MS);
-        const statuses = await closedLoops(SHARE_C, slice, op(user));
+        const statuses = await withCpu(`${arm.label}: share, ${user} ${verb}`, () =>
+          closedLoops(SHARE_C, slice, op(user)),
+        );
         for (const [k, v] of Object.entries(statuses))
           if (k !== 'messages') totals[user][k] = (totals[user][k] ?? 0) + v;
         ok[user] = statuses['200'] ?? 0;
@@ -333,7 +335,7 @@ async function runArm(arm, serverConfig, tokens, etcdPid) {
       spec: {},
     });
     expectStatus(await httpsRequest('POST', KEYS_PATH, { token: tokens.alice, body: key }), 201, 'warm-up create');
-    const share = args.share ? await shareRows(tokens) : undefined;
+    const share = args.share ? await shareRows(arm, tokens) : undefined;
 
     let phase = arm.flood ? 'lists' : 'no flood';
     const gets = await secondTenant(tokens.bob, phase);
