@@ -24,10 +24,16 @@ import { startTestServer, type TestServer } from '../support/server.js';
 import { sleep } from '../support/wait.js';
 import { closeWatches, openWatch } from '../support/watch.js';
 
-const HEADER_TIMEOUT_MS = 1000;
-const IDLE_TIMEOUT_MS = 1500;
-/** Deadlines are checked every quarter of the header timeout, and answered connections closed 0.5 s later. */
-const SLACK_MS = 1500;
+// Long enough that 50 TLS handshakes end well within it on a machine busy with other work: the deadline counts from
+// the connection's accept, its handshake included.
+const HEADER_TIMEOUT_MS = 3000;
+const IDLE_TIMEOUT_MS = 6000;
+/**
+ * How long past a deadline a test waits for what the deadline does (nothing else would ever close these
+ * connections: their clients never close). Waits end as soon as it is done; only a machine far slower than any
+ * other needs all of it.
+ */
+const SLACK_MS = 15_000;
 
 /** A connection the server has to close: the client never closes its side, even after the server's answer or FIN. */
 interface Held {
@@ -73,12 +79,12 @@ async function serverConnectionsAfter(ts: TestServer, ms: number, keep = 0): Pro
   return serverConnections(ts);
 }
 
-/** Each held connection got the server's FIN within `ms` of opening. */
-async function expectEndedWithin(held: Held[], ms: number): Promise<void> {
-  await Promise.all(held.map((h) => Promise.race([h.ended, sleep(ms + 3000)])));
+/** Each held connection got the server's FIN at its deadline: not before `deadlineMs` after opening, and not never. */
+async function expectEndedAtDeadline(held: Held[], deadlineMs: number): Promise<void> {
+  await Promise.all(held.map((h) => Promise.race([h.ended, sleep(deadlineMs + SLACK_MS)])));
   for (const h of held) {
     expect(h.endedAfter).toBeDefined();
-    expect(h.endedAfter!).toBeLessThan(ms);
+    expect(h.endedAfter!).toBeGreaterThanOrEqual(deadlineMs - 100);
   }
 }
 
@@ -208,7 +214,7 @@ describe('header deadline and idle timeout', () => {
     held.push(...slow);
     for (const h of slow)
       trickle(h, (i) => (i === 0 ? 'GET /apis HTTP/1.1\r\nHost: x\r\n' : `X-Slow-${i}: a\r\n`), 200);
-    await expectEndedWithin(slow, HEADER_TIMEOUT_MS + SLACK_MS);
+    await expectEndedAtDeadline(slow, HEADER_TIMEOUT_MS);
     for (const h of slow) {
       expect(h.received).toMatch(/^HTTP\/1\.1 408 /);
       expect(JSON.parse(h.received.slice(h.received.indexOf('\r\n\r\n') + 4))).toMatchObject({
@@ -220,7 +226,7 @@ describe('header deadline and idle timeout', () => {
     // Closed, not only half-closed: the clients never close their side, and the server holds none of them.
     expect(await serverConnectionsAfter(ts, SLACK_MS)).toBe(0);
     expect((await ts.admin.get('/apis')).status).toBe(200);
-  }, 30_000);
+  }, 60_000);
 
   test('connections that never finish the TLS handshake, silent or trickling bytes, are closed at the header deadline', async () => {
     const silent = await Promise.all(Array.from({ length: 5 }, () => openTcp(ts)));
@@ -229,9 +235,9 @@ describe('header deadline and idle timeout', () => {
     // The first bytes of a TLS ClientHello record, one at a time: never enough for a handshake.
     const hello = Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03]);
     for (const h of trickling) trickle(h, (i) => hello.subarray(i % hello.length, (i % hello.length) + 1), 200);
-    await expectEndedWithin([...silent, ...trickling], HEADER_TIMEOUT_MS + SLACK_MS);
+    await expectEndedAtDeadline([...silent, ...trickling], HEADER_TIMEOUT_MS);
     expect(await serverConnectionsAfter(ts, SLACK_MS)).toBe(0);
-  }, 30_000);
+  }, 60_000);
 
   test('connections reset by their client before or during their first bytes leave the server serving', async () => {
     // A reset (RST) on a connection waiting for its handshake's turn is an error on a socket nothing else listens to.
@@ -243,14 +249,14 @@ describe('header deadline and idle timeout', () => {
     await Promise.all(resets.map((h) => h.ended));
     expect((await ts.admin.get('/apis')).status).toBe(200);
     expect(await serverConnectionsAfter(ts, SLACK_MS)).toBe(0);
-  }, 30_000);
+  }, 60_000);
 
   test('a connection that completes the handshake and sends nothing is closed at the header deadline', async () => {
     const quiet = await Promise.all(Array.from({ length: 5 }, () => openTls(ts)));
     held.push(...quiet);
-    await expectEndedWithin(quiet, HEADER_TIMEOUT_MS + SLACK_MS);
+    await expectEndedAtDeadline(quiet, HEADER_TIMEOUT_MS);
     expect(await serverConnectionsAfter(ts, SLACK_MS)).toBe(0);
-  }, 30_000);
+  }, 60_000);
 
   test('a keep-alive connection serves the next request within the idle timeout, and is closed once idle that long', async () => {
     const conn = await openTls(ts);
@@ -263,24 +269,23 @@ describe('header deadline and idle timeout', () => {
     while (responses() < 2 && conn.endedAfter === undefined) await sleep(20);
     expect(responses()).toBe(2);
     const idleFrom = Date.now();
-    await Promise.race([conn.ended, sleep(IDLE_TIMEOUT_MS + SLACK_MS + 3000)]);
+    await Promise.race([conn.ended, sleep(IDLE_TIMEOUT_MS + SLACK_MS)]);
     expect(conn.endedAfter).toBeDefined();
     const idle = conn.opened + conn.endedAfter! - idleFrom;
     expect(idle).toBeGreaterThanOrEqual(IDLE_TIMEOUT_MS - 100);
-    expect(idle).toBeLessThan(IDLE_TIMEOUT_MS + SLACK_MS);
     expect(await serverConnectionsAfter(ts, SLACK_MS)).toBe(0);
-  }, 30_000);
+  }, 60_000);
 
   test('a watch lives on well past the header deadline and the idle timeout, and still gets events', async () => {
     const ns = uniq('conn-watch');
     const watch = await openWatch(ts.admin, `${sharedSecretsPath(ns)}?timeoutSeconds=60`);
     expect(watch.status).toBe(200);
-    await sleep(3 * Math.max(HEADER_TIMEOUT_MS, IDLE_TIMEOUT_MS));
+    await sleep(1.5 * Math.max(HEADER_TIMEOUT_MS, IDLE_TIMEOUT_MS));
     expect(watch.ended).toBe(false);
     const created = await createSecretAs(ts.admin, ns, uniq('s'));
     expect(await watch.nth(1)).toEqual({ type: 'ADDED', object: created });
     expect(watch.ended).toBe(false);
-  }, 30_000);
+  }, 60_000);
 });
 
 describe('a burst of connections', () => {
