@@ -8,6 +8,11 @@
  * counts, its span, its audit event and metrics) is given back here; and a response cut for outliving its bound
  * (cutUnlessEnded) ends its request at once, whatever Node emits after.
  *
+ * What a request holds for the work done for it (its seats of API Priority and Fairness, its in-flight count) is
+ * given back later, once it has ended and its handler is done (whenRequestDone): kube's filters give these back when
+ * the handler returns, whether or not the client is still there, and a client that leaves right after sending its
+ * request must not take back seats the server is still working in.
+ *
  * Kept in the lowest layer, beside the request's context, so that the observers (observability/) and the filters
  * and handlers (http/) all end on the same event.
  */
@@ -16,6 +21,9 @@ import type { ServerResponse } from 'node:http';
 interface End {
   ended: boolean;
   listeners: Array<() => void>;
+  /** Its handler is done (requestHandled), and what waits for that. */
+  handled: boolean;
+  handledListeners: Array<() => void>;
   /** Takes the listeners off the connection, which outlives the request (keep-alive). */
   stopListening?: () => void;
 }
@@ -59,11 +67,48 @@ export function cutUnlessEnded(res: ServerResponse, ms: number): void {
   whenRequestEnds(res, () => clearTimeout(timer));
 }
 
+/** The handler of the request of `res` is done with it: it returned, or its failure was answered. */
+export function requestHandled(res: ServerResponse): void {
+  const end = endOf(res);
+  if (end.handled) return;
+  end.handled = true;
+  const listeners = end.handledListeners;
+  end.handledListeners = [];
+  for (const listener of listeners) listener();
+}
+
+/**
+ * Calls `listener` once, when the request of `res` has ended and its handler is done with it; or `graceMs` after the
+ * request ended if its handler is still at work then. A handler waits on nothing without a bound of its own (etcd's,
+ * the host's, the request's deadline), but one that did must not hold what the request took for good.
+ */
+export function whenRequestDone(res: ServerResponse, listener: () => void, graceMs: number): void {
+  let called = false;
+  const call = () => {
+    if (called) return;
+    called = true;
+    listener();
+  };
+  whenRequestEnds(res, () => {
+    const end = endOf(res);
+    if (end.handled) return call();
+    end.handledListeners.push(call);
+    const timer = setTimeout(call, graceMs);
+    timer.unref();
+    end.handledListeners.push(() => clearTimeout(timer));
+  });
+}
+
 function endOf(res: ServerResponse): End {
   let end = ends.get(res);
   if (end) return end;
   const socket = res.req.socket;
-  end = { ended: res.writableFinished || res.closed || socket.destroyed, listeners: [] };
+  end = {
+    ended: res.writableFinished || res.closed || socket.destroyed,
+    listeners: [],
+    handled: false,
+    handledListeners: [],
+  };
   ends.set(res, end);
   if (end.ended) return end;
   const done = () => ended(res);

@@ -7,6 +7,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { ServedActions } from '../actions/served.js';
 import type { Authorizer } from '../apimachinery/authorizer.js';
 import { requestContext } from '../apimachinery/request.js';
+import { requestHandled } from '../apimachinery/requestend.js';
 import type { Authenticator } from '../auth/types.js';
 import { restrictedAuthorizer } from '../auth/restriction.js';
 import type { FlowControl } from '../flowcontrol/controller.js';
@@ -133,21 +134,32 @@ export function createApp(opts: AppOptions): express.Express {
             objectCount: opts.flowControl.objectCount,
             metrics: opts.metrics?.flowControl(opts.flowControl.controller),
             inFlight: opts.metrics?.inFlight,
+            handlerGraceMs: opts.timeouts?.responseGraceMs ?? 0,
           })
-        : maxInFlight(opts.maxInFlight ?? { readOnly: 0, mutating: 0 }, opts.metrics?.inFlight),
+        : maxInFlight(
+            opts.maxInFlight ?? { readOnly: 0, mutating: 0 },
+            opts.metrics?.inFlight,
+            opts.timeouts?.responseGraceMs ?? 0,
+          ),
       findNamespace(opts.registry, actions, opts.authorizer),
       authorize(opts.authorizer, opts.visibleTo, isPublic),
       readBody(),
       async (req: Request, res: Response) => {
-        if (requestContext(req).info.isResourceRequest)
-          return inHandlerSpan(req, res, () => handleResource(req, res, opts.registry, actions, serving));
-        return nonResource(req, res);
+        try {
+          if (requestContext(req).info.isResourceRequest)
+            return await inHandlerSpan(req, res, () => handleResource(req, res, opts.registry, actions, serving));
+          return await nonResource(req, res);
+        } finally {
+          // What the request holds for its work is given back once this is done too (apimachinery/requestend.ts).
+          requestHandled(res);
+        }
       },
     ),
   );
 
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
     writeError(res, bodyError(err) ?? err, opts.log);
+    requestHandled(res);
   });
   return app;
 }

@@ -6,7 +6,7 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import { requestContext, requestUser } from '../apimachinery/request.js';
-import { whenRequestEnds } from '../apimachinery/requestend.js';
+import { whenRequestDone } from '../apimachinery/requestend.js';
 import * as errors from '../apimachinery/status.js';
 import { isMaster } from '../apimachinery/user.js';
 import type { InFlightCounts } from '../observability/metrics.js';
@@ -16,7 +16,12 @@ const READ_ONLY_VERBS = new Set(['get', 'list', 'watch']);
 /** The most requests served at once, by kind (the counts' kinds). */
 export type InFlightLimits = InFlightCounts;
 
-export function maxInFlight(limits: InFlightLimits, running: InFlightCounts = { readOnly: 0, mutating: 0 }) {
+export function maxInFlight(
+  limits: InFlightLimits,
+  running: InFlightCounts = { readOnly: 0, mutating: 0 },
+  /** How long after its request ended a handler still at work keeps counting (the response grace). */
+  handlerGraceMs = 0,
+) {
   return (req: Request, res: Response, next: NextFunction) => {
     const { info } = requestContext(req);
     if (info.verb === 'watch' || isMaster(requestUser(req))) return next();
@@ -24,8 +29,9 @@ export function maxInFlight(limits: InFlightLimits, running: InFlightCounts = { 
       !info.isResourceRequest || READ_ONLY_VERBS.has(info.verb) ? 'readOnly' : 'mutating';
     if (limits[kind] > 0 && running[kind] >= limits[kind]) throw errors.tooManyRequests();
     running[kind]++;
-    // Once the answer is sent, or the client or its connection is gone first (apimachinery/requestend.ts).
-    whenRequestEnds(res, () => running[kind]--);
+    // Once the answer is sent, or the client or its connection is gone first, and the handler is done, as kube's
+    // counts the request until its handler returns (apimachinery/requestend.ts).
+    whenRequestDone(res, () => running[kind]--, handlerGraceMs);
     next();
   };
 }

@@ -8,9 +8,12 @@
  *   most a minute; a watch, which has no deadline, may wait a quarter of --request-timeout (15 s by default).
  * - A watch holds its seats only until its stream starts (kube: until its initialization); then it is long-running
  *   and no longer holds seats, but counts among the watches that make writes of its resource heavier (seats.ts).
- * - A request's seats are given back when it ends, however it ends: answered, its client or connection gone, or its
- *   response cut a grace after its deadline (apimachinery/requestend.ts, deadline.ts); never on the response's
- *   'close' alone, which Node does not always emit.
+ * - A request's seats are given back once it has ended, however it ends (answered, its client or connection gone, or
+ *   its response cut a grace after its deadline: apimachinery/requestend.ts, deadline.ts; never on the response's
+ *   'close' alone, which Node does not always emit), and its handler is done, as kube gives them back when the
+ *   handler returns: a client that leaves right after sending its request does not free seats the server still
+ *   works in, which would let one flow have any number of requests worked on at once. A handler still at work a
+ *   grace after its request ended gives them back then.
  * - A request that leaves while waiting is taken out of its queue (cancelled).
  * - While a request waits on another server (the host, a connected or virtual cluster, an admission webhook), its
  *   seats do not count against its flow's bound (--max-seats-per-flow; flowcontrol/away.ts).
@@ -18,7 +21,7 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import { requestContext, requestUser } from '../apimachinery/request.js';
-import { requestEnded, whenRequestEnds } from '../apimachinery/requestend.js';
+import { requestEnded, whenRequestDone, whenRequestEnds } from '../apimachinery/requestend.js';
 import * as errors from '../apimachinery/status.js';
 import { countedHold, withFlowHold } from '../flowcontrol/away.js';
 import type { FlowControl } from '../flowcontrol/controller.js';
@@ -45,6 +48,8 @@ export interface PriorityAndFairnessOptions {
   metrics?: FlowControlMetrics;
   /** Kept current for apiserver_current_inflight_requests (requests executing, by kind). */
   inFlight?: InFlightCounts;
+  /** How long after its request ended a handler still at work keeps the request's seats (the response grace). */
+  handlerGraceMs: number;
 }
 
 export function priorityAndFairness(flowControl: FlowControl, opts: PriorityAndFairnessOptions) {
@@ -93,7 +98,7 @@ export function priorityAndFairness(flowControl: FlowControl, opts: PriorityAndF
       };
       // The client left between its dispatch and now (or it was answered meanwhile): its seats go back at once.
       if (requestEnded(res) || res.writableEnded) return release();
-      whenRequestEnds(res, release);
+      whenRequestDone(res, release, opts.handlerGraceMs);
       if (watch) {
         // Counted among the watches a write's seats are estimated from, until it ends.
         whenRequestEnds(res, flowControl.watches.register(info, query));
