@@ -81,6 +81,8 @@ const DEFAULT_CLUSTER_SIGNING_DURATION_SECONDS = 365 * 24 * 60 * 60;
 export interface HostClusterOptions {
   /** How long the signer takes to issue an approved CSR's certificate; 0 by default, still asynchronous. */
   csrSigningDelayMs?: number;
+  /** Approved CSRs are signed only once releaseCsrSigning() is called. */
+  csrSigningHeld?: boolean;
   /** false: approved CSRs are never signed, as when the cluster's signer is not running (to test a bounded wait). */
   csrSigning?: boolean;
   /** The longest certificate the signer issues, as kube-controller-manager's --cluster-signing-duration (one year). */
@@ -144,6 +146,8 @@ export interface HostClusterStandIn {
   endWatches(): void;
   /** The stored CertificateSigningRequests (copies), by name. */
   csrs(): KubeObj[];
+  /** With csrSigningHeld: signs the approved CSRs held, and from now on signs as they come. */
+  releaseCsrSigning(): void;
   /** The kubeconfig of kubeconfigPath as YAML text: what a Secret `vc-<name>` key `config` holds for a virtual cluster. */
   kubeconfigText(): string;
   stop(): Promise<void>;
@@ -211,6 +215,7 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
     },
     enabled: opts.csrSigning !== false,
     delayMs: opts.csrSigningDelayMs ?? 0,
+    held: opts.csrSigningHeld ?? false,
     maxDurationMs: (opts.clusterSigningDurationSeconds ?? DEFAULT_CLUSTER_SIGNING_DURATION_SECONDS) * 1000,
     csrs,
     isUp: () => mode === 'up',
@@ -292,6 +297,7 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
     },
     endWatches: () => watches.endAll(),
     csrs: () => csrs.all(),
+    releaseCsrSigning: () => signer.release(),
     kubeconfigText: () => kubeconfigText,
     async stop() {
       signer.stop();
