@@ -81,7 +81,7 @@ const DEFAULT_CLUSTER_SIGNING_DURATION_SECONDS = 365 * 24 * 60 * 60;
 export interface HostClusterOptions {
   /** How long the signer takes to issue an approved CSR's certificate; 0 by default, still asynchronous. */
   csrSigningDelayMs?: number;
-  /** Approved CSRs are signed only once releaseCsrSigning() is called. */
+  /** Approved CSRs wait for releaseCsrSigning() (a request kept in flight as long as a test needs it). */
   csrSigningHeld?: boolean;
   /** false: approved CSRs are never signed, as when the cluster's signer is not running (to test a bounded wait). */
   csrSigning?: boolean;
@@ -146,8 +146,10 @@ export interface HostClusterStandIn {
   endWatches(): void;
   /** The stored CertificateSigningRequests (copies), by name. */
   csrs(): KubeObj[];
-  /** With csrSigningHeld: signs the approved CSRs held, and from now on signs as they come. */
+  /** Signs the approved CSRs held, and from now on signs as before, until holdCsrSigning(). */
   releaseCsrSigning(): void;
+  /** From now on approved CSRs wait for releaseCsrSigning(), as with csrSigningHeld. */
+  holdCsrSigning(): void;
   /** The kubeconfig of kubeconfigPath as YAML text: what a Secret `vc-<name>` key `config` holds for a virtual cluster. */
   kubeconfigText(): string;
   stop(): Promise<void>;
@@ -298,6 +300,7 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
     endWatches: () => watches.endAll(),
     csrs: () => csrs.all(),
     releaseCsrSigning: () => signer.release(),
+    holdCsrSigning: () => signer.hold(),
     kubeconfigText: () => kubeconfigText,
     async stop() {
       signer.stop();

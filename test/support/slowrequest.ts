@@ -27,8 +27,10 @@ export interface SlowVirtualCluster {
   resetCounts(): void;
   /** Resolves once a kube config request has reached the virtual cluster (so it is in flight). */
   reached(): Promise<void>;
-  /** Signing 'held': lets the kube config requests in flight be answered, and those that come after. */
+  /** Signing 'held': lets the kube config requests in flight be answered, and those sent later until hold(). */
   release(): void;
+  /** Signing 'held': the kube config requests sent from now on wait for release() again. */
+  hold(): void;
   stop(): Promise<void>;
 }
 
@@ -61,6 +63,7 @@ export async function startSlowVirtualCluster(signing: number | 'held'): Promise
     },
     resetCounts: () => vcluster.resetCounts(),
     release: () => vcluster.releaseCsrSigning(),
+    hold: () => vcluster.holdCsrSigning(),
     async reached() {
       await waitFor(
         'the kube config request to reach the virtual cluster',

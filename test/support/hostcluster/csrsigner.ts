@@ -76,7 +76,7 @@ export interface CsrSignerOptions {
   enabled: boolean;
   /** How long the signer takes to issue an approved CSR's certificate. */
   delayMs: number;
-  /** Approved CSRs wait until release() (a request kept in flight for as long as a test needs it). */
+  /** Approved CSRs wait for release() from the start (a request kept in flight as long as a test needs it). */
   held: boolean;
   /** The longest certificate it issues (kube-controller-manager's --cluster-signing-duration). */
   maxDurationMs: number;
@@ -89,33 +89,38 @@ export interface CsrSignerOptions {
 /** kube-controller-manager's csrsigning-kube-apiserver-client controller, reacting to approvals. */
 export class CsrSigner {
   private readonly timers = new Set<NodeJS.Timeout>();
-  /** With `held`: the signings waiting for release(), until it is called. */
-  private waiting: (() => void)[] | undefined;
+  /** Whether approved CSRs wait for release() (from the start with `held`, again after hold()). */
+  private holding: boolean;
+  private readonly waiting: (() => void)[] = [];
 
   constructor(private readonly opts: CsrSignerOptions) {
-    if (opts.held) this.waiting = [];
+    this.holding = opts.held;
   }
 
   /** Reacts to a CSR just approved (or otherwise updated). */
   schedule(csr: KubeObj): void {
     if (!this.opts.enabled || csr.spec?.signerName !== KUBE_APISERVER_CLIENT_SIGNER) return;
     const sign = () => this.sign(csr.metadata.name, csr.metadata.uid);
-    if (this.waiting) this.waiting.push(sign);
+    if (this.holding) this.waiting.push(sign);
     else this.later(sign, this.opts.delayMs);
   }
 
-  /** With `held`: signs what was held, and from now on what comes (after delayMs). */
+  /** Approved CSRs wait for release() from now on. */
+  hold(): void {
+    this.holding = true;
+  }
+
+  /** Signs what was held, and from now on signs as approvals come (after delayMs), until hold(). */
   release(): void {
-    const held = this.waiting ?? [];
-    this.waiting = undefined;
-    for (const sign of held) this.later(sign, this.opts.delayMs);
+    this.holding = false;
+    for (const sign of this.waiting.splice(0)) this.later(sign, this.opts.delayMs);
   }
 
   /** Drops the signings not yet done. */
   stop(): void {
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
-    this.waiting?.splice(0);
+    this.waiting.splice(0);
   }
 
   private later(fn: () => void, ms: number): void {
