@@ -1,5 +1,5 @@
 /**
- * Three server processes on one etcd, and 10,000 read-modify-write updates from 64 concurrent clients, each
+ * Three server processes on one etcd, and 2,000 read-modify-write updates from 64 concurrent clients, each
  * reading an object from one replica and writing it back through another with the resourceVersion it read (again
  * on 409 Conflict, after the Retry-After on 429). Every acknowledged update must be in the final objects exactly
  * once: the count equals the number of acknowledgements, and the list of update ids kept in each object is exactly
@@ -15,7 +15,11 @@ import { startServerProcess, type ServerProcess } from '../support/serverprocess
 
 const NS = 'rmw';
 const OBJECTS = 16;
-const UPDATES = 10_000;
+/**
+ * Enough for every object to be raced over many times (about two conflicts per update: 64 clients on 16 objects), and
+ * no more: the races are as real with 2,000 as with 10,000, which took 78 s here and over 240 s with the machine busy.
+ */
+const UPDATES = 2_000;
 const CONCURRENCY = 64;
 
 let etcd: TestEtcd;
@@ -33,7 +37,7 @@ beforeAll(async () => {
     );
   }
   clients.push(...replicas.map((r) => new PooledClient(r.url, r.caPem, tokens.token, CONCURRENCY)));
-}, 90_000);
+}, 300_000);
 
 afterAll(async () => {
   for (const c of clients) c.close();
@@ -98,7 +102,7 @@ async function update(t: Tally, obj: number, id: string, first: number): Promise
   t.unexpected.push(`update ${id} of ${objectName(obj)} never went through`);
 }
 
-describe('three replicas, 10,000 concurrent read-modify-write updates', () => {
+describe(`three replicas, ${UPDATES.toLocaleString('en')} concurrent read-modify-write updates`, () => {
   test('every acknowledged update is in the objects exactly once: none lost, none doubled', async () => {
     for (let i = 0; i < OBJECTS; i++) {
       const body = secretBody(objectName(i));
@@ -171,5 +175,5 @@ describe('three replicas, 10,000 concurrent read-modify-write updates', () => {
       requestsPerSecond: Math.round(t.requests / seconds),
       updatesPerSecond: Math.round(UPDATES / seconds),
     });
-  }, 240_000);
+  }, 600_000);
 });

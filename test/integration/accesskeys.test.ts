@@ -924,7 +924,8 @@ function authenticationTests(target: () => Target) {
 
   test('with ttlAfterLastActivity a key lives on while used, and expires ttl seconds after its last use', async () => {
     const name = uniq('idle');
-    const { key } = await createKey(admin, name, { user: 'alice', ttl: 2, ttlAfterLastActivity: true });
+    // A ttl well above the 1.2 s between uses: a use answered slowly on a busy machine still comes within it.
+    const { key } = await createKey(admin, name, { user: 'alice', ttl: 3, ttlAfterLastActivity: true });
     // creationTimestamp has whole seconds: use it at once, then keep using it within the ttl.
     for (let i = 0; i < 3; i++) {
       expect((await call('GET', keyPath(name), key)).status).toBe(200);
@@ -932,7 +933,7 @@ function authenticationTests(target: () => Target) {
     }
     // 3.6 s after creation: past a ttl counted from creation, but used 1.2 s ago.
     expect((await call('GET', keyPath(name), key)).status).toBe(200);
-    await sleep(2300);
+    await sleep(3300);
     const res = await call('GET', keyPath(name), key);
     expect(res.status).toBe(401);
     expect(res.body.message).toMatch(/expired/);
@@ -1028,7 +1029,8 @@ describe('authentication (assembled app: createApp + AccessKeyAuthenticator)', (
 
   test('a lastActivity in the future stored in etcd (written before it was refused) keeps no key alive, and a use replaces it', async () => {
     const name = uniq('tampered');
-    const { key } = await createKey(admin, name, { user: 'alice', ttl: 2, ttlAfterLastActivity: true });
+    // A ttl that leaves a busy machine time for the writes below before the use that must come while it is young.
+    const { key } = await createKey(admin, name, { user: 'alice', ttl: 4, ttlAfterLastActivity: true });
     const entry = (await etcdEntry(name))!;
     await etcd
       .put(`${ts.config.etcdPrefix}/${GROUP}/ownedaccesskeys/${name}`)
@@ -1045,7 +1047,7 @@ describe('authentication (assembled app: createApp + AccessKeyAuthenticator)', (
     });
     expect(Date.parse(recorded)).toBeLessThanOrEqual(Date.now());
     // Idle for longer than its ttl, it expires.
-    await sleep(Date.parse(recorded) + 3000 - Date.now());
+    await sleep(Date.parse(recorded) + 5000 - Date.now());
     const res = await app.request('GET', keyPath(name), key);
     expect(res.status).toBe(401);
     expect(res.body.message).toMatch(/expired/);

@@ -37,6 +37,8 @@ import { openWatch } from '../support/watch.js';
 
 const ADMIN_TOKEN = 'backup-admin-token-0123456789abcdef';
 const KEYS = `${GROUP_PATH}/ownedaccesskeys`;
+/** The server writes a key's use on its next activity tick (every 5 s): a bound far above that on a busy machine. */
+const ACTIVITY_WRITTEN_MS = 60_000;
 /** Writes after the snapshot: the lost history runs this far past the restored store's revision. */
 const WRITES_AFTER_SNAPSHOT = 200;
 
@@ -102,7 +104,19 @@ async function writeObjects(s: ServerProcess): Promise<Omit<Before, 'late'>> {
   });
   expect(key.status).toBe(201);
   const token = key.body.spec.key as string;
+  // The key's use is written to its status.lastActivity in the background, seconds later (src/auth/activity.ts):
+  // the key remembered is the one after that write, which the snapshot holds whenever it is taken.
+  const keyChanges = await openWatch(
+    admin,
+    `${KEYS}?fieldSelector=metadata.name=${name}&resourceVersion=${key.body.metadata.resourceVersion}`,
+  );
   expect((await s.client(token).get(`${KEYS}/${name}`)).status).toBe(200);
+  await keyChanges.find(
+    (e) => e.type === 'MODIFIED' && e.object.status?.lastActivity !== undefined,
+    'the use of the key written to its status.lastActivity',
+    ACTIVITY_WRITTEN_MS,
+  );
+  keyChanges.close();
   const keyBody = (await admin.get(`${KEYS}/${name}`)).body;
   const jwks = (await s.client('').get('/openid/v1/jwks')).body;
   expect(jwks.keys.length).toBeGreaterThan(0);

@@ -35,6 +35,22 @@ const IDLE_TIMEOUT_MS = 6000;
  */
 const SLACK_MS = 15_000;
 
+/**
+ * Every socket a test opened, destroyed after each test: those it held are destroyed by their describe's afterEach,
+ * but a test that fails halfway (an open that fails beside others that succeeded) would leave the rest open for good,
+ * half-open, and Jest could not exit.
+ */
+const opened = new Set<Socket>();
+function track<S extends Socket>(socket: S): S {
+  opened.add(socket);
+  socket.once('close', () => opened.delete(socket));
+  return socket;
+}
+afterEach(() => {
+  for (const socket of opened) socket.destroy();
+  opened.clear();
+});
+
 /** A connection the server has to close: the client never closes its side, even after the server's answer or FIN. */
 interface Held {
   socket: Socket;
@@ -108,7 +124,7 @@ function openTls(ts: TestServer, from: From = {}): Promise<Held> {
       ...(from.localAddress && { localAddress: from.localAddress }),
       ...(from.cert && { cert: from.cert.certPem, key: from.cert.keyPem }),
     };
-    const socket: TLSSocket = tlsConnect(options, () => resolve(hold(socket)));
+    const socket: TLSSocket = track(tlsConnect(options, () => resolve(hold(socket))));
     socket.once('error', reject);
   });
 }
@@ -117,8 +133,10 @@ function openTcp(ts: TestServer, from: From = {}): Promise<Held> {
   const url = new URL(ts.server.url);
   return new Promise((resolve, reject) => {
     const options = { host: url.hostname, port: Number(url.port), allowHalfOpen: true };
-    const socket = tcpConnect({ ...options, ...(from.localAddress && { localAddress: from.localAddress }) }, () =>
-      resolve(hold(socket)),
+    const socket = track(
+      tcpConnect({ ...options, ...(from.localAddress && { localAddress: from.localAddress }) }, () =>
+        resolve(hold(socket)),
+      ),
     );
     socket.once('error', reject);
   });
@@ -159,10 +177,12 @@ function startTls(ts: TestServer, from: From = {}): Opening {
   };
   let settle: (state: 'connected' | 'closed') => void = () => {};
   const settled = new Promise<'connected' | 'closed'>((resolve) => (settle = resolve));
-  const socket: TLSSocket = tlsConnect(options, () => {
-    opening.state = 'connected';
-    settle('connected');
-  });
+  const socket: TLSSocket = track(
+    tlsConnect(options, () => {
+      opening.state = 'connected';
+      settle('connected');
+    }),
+  );
   const opening: Opening = {
     held: hold(socket),
     state: 'waiting',

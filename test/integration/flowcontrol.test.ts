@@ -108,7 +108,8 @@ function classifiedAs(res: HttpResponse): [string, string] {
 }
 
 beforeAll(async () => {
-  slow = await startSlowVirtualCluster(3000);
+  // Kube config requests stay in flight until the test lets the virtual cluster sign (slow.release()).
+  slow = await startSlowVirtualCluster('held');
   const server = await startTestServerWithUsers(
     { root: ['system:masters'], alice: [], bob: [], carol: ['ci-pipelines'], [SA_RUNNER]: [] },
     {
@@ -163,6 +164,7 @@ test('each kind of request is classified by the FlowSchemas of the host, and the
 });
 
 test('a full queue and a wait past the limit get 429 with Retry-After; system:masters is not queued meanwhile', async () => {
+  slow.hold();
   slow.resetCounts();
   const held = as.bob.get(slow.kubeconfigPath);
   await slow.reached();
@@ -195,6 +197,7 @@ test('a full queue and a wait past the limit get 429 with Retry-After; system:ma
   const dump = (await as.root.get(DUMP_LEVELS)).text;
   expect(dump).toMatch(/^exempt,\s+0,\s+(true|false),\s+false,\s+0,/m);
 
+  slow.release();
   expect((await held).status).toBe(200);
   expect((await queued).status).toBe(200);
 
@@ -276,7 +279,8 @@ test("requests waiting on a slow cluster keep their level's seats, not their flo
       () => as.bob.get(CLUSTERS_PATH),
       (res) => res.headers[FS_HEADER] === schemaUid && res.headers[PL_HEADER] === level.metadata.uid,
     );
-    // Two kube config requests held at the virtual cluster's slow signer: as many seats as bob's flow may hold.
+    // Two kube config requests held at the virtual cluster's signer: as many seats as bob's flow may hold.
+    slow.hold();
     const held = [0, 1].map(() => {
       const h = { done: false, res: as.bob.get(slow.kubeconfigPath) };
       void h.res.then(() => (h.done = true));
@@ -290,6 +294,7 @@ test("requests waiting on a slow cluster keep their level's seats, not their flo
     // His list runs now, in the level's two free seats, not after a kube config request ends.
     expect((await as.bob.get(CLUSTERS_PATH)).status).toBe(200);
     expect(held.map((h) => h.done)).toEqual([false, false]);
+    slow.release();
     for (const h of held) expect((await h.res).status).toBe(200);
   } finally {
     host.removeFlowControl('flowschemas', 'wide-bob');

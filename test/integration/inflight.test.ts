@@ -18,7 +18,7 @@ let root: HttpClient;
 let bob: HttpClient;
 
 beforeAll(async () => {
-  slow = await startSlowVirtualCluster(2000);
+  slow = await startSlowVirtualCluster('held');
   const server = await startTestServerWithUsers(
     { root: ['system:masters'], bob: [] },
     {
@@ -40,8 +40,9 @@ afterAll(async () => {
   await slow?.stop();
 }, 60_000);
 
-/** Starts a request that stays in flight until the virtual cluster signs (about 2 s). */
+/** Starts a request that stays in flight until the test lets the virtual cluster sign (slow.release()). */
 async function holdSlot(method: 'GET' | 'POST') {
+  slow.hold();
   slow.resetCounts();
   const pending =
     method === 'GET'
@@ -76,6 +77,7 @@ test('past --max-requests-inflight reads get 429 with Retry-After; masters and w
     ).status,
   ).toBe(201);
 
+  slow.release();
   expect((await held).status).toBe(200);
   expect((await bob.get(CLUSTERS_PATH)).status).toBe(200);
 }, 30_000);
@@ -100,6 +102,7 @@ test('past --max-mutating-requests-inflight writes get 429 while reads still pas
     ).status,
   ).toBe(201);
 
+  slow.release();
   expect((await held).status).toBe(201);
   expect(
     (

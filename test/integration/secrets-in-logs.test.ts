@@ -15,6 +15,7 @@ import { createLogger } from '../../src/log.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
 import { GROUP_PATH, HttpClient } from '../support/http.js';
+import { answerWhen } from '../support/wait.js';
 
 const lines: string[] = [];
 let etcd: TestEtcd;
@@ -138,7 +139,13 @@ test('no key, token or secret value is ever logged', async () => {
     ).status,
   ).toBe(422);
   await admin.patch(`${GROUP_PATH}/ownedaccesskeys/ci`, { spec: { disabled: true } }, 'application/merge-patch+json');
-  for (let i = 0; i < 50 && (await ci.get('/apis')).status !== 401; i++) await new Promise((r) => setTimeout(r, 20));
+  // Refused once the key cache has the change: then the refusal of the disabled key is in the log.
+  await answerWhen(
+    'the disabled key to be refused',
+    () => ci.get('/apis'),
+    (res) => res.status === 401,
+    30_000,
+  );
   expect((await new HttpClient(server.url, server.caPem!, 'not-a-real-token').get('/apis')).status).toBe(401);
   // Answers that quote what was sent: an invalid label value (an invalid data value names only its type), and JSON
   // that does not parse.

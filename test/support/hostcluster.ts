@@ -81,6 +81,8 @@ const DEFAULT_CLUSTER_SIGNING_DURATION_SECONDS = 365 * 24 * 60 * 60;
 export interface HostClusterOptions {
   /** How long the signer takes to issue an approved CSR's certificate; 0 by default, still asynchronous. */
   csrSigningDelayMs?: number;
+  /** Approved CSRs wait for releaseCsrSigning() (a request kept in flight as long as a test needs it). */
+  csrSigningHeld?: boolean;
   /** false: approved CSRs are never signed, as when the cluster's signer is not running (to test a bounded wait). */
   csrSigning?: boolean;
   /** The longest certificate the signer issues, as kube-controller-manager's --cluster-signing-duration (one year). */
@@ -144,6 +146,10 @@ export interface HostClusterStandIn {
   endWatches(): void;
   /** The stored CertificateSigningRequests (copies), by name. */
   csrs(): KubeObj[];
+  /** Signs the approved CSRs held, and from now on signs as before, until holdCsrSigning(). */
+  releaseCsrSigning(): void;
+  /** From now on approved CSRs wait for releaseCsrSigning(), as with csrSigningHeld. */
+  holdCsrSigning(): void;
   /** The kubeconfig of kubeconfigPath as YAML text: what a Secret `vc-<name>` key `config` holds for a virtual cluster. */
   kubeconfigText(): string;
   stop(): Promise<void>;
@@ -211,6 +217,7 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
     },
     enabled: opts.csrSigning !== false,
     delayMs: opts.csrSigningDelayMs ?? 0,
+    held: opts.csrSigningHeld ?? false,
     maxDurationMs: (opts.clusterSigningDurationSeconds ?? DEFAULT_CLUSTER_SIGNING_DURATION_SECONDS) * 1000,
     csrs,
     isUp: () => mode === 'up',
@@ -292,6 +299,8 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
     },
     endWatches: () => watches.endAll(),
     csrs: () => csrs.all(),
+    releaseCsrSigning: () => signer.release(),
+    holdCsrSigning: () => signer.hold(),
     kubeconfigText: () => kubeconfigText,
     async stop() {
       signer.stop();

@@ -10,6 +10,16 @@ import { join, resolve } from 'node:path';
 import { HttpClient } from './http.js';
 
 const MAIN = resolve('dist/main.js');
+/**
+ * How long a start may take before it counts as hung: about 2 s with the machine's two cores shared, 8 s with them
+ * busy several times over (loading the code, starting etcd, making keys are all CPU), and more with other servers and
+ * tests beside it. A process that exits first fails at once.
+ */
+const SERVING_WITHIN_MS = 120_000;
+/** How long waitForLog waits unless told otherwise: a line logged seconds later on a busy machine is still logged. */
+const LOG_WITHIN_MS = 60_000;
+/** After SIGTERM, a process that failed to start gets this long to stop its own children (an embedded etcd). */
+const FAILED_START_GRACE_MS = 10_000;
 
 export interface LogLine {
   msg: string;
@@ -74,8 +84,17 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const logs: LogLine[] = [];
-  const waiters: Array<{ match: (l: LogLine) => boolean; resolve: (l: LogLine) => void }> = [];
+  const waiters: Array<{ match: (l: LogLine) => boolean; resolve: (l: LogLine) => void; fail: () => void }> = [];
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  // Once its output is closed no line comes: a wait for one fails then, not at its deadline (just after, so that a
+  // start's own "exited with N before serving" comes first).
+  let closed = false;
+  child.once('close', () => {
+    closed = true;
+    setImmediate(() => {
+      for (const w of waiters.splice(0)) w.fail();
+    });
+  });
   let rest = '';
   let stderr = '';
   let stdout = '';
@@ -101,29 +120,43 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
     }
   });
   const matcher = (msg: string | RegExp) => (l: LogLine) => (typeof msg === 'string' ? l.msg === msg : msg.test(l.msg));
-  const waitForLog = (msg: string | RegExp, timeoutMs = 20_000) => {
+  const waitForLog = (msg: string | RegExp, timeoutMs = LOG_WITHIN_MS) => {
     const seen = logs.find(matcher(msg));
     if (seen) return Promise.resolve(seen);
+    const exitedWithout = () => new Error(`exited without logging ${String(msg)}; logged:\n${stderr}`);
+    if (closed) return Promise.reject(exitedWithout());
     return new Promise<LogLine>((resolveLine, reject) => {
       const timer = setTimeout(
         () => reject(new Error(`no log line ${String(msg)} within ${timeoutMs}ms; logged:\n${stderr}`)),
         timeoutMs,
       );
-      waiters.push({ match: matcher(msg), resolve: (l) => (clearTimeout(timer), resolveLine(l)) });
+      waiters.push({
+        match: matcher(msg),
+        resolve: (l) => (clearTimeout(timer), resolveLine(l)),
+        fail: () => (clearTimeout(timer), reject(exitedWithout())),
+      });
     });
   };
 
-  const serving = await Promise.race([
-    waitForLog('serving', 30_000),
-    exited.then((code) => {
-      throw new Error(`server process exited with ${code} before serving:\n${stderr}`);
-    }),
-  ]);
-  const url = String(serving.url);
-  const caPem = readFileSync(join(dataDir, 'certs', 'ca.crt'), 'utf8');
   const cleanup = () => {
     if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
   };
+  let serving: LogLine;
+  try {
+    serving = await Promise.race([
+      waitForLog('serving', SERVING_WITHIN_MS),
+      exited.then((code) => {
+        throw new Error(`server process exited with ${code} before serving:\n${stderr}`);
+      }),
+    ]);
+  } catch (err) {
+    // Not left running: its pipes would keep Jest from exiting, and its etcd and data dir would stay.
+    await stopFailedStart(child, exited);
+    cleanup();
+    throw err;
+  }
+  const url = String(serving.url);
+  const caPem = readFileSync(join(dataDir, 'certs', 'ca.crt'), 'utf8');
   return {
     url,
     pid: child.pid!,
@@ -151,4 +184,20 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
       cleanup();
     },
   };
+}
+
+/** SIGTERM (so that it stops its embedded etcd), SIGKILL if it has not exited after a grace. */
+async function stopFailedStart(child: ChildProcess, exited: Promise<unknown>): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  let grace: NodeJS.Timeout | undefined;
+  const stopped = await Promise.race([
+    exited.then(() => true),
+    new Promise<false>((r) => (grace = setTimeout(() => r(false), FAILED_START_GRACE_MS))),
+  ]);
+  clearTimeout(grace);
+  if (!stopped) {
+    child.kill('SIGKILL');
+    await exited;
+  }
 }

@@ -1,6 +1,6 @@
 /**
  * Requests that stay in flight as long as a test wants: the kube config of a VirtualClusterInstance whose virtual
- * cluster (a second host stand-in) signs certificates only after a delay. For in-flight limits, deadlines and
+ * cluster (a second host stand-in) signs certificates only after a delay, or only once the test lets it. For in-flight limits, deadlines and
  * shutdown. The host is the server's --kubeconfig and the local Cluster eu-1, which the instance names.
  */
 import { expect } from '@jest/globals';
@@ -27,14 +27,21 @@ export interface SlowVirtualCluster {
   resetCounts(): void;
   /** Resolves once a kube config request has reached the virtual cluster (so it is in flight). */
   reached(): Promise<void>;
+  /** Signing 'held': lets the kube config requests in flight be answered, and those sent later until hold(). */
+  release(): void;
+  /** Signing 'held': the kube config requests sent from now on wait for release() again. */
+  hold(): void;
   stop(): Promise<void>;
 }
 
-export async function startSlowVirtualCluster(signingDelayMs: number): Promise<SlowVirtualCluster> {
+/** `signing`: how long after approval the virtual cluster signs, or 'held' until release(). */
+export async function startSlowVirtualCluster(signing: number | 'held'): Promise<SlowVirtualCluster> {
   const host = await startHostCluster();
   // The project's namespace, which the platform makes in the host cluster.
   host.addNamespace(NAMESPACE);
-  const vcluster = await startHostCluster({ csrSigningDelayMs: signingDelayMs });
+  const vcluster = await startHostCluster(
+    signing === 'held' ? { csrSigningHeld: true } : { csrSigningDelayMs: signing },
+  );
   host.addSecret(`vcluster-${NAME}`, `vc-${NAME}`, { config: vcluster.kubeconfigText() });
   const instances = `${GROUP_PATH}/namespaces/${NAMESPACE}/virtualclusterinstances`;
   return {
@@ -55,6 +62,8 @@ export async function startSlowVirtualCluster(signingDelayMs: number): Promise<S
       expect((await admin.post(instances, vci)).status).toBe(201);
     },
     resetCounts: () => vcluster.resetCounts(),
+    release: () => vcluster.releaseCsrSigning(),
+    hold: () => vcluster.holdCsrSigning(),
     async reached() {
       await waitFor(
         'the kube config request to reach the virtual cluster',

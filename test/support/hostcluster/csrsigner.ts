@@ -76,6 +76,8 @@ export interface CsrSignerOptions {
   enabled: boolean;
   /** How long the signer takes to issue an approved CSR's certificate. */
   delayMs: number;
+  /** Approved CSRs wait for release() from the start (a request kept in flight as long as a test needs it). */
+  held: boolean;
   /** The longest certificate it issues (kube-controller-manager's --cluster-signing-duration). */
   maxDurationMs: number;
   /** The stored CSR of that name (not a copy), and a write of a CSR through the API. */
@@ -87,19 +89,38 @@ export interface CsrSignerOptions {
 /** kube-controller-manager's csrsigning-kube-apiserver-client controller, reacting to approvals. */
 export class CsrSigner {
   private readonly timers = new Set<NodeJS.Timeout>();
+  /** Whether approved CSRs wait for release() (from the start with `held`, again after hold()). */
+  private holding: boolean;
+  private readonly waiting: (() => void)[] = [];
 
-  constructor(private readonly opts: CsrSignerOptions) {}
+  constructor(private readonly opts: CsrSignerOptions) {
+    this.holding = opts.held;
+  }
 
   /** Reacts to a CSR just approved (or otherwise updated). */
   schedule(csr: KubeObj): void {
     if (!this.opts.enabled || csr.spec?.signerName !== KUBE_APISERVER_CLIENT_SIGNER) return;
-    this.later(() => this.sign(csr.metadata.name, csr.metadata.uid), this.opts.delayMs);
+    const sign = () => this.sign(csr.metadata.name, csr.metadata.uid);
+    if (this.holding) this.waiting.push(sign);
+    else this.later(sign, this.opts.delayMs);
+  }
+
+  /** Approved CSRs wait for release() from now on. */
+  hold(): void {
+    this.holding = true;
+  }
+
+  /** Signs what was held, and from now on signs as approvals come (after delayMs), until hold(). */
+  release(): void {
+    this.holding = false;
+    for (const sign of this.waiting.splice(0)) this.later(sign, this.opts.delayMs);
   }
 
   /** Drops the signings not yet done. */
   stop(): void {
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
+    this.waiting.splice(0);
   }
 
   private later(fn: () => void, ms: number): void {
