@@ -24,6 +24,7 @@
  *   again, everything waiting is retried at once.
  */
 import { createHash } from 'node:crypto';
+import { Backoff } from '../apimachinery/backoff.js';
 import { canonicalJson, jsonEqual } from '../apimachinery/equality.js';
 import { GROUP_NAME } from '../apimachinery/group.js';
 import { isStatusError } from '../apimachinery/status.js';
@@ -416,12 +417,13 @@ export class AccessSync {
 
   private async hostWatchLoop(kind: RbacKind, signal: AbortSignal): Promise<void> {
     const selector = `${MANAGED_BY_LABEL}=${MANAGED_BY}`;
-    let backoff = 500;
+    // These four loops are what notices the host coming back, so they stay prompt: at most every 5 s.
+    const backoff = new Backoff({ initialMs: 500, maxMs: HOST_PROBE_MAX_MS });
     while (!signal.aborted) {
       try {
         const resourceVersion = await this.relist(kind, selector);
         this.noteHostUp();
-        backoff = 500;
+        backoff.reset();
         let onAbort = () => {};
         await new Promise<void>((resolve, reject) => {
           let handle: { stop(): void } | undefined;
@@ -448,9 +450,7 @@ export class AccessSync {
         // The list's continue token or the watch's resourceVersion expired (kube's 410): a fresh list, at once.
         if (err instanceof HostClusterError && err.code === 410) continue;
         this.noteHostDown(err);
-        await sleep(backoff, signal);
-        // These four loops are what notices the host coming back, so they stay prompt: at most every 5 s.
-        backoff = Math.min(backoff * 2, HOST_PROBE_MAX_MS);
+        await sleep(backoff.next(), signal);
       }
     }
   }
@@ -539,7 +539,8 @@ export class AccessSync {
 
   /** One cheap request at a time tells when the host is back, instead of every waiting object trying. */
   private async probeUntilUp(): Promise<void> {
-    let wait = 500;
+    const backoff = new Backoff({ initialMs: 500, maxMs: HOST_PROBE_MAX_MS });
+    let wait = backoff.next();
     while (this.hostFailing && !this.signal?.aborted) {
       await sleep(wait, this.signal);
       try {
@@ -549,7 +550,7 @@ export class AccessSync {
         });
         this.noteHostUp();
       } catch {
-        wait = Math.min(wait * 2, HOST_PROBE_MAX_MS);
+        wait = backoff.next();
       }
     }
   }

@@ -9,6 +9,7 @@
  * happened in between is then unknown, and the controller looks at everything again. Failures are retried with a
  * backoff.
  */
+import { Backoff } from '../apimachinery/backoff.js';
 import { sleep } from '../controllers/sleep.js';
 import { HostClusterError, type HostCluster } from './cluster.js';
 import { METADATA_ONLY, METADATA_ONLY_LIST } from './kuberequest.js';
@@ -44,8 +45,7 @@ export async function watchHostChanges(
   signal: AbortSignal,
 ): Promise<void> {
   const { what, path, labelSelector } = opts;
-  const maxBackoff = opts.maxBackoffMs ?? 5000;
-  let backoff = 200;
+  const backoff = new Backoff({ initialMs: 200, maxMs: opts.maxBackoffMs ?? 5000 });
   let from: string | undefined;
   while (!signal.aborted) {
     try {
@@ -60,7 +60,7 @@ export async function watchHostChanges(
       }
       await watchFrom(host, opts, from, signal, (rv) => {
         from = rv;
-        backoff = 200;
+        backoff.reset();
       });
     } catch (err) {
       if (signal.aborted) return;
@@ -69,8 +69,7 @@ export async function watchHostChanges(
         continue;
       }
       opts.log?.('host watch failed, retrying', { resource: what, error: String((err as Error).message ?? err) });
-      await sleep(backoff, signal);
-      backoff = Math.min(backoff * 2, maxBackoff);
+      await sleep(backoff.next(), signal);
     }
   }
 }
