@@ -49,7 +49,8 @@ import { HostClusterError } from '../host/cluster.js';
 import { RBAC_KINDS, type HostRbac } from '../host/rbac.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
-import { every, sleep } from './sleep.js';
+import { runQueueController } from './runner.js';
+import { sleep } from './sleep.js';
 import { setCondition, type Outcome } from './conditions.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
@@ -144,18 +145,20 @@ export class AccessSync {
         log: (msg, fields) => this.log(`access sync: ${msg}`, fields),
       }),
     );
-    // Nothing is swept before every source is known: an unknown source would look deleted.
-    await Promise.all(watches.map((w) => w.synced));
-    if (signal.aborted) return;
-    const hostWatches = RBAC_KINDS.map((kind) => this.hostWatchLoop(kind, signal));
-    every(this.resyncMs, () => this.enqueueAll(), signal);
-    signal.addEventListener('abort', () => this.queue.shutdown(), { once: true });
-    this.log('access sync: started', { objects: this.sources.size });
-    try {
-      await this.queue.work(
-        this.workers,
-        (uid) => this.traced(uid),
-        (uid, err, delayMs) => {
+    // Nothing is swept before every source is known (the runner waits for the watches): it would look deleted.
+    await runQueueController(
+      {
+        what: 'access sync',
+        log: this.log,
+        watches,
+        synced: async () => RBAC_KINDS.map((kind) => this.hostWatchLoop(kind, signal)),
+        queue: this.queue,
+        workers: this.workers,
+        resyncMs: this.resyncMs,
+        resync: () => this.enqueueAll(),
+        started: () => ({ objects: this.sources.size }),
+        handle: (uid) => this.traced(uid),
+        failed: (uid, err, delayMs) => {
           if (hostUnavailable(err)) this.noteHostDown(err);
           const src = this.sources.get(uid);
           this.log('access sync: will retry', {
@@ -166,10 +169,9 @@ export class AccessSync {
             delayMs,
           });
         },
-      );
-    } finally {
-      await Promise.all([...watches.map((w) => w.done), ...hostWatches]);
-    }
+      },
+      signal,
+    );
   }
 
   private upsertSource(store: Store, obj: KubeObject): void {
