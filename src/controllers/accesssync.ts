@@ -1,6 +1,7 @@
 /**
  * Keeps the host cluster's RBAC in step with the owner and access lists of the kinds whose strategy declares host
- * RBAC (SharedSecrets and Clusters; src/access/rbac.ts says what each object asks for):
+ * RBAC (`hostRbac` of ownedKindStrategy in src/registry/kinds/: SharedSecret, ProjectSecret and Cluster today;
+ * src/access/rbac.ts says what each object asks for):
  *
  * - objects that ask for RBAC carry the finalizer `management.platform.sh/access-cleanup`, added before anything is
  *   created in the host, so a deletion always waits until their Roles and bindings are gone;
