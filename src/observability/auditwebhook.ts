@@ -26,7 +26,7 @@
 import { AsyncResource } from 'node:async_hooks';
 import { Backoff, withJitter } from '../apimachinery/backoff.js';
 import type { Logger } from '../log.js';
-import { loadKubeconfigFile } from '../host/kubeconfig.js';
+import { loadKubeconfigFile } from '../host/kubeconfigfile.js';
 import { HostClusterError, KubeRequests } from '../host/kuberequest.js';
 import type { AuditEvent, AuditSink } from './audit.js';
 import { DropLog } from './auditdrops.js';
