@@ -48,6 +48,7 @@ import {
 } from '../access/rbac.js';
 import { HostClusterError } from '../host/cluster.js';
 import { RBAC_KINDS, type HostRbac } from '../host/rbac.js';
+import { untilWatchEnds } from '../host/watchend.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
 import { runQueueController } from './runner.js';
@@ -427,27 +428,9 @@ export class AccessSync {
         const resourceVersion = await this.relist(kind, selector);
         this.noteHostUp();
         backoff.reset();
-        let onAbort = () => {};
-        await new Promise<void>((resolve, reject) => {
-          let handle: { stop(): void } | undefined;
-          onAbort = () => {
-            handle?.stop();
-            resolve();
-          };
-          signal.addEventListener('abort', onAbort, { once: true });
-          this.rbac
-            .watch(
-              kind,
-              selector,
-              resourceVersion,
-              (type, obj) => this.hostEvent(type, obj),
-              (err) => (err ? reject(err) : resolve()),
-            )
-            .then((h) => {
-              handle = h;
-              if (signal.aborted) h.stop();
-            }, reject);
-        }).finally(() => signal.removeEventListener('abort', onAbort));
+        await untilWatchEnds(signal, (done) =>
+          this.rbac.watch(kind, selector, resourceVersion, (type, obj) => this.hostEvent(type, obj), done),
+        );
       } catch (err) {
         if (signal.aborted) return;
         // The list's continue token or the watch's resourceVersion expired (kube's 410): a fresh list, at once.

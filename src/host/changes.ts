@@ -13,6 +13,7 @@ import { Backoff } from '../apimachinery/backoff.js';
 import { sleep } from '../controllers/sleep.js';
 import { HostClusterError, type HostCluster } from './cluster.js';
 import { METADATA_ONLY, METADATA_ONLY_LIST } from './kuberequest.js';
+import { untilWatchEnds } from './watchend.js';
 
 export interface ObjectMetadata {
   name: string;
@@ -82,31 +83,19 @@ function watchFrom(
   signal: AbortSignal,
   seen: (resourceVersion: string) => void,
 ): Promise<void> {
-  let onAbort = () => {};
-  return new Promise<void>((resolve, reject) => {
-    let handle: { stop(): void } | undefined;
-    onAbort = () => {
-      handle?.stop();
-      resolve();
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    host
-      .watch(
-        `watch ${opts.what}`,
-        opts.path,
-        { labelSelector: opts.labelSelector, resourceVersion, allowWatchBookmarks: 'true' },
-        ({ type, object }) => {
-          const meta = (object as { metadata?: ObjectMetadata }).metadata;
-          if (!meta) return;
-          if (meta.resourceVersion) seen(meta.resourceVersion);
-          if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') opts.changed(type, meta);
-        },
-        (err) => (err ? reject(err) : resolve()),
-        METADATA_ONLY,
-      )
-      .then((h) => {
-        handle = h;
-        if (signal.aborted) h.stop();
-      }, reject);
-  }).finally(() => signal.removeEventListener('abort', onAbort));
+  return untilWatchEnds(signal, (done) =>
+    host.watch(
+      `watch ${opts.what}`,
+      opts.path,
+      { labelSelector: opts.labelSelector, resourceVersion, allowWatchBookmarks: 'true' },
+      ({ type, object }) => {
+        const meta = (object as { metadata?: ObjectMetadata }).metadata;
+        if (!meta) return;
+        if (meta.resourceVersion) seen(meta.resourceVersion);
+        if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') opts.changed(type, meta);
+      },
+      done,
+      METADATA_ONLY,
+    ),
+  );
 }
