@@ -23,7 +23,7 @@ const layers = [
     'src/main\\.ts',
     'src/workers\\.ts',
     'src/snapshot-command\\.ts',
-    'src/kubeconfig\\.ts',
+    'src/admin-kubeconfig\\.ts',
     'src/datadir-lock\\.ts',
     'src/datadir\\.ts',
     'src/runtime\\.ts',

@@ -11,6 +11,7 @@
  * the embedded etcd and releases the lock. A second signal kills the workers at once.
  */
 import cluster, { type Worker } from 'node:cluster';
+import { Backoff } from './apimachinery/backoff.js';
 import type { Config } from './config.js';
 import { lockDataDir } from './datadir-lock.js';
 import type { Logger } from './log.js';
@@ -37,7 +38,7 @@ interface Slot {
   id: number;
   worker?: Worker;
   servingSince?: number;
-  backoffMs: number;
+  backoff: Backoff;
   restartTimer?: NodeJS.Timeout;
 }
 
@@ -58,7 +59,10 @@ export async function runWorkers(config: Config, log: Logger): Promise<void> {
     throw err;
   }
 
-  const slots: Slot[] = Array.from({ length: config.workers }, (_, i) => ({ id: i + 1, backoffMs: FIRST_BACKOFF_MS }));
+  const slots: Slot[] = Array.from({ length: config.workers }, (_, i) => ({
+    id: i + 1,
+    backoff: new Backoff({ initialMs: FIRST_BACKOFF_MS, maxMs: MAX_BACKOFF_MS }),
+  }));
   let started = false;
   let stopping = false;
   let failed = false;
@@ -102,11 +106,10 @@ export async function runWorkers(config: Config, log: Logger): Promise<void> {
         stop();
         return;
       }
-      if (slot.servingSince !== undefined && Date.now() - slot.servingSince >= STABLE_MS)
-        slot.backoffMs = FIRST_BACKOFF_MS;
-      log.error('worker exited; starting another', { ...fields, afterMs: slot.backoffMs });
-      slot.restartTimer = setTimeout(() => fork(slot), slot.backoffMs);
-      slot.backoffMs = Math.min(slot.backoffMs * 2, MAX_BACKOFF_MS);
+      if (slot.servingSince !== undefined && Date.now() - slot.servingSince >= STABLE_MS) slot.backoff.reset();
+      const afterMs = slot.backoff.next();
+      log.error('worker exited; starting another', { ...fields, afterMs });
+      slot.restartTimer = setTimeout(() => fork(slot), afterMs);
     });
   };
 

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import yaml from 'js-yaml';
 import { isPlainObject } from '../apimachinery/types.js';
-import { kubeconfigUsers, type UserCredentials } from '../host/kubeconfig.js';
+import { kubeconfigUsers, type UserCredentials } from '../host/kubeconfigfile.js';
 import { MUTATING_ADMISSION_WEBHOOK, VALIDATING_ADMISSION_WEBHOOK } from './webhooks.js';
 
 const CONFIG_VERSIONS = ['apiserver.config.k8s.io/v1', 'apiserver.config.k8s.io/v1alpha1', 'apiserver.k8s.io/v1alpha1'];

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import { awayFromThread } from '../flowcontrol/away.js';
-import type { UserCredentials } from '../host/kubeconfig.js';
+import type { UserCredentials } from '../host/kubeconfigfile.js';
 import type { WebhookClientConfig } from './webhookconfig.js';
 import { tracer } from '../tracing.js';
 

@@ -14,7 +14,7 @@ import { jsonEqual } from '../apimachinery/equality.js';
 import { applyJsonPatch } from '../apimachinery/patch.js';
 import * as errors from '../apimachinery/status.js';
 import { isPlainObject } from '../apimachinery/types.js';
-import type { UserCredentials } from '../host/kubeconfig.js';
+import type { UserCredentials } from '../host/kubeconfigfile.js';
 import type { AdmissionPlugin } from './plugin.js';
 import { callWebhook, WebhookCallError } from './webhookclient.js';
 import { inSpan } from '../tracing.js';

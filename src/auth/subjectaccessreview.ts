@@ -11,7 +11,7 @@ import type { Attributes, Authorizer, Decision } from '../apimachinery/authorize
 import * as errors from '../apimachinery/status.js';
 import { subjectAccessReviewSpec, type SubjectAccessReviewResult } from '../host/cluster.js';
 import { HostClusterError } from '../host/kuberequest.js';
-import { ExpiringCache } from './tokenreview.js';
+import { ReviewCache } from './reviewcache.js';
 
 /** What the authorizer needs of the host cluster (HostCluster has it). */
 export interface SubjectAccessReviewer {
@@ -33,7 +33,7 @@ export interface SubjectAccessReviewAuthorizerOptions {
 
 export class SubjectAccessReviewAuthorizer implements Authorizer {
   private readonly log?: (msg: string, fields?: Record<string, unknown>) => void;
-  private readonly cache: ExpiringCache<SubjectAccessReviewResult>;
+  private readonly cache: ReviewCache<SubjectAccessReviewResult>;
   private readonly allowTtlMs: number;
   private readonly denyTtlMs: number;
 
@@ -43,7 +43,7 @@ export class SubjectAccessReviewAuthorizer implements Authorizer {
   ) {
     this.allowTtlMs = opts.allowTtlMs ?? 10_000;
     this.denyTtlMs = opts.denyTtlMs ?? 10_000;
-    this.cache = new ExpiringCache(opts.maxEntries, opts.now);
+    this.cache = new ReviewCache(opts.maxEntries, opts.now);
     this.log = opts.log;
   }
 

@@ -8,6 +8,7 @@ import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { UserInfo } from '../apimachinery/user.js';
 import type { TokenReviewResult } from '../host/cluster.js';
+import { ReviewCache } from './reviewcache.js';
 import { AuthenticationError, bearerToken, type Authenticator } from './types.js';
 
 /** What the authenticator needs of the host cluster (HostCluster has it). */
@@ -28,71 +29,6 @@ export interface TokenReviewAuthenticatorOptions {
   log?: (msg: string, fields?: Record<string, unknown>) => void;
 }
 
-/**
- * A small map whose entries expire, bounded in size (expired entries go first, then the oldest), with the
- * in-flight lookups shared so concurrent misses for the same key ask once.
- */
-export class ExpiringCache<V> {
-  private readonly entries = new Map<string, { value: V; expires: number }>();
-  private readonly inflight = new Map<string, Promise<V>>();
-
-  constructor(
-    private readonly maxEntries = 10_000,
-    private readonly now: () => number = Date.now,
-  ) {}
-
-  get(key: string): V | undefined {
-    const entry = this.entries.get(key);
-    if (!entry) return undefined;
-    if (entry.expires <= this.now()) {
-      this.entries.delete(key);
-      return undefined;
-    }
-    return entry.value;
-  }
-
-  set(key: string, value: V, ttlMs: number): void {
-    if (ttlMs <= 0) return;
-    this.entries.delete(key);
-    if (this.entries.size >= this.maxEntries) this.prune();
-    this.entries.set(key, { value, expires: this.now() + ttlMs });
-  }
-
-  get size(): number {
-    return this.entries.size;
-  }
-
-  /**
-   * The cached value, else the one `load` gives (shared with concurrent callers for the same key) with the TTL
-   * `ttlFor` picks for it. Failures of `load` are not cached.
-   */
-  async getOrLoad(key: string, load: () => Promise<V>, ttlFor: (value: V) => number): Promise<V> {
-    const cached = this.get(key);
-    if (cached !== undefined) return cached;
-    let pending = this.inflight.get(key);
-    if (!pending) {
-      pending = load().then((value) => {
-        this.set(key, value, ttlFor(value));
-        return value;
-      });
-      const settled = () => this.inflight.delete(key);
-      pending.then(settled, settled);
-      this.inflight.set(key, pending);
-    }
-    return pending;
-  }
-
-  private prune(): void {
-    const now = this.now();
-    for (const [k, e] of this.entries) if (e.expires <= now) this.entries.delete(k);
-    // Still full: drop the oldest (Map keeps insertion order).
-    for (const k of this.entries.keys()) {
-      if (this.entries.size < this.maxEntries) break;
-      this.entries.delete(k);
-    }
-  }
-}
-
 /** A per-process HMAC key, so cache keys say nothing about tokens even in a heap dump. */
 const CACHE_KEY_SECRET = randomBytes(32);
 
@@ -104,7 +40,7 @@ export function tokenCacheKey(token: string, audiences: readonly string[] = []):
 
 export class TokenReviewAuthenticator implements Authenticator {
   private readonly log?: (msg: string, fields?: Record<string, unknown>) => void;
-  private readonly cache: ExpiringCache<TokenReviewResult>;
+  private readonly cache: ReviewCache<TokenReviewResult>;
   private readonly ttlMs: number;
   private readonly audiences: string[];
 
@@ -114,7 +50,7 @@ export class TokenReviewAuthenticator implements Authenticator {
   ) {
     this.ttlMs = opts.cacheTtlMs ?? 10_000;
     this.audiences = opts.audiences ?? [];
-    this.cache = new ExpiringCache(opts.maxEntries, opts.now);
+    this.cache = new ReviewCache(opts.maxEntries, opts.now);
     this.log = opts.log;
   }
 

@@ -1,6 +1,7 @@
 /**
  * Keeps the host cluster's RBAC in step with the owner and access lists of the kinds whose strategy declares host
- * RBAC (SharedSecrets and Clusters; src/access/rbac.ts says what each object asks for):
+ * RBAC (`hostRbac` of ownedKindStrategy in src/registry/kinds/: SharedSecret, ProjectSecret and Cluster today;
+ * src/access/rbac.ts says what each object asks for):
  *
  * - objects that ask for RBAC carry the finalizer `management.platform.sh/access-cleanup`, added before anything is
  *   created in the host, so a deletion always waits until their Roles and bindings are gone;
@@ -24,6 +25,7 @@
  *   again, everything waiting is retried at once.
  */
 import { createHash } from 'node:crypto';
+import { Backoff } from '../apimachinery/backoff.js';
 import { canonicalJson, jsonEqual } from '../apimachinery/equality.js';
 import { GROUP_NAME } from '../apimachinery/group.js';
 import { isStatusError } from '../apimachinery/status.js';
@@ -46,9 +48,11 @@ import {
 } from '../access/rbac.js';
 import { HostClusterError } from '../host/cluster.js';
 import { RBAC_KINDS, type HostRbac } from '../host/rbac.js';
+import { untilWatchEnds } from '../host/watchend.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
-import { every, sleep } from './sleep.js';
+import { runQueueController } from './runner.js';
+import { sleep } from './sleep.js';
 import { setCondition, type Outcome } from './conditions.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
@@ -143,18 +147,20 @@ export class AccessSync {
         log: (msg, fields) => this.log(`access sync: ${msg}`, fields),
       }),
     );
-    // Nothing is swept before every source is known: an unknown source would look deleted.
-    await Promise.all(watches.map((w) => w.synced));
-    if (signal.aborted) return;
-    const hostWatches = RBAC_KINDS.map((kind) => this.hostWatchLoop(kind, signal));
-    every(this.resyncMs, () => this.enqueueAll(), signal);
-    signal.addEventListener('abort', () => this.queue.shutdown(), { once: true });
-    this.log('access sync: started', { objects: this.sources.size });
-    try {
-      await this.queue.work(
-        this.workers,
-        (uid) => this.traced(uid),
-        (uid, err, delayMs) => {
+    // Nothing is swept before every source is known (the runner waits for the watches): it would look deleted.
+    await runQueueController(
+      {
+        what: 'access sync',
+        log: this.log,
+        watches,
+        synced: async () => RBAC_KINDS.map((kind) => this.hostWatchLoop(kind, signal)),
+        queue: this.queue,
+        workers: this.workers,
+        resyncMs: this.resyncMs,
+        resync: () => this.enqueueAll(),
+        started: () => ({ objects: this.sources.size }),
+        handle: (uid) => this.traced(uid),
+        failed: (uid, err, delayMs) => {
           if (hostUnavailable(err)) this.noteHostDown(err);
           const src = this.sources.get(uid);
           this.log('access sync: will retry', {
@@ -165,10 +171,9 @@ export class AccessSync {
             delayMs,
           });
         },
-      );
-    } finally {
-      await Promise.all([...watches.map((w) => w.done), ...hostWatches]);
-    }
+      },
+      signal,
+    );
   }
 
   private upsertSource(store: Store, obj: KubeObject): void {
@@ -416,41 +421,22 @@ export class AccessSync {
 
   private async hostWatchLoop(kind: RbacKind, signal: AbortSignal): Promise<void> {
     const selector = `${MANAGED_BY_LABEL}=${MANAGED_BY}`;
-    let backoff = 500;
+    // These four loops are what notices the host coming back, so they stay prompt: at most every 5 s.
+    const backoff = new Backoff({ initialMs: 500, maxMs: HOST_PROBE_MAX_MS });
     while (!signal.aborted) {
       try {
         const resourceVersion = await this.relist(kind, selector);
         this.noteHostUp();
-        backoff = 500;
-        let onAbort = () => {};
-        await new Promise<void>((resolve, reject) => {
-          let handle: { stop(): void } | undefined;
-          onAbort = () => {
-            handle?.stop();
-            resolve();
-          };
-          signal.addEventListener('abort', onAbort, { once: true });
-          this.rbac
-            .watch(
-              kind,
-              selector,
-              resourceVersion,
-              (type, obj) => this.hostEvent(type, obj),
-              (err) => (err ? reject(err) : resolve()),
-            )
-            .then((h) => {
-              handle = h;
-              if (signal.aborted) h.stop();
-            }, reject);
-        }).finally(() => signal.removeEventListener('abort', onAbort));
+        backoff.reset();
+        await untilWatchEnds(signal, (done) =>
+          this.rbac.watch(kind, selector, resourceVersion, (type, obj) => this.hostEvent(type, obj), done),
+        );
       } catch (err) {
         if (signal.aborted) return;
         // The list's continue token or the watch's resourceVersion expired (kube's 410): a fresh list, at once.
         if (err instanceof HostClusterError && err.code === 410) continue;
         this.noteHostDown(err);
-        await sleep(backoff, signal);
-        // These four loops are what notices the host coming back, so they stay prompt: at most every 5 s.
-        backoff = Math.min(backoff * 2, HOST_PROBE_MAX_MS);
+        await sleep(backoff.next(), signal);
       }
     }
   }
@@ -539,7 +525,8 @@ export class AccessSync {
 
   /** One cheap request at a time tells when the host is back, instead of every waiting object trying. */
   private async probeUntilUp(): Promise<void> {
-    let wait = 500;
+    const backoff = new Backoff({ initialMs: 500, maxMs: HOST_PROBE_MAX_MS });
+    let wait = backoff.next();
     while (this.hostFailing && !this.signal?.aborted) {
       await sleep(wait, this.signal);
       try {
@@ -549,7 +536,7 @@ export class AccessSync {
         });
         this.noteHostUp();
       } catch {
-        wait = Math.min(wait * 2, HOST_PROBE_MAX_MS);
+        wait = backoff.next();
       }
     }
   }

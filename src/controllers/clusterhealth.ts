@@ -46,7 +46,8 @@ import type { Store } from '../registry/store.js';
 import { HolderChanged, type ClusterUidHolders } from './clusteruidholders.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
-import { every, sleep } from './sleep.js';
+import { runQueueController } from './runner.js';
+import { sleep } from './sleep.js';
 
 export const READY = 'Ready';
 const FIELD_MANAGER = 'cluster-health';
@@ -142,31 +143,30 @@ export class ClusterHealth {
       },
       log: (msg, fields) => this.log(`cluster health: ${msg}`, fields),
     });
-    await watch.synced;
-    // Before any check decides without them (etcd not answering: checks could not write either).
-    while (!signal.aborted && !(await this.adoptRecords())) await sleep(this.opts.intervalMs, signal);
-    if (signal.aborted) return;
-    every(
-      this.opts.intervalMs,
-      () => {
-        for (const name of this.known.keys()) this.queue.add(name);
-        this.saveHolders();
+    await runQueueController(
+      {
+        what: 'cluster health',
+        log: this.log,
+        watches: [watch],
+        // Before any check decides without them (etcd not answering: checks could not write either).
+        synced: async () => {
+          while (!signal.aborted && !(await this.adoptRecords())) await sleep(this.opts.intervalMs, signal);
+        },
+        queue: this.queue,
+        workers: this.workers,
+        resyncMs: this.opts.intervalMs,
+        resync: () => {
+          for (const name of this.known.keys()) this.queue.add(name);
+          this.saveHolders();
+        },
+        started: () => ({ clusters: this.known.size, intervalMs: this.opts.intervalMs }),
+        handle: (name) => this.check(name),
+        // Only writing the status can fail here (a check's failures are its result): etcd, most likely.
+        failed: (name, err, delayMs) =>
+          this.log('cluster health: could not write the status, will retry', { name, error: String(err), delayMs }),
       },
       signal,
     );
-    signal.addEventListener('abort', () => this.queue.shutdown(), { once: true });
-    this.log('cluster health: started', { clusters: this.known.size, intervalMs: this.opts.intervalMs });
-    try {
-      await this.queue.work(
-        this.workers,
-        (name) => this.check(name),
-        // Only writing the status can fail here (a check's failures are its result): etcd, most likely.
-        (name, err, delayMs) =>
-          this.log('cluster health: could not write the status, will retry', { name, error: String(err), delayMs }),
-      );
-    } finally {
-      await watch.done;
-    }
   }
 
   /**

@@ -9,6 +9,7 @@
  * about to run out (etcd unreachable), when etcd says the lease is gone, or when the key no longer holds its
  * identity, so it stops before etcd can hand the key to another replica.
  */
+import { Backoff } from '../apimachinery/backoff.js';
 import { withDeadline } from '../apimachinery/deadline.js';
 import type { GrantedLease, LeaseLock } from '../storage/leaselock.js';
 import { sleep } from './sleep.js';
@@ -77,19 +78,18 @@ export class LeaderElector {
 
   private async campaignLoop(): Promise<void> {
     const stopSignal = this.stopController.signal;
-    let backoff = 200;
+    const backoff = new Backoff({ initialMs: 200, maxMs: Math.max(2000, (this.ttl * 1000) / 3) });
     while (this.running) {
       try {
         const acquired = await this.tryAcquire();
         if (acquired) {
-          backoff = 200;
+          backoff.reset();
           await this.lead();
         }
       } catch (err) {
         this.log('leader election: etcd call failed', { key: this.key, error: String(err) });
         await this.releaseLease();
-        await sleep(backoff, stopSignal);
-        backoff = Math.min(backoff * 2, Math.max(2000, (this.ttl * 1000) / 3));
+        await sleep(backoff.next(), stopSignal);
       }
     }
     await this.releaseLease();

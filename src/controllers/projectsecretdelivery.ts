@@ -36,7 +36,7 @@ import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
 import { getIfExists, setCondition, writeStatus, type Outcome } from './conditions.js';
 import type { DeliveryRecords, MadeSecret } from './deliveryrecords.js';
-import { every } from './sleep.js';
+import { runQueueController } from './runner.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
 
@@ -146,29 +146,33 @@ export class ProjectSecretDelivery {
       },
       log,
     });
-    await watch.synced;
-    if (signal.aborted) return;
-    this.listed = true;
-    if (!this.records.migrated) this.migrating = new Set(this.known.keys());
-    await this.migrated();
-    this.enqueueAll();
-    every(this.resyncMs, () => this.enqueueAll(), signal);
-    signal.addEventListener('abort', () => this.queue.shutdown(), { once: true });
-    this.log('projectsecret delivery: started', { projectSecrets: this.known.size });
-    try {
-      await this.queue.work(
-        this.workers,
-        (uid) => this.reconcile(uid),
-        (uid, err, delayMs) =>
+    await runQueueController(
+      {
+        what: 'projectsecret delivery',
+        log: this.log,
+        watches: [watch],
+        loops: [hostWatch],
+        synced: async () => {
+          this.listed = true;
+          if (!this.records.migrated) this.migrating = new Set(this.known.keys());
+          await this.migrated();
+          this.enqueueAll();
+        },
+        queue: this.queue,
+        workers: this.workers,
+        resyncMs: this.resyncMs,
+        resync: () => this.enqueueAll(),
+        started: () => ({ projectSecrets: this.known.size }),
+        handle: (uid) => this.reconcile(uid),
+        failed: (uid, err, delayMs) =>
           this.log('projectsecret delivery: will retry', {
             ...(this.known.get(uid) ?? this.records.get(uid)),
             error: String((err as Error).message ?? err),
             delayMs,
           }),
-      );
-    } finally {
-      await Promise.all([watch.done, hostWatch]);
-    }
+      },
+      signal,
+    );
   }
 
   /** A labelled Secret changed: only one at a ProjectSecret's place matters, and not the echo of the server's write. */

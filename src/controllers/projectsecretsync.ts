@@ -49,7 +49,7 @@ import {
 } from './conditions.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
-import { every } from './sleep.js';
+import { runQueueController } from './runner.js';
 
 const FIELD_MANAGER = 'projectsecret-sync';
 const VERSION = 'v1';
@@ -142,29 +142,30 @@ export class ProjectSecretSync {
         log,
       }),
     ];
-    await Promise.all(watches.map((w) => w.synced));
-    if (signal.aborted) return;
-    every(this.resyncMs, () => this.enqueueAll(), signal);
-    signal.addEventListener('abort', () => this.queue.shutdown(), { once: true });
-    this.log('projectsecret sync: started', { projectSecrets: this.tracked.size });
-    try {
-      await this.queue.work(
-        this.workers,
-        (item) =>
+    await runQueueController(
+      {
+        what: 'projectsecret sync',
+        log: this.log,
+        watches,
+        queue: this.queue,
+        workers: this.workers,
+        resyncMs: this.resyncMs,
+        resync: () => this.enqueueAll(),
+        started: () => ({ projectSecrets: this.tracked.size }),
+        handle: (item) =>
           item.startsWith(PROJECT_SECRET)
             ? this.syncProjectSecret(item.slice(PROJECT_SECRET.length))
             : this.countProjectSecrets(item.slice(SHARED_SECRET.length)),
         // Storage or the authorizers failing: tried again later, never in a tight loop.
-        (item, err, delayMs) =>
+        failed: (item, err, delayMs) =>
           this.log('projectsecret sync: will retry', {
             object: item,
             error: String((err as Error).message ?? err),
             delayMs,
           }),
-      );
-    } finally {
-      await Promise.all(watches.map((w) => w.done));
-    }
+      },
+      signal,
+    );
   }
 
   // ---- what the watches show ----

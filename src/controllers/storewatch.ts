@@ -4,6 +4,7 @@
  * the objects that were seen, so the controller can forget the ones deleted while nobody watched, and a revision at
  * or after their deletion.
  */
+import { Backoff } from '../apimachinery/backoff.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { RunningWatch } from '../storage/reader.js';
 import type { Store } from '../registry/store.js';
@@ -36,7 +37,7 @@ export function watchStore(
   };
   signal.addEventListener('abort', onAbort, { once: true });
   const done = (async () => {
-    let backoff = 200;
+    const backoff = new Backoff({ initialMs: 200, maxMs: 5000 });
     while (!signal.aborted) {
       let running: RunningWatch | undefined;
       let endThis!: () => void;
@@ -60,12 +61,11 @@ export function watchStore(
         );
       } catch (err) {
         handlers.log('watch failed, retrying', { resource: store.def.plural, error: String(err) });
-        await sleep(backoff, signal);
-        backoff = Math.min(backoff * 2, 5000);
+        await sleep(backoff.next(), signal);
         continue;
       }
       initial = false;
-      backoff = 200;
+      backoff.reset();
       handlers.resynced(seen, String(running.revision()));
       markSynced();
       if (!signal.aborted) await endedP;

@@ -3,6 +3,9 @@
  * time (a key added while it is being worked on is handed out again once that worker is done), and a failed key
  * comes back after an exponential delay, so a failing key never spins.
  */
+import type { IBackoff, IBackoffFactory } from 'cockatiel';
+import { exponentialBackoff } from '../apimachinery/backoff.js';
+
 export interface WorkQueueOptions {
   /** The first retry delay (ms); doubled on each failure up to maxDelayMs. */
   baseDelayMs?: number;
@@ -26,19 +29,18 @@ export class WorkQueue {
   private readonly queue = new Set<string>();
   private readonly processing = new Set<string>();
   private readonly dirty = new Set<string>();
-  private readonly failures = new Map<string, number>();
+  /** Each failing key's last wait: the next is the step after it. */
+  private readonly failures = new Map<string, IBackoff<unknown>>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private waiters: Array<(key: string | undefined) => void> = [];
   private shutDown = false;
-  private readonly baseDelayMs: number;
-  private readonly maxDelayMs: number;
+  private readonly backoff: IBackoffFactory<unknown>;
   private readonly name: string;
   private readonly metrics?: WorkQueueMetrics;
   private readonly untrack?: () => void;
 
   constructor(opts: WorkQueueOptions = {}) {
-    this.baseDelayMs = opts.baseDelayMs ?? 500;
-    this.maxDelayMs = opts.maxDelayMs ?? 30_000;
+    this.backoff = exponentialBackoff({ initialMs: opts.baseDelayMs ?? 500, maxMs: opts.maxDelayMs ?? 30_000 });
     this.name = opts.name ?? '';
     this.metrics = opts.metrics;
     this.untrack = this.metrics?.track(this.name, this);
@@ -84,10 +86,10 @@ export class WorkQueue {
 
   /** Queues the key again after its backoff delay (doubling with each failure). */
   retry(key: string): number {
-    const n = (this.failures.get(key) ?? 0) + 1;
-    this.failures.set(key, n);
+    const step = (this.failures.get(key) ?? this.backoff).next(undefined);
+    this.failures.set(key, step);
     this.metrics?.retried(this.name);
-    const delay = Math.min(this.baseDelayMs * 2 ** (n - 1), this.maxDelayMs);
+    const delay = step.duration;
     if (!this.timers.has(key)) {
       const timer = setTimeout(() => {
         this.timers.delete(key);

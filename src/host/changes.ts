@@ -9,9 +9,11 @@
  * happened in between is then unknown, and the controller looks at everything again. Failures are retried with a
  * backoff.
  */
+import { Backoff } from '../apimachinery/backoff.js';
 import { sleep } from '../controllers/sleep.js';
 import { HostClusterError, type HostCluster } from './cluster.js';
 import { METADATA_ONLY, METADATA_ONLY_LIST } from './kuberequest.js';
+import { untilWatchEnds } from './watchend.js';
 
 export interface ObjectMetadata {
   name: string;
@@ -44,8 +46,7 @@ export async function watchHostChanges(
   signal: AbortSignal,
 ): Promise<void> {
   const { what, path, labelSelector } = opts;
-  const maxBackoff = opts.maxBackoffMs ?? 5000;
-  let backoff = 200;
+  const backoff = new Backoff({ initialMs: 200, maxMs: opts.maxBackoffMs ?? 5000 });
   let from: string | undefined;
   while (!signal.aborted) {
     try {
@@ -60,7 +61,7 @@ export async function watchHostChanges(
       }
       await watchFrom(host, opts, from, signal, (rv) => {
         from = rv;
-        backoff = 200;
+        backoff.reset();
       });
     } catch (err) {
       if (signal.aborted) return;
@@ -69,8 +70,7 @@ export async function watchHostChanges(
         continue;
       }
       opts.log?.('host watch failed, retrying', { resource: what, error: String((err as Error).message ?? err) });
-      await sleep(backoff, signal);
-      backoff = Math.min(backoff * 2, maxBackoff);
+      await sleep(backoff.next(), signal);
     }
   }
 }
@@ -83,31 +83,19 @@ function watchFrom(
   signal: AbortSignal,
   seen: (resourceVersion: string) => void,
 ): Promise<void> {
-  let onAbort = () => {};
-  return new Promise<void>((resolve, reject) => {
-    let handle: { stop(): void } | undefined;
-    onAbort = () => {
-      handle?.stop();
-      resolve();
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    host
-      .watch(
-        `watch ${opts.what}`,
-        opts.path,
-        { labelSelector: opts.labelSelector, resourceVersion, allowWatchBookmarks: 'true' },
-        ({ type, object }) => {
-          const meta = (object as { metadata?: ObjectMetadata }).metadata;
-          if (!meta) return;
-          if (meta.resourceVersion) seen(meta.resourceVersion);
-          if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') opts.changed(type, meta);
-        },
-        (err) => (err ? reject(err) : resolve()),
-        METADATA_ONLY,
-      )
-      .then((h) => {
-        handle = h;
-        if (signal.aborted) h.stop();
-      }, reject);
-  }).finally(() => signal.removeEventListener('abort', onAbort));
+  return untilWatchEnds(signal, (done) =>
+    host.watch(
+      `watch ${opts.what}`,
+      opts.path,
+      { labelSelector: opts.labelSelector, resourceVersion, allowWatchBookmarks: 'true' },
+      ({ type, object }) => {
+        const meta = (object as { metadata?: ObjectMetadata }).metadata;
+        if (!meta) return;
+        if (meta.resourceVersion) seen(meta.resourceVersion);
+        if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') opts.changed(type, meta);
+      },
+      done,
+      METADATA_ONLY,
+    ),
+  );
 }

@@ -13,7 +13,7 @@ import {
   loadKubeconfigFile,
   type HostConnection,
   type KubeConnection,
-} from './kubeconfig.js';
+} from './kubeconfigfile.js';
 import { KubeRequests, type KubeRequestsOptions, type RequestOptions, type WatchEvent } from './kuberequest.js';
 
 export { AnswerTooLargeError, HostClusterError } from './kuberequest.js';

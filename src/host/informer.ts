@@ -6,6 +6,7 @@
  * can wait for the first list (`hasSynced`, `waitForSync`).
  */
 import type { KubernetesListObject, Watch } from '@kubernetes/client-node';
+import { Backoff } from '../apimachinery/backoff.js';
 import { sleep } from '../controllers/sleep.js';
 import type { HostCluster } from './cluster.js';
 import { kubeClient } from './kubeclient.js';
@@ -75,8 +76,7 @@ export class HostInformer<T extends HostObject> {
   /** Lists and watches until `signal` aborts. */
   async run(signal: AbortSignal): Promise<void> {
     const { what, path, labelSelector } = this.opts;
-    const maxBackoff = this.opts.maxBackoffMs ?? 5000;
-    let backoff = 200;
+    const backoff = new Backoff({ initialMs: 200, maxMs: this.opts.maxBackoffMs ?? 5000 });
     // ListWatch's Watch: HostCluster's; it first watches once the list is in its cache.
     const watch = {
       watch: async (
@@ -93,7 +93,7 @@ export class HostInformer<T extends HostObject> {
           watchPath,
           { ...query, labelSelector, allowWatchBookmarks: 'true' },
           ({ type, object }) => {
-            backoff = 200;
+            backoff.reset();
             callback(type, object);
           },
           done,
@@ -112,10 +112,9 @@ export class HostInformer<T extends HostObject> {
     listWatch.on('error', (err) => {
       if (signal.aborted) return;
       this.log('host watch failed, retrying', { resource: what, error: String(err) });
-      void sleep(backoff, signal).then(async () => {
+      void sleep(backoff.next(), signal).then(async () => {
         if (!signal.aborted) await listWatch.start();
       });
-      backoff = Math.min(backoff * 2, maxBackoff);
     });
     if (signal.aborted) return;
     await new Promise<void>((resolve) => {

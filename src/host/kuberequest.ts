@@ -17,7 +17,7 @@ import { isIP } from 'node:net';
 import { isPlainObject } from '../apimachinery/types.js';
 import { awayFromThread } from '../flowcontrol/away.js';
 import { inSpan, tracer } from '../tracing.js';
-import type { KubeConnection } from './kubeconfig.js';
+import type { KubeConnection } from './kubeconfigfile.js';
 import { RefusedServerError, type ServerAllowList } from './serverallowlist.js';
 
 /** The host cluster could not be asked: unreachable, timed out, or it answered with an error status. */

@@ -7,7 +7,7 @@
  * name fields, never values.
  */
 import { isPlainObject } from '../apimachinery/types.js';
-import { find, KubeconfigError, parseKubeconfig, type HostConnection } from './kubeconfig.js';
+import { find, KubeconfigError, parseKubeconfig, type HostConnection } from './kubeconfigfile.js';
 
 /** The stored kubeconfig is not one, or asks for something a stored kubeconfig may not. */
 export class StoredKubeConfigError extends Error {

@@ -18,7 +18,7 @@ import { signCertificationRequest } from '../pki/forgesign.js';
 import { lazyRequire } from '../lazyrequire.js';
 import { connectionSecretName } from '../registry/kinds/virtualclusterplacement.js';
 import { HostCluster, HostClusterError } from './cluster.js';
-import type { HostConnection } from './kubeconfig.js';
+import type { HostConnection } from './kubeconfigfile.js';
 import type { ServerAllowList } from './serverallowlist.js';
 import { StoredKubeConfigError, kubeConfigFromData } from './storedkubeconfig.js';
 
@@ -50,7 +50,7 @@ interface CertificateSigningRequest {
 
 /**
  * Why there is no connection to a virtual cluster: not (yet) there, or there but unusable. The message is for
- * operators (it names the Secret and what is wrong, never its data); callers are told less (actions/kubeconfig.ts).
+ * operators (it names the Secret and what is wrong, never its data); callers are told less (actions/virtualclusterkubeconfig.ts).
  */
 export class VirtualClusterConnectionError extends Error {
   constructor(message: string) {

@@ -24,8 +24,9 @@
  * and the server waits for the batches on their way, each for the try it is in (no more retries then).
  */
 import { AsyncResource } from 'node:async_hooks';
+import { Backoff, withJitter } from '../apimachinery/backoff.js';
 import type { Logger } from '../log.js';
-import { loadKubeconfigFile } from '../host/kubeconfig.js';
+import { loadKubeconfigFile } from '../host/kubeconfigfile.js';
 import { HostClusterError, KubeRequests } from '../host/kuberequest.js';
 import type { AuditEvent, AuditSink } from './audit.js';
 import { DropLog } from './auditdrops.js';
@@ -154,7 +155,7 @@ export class AuditWebhook implements AuditSink {
   }
 
   private async send(body: Buffer, events: number): Promise<void> {
-    let delay = this.opts.initialBackoffMs;
+    const backoff = new Backoff({ initialMs: this.opts.initialBackoffMs, factor: BACKOFF_FACTOR });
     for (let attempt = 1; ; attempt++) {
       if (this.throttle && !this.closed) await this.throttle.take(this.stopWaiting.signal);
       try {
@@ -170,9 +171,9 @@ export class AuditWebhook implements AuditSink {
           this.opts.log.error('audit webhook: a batch of events is dropped', fields);
           return;
         }
+        const delay = backoff.next();
         this.opts.log.warn('audit webhook: sending a batch failed; it is sent again', { ...fields, inMs: delay });
-        await sleep(delay * (1 + Math.random() * BACKOFF_JITTER), this.stopWaiting.signal);
-        delay *= BACKOFF_FACTOR;
+        await sleep(withJitter(delay, BACKOFF_JITTER), this.stopWaiting.signal);
       }
     }
   }

@@ -17,7 +17,7 @@ import { StatusError } from '../../src/apimachinery/status.js';
 import type { UserInfo } from '../../src/apimachinery/user.js';
 import { AuthenticationError } from '../../src/auth/types.js';
 import { HostCluster, HostClusterError } from '../../src/host/cluster.js';
-import { writeKubeconfig } from '../../src/kubeconfig.js';
+import { writeKubeconfig } from '../../src/admin-kubeconfig.js';
 import { startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
 
 let host: HostClusterStandIn;

@@ -1,5 +1,5 @@
 /**
- * How the server connects to its host cluster (src/host/kubeconfig.ts, kuberequest.ts, through
+ * How the server connects to its host cluster (src/host/kubeconfigfile.ts, kuberequest.ts, through
  * @kubernetes/client-node) against the stand-in: the kubeconfig fields it honours (files relative to it, a token
  * file read again as it rotates, skipped verification, an http proxy), exec credential plugins and the credentials
  * they rotate, the host's Status carried in errors, and credentials kept out of them; lists a bounded page at a

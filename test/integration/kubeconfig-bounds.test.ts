@@ -9,7 +9,11 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import yaml from 'js-yaml';
 import { X509Certificate } from 'node:crypto';
-import { MAX_REQUESTS, MAX_REQUESTS_PER_USER, CONNECTION_UNAVAILABLE } from '../../src/actions/kubeconfig.js';
+import {
+  MAX_REQUESTS,
+  MAX_REQUESTS_PER_USER,
+  CONNECTION_UNAVAILABLE,
+} from '../../src/actions/virtualclusterkubeconfig.js';
 import { HostCluster } from '../../src/host/cluster.js';
 import { MAX_ANSWER_BYTES } from '../../src/host/virtualcluster.js';
 import { kubeConfigFromData } from '../../src/host/storedkubeconfig.js';

@@ -50,7 +50,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import forge from 'node-forge';
 import type { UserInfo } from '../../src/apimachinery/user.js';
-import { writeKubeconfig } from '../../src/kubeconfig.js';
+import { writeKubeconfig } from '../../src/admin-kubeconfig.js';
 import { ensureServingCertificate } from '../../src/pki/selfsigned.js';
 import { AdmissionRegistration, type AdmissionResource } from './hostcluster/admissionregistration.js';
 import { CoreObjects } from './hostcluster/core.js';
