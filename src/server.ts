@@ -139,10 +139,6 @@ export async function startServer(flags: Config, log: Logger, worker?: WorkerOf)
       clientCas: host.clientCas,
     });
     const adminKubeconfig = announce(config, log, worker, address.url, auth.adminToken, tls.caPem);
-    // In the background, so that the first write of each kind does not wait for its schema to compile.
-    compileWaitingSchemas().catch((err: unknown) =>
-      log.warn('compiling a schema failed; it is compiled again at its first use', { error: String(err) }),
-    );
     return { url: address.url, port: https.port, caPem: tls.caPem, adminKubeconfig, close: () => cleanups.close() };
   } catch (err) {
     await cleanups.close();
@@ -518,7 +514,10 @@ function appOptions(
   };
 }
 
-/** The admin kubeconfig (with the embedded default's token and CA), and the `serving` line saying where and how to stop. */
+/**
+ * Once serving: the admin kubeconfig (with the embedded default's token and CA), the `serving` line saying where and
+ * how to stop, and the schemas compiled in the background.
+ */
 function announce(
   config: Config,
   log: Logger,
@@ -539,6 +538,10 @@ function announce(
     ...(config.etcdServers.length ? {} : { etcdData: resolvePath(config.dataDir, 'etcd') }),
     stop: `Ctrl-C (or kill -TERM ${worker ? process.ppid : process.pid}) stops the server; what is stored stays in ${config.etcdServers.length ? 'etcd' : resolvePath(config.dataDir)} for the next start`,
   });
+  // In the background, so that the first write of each kind does not wait for its schema to compile.
+  compileWaitingSchemas().catch((err: unknown) =>
+    log.warn('compiling a schema failed; it is compiled again at its first use', { error: String(err) }),
+  );
   return adminKubeconfig;
 }
 
@@ -650,30 +653,44 @@ function serverControllers(
         }).run(signal),
     });
   }
-  if (host) {
-    const rbac = new HostRbac(host);
+  if (host) controllers.push(...hostControllers(config, registry, storage, host, log, metrics));
+  return controllers;
+}
+
+/** What runs on the elected replica with a host cluster: the access sync, and the ProjectSecret delivery unless off. */
+function hostControllers(
+  config: Config,
+  registry: Registry,
+  storage: EtcdStorage,
+  host: HostCluster,
+  log: Logger,
+  metrics: Metrics,
+): Controller[] {
+  const info = (msg: string, fields?: Record<string, unknown>) => log.info(msg, fields);
+  const workQueueMetrics = metrics.workQueues;
+  const controllers: Controller[] = [];
+  const rbac = new HostRbac(host);
+  controllers.push({
+    name: 'access-sync',
+    run: (signal) =>
+      new AccessSync(registry, rbac, {
+        log: info,
+        resyncIntervalMs: config.accessResyncPeriodMs,
+        workQueueMetrics,
+      }).run(signal),
+  });
+  // One set of records for every run of the delivery: what storage did not take yet is still known to the next.
+  const records = new DeliveryRecords(storage, config.etcdPrefix);
+  if (config.projectSecretDelivery)
     controllers.push({
-      name: 'access-sync',
+      name: 'projectsecret-delivery',
       run: (signal) =>
-        new AccessSync(registry, rbac, {
+        new ProjectSecretDelivery(registry, host, records, {
           log: info,
           resyncIntervalMs: config.accessResyncPeriodMs,
           workQueueMetrics,
         }).run(signal),
     });
-    // One set of records for every run of the delivery: what storage did not take yet is still known to the next.
-    const records = new DeliveryRecords(storage, config.etcdPrefix);
-    if (config.projectSecretDelivery)
-      controllers.push({
-        name: 'projectsecret-delivery',
-        run: (signal) =>
-          new ProjectSecretDelivery(registry, host, records, {
-            log: info,
-            resyncIntervalMs: config.accessResyncPeriodMs,
-            workQueueMetrics,
-          }).run(signal),
-      });
-  }
   return controllers;
 }
 
