@@ -12,11 +12,11 @@ import { GROUP_NAME } from './apimachinery/group.js';
 import { compileWaitingSchemas } from './apimachinery/schema.js';
 import * as errors from './apimachinery/status.js';
 import { ownerDeletionCheck } from './auth/ownerdeletion.js';
-import { startClientCertificateAuthorities } from './auth/clientcas.js';
-import { setUpAuth } from './auth/setup.js';
+import { startClientCertificateAuthorities, type ClientCertificateAuthorities } from './auth/clientcas.js';
+import { setUpAuth, type Auth } from './auth/setup.js';
 import { enabledPlugins } from './admission/chain.js';
 import { loadAdmissionConfiguration } from './admission/config.js';
-import { startHostAdmission } from './admission/host.js';
+import { startHostAdmission, type HostAdmission } from './admission/host.js';
 import { HostCluster } from './host/cluster.js';
 import type { Config } from './config.js';
 import { GarbageCollector } from './controllers/garbagecollector.js';
@@ -55,10 +55,11 @@ import { selfSignedHosts } from './datadir.js';
 import { reloadingServingCertificate, type ServingPair } from './pki/servingcert.js';
 import { loadDefinitions } from './registry/definitions.js';
 import { Registry } from './registry/registry.js';
+import type { ConnectCluster } from './registry/strategy.js';
 import { startEmbeddedEtcd, type EmbeddedEtcd } from './storage/embedded-etcd.js';
 import { Compactor } from './storage/compactor.js';
 import { EtcdStorage, type EtcdStorageOptions } from './storage/etcd.js';
-import { SIGNING_KEYS_RESOURCE, setUpEncryption } from './storage/encryption/setup.js';
+import { SIGNING_KEYS_RESOURCE, setUpEncryption, type Encryption } from './storage/encryption/setup.js';
 import { SigningKeys } from './tokens/signingkeys.js';
 import { installTracer } from './tracing.js';
 import { loadTracingConfig } from './observability/tracingconfig.js';
@@ -85,276 +86,463 @@ export interface WorkerOf {
 }
 
 export async function startServer(flags: Config, log: Logger, worker?: WorkerOf): Promise<RunningServer> {
-  const config = flags;
-  // Before anything starts: a flag naming a plugin this server does not have stops it here.
-  const admissionPlugins = enabledPlugins(config.enableAdmissionPlugins, config.disableAdmissionPlugins);
-  const admissionConfig = loadAdmissionConfiguration(config.admissionControlConfigFile);
-  const auditPolicy = config.auditPolicyFile
-    ? loadPolicyFile(config.auditPolicyFile, (warning) => log.warn(warning, { file: config.auditPolicyFile }))
-    : DEFAULT_POLICY;
-  // Undone in reverse: the HTTPS server first, the embedded etcd last. Each step is logged, in order.
-  const cleanups: [string, () => Promise<void>][] = [];
-  const close = async () => {
-    for (const [step, cleanup] of cleanups.splice(0).reverse()) {
-      await cleanup().then(
-        () => log.info(`shutdown: ${step} done`),
-        (err) => log.error(`shutdown: ${step} failed`, { error: String(err) }),
-      );
-    }
-  };
+  const config = complete(flags, log);
+  const cleanups = new Cleanups(log);
   try {
     // First in, last out: an invalid file stops the start here, and the spans of the shutdown are sent too.
-    if (config.tracingConfigFile)
-      cleanups.push(['stopping tracing', await startTracing(config.tracingConfigFile, log)]);
+    if (config.tracingConfigFile) cleanups.add('stopping tracing', await startTracing(config.tracingConfigFile, log));
     // Before anything reads or writes the data dir (and before a leftover etcd on it may be stopped).
     if (!worker) {
       const lock = await lockDataDir(config.dataDir);
-      cleanups.push(['releasing the data dir', () => lock.release()]);
+      cleanups.add('releasing the data dir', () => lock.release());
     }
     const metrics = new Metrics();
-    const auditSinks = auditBackends(config, log, metrics, worker);
-    const audit = auditSinks.length
-      ? { sink: allSinks(auditSinks), policy: new PolicyEvaluator(auditPolicy) }
-      : undefined;
-    if (audit) cleanups.push(['closing the audit log and webhook', () => audit.sink.close()]);
-    let endpoints = worker?.embeddedEtcdEndpoints ?? config.etcdServers;
-    if (!endpoints.length) {
-      const etcd: EmbeddedEtcd = await startEmbeddedEtcd({ dataDir: config.dataDir, log: (msg) => log.info(msg) });
-      cleanups.push(['stopping the embedded etcd', () => etcd.stop()]);
-      endpoints = etcd.endpoints;
-      log.info('started embedded etcd', { endpoints, dataDir: config.dataDir });
-    }
-    const etcdPrefix = config.etcdPrefix;
-    // Encryption at rest; an invalid file stops the start here. What is stored is rewritten after a reload.
-    let rewriteStale = () => {};
-    const encryption = await setUpEncryption({
-      path: config.encryptionProviderConfig,
-      defaultIn: config.etcdServers.length ? undefined : config.dataDir,
-      reload: config.encryptionProviderConfigAutomaticReload,
-      reloadIntervalMs: config.encryptionProviderConfigReloadIntervalMs,
-      etcdPrefix,
-      log,
-      onReload: () => rewriteStale(),
-      onReloadResult: (ok) => metrics.encryptionConfigReload(ok),
+    const audit = startAudit(config, log, metrics, cleanups, worker);
+    // What is stored is rewritten after a key rotation (start or reload), once the registry and signing keys exist.
+    const { storage, encryption } = await startStorage(config, log, metrics, cleanups, worker, () => rewriteStale());
+    // The stores call these only while serving; each is made below, as it reads the registry.
+    const registry = new Registry(loadDefinitions(), storage, config.etcdPrefix, (msg, f) => log.warn(msg, f), {
+      ownerDeletion: () => ownerDeletion,
+      admission: () => admission?.chain,
+      connectCluster: (name) => clusters.connect(name),
     });
-    if (encryption.configured) cleanups.push(['stopping encryption at rest', async () => encryption.stop()]);
-    const onCall = (operation: string, key: string, seconds: number, failed: boolean) =>
-      metrics.etcdRequest(operation, etcdObjectType(etcdPrefix, key), seconds, failed);
-    const storage = new EtcdStorage({
-      endpoints,
-      tls: etcdTls(config),
-      onCall,
-      transformers: encryption.transformers,
-      onUnreadable: (key, reason) =>
-        log.error('a watched value cannot be read; the watch cache lists again', { key, reason }),
-      onHealthChange: (healthy, reason) =>
-        healthy
-          ? log.info('etcd answers again; serving requests that need it')
-          : log.error('etcd does not answer; requests that need it fail at once until it does', { reason }),
-    });
-    cleanups.push(['closing the etcd client', () => storage.close()]);
-    const compactor = new Compactor(storage, {
-      intervalMs: config.etcdCompactionIntervalMs,
-      log: (msg, fields) => log.info(msg, fields),
-    });
-    compactor.start();
-    cleanups.push(['stopping the compactor', async () => compactor.stop()]);
-
-    const registry = new Registry(loadDefinitions(), storage, config.etcdPrefix, (msg, fields) =>
-      log.warn(msg, fields),
-    );
+    const address = new ServingAddress(config);
+    const actions = new ServedActions();
+    const signingKeys = startTokens(config, storage, encryption, registry, actions, address);
+    // Before the start awaits again: an encryption reload (a timer) always finds what it rewrites.
+    const rewriteStale = () => void rewriteStaleValues(storage, registry, signingKeys, log);
     await registry.start();
     metrics.watchCaches(registryWatchCacheStats(registry, () => storage.currentRevision()));
-    const actions = new ServedActions();
-    const signingKeys = new SigningKeys(storage, `${config.etcdPrefix}/signingkeys/direct-cluster-endpoint-tokens`, {
-      rotationPeriodMs: config.tokenSigningKeyRotationPeriodMs,
-      publishDelayMs: config.tokenSigningKeyPublishDelayMs,
-      maxTokenTtlMs: config.tokenMaxTtlMs,
-      transformer: encryption.transformers.forResource(SIGNING_KEYS_RESOURCE.group, SIGNING_KEYS_RESOURCE.resource),
-    });
-    // After a key rotation (start or reload) objects and signing keys move to the key that writes now.
-    rewriteStale = () =>
-      void rewriteStaleValues(
-        storage,
-        [...registry.caches.values()].map((c) => c.prefix),
-        signingKeys,
-        log,
-      );
     if (encryption.configured) rewriteStale();
-    // The issuer is known once the port is bound (the default is this server's URL).
-    let issuer = config.tokenIssuer ?? '';
-    actions.add(
-      directClusterEndpointTokenAction(registry.definitions, {
-        get issuer() {
-          return issuer;
-        },
-        maxTtlSeconds: Math.floor(config.tokenMaxTtlMs / 1000),
-        signer: () => signingKeys.signer().catch(signingKeysUnavailable),
-      }),
-    );
-    cleanups.push(['stopping the watch caches', () => registry.stop()]);
+    cleanups.add('stopping the watch caches', () => registry.stop());
     const tls = await servingCertificate(config, log);
-    cleanups.push(['stopping the certificate reloads', async () => tls.stop()]);
-    const hostCluster = HostCluster.load({ kubeconfig: config.kubeconfig });
-    const clientCas = await startClientCertificateAuthorities(config, hostCluster, log);
-    cleanups.push(['stopping the client CA reloads', async () => clientCas.stop()]);
-    if (!hostCluster)
-      log.info(
-        'no host cluster configured: TokenReview, SubjectAccessReview, the access sync to host RBAC and connected Clusters (local, or through a config Secret) are off, and with them imports of virtual clusters and their kube configs',
-      );
-    // Without a host cluster too: then a local Cluster, or one with a config Secret, is never Initialized.
-    const connector = new ClusterConnector({ host: hostCluster, secretNamespace: config.clusterSecretNamespace });
-    const clusterConnections = new ClusterConnections(registry.lookup(GROUP_NAME, 'v1', 'clusters')!, connector);
-    registry.useClusterConnections(async (name) => {
-      try {
-        return await clusterConnections.connection(name);
-      } catch (err) {
-        throw err instanceof ClusterNotReadyError ? err.toStatus() : err;
-      }
-    });
-    actions.add(importVirtualClusterAction(registry, clusterConnections, log));
-    actions.add(kubeConfigAction(registry, clusterConnections, log, config.virtualClusterAllowedServers));
-    if (hostCluster) {
-      const admission = startHostAdmission(hostCluster, admissionPlugins, admissionConfig, (msg, fields) =>
-        log.warn(msg, fields),
-      );
-      cleanups.push(['stopping the admission informers', async () => admission.stop()]);
-      registry.useAdmission(admission.chain);
-      log.info('admission plugins', { plugins: admission.chain.names });
-    }
-    let flowControl: FlowControl | undefined;
-    if (config.enablePriorityAndFairness) {
-      flowControl = new FlowControl(
-        config.maxRequestsInflight + config.maxMutatingRequestsInflight,
-        log,
-        Date.now,
-        config.maxSeatsPerFlow,
-      );
-      const source = startFlowControlSource(flowControl, hostCluster, log);
-      cleanups.push(['stopping the priority and fairness informers', async () => source.stop()]);
-    }
-    const auth = setUpAuth(config, registry, hostCluster, clientCas, log);
-    registry.useOwnerDeletionCheck(ownerDeletionCheck(registry, auth.authorizer));
+    cleanups.add('stopping the certificate reloads', async () => tls.stop());
+    const host = await startHost(config, log, cleanups);
+    const clusters = connectClusters(config, log, registry, host.cluster, actions);
+    const admission = startAdmission(config, log, host.cluster, cleanups);
+    const flowControl = startFlowControl(config, log, host.cluster, cleanups);
+    const auth = setUpAuth(config, registry, host.cluster, host.clientCas, log);
+    const ownerDeletion = ownerDeletionCheck(registry, auth.authorizer);
     // After the authorizers: the ProjectSecret sync asks them what a ProjectSecret's owner may read.
-    const controllers = startControllers({
-      leaseLock: (key) => storage.leaseLock(key),
-      etcdPrefix: config.etcdPrefix,
-      leaseDurationMs: config.leaderElectLeaseDurationMs,
-      controllers: serverControllers(config, registry, storage, hostCluster, connector, auth.authorizer, log, metrics),
-      log,
-    });
-    cleanups.push(['stopping the controllers and releasing the leader lease', () => controllers.stop()]);
-    metrics.leaderElection('controllers', () => controllers.isLeader());
-    // Cleanups run in reverse: access key activity is still written first at shutdown, then the controllers stop.
-    cleanups.push(['writing access key activity', () => auth.stop()]);
-    const adminToken = auth.adminToken;
-
-    const etcdCheck = withTimeout('etcd', 2000, () => storage.check());
-    const ping = withTimeout('ping', 1000, async () => {});
-    // Not in /livez: a KMS plugin that is down is no reason to restart (kube's addHealthChecksWithoutLivez).
-    const kmsChecks = encryption.healthChecks.map((c) => withTimeout(c.name, 5000, () => c.check()));
-    const graceful = new GracefulShutdown();
-    const shutdown = withTimeout('shutdown', 1000, async () => {
-      if (graceful.shuttingDown) throw new Error('shutting down');
-    });
-
-    const host = clientHost(config.bindAddress);
-    const serverAddress = (port: number) => `${host.includes(':') ? `[${host}]` : host}:${port}`;
-    let boundPort = config.securePort;
-    const connectionLimits: ConnectionLimits = {
-      headerTimeoutMs: config.readHeaderTimeoutMs,
-      firstByteTimeoutMs: config.firstByteTimeoutMs,
-      idleTimeoutMs: config.idleTimeoutMs,
-      maxUnauthenticated: config.maxUnauthenticatedConnections,
-      maxUnauthenticatedPerSource: config.maxUnauthenticatedConnectionsPerSource,
-      maxWaiting: config.maxWaitingConnections,
-      waitTimeoutMs: config.connectionWaitTimeoutMs,
-    };
-    const connections = new ConnectionGuard(connectionLimits, log);
-    const app = createApp({
+    runControllers(config, log, metrics, storage, registry, host.cluster, clusters.connector, auth, cleanups);
+    const https = await serveHttps(config, log, cleanups, address, {
       registry,
       actions,
-      authenticator: auth.authenticator,
-      authorizer: auth.authorizer,
-      visibleTo: auth.visibleTo,
-      health: {
-        livez: [ping],
-        healthz: [ping, etcdCheck, ...kmsChecks],
-        readyz: [ping, etcdCheck, ...kmsChecks, shutdown],
-      },
-      get serverAddress() {
-        return serverAddress(boundPort);
-      },
-      maxInFlight: { readOnly: config.maxRequestsInflight, mutating: config.maxMutatingRequestsInflight },
-      flowControl: flowControl && { controller: flowControl, objectCount: watchCacheObjectCount(registry) },
-      timeouts: {
-        requestTimeoutMs: config.requestTimeoutMs,
-        responseGraceMs: config.responseGraceMs,
-        minRequestTimeoutSeconds: config.minRequestTimeoutSeconds,
-      },
-      shutdown: graceful,
-      oidc: {
-        get issuer() {
-          return issuer;
-        },
-        jwks: () => signingKeys.jwks().catch(signingKeysUnavailable),
-        maxAgeSeconds: Math.min(3600, Math.floor(config.tokenSigningKeyPublishDelayMs / 2000)),
-      },
+      auth,
       metrics,
       audit,
-      alwaysAllowPaths: config.authorizationAlwaysAllowPaths,
-      connections,
-      log,
+      flowControl,
+      signingKeys,
+      encryption,
+      storage,
+      tls: tls.pair,
+      clientCas: host.clientCas,
     });
-
-    // The serving certificate and the client CAs as they are now; new connections get them as they change.
-    const servingTls = new ServingTls(tls.pair, clientCas);
-    const server: Server = createServer(
-      { maxHeaderSize: MAX_HEADER_BYTES, ...connectionServerOptions(connectionLimits), ...servingTls.serverOptions() },
-      app,
-    );
-    servingTls.follow(server, log);
-    answerClientErrors(server);
-    // A new connection meets the bounds (which may hold it), then its handshake's turn, then the TLS layer: each
-    // takes the listener of the one after it, so the last to attach is the first met.
-    const handshakeTurns = HandshakeTurns.attach(server);
-    connections.attach(server);
-    handshakeTurns.followAccepts(server);
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', (err) => reject(listenError(err, config)));
-      server.listen(config.securePort, config.bindAddress, () => resolve());
-    });
-    boundPort = (server.address() as AddressInfo).port;
-    // Requests in flight cannot outlast their deadline and its grace (answered 504, then cut), so that bounds the drain.
-    const drainMs = config.requestTimeoutMs ? config.requestTimeoutMs + config.responseGraceMs : 60_000;
-    cleanups.push([
-      'draining the HTTPS server',
-      () => graceful.shutdown(server, { delayMs: config.shutdownDelayMs, drainMs, log }),
-    ]);
-
-    const url = `https://${serverAddress(boundPort)}`;
-    issuer ||= url;
-    let adminKubeconfig: string | undefined;
-    if (adminToken && tls.caPem) {
-      adminKubeconfig = join(config.dataDir, 'admin.kubeconfig');
-      writeKubeconfig(adminKubeconfig, { server: url, caPem: tls.caPem, token: adminToken });
-    }
-    log.info('serving', {
-      url,
-      ...(adminKubeconfig ? { hint: `kubectl --kubeconfig ${adminKubeconfig} get sharedsecrets -A` } : {}),
-      dataDir: resolvePath(config.dataDir),
-      ...(config.etcdServers.length ? {} : { etcdData: resolvePath(config.dataDir, 'etcd') }),
-      stop: `Ctrl-C (or kill -TERM ${worker ? process.ppid : process.pid}) stops the server; what is stored stays in ${config.etcdServers.length ? 'etcd' : resolvePath(config.dataDir)} for the next start`,
-    });
-    // In the background, so that the first write of each kind does not wait for its schema to compile.
-    compileWaitingSchemas().catch((err: unknown) =>
-      log.warn('compiling a schema failed; it is compiled again at its first use', { error: String(err) }),
-    );
-    return { url, port: boundPort, caPem: tls.caPem, adminKubeconfig, close };
+    const adminKubeconfig = announce(config, log, worker, address.url, auth.adminToken, tls.caPem);
+    return { url: address.url, port: https.port, caPem: tls.caPem, adminKubeconfig, close: () => cleanups.close() };
   } catch (err) {
-    await close();
+    await cleanups.close();
     throw err;
   }
+}
+
+/** The flags and what they name, read before anything starts: a plugin or file the server cannot take stops it here. */
+interface CompletedConfig extends Config {
+  admissionPlugins: ReturnType<typeof enabledPlugins>;
+  admissionConfig: ReturnType<typeof loadAdmissionConfiguration>;
+  auditPolicy: typeof DEFAULT_POLICY;
+}
+
+function complete(config: Config, log: Logger): CompletedConfig {
+  return {
+    ...config,
+    admissionPlugins: enabledPlugins(config.enableAdmissionPlugins, config.disableAdmissionPlugins),
+    admissionConfig: loadAdmissionConfiguration(config.admissionControlConfigFile),
+    auditPolicy: config.auditPolicyFile
+      ? loadPolicyFile(config.auditPolicyFile, (warning) => log.warn(warning, { file: config.auditPolicyFile }))
+      : DEFAULT_POLICY,
+  };
+}
+
+/** What the start has set going, undone in reverse: the HTTPS server first, the embedded etcd last, each logged. */
+class Cleanups {
+  private readonly steps: [string, () => Promise<void>][] = [];
+
+  constructor(private readonly log: Logger) {}
+
+  add(step: string, cleanup: () => Promise<void>): void {
+    this.steps.push([step, cleanup]);
+  }
+
+  async close(): Promise<void> {
+    for (const [step, cleanup] of this.steps.splice(0).reverse()) {
+      await cleanup().then(
+        () => this.log.info(`shutdown: ${step} done`),
+        (err) => this.log.error(`shutdown: ${step} failed`, { error: String(err) }),
+      );
+    }
+  }
+}
+
+/**
+ * Where local clients reach this server, and the issuer of its tokens: the port is known once bound (--secure-port
+ * 0 picks one), and with it the issuer unless --token-issuer names one.
+ */
+class ServingAddress {
+  private readonly host: string;
+  private port: number;
+  private listening = false;
+
+  constructor(private readonly config: Config) {
+    this.host = clientHost(config.bindAddress);
+    this.port = config.securePort;
+  }
+
+  bound(port: number): void {
+    this.port = port;
+    this.listening = true;
+  }
+
+  get hostPort(): string {
+    return `${this.host.includes(':') ? `[${this.host}]` : this.host}:${this.port}`;
+  }
+
+  get url(): string {
+    return `https://${this.hostPort}`;
+  }
+
+  get issuer(): string {
+    return this.config.tokenIssuer ?? (this.listening ? this.url : '');
+  }
+}
+
+function startAudit(config: CompletedConfig, log: Logger, metrics: Metrics, cleanups: Cleanups, worker?: WorkerOf) {
+  const auditSinks = auditBackends(config, log, metrics, worker);
+  if (!auditSinks.length) return undefined;
+  const audit = { sink: allSinks(auditSinks), policy: new PolicyEvaluator(config.auditPolicy) };
+  cleanups.add('closing the audit log and webhook', () => audit.sink.close());
+  return audit;
+}
+
+/** etcd (external, or embedded under --data-dir), encryption at rest, the client, and the compactor. */
+async function startStorage(
+  config: Config,
+  log: Logger,
+  metrics: Metrics,
+  cleanups: Cleanups,
+  worker: WorkerOf | undefined,
+  onEncryptionReload: () => void,
+): Promise<{ storage: EtcdStorage; encryption: Encryption }> {
+  let endpoints = worker?.embeddedEtcdEndpoints ?? config.etcdServers;
+  if (!endpoints.length) {
+    const etcd: EmbeddedEtcd = await startEmbeddedEtcd({ dataDir: config.dataDir, log: (msg) => log.info(msg) });
+    cleanups.add('stopping the embedded etcd', () => etcd.stop());
+    endpoints = etcd.endpoints;
+    log.info('started embedded etcd', { endpoints, dataDir: config.dataDir });
+  }
+  const etcdPrefix = config.etcdPrefix;
+  // Encryption at rest; an invalid file stops the start here.
+  const encryption = await setUpEncryption({
+    path: config.encryptionProviderConfig,
+    defaultIn: config.etcdServers.length ? undefined : config.dataDir,
+    reload: config.encryptionProviderConfigAutomaticReload,
+    reloadIntervalMs: config.encryptionProviderConfigReloadIntervalMs,
+    etcdPrefix,
+    log,
+    onReload: onEncryptionReload,
+    onReloadResult: (ok) => metrics.encryptionConfigReload(ok),
+  });
+  if (encryption.configured) cleanups.add('stopping encryption at rest', async () => encryption.stop());
+  const storage = new EtcdStorage({
+    endpoints,
+    tls: etcdTls(config),
+    onCall: (operation, key, seconds, failed) =>
+      metrics.etcdRequest(operation, etcdObjectType(etcdPrefix, key), seconds, failed),
+    transformers: encryption.transformers,
+    onUnreadable: (key, reason) =>
+      log.error('a watched value cannot be read; the watch cache lists again', { key, reason }),
+    onHealthChange: (healthy, reason) =>
+      healthy
+        ? log.info('etcd answers again; serving requests that need it')
+        : log.error('etcd does not answer; requests that need it fail at once until it does', { reason }),
+  });
+  cleanups.add('closing the etcd client', () => storage.close());
+  const compactor = new Compactor(storage, {
+    intervalMs: config.etcdCompactionIntervalMs,
+    log: (msg, fields) => log.info(msg, fields),
+  });
+  compactor.start();
+  cleanups.add('stopping the compactor', async () => compactor.stop());
+  return { storage, encryption };
+}
+
+/** The token signing keys, and the action that issues direct cluster endpoint tokens with them. */
+function startTokens(
+  config: Config,
+  storage: EtcdStorage,
+  encryption: Encryption,
+  registry: Registry,
+  actions: ServedActions,
+  address: ServingAddress,
+): SigningKeys {
+  const signingKeys = new SigningKeys(storage, `${config.etcdPrefix}/signingkeys/direct-cluster-endpoint-tokens`, {
+    rotationPeriodMs: config.tokenSigningKeyRotationPeriodMs,
+    publishDelayMs: config.tokenSigningKeyPublishDelayMs,
+    maxTokenTtlMs: config.tokenMaxTtlMs,
+    transformer: encryption.transformers.forResource(SIGNING_KEYS_RESOURCE.group, SIGNING_KEYS_RESOURCE.resource),
+  });
+  actions.add(
+    directClusterEndpointTokenAction(registry.definitions, {
+      get issuer() {
+        return address.issuer;
+      },
+      maxTtlSeconds: Math.floor(config.tokenMaxTtlMs / 1000),
+      signer: () => signingKeys.signer().catch(signingKeysUnavailable),
+    }),
+  );
+  return signingKeys;
+}
+
+/** The host cluster (none without a kubeconfig outside a pod) and the client CAs, some read from it. */
+async function startHost(config: Config, log: Logger, cleanups: Cleanups) {
+  const cluster = HostCluster.load({ kubeconfig: config.kubeconfig });
+  const clientCas = await startClientCertificateAuthorities(config, cluster, log);
+  cleanups.add('stopping the client CA reloads', async () => clientCas.stop());
+  if (!cluster)
+    log.info(
+      'no host cluster configured: TokenReview, SubjectAccessReview, the access sync to host RBAC and connected Clusters (local, or through a config Secret) are off, and with them imports of virtual clusters and their kube configs',
+    );
+  return { cluster, clientCas };
+}
+
+/** How the stores and the actions reach a Cluster: through its config Secret, or the host itself. */
+function connectClusters(
+  config: Config,
+  log: Logger,
+  registry: Registry,
+  host: HostCluster | undefined,
+  actions: ServedActions,
+): { connector: ClusterConnector; connect: ConnectCluster } {
+  // Without a host cluster too: then a local Cluster, or one with a config Secret, is never Initialized.
+  const connector = new ClusterConnector({ host, secretNamespace: config.clusterSecretNamespace });
+  const connections = new ClusterConnections(registry.lookup(GROUP_NAME, 'v1', 'clusters')!, connector);
+  actions.add(importVirtualClusterAction(registry, connections, log));
+  actions.add(kubeConfigAction(registry, connections, log, config.virtualClusterAllowedServers));
+  const connect: ConnectCluster = async (name) => {
+    try {
+      return await connections.connection(name);
+    } catch (err) {
+      throw err instanceof ClusterNotReadyError ? err.toStatus() : err;
+    }
+  };
+  return { connector, connect };
+}
+
+/** The admission chain, with a host cluster only (its webhooks and policies are the host's objects). */
+function startAdmission(
+  config: CompletedConfig,
+  log: Logger,
+  host: HostCluster | undefined,
+  cleanups: Cleanups,
+): HostAdmission | undefined {
+  if (!host) return undefined;
+  const admission = startHostAdmission(host, config.admissionPlugins, config.admissionConfig, (msg, fields) =>
+    log.warn(msg, fields),
+  );
+  cleanups.add('stopping the admission informers', async () => admission.stop());
+  log.info('admission plugins', { plugins: admission.chain.names });
+  return admission;
+}
+
+/** API Priority and Fairness, unless --enable-priority-and-fairness=false (then the two in-flight limits). */
+function startFlowControl(
+  config: Config,
+  log: Logger,
+  host: HostCluster | undefined,
+  cleanups: Cleanups,
+): FlowControl | undefined {
+  if (!config.enablePriorityAndFairness) return undefined;
+  const flowControl = new FlowControl(
+    config.maxRequestsInflight + config.maxMutatingRequestsInflight,
+    log,
+    Date.now,
+    config.maxSeatsPerFlow,
+  );
+  const source = startFlowControlSource(flowControl, host, log);
+  cleanups.add('stopping the priority and fairness informers', async () => source.stop());
+  return flowControl;
+}
+
+/** The controllers, on the replica that holds the leader lease; and, at shutdown, the access keys' last activity. */
+function runControllers(
+  config: Config,
+  log: Logger,
+  metrics: Metrics,
+  storage: EtcdStorage,
+  registry: Registry,
+  host: HostCluster | undefined,
+  connector: ClusterConnector,
+  auth: Auth,
+  cleanups: Cleanups,
+): void {
+  const controllers = startControllers({
+    leaseLock: (key) => storage.leaseLock(key),
+    etcdPrefix: config.etcdPrefix,
+    leaseDurationMs: config.leaderElectLeaseDurationMs,
+    controllers: serverControllers(config, registry, storage, host, connector, auth.authorizer, log, metrics),
+    log,
+  });
+  cleanups.add('stopping the controllers and releasing the leader lease', () => controllers.stop());
+  metrics.leaderElection('controllers', () => controllers.isLeader());
+  // Cleanups run in reverse: access key activity is still written first at shutdown, then the controllers stop.
+  cleanups.add('writing access key activity', () => auth.stop());
+}
+
+/** What the HTTPS server answers with: the parts made before it. */
+interface ServedParts {
+  registry: Registry;
+  actions: ServedActions;
+  auth: Auth;
+  metrics: Metrics;
+  audit: ReturnType<typeof startAudit>;
+  flowControl?: FlowControl;
+  signingKeys: SigningKeys;
+  encryption: Encryption;
+  storage: EtcdStorage;
+  tls: Dynamic<ServingPair>;
+  clientCas: ClientCertificateAuthorities;
+}
+
+/** The handler chain and the HTTPS server, listening; drained first at shutdown. */
+async function serveHttps(
+  config: Config,
+  log: Logger,
+  cleanups: Cleanups,
+  address: ServingAddress,
+  parts: ServedParts,
+): Promise<{ port: number }> {
+  const connectionLimits: ConnectionLimits = {
+    headerTimeoutMs: config.readHeaderTimeoutMs,
+    firstByteTimeoutMs: config.firstByteTimeoutMs,
+    idleTimeoutMs: config.idleTimeoutMs,
+    maxUnauthenticated: config.maxUnauthenticatedConnections,
+    maxUnauthenticatedPerSource: config.maxUnauthenticatedConnectionsPerSource,
+    maxWaiting: config.maxWaitingConnections,
+    waitTimeoutMs: config.connectionWaitTimeoutMs,
+  };
+  const connections = new ConnectionGuard(connectionLimits, log);
+  const graceful = new GracefulShutdown();
+  const app = createApp(appOptions(config, log, address, parts, connections, graceful));
+  // The serving certificate and the client CAs as they are now; new connections get them as they change.
+  const servingTls = new ServingTls(parts.tls, parts.clientCas);
+  const server: Server = createServer(
+    { maxHeaderSize: MAX_HEADER_BYTES, ...connectionServerOptions(connectionLimits), ...servingTls.serverOptions() },
+    app,
+  );
+  servingTls.follow(server, log);
+  answerClientErrors(server);
+  // A new connection meets the bounds (which may hold it), then its handshake's turn, then the TLS layer: each
+  // takes the listener of the one after it, so the last to attach is the first met.
+  const handshakeTurns = HandshakeTurns.attach(server);
+  connections.attach(server);
+  handshakeTurns.followAccepts(server);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err) => reject(listenError(err, config)));
+    server.listen(config.securePort, config.bindAddress, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  address.bound(port);
+  // Requests in flight cannot outlast their deadline and its grace (answered 504, then cut), so that bounds the drain.
+  const drainMs = config.requestTimeoutMs ? config.requestTimeoutMs + config.responseGraceMs : 60_000;
+  cleanups.add('draining the HTTPS server', () =>
+    graceful.shutdown(server, { delayMs: config.shutdownDelayMs, drainMs, log }),
+  );
+  return { port };
+}
+
+/** The handler chain's options (http/app.ts): health checks, limits, OpenID documents, audit. */
+function appOptions(
+  config: Config,
+  log: Logger,
+  address: ServingAddress,
+  parts: ServedParts,
+  connections: ConnectionGuard,
+  graceful: GracefulShutdown,
+): Parameters<typeof createApp>[0] {
+  const { registry, auth, signingKeys } = parts;
+  const etcdCheck = withTimeout('etcd', 2000, () => parts.storage.check());
+  const ping = withTimeout('ping', 1000, async () => {});
+  // Not in /livez: a KMS plugin that is down is no reason to restart (kube's addHealthChecksWithoutLivez).
+  const kmsChecks = parts.encryption.healthChecks.map((c) => withTimeout(c.name, 5000, () => c.check()));
+  const shutdown = withTimeout('shutdown', 1000, async () => {
+    if (graceful.shuttingDown) throw new Error('shutting down');
+  });
+  return {
+    registry,
+    actions: parts.actions,
+    authenticator: auth.authenticator,
+    authorizer: auth.authorizer,
+    visibleTo: auth.visibleTo,
+    health: {
+      livez: [ping],
+      healthz: [ping, etcdCheck, ...kmsChecks],
+      readyz: [ping, etcdCheck, ...kmsChecks, shutdown],
+    },
+    get serverAddress() {
+      return address.hostPort;
+    },
+    maxInFlight: { readOnly: config.maxRequestsInflight, mutating: config.maxMutatingRequestsInflight },
+    flowControl: parts.flowControl && { controller: parts.flowControl, objectCount: watchCacheObjectCount(registry) },
+    timeouts: {
+      requestTimeoutMs: config.requestTimeoutMs,
+      responseGraceMs: config.responseGraceMs,
+      minRequestTimeoutSeconds: config.minRequestTimeoutSeconds,
+    },
+    shutdown: graceful,
+    oidc: {
+      get issuer() {
+        return address.issuer;
+      },
+      jwks: () => signingKeys.jwks().catch(signingKeysUnavailable),
+      maxAgeSeconds: Math.min(3600, Math.floor(config.tokenSigningKeyPublishDelayMs / 2000)),
+    },
+    metrics: parts.metrics,
+    audit: parts.audit,
+    alwaysAllowPaths: config.authorizationAlwaysAllowPaths,
+    connections,
+    log,
+  };
+}
+
+/**
+ * Once serving: the admin kubeconfig (with the embedded default's token and CA), the `serving` line saying where and
+ * how to stop, and the schemas compiled in the background.
+ */
+function announce(
+  config: Config,
+  log: Logger,
+  worker: WorkerOf | undefined,
+  url: string,
+  adminToken: string | undefined,
+  caPem: string | undefined,
+): string | undefined {
+  let adminKubeconfig: string | undefined;
+  if (adminToken && caPem) {
+    adminKubeconfig = join(config.dataDir, 'admin.kubeconfig');
+    writeKubeconfig(adminKubeconfig, { server: url, caPem, token: adminToken });
+  }
+  log.info('serving', {
+    url,
+    ...(adminKubeconfig ? { hint: `kubectl --kubeconfig ${adminKubeconfig} get sharedsecrets -A` } : {}),
+    dataDir: resolvePath(config.dataDir),
+    ...(config.etcdServers.length ? {} : { etcdData: resolvePath(config.dataDir, 'etcd') }),
+    stop: `Ctrl-C (or kill -TERM ${worker ? process.ppid : process.pid}) stops the server; what is stored stays in ${config.etcdServers.length ? 'etcd' : resolvePath(config.dataDir)} for the next start`,
+  });
+  // In the background, so that the first write of each kind does not wait for its schema to compile.
+  compileWaitingSchemas().catch((err: unknown) =>
+    log.warn('compiling a schema failed; it is compiled again at its first use', { error: String(err) }),
+  );
+  return adminKubeconfig;
 }
 
 /** A port already taken is named, with the flags that choose another. */
@@ -394,11 +582,12 @@ const TRACING_SHUTDOWN_MS = 5000;
 /** Writes again what an old encryption key or provider wrote, and logs how much (and what could not be read). */
 async function rewriteStaleValues(
   storage: EtcdStorage,
-  prefixes: string[],
+  registry: Registry,
   signingKeys: SigningKeys,
   log: Logger,
 ): Promise<void> {
   try {
+    const prefixes = [...registry.caches.values()].map((c) => c.prefix);
     let rewritten = 0;
     const unreadable: string[] = [];
     for (const prefix of prefixes) {
@@ -464,30 +653,44 @@ function serverControllers(
         }).run(signal),
     });
   }
-  if (host) {
-    const rbac = new HostRbac(host);
+  if (host) controllers.push(...hostControllers(config, registry, storage, host, log, metrics));
+  return controllers;
+}
+
+/** What runs on the elected replica with a host cluster: the access sync, and the ProjectSecret delivery unless off. */
+function hostControllers(
+  config: Config,
+  registry: Registry,
+  storage: EtcdStorage,
+  host: HostCluster,
+  log: Logger,
+  metrics: Metrics,
+): Controller[] {
+  const info = (msg: string, fields?: Record<string, unknown>) => log.info(msg, fields);
+  const workQueueMetrics = metrics.workQueues;
+  const controllers: Controller[] = [];
+  const rbac = new HostRbac(host);
+  controllers.push({
+    name: 'access-sync',
+    run: (signal) =>
+      new AccessSync(registry, rbac, {
+        log: info,
+        resyncIntervalMs: config.accessResyncPeriodMs,
+        workQueueMetrics,
+      }).run(signal),
+  });
+  // One set of records for every run of the delivery: what storage did not take yet is still known to the next.
+  const records = new DeliveryRecords(storage, config.etcdPrefix);
+  if (config.projectSecretDelivery)
     controllers.push({
-      name: 'access-sync',
+      name: 'projectsecret-delivery',
       run: (signal) =>
-        new AccessSync(registry, rbac, {
+        new ProjectSecretDelivery(registry, host, records, {
           log: info,
           resyncIntervalMs: config.accessResyncPeriodMs,
           workQueueMetrics,
         }).run(signal),
     });
-    // One set of records for every run of the delivery: what storage did not take yet is still known to the next.
-    const records = new DeliveryRecords(storage, config.etcdPrefix);
-    if (config.projectSecretDelivery)
-      controllers.push({
-        name: 'projectsecret-delivery',
-        run: (signal) =>
-          new ProjectSecretDelivery(registry, host, records, {
-            log: info,
-            resyncIntervalMs: config.accessResyncPeriodMs,
-            workQueueMetrics,
-          }).run(signal),
-      });
-  }
   return controllers;
 }
 

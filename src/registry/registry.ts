@@ -10,26 +10,38 @@ import { Store } from './store.js';
 import * as errors from '../apimachinery/status.js';
 import type { ConnectCluster } from './strategy.js';
 
+/**
+ * What the stores ask outside the registry, given at construction. Each is called per request, never while the
+ * registry is made, so the server may make these parts after it (the authorizers and the Cluster connections read
+ * the registry) as long as it does before it serves.
+ */
+export interface RegistryDependencies {
+  /** Whether a client may delete an owner its write names (kube's admission initializer hands on the authorizer). */
+  ownerDeletion?: () => OwnerDeletionCheck | undefined;
+  /** The admission chain of every write; none without a host cluster. */
+  admission?: () => Admission | undefined;
+  /** How the kinds' rules and the actions reach a Cluster; without it no Cluster is connected. */
+  connectCluster?: ConnectCluster;
+}
+
+/** A registry on its own (as in unit tests) connects to no clusters. */
+const notConnected: ConnectCluster = (name) =>
+  Promise.reject(
+    errors.serviceUnavailable(`Cluster ${JSON.stringify(name)} is not connected: this server connects to no clusters`),
+  );
+
 export class Registry {
   private readonly stores = new Map<string, Store>();
   private readonly byKind = new Map<string, Store>();
   /** One watch cache per API group: a single etcd watch feeds every resource of the group. */
   readonly caches = new Map<string, WatchCache<KubeObject>>();
-  private ownerDeletion?: OwnerDeletionCheck;
-  private admission?: Admission;
-  /** Until the server sets it (a registry on its own, as in unit tests): no Cluster is connected. */
-  private connect: ConnectCluster = (name) =>
-    Promise.reject(
-      errors.serviceUnavailable(
-        `Cluster ${JSON.stringify(name)} is not connected: this server connects to no clusters`,
-      ),
-    );
 
   constructor(
     readonly definitions: ResourceDefinition[],
     storage: Storage,
     etcdPrefix: string,
     log?: (msg: string, fields?: Record<string, unknown>) => void,
+    private readonly dependencies: RegistryDependencies = {},
   ) {
     refuseStrategiesWithoutDefinition(definitions);
     for (const def of definitions) {
@@ -45,41 +57,23 @@ export class Registry {
         this.caches.get(def.group)!,
         etcdPrefix,
         (g, v, r) => this.lookup(g, v, r),
-        () => this.ownerDeletion,
-        () => this.admission,
-        (name) => this.connect(name),
+        () => dependencies.ownerDeletion?.(),
+        () => dependencies.admission?.(),
+        (name) => this.connectCluster(name),
       );
       this.stores.set(`${def.group}/${def.version}/${def.plural}`, store);
       this.byKind.set(`${def.apiVersion}/${def.kind}`, store);
     }
   }
 
-  /**
-   * How the stores ask whether a client may delete an owner its write names: set once at start, before serving, as
-   * soon as the authorizers exist (they read this registry), as kube's admission initializer hands the authorizer on.
-   */
-  useOwnerDeletionCheck(check: OwnerDeletionCheck): void {
-    this.ownerDeletion = check;
-  }
-
-  /** The admission chain of every write (set once at start, before serving; none without a host cluster). */
-  useAdmission(admission: Admission): void {
-    this.admission = admission;
-  }
-
-  /** How the kinds' rules and the actions reach a Cluster (set once at start, before serving). */
-  useClusterConnections(connect: ConnectCluster): void {
-    this.connect = connect;
-  }
-
   /** The connection of an Initialized Cluster; else a 503 naming its reason. */
   connectCluster(name: string): ReturnType<ConnectCluster> {
-    return this.connect(name);
+    return (this.dependencies.connectCluster ?? notConnected)(name);
   }
 
   /** The admission chain in force, for writes that are not a store's (actions). */
   get admissionChain(): Admission | undefined {
-    return this.admission;
+    return this.dependencies.admission?.();
   }
 
   /** Fills the caches; the server serves only after this. */

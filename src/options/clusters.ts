@@ -1,0 +1,37 @@
+/** Clusters: how often their connections are checked, and where their config Secrets are. */
+import { isDNS1123Label } from '../apimachinery/validation.js';
+import { FlagError, type Options } from './flag.js';
+import { duration } from './values.js';
+
+export interface ClustersConfig {
+  /** How often every Cluster's connection is checked (and its Secret read again); 0: never (no status is written). */
+  clusterHealthIntervalMs: number;
+  /** Where a Cluster's config Secret is looked for when its spec.config.secretNamespace is empty. */
+  clusterSecretNamespace: string;
+}
+
+export const clustersOptions: Options<ClustersConfig> = {
+  concern: 'clusters',
+  flags: [
+    {
+      name: 'cluster-health-interval',
+      arg: 'duration',
+      default: '30s',
+      help: "How often every Cluster is checked: its config Secret read again, then GET /version and the kube-system Namespace's uid on the cluster, each request bounded by the smaller of 5s and this; status.phase, reason, message and online say the outcome. A Cluster is also checked when it changes. 0: no checks, and no status is written ({default}).",
+      apply: (c, v) => (c.clusterHealthIntervalMs = duration('cluster-health-interval', v)),
+    },
+    {
+      name: 'cluster-secret-namespace',
+      arg: 'namespace',
+      default: 'default',
+      help: "The namespace of the host cluster where a Cluster's config Secret is read when its spec.config.secretNamespace is empty: the namespace the server runs in (the Helm chart sets it to the release namespace; {default}).",
+      apply: (c, v) => (c.clusterSecretNamespace = dns1123Label('cluster-secret-namespace', v)),
+    },
+  ],
+};
+
+function dns1123Label(flag: string, value: string): string {
+  const problems = isDNS1123Label(value);
+  if (problems.length) throw new FlagError(`--${flag} must be a namespace name: ${problems.join('; ')}`);
+  return value;
+}
