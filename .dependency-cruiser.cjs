@@ -4,7 +4,7 @@
 const layers = [
   ['src/log\\.ts', 'src/config\\.ts', 'src/cpus\\.ts', 'src/lazyrequire\\.ts', 'src/tracing\\.ts', 'src/apimachinery/'],
   ['src/storage/', 'src/access/'],
-  ['src/registry/'],
+  ['src/registry/', 'src/kinds/'],
   [
     'src/auth/',
     'src/actions/',

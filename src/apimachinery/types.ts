@@ -40,15 +40,17 @@ export interface ObjectMeta {
   managedFields?: ManagedFieldsEntry[];
 }
 
-export interface KubeObject {
+/**
+ * An object of a kind whose spec and status are `Spec` and `Status` (each kind's, generated from its CRD, in
+ * src/kinds/<kind>/types.ts). Code that handles every kind alike leaves them `any`.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export interface KubeObject<Spec = any, Status = any> {
   apiVersion?: string;
   kind?: string;
   metadata: ObjectMeta;
-  // Each kind's CRD schema has checked these before a strategy reads them; they are not typed per kind (yet).
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  spec?: any;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  status?: any;
+  spec?: Spec;
+  status?: Status;
   [field: string]: unknown;
 }
 
