@@ -54,6 +54,18 @@ export interface KubeObject<Spec = any, Status = any> {
   [field: string]: unknown;
 }
 
+/**
+ * A kind as code names it, generated with its types from its CRD (src/kinds/<kind>/types.ts), typed by its objects:
+ * `registry.store(ProjectSecret)` is a store of ProjectSecrets, and a renamed kind or plural does not compile.
+ */
+export interface KindRef<O extends KubeObject = KubeObject> {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly plural: string;
+  /** Never set: it carries the type of the kind's objects. */
+  readonly objectType?: O;
+}
+
 export interface ListMeta {
   selfLink?: string;
   resourceVersion?: string;
