@@ -12,7 +12,7 @@ const layers = [
     'src/apimachinery/',
   ],
   ['src/storage/', 'src/access/'],
-  ['src/registry/'],
+  ['src/registry/', 'src/kinds/'],
   [
     'src/auth/',
     'src/actions/',

@@ -19,7 +19,7 @@ import * as errors from '../apimachinery/status.js';
 import { isPlainObject, type KubeObject } from '../apimachinery/types.js';
 import { nowRFC3339 } from '../apimachinery/time.js';
 import type { ResourceDefinition } from '../registry/definitions.js';
-import { validateScopeAndRules } from '../registry/kinds/keyscope.js';
+import { validateScopeAndRules } from '../kinds/ownedaccesskey/scope.js';
 import type { Signer } from '../tokens/signingkeys.js';
 import type { ScopeRole } from '../access/scopespec.js';
 import { answer, requestSchema, type Action, type ActionCall } from './action.js';

@@ -6,7 +6,7 @@
  * (the spec does not fix where); set in both places they must agree. The instance is named importName, else the
  * virtual cluster's own name; it is owned as asked, else by the caller (outside system:masters only the caller or a
  * team of the caller's may be asked for); its ownerReference to the Project makes deleting the project delete it
- * (the garbage collector). The checks of where it points are virtualclusterplacement.ts's, shared with creates: the
+ * (the garbage collector). The checks of where it points are kinds/virtualclusterinstance/placement.ts's, shared with creates: the
  * Cluster sourceVirtualCluster.cluster must be connected (Initialized; else 503 with its reason), whoever imports,
  * the importer must have the virtual cluster already (get on its connection Secret in that cluster), and the
  * instance's claim on it (the physical cluster, namespace and name) makes one import win when several race.
@@ -32,14 +32,14 @@ import type { ClusterConnection } from '../clusters/connector.js';
 import { HostClusterError } from '../host/cluster.js';
 import { virtualClusterExists } from '../host/virtualcluster.js';
 import { silentLogger, type Logger } from '../log.js';
-import { projectNamespace } from '../registry/kinds/project.js';
+import { projectNamespace } from '../kinds/project/namespace.js';
 import {
   checkCallerHasVirtualCluster,
   checkNotImported,
   clusterErrors,
   connectionSecretName,
   type VirtualClusterRef,
-} from '../registry/kinds/virtualclusterplacement.js';
+} from '../kinds/virtualclusterinstance/placement.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
 import { answer, requestSchema, type Action, type ActionCall } from './action.js';

@@ -13,7 +13,7 @@
  * Secret `vc-<name>` is read there. A Cluster that is not Initialized is a 503 naming its reason (the Cluster's
  * message, which may name Secrets of the host cluster, goes to the log: the caller may not be one who may read the
  * Cluster). A Cluster that now reaches another physical cluster than the one the instance was created on
- * (status.clusterUID, virtualclusterplacement.ts) is a 503 too: the virtual cluster of the same namespace and name
+ * (status.clusterUID, kinds/virtualclusterinstance/placement.ts) is a 503 too: the virtual cluster of the same namespace and name
  * there is someone else's. Whatever else keeps the virtual cluster from being reached (its connection Secret
  * missing, without its key, not a usable kubeconfig, or the cluster refusing to read it; a server the allow-list
  * refuses, or an answer larger than the bound) is one 503 for the caller, so that the action tells nothing of
@@ -51,7 +51,7 @@ import {
   holdsVirtualCluster,
   instanceClusterUid,
   instanceImporter,
-} from '../registry/kinds/virtualclusterplacement.js';
+} from '../kinds/virtualclusterinstance/placement.js';
 import { asUserInfo, isRecordedAs, recordUser } from '../registry/recordeduser.js';
 import type { Store } from '../registry/store.js';
 import type { Registry } from '../registry/registry.js';

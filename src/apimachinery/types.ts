@@ -40,16 +40,30 @@ export interface ObjectMeta {
   managedFields?: ManagedFieldsEntry[];
 }
 
-export interface KubeObject {
+/**
+ * An object of a kind whose spec and status are `Spec` and `Status` (each kind's, generated from its CRD, in
+ * src/kinds/<kind>/types.ts). Code that handles every kind alike leaves them `any`.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export interface KubeObject<Spec = any, Status = any> {
   apiVersion?: string;
   kind?: string;
   metadata: ObjectMeta;
-  // Each kind's CRD schema has checked these before a strategy reads them; they are not typed per kind (yet).
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  spec?: any;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  status?: any;
+  spec?: Spec;
+  status?: Status;
   [field: string]: unknown;
+}
+
+/**
+ * A kind as code names it, generated with its types from its CRD (src/kinds/<kind>/types.ts), typed by its objects:
+ * `registry.store(ProjectSecret)` is a store of ProjectSecrets, and a renamed kind or plural does not compile.
+ */
+export interface KindRef<O extends KubeObject = KubeObject> {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly plural: string;
+  /** Never set: it carries the type of the kind's objects. */
+  readonly objectType?: O;
 }
 
 export interface ListMeta {

@@ -31,7 +31,7 @@ import type { KubeObject } from '../apimachinery/types.js';
 import type { Restriction, UserInfo } from '../apimachinery/user.js';
 import type { CacheEvent, WatchCache } from '../storage/cacher.js';
 import { TEAM_GROUP_PREFIX } from '../apimachinery/user.js';
-import { USER_GROUP_PREFIX, hashAccessKey, isKeyHash, lastActivityOf } from '../registry/kinds/ownedaccesskey.js';
+import { USER_GROUP_PREFIX, hashAccessKey, isKeyHash, lastActivityOf } from '../kinds/ownedaccesskey/strategy.js';
 import type { ActivityRecorder } from './activity.js';
 import { buildRestriction, type RestrictionOptions } from '../access/scope.js';
 import { AuthenticationError, bearerToken, type Authenticator } from './types.js';

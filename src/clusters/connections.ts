@@ -5,7 +5,7 @@
  * Cluster's reason and message, which callers answer as 503 (toStatus). A connection is kept for `cacheMs`, so a
  * burst of requests does not read the Secret and probe the cluster each time.
  *
- * A connection is to the physical cluster the Cluster recorded (status.clusterUID, registry/kinds/clusteridentity.ts):
+ * A connection is to the physical cluster the Cluster recorded (status.clusterUID, kinds/cluster/identity.ts):
  * a cluster that answers another kube-system uid is refused (ClusterUID) at once, not only at the next health check,
  * and the uid handed out, which names the virtual clusters there, is the record, never the answer. A Cluster without
  * a record (stored before records existed, not checked since) is not connected until its next check records one.
@@ -13,7 +13,7 @@
 import { GROUP_NAME } from '../apimachinery/group.js';
 import * as errors from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
-import { recordedIdentity } from '../registry/kinds/clusteridentity.js';
+import { recordedIdentity } from '../kinds/cluster/identity.js';
 import type { StoredObjects } from '../registry/strategy.js';
 import { ClusterConnectionError, type ClusterConnection, type ClusterConnector } from './connector.js';
 

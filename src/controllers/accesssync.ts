@@ -129,7 +129,7 @@ export class AccessSync {
       name: 'access-sync',
       metrics: opts.workQueueMetrics,
     });
-    // The kinds whose strategy declares host RBAC (registry/kinds: ownedKindStrategy's hostRbac).
+    // The kinds whose strategy declares host RBAC (kinds/: ownedKindStrategy's hostRbac).
     this.stores = registry.definitions
       .map((d) => registry.lookup(d.group, d.version, d.plural))
       .filter((s): s is Store => !!s?.strategy.access?.hostRbac);

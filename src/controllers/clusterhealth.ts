@@ -8,7 +8,7 @@
  * - `reason` and `message` (cleared when Initialized), `online` (the cluster answered), `kubernetesVersion` (at the
  *   last check that reached it);
  * - the condition `Ready` (True, False, Unknown), whose lastTransitionTime moves only when its status does;
- * - `clusterUID`: which physical cluster it is (registry/kinds/clusteridentity.ts).
+ * - `clusterUID`: which physical cluster it is (kinds/cluster/identity.ts).
  *
  * One physical cluster is one kube-system uid, and one Cluster: the one that recorded it first. A Cluster records
  * the uid its cluster answers at its first good check, unless another Cluster holds it: then it is Failed, reason
@@ -40,7 +40,7 @@ import { nowRFC3339 } from '../apimachinery/time.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { ClusterConnectionError, type ClusterConnector, type ClusterPhase } from '../clusters/connector.js';
 import { CLUSTER_CHANGED, CLUSTER_TAKEN } from '../clusters/connections.js';
-import { recordTime, recordedIdentity, withIdentity, type ClusterIdentity } from '../registry/kinds/clusteridentity.js';
+import { recordTime, recordedIdentity, withIdentity, type ClusterIdentity } from '../kinds/cluster/identity.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
 import { HolderChanged, type ClusterUidHolders } from './clusteruidholders.js';

@@ -1,6 +1,6 @@
 /**
  * Keeps each ProjectSecret as a native `v1` Secret of the same name in its project namespace in the host cluster, for
- * workloads to mount (registry/kinds/projectsecret.ts is the kind; projectsecretsync.ts fills a synced one's data):
+ * workloads to mount (kinds/projectsecret/strategy.ts is the kind; projectsecretsync.ts fills a synced one's data):
  *
  * - the Secret (type Opaque) holds the ProjectSecret's `spec.data`, labelled as made by this server for that very
  *   ProjectSecret (managed-by, source-uid) and annotated with its source and the SharedSecret it is synced from. It has
@@ -31,7 +31,8 @@ import { MANAGED_BY, MANAGED_BY_LABEL, SOURCE_ANNOTATION, SOURCE_UID_LABEL } fro
 import { watchHostChanges, type ObjectMetadata } from '../host/changes.js';
 import { HostClusterError, type HostCluster } from '../host/cluster.js';
 import { HostResource, type HostResourceObject } from '../host/resource.js';
-import { SECRET_DELIVERED, sharedSecretRef } from '../registry/kinds/projectsecret.js';
+import { SECRET_DELIVERED } from '../kinds/projectsecret/conditions.js';
+import { sharedSecretRef } from '../kinds/projectsecret/reference.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
 import { getIfExists, setCondition, writeStatus, type Outcome } from './conditions.js';

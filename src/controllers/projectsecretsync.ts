@@ -1,6 +1,6 @@
 /**
  * Fills the data of every ProjectSecret that names a SharedSecret in `spec.sharedSecretRef` from that SharedSecret,
- * and keeps it following (registry/kinds/projectsecret.ts says what clients may write):
+ * and keeps it following (kinds/projectsecret/strategy.ts says what clients may write):
  *
  * - the data is the SharedSecret's, only the keys the reference lists (none listed: all), written to the
  *   ProjectSecret's `spec.data` as a server write; the condition `Synced` says how it went. Keys the reference lists
@@ -30,10 +30,10 @@ import {
   getSharedSecret,
   referenceWriter,
   sharedSecretRef,
-  SYNCED,
   type SharedSecretRef,
-} from '../registry/kinds/projectsecret.js';
-import { PROJECT_SECRETS } from '../registry/kinds/sharedsecret.js';
+} from '../kinds/projectsecret/reference.js';
+import { SYNCED } from '../kinds/projectsecret/conditions.js';
+import { PROJECT_SECRETS } from '../kinds/sharedsecret/strategy.js';
 import { asUserInfo } from '../registry/recordeduser.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';

@@ -16,7 +16,7 @@ import { sleep } from '../controllers/sleep.js';
 import { awayFromThread } from '../flowcontrol/away.js';
 import { signCertificationRequest } from '../pki/forgesign.js';
 import { lazyRequire } from '../lazyrequire.js';
-import { connectionSecretName } from '../registry/kinds/virtualclusterplacement.js';
+import { connectionSecretName } from '../kinds/virtualclusterinstance/placement.js';
 import { HostCluster, HostClusterError } from './cluster.js';
 import type { HostConnection } from './kubeconfigfile.js';
 import type { ServerAllowList } from './serverallowlist.js';

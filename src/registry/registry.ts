@@ -4,7 +4,7 @@ import type { KubeObject } from '../apimachinery/types.js';
 import { WatchCache } from '../storage/cacher.js';
 import type { Storage } from '../storage/interface.js';
 import type { ResourceDefinition } from './definitions.js';
-import { strategies } from './kinds/index.js';
+import { strategies } from '../kinds/index.js';
 import type { OwnerDeletionCheck } from './ownerpermission.js';
 import { Store } from './store.js';
 import * as errors from '../apimachinery/status.js';

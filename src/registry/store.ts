@@ -73,7 +73,7 @@ export interface WriteOptions extends FieldValidationOptions {
    * delete an owner, or the object written); unset for the server's own writes.
    */
   user?: UserInfo;
-  /** The caller's other permissions, for the strategy's admitCreate and admitUpdate; unset for the server's own writes. */
+  /** The caller's other permissions, for the kind's admission plugin (Strategy.admission); unset for the server's own writes. */
   authorize?: AuthorizeOther;
   /** Filled by admission plugins for the request's audit event. */
   auditAnnotations?: Record<string, string>;
@@ -108,13 +108,13 @@ export class Store {
     private readonly storage: Storage,
     private readonly cache: WatchCache<KubeObject>,
     private readonly prefix: string,
-    /** The other stores, for the strategy's admitCreate and admitUpdate. */
+    /** The other stores, for the kind's admission plugin. */
     private readonly stores: StoreLookup = () => undefined,
     /** Whether a caller may delete an owner, for the ownerReferences of its writes (set up once the authorizers are). */
     private readonly ownerDeletion: () => OwnerDeletionCheck | undefined = () => undefined,
     /** The admission chain every write goes through (none without a host cluster). */
     private readonly admission: () => Admission | undefined = () => undefined,
-    /** The connected clusters, for the strategy's admitCreate. */
+    /** The connected clusters, for the kind's admission plugin. */
     private readonly connectCluster: ConnectCluster = (name) =>
       Promise.reject(errors.serviceUnavailable(`Cluster ${JSON.stringify(name)} is not connected`)),
   ) {
@@ -207,7 +207,10 @@ export class Store {
     const errs = this.validate(obj);
     if (errs.length) throw errors.invalid(this.def.groupKind, meta.name ?? '', errs);
     const warnings = this.strategy.warningsOnCreate?.(obj) ?? [];
-    await this.strategy.admitCreate?.(obj, opts, { stores: this.stores, connectCluster: this.connectCluster });
+    await this.strategy.admission?.admitCreate?.(obj, opts, {
+      stores: this.stores,
+      connectCluster: this.connectCluster,
+    });
     await this.checkOwnerPermissions(obj, undefined, opts);
     if (trackFields) this.recordFieldManager(obj, undefined, opts, '');
     await this.validateAdmission(admitted, obj);
@@ -290,7 +293,7 @@ export class Store {
             ...((subresource === 'status' ? undefined : this.strategy.warningsOnUpdate?.(next, current)) ?? []),
           ];
           if (subresource !== 'status')
-            await this.strategy.admitUpdate?.(next, current, opts, {
+            await this.strategy.admission?.admitUpdate?.(next, current, opts, {
               stores: this.stores,
               connectCluster: this.connectCluster,
             });

@@ -100,6 +100,27 @@ export interface ComputedPrinterColumn {
   cell(obj: KubeObject): unknown;
 }
 
+/**
+ * A kind's checks of a write against other objects (as sample-apiserver's admission plugins, given the stores to
+ * read), each in src/kinds/<kind>/admission.ts. The store runs them after the kind's validation, before the
+ * admission chain's validating plugins and webhooks.
+ */
+export interface KindAdmission {
+  /**
+   * Checks of a new, validated object against other objects, knowing who asks and able to ask what else the caller
+   * may do (as kube's validating admission runs after the strategy's validation). Runs on every create: POST, a
+   * server-side apply that creates, dry run. Throws a StatusError to refuse. It may record on `obj` what it learned
+   * elsewhere that the kind's claims are computed from, in fields no client sets (e.g. the physical cluster an
+   * instance's Cluster reaches, in its status).
+   */
+  admitCreate?(obj: KubeObject, caller: Caller, context: AdmitContext): Promise<void>;
+  /**
+   * The same for an update of the main resource (PUT, PATCH of every type, a server-side apply that updates, dry run
+   * too), after its validation; `old` is the object as stored. Throws a StatusError to refuse.
+   */
+  admitUpdate?(obj: KubeObject, old: KubeObject, caller: Caller, context: AdmitContext): Promise<void>;
+}
+
 export interface Strategy {
   /**
    * Set when the kind's objects carry `spec.owner` and `spec.access` (src/access); `hostRbac` when the access sync
@@ -136,19 +157,8 @@ export interface Strategy {
   prepareForUpdate?(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void;
   /** The same for a write of the status subresource (every verb: PUT, PATCH, apply; dry run too). */
   prepareForStatusUpdate?(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void;
-  /**
-   * Checks of a new, validated object against other objects, knowing who asks and able to ask what else the caller
-   * may do (as kube's validating admission runs after the strategy's validation). Runs on every create: POST, a
-   * server-side apply that creates, dry run. Throws a StatusError to refuse. It may record on `obj` what it learned
-   * elsewhere that the kind's claims are computed from, in fields no client sets (e.g. the physical cluster an
-   * instance's Cluster reaches, in its status).
-   */
-  admitCreate?(obj: KubeObject, caller: Caller, context: AdmitContext): Promise<void>;
-  /**
-   * The same for an update of the main resource (PUT, PATCH of every type, a server-side apply that updates, dry run
-   * too), after its validation; `old` is the object as stored. Throws a StatusError to refuse.
-   */
-  admitUpdate?(obj: KubeObject, old: KubeObject, caller: Caller, context: AdmitContext): Promise<void>;
+  /** The kind's admission plugin: its checks against other objects, run after its validation. */
+  admission?: KindAdmission;
   /**
    * What an object of the kind holds alone (e.g. the one virtual cluster an instance manages), as names unique among
    * the kind's claims, computed from fields fixed at create. Storage keeps each claim beside the object, written in

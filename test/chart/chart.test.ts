@@ -16,7 +16,7 @@ import { parseFlags, type Config } from '../../src/config.js';
 import { parseTracingConfig } from '../../src/observability/tracingconfig.js';
 import { parseSnapshotArgs } from '../../src/snapshot-command.js';
 import { loadDefinitions } from '../../src/registry/definitions.js';
-import { strategies } from '../../src/registry/kinds/index.js';
+import { strategies } from '../../src/kinds/index.js';
 import { helm, repoRoot } from '../support/helm.js';
 import { runToCompletion } from '../support/tools.js';
 import { startFakeCluster, type FakeCluster } from './fakecluster.js';
@@ -664,7 +664,7 @@ describe('RBAC', () => {
   const CONNECTIONS = `${FULLNAME}:virtual-cluster-connections`;
   /**
    * What the access sync may grant in the host, which the server must hold itself: every resource of each kind whose
-   * strategy declares host RBAC (src/registry/kinds). A kind that declares it fails here until the chart follows.
+   * strategy declares host RBAC (src/kinds). A kind that declares it fails here until the chart follows.
    */
   const hostRbacKinds = loadDefinitions().filter((d) => strategies[d.kind]?.access?.hostRbac);
   const hostRbacRule = {

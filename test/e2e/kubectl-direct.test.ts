@@ -13,7 +13,7 @@ import { API_VERSION } from '../support/fixtures.js';
 import { kubectl, kubectlOn } from '../support/kubectl.js';
 import { manifestWriter } from '../support/manifests.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { KEY_SHOWN_ONCE_WARNING } from '../../src/registry/kinds/ownedaccesskey.js';
+import { KEY_SHOWN_ONCE_WARNING } from '../../src/kinds/ownedaccesskey/strategy.js';
 
 const KUBECTL_DOC = readFileSync(resolve(dirname(fileURLToPath(import.meta.url)), '../../docs/kubectl.md'), 'utf8');
 /** docs/kubectl.md's section on these commands (its table), whitespace collapsed as a person reads it. */

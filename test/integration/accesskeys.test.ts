@@ -27,7 +27,7 @@ import { unionAuthenticator } from '../../src/auth/union.js';
 import type { UserInfo } from '../../src/apimachinery/user.js';
 import { createApp } from '../../src/http/app.js';
 import { loadDefinitions } from '../../src/registry/definitions.js';
-import { KEY_SHOWN_ONCE_WARNING } from '../../src/registry/kinds/ownedaccesskey.js';
+import { KEY_SHOWN_ONCE_WARNING } from '../../src/kinds/ownedaccesskey/strategy.js';
 import { Registry } from '../../src/registry/registry.js';
 import { EtcdStorage } from '../../src/storage/etcd.js';
 import { startTestServer, type TestServer } from '../support/server.js';

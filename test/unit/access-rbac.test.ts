@@ -2,6 +2,7 @@
 import { describe, expect, test } from '@jest/globals';
 import { ACCESS_LIMITS, objectGrants } from '../../src/access/model.js';
 import { desiredRbac, generatedName, isGeneratedName, type RbacObject } from '../../src/access/rbac.js';
+import { kinds } from '../../src/kinds/index.js';
 import { loadDefinitions } from '../../src/registry/definitions.js';
 
 const defs = loadDefinitions();
@@ -156,13 +157,9 @@ describe('desiredRbac', () => {
 describe('ACCESS_LIMITS', () => {
   test('are the maxItems of spec.access in every CRD that has it, which the store enforces', () => {
     const withAccess = defs.filter((d) => d.schema.properties?.spec?.properties?.access);
-    expect(withAccess.map((d) => d.kind).sort()).toEqual([
-      'Cluster',
-      'Project',
-      'ProjectSecret',
-      'SharedSecret',
-      'VirtualClusterInstance',
-    ]);
+    // The owned kinds (kinds/owned.ts), from the one list of kinds.
+    const owned = kinds.filter((k) => k.strategy.access).map((k) => k.ref.kind);
+    expect(withAccess.map((d) => d.kind).sort()).toEqual(owned.sort());
     for (const d of withAccess) {
       const access = d.schema.properties!.spec.properties!.access;
       const item = access.items!.properties!;

@@ -8,6 +8,7 @@ import { objectMetaSchema } from '../../src/apimachinery/metaschema.js';
 import { buildOpenAPIV2, buildOpenAPIV3 } from '../../src/apimachinery/openapi/documents.js';
 import { kindSchema, schemaName } from '../../src/apimachinery/openapi/kinds.js';
 import type { ServedAction } from '../../src/apimachinery/openapi/operations.js';
+import { kinds as servedKinds } from '../../src/kinds/index.js';
 import { loadDefinitions, type ResourceDefinition } from '../../src/registry/definitions.js';
 
 const GROUP = 'management.platform.sh';
@@ -140,17 +141,10 @@ describe('v3 group-version document', () => {
     // SharedSecret, ProjectSecret and VirtualClusterInstance: list in all namespaces, list+create+deletecollection,
     // get/put/delete/patch, status get/put/patch; Cluster, OwnedAccessKey and Project: the same but the first.
     expect(ops.length).toBe(3 * 11 + 3 * 10);
-    const kinds: Record<string, string> = {
-      clusters: 'Cluster',
-      ownedaccesskeys: 'OwnedAccessKey',
-      // Before projects, whose path is a prefix of its.
-      projectsecrets: 'ProjectSecret',
-      projects: 'Project',
-      sharedsecrets: 'SharedSecret',
-      virtualclusterinstances: 'VirtualClusterInstance',
-    };
+    // The plural of each kind, from the one list of kinds; the longest first (projects is a prefix of projectsecrets).
+    const kinds = servedKinds.map((k) => k.ref).sort((a, b) => b.plural.length - a.plural.length);
     for (const [path, , op] of ops) {
-      const kind = Object.entries(kinds).find(([plural]) => path.includes(`/${plural}`))![1];
+      const kind = kinds.find(({ plural }) => path.includes(`/${plural}`))!.kind;
       expect(op['x-kubernetes-group-version-kind']).toEqual({ group: GROUP, version: 'v1', kind });
       expect(op.responses['401']).toEqual({ description: 'Unauthorized' });
     }

@@ -1,5 +1,5 @@
 /**
- * The OwnedAccessKey strategy (src/registry/kinds/ownedaccesskey.ts): who may create and change which keys, key
+ * The OwnedAccessKey strategy (src/kinds/ownedaccesskey/strategy.ts): who may create and change which keys, key
  * generation and hashing, what clients see, and the kind's validation. Through the store, the same with the
  * caller's identity; the HTTP round trips are in test/integration/accesskeys.test.ts.
  */
@@ -15,7 +15,7 @@ import {
   hashAccessKey,
   isKeyHash,
   ownedAccessKeyStrategy as strategy,
-} from '../../src/registry/kinds/ownedaccesskey.js';
+} from '../../src/kinds/ownedaccesskey/strategy.js';
 import { notFound } from '../../src/apimachinery/status.js';
 import { carryOverFields, withoutFields } from '../../src/registry/hiddenfields.js';
 import { statusOf } from '../support/errors.js';

@@ -13,7 +13,7 @@ import {
   partialObjectMetadataList,
 } from '../../src/http/table.js';
 import { loadDefinitions, type ResourceDefinition } from '../../src/registry/definitions.js';
-import { strategies } from '../../src/registry/kinds/index.js';
+import { strategies } from '../../src/kinds/index.js';
 
 const definitions = loadDefinitions();
 const sharedSecretDef = definitions.find((d) => d.kind === 'SharedSecret')!;

@@ -48,9 +48,9 @@ import { GROUP_NAME } from '../../apimachinery/group.js';
 import * as errors from '../../apimachinery/status.js';
 import { isPlainObject, type KubeObject } from '../../apimachinery/types.js';
 import { isMaster, TEAM_GROUP_PREFIX, teamsOf, type UserInfo } from '../../apimachinery/user.js';
-import type { Strategy } from '../strategy.js';
+import type { Strategy } from '../../registry/strategy.js';
 import { restrictionWidening } from '../../access/scopecover.js';
-import { validateScopeAndRules } from './keyscope.js';
+import { validateScopeAndRules } from './scope.js';
 
 export const RESOURCE = 'ownedaccesskeys';
 const groupResource = { group: GROUP_NAME, resource: RESOURCE };

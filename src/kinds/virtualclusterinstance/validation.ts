@@ -1,21 +1,11 @@
-/**
- * VirtualClusterInstance: where it runs (a Cluster, a namespace there, a virtual cluster name), an optional https
- * ingress endpoint. Where it runs is fixed at create (kube config certificates are signed by that virtual cluster):
- * checked against the Cluster, the project, the caller's hold on the virtual cluster and other instances, and held
- * as a claim while the instance exists (virtualclusterplacement.ts), then immutable (a rule of its CRD). The
- * physical cluster it was created on is recorded by the server in status.clusterUID, which no write changes, and its
- * creator in status.importedBy, which only the server changes.
- */
+/** What a VirtualClusterInstance's schema cannot say: names valid where they are used, an https ingress endpoint. */
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import type { KubeObject } from '../../apimachinery/types.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
-import type { Strategy } from '../strategy.js';
-import { ownedKindStrategy } from './owned.js';
-import { admitVirtualClusterInstance, keepCreateRecords, virtualClusterClaims } from './virtualclusterplacement.js';
 
 const spec = Path.root('spec');
 
-const validateSpec = (obj: KubeObject): FieldError[] => {
+export const validateSpec = (obj: KubeObject): FieldError[] => {
   const s = obj.spec ?? {};
   const errs: FieldError[] = [];
   const ref = spec.child('clusterRef');
@@ -35,16 +25,6 @@ const validateSpec = (obj: KubeObject): FieldError[] => {
     if (problem) errs.push(fieldError.invalid(spec.child('ingressEndpoint'), s.ingressEndpoint, problem));
   }
   return errs;
-};
-
-// clusterRef is immutable as a whole, by a transition rule of the CRD (self == oldSelf): every instance has one from
-// its create (cluster is required), so there is no unset state to fill in later, and filling in a namespace or name
-// would point it elsewhere just the same.
-export const virtualClusterInstanceStrategy: Strategy = {
-  ...ownedKindStrategy('virtualclusterinstances', validateSpec),
-  admitCreate: admitVirtualClusterInstance,
-  prepareForStatusUpdate: keepCreateRecords,
-  claims: virtualClusterClaims,
 };
 
 function ingressProblem(value: string): string | undefined {

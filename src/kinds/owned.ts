@@ -1,13 +1,13 @@
 /**
- * The strategy of a kind whose objects carry `spec.owner` and `spec.access` (SharedSecret, Cluster, Project,
- * VirtualClusterInstance): the access model's write rules (src/access/validation.ts) joined to the kind's own, and
+ * The strategy of a kind whose objects carry `spec.owner` and `spec.access` (every kind of kinds/index.ts but
+ * OwnedAccessKey): the access model's write rules (src/access/validation.ts) joined to the kind's own, and
  * the kind's declaration of whether the access sync makes its lists RBAC in the host cluster.
  */
-import { Path, type FieldError } from '../../apimachinery/field.js';
-import { GROUP_NAME } from '../../apimachinery/group.js';
-import * as errors from '../../apimachinery/status.js';
-import type { KubeObject } from '../../apimachinery/types.js';
-import type { UserInfo } from '../../apimachinery/user.js';
+import { Path, type FieldError } from '../apimachinery/field.js';
+import { GROUP_NAME } from '../apimachinery/group.js';
+import * as errors from '../apimachinery/status.js';
+import type { KubeObject } from '../apimachinery/types.js';
+import type { UserInfo } from '../apimachinery/user.js';
 import {
   accessWarnings,
   guardAccessChanges,
@@ -16,9 +16,9 @@ import {
   refuseSystemNames,
   validateAccess,
   type AdminField,
-} from '../../access/validation.js';
-import type { FieldPath } from '../hiddenfields.js';
-import type { Strategy } from '../strategy.js';
+} from '../access/validation.js';
+import type { FieldPath } from '../registry/hiddenfields.js';
+import type { Strategy } from '../registry/strategy.js';
 
 const spec = Path.root('spec');
 

@@ -4,7 +4,7 @@
  * may `get` the Cluster (its owner, an access entry, or RBAC grants it), the Cluster exists, is usable and is not
  * being deleted, the project allows it, the Cluster is connected (Initialized; else 503 with its reason), the caller
  * has the virtual cluster already (checkCallerHasVirtualCluster, asked of that cluster), and no other instance
- * already manages that virtual cluster. (clusterRef cannot change afterwards: virtualclusterinstance.ts.)
+ * already manages that virtual cluster. (clusterRef cannot change afterwards: strategy.ts.)
  *
  * "That virtual cluster" is the one the server reaches: the Secret `vc-<virtual cluster>` in clusterRef.namespace
  * of the physical cluster that clusterRef.cluster connects to (actions/kubeconfig.ts). A physical cluster is named
@@ -35,14 +35,15 @@ import { GROUP_NAME } from '../../apimachinery/group.js';
 import * as errors from '../../apimachinery/status.js';
 import type { GroupResource, KubeObject } from '../../apimachinery/types.js';
 import { isMaster, type UserInfo } from '../../apimachinery/user.js';
-import { isRecordedUser, recordUser, recordedUser, type RecordedUser } from '../recordeduser.js';
-import { isString, keepServerStatus } from '../serverstatus.js';
-import type { AdmitContext, Caller, ClaimHolderRef, ConnectedCluster, Strategy, StoredObjects } from '../strategy.js';
-import { ALL_CLUSTERS, allowedClusters, getIfExists, projectOfNamespace } from './project.js';
+import { isRecordedUser, recordedUser, type RecordedUser } from '../../registry/recordeduser.js';
+import { isString, keepServerStatus } from '../../registry/serverstatus.js';
+import type { Caller, ClaimHolderRef, ConnectedCluster, Strategy, StoredObjects } from '../../registry/strategy.js';
+import { ALL_CLUSTERS, allowedClusters } from '../project/allowedclusters.js';
+import { getIfExists } from '../project/namespace.js';
 
 const VERSION = 'v1';
-const instanceGK = { group: GROUP_NAME, kind: 'VirtualClusterInstance' };
-const instanceGR = { group: GROUP_NAME, resource: 'virtualclusterinstances' };
+export const instanceGK = { group: GROUP_NAME, kind: 'VirtualClusterInstance' };
+export const instanceGR = { group: GROUP_NAME, resource: 'virtualclusterinstances' };
 
 /** A virtual cluster on a connected cluster: an instance's spec.clusterRef, or an import's sourceVirtualCluster. */
 export interface VirtualClusterRef {
@@ -262,48 +263,6 @@ export const virtualClusterClaims: NonNullable<Strategy['claims']> = {
   },
   taken: (obj, holder, user) => alreadyImported(instanceGR, obj.metadata.name ?? '', instanceRef(obj), holder, user),
 };
-
-/**
- * VirtualClusterInstance's admitCreate: a create by anyone but system:masters (or the server itself) passes the
- * import's checks, in the project whose namespace p-<project> it is created in (that its owner is its creator or a
- * team of the creator's is the rule of every owned kind: owned.ts). Every instance with a namespace is then bound to
- * the physical cluster its Cluster reaches (status.clusterUID; see the top) and checked against the other
- * instances; system:masters' is stored unbound when its Cluster is not connected.
- */
-export async function admitVirtualClusterInstance(
-  obj: KubeObject,
-  caller: Caller,
-  { stores, connectCluster }: AdmitContext,
-): Promise<void> {
-  const { user } = caller;
-  const trusted = !user || isMaster(user);
-  const store = (resource: string) => stores(GROUP_NAME, VERSION, resource)!;
-  const name = obj.metadata.name ?? '';
-  const ref = instanceRef(obj);
-  if (!trusted) {
-    const project = await projectOfNamespace(store('projects'), obj.metadata.namespace ?? '', instanceGK, name);
-    const errs = await clusterErrors(
-      store('clusters'),
-      project,
-      ref.cluster,
-      Path.root('spec').child('clusterRef').child('cluster'),
-      caller,
-    );
-    if (errs.length) throw errors.invalid(instanceGK, name, errs);
-  }
-  if (!ref.namespace) return;
-  const cluster = await connectCluster(ref.cluster).catch((err) => {
-    if (trusted && errors.isStatusError(err, 'ServiceUnavailable')) return undefined;
-    throw err;
-  });
-  if (cluster) {
-    await checkCallerHasVirtualCluster(cluster, ref, caller, { gr: instanceGR, name });
-    ref.clusterUid = cluster.kubeSystemUid;
-  }
-  await checkNotImported(store('virtualclusterinstances'), ref, { gr: instanceGR, name, user });
-  if (ref.clusterUid) obj.status = { ...obj.status, clusterUID: ref.clusterUid };
-  if (user) obj.status = { ...obj.status, importedBy: recordUser(user) };
-}
 
 /** Who created the instance (imported the virtual cluster), as recorded at create; none before records existed. */
 export const instanceImporter = (obj: KubeObject): RecordedUser | undefined => recordedUser(obj.status?.importedBy);

@@ -13,7 +13,7 @@
  */
 import { isPlainObject, type KubeObject } from '../../apimachinery/types.js';
 import { isRFC3339 } from '../../apimachinery/time.js';
-import { isString, keepServerStatus } from '../serverstatus.js';
+import { isString, keepServerStatus } from '../../registry/serverstatus.js';
 
 /** A Cluster's record of its physical cluster. */
 export interface ClusterIdentity {
