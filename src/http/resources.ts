@@ -38,6 +38,7 @@ import {
   writeOptions,
   type ParsedWriteOptions,
 } from './options.js';
+import { wholeList } from './listanswer.js';
 import { withWarnings, writeList, writeObject } from './responses.js';
 import { bulkJob } from '../storage/bulkturns.js';
 import { forbidden } from './forbidden.js';
@@ -105,7 +106,7 @@ export async function handleResource(
       // One bulk job from filtering to the last byte sent: the list keeps its place among the others.
       const bulk = bulkJob();
       const list = shape.list(await store.list(namespace, { ...parseListQuery(query, visible), bulk }));
-      bodies.response = () => auditedObject(list, hidden);
+      bodies.response = () => auditedObject(wholeList(list), hidden);
       return writeList(res, 200, list, encoding, bulk);
     }
     case 'watch': {
@@ -166,7 +167,7 @@ export async function handleResource(
       if (def.namespaced && !namespace) throw notSupported();
       const opts = { ...deleteOptionsOf(req, query), ...caller, warnings: [] as string[] };
       const deleted = await store.deleteCollection(namespace, parseListQuery(query), opts);
-      return reply(withWarnings(res, opts.warnings), 200, shape.list(deleted));
+      return reply(withWarnings(res, opts.warnings), 200, wholeList(shape.list(deleted)));
     }
     case 'delete': {
       if (subresource) throw notSupported();

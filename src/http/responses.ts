@@ -8,14 +8,18 @@ import { internalError, StatusError, type Status } from '../apimachinery/status.
 import { goQuote } from '../apimachinery/golang/strconv.js';
 import type { Logger } from '../log.js';
 import { sliceClock, type BulkJob } from '../storage/bulkturns.js';
-import { listHead, listJson, toJson } from './json.js';
+import { listJson, toJson } from './json.js';
+import { wholeList, type ListAnswer } from './listanswer.js';
 import { JSON_TYPE, YAML_TYPE, type Encoding } from './negotiation.js';
+
+/** How answers are written as YAML (sigs.k8s.io/yaml writes no anchors, and folds no long lines). */
+const YAML_OPTIONS: yaml.DumpOptions = { noRefs: true, lineWidth: -1 };
 
 /** An answer already sent (a 504 once the deadline passed) is never followed by another. */
 export function writeObject(res: Response, code: number, obj: unknown, encoding: Encoding = 'json'): void {
   if (res.headersSent) return;
   if (encoding === 'yaml') {
-    sendText(res.status(code), YAML_TYPE, yaml.dump(withItemsDecoded(obj), { noRefs: true, lineWidth: -1 }));
+    sendText(res.status(code), YAML_TYPE, yaml.dump(withItemsDecoded(obj), YAML_OPTIONS));
     return;
   }
   const items = (obj as { items?: unknown }).items;
@@ -32,38 +36,77 @@ const ITEMS_AT_ONCE = 256;
 const PIECE_BYTES = 256 * 1024;
 
 /**
- * A list answer. A large one in JSON goes out in pieces, one per bulk turn of `job` (storage/bulkturns.ts), waiting
- * for the client to take each: encoding and encrypting 10,000 objects at once held the thread for tens of
- * milliseconds, and every other request with it. Its headers then carry no Content-Length (chunked, as kube's
- * streamed lists).
+ * A list answer. A large one goes out in pieces, its elements made and encoded a slice per bulk turn of `job`
+ * (storage/bulkturns.ts), waiting for the client to take each: encoding and encrypting 10,000 objects at once held
+ * the thread for tens of milliseconds in JSON, a Table's rows for hundreds, YAML for more than half a second, and
+ * every other request with it. Its headers then carry no Content-Length (chunked, as kube's streamed lists).
  */
 export async function writeList(
   res: Response,
   code: number,
-  list: unknown,
+  answer: ListAnswer,
   encoding: Encoding,
   job: BulkJob,
 ): Promise<void> {
-  const items = (list as { items?: unknown }).items;
-  if (encoding !== 'json' || !Array.isArray(items) || items.length <= ITEMS_AT_ONCE || needsExpressSend(res)) {
-    writeObject(res, code, list, encoding);
+  const sources = answer.sources;
+  if (sources.length <= ITEMS_AT_ONCE || needsExpressSend(res)) {
+    writeObject(res, code, wholeList(answer), encoding);
     return;
   }
   if (res.headersSent) return;
-  res.status(code).setHeader('Content-Type', JSON_TYPE);
-  let piece = listHead(list as { items: unknown[] });
+  const text = encoding === 'yaml' ? yamlPieces(answer) : jsonPieces(answer);
+  res.status(code).setHeader('Content-Type', encoding === 'yaml' ? YAML_TYPE : JSON_TYPE);
+  let piece = text.head;
   let i = 0;
-  while (i < items.length) {
+  while (i < sources.length) {
     await job.turn();
     if (requestEnded(res)) return;
     const slice = sliceClock();
     do {
-      piece += (i ? ',' : '') + toJson(items[i++]);
-    } while (i < items.length && piece.length < PIECE_BYTES && !slice.over());
+      piece += text.element(sources[i], i);
+      i++;
+    } while (i < sources.length && piece.length < PIECE_BYTES && !slice.over());
     if (!res.write(piece)) await drained(res);
     piece = '';
   }
-  res.end(']}\n');
+  res.end(text.tail);
+}
+
+/** A list answer's text in parts: what comes before its elements, each element's, and what comes after. */
+interface ListText {
+  head: string;
+  element(source: unknown, index: number): string;
+  tail: string;
+}
+
+/** JSON, the elements last (as listJson writes a list): each item's JSON reused where it has one. */
+function jsonPieces(answer: ListAnswer): ListText {
+  const { [answer.key]: _, ...rest } = answer.frame;
+  return {
+    // Without the `]}` of the empty elements.
+    head: JSON.stringify({ ...rest, [answer.key]: [] }).slice(0, -2),
+    element: (source, i) => (i ? ',' : '') + toJson(answer.element(source)),
+    tail: ']}\n',
+  };
+}
+
+/**
+ * YAML, the fields in the frame's order: the text of each part is the text the whole answer has for it (a block
+ * mapping's fields, and a block sequence's elements, are written each on its own lines, and noRefs writes no
+ * anchors that would tie one to another).
+ */
+function yamlPieces(answer: ListAnswer): ListText {
+  const keys = Object.keys(answer.frame);
+  const at = keys.indexOf(answer.key);
+  const fields = (names: string[]) =>
+    names.length ? yaml.dump(Object.fromEntries(names.map((k) => [k, answer.frame[k]])), YAML_OPTIONS) : '';
+  const keyLine = yaml.dump({ [answer.key]: [null] }, YAML_OPTIONS).split('\n')[0] + '\n';
+  return {
+    head: fields(keys.slice(0, at)) + keyLine,
+    element: (source) =>
+      yaml.dump({ [answer.key]: [decoded(answer.element(source) as ListItem)] }, YAML_OPTIONS).slice(keyLine.length),
+    tail: fields(keys.slice(at + 1)),
+  };
 }
 
 /** Resolves when the client has taken what was written, or the request has ended (its client or connection gone). */

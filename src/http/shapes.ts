@@ -2,17 +2,19 @@
  * The shape an answer takes (negotiated from Accept): the objects themselves, PartialObjectMetadata(List) for
  * metadata clients (kube's garbage collector and namespace deleter), or a meta.k8s.io Table for kubectl get.
  */
-import type { ObjectList } from '../apimachinery/encoded.js';
+import type { ListItem, ObjectList } from '../apimachinery/encoded.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { ResourceDefinition } from '../registry/definitions.js';
 import type { Strategy } from '../registry/strategy.js';
+import type { ListAnswer } from './listanswer.js';
 import type { Target } from './negotiation.js';
-import { parseIncludeObject, partialObjectMetadata, partialObjectMetadataList, TableConvertor } from './table.js';
+import { parseIncludeObject, partialObjectMetadata, partialObjectMetadataListParts, TableConvertor } from './table.js';
 import type { WatchEncoder } from './watch.js';
 
 export interface Shaper {
   object(obj: KubeObject): unknown;
-  list(list: ObjectList): unknown;
+  /** In parts, its elements made as they are written (listanswer.ts). */
+  list(list: ObjectList): ListAnswer;
   /** A fresh encoder per watch stream (a Table stream sends its column definitions once). */
   watch(): WatchEncoder;
 }
@@ -39,7 +41,10 @@ export function shaper(target: Target, def: ResourceDefinition, strategy: Strate
       const opts = { version, includeObject: parseIncludeObject(query.getAll('includeObject')) };
       return {
         object: (obj) => convertor.objectTable(obj, opts),
-        list: (list) => convertor.listTable(list, opts),
+        list: (list) => {
+          const { frame, row } = convertor.listTableParts(list, opts);
+          return { frame: { ...frame }, key: 'rows', sources: list.items, element: (item) => row(item as ListItem) };
+        },
         watch: () => {
           let first = true;
           return {
@@ -63,7 +68,10 @@ export function shaper(target: Target, def: ResourceDefinition, strategy: Strate
     case 'PartialObjectMetadataList':
       return {
         object: (obj) => partialObjectMetadata(obj, version),
-        list: (list) => partialObjectMetadataList(list, version),
+        list: (list) => {
+          const { frame, item } = partialObjectMetadataListParts(list, version);
+          return { frame: { ...frame }, key: 'items', sources: list.items, element: (i) => item(i as ListItem) };
+        },
         watch: () => ({
           event: (obj) => partialObjectMetadata(obj, version),
           bookmark: (rv, annotations) => ({
@@ -76,7 +84,7 @@ export function shaper(target: Target, def: ResourceDefinition, strategy: Strate
     default:
       return {
         object: (obj) => obj,
-        list: (list) => list,
+        list: (list) => ({ frame: { ...list, items: [] }, key: 'items', sources: list.items, element: (item) => item }),
         watch: () => ({
           event: (obj) => obj,
           bookmark: (rv, annotations) => ({

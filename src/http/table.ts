@@ -121,11 +121,23 @@ export function partialObjectMetadataList(
   list: { metadata?: ListMeta; items?: readonly ListItem[] | null },
   version: TableVersion = 'v1',
 ): PartialObjectMetadataList {
+  const { frame, item } = partialObjectMetadataListParts(list, version);
+  return { ...frame, items: (list.items ?? []).map(item) };
+}
+
+/** partialObjectMetadataList in parts: the list without items, and what makes each item's (listanswer.ts). */
+export function partialObjectMetadataListParts(
+  list: { metadata?: ListMeta },
+  version: TableVersion = 'v1',
+): { frame: PartialObjectMetadataList; item: (item: ListItem) => PartialObjectMetadata } {
   return {
-    kind: 'PartialObjectMetadataList',
-    apiVersion: `meta.k8s.io/${version}`,
-    metadata: listMeta(list.metadata),
-    items: (list.items ?? []).map((item) => partialObjectMetadata(decoded(item), version)),
+    frame: {
+      kind: 'PartialObjectMetadataList',
+      apiVersion: `meta.k8s.io/${version}`,
+      metadata: listMeta(list.metadata),
+      items: [],
+    },
+    item: (item) => partialObjectMetadata(decoded(item), version),
   };
 }
 
@@ -262,13 +274,20 @@ export class TableConvertor {
 
   /** A Table of a list: one row per item, the list's resourceVersion, continue and remainingItemCount. */
   listTable(list: { metadata: ListMeta; items: readonly ListItem[] }, options: TableOptions = {}): Table {
-    const now = nowMillis(options.now);
-    return this.table(
-      listMeta(list.metadata),
-      (list.items ?? []).map((item) => this.row(decoded(item), { ...options, now })),
-      options,
-      true,
-    );
+    const { frame, row } = this.listTableParts(list, options);
+    return { ...frame, rows: (list.items ?? []).map(row) };
+  }
+
+  /** listTable in parts: the Table without rows, and what makes each item's row (listanswer.ts); one `now` for all. */
+  listTableParts(
+    list: { metadata: ListMeta },
+    options: TableOptions = {},
+  ): { frame: Table; row: (item: ListItem) => TableRow } {
+    const rowOptions = { ...options, now: nowMillis(options.now) };
+    return {
+      frame: this.table(listMeta(list.metadata), [], options, true),
+      row: (item) => this.row(decoded(item), rowOptions),
+    };
   }
 
   /** A one-row Table of a single object (GET of one object); metadata.resourceVersion is the object's. */
