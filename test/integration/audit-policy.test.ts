@@ -503,6 +503,7 @@ describe('a receiver that hangs', () => {
       await waitFor(
         'the held batches to be answered',
         async () => total(await scrape(), 'apiserver_audit_webhook_buffered_events') < BATCH,
+        60_000,
       );
       for (let i = 0; i < 3; i++) after.push(auditId(await ts.as.root.get(`${SECRETS}/after-${i}`)));
     } finally {

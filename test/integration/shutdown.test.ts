@@ -71,8 +71,10 @@ test('SIGTERM: readyz fails first, watches end, the request in flight finishes, 
   const args = [
     '--leader-elect-lease-duration=300s',
     '--access-key-activity-interval=1h',
-    // Long enough for the two requests made during it on a busy machine.
-    '--shutdown-delay-duration=3s',
+    // Long enough for the two requests made during it on a busy machine (3 s was not, at a load of 13), and short
+    // enough for the request in flight, whose virtual cluster signs once the delay is over: the server waits 10 s
+    // for a signature.
+    '--shutdown-delay-duration=5s',
     `--kubeconfig=${slow.host.kubeconfigPath}`,
     // The instance's Cluster must be connected (Initialized) before a kube config can be asked for.
     '--cluster-health-interval=1s',

@@ -6,7 +6,7 @@
  * get, connected, a virtual cluster the caller has already (get on its connection Secret in the cluster it runs
  * in), not imported yet, whatever Cluster names its physical cluster), dry run and server-side apply included. Every refusal leaves stored data as it was.
  */
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
 import yaml from 'js-yaml';
 import {
@@ -26,6 +26,9 @@ import { CLUSTER_SECRETS, HEALTH_INTERVAL_MS, clusterPhase, connectCluster } fro
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 
 const vciPath = (ns: string, name: string) => `${vcis(ns)}/${name}`;
+
+// Tests that have kube configs signed (a key made, a CSR signed, on both sides) took over 30 s at a load of 25.
+jest.setTimeout(120_000);
 
 let host: HostClusterStandIn;
 let bobsCluster: HostClusterStandIn;
