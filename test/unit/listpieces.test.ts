@@ -16,7 +16,7 @@ import { negotiate } from '../../src/http/negotiation.js';
 import { shaper } from '../../src/http/shapes.js';
 import { partialObjectMetadataList, TableConvertor } from '../../src/http/table.js';
 import { loadDefinitions } from '../../src/registry/definitions.js';
-import { strategies } from '../../src/registry/kinds/index.js';
+import { strategies } from '../../src/kinds/index.js';
 import type { BulkJob } from '../../src/storage/bulkturns.js';
 
 const def = loadDefinitions().find((d) => d.kind === 'SharedSecret')!;
