@@ -232,7 +232,8 @@ export class ConnectionGuard {
     }
   }
 
-  private isVerified(source: string): boolean {
+  /** Whether `source` is remembered for a verified client certificate: its connections go first. */
+  isVerified(source: string): boolean {
     const at = this.verifiedSources.get(source);
     return at !== undefined && Date.now() - at <= VERIFIED_SOURCE_MEMORY_MS;
   }

@@ -11,6 +11,11 @@
  * opening many connections holds back another's new connection by a turn, not by its whole burst. Connections come
  * here once the connection bounds take them on (connections.ts), and one that waits for its turn is still under the
  * header deadline counted from then; one whose client has sent nothing holds no turn.
+ *
+ * A source that goes first (one whose connections presented a verified client certificate: the front proxy's,
+ * connections.ts) is handshaken before any other waits its turn, one a turn at least: taken in turn with the others,
+ * kube-apiserver's new connection waited behind one handshake of every other source, seconds with hundreds of
+ * sources flooding.
  */
 import type { Server } from 'node:https';
 import type { Socket } from 'node:net';
@@ -34,6 +39,8 @@ export const TURNS_PER_HANDSHAKE_WHILE_ACCEPTING = 4;
 /** The sockets whose first bytes have come, waiting for their handshake's turn, by source. */
 export class HandshakeTurns {
   private readonly waiting = new SourceQueues<Socket>();
+  /** Those of sources that go first. */
+  private readonly firstWaiting = new SourceQueues<Socket>();
   private scheduled = false;
   /** A connection was accepted since the last turn (so more may wait in the kernel's queue). */
   private acceptedSinceTurn = false;
@@ -43,13 +50,19 @@ export class HandshakeTurns {
   constructor(
     private readonly begin: HandOn,
     private readonly perTurn = HANDSHAKES_PER_TURN,
+    /** Whether a source's connections go before every other's (a verified certificate's: connections.ts). */
+    private readonly goesFirst: (source: string) => boolean = () => false,
   ) {}
 
   /** Takes every new connection of `server` from the TLS layer, which it hands each to in its turn. */
-  static attach(server: Server, perTurn = HANDSHAKES_PER_TURN): HandshakeTurns {
+  static attach(
+    server: Server,
+    goesFirst?: (source: string) => boolean,
+    perTurn = HANDSHAKES_PER_TURN,
+  ): HandshakeTurns {
     // The TLS layer's listener, which wraps the socket and starts the handshake: called in the connection's turn.
     let beginHandshake: HandOn = () => {};
-    const turns = new HandshakeTurns((socket) => beginHandshake(socket), perTurn);
+    const turns = new HandshakeTurns((socket) => beginHandshake(socket), perTurn, goesFirst);
     beginHandshake = takeConnections(server, (socket) => turns.accepted(socket));
     return turns;
   }
@@ -68,7 +81,7 @@ export class HandshakeTurns {
 
   /** How many connections wait for their turn. */
   get size(): number {
-    return this.waiting.size;
+    return this.waiting.size + this.firstWaiting.size;
   }
 
   /** A new connection: it waits for its first bytes (or its end), then for its turn. */
@@ -82,7 +95,8 @@ export class HandshakeTurns {
 
   private arrived(socket: Socket): void {
     if (socket.destroyed) return;
-    this.waiting.push(connectionSource(socket.remoteAddress), socket);
+    const source = connectionSource(socket.remoteAddress);
+    (this.goesFirst(source) ? this.firstWaiting : this.waiting).push(source, socket);
     if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(() => this.turn());
@@ -90,8 +104,9 @@ export class HandshakeTurns {
   }
 
   /**
-   * Begins up to perTurn handshakes (while connections keep being accepted, one every few turns), one source after
-   * another, and leaves the rest for the next turn.
+   * Begins up to perTurn handshakes (while connections keep being accepted, one every few turns), those of sources
+   * that go first before the others (and at least one of theirs a turn), one source after another, and leaves the
+   * rest for the next turn.
    */
   private turn(): void {
     this.scheduled = false;
@@ -101,16 +116,17 @@ export class HandshakeTurns {
       this.acceptedSinceTurn = false;
       handshakes = this.turnsWithoutHandshake >= TURNS_PER_HANDSHAKE_WHILE_ACCEPTING ? 1 : 0;
     }
+    if (this.firstWaiting.size) handshakes = Math.max(handshakes, 1);
     let begun = 0;
     while (begun < handshakes) {
-      const socket = this.waiting.take();
+      const socket = this.firstWaiting.take() ?? this.waiting.take();
       if (!socket) break;
       if (socket.destroyed) continue;
       this.begin(socket);
       begun++;
       this.turnsWithoutHandshake = 0;
     }
-    if (this.waiting.size) {
+    if (this.size) {
       this.scheduled = true;
       setImmediate(() => this.turn());
     }

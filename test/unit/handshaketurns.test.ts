@@ -20,9 +20,14 @@ class StandInSocket extends EventEmitter {
   }
 }
 
-function turnsLog(perTurn: number) {
+/** `first`: the sources that go first (remembered for a verified client certificate). */
+function turnsLog(perTurn: number, first: string[] = []) {
   const begun: string[] = [];
-  const turns = new HandshakeTurns((socket) => begun.push((socket as unknown as StandInSocket).name), perTurn);
+  const turns = new HandshakeTurns(
+    (socket) => begun.push((socket as unknown as StandInSocket).name),
+    perTurn,
+    (source) => first.includes(source),
+  );
   const connect = (address: string, name: string) => {
     const socket = new StandInSocket(address, name);
     turns.accepted(socket as unknown as Socket);
@@ -82,6 +87,27 @@ describe('handshakes in turns', () => {
     expect(begun).toEqual(['c0']);
     await nextTurn();
     expect(begun).toEqual(['c0', 'c1', 'c2']);
+  });
+
+  test("the front proxy's new connections (a source that goes first) are handshaken before every source waiting its turn, one a turn at least while connections keep coming", async () => {
+    const { begun, turns, connect } = turnsLog(2, ['127.0.0.8']);
+    // Many sources flooding, each with a connection waiting for its turn.
+    for (let i = 0; i < 6; i++) connect(`127.0.1.${i}`, `flood${i}`).emit('readable');
+    connect('127.0.0.8', 'proxy0').emit('readable');
+    connect('127.0.0.8', 'proxy1').emit('readable');
+    await nextTurn();
+    expect(begun).toEqual(['proxy0', 'proxy1']);
+    // While connections keep being accepted, the turns that begin no other handshake still begin one of its.
+    connect('127.0.0.8', 'proxy2').emit('readable');
+    turns.connectionAccepted();
+    await nextTurn();
+    expect(begun).toEqual(['proxy0', 'proxy1', 'proxy2']);
+    turns.connectionAccepted();
+    await nextTurn();
+    expect(begun).toEqual(['proxy0', 'proxy1', 'proxy2']);
+    await nextTurn();
+    expect(begun.slice(3)).toEqual(['flood0', 'flood1']);
+    expect(turns.size).toBe(4);
   });
 
   test('a connection closed or reset while it waits is dropped and takes no turn; one closed at accept is never waited on', async () => {
