@@ -17,7 +17,6 @@
 //
 // Every request is the admin's (system:masters, exempt from API Priority and Fairness): what is measured is the
 // connection layer, not the seats.
-import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
@@ -40,6 +39,7 @@ import {
   startEtcd,
   summary,
   withCpu,
+  phasedChild,
 } from './lib.mjs';
 
 const ADMIN_FROM = '127.0.0.100';
@@ -148,27 +148,15 @@ function idleFlood(server, { n, sources }) {
  * The admin's GETs on new connections, every `intervalMs` until stop(), from a process of its own; each counted in
  * the phase it was sent in (`phase(name)` changes it). stop() gives, per phase, the latencies and statuses.
  */
-async function adminProbe(server, { token, intervalMs, phase }) {
-  const child = fork(fileURLToPath(import.meta.url), ['--admin-probe'], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+function adminProbe(server, { token, intervalMs, phase }) {
+  return phasedChild(fileURLToPath(import.meta.url), ['--admin-probe'], {
+    url: server.url,
+    caPem: server.caPem,
+    token,
+    from: ADMIN_FROM,
+    intervalMs,
+    phase,
   });
-  let answer;
-  child.on('message', (msg) => answer?.(msg));
-  const ask = (msg) =>
-    new Promise((resolve) => {
-      answer = resolve;
-      child.send(msg);
-    });
-  await ask({ start: { url: server.url, caPem: server.caPem, token, from: ADMIN_FROM, intervalMs, phase } });
-  return {
-    pid: child.pid,
-    phase: (name) => child.send({ phase: name }),
-    async stop() {
-      const { phases } = await ask({ stop: true });
-      child.disconnect();
-      return phases;
-    },
-  };
 }
 
 /**

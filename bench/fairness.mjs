@@ -22,7 +22,6 @@
 // --connection-burst, with the connection burst (bench/connection-burst.mjs). `bench/run.sh thread` runs them all.
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { fork } from 'node:child_process';
 import https from 'node:https';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -52,6 +51,7 @@ import {
   startEtcd,
   summary,
   withCpu,
+  phasedChild,
 } from './lib.mjs';
 import { connectionBurst, connectionBurstLines } from './connection-burst.mjs';
 import { resetStorm, resetStormLines } from './reset-storm.mjs';
@@ -138,43 +138,22 @@ const byStatus = (counts) =>
  * counted in the phase it was sent in (`phase(name)` changes it); what stop() gives is its per-phase latencies and
  * answers.
  */
-async function secondTenant(token, phase) {
-  const child = fork(fileURLToPath(new URL('steady-gets.mjs', import.meta.url)), [], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  // Each message to it but a phase change has one answer, awaited before the next is sent.
-  let answer;
-  child.on('message', (msg) => {
-    if (msg.slow) log(`  slow GET (${msg.slow.phase}): sent at ${f1(msg.slow.sentAt)} s, took ${f1(msg.slow.took)} ms`);
-    else answer?.(msg);
-  });
-  const ask = (msg) =>
-    new Promise((resolve) => {
-      answer = resolve;
-      child.send(msg);
-    });
+function secondTenant(token, phase) {
   const { url, caPem } = ctx.server;
-  await ask({
-    start: {
-      url,
-      caPem,
-      token,
-      path: OWN_PATH,
-      from: FROM.bob,
-      rate: RATE,
-      phase,
-      ...(Number.isFinite(SLOW_MS) && { slowMs: SLOW_MS }),
-    },
-  });
-  return {
-    pid: child.pid,
-    phase: (name) => child.send({ phase: name }),
-    async stop() {
-      const { phases } = await ask({ stop: true });
-      child.disconnect();
-      return phases;
-    },
+  const start = {
+    url,
+    caPem,
+    token,
+    path: OWN_PATH,
+    from: FROM.bob,
+    rate: RATE,
+    phase,
+    ...(Number.isFinite(SLOW_MS) && { slowMs: SLOW_MS }),
   };
+  const slow = (msg) =>
+    !!msg.slow &&
+    (log(`  slow GET (${msg.slow.phase}): sent at ${f1(msg.slow.sentAt)} s, took ${f1(msg.slow.took)} ms`), true);
+  return phasedChild(fileURLToPath(new URL('steady-gets.mjs', import.meta.url)), [], start, slow);
 }
 
 /** `concurrency` closed loops of `op` until `seconds` have passed; the statuses of their answers. */

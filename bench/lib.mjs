@@ -833,3 +833,31 @@ export async function watchFanOut({ n, watchers: WATCHERS, rate: WRITE_RATE, sec
     metrics,
   };
 }
+
+/**
+ * A measuring client in a process of its own (`file` with `args`, over IPC), started with `start` and told each
+ * phase change: `phase(name)`; `stop()` gives what it measured per phase. Each message but a phase change has one
+ * answer, awaited before the next is sent; `onNotice` gets messages it sends on its own (`{ slow }`).
+ */
+export async function phasedChild(file, args, start, onNotice = () => false) {
+  const child = fork(file, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  let answer;
+  child.on('message', (msg) => {
+    if (!onNotice(msg)) answer?.(msg);
+  });
+  const ask = (msg) =>
+    new Promise((resolve) => {
+      answer = resolve;
+      child.send(msg);
+    });
+  await ask({ start });
+  return {
+    pid: child.pid,
+    phase: (name) => child.send({ phase: name }),
+    async stop() {
+      const { phases } = await ask({ stop: true });
+      child.disconnect();
+      return phases;
+    },
+  };
+}
