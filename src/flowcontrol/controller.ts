@@ -15,6 +15,7 @@
 import type { Logger } from '../log.js';
 import { MANDATORY_FLOW_SCHEMAS, MANDATORY_PRIORITY_LEVELS } from './bootstrap.js';
 import { FlowActivity } from './activity.js';
+import { BodyTurns } from './bodyturns.js';
 import { allocate, levelBounds, type DemandState, type LevelBounds } from './concurrency.js';
 import { byPrecedence, flowDistinguisher, matchesFlowSchema, type RequestDigest } from './match.js';
 import { QueueSet, type Clock, type QueueSetConfig } from './queueset.js';
@@ -80,6 +81,8 @@ export class FlowControl {
 
   /** The flows at work across the levels, for the bound on one flow (activity.ts). */
   readonly activity: FlowActivity;
+  /** Turns of each flow for requests whose body is still coming (bodyturns.ts). */
+  readonly bodyTurns: BodyTurns;
 
   constructor(
     /** The server's seats: --max-requests-inflight plus --max-mutating-requests-inflight. */
@@ -92,6 +95,7 @@ export class FlowControl {
     this.activity = new FlowActivity(flowSeatLimit, LIGHT_FLOW_WINDOW_MS, () => {
       for (const level of this.levelsByName.values()) level.queueSet.redispatch();
     });
+    this.bodyTurns = new BodyTurns(flowSeatLimit);
     this.configure([], []);
   }
 

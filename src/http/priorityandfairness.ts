@@ -15,6 +15,10 @@
  *   works in, which would let one flow have any number of requests worked on at once. A handler still at work a
  *   grace after its request ended gives them back then.
  * - A request that leaves while waiting is taken out of its queue (cancelled).
+ * - A request whose body has not all come first waits, holding no seat, for one of its flow's turns (as many as
+ *   --max-seats-per-flow; flowcontrol/bodyturns.ts): seats are taken before the body is read, and a client alone
+ *   could otherwise hold every seat of its level with bodies that never come. One that waits past its wait limit is
+ *   refused with 429 as one waiting in a queue is.
  * - While a request waits on another server (the host, a connected or virtual cluster, an admission webhook), its
  *   seats do not count against its flow's bound (--max-seats-per-flow; flowcontrol/away.ts).
  * - The response headers name the uids (not the names) of the schema and level, as kube's do, also on a 429.
@@ -24,10 +28,11 @@ import { requestContext, requestUser } from '../apimachinery/request.js';
 import { requestEnded, whenRequestDone, whenRequestEnds } from '../apimachinery/requestend.js';
 import * as errors from '../apimachinery/status.js';
 import { countedHold, withFlowHold } from '../flowcontrol/away.js';
+import type { BodyTurns } from '../flowcontrol/bodyturns.js';
 import type { FlowControl } from '../flowcontrol/controller.js';
 import type { RejectReason } from '../flowcontrol/queueset.js';
 import { estimateWork, type ObjectCount } from '../flowcontrol/seats.js';
-import type { FlowControlMetrics } from '../observability/flowcontrol.js';
+import type { FlowControlMetrics, FlowLabels } from '../observability/flowcontrol.js';
 import type { InFlightCounts } from '../observability/metrics.js';
 import { requestTimeoutMs } from './deadline.js';
 
@@ -73,83 +78,154 @@ export function priorityAndFairness(flowControl: FlowControl, opts: PriorityAndF
     opts.metrics?.estimated(labels, seats);
     const waitLimitMs = waitLimit(watch ? 0 : requestTimeoutMs(query, opts.requestTimeoutMs), opts.requestTimeoutMs);
 
-    const arrived = performance.now();
-    // While queued: the timer of its wait limit.
-    const queue: { waiting: boolean; timer?: NodeJS.Timeout } = { waiting: false };
-    const run = () => {
-      clearTimeout(queue.timer);
-      if (queue.waiting) opts.metrics?.dequeued(labels, seats, (performance.now() - arrived) / 1000, true);
-      queue.waiting = false;
-      const started = performance.now();
-      const stopped = opts.metrics?.dispatched(labels, seats, watch);
-      const kind: keyof InFlightCounts =
-        !info.isResourceRequest || READ_ONLY_VERBS.has(info.verb) ? 'readOnly' : 'mutating';
-      if (opts.inFlight) opts.inFlight[kind]++;
-      let released = false;
-      const release = () => {
-        if (released) return;
-        released = true;
-        if (opts.inFlight) opts.inFlight[kind]--;
-        stopped?.((performance.now() - started) / 1000);
-        // A write's seats stay taken a little longer, for the work of sending its event to the watches.
-        if (work.additionalLatencyMs > 0)
-          setTimeout(() => level.queueSet.finish(ticket), work.additionalLatencyMs).unref();
-        else level.queueSet.finish(ticket);
-      };
-      // The client left between its dispatch and now (or it was answered meanwhile): its seats go back at once.
-      if (requestEnded(res) || res.writableEnded) return release();
-      whenRequestDone(res, release, opts.handlerGraceMs);
-      if (watch) {
-        // Counted among the watches a write's seats are estimated from, until it ends.
-        whenRequestEnds(res, flowControl.watches.register(info, query));
-        const streamStarted = context.streamStarted;
-        context.streamStarted = () => {
-          release();
-          streamStarted?.();
-        };
-      }
-      // While it waits on another server, its seats are not its flow's (flowcontrol/away.ts).
-      const hold = countedHold(
-        () => level.queueSet.stepAway(ticket),
-        () => level.queueSet.stepBack(ticket),
-      );
-      withFlowHold(hold, next);
-    };
-    const result = level.queueSet.enqueue({
-      flowSchema: labels.flow_schema,
-      distinguisher,
-      seats,
-      onDispatch: () => {
-        // Dispatched from the queue: run on a turn of its own, not inside the request that freed the seats.
-        if (queue.waiting) setImmediate(run);
+    // A request whose body is still coming first waits for a turn of its flow, holding no seat (bodyturns.ts).
+    if (level.exempt || !bodyStillComing(req)) return enter();
+    const flow = `${level.name}\0${labels.flow_schema}\0${distinguisher}`;
+    afterBodyTurn(
+      req,
+      res,
+      { turns: flowControl.bodyTurns, flow, waitLimitMs, metrics: opts.metrics, labels },
+      () => {
+        try {
+          enter();
+        } catch (err) {
+          next(err);
+        }
       },
-    });
-    if ('rejected' in result) {
-      opts.metrics?.rejected(labels, result.rejected);
-      throw rejection(result.rejected, waitLimitMs);
-    }
-    const ticket = result.ticket;
-    if ('dispatched' in result) return run();
+      next,
+    );
 
-    queue.waiting = true;
-    opts.metrics?.queued(labels, seats);
-    const giveUp = (reason: 'time-out' | 'cancelled') => {
-      if (!queue.waiting || !level.queueSet.cancel(ticket, reason)) return;
-      queue.waiting = false;
-      clearTimeout(queue.timer);
-      opts.metrics?.dequeued(labels, seats, (performance.now() - arrived) / 1000, false);
-      opts.metrics?.rejected(labels, reason, 0);
-      if (reason === 'time-out') next(rejection(reason, waitLimitMs));
-    };
-    queue.timer = setTimeout(() => giveUp('time-out'), waitLimitMs);
-    whenRequestEnds(res, () => giveUp('cancelled'));
+    function enter() {
+      const arrived = performance.now();
+      // While queued: the timer of its wait limit.
+      const queue: { waiting: boolean; timer?: NodeJS.Timeout } = { waiting: false };
+      const run = () => {
+        clearTimeout(queue.timer);
+        if (queue.waiting) opts.metrics?.dequeued(labels, seats, (performance.now() - arrived) / 1000, true);
+        queue.waiting = false;
+        const started = performance.now();
+        const stopped = opts.metrics?.dispatched(labels, seats, watch);
+        const kind: keyof InFlightCounts =
+          !info.isResourceRequest || READ_ONLY_VERBS.has(info.verb) ? 'readOnly' : 'mutating';
+        if (opts.inFlight) opts.inFlight[kind]++;
+        let released = false;
+        const release = () => {
+          if (released) return;
+          released = true;
+          if (opts.inFlight) opts.inFlight[kind]--;
+          stopped?.((performance.now() - started) / 1000);
+          // A write's seats stay taken a little longer, for the work of sending its event to the watches.
+          if (work.additionalLatencyMs > 0)
+            setTimeout(() => level.queueSet.finish(ticket), work.additionalLatencyMs).unref();
+          else level.queueSet.finish(ticket);
+        };
+        // The client left between its dispatch and now (or it was answered meanwhile): its seats go back at once.
+        if (requestEnded(res) || res.writableEnded) return release();
+        whenRequestDone(res, release, opts.handlerGraceMs);
+        if (watch) {
+          // Counted among the watches a write's seats are estimated from, until it ends.
+          whenRequestEnds(res, flowControl.watches.register(info, query));
+          const streamStarted = context.streamStarted;
+          context.streamStarted = () => {
+            release();
+            streamStarted?.();
+          };
+        }
+        // While it waits on another server, its seats are not its flow's (flowcontrol/away.ts).
+        const hold = countedHold(
+          () => level.queueSet.stepAway(ticket),
+          () => level.queueSet.stepBack(ticket),
+        );
+        withFlowHold(hold, next);
+      };
+      const result = level.queueSet.enqueue({
+        flowSchema: labels.flow_schema,
+        distinguisher,
+        seats,
+        onDispatch: () => {
+          // Dispatched from the queue: run on a turn of its own, not inside the request that freed the seats.
+          if (queue.waiting) setImmediate(run);
+        },
+      });
+      if ('rejected' in result) {
+        opts.metrics?.rejected(labels, result.rejected);
+        throw rejection(result.rejected, waitLimitMs);
+      }
+      const ticket = result.ticket;
+      if ('dispatched' in result) return run();
+
+      queue.waiting = true;
+      opts.metrics?.queued(labels, seats);
+      const giveUp = (reason: 'time-out' | 'cancelled') => {
+        if (!queue.waiting || !level.queueSet.cancel(ticket, reason)) return;
+        queue.waiting = false;
+        clearTimeout(queue.timer);
+        opts.metrics?.dequeued(labels, seats, (performance.now() - arrived) / 1000, false);
+        opts.metrics?.rejected(labels, reason, 0);
+        if (reason === 'time-out') next(rejection(reason, waitLimitMs));
+      };
+      queue.timer = setTimeout(() => giveUp('time-out'), waitLimitMs);
+      whenRequestEnds(res, () => giveUp('cancelled'));
+    }
   };
+}
+
+interface BodyTurnWait {
+  turns: BodyTurns;
+  flow: string;
+  waitLimitMs: number;
+  metrics?: FlowControlMetrics;
+  labels: FlowLabels;
+}
+
+/**
+ * Calls `go` once the request holds a body turn of its flow (at once if one is free), which it keeps until its body
+ * has been read or it ends; `fail` with a 429 if it waits past its wait limit.
+ */
+function afterBodyTurn(req: Request, res: Response, wait: BodyTurnWait, go: () => void, fail: (err: unknown) => void) {
+  const waiting: { timer?: NodeJS.Timeout; stop?: () => void } = {};
+  const stopWaiting = () => {
+    clearTimeout(waiting.timer);
+    waiting.stop?.();
+  };
+  const turn = wait.turns.take(wait.flow, () => {
+    if (!waiting.stop) return; // granted at once: `go` is called below
+    stopWaiting();
+    // Granted when another request gave its turn back: go on in a turn of the event loop of its own.
+    setImmediate(() => requestEnded(res) || go());
+  });
+  req.once('end', turn.done);
+  whenRequestEnds(res, () => {
+    stopWaiting();
+    turn.done();
+  });
+  if (turn.now) return go();
+  waiting.stop = wait.metrics?.waitingForBodyTurn(wait.labels) ?? (() => {});
+  waiting.timer = setTimeout(() => {
+    stopWaiting();
+    turn.done();
+    wait.metrics?.rejected(wait.labels, 'time-out', 0);
+    fail(bodyTurnRejection(wait.turns.perFlow));
+  }, wait.waitLimitMs);
+}
+
+/** Whether the request has a body not all of which has come yet (a body sent with the headers has, by now). */
+function bodyStillComing(req: Request): boolean {
+  if (req.complete) return false;
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
 /** kube's limit on a request's wait: a quarter of its deadline, at most a minute. */
 export function waitLimit(deadlineMs: number, requestTimeoutMs: number): number {
   const quarter = (deadlineMs || requestTimeoutMs) / 4;
   return Math.min(MAX_WAIT_MS, quarter > 0 ? quarter : DEFAULT_WAIT_MS);
+}
+
+function bodyTurnRejection(perFlow: number): errors.StatusError {
+  return errors.tooManyRequests(
+    `Too many requests, please try again later. The request was rejected by API Priority and Fairness: its body had not come, and its flow already had ${perFlow} such request${perFlow === 1 ? '' : 's'} (--max-seats-per-flow) for the longest a request may wait.`,
+  );
 }
 
 function rejection(reason: RejectReason, waitLimitMs: number): errors.StatusError {

@@ -2,7 +2,7 @@
  * API Priority and Fairness metrics, with kube's names, labels and buckets (k8s.io/apiserver/pkg/util/flowcontrol/
  * metrics): requests dispatched and rejected (by reason: queue-full, concurrency-limit, time-out, cancelled), those
  * waiting and executing now and their seats, how long they waited and ran, the seats estimated, and each level's
- * nominal, lower, upper and current limits (read when scraped).
+ * nominal, lower, upper and current limits (read when scraped); and, not kube's, the requests waiting for a body turn.
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { FlowControl } from '../flowcontrol/controller.js';
@@ -27,6 +27,7 @@ export class FlowControlMetrics {
   private readonly waitDurations: Histogram<(typeof FLOW)[number] | 'execute'>;
   private readonly executionDurations: Histogram<(typeof FLOW)[number] | 'type'>;
   private readonly estimatedSeats: Histogram<(typeof FLOW)[number]>;
+  private readonly bodyTurnWaiting: Gauge<(typeof FLOW)[number]>;
 
   constructor(registry: Registry, flowControl: FlowControl) {
     const registers = [registry];
@@ -87,6 +88,13 @@ export class FlowControlMetrics {
       buckets: [1, 2, 4, 10],
       registers,
     });
+    // Not kube's: requests whose body is still coming, waiting for a turn of their flow (flowcontrol/bodyturns.ts).
+    this.bodyTurnWaiting = new Gauge({
+      name: 'apiserver_flowcontrol_current_body_turn_waiting_requests',
+      help: 'Number of requests whose body had not all come, waiting (holding no seat) for a turn of their flow',
+      labelNames: FLOW,
+      registers,
+    });
     const limitGauge = (name: string, help: string, value: (l: ReturnType<FlowControl['levels']>[number]) => number) =>
       new Gauge({
         name,
@@ -145,6 +153,16 @@ export class FlowControlMetrics {
       this.executing.dec(labels);
       this.executingSeats.dec(labels, seats);
       this.executionDurations.observe({ ...labels, type: watch ? 'watch' : 'regular' }, executedSeconds);
+    };
+  }
+
+  /** A request starts waiting for a body turn; returns what to call when it stops. */
+  waitingForBodyTurn(labels: FlowLabels): () => void {
+    this.bodyTurnWaiting.inc(labels);
+    let stopped = false;
+    return () => {
+      if (!stopped) this.bodyTurnWaiting.dec(labels);
+      stopped = true;
     };
   }
 

@@ -43,7 +43,7 @@ export const flowControlOptions: Options<FlowControlConfig> = {
       name: 'max-seats-per-flow',
       arg: 'int',
       default: '1',
-      help: "With --enable-priority-and-fairness: the most seats one flow (a FlowSchema's user or namespace) may hold at once in a priority level that queues; its other requests wait in its queues even while the level has seats free, and one wider than this runs when the flow holds none. A request waiting on the host or a cluster does not count meanwhile. Each worker is one thread: more of one flow's requests at once only lengthen every other flow's wait. 0: no bound but the level's, as kube-apiserver ({default}).",
+      help: "With --enable-priority-and-fairness: the most seats one flow (a FlowSchema's user or namespace) may hold at once in a priority level that queues; its other requests wait in its queues even while the level has seats free, and one wider than this runs when the flow holds none. A request waiting on the host or a cluster does not count meanwhile. It is also how many of a flow's requests whose body has not all come hold seats at once, even alone (the others wait, holding none). Each worker is one thread: more of one flow's requests at once only lengthen every other flow's wait. 0: no bound but the level's, as kube-apiserver ({default}).",
       apply: (c, v) => (c.maxSeatsPerFlow = count('max-seats-per-flow', v)),
     },
   ],

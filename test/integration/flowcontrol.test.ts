@@ -307,73 +307,116 @@ test("requests waiting on a slow cluster keep their level's seats, not their flo
   );
 }, 60_000);
 
-test('a flow alone uses every seat its level has; while a light flow is at work it holds at most --max-seats-per-flow', async () => {
-  // kube's built-in configuration: dave and erin are each a flow of global-default (49 seats).
-  const server = await startTestServerWithUsers(
-    { root: ['system:masters'], dave: [], erin: [] },
-    { maxSeatsPerFlow: 2 },
-    ts.etcd,
-  );
-  const keysPath = `${GROUP_PATH}/ownedaccesskeys`;
+/** Helpers for a server of kube's built-in configuration where dave and erin are each a flow of global-default. */
+function globalDefault(server: { as: { root: HttpClient } }) {
   const metrics = async () => (await server.as.root.get('/metrics')).text;
-  const inQueue = async () =>
-    /^apiserver_flowcontrol_current_inqueue_requests\{[^}]*priority_level="global-default"[^}]*\} 1$/m.test(
-      await metrics(),
-    );
-  const executingSeats = (n: number) => async () =>
-    new RegExp(
-      `^apiserver_flowcontrol_current_executing_seats\\{[^}]*priority_level="global-default"[^}]*\\} ${n}$`,
-      'm',
-    ).test(await metrics());
-  // A create holds its seat until its body has come: the body is read after priority and fairness.
+  const gauge = (name: string, n: number) => async () =>
+    new RegExp(`^${name}\\{[^}]*priority_level="global-default"[^}]*\\} ${n}$`, 'm').test(await metrics());
+  // A create whose body is held back by the test: it holds its seat until its body has come.
   const body = JSON.stringify({
     apiVersion: 'management.platform.sh/v1',
     kind: 'OwnedAccessKey',
     metadata: { generateName: 'held-' },
     spec: {},
   });
-  const hold = (client: HttpClient) => {
-    const req = client.open('POST', keysPath, {
+  const hold = (client: HttpClient, query = '') => {
+    const req = client.open('POST', `${KEYS_PATH}${query}`, {
       'Content-Type': 'application/json',
       'Content-Length': String(Buffer.byteLength(body)),
     });
     req.flushHeaders();
-    const status = new Promise<number>((resolve, reject) => {
+    const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
       req.on('response', (res) => {
-        res.resume();
-        resolve(res.statusCode!);
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () => resolve({ status: res.statusCode!, text }));
       });
       req.on('error', reject);
     });
-    return { req, status };
+    return { req, answer, send: () => req.end(body) };
   };
-  const holding = [hold(server.as.dave), hold(server.as.dave), hold(server.as.dave)];
+  return {
+    hold,
+    inQueue: (n: number) => gauge('apiserver_flowcontrol_current_inqueue_requests', n),
+    executingSeats: (n: number) => gauge('apiserver_flowcontrol_current_executing_seats', n),
+    waitingForBodyTurn: (n: number) => gauge('apiserver_flowcontrol_current_body_turn_waiting_requests', n),
+  };
+}
+
+const KEYS_PATH = `${GROUP_PATH}/ownedaccesskeys`;
+
+test('a flow alone uses every seat its level has; while a light flow is at work it holds at most --max-seats-per-flow', async () => {
+  const server = await startTestServerWithUsers(
+    { root: ['system:masters'], dave: [], erin: [] },
+    { maxSeatsPerFlow: 2 },
+    ts.etcd,
+  );
+  const { hold, inQueue, executingSeats } = globalDefault(server);
+  const holding = [hold(server.as.dave), hold(server.as.dave)];
   const erins: ReturnType<typeof hold>[] = [];
   try {
-    // Alone, dave holds three seats, more than the bound: nobody else is at work. (The metrics GETs that tell are
-    // system:masters', a light flow too: they come once his three run.)
-    await waitFor("dave's three creates to hold their seats", executingSeats(3));
+    await waitFor("dave's two creates to hold their seats", executingSeats(2));
+    // Alone, dave holding as many seats as the bound runs more at once: nobody else is at work. (The metrics GETs
+    // are system:masters', a light flow too, but they come only between his requests.)
+    expect((await server.as.dave.get(KEYS_PATH)).status).toBe(200);
     // erin comes, asking for one seat (a light flow): now dave's next request waits in his queue, though the level
     // has seats free.
     erins.push(hold(server.as.erin));
-    await waitFor("erin's create to hold its seat", executingSeats(4));
-    const next = server.as.dave.get(keysPath);
-    await waitFor("dave's list to wait in global-default's queue", inQueue);
+    await waitFor("erin's create to hold its seat", executingSeats(3));
+    const next = server.as.dave.get(KEYS_PATH);
+    await waitFor("dave's list to wait in global-default's queue", inQueue(1));
     // erin is served at once meanwhile.
-    expect((await server.as.erin.get(keysPath)).status).toBe(200);
-    expect(await inQueue()).toBe(true);
-    // dave's own creates ending, until he holds fewer than the bound, let his list in.
-    holding[0].req.end(body);
-    holding[1].req.end(body);
-    expect(await holding[0].status).toBe(201);
-    expect(await holding[1].status).toBe(201);
+    expect((await server.as.erin.get(KEYS_PATH)).status).toBe(200);
+    expect(await inQueue(1)()).toBe(true);
+    // dave's own create ending, so that he holds fewer than the bound, lets his list in.
+    holding[0].send();
+    expect((await holding[0].answer).status).toBe(201);
     expect((await next).status).toBe(200);
-    holding[2].req.end(body);
-    erins[0].req.end(body);
-    expect(await holding[2].status).toBe(201);
-    expect(await erins[0].status).toBe(201);
+    holding[1].send();
+    erins[0].send();
+    expect((await holding[1].answer).status).toBe(201);
+    expect((await erins[0].answer).status).toBe(201);
   } finally {
     for (const h of [...holding, ...erins]) h.req.destroy();
+    await server.stop();
+  }
+}, 60_000);
+
+test('a client alone whose bodies do not come holds seats for no more of them than --max-seats-per-flow; the next client is served', async () => {
+  // 60 seats in all: global-default has 5 of its own and may borrow from the other levels.
+  const server = await startTestServerWithUsers(
+    { root: ['system:masters'], dave: [], erin: [] },
+    { maxSeatsPerFlow: 1, maxRequestsInflight: 40, maxMutatingRequestsInflight: 20 },
+    ts.etcd,
+  );
+  const { hold, executingSeats, waitingForBodyTurn } = globalDefault(server);
+  // As many as the server has seats: without the turns they would hold every seat global-default may have.
+  const holding = Array.from({ length: 60 }, () => hold(server.as.dave));
+  let late: ReturnType<typeof hold> | undefined;
+  try {
+    // One holds a seat; the others wait for its turn, holding none.
+    await waitFor("dave's creates to wait for their body turns", waitingForBodyTurn(59));
+    expect(await executingSeats(1)()).toBe(true);
+    // erin is served (with every seat taken she would wait her wait limit, 2 s for this deadline, and get 429).
+    expect((await server.as.erin.get(`${KEYS_PATH}?timeout=8s`)).status).toBe(200);
+    // A create of dave's that waits for a turn longer than its wait limit (1 s of a 4 s deadline) gets 429.
+    late = hold(server.as.dave, '?timeout=4s');
+    const refused = await late.answer;
+    expect(refused.status).toBe(429);
+    expect(JSON.parse(refused.text)).toMatchObject({
+      kind: 'Status',
+      reason: 'TooManyRequests',
+      code: 429,
+      message: expect.stringContaining('its body had not come, and its flow already had 1 such request'),
+    });
+    // Each body sent passes the turn on: all are created, one after another.
+    for (const h of holding) h.send();
+    for (const h of holding) expect((await h.answer).status).toBe(201);
+    await waitFor('no request left waiting for a turn or holding a seat', async () => {
+      return (await waitingForBodyTurn(0)()) && (await executingSeats(0)());
+    });
+  } finally {
+    for (const h of [...holding, ...(late ? [late] : [])]) h.req.destroy();
     await server.stop();
   }
 }, 60_000);
