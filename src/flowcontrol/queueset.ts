@@ -52,6 +52,11 @@ export interface SeatRequest {
   flowSchema: string;
   distinguisher: string;
   seats: number;
+  /**
+   * A health probe (/healthz, /livez, /readyz): answered from memory at once, it never makes its flow one at work
+   * (activity.ts), or an anonymous probe every half second would hold a client alone to the bound for good.
+   */
+  probe?: boolean;
   /** Called once, when the request may run. */
   onDispatch(): void;
 }
@@ -203,7 +208,7 @@ export class QueueSet {
     this.waitingSeatsTotal -= ticket.request.seats;
     ticket.state = 'done';
     this.totals.rejected[reason]++;
-    this.activity?.ended(ticket.flow, ticket.request.seats);
+    this.leave(ticket);
     this.noteDemand();
     this.dropDrainedQueues();
     this.dispatchAsMuchAsPossible();
@@ -225,7 +230,7 @@ export class QueueSet {
     this.seatsInUseTotal -= seats;
     this.executingTotal--;
     if (!ticket.away) this.addFlowSeats(ticket.flow, -seats);
-    this.activity?.ended(ticket.flow, seats);
+    this.leave(ticket);
     const queue = ticket.queue;
     if (queue) {
       queue.seatsInUse -= seats;
@@ -358,7 +363,12 @@ export class QueueSet {
 
   /** A request joins its flow's demand (activity.ts). */
   private arrive(ticket: Ticket): void {
-    this.activity?.arrived(ticket.flow, ticket.request.seats);
+    if (!ticket.request.probe) this.activity?.arrived(ticket.flow, ticket.request.seats);
+  }
+
+  /** It leaves its flow's demand: done, or gave up waiting. */
+  private leave(ticket: Ticket): void {
+    if (!ticket.request.probe) this.activity?.ended(ticket.flow, ticket.request.seats);
   }
 
   private fits(seats: number): boolean {

@@ -44,6 +44,8 @@ const MAX_WAIT_MS = 60_000;
 /** The wait limit of requests without a deadline when --request-timeout is 0 (a quarter of kube's default). */
 const DEFAULT_WAIT_MS = 15_000;
 const READ_ONLY_VERBS = new Set(['get', 'list', 'watch']);
+/** Health probes (flowcontrol/queueset.ts, SeatRequest.probe). */
+const PROBE_PATH = /^\/(healthz|livez|readyz)(\/|$)/;
 
 export interface PriorityAndFairnessOptions {
   /** --request-timeout (ms; 0: none). */
@@ -142,6 +144,7 @@ export function priorityAndFairness(flowControl: FlowControl, opts: PriorityAndF
         flowSchema: labels.flow_schema,
         distinguisher,
         seats,
+        probe: !info.isResourceRequest && PROBE_PATH.test(info.path),
         onDispatch: () => {
           // Dispatched from the queue: run on a turn of its own, not inside the request that freed the seats.
           if (queue.waiting) setImmediate(run);

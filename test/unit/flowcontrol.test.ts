@@ -386,6 +386,28 @@ describe('a queue set', () => {
     }
   });
 
+  test('a health probe never makes its flow one at work: a flow alone keeps every seat while probes come', () => {
+    const c = clock();
+    const activity = new FlowActivity(2, 1000, () => {});
+    const exempt = new QueueSet({ exempt: true, concurrencyLimit: 0 }, c.now, activity);
+    const qs = new QueueSet(
+      { queuing: { queues: 16, handSize: 4, queueLengthLimit: 50 }, concurrencyLimit: 100, flowSeatLimit: 2 },
+      c.now,
+      activity,
+    );
+    const flood = Array.from({ length: 3 }, () => ticketOf(qs.enqueue(request('flood'))));
+    // An anonymous /healthz, in the exempt level: the flood's next request still runs at once.
+    const probe = ticketOf(exempt.enqueue({ ...request('system:anonymous'), probe: true }));
+    expect(probe.state).toBe('executing');
+    expect(ticketOf(qs.enqueue(request('flood'))).state).toBe('executing');
+    exempt.finish(probe);
+    // Any other request of that flow (a GET of /version) is a light flow at work: now the flood waits.
+    const other = ticketOf(exempt.enqueue(request('system:anonymous')));
+    expect(ticketOf(qs.enqueue(request('flood'))).state).toBe('waiting');
+    exempt.finish(other);
+    for (const t of flood) qs.finish(t);
+  });
+
   test('alone, a flow takes the headroom too; once another flow is at work it leaves it', () => {
     jest.useFakeTimers();
     try {
