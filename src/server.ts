@@ -443,7 +443,7 @@ async function serveHttps(
   answerClientErrors(server);
   // A new connection meets the bounds (which may hold it), then its handshake's turn, then the TLS layer: each
   // takes the listener of the one after it, so the last to attach is the first met.
-  const handshakeTurns = HandshakeTurns.attach(server, (source) => connections.isVerified(source));
+  const handshakeTurns = HandshakeTurns.attach(server, (source) => connections.goesFirst(source));
   connections.attach(server);
   handshakeTurns.followAccepts(server);
   await new Promise<void>((resolve, reject) => {

@@ -20,8 +20,10 @@
  *   while they flood. Connections that have authenticated (watches, keep-alive clients) are not counted;
  * - a connection beyond either waits as it was accepted, neither handshaken nor read (its bytes stay in the
  *   kernel), in a queue per source (sourcequeues.ts). As room frees (a connection authenticates or closes), the
- *   waiting source that holds the fewest is taken first, those that hold as many in turn: a full bound is shared
- *   among the sources that want it, and a client that just came is not behind a flood. A connection is closed only
+ *   waiting source that holds the fewest is taken first, those that hold as many in turn (one that had a request
+ *   authenticated within the last hour before the others: the admin's address, not one of a thousand that each
+ *   flood with a few silent connections): a full bound is shared among the sources that want it, and a client that
+ *   just came is not behind a flood. A connection is closed only
  *   when it has waited waitTimeoutMs (a Go client gives its TLS handshake 10 s) or when maxWaiting connections wait
  *   already: then the newest of the source with the most waiting goes (the newcomer, if its source has as many), so
  *   that one source cannot fill the queue to shut others out. Both are counted and logged, at most once a minute
@@ -45,6 +47,7 @@ import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from '../log.js';
 import { connectionSource } from './connectionsource.js';
+import { RecentSources } from './recentsources.js';
 import { SourceQueues } from './sourcequeues.js';
 import { takeConnections, type HandOn } from './takeconnections.js';
 
@@ -81,6 +84,15 @@ const WARNING_SOURCES = 10;
  */
 const VERIFIED_SOURCE_MEMORY_MS = 3_600_000;
 
+/**
+ * How long a source that had a request authenticated (a person's kubectl, a controller, a CI runner) is remembered:
+ * its new connections are taken on before those of sources that hold as few, when the bound is full.
+ */
+const KNOWN_SOURCE_MEMORY_MS = 3_600_000;
+
+/** Sources remembered of each kind at most (the least recent forgotten): a map entry of about 100 bytes each. */
+const MAX_REMEMBERED_SOURCES = 10_000;
+
 /** Node's bound on receiving a whole request, body included (its default, made explicit): kube has none. */
 const REQUEST_RECEIVE_TIMEOUT_MS = 300_000;
 
@@ -108,8 +120,12 @@ export class ConnectionGuard {
   private readonly waitDeadlines = new Map<Socket, NodeJS.Timeout>();
   /** The deadline of each handshake (from when it is taken on), then of each first request's first byte. */
   private readonly deadlines = new Map<Socket, NodeJS.Timeout>();
-  /** Sources of connections with a verified client certificate, and when the last one came (the oldest first). */
-  private readonly verifiedSources = new Map<string, number>();
+  /** Sources of connections with a verified client certificate. */
+  private readonly verifiedSources = new RecentSources(VERIFIED_SOURCE_MEMORY_MS, MAX_REMEMBERED_SOURCES);
+  /** Sources that had a request authenticated. */
+  private readonly knownSources = new RecentSources(KNOWN_SOURCE_MEMORY_MS, MAX_REMEMBERED_SOURCES);
+  /** The source of each connection that has had a request authenticated, not to work it out on each request. */
+  private readonly sourceOf = new WeakMap<Socket, string>();
   /** The next step of a connection taken on: the handshake turns (and then the TLS layer). */
   private handOn: HandOn = () => {};
 
@@ -133,7 +149,7 @@ export class ConnectionGuard {
       const socket = tcpSocketOf(tls);
       // authorized: the certificate chains to a CA of ServingTls's client CA bundles (and only those).
       if (tls.authorized) {
-        this.rememberVerified(this.unauthenticated.get(socket) ?? connectionSource(socket.remoteAddress));
+        this.verifiedSources.remember(this.unauthenticated.get(socket) ?? connectionSource(socket.remoteAddress));
         return this.countAsAuthenticated(socket);
       }
       // bytesRead counts the request bytes received (after decryption), whoever reads them.
@@ -145,7 +161,14 @@ export class ConnectionGuard {
 
   /** A request on this connection was authenticated: the connection no longer counts against the bounds. */
   authenticated(req: IncomingMessage): void {
-    this.countAsAuthenticated(tcpSocketOf(req.socket as TLSSocket));
+    const socket = tcpSocketOf(req.socket as TLSSocket);
+    let source = this.sourceOf.get(socket);
+    if (source === undefined) {
+      source = this.unauthenticated.get(socket) ?? connectionSource(socket.remoteAddress);
+      this.sourceOf.set(socket, source);
+    }
+    this.knownSources.remember(source);
+    this.countAsAuthenticated(socket);
   }
 
   private accepted(socket: Socket): void {
@@ -201,17 +224,21 @@ export class ConnectionGuard {
 
   /**
    * Takes on waiting connections while there is room: from the source that holds the fewest (one remembered for a
-   * verified certificate before any), sources that hold as many in turn.
+   * verified certificate before any; of those that hold as many, one that had a request authenticated first),
+   * sources that rank the same in turn.
    */
   private takeOnWaiting(): void {
     while (this.waiting.size) {
       // The bound is full, and no source may go beyond it: nothing to look for.
       if (this.unauthenticated.size >= this.limits.maxUnauthenticated && !this.verifiedSources.size) return;
+      // Holding as many, a known source ranks half a connection ahead.
       let next: string | undefined;
       let fewest = Infinity;
       for (const source of this.waiting.sources()) {
         if (!this.hasRoom(source)) continue;
-        const holds = this.isVerified(source) ? -1 : (this.perSource.get(source) ?? 0);
+        const holds = this.isVerified(source)
+          ? -1
+          : (this.perSource.get(source) ?? 0) + (this.knownSources.has(source) ? 0 : 0.5);
         if (holds < fewest) [next, fewest] = [source, holds];
       }
       if (next === undefined) return;
@@ -221,21 +248,17 @@ export class ConnectionGuard {
     }
   }
 
-  private rememberVerified(source: string): void {
-    const now = Date.now();
-    // Kept in the order they were last seen, so those to forget come first.
-    this.verifiedSources.delete(source);
-    this.verifiedSources.set(source, now);
-    for (const [seen, at] of this.verifiedSources) {
-      if (now - at <= VERIFIED_SOURCE_MEMORY_MS) break;
-      this.verifiedSources.delete(seen);
-    }
-  }
-
   /** Whether `source` is remembered for a verified client certificate: its connections go first. */
   isVerified(source: string): boolean {
-    const at = this.verifiedSources.get(source);
-    return at !== undefined && Date.now() - at <= VERIFIED_SOURCE_MEMORY_MS;
+    return this.verifiedSources.has(source);
+  }
+
+  /**
+   * Whether `source`'s connections are handshaken before others (handshaketurns.ts): one remembered for a verified
+   * certificate, or for an authenticated request.
+   */
+  goesFirst(source: string): boolean {
+    return this.verifiedSources.has(source) || this.knownSources.has(source);
   }
 
   private countAsAuthenticated(socket: Socket): void {

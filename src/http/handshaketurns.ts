@@ -12,8 +12,8 @@
  * here once the connection bounds take them on (connections.ts), and one that waits for its turn is still under the
  * header deadline counted from then; one whose client has sent nothing holds no turn.
  *
- * A source that goes first (one whose connections presented a verified client certificate: the front proxy's,
- * connections.ts) is handshaken before any other waits its turn, one a turn at least: taken in turn with the others,
+ * A source that goes first (one whose connections presented a verified client certificate, the front proxy's, or
+ * that had a request authenticated within the last hour: connections.ts) is handshaken before any other waits its turn, one a turn at least: taken in turn with the others,
  * kube-apiserver's new connection waited behind one handshake of every other source, seconds with hundreds of
  * sources flooding.
  */
@@ -50,7 +50,7 @@ export class HandshakeTurns {
   constructor(
     private readonly begin: HandOn,
     private readonly perTurn = HANDSHAKES_PER_TURN,
-    /** Whether a source's connections go before every other's (a verified certificate's: connections.ts). */
+    /** Whether a source's connections go before every other's (a verified certificate's, a known one's: connections.ts). */
     private readonly goesFirst: (source: string) => boolean = () => false,
   ) {}
 

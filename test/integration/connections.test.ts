@@ -492,6 +492,31 @@ describe('connections that have not authenticated', () => {
     }
   }, 60_000);
 
+  test('with the bound full, an address that had a request authenticated goes before new addresses that hold as few', async () => {
+    // The admin has used the server from 127.0.0.51 before.
+    expect(await servedAnew('127.0.0.51')).toBe('HTTP/1.1 200 OK');
+
+    // The bound full, and three new addresses (a flood of many, each with one connection) waiting before the admin's.
+    const sources = ['127.0.0.61', '127.0.0.62', '127.0.0.63', '127.0.0.64'];
+    const holders = await Promise.all(sources.map((source) => holdRoom(source, PER_SOURCE)));
+    const strangers = [
+      ...(await startWaiting('127.0.0.52', 1)),
+      ...(await startWaiting('127.0.0.53', 1)),
+      ...(await startWaiting('127.0.0.54', 1)),
+    ];
+    const admin = await startWaiting('127.0.0.51', 1);
+
+    // Room for one: the admin's address, holding none as they do, is taken on first.
+    expect(await send(holders[0][0], authenticatedEnd())).toBe('HTTP/1.1 200 OK');
+    expect(await admin[0].settled).toBe('connected');
+    expect(states(strangers)).toEqual(Array(3).fill('waiting'));
+    expect(await send(admin[0].held, authenticatedGet())).toBe('HTTP/1.1 200 OK');
+
+    // The others as room frees.
+    for (const h of holders.flat().slice(1)) expect(await send(h, authenticatedEnd())).toBe('HTTP/1.1 200 OK');
+    expect(await Promise.all(strangers.map((o) => o.settled))).toEqual(Array(3).fill('connected'));
+  }, 60_000);
+
   test("the front proxy's new connection (a verified client certificate) is never behind anonymous ones: with the bound full, it is handshaken and served at once", async () => {
     // kube-apiserver has connected before (its address is known for its certificate).
     const first = await openTls(ts, { localAddress: '127.0.0.8', cert: FRONT_PROXY });
