@@ -11,7 +11,8 @@ const layers = [
     'src/tracing\\.ts',
     'src/apimachinery/',
   ],
-  ['src/storage/', 'src/access/'],
+  ['src/storage/'],
+  ['src/access/'],
   ['src/registry/', 'src/kinds/'],
   [
     'src/auth/',

@@ -1,8 +1,10 @@
 /** All served resources, each with its generic store, found by group, version and plural name (or apiVersion and kind). */
 import type { Admission } from '../apimachinery/admission.js';
 import type { KubeObject } from '../apimachinery/types.js';
+import { grantsText } from '../access/model.js';
+import { selectionAttributes } from '../apimachinery/selection.js';
 import { WatchCache } from '../storage/cacher.js';
-import type { Storage } from '../storage/interface.js';
+import type { CachedAttributes, Storage } from '../storage/interface.js';
 import type { ResourceDefinition } from './definitions.js';
 import { strategies } from '../kinds/index.js';
 import type { OwnerDeletionCheck } from './ownerpermission.js';
@@ -48,7 +50,10 @@ export class Registry {
       if (!this.caches.has(def.group))
         this.caches.set(
           def.group,
-          new WatchCache(storage, `${etcdPrefix}/${def.group}/`, { log, revisionsUnder: `${etcdPrefix}/` }),
+          new WatchCache(storage, `${etcdPrefix}/${def.group}/`, cachedAttributes, {
+            log,
+            revisionsUnder: `${etcdPrefix}/`,
+          }),
         );
       const store = new Store(
         def,
@@ -118,4 +123,9 @@ function refuseStrategiesWithoutDefinition(definitions: readonly ResourceDefinit
     `src/registry/kinds has a strategy for the ${unknown.length > 1 ? 'kinds' : 'kind'} ${named}, which no CRD in crds/ defines (the CRDs define ${[...defined].sort().join(', ')}): ` +
       'a strategy must be keyed by the kind its CRD names (spec.names.kind), or the kind would be served without its rules',
   );
+}
+
+/** What the watch cache keeps beside each object (kube's GetAttrsFunc): what selectors read, and its grants. */
+export function cachedAttributes(obj: unknown): CachedAttributes {
+  return { ...selectionAttributes(obj), grants: grantsText(obj) };
 }

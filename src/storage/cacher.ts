@@ -6,11 +6,9 @@
  * takes, and what lists and watches send anyway.
  */
 import { EncodedObject } from '../apimachinery/encoded.js';
-import { selectionAttributes } from '../apimachinery/selection.js';
-import { grantsText } from '../access/model.js';
 import { withRevision } from './codec.js';
 import { keyAfter } from './etcd.js';
-import type { CachedAttributes, Storage, StoredObject, WatchEvent, WatchHandle } from './interface.js';
+import type { AttributesOf, CachedAttributes, Storage, StoredObject, WatchEvent, WatchHandle } from './interface.js';
 
 /**
  * One object in the cache: its JSON, the revision that wrote it (for proving the cache current), and what selectors
@@ -34,9 +32,8 @@ export class CachedObject<T extends StoredObject> extends EncodedObject<T> imple
     this.grants = attributes.grants;
   }
 
-  static of<T extends StoredObject>(obj: T): CachedObject<T> {
-    const attributes = { ...selectionAttributes(obj), grants: grantsText(obj) };
-    return new CachedObject<T>(JSON.stringify(obj), obj.metadata.resourceVersion ?? '', attributes);
+  static of<T extends StoredObject>(obj: T, attributesOf: AttributesOf): CachedObject<T> {
+    return new CachedObject<T>(JSON.stringify(obj), obj.metadata.resourceVersion ?? '', attributesOf(obj));
   }
 }
 
@@ -147,6 +144,8 @@ export class WatchCache<T extends StoredObject> {
   constructor(
     private readonly storage: Storage,
     readonly prefix: string,
+    /** What it keeps beside each object for selectors and the access model. */
+    private readonly attributesOf: AttributesOf,
     opts: WatchCacheOptions = {},
   ) {
     this.historySize = opts.historySize ?? 10_000;
@@ -186,7 +185,11 @@ export class WatchCache<T extends StoredObject> {
     let start: string | undefined;
     let revision: string | undefined;
     for (;;) {
-      const page = await this.storage.listPageText(this.prefix, { start, limit: FILL_PAGE, revision });
+      const page = await this.storage.listPageText(
+        this.prefix,
+        { start, limit: FILL_PAGE, revision },
+        this.attributesOf,
+      );
       revision ??= page.resourceVersion;
       page.items.forEach((text, i) =>
         objects.set(page.keys[i], new CachedObject<T>(text.json, text.resourceVersion, text.attributes)),
@@ -352,14 +355,15 @@ export class WatchCache<T extends StoredObject> {
       const previous = this.objects.get(e.key);
       if (e.type === 'put') {
         if (!previous) this.sortedKeys = undefined;
-        const object = CachedObject.of(e.object!);
+        const object = CachedObject.of(e.object!, this.attributesOf);
         this.objects.set(e.key, object);
         events.push(new CacheEvent(previous ? 'MODIFIED' : 'ADDED', e.key, revision, object, previous));
       } else {
         if (previous) this.sortedKeys = undefined;
         this.objects.delete(e.key);
         const last = e.object ?? (previous && withRevision(previous.decode(), e.revision));
-        if (last) events.push(new CacheEvent('DELETED', e.key, revision, CachedObject.of(last), previous));
+        if (last)
+          events.push(new CacheEvent('DELETED', e.key, revision, CachedObject.of(last, this.attributesOf), previous));
       }
     }
     if (!events.length) return;

@@ -8,8 +8,6 @@
  */
 import { ConsecutiveBreaker, ExponentialBackoff, circuitBreaker, handleWhen, retry, type IBackoff } from 'cockatiel';
 import { Etcd3, GRPCUnavailableError, Range, type IOptions } from 'etcd3';
-import { selectionAttributes } from '../apimachinery/selection.js';
-import { grantsText } from '../access/model.js';
 import { decode, encode, encodeWithCopy, servedJson, withRevision } from './codec.js';
 import { identityTransformer, type Transformer } from './encryption/transformer.js';
 import { EtcdHealth } from './etcdhealth.js';
@@ -18,6 +16,7 @@ import { EtcdLeaseLock, type LeaseLock } from './leaselock.js';
 import {
   ClaimTakenError,
   StorageError,
+  type AttributesOf,
   type ClaimHolder,
   type CreateOptions,
   type DeleteOptions,
@@ -173,7 +172,7 @@ export class EtcdStorage implements Storage {
     return { items, keys, resourceVersion: res.header.revision, more: res.more, count: Number(res.count) };
   }
 
-  async listPageText(prefix: string, opts: PageOptions): Promise<Page<StoredText>> {
+  async listPageText(prefix: string, opts: PageOptions, attributesOf: AttributesOf): Promise<Page<StoredText>> {
     const res = await this.range(prefix, opts, false).catch((err) => this.withCurrentRevision(err, opts));
     const items = await Promise.all(
       res.kvs.map(async (kv) => {
@@ -183,7 +182,7 @@ export class EtcdStorage implements Storage {
         return {
           json: servedJson(plaintext, kv.mod_revision),
           resourceVersion: kv.mod_revision,
-          attributes: { ...selectionAttributes(value), grants: grantsText(value) },
+          attributes: attributesOf(value),
         };
       }),
     );

@@ -85,6 +85,12 @@ export interface CachedAttributes extends SelectionAttributes {
   readonly grants: string;
 }
 
+/**
+ * What the watch cache keeps beside each object, read from it (kube's GetAttrsFunc): given by the registry, which
+ * knows what selectors and the access model read of objects; storage reads nothing of them itself.
+ */
+export type AttributesOf = (obj: unknown) => CachedAttributes;
+
 export interface PageOptions {
   /** The first key to read (inclusive); defaults to the prefix itself. */
   start?: string;
@@ -214,8 +220,11 @@ export interface Storage {
   /** One page of the objects under `prefix`, optionally at an older revision; StorageError Compacted if it is gone. */
   listPage<T extends StoredObject>(prefix: string, opts: PageOptions): Promise<Page<T>>;
 
-  /** listPage with each object as its JSON text, as served (with its resourceVersion), not decoded (the watch cache's fill). */
-  listPageText(prefix: string, opts: PageOptions): Promise<Page<StoredText>>;
+  /**
+   * listPage with each object as its JSON text, as served (with its resourceVersion), not decoded, and its
+   * attributes read while it is (the watch cache's fill).
+   */
+  listPageText(prefix: string, opts: PageOptions, attributesOf: AttributesOf): Promise<Page<StoredText>>;
 
   /** The mod revision of every key under `prefix` at `revision`, without reading values. */
   keyRevisions(prefix: string, revision: string): Promise<Map<string, string>>;

@@ -11,6 +11,7 @@ import { runInNewContext } from 'node:vm';
 import { Etcd3 } from 'etcd3';
 import { TooOldResourceVersion, WatchCache, type CacheEvent } from '../../src/storage/cacher.js';
 import { EtcdStorage } from '../../src/storage/etcd.js';
+import { cachedAttributes } from '../../src/registry/registry.js';
 import { ResourceReader } from '../../src/storage/reader.js';
 import { decoded } from '../../src/apimachinery/encoded.js';
 import { encodeWithCopy, withRevision } from '../../src/storage/codec.js';
@@ -122,7 +123,11 @@ test('holding 5,000 objects of about 1 KiB costs the heap less than twice their 
   const count = 5000;
   const jsonBytes = await fill(prefix, count);
   const before = heapUsed();
-  const cache = new WatchCache<KubeObject>(storage, prefix.slice(0, prefix.indexOf('sharedsecrets/')));
+  const cache = new WatchCache<KubeObject>(
+    storage,
+    prefix.slice(0, prefix.indexOf('sharedsecrets/')),
+    cachedAttributes,
+  );
   await cache.start();
   try {
     const held = heapUsed() - before;
@@ -152,7 +157,10 @@ test('the history forgets its oldest events beyond its byte bound: a watch from 
   const created = await storage.create(key, secret(1));
   const size = JSON.stringify(created).length;
   // Room for about five states of the object.
-  const cache = new WatchCache<KubeObject>(storage, prefix, { historySize: 1000, historyBytes: 5.5 * size });
+  const cache = new WatchCache<KubeObject>(storage, prefix, cachedAttributes, {
+    historySize: 1000,
+    historyBytes: 5.5 * size,
+  });
   await cache.start();
   try {
     const startRv = cache.currentRevision;
@@ -187,7 +195,7 @@ test('a fill of more objects than one page holds all of them at one revision', a
   const prefix = `/test-${randomUUID()}/management.platform.sh/`;
   const count = 2500;
   await fill(`${prefix}sharedsecrets/bench/`, count);
-  const cache = new WatchCache<KubeObject>(storage, prefix);
+  const cache = new WatchCache<KubeObject>(storage, prefix, cachedAttributes);
   await cache.start();
   try {
     const { items, revision } = cache.snapshot(prefix);
@@ -209,7 +217,7 @@ test('a cache listing again (a value it cannot read) stops at once: its lost etc
     lost: () => {},
   });
   const logs: string[] = [];
-  const cache = new WatchCache<KubeObject>(storage, prefix, { log: (msg) => logs.push(msg) });
+  const cache = new WatchCache<KubeObject>(storage, prefix, cachedAttributes, { log: (msg) => logs.push(msg) });
   await cache.start();
   // A value that is not JSON: the watch cannot deliver it, so the cache lists again, which fails while it is there.
   await raw.put(`${prefix}sharedsecrets/bench/bad`).value('not json');
@@ -235,7 +243,10 @@ test('a cache hears the revisions of writes beside it (revisionsUnder) without r
   const prefix = `${root}management.platform.sh/`;
   await storage.create(`${prefix}sharedsecrets/bench/one`, secret(1));
   const logs: string[] = [];
-  const cache = new WatchCache<KubeObject>(storage, prefix, { log: (msg) => logs.push(msg), revisionsUnder: root });
+  const cache = new WatchCache<KubeObject>(storage, prefix, cachedAttributes, {
+    log: (msg) => logs.push(msg),
+    revisionsUnder: root,
+  });
   await cache.start();
   try {
     const seen: CacheEvent<KubeObject>[] = [];
@@ -268,7 +279,7 @@ test('lists and watches with selectors read labels and names kept beside each JS
     .put(`${prefix}odd-labels`)
     .value(JSON.stringify({ ...secret(7), metadata: { name: 'odd', labels: 'app' } }));
   await raw.put(`${prefix}no-name`).value(JSON.stringify({ ...secret(7), metadata: { labels: { app: 'app-7' } } }));
-  const cache = new WatchCache<KubeObject>(storage, root);
+  const cache = new WatchCache<KubeObject>(storage, root, cachedAttributes);
   await cache.start();
   const reader = secretsReader(cache);
   const watched: string[] = [];
@@ -332,7 +343,7 @@ test('a watch of many objects sends them a chunk at a time, serving others in be
   const prefix = `${root}sharedsecrets/bench/`;
   const count = 5000;
   await fill(prefix, count);
-  const cache = new WatchCache<KubeObject>(storage, root);
+  const cache = new WatchCache<KubeObject>(storage, root, cachedAttributes);
   await cache.start();
   const reader = secretsReader(cache);
   const events: string[] = [];
