@@ -26,6 +26,7 @@
  * seconds) are 401. A create never says whether a key value is in use.
  * Keys and hashes are never logged.
  */
+import { Backoff } from '../apimachinery/backoff.js';
 import type { IncomingMessage } from 'node:http';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { Restriction, UserInfo } from '../apimachinery/user.js';
@@ -100,6 +101,8 @@ export class AccessKeyAuthenticator implements Authenticator {
   private started = false;
   private stopped = false;
   private retry?: NodeJS.Timeout;
+  /** The waits before following the cache again after it could not be (it was listing again). */
+  private readonly retries = new Backoff({ initialMs: 200, maxMs: 5000 });
   private refreshing?: Promise<void>;
   private readonly now: () => number;
   private readonly log: NonNullable<AccessKeyAuthenticatorOptions['log']>;
@@ -114,7 +117,7 @@ export class AccessKeyAuthenticator implements Authenticator {
     if (this.started) return;
     this.started = true;
     this.stopped = false;
-    this.subscribe(100);
+    this.subscribe();
   }
 
   stop(): void {
@@ -212,7 +215,7 @@ export class AccessKeyAuthenticator implements Authenticator {
     return this.refreshing;
   }
 
-  private subscribe(retryDelay: number): void {
+  private subscribe(): void {
     if (this.stopped) return;
     try {
       const { items, revision } = this.opts.cache.snapshot(this.opts.prefix);
@@ -230,12 +233,13 @@ export class AccessKeyAuthenticator implements Authenticator {
           this.schedule(100);
         },
       });
+      this.retries.reset();
     } catch (err) {
       // The cache is listing again (after losing its etcd watch): try once it is back.
       this.log('access keys: could not follow the watch cache; trying again', {
         error: err instanceof Error ? err.message : String(err),
       });
-      this.schedule(Math.min(retryDelay * 2, 5000));
+      this.schedule(this.retries.next());
     }
   }
 
@@ -243,7 +247,7 @@ export class AccessKeyAuthenticator implements Authenticator {
     if (this.stopped || this.retry) return;
     this.retry = setTimeout(() => {
       this.retry = undefined;
-      this.subscribe(delay);
+      this.subscribe();
     }, delay);
     this.retry.unref();
   }

@@ -11,6 +11,7 @@
 import { generateKeyPair } from 'node:crypto';
 import { promisify } from 'node:util';
 import type Forge from 'node-forge';
+import { Backoff } from '../apimachinery/backoff.js';
 import { isPlainObject } from '../apimachinery/types.js';
 import { sleep } from '../controllers/sleep.js';
 import { awayFromThread } from '../flowcontrol/away.js';
@@ -217,7 +218,10 @@ export async function issueClientCertificate(
   );
 
   const deadline = Date.now() + req.timeoutMs;
-  for (let delay = 50; ; delay = Math.min(delay * 2, 500)) {
+  // Polls of the signer: soon at first, as it usually signs at once.
+  const polls = new Backoff({ initialMs: 50, maxMs: 500 });
+  for (;;) {
+    const delay = polls.next();
     const current = await vc.request<unknown>(
       `reading CertificateSigningRequest ${name}`,
       'GET',

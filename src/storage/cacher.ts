@@ -5,6 +5,7 @@
  * Objects are held as their JSON text (see apimachinery/encoded.ts): about a third of the heap a parsed object
  * takes, and what lists and watches send anyway.
  */
+import { Backoff } from '../apimachinery/backoff.js';
 import { EncodedObject } from '../apimachinery/encoded.js';
 import { withRevision } from './codec.js';
 import { keyAfter } from './etcd.js';
@@ -260,9 +261,11 @@ export class WatchCache<T extends StoredObject> {
   async ensureConsistent(timeoutMs = 3000): Promise<number> {
     const target = Number(await this.etcdRevision());
     const deadline = Date.now() + timeoutMs;
-    for (let wait = 20; ; wait = Math.min(wait * 2, 500)) {
+    // How long to wait for events before comparing revisions again: short at first, as events usually come at once.
+    const waits = new Backoff({ initialMs: 20, maxMs: 500 });
+    for (;;) {
       if (this.revision >= target) return this.revision;
-      await this.waitUntilFresh(target, wait).catch(() => undefined);
+      await this.waitUntilFresh(target, waits.next()).catch(() => undefined);
       if (this.revision >= target) return this.revision;
       if (this.matches(await this.storage.keyRevisions(this.prefix, String(target)))) {
         this.advance(target);
@@ -449,14 +452,15 @@ export class WatchCache<T extends StoredObject> {
     await this.handle?.close().catch(() => undefined);
     this.handle = undefined;
     for (const watcher of [...this.watchers.keys()]) this.removeWatcher(watcher, true);
-    for (let delay = 100; !this.stopped; delay = Math.min(delay * 2, 5000)) {
+    const backoff = new Backoff({ initialMs: 100, maxMs: 5000 });
+    while (!this.stopped) {
       try {
         await this.start();
         this.restarting = false;
         return;
       } catch (err) {
         this.log('watch cache: listing again failed; retrying', { prefix: this.prefix, error: String(err) });
-        await new Promise((r) => setTimeout(r, delay));
+        await new Promise((r) => setTimeout(r, backoff.next()));
       }
     }
   }
