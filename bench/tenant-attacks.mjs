@@ -18,6 +18,7 @@ import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import net from 'node:net';
 import tls from 'node:tls';
 import { randomUUID } from 'node:crypto';
 
@@ -135,7 +136,7 @@ async function slowBodies(bodies) {
   }
 }
 
-async function probeBound() {
+async function probeBound(path = '/healthz') {
   const s = await startWithUsers(['root', 'alice']);
   try {
     const secret = {
@@ -149,7 +150,7 @@ async function probeBound() {
       let stop = false;
       const prober = (async () => {
         while (probing && !stop) {
-          await s.request(undefined, 'GET', '/healthz');
+          await s.request(undefined, 'GET', path);
           await sleep(500);
         }
       })();
@@ -166,7 +167,7 @@ async function probeBound() {
       stop = true;
       await Promise.all([...alice, prober]);
       console.log(
-        `probe-bound: ${probing ? 'with' : 'without'} an anonymous /healthz every 500 ms: alice ${Math.round(done / 8)} GET/s`,
+        `probe-bound: ${probing ? 'with' : 'without'} an anonymous ${path} every 500 ms: alice ${Math.round(done / 8)} GET/s`,
       );
       await sleep(1500);
     }
@@ -175,9 +176,169 @@ async function probeBound() {
   }
 }
 
+/** The gauges that must be back to 0 once every request has ended (read as the admin). */
+async function leftOver(s) {
+  const all = async (name) => {
+    const text = (await s.request('root', 'GET', '/metrics')).text;
+    let sum = 0;
+    for (const line of text.split('\n'))
+      if (line.startsWith(`${name}{`) && !line.includes('priority_level="exempt"'))
+        sum += Number(line.split(' ').at(-1));
+    return sum;
+  };
+  return {
+    executingSeats: await all('apiserver_flowcontrol_current_executing_seats'),
+    inqueue: await all('apiserver_flowcontrol_current_inqueue_requests'),
+    bodyTurnWaiting: await all('apiserver_flowcontrol_current_body_turn_waiting_requests'),
+    // The admin's own scrape is one.
+    inflight: (await all('apiserver_current_inflight_requests')) - 1,
+  };
+}
+
+/** A raw request on a TLS connection of its own: `then(socket)` is called once it is written. */
+function rawRequest(s, head, body, then = () => {}) {
+  // The TCP socket under it, for a reset (resetAndDestroy).
+  const tcp = net.connect({ host: s.url.hostname, port: Number(s.url.port) });
+  const socket = tls.connect({ socket: tcp, ca: s.caPem, servername: 'localhost' });
+  socket.resetAndDestroy = () => tcp.resetAndDestroy();
+  socket.on('error', () => {});
+  const answer = new Promise((done) => {
+    let text = '';
+    // The first status line that is not 100 Continue; or none, when the connection closes before one.
+    socket.on('data', (c) => {
+      text += c;
+      const line = text.split('\r\n\r\n').find((head) => /^HTTP\/1\.1 (?!100)/.test(head));
+      if (line) done(line.split('\r\n')[0]);
+    });
+    socket.once('close', () => done(''));
+  });
+  socket.once('secureConnect', () => {
+    socket.write(head + body);
+    then(socket);
+  });
+  return { socket, answer };
+}
+
+/**
+ * Every way a request with a body still coming can end, alice's, with bob's (same flow for each of his) in turn
+ * behind; then the gauges, which must all be back to 0, and a slow body of each that must be granted at once.
+ */
+async function turnEnds() {
+  const s = await startWithUsers(['root', 'alice', 'bob']);
+  try {
+    const head = (user, path, more = '') =>
+      `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.tokens[user]}\r\nContent-Type: application/json\r\n${more}`;
+    const keys = `${GROUP_PATH}/ownedaccesskeys`;
+    const cases = {
+      // Holding the turn, reset; waiting for it, reset.
+      'reset holding': () =>
+        rawRequest(s, head('alice', keys, 'Content-Length: 100\r\n\r\n'), '{', (k) =>
+          setTimeout(() => k.resetAndDestroy(), 300),
+        ),
+      'reset waiting': () =>
+        rawRequest(s, head('alice', keys, 'Content-Length: 100\r\n\r\n'), '{', (k) =>
+          setTimeout(() => k.resetAndDestroy(), 600),
+        ),
+      // Answered before its body is read: 404 (no such resource), 403 (bob may not create SharedSecrets in default), 415.
+      '404 before reading': () =>
+        rawRequest(s, head('bob', `${GROUP_PATH}/nosuchthings`, 'Content-Length: 100\r\n\r\n'), '{', (k) =>
+          setTimeout(() => k.end(), 2000),
+        ),
+      '403 before reading': () =>
+        rawRequest(
+          s,
+          head('bob', `${GROUP_PATH}/namespaces/default/sharedsecrets`, 'Content-Length: 100\r\n\r\n'),
+          '{',
+          (k) => setTimeout(() => k.end(), 2000),
+        ),
+      '415 before reading': () =>
+        rawRequest(s, head('bob', keys, 'Content-Encoding: gzip\r\nContent-Length: 100\r\n\r\n'), '{', (k) =>
+          setTimeout(() => k.end(), 2000),
+        ),
+      // Chunked, Expect: 100-continue, all but one byte, a length larger than sent (then the client gives up: FIN).
+      chunked: () =>
+        rawRequest(s, head('bob', keys, 'Transfer-Encoding: chunked\r\n\r\n'), '1\r\n{\r\n', (k) =>
+          setTimeout(() => k.end(), 1500),
+        ),
+      'expect 100-continue': () =>
+        rawRequest(s, head('bob', keys, 'Expect: 100-continue\r\nContent-Length: 2\r\n\r\n'), '', (k) =>
+          setTimeout(() => k.end(), 1500),
+        ),
+      'all but one byte': () =>
+        rawRequest(s, head('bob', keys, 'Content-Length: 3\r\n\r\n'), '{}', (k) => setTimeout(() => k.end(), 1500)),
+    };
+    for (const [name, start] of Object.entries(cases)) {
+      // Two at once: the second waits for the first's turn.
+      const a = start();
+      await sleep(100);
+      const b = start();
+      const answers = await Promise.all([a.answer, b.answer]);
+      console.log(`turn-ends: ${name}: ${answers.map((x) => x || '(no answer)').join(' / ')}`);
+    }
+    // The 429 path: one holds the turn past the other's wait limit (?timeout=4s: a wait limit of 1 s).
+    const holder = rawRequest(s, head('alice', keys, 'Content-Length: 100\r\n\r\n'), '{');
+    await sleep(200);
+    const late = rawRequest(s, head('alice', `${keys}?timeout=4s`, 'Content-Length: 100\r\n\r\n'), '{');
+    console.log(`turn-ends: waited past its limit: ${await late.answer}`);
+    holder.socket.destroy();
+    await holder.answer;
+    await sleep(500);
+    console.log('turn-ends: left over', JSON.stringify(await leftOver(s)));
+    // Each flow's turn is free again: a slow body of each is answered once its body comes.
+    for (const user of ['alice', 'bob']) {
+      const r = rawRequest(s, head(user, keys, 'Content-Length: 2\r\n\r\n'), '{', (k) =>
+        setTimeout(() => k.write('}'), 300),
+      );
+      console.log(
+        `turn-ends: ${user}'s next slow body: ${await Promise.race([r.answer, sleep(5000).then(() => 'none in 5 s')])}`,
+      );
+      r.socket.destroy();
+    }
+  } finally {
+    await s.stop();
+  }
+}
+
+/** One user's creates of `kib` KiB bodies, `concurrency` at once, for `seconds`: creates/s and the slowest. */
+async function largeCreates(concurrency = 16, kib = 512, seconds = 10) {
+  const s = await startWithUsers(['root', 'alice']);
+  try {
+    const statuses = {};
+    const times = [];
+    let stop = false;
+    const body = () => ({
+      apiVersion: 'management.platform.sh/v1',
+      kind: 'OwnedAccessKey',
+      metadata: { generateName: 'big-', annotations: { pad: 'x'.repeat(kib * 1024) } },
+      spec: { disabled: true },
+    });
+    const loops = Array.from({ length: concurrency }, async () => {
+      while (!stop) {
+        const started = performance.now();
+        const r = await s.request('alice', 'POST', `${GROUP_PATH}/ownedaccesskeys`, body());
+        times.push(performance.now() - started);
+        statuses[r.status] = (statuses[r.status] ?? 0) + 1;
+      }
+    });
+    await sleep(seconds * 1000);
+    stop = true;
+    await Promise.all(loops);
+    times.sort((a, b) => a - b);
+    const p = (q) => Math.round(times[Math.min(times.length - 1, Math.floor(q * times.length))]);
+    console.log(
+      `large-creates: ${concurrency} at once of ${kib} KiB: ${(times.length / seconds).toFixed(1)}/s, p50 ${p(0.5)} ms, p99 ${p(0.99)} ms, statuses ${JSON.stringify(statuses)}`,
+    );
+    console.log('large-creates: left over', JSON.stringify(await leftOver(s)));
+  } finally {
+    await s.stop();
+  }
+}
+
 const what = process.argv[2] ?? 'slow-bodies';
 if (what === 'slow-bodies') await slowBodies(Number(process.argv[3] ?? 600));
-else if (what === 'probe-bound') await probeBound();
+else if (what === 'probe-bound') await probeBound(process.argv[3]);
+else if (what === 'turn-ends') await turnEnds();
+else if (what === 'large-creates') await largeCreates(...process.argv.slice(3).map(Number));
 else {
   console.error('usage: node bench/tenant-attacks.mjs [slow-bodies [n]|probe-bound]');
   process.exit(2);

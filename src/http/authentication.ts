@@ -27,7 +27,7 @@ export function authenticate(
     if (user) {
       const groups = user.groups.includes(AUTHENTICATED_GROUP) ? user.groups : [...user.groups, AUTHENTICATED_GROUP];
       context.user = { ...user, groups };
-      connections?.authenticated(req);
+      connections?.authenticated(req, user.name);
     } else if (isPublic(context.info.path)) {
       context.user = ANONYMOUS_USER;
     } else {

@@ -21,8 +21,9 @@
  * - a connection beyond either waits as it was accepted, neither handshaken nor read (its bytes stay in the
  *   kernel), in a queue per source (sourcequeues.ts). As room frees (a connection authenticates or closes), the
  *   waiting source that holds the fewest is taken first, those that hold as many in turn (one that had a request
- *   authenticated within the last hour before the others: the admin's address, not one of a thousand that each
- *   flood with a few silent connections): a full bound is shared among the sources that want it, and a client that
+ *   authenticated within the last hour before the others, one of the latest MAX_KNOWN_SOURCES_PER_USER of its
+ *   user's: the admin's address, not one of a thousand that each flood with a few silent connections, whether
+ *   anonymous or with one tenant's token): a full bound is shared among the sources that want it, and a client that
  *   just came is not behind a flood. A connection is closed only
  *   when it has waited waitTimeoutMs (a Go client gives its TLS handshake 10 s) or when maxWaiting connections wait
  *   already: then the newest of the source with the most waiting goes (the newcomer, if its source has as many), so
@@ -93,6 +94,13 @@ const KNOWN_SOURCE_MEMORY_MS = 3_600_000;
 /** Sources remembered of each kind at most (the least recent forgotten): a map entry of about 100 bytes each. */
 const MAX_REMEMBERED_SOURCES = 10_000;
 
+/**
+ * Sources remembered for one user at most (the least recent forgotten): a tenant that authenticates from every
+ * address of 127.0.0.0/8 (or of its IPv6 /48) would otherwise make them all as known as the admin's, and push the
+ * admin's out of the 10,000.
+ */
+const MAX_KNOWN_SOURCES_PER_USER = 8;
+
 /** Node's bound on receiving a whole request, body included (its default, made explicit): kube has none. */
 const REQUEST_RECEIVE_TIMEOUT_MS = 300_000;
 
@@ -123,7 +131,11 @@ export class ConnectionGuard {
   /** Sources of connections with a verified client certificate. */
   private readonly verifiedSources = new RecentSources(VERIFIED_SOURCE_MEMORY_MS, MAX_REMEMBERED_SOURCES);
   /** Sources that had a request authenticated. */
-  private readonly knownSources = new RecentSources(KNOWN_SOURCE_MEMORY_MS, MAX_REMEMBERED_SOURCES);
+  private readonly knownSources = new RecentSources(
+    KNOWN_SOURCE_MEMORY_MS,
+    MAX_REMEMBERED_SOURCES,
+    MAX_KNOWN_SOURCES_PER_USER,
+  );
   /** The source of each connection that has had a request authenticated, not to work it out on each request. */
   private readonly sourceOf = new WeakMap<Socket, string>();
   /** The next step of a connection taken on: the handshake turns (and then the TLS layer). */
@@ -159,15 +171,18 @@ export class ConnectionGuard {
     });
   }
 
-  /** A request on this connection was authenticated: the connection no longer counts against the bounds. */
-  authenticated(req: IncomingMessage): void {
+  /**
+   * A request on this connection was authenticated as `user`: the connection no longer counts against the bounds,
+   * and its source is known (one of the user's latest few).
+   */
+  authenticated(req: IncomingMessage, user: string): void {
     const socket = tcpSocketOf(req.socket as TLSSocket);
     let source = this.sourceOf.get(socket);
     if (source === undefined) {
       source = this.unauthenticated.get(socket) ?? connectionSource(socket.remoteAddress);
       this.sourceOf.set(socket, source);
     }
-    this.knownSources.remember(source);
+    this.knownSources.remember(source, user);
     this.countAsAuthenticated(socket);
   }
 

@@ -9,6 +9,7 @@
  * Sources are loopback addresses (on Linux all of 127/8 is local).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:https';
 import { Socket, connect as tcpConnect } from 'node:net';
@@ -362,6 +363,8 @@ describe('connections that have not authenticated', () => {
   const FRONT_PROXY = makeCert({ commonName: 'front-proxy-client', issuer: FRONT_PROXY_CA });
   /** A request as kube-apiserver's proxy sends it: the user is in its headers, believed for its certificate. */
   const PROXIED = 'GET /apis HTTP/1.1\r\nHost: x\r\nX-Remote-User: proxied\r\nX-Remote-Group: system:masters\r\n\r\n';
+  /** A tenant's token (no grant at all). */
+  const TENANT_TOKEN = `mallory-${randomUUID()}`;
   let ts: TestServer;
   let etcd: Awaited<ReturnType<typeof startTestEtcd>>;
   let dir: string;
@@ -373,6 +376,16 @@ describe('connections that have not authenticated', () => {
     dir = mkdtempSync(join(tmpdir(), 'connections-'));
     const requestheaderClientCaFile = join(dir, 'front-proxy-ca.crt');
     writeFileSync(requestheaderClientCaFile, FRONT_PROXY_CA.certPem);
+    const tokenAuthFile = join(dir, 'tokens.csv');
+    // The admin, and a tenant with no grant at all.
+    adminToken = `admin-${randomUUID()}`;
+    writeFileSync(
+      tokenAuthFile,
+      `${adminToken},admin,uid-admin,"system:masters"\n${TENANT_TOKEN},mallory,uid-mallory\n`,
+      {
+        mode: 0o600,
+      },
+    );
     ts = await startTestServer(
       {
         maxUnauthenticatedConnections: MAX,
@@ -383,11 +396,11 @@ describe('connections that have not authenticated', () => {
         readHeaderTimeoutMs: HEADER_TIMEOUT_MS,
         requestheaderClientCaFile,
         requestheaderAllowedNames: ['front-proxy-client'],
+        tokenAuthFile,
       },
       etcd,
       createLogger((line) => logs.push(JSON.parse(line))),
     );
-    adminToken = readFileSync(join(ts.config.dataDir, 'admin-token'), 'utf8').trim();
   }, 60_000);
   afterEach(async () => {
     for (const h of held.splice(0)) h.socket.destroy();
@@ -515,6 +528,35 @@ describe('connections that have not authenticated', () => {
     // The others as room frees.
     for (const h of holders.flat().slice(1)) expect(await send(h, authenticatedEnd())).toBe('HTTP/1.1 200 OK');
     expect(await Promise.all(strangers.map((o) => o.settled))).toEqual(Array(3).fill('connected'));
+  }, 60_000);
+
+  test("a tenant's token used from many addresses makes only its latest few as known as the admin's", async () => {
+    // The admin has used the server from 127.0.0.71; a tenant, with its one token, from 127.0.0.72-.81 after.
+    expect(await servedAnew('127.0.0.71')).toBe('HTTP/1.1 200 OK');
+    const tenantSources = Array.from({ length: 10 }, (_, i) => `127.0.0.${72 + i}`);
+    for (const source of tenantSources) {
+      const conn = await openTls(ts, { localAddress: source });
+      held.push(conn);
+      expect(
+        await send(conn, `GET /version HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TENANT_TOKEN}\r\n\r\n`),
+      ).toBe('HTTP/1.1 200 OK');
+    }
+
+    // The bound full, and the tenant's first two addresses (beyond its latest 8) waiting before the admin's.
+    const holders = await Promise.all(
+      ['127.0.0.65', '127.0.0.66', '127.0.0.67', '127.0.0.68'].map((s) => holdRoom(s, PER_SOURCE)),
+    );
+    const tenant = [...(await startWaiting(tenantSources[0], 1)), ...(await startWaiting(tenantSources[1], 1))];
+    const admin = await startWaiting('127.0.0.71', 1);
+
+    // Room for one: the admin's address goes first, as it would before addresses never seen.
+    expect(await send(holders[0][0], authenticatedEnd())).toBe('HTTP/1.1 200 OK');
+    expect(await admin[0].settled).toBe('connected');
+    expect(states(tenant)).toEqual(['waiting', 'waiting']);
+    expect(await send(admin[0].held, authenticatedGet())).toBe('HTTP/1.1 200 OK');
+
+    for (const h of holders.flat().slice(1)) expect(await send(h, authenticatedEnd())).toBe('HTTP/1.1 200 OK');
+    expect(await Promise.all(tenant.map((o) => o.settled))).toEqual(['connected', 'connected']);
   }, 60_000);
 
   test("the front proxy's new connection (a verified client certificate) is never behind anonymous ones: with the bound full, it is handshaken and served at once", async () => {

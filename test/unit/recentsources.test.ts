@@ -23,3 +23,21 @@ test('a source is remembered for its time from when it was last seen, and at mos
     jest.useRealTimers();
   }
 });
+
+test("a source seen for someone is one of their latest few: one user's many addresses push out neither others' nor their own latest", () => {
+  const recent = new RecentSources(60_000, 10, 2);
+  recent.remember('10.0.0.1', 'admin');
+  for (const source of ['10.0.1.1', '10.0.1.2', '10.0.1.3', '10.0.1.4']) recent.remember(source, 'tenant');
+  expect(['10.0.0.1', '10.0.1.1', '10.0.1.2', '10.0.1.3', '10.0.1.4'].map((s) => recent.has(s))).toEqual([
+    true,
+    false,
+    false,
+    true,
+    true,
+  ]);
+  expect(recent.size).toBe(3);
+  // Seen again for another: it is theirs now, and the tenant may keep another.
+  recent.remember('10.0.1.4', 'admin');
+  recent.remember('10.0.1.5', 'tenant');
+  expect(['10.0.0.1', '10.0.1.3', '10.0.1.4', '10.0.1.5'].map((s) => recent.has(s))).toEqual([true, true, true, true]);
+});
