@@ -26,6 +26,8 @@ export interface Restriction {
 
 export const MASTERS_GROUP = 'system:masters';
 export const AUTHENTICATED_GROUP = 'system:authenticated';
+/** The group of a request without credentials (kube's user.AllUnauthenticated). */
+export const UNAUTHENTICATED_GROUP = 'system:unauthenticated';
 
 export function isMaster(user: UserInfo | undefined): boolean {
   return !!user?.groups.includes(MASTERS_GROUP);

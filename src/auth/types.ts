@@ -4,9 +4,9 @@
  */
 import type { IncomingMessage } from 'node:http';
 
-import type { UserInfo } from '../apimachinery/user.js';
+import { UNAUTHENTICATED_GROUP, type UserInfo } from '../apimachinery/user.js';
 
-export const ANONYMOUS_USER: UserInfo = { name: 'system:anonymous', groups: ['system:unauthenticated'] };
+export const ANONYMOUS_USER: UserInfo = { name: 'system:anonymous', groups: [UNAUTHENTICATED_GROUP] };
 
 /**
  * Returns the user when the request carries credentials this authenticator understands and they are good;

@@ -53,10 +53,11 @@ export interface SeatRequest {
   distinguisher: string;
   seats: number;
   /**
-   * A health probe (/healthz, /livez, /readyz): answered from memory at once, it never makes its flow one at work
-   * (activity.ts), or an anonymous probe every half second would hold a client alone to the bound for good.
+   * A request that never makes its flow one at work (activity.ts): a health probe (/healthz, /livez, /readyz), and any
+   * request without credentials (anonymous, on a public path). Otherwise anyone who can reach the port, with one
+   * cheap request every half second, would hold every client alone to the bound for good.
    */
-  probe?: boolean;
+  bystander?: boolean;
   /** Called once, when the request may run. */
   onDispatch(): void;
 }
@@ -363,12 +364,12 @@ export class QueueSet {
 
   /** A request joins its flow's demand (activity.ts). */
   private arrive(ticket: Ticket): void {
-    if (!ticket.request.probe) this.activity?.arrived(ticket.flow, ticket.request.seats);
+    if (!ticket.request.bystander) this.activity?.arrived(ticket.flow, ticket.request.seats);
   }
 
   /** It leaves its flow's demand: done, or gave up waiting. */
   private leave(ticket: Ticket): void {
-    if (!ticket.request.probe) this.activity?.ended(ticket.flow, ticket.request.seats);
+    if (!ticket.request.bystander) this.activity?.ended(ticket.flow, ticket.request.seats);
   }
 
   private fits(seats: number): boolean {

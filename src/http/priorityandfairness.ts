@@ -25,6 +25,7 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import { requestContext, requestUser } from '../apimachinery/request.js';
+import { UNAUTHENTICATED_GROUP } from '../apimachinery/user.js';
 import { requestEnded, whenRequestDone, whenRequestEnds } from '../apimachinery/requestend.js';
 import * as errors from '../apimachinery/status.js';
 import { countedHold, withFlowHold } from '../flowcontrol/away.js';
@@ -44,7 +45,7 @@ const MAX_WAIT_MS = 60_000;
 /** The wait limit of requests without a deadline when --request-timeout is 0 (a quarter of kube's default). */
 const DEFAULT_WAIT_MS = 15_000;
 const READ_ONLY_VERBS = new Set(['get', 'list', 'watch']);
-/** Health probes (flowcontrol/queueset.ts, SeatRequest.probe). */
+/** Health probes (flowcontrol/queueset.ts, SeatRequest.bystander). */
 const PROBE_PATH = /^\/(healthz|livez|readyz)(\/|$)/;
 
 export interface PriorityAndFairnessOptions {
@@ -63,7 +64,9 @@ export function priorityAndFairness(flowControl: FlowControl, opts: PriorityAndF
   return (req: Request, res: Response, next: NextFunction) => {
     const context = requestContext(req);
     const { info, query } = context;
-    const { flowSchema, level, distinguisher } = flowControl.classify({ user: requestUser(req), info });
+    const user = requestUser(req);
+    const { flowSchema, level, distinguisher } = flowControl.classify({ user, info });
+    const unauthenticated = user.groups.includes(UNAUTHENTICATED_GROUP);
     res.setHeader(FLOW_SCHEMA_UID_HEADER, flowSchema.metadata.uid ?? '');
     res.setHeader(PRIORITY_LEVEL_UID_HEADER, level.uid);
     const labels = { priority_level: level.name, flow_schema: flowSchema.metadata.name ?? '' };
@@ -144,7 +147,7 @@ export function priorityAndFairness(flowControl: FlowControl, opts: PriorityAndF
         flowSchema: labels.flow_schema,
         distinguisher,
         seats,
-        probe: !info.isResourceRequest && PROBE_PATH.test(info.path),
+        bystander: (!info.isResourceRequest && PROBE_PATH.test(info.path)) || unauthenticated,
         onDispatch: () => {
           // Dispatched from the queue: run on a turn of its own, not inside the request that freed the seats.
           if (queue.waiting) setImmediate(run);

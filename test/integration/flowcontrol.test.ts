@@ -333,6 +333,8 @@ function globalDefault(server: { as: { root: HttpClient } }) {
       });
       req.on('error', reject);
     });
+    // A test that ends early destroys what it holds: not an unhandled failure.
+    answer.catch(() => undefined);
     return { req, answer, send: () => req.end(body) };
   };
   return {
@@ -378,6 +380,31 @@ test('a flow alone uses every seat its level has; while a light flow is at work 
     expect((await erins[0].answer).status).toBe(201);
   } finally {
     for (const h of [...holding, ...erins]) h.req.destroy();
+    await server.stop();
+  }
+}, 60_000);
+
+test("an anonymous client's cheap requests, however often, do not hold a client alone to --max-seats-per-flow", async () => {
+  const server = await startTestServerWithUsers(
+    { root: ['system:masters'], dave: [] },
+    { maxSeatsPerFlow: 2 },
+    ts.etcd,
+  );
+  const { hold, executingSeats } = globalDefault(server);
+  const holding = [hold(server.as.dave), hold(server.as.dave)];
+  let probing = true;
+  const prober = (async () => {
+    while (probing) expect((await server.anonymous.get('/version')).status).toBe(200);
+  })();
+  try {
+    await waitFor("dave's two creates to hold their seats", executingSeats(2));
+    // dave holds as many seats as the bound; his next request runs once system:masters' scrapes (a light flow) are
+    // a second behind, well within its wait limit (5 s of this deadline), though /version keeps being asked.
+    expect((await server.as.dave.get(`${KEYS_PATH}?timeout=20s`)).status).toBe(200);
+  } finally {
+    probing = false;
+    await prober;
+    for (const h of holding) h.req.destroy();
     await server.stop();
   }
 }, 60_000);

@@ -386,7 +386,7 @@ describe('a queue set', () => {
     }
   });
 
-  test('a health probe never makes its flow one at work: a flow alone keeps every seat while probes come', () => {
+  test('a bystander (a health probe, an anonymous request) never makes its flow one at work: a flow alone keeps every seat while they come', () => {
     const c = clock();
     const activity = new FlowActivity(2, 1000, () => {});
     const exempt = new QueueSet({ exempt: true, concurrencyLimit: 0 }, c.now, activity);
@@ -397,11 +397,11 @@ describe('a queue set', () => {
     );
     const flood = Array.from({ length: 3 }, () => ticketOf(qs.enqueue(request('flood'))));
     // An anonymous /healthz, in the exempt level: the flood's next request still runs at once.
-    const probe = ticketOf(exempt.enqueue({ ...request('system:anonymous'), probe: true }));
+    const probe = ticketOf(exempt.enqueue({ ...request('system:anonymous'), bystander: true }));
     expect(probe.state).toBe('executing');
     expect(ticketOf(qs.enqueue(request('flood'))).state).toBe('executing');
     exempt.finish(probe);
-    // Any other request of that flow (a GET of /version) is a light flow at work: now the flood waits.
+    // A request of that flow that is no bystander (one with credentials) is a light flow at work: now the flood waits.
     const other = ticketOf(exempt.enqueue(request('system:anonymous')));
     expect(ticketOf(qs.enqueue(request('flood'))).state).toBe('waiting');
     exempt.finish(other);
