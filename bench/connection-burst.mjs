@@ -10,7 +10,7 @@
 // - quiet: the admin alone;
 // - burst: --rounds times, --burst clients from one address (a NAT, a CI runner) open a connection each and send a
 //   GET together; a connection reset is any client whose request got no answer (reset, closed, refused);
-// - flood: --flood idle connections from --flood-sources addresses (127.0.0.1 and up, all of 127/8 being loopback)
+// - flood: --flood idle connections from --flood-sources addresses (127.1.0.1 and up, all of 127/8 being loopback)
 //   that send nothing, each opened again as soon as the server closes it, for --flood-seconds;
 // - flood + burst: the bursts again, halfway through the flood, from another address;
 // - after: the admin alone once the flood is gone.
@@ -132,7 +132,9 @@ function idleFlood(server, { n, sources }) {
       setTimeout(() => slot(from), 20);
     });
   };
-  for (let i = 0; i < n; i++) slot(`127.0.0.${1 + (i % sources)}`);
+  // In 127.1/16, apart from the admin's and the bursts' addresses in 127.0.0/24 (all of 127/8 is loopback).
+  const address = (k) => `127.1.${Math.floor(k / 250)}.${1 + (k % 250)}`;
+  for (let i = 0; i < n; i++) slot(address(i % sources));
   return {
     counts,
     /** How many of the flood's connections are open and have not finished their handshake. */
