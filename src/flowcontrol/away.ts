@@ -14,6 +14,11 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 export interface FlowHold {
   away(): void;
   back(): void;
+  /**
+   * The request waits for its client to take what it wrote: its seats go back to its level meanwhile, and are taken
+   * again (waiting in its queue) before it goes on; rejects when they cannot be (the request is to be cut).
+   */
+  whileClientTakes?(wait: () => Promise<void>): Promise<void>;
 }
 
 const current = new AsyncLocalStorage<FlowHold>();
@@ -33,6 +38,17 @@ export async function awayFromThread<T>(wait: () => Promise<T>): Promise<T> {
   } finally {
     hold.back();
   }
+}
+
+/**
+ * Waits for the client to take what the calling request wrote: meanwhile the request holds no seats (it does not
+ * use the thread, and a client that never reads would hold them to its deadline: one client alone could take every
+ * seat of its level so). Rejects when the seats cannot be taken again.
+ */
+export async function whileClientTakes(wait: () => Promise<void>): Promise<void> {
+  const hold = current.getStore();
+  if (!hold?.whileClientTakes) return wait();
+  return hold.whileClientTakes(wait);
 }
 
 /** A FlowHold whose overlapping waits count as one: `leave` when the first begins, `comeBack` when the last ends. */

@@ -20,7 +20,10 @@
  *   could otherwise hold every seat of its level with bodies that never come. One that waits past its wait limit is
  *   refused with 429 as one waiting in a queue is.
  * - While a request waits on another server (the host, a connected or virtual cluster, an admission webhook), its
- *   seats do not count against its flow's bound (--max-seats-per-flow; flowcontrol/away.ts).
+ *   seats do not count against its flow's bound (--max-seats-per-flow; flowcontrol/away.ts). While a list written
+ *   in pieces waits for its client to take the last one, it holds no seats at all, and takes them again (waiting in
+ *   its queue) before its next piece: a client alone that did not read its answers held every seat of its level
+ *   until their deadlines; one that cannot have them again in time is cut.
  * - The response headers name the uids (not the names) of the schema and level, as kube's do, also on a 429.
  */
 import type { NextFunction, Request, Response } from 'express';
@@ -28,10 +31,10 @@ import { requestContext, requestUser } from '../apimachinery/request.js';
 import { UNAUTHENTICATED_GROUP } from '../apimachinery/user.js';
 import { requestEnded, whenRequestDone, whenRequestEnds } from '../apimachinery/requestend.js';
 import * as errors from '../apimachinery/status.js';
-import { countedHold, withFlowHold } from '../flowcontrol/away.js';
+import { countedHold, withFlowHold, type FlowHold } from '../flowcontrol/away.js';
 import type { BodyTurns } from '../flowcontrol/bodyturns.js';
 import type { FlowControl } from '../flowcontrol/controller.js';
-import type { RejectReason } from '../flowcontrol/queueset.js';
+import type { QueueSet, RejectReason, SeatRequest, Ticket } from '../flowcontrol/queueset.js';
 import { estimateWork, type ObjectCount } from '../flowcontrol/seats.js';
 import type { FlowControlMetrics, FlowLabels } from '../observability/flowcontrol.js';
 import type { InFlightCounts } from '../observability/metrics.js';
@@ -100,6 +103,16 @@ export function priorityAndFairness(flowControl: FlowControl, opts: PriorityAndF
       next,
     );
 
+    function seatRequest(onDispatch: () => void): SeatRequest {
+      return {
+        flowSchema: labels.flow_schema,
+        distinguisher,
+        seats,
+        bystander: (!info.isResourceRequest && PROBE_PATH.test(info.path)) || unauthenticated,
+        onDispatch,
+      };
+    }
+
     function enter() {
       const arrived = performance.now();
       // While queued: the timer of its wait limit.
@@ -108,22 +121,36 @@ export function priorityAndFairness(flowControl: FlowControl, opts: PriorityAndF
         clearTimeout(queue.timer);
         if (queue.waiting) opts.metrics?.dequeued(labels, seats, (performance.now() - arrived) / 1000, true);
         queue.waiting = false;
-        const started = performance.now();
-        const stopped = opts.metrics?.dispatched(labels, seats, watch);
         const kind: keyof InFlightCounts =
           !info.isResourceRequest || READ_ONLY_VERBS.has(info.verb) ? 'readOnly' : 'mutating';
-        if (opts.inFlight) opts.inFlight[kind]++;
+        // The seats it holds now: none while it waits for its client to take its answer (whileClientTakes).
+        let held: { ticket: Ticket; started: number; stopped?: (seconds: number) => void } | undefined;
+        const take = (t: Ticket, again: boolean) => {
+          held = {
+            ticket: t,
+            started: performance.now(),
+            stopped: opts.metrics?.dispatched(labels, seats, watch, again),
+          };
+          if (opts.inFlight) opts.inFlight[kind]++;
+        };
+        const giveBack = (last: boolean) => {
+          if (!held) return;
+          const { ticket: t, started, stopped } = held;
+          held = undefined;
+          if (opts.inFlight) opts.inFlight[kind]--;
+          stopped?.((performance.now() - started) / 1000);
+          // A write's seats stay taken a little longer, for the work of sending its event to the watches.
+          if (last && work.additionalLatencyMs > 0)
+            setTimeout(() => level.queueSet.finish(t), work.additionalLatencyMs).unref();
+          else level.queueSet.finish(t);
+        };
         let released = false;
         const release = () => {
           if (released) return;
           released = true;
-          if (opts.inFlight) opts.inFlight[kind]--;
-          stopped?.((performance.now() - started) / 1000);
-          // A write's seats stay taken a little longer, for the work of sending its event to the watches.
-          if (work.additionalLatencyMs > 0)
-            setTimeout(() => level.queueSet.finish(ticket), work.additionalLatencyMs).unref();
-          else level.queueSet.finish(ticket);
+          giveBack(true);
         };
+        take(ticket, false);
         // The client left between its dispatch and now (or it was answered meanwhile): its seats go back at once.
         if (requestEnded(res) || res.writableEnded) return release();
         whenRequestDone(res, release, opts.handlerGraceMs);
@@ -136,23 +163,31 @@ export function priorityAndFairness(flowControl: FlowControl, opts: PriorityAndF
             streamStarted?.();
           };
         }
-        // While it waits on another server, its seats are not its flow's (flowcontrol/away.ts).
-        const hold = countedHold(
-          () => level.queueSet.stepAway(ticket),
-          () => level.queueSet.stepBack(ticket),
-        );
+        // While it waits on another server, its seats are not its flow's (flowcontrol/away.ts); while it waits for
+        // its client to take its answer, it holds none.
+        const hold: FlowHold = {
+          ...countedHold(
+            () => held && level.queueSet.stepAway(held.ticket),
+            () => held && level.queueSet.stepBack(held.ticket),
+          ),
+          async whileClientTakes(wait) {
+            if (released || !held) return wait();
+            giveBack(false);
+            await wait();
+            if (released || requestEnded(res)) return;
+            const again = await seatsAgain(level.queueSet, seatRequest, waitLimitMs, res);
+            if (released) level.queueSet.finish(again);
+            else take(again, true);
+          },
+        };
         withFlowHold(hold, next);
       };
-      const result = level.queueSet.enqueue({
-        flowSchema: labels.flow_schema,
-        distinguisher,
-        seats,
-        bystander: (!info.isResourceRequest && PROBE_PATH.test(info.path)) || unauthenticated,
-        onDispatch: () => {
+      const result = level.queueSet.enqueue(
+        seatRequest(() => {
           // Dispatched from the queue: run on a turn of its own, not inside the request that freed the seats.
           if (queue.waiting) setImmediate(run);
-        },
-      });
+        }),
+      );
       if ('rejected' in result) {
         opts.metrics?.rejected(labels, result.rejected);
         throw rejection(result.rejected, waitLimitMs);
@@ -220,6 +255,44 @@ function bodyStillComing(req: Request): boolean {
   if (req.complete) return false;
   const length = req.headers['content-length'];
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/**
+ * The seats of a request that gave them back while its client took its answer, taken again: at once if they fit,
+ * else waiting in its queue as a new request would, up to the same wait limit.
+ */
+function seatsAgain(
+  queueSet: QueueSet,
+  seatRequest: (onDispatch: () => void) => SeatRequest,
+  waitLimitMs: number,
+  res: Response,
+): Promise<Ticket> {
+  return new Promise((resolve, reject) => {
+    const wait: { on: boolean; timer?: NodeJS.Timeout; forget?: () => void } = { on: false };
+    const stop = () => {
+      wait.on = false;
+      clearTimeout(wait.timer);
+      wait.forget?.();
+    };
+    const result = queueSet.enqueue(
+      seatRequest(() => {
+        if (!wait.on) return;
+        stop();
+        resolve(ticket);
+      }),
+    );
+    if ('rejected' in result) return reject(rejection(result.rejected, waitLimitMs));
+    const ticket = result.ticket;
+    if ('dispatched' in result) return resolve(ticket);
+    wait.on = true;
+    const giveUp = (reason: 'time-out' | 'cancelled') => {
+      if (!wait.on || !queueSet.cancel(ticket, reason)) return;
+      stop();
+      reject(rejection(reason, waitLimitMs));
+    };
+    wait.timer = setTimeout(() => giveUp('time-out'), waitLimitMs);
+    wait.forget = whenRequestEnds(res, () => giveUp('cancelled'));
+  });
 }
 
 /** kube's limit on a request's wait: a quarter of its deadline, at most a minute. */

@@ -6,6 +6,7 @@ import { findRequestContext } from '../apimachinery/request.js';
 import { requestEnded, whenRequestEnds } from '../apimachinery/requestend.js';
 import { internalError, StatusError, type Status } from '../apimachinery/status.js';
 import { goQuote } from '../apimachinery/golang/strconv.js';
+import { whileClientTakes } from '../flowcontrol/away.js';
 import type { Logger } from '../log.js';
 import { sliceClock, type BulkJob } from '../storage/bulkturns.js';
 import { listJson, toJson } from './json.js';
@@ -66,7 +67,16 @@ export async function writeList(
       piece += text.element(sources[i], i);
       i++;
     } while (i < sources.length && piece.length < PIECE_BYTES && !slice.over());
-    if (!res.write(piece)) await drained(res);
+    // Waiting for the client to take it, the request holds no seats (flowcontrol/away.ts); when it cannot have them
+    // again in time, the rest of its answer is not written: it is cut.
+    if (
+      !res.write(piece) &&
+      !(await whileClientTakes(() => drained(res)).then(
+        () => true,
+        () => false,
+      ))
+    )
+      return void res.destroy();
     piece = '';
   }
   res.end(text.tail);

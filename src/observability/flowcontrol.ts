@@ -144,9 +144,12 @@ export class FlowControlMetrics {
     this.waitDurations.observe({ ...labels, execute: String(execute) }, waitedSeconds);
   }
 
-  /** A request starts (after waiting or not); returns what to call when it stops occupying its seats. */
-  dispatched(labels: FlowLabels, seats: number, watch: boolean): (executedSeconds: number) => void {
-    this.dispatchedTotal.inc(labels);
+  /**
+   * A request starts (after waiting or not), or takes its seats `again` after giving them back while its client took
+   * its answer (counted as dispatched once); returns what to call when it stops occupying them.
+   */
+  dispatched(labels: FlowLabels, seats: number, watch: boolean, again = false): (executedSeconds: number) => void {
+    if (!again) this.dispatchedTotal.inc(labels);
     this.executing.inc(labels);
     this.executingSeats.inc(labels, seats);
     return (executedSeconds) => {

@@ -10,6 +10,7 @@
  * --enable-priority-and-fairness=false, none.
  */
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import type { IncomingMessage } from 'node:http';
 import { SUGGESTED_FLOW_SCHEMAS, MANDATORY_FLOW_SCHEMAS } from '../../src/flowcontrol/bootstrap.js';
 import { createLogger } from '../../src/log.js';
 import { HEALTH_INTERVAL_MS } from '../support/connectedclusters.js';
@@ -447,6 +448,74 @@ test('a client alone whose bodies do not come holds seats for no more of them th
     await server.stop();
   }
 }, 60_000);
+
+test('a client alone whose list answers it does not take holds no seats meanwhile; the next client is served, and the lists go on when taken', async () => {
+  // 60 seats in all: global-default has 5 of its own and may borrow from the other levels.
+  const server = await startTestServerWithUsers(
+    { root: ['system:masters'], dave: [], erin: [] },
+    { maxSeatsPerFlow: 1, maxRequestsInflight: 40, maxMutatingRequestsInflight: 20 },
+    ts.etcd,
+  );
+  const { executingSeats } = globalDefault(server);
+  // 300 SharedSecrets of 40 KiB that dave may list, 16 MiB as JSON: more than a list answers in one piece (256
+  // items) and far more than a connection's buffers hold.
+  const ns = 'unread-answers';
+  for (let batch = 0; batch < 300; batch += 30) {
+    const created = await Promise.all(
+      Array.from({ length: 30 }, (_, j) =>
+        server.as.root.post(sharedSecretsPath(ns), {
+          apiVersion: 'management.platform.sh/v1',
+          kind: 'SharedSecret',
+          metadata: { name: `big-${batch + j}` },
+          spec: {
+            data: { k: Buffer.alloc(40 * 1024, `big-${batch + j}`).toString('base64') },
+            access: [{ verbs: ['get', 'list'], users: ['dave'] }],
+          },
+        }),
+      ),
+    );
+    expect(created.map((r) => r.status)).toEqual(Array(30).fill(201));
+  }
+  // Lists of the watch cache, once it has them all: an answer of up to 256 items is written whole (and Node holds it
+  // for the client, the request its seats until the client has taken it all or its deadline comes).
+  await answerWhen(
+    'the watch cache to hold the 300',
+    () => server.as.dave.get(`${sharedSecretsPath(ns)}?resourceVersion=0`),
+    (res) => res.body.items?.length === 300,
+  );
+  // As many lists as the server has seats and more, none read: without giving their seats back they would hold
+  // every seat global-default may have until their deadline.
+  const lists = Array.from({ length: 64 }, () => {
+    const req = server.as.dave.open('GET', `${sharedSecretsPath(ns)}?resourceVersion=0`);
+    const answer = new Promise<IncomingMessage>((resolve, reject) => {
+      req.on('response', (res) => {
+        res.pause();
+        resolve(res);
+      });
+      req.on('error', reject);
+    });
+    answer.catch(() => undefined);
+    req.end();
+    return { req, answer };
+  });
+  try {
+    const answers = await Promise.all(lists.map((l) => l.answer));
+    expect(answers.map((a) => a.statusCode)).toEqual(Array(64).fill(200));
+    await waitFor('the lists to wait for dave to take them, holding no seats', executingSeats(0));
+    // erin is served (with every seat held she would wait her wait limit, 2 s of this deadline, and get 429).
+    expect((await server.as.erin.get(`${KEYS_PATH}?timeout=8s`)).status).toBe(200);
+    // Taken, a list goes on to its end, whole.
+    const first = answers[0];
+    const chunks: Buffer[] = [];
+    first.on('data', (c: Buffer) => chunks.push(c)).resume();
+    await new Promise((resolve) => first.on('end', resolve));
+    expect(JSON.parse(Buffer.concat(chunks).toString()).items).toHaveLength(300);
+  } finally {
+    for (const l of lists) l.req.destroy();
+    await waitFor('every seat back', executingSeats(0));
+    await server.stop();
+  }
+}, 120_000);
 
 test("without a host cluster kube's built-in configuration applies; with APF off there is none", async () => {
   const builtIn = await startTestServerWithUsers({ root: ['system:masters'], dave: [] }, {}, ts.etcd);
