@@ -34,7 +34,6 @@
  * throws out of the controller: every failure is a status.
  */
 import { jsonEqual } from '../apimachinery/equality.js';
-import { GROUP_NAME } from '../apimachinery/group.js';
 import { isStatusError } from '../apimachinery/status.js';
 import { nowRFC3339 } from '../apimachinery/time.js';
 import type { KubeObject } from '../apimachinery/types.js';
@@ -48,6 +47,7 @@ import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
 import { runQueueController } from './runner.js';
 import { sleep } from './sleep.js';
+import { Cluster } from '../kinds/cluster/types.js';
 
 export const READY = 'Ready';
 const FIELD_MANAGER = 'cluster-health';
@@ -117,7 +117,7 @@ export class ClusterHealth {
     private readonly opts: ClusterHealthOptions,
   ) {
     this.log = opts.log ?? (() => {});
-    this.store = registry.lookup(GROUP_NAME, 'v1', 'clusters')!;
+    this.store = registry.store(Cluster);
     this.workers = opts.workers ?? 4;
     this.queue = new WorkQueue({
       baseDelayMs: 500,

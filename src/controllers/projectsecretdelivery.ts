@@ -35,11 +35,12 @@ import { SECRET_DELIVERED } from '../kinds/projectsecret/conditions.js';
 import { sharedSecretRef } from '../kinds/projectsecret/reference.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
-import { getIfExists, setCondition, writeStatus, type Outcome } from './conditions.js';
+import { setCondition, writeStatus, type Outcome } from './conditions.js';
 import type { DeliveryRecords, MadeSecret } from './deliveryrecords.js';
 import { runQueueController } from './runner.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
+import { ProjectSecret } from '../kinds/projectsecret/types.js';
 
 /** On a delivered Secret of a synced ProjectSecret: the SharedSecret its data comes from, as namespace/name. */
 export const SHARED_SECRET_ANNOTATION = `${GROUP_NAME}/shared-secret`;
@@ -105,7 +106,7 @@ export class ProjectSecretDelivery {
     this.log = opts.log ?? (() => {});
     this.resyncMs = opts.resyncIntervalMs ?? 5 * 60_000;
     this.workers = opts.workers ?? 4;
-    this.projectSecrets = registry.lookup(GROUP_NAME, 'v1', 'projectsecrets')!;
+    this.projectSecrets = registry.store(ProjectSecret);
     this.secrets = new HostResource<HostSecret>(host, { apiVersion: 'v1', kind: 'Secret', plural: 'secrets' });
     this.queue = new WorkQueue({
       baseDelayMs: 1000,
@@ -206,7 +207,7 @@ export class ProjectSecretDelivery {
   private async reconcile(uid: string): Promise<void> {
     await this.records.save(uid);
     const place = this.known.get(uid);
-    const read = place ? await getIfExists(this.projectSecrets, place.namespace, place.name) : undefined;
+    const read = place ? await this.projectSecrets.find(place.namespace, place.name) : undefined;
     const live = read && read.metadata.uid === uid && !read.metadata.deletionTimestamp ? read : undefined;
     if (!live) {
       await this.deleteMade(uid);

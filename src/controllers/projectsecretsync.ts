@@ -22,7 +22,6 @@
  */
 import { jsonEqual } from '../apimachinery/equality.js';
 import type { Authorizer } from '../apimachinery/authorizer.js';
-import { GROUP_NAME } from '../apimachinery/group.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { ownerIdentity } from '../access/model.js';
 import type { UserInfo } from '../apimachinery/user.js';
@@ -40,7 +39,6 @@ import type { Store } from '../registry/store.js';
 import {
   conditionOf,
   dropCondition,
-  getIfExists,
   setCondition,
   StaleObject,
   writeIfSame,
@@ -50,9 +48,10 @@ import {
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
 import { runQueueController } from './runner.js';
+import { ProjectSecret } from '../kinds/projectsecret/types.js';
+import { SharedSecret } from '../kinds/sharedsecret/types.js';
 
 const FIELD_MANAGER = 'projectsecret-sync';
-const VERSION = 'v1';
 const ACCESS_SYNCED = 'AccessSynced';
 
 export interface ProjectSecretSyncOptions {
@@ -112,8 +111,8 @@ export class ProjectSecretSync {
     this.log = opts.log ?? (() => {});
     this.resyncMs = opts.resyncIntervalMs ?? 5 * 60_000;
     this.workers = opts.workers ?? 4;
-    this.projectSecrets = registry.lookup(GROUP_NAME, VERSION, 'projectsecrets')!;
-    this.sharedSecrets = registry.lookup(GROUP_NAME, VERSION, 'sharedsecrets')!;
+    this.projectSecrets = registry.store(ProjectSecret);
+    this.sharedSecrets = registry.store(SharedSecret);
     this.queue = new WorkQueue({
       baseDelayMs: 500,
       maxDelayMs: 60_000,
@@ -233,7 +232,7 @@ export class ProjectSecretSync {
 
   private async syncProjectSecret(key: string): Promise<void> {
     const { namespace, name } = split(key);
-    const obj = await getIfExists(this.projectSecrets, namespace, name);
+    const obj = await this.projectSecrets.find(namespace, name);
     if (!obj || obj.metadata.deletionTimestamp) return;
     const ref = sharedSecretRef(obj);
     if (!ref) {
@@ -265,7 +264,7 @@ export class ProjectSecretSync {
     ref: SharedSecretRef,
   ): Promise<{ data: Record<string, string>; outcome: Outcome }> {
     const named = `SharedSecret ${refKey(ref)}`;
-    const source = await getIfExists(this.sharedSecrets, ref.namespace, ref.name);
+    const source = await this.sharedSecrets.find(ref.namespace, ref.name);
     // One being deleted (waiting on its finalizers) is gone already as far as its copies are concerned.
     if (!source || source.metadata.deletionTimestamp)
       return {
@@ -357,7 +356,7 @@ export class ProjectSecretSync {
 
   private async countProjectSecrets(key: string): Promise<void> {
     const { namespace, name } = split(key);
-    const source = await getIfExists(this.sharedSecrets, namespace, name);
+    const source = await this.sharedSecrets.find(namespace, name);
     if (!source || source.metadata.deletionTimestamp) return;
     let naming = 0;
     let holding = 0;

@@ -96,7 +96,8 @@ export type DeleteResult = { deleted: true; object: KubeObject } | { deleted: fa
 /** ObjectMeta is the same for every kind: one validator. */
 const validateMetaSchema = compileSchema(objectMetaSchema, 'metadata');
 
-export class Store {
+/** The store of one kind; `O` is the type of its objects (`registry.store(ProjectSecret)` is a Store<ProjectSecret>). */
+export class Store<O extends KubeObject = KubeObject> {
   private readonly validateSchema: SchemaValidator;
   private readonly reader: ResourceReader;
   /** What watchers are sent of each object during this turn: one copy without hidden fields, encoded once for all. */
@@ -109,7 +110,9 @@ export class Store {
     private readonly cache: WatchCache<KubeObject>,
     private readonly prefix: string,
     /** The other stores, for the kind's admission plugin. */
-    private readonly stores: StoreLookup = () => undefined,
+    private readonly stores: StoreLookup = (kind) => {
+      throw new Error(`no store of ${kind.kind}: this store was made without the others`);
+    },
     /** Whether a caller may delete an owner, for the ownerReferences of its writes (set up once the authorizers are). */
     private readonly ownerDeletion: () => OwnerDeletionCheck | undefined = () => undefined,
     /** The admission chain every write goes through (none without a host cluster). */
@@ -123,10 +126,19 @@ export class Store {
     this.validateSchema = compileSchema({ ...def.schema, properties });
   }
 
-  async get(namespace: string | undefined, name: string, resourceVersion?: string): Promise<KubeObject> {
+  async get(namespace: string | undefined, name: string, resourceVersion?: string): Promise<O> {
     const obj = await this.storageCall('get', name, () => this.reader.get(this.key(namespace, name), resourceVersion));
     if (!obj) throw errors.notFound(this.def.groupResource, name);
-    return this.toClient(obj);
+    // The schema checked every stored object of the kind.
+    return this.toClient(obj) as O;
+  }
+
+  /** The object, or undefined when there is none of that name (a get that finds nothing is no error here). */
+  async find(namespace: string | undefined, name: string): Promise<O | undefined> {
+    return this.get(namespace, name).catch((err) => {
+      if (errors.isStatusError(err, 'NotFound')) return undefined;
+      throw err;
+    });
   }
 
   /** Objects in a namespace, or in all namespaces when `namespace` is undefined; items may be encoded (`decoded`). */
@@ -208,7 +220,7 @@ export class Store {
     if (errs.length) throw errors.invalid(this.def.groupKind, meta.name ?? '', errs);
     const warnings = this.strategy.warningsOnCreate?.(obj) ?? [];
     await this.strategy.admission?.admitCreate?.(obj, opts, {
-      stores: this.stores,
+      store: this.stores,
       connectCluster: this.connectCluster,
     });
     await this.checkOwnerPermissions(obj, undefined, opts);
@@ -294,7 +306,7 @@ export class Store {
           ];
           if (subresource !== 'status')
             await this.strategy.admission?.admitUpdate?.(next, current, opts, {
-              stores: this.stores,
+              store: this.stores,
               connectCluster: this.connectCluster,
             });
           await this.checkOwnerPermissions(next, current, opts);

@@ -5,19 +5,24 @@
 import type { Attributes, Decision } from '../apimachinery/authorizer.js';
 import type { FieldError } from '../apimachinery/field.js';
 import type { ObjectList } from '../apimachinery/encoded.js';
-import type { KubeObject } from '../apimachinery/types.js';
+import type { KindRef, KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
 import type { FieldPath } from './hiddenfields.js';
 import type { ListOptions } from '../storage/reader.js';
 
-/** What a rule may read of another resource's store (a Store, seen from here without importing it: no cycle). */
-export interface StoredObjects {
-  get(namespace: string | undefined, name: string): Promise<KubeObject>;
+/** What a rule may read of another kind's store (a Store, seen from here without importing it: no cycle). */
+export interface StoredObjects<O extends KubeObject = KubeObject> {
+  get(namespace: string | undefined, name: string): Promise<O>;
   list(namespace: string | undefined, opts?: ListOptions): Promise<ObjectList>;
 }
 
-/** The stores of the served resources, for rules that read other objects. */
-export type StoreLookup = (group: string, version: string, resource: string) => StoredObjects | undefined;
+/** The same, with a get that answers undefined for an object that does not exist. */
+export interface ReadStore<O extends KubeObject = KubeObject> extends StoredObjects<O> {
+  find(namespace: string | undefined, name: string): Promise<O | undefined>;
+}
+
+/** The store of a served kind, by its handle; throws when the kind is not served (a mistake found at start). */
+export type StoreLookup = <O extends KubeObject>(kind: KindRef<O>) => ReadStore<O>;
 
 /**
  * Whether the caller may also do something besides its request, asked of the same authorizers (http/resources.ts
@@ -61,8 +66,8 @@ export type ConnectCluster = (name: string) => Promise<ConnectedCluster>;
 
 /** What admitCreate may read and ask besides the caller. */
 export interface AdmitContext {
-  /** The other stores. */
-  stores: StoreLookup;
+  /** The other stores: `store(Project)`. */
+  store: StoreLookup;
   /** The connected clusters. */
   connectCluster: ConnectCluster;
 }

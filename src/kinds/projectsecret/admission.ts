@@ -11,10 +11,11 @@ import type { KubeObject } from '../../apimachinery/types.js';
 import type { UserInfo } from '../../apimachinery/user.js';
 import { isRecordedAs, recordUser } from '../../registry/recordeduser.js';
 import type { AdmitContext, Caller, KindAdmission } from '../../registry/strategy.js';
-import { getIfExists, projectOfNamespace } from '../project/namespace.js';
+import { projectOfNamespace } from '../project/namespace.js';
+import { Project } from '../project/types.js';
+import { SharedSecret } from '../sharedsecret/types.js';
 import { getSharedSecret, referenceWriter, sharedSecretRef, type SharedSecretRef } from './reference.js';
 
-const VERSION = 'v1';
 const spec = Path.root('spec');
 const refPath = spec.child('sharedSecretRef');
 const projectSecretGK = { group: GROUP_NAME, kind: 'ProjectSecret' };
@@ -25,7 +26,7 @@ const hasData = (obj: KubeObject) => Object.keys(obj.spec?.data ?? {}).length > 
 export const projectSecretAdmission: KindAdmission = {
   async admitCreate(obj, caller, context) {
     const name = obj.metadata.name ?? '';
-    await projectOfNamespace(store(context, 'projects'), obj.metadata.namespace ?? '', projectSecretGK, name);
+    await projectOfNamespace(context.store(Project), obj.metadata.namespace ?? '', projectSecretGK, name);
     if (!sharedSecretRef(obj)) return;
     if (caller.user && hasData(obj)) throw handWrittenData(name, 'may not be set together with spec.sharedSecretRef');
     await admitReference(obj, caller, context);
@@ -67,10 +68,6 @@ async function mayGet({ user, authorize }: Caller, ref: SharedSecretRef): Promis
   return (await authorize(getSharedSecret(ref))).decision === 'allow';
 }
 
-function store(context: AdmitContext, resource: string) {
-  return context.stores(GROUP_NAME, VERSION, resource)!;
-}
-
 function handWrittenData(name: string, what: string): Error {
   return errors.invalid(projectSecretGK, name, [
     fieldError.forbidden(
@@ -98,7 +95,7 @@ async function admitReference(
       name,
       `User ${JSON.stringify(user.name)} cannot get SharedSecret ${ref.namespace}/${ref.name} named in spec.sharedSecretRef: ${what} is a read of it, allowed to its owner, an access entry granting get, or RBAC`,
     );
-  const source = await getIfExists(store(context, 'sharedsecrets'), ref.name, ref.namespace);
+  const source = await context.store(SharedSecret).find(ref.namespace, ref.name);
   if (!source) return;
   const have = source.spec?.data ?? {};
   const errs: FieldError[] = [];

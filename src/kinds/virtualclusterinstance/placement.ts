@@ -37,9 +37,17 @@ import type { GroupResource, KubeObject } from '../../apimachinery/types.js';
 import { isMaster, type UserInfo } from '../../apimachinery/user.js';
 import { isRecordedUser, recordedUser, type RecordedUser } from '../../registry/recordeduser.js';
 import { isString, keepServerStatus } from '../../registry/serverstatus.js';
-import type { Caller, ClaimHolderRef, ConnectedCluster, Strategy, StoredObjects } from '../../registry/strategy.js';
+import type {
+  Caller,
+  ClaimHolderRef,
+  ConnectedCluster,
+  ReadStore,
+  Strategy,
+  StoredObjects,
+} from '../../registry/strategy.js';
 import { ALL_CLUSTERS, allowedClusters } from '../project/allowedclusters.js';
-import { getIfExists } from '../project/namespace.js';
+import type { Cluster } from '../cluster/types.js';
+import type { Project } from '../project/types.js';
 
 const VERSION = 'v1';
 export const instanceGK = { group: GROUP_NAME, kind: 'VirtualClusterInstance' };
@@ -98,15 +106,15 @@ function sameVirtualCluster(a: VirtualClusterRef, b: VirtualClusterRef): boolean
  * none if it may. Whether the caller may get the Cluster is asked first, so that one who may not learns nothing of it.
  */
 export async function clusterErrors(
-  clusters: StoredObjects,
-  project: KubeObject,
+  clusters: ReadStore<Cluster>,
+  project: Project,
   name: string,
   at: Path,
   caller: Caller,
 ): Promise<FieldError[]> {
   const refused = await clusterRefused(name, at, caller);
   if (refused) return [refused];
-  const cluster = await getIfExists(clusters, name);
+  const cluster = await clusters.find(undefined, name);
   if (!cluster) return [fieldError.notFound(at, name)];
   if (cluster.spec?.unusable === true)
     return [
