@@ -104,7 +104,7 @@ type Holding =
 
 export class ClusterHealth {
   private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
-  private readonly store: Store;
+  private readonly store: Store<Cluster>;
   private readonly queue: WorkQueue;
   private readonly workers: number;
   /** By Cluster name. */

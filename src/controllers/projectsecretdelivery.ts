@@ -84,7 +84,7 @@ export class ProjectSecretDelivery {
   private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
   private readonly resyncMs: number;
   private readonly workers: number;
-  private readonly projectSecrets: Store;
+  private readonly projectSecrets: Store<ProjectSecret>;
   private readonly secrets: HostResource<HostSecret>;
   /** Queued by ProjectSecret uid. */
   private readonly queue: WorkQueue;

@@ -96,8 +96,8 @@ export class ProjectSecretSync {
   private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
   private readonly resyncMs: number;
   private readonly workers: number;
-  private readonly projectSecrets: Store;
-  private readonly sharedSecrets: Store;
+  private readonly projectSecrets: Store<ProjectSecret>;
+  private readonly sharedSecrets: Store<SharedSecret>;
   private readonly queue: WorkQueue;
   /** By "namespace/name". */
   private readonly tracked = new Map<string, TrackedProjectSecret>();

@@ -7,7 +7,6 @@ import { jsonEqual } from '../../apimachinery/equality.js';
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import { GROUP_NAME } from '../../apimachinery/group.js';
 import * as errors from '../../apimachinery/status.js';
-import type { KubeObject } from '../../apimachinery/types.js';
 import type { UserInfo } from '../../apimachinery/user.js';
 import { isRecordedAs, recordUser } from '../../registry/recordeduser.js';
 import type { AdmitContext, Caller, KindAdmission } from '../../registry/strategy.js';
@@ -15,15 +14,16 @@ import { projectOfNamespace } from '../project/namespace.js';
 import { Project } from '../project/types.js';
 import { SharedSecret } from '../sharedsecret/types.js';
 import { getSharedSecret, referenceWriter, sharedSecretRef, type SharedSecretRef } from './reference.js';
+import type { ProjectSecret } from './types.js';
 
 const spec = Path.root('spec');
 const refPath = spec.child('sharedSecretRef');
 const projectSecretGK = { group: GROUP_NAME, kind: 'ProjectSecret' };
 const projectSecretGR = { group: GROUP_NAME, resource: 'projectsecrets' };
 
-const hasData = (obj: KubeObject) => Object.keys(obj.spec?.data ?? {}).length > 0;
+const hasData = (obj: ProjectSecret) => Object.keys(obj.spec?.data ?? {}).length > 0;
 
-export const projectSecretAdmission: KindAdmission = {
+export const projectSecretAdmission: KindAdmission<ProjectSecret> = {
   async admitCreate(obj, caller, context) {
     const name = obj.metadata.name ?? '';
     await projectOfNamespace(context.store(Project), obj.metadata.namespace ?? '', projectSecretGK, name);
@@ -59,7 +59,7 @@ export const projectSecretAdmission: KindAdmission = {
 };
 
 /** Records the caller of a client write whose reference was just allowed (the server's own writes record nobody). */
-function recordWriter(obj: KubeObject, user: UserInfo | undefined): void {
+function recordWriter(obj: ProjectSecret, user: UserInfo | undefined): void {
   if (user) obj.status = { ...obj.status, referencedBy: recordUser(user) };
 }
 
@@ -82,7 +82,7 @@ function handWrittenData(name: string, what: string): Error {
  * learnt of it); the keys it lists must then be among the SharedSecret's (422 naming each missing one).
  */
 async function admitReference(
-  obj: KubeObject,
+  obj: ProjectSecret,
   { user, authorize }: Caller,
   context: AdmitContext,
   what = 'naming a SharedSecret',

@@ -3,7 +3,6 @@
  * the caller's hold of the virtual cluster and the other instances (placement.ts), and recorded in its status.
  */
 import * as errors from '../../apimachinery/status.js';
-import type { KubeObject } from '../../apimachinery/types.js';
 import { isMaster } from '../../apimachinery/user.js';
 import { Path } from '../../apimachinery/field.js';
 import { recordUser } from '../../registry/recordeduser.js';
@@ -29,7 +28,7 @@ import { VirtualClusterInstance } from './types.js';
  * instances; system:masters' is stored unbound when its Cluster is not connected.
  */
 async function admitVirtualClusterInstance(
-  obj: KubeObject,
+  obj: VirtualClusterInstance,
   caller: Caller,
   { store, connectCluster }: AdmitContext,
 ): Promise<void> {
@@ -62,4 +61,6 @@ async function admitVirtualClusterInstance(
   if (user) obj.status = { ...obj.status, importedBy: recordUser(user) };
 }
 
-export const virtualClusterInstanceAdmission: KindAdmission = { admitCreate: admitVirtualClusterInstance };
+export const virtualClusterInstanceAdmission: KindAdmission<VirtualClusterInstance> = {
+  admitCreate: admitVirtualClusterInstance,
+};

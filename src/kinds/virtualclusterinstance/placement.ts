@@ -48,6 +48,7 @@ import type {
 import { ALL_CLUSTERS, allowedClusters } from '../project/allowedclusters.js';
 import type { Cluster } from '../cluster/types.js';
 import type { Project } from '../project/types.js';
+import type { VirtualClusterInstance } from './types.js';
 
 const VERSION = 'v1';
 export const instanceGK = { group: GROUP_NAME, kind: 'VirtualClusterInstance' };
@@ -68,18 +69,19 @@ export interface VirtualClusterRef {
 export const connectionSecretName = (virtualCluster: string) => `vc-${virtualCluster}`;
 
 /** The physical cluster an instance was created on (see the top); undefined when it is unbound. */
-export function instanceClusterUid(obj: KubeObject): string | undefined {
+export function instanceClusterUid(obj: VirtualClusterInstance): string | undefined {
   const uid = obj.status?.clusterUID;
   return typeof uid === 'string' && uid ? uid : undefined;
 }
 
 /** The virtual cluster an instance points at. */
-export function instanceRef(obj: KubeObject): VirtualClusterRef {
+export function instanceRef(obj: VirtualClusterInstance): VirtualClusterRef {
   const r = obj.spec?.clusterRef ?? {};
   return {
-    cluster: r.cluster,
+    // Both set on every stored instance: clusterRef.cluster is required (validation.ts), and so is a name.
+    cluster: r.cluster!,
     namespace: r.namespace,
-    virtualCluster: r.virtualCluster || obj.metadata.name,
+    virtualCluster: r.virtualCluster || obj.metadata.name!,
     clusterUid: instanceClusterUid(obj),
   };
 }
@@ -273,7 +275,8 @@ export const virtualClusterClaims: NonNullable<Strategy['claims']> = {
 };
 
 /** Who created the instance (imported the virtual cluster), as recorded at create; none before records existed. */
-export const instanceImporter = (obj: KubeObject): RecordedUser | undefined => recordedUser(obj.status?.importedBy);
+export const instanceImporter = (obj: VirtualClusterInstance): RecordedUser | undefined =>
+  recordedUser(obj.status?.importedBy);
 
 /**
  * VirtualClusterInstance's prepareForStatusUpdate: status.clusterUID stays as the create recorded it, since the
