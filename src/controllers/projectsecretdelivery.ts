@@ -26,7 +26,6 @@
 import { createHash } from 'node:crypto';
 import { GROUP_NAME } from '../apimachinery/group.js';
 import { jsonEqual } from '../apimachinery/equality.js';
-import type { KubeObject } from '../apimachinery/types.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, SOURCE_ANNOTATION, SOURCE_UID_LABEL } from '../access/rbac.js';
 import { watchHostChanges, type ObjectMetadata } from '../host/changes.js';
 import { HostClusterError, type HostCluster } from '../host/cluster.js';
@@ -277,7 +276,7 @@ export class ProjectSecretDelivery {
    * Makes the host's Secret what the ProjectSecret says, when the name is this server's to use: there is none, or
    * the one there is the one recorded as made by the server.
    */
-  private async deliver(uid: string, obj: KubeObject): Promise<Outcome> {
+  private async deliver(uid: string, obj: ProjectSecret): Promise<Outcome> {
     const want = desiredSecret(obj);
     const wanted = createHash('sha256').update(JSON.stringify(want)).digest('base64');
     const { namespace, name } = want.metadata;
@@ -355,13 +354,13 @@ export class ProjectSecretDelivery {
     if (resourceVersion) this.written.set(uid, { resourceVersion, wanted, stale: false });
   }
 
-  private report(obj: KubeObject, outcome: Outcome): Promise<void> {
+  private report(obj: ProjectSecret, outcome: Outcome): Promise<void> {
     return writeStatus(this.projectSecrets, obj, (o) => setCondition(o, SECRET_DELIVERED, outcome, obj), FIELD_MANAGER);
   }
 }
 
 /** The Secret a ProjectSecret stands for in the host. */
-export function desiredSecret(obj: KubeObject): HostSecret & { type: string } {
+export function desiredSecret(obj: ProjectSecret): HostSecret & { type: string } {
   const { namespace, name, uid } = obj.metadata;
   const ref = sharedSecretRef(obj);
   return {
@@ -377,7 +376,7 @@ export function desiredSecret(obj: KubeObject): HostSecret & { type: string } {
       },
     },
     type: 'Opaque',
-    data: { ...((obj.spec?.data ?? {}) as Record<string, string>) },
+    data: { ...obj.spec?.data },
   };
 }
 
@@ -395,8 +394,8 @@ function sameContent(have: HostSecret, want: HostSecret): boolean {
  * The host's error, for the log, unless its message quotes the data (a webhook in the host may echo what it refused):
  * then without the message. Decoded values shorter than 4 characters are too common in any text to look for.
  */
-function withoutData(err: HostClusterError, obj: KubeObject): HostClusterError {
-  const values = Object.values((obj.spec?.data ?? {}) as Record<string, string>).flatMap((b64) => {
+function withoutData(err: HostClusterError, obj: ProjectSecret): HostClusterError {
+  const values = Object.values(obj.spec?.data ?? {}).flatMap((b64) => {
     const plain = Buffer.from(b64, 'base64').toString('utf8');
     return plain.length >= 4 ? [b64, plain] : [b64];
   });

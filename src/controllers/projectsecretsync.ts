@@ -170,7 +170,7 @@ export class ProjectSecretSync {
   // ---- what the watches show ----
 
   /** A new ProjectSecret, or a change of its spec or of who set its reference, is reconciled; a change of what it names or holds is counted. */
-  private upsertProjectSecret(obj: KubeObject): void {
+  private upsertProjectSecret(obj: ProjectSecret): void {
     const key = keyOf(obj);
     const ref = sharedSecretRef(obj);
     const next: TrackedProjectSecret = {
@@ -200,7 +200,7 @@ export class ProjectSecretSync {
    * A SharedSecret's spec changing (data, owner, access), or the access sync's host RBAC catching up with it, sends
    * the ProjectSecrets naming it to be reconciled; a status write of its own (this controller's count) does not.
    */
-  private upsertSharedSecret(obj: KubeObject): void {
+  private upsertSharedSecret(obj: SharedSecret): void {
     const key = keyOf(obj);
     const next: TrackedSharedSecret = {
       uid: obj.metadata.uid!,
@@ -260,7 +260,7 @@ export class ProjectSecretSync {
 
   /** The data the ProjectSecret should hold now, and why. */
   private async desired(
-    obj: KubeObject,
+    obj: ProjectSecret,
     ref: SharedSecretRef,
   ): Promise<{ data: Record<string, string>; outcome: Outcome }> {
     const named = `SharedSecret ${refKey(ref)}`;
