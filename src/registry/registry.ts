@@ -126,7 +126,7 @@ function refuseStrategiesWithoutDefinition(definitions: readonly ResourceDefinit
   if (!unknown.length) return;
   const named = unknown.map((k) => JSON.stringify(k)).join(', ');
   throw new Error(
-    `src/registry/kinds has a strategy for the ${unknown.length > 1 ? 'kinds' : 'kind'} ${named}, which no CRD in crds/ defines (the CRDs define ${[...defined].sort().join(', ')}): ` +
+    `src/kinds/index.ts has a strategy for the ${unknown.length > 1 ? 'kinds' : 'kind'} ${named}, which no CRD in crds/ defines (the CRDs define ${[...defined].sort().join(', ')}): ` +
       'a strategy must be keyed by the kind its CRD names (spec.names.kind), or the kind would be served without its rules',
   );
 }

@@ -193,7 +193,7 @@ export class Store<O extends KubeObject = KubeObject> {
     this.takeNamespace(obj, namespace);
     if (obj.metadata.resourceVersion)
       throw errors.badRequest('resourceVersion should not be set on objects to be created');
-    const admitted = await this.admit(
+    const admissionAttrs = await this.runMutatingAdmission(
       'CREATE',
       obj.metadata.namespace,
       obj.metadata.name ?? '',
@@ -202,7 +202,7 @@ export class Store<O extends KubeObject = KubeObject> {
       undefined,
       opts,
     );
-    if (admitted) this.checkAfterMutatingAdmission(obj, namespace);
+    if (admissionAttrs) this.checkAfterMutatingAdmission(obj, namespace);
     const meta = obj.metadata;
     delete meta.selfLink;
     delete meta.deletionTimestamp;
@@ -225,7 +225,7 @@ export class Store<O extends KubeObject = KubeObject> {
     });
     await this.checkOwnerPermissions(obj, undefined, opts);
     if (trackFields) this.recordFieldManager(obj, undefined, opts, '');
-    await this.validateAdmission(admitted, obj);
+    await this.runValidatingAdmission(admissionAttrs, obj);
 
     const claims = this.claimKeys(obj);
     for (let attempt = 1; ; attempt++) {
@@ -278,8 +278,16 @@ export class Store<O extends KubeObject = KubeObject> {
           dropEmptyMetadataFields(updated.metadata);
           this.checkNameOnUrl(updated, namespace, name);
           // Mutating admission comes before the resourceVersion check, as kube's update transformers do.
-          const admitted = await this.admit('UPDATE', namespace, name, subresource ?? '', updated, current, opts);
-          if (admitted) {
+          const admissionAttrs = await this.runMutatingAdmission(
+            'UPDATE',
+            namespace,
+            name,
+            subresource ?? '',
+            updated,
+            current,
+            opts,
+          );
+          if (admissionAttrs) {
             this.checkAfterMutatingAdmission(updated, namespace);
             this.checkNameOnUrl(updated, namespace, name);
           }
@@ -313,7 +321,7 @@ export class Store<O extends KubeObject = KubeObject> {
           if (subresource !== 'status' && this.specChanged(next, current))
             next.metadata.generation = (current.metadata.generation ?? 0) + 1;
           if (!('apply' in source)) this.recordFieldManager(next, current, opts, subresource ?? '');
-          await this.validateAdmission(admitted, next);
+          await this.runValidatingAdmission(admissionAttrs, next);
           // A write that would only refresh managedFields times changes nothing, so nothing is written.
           return keepTimestampsOfNoopWrite(this.toStorage(next), current);
         },
@@ -386,7 +394,9 @@ export class Store<O extends KubeObject = KubeObject> {
         key,
         async (obj) => {
           this.checkDeletePreconditions(obj, opts);
-          await this.validateAdmission(await this.admit('DELETE', namespace, name, '', undefined, obj, opts));
+          await this.runValidatingAdmission(
+            await this.runMutatingAdmission('DELETE', namespace, name, '', undefined, obj, opts),
+          );
           warnings = obj.metadata.deletionTimestamp ? [] : (this.strategy.warningsOnDelete?.(obj) ?? []);
           return markDeleting(obj, opts);
         },
@@ -441,7 +451,7 @@ export class Store<O extends KubeObject = KubeObject> {
    * Runs the mutating admission plugins on a write (they may change `object`); answers the attributes for the
    * validating ones, or undefined when there is no admission. The server's own writes go through it too.
    */
-  private async admit(
+  private async runMutatingAdmission(
     operation: AdmissionOperation,
     namespace: string | undefined,
     name: string,
@@ -469,7 +479,7 @@ export class Store<O extends KubeObject = KubeObject> {
       auditAnnotations: opts.auditAnnotations ?? {},
     };
     await admission.admit(attrs);
-    if (object && attrs.object !== object) this.takeAdmitted(object, attrs.object!);
+    if (object && attrs.object !== object) this.takeMutated(object, attrs.object!);
     return attrs;
   }
 
@@ -477,10 +487,10 @@ export class Store<O extends KubeObject = KubeObject> {
    * Admission sees what a reader sees (webhooks and policies are other parties: a new key or its hash must not reach
    * them), so it mutated a copy without the hidden fields: its changes go into `object`, which keeps its own.
    */
-  private takeAdmitted(object: KubeObject, admitted: KubeObject): void {
-    carryOverFields(admitted, object, this.strategy.hiddenFields ?? []);
+  private takeMutated(object: KubeObject, mutated: KubeObject): void {
+    carryOverFields(mutated, object, this.strategy.hiddenFields ?? []);
     for (const key of Object.keys(object)) delete object[key];
-    Object.assign(object, admitted);
+    Object.assign(object, mutated);
   }
 
   /**
@@ -514,8 +524,8 @@ export class Store<O extends KubeObject = KubeObject> {
     this.takeNamespace(obj, namespace);
   }
 
-  /** The validating plugins, on `object` as it will be stored (seen, as by admit, without the hidden fields). */
-  private async validateAdmission(attrs: AdmissionAttributes | undefined, object?: KubeObject): Promise<void> {
+  /** The validating plugins, on `object` as it will be stored (seen, as by the mutating ones, without the hidden fields). */
+  private async runValidatingAdmission(attrs: AdmissionAttributes | undefined, object?: KubeObject): Promise<void> {
     if (!attrs) return;
     await this.admission()?.validate(object ? { ...attrs, object: this.toClient(object) } : attrs);
   }
@@ -749,7 +759,7 @@ function markDeleting(obj: KubeObject, opts: PropagationOptions): KubeObject {
 }
 
 const missingOwnerDeletionCheck: OwnerDeletionCheck = () =>
-  Promise.reject(new Error('no owner deletion check is set up (Registry.useOwnerDeletionCheck)'));
+  Promise.reject(new Error('no owner deletion check was given to the registry (RegistryDependencies.ownerDeletion)'));
 
 /** What the kind's schema checks of an object: all but its metadata, which has a validator of its own. */
 function withoutMetadata({ metadata: _m, ...body }: KubeObject): Omit<KubeObject, 'metadata'> {

@@ -53,7 +53,7 @@ describe('strategies and CRDs', () => {
   test('a strategy whose kind no CRD defines stops the start, naming the kind and the kinds the CRDs define', () => {
     const withoutClusters = loadDefinitions().filter((d) => d.kind !== 'Cluster');
     expect(() => new Registry(withoutClusters, storage, prefix)).toThrow(
-      'src/registry/kinds has a strategy for the kind "Cluster", which no CRD in crds/ defines (the CRDs define OwnedAccessKey, Project, ProjectSecret, SharedSecret, VirtualClusterInstance): a strategy must be keyed by the kind its CRD names (spec.names.kind), or the kind would be served without its rules',
+      'src/kinds/index.ts has a strategy for the kind "Cluster", which no CRD in crds/ defines (the CRDs define OwnedAccessKey, Project, ProjectSecret, SharedSecret, VirtualClusterInstance): a strategy must be keyed by the kind its CRD names (spec.names.kind), or the kind would be served without its rules',
     );
   });
 

@@ -7,7 +7,7 @@
  * already manages that virtual cluster. (clusterRef cannot change afterwards: strategy.ts.)
  *
  * "That virtual cluster" is the one the server reaches: the Secret `vc-<virtual cluster>` in clusterRef.namespace
- * of the physical cluster that clusterRef.cluster connects to (actions/kubeconfig.ts). A physical cluster is named
+ * of the physical cluster that clusterRef.cluster connects to (actions/virtualclusterkubeconfig.ts). A physical cluster is named
  * by the uid of its kube-system Namespace, not by the Cluster: the same cluster may be registered again under
  * another name (a second Cluster for it is Failed/ClusterUID and never Initialized, but one deleted and created
  * again is), and the same namespace and name on two clusters are two virtual clusters. So the server records, at
@@ -18,7 +18,7 @@
  *
  * Who created it is recorded too, in status.importedBy (every client's status write keeps it as stored; the server
  * refreshes it when the importer asks for a kube config): its kube configs rest on that user's hold of the virtual
- * cluster, asked again each time one is issued (actions/kubeconfig.ts), so that the importer's losing the virtual
+ * cluster, asked again each time one is issued (actions/virtualclusterkubeconfig.ts), so that the importer's losing the virtual
  * cluster ends what others were given through the instance.
  *
  * An instance without status.clusterUID is unbound: stored before clusters were connected (when every virtual
@@ -281,10 +281,10 @@ export const instanceImporter = (obj: VirtualClusterInstance): RecordedUser | un
 /**
  * VirtualClusterInstance's prepareForStatusUpdate: status.clusterUID stays as the create recorded it, since the
  * instance's claim (which storage deletes with it) was computed from it, and so does status.importedBy, on whose hold
- * of the virtual cluster its kube configs rest, for every writer but the server (actions/kubeconfig.ts refreshes it).
+ * of the virtual cluster its kube configs rest, for every writer but the server (actions/virtualclusterkubeconfig.ts refreshes it).
  */
 export const keepCreateRecords = keepServerStatus([
   { name: 'clusterUID', wellTyped: isString, serverWrites: 'never' },
-  // Refreshed by the server when the importer asks for a kube config (actions/kubeconfig.ts).
+  // Refreshed by the server when the importer asks for a kube config (actions/virtualclusterkubeconfig.ts).
   { name: 'importedBy', wellTyped: isRecordedUser, serverWrites: 'always' },
 ]);
