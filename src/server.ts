@@ -8,7 +8,6 @@ import { importVirtualClusterAction } from './actions/importvirtualcluster.js';
 import { kubeConfigAction } from './actions/virtualclusterkubeconfig.js';
 import { ServedActions } from './actions/served.js';
 import type { Authorizer } from './apimachinery/authorizer.js';
-import { GROUP_NAME } from './apimachinery/group.js';
 import { compileWaitingSchemas } from './apimachinery/schema.js';
 import * as errors from './apimachinery/status.js';
 import { ownerDeletionCheck } from './auth/ownerdeletion.js';
@@ -63,6 +62,7 @@ import { SIGNING_KEYS_RESOURCE, setUpEncryption, type Encryption } from './stora
 import { SigningKeys } from './tokens/signingkeys.js';
 import { installTracer } from './tracing.js';
 import { loadTracingConfig } from './observability/tracingconfig.js';
+import { Cluster } from './kinds/cluster/types.js';
 
 export interface RunningServer {
   /** https://host:port, as clients on this machine reach it. */
@@ -325,7 +325,7 @@ function connectClusters(
 ): { connector: ClusterConnector; connect: ConnectCluster } {
   // Without a host cluster too: then a local Cluster, or one with a config Secret, is never Initialized.
   const connector = new ClusterConnector({ host, secretNamespace: config.clusterSecretNamespace });
-  const connections = new ClusterConnections(registry.lookup(GROUP_NAME, 'v1', 'clusters')!, connector);
+  const connections = new ClusterConnections(registry.store(Cluster), connector);
   actions.add(importVirtualClusterAction(registry, connections, log));
   actions.add(kubeConfigAction(registry, connections, log, config.virtualClusterAllowedServers));
   const connect: ConnectCluster = async (name) => {

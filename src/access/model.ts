@@ -1,6 +1,6 @@
 /**
  * The owner/access model of this API's objects, read from the object itself: a kind with access lists (those built
- * with ownedKindStrategy in src/registry/kinds/: SharedSecret, ProjectSecret, Cluster, Project, VirtualClusterInstance
+ * with ownedKindStrategy in src/kinds/: SharedSecret, ProjectSecret, Cluster, Project, VirtualClusterInstance
  * today) lets its `spec.owner` do everything with it, and each `spec.access`
  * entry grant its verbs (`*` = all) on the object and on the listed subresources to its users and teams; an
  * OwnedAccessKey belongs to its user or team. The object-access authorizer (auth/objectaccess.ts), the kinds' write

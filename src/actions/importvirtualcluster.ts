@@ -41,8 +41,10 @@ import {
   type VirtualClusterRef,
 } from '../kinds/virtualclusterinstance/placement.js';
 import type { Registry } from '../registry/registry.js';
-import type { Store } from '../registry/store.js';
 import { answer, requestSchema, type Action, type ActionCall } from './action.js';
+import { Cluster } from '../kinds/cluster/types.js';
+import { Project } from '../kinds/project/types.js';
+import { VirtualClusterInstance } from '../kinds/virtualclusterinstance/types.js';
 
 const VERSION = 'v1';
 const KIND = 'ProjectImportVirtualCluster';
@@ -84,7 +86,6 @@ export function importVirtualClusterAction(
   clusters: ClusterConnections,
   log: Logger = silentLogger,
 ): Action {
-  const store = (resource: string): Store => registry.lookup(GROUP_NAME, VERSION, resource)!;
   const action: Action = {
     group: GROUP_NAME,
     version: VERSION,
@@ -96,7 +97,7 @@ export function importVirtualClusterAction(
     schema,
     async serve(call: ActionCall): Promise<KubeObject> {
       const request = call.object!;
-      const project = await store('projects').get(undefined, call.name);
+      const project = await registry.store(Project).get(undefined, call.name);
       const { source, fields, ownerAt } = readRequest(request);
       const givenAway = ownerGivenAway(fields.owner, call.user, ownerAt);
       if (givenAway)
@@ -109,7 +110,7 @@ export function importVirtualClusterAction(
       const namespace = projectNamespace(call.name);
       const caller = { user: call.user, authorize: call.authorize };
       const clusterErrs = await clusterErrors(
-        store('clusters'),
+        registry.store(Cluster),
         project,
         source.cluster!,
         Path.root('sourceVirtualCluster').child('cluster'),
@@ -128,7 +129,7 @@ export function importVirtualClusterAction(
       });
       await checkExists(cluster, ref, log);
       ref.clusterUid = cluster.kubeSystemUid;
-      await checkNotImported(store('virtualclusterinstances'), ref, {
+      await checkNotImported(registry.store(VirtualClusterInstance), ref, {
         gr: { group: GROUP_NAME, resource: 'projects/importvirtualcluster' },
         name: source.name!,
         user: call.user,
@@ -156,7 +157,7 @@ export function importVirtualClusterAction(
           skipHelmDeploy: fields.skipHelmDeploy ?? false,
         },
       };
-      const created = await store('virtualclusterinstances').create(namespace, instance, caller);
+      const created = await registry.store(VirtualClusterInstance).create(namespace, instance, caller);
       return answer(
         action,
         { name: call.name },

@@ -57,6 +57,7 @@ import type { Store } from '../registry/store.js';
 import type { Registry } from '../registry/registry.js';
 import { answer, requestSchema, type Action, type ActionCall } from './action.js';
 import { ConcurrencyLimit } from './concurrency.js';
+import { VirtualClusterInstance } from '../kinds/virtualclusterinstance/types.js';
 
 const VERSION = 'v1';
 const KIND = 'VirtualClusterInstanceKubeConfig';
@@ -90,7 +91,7 @@ export function kubeConfigAction(
   /** --virtual-cluster-allowed-servers. */
   allowedServers: readonly string[] = [],
 ): Action {
-  const instances = registry.lookup(GROUP_NAME, VERSION, 'virtualclusterinstances')!;
+  const instances = registry.store(VirtualClusterInstance);
   const servers = new ServerAllowList(allowedServers, '--virtual-cluster-allowed-servers');
   const inFlight = new ConcurrencyLimit('kube config requests', {
     perUser: MAX_REQUESTS_PER_USER,
@@ -131,11 +132,13 @@ export function kubeConfigAction(
         throw errors.badRequest(
           `${where} does not say where the virtual cluster runs (spec.clusterRef.namespace), so its connection cannot be found`,
         );
+      // clusterRef.cluster is required on every write (kinds/virtualclusterinstance/validation.ts).
+      const at = { cluster: ref.cluster!, namespace: ref.namespace };
 
       const kubeConfig = await inFlight.run(call.user.name, async () => {
         const cluster = await clusterOf(clusters, instance, where, log);
         await checkImporterHolds(cluster, instances, instance, call, where);
-        const vc = await connect(cluster.api, ref, ref.virtualCluster || call.name, servers, where, log);
+        const vc = await connect(cluster.api, at, ref.virtualCluster || call.name, servers, where, log);
         return withStatusErrors(where, log, async () => {
           const groups = call.user.groups.filter((g) => !g.startsWith('system:'));
           const cert = await issueClientCertificate(vc.api, {

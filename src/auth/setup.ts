@@ -22,6 +22,7 @@ import type { Authenticator } from './types.js';
 import { unionAuthenticator } from './union.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
+import { OwnedAccessKey } from '../kinds/ownedaccesskey/types.js';
 
 export interface Auth {
   authenticator: Authenticator;
@@ -59,11 +60,11 @@ export function setUpAuth(
   const authenticators: Authenticator[] = [clientCas.frontProxy, clientCas.clientCert];
 
   // Access keys: looked up by hash in the watch cache; their use recorded off the request path.
-  const keyStore = registry.lookup(GROUP_NAME, 'v1', 'ownedaccesskeys');
+  const keyStore = registry.store(OwnedAccessKey);
   const cache = registry.caches.get(GROUP_NAME);
   let accessKeys: AccessKeyAuthenticator | undefined;
   let recorder: ActivityRecorder | undefined;
-  if (keyStore && cache) {
+  if (cache) {
     recorder = new ActivityRecorder({
       write: lastActivityWriter(keyStore),
       minIntervalMs: config.accessKeyActivityMinIntervalMs,

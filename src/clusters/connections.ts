@@ -12,8 +12,8 @@
  */
 import { GROUP_NAME } from '../apimachinery/group.js';
 import * as errors from '../apimachinery/status.js';
-import type { KubeObject } from '../apimachinery/types.js';
 import { recordedIdentity } from '../kinds/cluster/identity.js';
+import type { Cluster } from '../kinds/cluster/types.js';
 import type { StoredObjects } from '../registry/strategy.js';
 import { ClusterConnectionError, type ClusterConnection, type ClusterConnector } from './connector.js';
 
@@ -60,7 +60,7 @@ export class ClusterConnections {
   private readonly now: () => number;
 
   constructor(
-    private readonly clusters: StoredObjects,
+    private readonly clusters: StoredObjects<Cluster>,
     private readonly connector: ClusterConnector,
     opts: ClusterConnectionsOptions = {},
   ) {
@@ -70,7 +70,7 @@ export class ClusterConnections {
 
   /** The connection of the Cluster `name` if it is Initialized (its API and recorded kube-system uid); else ClusterNotReadyError. */
   async connection(name: string): Promise<ClusterConnection> {
-    let cluster: KubeObject;
+    let cluster: Cluster;
     try {
       cluster = await this.clusters.get(undefined, name);
     } catch (err) {

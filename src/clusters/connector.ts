@@ -15,11 +15,11 @@
  * never a credential, never the Secret's contents, never the words of a cluster's answer (which may name this
  * server's identity); those go to the log.
  */
-import type { KubeObject } from '../apimachinery/types.js';
 import { isPlainObject } from '../apimachinery/types.js';
 import { HostCluster, HostClusterError } from '../host/cluster.js';
 import { ServerAllowList } from '../host/serverallowlist.js';
 import { StoredKubeConfigError, kubeConfigFromData } from '../host/storedkubeconfig.js';
+import type { Cluster } from '../kinds/cluster/types.js';
 
 /** The key of the config Secret when spec.config.key is empty (upstream's default). */
 export const DEFAULT_CONFIG_KEY = 'config';
@@ -91,7 +91,7 @@ export class ClusterConnector {
   }
 
   /** Connects to `cluster` and checks it (see the top); throws a ClusterConnectionError saying why not. */
-  async connect(cluster: KubeObject): Promise<ClusterConnection> {
+  async connect(cluster: Cluster): Promise<ClusterConnection> {
     const api = await this.api(cluster);
     const who = cluster.spec?.local === true ? 'the host cluster' : 'the cluster';
     const credential =
@@ -128,7 +128,7 @@ export class ClusterConnector {
   }
 
   /** The API of `cluster`, before anything is asked of it. */
-  private async api(cluster: KubeObject): Promise<HostCluster> {
+  private async api(cluster: Cluster): Promise<HostCluster> {
     const spec = cluster.spec ?? {};
     if (spec.networkPeer === true)
       throw new ClusterConnectionError(
@@ -154,8 +154,8 @@ export class ClusterConnector {
     return this.fromSecret(host, cluster.metadata.uid ?? '', ref);
   }
 
-  private ref(cluster: KubeObject): ConfigRef {
-    const config = (cluster.spec?.config ?? {}) as { secretName?: string; secretNamespace?: string; key?: string };
+  private ref(cluster: Cluster): ConfigRef {
+    const config = cluster.spec?.config ?? {};
     return {
       namespace: config.secretNamespace || this.opts.secretNamespace,
       name: config.secretName ?? '',

@@ -1,6 +1,6 @@
 /**
  * Keeps the host cluster's RBAC in step with the owner and access lists of the kinds whose strategy declares host
- * RBAC (`hostRbac` of ownedKindStrategy in src/registry/kinds/: SharedSecret, ProjectSecret and Cluster today;
+ * RBAC (`hostRbac` of ownedKindStrategy in src/kinds/: SharedSecret, ProjectSecret and Cluster today;
  * src/access/rbac.ts says what each object asks for):
  *
  * - objects that ask for RBAC carry the finalizer `management.platform.sh/access-cleanup`, added before anything is

@@ -34,10 +34,8 @@
  * throws out of the controller: every failure is a status.
  */
 import { jsonEqual } from '../apimachinery/equality.js';
-import { GROUP_NAME } from '../apimachinery/group.js';
 import { isStatusError } from '../apimachinery/status.js';
 import { nowRFC3339 } from '../apimachinery/time.js';
-import type { KubeObject } from '../apimachinery/types.js';
 import { ClusterConnectionError, type ClusterConnector, type ClusterPhase } from '../clusters/connector.js';
 import { CLUSTER_CHANGED, CLUSTER_TAKEN } from '../clusters/connections.js';
 import { recordTime, recordedIdentity, withIdentity, type ClusterIdentity } from '../kinds/cluster/identity.js';
@@ -48,6 +46,7 @@ import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
 import { runQueueController } from './runner.js';
 import { sleep } from './sleep.js';
+import { Cluster } from '../kinds/cluster/types.js';
 
 export const READY = 'Ready';
 const FIELD_MANAGER = 'cluster-health';
@@ -104,7 +103,7 @@ type Holding =
 
 export class ClusterHealth {
   private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
-  private readonly store: Store;
+  private readonly store: Store<Cluster>;
   private readonly queue: WorkQueue;
   private readonly workers: number;
   /** By Cluster name. */
@@ -117,7 +116,7 @@ export class ClusterHealth {
     private readonly opts: ClusterHealthOptions,
   ) {
     this.log = opts.log ?? (() => {});
-    this.store = registry.lookup(GROUP_NAME, 'v1', 'clusters')!;
+    this.store = registry.store(Cluster);
     this.workers = opts.workers ?? 4;
     this.queue = new WorkQueue({
       baseDelayMs: 500,
@@ -173,7 +172,7 @@ export class ClusterHealth {
    * A new Cluster, or one whose spec changed (a generation), is checked at once; a status write is not a change.
    * The same Cluster is updated in place: a check under way keeps what it learns. One being deleted is gone.
    */
-  private upsert(obj: KubeObject): void {
+  private upsert(obj: Cluster): void {
     const name = obj.metadata.name!;
     const before = this.known.get(name);
     if (obj.metadata.deletionTimestamp) {
@@ -275,7 +274,7 @@ export class ClusterHealth {
 
   private async check(name: string): Promise<void> {
     try {
-      let cluster: KubeObject;
+      let cluster: Cluster;
       try {
         cluster = await this.store.get(undefined, name);
       } catch (err) {
@@ -295,7 +294,7 @@ export class ClusterHealth {
   }
 
   /** What a check finds; undefined when nothing is to be written (see Holding's waitFor, or the Cluster is gone). */
-  private async observe(name: string, cluster: KubeObject): Promise<Observed | undefined> {
+  private async observe(name: string, cluster: Cluster): Promise<Observed | undefined> {
     const mine = () => {
       const k = this.known.get(name);
       return k?.uid === cluster.metadata.uid ? k : undefined;
@@ -377,13 +376,13 @@ export class ClusterHealth {
   }
 
   /** The revision that created `cluster`; undefined when its name is another Cluster's by now. */
-  private async createdRevision(cluster: KubeObject): Promise<string | undefined> {
+  private async createdRevision(cluster: Cluster): Promise<string | undefined> {
     const created = await this.holders.created(this.store.key(undefined, cluster.metadata.name!));
     // A Cluster's key was created before any of its writes; one created later is another Cluster's.
     return created !== undefined && Number(created) <= Number(cluster.metadata.resourceVersion) ? created : undefined;
   }
 
-  private async write(cluster: KubeObject, observed: Observed): Promise<void> {
+  private async write(cluster: Cluster, observed: Observed): Promise<void> {
     const name = cluster.metadata.name!;
     const uid = cluster.metadata.uid!;
     if (observed.identity && !recordedIdentity(cluster)) {
@@ -455,7 +454,7 @@ function failure(err: unknown, name: string, log: (msg: string, fields?: Record<
 }
 
 /** The status after `observed`; the same object's content when nothing changed (then the store writes nothing). */
-function nextStatus(cluster: KubeObject, observed: Observed): Record<string, unknown> {
+function nextStatus(cluster: Cluster, observed: Observed): Record<string, unknown> {
   const stored = cluster.status ?? {};
   const status: Record<string, unknown> =
     observed.identity && !recordedIdentity(cluster) ? withIdentity(stored, observed.identity) : { ...stored };

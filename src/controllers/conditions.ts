@@ -94,17 +94,3 @@ export async function writeIfSame(
     throw err;
   }
 }
-
-/** The stored object, or undefined when there is none. */
-export async function getIfExists(
-  store: Store,
-  namespace: string | undefined,
-  name: string,
-): Promise<KubeObject | undefined> {
-  try {
-    return await store.get(namespace, name);
-  } catch (err) {
-    if (isStatusError(err, 'NotFound')) return undefined;
-    throw err;
-  }
-}

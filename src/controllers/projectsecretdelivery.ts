@@ -26,7 +26,6 @@
 import { createHash } from 'node:crypto';
 import { GROUP_NAME } from '../apimachinery/group.js';
 import { jsonEqual } from '../apimachinery/equality.js';
-import type { KubeObject } from '../apimachinery/types.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, SOURCE_ANNOTATION, SOURCE_UID_LABEL } from '../access/rbac.js';
 import { watchHostChanges, type ObjectMetadata } from '../host/changes.js';
 import { HostClusterError, type HostCluster } from '../host/cluster.js';
@@ -35,11 +34,12 @@ import { SECRET_DELIVERED } from '../kinds/projectsecret/conditions.js';
 import { sharedSecretRef } from '../kinds/projectsecret/reference.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
-import { getIfExists, setCondition, writeStatus, type Outcome } from './conditions.js';
+import { setCondition, writeStatus, type Outcome } from './conditions.js';
 import type { DeliveryRecords, MadeSecret } from './deliveryrecords.js';
 import { runQueueController } from './runner.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
+import { ProjectSecret } from '../kinds/projectsecret/types.js';
 
 /** On a delivered Secret of a synced ProjectSecret: the SharedSecret its data comes from, as namespace/name. */
 export const SHARED_SECRET_ANNOTATION = `${GROUP_NAME}/shared-secret`;
@@ -83,7 +83,7 @@ export class ProjectSecretDelivery {
   private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
   private readonly resyncMs: number;
   private readonly workers: number;
-  private readonly projectSecrets: Store;
+  private readonly projectSecrets: Store<ProjectSecret>;
   private readonly secrets: HostResource<HostSecret>;
   /** Queued by ProjectSecret uid. */
   private readonly queue: WorkQueue;
@@ -105,7 +105,7 @@ export class ProjectSecretDelivery {
     this.log = opts.log ?? (() => {});
     this.resyncMs = opts.resyncIntervalMs ?? 5 * 60_000;
     this.workers = opts.workers ?? 4;
-    this.projectSecrets = registry.lookup(GROUP_NAME, 'v1', 'projectsecrets')!;
+    this.projectSecrets = registry.store(ProjectSecret);
     this.secrets = new HostResource<HostSecret>(host, { apiVersion: 'v1', kind: 'Secret', plural: 'secrets' });
     this.queue = new WorkQueue({
       baseDelayMs: 1000,
@@ -206,7 +206,7 @@ export class ProjectSecretDelivery {
   private async reconcile(uid: string): Promise<void> {
     await this.records.save(uid);
     const place = this.known.get(uid);
-    const read = place ? await getIfExists(this.projectSecrets, place.namespace, place.name) : undefined;
+    const read = place ? await this.projectSecrets.find(place.namespace, place.name) : undefined;
     const live = read && read.metadata.uid === uid && !read.metadata.deletionTimestamp ? read : undefined;
     if (!live) {
       await this.deleteMade(uid);
@@ -276,7 +276,7 @@ export class ProjectSecretDelivery {
    * Makes the host's Secret what the ProjectSecret says, when the name is this server's to use: there is none, or
    * the one there is the one recorded as made by the server.
    */
-  private async deliver(uid: string, obj: KubeObject): Promise<Outcome> {
+  private async deliver(uid: string, obj: ProjectSecret): Promise<Outcome> {
     const want = desiredSecret(obj);
     const wanted = createHash('sha256').update(JSON.stringify(want)).digest('base64');
     const { namespace, name } = want.metadata;
@@ -354,13 +354,13 @@ export class ProjectSecretDelivery {
     if (resourceVersion) this.written.set(uid, { resourceVersion, wanted, stale: false });
   }
 
-  private report(obj: KubeObject, outcome: Outcome): Promise<void> {
+  private report(obj: ProjectSecret, outcome: Outcome): Promise<void> {
     return writeStatus(this.projectSecrets, obj, (o) => setCondition(o, SECRET_DELIVERED, outcome, obj), FIELD_MANAGER);
   }
 }
 
 /** The Secret a ProjectSecret stands for in the host. */
-export function desiredSecret(obj: KubeObject): HostSecret & { type: string } {
+export function desiredSecret(obj: ProjectSecret): HostSecret & { type: string } {
   const { namespace, name, uid } = obj.metadata;
   const ref = sharedSecretRef(obj);
   return {
@@ -376,7 +376,7 @@ export function desiredSecret(obj: KubeObject): HostSecret & { type: string } {
       },
     },
     type: 'Opaque',
-    data: { ...((obj.spec?.data ?? {}) as Record<string, string>) },
+    data: { ...obj.spec?.data },
   };
 }
 
@@ -394,8 +394,8 @@ function sameContent(have: HostSecret, want: HostSecret): boolean {
  * The host's error, for the log, unless its message quotes the data (a webhook in the host may echo what it refused):
  * then without the message. Decoded values shorter than 4 characters are too common in any text to look for.
  */
-function withoutData(err: HostClusterError, obj: KubeObject): HostClusterError {
-  const values = Object.values((obj.spec?.data ?? {}) as Record<string, string>).flatMap((b64) => {
+function withoutData(err: HostClusterError, obj: ProjectSecret): HostClusterError {
+  const values = Object.values(obj.spec?.data ?? {}).flatMap((b64) => {
     const plain = Buffer.from(b64, 'base64').toString('utf8');
     return plain.length >= 4 ? [b64, plain] : [b64];
   });

@@ -22,7 +22,6 @@
  */
 import { jsonEqual } from '../apimachinery/equality.js';
 import type { Authorizer } from '../apimachinery/authorizer.js';
-import { GROUP_NAME } from '../apimachinery/group.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { ownerIdentity } from '../access/model.js';
 import type { UserInfo } from '../apimachinery/user.js';
@@ -40,7 +39,6 @@ import type { Store } from '../registry/store.js';
 import {
   conditionOf,
   dropCondition,
-  getIfExists,
   setCondition,
   StaleObject,
   writeIfSame,
@@ -50,9 +48,10 @@ import {
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
 import { runQueueController } from './runner.js';
+import { ProjectSecret } from '../kinds/projectsecret/types.js';
+import { SharedSecret } from '../kinds/sharedsecret/types.js';
 
 const FIELD_MANAGER = 'projectsecret-sync';
-const VERSION = 'v1';
 const ACCESS_SYNCED = 'AccessSynced';
 
 export interface ProjectSecretSyncOptions {
@@ -97,8 +96,8 @@ export class ProjectSecretSync {
   private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
   private readonly resyncMs: number;
   private readonly workers: number;
-  private readonly projectSecrets: Store;
-  private readonly sharedSecrets: Store;
+  private readonly projectSecrets: Store<ProjectSecret>;
+  private readonly sharedSecrets: Store<SharedSecret>;
   private readonly queue: WorkQueue;
   /** By "namespace/name". */
   private readonly tracked = new Map<string, TrackedProjectSecret>();
@@ -112,8 +111,8 @@ export class ProjectSecretSync {
     this.log = opts.log ?? (() => {});
     this.resyncMs = opts.resyncIntervalMs ?? 5 * 60_000;
     this.workers = opts.workers ?? 4;
-    this.projectSecrets = registry.lookup(GROUP_NAME, VERSION, 'projectsecrets')!;
-    this.sharedSecrets = registry.lookup(GROUP_NAME, VERSION, 'sharedsecrets')!;
+    this.projectSecrets = registry.store(ProjectSecret);
+    this.sharedSecrets = registry.store(SharedSecret);
     this.queue = new WorkQueue({
       baseDelayMs: 500,
       maxDelayMs: 60_000,
@@ -171,7 +170,7 @@ export class ProjectSecretSync {
   // ---- what the watches show ----
 
   /** A new ProjectSecret, or a change of its spec or of who set its reference, is reconciled; a change of what it names or holds is counted. */
-  private upsertProjectSecret(obj: KubeObject): void {
+  private upsertProjectSecret(obj: ProjectSecret): void {
     const key = keyOf(obj);
     const ref = sharedSecretRef(obj);
     const next: TrackedProjectSecret = {
@@ -201,7 +200,7 @@ export class ProjectSecretSync {
    * A SharedSecret's spec changing (data, owner, access), or the access sync's host RBAC catching up with it, sends
    * the ProjectSecrets naming it to be reconciled; a status write of its own (this controller's count) does not.
    */
-  private upsertSharedSecret(obj: KubeObject): void {
+  private upsertSharedSecret(obj: SharedSecret): void {
     const key = keyOf(obj);
     const next: TrackedSharedSecret = {
       uid: obj.metadata.uid!,
@@ -233,7 +232,7 @@ export class ProjectSecretSync {
 
   private async syncProjectSecret(key: string): Promise<void> {
     const { namespace, name } = split(key);
-    const obj = await getIfExists(this.projectSecrets, namespace, name);
+    const obj = await this.projectSecrets.find(namespace, name);
     if (!obj || obj.metadata.deletionTimestamp) return;
     const ref = sharedSecretRef(obj);
     if (!ref) {
@@ -261,11 +260,11 @@ export class ProjectSecretSync {
 
   /** The data the ProjectSecret should hold now, and why. */
   private async desired(
-    obj: KubeObject,
+    obj: ProjectSecret,
     ref: SharedSecretRef,
   ): Promise<{ data: Record<string, string>; outcome: Outcome }> {
     const named = `SharedSecret ${refKey(ref)}`;
-    const source = await getIfExists(this.sharedSecrets, ref.namespace, ref.name);
+    const source = await this.sharedSecrets.find(ref.namespace, ref.name);
     // One being deleted (waiting on its finalizers) is gone already as far as its copies are concerned.
     if (!source || source.metadata.deletionTimestamp)
       return {
@@ -357,7 +356,7 @@ export class ProjectSecretSync {
 
   private async countProjectSecrets(key: string): Promise<void> {
     const { namespace, name } = split(key);
-    const source = await getIfExists(this.sharedSecrets, namespace, name);
+    const source = await this.sharedSecrets.find(namespace, name);
     if (!source || source.metadata.deletionTimestamp) return;
     let naming = 0;
     let holding = 0;

@@ -10,9 +10,10 @@ import type { RunningWatch } from '../storage/reader.js';
 import type { Store } from '../registry/store.js';
 import { sleep } from './sleep.js';
 
-export interface StoreWatchHandlers {
-  upsert(obj: KubeObject): void;
-  remove(obj: KubeObject): void;
+/** What a controller does with the objects of one kind, `O` (the kind's type, as its store's). */
+export interface StoreWatchHandlers<O extends KubeObject = KubeObject> {
+  upsert(obj: O): void;
+  remove(obj: O): void;
   /**
    * After the initial events of each (re)start: the uids of every object that exists now, and the revision the
    * watch has reached (an object not seen was deleted at or before it).
@@ -21,10 +22,10 @@ export interface StoreWatchHandlers {
   log(msg: string, fields?: Record<string, unknown>): void;
 }
 
-export function watchStore(
-  store: Store,
+export function watchStore<O extends KubeObject>(
+  store: Store<O>,
   signal: AbortSignal,
-  handlers: StoreWatchHandlers,
+  handlers: StoreWatchHandlers<O>,
 ): { synced: Promise<void>; done: Promise<void> } {
   let markSynced!: () => void;
   const synced = new Promise<void>((resolve) => (markSynced = resolve));
@@ -50,7 +51,9 @@ export function watchStore(
           undefined,
           {},
           {
-            event: (type, obj) => {
+            event: (type, object) => {
+              // One of the store's kind, as its get answers (the schema checked each stored object).
+              const obj = object as O;
               if (initial && obj.metadata.uid) seen.add(obj.metadata.uid);
               if (type === 'DELETED') handlers.remove(obj);
               else if (type === 'ADDED' || type === 'MODIFIED') handlers.upsert(obj);

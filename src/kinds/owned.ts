@@ -17,6 +17,7 @@ import {
   validateAccess,
   type AdminField,
 } from '../access/validation.js';
+import type { AccessEntry, Owner } from '../access/model.js';
 import type { FieldPath } from '../registry/hiddenfields.js';
 import type { Strategy } from '../registry/strategy.js';
 
@@ -42,35 +43,41 @@ const OWNER_AND_ACCESS: readonly FieldPath[] = [
  * a `system:` user in them, set or change `adminFields` or create something owned by someone else, both are
  * validated, and `validateSpec` adds the kind's own rules. Each holds on create as on update.
  */
-export function ownedKindStrategy(
+/** What the spec of every owned kind has (each kind's generated spec type has it). */
+export interface OwnedSpec {
+  owner?: Owner;
+  access?: AccessEntry[];
+}
+
+export function ownedKindStrategy<O extends KubeObject<OwnedSpec>>(
   resource: string,
-  validateSpec: (obj: KubeObject) => FieldError[],
+  validateSpec: (obj: O) => FieldError[],
   options: OwnedKindOptions = {},
-  extra: Partial<Strategy> = {},
-): Strategy {
+  extra: Partial<Strategy<O>> = {},
+): Strategy<O> {
   const adminFields = options.adminFields ?? [];
   return {
     access: { hostRbac: options.hostRbac ?? false },
     restrictingFields: [...OWNER_AND_ACCESS, ...(options.restrictingFields ?? [])],
-    prepareForCreate(obj: KubeObject, user: UserInfo | undefined): void {
+    prepareForCreate(obj: O, user: UserInfo | undefined): void {
       guardNewOwner(resource, obj, user);
       guardAdminFields(resource, adminFields, obj, undefined, user);
       refuseSystemNames(obj, undefined, user);
     },
-    prepareForUpdate(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
+    prepareForUpdate(obj: O, old: O, user: UserInfo | undefined): void {
       guardAccessChanges(resource, obj, old, user);
       guardAdminFields(resource, adminFields, obj, old, user);
       refuseSystemNames(obj, old, user);
     },
-    validate(obj: KubeObject): FieldError[] {
+    validate(obj: O): FieldError[] {
       return [
         ...validateSpec(obj),
         // An owner that is both a user and a team, and an entry for nobody, are refused by rules of the CRDs.
         ...validateAccess(obj.spec?.access, spec.child('access')),
       ];
     },
-    warningsOnCreate: (obj: KubeObject) => accessWarnings(obj.spec?.access, spec.child('access')),
-    warningsOnUpdate: (obj: KubeObject) => accessWarnings(obj.spec?.access, spec.child('access')),
+    warningsOnCreate: (obj: O) => accessWarnings(obj.spec?.access, spec.child('access')),
+    warningsOnUpdate: (obj: O) => accessWarnings(obj.spec?.access, spec.child('access')),
     ...extra,
   };
 }
@@ -79,7 +86,7 @@ export function ownedKindStrategy(
  * Outside system:masters a new object is owned by its creator, a team of the creator's, or nobody (403 otherwise): an
  * owner is granted everything on the object, and an owner is whom some copies rest on (a ProjectSecret's).
  */
-function guardNewOwner(resource: string, obj: KubeObject, user: UserInfo | undefined): void {
+function guardNewOwner(resource: string, obj: KubeObject<OwnedSpec>, user: UserInfo | undefined): void {
   const givenAway = ownerGivenAway(obj.spec?.owner, user, spec.child('owner'));
   if (givenAway)
     throw errors.forbidden(

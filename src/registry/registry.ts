@@ -1,6 +1,6 @@
 /** All served resources, each with its generic store, found by group, version and plural name (or apiVersion and kind). */
 import type { Admission } from '../apimachinery/admission.js';
-import type { KubeObject } from '../apimachinery/types.js';
+import type { KindRef, KubeObject } from '../apimachinery/types.js';
 import { grantsText } from '../access/model.js';
 import { selectionAttributes } from '../apimachinery/selection.js';
 import { WatchCache } from '../storage/cacher.js';
@@ -61,7 +61,7 @@ export class Registry {
         storage,
         this.caches.get(def.group)!,
         etcdPrefix,
-        (g, v, r) => this.lookup(g, v, r),
+        (kind) => this.store(kind),
         () => dependencies.ownerDeletion?.(),
         () => dependencies.admission?.(),
         (name) => this.connectCluster(name),
@@ -90,6 +90,17 @@ export class Registry {
     await Promise.all([...this.caches.values()].map((c) => c.stop()));
   }
 
+  /**
+   * The store of a kind this server serves, typed by its objects: `store(ProjectSecret)`. Throws when it serves no
+   * such kind, which only a mistake in the code can cause: the callers ask for their stores at start.
+   */
+  store<O extends KubeObject>(kind: KindRef<O>): Store<O> {
+    const store = this.lookupKind(kind.apiVersion, kind.kind);
+    if (!store) throw new Error(`this server serves no ${kind.kind} (${kind.apiVersion}): no CRD in crds/ defines it`);
+    return store as Store<O>;
+  }
+
+  /** The store of a resource named by a request's URL (group, version and plural), as kube's REST storage map. */
   lookup(group: string, version: string, resource: string): Store | undefined {
     return this.stores.get(`${group}/${version}/${resource}`);
   }
@@ -120,7 +131,7 @@ function refuseStrategiesWithoutDefinition(definitions: readonly ResourceDefinit
   if (!unknown.length) return;
   const named = unknown.map((k) => JSON.stringify(k)).join(', ');
   throw new Error(
-    `src/registry/kinds has a strategy for the ${unknown.length > 1 ? 'kinds' : 'kind'} ${named}, which no CRD in crds/ defines (the CRDs define ${[...defined].sort().join(', ')}): ` +
+    `src/kinds/index.ts has a strategy for the ${unknown.length > 1 ? 'kinds' : 'kind'} ${named}, which no CRD in crds/ defines (the CRDs define ${[...defined].sort().join(', ')}): ` +
       'a strategy must be keyed by the kind its CRD names (spec.names.kind), or the kind would be served without its rules',
   );
 }

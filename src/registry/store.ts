@@ -96,7 +96,8 @@ export type DeleteResult = { deleted: true; object: KubeObject } | { deleted: fa
 /** ObjectMeta is the same for every kind: one validator. */
 const validateMetaSchema = compileSchema(objectMetaSchema, 'metadata');
 
-export class Store {
+/** The store of one kind; `O` is the type of its objects (`registry.store(ProjectSecret)` is a Store<ProjectSecret>). */
+export class Store<O extends KubeObject = KubeObject> {
   private readonly validateSchema: SchemaValidator;
   private readonly reader: ResourceReader;
   /** What watchers are sent of each object during this turn: one copy without hidden fields, encoded once for all. */
@@ -109,7 +110,9 @@ export class Store {
     private readonly cache: WatchCache<KubeObject>,
     private readonly prefix: string,
     /** The other stores, for the kind's admission plugin. */
-    private readonly stores: StoreLookup = () => undefined,
+    private readonly stores: StoreLookup = (kind) => {
+      throw new Error(`no store of ${kind.kind}: this store was made without the others`);
+    },
     /** Whether a caller may delete an owner, for the ownerReferences of its writes (set up once the authorizers are). */
     private readonly ownerDeletion: () => OwnerDeletionCheck | undefined = () => undefined,
     /** The admission chain every write goes through (none without a host cluster). */
@@ -123,10 +126,19 @@ export class Store {
     this.validateSchema = compileSchema({ ...def.schema, properties });
   }
 
-  async get(namespace: string | undefined, name: string, resourceVersion?: string): Promise<KubeObject> {
+  async get(namespace: string | undefined, name: string, resourceVersion?: string): Promise<O> {
     const obj = await this.storageCall('get', name, () => this.reader.get(this.key(namespace, name), resourceVersion));
     if (!obj) throw errors.notFound(this.def.groupResource, name);
-    return this.toClient(obj);
+    // The schema checked every stored object of the kind.
+    return this.toClient(obj) as O;
+  }
+
+  /** The object, or undefined when there is none of that name (a get that finds nothing is no error here). */
+  async find(namespace: string | undefined, name: string): Promise<O | undefined> {
+    return this.get(namespace, name).catch((err) => {
+      if (errors.isStatusError(err, 'NotFound')) return undefined;
+      throw err;
+    });
   }
 
   /** Objects in a namespace, or in all namespaces when `namespace` is undefined; items may be encoded (`decoded`). */
@@ -181,7 +193,7 @@ export class Store {
     this.takeNamespace(obj, namespace);
     if (obj.metadata.resourceVersion)
       throw errors.badRequest('resourceVersion should not be set on objects to be created');
-    const admitted = await this.admit(
+    const admissionAttrs = await this.runMutatingAdmission(
       'CREATE',
       obj.metadata.namespace,
       obj.metadata.name ?? '',
@@ -190,7 +202,7 @@ export class Store {
       undefined,
       opts,
     );
-    if (admitted) this.checkAfterMutatingAdmission(obj, namespace);
+    if (admissionAttrs) this.checkAfterMutatingAdmission(obj, namespace);
     const meta = obj.metadata;
     delete meta.selfLink;
     delete meta.deletionTimestamp;
@@ -208,12 +220,12 @@ export class Store {
     if (errs.length) throw errors.invalid(this.def.groupKind, meta.name ?? '', errs);
     const warnings = this.strategy.warningsOnCreate?.(obj) ?? [];
     await this.strategy.admission?.admitCreate?.(obj, opts, {
-      stores: this.stores,
+      store: this.stores,
       connectCluster: this.connectCluster,
     });
     await this.checkOwnerPermissions(obj, undefined, opts);
     if (trackFields) this.recordFieldManager(obj, undefined, opts, '');
-    await this.validateAdmission(admitted, obj);
+    await this.runValidatingAdmission(admissionAttrs, obj);
 
     const claims = this.claimKeys(obj);
     for (let attempt = 1; ; attempt++) {
@@ -266,8 +278,16 @@ export class Store {
           dropEmptyMetadataFields(updated.metadata);
           this.checkNameOnUrl(updated, namespace, name);
           // Mutating admission comes before the resourceVersion check, as kube's update transformers do.
-          const admitted = await this.admit('UPDATE', namespace, name, subresource ?? '', updated, current, opts);
-          if (admitted) {
+          const admissionAttrs = await this.runMutatingAdmission(
+            'UPDATE',
+            namespace,
+            name,
+            subresource ?? '',
+            updated,
+            current,
+            opts,
+          );
+          if (admissionAttrs) {
             this.checkAfterMutatingAdmission(updated, namespace);
             this.checkNameOnUrl(updated, namespace, name);
           }
@@ -294,14 +314,14 @@ export class Store {
           ];
           if (subresource !== 'status')
             await this.strategy.admission?.admitUpdate?.(next, current, opts, {
-              stores: this.stores,
+              store: this.stores,
               connectCluster: this.connectCluster,
             });
           await this.checkOwnerPermissions(next, current, opts);
           if (subresource !== 'status' && this.specChanged(next, current))
             next.metadata.generation = (current.metadata.generation ?? 0) + 1;
           if (!('apply' in source)) this.recordFieldManager(next, current, opts, subresource ?? '');
-          await this.validateAdmission(admitted, next);
+          await this.runValidatingAdmission(admissionAttrs, next);
           // A write that would only refresh managedFields times changes nothing, so nothing is written.
           return keepTimestampsOfNoopWrite(this.toStorage(next), current);
         },
@@ -374,7 +394,9 @@ export class Store {
         key,
         async (obj) => {
           this.checkDeletePreconditions(obj, opts);
-          await this.validateAdmission(await this.admit('DELETE', namespace, name, '', undefined, obj, opts));
+          await this.runValidatingAdmission(
+            await this.runMutatingAdmission('DELETE', namespace, name, '', undefined, obj, opts),
+          );
           warnings = obj.metadata.deletionTimestamp ? [] : (this.strategy.warningsOnDelete?.(obj) ?? []);
           return markDeleting(obj, opts);
         },
@@ -429,7 +451,7 @@ export class Store {
    * Runs the mutating admission plugins on a write (they may change `object`); answers the attributes for the
    * validating ones, or undefined when there is no admission. The server's own writes go through it too.
    */
-  private async admit(
+  private async runMutatingAdmission(
     operation: AdmissionOperation,
     namespace: string | undefined,
     name: string,
@@ -457,7 +479,7 @@ export class Store {
       auditAnnotations: opts.auditAnnotations ?? {},
     };
     await admission.admit(attrs);
-    if (object && attrs.object !== object) this.takeAdmitted(object, attrs.object!);
+    if (object && attrs.object !== object) this.takeMutated(object, attrs.object!);
     return attrs;
   }
 
@@ -465,10 +487,10 @@ export class Store {
    * Admission sees what a reader sees (webhooks and policies are other parties: a new key or its hash must not reach
    * them), so it mutated a copy without the hidden fields: its changes go into `object`, which keeps its own.
    */
-  private takeAdmitted(object: KubeObject, admitted: KubeObject): void {
-    carryOverFields(admitted, object, this.strategy.hiddenFields ?? []);
+  private takeMutated(object: KubeObject, mutated: KubeObject): void {
+    carryOverFields(mutated, object, this.strategy.hiddenFields ?? []);
     for (const key of Object.keys(object)) delete object[key];
-    Object.assign(object, admitted);
+    Object.assign(object, mutated);
   }
 
   /**
@@ -502,8 +524,8 @@ export class Store {
     this.takeNamespace(obj, namespace);
   }
 
-  /** The validating plugins, on `object` as it will be stored (seen, as by admit, without the hidden fields). */
-  private async validateAdmission(attrs: AdmissionAttributes | undefined, object?: KubeObject): Promise<void> {
+  /** The validating plugins, on `object` as it will be stored (seen, as by the mutating ones, without the hidden fields). */
+  private async runValidatingAdmission(attrs: AdmissionAttributes | undefined, object?: KubeObject): Promise<void> {
     if (!attrs) return;
     await this.admission()?.validate(object ? { ...attrs, object: this.toClient(object) } : attrs);
   }
@@ -737,7 +759,7 @@ function markDeleting(obj: KubeObject, opts: PropagationOptions): KubeObject {
 }
 
 const missingOwnerDeletionCheck: OwnerDeletionCheck = () =>
-  Promise.reject(new Error('no owner deletion check is set up (Registry.useOwnerDeletionCheck)'));
+  Promise.reject(new Error('no owner deletion check was given to the registry (RegistryDependencies.ownerDeletion)'));
 
 /** What the kind's schema checks of an object: all but its metadata, which has a validator of its own. */
 function withoutMetadata({ metadata: _m, ...body }: KubeObject): Omit<KubeObject, 'metadata'> {

@@ -5,19 +5,24 @@
 import type { Attributes, Decision } from '../apimachinery/authorizer.js';
 import type { FieldError } from '../apimachinery/field.js';
 import type { ObjectList } from '../apimachinery/encoded.js';
-import type { KubeObject } from '../apimachinery/types.js';
+import type { KindRef, KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
 import type { FieldPath } from './hiddenfields.js';
 import type { ListOptions } from '../storage/reader.js';
 
-/** What a rule may read of another resource's store (a Store, seen from here without importing it: no cycle). */
-export interface StoredObjects {
-  get(namespace: string | undefined, name: string): Promise<KubeObject>;
+/** What a rule may read of another kind's store (a Store, seen from here without importing it: no cycle). */
+export interface StoredObjects<O extends KubeObject = KubeObject> {
+  get(namespace: string | undefined, name: string): Promise<O>;
   list(namespace: string | undefined, opts?: ListOptions): Promise<ObjectList>;
 }
 
-/** The stores of the served resources, for rules that read other objects. */
-export type StoreLookup = (group: string, version: string, resource: string) => StoredObjects | undefined;
+/** The same, with a get that answers undefined for an object that does not exist. */
+export interface ReadStore<O extends KubeObject = KubeObject> extends StoredObjects<O> {
+  find(namespace: string | undefined, name: string): Promise<O | undefined>;
+}
+
+/** The store of a served kind, by its handle; throws when the kind is not served (a mistake found at start). */
+export type StoreLookup = <O extends KubeObject>(kind: KindRef<O>) => ReadStore<O>;
 
 /**
  * Whether the caller may also do something besides its request, asked of the same authorizers (http/resources.ts
@@ -61,8 +66,8 @@ export type ConnectCluster = (name: string) => Promise<ConnectedCluster>;
 
 /** What admitCreate may read and ask besides the caller. */
 export interface AdmitContext {
-  /** The other stores. */
-  stores: StoreLookup;
+  /** The other stores: `store(Project)`. */
+  store: StoreLookup;
   /** The connected clusters. */
   connectCluster: ConnectCluster;
 }
@@ -80,7 +85,7 @@ export type PrinterColumnType = 'integer' | 'number' | 'string' | 'boolean' | 'd
  * A printer column computed in code, for what a CRD JSONPath cannot say (counts, derived states). It joins
  * the CRD's additionalPrinterColumns in `kubectl get` Tables.
  */
-export interface ComputedPrinterColumn {
+export interface ComputedPrinterColumn<O extends KubeObject = KubeObject> {
   name: string;
   type: PrinterColumnType;
   /** OpenAPI format hint, e.g. "name"; "" when absent. */
@@ -97,7 +102,7 @@ export interface ComputedPrinterColumn {
    * The cell's value. It is converted like a JSONPath result of the column's type: integer truncated,
    * date (an RFC 3339 string) shown as an age, null/undefined or a value of another type shown as <none>.
    */
-  cell(obj: KubeObject): unknown;
+  cell(obj: O): unknown;
 }
 
 /**
@@ -105,7 +110,7 @@ export interface ComputedPrinterColumn {
  * read), each in src/kinds/<kind>/admission.ts. The store runs them after the kind's validation, before the
  * admission chain's validating plugins and webhooks.
  */
-export interface KindAdmission {
+export interface KindAdmission<O extends KubeObject = KubeObject> {
   /**
    * Checks of a new, validated object against other objects, knowing who asks and able to ask what else the caller
    * may do (as kube's validating admission runs after the strategy's validation). Runs on every create: POST, a
@@ -113,15 +118,16 @@ export interface KindAdmission {
    * elsewhere that the kind's claims are computed from, in fields no client sets (e.g. the physical cluster an
    * instance's Cluster reaches, in its status).
    */
-  admitCreate?(obj: KubeObject, caller: Caller, context: AdmitContext): Promise<void>;
+  admitCreate?(obj: O, caller: Caller, context: AdmitContext): Promise<void>;
   /**
    * The same for an update of the main resource (PUT, PATCH of every type, a server-side apply that updates, dry run
    * too), after its validation; `old` is the object as stored. Throws a StatusError to refuse.
    */
-  admitUpdate?(obj: KubeObject, old: KubeObject, caller: Caller, context: AdmitContext): Promise<void>;
+  admitUpdate?(obj: O, old: O, caller: Caller, context: AdmitContext): Promise<void>;
 }
 
-export interface Strategy {
+/** The rules of a kind whose objects are `O` (its generated type, src/kinds/<kind>/types.ts). */
+export interface Strategy<O extends KubeObject = KubeObject> {
   /**
    * Set when the kind's objects carry `spec.owner` and `spec.access` (src/access); `hostRbac` when the access sync
    * makes them Roles and bindings in the host cluster, which the Helm chart must then let the server grant.
@@ -134,31 +140,31 @@ export interface Strategy {
    */
   restrictingFields?: readonly FieldPath[];
   /** Extra validation of a new object; runs after its schema and metadata validated cleanly. */
-  validate?(obj: KubeObject): FieldError[];
+  validate?(obj: O): FieldError[];
   /** Extra validation of an update; defaults to `validate` of the new object. */
-  validateUpdate?(obj: KubeObject, old: KubeObject): FieldError[];
+  validateUpdate?(obj: O, old: O): FieldError[];
   /**
    * Warnings about a valid new object, for the client (`Warning: 299` headers), as kube's WarningsOnCreate: for what
    * is allowed but most likely a mistake.
    */
-  warningsOnCreate?(obj: KubeObject): string[];
+  warningsOnCreate?(obj: O): string[];
   /** The same for a valid update of the main resource. */
-  warningsOnUpdate?(obj: KubeObject, old: KubeObject): string[];
+  warningsOnUpdate?(obj: O, old: O): string[];
   /** The same for a delete, from the object as stored: what the deletion does beyond the object itself. */
-  warningsOnDelete?(obj: KubeObject): string[];
+  warningsOnDelete?(obj: O): string[];
   /** Extra Table columns, merged into the CRD's printer columns (see http/table.ts). */
-  printerColumns?: readonly ComputedPrinterColumn[];
+  printerColumns?: readonly ComputedPrinterColumn<O>[];
   /**
    * Fills in what the kind decides for a new object before it is validated (defaults, generated values),
    * knowing who asks. May throw a StatusError (e.g. 403 for something this caller may not ask for).
    */
-  prepareForCreate?(obj: KubeObject, user: UserInfo | undefined): void;
+  prepareForCreate?(obj: O, user: UserInfo | undefined): void;
   /** The same for an update of the main resource; `old` is the object as stored. */
-  prepareForUpdate?(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void;
+  prepareForUpdate?(obj: O, old: O, user: UserInfo | undefined): void;
   /** The same for a write of the status subresource (every verb: PUT, PATCH, apply; dry run too). */
-  prepareForStatusUpdate?(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void;
+  prepareForStatusUpdate?(obj: O, old: O, user: UserInfo | undefined): void;
   /** The kind's admission plugin: its checks against other objects, run after its validation. */
-  admission?: KindAdmission;
+  admission?: KindAdmission<O>;
   /**
    * What an object of the kind holds alone (e.g. the one virtual cluster an instance manages), as names unique among
    * the kind's claims, computed from fields fixed at create. Storage keeps each claim beside the object, written in
@@ -166,17 +172,17 @@ export interface Strategy {
    * creates never both hold one, whatever checks ran before.
    */
   claims?: {
-    of(obj: KubeObject): string[];
+    of(obj: O): string[];
     /** The error (a 409) for a create of `obj` when `holder` holds one of its claims; `user` is who asks. */
-    taken(obj: KubeObject, holder: ClaimHolderRef, user: UserInfo | undefined): Error;
+    taken(obj: O, holder: ClaimHolderRef, user: UserInfo | undefined): Error;
   };
   /** The stored form of a validated object (e.g. a secret replaced by its hash); default: the object itself. */
-  toStorage?(obj: KubeObject): KubeObject;
+  toStorage?(obj: O): O;
   /**
    * Fields no client ever sees (e.g. a secret's hash): left out of every answer and watch event and of what
    * patches and applies act on, and carried over from the stored object by every update (see hiddenfields.ts).
    */
   hiddenFields?: readonly FieldPath[];
   /** The answer to a create, from what clients see of the stored object and the prepared one (e.g. to show a generated key once). */
-  createResponse?(shown: KubeObject, prepared: KubeObject): KubeObject;
+  createResponse?(shown: O, prepared: O): O;
 }

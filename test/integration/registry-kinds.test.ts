@@ -4,6 +4,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
+import { kinds } from '../../src/kinds/index.js';
+import { ProjectSecret } from '../../src/kinds/projectsecret/types.js';
 import { loadDefinitions } from '../../src/registry/definitions.js';
 import { Registry } from '../../src/registry/registry.js';
 import { EtcdStorage } from '../../src/storage/etcd.js';
@@ -35,10 +37,23 @@ describe('strategies and CRDs', () => {
     }
   });
 
+  test('each kind of the index has its store by its handle, and a handle of a kind not served fails naming it', () => {
+    const registry = new Registry(loadDefinitions(), storage, prefix);
+    for (const { ref, strategy } of kinds) {
+      expect(registry.store(ref).def.plural).toBe(ref.plural);
+      expect(registry.store(ref).strategy).toBe(strategy);
+    }
+    expect(registry.store(ProjectSecret)).toBe(registry.lookup('management.platform.sh', 'v1', 'projectsecrets'));
+    const unserved = { apiVersion: 'management.platform.sh/v1', kind: 'Flunder', plural: 'flunders' };
+    expect(() => registry.store(unserved)).toThrow(
+      'this server serves no Flunder (management.platform.sh/v1): no CRD in crds/ defines it',
+    );
+  });
+
   test('a strategy whose kind no CRD defines stops the start, naming the kind and the kinds the CRDs define', () => {
     const withoutClusters = loadDefinitions().filter((d) => d.kind !== 'Cluster');
     expect(() => new Registry(withoutClusters, storage, prefix)).toThrow(
-      'src/registry/kinds has a strategy for the kind "Cluster", which no CRD in crds/ defines (the CRDs define OwnedAccessKey, Project, ProjectSecret, SharedSecret, VirtualClusterInstance): a strategy must be keyed by the kind its CRD names (spec.names.kind), or the kind would be served without its rules',
+      'src/kinds/index.ts has a strategy for the kind "Cluster", which no CRD in crds/ defines (the CRDs define OwnedAccessKey, Project, ProjectSecret, SharedSecret, VirtualClusterInstance): a strategy must be keyed by the kind its CRD names (spec.names.kind), or the kind would be served without its rules',
     );
   });
 

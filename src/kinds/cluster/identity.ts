@@ -11,9 +11,10 @@
  * goes: who held it outlives the holder in the server's own storage (controllers/clusteruidholders.ts), so no status
  * write, which a tenant may make fail by growing the object, decides it.
  */
-import { isPlainObject, type KubeObject } from '../../apimachinery/types.js';
+import { isPlainObject } from '../../apimachinery/types.js';
 import { isRFC3339 } from '../../apimachinery/time.js';
 import { isString, keepServerStatus } from '../../registry/serverstatus.js';
+import type { Cluster } from './types.js';
 
 /** A Cluster's record of its physical cluster. */
 export interface ClusterIdentity {
@@ -24,7 +25,7 @@ export interface ClusterIdentity {
 }
 
 /** The record in a Cluster's status; undefined before the server wrote one. */
-export function recordedIdentity(cluster: KubeObject): ClusterIdentity | undefined {
+export function recordedIdentity(cluster: Cluster): ClusterIdentity | undefined {
   const status: unknown = cluster.status;
   if (!isPlainObject(status)) return undefined;
   const { clusterUID: uid, clusterUIDRecordedTime: recordedTime } = status;

@@ -2,17 +2,17 @@
 import { Path, fieldError } from '../../apimachinery/field.js';
 import { GROUP_NAME } from '../../apimachinery/group.js';
 import * as errors from '../../apimachinery/status.js';
-import type { KubeObject } from '../../apimachinery/types.js';
 import type { ClaimHolderRef } from '../../registry/strategy.js';
+import type { Cluster } from './types.js';
 
 const clusterGK = { group: GROUP_NAME, kind: 'Cluster' };
 /** The claim every local Cluster holds. */
 export const LOCAL_CLAIM = 'local';
 
-export const isLocalCluster = (obj: KubeObject): boolean => obj.spec?.local === true;
+export const isLocalCluster = (obj: Cluster): boolean => obj.spec?.local === true;
 
 /** The 422 for a second local Cluster, naming the one that is. */
-export function localTaken(obj: KubeObject, holder: ClaimHolderRef): errors.StatusError {
+export function localTaken(obj: Cluster, holder: ClaimHolderRef): errors.StatusError {
   return errors.invalid(clusterGK, obj.metadata.name ?? '', [
     fieldError.invalid(
       Path.root('spec').child('local'),

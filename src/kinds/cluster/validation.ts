@@ -1,12 +1,12 @@
 /** What a Cluster's schema cannot say of its spec: names that must be valid where they are used, spec.local fixed. */
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
-import type { KubeObject } from '../../apimachinery/types.js';
 import { isConfigMapKey, isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
 import { isLocalCluster } from './local.js';
+import type { Cluster } from './types.js';
 
 const spec = Path.root('spec');
 
-export const validateSpec = (obj: KubeObject): FieldError[] => {
+export const validateSpec = (obj: Cluster): FieldError[] => {
   const s = obj.spec ?? {};
   const errs: FieldError[] = [];
   const config = spec.child('config');
@@ -31,7 +31,7 @@ export const validateSpec = (obj: KubeObject): FieldError[] => {
 };
 
 /** spec.local cannot change (strategy.ts). */
-export function localFixed(obj: KubeObject, old: KubeObject): FieldError[] {
+export function localFixed(obj: Cluster, old: Cluster): FieldError[] {
   if (isLocalCluster(obj) === isLocalCluster(old)) return [];
   return [
     fieldError.invalid(

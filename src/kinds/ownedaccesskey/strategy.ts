@@ -51,6 +51,7 @@ import { isMaster, TEAM_GROUP_PREFIX, teamsOf, type UserInfo } from '../../apima
 import type { Strategy } from '../../registry/strategy.js';
 import { restrictionWidening } from '../../access/scopecover.js';
 import { validateScopeAndRules } from './scope.js';
+import type { OwnedAccessKey, OwnedAccessKeySpec } from './types.js';
 
 export const RESOURCE = 'ownedaccesskeys';
 const groupResource = { group: GROUP_NAME, resource: RESOURCE };
@@ -129,7 +130,7 @@ function checkUnrestricted(name: string, user: UserInfo, verb: 'create' | 'updat
 }
 
 /** Checks who a non-master caller may make a key for. */
-function checkCreator(obj: KubeObject, user: UserInfo | undefined): void {
+function checkCreator(obj: OwnedAccessKey, user: UserInfo | undefined): void {
   if (!user) return;
   const name = obj.metadata.name ?? '';
   checkUnrestricted(name, user, 'create');
@@ -217,13 +218,16 @@ function strengthening(s: Record<string, unknown>, before: Record<string, unknow
   return undefined;
 }
 
+const asRecord = (spec: OwnedAccessKeySpec | undefined) => (spec ?? {}) as Record<string, unknown>;
+
 /** Outside system:masters an update may only weaken a key (see the top of this file). */
-function checkWeakensOnly(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
+function checkWeakensOnly(obj: OwnedAccessKey, old: OwnedAccessKey, user: UserInfo | undefined): void {
   if (!user) return;
   const name = old.metadata.name ?? obj.metadata.name ?? '';
   checkUnrestricted(name, user, 'update');
   if (isMaster(user)) return;
-  const why = strengthening(obj.spec ?? {}, old.spec ?? {});
+  // Read as the records they are to the rules of restriction (every field is checked for its type there).
+  const why = strengthening(asRecord(obj.spec), asRecord(old.spec));
   if (why) throw forbidden(name, user, 'update', why);
 }
 
@@ -238,14 +242,14 @@ function isFuture(ms: number, now: number): boolean {
  * `status.lastActivity` in ms since the epoch, or undefined when absent, unreadable or in the future: a use of a key
  * never lies in the future, so such a value was not recorded by the server and does not count.
  */
-export function lastActivityOf(obj: KubeObject, now: number): number | undefined {
+export function lastActivityOf(obj: OwnedAccessKey, now: number): number | undefined {
   const value = obj.status?.lastActivity;
   const ms = typeof value === 'string' ? Date.parse(value) : NaN;
   return Number.isNaN(ms) || isFuture(ms, now) ? undefined : ms;
 }
 
 /** Removes key material from kubectl's copy of the applied configuration (kept in an annotation). */
-function scrubLastApplied(obj: KubeObject): void {
+function scrubLastApplied(obj: OwnedAccessKey): void {
   const annotations = obj.metadata.annotations;
   const text = annotations?.[LAST_APPLIED];
   if (typeof text !== 'string') return;
@@ -307,7 +311,7 @@ function validateStrings(values: unknown, at: Path, what: string, errs: FieldErr
 }
 
 /** The rules the schema cannot say; `key` is checked by the caller (create and update differ). */
-function validateSpec(obj: KubeObject): FieldError[] {
+function validateSpec(obj: OwnedAccessKey): FieldError[] {
   const s = obj.spec ?? {};
   const errs: FieldError[] = [];
   const owners = OWNER_FIELDS.filter((f) => typeof s[f] === 'string' && s[f] !== '');
@@ -325,7 +329,7 @@ function validateSpec(obj: KubeObject): FieldError[] {
   if (typeof s.type === 'string' && !(KEY_TYPES as readonly string[]).includes(s.type))
     errs.push(fieldError.notSupported(spec.child('type'), s.type, KEY_TYPES.filter(Boolean)));
   validateStrings(s.groups, spec.child('groups'), 'group name', errs);
-  errs.push(...validateScopeAndRules(s, spec));
+  errs.push(...validateScopeAndRules(asRecord(s), spec));
   return errs;
 }
 
@@ -333,7 +337,7 @@ function validateSpec(obj: KubeObject): FieldError[] {
 export const KEY_SHOWN_ONCE_WARNING =
   "spec.key is shown only in this answer and can never be read again: keep it now (kubectl create -f key.yaml -o jsonpath='{.spec.key}')";
 
-export const ownedAccessKeyStrategy: Strategy = {
+export const ownedAccessKeyStrategy: Strategy<OwnedAccessKey> = {
   // Every field of a key narrows what it may do (scope, rules, disabled, ttl, ...): none is ever dropped unread.
   restrictingFields: [['spec']],
   hiddenFields: [
@@ -341,7 +345,7 @@ export const ownedAccessKeyStrategy: Strategy = {
     ['spec', 'identity', 'connectorData'],
   ],
 
-  prepareForCreate(obj: KubeObject, user: UserInfo | undefined): void {
+  prepareForCreate(obj: OwnedAccessKey, user: UserInfo | undefined): void {
     obj.spec ??= {};
     // A spec of another type is the schema's to report.
     if (!isPlainObject(obj.spec)) return;
@@ -360,7 +364,7 @@ export const ownedAccessKeyStrategy: Strategy = {
     scrubLastApplied(obj);
   },
 
-  prepareForUpdate(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
+  prepareForUpdate(obj: OwnedAccessKey, old: OwnedAccessKey, user: UserInfo | undefined): void {
     obj.spec ??= {};
     if (!isPlainObject(obj.spec)) return;
     const s = obj.spec;
@@ -378,7 +382,7 @@ export const ownedAccessKeyStrategy: Strategy = {
     scrubLastApplied(obj);
   },
 
-  validate(obj: KubeObject): FieldError[] {
+  validate(obj: OwnedAccessKey): FieldError[] {
     const errs = validateSpec(obj);
     validateKey(obj.spec?.key, errs);
     return errs;
@@ -388,12 +392,12 @@ export const ownedAccessKeyStrategy: Strategy = {
    * The server records a key's last use (the activity recorder passes no user); besides it, only system:masters
    * writes a status (the store's rule for every kind), and not with a scoped credential.
    */
-  prepareForStatusUpdate(obj: KubeObject, old: KubeObject, user: UserInfo | undefined): void {
+  prepareForStatusUpdate(obj: OwnedAccessKey, old: OwnedAccessKey, user: UserInfo | undefined): void {
     if (user) checkUnrestricted(old.metadata.name ?? obj.metadata.name ?? '', user, 'update');
   },
 
   /** On update the key is the stored hash by now (prepareForUpdate); a status write leaves it as stored. */
-  validateUpdate(obj: KubeObject, old: KubeObject): FieldError[] {
+  validateUpdate(obj: OwnedAccessKey, old: OwnedAccessKey): FieldError[] {
     const errs = validateSpec(obj);
     if (obj.spec?.key !== old.spec?.key)
       errs.push(fieldError.invalid(spec.child('key'), REDACTED, 'field is immutable'));
@@ -411,7 +415,7 @@ export const ownedAccessKeyStrategy: Strategy = {
     return errs;
   },
 
-  toStorage(obj: KubeObject): KubeObject {
+  toStorage(obj: OwnedAccessKey): KubeObject {
     const key = obj.spec?.key;
     if (typeof key !== 'string' || isKeyHash(key)) return obj;
     return { ...obj, spec: { ...obj.spec, key: hashAccessKey(key) } };

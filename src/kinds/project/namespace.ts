@@ -1,8 +1,9 @@
 /** A project's namespace p-<project>, where its virtual clusters and ProjectSecrets live, and the Project of one. */
 import { Path, fieldError } from '../../apimachinery/field.js';
 import * as errors from '../../apimachinery/status.js';
-import type { GroupKind, KubeObject } from '../../apimachinery/types.js';
-import type { StoredObjects } from '../../registry/strategy.js';
+import type { GroupKind } from '../../apimachinery/types.js';
+import type { ReadStore } from '../../registry/strategy.js';
+import type { Project } from './types.js';
 
 /** The namespace of a project's virtual clusters: `p-<project>`, which must be a DNS label. */
 export const projectNamespace = (project: string) => `p-${project}`;
@@ -15,13 +16,13 @@ export const namespaceProject = (namespace: string): string | undefined =>
  * metadata.namespace when there is none.
  */
 export async function projectOfNamespace(
-  projects: StoredObjects,
+  projects: ReadStore<Project>,
   namespace: string,
   kind: GroupKind,
   name: string,
-): Promise<KubeObject> {
+): Promise<Project> {
   const projectName = namespaceProject(namespace);
-  const project = projectName ? await getIfExists(projects, projectName) : undefined;
+  const project = projectName ? await projects.find(undefined, projectName) : undefined;
   if (project) return project;
   const why = projectName ? `no Project ${JSON.stringify(projectName)} exists` : 'not the namespace of a Project';
   throw errors.invalid(kind, name, [
@@ -31,16 +32,4 @@ export async function projectOfNamespace(
       `${why}: a ${kind.kind} is created in the namespace p-<project> of its Project`,
     ),
   ]);
-}
-
-/** An object, or undefined when there is none of that name. */
-export async function getIfExists(
-  store: StoredObjects,
-  name: string,
-  namespace?: string,
-): Promise<KubeObject | undefined> {
-  return store.get(namespace, name).catch((err) => {
-    if (errors.isStatusError(err, 'NotFound')) return undefined;
-    throw err;
-  });
 }

@@ -1,13 +1,13 @@
 /** What a Project's schema cannot say: a name fit for its namespace, valid and distinct allowed clusters. */
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
-import type { KubeObject } from '../../apimachinery/types.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
 import { projectNamespace } from './namespace.js';
 import { ALL_CLUSTERS } from './allowedclusters.js';
+import type { Project } from './types.js';
 
 const spec = Path.root('spec');
 
-export const validateSpec = (obj: KubeObject): FieldError[] => {
+export const validateSpec = (obj: Project): FieldError[] => {
   const s = obj.spec ?? {};
   const errs: FieldError[] = [];
   // The project's namespace p-<name> must be a valid namespace name, so the name is held to that.

@@ -7,25 +7,26 @@ import { jsonEqual } from '../../apimachinery/equality.js';
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import { GROUP_NAME } from '../../apimachinery/group.js';
 import * as errors from '../../apimachinery/status.js';
-import type { KubeObject } from '../../apimachinery/types.js';
 import type { UserInfo } from '../../apimachinery/user.js';
 import { isRecordedAs, recordUser } from '../../registry/recordeduser.js';
 import type { AdmitContext, Caller, KindAdmission } from '../../registry/strategy.js';
-import { getIfExists, projectOfNamespace } from '../project/namespace.js';
+import { projectOfNamespace } from '../project/namespace.js';
+import { Project } from '../project/types.js';
+import { SharedSecret } from '../sharedsecret/types.js';
 import { getSharedSecret, referenceWriter, sharedSecretRef, type SharedSecretRef } from './reference.js';
+import type { ProjectSecret } from './types.js';
 
-const VERSION = 'v1';
 const spec = Path.root('spec');
 const refPath = spec.child('sharedSecretRef');
 const projectSecretGK = { group: GROUP_NAME, kind: 'ProjectSecret' };
 const projectSecretGR = { group: GROUP_NAME, resource: 'projectsecrets' };
 
-const hasData = (obj: KubeObject) => Object.keys(obj.spec?.data ?? {}).length > 0;
+const hasData = (obj: ProjectSecret) => Object.keys(obj.spec?.data ?? {}).length > 0;
 
-export const projectSecretAdmission: KindAdmission = {
+export const projectSecretAdmission: KindAdmission<ProjectSecret> = {
   async admitCreate(obj, caller, context) {
     const name = obj.metadata.name ?? '';
-    await projectOfNamespace(store(context, 'projects'), obj.metadata.namespace ?? '', projectSecretGK, name);
+    await projectOfNamespace(context.store(Project), obj.metadata.namespace ?? '', projectSecretGK, name);
     if (!sharedSecretRef(obj)) return;
     if (caller.user && hasData(obj)) throw handWrittenData(name, 'may not be set together with spec.sharedSecretRef');
     await admitReference(obj, caller, context);
@@ -58,17 +59,13 @@ export const projectSecretAdmission: KindAdmission = {
 };
 
 /** Records the caller of a client write whose reference was just allowed (the server's own writes record nobody). */
-function recordWriter(obj: KubeObject, user: UserInfo | undefined): void {
+function recordWriter(obj: ProjectSecret, user: UserInfo | undefined): void {
   if (user) obj.status = { ...obj.status, referencedBy: recordUser(user) };
 }
 
 async function mayGet({ user, authorize }: Caller, ref: SharedSecretRef): Promise<boolean> {
   if (!user || !authorize) return false;
   return (await authorize(getSharedSecret(ref))).decision === 'allow';
-}
-
-function store(context: AdmitContext, resource: string) {
-  return context.stores(GROUP_NAME, VERSION, resource)!;
 }
 
 function handWrittenData(name: string, what: string): Error {
@@ -85,7 +82,7 @@ function handWrittenData(name: string, what: string): Error {
  * learnt of it); the keys it lists must then be among the SharedSecret's (422 naming each missing one).
  */
 async function admitReference(
-  obj: KubeObject,
+  obj: ProjectSecret,
   { user, authorize }: Caller,
   context: AdmitContext,
   what = 'naming a SharedSecret',
@@ -98,7 +95,7 @@ async function admitReference(
       name,
       `User ${JSON.stringify(user.name)} cannot get SharedSecret ${ref.namespace}/${ref.name} named in spec.sharedSecretRef: ${what} is a read of it, allowed to its owner, an access entry granting get, or RBAC`,
     );
-  const source = await getIfExists(store(context, 'sharedsecrets'), ref.name, ref.namespace);
+  const source = await context.store(SharedSecret).find(ref.namespace, ref.name);
   if (!source) return;
   const have = source.spec?.data ?? {};
   const errs: FieldError[] = [];

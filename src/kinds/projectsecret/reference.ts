@@ -1,8 +1,8 @@
 /** A ProjectSecret's reference to a SharedSecret, who set it, and the read of the SharedSecret that naming it is. */
 import type { Attributes } from '../../apimachinery/authorizer.js';
 import { GROUP_NAME } from '../../apimachinery/group.js';
-import type { KubeObject } from '../../apimachinery/types.js';
 import { recordedUser, type RecordedUser } from '../../registry/recordeduser.js';
+import type { ProjectSecret } from './types.js';
 
 const VERSION = 'v1';
 
@@ -15,13 +15,13 @@ export interface SharedSecretRef {
 }
 
 /** The reference of a ProjectSecret, or undefined when it holds its own data. */
-export function sharedSecretRef(obj: KubeObject): SharedSecretRef | undefined {
+export function sharedSecretRef(obj: ProjectSecret): SharedSecretRef | undefined {
   const r = obj.spec?.sharedSecretRef;
   return r && typeof r === 'object' && !Array.isArray(r) ? (r as SharedSecretRef) : undefined;
 }
 
 /** Who set the reference (status.referencedBy); undefined when nobody is recorded. */
-export const referenceWriter = (obj: KubeObject): RecordedUser | undefined => recordedUser(obj.status?.referencedBy);
+export const referenceWriter = (obj: ProjectSecret): RecordedUser | undefined => recordedUser(obj.status?.referencedBy);
 
 /** What a GET of the SharedSecret `ref` names, for authorization: naming it, or keeping its copy, is reading it. */
 export function getSharedSecret(ref: SharedSecretRef): Omit<Attributes, 'user'> {

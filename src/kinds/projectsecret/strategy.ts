@@ -20,7 +20,6 @@
  *   Outside system:masters a create names as owner only the creator or a team of the creator's (kinds/owned.ts).
  */
 import { jsonEqual } from '../../apimachinery/equality.js';
-import type { KubeObject } from '../../apimachinery/types.js';
 import { isRecordedUser } from '../../registry/recordeduser.js';
 import { keepServerStatus } from '../../registry/serverstatus.js';
 import type { Strategy } from '../../registry/strategy.js';
@@ -29,6 +28,7 @@ import { projectSecretAdmission } from './admission.js';
 import { projectSecretColumns } from './columns.js';
 import { sharedSecretRef } from './reference.js';
 import { validateSpec } from './validation.js';
+import type { ProjectSecret } from './types.js';
 
 /**
  * ProjectSecret's prepareForStatusUpdate: status.referencedBy stays as stored, whoever writes the status
@@ -41,7 +41,7 @@ const keepReferenceWriter = keepServerStatus([
 
 const owned = ownedKindStrategy('projectsecrets', validateSpec, { hostRbac: true });
 
-export const projectSecretStrategy: Strategy = {
+export const projectSecretStrategy: Strategy<ProjectSecret> = {
   ...owned,
   printerColumns: projectSecretColumns,
   prepareForUpdate(obj, old, user) {
@@ -53,7 +53,7 @@ export const projectSecretStrategy: Strategy = {
     const before = sharedSecretRef(old);
     if (user && !jsonEqual(ref, before)) {
       if (before) dropCopied(obj, old);
-      else if (ref && jsonEqual(obj.spec?.data, old.spec?.data)) delete obj.spec.data;
+      else if (ref && obj.spec && jsonEqual(obj.spec.data, old.spec?.data)) delete obj.spec.data;
     }
     // No reference, no one it rests on (admitUpdate records the writer of a new one, once it is allowed).
     if (!ref && obj.status?.referencedBy !== undefined) delete obj.status.referencedBy;
@@ -63,9 +63,9 @@ export const projectSecretStrategy: Strategy = {
 };
 
 /** Drops from `obj` every key of spec.data whose value is the one `old` had: what was copied (see prepareForUpdate). */
-function dropCopied(obj: KubeObject, old: KubeObject): void {
+function dropCopied(obj: ProjectSecret, old: ProjectSecret): void {
   const copied = (old.spec?.data ?? {}) as Record<string, string>;
   const kept = Object.entries((obj.spec?.data ?? {}) as Record<string, string>).filter(([k, v]) => copied[k] !== v);
-  if (kept.length) obj.spec.data = Object.fromEntries(kept);
+  if (kept.length) obj.spec!.data = Object.fromEntries(kept);
   else if (obj.spec) delete obj.spec.data;
 }

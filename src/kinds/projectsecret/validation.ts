@@ -1,14 +1,14 @@
 /** What a ProjectSecret's schema cannot say: valid data keys, and a reference naming a SharedSecret, with an owner. */
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
-import type { KubeObject } from '../../apimachinery/types.js';
 import { isConfigMapKey, isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
 import { secretDataErrors } from '../sharedsecret/validation.js';
 import { sharedSecretRef } from './reference.js';
+import type { ProjectSecret } from './types.js';
 
 const spec = Path.root('spec');
 const refPath = spec.child('sharedSecretRef');
 
-export const validateSpec = (obj: KubeObject): FieldError[] => {
+export const validateSpec = (obj: ProjectSecret): FieldError[] => {
   const errs = secretDataErrors(obj);
   const ref = sharedSecretRef(obj);
   if (!ref) return errs;

@@ -2,14 +2,14 @@
  * VirtualClusterInstance's admission plugin: where a new instance points is checked against the Cluster, the project,
  * the caller's hold of the virtual cluster and the other instances (placement.ts), and recorded in its status.
  */
-import { GROUP_NAME } from '../../apimachinery/group.js';
 import * as errors from '../../apimachinery/status.js';
-import type { KubeObject } from '../../apimachinery/types.js';
 import { isMaster } from '../../apimachinery/user.js';
 import { Path } from '../../apimachinery/field.js';
 import { recordUser } from '../../registry/recordeduser.js';
 import type { AdmitContext, Caller, KindAdmission } from '../../registry/strategy.js';
+import { Cluster } from '../cluster/types.js';
 import { projectOfNamespace } from '../project/namespace.js';
+import { Project } from '../project/types.js';
 import {
   checkCallerHasVirtualCluster,
   checkNotImported,
@@ -18,8 +18,7 @@ import {
   instanceGR,
   instanceRef,
 } from './placement.js';
-
-const VERSION = 'v1';
+import { VirtualClusterInstance } from './types.js';
 
 /**
  * VirtualClusterInstance's admitCreate: a create by anyone but system:masters (or the server itself) passes the
@@ -29,19 +28,18 @@ const VERSION = 'v1';
  * instances; system:masters' is stored unbound when its Cluster is not connected.
  */
 async function admitVirtualClusterInstance(
-  obj: KubeObject,
+  obj: VirtualClusterInstance,
   caller: Caller,
-  { stores, connectCluster }: AdmitContext,
+  { store, connectCluster }: AdmitContext,
 ): Promise<void> {
   const { user } = caller;
   const trusted = !user || isMaster(user);
-  const store = (resource: string) => stores(GROUP_NAME, VERSION, resource)!;
   const name = obj.metadata.name ?? '';
   const ref = instanceRef(obj);
   if (!trusted) {
-    const project = await projectOfNamespace(store('projects'), obj.metadata.namespace ?? '', instanceGK, name);
+    const project = await projectOfNamespace(store(Project), obj.metadata.namespace ?? '', instanceGK, name);
     const errs = await clusterErrors(
-      store('clusters'),
+      store(Cluster),
       project,
       ref.cluster,
       Path.root('spec').child('clusterRef').child('cluster'),
@@ -58,9 +56,11 @@ async function admitVirtualClusterInstance(
     await checkCallerHasVirtualCluster(cluster, ref, caller, { gr: instanceGR, name });
     ref.clusterUid = cluster.kubeSystemUid;
   }
-  await checkNotImported(store('virtualclusterinstances'), ref, { gr: instanceGR, name, user });
+  await checkNotImported(store(VirtualClusterInstance), ref, { gr: instanceGR, name, user });
   if (ref.clusterUid) obj.status = { ...obj.status, clusterUID: ref.clusterUid };
   if (user) obj.status = { ...obj.status, importedBy: recordUser(user) };
 }
 
-export const virtualClusterInstanceAdmission: KindAdmission = { admitCreate: admitVirtualClusterInstance };
+export const virtualClusterInstanceAdmission: KindAdmission<VirtualClusterInstance> = {
+  admitCreate: admitVirtualClusterInstance,
+};

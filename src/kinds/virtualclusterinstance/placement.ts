@@ -7,7 +7,7 @@
  * already manages that virtual cluster. (clusterRef cannot change afterwards: strategy.ts.)
  *
  * "That virtual cluster" is the one the server reaches: the Secret `vc-<virtual cluster>` in clusterRef.namespace
- * of the physical cluster that clusterRef.cluster connects to (actions/kubeconfig.ts). A physical cluster is named
+ * of the physical cluster that clusterRef.cluster connects to (actions/virtualclusterkubeconfig.ts). A physical cluster is named
  * by the uid of its kube-system Namespace, not by the Cluster: the same cluster may be registered again under
  * another name (a second Cluster for it is Failed/ClusterUID and never Initialized, but one deleted and created
  * again is), and the same namespace and name on two clusters are two virtual clusters. So the server records, at
@@ -18,7 +18,7 @@
  *
  * Who created it is recorded too, in status.importedBy (every client's status write keeps it as stored; the server
  * refreshes it when the importer asks for a kube config): its kube configs rest on that user's hold of the virtual
- * cluster, asked again each time one is issued (actions/kubeconfig.ts), so that the importer's losing the virtual
+ * cluster, asked again each time one is issued (actions/virtualclusterkubeconfig.ts), so that the importer's losing the virtual
  * cluster ends what others were given through the instance.
  *
  * An instance without status.clusterUID is unbound: stored before clusters were connected (when every virtual
@@ -37,9 +37,18 @@ import type { GroupResource, KubeObject } from '../../apimachinery/types.js';
 import { isMaster, type UserInfo } from '../../apimachinery/user.js';
 import { isRecordedUser, recordedUser, type RecordedUser } from '../../registry/recordeduser.js';
 import { isString, keepServerStatus } from '../../registry/serverstatus.js';
-import type { Caller, ClaimHolderRef, ConnectedCluster, Strategy, StoredObjects } from '../../registry/strategy.js';
+import type {
+  Caller,
+  ClaimHolderRef,
+  ConnectedCluster,
+  ReadStore,
+  Strategy,
+  StoredObjects,
+} from '../../registry/strategy.js';
 import { ALL_CLUSTERS, allowedClusters } from '../project/allowedclusters.js';
-import { getIfExists } from '../project/namespace.js';
+import type { Cluster } from '../cluster/types.js';
+import type { Project } from '../project/types.js';
+import type { VirtualClusterInstance } from './types.js';
 
 const VERSION = 'v1';
 export const instanceGK = { group: GROUP_NAME, kind: 'VirtualClusterInstance' };
@@ -60,18 +69,19 @@ export interface VirtualClusterRef {
 export const connectionSecretName = (virtualCluster: string) => `vc-${virtualCluster}`;
 
 /** The physical cluster an instance was created on (see the top); undefined when it is unbound. */
-export function instanceClusterUid(obj: KubeObject): string | undefined {
+export function instanceClusterUid(obj: VirtualClusterInstance): string | undefined {
   const uid = obj.status?.clusterUID;
   return typeof uid === 'string' && uid ? uid : undefined;
 }
 
 /** The virtual cluster an instance points at. */
-export function instanceRef(obj: KubeObject): VirtualClusterRef {
+export function instanceRef(obj: VirtualClusterInstance): VirtualClusterRef {
   const r = obj.spec?.clusterRef ?? {};
   return {
-    cluster: r.cluster,
+    // Both set on every stored instance: clusterRef.cluster is required (validation.ts), and so is a name.
+    cluster: r.cluster!,
     namespace: r.namespace,
-    virtualCluster: r.virtualCluster || obj.metadata.name,
+    virtualCluster: r.virtualCluster || obj.metadata.name!,
     clusterUid: instanceClusterUid(obj),
   };
 }
@@ -98,15 +108,15 @@ function sameVirtualCluster(a: VirtualClusterRef, b: VirtualClusterRef): boolean
  * none if it may. Whether the caller may get the Cluster is asked first, so that one who may not learns nothing of it.
  */
 export async function clusterErrors(
-  clusters: StoredObjects,
-  project: KubeObject,
+  clusters: ReadStore<Cluster>,
+  project: Project,
   name: string,
   at: Path,
   caller: Caller,
 ): Promise<FieldError[]> {
   const refused = await clusterRefused(name, at, caller);
   if (refused) return [refused];
-  const cluster = await getIfExists(clusters, name);
+  const cluster = await clusters.find(undefined, name);
   if (!cluster) return [fieldError.notFound(at, name)];
   if (cluster.spec?.unusable === true)
     return [
@@ -265,15 +275,16 @@ export const virtualClusterClaims: NonNullable<Strategy['claims']> = {
 };
 
 /** Who created the instance (imported the virtual cluster), as recorded at create; none before records existed. */
-export const instanceImporter = (obj: KubeObject): RecordedUser | undefined => recordedUser(obj.status?.importedBy);
+export const instanceImporter = (obj: VirtualClusterInstance): RecordedUser | undefined =>
+  recordedUser(obj.status?.importedBy);
 
 /**
  * VirtualClusterInstance's prepareForStatusUpdate: status.clusterUID stays as the create recorded it, since the
  * instance's claim (which storage deletes with it) was computed from it, and so does status.importedBy, on whose hold
- * of the virtual cluster its kube configs rest, for every writer but the server (actions/kubeconfig.ts refreshes it).
+ * of the virtual cluster its kube configs rest, for every writer but the server (actions/virtualclusterkubeconfig.ts refreshes it).
  */
 export const keepCreateRecords = keepServerStatus([
   { name: 'clusterUID', wellTyped: isString, serverWrites: 'never' },
-  // Refreshed by the server when the importer asks for a kube config (actions/kubeconfig.ts).
+  // Refreshed by the server when the importer asks for a kube config (actions/virtualclusterkubeconfig.ts).
   { name: 'importedBy', wellTyped: isRecordedUser, serverWrites: 'always' },
 ]);

@@ -1,11 +1,11 @@
 /** What a VirtualClusterInstance's schema cannot say: names valid where they are used, an https ingress endpoint. */
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
-import type { KubeObject } from '../../apimachinery/types.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
+import type { VirtualClusterInstance } from './types.js';
 
 const spec = Path.root('spec');
 
-export const validateSpec = (obj: KubeObject): FieldError[] => {
+export const validateSpec = (obj: VirtualClusterInstance): FieldError[] => {
   const s = obj.spec ?? {};
   const errs: FieldError[] = [];
   const ref = spec.child('clusterRef');
