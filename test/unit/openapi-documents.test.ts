@@ -67,31 +67,14 @@ describe('v3 group-version document', () => {
   test('is OpenAPI 3.0 with a path for every endpoint the server has', () => {
     expect(v3.openapi).toBe('3.0.0');
     const base = `/apis/${GROUP}/v1`;
-    expect(Object.keys(v3.paths).sort()).toEqual(
-      [
-        `${base}/clusters`,
-        `${base}/clusters/{name}`,
-        `${base}/clusters/{name}/status`,
-        `${base}/sharedsecrets`,
-        `${base}/namespaces/{namespace}/sharedsecrets`,
-        `${base}/namespaces/{namespace}/sharedsecrets/{name}`,
-        `${base}/namespaces/{namespace}/sharedsecrets/{name}/status`,
-        `${base}/ownedaccesskeys`,
-        `${base}/ownedaccesskeys/{name}`,
-        `${base}/ownedaccesskeys/{name}/status`,
-        `${base}/projects`,
-        `${base}/projects/{name}`,
-        `${base}/projects/{name}/status`,
-        `${base}/projectsecrets`,
-        `${base}/namespaces/{namespace}/projectsecrets`,
-        `${base}/namespaces/{namespace}/projectsecrets/{name}`,
-        `${base}/namespaces/{namespace}/projectsecrets/{name}/status`,
-        `${base}/virtualclusterinstances`,
-        `${base}/namespaces/{namespace}/virtualclusterinstances`,
-        `${base}/namespaces/{namespace}/virtualclusterinstances/{name}`,
-        `${base}/namespaces/{namespace}/virtualclusterinstances/{name}/status`,
-      ].sort(),
-    );
+    // Each kind of the one list: its list (in all namespaces, for a namespaced one), its object and its status.
+    const expected = servedKinds.flatMap(({ ref }) => {
+      const namespaced = defs.find((d) => d.kind === ref.kind)!.namespaced;
+      const at = namespaced ? `${base}/namespaces/{namespace}/${ref.plural}` : `${base}/${ref.plural}`;
+      return [...(namespaced ? [`${base}/${ref.plural}`] : []), at, `${at}/{name}`, `${at}/{name}/status`];
+    });
+    expect(expected).toContain(`${base}/namespaces/{namespace}/projectsecrets/{name}/status`);
+    expect(Object.keys(v3.paths).sort()).toEqual(expected.sort());
     const actions = (path: string) =>
       Object.fromEntries(
         METHODS.filter((m) => v3.paths[path][m]).map((m) => [m, v3.paths[path][m]['x-kubernetes-action']]),
@@ -138,9 +121,10 @@ describe('v3 group-version document', () => {
 
   test('every operation carries its kind as x-kubernetes-group-version-kind (an object, as kubectl reads it)', () => {
     const ops = operations(v3);
-    // SharedSecret, ProjectSecret and VirtualClusterInstance: list in all namespaces, list+create+deletecollection,
-    // get/put/delete/patch, status get/put/patch; Cluster, OwnedAccessKey and Project: the same but the first.
-    expect(ops.length).toBe(3 * 11 + 3 * 10);
+    // A namespaced kind: list in all namespaces, list+create+deletecollection, get/put/delete/patch, status
+    // get/put/patch; a cluster-scoped one the same but the first.
+    const namespaced = servedKinds.filter(({ ref }) => defs.find((d) => d.kind === ref.kind)!.namespaced).length;
+    expect(ops.length).toBe(namespaced * 11 + (servedKinds.length - namespaced) * 10);
     // The plural of each kind, from the one list of kinds; the longest first (projects is a prefix of projectsecrets).
     const kinds = servedKinds.map((k) => k.ref).sort((a, b) => b.plural.length - a.plural.length);
     for (const [path, , op] of ops) {
@@ -152,7 +136,8 @@ describe('v3 group-version document', () => {
 
   test('PATCH takes JSON patch, merge patch and apply patch, never strategic merge patch', () => {
     const patches = operations(v3).filter(([, m]) => m === 'patch');
-    expect(patches).toHaveLength(12);
+    // The object's and its status's, of each kind.
+    expect(patches).toHaveLength(servedKinds.length * 2);
     for (const [, , op] of patches) {
       expect(Object.keys(op.requestBody.content)).toEqual([
         'application/json-patch+json',
