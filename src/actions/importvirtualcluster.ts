@@ -30,7 +30,7 @@ import type { Owner } from '../access/model.js';
 import { ClusterNotReadyError, type ClusterConnections } from '../clusters/connections.js';
 import type { ClusterConnection } from '../clusters/connector.js';
 import { HostClusterError } from '../host/cluster.js';
-import { virtualClusterExists } from '../host/virtualcluster.js';
+import { virtualClusterExists } from '../clusters/virtualcluster.js';
 import { silentLogger, type Logger } from '../log.js';
 import { projectNamespace } from '../kinds/project/namespace.js';
 import {

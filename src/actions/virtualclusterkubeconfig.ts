@@ -1,7 +1,7 @@
 /**
  * VirtualClusterInstanceKubeConfig: GET or POST `.../virtualclusterinstances/<name>/kubeconfig` answers a kube
  * config for the virtual cluster: its ingress endpoint as server, its CA, and a new client certificate and key
- * for the caller, issued by the virtual cluster itself (src/host/virtualcluster.ts). Nothing is stored; the key
+ * for the caller, issued by the virtual cluster itself (src/clusters/virtualcluster.ts). Nothing is stored; the key
  * exists only in the answer.
  *
  * The certificate names the caller (CN) and its groups (O), leaving out `system:` groups: those belong to the
@@ -24,7 +24,7 @@
  * cluster again for every one (checkImporterHolds): access to the instance shares what its importer has, and ends
  * with it.
  *
- * The connection may name a server the tenant runs, so each request's work is bounded (host/virtualcluster.ts), and
+ * The connection may name a server the tenant runs, so each request's work is bounded (clusters/virtualcluster.ts), and
  * so is the number of requests at once: MAX_REQUESTS_PER_USER for one caller, MAX_REQUESTS in all (429 past them).
  */
 import yaml from 'js-yaml';
@@ -44,7 +44,7 @@ import {
   connectVirtualCluster,
   issueClientCertificate,
   type VirtualCluster,
-} from '../host/virtualcluster.js';
+} from '../clusters/virtualcluster.js';
 import { silentLogger, type Logger } from '../log.js';
 import {
   connectionSecretWhere,

@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import https from 'node:https';
-import { awayFromThread } from '../flowcontrol/away.js';
+import { awayFromThread } from '../apimachinery/away.js';
 import type { UserCredentials } from '../host/kubeconfigfile.js';
 import type { WebhookClientConfig } from './webhookconfig.js';
 import { tracer } from '../tracing.js';
@@ -45,7 +45,7 @@ export function callWebhook(
   url.searchParams.set('timeout', `${timeoutSeconds}s`);
   const shown = `Post "${url.href}"`;
   const payload = Buffer.from(JSON.stringify(body));
-  // Waiting on the webhook: the calling request's seats are not its flow's meanwhile (flowcontrol/away.ts).
+  // Waiting on the webhook: the calling request's seats are not its flow's meanwhile (apimachinery/away.ts).
   return awayFromThread(
     () =>
       new Promise((resolve, reject) => {

@@ -11,7 +11,7 @@ import {
   AUTHENTICATION_CONFIGMAP,
   authenticationFromConfigMap,
   readAuthenticationConfigMap,
-} from '../host/authconfig.js';
+} from './frontproxyconfig.js';
 import type { Logger } from '../log.js';
 import { ReloadingFiles, type Dynamic } from '../pki/reloading.js';
 import { RequestHeaderAuthenticator, type RequestHeaderOptions } from './requestheader.js';

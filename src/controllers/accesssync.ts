@@ -52,7 +52,7 @@ import { untilWatchEnds } from '../host/watchend.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
 import { runQueueController } from './runner.js';
-import { sleep } from './sleep.js';
+import { sleep } from '../apimachinery/sleep.js';
 import { setCondition, type Outcome } from './conditions.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';

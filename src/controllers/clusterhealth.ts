@@ -45,7 +45,7 @@ import { HolderChanged, type ClusterUidHolders } from './clusteruidholders.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
 import { runQueueController } from './runner.js';
-import { sleep } from './sleep.js';
+import { sleep } from '../apimachinery/sleep.js';
 import { Cluster } from '../kinds/cluster/types.js';
 
 export const READY = 'Ready';

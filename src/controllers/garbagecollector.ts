@@ -26,7 +26,7 @@ import type { PropagationPolicy } from '../registry/propagation.js';
 import type { DeleteOptions, Store } from '../registry/store.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
-import { every } from './sleep.js';
+import { every } from '../apimachinery/sleep.js';
 import { tracer } from '../tracing.js';
 
 const FINALIZER_ORPHAN = FINALIZER_ORPHAN_DEPENDENTS;

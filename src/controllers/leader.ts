@@ -12,7 +12,7 @@
 import { Backoff } from '../apimachinery/backoff.js';
 import { withDeadline } from '../apimachinery/deadline.js';
 import type { GrantedLease, LeaseLock } from '../storage/leaselock.js';
-import { sleep } from './sleep.js';
+import { sleep } from '../apimachinery/sleep.js';
 
 export interface LeaderElectorOptions {
   /** The key the leader holds (EtcdStorage.leaseLock). */

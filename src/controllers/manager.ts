@@ -9,7 +9,7 @@ import { hostname } from 'node:os';
 import type { Logger } from '../log.js';
 import type { LeaseLock } from '../storage/leaselock.js';
 import { LeaderElector } from './leader.js';
-import { sleep } from './sleep.js';
+import { sleep } from '../apimachinery/sleep.js';
 
 const RESTART_DELAY_MS = 1000;
 

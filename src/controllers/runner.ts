@@ -6,7 +6,7 @@
  * end, so that a stopping controller has stopped when its run ends. Which replica runs it is the manager's
  * (manager.ts: leader election).
  */
-import { every } from './sleep.js';
+import { every } from '../apimachinery/sleep.js';
 import type { WorkQueue } from './workqueue.js';
 
 export interface QueueController {

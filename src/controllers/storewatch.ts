@@ -8,7 +8,7 @@ import { Backoff } from '../apimachinery/backoff.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { RunningWatch } from '../storage/reader.js';
 import type { Store } from '../registry/store.js';
-import { sleep } from './sleep.js';
+import { sleep } from '../apimachinery/sleep.js';
 
 /** What a controller does with the objects of one kind, `O` (the kind's type, as its store's). */
 export interface StoreWatchHandlers<O extends KubeObject = KubeObject> {

@@ -16,7 +16,7 @@
  * requests at once make every other request's steps wait behind theirs, and a list of 10,000 objects holds its
  * seats for as long as the thread takes to get through every list running beside it. Held to them only while
  * others are at work, a flow alone may use every seat (and among flows that each ask for more, every seat but the
- * headroom): the bounds take nothing from anyone that no one else is waiting for. A request waiting on another server (stepAway, away.ts)
+ * headroom): the bounds take nothing from anyone that no one else is waiting for. A request waiting on another server (stepAway, apimachinery/away.ts)
  * keeps the level's seats but not its flow's.
  *
  * A level that rejects (limitResponse Reject) has no queues: a request that does not fit is refused at once. The
@@ -69,7 +69,7 @@ export class Ticket {
   arrivedAt = 0;
   arrivalR = 0;
   dispatchedAt = 0;
-  /** Executing, but waiting on another server: its seats are not its flow's meanwhile (away.ts). */
+  /** Executing, but waiting on another server: its seats are not its flow's meanwhile (apimachinery/away.ts). */
   away = false;
   readonly flow: string;
   constructor(readonly request: SeatRequest) {
@@ -246,7 +246,7 @@ export class QueueSet {
   }
 
   /**
-   * An executing request waits on another server (away.ts): its seats stay in use in the level, but no longer count
+   * An executing request waits on another server (apimachinery/away.ts): its seats stay in use in the level, but no longer count
    * against its flow's bound, so the flow's next request may start.
    */
   stepAway(ticket: Ticket): void {

@@ -10,7 +10,7 @@
  * backoff.
  */
 import { Backoff } from '../apimachinery/backoff.js';
-import { sleep } from '../controllers/sleep.js';
+import { sleep } from '../apimachinery/sleep.js';
 import { HostClusterError, type HostCluster } from './cluster.js';
 import { METADATA_ONLY, METADATA_ONLY_LIST } from './kuberequest.js';
 import { untilWatchEnds } from './watchend.js';

@@ -7,7 +7,7 @@
  */
 import type { KubernetesListObject, Watch } from '@kubernetes/client-node';
 import { Backoff } from '../apimachinery/backoff.js';
-import { sleep } from '../controllers/sleep.js';
+import { sleep } from '../apimachinery/sleep.js';
 import type { HostCluster } from './cluster.js';
 import { kubeClient } from './kubeclient.js';
 

@@ -15,7 +15,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import { isPlainObject } from '../apimachinery/types.js';
-import { awayFromThread } from '../flowcontrol/away.js';
+import { awayFromThread } from '../apimachinery/away.js';
 import { inSpan, tracer } from '../tracing.js';
 import type { KubeConnection } from './kubeconfigfile.js';
 import { RefusedServerError, type ServerAllowList } from './serverallowlist.js';
@@ -121,7 +121,7 @@ export class KubeRequests {
       'url.path': path,
       operation: what,
     };
-    // Waiting on another server: the calling request's seats are not its flow's meanwhile (flowcontrol/away.ts).
+    // Waiting on another server: the calling request's seats are not its flow's meanwhile (apimachinery/away.ts).
     return awayFromThread(() =>
       inSpan(`HTTP ${method}`, attributes, async (span) => {
         for (let attempt = 0; ; attempt++) {

@@ -20,7 +20,7 @@
  *   could otherwise hold every seat of its level with bodies that never come. One that waits past its wait limit is
  *   refused with 429 as one waiting in a queue is.
  * - While a request waits on another server (the host, a connected or virtual cluster, an admission webhook), its
- *   seats do not count against its flow's bound (--max-seats-per-flow; flowcontrol/away.ts). While a list written
+ *   seats do not count against its flow's bound (--max-seats-per-flow; apimachinery/away.ts). While a list written
  *   in pieces waits for its client to take the last one, it holds no seats at all, and takes them again (waiting in
  *   its queue) before its next piece: a client alone that did not read its answers held every seat of its level
  *   until their deadlines; one that cannot have them again in time is cut.
@@ -31,7 +31,7 @@ import { requestContext, requestUser } from '../apimachinery/request.js';
 import { UNAUTHENTICATED_GROUP } from '../apimachinery/user.js';
 import { requestEnded, whenRequestDone, whenRequestEnds } from '../apimachinery/requestend.js';
 import * as errors from '../apimachinery/status.js';
-import { countedHold, withFlowHold, type FlowHold } from '../flowcontrol/away.js';
+import { countedHold, withFlowHold, type FlowHold } from '../apimachinery/away.js';
 import type { BodyTurns } from '../flowcontrol/bodyturns.js';
 import type { FlowControl } from '../flowcontrol/controller.js';
 import type { QueueSet, RejectReason, SeatRequest, Ticket } from '../flowcontrol/queueset.js';
@@ -163,7 +163,7 @@ export function priorityAndFairness(flowControl: FlowControl, opts: PriorityAndF
             streamStarted?.();
           };
         }
-        // While it waits on another server, its seats are not its flow's (flowcontrol/away.ts); while it waits for
+        // While it waits on another server, its seats are not its flow's (apimachinery/away.ts); while it waits for
         // its client to take its answer, it holds none.
         const hold: FlowHold = {
           ...countedHold(

@@ -6,7 +6,7 @@ import { findRequestContext } from '../apimachinery/request.js';
 import { requestEnded, whenRequestEnds } from '../apimachinery/requestend.js';
 import { internalError, StatusError, type Status } from '../apimachinery/status.js';
 import { goQuote } from '../apimachinery/golang/strconv.js';
-import { whileClientTakes } from '../flowcontrol/away.js';
+import { whileClientTakes } from '../apimachinery/away.js';
 import type { Logger } from '../log.js';
 import { sliceClock, type BulkJob } from '../storage/bulkturns.js';
 import { listJson, toJson } from './json.js';
@@ -67,7 +67,7 @@ export async function writeList(
       piece += text.element(sources[i], i);
       i++;
     } while (i < sources.length && piece.length < PIECE_BYTES && !slice.over());
-    // Waiting for the client to take it, the request holds no seats (flowcontrol/away.ts); when it cannot have them
+    // Waiting for the client to take it, the request holds no seats (apimachinery/away.ts); when it cannot have them
     // again in time, the rest of its answer is not written: it is cut.
     if (
       !res.write(piece) &&

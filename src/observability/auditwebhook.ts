@@ -94,7 +94,7 @@ export class AuditWebhook implements AuditSink {
   /**
    * The context the webhook was made in, where batches are sent and waited for: not the request whose event filled
    * one, which a call (and a timer) begun there would keep alive, body and all, as long as the receiver hangs, and
-   * whose seats in its priority level (flowcontrol/away.ts) it would step away with.
+   * whose seats in its priority level (apimachinery/away.ts) it would step away with.
    */
   private readonly home = new AsyncResource('AuditWebhook');
 

@@ -15,7 +15,7 @@ import {
   CONNECTION_UNAVAILABLE,
 } from '../../src/actions/virtualclusterkubeconfig.js';
 import { HostCluster } from '../../src/host/cluster.js';
-import { MAX_ANSWER_BYTES } from '../../src/host/virtualcluster.js';
+import { MAX_ANSWER_BYTES } from '../../src/clusters/virtualcluster.js';
 import { kubeConfigFromData } from '../../src/host/storedkubeconfig.js';
 import { ServerAllowList } from '../../src/host/serverallowlist.js';
 import { createLogger } from '../../src/log.js';

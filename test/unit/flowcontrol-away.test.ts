@@ -1,9 +1,9 @@
 /**
- * A request's time away (src/flowcontrol/away.ts): waits on another server inside a request's hold tell it when the
+ * A request's time away (src/apimachinery/away.ts): waits on another server inside a request's hold tell it when the
  * request leaves and comes back, overlapping waits counting as one; outside a request they do nothing.
  */
 import { describe, expect, test } from '@jest/globals';
-import { awayFromThread, countedHold, withFlowHold } from '../../src/flowcontrol/away.js';
+import { awayFromThread, countedHold, withFlowHold } from '../../src/apimachinery/away.js';
 
 describe('time away from the thread', () => {
   test('overlapping waits of one request leave once and come back once, after the last; a failed wait comes back too', async () => {

@@ -4,9 +4,9 @@
  * Read at start when no --requestheader-client-ca-file is given, as k8s.io/apiserver's delegating authentication
  * does, and read again while the server runs (auth/clientcas.ts); used as if its values had been given as flags.
  */
-import type { RequestHeaderOptions } from '../auth/requestheader.js';
+import type { RequestHeaderOptions } from './requestheader.js';
 import type { Config } from '../config.js';
-import { HostClusterError, type HostCluster } from './cluster.js';
+import { HostClusterError, type HostCluster } from '../host/cluster.js';
 
 export const AUTHENTICATION_CONFIGMAP = { namespace: 'kube-system', name: 'extension-apiserver-authentication' };
 const WHERE = `ConfigMap ${AUTHENTICATION_CONFIGMAP.namespace}/${AUTHENTICATION_CONFIGMAP.name}`;

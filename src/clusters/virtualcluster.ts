@@ -13,15 +13,15 @@ import { promisify } from 'node:util';
 import type Forge from 'node-forge';
 import { Backoff } from '../apimachinery/backoff.js';
 import { isPlainObject } from '../apimachinery/types.js';
-import { sleep } from '../controllers/sleep.js';
-import { awayFromThread } from '../flowcontrol/away.js';
+import { sleep } from '../apimachinery/sleep.js';
+import { awayFromThread } from '../apimachinery/away.js';
 import { signCertificationRequest } from '../pki/forgesign.js';
 import { lazyRequire } from '../lazyrequire.js';
 import { connectionSecretName } from '../kinds/virtualclusterinstance/placement.js';
-import { HostCluster, HostClusterError } from './cluster.js';
-import type { HostConnection } from './kubeconfigfile.js';
-import type { ServerAllowList } from './serverallowlist.js';
-import { StoredKubeConfigError, kubeConfigFromData } from './storedkubeconfig.js';
+import { HostCluster, HostClusterError } from '../host/cluster.js';
+import type { HostConnection } from '../host/kubeconfigfile.js';
+import type { ServerAllowList } from '../host/serverallowlist.js';
+import { StoredKubeConfigError, kubeConfigFromData } from '../host/storedkubeconfig.js';
 
 export const CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client';
 const CONNECTION_KEY = 'config';
@@ -243,7 +243,7 @@ export async function issueClientCertificate(
         `the virtual cluster did not issue the certificate within ${req.timeoutMs / 1000}s (CertificateSigningRequest ${name} is approved; is its signer running?)`,
         true,
       );
-    // Waiting on the signer, as its requests do (flowcontrol/away.ts).
+    // Waiting on the signer, as its requests do (apimachinery/away.ts).
     await awayFromThread(() => sleep(delay));
   }
 }
