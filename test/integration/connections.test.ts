@@ -458,7 +458,7 @@ describe('connections that have not authenticated', () => {
 
     // Another source's connection, opened after them, is handshaken and answered; theirs are not handshaken.
     expect(await servedAnew('127.0.0.3')).toBe('HTTP/1.1 200 OK');
-    expect((await ts.admin.get('/apis')).status).toBe(200);
+    expect((await new HttpClient(ts.server.url, ts.server.caPem!, adminToken).get('/apis')).status).toBe(200);
     expect(states(waiting)).toEqual(['waiting', 'waiting', 'waiting']);
 
     // One of the source's requests authenticates: its room goes to one waiting connection.
