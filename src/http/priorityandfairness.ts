@@ -31,7 +31,7 @@ import { requestContext, requestUser } from '../apimachinery/request.js';
 import { UNAUTHENTICATED_GROUP } from '../apimachinery/user.js';
 import { requestEnded, whenRequestDone, whenRequestEnds } from '../apimachinery/requestend.js';
 import * as errors from '../apimachinery/status.js';
-import { countedHold, withFlowHold, type FlowHold } from '../apimachinery/away.js';
+import { withFlowHold } from '../apimachinery/away.js';
 import type { BodyTurns } from '../flowcontrol/bodyturns.js';
 import type { FlowControl } from '../flowcontrol/controller.js';
 import type { QueueSet, RejectReason, SeatRequest, Ticket } from '../flowcontrol/queueset.js';
@@ -39,6 +39,7 @@ import { estimateWork, type ObjectCount } from '../flowcontrol/seats.js';
 import type { FlowControlMetrics, FlowLabels } from '../observability/flowcontrol.js';
 import type { InFlightCounts } from '../observability/metrics.js';
 import { requestTimeoutMs } from './deadline.js';
+import { HeldSeats } from './heldseats.js';
 
 export const FLOW_SCHEMA_UID_HEADER = 'X-Kubernetes-PF-FlowSchema-UID';
 export const PRIORITY_LEVEL_UID_HEADER = 'X-Kubernetes-PF-PriorityLevel-UID';
@@ -123,34 +124,21 @@ export function priorityAndFairness(flowControl: FlowControl, opts: PriorityAndF
         queue.waiting = false;
         const kind: keyof InFlightCounts =
           !info.isResourceRequest || READ_ONLY_VERBS.has(info.verb) ? 'readOnly' : 'mutating';
-        // The seats it holds now: none while it waits for its client to take its answer (whileClientTakes).
-        let held: { ticket: Ticket; started: number; stopped?: (seconds: number) => void } | undefined;
-        const take = (t: Ticket, again: boolean) => {
-          held = {
-            ticket: t,
-            started: performance.now(),
-            stopped: opts.metrics?.dispatched(labels, seats, watch, again),
-          };
-          if (opts.inFlight) opts.inFlight[kind]++;
-        };
-        const giveBack = (last: boolean) => {
-          if (!held) return;
-          const { ticket: t, started, stopped } = held;
-          held = undefined;
-          if (opts.inFlight) opts.inFlight[kind]--;
-          stopped?.((performance.now() - started) / 1000);
-          // A write's seats stay taken a little longer, for the work of sending its event to the watches.
-          if (last && work.additionalLatencyMs > 0)
-            setTimeout(() => level.queueSet.finish(t), work.additionalLatencyMs).unref();
-          else level.queueSet.finish(t);
-        };
-        let released = false;
-        const release = () => {
-          if (released) return;
-          released = true;
-          giveBack(true);
-        };
-        take(ticket, false);
+        const { additionalLatencyMs } = work;
+        const held = new HeldSeats(
+          {
+            queueSet: level.queueSet,
+            labels,
+            seats,
+            watch,
+            kind,
+            additionalLatencyMs,
+            metrics: opts.metrics,
+            inFlight: opts.inFlight,
+          },
+          ticket,
+        );
+        const release = () => held.release();
         // The client left between its dispatch and now (or it was answered meanwhile): its seats go back at once.
         if (requestEnded(res) || res.writableEnded) return release();
         whenRequestDone(res, release, opts.handlerGraceMs);
@@ -163,23 +151,7 @@ export function priorityAndFairness(flowControl: FlowControl, opts: PriorityAndF
             streamStarted?.();
           };
         }
-        // While it waits on another server, its seats are not its flow's (apimachinery/away.ts); while it waits for
-        // its client to take its answer, it holds none.
-        const hold: FlowHold = {
-          ...countedHold(
-            () => held && level.queueSet.stepAway(held.ticket),
-            () => held && level.queueSet.stepBack(held.ticket),
-          ),
-          async whileClientTakes(wait) {
-            if (released || !held) return wait();
-            giveBack(false);
-            await wait();
-            if (released || requestEnded(res)) return;
-            const again = await seatsAgain(level.queueSet, seatRequest, waitLimitMs, res);
-            if (released) level.queueSet.finish(again);
-            else take(again, true);
-          },
-        };
+        const hold = held.hold(res, () => seatsAgain(level.queueSet, seatRequest, waitLimitMs, res));
         withFlowHold(hold, next);
       };
       const result = level.queueSet.enqueue(
