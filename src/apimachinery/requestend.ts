@@ -9,9 +9,9 @@
  * (cutUnlessEnded) ends its request at once, whatever Node emits after.
  *
  * What a request holds for the work done for it (its seats of API Priority and Fairness, its in-flight count) is
- * given back later, once it has ended and its handler is done (whenRequestDone): kube's filters give these back when
- * the handler returns, whether or not the client is still there, and a client that leaves right after sending its
- * request must not take back seats the server is still working in.
+ * given back later, once its handler is done and it has ended or its answer is all written (whenRequestDone): kube's
+ * filters give these back when the handler returns, whether or not the client is still there, and a client that
+ * leaves right after sending its request must not take back seats the server is still working in.
  *
  * Kept in the lowest layer, beside the request's context, so that the observers (observability/) and the filters
  * and handlers (http/) all end on the same event.
@@ -78,9 +78,12 @@ export function requestHandled(res: ServerResponse): void {
 }
 
 /**
- * Calls `listener` once, when the request of `res` has ended and its handler is done with it; or `graceMs` after the
- * request ended if its handler is still at work then. A handler waits on nothing without a bound of its own (etcd's,
- * the host's, the request's deadline), but one that did must not hold what the request took for good.
+ * Calls `listener` once, when the request of `res` has ended and its handler is done with it, or its handler is done
+ * with its answer all written; or `graceMs` after the request ended if its handler is still at work then. A handler
+ * waits on nothing without a bound of its own (etcd's, the host's, the request's deadline), but one that did must
+ * not hold what the request took for good. An answer all written is in Node's hands: what is left of it is for its
+ * client to take, which is no work of the server's, and a client that does not read must not keep what the request
+ * took until its deadline.
  */
 export function whenRequestDone(res: ServerResponse, listener: () => void, graceMs: number): void {
   let called = false;
@@ -89,8 +92,10 @@ export function whenRequestDone(res: ServerResponse, listener: () => void, grace
     called = true;
     listener();
   };
+  const end = endOf(res);
+  if (end.handled && res.writableEnded) return call();
+  end.handledListeners.push(() => res.writableEnded && call());
   whenRequestEnds(res, () => {
-    const end = endOf(res);
     if (end.handled) return call();
     end.handledListeners.push(call);
     const timer = setTimeout(call, graceMs);

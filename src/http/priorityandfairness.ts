@@ -13,7 +13,8 @@
  *   'close' alone, which Node does not always emit), and its handler is done, as kube gives them back when the
  *   handler returns: a client that leaves right after sending its request does not free seats the server still
  *   works in, which would let one flow have any number of requests worked on at once. A handler still at work a
- *   grace after its request ended gives them back then.
+ *   grace after its request ended gives them back then; one done with its answer all written gives them back at
+ *   once, though its client has not taken it (Node holds it: no work of the thread's is left).
  * - A request that leaves while waiting is taken out of its queue (cancelled).
  * - A request whose body has not all come first waits, holding no seat, for one of its flow's turns (as many as
  *   --max-seats-per-flow; flowcontrol/bodyturns.ts): seats are taken before the body is read, and a client alone

@@ -449,44 +449,57 @@ test('a client alone whose bodies do not come holds seats for no more of them th
   }
 }, 60_000);
 
-test('a client alone whose list answers it does not take holds no seats meanwhile; the next client is served, and the lists go on when taken', async () => {
-  // 60 seats in all: global-default has 5 of its own and may borrow from the other levels.
-  const server = await startTestServerWithUsers(
-    { root: ['system:masters'], dave: [], erin: [] },
-    { maxSeatsPerFlow: 1, maxRequestsInflight: 40, maxMutatingRequestsInflight: 20 },
-    ts.etcd,
-  );
-  const { executingSeats } = globalDefault(server);
-  // 300 SharedSecrets of 40 KiB that dave may list, 16 MiB as JSON: more than a list answers in one piece (256
-  // items) and far more than a connection's buffers hold.
-  const ns = 'unread-answers';
-  for (let batch = 0; batch < 300; batch += 30) {
-    const created = await Promise.all(
-      Array.from({ length: 30 }, (_, j) =>
-        server.as.root.post(sharedSecretsPath(ns), {
-          apiVersion: 'management.platform.sh/v1',
-          kind: 'SharedSecret',
-          metadata: { name: `big-${batch + j}` },
-          spec: {
-            data: { k: Buffer.alloc(40 * 1024, `big-${batch + j}`).toString('base64') },
-            access: [{ verbs: ['get', 'list'], users: ['dave'] }],
-          },
-        }),
-      ),
+/**
+ * A server of 60 seats in all (global-default has 5 of its own and may borrow from the other levels) and 300
+ * SharedSecrets of 40 KiB that dave may list, 16 MiB as JSON: more than a list answers in one piece (256 items) and far
+ * more than a connection's buffers hold. Started by the first test that needs it, for the tests of unread answers.
+ */
+type UnreadAnswersServer = TestServer & { as: Record<'root' | 'dave' | 'erin', HttpClient> };
+let unread: Promise<{ server: UnreadAnswersServer; ns: string }> | undefined;
+function unreadAnswersServer(): Promise<{ server: UnreadAnswersServer; ns: string }> {
+  unread ??= (async () => {
+    const server = await startTestServerWithUsers(
+      { root: ['system:masters'], dave: [], erin: [] },
+      { maxSeatsPerFlow: 1, maxRequestsInflight: 40, maxMutatingRequestsInflight: 20 },
+      ts.etcd,
     );
-    expect(created.map((r) => r.status)).toEqual(Array(30).fill(201));
-  }
-  // Lists of the watch cache, once it has them all: an answer of up to 256 items is written whole (and Node holds it
-  // for the client, the request its seats until the client has taken it all or its deadline comes).
-  await answerWhen(
-    'the watch cache to hold the 300',
-    () => server.as.dave.get(`${sharedSecretsPath(ns)}?resourceVersion=0`),
-    (res) => res.body.items?.length === 300,
-  );
-  // As many lists as the server has seats and more, none read: without giving their seats back they would hold
-  // every seat global-default may have until their deadline.
-  const lists = Array.from({ length: 64 }, () => {
-    const req = server.as.dave.open('GET', `${sharedSecretsPath(ns)}?resourceVersion=0`);
+    const ns = 'unread-answers';
+    for (let batch = 0; batch < 300; batch += 30) {
+      const created = await Promise.all(
+        Array.from({ length: 30 }, (_, j) =>
+          server.as.root.post(sharedSecretsPath(ns), {
+            apiVersion: 'management.platform.sh/v1',
+            kind: 'SharedSecret',
+            // The first 256: as many as a list answers in one piece.
+            metadata: { name: `big-${batch + j}`, labels: { part: batch + j < 256 ? 'first' : 'rest' } },
+            spec: {
+              data: { k: Buffer.alloc(40 * 1024, `big-${batch + j}`).toString('base64') },
+              access: [{ verbs: ['get', 'list'], users: ['dave'] }],
+            },
+          }),
+        ),
+      );
+      expect(created.map((r) => r.status)).toEqual(Array(30).fill(201));
+    }
+    // Lists of the watch cache, once it has them all.
+    await answerWhen(
+      'the watch cache to hold the 300',
+      () => server.as.dave.get(`${sharedSecretsPath(ns)}?resourceVersion=0`),
+      (res) => res.body.items?.length === 300,
+    );
+    return { server, ns };
+  })();
+  return unread;
+}
+
+afterAll(async () => {
+  await (await unread?.catch(() => undefined))?.server.stop();
+}, 60_000);
+
+/** Lists dave asks for and does not read: their answers, once their headers have come. */
+function unreadLists(server: UnreadAnswersServer, asks: Array<{ path: string; headers?: Record<string, string> }>) {
+  const lists = asks.map(({ path, headers }) => {
+    const req = server.as.dave.open('GET', path, headers);
     const answer = new Promise<IncomingMessage>((resolve, reject) => {
       req.on('response', (res) => {
         res.pause();
@@ -498,22 +511,60 @@ test('a client alone whose list answers it does not take holds no seats meanwhil
     req.end();
     return { req, answer };
   });
+  return {
+    answers: () => Promise.all(lists.map((l) => l.answer)),
+    destroy: () => lists.forEach((l) => l.req.destroy()),
+  };
+}
+
+/** The items of an answer, read to its end. */
+async function itemsOf(answer: IncomingMessage): Promise<unknown[]> {
+  const chunks: Buffer[] = [];
+  answer.on('data', (c: Buffer) => chunks.push(c)).resume();
+  await new Promise((resolve) => answer.on('end', resolve));
+  return JSON.parse(Buffer.concat(chunks).toString()).items;
+}
+
+test('a client alone whose list answers it does not take holds no seats meanwhile; the next client is served, and the lists go on when taken', async () => {
+  const { server, ns } = await unreadAnswersServer();
+  const { executingSeats } = globalDefault(server);
+  // As many lists as the server has seats and more, none read: without giving their seats back they would hold
+  // every seat global-default may have until their deadline.
+  const lists = unreadLists(server, Array(64).fill({ path: `${sharedSecretsPath(ns)}?resourceVersion=0` }));
   try {
-    const answers = await Promise.all(lists.map((l) => l.answer));
+    const answers = await lists.answers();
     expect(answers.map((a) => a.statusCode)).toEqual(Array(64).fill(200));
     await waitFor('the lists to wait for dave to take them, holding no seats', executingSeats(0));
     // erin is served (with every seat held she would wait her wait limit, 2 s of this deadline, and get 429).
     expect((await server.as.erin.get(`${KEYS_PATH}?timeout=8s`)).status).toBe(200);
     // Taken, a list goes on to its end, whole.
-    const first = answers[0];
-    const chunks: Buffer[] = [];
-    first.on('data', (c: Buffer) => chunks.push(c)).resume();
-    await new Promise((resolve) => first.on('end', resolve));
-    expect(JSON.parse(Buffer.concat(chunks).toString()).items).toHaveLength(300);
+    expect(await itemsOf(answers[0])).toHaveLength(300);
   } finally {
-    for (const l of lists) l.req.destroy();
+    lists.destroy();
     await waitFor('every seat back', executingSeats(0));
-    await server.stop();
+  }
+}, 120_000);
+
+test('an answer written whole that its client does not take holds no seats either: a list of up to 256 items, or one asked for with If-None-Match', async () => {
+  const { server, ns } = await unreadAnswersServer();
+  const { executingSeats } = globalDefault(server);
+  // 14 MiB each, written at once (one piece of 256 items; express's send, for a conditional request), which Node then
+  // holds for a client that does not read it.
+  const lists = unreadLists(server, [
+    ...Array(32).fill({ path: `${sharedSecretsPath(ns)}?resourceVersion=0&labelSelector=part%3Dfirst` }),
+    ...Array(32).fill({ path: `${sharedSecretsPath(ns)}?resourceVersion=0`, headers: { 'If-None-Match': '"x"' } }),
+  ]);
+  try {
+    const answers = await lists.answers();
+    expect(answers.map((a) => a.statusCode)).toEqual(Array(64).fill(200));
+    await waitFor('the answers to wait for dave to take them, holding no seats', executingSeats(0));
+    expect((await server.as.erin.get(`${KEYS_PATH}?timeout=8s`)).status).toBe(200);
+    // Taken, each answer is whole.
+    expect(await itemsOf(answers[0])).toHaveLength(256);
+    expect(await itemsOf(answers[63])).toHaveLength(300);
+  } finally {
+    lists.destroy();
+    await waitFor('every seat back', executingSeats(0));
   }
 }, 120_000);
 

@@ -1,8 +1,8 @@
 /**
  * A request gives back its API Priority and Fairness seat (and its in-flight count) however it ends, so that one
  * flow's single seat (--max-seats-per-flow=1) is never lost: a client that resets its connection during a large
- * answer, a client that stops reading one (its response is cut a grace after its deadline), a connection destroyed
- * under a request. A lost seat would show as the same user's next request waiting out its wait limit and 429.
+ * answer, a client that stops reading one (its seat back once the answer is all written, its response cut a grace
+ * after its deadline), a connection destroyed under a request. A lost seat would show as the same user's next request waiting out its wait limit and 429.
  *
  * On Node 24.20.0 a reset during a large answer sometimes left the response without 'close' for good
  * (docs/node-reset-close.md); that happens about once in hundreds of resets, so the tests make it happen every time:
@@ -144,15 +144,20 @@ test('a client that resets its connection during a large answer gives its seat b
   await expectServed('alice');
 }, 60_000);
 
-test('a client that stops reading a large answer has it cut a grace after its deadline, and its seat back', async () => {
+test('a client that stops reading a large answer holds no seat meanwhile, and has it cut a grace after its deadline', async () => {
   const marker = randomUUID();
+  const server = serverSide(marker, false);
   const client = rawRequest('bob', 'GET', `${LIST}&timeout=5s`, marker);
+  const { socket } = await server;
+  const cut = new Promise((resolve) => socket.once('close', resolve));
   await client.answered;
   expect(client.text()).toMatch(/^HTTP\/1\.1 200 /);
-  // bob reads no more; the server cuts the answer (and the connection) after the deadline and its grace.
+  // bob reads no more. His answer all written, what Node holds for him is no work of the server's: the seat is back.
   await waitFor('the seat of the answer bob does not read back', async () => (await executing()).seats === 0, 20_000);
   expect(await executing()).toEqual({ seats: 0, requests: 0, readOnlyInFlight: 1 });
   await expectServed('bob');
+  // The server cuts the answer (and the connection) after the deadline and its grace.
+  await cut;
 
   // What the connection still held reaches bob, then its end, short of the length the answer announced.
   client.tls.resume();

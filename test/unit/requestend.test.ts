@@ -1,7 +1,7 @@
 /**
  * When a request is done (src/apimachinery/requestend.ts whenRequestDone): once it has ended and its handler is done
- * with it, whichever comes last; or a grace after it ended when its handler never says it is done. On a real
- * node:http server and client.
+ * with it, whichever comes last; once its handler is done with its answer all written, though its client has not
+ * taken it; or a grace after it ended when its handler never says it is done. On a real node:http server and client.
  */
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { createServer, request, type Server, type ServerResponse } from 'node:http';
@@ -23,10 +23,15 @@ beforeAll(async () => {
 
 afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
-/** Sends a GET; resolves with the server's response, and the client's request (to destroy it). */
-function arrive(): Promise<{ res: ServerResponse; client: ReturnType<typeof request> }> {
+/**
+ * Sends a GET; resolves with the server's response, and the client's request (to destroy it). A client that does
+ * not `read` takes nothing of its answer.
+ */
+function arrive({ read = true } = {}): Promise<{ res: ServerResponse; client: ReturnType<typeof request> }> {
   return new Promise((resolve) => {
-    const client = request({ host: '127.0.0.1', port, path: '/' }, (answer) => answer.resume());
+    const client = request({ host: '127.0.0.1', port, path: '/' }, (answer) =>
+      read ? answer.resume() : answer.pause(),
+    );
     client.on('error', () => {});
     nextRequest = (res) => resolve({ res, client });
     client.end();
@@ -42,6 +47,17 @@ test('a request answered by its handler is done once its answer is out', async (
   requestHandled(res);
   res.end('ok');
   await done;
+});
+
+test('a request whose handler is done with its answer all written is done, though its client takes none of it', async () => {
+  const { res, client } = await arrive({ read: false });
+  const done = new Promise<void>((resolve) => whenRequestDone(res, resolve, LONG_GRACE_MS));
+  // Far more than the connection's buffers hold: Node keeps the rest for the client.
+  res.end(Buffer.alloc(64 * 1024 * 1024));
+  requestHandled(res);
+  await done;
+  expect(res.writableFinished).toBe(false);
+  client.destroy();
 });
 
 test('a request whose client left is done only once its handler is', async () => {
