@@ -58,6 +58,11 @@ export interface SeatRequest {
    * cheap request every half second, would hold every client alone to the bound for good.
    */
   bystander?: boolean;
+  /**
+   * Seats taken again by a request that gave them back while its client took its answer: it was let in once, so a
+   * full queue does not refuse it (that would cut an answer half written).
+   */
+  admitted?: boolean;
   /** Called once, when the request may run. */
   onDispatch(): void;
 }
@@ -185,7 +190,8 @@ export class QueueSet {
       return { dispatched: true, ticket };
     }
     const queue = this.chooseQueue(request);
-    if (queue.waiting.length >= this.config.queuing.queueLengthLimit) return this.reject('queue-full');
+    if (!request.admitted && queue.waiting.length >= this.config.queuing.queueLengthLimit)
+      return this.reject('queue-full');
     this.arrive(ticket);
     // An idle queue starts at the present virtual time: it gets no credit for having been idle.
     if (!queue.waiting.length && !queue.executing) queue.nextDispatchR = this.currentR;

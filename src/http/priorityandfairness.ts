@@ -152,7 +152,9 @@ export function priorityAndFairness(flowControl: FlowControl, opts: PriorityAndF
             streamStarted?.();
           };
         }
-        const hold = held.hold(res, () => seatsAgain(level.queueSet, seatRequest, waitLimitMs, res));
+        const hold = held.hold(res, () =>
+          seatsAgain(level.queueSet, seatRequest, waitLimitMs, res, { metrics: opts.metrics, labels, seats }),
+        );
         withFlowHold(hold, next);
       };
       const result = level.queueSet.enqueue(
@@ -232,35 +234,43 @@ function bodyStillComing(req: Request): boolean {
 
 /**
  * The seats of a request that gave them back while its client took its answer, taken again: at once if they fit,
- * else waiting in its queue as a new request would, up to the same wait limit.
+ * else waiting in its queue as a new request would (counted among those waiting), up to the same wait limit; a full
+ * queue does not refuse it.
  */
 function seatsAgain(
   queueSet: QueueSet,
   seatRequest: (onDispatch: () => void) => SeatRequest,
   waitLimitMs: number,
   res: Response,
+  queued?: { metrics?: FlowControlMetrics; labels: FlowLabels; seats: number },
 ): Promise<Ticket> {
   return new Promise((resolve, reject) => {
-    const wait: { on: boolean; timer?: NodeJS.Timeout; forget?: () => void } = { on: false };
-    const stop = () => {
+    const wait: { on: boolean; since: number; timer?: NodeJS.Timeout; forget?: () => void } = { on: false, since: 0 };
+    const stop = (dispatched: boolean) => {
       wait.on = false;
       clearTimeout(wait.timer);
       wait.forget?.();
+      const waited = (performance.now() - wait.since) / 1000;
+      queued?.metrics?.dequeued(queued.labels, queued.seats, waited, dispatched);
     };
-    const result = queueSet.enqueue(
-      seatRequest(() => {
+    const result = queueSet.enqueue({
+      ...seatRequest(() => {
         if (!wait.on) return;
-        stop();
+        stop(true);
         resolve(ticket);
       }),
-    );
+      admitted: true,
+    });
     if ('rejected' in result) return reject(rejection(result.rejected, waitLimitMs));
     const ticket = result.ticket;
     if ('dispatched' in result) return resolve(ticket);
     wait.on = true;
+    wait.since = performance.now();
+    queued?.metrics?.queued(queued.labels, queued.seats);
     const giveUp = (reason: 'time-out' | 'cancelled') => {
       if (!wait.on || !queueSet.cancel(ticket, reason)) return;
-      stop();
+      stop(false);
+      queued?.metrics?.rejected(queued.labels, reason, 0);
       reject(rejection(reason, waitLimitMs));
     };
     wait.timer = setTimeout(() => giveUp('time-out'), waitLimitMs);

@@ -503,7 +503,7 @@ describe('a queue set', () => {
     expect(fresh.map((t) => t.state)).toEqual(['executing', 'executing', 'waiting']);
   });
 
-  test('a full queue rejects; a level that rejects refuses past its seats; the exempt level never queues', () => {
+  test('a full queue rejects, but not seats taken again; a level that rejects refuses past its seats; the exempt level never queues', () => {
     const c = clock();
     const queued = new QueueSet(
       { queuing: { queues: 1, handSize: 1, queueLengthLimit: 1 }, concurrencyLimit: 1 },
@@ -513,6 +513,8 @@ describe('a queue set', () => {
     expect('queued' in queued.enqueue(request('a'))).toBe(true);
     expect(queued.enqueue(request('b'))).toEqual({ rejected: 'queue-full' });
     expect(queued.totals.rejected['queue-full']).toBe(1);
+    // Seats taken again for an answer's next piece: let in once, the request is not refused for a full queue.
+    expect('queued' in queued.enqueue({ ...request('b'), admitted: true })).toBe(true);
 
     const rejecting = new QueueSet({ concurrencyLimit: 2 }, c.now);
     expect('dispatched' in rejecting.enqueue(request('a', 2))).toBe(true);
