@@ -88,22 +88,25 @@ export function priorityAndFairness(flowControl: FlowControl, opts: PriorityAndF
     opts.metrics?.estimated(labels, seats);
     const waitLimitMs = waitLimit(watch ? 0 : requestTimeoutMs(query, opts.requestTimeoutMs), opts.requestTimeoutMs);
 
-    // A request whose body is still coming first waits for a turn of its flow, holding no seat (bodyturns.ts).
+    // A request whose body is still coming first waits for a turn of its flow, holding no seat (bodyturns.ts). A
+    // body sent right behind its headers is often parsed a turn of the event loop later (its TLS record read on its
+    // own), so it is looked at again then: a turn held while the request waits for authorization made one tenant's
+    // concurrent writes go one at a time.
     if (level.exempt || !bodyStillComing(req)) return enter();
-    const flow = `${level.name}\0${labels.flow_schema}\0${distinguisher}`;
-    afterBodyTurn(
-      req,
-      res,
-      { turns: flowControl.bodyTurns, flow, waitLimitMs, metrics: opts.metrics, labels },
-      () => {
-        try {
-          enter();
-        } catch (err) {
-          next(err);
-        }
-      },
-      next,
-    );
+    const enterOrFail = () => {
+      try {
+        enter();
+      } catch (err) {
+        next(err);
+      }
+    };
+    setImmediate(() => {
+      if (requestEnded(res)) return;
+      if (!bodyStillComing(req)) return enterOrFail();
+      const flow = `${level.name}\0${labels.flow_schema}\0${distinguisher}`;
+      const wait = { turns: flowControl.bodyTurns, flow, waitLimitMs, metrics: opts.metrics, labels };
+      afterBodyTurn(req, res, wait, enterOrFail, next);
+    });
 
     function seatRequest(onDispatch: () => void): SeatRequest {
       return {
