@@ -60,7 +60,7 @@ export class BodyTurns {
     };
   }
 
-  /** Turns held and waited for now, for the dump and tests. */
+  /** Turns held and waited for now (for tests: the waiting ones are on /metrics). */
   get counts(): { held: number; waiting: number } {
     let held = 0;
     let waiting = 0;
