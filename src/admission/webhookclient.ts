@@ -1,18 +1,27 @@
 /**
  * Calls one admission webhook: an HTTPS POST of the AdmissionReview to `clientConfig.url`, or to the service
  * `https://<name>.<namespace>.svc:<port><path>` as the cluster's DNS resolves it, the serving certificate verified
- * with `caBundle` (else the system roots), within `timeoutSeconds` (sent as `?timeout=`, as client-go does). Any
- * failure is a WebhookCallError; its message names the URL and why, never the request's content.
+ * with `caBundle` (else the system roots), within `timeoutSeconds` (sent as `?timeout=`, as client-go does). It is
+ * sent as the requests to Kubernetes APIs are (host/boundedrequest.ts: the time bound, a bound on the answer's bytes,
+ * kept-alive connections per TLS material). Any failure is a WebhookCallError; its message names the URL and why,
+ * never the request's content.
  */
 import { readFileSync } from 'node:fs';
-import https from 'node:https';
 import { awayFromThread } from '../apimachinery/away.js';
+import { exchange, isTimeout } from '../host/boundedrequest.js';
 import type { UserCredentials } from '../host/kubeconfigfile.js';
+import { TlsAgents } from '../host/tlsagents.js';
 import type { WebhookClientConfig } from './webhookconfig.js';
 import { tracer } from '../tracing.js';
 
 /** Answers larger than this are refused (an AdmissionReview holds one object and a patch). */
 const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The agents of all webhooks, one per TLS material (caBundle, the client certificate presented): webhooks that share
+ * them share connections. A few webhooks are configured at a time; more materials than this are changing ones.
+ */
+const agents = new TlsAgents({ protocol: 'https:', capacity: 32 });
 
 export class WebhookCallError extends Error {}
 
@@ -45,56 +54,47 @@ export function callWebhook(
   url.searchParams.set('timeout', `${timeoutSeconds}s`);
   const shown = `Post "${url.href}"`;
   const payload = Buffer.from(JSON.stringify(body));
+  const failure = (why: string) => new WebhookCallError(`failed to call webhook: ${shown}: ${why}`);
+  const request = async () => ({
+    url,
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/json',
+      Accept: 'application/json',
+      'Content-Length': payload.length,
+      // The request's traceparent: the webhook may continue its trace.
+      ...tracer().outgoingHeaders(),
+      ...auth.headers,
+    },
+    body: payload,
+    agent: agents.for({
+      ca: config.caBundle ? Buffer.from(config.caBundle, 'base64').toString() : undefined,
+      cert: auth.cert,
+      key: auth.key,
+    }),
+    timeoutMs: timeoutSeconds * 1000,
+  });
   // Waiting on the webhook: the calling request's seats are not its flow's meanwhile (apimachinery/away.ts).
-  return awayFromThread(
-    () =>
-      new Promise((resolve, reject) => {
-        const fail = (why: string) => reject(new WebhookCallError(`failed to call webhook: ${why}`));
-        if (url.protocol !== 'https:') return fail(`${shown}: the webhook URL must use https`);
-        const req = https.request(url, {
-          method: 'POST',
-          headers: {
-            'Content-Type': 'application/json',
-            Accept: 'application/json',
-            'Content-Length': payload.length,
-            // The request's traceparent: the webhook may continue its trace.
-            ...tracer().outgoingHeaders(),
-            ...auth.headers,
-          },
-          ca: config.caBundle ? Buffer.from(config.caBundle, 'base64').toString() : undefined,
-          cert: auth.cert,
-          key: auth.key,
-          timeout: timeoutSeconds * 1000,
-        });
-        const timer = setTimeout(() => req.destroy(new Error('context deadline exceeded')), timeoutSeconds * 1000);
-        req.on('timeout', () => req.destroy(new Error('context deadline exceeded')));
-        req.on('error', (err) => {
-          clearTimeout(timer);
-          fail(`${shown}: ${err.message}`);
-        });
-        req.on('response', (res) => {
-          const chunks: Buffer[] = [];
-          let size = 0;
-          res.on('data', (chunk: Buffer) => {
-            size += chunk.length;
-            if (size > MAX_RESPONSE_BYTES)
-              req.destroy(new Error(`the answer is larger than ${MAX_RESPONSE_BYTES} bytes`));
-            else chunks.push(chunk);
-          });
-          res.on('end', () => {
-            clearTimeout(timer);
-            const code = res.statusCode ?? 0;
-            if (code < 200 || code > 299) return fail(`${shown}: the server answered HTTP ${code}`);
-            try {
-              resolve(JSON.parse(Buffer.concat(chunks).toString()));
-            } catch {
-              fail(`${shown}: the answer is not JSON`);
-            }
-          });
-        });
-        req.end(payload);
-      }),
-  );
+  return awayFromThread(async () => {
+    if (url.protocol !== 'https:') throw failure('the webhook URL must use https');
+    let answer: { statusCode: number; text: string };
+    try {
+      answer = await exchange(
+        request,
+        MAX_RESPONSE_BYTES,
+        () => new Error(`the answer is larger than ${MAX_RESPONSE_BYTES} bytes`),
+      );
+    } catch (err) {
+      throw failure(isTimeout(err) ? 'context deadline exceeded' : (err as Error).message);
+    }
+    const code = answer.statusCode;
+    if (code < 200 || code > 299) throw failure(`the server answered HTTP ${code}`);
+    try {
+      return JSON.parse(answer.text);
+    } catch {
+      throw failure('the answer is not JSON');
+    }
+  });
 }
 
 /** The headers and client certificate of a kubeconfig user; files are read at each call (tokens rotate). */

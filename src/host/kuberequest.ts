@@ -8,17 +8,20 @@
  * read; a request may set its own, as the pages of a list do) and the addresses connected to limited
  * (serverallowlist.ts); watches as JSON lines whose ERROR events end them; and HostClusterErrors that say the
  * operation, the HTTP status and the host's Status, or the network error, never a credential. The client's own
- * request layer (undici's fetch) and Watch read answers whole and unbounded.
+ * request layer (undici's fetch) and Watch read answers whole and unbounded; requests go through boundedrequest.ts,
+ * over an agent per TLS material (tlsagents.ts).
  */
 import { readFileSync } from 'node:fs';
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
+import type https from 'node:https';
 import { isIP } from 'node:net';
 import { isPlainObject } from '../apimachinery/types.js';
 import { awayFromThread } from '../apimachinery/away.js';
 import { inSpan, tracer } from '../tracing.js';
+import { exchange, isTimeout, readAnswer, sendRequest, withinTime, type BoundedRequest } from './boundedrequest.js';
 import type { KubeConnection } from './kubeconfigfile.js';
 import { RefusedServerError, type ServerAllowList } from './serverallowlist.js';
+import { TlsAgents } from './tlsagents.js';
 
 /** The host cluster could not be asked: unreachable, timed out, or it answered with an error status. */
 export class HostClusterError extends Error {
@@ -81,18 +84,13 @@ export interface KubeRequestsOptions {
 /** How often a token file is read again (the client reads certificate and CA files for each request). */
 export const FILE_REFRESH_MS = 60_000;
 
-/**
- * How long a kept-alive connection may sit unused before it is closed (an agent's socket timeout closes idle
- * connections only; one in use, a watch say, is left alone), so one-off clients (a virtual cluster's) leave none open.
- */
-const IDLE_CONNECTION_MS = 30_000;
-
 export class KubeRequests {
   readonly server: string;
   private readonly base: URL;
   private readonly proxied: boolean;
   private readonly tokenFile?: RereadFile;
-  private agent?: { material: TlsMaterial; agent: http.Agent };
+  /** One agent, for the TLS material the client gave last: a new one (new connections) when it changed. */
+  private readonly agents: TlsAgents;
   private readonly now: () => number;
 
   constructor(
@@ -108,6 +106,11 @@ export class KubeRequests {
     if (opts.allowedServers && this.proxied) throw new Error('a client limited to allowed servers takes no proxy');
     if (conn.tokenFile) this.tokenFile = new RereadFile(conn.tokenFile, 'token file');
     this.now = opts.now ?? Date.now;
+    this.agents = new TlsAgents({
+      protocol: this.base.protocol === 'http:' ? 'http:' : 'https:',
+      lookup: opts.allowedServers?.lookup,
+      capacity: 1,
+    });
   }
 
   /** `method path` with a JSON body; the parsed answer. `what` names the operation in errors. */
@@ -124,22 +127,17 @@ export class KubeRequests {
     // Waiting on another server: the calling request's seats are not its flow's meanwhile (apimachinery/away.ts).
     return awayFromThread(() =>
       inSpan(`HTTP ${method}`, attributes, async (span) => {
-        for (let attempt = 0; ; attempt++) {
-          try {
-            const res = await this.send(method, path, opts.query, body, timeoutMs, false, undefined, opts.accept);
-            span.setAttributes({ 'http.response.status_code': res.statusCode });
-            const text = await readBody(res, what, opts.maxResponseBytes ?? this.opts.maxResponseBytes);
-            return parseAnswer<T>(what, res.statusCode ?? 0, text);
-          } catch (err) {
-            // A kept-alive connection the host closed as it was reused: the request never reached it; once more.
-            if (
-              attempt === 0 &&
-              (err as ReusedSocketError).reusedSocket &&
-              (err as { code?: string }).code === 'ECONNRESET'
-            )
-              continue;
-            throw toHostError(what, err, timeoutMs);
-          }
+        const limit = opts.maxResponseBytes ?? this.opts.maxResponseBytes;
+        try {
+          const { statusCode, text } = await exchange(
+            () => this.prepare(method, path, opts.query, body, timeoutMs, opts.accept),
+            limit,
+            (detail) => answerTooLarge(what, limit, detail),
+            (res) => span.setAttributes({ 'http.response.status_code': res.statusCode }),
+          );
+          return parseAnswer<T>(what, statusCode, text);
+        } catch (err) {
+          throw toHostError(what, err, timeoutMs);
         }
       }),
     );
@@ -173,20 +171,24 @@ export class KubeRequests {
       },
     };
     try {
-      const res = await this.send(
+      const prepared = await this.prepare(
         'GET',
         path,
         { ...query, watch: 'true' },
         undefined,
         this.opts.timeoutMs,
-        true,
-        (r) => {
-          req = r;
-        },
         accept,
       );
+      const res = await sendRequest({
+        ...prepared,
+        headersOnly: true,
+        onRequest: (r) => {
+          req = r;
+        },
+      });
       if (res.statusCode !== 200) {
-        const text = await readBody(res, what, this.opts.maxResponseBytes);
+        const limit = this.opts.maxResponseBytes;
+        const text = await readAnswer(res, limit, (detail) => answerTooLarge(what, limit, detail));
         parseAnswer(what, res.statusCode ?? 0, text);
         throw new HostClusterError(`${what}: the host cluster answered HTTP ${res.statusCode}`, res.statusCode);
       }
@@ -235,17 +237,18 @@ export class KubeRequests {
     return handle;
   }
 
-  /** Sends the request; resolves with the answer's headers, or rejects (timeouts included). */
-  private async send(
+  /**
+   * The request to send: its URL (an address refused by the allow-list is refused here), the client's credentials
+   * and TLS material for it, and what is left of `timeoutMs` once they are had.
+   */
+  private async prepare(
     method: string,
     path: string,
     query: Record<string, string | undefined> | undefined,
     body: string | Buffer | undefined,
     timeoutMs: number,
-    headersOnly: boolean,
-    onRequest?: (req: http.ClientRequest) => void,
     accept = 'application/json',
-  ): Promise<http.IncomingMessage> {
+  ): Promise<BoundedRequest> {
     const url = new URL(this.base.pathname.replace(/\/$/, '') + path, this.base);
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
     const hostname = url.hostname.replace(/^\[(.*)\]$/, '$1');
@@ -264,45 +267,9 @@ export class KubeRequests {
       headers['content-type'] = 'application/json';
       headers['content-length'] = Buffer.byteLength(body);
     }
-    const agent = this.proxied ? (tls.agent as http.Agent) : this.currentAgent(tls);
+    const agent = this.proxied ? (tls.agent as http.Agent) : this.agents.for(tls);
     const left = timeoutMs > 0 ? Math.max(1, timeoutMs - (Date.now() - started)) : 0;
-    return new Promise((resolve, reject) => {
-      let response: http.IncomingMessage | undefined;
-      const req = (url.protocol === 'https:' ? https : http).request(
-        {
-          protocol: url.protocol,
-          hostname,
-          port: url.port || undefined,
-          path: url.pathname + url.search,
-          method,
-          headers,
-          auth: tls.auth,
-          agent,
-        },
-        (res) => {
-          response = res;
-          if (timer && headersOnly) clearTimeout(timer);
-          res.once('end', () => timer && clearTimeout(timer));
-          res.once('close', () => timer && clearTimeout(timer));
-          resolve(res);
-        },
-      );
-      onRequest?.(req);
-      // Before the answer the request fails with the timeout; while its body is read, the answer does.
-      const timer =
-        left > 0
-          ? setTimeout(() => {
-              const err = timeoutError();
-              if (response) response.destroy(err);
-              else req.destroy(err);
-            }, left)
-          : undefined;
-      req.on('error', (err) => {
-        if (timer) clearTimeout(timer);
-        reject(Object.assign(err, { reusedSocket: req.reusedSocket }));
-      });
-      req.end(body);
-    });
+    return { url, method, headers, body, auth: tls.auth ?? undefined, agent, timeoutMs: left };
   }
 
   /**
@@ -332,42 +299,6 @@ export class KubeRequests {
     for (const [k, v] of Object.entries(imp?.extra ?? {})) headers[`impersonate-extra-${encodeURIComponent(k)}`] = v;
     return { ...opts, headers };
   }
-
-  /** The agent for the TLS material the client gave; a new one (new connections) when it changed. */
-  private currentAgent(tls: https.RequestOptions): http.Agent {
-    const material: TlsMaterial = [
-      buffer(tls.ca),
-      buffer(tls.cert),
-      buffer(tls.key),
-      tls.servername,
-      tls.rejectUnauthorized,
-    ];
-    if (this.agent && sameMaterial(this.agent.material, material)) return this.agent.agent;
-    if (this.agent) retire(this.agent.agent);
-    const lookup = this.opts.allowedServers?.lookup;
-    const [ca, cert, key, servername, rejectUnauthorized] = material;
-    const agent =
-      this.base.protocol === 'http:'
-        ? new http.Agent({ keepAlive: true, timeout: IDLE_CONNECTION_MS, lookup })
-        : new https.Agent({
-            keepAlive: true,
-            timeout: IDLE_CONNECTION_MS,
-            lookup,
-            ca,
-            cert,
-            key,
-            servername,
-            rejectUnauthorized: rejectUnauthorized !== false,
-          });
-    this.agent = { material, agent };
-    return agent;
-  }
-}
-
-/** An agent no longer used: its idle connections are closed now, those in use (a watch, say) when they end. */
-function retire(agent: http.Agent): void {
-  agent.maxFreeSockets = 0;
-  for (const sockets of Object.values(agent.freeSockets)) for (const socket of sockets ?? []) socket.destroy();
 }
 
 /** A file read again when older than FILE_REFRESH_MS; a failed re-read keeps the last good content. */
@@ -395,38 +326,6 @@ class RereadFile {
 
 class FileError extends Error {}
 
-/** CA, client certificate and key, server name and whether to verify, as the client gave them. */
-type TlsMaterial = [
-  Buffer | undefined,
-  Buffer | undefined,
-  Buffer | undefined,
-  string | undefined,
-  boolean | undefined,
-];
-
-const sameMaterial = (a: TlsMaterial, b: TlsMaterial) =>
-  a.every((x, i) => (Buffer.isBuffer(x) ? Buffer.isBuffer(b[i]) && x.equals(b[i] as Buffer) : x === b[i]));
-
-/** One PEM value of https options (the client gives Buffers, or a credential plugin's PEM text) as bytes. */
-function buffer(value: unknown): Buffer | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (Buffer.isBuffer(value)) return value;
-  if (Array.isArray(value)) return Buffer.concat(value.map((v) => buffer(v) ?? Buffer.alloc(0)));
-  return Buffer.from(String(value));
-}
-
-type ReusedSocketError = Error & { reusedSocket?: boolean };
-
-const timeoutError = () => Object.assign(new Error('timed out'), { name: 'TimeoutError' });
-
-/** `work`, or a TimeoutError when it takes longer than `ms` (0: no bound); a credential plugin may hang. */
-function withinTime<T>(work: Promise<T>, ms: number): Promise<T> {
-  if (ms <= 0) return work;
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(timeoutError()), ms)));
-  return Promise.race([work, late]).finally(() => clearTimeout(timer));
-}
-
 /** The client could not give the credentials (a file it reads, a credential plugin that failed). */
 class CredentialError extends Error {}
 
@@ -436,34 +335,9 @@ function firstLine(err: unknown): string {
   return line.length > 200 ? `${line.slice(0, 200)}...` : line;
 }
 
-/**
- * The answer's body as text: at most `limit` bytes, else a HostClusterError and the connection cut (destroying the
- * answer destroys its socket), so nothing more is read; an answer whose Content-Length says more is refused at once.
- */
-function readBody(res: http.IncomingMessage, what: string, limit: number | undefined): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const refuse = (detail: string) => {
-      res.destroy();
-      reject(
-        new AnswerTooLargeError(
-          `${what}: the answer is larger than ${limit} bytes${detail}, the most read from this server`,
-        ),
-      );
-    };
-    const announced = Number(res.headers['content-length']);
-    if (limit !== undefined && announced > limit) return refuse(` (Content-Length ${announced})`);
-    const chunks: Buffer[] = [];
-    let size = 0;
-    res.on('data', (c: Buffer) => {
-      size += c.length;
-      if (limit !== undefined && size > limit) return refuse('');
-      chunks.push(c);
-    });
-    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    res.on('error', reject);
-    // A connection cut before the end is an 'error' too (ECONNRESET), as is the timeout's destroy().
-  });
-}
+/** The refusal of an answer larger than `limit`: its connection was cut, nothing more read. */
+const answerTooLarge = (what: string, limit: number | undefined, detail: string) =>
+  new AnswerTooLargeError(`${what}: the answer is larger than ${limit} bytes${detail}, the most read from this server`);
 
 /** The parsed answer of a 2xx; else a HostClusterError with the HTTP status and the host's Status message. */
 function parseAnswer<T>(what: string, code: number, text: string): T {
@@ -489,7 +363,6 @@ function toHostError(what: string, err: unknown, timeoutMs: number): HostCluster
   if (err instanceof FileError || err instanceof RefusedServerError || err instanceof CredentialError)
     return new HostClusterError(`${what}: ${err.message}`);
   const e = err as { name?: string; code?: string; message?: string };
-  if (e?.name === 'TimeoutError')
-    return new HostClusterError(`${what}: the host cluster did not answer within ${timeoutMs}ms`);
+  if (isTimeout(e)) return new HostClusterError(`${what}: the host cluster did not answer within ${timeoutMs}ms`);
   return new HostClusterError(`${what}: cannot reach the host cluster: ${e?.code ?? e?.message ?? String(err)}`);
 }
