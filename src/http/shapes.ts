@@ -5,7 +5,7 @@
 import type { ListItem, ObjectList } from '../apimachinery/encoded.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { ResourceDefinition } from '../registry/definitions.js';
-import type { Strategy } from '../registry/strategy.js';
+import type { TableColumns } from '../registry/strategy.js';
 import type { ListAnswer } from './listanswer.js';
 import type { Target } from './negotiation.js';
 import { parseIncludeObject, partialObjectMetadata, partialObjectMetadataListParts, TableConvertor } from './table.js';
@@ -22,9 +22,9 @@ export interface Shaper {
 /** Table convertors compile their columns once per kind. */
 const convertors = new WeakMap<ResourceDefinition, TableConvertor>();
 
-function convertorFor(def: ResourceDefinition, strategy: Strategy): TableConvertor {
+function convertorFor(def: ResourceDefinition, columns: TableColumns): TableConvertor {
   let convertor = convertors.get(def);
-  if (!convertor) convertors.set(def, (convertor = new TableConvertor(def, strategy)));
+  if (!convertor) convertors.set(def, (convertor = new TableConvertor(def, columns)));
   return convertor;
 }
 
@@ -32,12 +32,12 @@ function bookmarkMeta(resourceVersion: string, annotations?: Record<string, stri
   return { resourceVersion, ...(annotations ? { annotations } : {}) };
 }
 
-export function shaper(target: Target, def: ResourceDefinition, strategy: Strategy, query: URLSearchParams): Shaper {
+export function shaper(target: Target, def: ResourceDefinition, columns: TableColumns, query: URLSearchParams): Shaper {
   const version = target.version ?? 'v1';
   const meta = `meta.k8s.io/${version}`;
   switch (target.as) {
     case 'Table': {
-      const convertor = convertorFor(def, strategy);
+      const convertor = convertorFor(def, columns);
       const opts = { version, includeObject: parseIncludeObject(query.getAll('includeObject')) };
       return {
         object: (obj) => convertor.objectTable(obj, opts),

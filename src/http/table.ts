@@ -22,7 +22,7 @@ import { badRequest } from '../apimachinery/status.js';
 import type { KubeObject, ListMeta, ObjectMeta } from '../apimachinery/types.js';
 import { goQuote } from '../apimachinery/golang/strconv.js';
 import type { PrinterColumn, ResourceDefinition } from '../registry/definitions.js';
-import type { ComputedPrinterColumn, Strategy } from '../registry/strategy.js';
+import type { ComputedPrinterColumn, TableColumns } from '../registry/strategy.js';
 
 export type TableVersion = 'v1' | 'v1beta1';
 export type IncludeObject = 'None' | 'Metadata' | 'Object';
@@ -240,7 +240,7 @@ export class TableConvertor {
 
   constructor(
     def: Pick<ResourceDefinition, 'printerColumns'> & Partial<Pick<ResourceDefinition, 'apiVersion' | 'kind'>>,
-    strategy?: Pick<Strategy, 'printerColumns'>,
+    strategy?: TableColumns,
   ) {
     this.typeMeta = { apiVersion: def.apiVersion, kind: def.kind };
     const crd = (def.printerColumns.length ? def.printerColumns : DEFAULT_COLUMNS).map(crdColumn);

@@ -8,7 +8,7 @@
  */
 import { isPlainObject, type KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
-import type { Strategy } from './strategy.js';
+import type { StatusStrategy } from './strategy.js';
 
 export interface ServerStatusField {
   name: string;
@@ -26,7 +26,7 @@ export const isString = (v: unknown): boolean => typeof v === 'string';
 /** A prepareForStatusUpdate keeping `fields` as described above. */
 export function keepServerStatus(
   fields: readonly ServerStatusField[],
-): NonNullable<Strategy['prepareForStatusUpdate']> {
+): NonNullable<StatusStrategy['prepareForStatusUpdate']> {
   return (obj: KubeObject, old: KubeObject, user: UserInfo | undefined) => {
     if (obj.status !== undefined && !isPlainObject(obj.status)) return;
     for (const field of fields) {

@@ -10,7 +10,6 @@ import {
   type AdmissionOperation,
 } from '../apimachinery/admission.js';
 import { decoded, type ObjectList } from '../apimachinery/encoded.js';
-import { jsonEqual } from '../apimachinery/equality.js';
 import { GoLiteral, Path, fieldError, type FieldError } from '../apimachinery/field.js';
 import { objectMetaSchema } from '../apimachinery/metaschema.js';
 import {
@@ -28,9 +27,9 @@ import {
 } from '../apimachinery/objectmeta.js';
 import { compileSchema, type SchemaValidator } from '../apimachinery/schema.js';
 import * as errors from '../apimachinery/status.js';
-import { sameInstant, nowRFC3339 } from '../apimachinery/time.js';
+import { nowRFC3339 } from '../apimachinery/time.js';
 import { isPlainObject, type KubeList, type KubeObject } from '../apimachinery/types.js';
-import { isMaster, type UserInfo } from '../apimachinery/user.js';
+import type { UserInfo } from '../apimachinery/user.js';
 import { isValidPathSegmentName, nameIsDNSSubdomain } from '../apimachinery/validation.js';
 import { interpretStorageError } from '../storage/errors.js';
 import { ClaimTakenError, StorageError, type Storage } from '../storage/interface.js';
@@ -48,7 +47,8 @@ import type { ResourceDefinition } from './definitions.js';
 import { carryOverFields, withoutFields } from './hiddenfields.js';
 import { checkOwnerReferencePermissions, type OwnerDeletionCheck } from './ownerpermission.js';
 import { finalizersAfterDelete, type PropagationOptions } from './propagation.js';
-import type { AuthorizeOther, ConnectCluster, Strategy, StoreLookup } from './strategy.js';
+import type { AdmitContext, AuthorizeOther, ConnectCluster, Strategy, StoreLookup } from './strategy.js';
+import { mainResourceSteps, statusSteps, type UpdateSteps } from './updatesteps.js';
 
 /** How many fresh names a generateName create tries before giving up (kube's RetryGenerateName). */
 const GENERATE_NAME_ATTEMPTS = 8;
@@ -186,13 +186,7 @@ export class Store<O extends KubeObject = KubeObject> {
     opts: WriteOptions,
     trackFields: boolean,
   ): Promise<KubeObject> {
-    const obj = structuredClone(input);
-    checkTypeMeta(obj, this.def);
-    this.checkMetadataTypes(obj);
-    dropEmptyMetadataFields(obj.metadata);
-    this.takeNamespace(obj, namespace);
-    if (obj.metadata.resourceVersion)
-      throw errors.badRequest('resourceVersion should not be set on objects to be created');
+    const obj = this.newObject(input, namespace);
     const admissionAttrs = await this.runMutatingAdmission(
       'CREATE',
       obj.metadata.namespace,
@@ -203,27 +197,11 @@ export class Store<O extends KubeObject = KubeObject> {
       opts,
     );
     if (admissionAttrs) this.checkAfterMutatingAdmission(obj, namespace);
+    this.fillSystemFields(obj);
     const meta = obj.metadata;
-    delete meta.selfLink;
-    delete meta.deletionTimestamp;
-    delete meta.deletionGracePeriodSeconds;
-    meta.uid = randomUUID();
-    meta.creationTimestamp = nowRFC3339();
-    meta.generation = 1;
-    if (this.def.hasStatus) delete obj.status;
     const generate = !meta.name && !!meta.generateName;
     if (generate) meta.name = generateName(meta.generateName!);
-    this.strategy.prepareForCreate?.(obj, opts.user);
-
-    dropUnknownFields(obj, this.def.schema, this.def, opts, this.restricting());
-    const errs = this.validate(obj);
-    if (errs.length) throw errors.invalid(this.def.groupKind, meta.name ?? '', errs);
-    const warnings = this.strategy.warningsOnCreate?.(obj) ?? [];
-    await this.strategy.admission?.admitCreate?.(obj, opts, {
-      store: this.stores,
-      connectCluster: this.connectCluster,
-    });
-    await this.checkOwnerPermissions(obj, undefined, opts);
+    const warnings = await this.beforeCreate(obj, opts);
     if (trackFields) this.recordFieldManager(obj, undefined, opts, '');
     await this.runValidatingAdmission(admissionAttrs, obj);
 
@@ -248,6 +226,49 @@ export class Store<O extends KubeObject = KubeObject> {
     }
   }
 
+  /** A create's object, checked as a request's body. */
+  private newObject(input: KubeObject, namespace: string | undefined): KubeObject {
+    const obj = structuredClone(input);
+    checkTypeMeta(obj, this.def);
+    this.checkMetadataTypes(obj);
+    dropEmptyMetadataFields(obj.metadata);
+    this.takeNamespace(obj, namespace);
+    if (obj.metadata.resourceVersion)
+      throw errors.badRequest('resourceVersion should not be set on objects to be created');
+    return obj;
+  }
+
+  /**
+   * What the server sets on a new object whatever the request said (kube's FillObjectMetaSystemFields), and no status:
+   * that is its subresource's to write.
+   */
+  private fillSystemFields(obj: KubeObject): void {
+    const meta = obj.metadata;
+    delete meta.selfLink;
+    delete meta.deletionTimestamp;
+    delete meta.deletionGracePeriodSeconds;
+    meta.uid = randomUUID();
+    meta.creationTimestamp = nowRFC3339();
+    meta.generation = 1;
+    if (this.def.hasStatus) delete obj.status;
+  }
+
+  /**
+   * The steps of a create from the kind's preparation to its checks against other objects, in this order (kube's
+   * rest.BeforeCreate, then admission): prepared, unknown fields dropped, validated, warned about, admitted by the
+   * kind, its ownerReferences allowed. Answers the warnings, for the write that succeeds.
+   */
+  private async beforeCreate(obj: KubeObject, opts: WriteOptions): Promise<string[]> {
+    this.strategy.prepareForCreate?.(obj, opts.user);
+    dropUnknownFields(obj, this.def.schema, this.def, opts, this.restricting());
+    const errs = this.validate(obj);
+    if (errs.length) throw errors.invalid(this.def.groupKind, obj.metadata.name ?? '', errs);
+    const warnings = this.strategy.warningsOnCreate?.(obj) ?? [];
+    await this.strategy.admission?.admitCreate?.(obj, opts, this.admitContext());
+    await this.checkOwnerPermissions(obj, undefined, opts);
+    return warnings;
+  }
+
   /** PUT and PATCH of the object or of its status subresource. */
   async update(
     namespace: string | undefined,
@@ -257,32 +278,23 @@ export class Store<O extends KubeObject = KubeObject> {
     opts: WriteOptions = {},
   ): Promise<KubeObject> {
     const key = this.key(namespace, name);
-    if (subresource === 'status')
-      this.checkStatusWriter(namespace, name, 'replace' in source ? 'update' : 'patch', opts);
+    // The one choice between the main resource and its status: each has its own steps (updatesteps.ts).
+    const steps =
+      subresource === 'status' ? statusSteps(this.def, this.strategy) : mainResourceSteps(this.def, this.strategy);
+    steps.checkWriter(namespace, name, 'replace' in source ? 'update' : 'patch', opts.user);
     // Those of the attempt that wrote (guaranteedUpdate may run the function again on a conflict).
     let warnings: string[] = [];
     const result = await this.storageCall('update', name, () =>
       this.storage.guaranteedUpdate<KubeObject>(
         key,
         async (current) => {
-          // Patches and applies act on what the caller may see: hidden fields are neither read nor written by them.
-          const updated =
-            'replace' in source
-              ? structuredClone(source.replace)
-              : 'patch' in source
-                ? source.patch(this.visibleCopy(current))
-                : source.apply(this.visibleCopy(current));
-          if (!isPlainObject(updated)) throw errors.badRequest('the request body must be a JSON or YAML object');
-          checkTypeMeta(updated, this.def);
-          this.checkMetadataTypes(updated);
-          dropEmptyMetadataFields(updated.metadata);
-          this.checkNameOnUrl(updated, namespace, name);
+          const updated = this.updatedObject(source, current, namespace, name);
           // Mutating admission comes before the resourceVersion check, as kube's update transformers do.
           const admissionAttrs = await this.runMutatingAdmission(
             'UPDATE',
             namespace,
             name,
-            subresource ?? '',
+            steps.subresource,
             updated,
             current,
             opts,
@@ -299,28 +311,9 @@ export class Store<O extends KubeObject = KubeObject> {
               `Precondition failed: UID in precondition: ${updated.metadata.uid}, UID in object meta: ${current.metadata.uid}`,
             );
           }
-          const next =
-            subresource === 'status' ? this.statusUpdate(updated, current) : this.mainUpdate(updated, current);
-          if (this.strategy.hiddenFields) carryOverFields(next, current, this.strategy.hiddenFields);
-          if (subresource === 'status') this.strategy.prepareForStatusUpdate?.(next, current, opts.user);
-          else this.strategy.prepareForUpdate?.(next, current, opts.user);
-          dropUnknownFields(next, this.def.schema, this.def, opts, this.restricting(current));
-          const ratcheted: string[] = [];
-          const errs = this.validate(next, current, ratcheted);
-          if (errs.length) throw errors.invalid(this.def.groupKind, name, errs);
-          warnings = [
-            ...ratcheted,
-            ...((subresource === 'status' ? undefined : this.strategy.warningsOnUpdate?.(next, current)) ?? []),
-          ];
-          if (subresource !== 'status')
-            await this.strategy.admission?.admitUpdate?.(next, current, opts, {
-              store: this.stores,
-              connectCluster: this.connectCluster,
-            });
-          await this.checkOwnerPermissions(next, current, opts);
-          if (subresource !== 'status' && this.specChanged(next, current))
-            next.metadata.generation = (current.metadata.generation ?? 0) + 1;
-          if (!('apply' in source)) this.recordFieldManager(next, current, opts, subresource ?? '');
+          const next = steps.take(updated, current);
+          warnings = await this.beforeUpdate(steps, next, current, opts);
+          if (!('apply' in source)) this.recordFieldManager(next, current, opts, steps.subresource);
           await this.runValidatingAdmission(admissionAttrs, next);
           // A write that would only refresh managedFields times changes nothing, so nothing is written.
           return keepTimestampsOfNoopWrite(this.toStorage(next), current);
@@ -337,6 +330,60 @@ export class Store<O extends KubeObject = KubeObject> {
     );
     opts.warnings?.push(...warnings);
     return this.toClient(result.object);
+  }
+
+  /**
+   * The object an update asks for, checked as a request's body: PUT's, or a patch or an apply of `current` as the
+   * caller sees it (hidden fields are neither read nor written by them).
+   */
+  private updatedObject(
+    source: UpdateSource,
+    current: KubeObject,
+    namespace: string | undefined,
+    name: string,
+  ): KubeObject {
+    const updated =
+      'replace' in source
+        ? structuredClone(source.replace)
+        : 'patch' in source
+          ? source.patch(this.visibleCopy(current))
+          : source.apply(this.visibleCopy(current));
+    if (!isPlainObject(updated)) throw errors.badRequest('the request body must be a JSON or YAML object');
+    checkTypeMeta(updated, this.def);
+    this.checkMetadataTypes(updated);
+    dropEmptyMetadataFields(updated.metadata);
+    this.checkNameOnUrl(updated, namespace, name);
+    return updated;
+  }
+
+  /**
+   * The steps of an update of the object to store, in this order (kube's rest.BeforeUpdate, then admission), with the
+   * main resource's steps or the status's: hidden fields carried over, prepared by the kind, unknown fields dropped,
+   * validated, warned about, admitted by the kind, its ownerReferences allowed, its generation counted. Answers the
+   * warnings, the ratcheted rules' first.
+   */
+  private async beforeUpdate(
+    steps: UpdateSteps,
+    next: KubeObject,
+    current: KubeObject,
+    opts: WriteOptions,
+  ): Promise<string[]> {
+    if (this.strategy.hiddenFields) carryOverFields(next, current, this.strategy.hiddenFields);
+    steps.prepare(next, current, opts.user);
+    dropUnknownFields(next, this.def.schema, this.def, opts, this.restricting(current));
+    const ratcheted: string[] = [];
+    const errs = this.validate(next, current, ratcheted);
+    if (errs.length) throw errors.invalid(this.def.groupKind, next.metadata.name ?? '', errs);
+    const warnings = [...ratcheted, ...steps.warnings(next, current)];
+    await steps.admit?.(next, current, opts, this.admitContext());
+    await this.checkOwnerPermissions(next, current, opts);
+    steps.countGeneration?.(next, current);
+    return warnings;
+  }
+
+  /** What the kind's admission plugin may read and ask. */
+  private admitContext(): AdmitContext {
+    return { store: this.stores, connectCluster: this.connectCluster };
   }
 
   /**
@@ -493,23 +540,6 @@ export class Store<O extends KubeObject = KubeObject> {
     Object.assign(object, mutated);
   }
 
-  /**
-   * A status reports what the server observed (a Cluster's health, an access sync's outcome, a key's last use): only
-   * the server and system:masters write it, whatever an owner, an access entry or host RBAC grants. A fake condition
-   * would otherwise be believed by every reader.
-   */
-  private checkStatusWriter(namespace: string | undefined, name: string, verb: string, opts: WriteOptions): void {
-    const { user } = opts;
-    if (!user || isMaster(user)) return;
-    const scope =
-      this.def.namespaced && namespace ? `in the namespace ${JSON.stringify(namespace)}` : 'at the cluster scope';
-    throw errors.forbidden(
-      this.def.groupResource,
-      name,
-      `User ${JSON.stringify(user.name)} cannot ${verb} resource ${JSON.stringify(`${this.def.plural}/status`)} in API group ${JSON.stringify(this.def.group)} ${scope}: the status of ${this.def.plural} is written by the server and by members of system:masters only`,
-    );
-  }
-
   /** The kind's restricting parts, for field validation; `old` is the stored object of an update. */
   private restricting(old?: KubeObject): RestrictingFields | undefined {
     const paths = this.strategy.restrictingFields;
@@ -569,43 +599,6 @@ export class Store<O extends KubeObject = KubeObject> {
     }
     if (rv !== current.metadata.resourceVersion)
       throw errors.conflict(this.def.groupResource, name, errors.OBJECT_MODIFIED);
-  }
-
-  /** A write to the main resource: status and server-owned metadata stay as stored. */
-  private mainUpdate(obj: KubeObject, current: KubeObject): KubeObject {
-    if (this.def.hasStatus) {
-      if (current.status === undefined) delete obj.status;
-      else obj.status = current.status;
-    }
-    const meta = obj.metadata;
-    const old = current.metadata;
-    delete meta.selfLink;
-    meta.generation = old.generation;
-    meta.uid ||= old.uid;
-    if (!meta.creationTimestamp || sameInstant(meta.creationTimestamp, old.creationTimestamp))
-      meta.creationTimestamp = old.creationTimestamp;
-    if (old.deletionTimestamp) meta.deletionTimestamp = old.deletionTimestamp;
-    if (old.deletionGracePeriodSeconds !== undefined && meta.deletionGracePeriodSeconds === undefined) {
-      meta.deletionGracePeriodSeconds = old.deletionGracePeriodSeconds;
-    }
-    return obj;
-  }
-
-  /** A write to /status: only status is taken from the request. */
-  private statusUpdate(obj: KubeObject, current: KubeObject): KubeObject {
-    const next = structuredClone(current);
-    if (obj.status === undefined) delete next.status;
-    else next.status = obj.status;
-    return next;
-  }
-
-  /** generation counts changes outside metadata (and outside status, which has its own subresource). */
-  private specChanged(next: KubeObject, current: KubeObject): boolean {
-    const strip = (o: KubeObject) => {
-      const { metadata: _m, status, ...rest } = o;
-      return this.def.hasStatus ? rest : { ...rest, status };
-    };
-    return !jsonEqual(strip(next), strip(current));
   }
 
   /** What the field manager needs to know of this kind and this moment. */

@@ -126,56 +126,61 @@ export interface KindAdmission<O extends KubeObject = KubeObject> {
   admitUpdate?(obj: O, old: O, caller: Caller, context: AdmitContext): Promise<void>;
 }
 
-/** The rules of a kind whose objects are `O` (its generated type, src/kinds/<kind>/types.ts). */
-export interface Strategy<O extends KubeObject = KubeObject> {
+/**
+ * What a kind does to a new object, in the order the store runs it (kube's RESTCreateStrategy, as far as the kinds use
+ * it): prepare, then validate, then warn; `createResponse` shapes the answer.
+ */
+export interface CreateStrategy<O extends KubeObject = KubeObject> {
   /**
-   * Set when the kind's objects carry `spec.owner` and `spec.access` (src/access); `hostRbac` when the access sync
-   * makes them Roles and bindings in the host cluster, which the Helm chart must then let the server grant.
+   * Fills in what the kind decides for a new object before it is validated (defaults, generated values),
+   * knowing who asks. May throw a StatusError (e.g. 403 for something this caller may not ask for).
    */
-  access?: { hostRbac: boolean };
+  prepareForCreate?(obj: O, user: UserInfo | undefined): void;
+  /** Extra validation of a new object; runs after its schema and metadata validated cleanly. */
+  validate?(obj: O): FieldError[];
+  /**
+   * Warnings about a valid new object, for the client (`Warning: 299` headers), as kube's WarningsOnCreate: for what
+   * is allowed but most likely a mistake.
+   */
+  warningsOnCreate?(obj: O): string[];
+  /** The answer to a create, from what clients see of the stored object and the prepared one (e.g. to show a generated key once). */
+  createResponse?(shown: O, prepared: O): O;
+}
+
+/** The same for an update of the main resource (kube's RESTUpdateStrategy): PUT, PATCH of every type, apply. */
+export interface UpdateStrategy<O extends KubeObject = KubeObject> {
+  /** Fills in what the kind decides, as prepareForCreate does; `old` is the object as stored. */
+  prepareForUpdate?(obj: O, old: O, user: UserInfo | undefined): void;
+  /** Extra validation of an update, of the status subresource's too; defaults to `validate` of the new object. */
+  validateUpdate?(obj: O, old: O): FieldError[];
+  /** Warnings about a valid update, as warningsOnCreate. */
+  warningsOnUpdate?(obj: O, old: O): string[];
+}
+
+/**
+ * A write of the status subresource (every verb: PUT, PATCH, apply; dry run too), which is its own update, as kube's
+ * status strategy is (apiextensions-apiserver status_strategy.go): validated as an update of the kind, never warned
+ * about, no kind admission.
+ */
+export interface StatusStrategy<O extends KubeObject = KubeObject> {
+  /** The kind's preparation of the new object, as prepareForUpdate's; `old` is the object as stored. */
+  prepareForStatusUpdate?(obj: O, old: O, user: UserInfo | undefined): void;
+}
+
+/** What a kind says of a DELETE (kube's RESTDeleteStrategy, as far as the kinds use it). */
+export interface DeleteStrategy<O extends KubeObject = KubeObject> {
+  /** Warnings, from the object as stored: what the deletion does beyond the object itself. */
+  warningsOnDelete?(obj: O): string[];
+}
+
+/** How a kind's objects are stored and shown: what of them is kept as written, stored otherwise, or never shown. */
+export interface StoredForm<O extends KubeObject = KubeObject> {
   /**
    * The parts of the kind that restrict access (an access key's scope, an object's access list): an unknown or
    * duplicate field there is refused whatever fieldValidation says, and what is stored there is never pruned
    * (decoding.ts RestrictingFields).
    */
   restrictingFields?: readonly FieldPath[];
-  /** Extra validation of a new object; runs after its schema and metadata validated cleanly. */
-  validate?(obj: O): FieldError[];
-  /** Extra validation of an update; defaults to `validate` of the new object. */
-  validateUpdate?(obj: O, old: O): FieldError[];
-  /**
-   * Warnings about a valid new object, for the client (`Warning: 299` headers), as kube's WarningsOnCreate: for what
-   * is allowed but most likely a mistake.
-   */
-  warningsOnCreate?(obj: O): string[];
-  /** The same for a valid update of the main resource. */
-  warningsOnUpdate?(obj: O, old: O): string[];
-  /** The same for a delete, from the object as stored: what the deletion does beyond the object itself. */
-  warningsOnDelete?(obj: O): string[];
-  /** Extra Table columns, merged into the CRD's printer columns (see http/table.ts). */
-  printerColumns?: readonly ComputedPrinterColumn<O>[];
-  /**
-   * Fills in what the kind decides for a new object before it is validated (defaults, generated values),
-   * knowing who asks. May throw a StatusError (e.g. 403 for something this caller may not ask for).
-   */
-  prepareForCreate?(obj: O, user: UserInfo | undefined): void;
-  /** The same for an update of the main resource; `old` is the object as stored. */
-  prepareForUpdate?(obj: O, old: O, user: UserInfo | undefined): void;
-  /** The same for a write of the status subresource (every verb: PUT, PATCH, apply; dry run too). */
-  prepareForStatusUpdate?(obj: O, old: O, user: UserInfo | undefined): void;
-  /** The kind's admission plugin: its checks against other objects, run after its validation. */
-  admission?: KindAdmission<O>;
-  /**
-   * What an object of the kind holds alone (e.g. the one virtual cluster an instance manages), as names unique among
-   * the kind's claims, computed from fields fixed at create. Storage keeps each claim beside the object, written in
-   * the transaction that creates it and deleted in the one that deletes it (storage/interface.ts ClaimHolder), so two
-   * creates never both hold one, whatever checks ran before.
-   */
-  claims?: {
-    of(obj: O): string[];
-    /** The error (a 409) for a create of `obj` when `holder` holds one of its claims; `user` is who asks. */
-    taken(obj: O, holder: ClaimHolderRef, user: UserInfo | undefined): Error;
-  };
   /** The stored form of a validated object (e.g. a secret replaced by its hash); default: the object itself. */
   toStorage?(obj: O): O;
   /**
@@ -183,6 +188,42 @@ export interface Strategy<O extends KubeObject = KubeObject> {
    * patches and applies act on, and carried over from the stored object by every update (see hiddenfields.ts).
    */
   hiddenFields?: readonly FieldPath[];
-  /** The answer to a create, from what clients see of the stored object and the prepared one (e.g. to show a generated key once). */
-  createResponse?(shown: O, prepared: O): O;
+}
+
+/** A kind's columns in `kubectl get` Tables, besides its CRD's. */
+export interface TableColumns<O extends KubeObject = KubeObject> {
+  /** Extra Table columns, merged into the CRD's printer columns (see http/table.ts). */
+  printerColumns?: readonly ComputedPrinterColumn<O>[];
+}
+
+/**
+ * What an object of the kind holds alone (e.g. the one virtual cluster an instance manages), as names unique among
+ * the kind's claims, computed from fields fixed at create. Storage keeps each claim beside the object, written in the
+ * transaction that creates it and deleted in the one that deletes it (storage/interface.ts ClaimHolder), so two
+ * creates never both hold one, whatever checks ran before.
+ */
+export interface Claims<O extends KubeObject = KubeObject> {
+  of(obj: O): string[];
+  /** The error (a 409) for a create of `obj` when `holder` holds one of its claims; `user` is who asks. */
+  taken(obj: O, holder: ClaimHolderRef, user: UserInfo | undefined): Error;
+}
+
+/**
+ * Declared by a kind whose objects carry `spec.owner` and `spec.access` (src/access); `hostRbac` when the access sync
+ * makes them Roles and bindings in the host cluster, which the Helm chart must then let the server grant.
+ */
+export interface OwnerAccess {
+  hostRbac: boolean;
+}
+
+/**
+ * The rules of a kind whose objects are `O` (its generated type, src/kinds/<kind>/types.ts): each of the small
+ * strategies above, and what it declares besides. The store takes each part for its own steps (store.ts).
+ */
+export interface Strategy<O extends KubeObject = KubeObject>
+  extends CreateStrategy<O>, UpdateStrategy<O>, StatusStrategy<O>, DeleteStrategy<O>, StoredForm<O>, TableColumns<O> {
+  access?: OwnerAccess;
+  /** The kind's admission plugin: its checks against other objects, run after its validation. */
+  admission?: KindAdmission<O>;
+  claims?: Claims<O>;
 }

@@ -48,7 +48,7 @@ import { GROUP_NAME } from '../../apimachinery/group.js';
 import * as errors from '../../apimachinery/status.js';
 import { isPlainObject, type KubeObject } from '../../apimachinery/types.js';
 import { isMaster, TEAM_GROUP_PREFIX, teamsOf, type UserInfo } from '../../apimachinery/user.js';
-import type { Strategy } from '../../registry/strategy.js';
+import type { CreateStrategy, StatusStrategy, StoredForm, Strategy, UpdateStrategy } from '../../registry/strategy.js';
 import { restrictionWidening } from '../../access/scopecover.js';
 import { validateScopeAndRules } from './scope.js';
 import type { OwnedAccessKey, OwnedAccessKeySpec } from './types.js';
@@ -337,7 +337,8 @@ function validateSpec(obj: OwnedAccessKey): FieldError[] {
 export const KEY_SHOWN_ONCE_WARNING =
   "spec.key is shown only in this answer and can never be read again: keep it now (kubectl create -f key.yaml -o jsonpath='{.spec.key}')";
 
-export const ownedAccessKeyStrategy: Strategy<OwnedAccessKey> = {
+/** What is kept of a key: every field of its spec as written, the key as its hash only, never shown. */
+const keyStoredForm: StoredForm<OwnedAccessKey> = {
   // Every field of a key narrows what it may do (scope, rules, disabled, ttl, ...): none is ever dropped unread.
   restrictingFields: [['spec']],
   hiddenFields: [
@@ -345,6 +346,15 @@ export const ownedAccessKeyStrategy: Strategy<OwnedAccessKey> = {
     ['spec', 'identity', 'connectorData'],
   ],
 
+  toStorage(obj: OwnedAccessKey): KubeObject {
+    const key = obj.spec?.key;
+    if (typeof key !== 'string' || isKeyHash(key)) return obj;
+    return { ...obj, spec: { ...obj.spec, key: hashAccessKey(key) } };
+  },
+};
+
+/** A new key: its owner defaulted, who may make it checked, its key generated and shown in the answer alone. */
+const keyCreate: CreateStrategy<OwnedAccessKey> = {
   prepareForCreate(obj: OwnedAccessKey, user: UserInfo | undefined): void {
     obj.spec ??= {};
     // A spec of another type is the schema's to report.
@@ -364,6 +374,25 @@ export const ownedAccessKeyStrategy: Strategy<OwnedAccessKey> = {
     scrubLastApplied(obj);
   },
 
+  validate(obj: OwnedAccessKey): FieldError[] {
+    const errs = validateSpec(obj);
+    validateKey(obj.spec?.key, errs);
+    return errs;
+  },
+
+  // The key is in this one answer only: a plain `kubectl create -f` prints just the name, so the warning says so
+  // before the key is lost.
+  warningsOnCreate: () => [KEY_SHOWN_ONCE_WARNING],
+
+  createResponse(shown: KubeObject, prepared: KubeObject): KubeObject {
+    const key = prepared.spec?.key;
+    if (typeof key !== 'string' || isKeyHash(key)) return shown;
+    return { ...shown, spec: { ...shown.spec, key } };
+  },
+};
+
+/** An update: the key kept as stored, and outside system:masters only ever weaker. */
+const keyUpdate: UpdateStrategy<OwnedAccessKey> = {
   prepareForUpdate(obj: OwnedAccessKey, old: OwnedAccessKey, user: UserInfo | undefined): void {
     obj.spec ??= {};
     if (!isPlainObject(obj.spec)) return;
@@ -380,20 +409,6 @@ export const ownedAccessKeyStrategy: Strategy<OwnedAccessKey> = {
     }
     checkWeakensOnly(obj, old, user);
     scrubLastApplied(obj);
-  },
-
-  validate(obj: OwnedAccessKey): FieldError[] {
-    const errs = validateSpec(obj);
-    validateKey(obj.spec?.key, errs);
-    return errs;
-  },
-
-  /**
-   * The server records a key's last use (the activity recorder passes no user); besides it, only system:masters
-   * writes a status (the store's rule for every kind), and not with a scoped credential.
-   */
-  prepareForStatusUpdate(obj: OwnedAccessKey, old: OwnedAccessKey, user: UserInfo | undefined): void {
-    if (user) checkUnrestricted(old.metadata.name ?? obj.metadata.name ?? '', user, 'update');
   },
 
   /** On update the key is the stored hash by now (prepareForUpdate); a status write leaves it as stored. */
@@ -414,20 +429,21 @@ export const ownedAccessKeyStrategy: Strategy<OwnedAccessKey> = {
     }
     return errs;
   },
+};
 
-  toStorage(obj: OwnedAccessKey): KubeObject {
-    const key = obj.spec?.key;
-    if (typeof key !== 'string' || isKeyHash(key)) return obj;
-    return { ...obj, spec: { ...obj.spec, key: hashAccessKey(key) } };
+const keyStatus: StatusStrategy<OwnedAccessKey> = {
+  /**
+   * The server records a key's last use (the activity recorder passes no user); besides it, only system:masters
+   * writes a status (the store's rule for every kind), and not with a scoped credential.
+   */
+  prepareForStatusUpdate(obj: OwnedAccessKey, old: OwnedAccessKey, user: UserInfo | undefined): void {
+    if (user) checkUnrestricted(old.metadata.name ?? obj.metadata.name ?? '', user, 'update');
   },
+};
 
-  // The key is in this one answer only: a plain `kubectl create -f` prints just the name, so the warning says so
-  // before the key is lost.
-  warningsOnCreate: () => [KEY_SHOWN_ONCE_WARNING],
-
-  createResponse(shown: KubeObject, prepared: KubeObject): KubeObject {
-    const key = prepared.spec?.key;
-    if (typeof key !== 'string' || isKeyHash(key)) return shown;
-    return { ...shown, spec: { ...shown.spec, key } };
-  },
+export const ownedAccessKeyStrategy: Strategy<OwnedAccessKey> = {
+  ...keyStoredForm,
+  ...keyCreate,
+  ...keyUpdate,
+  ...keyStatus,
 };

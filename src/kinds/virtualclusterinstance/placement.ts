@@ -40,9 +40,9 @@ import { isString, keepServerStatus } from '../../registry/serverstatus.js';
 import type {
   Caller,
   ClaimHolderRef,
+  Claims,
   ConnectedCluster,
   ReadStore,
-  Strategy,
   StoredObjects,
 } from '../../registry/strategy.js';
 import { ALL_CLUSTERS, allowedClusters } from '../project/allowedclusters.js';
@@ -266,7 +266,7 @@ function alreadyImported(
 }
 
 /** VirtualClusterInstance's claims: the virtual cluster it manages (see the top). */
-export const virtualClusterClaims: NonNullable<Strategy['claims']> = {
+export const virtualClusterClaims: Claims = {
   of(obj) {
     const identity = virtualClusterIdentity(instanceRef(obj));
     return identity ? [identity] : [];
