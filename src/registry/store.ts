@@ -32,7 +32,8 @@ import { isPlainObject, type KubeList, type KubeObject } from '../apimachinery/t
 import type { UserInfo } from '../apimachinery/user.js';
 import { isValidPathSegmentName, nameIsDNSSubdomain } from '../apimachinery/validation.js';
 import { interpretStorageError } from '../storage/errors.js';
-import { ClaimTakenError, StorageError, type Storage } from '../storage/interface.js';
+import { ClaimTakenError, PreconditionFailedError, StorageError, type Storage } from '../storage/interface.js';
+import { checkPreconditions } from '../storage/preconditions.js';
 import type { WatchCache } from '../storage/cacher.js';
 import { turnMemo } from '../storage/turnmemo.js';
 import {
@@ -304,13 +305,10 @@ export class Store<O extends KubeObject = KubeObject> {
             this.checkNameOnUrl(updated, namespace, name);
           }
           this.checkResourceVersion(updated, current, name);
-          if ('replace' in source && updated.metadata.uid && updated.metadata.uid !== current.metadata.uid) {
-            throw errors.conflict(
-              this.def.groupResource,
-              name,
-              `Precondition failed: UID in precondition: ${updated.metadata.uid}, UID in object meta: ${current.metadata.uid}`,
-            );
-          }
+          // A PUT's body names the object it replaces by its uid (kube's defaultUpdatedObjectInfo.Preconditions), checked
+          // here rather than among the storage's preconditions, which come before this function: a body wrong in more
+          // than one way is answered as it always was, for its first fault.
+          if ('replace' in source) checkPreconditions(key, { uid: updated.metadata.uid }, current);
           const next = steps.take(updated, current);
           warnings = await this.beforeUpdate(steps, next, current, opts);
           if (!('apply' in source)) this.recordFieldManager(next, current, opts, steps.subresource);
@@ -440,7 +438,6 @@ export class Store<O extends KubeObject = KubeObject> {
       this.storage.guaranteedUpdate<KubeObject>(
         key,
         async (obj) => {
-          this.checkDeletePreconditions(obj, opts);
           await this.runValidatingAdmission(
             await this.runMutatingAdmission('DELETE', namespace, name, '', undefined, obj, opts),
           );
@@ -448,6 +445,7 @@ export class Store<O extends KubeObject = KubeObject> {
           return markDeleting(obj, opts);
         },
         {
+          preconditions: opts.preconditions,
           deleteInstead: (obj) => !obj.metadata.finalizers?.length,
           claims: (current) => this.claimKeys(current),
           dryRun: opts.dryRun,
@@ -674,24 +672,23 @@ export class Store<O extends KubeObject = KubeObject> {
     if (errs.length) throw errors.invalid(this.def.groupKind, obj.metadata.name ?? '', errs);
   }
 
-  private checkDeletePreconditions(current: KubeObject, opts: DeleteOptions): void {
-    const p = opts.preconditions;
+  /**
+   * A DELETE's 409 for preconditions that do not hold, in kube's words for it (rest.BeforeDelete's, which name the
+   * kind where other conflicts name the resource), not storage's.
+   */
+  private deletePreconditionFailed(err: PreconditionFailedError, name: string): errors.StatusError {
     const gr = { group: this.def.group, resource: this.def.kind };
-    const name = current.metadata.name ?? '';
-    if (p?.uid && p.uid !== current.metadata.uid) {
-      throw errors.conflict(
-        gr,
-        name,
-        `the UID in the precondition (${p.uid}) does not match the UID in record (${current.metadata.uid}). The object might have been deleted and then recreated`,
-      );
-    }
-    if (p?.resourceVersion && p.resourceVersion !== current.metadata.resourceVersion) {
-      throw errors.conflict(
-        gr,
-        name,
-        `the ResourceVersion in the precondition (${p.resourceVersion}) does not match the ResourceVersion in record (${current.metadata.resourceVersion}). The object might have been modified`,
-      );
-    }
+    return err.precondition === 'uid'
+      ? errors.conflict(
+          gr,
+          name,
+          `the UID in the precondition (${err.expected}) does not match the UID in record (${err.actual}). The object might have been deleted and then recreated`,
+        )
+      : errors.conflict(
+          gr,
+          name,
+          `the ResourceVersion in the precondition (${err.expected}) does not match the ResourceVersion in record (${err.actual}). The object might have been modified`,
+        );
   }
 
   /** 409 for a taken name; kube says so differently when the holder is on its way out. */
@@ -722,12 +719,17 @@ export class Store<O extends KubeObject = KubeObject> {
     return this.strategy.claims!.taken(obj, { namespace, name: name ?? '' }, user);
   }
 
-  /** Storage failures in terms of this resource (a taken name or claim is the caller's to answer: see createObject). */
+  /**
+   * Storage failures in terms of this resource (a taken name or claim is the caller's to answer: see createObject; a
+   * DELETE's preconditions that do not hold have words of their own, as in kube).
+   */
   private async storageCall<T>(operation: string, name: string, fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (err) {
       if (err instanceof StorageError && (err.code === 'KeyExists' || err.code === 'ClaimTaken')) throw err;
+      if (err instanceof PreconditionFailedError && operation === 'delete')
+        throw this.deletePreconditionFailed(err, name);
       throw interpretStorageError(err, { groupResource: this.def.groupResource, name, operation });
     }
   }
