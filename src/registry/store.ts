@@ -32,17 +32,11 @@ import { isPlainObject, type KubeList, type KubeObject } from '../apimachinery/t
 import type { UserInfo } from '../apimachinery/user.js';
 import { isValidPathSegmentName, nameIsDNSSubdomain } from '../apimachinery/validation.js';
 import { interpretStorageError } from '../storage/errors.js';
-import { ClaimTakenError, PreconditionFailedError, StorageError, type Storage } from '../storage/interface.js';
+import { ClaimTakenError, PreconditionFailedError, StorageError } from '../storage/interface.js';
 import { checkPreconditions } from '../storage/preconditions.js';
-import type { WatchCache } from '../storage/cacher.js';
+import type { CachedStorage } from '../storage/cachedstorage.js';
 import { turnMemo } from '../storage/turnmemo.js';
-import {
-  ResourceReader,
-  type ListOptions,
-  type RunningWatch,
-  type WatchOptions,
-  type WatchSink,
-} from '../storage/reader.js';
+import type { ListOptions, RunningWatch, WatchOptions, WatchSink } from '../storage/reader.js';
 import { checkTypeMeta, dropUnknownFields, type FieldValidationOptions, type RestrictingFields } from './decoding.js';
 import type { ResourceDefinition } from './definitions.js';
 import { carryOverFields, withoutFields } from './hiddenfields.js';
@@ -100,15 +94,14 @@ const validateMetaSchema = compileSchema(objectMetaSchema, 'metadata');
 /** The store of one kind; `O` is the type of its objects (`registry.store(ProjectSecret)` is a Store<ProjectSecret>). */
 export class Store<O extends KubeObject = KubeObject> {
   private readonly validateSchema: SchemaValidator;
-  private readonly reader: ResourceReader;
   /** What watchers are sent of each object during this turn: one copy without hidden fields, encoded once for all. */
   private readonly clientViews = turnMemo<KubeObject, KubeObject>();
 
   constructor(
     readonly def: ResourceDefinition,
     readonly strategy: Strategy,
-    private readonly storage: Storage,
-    private readonly cache: WatchCache<KubeObject>,
+    /** The kind's storage: etcd with its group's watch cache in front, which decides where each read is served. */
+    private readonly storage: CachedStorage,
     private readonly prefix: string,
     /** The other stores, for the kind's admission plugin. */
     private readonly stores: StoreLookup = (kind) => {
@@ -122,13 +115,14 @@ export class Store<O extends KubeObject = KubeObject> {
     private readonly connectCluster: ConnectCluster = (name) =>
       Promise.reject(errors.serviceUnavailable(`Cluster ${JSON.stringify(name)} is not connected`)),
   ) {
-    this.reader = new ResourceReader(def, storage, cache);
     const { metadata: _m, ...properties } = def.schema.properties ?? {};
     this.validateSchema = compileSchema({ ...def.schema, properties });
   }
 
   async get(namespace: string | undefined, name: string, resourceVersion?: string): Promise<O> {
-    const obj = await this.storageCall('get', name, () => this.reader.get(this.key(namespace, name), resourceVersion));
+    const obj = await this.storageCall('get', name, () =>
+      this.storage.get<KubeObject>(this.key(namespace, name), resourceVersion),
+    );
     if (!obj) throw errors.notFound(this.def.groupResource, name);
     // The schema checked every stored object of the kind.
     return this.toClient(obj) as O;
@@ -144,7 +138,9 @@ export class Store<O extends KubeObject = KubeObject> {
 
   /** Objects in a namespace, or in all namespaces when `namespace` is undefined; items may be encoded (`decoded`). */
   async list(namespace: string | undefined, opts: ListOptions = {}): Promise<ObjectList> {
-    const list = await this.storageCall('list', '', () => this.reader.list(this.collectionKey(namespace), opts));
+    const list = await this.storageCall('list', '', () =>
+      this.storage.listObjects(this.collectionKey(namespace), opts),
+    );
     return this.strategy.hiddenFields ? { ...list, items: list.items.map((o) => this.toClient(decoded(o))) } : list;
   }
 
@@ -152,7 +148,7 @@ export class Store<O extends KubeObject = KubeObject> {
     const out: WatchSink = this.strategy.hiddenFields
       ? { ...sink, event: (type, obj) => sink.event(type, this.clientView(obj)) }
       : sink;
-    return this.storageCall('watch', '', () => this.reader.watch(this.collectionKey(namespace), opts, out));
+    return this.storageCall('watch', '', () => this.storage.watchObjects(this.collectionKey(namespace), opts, out));
   }
 
   private clientView(obj: KubeObject): KubeObject {
@@ -321,8 +317,6 @@ export class Store<O extends KubeObject = KubeObject> {
           deleteInstead: (next) => !!next.metadata.deletionTimestamp && !next.metadata.finalizers?.length,
           claims: (current) => this.claimKeys(current),
           dryRun: opts.dryRun,
-          // Saves reading etcd first; the compare-and-swap still decides (see UpdateOptions.cached).
-          cached: this.cache.get(key)?.object,
         },
       ),
     );
@@ -449,7 +443,6 @@ export class Store<O extends KubeObject = KubeObject> {
           deleteInstead: (obj) => !obj.metadata.finalizers?.length,
           claims: (current) => this.claimKeys(current),
           dryRun: opts.dryRun,
-          cached: this.cache.get(key)?.object,
         },
       ),
     );

@@ -178,10 +178,10 @@ export interface UpdateOptions<T> {
    */
   dryRun?: boolean;
   /**
-   * The object as the watch cache holds it (kube's cachedExistingObject): tried first instead of reading etcd. A
-   * cache that is behind costs a retry, never a lost update: the compare-and-swap fails and answers with the current
-   * object, and preconditions that fail, a tryUpdate that throws, or one that finds nothing to write, run again on a
-   * fresh read before that counts.
+   * The object as the watch cache holds it (kube's cachedExistingObject; CachedStorage gives it): tried first instead
+   * of reading etcd. A cache that is behind costs a retry, never a lost update: the compare-and-swap fails and answers
+   * with the current object, and preconditions that fail, a tryUpdate that throws, or one that finds nothing to write,
+   * run again on a fresh read before that counts.
    */
   cached?: T;
   /** The claims of the stored object (see ClaimHolder): those it holds are deleted with it when deleteInstead says so. */
