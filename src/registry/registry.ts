@@ -3,6 +3,7 @@ import type { Admission } from '../apimachinery/admission.js';
 import type { KindRef, KubeObject } from '../apimachinery/types.js';
 import { grantsText } from '../access/model.js';
 import { selectionAttributes } from '../apimachinery/selection.js';
+import { CachedStorage } from '../storage/cachedstorage.js';
 import { WatchCache } from '../storage/cacher.js';
 import type { CachedAttributes, Storage } from '../storage/interface.js';
 import type { ResourceDefinition } from './definitions.js';
@@ -35,7 +36,11 @@ const notConnected: ConnectCluster = (name) =>
 export class Registry {
   private readonly stores = new Map<string, Store>();
   private readonly byKind = new Map<string, Store>();
-  /** One watch cache per API group: a single etcd watch feeds every resource of the group. */
+  /**
+   * One watch cache per API group: a single etcd watch feeds every resource of the group. Each store reads it through
+   * its CachedStorage; the registry starts and stops them, and what reads a whole group (the access keys'
+   * authenticator, the metrics) takes them from here.
+   */
   readonly caches = new Map<string, WatchCache<KubeObject>>();
 
   constructor(
@@ -58,8 +63,7 @@ export class Registry {
       const store = new Store(
         def,
         strategies[def.kind] ?? {},
-        storage,
-        this.caches.get(def.group)!,
+        new CachedStorage(def, storage, this.caches.get(def.group)!),
         etcdPrefix,
         (kind) => this.store(kind),
         () => dependencies.ownerDeletion?.(),

@@ -32,16 +32,11 @@ import { isPlainObject, type KubeList, type KubeObject } from '../apimachinery/t
 import type { UserInfo } from '../apimachinery/user.js';
 import { isValidPathSegmentName, nameIsDNSSubdomain } from '../apimachinery/validation.js';
 import { interpretStorageError } from '../storage/errors.js';
-import { ClaimTakenError, StorageError, type Storage } from '../storage/interface.js';
-import type { WatchCache } from '../storage/cacher.js';
+import { ClaimTakenError, PreconditionFailedError, StorageError } from '../storage/interface.js';
+import { checkPreconditions } from '../storage/preconditions.js';
+import type { CachedStorage } from '../storage/cachedstorage.js';
 import { turnMemo } from '../storage/turnmemo.js';
-import {
-  ResourceReader,
-  type ListOptions,
-  type RunningWatch,
-  type WatchOptions,
-  type WatchSink,
-} from '../storage/reader.js';
+import type { ListOptions, RunningWatch, WatchOptions, WatchSink } from '../storage/reader.js';
 import { checkTypeMeta, dropUnknownFields, type FieldValidationOptions, type RestrictingFields } from './decoding.js';
 import type { ResourceDefinition } from './definitions.js';
 import { carryOverFields, withoutFields } from './hiddenfields.js';
@@ -99,15 +94,14 @@ const validateMetaSchema = compileSchema(objectMetaSchema, 'metadata');
 /** The store of one kind; `O` is the type of its objects (`registry.store(ProjectSecret)` is a Store<ProjectSecret>). */
 export class Store<O extends KubeObject = KubeObject> {
   private readonly validateSchema: SchemaValidator;
-  private readonly reader: ResourceReader;
   /** What watchers are sent of each object during this turn: one copy without hidden fields, encoded once for all. */
   private readonly clientViews = turnMemo<KubeObject, KubeObject>();
 
   constructor(
     readonly def: ResourceDefinition,
     readonly strategy: Strategy,
-    private readonly storage: Storage,
-    private readonly cache: WatchCache<KubeObject>,
+    /** The kind's storage: etcd with its group's watch cache in front, which decides where each read is served. */
+    private readonly storage: CachedStorage,
     private readonly prefix: string,
     /** The other stores, for the kind's admission plugin. */
     private readonly stores: StoreLookup = (kind) => {
@@ -121,13 +115,14 @@ export class Store<O extends KubeObject = KubeObject> {
     private readonly connectCluster: ConnectCluster = (name) =>
       Promise.reject(errors.serviceUnavailable(`Cluster ${JSON.stringify(name)} is not connected`)),
   ) {
-    this.reader = new ResourceReader(def, storage, cache);
     const { metadata: _m, ...properties } = def.schema.properties ?? {};
     this.validateSchema = compileSchema({ ...def.schema, properties });
   }
 
   async get(namespace: string | undefined, name: string, resourceVersion?: string): Promise<O> {
-    const obj = await this.storageCall('get', name, () => this.reader.get(this.key(namespace, name), resourceVersion));
+    const obj = await this.storageCall('get', name, () =>
+      this.storage.get<KubeObject>(this.key(namespace, name), resourceVersion),
+    );
     if (!obj) throw errors.notFound(this.def.groupResource, name);
     // The schema checked every stored object of the kind.
     return this.toClient(obj) as O;
@@ -143,7 +138,9 @@ export class Store<O extends KubeObject = KubeObject> {
 
   /** Objects in a namespace, or in all namespaces when `namespace` is undefined; items may be encoded (`decoded`). */
   async list(namespace: string | undefined, opts: ListOptions = {}): Promise<ObjectList> {
-    const list = await this.storageCall('list', '', () => this.reader.list(this.collectionKey(namespace), opts));
+    const list = await this.storageCall('list', '', () =>
+      this.storage.listObjects(this.collectionKey(namespace), opts),
+    );
     return this.strategy.hiddenFields ? { ...list, items: list.items.map((o) => this.toClient(decoded(o))) } : list;
   }
 
@@ -151,7 +148,7 @@ export class Store<O extends KubeObject = KubeObject> {
     const out: WatchSink = this.strategy.hiddenFields
       ? { ...sink, event: (type, obj) => sink.event(type, this.clientView(obj)) }
       : sink;
-    return this.storageCall('watch', '', () => this.reader.watch(this.collectionKey(namespace), opts, out));
+    return this.storageCall('watch', '', () => this.storage.watchObjects(this.collectionKey(namespace), opts, out));
   }
 
   private clientView(obj: KubeObject): KubeObject {
@@ -304,13 +301,10 @@ export class Store<O extends KubeObject = KubeObject> {
             this.checkNameOnUrl(updated, namespace, name);
           }
           this.checkResourceVersion(updated, current, name);
-          if ('replace' in source && updated.metadata.uid && updated.metadata.uid !== current.metadata.uid) {
-            throw errors.conflict(
-              this.def.groupResource,
-              name,
-              `Precondition failed: UID in precondition: ${updated.metadata.uid}, UID in object meta: ${current.metadata.uid}`,
-            );
-          }
+          // A PUT's body names the object it replaces by its uid (kube's defaultUpdatedObjectInfo.Preconditions), checked
+          // here rather than among the storage's preconditions, which come before this function: a body wrong in more
+          // than one way is answered as it always was, for its first fault.
+          if ('replace' in source) checkPreconditions(key, { uid: updated.metadata.uid }, current);
           const next = steps.take(updated, current);
           warnings = await this.beforeUpdate(steps, next, current, opts);
           if (!('apply' in source)) this.recordFieldManager(next, current, opts, steps.subresource);
@@ -323,8 +317,6 @@ export class Store<O extends KubeObject = KubeObject> {
           deleteInstead: (next) => !!next.metadata.deletionTimestamp && !next.metadata.finalizers?.length,
           claims: (current) => this.claimKeys(current),
           dryRun: opts.dryRun,
-          // Saves reading etcd first; the compare-and-swap still decides (see UpdateOptions.cached).
-          cached: this.cache.get(key)?.object,
         },
       ),
     );
@@ -440,7 +432,6 @@ export class Store<O extends KubeObject = KubeObject> {
       this.storage.guaranteedUpdate<KubeObject>(
         key,
         async (obj) => {
-          this.checkDeletePreconditions(obj, opts);
           await this.runValidatingAdmission(
             await this.runMutatingAdmission('DELETE', namespace, name, '', undefined, obj, opts),
           );
@@ -448,10 +439,10 @@ export class Store<O extends KubeObject = KubeObject> {
           return markDeleting(obj, opts);
         },
         {
+          preconditions: opts.preconditions,
           deleteInstead: (obj) => !obj.metadata.finalizers?.length,
           claims: (current) => this.claimKeys(current),
           dryRun: opts.dryRun,
-          cached: this.cache.get(key)?.object,
         },
       ),
     );
@@ -674,24 +665,23 @@ export class Store<O extends KubeObject = KubeObject> {
     if (errs.length) throw errors.invalid(this.def.groupKind, obj.metadata.name ?? '', errs);
   }
 
-  private checkDeletePreconditions(current: KubeObject, opts: DeleteOptions): void {
-    const p = opts.preconditions;
+  /**
+   * A DELETE's 409 for preconditions that do not hold, in kube's words for it (rest.BeforeDelete's, which name the
+   * kind where other conflicts name the resource), not storage's.
+   */
+  private deletePreconditionFailed(err: PreconditionFailedError, name: string): errors.StatusError {
     const gr = { group: this.def.group, resource: this.def.kind };
-    const name = current.metadata.name ?? '';
-    if (p?.uid && p.uid !== current.metadata.uid) {
-      throw errors.conflict(
-        gr,
-        name,
-        `the UID in the precondition (${p.uid}) does not match the UID in record (${current.metadata.uid}). The object might have been deleted and then recreated`,
-      );
-    }
-    if (p?.resourceVersion && p.resourceVersion !== current.metadata.resourceVersion) {
-      throw errors.conflict(
-        gr,
-        name,
-        `the ResourceVersion in the precondition (${p.resourceVersion}) does not match the ResourceVersion in record (${current.metadata.resourceVersion}). The object might have been modified`,
-      );
-    }
+    return err.precondition === 'uid'
+      ? errors.conflict(
+          gr,
+          name,
+          `the UID in the precondition (${err.expected}) does not match the UID in record (${err.actual}). The object might have been deleted and then recreated`,
+        )
+      : errors.conflict(
+          gr,
+          name,
+          `the ResourceVersion in the precondition (${err.expected}) does not match the ResourceVersion in record (${err.actual}). The object might have been modified`,
+        );
   }
 
   /** 409 for a taken name; kube says so differently when the holder is on its way out. */
@@ -722,12 +712,17 @@ export class Store<O extends KubeObject = KubeObject> {
     return this.strategy.claims!.taken(obj, { namespace, name: name ?? '' }, user);
   }
 
-  /** Storage failures in terms of this resource (a taken name or claim is the caller's to answer: see createObject). */
+  /**
+   * Storage failures in terms of this resource (a taken name or claim is the caller's to answer: see createObject; a
+   * DELETE's preconditions that do not hold have words of their own, as in kube).
+   */
   private async storageCall<T>(operation: string, name: string, fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (err) {
       if (err instanceof StorageError && (err.code === 'KeyExists' || err.code === 'ClaimTaken')) throw err;
+      if (err instanceof PreconditionFailedError && operation === 'delete')
+        throw this.deletePreconditionFailed(err, name);
       throw interpretStorageError(err, { groupResource: this.def.groupResource, name, operation });
     }
   }

@@ -47,6 +47,9 @@ export function interpretStorageError(err: unknown, ctx: StorageErrorContext): u
       return errors.internalError(err);
     case 'Unreachable':
       return errors.serverTimeout(ctx.groupResource, ctx.operation);
+    case 'InvalidObj':
+      // As kube's InterpretUpdateError and InterpretDeleteError: preconditions that do not hold are a conflict.
+      return errors.conflict(ctx.groupResource, ctx.name, err.message);
     case 'ClaimTaken':
       // The store says which (its kind's strategy words it); this is the fallback.
       return errors.conflict(ctx.groupResource, ctx.name, 'another object holds what this one claims');

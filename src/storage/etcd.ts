@@ -14,6 +14,7 @@ import { EtcdClient, type EtcdClientOptions, type RawKv, type SwapResult } from 
 import { StoredValues, validJson, type Read } from './etcd/values.js';
 import { watchPrefix } from './etcd/watch.js';
 import { EtcdLeaseLock, type LeaseLock } from './leaselock.js';
+import { checkPreconditions } from './preconditions.js';
 import {
   StorageError,
   type AttributesOf,
@@ -291,10 +292,11 @@ export class EtcdStorage implements Storage {
       }
       let updated: T;
       try {
+        checkPreconditions(key, opts.preconditions, existing.object);
         updated = await tryUpdate(existing.object);
       } catch (err) {
         if (fresh) throw err;
-        // Perhaps only because the cache is behind (e.g. a resourceVersion it has not seen yet): ask etcd.
+        // Perhaps only because the cache is behind (e.g. a uid or resourceVersion it has not seen yet): ask etcd.
         current = await this.client.readRaw(key);
         fresh = true;
         continue;
@@ -333,17 +335,13 @@ export class EtcdStorage implements Storage {
     }
   }
 
-  async delete<T extends StoredObject>(
-    key: string,
-    precondition?: (current: T) => void | Promise<void>,
-    opts: DeleteOptions<T> = {},
-  ): Promise<T> {
+  async delete<T extends StoredObject>(key: string, opts: DeleteOptions<T> = {}): Promise<T> {
     let current = await this.client.readRaw(key);
     for (;;) {
       if (!current) throw new StorageError('KeyNotFound', key, `key not found: ${key}`);
       const read = current;
       const { plaintext, object } = await this.values.fromStorage<T>(key, read.value, read.modRevision);
-      await precondition?.(object);
+      checkPreconditions(key, opts.preconditions, object);
       const held = await this.claims.held(opts.claims?.(object) ?? [], key, object);
       const txn = await this.deleteSwap(key, read.modRevision, held);
       if (txn.succeeded) return decode<T>(plaintext, txn.revision);

@@ -23,7 +23,9 @@ export type StorageErrorCode =
   /** The stored value cannot be read or written by this server (encryption at rest: no key for it, or tampered). */
   | 'Internal'
   /** A create's claim (CreateOptions.claims) is held by another object that exists: ClaimTakenError names it. */
-  | 'ClaimTaken';
+  | 'ClaimTaken'
+  /** A write's Preconditions do not hold for the stored object (kube's ErrCodeInvalidObj): PreconditionFailedError. */
+  | 'InvalidObj';
 
 export class StorageError extends Error {
   constructor(
@@ -58,6 +60,34 @@ export class ClaimTakenError extends StorageError {
   ) {
     super('ClaimTaken', key, `claim ${key} is held by ${holder.key}`);
     this.name = 'ClaimTakenError';
+  }
+}
+
+/**
+ * What a write asks of the stored object before it changes it (kube's storage.Preconditions): checked by the storage
+ * on each object it reads, the watch cache's copy first and, when that fails them, etcd's. An empty value asks nothing.
+ */
+export interface Preconditions {
+  uid?: string;
+  resourceVersion?: string;
+}
+
+/** The stored object does not have the `precondition` asked for (`expected`): it has `actual`. */
+export class PreconditionFailedError extends StorageError {
+  constructor(
+    key: string,
+    readonly precondition: 'uid' | 'resourceVersion',
+    readonly expected: string,
+    readonly actual: string | undefined,
+  ) {
+    const name = precondition === 'uid' ? 'UID' : 'ResourceVersion';
+    // kube's words (Preconditions.Check), which clients of an update see.
+    super(
+      'InvalidObj',
+      key,
+      `Precondition failed: ${name} in precondition: ${expected}, ${name} in object meta: ${actual}`,
+    );
+    this.name = 'PreconditionFailedError';
   }
 }
 
@@ -135,6 +165,8 @@ export interface WatchHandle {
 }
 
 export interface UpdateOptions<T> {
+  /** Checked on each object read, before tryUpdate: PreconditionFailedError when they do not hold. */
+  preconditions?: Preconditions;
   /**
    * Asked about the result of each tryUpdate: when true the key is deleted (compare-and-swap on the same
    * revision) instead of written, e.g. when an update removes the last finalizer of an object being deleted.
@@ -146,9 +178,10 @@ export interface UpdateOptions<T> {
    */
   dryRun?: boolean;
   /**
-   * The object as the watch cache holds it (kube's cachedExistingObject): tried first instead of reading etcd. A
-   * cache that is behind costs a retry, never a lost update: the compare-and-swap fails and answers with the current
-   * object, and a tryUpdate that throws, or finds nothing to write, runs again on a fresh read before that counts.
+   * The object as the watch cache holds it (kube's cachedExistingObject; CachedStorage gives it): tried first instead
+   * of reading etcd. A cache that is behind costs a retry, never a lost update: the compare-and-swap fails and answers
+   * with the current object, and preconditions that fail, a tryUpdate that throws, or one that finds nothing to write,
+   * run again on a fresh read before that counts.
    */
   cached?: T;
   /** The claims of the stored object (see ClaimHolder): those it holds are deleted with it when deleteInstead says so. */
@@ -166,6 +199,8 @@ export interface CreateOptions {
 }
 
 export interface DeleteOptions<T> {
+  /** Checked on each object read: PreconditionFailedError when they do not hold. */
+  preconditions?: Preconditions;
   /** The claims of the stored object (see ClaimHolder): those it holds are deleted with it. */
   claims?: (current: T) => string[];
 }
@@ -208,14 +243,10 @@ export interface Storage {
   ): Promise<UpdateResult<T>>;
 
   /**
-   * Deletes the object if `precondition` (run on each fresh read) does not throw, compare-and-swap on the read
-   * revision. Returns the last stored state with the deletion's revision as resourceVersion.
+   * Deletes the object if its preconditions hold (on each fresh read), compare-and-swap on the read revision.
+   * Returns the last stored state with the deletion's revision as resourceVersion.
    */
-  delete<T extends StoredObject>(
-    key: string,
-    precondition?: (current: T) => void | Promise<void>,
-    opts?: DeleteOptions<T>,
-  ): Promise<T>;
+  delete<T extends StoredObject>(key: string, opts?: DeleteOptions<T>): Promise<T>;
 
   /** One page of the objects under `prefix`, optionally at an older revision; StorageError Compacted if it is gone. */
   listPage<T extends StoredObject>(prefix: string, opts: PageOptions): Promise<Page<T>>;

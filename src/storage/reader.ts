@@ -1,7 +1,8 @@
 /**
  * Reads of one resource: get, list and watch, with kube's resourceVersion semantics. The policy of where a read is
  * served lives here, in storage, as in kube's cacher delegator (storage/cacher/delegator.go): lists and watches come
- * from the watch cache; pages, exact revisions and continue tokens from etcd (the cache only has the present).
+ * from the watch cache; pages, exact revisions and continue tokens from etcd (the cache only has the present). The
+ * store reads through CachedStorage (cachedstorage.ts), which asks this.
  */
 import { decodeContinue, encodeContinue } from '../apimachinery/continue.js';
 import * as errors from '../apimachinery/status.js';

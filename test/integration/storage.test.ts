@@ -1,6 +1,6 @@
 /**
- * Storage's own operations against a real etcd: dry runs that write nothing, a raw value's guaranteed update, the
- * revision that created a key, and claims (written and deleted with their object, taken over when their holder is
+ * Storage's own operations against a real etcd: dry runs that write nothing, preconditions, a raw value's guaranteed
+ * update, the revision that created a key, and claims (written and deleted with their object, taken over when their holder is
  * gone).
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -8,7 +8,12 @@ import { randomUUID } from 'node:crypto';
 import { Etcd3 } from 'etcd3';
 import { identityTransformer } from '../../src/storage/encryption/transformer.js';
 import { EtcdStorage } from '../../src/storage/etcd.js';
-import { ClaimTakenError, StorageError, type StoredObject } from '../../src/storage/interface.js';
+import {
+  ClaimTakenError,
+  PreconditionFailedError,
+  StorageError,
+  type StoredObject,
+} from '../../src/storage/interface.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
 
 let etcd: TestEtcd;
@@ -102,6 +107,48 @@ test('an update started from a cached object that is behind etcd still applies t
   expect(dry.object.metadata.resourceVersion).toBe(same.object.metadata.resourceVersion);
 });
 
+test('preconditions: checked before tryUpdate, on a stale cached object asked again of etcd; failing, which one', async () => {
+  const k = key();
+  const uid = randomUUID();
+  const stale = await storage.create(k, { ...thing('x'), metadata: { name: 'a', uid } as StoredObject['metadata'] });
+  const current = (await storage.guaranteedUpdate<StoredObject>(k, (o) => ({ ...o, spec: 'y' }))).object;
+  const rv = current.metadata.resourceVersion!;
+  const failure = (p: Promise<unknown>) =>
+    p.then(
+      () => undefined,
+      (e: unknown) => e as PreconditionFailedError,
+    );
+
+  // The stale copy has an older resourceVersion: etcd's object holds the precondition.
+  let tried = 0;
+  const updated = await storage.guaranteedUpdate<StoredObject>(k, (o) => (tried++, { ...o, spec: 'z' }), {
+    cached: stale,
+    preconditions: { uid, resourceVersion: rv },
+  });
+  expect(updated).toMatchObject({ written: true, object: { spec: 'z' } });
+  expect(tried).toBe(1);
+
+  // Failing on etcd's object too: tryUpdate never runs, and the error says which precondition and what is stored.
+  const wrongUid = await failure(
+    storage.guaranteedUpdate<StoredObject>(k, (o) => (tried++, o), { preconditions: { uid: 'other' } }),
+  );
+  expect(wrongUid).toBeInstanceOf(PreconditionFailedError);
+  expect(wrongUid).toMatchObject({ code: 'InvalidObj', precondition: 'uid', expected: 'other', actual: uid });
+  expect(wrongUid!.message).toBe(`Precondition failed: UID in precondition: other, UID in object meta: ${uid}`);
+  expect(tried).toBe(1);
+  const latest = updated.object.metadata.resourceVersion!;
+  const wrongRv = await failure(storage.delete(k, { preconditions: { uid, resourceVersion: rv } }));
+  expect(wrongRv).toMatchObject({ precondition: 'resourceVersion', expected: rv, actual: latest });
+  expect(wrongRv!.message).toBe(
+    `Precondition failed: ResourceVersion in precondition: ${rv}, ResourceVersion in object meta: ${latest}`,
+  );
+  expect(JSON.parse((await raw.get(k).string())!).spec).toBe('z');
+
+  // Holding, the delete goes through.
+  await storage.delete(k, { preconditions: { uid, resourceVersion: latest } });
+  expect(await raw.get(k).string()).toBeNull();
+});
+
 test('a raw value is created when absent, updated by compare-and-swap, and left alone when unchanged', async () => {
   const k = key();
   expect(await storage.getValue(k, identityTransformer)).toBeUndefined();
@@ -173,7 +220,7 @@ describe('claims', () => {
     const claim = claimKey();
     const k = key();
     await storage.create(k, withUid('u1'), { claims: [claim] });
-    await storage.delete(k, undefined, { claims: () => [claim] });
+    await storage.delete(k, { claims: () => [claim] });
     expect(await raw.get(claim).string()).toBeNull();
 
     await storage.create(k, withUid('u2'), { claims: [claim] });
@@ -189,7 +236,7 @@ describe('claims', () => {
     const other = key();
     await storage.create(holder, withUid('u3'), { claims: [claim] });
     await storage.create(other, withUid('u4'));
-    await storage.delete(other, undefined, { claims: () => [claim] });
+    await storage.delete(other, { claims: () => [claim] });
     expect(await holderOf(claim)).toEqual({ key: holder, uid: 'u3' });
   });
 
