@@ -43,22 +43,7 @@ interface Slot {
 }
 
 export async function runWorkers(config: Config, log: Logger): Promise<void> {
-  const lock = await lockDataDir(config.dataDir);
-  const cleanups: [string, () => Promise<void>][] = [['releasing the data dir', () => lock.release()]];
-  const env: Record<string, string> = {};
-  try {
-    if (!config.etcdServers.length) {
-      const etcd = await startEmbeddedEtcd({ dataDir: config.dataDir, log: (msg) => log.info(msg) });
-      cleanups.push(['stopping the embedded etcd', () => etcd.stop()]);
-      env[WORKER_ETCD_ENV] = etcd.endpoints.join(',');
-      log.info('started embedded etcd', { endpoints: etcd.endpoints, dataDir: config.dataDir });
-    }
-    await prepareDataDir(config, log);
-  } catch (err) {
-    await undo(cleanups, log);
-    throw err;
-  }
-
+  const { cleanups, env } = await startShared(config, log);
   const slots: Slot[] = Array.from({ length: config.workers }, (_, i) => ({
     id: i + 1,
     backoff: new Backoff({ initialMs: FIRST_BACKOFF_MS, maxMs: MAX_BACKOFF_MS }),
@@ -143,6 +128,32 @@ export async function runWorkers(config: Config, log: Logger): Promise<void> {
   // The workers' last lines may still wait for stdout: exiting would lose them.
   await stdoutWritten();
   process.exit(failed ? 1 : 0);
+}
+
+/**
+ * What the workers share, made once before any starts: the data dir's lock, the embedded etcd unless there are etcd
+ * servers (its endpoints go to the workers' environment) and the data dir's contents; undone again if one fails.
+ */
+async function startShared(
+  config: Config,
+  log: Logger,
+): Promise<{ cleanups: [string, () => Promise<void>][]; env: Record<string, string> }> {
+  const lock = await lockDataDir(config.dataDir);
+  const cleanups: [string, () => Promise<void>][] = [['releasing the data dir', () => lock.release()]];
+  const env: Record<string, string> = {};
+  try {
+    if (!config.etcdServers.length) {
+      const etcd = await startEmbeddedEtcd({ dataDir: config.dataDir, log: (msg) => log.info(msg) });
+      cleanups.push(['stopping the embedded etcd', () => etcd.stop()]);
+      env[WORKER_ETCD_ENV] = etcd.endpoints.join(',');
+      log.info('started embedded etcd', { endpoints: etcd.endpoints, dataDir: config.dataDir });
+    }
+    await prepareDataDir(config, log);
+  } catch (err) {
+    await undo(cleanups, log);
+    throw err;
+  }
+  return { cleanups, env };
 }
 
 async function undo(cleanups: [string, () => Promise<void>][], log: Logger): Promise<void> {

@@ -17,6 +17,7 @@ import { GROUP_NAME } from '../apimachinery/group.js';
 import type { StructuralSchema } from '../apimachinery/schema.js';
 import * as errors from '../apimachinery/status.js';
 import { isPlainObject, type KubeObject } from '../apimachinery/types.js';
+import type { UserInfo } from '../apimachinery/user.js';
 import { nowRFC3339 } from '../apimachinery/time.js';
 import type { ResourceDefinition } from '../registry/definitions.js';
 import { validateScopeAndRules } from '../kinds/ownedaccesskey/scope.js';
@@ -76,74 +77,12 @@ export function directClusterEndpointTokenAction(definitions: ResourceDefinition
     restrictingFields: [['spec']],
     async serve(call: ActionCall): Promise<KubeObject> {
       const { user } = call;
-      // The token would carry the caller's identity without the credential's restriction (as for access keys).
-      if (user.restriction) {
-        throw errors.forbidden(
-          { group: GROUP_NAME, resource: RESOURCE },
-          '',
-          `User ${JSON.stringify(user.name)} cannot create resource "${RESOURCE}" in API group "${GROUP_NAME}" at the cluster scope: a credential with a scope or rules may not create tokens`,
-        );
-      }
-      // kube reserves `system:` names for its own identities (service accounts, nodes, components): a connected
-      // cluster mapping the token's subject directly would take it for one of them.
-      if (user.name.startsWith(SYSTEM_PREFIX)) {
-        throw errors.forbidden(
-          { group: GROUP_NAME, resource: RESOURCE },
-          '',
-          `User ${JSON.stringify(user.name)} cannot create resource "${RESOURCE}" in API group "${GROUP_NAME}" at the cluster scope: names starting with "${SYSTEM_PREFIX}" are reserved for Kubernetes' own identities and are not given tokens for connected clusters`,
-        );
-      }
+      refuseUnissuable(user);
       const spec = (call.object!.spec ?? {}) as Record<string, unknown>;
-      const errs: FieldError[] = validateScopeAndRules(spec, Path.root('spec'));
-      if (typeof spec.ttl === 'number' && spec.ttl < 0)
-        errs.push(
-          fieldError.invalid(
-            Path.root('spec').child('ttl'),
-            spec.ttl,
-            'must be greater than or equal to 0 (0 or absent: the default of 3600 seconds)',
-          ),
-        );
-      if (errs.length) throw errors.invalid({ group: GROUP_NAME, kind: KIND }, '', errs);
-
-      let ttl = typeof spec.ttl === 'number' && spec.ttl > 0 ? spec.ttl : DEFAULT_TOKEN_TTL_SECONDS;
-      if (ttl > opts.maxTtlSeconds) {
-        call.warnings.push(
-          `spec.ttl ${ttl} is longer than this server issues tokens for; the token expires after ${opts.maxTtlSeconds} seconds`,
-        );
-        ttl = opts.maxTtlSeconds;
-      }
-      const given = isPlainObject(spec.scope) ? spec.scope : {};
-      for (const [field, value] of [
-        ['spec.allowPlatformCli', spec.allowPlatformCli],
-        ['spec.scope.allowPlatformCli', given.allowPlatformCli],
-      ])
-        if (value !== undefined)
-          call.warnings.push(`${field} is deprecated; use a spec.scope.roles entry with role "${CLI_ROLE}"`);
-      for (const [field, value] of [
-        ['spec.rules', spec.rules],
-        ['spec.scope.rules', given.rules],
-      ])
-        if (value !== undefined)
-          call.warnings.push(
-            `${field} is deprecated; use spec.scope.projects, spec.scope.spaces and spec.scope.virtualClusters`,
-          );
-
-      const signer = await opts.signer();
-      const iat = Math.floor(Date.now() / 1000);
-      const scope = tokenScope(spec);
-      const claims: Record<string, unknown> = { groups: user.groups.filter((g) => !g.startsWith(SYSTEM_PREFIX)) };
-      if (user.uid) claims.uid = user.uid;
-      if (scope) claims.scope = scope;
-      const token = await new SignJWT(claims)
-        .setProtectedHeader({ alg: signer.alg, kid: signer.kid, typ: 'JWT' })
-        .setIssuer(opts.issuer)
-        .setSubject(user.name)
-        .setAudience([DIRECT_CLUSTER_ENDPOINT_AUDIENCE])
-        .setIssuedAt(iat)
-        .setNotBefore(iat)
-        .setExpirationTime(iat + ttl)
-        .setJti(randomUUID())
-        .sign(signer.key);
+      validateTokenSpec(spec);
+      const ttl = tokenTtl(spec, opts.maxTtlSeconds, call.warnings);
+      call.warnings.push(...deprecationWarnings(spec));
+      const { token, iat } = await signToken(opts, user, spec, ttl);
       // Tokens are not stored: a plain `kubectl create -f` prints just a name, so the warning says so before the
       // token is lost.
       call.warnings.push(TOKEN_SHOWN_ONCE_WARNING);
@@ -155,6 +94,101 @@ export function directClusterEndpointTokenAction(definitions: ResourceDefinition
     },
   };
   return action;
+}
+
+/** 403 for a caller no token is given to. */
+function refuseUnissuable(user: UserInfo): void {
+  // The token would carry the caller's identity without the credential's restriction (as for access keys).
+  if (user.restriction) {
+    throw errors.forbidden(
+      { group: GROUP_NAME, resource: RESOURCE },
+      '',
+      `User ${JSON.stringify(user.name)} cannot create resource "${RESOURCE}" in API group "${GROUP_NAME}" at the cluster scope: a credential with a scope or rules may not create tokens`,
+    );
+  }
+  // kube reserves `system:` names for its own identities (service accounts, nodes, components): a connected
+  // cluster mapping the token's subject directly would take it for one of them.
+  if (user.name.startsWith(SYSTEM_PREFIX)) {
+    throw errors.forbidden(
+      { group: GROUP_NAME, resource: RESOURCE },
+      '',
+      `User ${JSON.stringify(user.name)} cannot create resource "${RESOURCE}" in API group "${GROUP_NAME}" at the cluster scope: names starting with "${SYSTEM_PREFIX}" are reserved for Kubernetes' own identities and are not given tokens for connected clusters`,
+    );
+  }
+}
+
+/** 422 for a spec whose scope, rules or ttl are not valid. */
+function validateTokenSpec(spec: Record<string, unknown>): void {
+  const errs: FieldError[] = validateScopeAndRules(spec, Path.root('spec'));
+  if (typeof spec.ttl === 'number' && spec.ttl < 0)
+    errs.push(
+      fieldError.invalid(
+        Path.root('spec').child('ttl'),
+        spec.ttl,
+        'must be greater than or equal to 0 (0 or absent: the default of 3600 seconds)',
+      ),
+    );
+  if (errs.length) throw errors.invalid({ group: GROUP_NAME, kind: KIND }, '', errs);
+}
+
+/** The token's lifetime (s): the one asked for (or the default), at most the server's; a warning if cut. */
+function tokenTtl(spec: Record<string, unknown>, maxTtlSeconds: number, warnings: string[]): number {
+  const ttl = typeof spec.ttl === 'number' && spec.ttl > 0 ? spec.ttl : DEFAULT_TOKEN_TTL_SECONDS;
+  if (ttl <= maxTtlSeconds) return ttl;
+  warnings.push(
+    `spec.ttl ${ttl} is longer than this server issues tokens for; the token expires after ${maxTtlSeconds} seconds`,
+  );
+  return maxTtlSeconds;
+}
+
+/** A warning for each deprecated field the spec sets. */
+function deprecationWarnings(spec: Record<string, unknown>): string[] {
+  const warnings: string[] = [];
+  const given = isPlainObject(spec.scope) ? spec.scope : {};
+  for (const [field, value] of [
+    ['spec.allowPlatformCli', spec.allowPlatformCli],
+    ['spec.scope.allowPlatformCli', given.allowPlatformCli],
+  ])
+    if (value !== undefined)
+      warnings.push(`${field} is deprecated; use a spec.scope.roles entry with role "${CLI_ROLE}"`);
+  for (const [field, value] of [
+    ['spec.rules', spec.rules],
+    ['spec.scope.rules', given.rules],
+  ])
+    if (value !== undefined)
+      warnings.push(
+        `${field} is deprecated; use spec.scope.projects, spec.scope.spaces and spec.scope.virtualClusters`,
+      );
+  return warnings;
+}
+
+/**
+ * The signed JWT, issued now (`iat`, in seconds): the caller as subject with its groups (but `system:` ones) and uid,
+ * and the spec's scope if any.
+ */
+async function signToken(
+  opts: DirectTokenOptions,
+  user: UserInfo,
+  spec: Record<string, unknown>,
+  ttl: number,
+): Promise<{ token: string; iat: number }> {
+  const signer = await opts.signer();
+  const iat = Math.floor(Date.now() / 1000);
+  const scope = tokenScope(spec);
+  const claims: Record<string, unknown> = { groups: user.groups.filter((g) => !g.startsWith(SYSTEM_PREFIX)) };
+  if (user.uid) claims.uid = user.uid;
+  if (scope) claims.scope = scope;
+  const token = await new SignJWT(claims)
+    .setProtectedHeader({ alg: signer.alg, kid: signer.kid, typ: 'JWT' })
+    .setIssuer(opts.issuer)
+    .setSubject(user.name)
+    .setAudience([DIRECT_CLUSTER_ENDPOINT_AUDIENCE])
+    .setIssuedAt(iat)
+    .setNotBefore(iat)
+    .setExpirationTime(iat + ttl)
+    .setJti(randomUUID())
+    .sign(signer.key);
+  return { token, iat };
 }
 
 /**

@@ -109,54 +109,8 @@ export function importVirtualClusterAction(
       const name = fields.importName ?? source.name!;
       const namespace = projectNamespace(call.name);
       const caller = { user: call.user, authorize: call.authorize };
-      const clusterErrs = await clusterErrors(
-        registry.store(Cluster),
-        project,
-        source.cluster!,
-        Path.root('sourceVirtualCluster').child('cluster'),
-        caller,
-      );
-      if (clusterErrs.length) throw errors.invalid(gk, '', clusterErrs);
-      const ref: VirtualClusterRef = {
-        cluster: source.cluster!,
-        namespace: source.namespace,
-        virtualCluster: source.name!,
-      };
-      const cluster = await connection(clusters, ref.cluster);
-      await checkCallerHasVirtualCluster(cluster, ref, caller, {
-        gr: { group: GROUP_NAME, resource: 'projects' },
-        name: call.name,
-      });
-      await checkExists(cluster, ref, log);
-      ref.clusterUid = cluster.kubeSystemUid;
-      await checkNotImported(registry.store(VirtualClusterInstance), ref, {
-        gr: { group: GROUP_NAME, resource: 'projects/importvirtualcluster' },
-        name: source.name!,
-        user: call.user,
-      });
-
-      const instance: KubeObject = {
-        apiVersion: `${GROUP_NAME}/${VERSION}`,
-        kind: 'VirtualClusterInstance',
-        metadata: {
-          name,
-          namespace,
-          ownerReferences: [
-            {
-              apiVersion: project.apiVersion!,
-              kind: project.kind!,
-              name: project.metadata.name!,
-              uid: project.metadata.uid!,
-            },
-          ],
-        },
-        spec: {
-          owner: fields.owner ?? { user: call.user.name },
-          clusterRef: { cluster: source.cluster, namespace: source.namespace, virtualCluster: source.name },
-          upgradeToPro: fields.upgradeToPro ?? false,
-          skipHelmDeploy: fields.skipHelmDeploy ?? false,
-        },
-      };
+      await checkImportable(registry, clusters, log, project, source, call, caller);
+      const instance = importedInstance(project, name, namespace, source, fields, call.user);
       const created = await registry.store(VirtualClusterInstance).create(namespace, instance, caller);
       return answer(
         action,
@@ -173,6 +127,80 @@ export function importVirtualClusterAction(
     },
   };
   return action;
+}
+
+/**
+ * What must hold before the import, in this order: the source's Cluster is one the project's virtual clusters may
+ * be on (422) and connected (503), the caller has the virtual cluster there (403), it runs there (422), and no
+ * instance manages it yet (409).
+ */
+async function checkImportable(
+  registry: Registry,
+  clusters: ClusterConnections,
+  log: Logger,
+  project: Project,
+  source: Source,
+  call: ActionCall,
+  caller: Pick<ActionCall, 'user' | 'authorize'>,
+): Promise<void> {
+  const clusterErrs = await clusterErrors(
+    registry.store(Cluster),
+    project,
+    source.cluster!,
+    Path.root('sourceVirtualCluster').child('cluster'),
+    caller,
+  );
+  if (clusterErrs.length) throw errors.invalid(gk, '', clusterErrs);
+  const ref: VirtualClusterRef = {
+    cluster: source.cluster!,
+    namespace: source.namespace,
+    virtualCluster: source.name!,
+  };
+  const cluster = await connection(clusters, ref.cluster);
+  await checkCallerHasVirtualCluster(cluster, ref, caller, {
+    gr: { group: GROUP_NAME, resource: 'projects' },
+    name: call.name,
+  });
+  await checkExists(cluster, ref, log);
+  ref.clusterUid = cluster.kubeSystemUid;
+  await checkNotImported(registry.store(VirtualClusterInstance), ref, {
+    gr: { group: GROUP_NAME, resource: 'projects/importvirtualcluster' },
+    name: source.name!,
+    user: call.user,
+  });
+}
+
+/** The VirtualClusterInstance of the import, owned by its project. */
+function importedInstance(
+  project: Project,
+  name: string,
+  namespace: string,
+  source: Source,
+  fields: PlacedFields,
+  user: ActionCall['user'],
+): KubeObject {
+  return {
+    apiVersion: `${GROUP_NAME}/${VERSION}`,
+    kind: 'VirtualClusterInstance',
+    metadata: {
+      name,
+      namespace,
+      ownerReferences: [
+        {
+          apiVersion: project.apiVersion!,
+          kind: project.kind!,
+          name: project.metadata.name!,
+          uid: project.metadata.uid!,
+        },
+      ],
+    },
+    spec: {
+      owner: fields.owner ?? { user: user.name },
+      clusterRef: { cluster: source.cluster, namespace: source.namespace, virtualCluster: source.name },
+      upgradeToPro: fields.upgradeToPro ?? false,
+      skipHelmDeploy: fields.skipHelmDeploy ?? false,
+    },
+  };
 }
 
 /** The connection of an Initialized Cluster; else the 503 naming its reason. */

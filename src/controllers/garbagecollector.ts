@@ -25,8 +25,8 @@ import type { Registry } from '../registry/registry.js';
 import type { PropagationPolicy } from '../registry/propagation.js';
 import type { DeleteOptions, Store } from '../registry/store.js';
 import { watchStore } from './storewatch.js';
+import { runQueueController } from './runner.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
-import { every } from '../apimachinery/sleep.js';
 import { tracer } from '../tracing.js';
 
 const FINALIZER_ORPHAN = FINALIZER_ORPHAN_DEPENDENTS;
@@ -84,24 +84,32 @@ export class GarbageCollector {
 
   /** Runs until `signal` aborts. */
   async run(signal: AbortSignal): Promise<void> {
-    const watches = this.stores.map((store) => this.watchLoop(store, signal));
-    // Handle nothing before every resource has delivered its current objects once.
-    await Promise.all(watches.map((w) => w.synced));
-    if (signal.aborted) return;
-    this.log('garbage collector: synced', { objects: this.nodes.size });
-    for (const uid of this.nodes.keys()) this.enqueue(uid);
-    every(
-      this.resyncMs,
-      () => {
-        for (const uid of this.nodes.keys()) this.enqueue(uid);
+    await runQueueController(
+      {
+        what: 'garbage collector',
+        log: this.log,
+        watches: this.stores.map((store) => this.watchLoop(store, signal)),
+        synced: async () => this.enqueueAll(),
+        queue: this.queue,
+        workers: 1,
+        resyncMs: this.resyncMs,
+        resync: () => this.enqueueAll(),
+        startedWord: 'synced',
+        started: () => ({ objects: this.nodes.size }),
+        handle: (uid) => this.turn(uid, signal),
+        failed: (_uid, err, delayMs) => {
+          const { node, failure } = err as TurnFailed;
+          this.log('garbage collector: will retry', {
+            resource: node.store.def.plural,
+            name: node.name,
+            namespace: node.namespace,
+            error: String(failure),
+            delayMs,
+          });
+        },
       },
       signal,
     );
-    try {
-      await this.worker(signal);
-    } finally {
-      await Promise.all(watches.map((w) => w.done));
-    }
   }
 
   // ---- the index, fed by watches ----
@@ -177,33 +185,21 @@ export class GarbageCollector {
     this.queue.add(uid);
   }
 
-  private async worker(signal: AbortSignal): Promise<void> {
-    const onAbort = () => this.queue.shutdown();
-    signal.addEventListener('abort', onAbort, { once: true });
+  private enqueueAll(): void {
+    for (const uid of this.nodes.keys()) this.enqueue(uid);
+  }
+
+  /** One object's turn, on the node the index had when it began. */
+  private async turn(uid: string, signal: AbortSignal): Promise<void> {
+    const node = this.nodes.get(uid);
+    if (!node) return;
     try {
-      for (;;) {
-        const uid = await this.queue.get();
-        if (uid === undefined) return;
-        const node = this.nodes.get(uid);
-        try {
-          if (node) await this.traced(node);
-          this.queue.forget(uid);
-        } catch (err) {
-          if (signal.aborted) return;
-          const delayMs = this.queue.retry(uid);
-          this.log('garbage collector: will retry', {
-            resource: node?.store.def.plural,
-            name: node?.name,
-            namespace: node?.namespace,
-            error: String(err),
-            delayMs,
-          });
-        } finally {
-          this.queue.done(uid);
-        }
-      }
-    } finally {
-      signal.removeEventListener('abort', onAbort);
+      await this.traced(node);
+    } catch (err) {
+      // A failure while stopping is the stop's: neither retried nor logged.
+      if (signal.aborted) return;
+      // The retry's log line names this node, which the index may have dropped by then.
+      throw new TurnFailed(node, err);
     }
   }
 
@@ -440,3 +436,13 @@ export class GarbageCollector {
 }
 
 class NotTheSameObject extends Error {}
+
+/** What a failed turn throws: what went wrong, and the node it was on. */
+class TurnFailed extends Error {
+  constructor(
+    readonly node: Node,
+    readonly failure: unknown,
+  ) {
+    super(String(failure));
+  }
+}

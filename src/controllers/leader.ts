@@ -163,15 +163,7 @@ export class LeaderElector {
     });
     this.leading = { controller, lost, loseNow };
     this.log('leader election: started leading', { key: this.key, identity: this.identity });
-    let working: Promise<unknown>;
-    try {
-      working = Promise.resolve(this.opts.onStartedLeading(controller.signal)).catch((err) =>
-        this.log('leader election: onStartedLeading failed', { error: String(err) }),
-      );
-    } catch (err) {
-      this.log('leader election: onStartedLeading failed', { error: String(err) });
-      working = Promise.resolve();
-    }
+    const working = this.startWork(controller.signal);
 
     // Step down a little before the lease could have expired on etcd's side.
     const margin = Math.min(1000, (this.ttl * 1000) / 5);
@@ -182,29 +174,62 @@ export class LeaderElector {
     };
     armExpiry();
     const interval = Math.max(250, (this.ttl * 1000) / 3);
-    const renew = async () => {
-      while (!controller.signal.aborted) {
-        await sleep(interval, controller.signal);
-        if (controller.signal.aborted) return;
-        const sentAt = Date.now();
-        try {
-          const ttl = await withTimeout(this.lease!.keepAlive(), interval, 'keepalive');
-          if (controller.signal.aborted) return;
-          if (ttl <= 0) return loseNow('lease expired or revoked');
-          const holder = await withTimeout(this.lock.holder(), interval, 'read leader key');
-          if (holder !== this.identity) return loseNow('leader key changed');
-          this.deadline = sentAt + ttl * 1000;
-          armExpiry();
-        } catch (err) {
-          this.log('leader election: renewal failed', { key: this.key, error: String(err) });
-        }
-      }
-    };
-    void renew();
-    // Someone else deleting or overwriting the key (e.g. revoking the lease) ends leadership at once.
-    let watcher: { close(): Promise<void> } | undefined;
+    void this.renewLease(controller.signal, interval, loseNow, armExpiry);
+    const watcher = await this.watchLeaderKey(interval, loseNow);
+    await lost;
+    void watcher?.close().catch(() => {});
+    clearTimeout(expiry);
+    this.leading = undefined;
+    await this.stopWork(working);
+    // Revoking deletes the key, so others take over at once (fails harmlessly when etcd is gone).
+    await this.releaseLease();
+    if (this.running) await sleep(100, this.stopController.signal);
+  }
+
+  /** Calls onStartedLeading: what it started, failures logged, to be waited for when leading ends. */
+  private startWork(signal: AbortSignal): Promise<unknown> {
     try {
-      watcher = await withTimeout(
+      return Promise.resolve(this.opts.onStartedLeading(signal)).catch((err) =>
+        this.log('leader election: onStartedLeading failed', { error: String(err) }),
+      );
+    } catch (err) {
+      this.log('leader election: onStartedLeading failed', { error: String(err) });
+      return Promise.resolve();
+    }
+  }
+
+  /** Renews the lease every `interval` while leading; each renewal moves the deadline on, then calls `renewed`. */
+  private async renewLease(
+    signal: AbortSignal,
+    interval: number,
+    loseNow: (why: string) => void,
+    renewed: () => void,
+  ): Promise<void> {
+    while (!signal.aborted) {
+      await sleep(interval, signal);
+      if (signal.aborted) return;
+      const sentAt = Date.now();
+      try {
+        const ttl = await withTimeout(this.lease!.keepAlive(), interval, 'keepalive');
+        if (signal.aborted) return;
+        if (ttl <= 0) return loseNow('lease expired or revoked');
+        const holder = await withTimeout(this.lock.holder(), interval, 'read leader key');
+        if (holder !== this.identity) return loseNow('leader key changed');
+        this.deadline = sentAt + ttl * 1000;
+        renewed();
+      } catch (err) {
+        this.log('leader election: renewal failed', { key: this.key, error: String(err) });
+      }
+    }
+  }
+
+  /** Someone else deleting or overwriting the key (e.g. revoking the lease) ends leadership at once. */
+  private async watchLeaderKey(
+    interval: number,
+    loseNow: (why: string) => void,
+  ): Promise<{ close(): Promise<void> } | undefined> {
+    try {
+      return await withTimeout(
         this.lock.watch(this.acquiredRevision, {
           held: (holder) => {
             if (holder !== this.identity) loseNow('leader key taken over');
@@ -217,12 +242,12 @@ export class LeaderElector {
       );
     } catch {
       // The renewal loop still checks the key.
+      return undefined;
     }
-    await lost;
-    void watcher?.close().catch(() => {});
-    clearTimeout(expiry);
-    this.leading = undefined;
-    // Let the work begun as leader wind down (bounded) before another replica can take the lease.
+  }
+
+  /** Lets the work begun as leader wind down (bounded) before another replica can take the lease. */
+  private async stopWork(working: Promise<unknown>): Promise<void> {
     await withTimeout(working, STOP_WORK_TIMEOUT_MS, 'stopping leader work').catch((err) =>
       this.log('leader election: work did not stop in time', { error: String(err) }),
     );
@@ -231,9 +256,6 @@ export class LeaderElector {
     } catch (err) {
       this.log('leader election: onStoppedLeading failed', { error: String(err) });
     }
-    // Revoking deletes the key, so others take over at once (fails harmlessly when etcd is gone).
-    await this.releaseLease();
-    if (this.running) await sleep(100, this.stopController.signal);
   }
 
   private async releaseLease(): Promise<void> {

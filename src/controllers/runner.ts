@@ -26,6 +26,8 @@ export interface QueueController {
   resync(): void;
   /** The fields of the "started" line (what it knows). */
   started(): Record<string, unknown>;
+  /** That line's last word, "started" unless given (the garbage collector's line has always said "synced"). */
+  startedWord?: string;
   handle(key: string): Promise<void>;
   /** A key failed and comes back after `delayMs` (WorkQueue.work): to log it. */
   failed(key: string, err: unknown, delayMs: number): void;
@@ -42,7 +44,7 @@ export async function runQueueController(c: QueueController, signal: AbortSignal
     if (signal.aborted) return;
     every(c.resyncMs, () => c.resync(), signal);
     signal.addEventListener('abort', () => c.queue.shutdown(), { once: true });
-    c.log(`${c.what}: started`, c.started());
+    c.log(`${c.what}: ${c.startedWord ?? 'started'}`, c.started());
     await c.queue.work(
       c.workers,
       (key) => c.handle(key),

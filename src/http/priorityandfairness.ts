@@ -28,15 +28,15 @@
  * - The response headers name the uids (not the names) of the schema and level, as kube's do, also on a 429.
  */
 import type { NextFunction, Request, Response } from 'express';
-import { requestContext, requestUser } from '../apimachinery/request.js';
+import { requestContext, requestUser, type RequestContext } from '../apimachinery/request.js';
 import { UNAUTHENTICATED_GROUP } from '../apimachinery/user.js';
 import { requestEnded, whenRequestDone, whenRequestEnds } from '../apimachinery/requestend.js';
 import * as errors from '../apimachinery/status.js';
 import { withFlowHold } from '../apimachinery/away.js';
 import type { BodyTurns } from '../flowcontrol/bodyturns.js';
-import type { FlowControl } from '../flowcontrol/controller.js';
+import type { FlowControl, PriorityLevel } from '../flowcontrol/controller.js';
 import type { QueueSet, RejectReason, SeatRequest, Ticket } from '../flowcontrol/queueset.js';
-import { estimateWork, type ObjectCount } from '../flowcontrol/seats.js';
+import { estimateWork, type ObjectCount, type WorkEstimate } from '../flowcontrol/seats.js';
 import type { FlowControlMetrics, FlowLabels } from '../observability/flowcontrol.js';
 import type { InFlightCounts } from '../observability/metrics.js';
 import { requestTimeoutMs } from './deadline.js';
@@ -67,35 +67,15 @@ export interface PriorityAndFairnessOptions {
 
 export function priorityAndFairness(flowControl: FlowControl, opts: PriorityAndFairnessOptions) {
   return (req: Request, res: Response, next: NextFunction) => {
-    const context = requestContext(req);
-    const { info, query } = context;
-    const user = requestUser(req);
-    const { flowSchema, level, distinguisher } = flowControl.classify({ user, info });
-    const unauthenticated = user.groups.includes(UNAUTHENTICATED_GROUP);
-    res.setHeader(FLOW_SCHEMA_UID_HEADER, flowSchema.metadata.uid ?? '');
-    res.setHeader(PRIORITY_LEVEL_UID_HEADER, level.uid);
-    const labels = { priority_level: level.name, flow_schema: flowSchema.metadata.name ?? '' };
-    const watch = info.verb === 'watch';
-    const work = level.exempt
-      ? { seats: 1, additionalLatencyMs: 0 }
-      : estimateWork(
-          info,
-          query,
-          { objects: opts.objectCount, watches: (i) => flowControl.watches.interested(i) },
-          level.maxSeats,
-        );
-    const seats = work.seats;
-    opts.metrics?.estimated(labels, seats);
-    const waitLimitMs = waitLimit(watch ? 0 : requestTimeoutMs(query, opts.requestTimeoutMs), opts.requestTimeoutMs);
-
+    const admission = classified(flowControl, opts, req, res);
     // A request whose body is still coming first waits for a turn of its flow, holding no seat (bodyturns.ts). A
     // body sent right behind its headers is often parsed a turn of the event loop later (its TLS record read on its
     // own), so it is looked at again then: a turn held while the request waits for authorization made one tenant's
     // concurrent writes go one at a time.
-    if (level.exempt || !bodyStillComing(req)) return enter();
+    if (admission.level.exempt || !bodyStillComing(req)) return enter(admission, res, next);
     const enterOrFail = () => {
       try {
-        enter();
+        enter(admission, res, next);
       } catch (err) {
         next(err);
       }
@@ -103,90 +83,145 @@ export function priorityAndFairness(flowControl: FlowControl, opts: PriorityAndF
     setImmediate(() => {
       if (requestEnded(res)) return;
       if (!bodyStillComing(req)) return enterOrFail();
+      const { level, labels, distinguisher, waitLimitMs } = admission;
       const flow = `${level.name}\0${labels.flow_schema}\0${distinguisher}`;
       const wait = { turns: flowControl.bodyTurns, flow, waitLimitMs, metrics: opts.metrics, labels };
       afterBodyTurn(req, res, wait, enterOrFail, next);
     });
-
-    function seatRequest(onDispatch: () => void): SeatRequest {
-      return {
-        flowSchema: labels.flow_schema,
-        distinguisher,
-        seats,
-        bystander: (!info.isResourceRequest && PROBE_PATH.test(info.path)) || unauthenticated,
-        onDispatch,
-      };
-    }
-
-    function enter() {
-      const arrived = performance.now();
-      // While queued: the timer of its wait limit.
-      const queue: { waiting: boolean; timer?: NodeJS.Timeout } = { waiting: false };
-      const run = () => {
-        clearTimeout(queue.timer);
-        if (queue.waiting) opts.metrics?.dequeued(labels, seats, (performance.now() - arrived) / 1000, true);
-        queue.waiting = false;
-        const kind: keyof InFlightCounts =
-          !info.isResourceRequest || READ_ONLY_VERBS.has(info.verb) ? 'readOnly' : 'mutating';
-        const { additionalLatencyMs } = work;
-        const held = new HeldSeats(
-          {
-            queueSet: level.queueSet,
-            labels,
-            seats,
-            watch,
-            kind,
-            additionalLatencyMs,
-            metrics: opts.metrics,
-            inFlight: opts.inFlight,
-          },
-          ticket,
-        );
-        const release = () => held.release();
-        // The client left between its dispatch and now (or it was answered meanwhile): its seats go back at once.
-        if (requestEnded(res) || res.writableEnded) return release();
-        whenRequestDone(res, release, opts.handlerGraceMs);
-        if (watch) {
-          // Counted among the watches a write's seats are estimated from, until it ends.
-          whenRequestEnds(res, flowControl.watches.register(info, query));
-          const streamStarted = context.streamStarted;
-          context.streamStarted = () => {
-            release();
-            streamStarted?.();
-          };
-        }
-        const hold = held.hold(res, () =>
-          seatsAgain(level.queueSet, seatRequest, waitLimitMs, res, { metrics: opts.metrics, labels, seats }),
-        );
-        withFlowHold(hold, next);
-      };
-      const result = level.queueSet.enqueue(
-        seatRequest(() => {
-          // Dispatched from the queue: run on a turn of its own, not inside the request that freed the seats.
-          if (queue.waiting) setImmediate(run);
-        }),
-      );
-      if ('rejected' in result) {
-        opts.metrics?.rejected(labels, result.rejected);
-        throw rejection(result.rejected, waitLimitMs);
-      }
-      const ticket = result.ticket;
-      if ('dispatched' in result) return run();
-
-      queue.waiting = true;
-      opts.metrics?.queued(labels, seats);
-      const giveUp = (reason: 'time-out' | 'cancelled') => {
-        if (!queue.waiting || !level.queueSet.cancel(ticket, reason)) return;
-        queue.waiting = false;
-        clearTimeout(queue.timer);
-        opts.metrics?.dequeued(labels, seats, (performance.now() - arrived) / 1000, false);
-        opts.metrics?.rejected(labels, reason, 0);
-        if (reason === 'time-out') next(rejection(reason, waitLimitMs));
-      };
-      queue.timer = setTimeout(() => giveUp('time-out'), waitLimitMs);
-      whenRequestEnds(res, () => giveUp('cancelled'));
-    }
   };
+}
+
+/** What flow control made of one request, which the steps after classifying it share. */
+interface Admission {
+  flowControl: FlowControl;
+  opts: PriorityAndFairnessOptions;
+  context: RequestContext;
+  level: PriorityLevel;
+  labels: FlowLabels;
+  distinguisher: string;
+  work: WorkEstimate;
+  watch: boolean;
+  waitLimitMs: number;
+  /** What it asks of its level's queue set; `onDispatch` once its seats are its. */
+  seatRequest(onDispatch: () => void): SeatRequest;
+}
+
+/** The request's schema, level and flow (the response headers name them), its seats and its wait limit. */
+function classified(
+  flowControl: FlowControl,
+  opts: PriorityAndFairnessOptions,
+  req: Request,
+  res: Response,
+): Admission {
+  const context = requestContext(req);
+  const { info, query } = context;
+  const user = requestUser(req);
+  const { flowSchema, level, distinguisher } = flowControl.classify({ user, info });
+  const unauthenticated = user.groups.includes(UNAUTHENTICATED_GROUP);
+  res.setHeader(FLOW_SCHEMA_UID_HEADER, flowSchema.metadata.uid ?? '');
+  res.setHeader(PRIORITY_LEVEL_UID_HEADER, level.uid);
+  const labels = { priority_level: level.name, flow_schema: flowSchema.metadata.name ?? '' };
+  const watch = info.verb === 'watch';
+  const work = level.exempt
+    ? { seats: 1, additionalLatencyMs: 0 }
+    : estimateWork(
+        info,
+        query,
+        { objects: opts.objectCount, watches: (i) => flowControl.watches.interested(i) },
+        level.maxSeats,
+      );
+  opts.metrics?.estimated(labels, work.seats);
+  const waitLimitMs = waitLimit(watch ? 0 : requestTimeoutMs(query, opts.requestTimeoutMs), opts.requestTimeoutMs);
+  const seatRequest = (onDispatch: () => void): SeatRequest => ({
+    flowSchema: labels.flow_schema,
+    distinguisher,
+    seats: work.seats,
+    bystander: (!info.isResourceRequest && PROBE_PATH.test(info.path)) || unauthenticated,
+    onDispatch,
+  });
+  return { flowControl, opts, context, level, labels, distinguisher, work, watch, waitLimitMs, seatRequest };
+}
+
+/**
+ * Takes the request's seats, at once or after waiting in its queue (given up at its wait limit, or when it ends),
+ * then runs it; a refusal is thrown (a 429).
+ */
+function enter(admission: Admission, res: Response, next: NextFunction): void {
+  const { opts, level, labels, waitLimitMs } = admission;
+  const seats = admission.work.seats;
+  const arrived = performance.now();
+  // While queued: the timer of its wait limit.
+  const queue: { waiting: boolean; timer?: NodeJS.Timeout } = { waiting: false };
+  const run = () => {
+    clearTimeout(queue.timer);
+    if (queue.waiting) opts.metrics?.dequeued(labels, seats, (performance.now() - arrived) / 1000, true);
+    queue.waiting = false;
+    execute(admission, ticket, res, next);
+  };
+  const result = level.queueSet.enqueue(
+    admission.seatRequest(() => {
+      // Dispatched from the queue: run on a turn of its own, not inside the request that freed the seats.
+      if (queue.waiting) setImmediate(run);
+    }),
+  );
+  if ('rejected' in result) {
+    opts.metrics?.rejected(labels, result.rejected);
+    throw rejection(result.rejected, waitLimitMs);
+  }
+  const ticket = result.ticket;
+  if ('dispatched' in result) return run();
+
+  queue.waiting = true;
+  opts.metrics?.queued(labels, seats);
+  const giveUp = (reason: 'time-out' | 'cancelled') => {
+    if (!queue.waiting || !level.queueSet.cancel(ticket, reason)) return;
+    queue.waiting = false;
+    clearTimeout(queue.timer);
+    opts.metrics?.dequeued(labels, seats, (performance.now() - arrived) / 1000, false);
+    opts.metrics?.rejected(labels, reason, 0);
+    if (reason === 'time-out') next(rejection(reason, waitLimitMs));
+  };
+  queue.timer = setTimeout(() => giveUp('time-out'), waitLimitMs);
+  whenRequestEnds(res, () => giveUp('cancelled'));
+}
+
+/** Runs the request on the seats of `ticket`, which it holds until it is done (HeldSeats). */
+function execute(admission: Admission, ticket: Ticket, res: Response, next: NextFunction): void {
+  const { flowControl, opts, context, level, labels, watch, waitLimitMs } = admission;
+  const { info, query } = context;
+  const { seats, additionalLatencyMs } = admission.work;
+  const kind: keyof InFlightCounts =
+    !info.isResourceRequest || READ_ONLY_VERBS.has(info.verb) ? 'readOnly' : 'mutating';
+  const held = new HeldSeats(
+    {
+      queueSet: level.queueSet,
+      labels,
+      seats,
+      watch,
+      kind,
+      additionalLatencyMs,
+      metrics: opts.metrics,
+      inFlight: opts.inFlight,
+    },
+    ticket,
+  );
+  const release = () => held.release();
+  // The client left between its dispatch and now (or it was answered meanwhile): its seats go back at once.
+  if (requestEnded(res) || res.writableEnded) return release();
+  whenRequestDone(res, release, opts.handlerGraceMs);
+  if (watch) {
+    // Counted among the watches a write's seats are estimated from, until it ends.
+    whenRequestEnds(res, flowControl.watches.register(info, query));
+    const streamStarted = context.streamStarted;
+    context.streamStarted = () => {
+      release();
+      streamStarted?.();
+    };
+  }
+  const hold = held.hold(res, () =>
+    seatsAgain(level.queueSet, admission.seatRequest, waitLimitMs, res, { metrics: opts.metrics, labels, seats }),
+  );
+  withFlowHold(hold, next);
 }
 
 interface BodyTurnWait {

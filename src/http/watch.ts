@@ -62,15 +62,7 @@ export async function serveWatch(
   const sink: WatchSink = {
     event: (type: EventType, object: KubeObject) => write(type, encoder.event(object)),
     initialEventsEnd: (revision: number) =>
-      write(
-        'BOOKMARK',
-        encoder.bookmark(String(revision), {
-          'k8s.io/initial-events-end': 'true',
-          'kubernetes.io/initial-events-list-blueprint': Buffer.from(
-            JSON.stringify({ kind: def.listKind, apiVersion: def.apiVersion, metadata: {}, items: [] }),
-          ).toString('base64'),
-        }),
-      ),
+      write('BOOKMARK', encoder.bookmark(String(revision), initialEventsEndAnnotations(def))),
     end,
   };
 
@@ -104,6 +96,16 @@ export async function serveWatch(
   started = true;
   writer.start();
 
+  timers.push(...streamTimers(opts, bookmark, end));
+}
+
+/** The bookmarks of a watch that allows them, and its end at its timeout. */
+function streamTimers(
+  opts: WatchQuery & { timeoutSeconds: number },
+  bookmark: () => void,
+  end: () => void,
+): NodeJS.Timeout[] {
+  const timers: NodeJS.Timeout[] = [];
   const timeoutMs = opts.timeoutSeconds * 1000;
   if (opts.allowWatchBookmarks) {
     timers.push(setInterval(() => bookmark(), BOOKMARK_INTERVAL_MS));
@@ -111,6 +113,17 @@ export async function serveWatch(
     if (timeoutMs > 4000) timers.push(setTimeout(() => bookmark(), timeoutMs - 2000));
   }
   timers.push(setTimeout(end, timeoutMs));
+  return timers;
+}
+
+/** The annotations of the bookmark that ends the initial events (sendInitialEvents), as kube's. */
+function initialEventsEndAnnotations(def: ResourceDefinition): Record<string, string> {
+  return {
+    'k8s.io/initial-events-end': 'true',
+    'kubernetes.io/initial-events-list-blueprint': Buffer.from(
+      JSON.stringify({ kind: def.listKind, apiVersion: def.apiVersion, metadata: {}, items: [] }),
+    ).toString('base64'),
+  };
 }
 
 /** The 200 goes out: from now on the watch is long-running, and the request's observer is told so. */

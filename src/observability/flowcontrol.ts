@@ -95,37 +95,7 @@ export class FlowControlMetrics {
       labelNames: FLOW,
       registers,
     });
-    const limitGauge = (name: string, help: string, value: (l: ReturnType<FlowControl['levels']>[number]) => number) =>
-      new Gauge({
-        name,
-        help,
-        labelNames: ['priority_level'],
-        registers,
-        collect() {
-          this.reset();
-          for (const level of flowControl.levels()) this.set({ priority_level: level.name }, value(level));
-        },
-      });
-    limitGauge(
-      'apiserver_flowcontrol_nominal_limit_seats',
-      'Nominal number of execution seats configured for each priority level',
-      (l) => l.bounds.nominal,
-    );
-    limitGauge(
-      'apiserver_flowcontrol_lower_limit_seats',
-      'Configured lower bound on number of execution seats available to each priority level',
-      (l) => l.bounds.lower,
-    );
-    limitGauge(
-      'apiserver_flowcontrol_upper_limit_seats',
-      'Configured upper bound on number of execution seats available to each priority level',
-      (l) => l.bounds.upper,
-    );
-    limitGauge(
-      'apiserver_flowcontrol_current_limit_seats',
-      'current derived number of execution seats available to each priority level',
-      (l) => (l.exempt ? l.bounds.nominal : l.queueSet.concurrencyLimit),
-    );
+    limitGauges(registers, flowControl);
   }
 
   estimated(labels: FlowLabels, seats: number): void {
@@ -173,4 +143,39 @@ export class FlowControlMetrics {
     this.rejectedTotal.inc({ ...labels, reason });
     if (waitedSeconds === undefined) this.waitDurations.observe({ ...labels, execute: 'false' }, 0);
   }
+}
+
+/** Each priority level's seat limits (nominal, lower and upper bounds, and the current one), read at each scrape. */
+function limitGauges(registers: Registry[], flowControl: FlowControl): void {
+  const limitGauge = (name: string, help: string, value: (l: ReturnType<FlowControl['levels']>[number]) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['priority_level'],
+      registers,
+      collect() {
+        this.reset();
+        for (const level of flowControl.levels()) this.set({ priority_level: level.name }, value(level));
+      },
+    });
+  limitGauge(
+    'apiserver_flowcontrol_nominal_limit_seats',
+    'Nominal number of execution seats configured for each priority level',
+    (l) => l.bounds.nominal,
+  );
+  limitGauge(
+    'apiserver_flowcontrol_lower_limit_seats',
+    'Configured lower bound on number of execution seats available to each priority level',
+    (l) => l.bounds.lower,
+  );
+  limitGauge(
+    'apiserver_flowcontrol_upper_limit_seats',
+    'Configured upper bound on number of execution seats available to each priority level',
+    (l) => l.bounds.upper,
+  );
+  limitGauge(
+    'apiserver_flowcontrol_current_limit_seats',
+    'current derived number of execution seats available to each priority level',
+    (l) => (l.exempt ? l.bounds.nominal : l.queueSet.concurrencyLimit),
+  );
 }

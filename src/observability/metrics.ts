@@ -98,6 +98,7 @@ export class Metrics {
   private flowControlMetrics?: FlowControlMetrics;
 
   constructor(opts: MetricsOptions = {}) {
+    // In the order the exposition lists them; those read at each scrape are steps of their own.
     const registers = [this.registry];
     this.requests = new Counter({
       name: 'apiserver_request_total',
@@ -124,6 +125,64 @@ export class Metrics {
       labelNames: ['group', 'resource'],
       registers,
     });
+    this.inFlightGauge(registers);
+    this.watchCacheGauges(registers);
+
+    this.etcdDurations = new Histogram({
+      name: 'etcd_request_duration_seconds',
+      help: 'Etcd request latency in seconds for each operation and object type.',
+      labelNames: ['operation', 'type'],
+      buckets: ETCD_BUCKETS,
+      registers,
+    });
+    this.etcdErrors = new Counter({
+      name: 'etcd_request_errors_total',
+      help: 'Etcd failed request counts for each operation and object type.',
+      labelNames: ['operation', 'type'],
+      registers,
+    });
+
+    this.workQueueDepthGauge(registers);
+    this.encryptionReloads = new Counter({
+      name: 'apiserver_encryption_config_controller_automatic_reloads_total',
+      help: 'Total number of reload successes and failures of encryption configuration.',
+      labelNames: ['status'],
+      registers,
+    });
+    this.encryptionReloadTimes = new Gauge({
+      name: 'apiserver_encryption_config_controller_automatic_reload_last_timestamp_seconds',
+      help: 'Timestamp of the last successful or failed automatic reload of encryption configuration.',
+      labelNames: ['status'],
+      registers,
+    });
+    this.queueAdds = new Counter({
+      name: 'workqueue_adds_total',
+      help: 'Total number of adds handled by workqueue',
+      labelNames: ['name'],
+      registers,
+    });
+    this.queueRetries = new Counter({
+      name: 'workqueue_retries_total',
+      help: 'Total number of retries handled by workqueue (each follows a failed sync of the key)',
+      labelNames: ['name'],
+      registers,
+    });
+
+    this.leaderGauge(registers);
+
+    this.auditErrors = new Counter({
+      name: 'apiserver_audit_error_total',
+      help: 'Counter of audit events that failed to be audited properly. Plugin identifies the plugin affected by the error.',
+      labelNames: ['plugin'],
+      registers,
+    });
+    this.auditWebhookGauges(registers);
+
+    if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** apiserver_current_inflight_requests, read from `inFlight` at each scrape. */
+  private inFlightGauge(registers: Registry[]): void {
     const inFlight = this.inFlight;
     new Gauge({
       name: 'apiserver_current_inflight_requests',
@@ -135,7 +194,10 @@ export class Metrics {
         this.set({ request_kind: 'mutating' }, inFlight.mutating);
       },
     });
+  }
 
+  /** The watch cache's gauges, by resource. */
+  private watchCacheGauges(registers: Registry[]): void {
     // The three cache gauges of one scrape share one read (and one etcd revision request).
     let reading: Promise<WatchCacheStats[]> | undefined;
     const stats = () => (reading ??= this.watchCacheStats().finally(() => setImmediate(() => (reading = undefined))));
@@ -174,21 +236,10 @@ export class Metrics {
       "etcd's current revision minus the revision the watch cache reflects. Writes outside the cache's keys count until the cache hears of a later revision, so a small steady value is normal; a growing one means the cache falls behind.",
       (s) => s.lag,
     );
+  }
 
-    this.etcdDurations = new Histogram({
-      name: 'etcd_request_duration_seconds',
-      help: 'Etcd request latency in seconds for each operation and object type.',
-      labelNames: ['operation', 'type'],
-      buckets: ETCD_BUCKETS,
-      registers,
-    });
-    this.etcdErrors = new Counter({
-      name: 'etcd_request_errors_total',
-      help: 'Etcd failed request counts for each operation and object type.',
-      labelNames: ['operation', 'type'],
-      registers,
-    });
-
+  /** workqueue_depth: every tracked queue's length at each scrape. */
+  private workQueueDepthGauge(registers: Registry[]): void {
     const queues = this.queues;
     new Gauge({
       name: 'workqueue_depth',
@@ -204,31 +255,10 @@ export class Metrics {
           );
       },
     });
-    this.encryptionReloads = new Counter({
-      name: 'apiserver_encryption_config_controller_automatic_reloads_total',
-      help: 'Total number of reload successes and failures of encryption configuration.',
-      labelNames: ['status'],
-      registers,
-    });
-    this.encryptionReloadTimes = new Gauge({
-      name: 'apiserver_encryption_config_controller_automatic_reload_last_timestamp_seconds',
-      help: 'Timestamp of the last successful or failed automatic reload of encryption configuration.',
-      labelNames: ['status'],
-      registers,
-    });
-    this.queueAdds = new Counter({
-      name: 'workqueue_adds_total',
-      help: 'Total number of adds handled by workqueue',
-      labelNames: ['name'],
-      registers,
-    });
-    this.queueRetries = new Counter({
-      name: 'workqueue_retries_total',
-      help: 'Total number of retries handled by workqueue (each follows a failed sync of the key)',
-      labelNames: ['name'],
-      registers,
-    });
+  }
 
+  /** leader_election_master_status, asked of each elector at each scrape. */
+  private leaderGauge(registers: Registry[]): void {
     const leaders = this.leaders;
     new Gauge({
       name: 'leader_election_master_status',
@@ -239,13 +269,10 @@ export class Metrics {
         for (const [name, isLeader] of leaders) this.set({ name }, isLeader() ? 1 : 0);
       },
     });
+  }
 
-    this.auditErrors = new Counter({
-      name: 'apiserver_audit_error_total',
-      help: 'Counter of audit events that failed to be audited properly. Plugin identifies the plugin affected by the error.',
-      labelNames: ['plugin'],
-      registers,
-    });
+  /** What the audit webhook holds, in events and bytes. */
+  private auditWebhookGauges(registers: Registry[]): void {
     const auditWebhookBuffered = () => this.auditWebhookBuffered();
     new Gauge({
       name: 'apiserver_audit_webhook_buffered_events',
@@ -263,8 +290,6 @@ export class Metrics {
         this.set(auditWebhookBuffered().bytes);
       },
     });
-
-    if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }
 
   get contentType(): string {

@@ -51,44 +51,9 @@ const INSTRUMENTATION_SCOPE = 'platform-management-api';
 const REMEMBERED_WRITES = 4096;
 
 export function createOtelTracer(opts: OtelTracerOptions): OtelTracer {
-  // The batch's bounds are the SDK's (2048 spans queued, 512 a batch, every 5 s, an export given up after 30 s),
-  // or the standard OTEL_BSP_* variables'; the exporter's timeout its own (10 s, OTEL_EXPORTER_OTLP_TIMEOUT).
-  const exporter = new OTLPTraceExporter({
-    url: exporterUrl(opts.config.endpoint),
-    credentials: credentials.createInsecure(),
-  });
-  const rate = opts.config.samplingRatePerMillion;
-  const provider = new NodeTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': opts.serviceName, 'service.version': opts.serviceVersion }),
-    sampler: new ParentBasedSampler({
-      root: rate > 0 ? new TraceIdRatioBasedSampler(rate / 1_000_000) : new AlwaysOffSampler(),
-    }),
-    spanProcessors: [new BatchSpanProcessor(exporter)],
-  });
-  // The context manager (AsyncLocalStorage) that carries the current span through awaits.
-  provider.register({ propagator: null });
+  const { exporter, provider } = startProvider(opts);
   const propagator = new W3CTraceContextPropagator();
   const otel = provider.getTracer(INSTRUMENTATION_SCOPE);
-
-  const handle = (span: Span): TraceSpan => ({
-    setAttributes: (attributes) => span.setAttributes(defined(attributes)),
-    fail: (err) =>
-      span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) }),
-  });
-  const run = async <T>(span: Span, fn: (s: TraceSpan) => Promise<T>): Promise<T> => {
-    try {
-      return await fn(handle(span));
-    } catch (err) {
-      handle(span).fail(err);
-      throw err;
-    } finally {
-      span.end();
-    }
-  };
-  const recording = () => {
-    const span = trace.getSpan(context.active());
-    return span?.isRecording() ? span : undefined;
-  };
 
   // The last traced write of each key, oldest forgotten first: links from the controllers' work to its cause.
   const writes = new Map<string, SpanLink>();
@@ -102,12 +67,12 @@ export function createOtelTracer(opts: OtelTracerOptions): OtelTracer {
         ended = true;
         span.end();
       };
-      return context.with(trace.setSpan(parent, span), () => fn(handle(span), end));
+      return context.with(trace.setSpan(parent, span), () => fn(spanHandle(span), end));
     },
     inSpan(name, attributes, fn) {
-      if (!recording()) return fn(idle);
+      if (!recordingSpan()) return fn(idle);
       return otel.startActiveSpan(name, { kind: SpanKind.INTERNAL, attributes: defined(attributes) }, (span) =>
-        run(span, fn),
+        runInSpan(span, fn),
       );
     },
     inRootSpan(name, attributes, links, fn) {
@@ -119,7 +84,7 @@ export function createOtelTracer(opts: OtelTracerOptions): OtelTracer {
           context: { traceId: l.traceId, spanId: l.spanId, traceFlags: TraceFlags.SAMPLED },
         })),
       };
-      return otel.startActiveSpan(name, options, ROOT_CONTEXT, (span) => run(span, fn));
+      return otel.startActiveSpan(name, options, ROOT_CONTEXT, (span) => runInSpan(span, fn));
     },
     outgoingHeaders() {
       const carrier: Record<string, string> = {};
@@ -127,7 +92,7 @@ export function createOtelTracer(opts: OtelTracerOptions): OtelTracer {
       return carrier;
     },
     current(): SpanLink | undefined {
-      const span = recording();
+      const span = recordingSpan();
       if (!span) return undefined;
       const { traceId, spanId } = span.spanContext();
       return { traceId, spanId };
@@ -157,6 +122,53 @@ export function createOtelTracer(opts: OtelTracerOptions): OtelTracer {
       propagation.disable();
     },
   };
+}
+
+/** The exporter (OTLP over gRPC) and the provider that batches spans to it, registered as the global one. */
+function startProvider(opts: OtelTracerOptions): { exporter: OTLPTraceExporter; provider: NodeTracerProvider } {
+  // The batch's bounds are the SDK's (2048 spans queued, 512 a batch, every 5 s, an export given up after 30 s),
+  // or the standard OTEL_BSP_* variables'; the exporter's timeout its own (10 s, OTEL_EXPORTER_OTLP_TIMEOUT).
+  const exporter = new OTLPTraceExporter({
+    url: exporterUrl(opts.config.endpoint),
+    credentials: credentials.createInsecure(),
+  });
+  const rate = opts.config.samplingRatePerMillion;
+  const provider = new NodeTracerProvider({
+    resource: resourceFromAttributes({ 'service.name': opts.serviceName, 'service.version': opts.serviceVersion }),
+    sampler: new ParentBasedSampler({
+      root: rate > 0 ? new TraceIdRatioBasedSampler(rate / 1_000_000) : new AlwaysOffSampler(),
+    }),
+    spanProcessors: [new BatchSpanProcessor(exporter)],
+  });
+  // The context manager (AsyncLocalStorage) that carries the current span through awaits.
+  provider.register({ propagator: null });
+  return { exporter, provider };
+}
+
+function spanHandle(span: Span): TraceSpan {
+  return {
+    setAttributes: (attributes) => span.setAttributes(defined(attributes)),
+    fail: (err) =>
+      span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) }),
+  };
+}
+
+/** Runs `fn` in `span`, which ends with it (failed if `fn` throws). */
+async function runInSpan<T>(span: Span, fn: (s: TraceSpan) => Promise<T>): Promise<T> {
+  try {
+    return await fn(spanHandle(span));
+  } catch (err) {
+    spanHandle(span).fail(err);
+    throw err;
+  } finally {
+    span.end();
+  }
+}
+
+/** The current span, if it is recorded. */
+function recordingSpan(): Span | undefined {
+  const span = trace.getSpan(context.active());
+  return span?.isRecording() ? span : undefined;
 }
 
 /** Within a span that is not recorded (or none): a child would not be either. */

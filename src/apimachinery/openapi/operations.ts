@@ -164,6 +164,17 @@ const DELETE_PARAMS: Param[] = [
   ),
 ];
 
+const NAMESPACE_PARAM: Param = {
+  name: 'namespace',
+  in: 'path',
+  type: 'string',
+  description: 'object name and auth scope, such as for teams and projects',
+};
+/** Of a create or a replace (PUT). */
+const WRITE_PARAMS = [DRY_RUN, FIELD_MANAGER, FIELD_VALIDATION];
+const PATCH_PARAMS = [DRY_RUN, PATCH_FIELD_MANAGER, FIELD_VALIDATION, FORCE];
+const PATCH_BODY = { schema: PATCH, contentTypes: PATCH_CONTENT_TYPES, required: true };
+
 /** The verbs of the builder's routes: its operation name prefix, x-kubernetes-action and options. */
 type OperationVerb = 'list' | 'create' | 'read' | 'replace' | 'patch' | 'delete' | 'deletecollection';
 
@@ -189,6 +200,48 @@ const OK = (schema: string) => ({ code: 200, description: 'OK', schema });
 const CREATED = (schema: string) => ({ code: 201, description: 'Created', schema });
 const ACCEPTED = (schema: string) => ({ code: 202, description: 'Accepted', schema });
 
+/** Each verb's x-kubernetes-action. */
+const ACTIONS: Record<OperationVerb, string> = {
+  list: 'list',
+  create: 'post',
+  read: 'get',
+  replace: 'put',
+  patch: 'patch',
+  delete: 'delete',
+  deletecollection: 'deletecollection',
+};
+
+/** One operation of `kind`'s (of its subresource `sub`, if any), named and described as the builder does. */
+function kindOperation(
+  kind: string,
+  idPrefix: string,
+  method: Operation['method'],
+  verb: OperationVerb,
+  sub: string,
+  name: string,
+  extra: Partial<Operation>,
+): Operation {
+  return {
+    method,
+    verb,
+    action: ACTIONS[verb],
+    operationId: verb + idPrefix + name,
+    description: operationDescription(kind, verb, sub),
+    params: [],
+    responses: [],
+    ...extra,
+  };
+}
+
+function operationDescription(kind: string, verb: OperationVerb, sub: string): string {
+  const subresource = sub ? ` ${sub} of` : '';
+  if (verb === 'patch') return `partially update${subresource} the specified ${kind}`;
+  if (verb === 'list') return `list${subresource} objects of kind ${kind}`;
+  if (verb === 'read' || verb === 'replace') return `${verb}${subresource} the specified ${kind}`;
+  if (verb === 'deletecollection') return `delete collection of ${kind}`;
+  return `${verb}${subresource}${articleFor(kind)}${kind}`;
+}
+
 /** Every endpoint the generic store serves for one kind (routes of apiextensions' builder, minus the ones we lack). */
 function resourcePaths(def: StoredKind): PathEntry[] {
   const kindName = schemaName(def.group, def.version, def.kind);
@@ -198,55 +251,14 @@ function resourcePaths(def: StoredKind): PathEntry[] {
   const scope = def.namespaced ? 'Namespaced' : '';
   const idPrefix = operationIdPrefix(def.group, def.version);
   const nameParam: Param = { name: 'name', in: 'path', type: 'string', description: `name of the ${def.kind}` };
-  const namespaceParam: Param = {
-    name: 'namespace',
-    in: 'path',
-    type: 'string',
-    description: 'object name and auth scope, such as for teams and projects',
-  };
 
-  const op = (
-    method: Operation['method'],
-    verb: OperationVerb,
-    sub: string,
-    name: string,
-    extra: Partial<Operation>,
-  ): Operation => {
-    const subresource = sub ? ` ${sub} of` : '';
-    let description: string;
-    if (verb === 'patch') description = `partially update${subresource} the specified ${def.kind}`;
-    else if (verb === 'list') description = `list${subresource} objects of kind ${def.kind}`;
-    else if (verb === 'read' || verb === 'replace') description = `${verb}${subresource} the specified ${def.kind}`;
-    else if (verb === 'deletecollection') description = `delete collection of ${def.kind}`;
-    else description = `${verb}${subresource}${articleFor(def.kind)}${def.kind}`;
-    const action = {
-      list: 'list',
-      create: 'post',
-      read: 'get',
-      replace: 'put',
-      patch: 'patch',
-      delete: 'delete',
-      deletecollection: 'deletecollection',
-    }[verb];
-    return {
-      method,
-      verb,
-      action,
-      operationId: verb + idPrefix + name,
-      description,
-      params: [],
-      responses: [],
-      ...extra,
-    };
-  };
+  const op = (method: Operation['method'], verb: OperationVerb, sub: string, name: string, extra: Partial<Operation>) =>
+    kindOperation(def.kind, idPrefix, method, verb, sub, name, extra);
   const objectBody = { schema: kindName, contentTypes: OBJECT_CONTENT_TYPES, required: true };
-  const patchBody = { schema: PATCH, contentTypes: PATCH_CONTENT_TYPES, required: true };
-  const writeParams = [DRY_RUN, FIELD_MANAGER, FIELD_VALIDATION];
-  const patchParams = [DRY_RUN, PATCH_FIELD_MANAGER, FIELD_VALIDATION, FORCE];
   const suffix = (sub: string) => scope + def.kind + (sub ? sub[0].toUpperCase() + sub.slice(1) : '');
 
   const collection = def.namespaced ? `${base}/namespaces/{namespace}/${def.plural}` : `${base}/${def.plural}`;
-  const scopeParams = def.namespaced ? [namespaceParam] : [];
+  const scopeParams = def.namespaced ? [NAMESPACE_PARAM] : [];
   const paths: PathEntry[] = [];
   if (def.namespaced) {
     paths.push({
@@ -265,7 +277,7 @@ function resourcePaths(def: StoredKind): PathEntry[] {
     operations: [
       op('get', 'list', '', suffix(''), { params: LIST_PARAMS, responses: [OK(listName)] }),
       op('post', 'create', '', suffix(''), {
-        params: writeParams,
+        params: WRITE_PARAMS,
         body: objectBody,
         responses: [OK(kindName), CREATED(kindName), ACCEPTED(kindName)],
       }),
@@ -283,7 +295,7 @@ function resourcePaths(def: StoredKind): PathEntry[] {
     operations: [
       op('get', 'read', '', suffix(''), { responses: [OK(kindName)] }),
       op('put', 'replace', '', suffix(''), {
-        params: writeParams,
+        params: WRITE_PARAMS,
         body: objectBody,
         responses: [OK(kindName), CREATED(kindName)],
       }),
@@ -293,8 +305,8 @@ function resourcePaths(def: StoredKind): PathEntry[] {
         responses: [OK(STATUS), ACCEPTED(STATUS)],
       }),
       op('patch', 'patch', '', suffix(''), {
-        params: patchParams,
-        body: patchBody,
+        params: PATCH_PARAMS,
+        body: PATCH_BODY,
         responses: [OK(kindName), CREATED(kindName)],
       }),
     ],
@@ -307,13 +319,13 @@ function resourcePaths(def: StoredKind): PathEntry[] {
       operations: [
         op('get', 'read', 'status', suffix('status'), { responses: [OK(kindName)] }),
         op('put', 'replace', 'status', suffix('status'), {
-          params: writeParams,
+          params: WRITE_PARAMS,
           body: objectBody,
           responses: [OK(kindName), CREATED(kindName)],
         }),
         op('patch', 'patch', 'status', suffix('status'), {
-          params: patchParams,
-          body: patchBody,
+          params: PATCH_PARAMS,
+          body: PATCH_BODY,
           responses: [OK(kindName), CREATED(kindName)],
         }),
       ],
@@ -340,14 +352,13 @@ function actionPaths(action: ServedAction, kinds: StoredKind[]): PathEntry[] {
   const base = `/apis/${action.group}/${action.version}`;
   const idPrefix = operationIdPrefix(action.group, action.version);
   const body = { schema: kindName, contentTypes: OBJECT_CONTENT_TYPES, required: true };
-  const writeParams = [DRY_RUN, FIELD_MANAGER, FIELD_VALIDATION];
   const create = (id: string, description: string): Operation => ({
     method: 'post',
     verb: 'create',
     action: 'post',
     operationId: `create${idPrefix}${id}`,
     description,
-    params: writeParams,
+    params: WRITE_PARAMS,
     body,
     responses: [OK(kindName), CREATED(kindName), ACCEPTED(kindName)],
   });
@@ -360,18 +371,12 @@ function actionPaths(action: ServedAction, kinds: StoredKind[]): PathEntry[] {
     action.kind;
   const sub = action.subresource[0].toUpperCase() + action.subresource.slice(1);
   const nameParam: Param = { name: 'name', in: 'path', type: 'string', description: `name of the ${action.kind}` };
-  const namespaceParam: Param = {
-    name: 'namespace',
-    in: 'path',
-    type: 'string',
-    description: 'object name and auth scope, such as for teams and projects',
-  };
   const forms = action.namespaced
     ? [
         {
           path: `${base}/namespaces/{namespace}/${action.resource}/{name}/${action.subresource}`,
           scope: 'Namespaced',
-          params: [nameParam, namespaceParam],
+          params: [nameParam, NAMESPACE_PARAM],
         },
       ]
     : [{ path: `${base}/${action.resource}/{name}/${action.subresource}`, scope: '', params: [nameParam] }];
