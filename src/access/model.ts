@@ -17,6 +17,12 @@ import { AUTHENTICATED_GROUP, TEAM_GROUP_PREFIX, teamsOf, type UserInfo } from '
 /** `spec.owner`: a user or a team (never both, see validation.ts). */
 export type Owner = { user?: string; team?: string };
 
+/** What the spec of every kind with an owner and an access list has (each such kind's generated spec type has it). */
+export interface OwnedSpec {
+  owner?: Owner;
+  access?: AccessEntry[];
+}
+
 /** One entry of `spec.access`: its verbs, on the object and the listed subresources, for its users and teams. */
 export interface AccessEntry {
   name?: string;

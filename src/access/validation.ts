@@ -10,7 +10,7 @@ import { Path, fieldError, type FieldError } from '../apimachinery/field.js';
 import * as errors from '../apimachinery/status.js';
 import { isPlainObject, type KubeObject } from '../apimachinery/types.js';
 import { isMaster, teamsOf, type UserInfo } from '../apimachinery/user.js';
-import { objectGrants, type AccessEntry, type Owner } from './model.js';
+import { objectGrants, type AccessEntry, type Owner, type OwnedSpec } from './model.js';
 
 const VERB = /^[a-z]+$/;
 const SUBRESOURCE = /^[a-z]+$/;
@@ -106,8 +106,8 @@ function validateNames(values: string[] | undefined, path: Path): FieldError[] {
  */
 export function guardAccessChanges(
   resource: string,
-  obj: KubeObject,
-  old: KubeObject,
+  obj: KubeObject<OwnedSpec>,
+  old: KubeObject<OwnedSpec>,
   user: UserInfo | undefined,
 ): void {
   if (!user || isMaster(user)) return;

@@ -22,7 +22,7 @@ export interface ActionCall {
   namespace?: string;
   name: string;
   /** The request object: the decoded body of a create, undefined for a get. */
-  object?: KubeObject;
+  object?: KubeObject<unknown, unknown>;
   query: URLSearchParams;
   user: UserInfo;
   /** Whether the caller may also do something else, asked of the authorizers that allowed the request. */

@@ -117,10 +117,10 @@ export function importVirtualClusterAction(
         { name: call.name },
         {
           sourceVirtualCluster: source,
-          owner: created.spec.owner,
+          owner: created.spec?.owner,
           importName: name,
-          upgradeToPro: created.spec.upgradeToPro,
-          skipHelmDeploy: created.spec.skipHelmDeploy,
+          upgradeToPro: created.spec?.upgradeToPro,
+          skipHelmDeploy: created.spec?.skipHelmDeploy,
           status: { virtualClusterInstance: { namespace, name, uid: created.metadata.uid } },
         },
       );

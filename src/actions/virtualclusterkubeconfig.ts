@@ -51,6 +51,7 @@ import {
   holdsVirtualCluster,
   instanceClusterUid,
   instanceImporter,
+  instanceRef,
 } from '../kinds/virtualclusterinstance/placement.js';
 import { asUserInfo, isRecordedAs, recordUser } from '../registry/recordeduser.js';
 import type { Store } from '../registry/store.js';
@@ -172,7 +173,7 @@ export function kubeConfigAction(
 async function checkImporterHolds(
   cluster: ClusterConnection,
   instances: Store,
-  instance: KubeObject,
+  instance: VirtualClusterInstance,
   call: ActionCall,
   where: string,
 ): Promise<void> {
@@ -182,8 +183,8 @@ async function checkImporterHolds(
   if (asked) await refreshImporter(instances, instance, call.user);
   const holder = importer && !asked ? asUserInfo(importer) : call.user;
   if (isMaster(call.user) || isMaster(holder)) return;
-  const r = instance.spec.clusterRef;
-  const ref = { cluster: r.cluster, namespace: r.namespace, virtualCluster: r.virtualCluster || call.name };
+  const { cluster: clusterName, namespace, virtualCluster } = instanceRef(instance);
+  const ref = { cluster: clusterName, namespace, virtualCluster };
   if (await holdsVirtualCluster(cluster, ref, holder, 'a kube config')) return;
   const secret = connectionSecretWhere(ref);
   throw errors.forbidden(
@@ -196,7 +197,11 @@ async function checkImporterHolds(
 }
 
 /** Records the importer as they are now, when that differs from the record (a status write as the server). */
-async function refreshImporter(instances: Store, read: KubeObject, user: UserInfo): Promise<void> {
+async function refreshImporter(
+  instances: Store<VirtualClusterInstance>,
+  read: VirtualClusterInstance,
+  user: UserInfo,
+): Promise<void> {
   const now = recordUser(user);
   if (jsonEqual(now, read.status?.importedBy)) return;
   await instances
@@ -224,7 +229,9 @@ async function refreshImporter(instances: Store, read: KubeObject, user: UserInf
 function certificateTTL(call: ActionCall): number {
   let ttl: unknown = DEFAULT_CERTIFICATE_TTL_SECONDS;
   if (call.verb === 'create') {
-    ttl = call.object?.spec?.certificateTTL ?? ttl;
+    // The action's schema checked the request: spec, when given, is an object whose certificateTTL is an integer.
+    const spec = call.object?.spec as { certificateTTL?: number } | undefined;
+    ttl = spec?.certificateTTL ?? ttl;
   } else if (call.query.has('certificateTTL')) {
     const text = call.query.get('certificateTTL')!;
     if (!/^\d+$/.test(text))
@@ -253,11 +260,11 @@ function certificateTTL(call: ActionCall): number {
  */
 async function clusterOf(
   clusters: ClusterConnections,
-  instance: KubeObject,
+  instance: VirtualClusterInstance,
   where: string,
   log: Logger,
 ): Promise<ClusterConnection> {
-  const name: string = instance.spec.clusterRef.cluster;
+  const name = instanceRef(instance).cluster;
   let cluster: ClusterConnection;
   try {
     cluster = await clusters.connection(name);

@@ -33,6 +33,7 @@ import type { Restriction, UserInfo } from '../apimachinery/user.js';
 import type { CacheEvent, WatchCache } from '../storage/cacher.js';
 import { TEAM_GROUP_PREFIX } from '../apimachinery/user.js';
 import { USER_GROUP_PREFIX, hashAccessKey, isKeyHash, lastActivityOf } from '../kinds/ownedaccesskey/strategy.js';
+import type { OwnedAccessKey } from '../kinds/ownedaccesskey/types.js';
 import type { ActivityRecorder } from './activity.js';
 import { buildRestriction, type RestrictionOptions } from '../access/scope.js';
 import { AuthenticationError, bearerToken, type Authenticator } from './types.js';
@@ -221,7 +222,7 @@ export class AccessKeyAuthenticator implements Authenticator {
       const { items, revision } = this.opts.cache.snapshot(this.opts.prefix);
       this.byName.clear();
       this.byHash.clear();
-      for (const cached of items) this.put(cached.decode());
+      for (const cached of items) this.put(cached.decode() as OwnedAccessKey);
       let terminated = false;
       this.unwatch = this.opts.cache.watch(this.opts.prefix, revision, {
         deliver: (events) => {
@@ -259,12 +260,13 @@ export class AccessKeyAuthenticator implements Authenticator {
         this.remove(name);
         this.opts.recorder?.forget(name);
       } else {
-        this.put(e.object);
+        this.put(e.object as OwnedAccessKey);
       }
     }
   }
 
-  private put(obj: KubeObject): void {
+  /** Indexes a key of the cache (what it holds under the ownedaccesskeys prefix is OwnedAccessKeys). */
+  private put(obj: OwnedAccessKey): void {
     const name = obj.metadata.name;
     if (!name) return;
     this.remove(name);

@@ -6,7 +6,7 @@
 import { jsonEqual } from '../apimachinery/equality.js';
 import { isStatusError } from '../apimachinery/status.js';
 import { nowRFC3339 } from '../apimachinery/time.js';
-import type { KubeObject } from '../apimachinery/types.js';
+import { isPlainObject, type KubeObject } from '../apimachinery/types.js';
 import type { Store } from '../registry/store.js';
 
 export interface Condition {
@@ -20,13 +20,24 @@ export interface Condition {
 
 export type Outcome = Pick<Condition, 'status' | 'reason' | 'message'>;
 
-export function conditionOf(obj: KubeObject, type: string): Condition | undefined {
-  const conditions = obj.status?.conditions;
-  return Array.isArray(conditions) ? (conditions as Condition[]).find((c) => c?.type === type) : undefined;
+/** Any kind's object, as far as its conditions go: `status.conditions`, when its status is an object. */
+type WithStatus = KubeObject<unknown, unknown>;
+
+function statusOf(obj: WithStatus): Record<string, unknown> {
+  return isPlainObject(obj.status) ? obj.status : {};
+}
+
+function conditionsOf(obj: WithStatus): Condition[] | undefined {
+  const conditions = statusOf(obj).conditions;
+  return Array.isArray(conditions) ? (conditions as Condition[]) : undefined;
+}
+
+export function conditionOf(obj: WithStatus, type: string): Condition | undefined {
+  return conditionsOf(obj)?.find((c) => c?.type === type);
 }
 
 /** Sets a condition, observing `read`'s generation; its lastTransitionTime moves only when its status does. */
-export function setCondition(obj: KubeObject, type: string, outcome: Outcome, read: KubeObject): void {
+export function setCondition(obj: WithStatus, type: string, outcome: Outcome, read: KubeObject): void {
   const old = conditionOf(obj, type);
   const next: Condition = {
     type,
@@ -36,23 +47,23 @@ export function setCondition(obj: KubeObject, type: string, outcome: Outcome, re
   };
   if (old && jsonEqual(old, next)) return;
   dropCondition(obj, type);
-  obj.status = { ...obj.status, conditions: [...(obj.status?.conditions ?? []), next] };
+  obj.status = { ...statusOf(obj), conditions: [...(conditionsOf(obj) ?? []), next] };
 }
 
-export function dropCondition(obj: KubeObject, type: string): void {
-  const conditions = obj.status?.conditions;
-  if (!Array.isArray(conditions)) return;
-  obj.status = { ...obj.status, conditions: conditions.filter((c: Condition) => c?.type !== type) };
+export function dropCondition(obj: WithStatus, type: string): void {
+  const conditions = conditionsOf(obj);
+  if (!conditions) return;
+  obj.status = { ...statusOf(obj), conditions: conditions.filter((c) => c?.type !== type) };
 }
 
 /**
  * Applies `change` to the stored object's status when it is still `read`'s object (its uid), and writes only a
  * change; an object gone or replaced meanwhile is left alone (its own event brings it back).
  */
-export async function writeStatus(
-  store: Store,
-  read: KubeObject,
-  change: (obj: KubeObject) => void,
+export async function writeStatus<O extends KubeObject>(
+  store: Store<O>,
+  read: O,
+  change: (obj: O) => void,
   fieldManager: string,
 ): Promise<void> {
   const probe = structuredClone(read);
@@ -68,13 +79,13 @@ export class StaleObject extends Error {}
  * Applies `change` to the stored object (or its status) as the server, when it is still `read`'s object (its uid),
  * and answers what was stored; undefined when it is gone, replaced, or `change` threw StaleObject.
  */
-export async function writeIfSame(
-  store: Store,
-  read: KubeObject,
-  change: (obj: KubeObject) => void,
+export async function writeIfSame<O extends KubeObject>(
+  store: Store<O>,
+  read: O,
+  change: (obj: O) => void,
   fieldManager: string,
   subresource?: 'status',
-): Promise<KubeObject | undefined> {
+): Promise<O | undefined> {
   try {
     return await store.update(
       read.metadata.namespace,

@@ -336,10 +336,10 @@ export class ProjectSecretSync {
 
   /** Writes `data` as the server, unless the object is another one now or names another SharedSecret. */
   private writeData(
-    read: KubeObject,
+    read: ProjectSecret,
     ref: SharedSecretRef,
     data: Record<string, string>,
-  ): Promise<KubeObject | undefined> {
+  ): Promise<ProjectSecret | undefined> {
     return writeIfSame(
       this.projectSecrets,
       read,

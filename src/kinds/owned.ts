@@ -17,7 +17,7 @@ import {
   validateAccess,
   type AdminField,
 } from '../access/validation.js';
-import type { AccessEntry, Owner } from '../access/model.js';
+import type { OwnedSpec } from '../access/model.js';
 import type { FieldPath } from '../registry/hiddenfields.js';
 import type { Strategy } from '../registry/strategy.js';
 
@@ -43,11 +43,6 @@ const OWNER_AND_ACCESS: readonly FieldPath[] = [
  * a `system:` user in them, set or change `adminFields` or create something owned by someone else, both are
  * validated, and `validateSpec` adds the kind's own rules. Each holds on create as on update.
  */
-/** What the spec of every owned kind has (each kind's generated spec type has it). */
-export interface OwnedSpec {
-  owner?: Owner;
-  access?: AccessEntry[];
-}
 
 export function ownedKindStrategy<O extends KubeObject<OwnedSpec>>(
   resource: string,

@@ -27,7 +27,11 @@ export const isString = (v: unknown): boolean => typeof v === 'string';
 export function keepServerStatus(
   fields: readonly ServerStatusField[],
 ): NonNullable<StatusStrategy['prepareForStatusUpdate']> {
-  return (obj: KubeObject, old: KubeObject, user: UserInfo | undefined) => {
+  return (
+    obj: KubeObject<unknown, Record<string, unknown>>,
+    old: KubeObject<unknown, Record<string, unknown>>,
+    user: UserInfo | undefined,
+  ) => {
     if (obj.status !== undefined && !isPlainObject(obj.status)) return;
     for (const field of fields) {
       const written: unknown = obj.status?.[field.name];

@@ -49,13 +49,13 @@ import { mainResourceSteps, statusSteps, type UpdateSteps } from './updatesteps.
 const GENERATE_NAME_ATTEMPTS = 8;
 
 /** Where an update's new object comes from. */
-export type UpdateSource =
+export type UpdateSource<O extends KubeObject = KubeObject> =
   /** PUT: the object in the request body. */
   | { replace: KubeObject }
-  /** PATCH: a function of the current object, re-run if another write gets in first. */
-  | { patch: (current: KubeObject) => KubeObject }
+  /** PATCH: a function of the current object (what clients see of it), re-run if another write gets in first. */
+  | { patch: (current: O) => KubeObject }
   /** Server-side apply: the merge of a configuration into the current object, managedFields included. */
-  | { apply: (current: KubeObject) => KubeObject };
+  | { apply: (current: O) => KubeObject };
 
 /** fieldValidation (unknown and duplicate fields dropped, dropped with a warning (default), or refused) and more. */
 export interface WriteOptions extends FieldValidationOptions {
@@ -86,7 +86,7 @@ export interface DeleteOptions extends WriteOptions, PropagationOptions {
   preconditions?: { uid?: string; resourceVersion?: string };
 }
 
-export type DeleteResult = { deleted: true; object: KubeObject } | { deleted: false; object: KubeObject };
+export type DeleteResult<O extends KubeObject = KubeObject> = { deleted: boolean; object: O };
 
 /** ObjectMeta is the same for every kind: one validator. */
 const validateMetaSchema = compileSchema(objectMetaSchema, 'metadata');
@@ -158,13 +158,13 @@ export class Store<O extends KubeObject = KubeObject> {
     return view;
   }
 
-  /** What clients see of a stored object: all but its hidden fields. */
-  private toClient(obj: KubeObject): KubeObject {
-    return this.strategy.hiddenFields ? withoutFields(obj, this.strategy.hiddenFields) : obj;
+  /** What clients see of a stored object: all but its hidden fields. Objects of this store's kind are `O`s. */
+  private toClient(obj: KubeObject): O {
+    return (this.strategy.hiddenFields ? withoutFields(obj, this.strategy.hiddenFields) : obj) as O;
   }
 
   /** A copy of what clients see of `obj`, for a patch or apply to change. */
-  private visibleCopy(obj: KubeObject): KubeObject {
+  private visibleCopy(obj: KubeObject): O {
     return structuredClone(this.toClient(obj));
   }
 
@@ -172,7 +172,7 @@ export class Store<O extends KubeObject = KubeObject> {
     return this.strategy.toStorage ? this.strategy.toStorage(obj) : obj;
   }
 
-  async create(namespace: string | undefined, input: KubeObject, opts: WriteOptions = {}): Promise<KubeObject> {
+  async create(namespace: string | undefined, input: KubeObject, opts: WriteOptions = {}): Promise<O> {
     return this.createObject(namespace, input, opts, true);
   }
 
@@ -182,7 +182,7 @@ export class Store<O extends KubeObject = KubeObject> {
     input: KubeObject,
     opts: WriteOptions,
     trackFields: boolean,
-  ): Promise<KubeObject> {
+  ): Promise<O> {
     const obj = this.newObject(input, namespace);
     const admissionAttrs = await this.runMutatingAdmission(
       'CREATE',
@@ -210,7 +210,7 @@ export class Store<O extends KubeObject = KubeObject> {
         );
         opts.warnings?.push(...warnings);
         return this.strategy.createResponse
-          ? this.strategy.createResponse(this.toClient(stored), obj)
+          ? (this.strategy.createResponse(this.toClient(stored), obj) as O)
           : this.toClient(stored);
       } catch (err) {
         if (err instanceof ClaimTakenError) throw this.claimTaken(obj, err, opts.user);
@@ -270,10 +270,10 @@ export class Store<O extends KubeObject = KubeObject> {
   async update(
     namespace: string | undefined,
     name: string,
-    source: UpdateSource,
+    source: UpdateSource<O>,
     subresource?: 'status',
     opts: WriteOptions = {},
-  ): Promise<KubeObject> {
+  ): Promise<O> {
     const key = this.key(namespace, name);
     // The one choice between the main resource and its status: each has its own steps (updatesteps.ts).
     const steps =
@@ -329,7 +329,7 @@ export class Store<O extends KubeObject = KubeObject> {
    * caller sees it (hidden fields are neither read nor written by them).
    */
   private updatedObject(
-    source: UpdateSource,
+    source: UpdateSource<O>,
     current: KubeObject,
     namespace: string | undefined,
     name: string,
@@ -389,7 +389,7 @@ export class Store<O extends KubeObject = KubeObject> {
     config: KubeObject,
     subresource: 'status' | undefined,
     opts: ApplyOptions,
-  ): Promise<{ object: KubeObject; created: boolean }> {
+  ): Promise<{ object: O; created: boolean }> {
     const applied = structuredClone(config);
     if (!isPlainObject(applied)) throw errors.badRequest('the apply configuration must be an object');
     // An apply configuration names its version itself (kube's field manager refuses it otherwise, with this message).
@@ -425,7 +425,7 @@ export class Store<O extends KubeObject = KubeObject> {
    * has no finalizers; otherwise marks it as being deleted (deletionTimestamp) and leaves it to the finalizers'
    * owners. One compare-and-swap decides both, so a finalizer added concurrently is never skipped.
    */
-  async delete(namespace: string | undefined, name: string, opts: DeleteOptions = {}): Promise<DeleteResult> {
+  async delete(namespace: string | undefined, name: string, opts: DeleteOptions = {}): Promise<DeleteResult<O>> {
     const key = this.key(namespace, name);
     let warnings: string[] = [];
     const res = await this.storageCall('delete', name, () =>

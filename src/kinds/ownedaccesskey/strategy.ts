@@ -384,7 +384,7 @@ const keyCreate: CreateStrategy<OwnedAccessKey> = {
   // before the key is lost.
   warningsOnCreate: () => [KEY_SHOWN_ONCE_WARNING],
 
-  createResponse(shown: KubeObject, prepared: KubeObject): KubeObject {
+  createResponse(shown: OwnedAccessKey, prepared: OwnedAccessKey): OwnedAccessKey {
     const key = prepared.spec?.key;
     if (typeof key !== 'string' || isKeyHash(key)) return shown;
     return { ...shown, spec: { ...shown.spec, key } };
