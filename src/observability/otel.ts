@@ -1,7 +1,7 @@
 /**
  * The exporting tracer (the OpenTelemetry JavaScript SDK), installed for the whole process when --tracing-config-file
- * is given, and only then imported: without the flag no module of the SDK is loaded (server.ts imports this file
- * dynamically).
+ * is given, and only then imported: without the flag no module of the SDK is loaded (startup/tracing.ts imports this
+ * file dynamically).
  *
  * As kube's component-base/tracing NewProvider: spans are sampled parent-based (a caller's sampled `traceparent` is
  * followed; a root is sampled at samplingRatePerMillion), batched, and sent over OTLP/gRPC without TLS to the

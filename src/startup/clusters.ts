@@ -1,0 +1,35 @@
+/** The clusters step: connections to Clusters, and the actions that use them. */
+import { importVirtualClusterAction } from '../actions/importvirtualcluster.js';
+import type { ServedActions } from '../actions/served.js';
+import { kubeConfigAction } from '../actions/virtualclusterkubeconfig.js';
+import { ClusterConnections, ClusterNotReadyError } from '../clusters/connections.js';
+import { ClusterConnector } from '../clusters/connector.js';
+import type { Config } from '../config.js';
+import type { HostCluster } from '../host/cluster.js';
+import { Cluster } from '../kinds/cluster/types.js';
+import type { Logger } from '../log.js';
+import type { Registry } from '../registry/registry.js';
+import type { ConnectCluster } from '../registry/strategy.js';
+
+/** How the stores and the actions reach a Cluster: through its config Secret, or the host itself. */
+export function connectClusters(
+  config: Config,
+  log: Logger,
+  registry: Registry,
+  host: HostCluster | undefined,
+  actions: ServedActions,
+): { connector: ClusterConnector; connect: ConnectCluster } {
+  // Without a host cluster too: then a local Cluster, or one with a config Secret, is never Initialized.
+  const connector = new ClusterConnector({ host, secretNamespace: config.clusterSecretNamespace });
+  const connections = new ClusterConnections(registry.store(Cluster), connector);
+  actions.add(importVirtualClusterAction(registry, connections, log));
+  actions.add(kubeConfigAction(registry, connections, log, config.virtualClusterAllowedServers));
+  const connect: ConnectCluster = async (name) => {
+    try {
+      return await connections.connection(name);
+    } catch (err) {
+      throw err instanceof ClusterNotReadyError ? err.toStatus() : err;
+    }
+  };
+  return { connector, connect };
+}
