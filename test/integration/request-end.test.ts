@@ -47,6 +47,13 @@ beforeAll(async () => {
     });
     expect(res.status).toBe(201);
   }
+  // LIST is served from the watch cache as it is: wait until it holds them all (asked for as metadata, a few KiB).
+  const metadataOnly = { Accept: 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1' };
+  await waitFor(
+    `the watch cache to hold the ${BIG_OBJECTS} objects`,
+    async () => (await ts.as.root.get(LIST, { headers: metadataOnly })).body.items?.length === BIG_OBJECTS,
+    60_000,
+  );
 }, 120_000);
 
 afterAll(() => ts?.stop(), 60_000);
