@@ -65,10 +65,12 @@ export class Registry {
         strategies[def.kind] ?? {},
         new CachedStorage(def, storage, this.caches.get(def.group)!),
         etcdPrefix,
-        (kind) => this.store(kind),
-        () => dependencies.ownerDeletion?.(),
-        () => dependencies.admission?.(),
-        (name) => this.connectCluster(name),
+        {
+          stores: (kind) => this.store(kind),
+          ownerDeletion: () => dependencies.ownerDeletion?.(),
+          admission: () => dependencies.admission?.(),
+          connectCluster: (name) => this.connectCluster(name),
+        },
       );
       this.stores.set(`${def.group}/${def.version}/${def.plural}`, store);
       this.byKind.set(`${def.apiVersion}/${def.kind}`, store);

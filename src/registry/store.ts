@@ -88,6 +88,28 @@ export interface DeleteOptions extends WriteOptions, PropagationOptions {
 
 export type DeleteResult<O extends KubeObject = KubeObject> = { deleted: boolean; object: O };
 
+/**
+ * What a store asks outside itself, each per request (the registry makes the stores before the authorizers and the
+ * admission chain, which read it): unset in a store on its own.
+ */
+export interface StoreContext {
+  /** The other stores, for the kind's admission plugin. */
+  stores?: StoreLookup;
+  /** Whether a caller may delete an owner, for the ownerReferences of its writes. */
+  ownerDeletion?: () => OwnerDeletionCheck | undefined;
+  /** The admission chain every write goes through (none without a host cluster). */
+  admission?: () => Admission | undefined;
+  /** The connected clusters, for the kind's admission plugin. */
+  connectCluster?: ConnectCluster;
+}
+
+const noOtherStores: StoreLookup = (kind) => {
+  throw new Error(`no store of ${kind.kind}: this store was made without the others`);
+};
+
+const notConnected: ConnectCluster = (name) =>
+  Promise.reject(errors.serviceUnavailable(`Cluster ${JSON.stringify(name)} is not connected`));
+
 /** ObjectMeta is the same for every kind: one validator. */
 const validateMetaSchema = compileSchema(objectMetaSchema, 'metadata');
 
@@ -103,17 +125,7 @@ export class Store<O extends KubeObject = KubeObject> {
     /** The kind's storage: etcd with its group's watch cache in front, which decides where each read is served. */
     private readonly storage: CachedStorage,
     private readonly prefix: string,
-    /** The other stores, for the kind's admission plugin. */
-    private readonly stores: StoreLookup = (kind) => {
-      throw new Error(`no store of ${kind.kind}: this store was made without the others`);
-    },
-    /** Whether a caller may delete an owner, for the ownerReferences of its writes (set up once the authorizers are). */
-    private readonly ownerDeletion: () => OwnerDeletionCheck | undefined = () => undefined,
-    /** The admission chain every write goes through (none without a host cluster). */
-    private readonly admission: () => Admission | undefined = () => undefined,
-    /** The connected clusters, for the kind's admission plugin. */
-    private readonly connectCluster: ConnectCluster = (name) =>
-      Promise.reject(errors.serviceUnavailable(`Cluster ${JSON.stringify(name)} is not connected`)),
+    private readonly context: StoreContext = {},
   ) {
     const { metadata: _m, ...properties } = def.schema.properties ?? {};
     this.validateSchema = compileSchema({ ...def.schema, properties });
@@ -375,7 +387,7 @@ export class Store<O extends KubeObject = KubeObject> {
 
   /** What the kind's admission plugin may read and ask. */
   private admitContext(): AdmitContext {
-    return { store: this.stores, connectCluster: this.connectCluster };
+    return { store: this.context.stores ?? noOtherStores, connectCluster: this.context.connectCluster ?? notConnected };
   }
 
   /**
@@ -498,7 +510,7 @@ export class Store<O extends KubeObject = KubeObject> {
     oldObject: KubeObject | undefined,
     opts: WriteOptions,
   ): Promise<AdmissionAttributes | undefined> {
-    const admission = this.admission();
+    const admission = this.context.admission?.();
     if (!admission) return undefined;
     const attrs: AdmissionAttributes = {
       operation,
@@ -548,7 +560,7 @@ export class Store<O extends KubeObject = KubeObject> {
   /** The validating plugins, on `object` as it will be stored (seen, as by the mutating ones, without the hidden fields). */
   private async runValidatingAdmission(attrs: AdmissionAttributes | undefined, object?: KubeObject): Promise<void> {
     if (!attrs) return;
-    await this.admission()?.validate(object ? { ...attrs, object: this.toClient(object) } : attrs);
+    await this.context.admission?.()?.validate(object ? { ...attrs, object: this.toClient(object) } : attrs);
   }
 
   /** The namespace comes from the path; a different one in the body is refused. */
@@ -660,7 +672,7 @@ export class Store<O extends KubeObject = KubeObject> {
     const { user } = opts;
     if (!user) return;
     // Never skipped for want of the check: a client's write that needs it fails instead.
-    const check = this.ownerDeletion() ?? missingOwnerDeletionCheck;
+    const check = this.context.ownerDeletion?.() ?? missingOwnerDeletionCheck;
     const errs = await checkOwnerReferencePermissions(obj, old, (ref, namespace) => check(user, ref, namespace));
     if (errs.length) throw errors.invalid(this.def.groupKind, obj.metadata.name ?? '', errs);
   }
