@@ -52,7 +52,11 @@ export function callWebhook(
     return Promise.reject(err instanceof WebhookCallError ? err : new WebhookCallError(String((err as Error).message)));
   }
   url.searchParams.set('timeout', `${timeoutSeconds}s`);
-  const shown = `Post "${url.href}"`;
+  // Credentials in the URL (`user:password@`) are sent as Basic credentials, as node's https would, and never shown.
+  const basic = url.username ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` : undefined;
+  const shownUrl = new URL(url);
+  shownUrl.username = shownUrl.password = '';
+  const shown = `Post "${shownUrl.href}"`;
   const payload = Buffer.from(JSON.stringify(body));
   const failure = (why: string) => new WebhookCallError(`failed to call webhook: ${shown}: ${why}`);
   const request = async () => ({
@@ -67,6 +71,7 @@ export function callWebhook(
       ...auth.headers,
     },
     body: payload,
+    auth: basic,
     agent: agents.for({
       ca: config.caBundle ? Buffer.from(config.caBundle, 'base64').toString() : undefined,
       cert: auth.cert,
@@ -83,6 +88,7 @@ export function callWebhook(
         request,
         MAX_RESPONSE_BYTES,
         () => new Error(`the answer is larger than ${MAX_RESPONSE_BYTES} bytes`),
+        { sendOnce: true },
       );
     } catch (err) {
       throw failure(isTimeout(err) ? 'context deadline exceeded' : (err as Error).message);

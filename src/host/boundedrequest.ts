@@ -3,7 +3,7 @@
  * webhooks through admission/webhookclient.ts): node's http(s) over the caller's agent (tlsagents.ts, or a proxy's),
  * within a time, reading at most so many bytes of an answer (past it, or when its Content-Length says more, the
  * connection is cut and nothing more is read), sent once more when a kept-alive connection turns out closed by the
- * server. Failures are node's errors, a TimeoutError for the time, or the caller's own for the bytes: callers say them
+ * server (unless the caller says it must go once). Failures are node's errors, a TimeoutError for the time, or the caller's own for the bytes: callers say them
  * in their terms, naming the operation or the URL, never a credential.
  *
  * Node's http rather than undici (which client-node also installs): client-node hands a kubeconfig's http(s) and
@@ -100,25 +100,35 @@ export function readAnswer(
   });
 }
 
+export interface ExchangeOptions {
+  /** Sees each answer's headers. */
+  onResponse?: (res: http.IncomingMessage) => void;
+  /**
+   * Never sent a second time, not even when its kept-alive connection turns out closed: the server may have read
+   * it (an admission webhook is called once per request, as kube's).
+   */
+  sendOnce?: boolean;
+}
+
 /**
  * The request `prepare` gives (again for the second attempt: credentials may have changed), its answer read whole
- * (readAnswer); `onResponse` sees each answer's headers.
+ * (readAnswer).
  */
 export async function exchange(
   prepare: () => Promise<BoundedRequest>,
   limit: number | undefined,
   tooLarge: (detail: string) => Error,
-  onResponse?: (res: http.IncomingMessage) => void,
+  opts: ExchangeOptions = {},
 ): Promise<{ statusCode: number; text: string }> {
   for (let attempt = 0; ; attempt++) {
     try {
       const res = await sendRequest(await prepare());
-      onResponse?.(res);
+      opts.onResponse?.(res);
       return { statusCode: res.statusCode ?? 0, text: await readAnswer(res, limit, tooLarge) };
     } catch (err) {
-      // A kept-alive connection the server closed as it was reused: the request never reached it; once more.
-      if (attempt === 0 && (err as ReusedSocketError).reusedSocket && (err as { code?: string }).code === 'ECONNRESET')
-        continue;
+      // A kept-alive connection the server closed as it was reused: most likely the request never reached it.
+      const reusedClosed = (err as ReusedSocketError).reusedSocket && (err as { code?: string }).code === 'ECONNRESET';
+      if (attempt === 0 && reusedClosed && !opts.sendOnce) continue;
       throw err;
     }
   }

@@ -133,7 +133,7 @@ export class KubeRequests {
             () => this.prepare(method, path, opts.query, body, timeoutMs, opts.accept),
             limit,
             (detail) => answerTooLarge(what, limit, detail),
-            (res) => span.setAttributes({ 'http.response.status_code': res.statusCode }),
+            { onResponse: (res) => span.setAttributes({ 'http.response.status_code': res.statusCode }) },
           );
           return parseAnswer<T>(what, statusCode, text);
         } catch (err) {
