@@ -64,6 +64,7 @@ export async function startServer(flags: Config, log: Logger, worker?: WorkerOf)
       ownerDeletion: () => ownerDeletion,
       admission: () => admission?.chain,
       connectCluster: (name) => clusters.connect(name),
+      views: { clusterHealthIntervalMs: config.clusterHealthIntervalMs, now: Date.now },
     });
     const address = new ServingAddress(config);
     const actions = new ServedActions();

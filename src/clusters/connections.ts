@@ -1,6 +1,7 @@
 /**
  * The one place that hands out a Cluster's connection for work on it (imports, kube configs): only a Cluster whose
- * status.phase is Initialized (the health controller, src/controllers/clusterhealth.ts, says so) is connected, on
+ * status.phase is Initialized (the health controller, src/controllers/clusterhealth.ts, says so), and whose checks
+ * are not overdue (its status is current: kinds/cluster/freshness.ts, as the Cluster is read), is connected, on
  * any replica, through the same connector and checks; anything else is a ClusterNotReadyError carrying the
  * Cluster's reason and message, which callers answer as 503 (toStatus). A connection is kept for `cacheMs`, so a
  * burst of requests does not read the Secret and probe the cluster each time.
@@ -12,6 +13,7 @@
  */
 import { GROUP_NAME } from '../apimachinery/group.js';
 import * as errors from '../apimachinery/status.js';
+import { overdueCondition } from '../kinds/cluster/freshness.js';
 import { recordedIdentity } from '../kinds/cluster/identity.js';
 import type { Cluster } from '../kinds/cluster/types.js';
 import type { StoredObjects } from '../registry/strategy.js';
@@ -32,7 +34,7 @@ export const CLUSTER_TAKEN =
 export class ClusterNotReadyError extends Error {
   constructor(
     readonly cluster: string,
-    /** The Cluster's status.reason (one CamelCase word), or NotFound / NotInitialized. */
+    /** The Cluster's status.reason (one CamelCase word), or NotFound / NotInitialized / CheckOverdue. */
     readonly reason: string,
     message: string,
   ) {
@@ -82,6 +84,9 @@ export class ClusterConnections {
         );
       throw err;
     }
+    // Before the phase: an overdue status may say anything, and that no check has confirmed it lately is the news.
+    const overdue = overdueCondition(cluster);
+    if (overdue) throw new ClusterNotReadyError(name, String(overdue.reason), String(overdue.message));
     const status = cluster.status ?? {};
     if (status.phase !== 'Initialized')
       throw new ClusterNotReadyError(

@@ -30,14 +30,22 @@
  * none) are adopted when the controller starts, each uid by its earliest record.
  *
  * The other Cluster of a ClusterUID refusal is named in the log only: the status is read by whoever may read this
- * Cluster, who may not be allowed to know of that one. Nothing is written when nothing changed. A check never
- * throws out of the controller: every failure is a status.
+ * Cluster, who may not be allowed to know of that one. A check never throws out of the controller: every failure is
+ * a status.
+ *
+ * Every completed check, whatever it found, stamps `lastCheckTime`, so that a reader can tell a current status from
+ * one nobody checks any more (kinds/cluster/freshness.ts: older than 3 intervals, it reads as Ready Unknown,
+ * CheckOverdue). When nothing else changed, the stamp is written only once the stored one is half an interval old:
+ * the check of each interval writes it, about once per interval as a kubelet's heartbeat, and the checks in between
+ * (a spec change, another Cluster gone) write nothing.
  */
 import { jsonEqual } from '../apimachinery/equality.js';
 import { isStatusError } from '../apimachinery/status.js';
 import { nowRFC3339 } from '../apimachinery/time.js';
 import { ClusterConnectionError, type ClusterConnector, type ClusterPhase } from '../clusters/connector.js';
 import { CLUSTER_CHANGED, CLUSTER_TAKEN } from '../clusters/connections.js';
+import { goTimeMillis, parseRFC3339 } from '../apimachinery/golang/time.js';
+import { READY } from '../kinds/cluster/freshness.js';
 import { recordTime, recordedIdentity, withIdentity, type ClusterIdentity } from '../kinds/cluster/identity.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
@@ -48,7 +56,6 @@ import { runQueueController } from './runner.js';
 import { sleep } from '../apimachinery/sleep.js';
 import { Cluster } from '../kinds/cluster/types.js';
 
-export const READY = 'Ready';
 const FIELD_MANAGER = 'cluster-health';
 
 export interface ClusterHealthOptions {
@@ -408,7 +415,7 @@ export class ClusterHealth {
             if (current.metadata.uid !== uid) throw new NotTheSameCluster();
             const stored = recordedIdentity(current);
             if (stored && stored.uid !== observed.identity?.uid) throw new StaleRecord(stored);
-            current.status = nextStatus(current, observed);
+            current.status = nextStatus(current, observed, this.opts.intervalMs);
             return current;
           },
         },
@@ -453,8 +460,16 @@ function failure(err: unknown, name: string, log: (msg: string, fields?: Record<
   return { phase: err.phase, reason: err.reason, message: err.message, online: err.online };
 }
 
-/** The status after `observed`; the same object's content when nothing changed (then the store writes nothing). */
-function nextStatus(cluster: Cluster, observed: Observed): Record<string, unknown> {
+/**
+ * The status after `observed`, checked `now`; the same object's content when nothing changed and the stored check
+ * time is recent (then the store writes nothing: see the top).
+ */
+function nextStatus(
+  cluster: Cluster,
+  observed: Observed,
+  intervalMs: number,
+  now = new Date(),
+): Record<string, unknown> {
   const stored = cluster.status ?? {};
   const status: Record<string, unknown> =
     observed.identity && !recordedIdentity(cluster) ? withIdentity(stored, observed.identity) : { ...stored };
@@ -481,6 +496,9 @@ function nextStatus(cluster: Cluster, observed: Observed): Record<string, unknow
   };
   const same = old && jsonEqual(old, ready);
   status.conditions = same ? conditions : [...conditions.filter((c) => c?.type !== READY), ready];
+  const lastCheck = typeof stored.lastCheckTime === 'string' ? parseRFC3339(stored.lastCheckTime) : undefined;
+  const recent = lastCheck && now.getTime() - goTimeMillis(lastCheck) < intervalMs / 2;
+  if (!recent || !jsonEqual(status, stored)) status.lastCheckTime = recordTime(now);
   return status;
 }
 

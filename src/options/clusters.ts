@@ -17,7 +17,7 @@ export const clustersOptions: Options<ClustersConfig> = {
       name: 'cluster-health-interval',
       arg: 'duration',
       default: '30s',
-      help: "How often every Cluster is checked: its config Secret read again, then GET /version and the kube-system Namespace's uid on the cluster, each request bounded by the smaller of 5s and this; status.phase, reason, message and online say the outcome. A Cluster is also checked when it changes. 0: no checks, and no status is written ({default}).",
+      help: "How often every Cluster is checked: its config Secret read again, then GET /version and the kube-system Namespace's uid on the cluster, each request bounded by the smaller of 5s and this; status.phase, reason, message and online say the outcome, and status.lastCheckTime when it was (a Cluster whose lastCheckTime is older than 3 intervals reads as Ready Unknown, reason CheckOverdue). A Cluster is also checked when it changes. 0: no checks, and no status is written ({default}).",
       apply: (c, v) => (c.clusterHealthIntervalMs = duration('cluster-health-interval', v)),
     },
     {

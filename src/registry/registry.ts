@@ -12,6 +12,7 @@ import type { OwnerDeletionCheck } from './ownerpermission.js';
 import { Store } from './store.js';
 import * as errors from '../apimachinery/status.js';
 import type { ConnectCluster } from './strategy.js';
+import type { ViewSettings } from './readview.js';
 
 /**
  * What the stores ask outside the registry, given at construction. Each is called per request, never while the
@@ -25,6 +26,8 @@ export interface RegistryDependencies {
   admission?: () => Admission | undefined;
   /** How the kinds' rules and the actions reach a Cluster; without it no Cluster is connected. */
   connectCluster?: ConnectCluster;
+  /** The settings the kinds' read views depend on (readview.ts); without them no view shows anything. */
+  views?: ViewSettings;
 }
 
 /** A registry on its own (as in unit tests) connects to no clusters. */
@@ -70,6 +73,7 @@ export class Registry {
           ownerDeletion: () => dependencies.ownerDeletion?.(),
           admission: () => dependencies.admission?.(),
           connectCluster: (name) => this.connectCluster(name),
+          views: dependencies.views,
         },
       );
       this.stores.set(`${def.group}/${def.version}/${def.plural}`, store);

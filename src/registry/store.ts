@@ -40,6 +40,7 @@ import type { ListOptions, RunningWatch, WatchOptions, WatchSink } from '../stor
 import { checkTypeMeta, dropUnknownFields, type FieldValidationOptions, type RestrictingFields } from './decoding.js';
 import type { ResourceDefinition } from './definitions.js';
 import { carryOverFields, withoutFields } from './hiddenfields.js';
+import { noViewSettings, StoreView, type ViewSettings } from './readview.js';
 import { checkOwnerReferencePermissions, type OwnerDeletionCheck } from './ownerpermission.js';
 import { finalizersAfterDelete, type PropagationOptions } from './propagation.js';
 import type { AdmitContext, AuthorizeOther, ConnectCluster, Strategy, StoreLookup } from './strategy.js';
@@ -101,6 +102,8 @@ export interface StoreContext {
   admission?: () => Admission | undefined;
   /** The connected clusters, for the kind's admission plugin. */
   connectCluster?: ConnectCluster;
+  /** The settings of the kind's read view (Strategy.readView); without them it shows nothing. */
+  views?: ViewSettings;
 }
 
 const noOtherStores: StoreLookup = (kind) => {
@@ -116,8 +119,10 @@ const validateMetaSchema = compileSchema(objectMetaSchema, 'metadata');
 /** The store of one kind; `O` is the type of its objects (`registry.store(ProjectSecret)` is a Store<ProjectSecret>). */
 export class Store<O extends KubeObject = KubeObject> {
   private readonly validateSchema: SchemaValidator;
-  /** What watchers are sent of each object during this turn: one copy without hidden fields, encoded once for all. */
+  /** What watchers are sent of each object during this turn: one copy as clients see it, encoded once for all. */
   private readonly clientViews = turnMemo<KubeObject, KubeObject>();
+  /** The kind's read view, if it has one (readview.ts). */
+  private readonly view?: StoreView;
 
   constructor(
     readonly def: ResourceDefinition,
@@ -129,6 +134,9 @@ export class Store<O extends KubeObject = KubeObject> {
   ) {
     const { metadata: _m, ...properties } = def.schema.properties ?? {};
     this.validateSchema = compileSchema({ ...def.schema, properties });
+    const settings = context.views ?? noViewSettings;
+    const view = strategy.readView?.(settings);
+    if (view) this.view = new StoreView(view, settings.now);
   }
 
   async get(namespace: string | undefined, name: string, resourceVersion?: string): Promise<O> {
@@ -153,13 +161,16 @@ export class Store<O extends KubeObject = KubeObject> {
     const list = await this.storageCall('list', '', () =>
       this.storage.listObjects(this.collectionKey(namespace), opts),
     );
-    return this.strategy.hiddenFields ? { ...list, items: list.items.map((o) => this.toClient(decoded(o))) } : list;
+    if (this.strategy.hiddenFields) return { ...list, items: list.items.map((o) => this.toClient(decoded(o))) };
+    const view = this.view;
+    return view ? { ...list, items: list.items.map((o) => view.ofItem(o)) } : list;
   }
 
   watch(namespace: string | undefined, opts: WatchOptions, sink: WatchSink): Promise<RunningWatch> {
-    const out: WatchSink = this.strategy.hiddenFields
-      ? { ...sink, event: (type, obj) => sink.event(type, this.clientView(obj)) }
-      : sink;
+    const out: WatchSink =
+      this.strategy.hiddenFields || this.view
+        ? { ...sink, event: (type, obj) => sink.event(type, this.clientView(obj)) }
+        : sink;
     return this.storageCall('watch', '', () => this.storage.watchObjects(this.collectionKey(namespace), opts, out));
   }
 
@@ -170,14 +181,23 @@ export class Store<O extends KubeObject = KubeObject> {
     return view;
   }
 
-  /** What clients see of a stored object: all but its hidden fields. Objects of this store's kind are `O`s. */
+  /**
+   * What clients see of a stored object: all but its hidden fields, and what the kind's view derives now (in every
+   * answer and watch event). Objects of this store's kind are `O`s.
+   */
   private toClient(obj: KubeObject): O {
+    const visible = this.withoutHidden(obj);
+    return (this.view ? this.view.of(visible) : visible) as O;
+  }
+
+  /** The stored object without its hidden fields: what patches, applies and admission act on (not the view). */
+  private withoutHidden(obj: KubeObject): O {
     return (this.strategy.hiddenFields ? withoutFields(obj, this.strategy.hiddenFields) : obj) as O;
   }
 
-  /** A copy of what clients see of `obj`, for a patch or apply to change. */
+  /** A copy of the stored object without its hidden fields, for a patch or apply to change. */
   private visibleCopy(obj: KubeObject): O {
-    return structuredClone(this.toClient(obj));
+    return structuredClone(this.withoutHidden(obj));
   }
 
   private toStorage(obj: KubeObject): KubeObject {
@@ -373,6 +393,8 @@ export class Store<O extends KubeObject = KubeObject> {
     opts: WriteOptions,
   ): Promise<string[]> {
     if (this.strategy.hiddenFields) carryOverFields(next, current, this.strategy.hiddenFields);
+    // Read with the view and written back (a PUT of what a GET answered), it stores what is stored, not the view.
+    this.view?.underive(next, current);
     steps.prepare(next, current, opts.user);
     dropUnknownFields(next, this.def.schema, this.def, opts, this.restricting(current));
     const ratcheted: string[] = [];
@@ -521,8 +543,8 @@ export class Store<O extends KubeObject = KubeObject> {
       subresource,
       namespace: (this.def.namespaced && namespace) || '',
       name,
-      object: object && this.toClient(object),
-      oldObject: oldObject && this.toClient(oldObject),
+      object: object && this.withoutHidden(object),
+      oldObject: oldObject && this.withoutHidden(oldObject),
       user: opts.user ?? SERVER_USER,
       dryRun: !!opts.dryRun,
       warnings: opts.warnings ?? [],
@@ -560,7 +582,7 @@ export class Store<O extends KubeObject = KubeObject> {
   /** The validating plugins, on `object` as it will be stored (seen, as by the mutating ones, without the hidden fields). */
   private async runValidatingAdmission(attrs: AdmissionAttributes | undefined, object?: KubeObject): Promise<void> {
     if (!attrs) return;
-    await this.context.admission?.()?.validate(object ? { ...attrs, object: this.toClient(object) } : attrs);
+    await this.context.admission?.()?.validate(object ? { ...attrs, object: this.withoutHidden(object) } : attrs);
   }
 
   /** The namespace comes from the path; a different one in the body is refused. */

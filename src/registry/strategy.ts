@@ -8,6 +8,7 @@ import type { ObjectList } from '../apimachinery/encoded.js';
 import type { KindRef, KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
 import type { FieldPath } from './hiddenfields.js';
+import type { ReadView, ViewSettings } from './readview.js';
 import type { ListOptions } from '../storage/reader.js';
 
 /** What a rule may read of another kind's store (a Store, seen from here without importing it: no cycle). */
@@ -188,6 +189,11 @@ export interface StoredForm<O extends KubeObject = KubeObject> {
    * patches and applies act on, and carried over from the stored object by every update (see hiddenfields.ts).
    */
   hiddenFields?: readonly FieldPath[];
+  /**
+   * What clients see of an object besides what is stored, derived at read time from it and the time (readview.ts),
+   * made once per store from the server's settings; none when the settings turn it off.
+   */
+  readView?(settings: ViewSettings): ReadView<O> | undefined;
 }
 
 /** A kind's columns in `kubectl get` Tables, besides its CRD's. */

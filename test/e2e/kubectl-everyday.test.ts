@@ -122,12 +122,22 @@ describe('kubectl get', () => {
     expect(namesOf((await k('get', 'sharedsecret', '-n', NS)).stdout)).toEqual(['a1', 'a2', 'b1', 'c1', 'c2']);
   });
 
-  test('a table with NAME, DISPLAY NAME, LOCAL, UNUSABLE, PHASE, ONLINE, AGE for clusters; a missing value is an empty cell', async () => {
+  test('a table with NAME, DISPLAY NAME, LOCAL, UNUSABLE, PHASE, ONLINE, LAST CHECK, AGE for clusters; a missing value is an empty cell', async () => {
     const res = await k('get', 'clusters', 'get-local', 'get-remote');
     expect(res).toMatchObject({ code: 0, stderr: '' });
     const all = lines(res.stdout);
-    // No health checks run here (the test server's --cluster-health-interval is 0): PHASE and ONLINE stay empty.
-    expect(cells(all[0])).toEqual(['NAME', 'DISPLAY NAME', 'LOCAL', 'UNUSABLE', 'PHASE', 'ONLINE', 'AGE']);
+    // No health checks run here (the test server's --cluster-health-interval is 0): PHASE, ONLINE and LAST CHECK stay
+    // empty.
+    expect(cells(all[0])).toEqual([
+      'NAME',
+      'DISPLAY NAME',
+      'LOCAL',
+      'UNUSABLE',
+      'PHASE',
+      'ONLINE',
+      'LAST CHECK',
+      'AGE',
+    ]);
     expect(cells(all[1])).toEqual(['get-local', 'Local cluster', 'true', expect.stringMatching(AGE)]);
     expect(cells(all[2])).toEqual(['get-remote', 'Remote cluster', 'true', expect.stringMatching(AGE)]);
     // get-local has no spec.unusable and get-remote no spec.local: the cell stays empty, under its own column.
@@ -155,6 +165,7 @@ describe('kubectl get', () => {
       'UNUSABLE',
       'PHASE',
       'ONLINE',
+      'LAST CHECK',
       'AGE',
     ]);
   });

@@ -83,6 +83,7 @@ describe('columns', () => {
       ['Unusable', 'boolean'],
       ['Phase', 'string'],
       ['Online', 'boolean'],
+      ['Last Check', 'date'],
       ['Age', 'date'],
     ]);
     expect(clusters.columnDefinitions[2]).toEqual(crdColumn('Local', 'boolean', '.spec.local'));
@@ -140,11 +141,18 @@ describe('columns', () => {
       'Unusable',
       'Phase',
       'Online',
+      'Last Check',
       'B',
       'Age',
       'C',
     ]);
-    expect(conv.columnDefinitions[9]).toEqual({ name: 'C', type: 'string', format: '', description: 'c', priority: 1 });
+    expect(conv.columnDefinitions[10]).toEqual({
+      name: 'C',
+      type: 'string',
+      format: '',
+      description: 'c',
+      priority: 1,
+    });
   });
 });
 
@@ -163,7 +171,7 @@ describe('cells', () => {
         cluster('prod', ago(45 * SECOND), { displayName: 'Production', local: true, unusable: false }),
         NOW,
       ),
-    ).toEqual(['prod', 'Production', true, false, null, null, '45s']);
+    ).toEqual(['prod', 'Production', true, false, null, null, null, '45s']);
     expect(clusters.cells(cluster('edge', ago(400 * DAY)), NOW)).toEqual([
       'edge',
       null,
@@ -171,10 +179,14 @@ describe('cells', () => {
       null,
       null,
       null,
+      null,
       '400d',
     ]);
-    const checked = { ...cluster('ok', ago(45 * SECOND)), status: { phase: 'Initialized', online: true } };
-    expect(clusters.cells(checked, NOW)).toEqual(['ok', null, null, null, 'Initialized', true, '45s']);
+    const checked = {
+      ...cluster('ok', ago(45 * SECOND)),
+      status: { phase: 'Initialized', online: true, lastCheckTime: ago(5 * SECOND) },
+    };
+    expect(clusters.cells(checked, NOW)).toEqual(['ok', null, null, null, 'Initialized', true, '5s', '45s']);
   });
 
   test.each([
@@ -330,7 +342,7 @@ describe('tables', () => {
       apiVersion: 'meta.k8s.io/v1',
       metadata: { resourceVersion: '900' },
       columnDefinitions: clusters.columnDefinitions,
-      rows: [{ cells: ['prod', null, true, null, null, null, '2d'], object: partialObjectMetadata(obj) }],
+      rows: [{ cells: ['prod', null, true, null, null, null, null, '2d'], object: partialObjectMetadata(obj) }],
     });
   });
 
@@ -340,12 +352,12 @@ describe('tables', () => {
     const later = clusters.watchEventTable(obj, false, { now: NOW, includeObject: 'None' });
     expect(first.columnDefinitions).toEqual(clusters.columnDefinitions);
     expect(first.rows).toEqual([
-      { cells: ['prod', null, null, null, null, null, '60m'], object: partialObjectMetadata(obj) },
+      { cells: ['prod', null, null, null, null, null, null, '60m'], object: partialObjectMetadata(obj) },
     ]);
     expect(first.metadata).toEqual({ resourceVersion: '900' });
     expect(later.columnDefinitions).toBeNull();
     expect(JSON.stringify(later)).toContain('"columnDefinitions":null');
-    expect(later.rows).toEqual([{ cells: ['prod', null, null, null, null, null, '60m'], object: null }]);
+    expect(later.rows).toEqual([{ cells: ['prod', null, null, null, null, null, null, '60m'], object: null }]);
   });
 
   test('column definitions in a Table are copies', () => {

@@ -13,7 +13,7 @@
  */
 import { isPlainObject } from '../../apimachinery/types.js';
 import { isRFC3339 } from '../../apimachinery/time.js';
-import { isString, keepServerStatus } from '../../registry/serverstatus.js';
+import { isString, type ServerStatusField } from '../../registry/serverstatus.js';
 import type { Cluster } from './types.js';
 
 /** A Cluster's record of its physical cluster. */
@@ -43,10 +43,11 @@ export function withIdentity(status: Record<string, unknown>, identity: ClusterI
 export const recordTime = (now = new Date()): string => now.toISOString().replace(/Z$/, '000Z');
 
 /**
- * Cluster's prepareForStatusUpdate: a stored record stays as it is, whoever writes; without one, only the server
- * (no user) may write it, and what anyone else writes there is dropped.
+ * The record's fields for Cluster's prepareForStatusUpdate (registry/serverstatus.ts): a stored record stays as it
+ * is, whoever writes; without one, only the server (no user) may write it, and what anyone else writes there is
+ * dropped.
  */
-export const keepClusterIdentity = keepServerStatus([
+export const identityFields: readonly ServerStatusField[] = [
   { name: 'clusterUID', wellTyped: isString, serverWrites: 'once' },
   { name: 'clusterUIDRecordedTime', wellTyped: isRFC3339, serverWrites: 'once' },
-]);
+];

@@ -15,7 +15,9 @@ import type { AdminField } from '../../access/validation.js';
 import type { Strategy } from '../../registry/strategy.js';
 import { ownedKindStrategy } from '../owned.js';
 import { clusterAdmission } from './admission.js';
-import { keepClusterIdentity } from './identity.js';
+import { keepServerStatus } from '../../registry/serverstatus.js';
+import { clusterReadView, lastCheckTimeField } from './freshness.js';
+import { identityFields } from './identity.js';
 import { LOCAL_CLAIM, isLocalCluster, localTaken } from './local.js';
 import { localFixed, validateSpec } from './validation.js';
 
@@ -39,8 +41,11 @@ export const clusterStrategy: Strategy = {
   ...owned,
   validateUpdate: (obj, old) => [...owned.validate!(obj), ...localFixed(obj, old)],
   admission: clusterAdmission,
-  // The physical cluster it was first connected to (identity.ts): no status write moves it.
-  prepareForStatusUpdate: keepClusterIdentity,
+  // The physical cluster it was first connected to (identity.ts) and when it was last checked (freshness.ts): no
+  // client's status write moves them.
+  prepareForStatusUpdate: keepServerStatus([...identityFields, lastCheckTimeField]),
+  // Read as overdue once its checks have stopped for too long (freshness.ts).
+  readView: clusterReadView,
   claims: {
     of: (obj) => (isLocalCluster(obj) ? [LOCAL_CLAIM] : []),
     taken: (obj, holder) => localTaken(obj, holder),

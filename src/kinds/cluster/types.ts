@@ -71,6 +71,8 @@ export interface ClusterStatus {
   clusterUID?: string;
   /** When the server recorded clusterUID. Should two Clusters ever record the same uid, the earlier record keeps it. */
   clusterUIDRecordedTime?: string;
+  /** When the server last completed a health check of the cluster, whatever it found (RFC 3339 with microseconds); written by the server only, at most about once per check interval when nothing else changed. When it is older than 3 intervals (--cluster-health-interval), the Cluster reads with condition Ready Unknown, reason CheckOverdue, and imports and kube configs through it are refused (503), whatever phase says. */
+  lastCheckTime?: string;
   /** The server's conditions (Ready, AccessSynced). */
   conditions?: Record<string, unknown>[];
   /** Fields the schema keeps without naming them (x-kubernetes-preserve-unknown-fields). */
