@@ -38,7 +38,7 @@ import { AnswerTooLargeError } from '../host/kuberequest.js';
 import { ServerAllowList } from '../host/serverallowlist.js';
 import { Cluster } from '../kinds/cluster/types.js';
 import { recordedIdentity } from '../kinds/cluster/identity.js';
-import { ONLINE_CONDITION, type InstancePhase } from '../kinds/virtualclusterinstance/health.js';
+import { NO_IMPORTER, ONLINE_CONDITION, READY, type InstancePhase } from '../kinds/virtualclusterinstance/health.js';
 import {
   connectionSecretWhere,
   holdsVirtualCluster,
@@ -254,7 +254,7 @@ export class VirtualClusterHealth {
     if (!importer)
       return {
         phase: 'Pending',
-        reason: 'ImporterNotRecorded',
+        reason: NO_IMPORTER,
         message:
           'the instance was stored before importers were recorded (status.importedBy), so there is nobody its health check rests on and the virtual cluster is not checked; its kube configs are still issued to those who have the virtual cluster, and importing it again records its importer',
         online: false,
@@ -336,7 +336,7 @@ export class VirtualClusterHealth {
     }
     const gitVersion = isPlainObject(answer) ? answer.gitVersion : undefined;
     const version = typeof gitVersion === 'string' && gitVersion.length <= MAX_VERSION ? gitVersion : '';
-    return { phase: 'Ready', reason: '', message: '', online: true, version };
+    return { phase: READY, reason: '', message: '', online: true, version };
   }
 }
 
@@ -371,7 +371,7 @@ function applyObserved(obj: VirtualClusterInstance, observed: Observed, now: num
   setCondition(
     obj,
     ONLINE_CONDITION,
-    observed.phase === 'Ready'
+    observed.phase === READY
       ? {
           status: 'True',
           reason: 'Online',

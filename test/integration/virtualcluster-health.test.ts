@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import {
   API_VERSION,
   CLUSTERS_PATH,
+  MERGE_PATCH,
   PROJECTS_PATH as PROJECTS,
   uniq,
   virtualClusterInstancesPath as vcis,
@@ -41,6 +42,7 @@ let hostile: HostileVirtualCluster;
 let ts: TestServer;
 let root: HttpClient;
 let bob: HttpClient;
+let carol: HttpClient;
 let scratch: string;
 /** root's kubeconfig, for kubectl. */
 let rootKubeconfig: string;
@@ -55,7 +57,7 @@ beforeAll(async () => {
   ]);
   hostile = await startHostileVirtualCluster(vc);
   const server = await startTestServerWithUsers(
-    { root: ['system:masters'], bob: [] },
+    { root: ['system:masters'], bob: [], carol: [] },
     {
       kubeconfig: mgmt.kubeconfigPath,
       clusterHealthIntervalMs: HEALTH_INTERVAL_MS,
@@ -66,7 +68,7 @@ beforeAll(async () => {
     createLogger((line) => logged.push(line)),
   );
   ts = server;
-  ({ root, bob } = server.as);
+  ({ root, bob, carol } = server.as);
   rootKubeconfig = join(scratch, 'root.kubeconfig');
   writeFileSync(
     rootKubeconfig,
@@ -125,6 +127,21 @@ async function createInstance(name: string, config: string | undefined, cluster 
     spec: { owner: { user: 'bob' }, clusterRef: { cluster, namespace: `vcluster-${name}`, virtualCluster: name } },
   });
   expect(res.status).toBe(201);
+  return `${vcis(ns)}/${name}`;
+}
+
+/** bob imports the virtual cluster `name` of namespace `vcluster-<name>` in `a`, reached with `config`; its path. */
+async function importAsBob(name: string, config: string): Promise<string> {
+  const vcNs = `vcluster-${name}`;
+  a.addSecret(vcNs, `vc-${name}`, { config });
+  grantConnectionSecret(a, vcNs, name, ['bob']);
+  const ns = await createProject();
+  const imported = await bob.post(`${PROJECTS}/${ns.slice(2)}/importvirtualcluster`, {
+    apiVersion: API_VERSION,
+    kind: 'ProjectImportVirtualCluster',
+    sourceVirtualCluster: { cluster: 'conn-a', namespace: vcNs, name },
+  });
+  expect(imported.status).toBe(201);
   return `${vcis(ns)}/${name}`;
 }
 
@@ -323,16 +340,7 @@ describe('virtual cluster health', () => {
   test('an importer who lost the virtual cluster: Failed/ImporterLostAccess, and its Secret is not read again', async () => {
     const name = uniq('vc');
     const vcNs = `vcluster-${name}`;
-    a.addSecret(vcNs, `vc-${name}`, { config: vc.kubeconfigText() });
-    grantConnectionSecret(a, vcNs, name, ['bob']);
-    const ns = await createProject();
-    const imported = await bob.post(`${PROJECTS}/${ns.slice(2)}/importvirtualcluster`, {
-      apiVersion: API_VERSION,
-      kind: 'ProjectImportVirtualCluster',
-      sourceVirtualCluster: { cluster: 'conn-a', namespace: vcNs, name },
-    });
-    expect(imported.status).toBe(201);
-    const path = `${vcis(ns)}/${name}`;
+    const path = await importAsBob(name, vc.kubeconfigText());
     await until(path, 'Ready');
 
     expect(a.remove('rolebindings', vcNs, `get-vc-${name}`)).toBe(true);
@@ -350,6 +358,47 @@ describe('virtual cluster health', () => {
     // Granted again: Ready again.
     grantConnectionSecret(a, vcNs, name, ['bob']);
     await until(path, 'Ready');
+  }, 90_000);
+
+  test('kube configs: 503 naming the reason for an instance that is not Ready, after the checks a caller must pass', async () => {
+    const signer = await startHostCluster();
+    try {
+      const name = uniq('vc');
+      const path = await importAsBob(name, signer.kubeconfigText());
+      const patched = await root.patch(path, { spec: { ingressEndpoint: 'https://vc.example.com' } }, MERGE_PATCH);
+      expect(patched.status).toBe(200);
+      await until(path, 'Ready');
+      expect((await bob.get(`${path}/kubeconfig`)).status).toBe(200);
+
+      await signer.setDown(true);
+      await until(path, 'Failed', 'VirtualClusterUnreachable');
+      const refused = await bob.get(`${path}/kubeconfig`);
+      expect({ status: refused.status, reason: refused.body.reason }).toEqual({
+        status: 503,
+        reason: 'ServiceUnavailable',
+      });
+      expect(refused.body.message).toContain(`is not ready (VirtualClusterUnreachable)`);
+      // Its message (which names the Secret) stays on the instance.
+      expect(refused.body.message).not.toContain(`vc-${name}`);
+      // Someone who may not get a kube config learns nothing of its health.
+      const outsider = await carol.get(`${path}/kubeconfig`);
+      expect(outsider.status).toBe(403);
+      expect(outsider.body.message).not.toContain('not ready');
+
+      // Neither does anyone once the importer lost the virtual cluster: that is the 403 it was.
+      expect(a.remove('rolebindings', `vcluster-${name}`, `get-vc-${name}`)).toBe(true);
+      await until(path, 'Failed', 'ImporterLostAccess');
+      const lost = await bob.get(`${path}/kubeconfig`);
+      expect(lost.status).toBe(403);
+      expect(lost.body.message).toContain("its importer's hold of the virtual cluster");
+
+      grantConnectionSecret(a, `vcluster-${name}`, name, ['bob']);
+      await signer.setDown(false);
+      await until(path, 'Ready');
+      expect((await bob.get(`${path}/kubeconfig`)).status).toBe(200);
+    } finally {
+      await signer.stop();
+    }
   }, 90_000);
 
   test("the health fields are the server's: a client status write does not set them", async () => {

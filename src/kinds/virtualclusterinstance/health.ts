@@ -10,6 +10,10 @@ import type { VirtualClusterInstanceStatus } from './types.js';
 
 export type InstancePhase = NonNullable<VirtualClusterInstanceStatus['phase']>;
 
+export const READY = 'Ready';
+/** The reason of an instance whose check has nobody to rest on: stored before importers were recorded. */
+export const NO_IMPORTER = 'ImporterNotRecorded';
+
 /** The condition the check keeps (upstream's name): True when the virtual cluster's API answered. */
 export const ONLINE_CONDITION = 'VirtualClusterOnline';
 
