@@ -84,7 +84,7 @@ export async function startServer(flags: Config, log: Logger, worker?: WorkerOf)
     const auth = setUpAuth(config, registry, host.cluster, host.clientCas, log);
     const ownerDeletion = ownerDeletionCheck(registry, auth.authorizer);
     // After the authorizers: the ProjectSecret sync asks them what a ProjectSecret's owner may read.
-    runControllers(config, log, metrics, storage, registry, host.cluster, clusters.connector, auth, cleanups);
+    runControllers(config, log, metrics, storage, registry, host.cluster, clusters, auth, cleanups);
     const https = await serveHttps(config, log, cleanups, address, {
       registry,
       actions,

@@ -24,6 +24,9 @@
  * cluster again for every one (checkImporterHolds): access to the instance shares what its importer has, and ends
  * with it.
  *
+ * An instance whose health check found it not Ready (status.phase, controllers/virtualclusterhealth.ts) is a 503
+ * naming its reason, once the caller passed those checks (checkReady).
+ *
  * The connection may name a server the tenant runs, so each request's work is bounded (clusters/virtualcluster.ts), and
  * so is the number of requests at once: MAX_REQUESTS_PER_USER for one caller, MAX_REQUESTS in all (429 past them).
  */
@@ -58,6 +61,7 @@ import type { Store } from '../registry/store.js';
 import type { Registry } from '../registry/registry.js';
 import { answer, requestSchema, type Action, type ActionCall } from './action.js';
 import { ConcurrencyLimit } from './concurrency.js';
+import { NO_IMPORTER, READY } from '../kinds/virtualclusterinstance/health.js';
 import { VirtualClusterInstance } from '../kinds/virtualclusterinstance/types.js';
 
 const VERSION = 'v1';
@@ -139,6 +143,7 @@ export function kubeConfigAction(
       const kubeConfig = await inFlight.run(call.user.name, async () => {
         const cluster = await clusterOf(clusters, instance, where, log);
         await checkImporterHolds(cluster, instances, instance, call, where);
+        checkReady(instance, where);
         const vc = await connect(cluster.api, at, ref.virtualCluster || call.name, servers, where, log);
         return withStatusErrors(where, log, async () => {
           const groups = call.user.groups.filter((g) => !g.startsWith('system:'));
@@ -193,6 +198,21 @@ async function checkImporterHolds(
     importer
       ? `no kube config is issued through ${where}: its kube configs rest on its importer's hold of the virtual cluster (status.importedBy, User ${JSON.stringify(importer.username)}), and that user may no longer get its connection Secret ${secret}; someone who has the virtual cluster may import it again`
       : `User ${JSON.stringify(call.user.name)} cannot get a kube config through ${where}: it was stored before importers were recorded (status.importedBy), so a kube config is issued only to someone who has the virtual cluster (who may get its connection Secret ${secret})`,
+  );
+}
+
+/**
+ * An instance its health check found not Ready (controllers/virtualclusterhealth.ts) is a 503 naming its reason:
+ * asked after the checks a caller must pass (the Cluster, the importer's hold), so that nobody who may not get a kube
+ * config learns its health, and before anything is asked of the virtual cluster. Its message stays on the instance,
+ * which the caller may not be allowed to read. An instance not checked yet (or with the checks off) is the flow's own
+ * to find out, and so is one whose check has nobody to rest on (no importer recorded): the caller's hold was asked.
+ */
+function checkReady(instance: VirtualClusterInstance, where: string): void {
+  const { phase, reason } = instance.status ?? {};
+  if (!phase || phase === READY || reason === NO_IMPORTER) return;
+  throw errors.serviceUnavailable(
+    `${where} is not ready (${reason || phase}): its virtual cluster did not pass its last health check; try again once its status.phase is Ready`,
   );
 }
 

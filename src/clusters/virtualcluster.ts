@@ -54,7 +54,11 @@ interface CertificateSigningRequest {
  * operators (it names the Secret and what is wrong, never its data); callers are told less (actions/virtualclusterkubeconfig.ts).
  */
 export class VirtualClusterConnectionError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** The Secret is not there (the virtual cluster is not running, most likely), or it is but cannot be used. */
+    readonly problem: 'missing' | 'unusable' = 'unusable',
+  ) {
     super(message);
     this.name = 'VirtualClusterConnectionError';
   }
@@ -93,6 +97,7 @@ export async function connectVirtualCluster(
     if (err instanceof HostClusterError && err.code === 404)
       throw new VirtualClusterConnectionError(
         `the virtual cluster's connection (${where}) does not exist; is the virtual cluster running?`,
+        'missing',
       );
     throw err;
   }

@@ -11,6 +11,14 @@ import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import type { ConnectCluster } from '../registry/strategy.js';
 
+/** How the stores, the actions and the controllers reach a Cluster. */
+export interface ConnectedClusters {
+  connector: ClusterConnector;
+  /** Initialized Clusters' connections, for work on them (imports, kube configs, virtual clusters' health). */
+  connections: ClusterConnections;
+  connect: ConnectCluster;
+}
+
 /** How the stores and the actions reach a Cluster: through its config Secret, or the host itself. */
 export function connectClusters(
   config: Config,
@@ -18,7 +26,7 @@ export function connectClusters(
   registry: Registry,
   host: HostCluster | undefined,
   actions: ServedActions,
-): { connector: ClusterConnector; connect: ConnectCluster } {
+): ConnectedClusters {
   // Without a host cluster too: then a local Cluster, or one with a config Secret, is never Initialized.
   const connector = new ClusterConnector({ host, secretNamespace: config.clusterSecretNamespace });
   const connections = new ClusterConnections(registry.store(Cluster), connector);
@@ -31,5 +39,5 @@ export function connectClusters(
       throw err instanceof ClusterNotReadyError ? err.toStatus() : err;
     }
   };
-  return { connector, connect };
+  return { connector, connections, connect };
 }

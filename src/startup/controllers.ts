@@ -1,7 +1,6 @@
 /** The controllers step: the list of controllers, run on the replica that holds the leader lease. */
 import type { Authorizer } from '../apimachinery/authorizer.js';
 import type { Auth } from '../auth/setup.js';
-import type { ClusterConnector } from '../clusters/connector.js';
 import type { Config } from '../config.js';
 import { AccessSync } from '../controllers/accesssync.js';
 import { ClusterHealth } from '../controllers/clusterhealth.js';
@@ -11,6 +10,7 @@ import { GarbageCollector } from '../controllers/garbagecollector.js';
 import { startControllers, type Controller } from '../controllers/manager.js';
 import { ProjectSecretDelivery } from '../controllers/projectsecretdelivery.js';
 import { ProjectSecretSync } from '../controllers/projectsecretsync.js';
+import { VirtualClusterHealth } from '../controllers/virtualclusterhealth.js';
 import type { HostCluster } from '../host/cluster.js';
 import { HostRbac } from '../host/rbac.js';
 import type { Logger } from '../log.js';
@@ -18,6 +18,7 @@ import type { Metrics } from '../observability/metrics.js';
 import type { Registry } from '../registry/registry.js';
 import type { EtcdStorage } from '../storage/etcd.js';
 import type { Cleanups } from './cleanups.js';
+import type { ConnectedClusters } from './clusters.js';
 
 /** The controllers, on the replica that holds the leader lease; and, at shutdown, the access keys' last activity. */
 export function runControllers(
@@ -27,7 +28,7 @@ export function runControllers(
   storage: EtcdStorage,
   registry: Registry,
   host: HostCluster | undefined,
-  connector: ClusterConnector,
+  clusters: ConnectedClusters,
   auth: Auth,
   cleanups: Cleanups,
 ): void {
@@ -35,7 +36,7 @@ export function runControllers(
     leaseLock: (key) => storage.leaseLock(key),
     etcdPrefix: config.etcdPrefix,
     leaseDurationMs: config.leaderElectLeaseDurationMs,
-    controllers: serverControllers(config, registry, storage, host, connector, auth.authorizer, log, metrics),
+    controllers: serverControllers(config, registry, storage, host, clusters, auth.authorizer, log, metrics),
     log,
   });
   cleanups.add('stopping the controllers and releasing the leader lease', () => controllers.stop());
@@ -46,14 +47,14 @@ export function runControllers(
 
 /**
  * What runs on the elected replica: the garbage collector, the ProjectSecret sync, the Clusters' health checks
- * (unless --cluster-health-interval is 0), and the access sync when there is a host cluster.
+ * (unless --cluster-health-interval is 0), and what needs a host cluster when there is one.
  */
 function serverControllers(
   config: Config,
   registry: Registry,
   storage: EtcdStorage,
   host: HostCluster | undefined,
-  connector: ClusterConnector,
+  clusters: ConnectedClusters,
   authorizer: Authorizer,
   log: Logger,
   metrics: Metrics,
@@ -81,23 +82,28 @@ function serverControllers(
     controllers.push({
       name: 'cluster-health',
       run: (signal) =>
-        new ClusterHealth(registry, connector, new ClusterUidHolders(storage, config.etcdPrefix), {
+        new ClusterHealth(registry, clusters.connector, new ClusterUidHolders(storage, config.etcdPrefix), {
           intervalMs: config.clusterHealthIntervalMs,
           log: info,
           workQueueMetrics,
         }).run(signal),
     });
   }
-  if (host) controllers.push(...hostControllers(config, registry, storage, host, log, metrics));
+  if (host) controllers.push(...hostControllers(config, registry, storage, host, clusters, log, metrics));
   return controllers;
 }
 
-/** What runs on the elected replica with a host cluster: the access sync, and the ProjectSecret delivery unless off. */
+/**
+ * What runs on the elected replica with a host cluster: the access sync, the virtual clusters' health checks unless
+ * --virtual-cluster-health-interval is 0 (without a host no Cluster is connected, so no virtual cluster is reached),
+ * and the ProjectSecret delivery unless off.
+ */
 function hostControllers(
   config: Config,
   registry: Registry,
   storage: EtcdStorage,
   host: HostCluster,
+  clusters: ConnectedClusters,
   log: Logger,
   metrics: Metrics,
 ): Controller[] {
@@ -114,6 +120,17 @@ function hostControllers(
         workQueueMetrics,
       }).run(signal),
   });
+  if (config.virtualClusterHealthIntervalMs > 0)
+    controllers.push({
+      name: 'virtualcluster-health',
+      run: (signal) =>
+        new VirtualClusterHealth(registry, clusters.connections, {
+          intervalMs: config.virtualClusterHealthIntervalMs,
+          allowedServers: config.virtualClusterAllowedServers,
+          log: info,
+          workQueueMetrics,
+        }).run(signal),
+    });
   // One set of records for every run of the delivery: what storage did not take yet is still known to the next.
   const records = new DeliveryRecords(storage, config.etcdPrefix);
   if (config.projectSecretDelivery)

@@ -149,6 +149,10 @@ describe('VirtualClusterInstance', () => {
       'Cluster',
       'Host Namespace',
       'Virtual Cluster',
+      'Phase',
+      'Online',
+      'Version',
+      'Last Check',
       'Age',
     ]);
     expect(table.body.rows[0].cells.slice(0, 5)).toEqual([name, `VC ${name}`, 'eu-1', `vcluster-${name}`, name]);

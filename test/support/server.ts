@@ -60,6 +60,9 @@ export async function startTestServer(
     // The Clusters' health checks write their status in the background, which tests of other things would race
     // with; test/integration/cluster-health.test.ts turns them on.
     clusterHealthIntervalMs: 0,
+    // So do the virtual clusters' (their GET /version would be counted among a virtual cluster's requests);
+    // test/integration/virtualcluster-health.test.ts turns them on.
+    virtualClusterHealthIntervalMs: 0,
     // The ProjectSecrets' Secrets in the host are asked for by the tests of them (projectsecret-delivery.test.ts),
     // as the chart asks for them with rbac.projectSecretDelivery; other tests count the host's requests.
     projectSecretDelivery: false,

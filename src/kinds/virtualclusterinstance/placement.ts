@@ -37,6 +37,7 @@ import type { GroupResource, KubeObject } from '../../apimachinery/types.js';
 import { isMaster, type UserInfo } from '../../apimachinery/user.js';
 import { isRecordedUser, recordedUser, type RecordedUser } from '../../registry/recordeduser.js';
 import { isString, keepServerStatus } from '../../registry/serverstatus.js';
+import { HEALTH_FIELDS, healthTyped } from './health.js';
 import type {
   Caller,
   ClaimHolderRef,
@@ -282,9 +283,12 @@ export const instanceImporter = (obj: VirtualClusterInstance): RecordedUser | un
  * VirtualClusterInstance's prepareForStatusUpdate: status.clusterUID stays as the create recorded it, since the
  * instance's claim (which storage deletes with it) was computed from it, and so does status.importedBy, on whose hold
  * of the virtual cluster its kube configs rest, for every writer but the server (actions/virtualclusterkubeconfig.ts refreshes it).
+ * What the health check says (controllers/virtualclusterhealth.ts) is the server's too: a client writing Ready
+ * would make a virtual cluster look checked when it is not.
  */
 export const keepCreateRecords = keepServerStatus([
   { name: 'clusterUID', wellTyped: isString, serverWrites: 'never' },
   // Refreshed by the server when the importer asks for a kube config (actions/virtualclusterkubeconfig.ts).
   { name: 'importedBy', wellTyped: isRecordedUser, serverWrites: 'always' },
+  ...HEALTH_FIELDS.map((name) => ({ name, wellTyped: healthTyped[name], serverWrites: 'always' as const })),
 ]);

@@ -86,6 +86,18 @@ export interface VirtualClusterInstanceStatus {
   clusterUID?: string;
   /** Who created the instance (imported the virtual cluster), recorded by the server from the create's credentials, and again as they are now when they ask for a kube config; no client write changes it. Its kube configs rest on this user's hold of the virtual cluster (that they may get its connection Secret in the cluster it runs in), asked again each time one is issued. Empty for an instance stored before importers were recorded. */
   importedBy?: VirtualClusterInstanceStatusImportedBy;
+  /** Written by the server's health check: Ready when the last check reached the virtual cluster's API through its connection Secret on its Cluster, Failed when it did not (or its importer no longer has it), Pending while its Cluster is not Initialized or the instance has no importer to check for; empty before the first check. No client write changes it. */
+  phase?: '' | 'Ready' | 'Failed' | 'Pending';
+  /** One CamelCase word saying why the instance is not Ready; empty when Ready. Written by the server. */
+  reason?: string;
+  /** What keeps the instance from being Ready, and what to do; empty when Ready. Written by the server. */
+  message?: string;
+  /** Whether the last check reached the virtual cluster's API. Written by the server. */
+  online?: boolean;
+  /** The virtual cluster's Kubernetes version (gitVersion of its /version) at the last check that reached it. Written by the server. */
+  kubernetesVersion?: string;
+  /** When the server last completed a check of the instance (RFC 3339). Written with every change of the status, and otherwise at most about once per health interval (--cluster-health-interval). Written by the server. */
+  lastCheckTime?: string;
   /** The conditions the object is in. */
   conditions?: VirtualClusterInstanceStatusCondition[];
   /** Fields the schema keeps without naming them (x-kubernetes-preserve-unknown-fields). */
