@@ -329,14 +329,15 @@ beforeAll(async () => {
       })
     ).status,
   ).toBe(201);
-  await waitFor('the Secret of the ProjectSecret', () => !!host.get('secrets', `p-${project}`, 'db'), 20_000);
+  // Each step waits on the host's watch of its Secrets, which a loaded machine may be opening again: a minute each.
+  await waitFor('the Secret of the ProjectSecret', () => !!host.get('secrets', `p-${project}`, 'db'), 60_000);
   host.put({ ...host.get('secrets', `p-${project}`, 'db')!, data: {} });
-  await waitFor('the Secret to be put back', () => !!host.get('secrets', `p-${project}`, 'db')?.data?.password, 20_000);
+  await waitFor('the Secret to be put back', () => !!host.get('secrets', `p-${project}`, 'db')?.data?.password, 60_000);
   expect((await root.delete(projectSecret)).status).toBe(200);
-  await waitFor('the Secret to be deleted', () => !host.get('secrets', `p-${project}`, 'db'), 20_000);
+  await waitFor('the Secret to be deleted', () => !host.get('secrets', `p-${project}`, 'db'), 60_000);
 
   used = host.requests.flatMap(requestsOf);
-}, 180_000);
+}, 300_000);
 
 afterAll(async () => {
   await ts?.stop();
