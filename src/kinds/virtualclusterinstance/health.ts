@@ -35,5 +35,17 @@ export const healthTyped: Record<(typeof HEALTH_FIELDS)[number], (v: unknown) =>
   online: (v) => typeof v === 'boolean',
   kubernetesVersion: isString,
   lastCheckTime: isRFC3339,
-  conditions: (v) => Array.isArray(v) && v.every(isPlainObject),
+  conditions: (v) => Array.isArray(v) && v.every(conditionTyped),
 };
+
+/** A condition as the CRD types it: type and status strings, the rest of their types when set. */
+function conditionTyped(c: unknown): boolean {
+  if (!isPlainObject(c) || typeof c.type !== 'string' || typeof c.status !== 'string') return false;
+  const optional = (v: unknown, ok: (v: unknown) => boolean) => v === undefined || ok(v);
+  return (
+    optional(c.reason, isString) &&
+    optional(c.message, isString) &&
+    optional(c.observedGeneration, Number.isSafeInteger) &&
+    optional(c.lastTransitionTime, isRFC3339)
+  );
+}
