@@ -353,8 +353,17 @@ function parseAnswer<T>(what: string, code: number, text: string): T {
   }
   if (code >= 200 && code < 300) return body as T;
   const status = isPlainObject(body) ? (body as KubeStatus) : undefined;
-  const detail = typeof status?.message === 'string' ? `: ${status.message}` : '';
+  const detail = typeof status?.message === 'string' ? `: ${shortened(status.message)}` : '';
   throw new HostClusterError(`${what}: the host cluster answered HTTP ${code}${detail}`, code, status);
+}
+
+/** The most characters of a server's Status message quoted in an error (it goes to logs and statuses). */
+const MAX_QUOTED_MESSAGE = 512;
+
+/** `text` cut to MAX_QUOTED_MESSAGE characters: a server (maybe a tenant's) chooses it, and its length. */
+function shortened(text: string): string {
+  if (text.length <= MAX_QUOTED_MESSAGE) return text;
+  return `${text.slice(0, MAX_QUOTED_MESSAGE)}... (${text.length - MAX_QUOTED_MESSAGE} more characters)`;
 }
 
 /** A short message: the operation and the timeout, the file that could not be read, or the network failure. */

@@ -337,6 +337,24 @@ describe('virtual cluster health', () => {
     }
   }, 90_000);
 
+  test("a virtual cluster answering with a huge Status message: Failed, and the server's log quotes a bounded part of it", async () => {
+    const message = 'x'.repeat(900 * 1024);
+    hostile.answer = (r) => (r.path === '/version' ? { refuse: 500, message } : undefined);
+    try {
+      const name = uniq('vc');
+      const path = await createInstance(name, hostile.kubeconfigText());
+      const s = await until(path, 'Failed', 'VirtualClusterUnavailable');
+      expect(s.message).not.toContain('xxxx');
+      const lines = logged.filter((line) => line.includes(`/${name}"`));
+      expect(lines.length).toBeGreaterThan(0);
+      // The text is the virtual cluster's to choose (a tenant's server): every check would log it whole.
+      for (const line of lines) expect(line.length).toBeLessThan(4096);
+      expect(loggedAbout(name)).toContain('more characters');
+    } finally {
+      hostile.answer = undefined;
+    }
+  }, 90_000);
+
   test('an importer who lost the virtual cluster: Failed/ImporterLostAccess, and its Secret is not read again', async () => {
     const name = uniq('vc');
     const vcNs = `vcluster-${name}`;

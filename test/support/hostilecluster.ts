@@ -25,8 +25,8 @@ export interface ReceivedRequest {
 export type HostileAnswer =
   /** The stand-in's answer (its status), its JSON body changed. */
   | { change: (answer: any) => any }
-  /** HTTP `refuse` (401: the credential is not accepted) with a Status, as kube-apiserver refuses. */
-  | { refuse: number }
+  /** HTTP `refuse` (401: the credential is not accepted) with a Status (its message `message`), as kube-apiserver refuses. */
+  | { refuse: number; message?: string }
   /** A chunked body of `stream` bytes (a JSON object with one endless string, no newline), HTTP `status` (200). */
   | { stream: number; status?: number }
   /** 200 with `Content-Length: bytes`, a few bytes of it, then nothing until the client closes. */
@@ -77,7 +77,7 @@ export async function startHostileVirtualCluster(real: HostClusterStandIn): Prom
       };
       received.push(record);
       const how = api.answer?.(record);
-      if (how && 'refuse' in how) refuse(res, how.refuse);
+      if (how && 'refuse' in how) refuse(res, how.refuse, how.message);
       else if (how && 'stream' in how) outcomes.push(stream(res, how.stream, how.status ?? 200));
       else if (how && 'announce' in how) outcomes.push(announce(res, how.announce));
       else forward(real, req, text, res, how?.change);
@@ -140,8 +140,8 @@ function forward(
 }
 
 /** A Status of HTTP `code`. */
-function refuse(res: ServerResponse, code: number): void {
-  const text = JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, message: 'refused' });
+function refuse(res: ServerResponse, code: number, message = 'refused'): void {
+  const text = JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, message });
   res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
   res.end(text);
 }
