@@ -15,6 +15,7 @@
  * never a credential, never the Secret's contents, never the words of a cluster's answer (which may name this
  * server's identity); those go to the log.
  */
+import { kubernetesVersionOf } from '../apimachinery/kubeversion.js';
 import { isPlainObject } from '../apimachinery/types.js';
 import { HostCluster, HostClusterError } from '../host/cluster.js';
 import { ServerAllowList } from '../host/serverallowlist.js';
@@ -114,12 +115,7 @@ export class ClusterConnector {
         'Failed',
         true,
       );
-    const gitVersion = isPlainObject(version) ? version.gitVersion : undefined;
-    return {
-      api,
-      kubeSystemUid: uid,
-      version: typeof gitVersion === 'string' && gitVersion.length <= MAX_FIELD ? gitVersion : '',
-    };
+    return { api, kubeSystemUid: uid, version: kubernetesVersionOf(version) };
   }
 
   /** Forgets what was kept for a Cluster that is gone. */

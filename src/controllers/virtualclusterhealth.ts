@@ -25,9 +25,9 @@
  * instance names itself (its Cluster, namespace and virtual cluster); what went wrong in detail goes to the log.
  * Nothing is written when nothing changed. A check never throws out of the controller: every failure is a status.
  */
+import { kubernetesVersionOf } from '../apimachinery/kubeversion.js';
 import { isStatusError } from '../apimachinery/status.js';
 import { nowRFC3339 } from '../apimachinery/time.js';
-import { isPlainObject } from '../apimachinery/types.js';
 import { isMaster } from '../apimachinery/user.js';
 import { jsonEqual } from '../apimachinery/equality.js';
 import { ClusterNotReadyError, type ClusterConnections } from '../clusters/connections.js';
@@ -58,8 +58,6 @@ import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
 const FIELD_MANAGER = 'virtualcluster-health';
 /** An unchanged status's lastCheckTime is written again once it is this share of an interval old (see the top). */
 const LAST_CHECK_SHARE = 0.75;
-/** The longest version taken from an answer (a version is about 20 characters). */
-const MAX_VERSION = 128;
 
 export interface VirtualClusterHealthOptions {
   /** How often every instance is checked (ms): --cluster-health-interval, as for Clusters. */
@@ -334,8 +332,7 @@ export class VirtualClusterHealth {
         "the virtual cluster's API did not answer GET /version within the bounds of a check (time, size, the allowed servers); is it running? the server's log has the details",
       );
     }
-    const gitVersion = isPlainObject(answer) ? answer.gitVersion : undefined;
-    const version = typeof gitVersion === 'string' && gitVersion.length <= MAX_VERSION ? gitVersion : '';
+    const version = kubernetesVersionOf(answer);
     return { phase: READY, reason: '', message: '', online: true, version };
   }
 }

@@ -337,6 +337,21 @@ describe('virtual cluster health', () => {
     }
   }, 90_000);
 
+  test('a virtual cluster whose /version names no version (escape sequences, a newline): Ready, with no version recorded', async () => {
+    hostile.answer = (r) =>
+      r.path === '/version' ? { change: (v: any) => ({ ...v, gitVersion: 'v1.30.0\u001b[2J\nrm -rf /' }) } : undefined;
+    try {
+      const name = uniq('vc');
+      const path = await createInstance(name, hostile.kubeconfigText());
+      const s = await until(path, 'Ready');
+      expect(s.online).toBe(true);
+      expect(s).not.toHaveProperty('kubernetesVersion');
+      expect(JSON.stringify(s)).not.toContain('\\u001b');
+    } finally {
+      hostile.answer = undefined;
+    }
+  }, 90_000);
+
   test("a virtual cluster answering with a huge Status message: Failed, and the server's log quotes a bounded part of it", async () => {
     const message = 'x'.repeat(900 * 1024);
     hostile.answer = (r) => (r.path === '/version' ? { refuse: 500, message } : undefined);
