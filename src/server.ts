@@ -78,7 +78,7 @@ export async function startServer(flags: Config, log: Logger, worker?: WorkerOf)
     const tls = await servingCertificate(config, log);
     cleanups.add('stopping the certificate reloads', async () => tls.stop());
     const host = await startHost(config, log, cleanups);
-    const clusters = connectClusters(config, log, registry, host.cluster, actions);
+    const clusters = connectClusters(config, log, registry, host.cluster, actions, cleanups);
     const admission = startAdmission(config, log, host.cluster, cleanups);
     const flowControl = startFlowControl(config, log, host.cluster, cleanups);
     const auth = setUpAuth(config, registry, host.cluster, host.clientCas, log);

@@ -3,8 +3,9 @@
  * status.phase is Initialized (the health controller, src/controllers/clusterhealth.ts, says so), and whose checks
  * are not overdue (its status is current: kinds/cluster/freshness.ts, as the Cluster is read), is connected, on
  * any replica, through the same connector and checks; anything else is a ClusterNotReadyError carrying the
- * Cluster's reason and message, which callers answer as 503 (toStatus). A connection is kept for `cacheMs`, so a
- * burst of requests does not read the Secret and probe the cluster each time.
+ * Cluster's reason and message, which callers answer as 503 (toStatus). A check of the cluster up to `cacheMs` old
+ * (the health check's, or one made here) is used again (ClusterConnector.connect's maxAgeMs), so a burst of requests
+ * does not read the Secret and probe the cluster each time.
  *
  * A connection is to the physical cluster the Cluster recorded (status.clusterUID, kinds/cluster/identity.ts):
  * a cluster that answers another kube-system uid is refused (ClusterUID) at once, not only at the next health check,
@@ -51,15 +52,12 @@ export class ClusterNotReadyError extends Error {
 }
 
 export interface ClusterConnectionsOptions {
-  /** How long a connection is used before the cluster is checked again (ms). */
+  /** How old a check of the cluster may be to be used again (ms), unless a caller says. */
   cacheMs?: number;
-  now?: () => number;
 }
 
 export class ClusterConnections {
-  private readonly cache = new Map<string, { key: string; at: number; connection: ClusterConnection }>();
   private readonly cacheMs: number;
-  private readonly now: () => number;
 
   constructor(
     private readonly clusters: StoredObjects<Cluster>,
@@ -67,11 +65,13 @@ export class ClusterConnections {
     opts: ClusterConnectionsOptions = {},
   ) {
     this.cacheMs = opts.cacheMs ?? 10_000;
-    this.now = opts.now ?? Date.now;
   }
 
-  /** The connection of the Cluster `name` if it is Initialized (its API and recorded kube-system uid); else ClusterNotReadyError. */
-  async connection(name: string): Promise<ClusterConnection> {
+  /**
+   * The connection of the Cluster `name` if it is Initialized (its API and recorded kube-system uid); else
+   * ClusterNotReadyError. A check of the cluster less than `maxAgeMs` old is used again.
+   */
+  async connection(name: string, maxAgeMs = this.cacheMs): Promise<ClusterConnection> {
     let cluster: Cluster;
     try {
       cluster = await this.clusters.get(undefined, name);
@@ -101,23 +101,15 @@ export class ClusterConnections {
         'NotInitialized',
         'which cluster this Cluster is has not been recorded yet (status.clusterUID); its next check records it',
       );
-    // A new Cluster of the same name is another Cluster, whatever was kept for the old one.
-    const key = `${cluster.metadata.uid ?? ''}/${recorded}`;
-    const cached = this.cache.get(name);
-    if (cached && cached.key === key && this.now() - cached.at < this.cacheMs) return cached.connection;
+    // What is kept is kept by Cluster uid: a new Cluster of the same name is another Cluster.
     let connection: ClusterConnection;
     try {
-      connection = await this.connector.connect(cluster);
+      connection = await this.connector.connect(cluster, maxAgeMs);
     } catch (err) {
-      this.cache.delete(name);
       if (err instanceof ClusterConnectionError) throw new ClusterNotReadyError(name, err.reason, err.message);
       throw err;
     }
-    if (connection.kubeSystemUid !== recorded) {
-      this.cache.delete(name);
-      throw new ClusterNotReadyError(name, 'ClusterUID', CLUSTER_CHANGED);
-    }
-    this.cache.set(name, { key, at: this.now(), connection });
+    if (connection.kubeSystemUid !== recorded) throw new ClusterNotReadyError(name, 'ClusterUID', CLUSTER_CHANGED);
     return connection;
   }
 }

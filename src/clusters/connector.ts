@@ -6,11 +6,15 @@
  * - spec.local: the server's own host cluster (--kubeconfig or in-cluster), with its own credential;
  * - otherwise the kubeconfig in the host's Secret spec.config.secretNamespace (empty: --cluster-secret-namespace) /
  *   spec.config.secretName, key spec.config.key (default `config`), read again on each check so a rotated Secret
- *   counts at the next one. The Secret is data someone wrote: only certificate, token and CA fields are used
+ *   counts at the next one (from a watched copy where the server may watch: configsecrets.ts), and parsed again
+ *   only when its resourceVersion moved: the connection made from it, its TLS sessions and kept-alive connections,
+ *   serve every check until then. The Secret is data someone wrote: only certificate, token and CA fields are used
  *   (storedkubeconfig.ts: never exec, files or proxies), answers are bounded, link-local addresses are refused.
  *
  * A cluster is connected when GET /version answers and the kube-system Namespace can be read: its uid names the
- * physical cluster (the same cluster under two Clusters has the same uid). Failures are ClusterConnectionErrors with
+ * physical cluster (the same cluster under two Clusters has the same uid). What a check found is remembered: work
+ * that can rest on a recent check (`connect`'s maxAgeMs: a virtual cluster's health check, a burst of kube configs)
+ * takes it without asking the cluster again. Failures are ClusterConnectionErrors with
  * one CamelCase reason and a message that says what is wrong and what to do, read by anyone who may read the Cluster:
  * never a credential, never the Secret's contents, never the words of a cluster's answer (which may name this
  * server's identity); those go to the log.
@@ -21,6 +25,7 @@ import { HostCluster, HostClusterError } from '../host/cluster.js';
 import { ServerAllowList } from '../host/serverallowlist.js';
 import { StoredKubeConfigError, kubeConfigFromData } from '../host/storedkubeconfig.js';
 import type { Cluster } from '../kinds/cluster/types.js';
+import { ConfigSecrets } from './configsecrets.js';
 
 /** The key of the config Secret when spec.config.key is empty (upstream's default). */
 export const DEFAULT_CONFIG_KEY = 'config';
@@ -67,6 +72,10 @@ export interface ClusterConnectorOptions {
   secretNamespace: string;
   /** Which servers a config Secret may name; default: any but link-local addresses. */
   allowedServers?: ServerAllowList;
+  /** Watch the Secrets of `secretNamespace` rather than read each at every check (configsecrets.ts); stop() ends it. */
+  watchSecrets?: boolean;
+  log?: (msg: string, fields?: Record<string, unknown>) => void;
+  now?: () => number;
 }
 
 interface ConfigRef {
@@ -77,22 +86,61 @@ interface ConfigRef {
 
 /** A connection made from a Secret, kept while the Secret stays as it was read (its resourceVersion). */
 interface Cached {
+  /** Which Secret and key (or the host), and its resourceVersion. */
+  source: string;
   secretVersion: string;
-  key: string;
   api: HostCluster;
+}
+
+/** The last check of a Cluster that connected, while the Cluster's spec stays as it was checked with. */
+interface Checked {
+  at: number;
+  generation: number | undefined;
+  connection: ClusterConnection;
 }
 
 export class ClusterConnector {
   private readonly allowedServers: ServerAllowList;
+  private readonly secrets?: ConfigSecrets;
+  private readonly now: () => number;
   /** By Cluster uid. */
   private readonly cache = new Map<string, Cached>();
+  /** By Cluster uid. */
+  private readonly checked = new Map<string, Checked>();
 
   constructor(private readonly opts: ClusterConnectorOptions) {
     this.allowedServers = opts.allowedServers ?? new ServerAllowList([], 'Cluster config Secrets');
+    this.now = opts.now ?? Date.now;
+    if (opts.watchSecrets && opts.host)
+      this.secrets = new ConfigSecrets(opts.host, {
+        watchedNamespace: opts.secretNamespace,
+        timeoutMs: CHECK_TIMEOUT_MS,
+        log: opts.log,
+        now: this.now,
+      });
   }
 
-  /** Connects to `cluster` and checks it (see the top); throws a ClusterConnectionError saying why not. */
-  async connect(cluster: Cluster): Promise<ClusterConnection> {
+  /**
+   * Connects to `cluster` and checks it (see the top); throws a ClusterConnectionError saying why not. A check that
+   * connected less than `maxAgeMs` ago, with the Cluster's spec as it is now, is its answer (0: ask the cluster).
+   */
+  async connect(cluster: Cluster, maxAgeMs = 0): Promise<ClusterConnection> {
+    const uid = cluster.metadata.uid ?? '';
+    const last = this.checked.get(uid);
+    if (last && last.generation === cluster.metadata.generation && this.now() - last.at < maxAgeMs)
+      return last.connection;
+    this.checked.delete(uid);
+    const connection = await this.check(cluster);
+    this.checked.set(uid, { at: this.now(), generation: cluster.metadata.generation, connection });
+    return connection;
+  }
+
+  /** Stops watching the config Secrets. */
+  stop(): void {
+    this.secrets?.stop();
+  }
+
+  private async check(cluster: Cluster): Promise<ClusterConnection> {
     const api = await this.api(cluster);
     const who = cluster.spec?.local === true ? 'the host cluster' : 'the cluster';
     const credential =
@@ -121,6 +169,7 @@ export class ClusterConnector {
   /** Forgets what was kept for a Cluster that is gone. */
   forget(clusterUid: string): void {
     this.cache.delete(clusterUid);
+    this.checked.delete(clusterUid);
   }
 
   /** The API of `cluster`, before anything is asked of it. */
@@ -163,19 +212,23 @@ export class ClusterConnector {
     const where = describe(ref);
     let secret: unknown;
     try {
-      secret = await host.request<unknown>(
-        `reading ${where}`,
-        'GET',
-        `/api/v1/namespaces/${encodeURIComponent(ref.namespace)}/secrets/${encodeURIComponent(ref.name)}`,
-        { timeoutMs: CHECK_TIMEOUT_MS },
-      );
+      secret = this.secrets
+        ? await this.secrets.get(ref.namespace, ref.name, `reading ${where}`)
+        : await host.request<unknown>(
+            `reading ${where}`,
+            'GET',
+            `/api/v1/namespaces/${encodeURIComponent(ref.namespace)}/secrets/${encodeURIComponent(ref.name)}`,
+            { timeoutMs: CHECK_TIMEOUT_MS },
+          );
     } catch (err) {
       throw secretError(err, ref, where);
     }
     const meta = isPlainObject(secret) && isPlainObject(secret.metadata) ? secret.metadata : {};
     const secretVersion = typeof meta.resourceVersion === 'string' ? meta.resourceVersion : '';
+    const source = `${ref.namespace}/${ref.name}/${ref.key}`;
     const cached = this.cache.get(clusterUid);
-    if (cached && secretVersion && cached.secretVersion === secretVersion && cached.key === ref.key) return cached.api;
+    if (cached && secretVersion && cached.secretVersion === secretVersion && cached.source === source)
+      return cached.api;
 
     const data = isPlainObject(secret) && isPlainObject(secret.data) ? secret.data : {};
     const value = data[ref.key];
@@ -202,7 +255,7 @@ export class ClusterConnector {
         String((err as Error)?.message ?? err),
       );
     }
-    if (secretVersion) this.cache.set(clusterUid, { secretVersion, key: ref.key, api });
+    if (secretVersion) this.cache.set(clusterUid, { source, secretVersion, api });
     return api;
   }
 }

@@ -68,12 +68,16 @@ export interface VirtualCluster {
   api: HostCluster;
   /** The virtual cluster's CA (PEM, base64 as in a kubeconfig). */
   caData: string;
+  /** The resourceVersion of the connection Secret it was made from ("" when the answer had none). */
+  secretVersion: string;
 }
 
 /**
  * Reads `vc-<name>` in `namespace` of `cluster` (the connected cluster the virtual cluster runs in, described for
  * messages by `clusterName`) and connects to the virtual cluster it describes. The Secret is tenant-writable data:
- * its kubeconfig may hold only certificates, a token and the CA (storedkubeconfig.ts).
+ * its kubeconfig may hold only certificates, a token and the CA (storedkubeconfig.ts). `kept`, a connection made
+ * before, is the answer while the Secret is still at its resourceVersion: its kept-alive connections serve again
+ * and nothing is parsed.
  */
 export async function connectVirtualCluster(
   cluster: HostCluster,
@@ -81,18 +85,21 @@ export async function connectVirtualCluster(
   name: string,
   allowedServers: ServerAllowList,
   clusterName = 'the host cluster',
+  kept?: VirtualCluster,
 ): Promise<VirtualCluster> {
   const secretName = connectionSecretName(name);
   const where = `Secret ${namespace}/${secretName} in ${clusterName}`;
   let data: Record<string, string> | undefined;
+  let secretVersion: string;
   try {
-    data = (
-      await cluster.request<{ data?: Record<string, string> }>(
-        `reading ${where}`,
-        'GET',
-        `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(secretName)}`,
-      )
-    )?.data;
+    const secret = await cluster.request<{ metadata?: { resourceVersion?: unknown }; data?: Record<string, string> }>(
+      `reading ${where}`,
+      'GET',
+      `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(secretName)}`,
+    );
+    data = secret?.data;
+    const version = secret?.metadata?.resourceVersion;
+    secretVersion = typeof version === 'string' ? version : '';
   } catch (err) {
     if (err instanceof HostClusterError && err.code === 404)
       throw new VirtualClusterConnectionError(
@@ -101,6 +108,7 @@ export async function connectVirtualCluster(
       );
     throw err;
   }
+  if (kept && secretVersion && kept.secretVersion === secretVersion) return kept;
   if (!data?.[CONNECTION_KEY])
     throw new VirtualClusterConnectionError(`${where} has no key ${JSON.stringify(CONNECTION_KEY)}`);
   let connection: HostConnection;
@@ -114,6 +122,7 @@ export async function connectVirtualCluster(
   return {
     api: new HostCluster(connection, { maxResponseBytes: MAX_ANSWER_BYTES, allowedServers }),
     caData: connection.caData!,
+    secretVersion,
   };
 }
 

@@ -161,8 +161,9 @@ export class ClusterHealth {
         queue: this.queue,
         workers: this.workers,
         resyncMs: this.opts.intervalMs,
+        // Each Cluster at its own point of the interval: no burst at each tick, each checked an interval apart.
         resync: () => {
-          for (const name of this.known.keys()) this.queue.add(name);
+          this.queue.spreadOver(this.known.keys(), this.opts.intervalMs);
           this.saveHolders();
         },
         started: () => ({ clusters: this.known.size, intervalMs: this.opts.intervalMs }),

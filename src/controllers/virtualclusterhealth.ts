@@ -32,7 +32,11 @@ import { isMaster } from '../apimachinery/user.js';
 import { jsonEqual } from '../apimachinery/equality.js';
 import { ClusterNotReadyError, type ClusterConnections } from '../clusters/connections.js';
 import { CHECK_TIMEOUT_MS, type ClusterConnection } from '../clusters/connector.js';
-import { VirtualClusterConnectionError, connectVirtualCluster } from '../clusters/virtualcluster.js';
+import {
+  VirtualClusterConnectionError,
+  connectVirtualCluster,
+  type VirtualCluster,
+} from '../clusters/virtualcluster.js';
 import { HostClusterError } from '../host/cluster.js';
 import { AnswerTooLargeError } from '../host/kuberequest.js';
 import { ServerAllowList } from '../host/serverallowlist.js';
@@ -94,6 +98,11 @@ export class VirtualClusterHealth {
   private readonly queue: WorkQueue;
   /** By `<namespace>/<name>`. */
   private readonly known = new Map<string, Known>();
+  /**
+   * The connection each instance's last check made, by `<namespace>/<name>`, used again while its Secret stays at
+   * its resourceVersion (connectVirtualCluster): kept-alive connections and TLS sessions, no parse per check.
+   */
+  private readonly reached = new Map<string, { uid: string; vc: VirtualCluster }>();
   /** What of each Cluster's status an instance's check depends on, by Cluster name: a change checks its instances. */
   private readonly clusterStates = new Map<string, string>();
 
@@ -118,9 +127,9 @@ export class VirtualClusterHealth {
     const log = (msg: string, fields?: Record<string, unknown>) => this.log(`virtual cluster health: ${msg}`, fields);
     const instances = watchStore(this.instances, signal, {
       upsert: (obj) => this.upsert(obj),
-      remove: (obj) => this.known.delete(keyOf(obj)),
+      remove: (obj) => this.forget(keyOf(obj)),
       resynced: (seen) => {
-        for (const [key, k] of this.known) if (!seen.has(k.uid)) this.known.delete(key);
+        for (const [key, k] of this.known) if (!seen.has(k.uid)) this.forget(key);
       },
       log,
     });
@@ -138,9 +147,8 @@ export class VirtualClusterHealth {
         queue: this.queue,
         workers: this.opts.workers ?? 4,
         resyncMs: this.opts.intervalMs,
-        resync: () => {
-          for (const key of this.known.keys()) this.queue.add(key);
-        },
+        // Each instance at its own point of the interval (as Clusters are).
+        resync: () => this.queue.spreadOver(this.known.keys(), this.opts.intervalMs),
         started: () => ({ instances: this.known.size, intervalMs: this.opts.intervalMs }),
         handle: (key) => this.check(key),
         // Only writing the status can fail here (a check's failures are its result): etcd, most likely.
@@ -159,13 +167,18 @@ export class VirtualClusterHealth {
   private upsert(obj: VirtualClusterInstance): void {
     const key = keyOf(obj);
     if (obj.metadata.deletionTimestamp) {
-      this.known.delete(key);
+      this.forget(key);
       return;
     }
     const before = this.known.get(key);
     const generation = obj.metadata.generation ?? 0;
     this.known.set(key, { uid: obj.metadata.uid!, generation, cluster: instanceRef(obj).cluster });
     if (!before || before.uid !== obj.metadata.uid || before.generation !== generation) this.queue.add(key);
+  }
+
+  private forget(key: string): void {
+    this.known.delete(key);
+    this.reached.delete(key);
   }
 
   /** The Cluster `name`'s state as its instances' checks see it (undefined: gone); a change checks them again. */
@@ -221,7 +234,8 @@ export class VirtualClusterHealth {
       );
     let connection: ClusterConnection;
     try {
-      connection = await this.connections.connection(ref.cluster);
+      // The Cluster's own check of this interval will do: its health check asks it every interval.
+      connection = await this.connections.connection(ref.cluster, this.opts.intervalMs);
     } catch (err) {
       if (!(err instanceof ClusterNotReadyError)) throw err;
       // The Cluster's message may name Secrets of the management host: its own status has it, for its readers.
@@ -281,18 +295,22 @@ export class VirtualClusterHealth {
   ): Promise<Observed> {
     const key = keyOf(instance);
     const secret = connectionSecretWhere(ref);
+    const uid = instance.metadata.uid!;
     let api;
     try {
-      api = (
-        await connectVirtualCluster(
-          connection.api,
-          ref.namespace!,
-          ref.virtualCluster,
-          this.servers,
-          `Cluster ${JSON.stringify(ref.cluster)}`,
-        )
-      ).api;
+      const kept = this.reached.get(key);
+      const vc = await connectVirtualCluster(
+        connection.api,
+        ref.namespace!,
+        ref.virtualCluster,
+        this.servers,
+        `Cluster ${JSON.stringify(ref.cluster)}`,
+        kept?.uid === uid ? kept.vc : undefined,
+      );
+      if (this.known.get(key)?.uid === uid) this.reached.set(key, { uid, vc });
+      api = vc.api;
     } catch (err) {
+      this.reached.delete(key);
       if (!(err instanceof VirtualClusterConnectionError || err instanceof HostClusterError)) throw err;
       this.log('virtual cluster health: no connection', { instance: key, reason: err.message });
       if (err instanceof HostClusterError)

@@ -32,6 +32,8 @@ export class WorkQueue {
   /** Each failing key's last wait: the next is the step after it. */
   private readonly failures = new Map<string, IBackoff<unknown>>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
+  /** Keys added later (addAfter), each with when it is due: the earliest asked for wins. */
+  private readonly later = new Map<string, { due: number; timer: NodeJS.Timeout }>();
   private waiters: Array<(key: string | undefined) => void> = [];
   private shutDown = false;
   private readonly backoff: IBackoffFactory<unknown>;
@@ -65,6 +67,33 @@ export class WorkQueue {
       return;
     }
     this.queue.add(key);
+  }
+
+  /**
+   * Adds `key` once `delayMs` has passed (client-go's AddAfter): a key already due sooner keeps its time, one due
+   * later is due at this one's.
+   */
+  addAfter(key: string, delayMs: number): void {
+    if (this.shutDown) return;
+    if (delayMs <= 0) return this.add(key);
+    const due = Date.now() + delayMs;
+    const waiting = this.later.get(key);
+    if (waiting && waiting.due <= due) return;
+    if (waiting) clearTimeout(waiting.timer);
+    const timer = setTimeout(() => {
+      this.later.delete(key);
+      this.add(key);
+    }, delayMs);
+    timer.unref?.();
+    this.later.set(key, { due, timer });
+  }
+
+  /**
+   * Adds each of `keys` within the next `periodMs`, each at its own point of the period, the same for a key in every
+   * period (a hash of it), so that a resync is no burst and each key is checked a period apart.
+   */
+  spreadOver(keys: Iterable<string>, periodMs: number): void {
+    for (const key of keys) this.addAfter(key, Math.floor(phaseOf(key) * periodMs));
   }
 
   /** The next key to work on; undefined once shut down. Call done(key) after. */
@@ -147,6 +176,20 @@ export class WorkQueue {
     this.untrack?.();
     for (const t of this.timers.values()) clearTimeout(t);
     this.timers.clear();
+    for (const { timer } of this.later.values()) clearTimeout(timer);
+    this.later.clear();
     for (const w of this.waiters.splice(0)) w(undefined);
   }
+}
+
+/**
+ * Where in a period `key` falls, in [0, 1): FNV-1a of its characters, mixed (murmur3's finalizer) so that names
+ * differing in one digit land far apart; the same key always lands at the same point.
+ */
+export function phaseOf(key: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
+  hash = Math.imul(hash ^ (hash >>> 16), 0x85ebca6b);
+  hash = Math.imul(hash ^ (hash >>> 13), 0xc2b2ae35);
+  return ((hash ^ (hash >>> 16)) >>> 0) / 2 ** 32;
 }

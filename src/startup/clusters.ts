@@ -10,6 +10,7 @@ import { Cluster } from '../kinds/cluster/types.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import type { ConnectCluster } from '../registry/strategy.js';
+import type { Cleanups } from './cleanups.js';
 
 /** How the stores, the actions and the controllers reach a Cluster. */
 export interface ConnectedClusters {
@@ -26,9 +27,16 @@ export function connectClusters(
   registry: Registry,
   host: HostCluster | undefined,
   actions: ServedActions,
+  cleanups: Cleanups,
 ): ConnectedClusters {
   // Without a host cluster too: then a local Cluster, or one with a config Secret, is never Initialized.
-  const connector = new ClusterConnector({ host, secretNamespace: config.clusterSecretNamespace });
+  const connector = new ClusterConnector({
+    host,
+    secretNamespace: config.clusterSecretNamespace,
+    watchSecrets: true,
+    log: (msg, fields) => log.warn(msg, fields),
+  });
+  cleanups.add('stopping the watch of the cluster config Secrets', async () => connector.stop());
   const connections = new ClusterConnections(registry.store(Cluster), connector);
   actions.add(importVirtualClusterAction(registry, connections, log));
   actions.add(kubeConfigAction(registry, connections, log, config.virtualClusterAllowedServers));

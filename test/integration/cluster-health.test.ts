@@ -748,10 +748,13 @@ describe('what cannot connect says why, naming the field, and the controller goe
     expect(existsSync(marker())).toBe(false);
   }, 60_000);
 
+  // In another namespace than --cluster-secret-namespace, whose Secrets the server watches where it may list them
+  // (clusters/configsecrets.ts): a Secret there is read by name at each check.
   test("a Secret the server may not read: ConfigSecretForbidden, without the host's words", async () => {
-    mgmt.addSecret(NS, 'guarded', { config: c.kubeconfigText() });
+    mgmt.addNamespace('guarded-ns');
+    mgmt.addSecret('guarded-ns', 'guarded', { config: c.kubeconfigText() });
     mgmt.onRequest = (_method, path) => {
-      if (path === `/api/v1/namespaces/${NS}/secrets/guarded`)
+      if (path === `/api/v1/namespaces/guarded-ns/secrets/guarded`)
         throw errors.forbidden(
           { group: '', resource: 'secrets' },
           'guarded',
@@ -759,7 +762,7 @@ describe('what cannot connect says why, naming the field, and the controller goe
         );
     };
     try {
-      await create('guarded', { config: { secretName: 'guarded' } });
+      await create('guarded', { config: { secretNamespace: 'guarded-ns', secretName: 'guarded' } });
       const s = await until('guarded', 'Failed', 'ConfigSecretForbidden');
       expect(s.message).toContain('grant it get on that Secret');
       expect(JSON.stringify(s)).not.toContain('server-sa');
