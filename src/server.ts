@@ -64,7 +64,11 @@ export async function startServer(flags: Config, log: Logger, worker?: WorkerOf)
       ownerDeletion: () => ownerDeletion,
       admission: () => admission?.chain,
       connectCluster: (name) => clusters.connect(name),
-      views: { clusterHealthIntervalMs: config.clusterHealthIntervalMs, now: Date.now },
+      views: {
+        clusterHealthIntervalMs: config.clusterHealthIntervalMs,
+        virtualClusterHealthIntervalMs: config.virtualClusterHealthIntervalMs,
+        now: Date.now,
+      },
     });
     const address = new ServingAddress(config);
     const actions = new ServedActions();

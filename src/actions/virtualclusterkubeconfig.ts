@@ -25,7 +25,8 @@
  * with it.
  *
  * An instance whose health check found it not Ready (status.phase, controllers/virtualclusterhealth.ts) is a 503
- * naming its reason, once the caller passed those checks (checkReady).
+ * naming its reason, once the caller passed those checks (checkReady); so is one whose checks are overdue
+ * (kinds/virtualclusterinstance/freshness.ts: none completed for 3 intervals), whatever its phase said.
  *
  * The connection may name a server the tenant runs, so each request's work is bounded (clusters/virtualcluster.ts), and
  * so is the number of requests at once: MAX_REQUESTS_PER_USER for one caller, MAX_REQUESTS in all (429 past them).
@@ -61,6 +62,8 @@ import type { Store } from '../registry/store.js';
 import type { Registry } from '../registry/registry.js';
 import { answer, requestSchema, type Action, type ActionCall } from './action.js';
 import { ConcurrencyLimit } from './concurrency.js';
+import { CHECK_OVERDUE } from '../kinds/overdue.js';
+import { instanceOverdue } from '../kinds/virtualclusterinstance/freshness.js';
 import { NO_IMPORTER, READY } from '../kinds/virtualclusterinstance/health.js';
 import { VirtualClusterInstance } from '../kinds/virtualclusterinstance/types.js';
 
@@ -207,8 +210,16 @@ async function checkImporterHolds(
  * config learns its health, and before anything is asked of the virtual cluster. Its message stays on the instance,
  * which the caller may not be allowed to read. An instance not checked yet (or with the checks off) is the flow's own
  * to find out, and so is one whose check has nobody to rest on (no importer recorded): the caller's hold was asked.
+ * One whose checks are overdue (kinds/virtualclusterinstance/freshness.ts) is a 503 whatever its phase said, with
+ * the overdue message: the server's own, naming only times and the last check's phase and reason.
  */
 function checkReady(instance: VirtualClusterInstance, where: string): void {
+  // Before the phase: an overdue status may say anything, and that no check has confirmed it lately is the news.
+  const overdue = instanceOverdue(instance);
+  if (overdue)
+    throw errors.serviceUnavailable(
+      `${where} is not ready (${CHECK_OVERDUE}): ${String(overdue.message)}; try again once a check completes and its status.phase is Ready`,
+    );
   const { phase, reason } = instance.status ?? {};
   if (!phase || phase === READY || reason === NO_IMPORTER) return;
   throw errors.serviceUnavailable(

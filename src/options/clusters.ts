@@ -26,7 +26,7 @@ export const clustersOptions: Options<ClustersConfig> = {
       name: 'virtual-cluster-health-interval',
       arg: 'duration',
       default: '30s',
-      help: "How often every VirtualClusterInstance is checked through its Cluster: the importer's hold of the virtual cluster asked again, its connection Secret vc-<name> read, then GET /version on the virtual cluster, bounded by the smaller of 5s and this and by 1 MiB; status.phase (Ready, Failed, Pending), reason, message, online, kubernetesVersion and lastCheckTime say the outcome. An instance is also checked when its spec or its Cluster's status changes. Needs a host cluster. 0: no checks, and no health is written ({default}).",
+      help: "How often every VirtualClusterInstance is checked through its Cluster: the importer's hold of the virtual cluster asked again, its connection Secret vc-<name> read, then GET /version on the virtual cluster, bounded by the smaller of 5s and this and by 1 MiB; status.phase (Ready, Failed, Pending), reason, message, online, kubernetesVersion and lastCheckTime say the outcome (an instance whose lastCheckTime is older than 3 intervals reads as phase Unknown, reason CheckOverdue, and gets no kube configs). An instance is also checked when its spec or its Cluster's status changes. Needs a host cluster. 0: no checks, and no health is written ({default}).",
       apply: (c, v) => (c.virtualClusterHealthIntervalMs = duration('virtual-cluster-health-interval', v)),
     },
     {

@@ -1,10 +1,11 @@
 /**
  * What clients see of a kind's objects besides what is stored: something derived at read time from the stored object
- * and the time (a Cluster whose health checks stopped reads as not known to be ready, whether or not anything still
- * writes it). A kind declares it (Strategy.readView); the store shows it wherever it leaves hidden fields out: GET,
- * LIST, WATCH events (so Tables too) and the answers of writes, the resourceVersion as stored. What patches, applies
- * and admission act on is the stored object (without hidden fields): the derived part is no one's to change, and a
- * client that writes back what it read does not store it (`underive`).
+ * and the time (a Cluster or a VirtualClusterInstance whose health checks stopped reads as not known to be ready,
+ * whether or not anything still writes it: kinds/overdue.ts). A kind declares it (Strategy.readView); the store
+ * shows it wherever it leaves hidden fields out: GET, LIST, WATCH events (so Tables too) and the answers of writes,
+ * the resourceVersion as stored. What patches, applies and admission act on is the stored object (without hidden
+ * fields): the derived part is no one's to change, and a client that writes back what it read does not store it
+ * (`underive`).
  *
  * A view costs nothing until it applies: when it starts to apply is asked once per stored object (remembered by
  * object, so a list of encoded objects is decoded once per revision, not per read), and until then every read is the
@@ -17,11 +18,17 @@ import type { KubeObject } from '../apimachinery/types.js';
 export interface ViewSettings {
   /** --cluster-health-interval (ms); 0 when Clusters are not checked. */
   clusterHealthIntervalMs: number;
+  /** --virtual-cluster-health-interval (ms); 0 when VirtualClusterInstances are not checked. */
+  virtualClusterHealthIntervalMs: number;
   /** The clock objects are read at (ms since the epoch). */
   now: () => number;
 }
 
-export const noViewSettings: ViewSettings = { clusterHealthIntervalMs: 0, now: Date.now };
+export const noViewSettings: ViewSettings = {
+  clusterHealthIntervalMs: 0,
+  virtualClusterHealthIntervalMs: 0,
+  now: Date.now,
+};
 
 export interface ReadView<O extends KubeObject = KubeObject> {
   /**

@@ -1,9 +1,13 @@
-/** A kind's read view as a store applies it (registry/readview.ts), with the Cluster's (kinds/cluster/freshness.ts). */
+/**
+ * A kind's read view as a store applies it (registry/readview.ts), with the Cluster's (kinds/cluster/freshness.ts)
+ * and the VirtualClusterInstance's (kinds/virtualclusterinstance/freshness.ts), both made by kinds/overdue.ts.
+ */
 import { describe, expect, test } from '@jest/globals';
 import { EncodedObject } from '../../src/apimachinery/encoded.js';
 import type { KubeObject } from '../../src/apimachinery/types.js';
 import { CHECK_OVERDUE, clusterReadView } from '../../src/kinds/cluster/freshness.js';
-import { StoreView, type ReadView } from '../../src/registry/readview.js';
+import { virtualClusterReadView } from '../../src/kinds/virtualclusterinstance/freshness.js';
+import { StoreView, type ReadView, type ViewSettings } from '../../src/registry/readview.js';
 
 const INTERVAL_MS = 30_000;
 const CHECKED = Date.parse('2025-05-01T10:00:00Z');
@@ -24,8 +28,12 @@ function cluster(lastCheckTime?: string): KubeObject {
 
 const ready = (obj: any) => obj.status.conditions.find((c: any) => c.type === 'Ready');
 
+function settings(intervals: Partial<ViewSettings>): ViewSettings {
+  return { clusterHealthIntervalMs: 0, virtualClusterHealthIntervalMs: 0, now: Date.now, ...intervals };
+}
+
 function viewAt(now: { ms: number }): StoreView {
-  return new StoreView(clusterReadView({ clusterHealthIntervalMs: INTERVAL_MS, now: () => now.ms })!, () => now.ms);
+  return new StoreView(clusterReadView(settings({ clusterHealthIntervalMs: INTERVAL_MS }))!, () => now.ms);
 }
 
 describe('the Cluster read view', () => {
@@ -53,7 +61,7 @@ describe('the Cluster read view', () => {
     const view = viewAt({ ms: CHECKED + 100 * INTERVAL_MS });
     const stored = cluster();
     expect(view.of(stored)).toBe(stored);
-    expect(clusterReadView({ clusterHealthIntervalMs: 0, now: Date.now })).toBeUndefined();
+    expect(clusterReadView(settings({ virtualClusterHealthIntervalMs: INTERVAL_MS }))).toBeUndefined();
   });
 
   test('an encoded list item stays encoded until the view applies, and is decoded once per object', () => {
@@ -86,5 +94,98 @@ describe('the Cluster read view', () => {
     const withoutReady = { ...stored, status: { ...(stored.status as any), conditions: [] } };
     view.underive(none, withoutReady);
     expect(ready(none)).toBeUndefined();
+  });
+});
+
+const online = {
+  type: 'VirtualClusterOnline',
+  status: 'True',
+  reason: 'Online',
+  message: 'answers',
+  observedGeneration: 2,
+};
+
+function instance(status: Record<string, unknown>): KubeObject {
+  return {
+    apiVersion: 'management.platform.sh/v1',
+    kind: 'VirtualClusterInstance',
+    metadata: { name: 'vc', namespace: 'p-web', resourceVersion: '9', generation: 2 },
+    status: {
+      online: true,
+      kubernetesVersion: 'v1.33.1',
+      lastCheckTime: '2025-05-01T10:00:00Z',
+      conditions: [online],
+      ...status,
+    },
+  };
+}
+
+const onlineOf = (obj: any) => obj.status.conditions.find((c: any) => c.type === 'VirtualClusterOnline');
+
+function instanceViewAt(now: { ms: number }): StoreView {
+  return new StoreView(
+    virtualClusterReadView(settings({ virtualClusterHealthIntervalMs: INTERVAL_MS }))!,
+    () => now.ms,
+  );
+}
+
+describe('the VirtualClusterInstance read view', () => {
+  test('3 intervals after the last check, phase and VirtualClusterOnline read as Unknown/CheckOverdue, the rest as stored', () => {
+    const now = { ms: CHECKED + 3 * INTERVAL_MS - 1 };
+    const view = instanceViewAt(now);
+    const stored = instance({ phase: 'Ready' });
+    expect(view.of(stored)).toBe(stored);
+    now.ms += 1;
+    const seen = view.of(stored) as any;
+    expect(onlineOf(seen)).toMatchObject({
+      status: 'Unknown',
+      reason: CHECK_OVERDUE,
+      observedGeneration: 2,
+      lastTransitionTime: '2025-05-01T10:01:30Z',
+    });
+    expect(onlineOf(seen).message).toContain('since 2025-05-01T10:00:00Z (more than 3 check intervals of 30s)');
+    expect(onlineOf(seen).message).toContain('the last check found it Ready');
+    expect(seen.status).toMatchObject({
+      phase: 'Unknown',
+      reason: CHECK_OVERDUE,
+      message: onlineOf(seen).message,
+      online: true,
+      kubernetesVersion: 'v1.33.1',
+      lastCheckTime: '2025-05-01T10:00:00Z',
+    });
+    expect(seen.status.conditions).toHaveLength(1);
+    expect(stored.status).toMatchObject({ phase: 'Ready', conditions: [online] });
+    expect(stored.status.reason).toBeUndefined();
+  });
+
+  test('the message names what the last check found when it was not Ready', () => {
+    const view = instanceViewAt({ ms: CHECKED + 4 * INTERVAL_MS });
+    const seen = view.of(instance({ phase: 'Failed', reason: 'ConnectionNotFound', message: 'no Secret' })) as any;
+    expect(seen.status.message).toContain('the last check found it Failed (ConnectionNotFound)');
+    expect(seen.status.reason).toBe(CHECK_OVERDUE);
+  });
+
+  test('never checked, or checks off: read as stored; the Cluster interval gives instances no view', () => {
+    const view = instanceViewAt({ ms: CHECKED + 100 * INTERVAL_MS });
+    const unchecked = instance({ lastCheckTime: undefined, conditions: [] });
+    expect(view.of(unchecked)).toBe(unchecked);
+    expect(virtualClusterReadView(settings({ clusterHealthIntervalMs: INTERVAL_MS }))).toBeUndefined();
+  });
+
+  test('a status written back as read is the stored one again: phase, reason, message and the condition', () => {
+    const view = instanceViewAt({ ms: CHECKED + 4 * INTERVAL_MS });
+    const ready = instance({ phase: 'Ready' });
+    const written = structuredClone(view.of(ready));
+    view.underive(written, ready);
+    expect(written.status).toEqual(ready.status);
+    const failed = instance({
+      phase: 'Failed',
+      reason: 'VirtualClusterUnreachable',
+      message: 'no answer',
+      conditions: [{ type: 'VirtualClusterOnline', status: 'False', reason: 'VirtualClusterUnreachable' }],
+    });
+    const back = structuredClone(view.of(failed));
+    view.underive(back, failed);
+    expect(back.status).toEqual(failed.status);
   });
 });

@@ -4,11 +4,13 @@
  * checked against the Cluster, the project, the caller's hold on the virtual cluster and other instances, and held
  * as a claim while the instance exists (placement.ts), then immutable (a rule of its CRD). The
  * physical cluster it was created on is recorded by the server in status.clusterUID, which no write changes, and its
- * creator in status.importedBy, which only the server changes.
+ * creator in status.importedBy, which only the server changes. Once its health checks have stopped for 3 intervals,
+ * it reads as not known to be ready (freshness.ts).
  */
 import type { Strategy } from '../../registry/strategy.js';
 import { ownedKindStrategy } from '../owned.js';
 import { virtualClusterInstanceAdmission } from './admission.js';
+import { virtualClusterReadView } from './freshness.js';
 import { keepCreateRecords, virtualClusterClaims } from './placement.js';
 import { validateSpec } from './validation.js';
 
@@ -20,4 +22,6 @@ export const virtualClusterInstanceStrategy: Strategy = {
   admission: virtualClusterInstanceAdmission,
   prepareForStatusUpdate: keepCreateRecords,
   claims: virtualClusterClaims,
+  // Read as not known to be ready once its checks have stopped for too long (freshness.ts).
+  readView: virtualClusterReadView,
 };

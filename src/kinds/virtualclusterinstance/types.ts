@@ -86,8 +86,8 @@ export interface VirtualClusterInstanceStatus {
   clusterUID?: string;
   /** Who created the instance (imported the virtual cluster), recorded by the server from the create's credentials, and again as they are now when they ask for a kube config; no client write changes it. Its kube configs rest on this user's hold of the virtual cluster (that they may get its connection Secret in the cluster it runs in), asked again each time one is issued. Empty for an instance stored before importers were recorded. */
   importedBy?: VirtualClusterInstanceStatusImportedBy;
-  /** Written by the server's health check: Ready when the last check reached the virtual cluster's API through its connection Secret on its Cluster, Failed when it did not (or its importer no longer has it), Pending while its Cluster is not Initialized or the instance has no importer to check for; empty before the first check. No client write changes it. */
-  phase?: '' | 'Ready' | 'Failed' | 'Pending';
+  /** Written by the server's health check: Ready when the last check reached the virtual cluster's API through its connection Secret on its Cluster, Failed when it did not (or its importer no longer has it), Pending while its Cluster is not Initialized or the instance has no importer to check for; empty before the first check. No client write changes it. Unknown, never stored, when no check completed for 3 intervals (status.lastCheckTime): reason CheckOverdue, whatever the last check found. */
+  phase?: '' | 'Ready' | 'Failed' | 'Pending' | 'Unknown';
   /** One CamelCase word saying why the instance is not Ready; empty when Ready. Written by the server. */
   reason?: string;
   /** What keeps the instance from being Ready, and what to do; empty when Ready. Written by the server. */
@@ -96,7 +96,7 @@ export interface VirtualClusterInstanceStatus {
   online?: boolean;
   /** The virtual cluster's Kubernetes version (gitVersion of its /version) at the last check that reached it. Written by the server. */
   kubernetesVersion?: string;
-  /** When the server last completed a check of the instance (RFC 3339). Written with every change of the status, and otherwise at most about once per health interval (--cluster-health-interval). Written by the server. */
+  /** When the server last completed a check of the instance (RFC 3339). Written with every change of the status, and otherwise at most about once per health interval (--virtual-cluster-health-interval). Written by the server. When it is older than 3 intervals, the instance reads with phase Unknown, reason CheckOverdue and condition VirtualClusterOnline Unknown, reason CheckOverdue, and its kube configs are refused (503). */
   lastCheckTime?: string;
   /** The conditions the object is in. */
   conditions?: VirtualClusterInstanceStatusCondition[];
