@@ -4,7 +4,8 @@
  * connected cluster `a` (where the virtual clusters' connection Secrets `vc-<name>` are) and a virtual cluster's API
  * of its own version. An instance is Ready when its virtual cluster answers through its Cluster, Failed when not (and
  * back), Pending while its Cluster is not Initialized; bad connections give a clear reason and nothing runs or is
- * read past the bound; an importer who lost the virtual cluster makes it Failed, and its Secret is not read again.
+ * read past the bound; an importer who lost the virtual cluster, or the Cluster here (no more get on it, or a
+ * project that no longer allows it), makes it Failed, and its Secret is not read again.
  * Every wait is on the status the server writes, never on time.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -17,6 +18,7 @@ import {
   CLUSTERS_PATH,
   MERGE_PATCH,
   PROJECTS_PATH as PROJECTS,
+  clusterPath,
   uniq,
   virtualClusterInstancesPath as vcis,
 } from '../support/fixtures.js';
@@ -130,16 +132,23 @@ async function createInstance(name: string, config: string | undefined, cluster 
   return `${vcis(ns)}/${name}`;
 }
 
-/** bob imports the virtual cluster `name` of namespace `vcluster-<name>` in `a`, reached with `config`; its path. */
-async function importAsBob(name: string, config: string): Promise<string> {
+/**
+ * bob imports the virtual cluster `name` of namespace `vcluster-<name>` in `a` (or the stand-in `on.host` of the
+ * Cluster `on.cluster`), reached with `config`; its path.
+ */
+async function importAsBob(
+  name: string,
+  config: string,
+  on: { cluster: string; host: HostClusterStandIn } = { cluster: 'conn-a', host: a },
+): Promise<string> {
   const vcNs = `vcluster-${name}`;
-  a.addSecret(vcNs, `vc-${name}`, { config });
-  grantConnectionSecret(a, vcNs, name, ['bob']);
+  on.host.addSecret(vcNs, `vc-${name}`, { config });
+  grantConnectionSecret(on.host, vcNs, name, ['bob']);
   const ns = await createProject();
   const imported = await bob.post(`${PROJECTS}/${ns.slice(2)}/importvirtualcluster`, {
     apiVersion: API_VERSION,
     kind: 'ProjectImportVirtualCluster',
-    sourceVirtualCluster: { cluster: 'conn-a', namespace: vcNs, name },
+    sourceVirtualCluster: { cluster: on.cluster, namespace: vcNs, name },
   });
   expect(imported.status).toBe(201);
   return `${vcis(ns)}/${name}`;
@@ -158,6 +167,29 @@ function until(path: string, phase: string, reason?: string): Promise<Record<str
 }
 
 const online = (s: Record<string, any>) => s.conditions?.find((c: any) => c.type === ONLINE);
+
+/** Waits until the instance's lastCheckTime moved `n` times: that many more checks found what it says. */
+async function moreChecks(path: string, n: number): Promise<void> {
+  const stamps = new Set([(await root.get(path)).body.status?.lastCheckTime]);
+  await waitFor(
+    `${n} more checks of ${path}`,
+    async () => stamps.add((await root.get(path)).body.status?.lastCheckTime).size > n,
+    WAIT_MS,
+  );
+}
+
+/** The GETs of /version `host` answered. */
+const versionReads = (host: HostClusterStandIn) =>
+  host.requests.filter((r) => r.method === 'GET' && r.path === '/version').length;
+
+/** What `host` was asked of the virtual cluster `name`: GETs of its connection Secret, and SubjectAccessReviews. */
+function askedOf(host: HostClusterStandIn, name: string) {
+  const secret = `/api/v1/namespaces/vcluster-${name}/secrets/vc-${name}`;
+  return {
+    secretReads: host.requests.filter((r) => r.method === 'GET' && r.path === secret).length,
+    reviews: host.requests.filter((r) => r.resource === 'subjectaccessreviews').length,
+  };
+}
 
 /** The kubeconfig `text` with `edit` applied. */
 function kubeconfigOf(text: string, edit: (doc: any) => void): string {
@@ -391,6 +423,67 @@ describe('virtual cluster health', () => {
     // Granted again: Ready again.
     grantConnectionSecret(a, vcNs, name, ['bob']);
     await until(path, 'Ready');
+  }, 90_000);
+
+  test('an importer who may no longer get the Cluster: Failed/ImporterLostAccess, nothing asked of its cluster; allowed again, Ready', async () => {
+    // A Cluster of its own, whose access entries this test changes, and a virtual cluster whose /version is counted.
+    const [b, own] = await Promise.all([startHostCluster(), startHostCluster()]);
+    try {
+      const cluster = uniq('conn-b');
+      const bobMayGet = { access: [{ verbs: ['get'], users: ['bob'] }] };
+      await connectCluster(root, mgmt, cluster, b, bobMayGet);
+      const name = uniq('vc');
+      const path = await importAsBob(name, own.kubeconfigText(), { cluster, host: b });
+      await until(path, 'Ready');
+
+      const revoked = await root.patch(clusterPath(cluster), { spec: { access: [] } }, MERGE_PATCH);
+      expect(revoked.status).toBe(200);
+      const lost = await until(path, 'Failed', 'ImporterLostAccess');
+      expect(lost.message).toContain(
+        `the instance's importer (status.importedBy, User "bob") may no longer get Cluster "${cluster}"`,
+      );
+      expect(lost.online).toBe(false);
+      expect(online(lost)).toMatchObject({ status: 'False', reason: 'ImporterLostAccess' });
+      // Two more checks: neither reads the Secret, asks b about bob, or calls the virtual cluster.
+      const [asked, versions] = [askedOf(b, name), versionReads(own)];
+      await moreChecks(path, 2);
+      expect(askedOf(b, name)).toEqual(asked);
+      expect(versionReads(own)).toBe(versions);
+
+      expect((await root.patch(clusterPath(cluster), { spec: bobMayGet }, MERGE_PATCH)).status).toBe(200);
+      await until(path, 'Ready');
+    } finally {
+      await Promise.all([b.stop(), own.stop()]);
+    }
+  }, 90_000);
+
+  test('a project that no longer allows the Cluster: Failed/ImporterLostAccess naming it, nothing asked of the cluster; allowed again, Ready', async () => {
+    const own = await startHostCluster();
+    try {
+      const name = uniq('vc');
+      const path = await importAsBob(name, own.kubeconfigText());
+      await until(path, 'Ready');
+      const project = path.split('/')[5].slice(2);
+
+      const narrowed = { spec: { allowedClusters: [{ name: 'elsewhere' }] } };
+      expect((await root.patch(`${PROJECTS}/${project}`, narrowed, MERGE_PATCH)).status).toBe(200);
+      const lost = await until(path, 'Failed', 'ImporterLostAccess');
+      expect(lost.message).toContain(
+        `the instance's project "${project}" no longer allows Cluster "conn-a" (spec.allowedClusters)`,
+      );
+      // The clusters it does allow are the project's to show, not the instance's.
+      expect(lost.message).not.toContain('elsewhere');
+      const [asked, versions] = [askedOf(a, name), versionReads(own)];
+      await moreChecks(path, 2);
+      expect(askedOf(a, name).secretReads).toBe(asked.secretReads);
+      expect(versionReads(own)).toBe(versions);
+
+      const everywhere = { spec: { allowedClusters: [{ name: '*' }] } };
+      expect((await root.patch(`${PROJECTS}/${project}`, everywhere, MERGE_PATCH)).status).toBe(200);
+      await until(path, 'Ready');
+    } finally {
+      await own.stop();
+    }
   }, 90_000);
 
   test('kube configs: 503 naming the reason for an instance that is not Ready, after the checks a caller must pass', async () => {
