@@ -19,9 +19,10 @@
  * the instance (status.importedBy, kept by the server) passing, again at every check and as the kube config flow asks
  * it, what the import checked: asked of this server's authorizers as them, that they may get the Cluster and that the
  * project still allows it (placement.ts's importerLostCluster), then asked of the Cluster, that they may get the
- * Secret. Once one fails, the instance is Failed/ImporterLostAccess and nothing is read of the virtual cluster.
- * system:masters importers are not asked about, as in that flow; an instance without an importer has nobody to rest
- * on (the flow asks its caller instead), so it is Pending/ImporterNotRecorded, unread.
+ * Secret. Once one fails, the instance is Failed/ImporterLostAccess and nothing is read of the virtual cluster; when
+ * the Cluster cannot answer, Failed/ImporterAccessUnknown, unread until the next check. system:masters importers are
+ * not asked about, as in that flow; an instance without an importer has nobody to rest on (the flow asks its caller
+ * instead), so it is Pending/ImporterNotRecorded, unread.
  *
  * A status is read by whoever may read the instance, so its messages name nothing of the host but what the
  * instance names itself (its Cluster, namespace and virtual cluster); what went wrong in detail goes to the log.
@@ -282,7 +283,15 @@ export class VirtualClusterHealth {
       holds = await holdsVirtualCluster(connection, ref, user, 'a health check of the virtual cluster');
     } catch (err) {
       if (!isStatusError(err)) throw err;
-      return failed('ImporterAccessUnknown', err.message);
+      // The cluster's answer may name its service accounts or addresses: the log has it, the status does not.
+      this.log("virtual cluster health: the importer's hold could not be asked", {
+        instance: keyOf(instance),
+        reason: err.message,
+      });
+      return failed(
+        'ImporterAccessUnknown',
+        `Cluster ${JSON.stringify(ref.cluster)} could not tell whether the instance's importer may still get the virtual cluster's connection Secret ${connectionSecretWhere(ref)}, so it was not read; it is asked again at the next check, and the server's log has the details`,
+      );
     }
     if (holds) return undefined;
     return failed(

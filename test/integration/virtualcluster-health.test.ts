@@ -5,7 +5,8 @@
  * of its own version. An instance is Ready when its virtual cluster answers through its Cluster, Failed when not (and
  * back), Pending while its Cluster is not Initialized; bad connections give a clear reason and nothing runs or is
  * read past the bound; an importer who lost the virtual cluster, or the Cluster here (no more get on it, or a
- * project that no longer allows it), makes it Failed, and its Secret is not read again.
+ * project that no longer allows it), makes it Failed, and its Secret is not read again; a cluster that cannot answer
+ * whether the importer holds it makes it Failed with none of its words.
  * Every wait is on the status the server writes, never on time.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -29,6 +30,7 @@ import { startHostileVirtualCluster, type HostileVirtualCluster } from '../suppo
 import { kubectl } from '../support/kubectl.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
+import * as errors from '../../src/apimachinery/status.js';
 import { createLogger } from '../../src/log.js';
 
 const MIB = 1024 * 1024;
@@ -484,6 +486,28 @@ describe('virtual cluster health', () => {
     } finally {
       await own.stop();
     }
+  }, 90_000);
+
+  test("a cluster that fails the review of the importer's hold: ImporterAccessUnknown, the status quoting none of its answer, the log all of it", async () => {
+    const name = uniq('vc');
+    const path = await importAsBob(name, vc.kubeconfigText());
+    await until(path, 'Ready');
+    const marker = `sa-${uniq('marker')}`;
+    a.onRequest = (_method, reqPath, body) => {
+      if (reqPath.endsWith('/subjectaccessreviews') && body?.spec?.resourceAttributes?.name === `vc-${name}`)
+        throw errors.internalError(new Error(`system:serviceaccount:kube-system:${marker} at 10.0.0.7 failed`));
+    };
+    try {
+      const unknown = await until(path, 'Failed', 'ImporterAccessUnknown');
+      expect(unknown.message).toContain(`Cluster "conn-a" could not tell whether the instance's importer`);
+      expect(unknown.message).toContain('it is asked again at the next check');
+      expect(JSON.stringify(unknown)).not.toContain(marker);
+      expect(JSON.stringify(unknown)).not.toContain('10.0.0.7');
+      expect(loggedAbout(name)).toContain(marker);
+    } finally {
+      a.onRequest = undefined;
+    }
+    await until(path, 'Ready');
   }, 90_000);
 
   test('kube configs: 503 naming the reason for an instance that is not Ready, after the checks a caller must pass', async () => {
