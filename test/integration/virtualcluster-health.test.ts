@@ -4,9 +4,9 @@
  * connected cluster `a` (where the virtual clusters' connection Secrets `vc-<name>` are) and a virtual cluster's API
  * of its own version. An instance is Ready when its virtual cluster answers through its Cluster, Failed when not (and
  * back), Pending while its Cluster is not Initialized; bad connections give a clear reason and nothing runs or is
- * read past the bound; an importer who lost the virtual cluster, or the Cluster here (no more get on it, or a
- * project that no longer allows it), makes it Failed, and its Secret is not read again; a cluster that cannot answer
- * whether the importer holds it makes it Failed with none of its words.
+ * read past the bound (an endless answer, or one that stalls); an importer who lost the virtual cluster, or the
+ * Cluster here (no more get on it, or a project that no longer allows it), makes it Failed, and its Secret is not
+ * read again; a cluster that cannot answer whether the importer holds it makes it Failed with none of its words.
  * Every wait is on the status the server writes, never on time.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -366,6 +366,23 @@ describe('virtual cluster health', () => {
       const outcome = await hostile.outcomes[started];
       expect(outcome).toMatchObject({ total, cutShort: true });
       expect(outcome.written).toBeLessThan(total / 4);
+    } finally {
+      hostile.answer = undefined;
+    }
+  }, 90_000);
+
+  test('a virtual cluster whose /version answers 200 and then stalls its body: Unreachable, offline, the connection cut at the bound', async () => {
+    const started = hostile.outcomes.length;
+    // Under the 1 MiB bound, so the length it announces is taken: the time bound is what must end it.
+    hostile.answer = (r) => (r.path === '/version' ? { announce: 64 * 1024 } : undefined);
+    try {
+      const name = uniq('vc');
+      const path = await createInstance(name, hostile.kubeconfigText());
+      const s = await until(path, 'Failed', 'VirtualClusterUnreachable');
+      expect(s.online).toBe(false);
+      expect(s.message).toContain('did not answer GET /version within the bounds of a check');
+      expect(loggedAbout(name)).toContain('did not answer within');
+      expect(await hostile.outcomes[started]).toMatchObject({ cutShort: true });
     } finally {
       hostile.answer = undefined;
     }
