@@ -82,12 +82,14 @@ export async function startServer(flags: Config, log: Logger, worker?: WorkerOf)
     const tls = await servingCertificate(config, log);
     cleanups.add('stopping the certificate reloads', async () => tls.stop());
     const host = await startHost(config, log, cleanups);
-    const clusters = connectClusters(config, log, registry, host.cluster, actions, cleanups);
+    const auth = setUpAuth(config, registry, host.cluster, host.clientCas, log);
+    // After the authorizers: the kube config flow asks them what an instance's importer may still get.
+    const clusters = connectClusters(config, log, registry, host.cluster, actions, auth.authorizer, cleanups);
     const admission = startAdmission(config, log, host.cluster, cleanups);
     const flowControl = startFlowControl(config, log, host.cluster, cleanups);
-    const auth = setUpAuth(config, registry, host.cluster, host.clientCas, log);
     const ownerDeletion = ownerDeletionCheck(registry, auth.authorizer);
-    // After the authorizers: the ProjectSecret sync asks them what a ProjectSecret's owner may read.
+    // After the authorizers: the ProjectSecret sync asks them what a ProjectSecret's owner may read, and the virtual
+    // clusters' health checks what an instance's importer may still get.
     runControllers(config, log, metrics, storage, registry, host.cluster, clusters, auth, cleanups);
     const https = await serveHttps(config, log, cleanups, address, {
       registry,

@@ -20,8 +20,9 @@
  * Secrets in the cluster's namespaces or of where the connection points; the detail goes to the server's log for
  * operators.
  *
- * Its kube configs rest on the hold of the virtual cluster of whoever imported it (status.importedBy), asked of the
- * cluster again for every one (checkImporterHolds): access to the instance shares what its importer has, and ends
+ * Its kube configs rest on whoever imported it (status.importedBy) passing what the import checked, asked again for
+ * every one (checkImporterHolds): of this server, that they may get the Cluster and that the project still allows it;
+ * of the cluster, that they hold the virtual cluster. Access to the instance shares what its importer has, and ends
  * with it.
  *
  * An instance whose health check found it not Ready (status.phase, controllers/virtualclusterhealth.ts) is a 503
@@ -32,6 +33,7 @@
  * so is the number of requests at once: MAX_REQUESTS_PER_USER for one caller, MAX_REQUESTS in all (429 past them).
  */
 import yaml from 'js-yaml';
+import type { Authorizer } from '../apimachinery/authorizer.js';
 import { Path, fieldError } from '../apimachinery/field.js';
 import { GROUP_NAME } from '../apimachinery/group.js';
 import * as errors from '../apimachinery/status.js';
@@ -53,18 +55,21 @@ import { silentLogger, type Logger } from '../log.js';
 import {
   connectionSecretWhere,
   holdsVirtualCluster,
+  importerLostCluster,
   instanceClusterUid,
   instanceImporter,
   instanceRef,
 } from '../kinds/virtualclusterinstance/placement.js';
 import { asUserInfo, isRecordedAs, recordUser } from '../registry/recordeduser.js';
 import type { Store } from '../registry/store.js';
+import type { AuthorizeOther } from '../registry/strategy.js';
 import type { Registry } from '../registry/registry.js';
 import { answer, requestSchema, type Action, type ActionCall } from './action.js';
 import { ConcurrencyLimit } from './concurrency.js';
 import { CHECK_OVERDUE } from '../kinds/overdue.js';
 import { instanceOverdue } from '../kinds/virtualclusterinstance/freshness.js';
 import { NO_IMPORTER, READY } from '../kinds/virtualclusterinstance/health.js';
+import { Project } from '../kinds/project/types.js';
 import { VirtualClusterInstance } from '../kinds/virtualclusterinstance/types.js';
 
 const VERSION = 'v1';
@@ -95,11 +100,14 @@ const schema = requestSchema({
 export function kubeConfigAction(
   registry: Registry,
   clusters: ClusterConnections,
+  /** This server's authorizers, asked as the importer what the import asked (checkImporterHolds). */
+  authorizer: Authorizer,
   log: Logger = silentLogger,
   /** --virtual-cluster-allowed-servers. */
   allowedServers: readonly string[] = [],
 ): Action {
   const instances = registry.store(VirtualClusterInstance);
+  const importer = { instances, projects: registry.store(Project), authorizer };
   const servers = new ServerAllowList(allowedServers, '--virtual-cluster-allowed-servers');
   const inFlight = new ConcurrencyLimit('kube config requests', {
     perUser: MAX_REQUESTS_PER_USER,
@@ -145,7 +153,7 @@ export function kubeConfigAction(
 
       const kubeConfig = await inFlight.run(call.user.name, async () => {
         const cluster = await clusterOf(clusters, instance, where, log);
-        await checkImporterHolds(cluster, instances, instance, call, where);
+        await checkImporterHolds(cluster, importer, instance, call, where);
         checkReady(instance, where);
         const vc = await connect(cluster.api, at, ref.virtualCluster || call.name, servers, where, log);
         return withStatusErrors(where, log, async () => {
@@ -172,15 +180,23 @@ export function kubeConfigAction(
   return action;
 }
 
+/** What checkImporterHolds reads and asks in this server. */
+interface ImporterChecks {
+  instances: Store<VirtualClusterInstance>;
+  projects: Store<Project>;
+  authorizer: Authorizer;
+}
+
 /**
- * The instance's kube configs rest on its importer's hold of the virtual cluster (status.importedBy), asked again for
- * each one: once the importer may no longer get the virtual cluster's connection Secret, nobody gets a kube config
+ * The instance's kube configs rest on its importer (status.importedBy) passing what the import checked, asked again
+ * for each one: once the importer may no longer get the instance's Cluster here, its project no longer allows that
+ * Cluster, or the importer may no longer get the virtual cluster's connection Secret there, nobody gets a kube config
  * through the instance (403), whatever its owner and access entries grant; system:masters are not asked about, as at
  * import. An instance stored before importers were recorded gives one only to a caller who has the virtual cluster.
  */
 async function checkImporterHolds(
   cluster: ClusterConnection,
-  instances: Store,
+  { instances, projects, authorizer }: ImporterChecks,
   instance: VirtualClusterInstance,
   call: ActionCall,
   where: string,
@@ -191,6 +207,17 @@ async function checkImporterHolds(
   if (asked) await refreshImporter(instances, instance, call.user);
   const holder = importer && !asked ? asUserInfo(importer) : call.user;
   if (isMaster(call.user) || isMaster(holder)) return;
+  if (importer) {
+    // As the import asked: of this server's authorizers, without the restriction of the caller's credential.
+    const authorize: AuthorizeOther = (attrs) => authorizer.authorize({ ...attrs, user: holder });
+    const lost = await importerLostCluster(projects, instance, { user: holder, authorize });
+    if (lost)
+      throw errors.forbidden(
+        { group: GROUP_NAME, resource: 'virtualclusterinstances' },
+        call.name,
+        `no kube config is issued through ${where}: its kube configs rest on what its import checked, and ${lost}`,
+      );
+  }
   const { cluster: clusterName, namespace, virtualCluster } = instanceRef(instance);
   const ref = { cluster: clusterName, namespace, virtualCluster };
   if (await holdsVirtualCluster(cluster, ref, holder, 'a kube config')) return;

@@ -15,16 +15,20 @@
  * - `lastCheckTime`: with every change, and otherwise once the stored one is LAST_CHECK_SHARE of an interval old
  *   (the resyncs drift by the checks' own durations), so an unchanged instance costs one write per interval.
  *
- * The Secret is read with the server's credential because a tenant named it, so the check rests on the hold of
- * whoever imported the instance (status.importedBy, kept by the server), asked of its Cluster again at every check
- * as the kube config flow asks it: once they may no longer get the Secret, the instance is Failed/ImporterLostAccess
- * and the Secret is not read. system:masters importers are not asked about, as in that flow; an instance without an
- * importer has nobody to rest on (the flow asks its caller instead), so it is Pending/ImporterNotRecorded, unread.
+ * The Secret is read with the server's credential because a tenant named it, so the check rests on whoever imported
+ * the instance (status.importedBy, kept by the server) passing, again at every check and as the kube config flow asks
+ * it, what the import checked: asked of this server's authorizers as them, that they may get the Cluster and that the
+ * project still allows it (placement.ts's importerLostCluster), then asked of the Cluster, that they may get the
+ * Secret. Once one fails, the instance is Failed/ImporterLostAccess and nothing is read of the virtual cluster; when
+ * the Cluster cannot answer, Failed/ImporterAccessUnknown, unread until the next check. system:masters importers are
+ * not asked about, as in that flow; an instance without an importer has nobody to rest on (the flow asks its caller
+ * instead), so it is Pending/ImporterNotRecorded, unread.
  *
  * A status is read by whoever may read the instance, so its messages name nothing of the host but what the
  * instance names itself (its Cluster, namespace and virtual cluster); what went wrong in detail goes to the log.
  * Nothing is written when nothing changed. A check never throws out of the controller: every failure is a status.
  */
+import type { Authorizer } from '../apimachinery/authorizer.js';
 import { kubernetesVersionOf } from '../apimachinery/kubeversion.js';
 import { isStatusError } from '../apimachinery/status.js';
 import { nowRFC3339 } from '../apimachinery/time.js';
@@ -41,11 +45,13 @@ import { HostClusterError } from '../host/cluster.js';
 import { AnswerTooLargeError } from '../host/kuberequest.js';
 import { ServerAllowList } from '../host/serverallowlist.js';
 import { Cluster } from '../kinds/cluster/types.js';
+import { Project } from '../kinds/project/types.js';
 import { recordedIdentity } from '../kinds/cluster/identity.js';
 import { NO_IMPORTER, ONLINE_CONDITION, READY, type InstancePhase } from '../kinds/virtualclusterinstance/health.js';
 import {
   connectionSecretWhere,
   holdsVirtualCluster,
+  importerLostCluster,
   instanceImporter,
   instanceRef,
   type VirtualClusterRef,
@@ -54,6 +60,7 @@ import { VirtualClusterInstance } from '../kinds/virtualclusterinstance/types.js
 import { asUserInfo } from '../registry/recordeduser.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
+import type { AuthorizeOther } from '../registry/strategy.js';
 import { setCondition, writeStatus } from './conditions.js';
 import { runQueueController } from './runner.js';
 import { watchStore } from './storewatch.js';
@@ -94,6 +101,7 @@ export class VirtualClusterHealth {
   private readonly log: (msg: string, fields?: Record<string, unknown>) => void;
   private readonly instances: Store<VirtualClusterInstance>;
   private readonly clusters: Store<Cluster>;
+  private readonly projects: Store<Project>;
   private readonly servers: ServerAllowList;
   private readonly queue: WorkQueue;
   /** By `<namespace>/<name>`. */
@@ -109,11 +117,14 @@ export class VirtualClusterHealth {
   constructor(
     registry: Registry,
     private readonly connections: ClusterConnections,
+    /** This server's authorizers, asked as the importer what the import asked (see the top). */
+    private readonly authorizer: Authorizer,
     private readonly opts: VirtualClusterHealthOptions,
   ) {
     this.log = opts.log ?? (() => {});
     this.instances = registry.store(VirtualClusterInstance);
     this.clusters = registry.store(Cluster);
+    this.projects = registry.store(Project);
     this.servers = new ServerAllowList(opts.allowedServers ?? [], '--virtual-cluster-allowed-servers');
     this.queue = new WorkQueue({
       baseDelayMs: 500,
@@ -273,12 +284,28 @@ export class VirtualClusterHealth {
       };
     const user = asUserInfo(importer);
     if (isMaster(user)) return undefined;
+    // Asked of this server first: nothing is asked of the cluster for an importer who lost the Cluster here.
+    const authorize: AuthorizeOther = (attrs) => this.authorizer.authorize({ ...attrs, user });
+    const lost = await importerLostCluster(this.projects, instance, { user, authorize });
+    if (lost)
+      return failed(
+        'ImporterLostAccess',
+        `the import's checks no longer pass: ${lost}; the instance's checks and kube configs rest on them, so the virtual cluster is not read until they pass again`,
+      );
     let holds: boolean;
     try {
       holds = await holdsVirtualCluster(connection, ref, user, 'a health check of the virtual cluster');
     } catch (err) {
       if (!isStatusError(err)) throw err;
-      return failed('ImporterAccessUnknown', err.message);
+      // The cluster's answer may name its service accounts or addresses: the log has it, the status does not.
+      this.log("virtual cluster health: the importer's hold could not be asked", {
+        instance: keyOf(instance),
+        reason: err.message,
+      });
+      return failed(
+        'ImporterAccessUnknown',
+        `Cluster ${JSON.stringify(ref.cluster)} could not tell whether the instance's importer may still get the virtual cluster's connection Secret ${connectionSecretWhere(ref)}, so it was not read; it is asked again at the next check, and the server's log has the details`,
+      );
     }
     if (holds) return undefined;
     return failed(

@@ -4,6 +4,7 @@ import type { ServedActions } from '../actions/served.js';
 import { kubeConfigAction } from '../actions/virtualclusterkubeconfig.js';
 import { ClusterConnections, ClusterNotReadyError } from '../clusters/connections.js';
 import { ClusterConnector } from '../clusters/connector.js';
+import type { Authorizer } from '../apimachinery/authorizer.js';
 import type { Config } from '../config.js';
 import type { HostCluster } from '../host/cluster.js';
 import { Cluster } from '../kinds/cluster/types.js';
@@ -27,6 +28,8 @@ export function connectClusters(
   registry: Registry,
   host: HostCluster | undefined,
   actions: ServedActions,
+  /** The server's authorizers: the actions ask them as an importer what the import asked. */
+  authorizer: Authorizer,
   cleanups: Cleanups,
 ): ConnectedClusters {
   // Without a host cluster too: then a local Cluster, or one with a config Secret, is never Initialized.
@@ -39,7 +42,7 @@ export function connectClusters(
   cleanups.add('stopping the watch of the cluster config Secrets', async () => connector.stop());
   const connections = new ClusterConnections(registry.store(Cluster), connector);
   actions.add(importVirtualClusterAction(registry, connections, log));
-  actions.add(kubeConfigAction(registry, connections, log, config.virtualClusterAllowedServers));
+  actions.add(kubeConfigAction(registry, connections, authorizer, log, config.virtualClusterAllowedServers));
   const connect: ConnectCluster = async (name) => {
     try {
       return await connections.connection(name);

@@ -89,7 +89,7 @@ function serverControllers(
         }).run(signal),
     });
   }
-  if (host) controllers.push(...hostControllers(config, registry, storage, host, clusters, log, metrics));
+  if (host) controllers.push(...hostControllers(config, registry, storage, host, clusters, authorizer, log, metrics));
   return controllers;
 }
 
@@ -104,6 +104,7 @@ function hostControllers(
   storage: EtcdStorage,
   host: HostCluster,
   clusters: ConnectedClusters,
+  authorizer: Authorizer,
   log: Logger,
   metrics: Metrics,
 ): Controller[] {
@@ -124,7 +125,7 @@ function hostControllers(
     controllers.push({
       name: 'virtualcluster-health',
       run: (signal) =>
-        new VirtualClusterHealth(registry, clusters.connections, {
+        new VirtualClusterHealth(registry, clusters.connections, authorizer, {
           intervalMs: config.virtualClusterHealthIntervalMs,
           allowedServers: config.virtualClusterAllowedServers,
           log: info,

@@ -5,7 +5,7 @@
  * tenant has the virtual cluster; a kube config is issued by the virtual cluster whose connection Secret is in the
  * cluster clusterRef.cluster connects to; "imported once" is per physical cluster, namespace and name; a Cluster
  * that is not Initialized is a 503 naming its reason, and nothing is stored. An instance's kube configs rest on its
- * importer's hold of the virtual cluster (status.importedBy), asked again for each one. A cluster is a tenant's to run, so it
+ * importer's hold of the virtual cluster (status.importedBy) and of its Cluster here, asked again for each one. A cluster is a tenant's to run, so it
  * may answer another cluster's kube-system uid: it takes nothing of that cluster's, also once that cluster's Cluster
  * is deleted to be created again.
  */
@@ -385,6 +385,43 @@ describe("an instance's kube configs rest on its importer's hold of the virtual 
       groups: ['system:authenticated'],
     });
     expect((await carol.get(`${path}/kubeconfig`)).status).toBe(403);
+  });
+
+  test('once the importer may no longer get the Cluster here, or the project no longer allows it: nobody gets one but system:masters; allowed again, they do', async () => {
+    const { vc, path, namespace } = await sharedImport();
+    const project = namespace.slice(2);
+    const where = `VirtualClusterInstance ${namespace}/${vc.name}`;
+    const refusedToAll = async (lost: string) => {
+      for (const client of [carol, bob]) {
+        const res = await client.get(`${path}/kubeconfig`);
+        expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 403, reason: 'Forbidden' });
+        expect(res.body.message).toContain(
+          `no kube config is issued through ${where}: its kube configs rest on what its import checked, and ${lost}`,
+        );
+      }
+    };
+    const csrs = a.csrs().length;
+
+    const narrowed = { spec: { allowedClusters: [{ name: 'conn-b' }] } };
+    expect((await root.patch(`${PROJECTS}/${project}`, narrowed, MERGE_PATCH)).status).toBe(200);
+    await refusedToAll(`the instance's project "${project}" no longer allows Cluster "conn-a" (spec.allowedClusters)`);
+    const everywhere = { spec: { allowedClusters: [{ name: '*' }] } };
+    expect((await root.patch(`${PROJECTS}/${project}`, everywhere, MERGE_PATCH)).status).toBe(200);
+    expect((await carol.get(`${path}/kubeconfig`)).status).toBe(200);
+
+    // conn-a's access entries are every test's: bob's is taken away for this one only.
+    const access = (await root.get(clusterPath('conn-a'))).body.spec.access;
+    const withoutBob = access.filter((entry: any) => !entry.users?.includes('bob'));
+    expect((await root.patch(clusterPath('conn-a'), { spec: { access: withoutBob } }, MERGE_PATCH)).status).toBe(200);
+    try {
+      await refusedToAll(`the instance's importer (status.importedBy, User "bob") may no longer get Cluster "conn-a"`);
+      expect((await root.get(`${path}/kubeconfig`)).status).toBe(200);
+    } finally {
+      expect((await root.patch(clusterPath('conn-a'), { spec: { access } }, MERGE_PATCH)).status).toBe(200);
+    }
+    // Nothing was asked of the virtual cluster for those refused: carol's and root's certificates only.
+    expect(a.csrs().length).toBe(csrs + 2);
+    expect((await carol.get(`${path}/kubeconfig`)).status).toBe(200);
   });
 
   test('no write moves the record: not a status write by system:masters, not an update of the instance', async () => {

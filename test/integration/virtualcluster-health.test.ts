@@ -4,7 +4,9 @@
  * connected cluster `a` (where the virtual clusters' connection Secrets `vc-<name>` are) and a virtual cluster's API
  * of its own version. An instance is Ready when its virtual cluster answers through its Cluster, Failed when not (and
  * back), Pending while its Cluster is not Initialized; bad connections give a clear reason and nothing runs or is
- * read past the bound; an importer who lost the virtual cluster makes it Failed, and its Secret is not read again.
+ * read past the bound (an endless answer, or one that stalls); an importer who lost the virtual cluster, or the
+ * Cluster here (no more get on it, or a project that no longer allows it), makes it Failed, and its Secret is not
+ * read again; a cluster that cannot answer whether the importer holds it makes it Failed with none of its words.
  * Every wait is on the status the server writes, never on time.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -17,6 +19,7 @@ import {
   CLUSTERS_PATH,
   MERGE_PATCH,
   PROJECTS_PATH as PROJECTS,
+  clusterPath,
   uniq,
   virtualClusterInstancesPath as vcis,
 } from '../support/fixtures.js';
@@ -27,6 +30,7 @@ import { startHostileVirtualCluster, type HostileVirtualCluster } from '../suppo
 import { kubectl } from '../support/kubectl.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
+import * as errors from '../../src/apimachinery/status.js';
 import { createLogger } from '../../src/log.js';
 
 const MIB = 1024 * 1024;
@@ -130,16 +134,23 @@ async function createInstance(name: string, config: string | undefined, cluster 
   return `${vcis(ns)}/${name}`;
 }
 
-/** bob imports the virtual cluster `name` of namespace `vcluster-<name>` in `a`, reached with `config`; its path. */
-async function importAsBob(name: string, config: string): Promise<string> {
+/**
+ * bob imports the virtual cluster `name` of namespace `vcluster-<name>` in `a` (or the stand-in `on.host` of the
+ * Cluster `on.cluster`), reached with `config`; its path.
+ */
+async function importAsBob(
+  name: string,
+  config: string,
+  on: { cluster: string; host: HostClusterStandIn } = { cluster: 'conn-a', host: a },
+): Promise<string> {
   const vcNs = `vcluster-${name}`;
-  a.addSecret(vcNs, `vc-${name}`, { config });
-  grantConnectionSecret(a, vcNs, name, ['bob']);
+  on.host.addSecret(vcNs, `vc-${name}`, { config });
+  grantConnectionSecret(on.host, vcNs, name, ['bob']);
   const ns = await createProject();
   const imported = await bob.post(`${PROJECTS}/${ns.slice(2)}/importvirtualcluster`, {
     apiVersion: API_VERSION,
     kind: 'ProjectImportVirtualCluster',
-    sourceVirtualCluster: { cluster: 'conn-a', namespace: vcNs, name },
+    sourceVirtualCluster: { cluster: on.cluster, namespace: vcNs, name },
   });
   expect(imported.status).toBe(201);
   return `${vcis(ns)}/${name}`;
@@ -158,6 +169,29 @@ function until(path: string, phase: string, reason?: string): Promise<Record<str
 }
 
 const online = (s: Record<string, any>) => s.conditions?.find((c: any) => c.type === ONLINE);
+
+/** Waits until the instance's lastCheckTime moved `n` times: that many more checks found what it says. */
+async function moreChecks(path: string, n: number): Promise<void> {
+  const stamps = new Set([(await root.get(path)).body.status?.lastCheckTime]);
+  await waitFor(
+    `${n} more checks of ${path}`,
+    async () => stamps.add((await root.get(path)).body.status?.lastCheckTime).size > n,
+    WAIT_MS,
+  );
+}
+
+/** The GETs of /version `host` answered. */
+const versionReads = (host: HostClusterStandIn) =>
+  host.requests.filter((r) => r.method === 'GET' && r.path === '/version').length;
+
+/** What `host` was asked of the virtual cluster `name`: GETs of its connection Secret, and SubjectAccessReviews. */
+function askedOf(host: HostClusterStandIn, name: string) {
+  const secret = `/api/v1/namespaces/vcluster-${name}/secrets/vc-${name}`;
+  return {
+    secretReads: host.requests.filter((r) => r.method === 'GET' && r.path === secret).length,
+    reviews: host.requests.filter((r) => r.resource === 'subjectaccessreviews').length,
+  };
+}
 
 /** The kubeconfig `text` with `edit` applied. */
 function kubeconfigOf(text: string, edit: (doc: any) => void): string {
@@ -337,6 +371,23 @@ describe('virtual cluster health', () => {
     }
   }, 90_000);
 
+  test('a virtual cluster whose /version answers 200 and then stalls its body: Unreachable, offline, the connection cut at the bound', async () => {
+    const started = hostile.outcomes.length;
+    // Under the 1 MiB bound, so the length it announces is taken: the time bound is what must end it.
+    hostile.answer = (r) => (r.path === '/version' ? { announce: 64 * 1024 } : undefined);
+    try {
+      const name = uniq('vc');
+      const path = await createInstance(name, hostile.kubeconfigText());
+      const s = await until(path, 'Failed', 'VirtualClusterUnreachable');
+      expect(s.online).toBe(false);
+      expect(s.message).toContain('did not answer GET /version within the bounds of a check');
+      expect(loggedAbout(name)).toContain('did not answer within');
+      expect(await hostile.outcomes[started]).toMatchObject({ cutShort: true });
+    } finally {
+      hostile.answer = undefined;
+    }
+  }, 90_000);
+
   test('a virtual cluster whose /version names no version (escape sequences, a newline): Ready, with no version recorded', async () => {
     hostile.answer = (r) =>
       r.path === '/version' ? { change: (v: any) => ({ ...v, gitVersion: 'v1.30.0\u001b[2J\nrm -rf /' }) } : undefined;
@@ -390,6 +441,89 @@ describe('virtual cluster health', () => {
 
     // Granted again: Ready again.
     grantConnectionSecret(a, vcNs, name, ['bob']);
+    await until(path, 'Ready');
+  }, 90_000);
+
+  test('an importer who may no longer get the Cluster: Failed/ImporterLostAccess, nothing asked of its cluster; allowed again, Ready', async () => {
+    // A Cluster of its own, whose access entries this test changes, and a virtual cluster whose /version is counted.
+    const [b, own] = await Promise.all([startHostCluster(), startHostCluster()]);
+    try {
+      const cluster = uniq('conn-b');
+      const bobMayGet = { access: [{ verbs: ['get'], users: ['bob'] }] };
+      await connectCluster(root, mgmt, cluster, b, bobMayGet);
+      const name = uniq('vc');
+      const path = await importAsBob(name, own.kubeconfigText(), { cluster, host: b });
+      await until(path, 'Ready');
+
+      const revoked = await root.patch(clusterPath(cluster), { spec: { access: [] } }, MERGE_PATCH);
+      expect(revoked.status).toBe(200);
+      const lost = await until(path, 'Failed', 'ImporterLostAccess');
+      expect(lost.message).toContain(
+        `the instance's importer (status.importedBy, User "bob") may no longer get Cluster "${cluster}"`,
+      );
+      expect(lost.online).toBe(false);
+      expect(online(lost)).toMatchObject({ status: 'False', reason: 'ImporterLostAccess' });
+      // Two more checks: neither reads the Secret, asks b about bob, or calls the virtual cluster.
+      const [asked, versions] = [askedOf(b, name), versionReads(own)];
+      await moreChecks(path, 2);
+      expect(askedOf(b, name)).toEqual(asked);
+      expect(versionReads(own)).toBe(versions);
+
+      expect((await root.patch(clusterPath(cluster), { spec: bobMayGet }, MERGE_PATCH)).status).toBe(200);
+      await until(path, 'Ready');
+    } finally {
+      await Promise.all([b.stop(), own.stop()]);
+    }
+  }, 90_000);
+
+  test('a project that no longer allows the Cluster: Failed/ImporterLostAccess naming it, nothing asked of the cluster; allowed again, Ready', async () => {
+    const own = await startHostCluster();
+    try {
+      const name = uniq('vc');
+      const path = await importAsBob(name, own.kubeconfigText());
+      await until(path, 'Ready');
+      const project = path.split('/')[5].slice(2);
+
+      const narrowed = { spec: { allowedClusters: [{ name: 'elsewhere' }] } };
+      expect((await root.patch(`${PROJECTS}/${project}`, narrowed, MERGE_PATCH)).status).toBe(200);
+      const lost = await until(path, 'Failed', 'ImporterLostAccess');
+      expect(lost.message).toContain(
+        `the instance's project "${project}" no longer allows Cluster "conn-a" (spec.allowedClusters)`,
+      );
+      // The clusters it does allow are the project's to show, not the instance's.
+      expect(lost.message).not.toContain('elsewhere');
+      const [asked, versions] = [askedOf(a, name), versionReads(own)];
+      await moreChecks(path, 2);
+      expect(askedOf(a, name).secretReads).toBe(asked.secretReads);
+      expect(versionReads(own)).toBe(versions);
+
+      const everywhere = { spec: { allowedClusters: [{ name: '*' }] } };
+      expect((await root.patch(`${PROJECTS}/${project}`, everywhere, MERGE_PATCH)).status).toBe(200);
+      await until(path, 'Ready');
+    } finally {
+      await own.stop();
+    }
+  }, 90_000);
+
+  test("a cluster that fails the review of the importer's hold: ImporterAccessUnknown, the status quoting none of its answer, the log all of it", async () => {
+    const name = uniq('vc');
+    const path = await importAsBob(name, vc.kubeconfigText());
+    await until(path, 'Ready');
+    const marker = `sa-${uniq('marker')}`;
+    a.onRequest = (_method, reqPath, body) => {
+      if (reqPath.endsWith('/subjectaccessreviews') && body?.spec?.resourceAttributes?.name === `vc-${name}`)
+        throw errors.internalError(new Error(`system:serviceaccount:kube-system:${marker} at 10.0.0.7 failed`));
+    };
+    try {
+      const unknown = await until(path, 'Failed', 'ImporterAccessUnknown');
+      expect(unknown.message).toContain(`Cluster "conn-a" could not tell whether the instance's importer`);
+      expect(unknown.message).toContain('it is asked again at the next check');
+      expect(JSON.stringify(unknown)).not.toContain(marker);
+      expect(JSON.stringify(unknown)).not.toContain('10.0.0.7');
+      expect(loggedAbout(name)).toContain(marker);
+    } finally {
+      a.onRequest = undefined;
+    }
     await until(path, 'Ready');
   }, 90_000);
 

@@ -6,3 +6,9 @@ export const ALL_CLUSTERS = '*';
 /** The names of a project's allowed clusters (none when absent: no Cluster is allowed). */
 export const allowedClusters = (project: Project): string[] =>
   (project.spec?.allowedClusters ?? []).map((c) => c.name ?? '');
+
+/** Whether the project allows its virtual clusters to come from the Cluster `name` (listed, or every Cluster). */
+export function allowsCluster(project: Project, name: string): boolean {
+  const allowed = allowedClusters(project);
+  return allowed.includes(ALL_CLUSTERS) || allowed.includes(name);
+}

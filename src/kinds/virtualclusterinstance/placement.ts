@@ -19,7 +19,8 @@
  * Who created it is recorded too, in status.importedBy (every client's status write keeps it as stored; the server
  * refreshes it when the importer asks for a kube config): its kube configs rest on that user's hold of the virtual
  * cluster, asked again each time one is issued (actions/virtualclusterkubeconfig.ts), so that the importer's losing the virtual
- * cluster ends what others were given through the instance.
+ * cluster ends what others were given through the instance; and so does their losing the Cluster in this server (they
+ * may no longer get it, or the project no longer allows it: importerLostCluster).
  *
  * An instance without status.clusterUID is unbound: stored before clusters were connected (when every virtual
  * cluster was in the one host cluster, whatever Cluster it named), or created by system:masters while its Cluster
@@ -46,7 +47,8 @@ import type {
   ReadStore,
   StoredObjects,
 } from '../../registry/strategy.js';
-import { ALL_CLUSTERS, allowedClusters } from '../project/allowedclusters.js';
+import { allowedClusters, allowsCluster } from '../project/allowedclusters.js';
+import { namespaceProject } from '../project/namespace.js';
 import type { Cluster } from '../cluster/types.js';
 import type { Project } from '../project/types.js';
 import type { VirtualClusterInstance } from './types.js';
@@ -128,8 +130,8 @@ export async function clusterErrors(
     ];
   if (cluster.metadata.deletionTimestamp)
     return [fieldError.forbidden(at, `Cluster ${JSON.stringify(name)} is being deleted`)];
+  if (allowsCluster(project, name)) return [];
   const allowed = allowedClusters(project);
-  if (allowed.includes(ALL_CLUSTERS) || allowed.includes(name)) return [];
   const project_ = JSON.stringify(project.metadata.name);
   return [
     fieldError.forbidden(
@@ -141,12 +143,21 @@ export async function clusterErrors(
   ];
 }
 
+/** Why the caller may not get the Cluster `name` (mayGetCluster), as an error on the field `at`; none if it may. */
+async function clusterRefused(name: string, at: Path, caller: Caller): Promise<FieldError | undefined> {
+  if (await mayGetCluster(name, caller)) return undefined;
+  return fieldError.forbidden(
+    at,
+    `User ${JSON.stringify(caller.user!.name)} cannot get Cluster ${JSON.stringify(name)}: a virtual cluster is imported only from a Cluster its importer may get (its owner, or an access entry granting get)`,
+  );
+}
+
 /**
- * Outside system:masters (and the server's own writes), the caller must be allowed to get the Cluster; a caller
- * that brings no way to ask is refused.
+ * Whether the caller may get the Cluster `name`, asked of this server's authorizers: always outside system:masters
+ * (and the server's own writes); a caller that brings no way to ask may not.
  */
-async function clusterRefused(name: string, at: Path, { user, authorize }: Caller): Promise<FieldError | undefined> {
-  if (!user || isMaster(user)) return undefined;
+async function mayGetCluster(name: string, { user, authorize }: Caller): Promise<boolean> {
+  if (!user || isMaster(user)) return true;
   const attrs = {
     verb: 'get',
     isResourceRequest: true,
@@ -157,11 +168,33 @@ async function clusterRefused(name: string, at: Path, { user, authorize }: Calle
   const decision = authorize
     ? await authorize({ ...attrs, namespace: '', resource: 'clusters', subresource: '', name })
     : { decision: 'deny' as const };
-  if (decision.decision === 'allow') return undefined;
-  return fieldError.forbidden(
-    at,
-    `User ${JSON.stringify(user.name)} cannot get Cluster ${JSON.stringify(name)}: a virtual cluster is imported only from a Cluster its importer may get (its owner, or an access entry granting get)`,
-  );
+  return decision.decision === 'allow';
+}
+
+/**
+ * What of the import's checks in this server (clusterErrors) the instance's importer, asking as `importer`, no longer
+ * passes: that they may get the instance's Cluster, and that its project (of its namespace p-<project>) allows that
+ * Cluster; in words naming only what the instance names itself. Undefined while both hold. Asked again wherever the
+ * server acts on the importer's hold (controllers/virtualclusterhealth.ts, actions/virtualclusterkubeconfig.ts), so
+ * that losing either ends what the import started, as losing the virtual cluster does (holdsVirtualCluster). A
+ * Cluster marked unusable or being deleted accepts no new virtual clusters, and keeps those it has: not asked here.
+ */
+export async function importerLostCluster(
+  projects: ReadStore<Project>,
+  obj: VirtualClusterInstance,
+  importer: Caller,
+): Promise<string | undefined> {
+  const ref = instanceRef(obj);
+  const cluster = JSON.stringify(ref.cluster);
+  if (!(await mayGetCluster(ref.cluster, importer)))
+    return `the instance's importer (status.importedBy, User ${JSON.stringify(importer.user?.name)}) may no longer get Cluster ${cluster}`;
+  const name = namespaceProject(obj.metadata.namespace ?? '');
+  const project = name ? await projects.find(undefined, name) : undefined;
+  if (!project)
+    return `the instance's namespace is no longer a Project's (there is no Project ${JSON.stringify(name ?? '')})`;
+  if (!allowsCluster(project, ref.cluster))
+    return `the instance's project ${JSON.stringify(name)} no longer allows Cluster ${cluster} (spec.allowedClusters)`;
+  return undefined;
 }
 
 /**
