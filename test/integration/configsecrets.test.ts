@@ -79,11 +79,9 @@ describe('config Secrets', () => {
     });
     host.addSecret(NS, 'new', { config: 'fresh' });
     expect(dataOf(await secrets.get(NS, 'new', 'reading it')).config).toBe(b64('fresh'));
-    const missing = await secrets
-      .get(NS, 'absent', 'reading the absent one')
-      .catch((e: unknown) => e as HostClusterError);
+    const missing: unknown = await secrets.get(NS, 'absent', 'reading the absent one').catch((e: unknown) => e);
     expect(missing).toBeInstanceOf(HostClusterError);
-    expect(missing.code).toBe(404);
+    expect((missing as HostClusterError).code).toBe(404);
   }, 30_000);
 
   test('another namespace is read by name at every read', async () => {
