@@ -35,9 +35,9 @@
  *
  * Every completed check, whatever it found, stamps `lastCheckTime`, so that a reader can tell a current status from
  * one nobody checks any more (kinds/cluster/freshness.ts: older than 3 intervals, it reads as Ready Unknown,
- * CheckOverdue). When nothing else changed, the stamp is written only once the stored one is half an interval old:
- * the check of each interval writes it, about once per interval as a kubelet's heartbeat, and the checks in between
- * (a spec change, another Cluster gone) write nothing.
+ * CheckOverdue). When nothing else changed, the stamp is written only once the stored one is RESTAMP_INTERVALS
+ * old (kinds/overdue.ts): every other interval's check writes it, and the checks in between (a spec change,
+ * another Cluster gone, the interval's check that finds the stamp recent) write nothing.
  */
 import { jsonEqual } from '../apimachinery/equality.js';
 import { isStatusError } from '../apimachinery/status.js';
@@ -46,6 +46,7 @@ import { ClusterConnectionError, type ClusterConnector, type ClusterPhase } from
 import { CLUSTER_CHANGED, CLUSTER_TAKEN } from '../clusters/connections.js';
 import { goTimeMillis, parseRFC3339 } from '../apimachinery/golang/time.js';
 import { READY } from '../kinds/cluster/freshness.js';
+import { RESTAMP_INTERVALS } from '../kinds/overdue.js';
 import { recordTime, recordedIdentity, withIdentity, type ClusterIdentity } from '../kinds/cluster/identity.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
@@ -498,7 +499,7 @@ function nextStatus(
   const same = old && jsonEqual(old, ready);
   status.conditions = same ? conditions : [...conditions.filter((c) => c?.type !== READY), ready];
   const lastCheck = typeof stored.lastCheckTime === 'string' ? parseRFC3339(stored.lastCheckTime) : undefined;
-  const recent = lastCheck && now.getTime() - goTimeMillis(lastCheck) < intervalMs / 2;
+  const recent = lastCheck && now.getTime() - goTimeMillis(lastCheck) < intervalMs * RESTAMP_INTERVALS;
   if (!recent || !jsonEqual(status, stored)) status.lastCheckTime = recordTime(now);
   return status;
 }

@@ -12,8 +12,8 @@
  * - `reason` and `message` (cleared when Ready), `online` (the virtual cluster answered, if not as it should),
  *   `kubernetesVersion` (at the last check that reached it);
  * - the condition `VirtualClusterOnline`, whose lastTransitionTime moves only when its status does (conditions.ts);
- * - `lastCheckTime`: with every change, and otherwise once the stored one is LAST_CHECK_SHARE of an interval old
- *   (the resyncs drift by the checks' own durations), so an unchanged instance costs one write per interval.
+ * - `lastCheckTime`: with every change, and otherwise once the stored one is RESTAMP_INTERVALS old
+ *   (kinds/overdue.ts), so an unchanged instance costs a write every other interval.
  *
  * The Secret is read with the server's credential because a tenant named it, so the check rests on whoever imported
  * the instance (status.importedBy, kept by the server) passing, again at every check and as the kube config flow asks
@@ -57,6 +57,7 @@ import {
   type VirtualClusterRef,
 } from '../kinds/virtualclusterinstance/placement.js';
 import { VirtualClusterInstance } from '../kinds/virtualclusterinstance/types.js';
+import { RESTAMP_INTERVALS } from '../kinds/overdue.js';
 import { asUserInfo } from '../registry/recordeduser.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
@@ -67,8 +68,6 @@ import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
 
 const FIELD_MANAGER = 'virtualcluster-health';
-/** An unchanged status's lastCheckTime is written again once it is this share of an interval old (see the top). */
-const LAST_CHECK_SHARE = 0.75;
 
 export interface VirtualClusterHealthOptions {
   /** How often every instance is checked (ms): --cluster-health-interval, as for Clusters. */
@@ -399,7 +398,7 @@ function clusterState(cluster: Cluster): string {
 
 /**
  * `obj`'s status after `observed`, checked at `now`: lastCheckTime moves with any change, else once the stored one
- * is LAST_CHECK_SHARE of `intervalMs` old (see the top).
+ * is RESTAMP_INTERVALS of `intervalMs` old (see the top).
  */
 function applyObserved(obj: VirtualClusterInstance, observed: Observed, now: number, intervalMs: number): void {
   const stored = obj.status ?? {};
@@ -427,7 +426,7 @@ function applyObserved(obj: VirtualClusterInstance, observed: Observed, now: num
     obj,
   );
   const last = Date.parse(stored.lastCheckTime ?? '');
-  const fresh = now - last < intervalMs * LAST_CHECK_SHARE;
+  const fresh = now - last < intervalMs * RESTAMP_INTERVALS;
   const { lastCheckTime: _before, ...rest } = stored;
   const { lastCheckTime: _after, ...next } = obj.status;
   if (!(fresh && jsonEqual(rest, next))) obj.status = { ...obj.status, lastCheckTime: nowRFC3339(new Date(now)) };

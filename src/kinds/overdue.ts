@@ -18,6 +18,14 @@ import type { ReadView } from '../registry/readview.js';
 export const CHECK_OVERDUE = 'CheckOverdue';
 /** How many check intervals may pass without a completed check before an object reads as CheckOverdue. */
 export const OVERDUE_INTERVALS = 3;
+/**
+ * How old (in intervals) a stored lastCheckTime may get before a check that changes nothing else writes it again:
+ * a check an interval apart finds it 1 interval old (left), then 2 (written), so an unchanged object costs a write
+ * every other interval, and its stamp is at most about 2 intervals old, one short of OVERDUE_INTERVALS (a kubelet
+ * renews its Lease 4 times within the node's grace period; a status write costs far more than a Lease's, so less
+ * often here, with one interval of slack for a late check).
+ */
+export const RESTAMP_INTERVALS = 1.5;
 
 type Condition = Record<string, unknown>;
 type Status = Record<string, unknown>;
