@@ -285,7 +285,8 @@ export class ClusterHealth {
     try {
       let cluster: Cluster;
       try {
-        cluster = await this.store.get(undefined, name);
+        // From the watch cache, as an informer's lister: the status write's compare-and-swap starts from etcd's.
+        cluster = await this.store.get(undefined, name, '0');
       } catch (err) {
         if (isStatusError(err, 'NotFound')) return;
         throw err;

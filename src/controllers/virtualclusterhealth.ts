@@ -203,7 +203,8 @@ export class VirtualClusterHealth {
     const slash = key.indexOf('/');
     let instance: VirtualClusterInstance;
     try {
-      instance = await this.instances.get(key.slice(0, slash), key.slice(slash + 1));
+      // From the watch cache (as Clusters are read by their check).
+      instance = await this.instances.get(key.slice(0, slash), key.slice(slash + 1), '0');
     } catch (err) {
       if (isStatusError(err, 'NotFound')) return;
       throw err;

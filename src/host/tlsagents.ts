@@ -6,13 +6,16 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import tls from 'node:tls';
 import type { LookupFunction } from 'node:net';
 
 /**
  * How long a kept-alive connection may sit unused before it is closed (an agent's socket timeout closes idle
- * connections only; one in use, a watch say, is left alone), so one-off clients (a virtual cluster's) leave none open.
+ * connections only; one in use, a watch say, is left alone): client-go's IdleConnTimeout, longer than the health
+ * checks' default interval (30 s), so a cluster checked every interval keeps its connection, and a one-off client
+ * (a kube config's) leaves none open for long.
  */
-const IDLE_CONNECTION_MS = 30_000;
+const IDLE_CONNECTION_MS = 90_000;
 
 /** The TLS options an agent is made with, as the caller has them (PEM text or Buffers, as https options take). */
 export interface TlsOptions {
@@ -70,9 +73,9 @@ export class TlsAgents {
           keepAlive: true,
           timeout: IDLE_CONNECTION_MS,
           lookup,
-          ca,
-          cert,
-          key,
+          // One TLS context for the agent's connections: made per connection (Node's default with `ca`), it parses
+          // the CA and certificate again each time and each connection holds a copy (about 28 KiB).
+          secureContext: tls.createSecureContext({ ca, cert, key }),
           servername,
           rejectUnauthorized: rejectUnauthorized !== false,
         });
