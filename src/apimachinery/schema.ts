@@ -31,6 +31,22 @@ const addFormats = ((addFormatsModule as unknown as { default?: unknown }).defau
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
+/** The `date-time` format as validation checks it (ajv-formats', kept by newAjv below). */
+let dateTimeCheck: ((value: string) => boolean) | undefined;
+
+/**
+ * Whether `value` passes validation as `format: date-time`: what a status field only the server writes must be to
+ * count as written well (registry/serverstatus.ts), so that no text validation lets through is stored as a client
+ * wrote it.
+ */
+export function isDateTime(value: unknown): boolean {
+  dateTimeCheck ??= (() => {
+    const format = newAjv().formats['date-time'] as { validate: (v: string) => boolean } | ((v: string) => boolean);
+    return typeof format === 'function' ? format : format.validate;
+  })();
+  return typeof value === 'string' && dateTimeCheck(value);
+}
+
 function newAjv(): Ajv {
   const ajv = new Ajv({ allErrors: true, strict: false, validateFormats: true, verbose: true });
   addFormats(ajv, ['date-time', 'date', 'uri', 'email', 'uuid', 'hostname', 'ipv4', 'ipv6']);

@@ -116,6 +116,11 @@ export class ClusterHealth {
   private readonly workers: number;
   /** By Cluster name. */
   private readonly known = new Map<string, Known>();
+  /**
+   * The names of the Clusters known here whose record is each kube-system uid (their `identity`, kept by setIdentity):
+   * a check looks at the Clusters of the uid its cluster answered, not at every Cluster.
+   */
+  private readonly recordedAs = new Map<string, Set<string>>();
 
   constructor(
     registry: Registry,
@@ -197,26 +202,50 @@ export class ClusterHealth {
     if (before && before.uid === obj.metadata.uid) {
       before.creationTimestamp = obj.metadata.creationTimestamp ?? '';
       // A record the store has is the record; one this controller is writing stays until the store has it.
-      if (stored) before.identity = stored;
+      if (stored) this.setIdentity(name, before, stored);
       if (before.generation !== generation) this.queue.add(name);
       before.generation = generation;
       return;
     }
     // The same name, another uid: the old one was deleted at or before this one's creation.
     if (before) this.remove(name, obj.metadata.resourceVersion!);
-    this.known.set(name, {
+    const known: Known = {
       uid: obj.metadata.uid!,
       creationTimestamp: obj.metadata.creationTimestamp ?? '',
       generation,
-      identity: stored,
       checked: false,
-    });
+    };
+    this.known.set(name, known);
+    this.setIdentity(name, known, stored);
     this.queue.add(name);
+    this.queue.joinSpread(name);
+  }
+
+  /** Sets `k.identity`, and the index of who recorded which uid while `k` is the Cluster `name` known here. */
+  private setIdentity(name: string, k: Known, identity: ClusterIdentity | undefined): void {
+    const current = this.known.get(name) === k;
+    const before = k.identity?.uid;
+    if (identity) k.identity = identity;
+    else delete k.identity;
+    if (!current || before === identity?.uid) return;
+    if (before) this.unrecord(name, before);
+    if (identity) {
+      let names = this.recordedAs.get(identity.uid);
+      if (!names) this.recordedAs.set(identity.uid, (names = new Set()));
+      names.add(name);
+    }
+  }
+
+  private unrecord(name: string, kubeSystemUid: string): void {
+    const names = this.recordedAs.get(kubeSystemUid);
+    names?.delete(name);
+    if (names && !names.size) this.recordedAs.delete(kubeSystemUid);
   }
 
   /** `name` is gone, at `revision` or before. */
   private remove(name: string, revision: string): void {
     const gone = this.known.get(name);
+    if (gone?.identity) this.unrecord(name, gone.identity.uid);
     this.known.delete(name);
     if (!gone) return;
     this.holders.gone({ name, uid: gone.uid }, revision, gone.identity?.uid);
@@ -355,14 +384,15 @@ export class ClusterHealth {
     if ('takenBy' in holding)
       return { phase: 'Failed', reason: 'ClusterUID', message: CLUSTER_TAKEN, holder: holding.takenBy, ...answered };
     // Recorded before any await, so that a check of another Cluster running meanwhile sees it.
-    known.identity ??= { uid, recordedTime: recordTime() };
+    if (!known.identity) this.setIdentity(name, known, { uid, recordedTime: recordTime() });
     return { phase: 'Initialized', reason: '', message: '', ...answered, identity: known.identity };
   }
 
   private holding(name: string, me: Known, uid: string): Holding {
     if (me.identity && me.identity.uid !== uid) return { changed: true };
-    for (const [other, k] of this.known) {
-      if (other === name || k.identity?.uid !== uid) continue;
+    for (const other of this.recordedAs.get(uid) ?? []) {
+      const k = this.known.get(other)!;
+      if (other === name) continue;
       if (!me.identity || recordedFirst([other, k], [name, me])) return { takenBy: other };
     }
     if (me.identity) return { holds: true };
@@ -404,7 +434,7 @@ export class ClusterHealth {
       } catch (err) {
         if (!(err instanceof HolderChanged)) throw err;
         // Decided on what another replica changed: decided again, with what it wrote.
-        if (known.identity === observed.identity) delete known.identity;
+        if (known.identity === observed.identity) this.setIdentity(name, known, undefined);
         this.queue.add(name);
         return;
       }
@@ -430,7 +460,7 @@ export class ClusterHealth {
       if (!(err instanceof StaleRecord)) throw err;
       // Decided without the record the store has (another replica wrote it): decided again, with it.
       const known = this.known.get(name);
-      if (known && known.uid === uid) known.identity = err.stored;
+      if (known && known.uid === uid) this.setIdentity(name, known, err.stored);
       this.queue.add(name);
       return;
     }
@@ -500,7 +530,9 @@ function nextStatus(
   const same = old && jsonEqual(old, ready);
   status.conditions = same ? conditions : [...conditions.filter((c) => c?.type !== READY), ready];
   const lastCheck = typeof stored.lastCheckTime === 'string' ? parseRFC3339(stored.lastCheckTime) : undefined;
-  const recent = lastCheck && now.getTime() - goTimeMillis(lastCheck) < intervalMs * RESTAMP_INTERVALS;
+  const age = lastCheck ? now.getTime() - goTimeMillis(lastCheck) : NaN;
+  // A stamp from the future (a clock stepped back, another replica's clock ahead) is written again, not kept.
+  const recent = age >= 0 && age < intervalMs * RESTAMP_INTERVALS;
   if (!recent || !jsonEqual(status, stored)) status.lastCheckTime = recordTime(now);
   return status;
 }

@@ -29,6 +29,8 @@
  * Nothing is written when nothing changed. A check never throws out of the controller: every failure is a status.
  */
 import type { Authorizer } from '../apimachinery/authorizer.js';
+import { DeadlineExceeded, withDeadline } from '../apimachinery/deadline.js';
+import { goTimeMillis, parseRFC3339 } from '../apimachinery/golang/time.js';
 import { kubernetesVersionOf } from '../apimachinery/kubeversion.js';
 import { isStatusError } from '../apimachinery/status.js';
 import { nowRFC3339 } from '../apimachinery/time.js';
@@ -69,6 +71,17 @@ import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
 
 const FIELD_MANAGER = 'virtualcluster-health';
 
+/**
+ * The most one check may take, whatever it waits on: the Cluster's review, the Secret read and /version are each
+ * bounded by CHECK_TIMEOUT_MS, and a tenant who runs the connected cluster and the virtual cluster could stall all
+ * three. Past it the check's worker moves on (the requests end at their own bounds). Twice one request's bound, so
+ * that a virtual cluster that alone does not answer is said so (VirtualClusterUnreachable).
+ */
+const CHECK_DEADLINE_MS = 2 * CHECK_TIMEOUT_MS;
+/** Instances checked at once, and at most how many of them one importer's (see the queue in the constructor). */
+const WORKERS = 16;
+const WORKERS_PER_IMPORTER = 4;
+
 export interface VirtualClusterHealthOptions {
   /** How often every instance is checked (ms): --cluster-health-interval, as for Clusters. */
   intervalMs: number;
@@ -94,6 +107,8 @@ interface Known {
   generation: number;
   /** The Cluster it names (spec.clusterRef.cluster, fixed at create). */
   cluster: string;
+  /** Whose checks it counts among: its importer's, or its namespace's when none is recorded. */
+  flow: string;
 }
 
 export class VirtualClusterHealth {
@@ -125,11 +140,15 @@ export class VirtualClusterHealth {
     this.clusters = registry.store(Cluster);
     this.projects = registry.store(Project);
     this.servers = new ServerAllowList(opts.allowedServers ?? [], '--virtual-cluster-allowed-servers');
+    // The checks are waits on tenants' servers: many at once, and no importer's instances (virtual clusters that
+    // never answer, say) take more than a few workers from everyone else's.
     this.queue = new WorkQueue({
       baseDelayMs: 500,
       maxDelayMs: 30_000,
       name: 'virtualcluster-health',
       metrics: opts.workQueueMetrics,
+      flowOf: (key) => this.known.get(key)?.flow ?? key,
+      maxPerFlow: WORKERS_PER_IMPORTER,
     });
   }
 
@@ -155,7 +174,7 @@ export class VirtualClusterHealth {
         log: this.log,
         watches: [instances, clusters],
         queue: this.queue,
-        workers: this.opts.workers ?? 4,
+        workers: this.opts.workers ?? WORKERS,
         resyncMs: this.opts.intervalMs,
         // Each instance at its own point of the interval (as Clusters are).
         resync: () => this.queue.spreadOver(this.known.keys(), this.opts.intervalMs),
@@ -182,8 +201,15 @@ export class VirtualClusterHealth {
     }
     const before = this.known.get(key);
     const generation = obj.metadata.generation ?? 0;
-    this.known.set(key, { uid: obj.metadata.uid!, generation, cluster: instanceRef(obj).cluster });
+    const importer = instanceImporter(obj)?.username;
+    this.known.set(key, {
+      uid: obj.metadata.uid!,
+      generation,
+      cluster: instanceRef(obj).cluster,
+      flow: importer !== undefined ? `user:${importer}` : `namespace:${obj.metadata.namespace}`,
+    });
     if (!before || before.uid !== obj.metadata.uid || before.generation !== generation) this.queue.add(key);
+    if (!before) this.queue.joinSpread(key);
   }
 
   private forget(key: string): void {
@@ -212,10 +238,17 @@ export class VirtualClusterHealth {
     if (instance.metadata.deletionTimestamp) return;
     let observed: Observed;
     try {
-      observed = await this.observe(instance);
+      observed = await withDeadline(this.observe(instance), CHECK_DEADLINE_MS, 'the check took too long');
     } catch (err) {
-      this.log('virtual cluster health: the check failed unexpectedly', { instance: key, error: String(err) });
-      observed = failed('HealthCheckFailed', "the check failed unexpectedly; the server's log has the details");
+      if (err instanceof DeadlineExceeded) {
+        observed = failed(
+          'CheckTimedOut',
+          `the check did not complete within ${CHECK_DEADLINE_MS / 1000}s (the instance's Cluster or its virtual cluster did not answer in time); it is checked again at the next interval`,
+        );
+      } else {
+        this.log('virtual cluster health: the check failed unexpectedly', { instance: key, error: String(err) });
+        observed = failed('HealthCheckFailed', "the check failed unexpectedly; the server's log has the details");
+      }
     }
     const now = Date.now();
     await writeStatus(
@@ -426,8 +459,10 @@ function applyObserved(obj: VirtualClusterInstance, observed: Observed, now: num
         },
     obj,
   );
-  const last = Date.parse(stored.lastCheckTime ?? '');
-  const fresh = now - last < intervalMs * RESTAMP_INTERVALS;
+  const parsed = stored.lastCheckTime ? parseRFC3339(stored.lastCheckTime) : undefined;
+  const age = parsed ? now - goTimeMillis(parsed) : NaN;
+  // A stamp from the future (a clock stepped back, another replica's clock ahead) is written again, not kept.
+  const fresh = age >= 0 && age < intervalMs * RESTAMP_INTERVALS;
   const { lastCheckTime: _before, ...rest } = stored;
   const { lastCheckTime: _after, ...next } = obj.status;
   if (!(fresh && jsonEqual(rest, next))) obj.status = { ...obj.status, lastCheckTime: nowRFC3339(new Date(now)) };

@@ -2,6 +2,11 @@
  * A work queue after client-go's rate-limited workqueue: a key is queued at most once, handed to one worker at a
  * time (a key added while it is being worked on is handed out again once that worker is done), and a failed key
  * comes back after an exponential delay, so a failing key never spins.
+ *
+ * Keys may belong to flows (`flowOf`: whose work it is), each worked on by at most `maxPerFlow` workers at once: a
+ * flow whose keys are slow (a tenant's virtual clusters that never answer) holds that many workers, and the others
+ * serve everyone else's keys, in the order they came. A flow alone still gets that many, not every worker: the
+ * checks are waits on others' servers, not work of ours, so more workers cost little.
  */
 import type { IBackoff, IBackoffFactory } from 'cockatiel';
 import { exponentialBackoff } from '../apimachinery/backoff.js';
@@ -13,6 +18,10 @@ export interface WorkQueueOptions {
   /** The queue's name in metrics (client-go's workqueue `name` label), and where its metrics go. */
   name?: string;
   metrics?: WorkQueueMetrics;
+  /** Whose work a key is (see the top); every key is its own flow when unset. */
+  flowOf?: (key: string) => string;
+  /** The most workers on the keys of one flow at once (with flowOf). */
+  maxPerFlow?: number;
 }
 
 /** client-go's workqueue metrics provider, in the few parts used here (src/observability/metrics.ts implements it). */
@@ -32,6 +41,8 @@ export class WorkQueue {
   /** Each failing key's last wait: the next is the step after it. */
   private readonly failures = new Map<string, IBackoff<unknown>>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
+  /** The last spreadOver: when its period started, and how long it is. */
+  private period?: { start: number; ms: number };
   /** Keys added later (addAfter), each with when it is due: the earliest asked for wins. */
   private readonly later = new Map<string, { due: number; timer: NodeJS.Timeout }>();
   private waiters: Array<(key: string | undefined) => void> = [];
@@ -40,12 +51,20 @@ export class WorkQueue {
   private readonly name: string;
   private readonly metrics?: WorkQueueMetrics;
   private readonly untrack?: () => void;
+  private readonly flowOf?: (key: string) => string;
+  private readonly maxPerFlow: number;
+  /** How many keys of each flow are being worked on (with flowOf). */
+  private readonly busy = new Map<string, number>();
+  /** The flow each key being worked on was counted in (its flow may change meanwhile). */
+  private readonly countedIn = new Map<string, string>();
 
   constructor(opts: WorkQueueOptions = {}) {
     this.backoff = exponentialBackoff({ initialMs: opts.baseDelayMs ?? 500, maxMs: opts.maxDelayMs ?? 30_000 });
     this.name = opts.name ?? '';
     this.metrics = opts.metrics;
     this.untrack = this.metrics?.track(this.name, this);
+    this.flowOf = opts.flowOf;
+    this.maxPerFlow = opts.maxPerFlow ?? Infinity;
   }
 
   get length(): number {
@@ -60,13 +79,33 @@ export class WorkQueue {
     }
     if (this.queue.has(key)) return;
     this.metrics?.added(this.name);
-    const waiter = this.waiters.shift();
-    if (waiter) {
-      this.processing.add(key);
-      waiter(key);
-      return;
-    }
     this.queue.add(key);
+    this.dispatch();
+  }
+
+  /** Hands waiting workers the first keys whose flows may take one more. */
+  private dispatch(): void {
+    while (this.waiters.length) {
+      const key = this.next();
+      if (key === undefined) return;
+      this.waiters.shift()!(key);
+    }
+  }
+
+  /** Takes the first queued key whose flow may take one more worker; undefined when there is none. */
+  private next(): string | undefined {
+    for (const key of this.queue) {
+      const flow = this.flowOf?.(key);
+      if (flow !== undefined && (this.busy.get(flow) ?? 0) >= this.maxPerFlow) continue;
+      this.queue.delete(key);
+      this.processing.add(key);
+      if (flow !== undefined) {
+        this.busy.set(flow, (this.busy.get(flow) ?? 0) + 1);
+        this.countedIn.set(key, flow);
+      }
+      return key;
+    }
+    return undefined;
   }
 
   /**
@@ -93,24 +132,40 @@ export class WorkQueue {
    * period (a hash of it), so that a resync is no burst and each key is checked a period apart.
    */
   spreadOver(keys: Iterable<string>, periodMs: number): void {
+    this.period = { start: Date.now(), ms: periodMs };
     for (const key of keys) this.addAfter(key, Math.floor(phaseOf(key) * periodMs));
+  }
+
+  /**
+   * A key first seen during a spread period also gets its point of this period, if still ahead: else its first
+   * periodic turn would come at its point of the next period, up to two periods after it was first seen.
+   */
+  joinSpread(key: string): void {
+    if (!this.period) return;
+    const delay = this.period.start + Math.floor(phaseOf(key) * this.period.ms) - Date.now();
+    if (delay > 0) this.addAfter(key, delay);
   }
 
   /** The next key to work on; undefined once shut down. Call done(key) after. */
   get(): Promise<string | undefined> {
     if (this.shutDown) return Promise.resolve(undefined);
-    const next = this.queue.values().next();
-    if (!next.done) {
-      this.queue.delete(next.value);
-      this.processing.add(next.value);
-      return Promise.resolve(next.value);
-    }
+    const key = this.next();
+    if (key !== undefined) return Promise.resolve(key);
     return new Promise((resolve) => this.waiters.push(resolve));
   }
 
   done(key: string): void {
-    this.processing.delete(key);
+    if (!this.processing.delete(key)) return;
+    const flow = this.countedIn.get(key);
+    if (flow !== undefined) {
+      this.countedIn.delete(key);
+      const left = (this.busy.get(flow) ?? 1) - 1;
+      if (left > 0) this.busy.set(flow, left);
+      else this.busy.delete(flow);
+    }
     if (this.dirty.delete(key)) this.add(key);
+    // A key of this flow left waiting may go now.
+    this.dispatch();
   }
 
   /** Queues the key again after its backoff delay (doubling with each failure). */

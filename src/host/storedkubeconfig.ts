@@ -42,6 +42,19 @@ const REFUSED: Record<string, string> = {
   'as-user-extra': 'impersonation acts as another user',
 };
 
+/**
+ * The most of a name a message quotes, and the most refused fields it names: the kubeconfig may be a tenant's (a
+ * virtual cluster's connection Secret), and its messages go to the log at every check.
+ */
+const MAX_QUOTED = 128;
+const MAX_LISTED = 10;
+const shortened = (text: string) => (text.length > MAX_QUOTED ? `${text.slice(0, MAX_QUOTED)}...` : text);
+const quoted = (text: string) => JSON.stringify(shortened(text));
+const listed = (items: string[]) =>
+  items.length > MAX_LISTED
+    ? `${items.slice(0, MAX_LISTED).join('; ')} and ${items.length - MAX_LISTED} more`
+    : items.join('; ');
+
 const USER_CREDENTIALS = 'client-certificate-data with client-key-data, or token';
 const ALLOWED_TEXT = `server, certificate-authority-data and tls-server-name for the cluster, and for the user ${USER_CREDENTIALS}`;
 
@@ -61,7 +74,7 @@ export function kubeConfigFromData(text: string): HostConnection {
   if (typeof current !== 'string' || !current) throw new StoredKubeConfigError('the kubeconfig has no current-context');
   const context = find(doc, 'contexts', current);
   if (!context || !isPlainObject(context.entry.context))
-    throw new StoredKubeConfigError(`the kubeconfig has no context ${JSON.stringify(current)} (its current-context)`);
+    throw new StoredKubeConfigError(`the kubeconfig has no context ${quoted(current)} (its current-context)`);
   const { cluster: clusterName, user: userName } = context.entry.context;
   const cluster = typeof clusterName === 'string' ? find(doc, 'clusters', clusterName) : undefined;
   if (!cluster || !isPlainObject(cluster.entry.cluster))
@@ -78,7 +91,7 @@ export function kubeConfigFromData(text: string): HostConnection {
   ];
   if (refused.length)
     throw new StoredKubeConfigError(
-      `the kubeconfig may not use ${refused.join('; ')}. A stored kubeconfig is data: it may hold only ${ALLOWED_TEXT}`,
+      `the kubeconfig may not use ${listed(refused)}. A stored kubeconfig is data: it may hold only ${ALLOWED_TEXT}`,
     );
 
   const server = c.server;
@@ -125,7 +138,7 @@ function refusedFields(obj: Record<string, unknown>, allowed: string[], at: stri
     }
     // false is the default: it asks for nothing.
     if (key === 'insecure-skip-tls-verify' && value === false) continue;
-    out.push(`${at}.${key} (${REFUSED[key] ?? 'not a field a stored kubeconfig may use'})`);
+    out.push(`${at}.${shortened(key)} (${REFUSED[key] ?? 'not a field a stored kubeconfig may use'})`);
   }
   return out;
 }

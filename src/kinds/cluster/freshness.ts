@@ -14,7 +14,7 @@
  * object, and a second read, behind every read of a Cluster and every row of its Tables). A Cluster never stamped
  * (never checked since this field exists, or checks are off: --cluster-health-interval=0) reads as stored.
  */
-import { isRFC3339 } from '../../apimachinery/time.js';
+import { isDateTime } from '../../apimachinery/schema.js';
 import type { ReadView, ViewSettings } from '../../registry/readview.js';
 import type { ServerStatusField } from '../../registry/serverstatus.js';
 import { overdueCondition as overdue, overdueReadView } from '../overdue.js';
@@ -27,7 +27,7 @@ export const READY = 'Ready';
 /** Written by the server's status writes only: no client's moves it (registry/serverstatus.ts). */
 export const lastCheckTimeField: ServerStatusField = {
   name: 'lastCheckTime',
-  wellTyped: isRFC3339,
+  wellTyped: isDateTime,
   serverWrites: 'always',
 };
 

@@ -12,7 +12,7 @@
  * write, which a tenant may make fail by growing the object, decides it.
  */
 import { isPlainObject } from '../../apimachinery/types.js';
-import { isRFC3339 } from '../../apimachinery/time.js';
+import { isDateTime } from '../../apimachinery/schema.js';
 import { isString, type ServerStatusField } from '../../registry/serverstatus.js';
 import type { Cluster } from './types.js';
 
@@ -49,5 +49,5 @@ export const recordTime = (now = new Date()): string => now.toISOString().replac
  */
 export const identityFields: readonly ServerStatusField[] = [
   { name: 'clusterUID', wellTyped: isString, serverWrites: 'once' },
-  { name: 'clusterUIDRecordedTime', wellTyped: isRFC3339, serverWrites: 'once' },
+  { name: 'clusterUIDRecordedTime', wellTyped: isDateTime, serverWrites: 'once' },
 ];

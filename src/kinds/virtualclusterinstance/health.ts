@@ -3,7 +3,7 @@
  * reason, message, online, kubernetesVersion, lastCheckTime and the condition VirtualClusterOnline. Only the server
  * writes them (placement.ts keepCreateRecords).
  */
-import { isRFC3339 } from '../../apimachinery/time.js';
+import { isDateTime } from '../../apimachinery/schema.js';
 import { isPlainObject } from '../../apimachinery/types.js';
 import { isString } from '../../registry/serverstatus.js';
 import type { VirtualClusterInstanceStatus } from './types.js';
@@ -34,7 +34,7 @@ export const healthTyped: Record<(typeof HEALTH_FIELDS)[number], (v: unknown) =>
   message: isString,
   online: (v) => typeof v === 'boolean',
   kubernetesVersion: isString,
-  lastCheckTime: isRFC3339,
+  lastCheckTime: isDateTime,
   conditions: (v) => Array.isArray(v) && v.every(conditionTyped),
 };
 
@@ -46,6 +46,6 @@ function conditionTyped(c: unknown): boolean {
     optional(c.reason, isString) &&
     optional(c.message, isString) &&
     optional(c.observedGeneration, Number.isSafeInteger) &&
-    optional(c.lastTransitionTime, isRFC3339)
+    optional(c.lastTransitionTime, isDateTime)
   );
 }
