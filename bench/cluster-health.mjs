@@ -262,6 +262,8 @@ async function row(n, etcdConfig) {
       certDir: join(data, 'certs'),
       kubeconfig: hostKubeconfig,
       clusterSecretNamespace: SECRETS_NS,
+      // As the chart's rbac.watchClusterSecrets runs it (ignored by a server before the flag).
+      watchClusterSecrets: true,
       clusterHealthIntervalMs: INTERVAL_MS,
       virtualClusterHealthIntervalMs: INTERVAL_MS,
     },

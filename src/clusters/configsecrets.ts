@@ -4,9 +4,10 @@
  * informer: a health check reads memory, and a Secret is parsed again only when its resourceVersion moves); any
  * other Secret is read by name (GET) each time it is asked for.
  *
- * The server may be allowed to `get` those Secrets by name only (the Helm chart's rbac.clusterSecrets gives list and
- * watch in that namespace only when rbac.watchClusterSecrets is on): so before watching it asks whether it may list
- * them, and while the host says 403 it reads by name, as before, asking again every RELIST_FORBIDDEN_MS. A Secret the
+ * The server may be allowed to `get` those Secrets by name only (the Helm chart's rbac.clusterSecrets; list and
+ * watch in that namespace only with rbac.watchClusterSecrets): so before watching it asks whether it may list them,
+ * and while the host says 403 it reads by name, as before, asking again every RELIST_FORBIDDEN_MS (said in the log
+ * the first time only: it is how the chart runs by default). A Secret the
  * copy does not have (created just now, or the copy not synced yet) is read by name too, so a new Cluster's Secret
  * counts at once; that read's 404 is the answer.
  */
@@ -31,6 +32,7 @@ export class ConfigSecrets {
   private starting?: Promise<void>;
   /** Until when the host's 403 to a list is believed. */
   private forbiddenUntil = 0;
+  private toldForbidden = false;
   private readonly running = new AbortController();
   private readonly log: NonNullable<ConfigSecretsOptions['log']>;
   private readonly now: () => number;
@@ -84,6 +86,8 @@ export class ConfigSecrets {
     } catch (err) {
       if (!(err instanceof HostClusterError && err.code === 403)) return; // asked again at the next read
       this.forbiddenUntil = this.now() + RELIST_FORBIDDEN_MS;
+      if (this.toldForbidden) return;
+      this.toldForbidden = true;
       this.log('cluster config Secrets: the server may not list them, so each is read by name at every check', {
         namespace,
         retryInMs: RELIST_FORBIDDEN_MS,

@@ -1,7 +1,7 @@
 /** Clusters: how often their connections (and their virtual clusters) are checked, and where their config Secrets are. */
 import { isDNS1123Label } from '../apimachinery/validation.js';
 import { FlagError, type Options } from './flag.js';
-import { duration } from './values.js';
+import { bool, duration } from './values.js';
 
 export interface ClustersConfig {
   /** How often every Cluster's connection is checked (and its Secret read again); 0: never (no status is written). */
@@ -10,6 +10,8 @@ export interface ClustersConfig {
   virtualClusterHealthIntervalMs: number;
   /** Where a Cluster's config Secret is looked for when its spec.config.secretNamespace is empty. */
   clusterSecretNamespace: string;
+  /** Keep a copy of clusterSecretNamespace's Secrets by list and watch instead of reading each at every check. */
+  watchClusterSecrets: boolean;
 }
 
 export const clustersOptions: Options<ClustersConfig> = {
@@ -35,6 +37,13 @@ export const clustersOptions: Options<ClustersConfig> = {
       default: 'default',
       help: "The namespace of the host cluster where a Cluster's config Secret is read when its spec.config.secretNamespace is empty: the namespace the server runs in (the Helm chart sets it to the release namespace; {default}).",
       apply: (c, v) => (c.clusterSecretNamespace = dns1123Label('cluster-secret-namespace', v)),
+    },
+    {
+      name: 'watch-cluster-secrets',
+      arg: 'bool',
+      default: 'false',
+      help: "Keep a copy of the Secrets of --cluster-secret-namespace, by list and watch, instead of reading each Cluster's config Secret there at every check (needs list and watch on Secrets in that namespace: the chart's rbac.watchClusterSecrets; where the host refuses the list, each is read by name, as without this). false: read by name ({default}).",
+      apply: (c, v) => (c.watchClusterSecrets = bool('watch-cluster-secrets', v)),
     },
   ],
 };

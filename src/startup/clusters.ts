@@ -36,7 +36,7 @@ export function connectClusters(
   const connector = new ClusterConnector({
     host,
     secretNamespace: config.clusterSecretNamespace,
-    watchSecrets: true,
+    watchSecrets: config.watchClusterSecrets,
     log: (msg, fields) => log.warn(msg, fields),
   });
   cleanups.add('stopping the watch of the cluster config Secrets', async () => connector.stop());

@@ -877,6 +877,29 @@ describe('RBAC', () => {
     expect(problems).toEqual([]);
   });
 
+  test('rbac.watchClusterSecrets: get, list and watch on the Secrets of the release namespace, and the flag; none by default', async () => {
+    const off = await template([]);
+    expect(off.all('Role').filter((role) => role.metadata.name.endsWith(':cluster-secrets-watch'))).toEqual([]);
+    expect(off.deployment.spec.template.spec.containers[0].args).toContain('--watch-cluster-secrets=false');
+    const r = await template(['--set', 'rbac.watchClusterSecrets=true']);
+    const name = `${FULLNAME}:cluster-secrets-watch`;
+    expect(
+      r
+        .all('Role')
+        .filter((role) => role.metadata.name === name)
+        .map((role) => [role.metadata.namespace, role.rules]),
+    ).toEqual([[NS, [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] }]]]);
+    expect(
+      r
+        .all('RoleBinding')
+        .filter((b) => b.roleRef.name === name)
+        .map((b) => [b.metadata.namespace, b.roleRef, b.subjects]),
+    ).toEqual([[NS, { apiGroup: RBAC, kind: 'Role', name }, subjects]]);
+    expect(r.deployment.spec.template.spec.containers[0].args).toContain('--watch-cluster-secrets=true');
+    const problems = (await Promise.all(r.docs.map((d) => modelProblems(d)))).flat();
+    expect(problems).toEqual([]);
+  });
+
   test.each([
     ['a Secret without a name', 'rbac.clusterSecrets=[{"namespace":"infra"}]'],
     ['a name that is not one', 'rbac.clusterSecrets=[{"name":"Prod_EU"}]'],
