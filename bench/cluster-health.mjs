@@ -335,6 +335,7 @@ async function row(n, etcdConfig) {
     requests,
     rssPerCluster: (full.rss - idle.rss) / n,
     heapPerCluster: (full.heapUsed - idle.heapUsed) / n,
+    externalPerCluster: (full.external - idle.external) / n,
     idleRss: idle.rss,
   };
   log(`N=${n}:`, JSON.stringify(result));
@@ -354,11 +355,11 @@ try {
 const kib = (bytes) => f1(bytes / 1024);
 const lines = [
   ...headerLines(m, loadavg(), `Interval ${INTERVAL_MS / 1000} s; steady state over ${STEADY_INTERVALS} intervals.`),
-  '| N clusters + N instances | all Initialized s | all Ready s | server cores, steady | checks per interval (clusters / instances) | longest gap, intervals (clusters / instances) | RSS KiB per cluster | heap KiB per cluster |',
-  '|---:|---:|---:|---:|---:|---:|---:|---:|',
+  '| N clusters + N instances | all Initialized s | all Ready s | server cores, steady | checks per interval (clusters / instances) | longest gap, intervals (clusters / instances) | RSS KiB per cluster | heap KiB per cluster | external KiB per cluster |',
+  '|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ...rows.map(
     (r) =>
-      `| ${r.n} | ${f1(r.initialized / 1000)} | ${f1(r.ready / 1000)} | ${f2(r.cores)} | ${f2(r.clusters.perInterval)} / ${f2(r.instances.perInterval)} | ${f2(r.clusters.longestGap)} / ${f2(r.instances.longestGap)} | ${kib(r.rssPerCluster)} | ${kib(r.heapPerCluster)} |`,
+      `| ${r.n} | ${f1(r.initialized / 1000)} | ${f1(r.ready / 1000)} | ${f2(r.cores)} | ${f2(r.clusters.perInterval)} / ${f2(r.instances.perInterval)} | ${f2(r.clusters.longestGap)} / ${f2(r.instances.longestGap)} | ${kib(r.rssPerCluster)} | ${kib(r.heapPerCluster)} | ${kib(r.externalPerCluster)} |`,
   ),
   '',
   'What the server asked, per object per interval, in steady state:',

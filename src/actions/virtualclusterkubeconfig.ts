@@ -40,7 +40,7 @@ import * as errors from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { isMaster, type UserInfo } from '../apimachinery/user.js';
 import { jsonEqual } from '../apimachinery/equality.js';
-import { ClusterNotReadyError, type ClusterConnections } from '../clusters/connections.js';
+import { ClusterNotReadyError, untilReady, type ClusterConnections } from '../clusters/connections.js';
 import type { ClusterConnection } from '../clusters/connector.js';
 import { HostClusterError, type HostCluster } from '../host/cluster.js';
 import { ServerAllowList } from '../host/serverallowlist.js';
@@ -335,7 +335,7 @@ async function clusterOf(
       message: err.message,
     });
     throw errors.serviceUnavailable(
-      `Cluster ${JSON.stringify(name)}, where the virtual cluster runs, is not ready (${err.reason}); try again once its status.phase is Initialized`,
+      `Cluster ${JSON.stringify(name)}, where the virtual cluster runs, is not ready (${err.reason}); try again ${untilReady(err.reason)}`,
     );
   }
   const uid = instanceClusterUid(instance);

@@ -14,7 +14,7 @@
  */
 import { GROUP_NAME } from '../apimachinery/group.js';
 import * as errors from '../apimachinery/status.js';
-import { overdueCondition } from '../kinds/cluster/freshness.js';
+import { CHECK_OVERDUE, overdueCondition } from '../kinds/cluster/freshness.js';
 import { recordedIdentity } from '../kinds/cluster/identity.js';
 import type { Cluster } from '../kinds/cluster/types.js';
 import type { StoredObjects } from '../registry/strategy.js';
@@ -30,6 +30,12 @@ export const CLUSTER_CHANGED =
  */
 export const CLUSTER_TAKEN =
   "another Cluster connected to this cluster first (the uid of its kube-system Namespace was that Cluster's): a cluster is connected once, and only a Cluster created after that one is deleted connects to it again, never this one. To keep the other, delete this Cluster; to keep this one, delete the other, then delete this Cluster and create it again (the server's log names the other)";
+
+/** When work on a Cluster not ready for `reason` can go on, for messages ("try again ..."). */
+export const untilReady = (reason: string): string =>
+  reason === CHECK_OVERDUE
+    ? 'once its health checks run again (status.lastCheckTime is recent)'
+    : 'once its status.phase is Initialized';
 
 /** The Cluster cannot be worked on now: not there, not (yet) Initialized, or its connection failed just now. */
 export class ClusterNotReadyError extends Error {

@@ -36,7 +36,7 @@ import { isStatusError } from '../apimachinery/status.js';
 import { nowRFC3339 } from '../apimachinery/time.js';
 import { isMaster } from '../apimachinery/user.js';
 import { jsonEqual } from '../apimachinery/equality.js';
-import { ClusterNotReadyError, type ClusterConnections } from '../clusters/connections.js';
+import { ClusterNotReadyError, untilReady, type ClusterConnections } from '../clusters/connections.js';
 import { CHECK_TIMEOUT_MS, type ClusterConnection } from '../clusters/connector.js';
 import {
   VirtualClusterConnectionError,
@@ -286,7 +286,7 @@ export class VirtualClusterHealth {
       return {
         phase: 'Pending',
         reason: 'ClusterNotReady',
-        message: `Cluster ${cluster}, where the virtual cluster runs, is not ready (${err.reason}); the instance is checked again once its status.phase is Initialized`,
+        message: `Cluster ${cluster}, where the virtual cluster runs, is not ready (${err.reason}); the instance is checked again ${untilReady(err.reason)}`,
         online: false,
       };
     }
