@@ -439,6 +439,8 @@ export class ClusterHealth {
         return;
       }
     }
+    // Nothing to write (most checks: the stamp is recent): the store's update steps are not run for nothing.
+    if (jsonEqual(nextStatus(cluster, observed, this.opts.intervalMs), cluster.status ?? {})) return;
     try {
       await this.store.update(
         undefined,

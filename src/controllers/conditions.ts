@@ -58,7 +58,10 @@ export function dropCondition(obj: WithStatus, type: string): void {
 
 /**
  * Applies `change` to the stored object's status when it is still `read`'s object (its uid), and writes only a
- * change; an object gone or replaced meanwhile is left alone (its own event brings it back).
+ * change; an object gone or replaced meanwhile is left alone (its own event brings it back). `change` sets
+ * obj.status to a new value and changes nothing it reads in place (as setCondition and dropCondition do): it is
+ * first tried on a shallow copy of `read`, to see whether there is a change at all, without copying the object
+ * (a health check asks this of every object every interval).
  */
 export async function writeStatus<O extends KubeObject>(
   store: Store<O>,
@@ -66,7 +69,7 @@ export async function writeStatus<O extends KubeObject>(
   change: (obj: O) => void,
   fieldManager: string,
 ): Promise<void> {
-  const probe = structuredClone(read);
+  const probe = { ...read };
   change(probe);
   if (jsonEqual(probe.status ?? {}, read.status ?? {})) return;
   await writeIfSame(store, read, change, fieldManager, 'status');
