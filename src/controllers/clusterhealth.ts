@@ -163,6 +163,9 @@ export class ClusterHealth {
         // Before any check decides without them (etcd not answering: checks could not write either).
         synced: async () => {
           while (!signal.aborted && !(await this.adoptRecords())) await sleep(this.opts.intervalMs, signal);
+          // The first interval is one too: each Cluster, checked now, again at its point of it (not up to two
+          // intervals from now), and those that come meanwhile at theirs (joinSpread).
+          this.queue.spreadOver(this.known.keys(), this.opts.intervalMs);
         },
         queue: this.queue,
         workers: this.workers,

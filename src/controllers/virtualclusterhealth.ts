@@ -173,6 +173,8 @@ export class VirtualClusterHealth {
         what: 'virtual cluster health',
         log: this.log,
         watches: [instances, clusters],
+        // The first interval is one too (as for Clusters).
+        synced: async () => this.queue.spreadOver(this.known.keys(), this.opts.intervalMs),
         queue: this.queue,
         workers: this.opts.workers ?? WORKERS,
         resyncMs: this.opts.intervalMs,
