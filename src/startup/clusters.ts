@@ -39,7 +39,8 @@ export function connectClusters(
     watchSecrets: config.watchClusterSecrets,
     log: (msg, fields) => log.warn(msg, fields),
   });
-  cleanups.add('stopping the watch of the cluster config Secrets', async () => connector.stop());
+  if (config.watchClusterSecrets && host)
+    cleanups.add('stopping the watch of the cluster config Secrets', async () => connector.stop());
   const connections = new ClusterConnections(registry.store(Cluster), connector);
   actions.add(importVirtualClusterAction(registry, connections, log));
   actions.add(kubeConfigAction(registry, connections, authorizer, log, config.virtualClusterAllowedServers));
