@@ -19,8 +19,8 @@ import { HostInformer, type HostObject } from '../host/informer.js';
 const RELIST_FORBIDDEN_MS = 5 * 60_000;
 
 export interface ConfigSecretsOptions {
-  /** The namespace whose Secrets are watched (--cluster-secret-namespace). */
-  watchedNamespace: string;
+  /** The namespace whose Secrets are watched (--cluster-secret-namespace); undefined: every Secret is read by name. */
+  watchedNamespace?: string;
   /** Each request's bound (ms). */
   timeoutMs: number;
   log?: (msg: string, fields?: Record<string, unknown>) => void;
@@ -76,7 +76,7 @@ export class ConfigSecrets {
   }
 
   private async tryToWatch(): Promise<void> {
-    const namespace = this.opts.watchedNamespace;
+    const namespace = this.opts.watchedNamespace!;
     const path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`;
     try {
       await this.host.request<unknown>(`listing the Secrets of ${namespace}`, 'GET', path, {

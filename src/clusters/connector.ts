@@ -111,9 +111,9 @@ export class ClusterConnector {
   constructor(private readonly opts: ClusterConnectorOptions) {
     this.allowedServers = opts.allowedServers ?? new ServerAllowList([], 'Cluster config Secrets');
     this.now = opts.now ?? Date.now;
-    if (opts.watchSecrets && opts.host)
+    if (opts.host)
       this.secrets = new ConfigSecrets(opts.host, {
-        watchedNamespace: opts.secretNamespace,
+        watchedNamespace: opts.watchSecrets ? opts.secretNamespace : undefined,
         timeoutMs: CHECK_TIMEOUT_MS,
         log: opts.log,
         now: this.now,
@@ -196,7 +196,7 @@ export class ClusterConnector {
         'NoHostCluster',
         `the config ${describe(ref)} is read from this server's host cluster, and this server has none: start it with --kubeconfig (or run it in a pod of that cluster)`,
       );
-    return this.fromSecret(host, cluster.metadata.uid ?? '', ref);
+    return this.fromSecret(cluster.metadata.uid ?? '', ref);
   }
 
   private ref(cluster: Cluster): ConfigRef {
@@ -208,18 +208,11 @@ export class ClusterConnector {
     };
   }
 
-  private async fromSecret(host: HostCluster, clusterUid: string, ref: ConfigRef): Promise<HostCluster> {
+  private async fromSecret(clusterUid: string, ref: ConfigRef): Promise<HostCluster> {
     const where = describe(ref);
     let secret: unknown;
     try {
-      secret = this.secrets
-        ? await this.secrets.get(ref.namespace, ref.name, `reading ${where}`)
-        : await host.request<unknown>(
-            `reading ${where}`,
-            'GET',
-            `/api/v1/namespaces/${encodeURIComponent(ref.namespace)}/secrets/${encodeURIComponent(ref.name)}`,
-            { timeoutMs: CHECK_TIMEOUT_MS },
-          );
+      secret = await this.secrets!.get(ref.namespace, ref.name, `reading ${where}`);
     } catch (err) {
       throw secretError(err, ref, where);
     }
