@@ -17,12 +17,21 @@
 import type { Storage, StoredObject } from '../storage/interface.js';
 import { StorageError } from '../storage/interface.js';
 
-/** A Secret the server made (or is making: `uid` empty) in the host. */
+/** How a Secret outside the host is reached again, to delete it once its target is gone: the Cluster, and the virtual cluster there. */
+export interface MadeVia {
+  cluster: string;
+  /** For a virtual cluster: its namespace in that cluster, and its name. */
+  namespace?: string;
+  virtualCluster?: string;
+}
+
+/** A Secret the server made (or is making: `uid` empty) in the host, or outside it (`via`). */
 export interface MadeSecret {
   namespace: string;
   name: string;
   /** Empty while its create is on its way. */
   uid: string;
+  via?: MadeVia;
 }
 
 /** A record as stored: named by the ProjectSecret's uid, as objects are named by metadata.name. */
@@ -39,9 +48,11 @@ export class DeliveryRecords {
   constructor(
     private readonly storage: Storage,
     etcdPrefix: string,
+    /** Which records: `projectsecrets` (the host's, by ProjectSecret uid), `projectsecrettargets` (the others'). */
+    what = 'projectsecrets',
   ) {
-    this.prefix = `${etcdPrefix}/delivered/projectsecrets/`;
-    this.marker = `${etcdPrefix}/delivered/migrated/projectsecrets`;
+    this.prefix = `${etcdPrefix}/delivered/${what}/`;
+    this.marker = `${etcdPrefix}/delivered/migrated/${what}`;
   }
 
   /** Reads the records (at each start of the delivery); what memory holds that storage has not taken stays. */
@@ -60,7 +71,9 @@ export class DeliveryRecords {
   async markMigrated(): Promise<void> {
     if (this.migratedAt) return;
     try {
-      const marker: StoredObject & { metadata: { name: string } } = { metadata: { name: 'projectsecrets' } };
+      const marker: StoredObject & { metadata: { name: string } } = {
+        metadata: { name: this.marker.split('/').pop()! },
+      };
       await this.storage.create(this.marker, marker);
     } catch (err) {
       if (!(err instanceof StorageError && err.code === 'KeyExists')) throw err;
@@ -73,9 +86,14 @@ export class DeliveryRecords {
     return this.made.get(uid);
   }
 
-  /** The ProjectSecrets (uids) something was made for. */
+  /** The ids (ProjectSecret uids, or uid/target) something was made for. */
   uids(): string[] {
     return [...this.made.keys()];
+  }
+
+  /** The ids of what was made for the ProjectSecret `uid` outside the host (`uid/target`). */
+  idsOf(uid: string): string[] {
+    return [...this.made.keys()].filter((id) => id.startsWith(`${uid}/`));
   }
 
   /** Records the Secret made for `uid` (an empty uid: one about to be made), replacing what was recorded. */

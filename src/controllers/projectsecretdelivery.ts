@@ -23,60 +23,91 @@
  * - the condition and the log name namespaces, names and how many keys, never values; the host's own words go to
  *   the log only.
  */
-import { createHash } from 'node:crypto';
 import { GROUP_NAME } from '../apimachinery/group.js';
-import { jsonEqual } from '../apimachinery/equality.js';
+import { decoded } from '../apimachinery/encoded.js';
+import { nowRFC3339 } from '../apimachinery/time.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, SOURCE_ANNOTATION, SOURCE_UID_LABEL } from '../access/rbac.js';
 import { watchHostChanges, type ObjectMetadata } from '../host/changes.js';
 import { HostClusterError, type HostCluster } from '../host/cluster.js';
-import { HostResource, type HostResourceObject } from '../host/resource.js';
+import { HostResource } from '../host/resource.js';
 import { SECRET_DELIVERED } from '../kinds/projectsecret/conditions.js';
-import { sharedSecretRef } from '../kinds/projectsecret/reference.js';
+import {
+  ALL_INSTANCES,
+  HOST,
+  MAX_DELIVERIES,
+  deliveryType,
+  isJsonValue,
+  jsonKey,
+  missingKeys,
+  namedTargets,
+  targetKey,
+  type DeliveryTarget,
+} from '../kinds/projectsecret/delivery.js';
+import { sharedSecretRef, targetsWriter } from '../kinds/projectsecret/reference.js';
+import type { ProjectSecretStatusTarget } from '../kinds/projectsecret/types.js';
+import { ClusterNotReadyError } from '../clusters/connections.js';
 import type { Registry } from '../registry/registry.js';
 import type { Store } from '../registry/store.js';
 import { setCondition, writeStatus, type Outcome } from './conditions.js';
-import type { DeliveryRecords, MadeSecret } from './deliveryrecords.js';
+import type { DeliveryRecords } from './deliveryrecords.js';
+import { SecretPlacer, type HostSecret, type Placed } from './delivery/placer.js';
+import { TargetError, type TargetReach } from './delivery/reach.js';
+import { SecretWatches } from './delivery/secretwatches.js';
 import { runQueueController } from './runner.js';
 import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
 import { ProjectSecret } from '../kinds/projectsecret/types.js';
+import { Project } from '../kinds/project/types.js';
+import { VirtualClusterInstance } from '../kinds/virtualclusterinstance/types.js';
+
+export type { HostSecret } from './delivery/placer.js';
 
 /** On a delivered Secret of a synced ProjectSecret: the SharedSecret its data comes from, as namespace/name. */
 export const SHARED_SECRET_ANNOTATION = `${GROUP_NAME}/shared-secret`;
 const FIELD_MANAGER = 'projectsecret-delivery';
 const SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY}`;
+const SECRETS = { apiVersion: 'v1', kind: 'Secret', plural: 'secrets' } as const;
+/** How many targets of one ProjectSecret are delivered at once (workers × this in all). */
+export const TARGETS_AT_ONCE = 8;
 
-export type HostSecret = HostResourceObject<'Secret'> & {
-  type?: string;
-  immutable?: boolean;
-  data?: Record<string, string>;
-};
+/** The targets outside the host: their records, and how they are reached. */
+export interface DeliveryTargets {
+  records: DeliveryRecords;
+  reach: TargetReach;
+}
 
 export interface ProjectSecretDeliveryOptions {
   log?: (msg: string, fields?: Record<string, unknown>) => void;
-  /** How often every ProjectSecret is compared with its Secret again (ms). */
+  /** How often every ProjectSecret is compared with its Secrets again (ms). */
   resyncIntervalMs?: number;
   /** How many ProjectSecrets are reconciled at once. */
   workers?: number;
   workQueueMetrics?: WorkQueueMetrics;
+  /** Virtual clusters and connected clusters; without, only the host is delivered to. */
+  targets?: DeliveryTargets;
 }
 
-/** Where a ProjectSecret is, and so where its Secret is. */
-interface Place {
+/** Where a ProjectSecret is, and so where its host Secret is; what of it sends it to be reconciled. */
+interface Known {
   namespace: string;
   name: string;
+  /** generation, deletion and whose the targets are: a status write of the server's own changes none of them. */
+  version: string;
+  /** It names targets outside the host. */
+  remote: boolean;
 }
 
-/** What the server last wrote (or found as it wrote it) for one ProjectSecret. */
-interface Written {
-  resourceVersion: string;
-  /** The Secret as wanted then: a digest of desiredSecret (its data is the ProjectSecret's, not to be kept twice). */
-  wanted: string;
-  /** The watch showed a change of it since (or may have missed one). */
-  stale: boolean;
+/** A line of status.targets. */
+type Line = ProjectSecretStatusTarget & { phase: 'Delivered' | 'Failed' | 'Pending' };
+
+/** What one target's delivery came to: its line, and a failure to retry with a backoff. */
+interface Delivered {
+  line: Line;
+  /** Written by a request just now. */
+  wrote?: boolean;
+  retry?: Error;
 }
 
-const sourceUid = (s: HostSecret) => s.metadata.labels?.[SOURCE_UID_LABEL];
 const placeKey = ({ namespace, name }: { namespace?: string; name: string }) => `${namespace}/${name}`;
 
 export class ProjectSecretDelivery {
@@ -84,13 +115,20 @@ export class ProjectSecretDelivery {
   private readonly resyncMs: number;
   private readonly workers: number;
   private readonly projectSecrets: Store<ProjectSecret>;
+  private readonly instances: Store<VirtualClusterInstance>;
+  private readonly projects: Store<Project>;
   private readonly secrets: HostResource<HostSecret>;
+  private readonly host: SecretPlacer;
+  private readonly remote?: SecretPlacer;
   /** Queued by ProjectSecret uid. */
   private readonly queue: WorkQueue;
   /** The ProjectSecrets the watch shows, by uid; `at` finds them by place. */
-  private readonly known = new Map<string, Place>();
+  private readonly known = new Map<string, Known>();
   private readonly at = new Map<string, string>();
-  private readonly written = new Map<string, Written>();
+  /** Where each copy outside the host is (by record id), and the ids by `apiKey namespace/name`. */
+  private readonly placed = new Map<string, { apiKey: string; place: string }>();
+  private readonly placedAt = new Map<string, Set<string>>();
+  private watches?: SecretWatches;
   /** Whether the store's watch has listed every ProjectSecret: before, one not known may just not be seen yet. */
   private listed = false;
   /** Until the records have taken over what earlier versions delivered: the ProjectSecrets not looked at yet. */
@@ -98,15 +136,19 @@ export class ProjectSecretDelivery {
 
   constructor(
     registry: Registry,
-    private readonly host: HostCluster,
+    private readonly hostCluster: HostCluster,
     private readonly records: DeliveryRecords,
-    opts: ProjectSecretDeliveryOptions = {},
+    private readonly opts: ProjectSecretDeliveryOptions = {},
   ) {
     this.log = opts.log ?? (() => {});
     this.resyncMs = opts.resyncIntervalMs ?? 5 * 60_000;
     this.workers = opts.workers ?? 4;
     this.projectSecrets = registry.store(ProjectSecret);
-    this.secrets = new HostResource<HostSecret>(host, { apiVersion: 'v1', kind: 'Secret', plural: 'secrets' });
+    this.instances = registry.store(VirtualClusterInstance);
+    this.projects = registry.store(Project);
+    this.secrets = new HostResource<HostSecret>(hostCluster, SECRETS);
+    this.host = new SecretPlacer(records);
+    if (opts.targets) this.remote = new SecretPlacer(opts.targets.records);
     this.queue = new WorkQueue({
       baseDelayMs: 1000,
       maxDelayMs: 60_000,
@@ -118,72 +160,128 @@ export class ProjectSecretDelivery {
   async run(signal: AbortSignal): Promise<void> {
     const log = (msg: string, fields?: Record<string, unknown>) => this.log(`projectsecret delivery: ${msg}`, fields);
     await this.records.load();
+    if (this.opts.targets) {
+      await this.opts.targets.records.load();
+      // Nothing outside the host was delivered before records existed: no label there is ever believed.
+      await this.opts.targets.records.markMigrated();
+    }
+    this.watches = new SecretWatches(
+      {
+        changed: (apiKey, meta) => this.remoteChanged(apiKey, meta),
+        restarted: (apiKey) => {
+          for (const [id, p] of this.placed)
+            if (p.apiKey === apiKey) {
+              this.remote?.markStale([id]);
+              this.queue.add(id.split('/')[0]);
+            }
+        },
+        log,
+      },
+      signal,
+    );
     const hostWatch = watchHostChanges(
-      this.host,
+      this.hostCluster,
       {
         what: 'secrets',
         path: '/api/v1/secrets',
         labelSelector: SELECTOR,
         changed: (_type, meta) => this.hostChanged(meta),
         restarted: () => {
-          for (const w of this.written.values()) w.stale = true;
+          this.host.markStale(this.known.keys());
           this.enqueueAll();
         },
         log,
       },
       signal,
     );
-    const watch = watchStore(this.projectSecrets, signal, {
-      upsert: (obj) => {
-        const uid = obj.metadata.uid!;
-        const place = { namespace: obj.metadata.namespace!, name: obj.metadata.name! };
-        this.known.set(uid, place);
-        this.at.set(placeKey(place), uid);
-        this.queue.add(uid);
-      },
-      remove: (obj) => this.forget(obj.metadata.uid!),
-      resynced: (seen) => {
-        for (const uid of this.known.keys()) if (!seen.has(uid)) this.forget(uid);
-      },
-      log,
-    });
-    await runQueueController(
-      {
-        what: 'projectsecret delivery',
-        log: this.log,
-        watches: [watch],
-        loops: [hostWatch],
-        synced: async () => {
-          this.listed = true;
-          if (!this.records.migrated) this.migrating = new Set(this.known.keys());
-          await this.migrated();
-          this.enqueueAll();
+    const watches = [
+      watchStore(this.projectSecrets, signal, {
+        upsert: (obj) => this.upsert(obj),
+        remove: (obj) => this.forget(obj.metadata.uid!),
+        resynced: (seen) => {
+          for (const uid of this.known.keys()) if (!seen.has(uid)) this.forget(uid);
         },
-        queue: this.queue,
-        workers: this.workers,
-        resyncMs: this.resyncMs,
-        resync: () => this.enqueueAll(),
-        started: () => ({ projectSecrets: this.known.size }),
-        handle: (uid) => this.reconcile(uid),
-        failed: (uid, err, delayMs) =>
-          this.log('projectsecret delivery: will retry', {
-            ...(this.known.get(uid) ?? this.records.get(uid)),
-            error: String((err as Error).message ?? err),
-            delayMs,
-          }),
-      },
-      signal,
-    );
+        log,
+      }),
+      // An instance coming or going in a namespace changes where '*' reaches, and may be what a target waits for.
+      watchStore(this.instances, signal, {
+        upsert: (obj) => this.enqueueRemote(obj.metadata.namespace),
+        remove: (obj) => this.enqueueRemote(obj.metadata.namespace),
+        resynced: () => this.enqueueRemote(),
+        log,
+      }),
+      // A project's allowed clusters decide which Clusters its secrets may reach.
+      watchStore(this.projects, signal, {
+        upsert: (obj) => this.enqueueRemote(`p-${obj.metadata.name}`),
+        remove: (obj) => this.enqueueRemote(`p-${obj.metadata.name}`),
+        resynced: () => this.enqueueRemote(),
+        log,
+      }),
+    ];
+    try {
+      await runQueueController(
+        {
+          what: 'projectsecret delivery',
+          log: this.log,
+          watches,
+          loops: [hostWatch],
+          synced: async () => {
+            this.listed = true;
+            if (!this.records.migrated) this.migrating = new Set(this.known.keys());
+            await this.migrated();
+            this.enqueueAll();
+          },
+          queue: this.queue,
+          workers: this.workers,
+          resyncMs: this.resyncMs,
+          resync: () => this.enqueueAll(),
+          started: () => ({ projectSecrets: this.known.size }),
+          handle: (uid) => this.reconcile(uid),
+          failed: (uid, err, delayMs) =>
+            this.log('projectsecret delivery: will retry', {
+              ...(this.known.get(uid) ?? this.records.get(uid)),
+              error: String((err as Error).message ?? err),
+              delayMs,
+            }),
+        },
+        signal,
+      );
+    } finally {
+      await this.watches.stop();
+    }
   }
 
-  /** A labelled Secret changed: only one at a ProjectSecret's place matters, and not the echo of the server's write. */
+  // ---- what the watches show ----
+
+  private upsert(obj: ProjectSecret): void {
+    const uid = obj.metadata.uid!;
+    const next: Known = {
+      namespace: obj.metadata.namespace!,
+      name: obj.metadata.name!,
+      version: JSON.stringify([
+        obj.metadata.generation ?? 0,
+        obj.metadata.deletionTimestamp ?? '',
+        targetsWriter(obj) ?? null,
+      ]),
+      remote: namedTargets(obj).some((t) => t.kind !== 'host'),
+    };
+    const before = this.known.get(uid);
+    this.known.set(uid, next);
+    this.at.set(placeKey(next), uid);
+    // The echo of this controller's own status write changes nothing it delivers.
+    if (!before || before.version !== next.version) this.queue.add(uid);
+  }
+
+  /** A labelled Secret changed in the host: only one at a ProjectSecret's place matters, and not the server's echo. */
   private hostChanged(meta: ObjectMetadata): void {
     const uid = this.at.get(placeKey(meta));
-    if (!uid) return;
-    const w = this.written.get(uid);
-    if (w && this.records.get(uid)?.uid === meta.uid && w.resourceVersion === meta.resourceVersion) return;
-    if (w) w.stale = true;
-    this.queue.add(uid);
+    if (uid && this.host.changed(uid, meta)) this.queue.add(uid);
+  }
+
+  /** A labelled Secret changed outside the host: the ProjectSecrets with a copy at its place, unless the echo. */
+  private remoteChanged(apiKey: string, meta: ObjectMetadata): void {
+    for (const id of this.placedAt.get(`${apiKey} ${placeKey(meta)}`) ?? [])
+      if (this.remote?.changed(id, meta)) this.queue.add(id.split('/')[0]);
   }
 
   /** A ProjectSecret no longer stored: its reconcile deletes what was made for it. */
@@ -191,37 +289,81 @@ export class ProjectSecretDelivery {
     const place = this.known.get(uid);
     this.known.delete(uid);
     if (place && this.at.get(placeKey(place)) === uid) this.at.delete(placeKey(place));
-    this.written.delete(uid);
+    this.host.forget(uid);
     this.queue.add(uid);
+  }
+
+  /** The ProjectSecrets with targets outside the host (of `namespace` only, when given). */
+  private enqueueRemote(namespace?: string): void {
+    for (const [uid, k] of this.known) if (k.remote && (!namespace || k.namespace === namespace)) this.queue.add(uid);
   }
 
   private enqueueAll(): void {
     for (const uid of this.known.keys()) this.queue.add(uid);
     // What was made for ProjectSecrets not known (any more): deleted by their reconcile.
     for (const uid of this.records.uids()) if (!this.known.has(uid)) this.queue.add(uid);
+    for (const id of this.opts.targets?.records.uids() ?? []) {
+      const uid = id.split('/')[0];
+      if (!this.known.has(uid)) this.queue.add(uid);
+    }
   }
 
   // ---- one ProjectSecret ----
 
   private async reconcile(uid: string): Promise<void> {
     await this.records.save(uid);
+    for (const id of this.remoteIds(uid)) await this.opts.targets!.records.save(id);
     const place = this.known.get(uid);
     const read = place ? await this.projectSecrets.find(place.namespace, place.name) : undefined;
     const live = read && read.metadata.uid === uid && !read.metadata.deletionTimestamp ? read : undefined;
     if (!live) {
-      await this.deleteMade(uid);
+      // Only once every ProjectSecret has been listed, and when it is still not known: it may be back under a new event.
+      if (!this.listed || this.known.get(uid)) return;
+      await this.removeHost(uid, 'deleted the Secret of a ProjectSecret that is gone');
+      const failed = await this.removeRemote(uid, new Set());
+      if (failed) throw failed;
       return this.migrated(uid);
     }
-    let outcome: Outcome;
-    try {
-      outcome = await this.deliver(uid, live);
-    } catch (err) {
-      if (!(err instanceof HostClusterError)) throw err;
-      await this.report(live, failure(err));
-      throw withoutData(err, live);
-    }
-    await this.report(live, outcome);
+    const { targets, left } = await this.targetsOf(live);
+    const problem = dataProblem(live);
+    const previous = new Map((live.status?.targets ?? []).map((l) => [l.target, l]));
+    const results: Delivered[] = [];
+    if (targets.some((t) => t.kind === 'host')) results.push(await this.deliverHost(uid, live, problem));
+    else await this.removeHost(uid, 'deleted the Secret of a ProjectSecret no longer delivered to the host');
+    const remote = targets.filter((t) => t.kind !== 'host');
+    results.push(...(await inPool(remote, TARGETS_AT_ONCE, (t) => this.deliverRemote(uid, live, t, problem))));
+    const dropped = await this.removeRemote(uid, new Set(remote.map(targetKey)));
+    const lines = results.map(({ line, wrote }) => stamped(line, previous.get(line.target), wrote));
+    await writeStatus(
+      this.projectSecrets,
+      live,
+      (o) => {
+        o.status = { ...o.status, targets: lines };
+        setCondition(o, SECRET_DELIVERED, summary(lines, left), live);
+      },
+      FIELD_MANAGER,
+    );
     await this.migrated(uid);
+    const retry = results.find((r) => r.retry)?.retry ?? dropped;
+    if (retry) throw retry;
+  }
+
+  /** The places the ProjectSecret is delivered to, '*' as the instances of its namespace, at most MAX_DELIVERIES. */
+  private async targetsOf(obj: ProjectSecret): Promise<{ targets: DeliveryTarget[]; left: number }> {
+    const named = namedTargets(obj);
+    let instances: string[] = [];
+    if (named.some((t) => t.kind === 'virtualCluster' && t.name === ALL_INSTANCES)) {
+      const { items } = await this.instances.list(obj.metadata.namespace);
+      instances = items.map((i) => decoded(i).metadata.name!).sort();
+    }
+    const seen = new Map<string, DeliveryTarget>();
+    for (const t of named) {
+      const each =
+        t.kind === 'virtualCluster' && t.name === ALL_INSTANCES ? instances.map((name) => ({ ...t, name })) : [t];
+      for (const e of each) seen.set(targetKey(e), e);
+    }
+    const all = [...seen.values()];
+    return { targets: all.slice(0, MAX_DELIVERIES), left: Math.max(0, all.length - MAX_DELIVERIES) };
   }
 
   /** `uid` has been looked at: once every ProjectSecret known at the start has been, the records have taken over. */
@@ -234,134 +376,204 @@ export class ProjectSecretDelivery {
     this.log("projectsecret delivery: the Secrets of earlier versions are recorded as the server's");
   }
 
-  /**
-   * Whether `have`, at the ProjectSecret's own place and labelled as made for it, is taken for the server's though no
-   * uid is recorded: while its create is on its way (`made` is its intent), or before the records took over.
-   */
-  private adoptable(uid: string, have: HostSecret): boolean {
-    const made = this.records.get(uid);
-    const labelled = have.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY && sourceUid(have) === uid;
-    return labelled && (made?.uid === '' || !this.records.migrated);
+  private async removeHost(uid: string, what: string): Promise<void> {
+    const made = await this.host.remove(uid, this.secrets);
+    if (made) this.log(`projectsecret delivery: ${what}`, { namespace: made.namespace, name: made.name });
   }
 
-  /**
-   * The ProjectSecret is gone or going: the Secret recorded as made for it is deleted, if it is still that one. Only
-   * once every ProjectSecret has been listed, and when it is still not known: it may be back under a new event.
-   */
-  private async deleteMade(uid: string): Promise<void> {
-    const made = this.records.get(uid);
-    if (!made || !this.listed || this.known.get(uid)) return;
-    // A create whose answer was lost: the Secret at its place, if it is the one it made.
-    const have = made.uid ? undefined : await this.secrets.get(made.namespace, made.name);
-    if (made.uid) await this.deleteSecret(made);
-    else if (have && this.adoptable(uid, have)) await this.deleteSecret({ ...made, uid: have.metadata.uid! });
-    await this.records.delete(uid);
-    this.log('projectsecret delivery: deleted the Secret of a ProjectSecret that is gone', {
-      namespace: made.namespace,
-      name: made.name,
-    });
+  /** The ids of the copies of `uid` outside the host. */
+  private remoteIds(uid: string): string[] {
+    return this.opts.targets?.records.idsOf(uid) ?? [];
   }
 
-  /** Deletes the Secret `made` names if it is still the one with its uid (a precondition of the delete). */
-  private async deleteSecret(made: MadeSecret): Promise<void> {
-    try {
-      await this.secrets.delete(made.namespace, made.name, made.uid);
-    } catch (err) {
-      // 409: another Secret has the name now, not the server's to delete.
-      if (!(err instanceof HostClusterError && err.code === 409)) throw err;
+  /** Removes the copies of `uid` outside the host but those of `keep` (target keys); the first failure, to retry. */
+  private async removeRemote(uid: string, keep: ReadonlySet<string>): Promise<Error | undefined> {
+    let failed: Error | undefined;
+    for (const id of this.remoteIds(uid)) {
+      if (keep.has(id.slice(uid.length + 1))) continue;
+      failed = (await this.removeCopy(id)) ?? failed;
     }
+    return failed;
+  }
+
+  /** Removes the copy recorded under `id`, reached as it was made; a failure to retry, if any. */
+  private async removeCopy(id: string): Promise<Error | undefined> {
+    const records = this.opts.targets!.records;
+    const made = records.get(id);
+    if (!made) return undefined;
+    this.unplace(id);
+    const target = id.slice(id.indexOf('/') + 1);
+    if (!made.via) {
+      await records.delete(id);
+      return undefined;
+    }
+    try {
+      const api = await this.opts.targets!.reach.reachVia(made.via);
+      await this.remote!.remove(id, new HostResource<HostSecret>(api, SECRETS));
+      this.log('projectsecret delivery: deleted a Secret no longer delivered', {
+        target,
+        namespace: made.namespace,
+        name: made.name,
+      });
+      return undefined;
+    } catch (err) {
+      // A Cluster that is gone cannot be reached again: what is there is no longer this server's to find.
+      const gone = err instanceof TargetError && err.reason === 'ClusterNotReady' && /\(NotFound\)/.test(err.message);
+      if (gone) {
+        await records.delete(id);
+        this.log('projectsecret delivery: a Secret outside the host cannot be deleted, its Cluster is gone', {
+          target,
+          namespace: made.namespace,
+          name: made.name,
+        });
+        return undefined;
+      }
+      if (err instanceof TargetError || err instanceof HostClusterError || err instanceof ClusterNotReadyError)
+        return new Error(`deleting the copy at ${target}: ${err.message}`);
+      throw err;
+    }
+  }
+
+  private place(id: string, apiKey: string, namespace: string, name: string): void {
+    const place = `${apiKey} ${namespace}/${name}`;
+    const before = this.placed.get(id);
+    if (before?.place === place) return;
+    this.unplace(id);
+    this.placed.set(id, { apiKey, place });
+    let ids = this.placedAt.get(place);
+    if (!ids) this.placedAt.set(place, (ids = new Set()));
+    ids.add(id);
+  }
+
+  private unplace(id: string): void {
+    const before = this.placed.get(id);
+    if (!before) return;
+    this.placed.delete(id);
+    const ids = this.placedAt.get(before.place);
+    ids?.delete(id);
+    if (ids && !ids.size) this.placedAt.delete(before.place);
+    this.watches?.keep(new Set([...this.placed.values()].map((p) => p.apiKey)));
   }
 
   /**
    * Makes the host's Secret what the ProjectSecret says, when the name is this server's to use: there is none, or
    * the one there is the one recorded as made by the server.
    */
-  private async deliver(uid: string, obj: ProjectSecret): Promise<Outcome> {
+  private async deliverHost(uid: string, obj: ProjectSecret, problem: Outcome | undefined): Promise<Delivered> {
     const want = desiredSecret(obj);
-    const wanted = createHash('sha256').update(JSON.stringify(want)).digest('base64');
     const { namespace, name } = want.metadata;
     const where = `Secret ${namespace}/${name} in the host cluster`;
-    const delivered: Outcome = {
-      status: 'True',
-      reason: 'Delivered',
-      message: `kept as ${where} (${Object.keys(want.data ?? {}).length} key(s)), for workloads to mount`,
-    };
-    let made = this.records.get(uid);
-    // As the server last wrote it, and the watch has shown no change since: nothing to ask of the host.
-    const last = this.written.get(uid);
-    if (made?.uid && last && !last.stale && last.wanted === wanted) return delivered;
-
-    const have = await this.secrets.get(namespace, name);
-    if (!have) {
-      await this.create(uid, want, wanted);
-      this.log('projectsecret delivery: created a Secret', {
+    if (problem) {
+      await this.removeHost(uid, 'deleted a Secret whose ProjectSecret has not the data its type needs');
+      return { line: lineOf(HOST, 'Pending', problem) };
+    }
+    let placed: Placed;
+    try {
+      placed = await this.host.put(uid, this.secrets, want);
+    } catch (err) {
+      if (!(err instanceof HostClusterError)) throw err;
+      return { line: lineOf(HOST, 'Failed', failure(err)), retry: withoutData(err, obj) };
+    }
+    if (placed.kind === 'nameTaken')
+      return {
+        line: lineOf(HOST, 'Failed', {
+          status: 'False',
+          reason: 'NameTaken',
+          message: `the host cluster has a ${where} that this server did not make for this ProjectSecret; it is left alone, and this ProjectSecret is not delivered until it is deleted or the ProjectSecret renamed`,
+        }),
+      };
+    if (placed.wrote)
+      this.log('projectsecret delivery: wrote a Secret', {
         namespace,
         name,
         keys: Object.keys(want.data ?? {}).length,
       });
-      return delivered;
-    }
-    if ((!made?.uid || have.metadata.uid !== made.uid) && this.adoptable(uid, have)) {
-      made = { namespace: namespace!, name, uid: have.metadata.uid! };
-      await this.records.set(uid, made);
-      this.log("projectsecret delivery: took a Secret made for the ProjectSecret as the server's", { namespace, name });
-    }
-    if (!made?.uid || have.metadata.uid !== made.uid) {
-      // What was made is gone, and another Secret has the name now: nothing of the server's is there.
-      if (made) await this.records.delete(uid);
-      this.written.delete(uid);
+    return {
+      line: lineOf(HOST, 'Delivered', {
+        status: 'True',
+        reason: 'Delivered',
+        message: `kept as ${where} (${Object.keys(want.data ?? {}).length} key(s)), for workloads to mount`,
+      }),
+      wrote: placed.wrote,
+    };
+  }
+
+  /** Delivers to one target outside the host, after every check (delivery/reach.ts); its line. */
+  private async deliverRemote(
+    uid: string,
+    obj: ProjectSecret,
+    target: DeliveryTarget,
+    problem: Outcome | undefined,
+  ): Promise<Delivered> {
+    const key = targetKey(target);
+    const id = `${uid}/${key}`;
+    if (!this.opts.targets)
       return {
-        status: 'False',
-        reason: 'NameTaken',
-        message: `the host cluster has a ${where} that this server did not make for this ProjectSecret; it is left alone, and this ProjectSecret is not delivered until it is deleted or the ProjectSecret renamed`,
+        line: lineOf(key, 'Failed', {
+          status: 'False',
+          reason: 'NotSupported',
+          message: 'this server delivers to the host cluster only',
+        }),
       };
+    if (problem) {
+      const failed = await this.removeCopy(id);
+      return { line: lineOf(key, 'Pending', problem), retry: failed };
     }
-    if (sameContent(have, want)) {
-      this.remember(uid, have, wanted);
-      return delivered;
-    }
-    if (have.immutable || (have.type ?? 'Opaque') !== want.type) {
-      // Neither can change in place (kube refuses it): this server's own Secret is made again.
-      await this.secrets.delete(namespace, name, have.metadata.uid);
-      await this.create(uid, want, wanted);
-    } else {
-      const put = await this.secrets.replace({
-        ...want,
-        metadata: { ...want.metadata, resourceVersion: have.metadata.resourceVersion },
+    const want = desiredSecret(obj, target.namespace);
+    try {
+      const reached = await this.opts.targets.reach.reach(obj, target);
+      this.watches?.ensure(reached.apiKey, reached.api);
+      this.place(id, reached.apiKey, target.namespace, want.metadata.name);
+      const secrets = new HostResource<HostSecret>(reached.api, SECRETS);
+      const placed = await this.remote!.put(id, secrets, want, {
+        trusted: this.watches?.trusted(reached.apiKey) ?? false,
+        via: reached.via,
       });
-      this.remember(uid, put, wanted);
+      if (placed.kind === 'nameTaken')
+        return {
+          line: lineOf(key, 'Failed', {
+            status: 'False',
+            reason: 'NameTaken',
+            message: `${key} has a Secret ${target.namespace}/${want.metadata.name} that this server did not make for this ProjectSecret; it is left alone, and nothing is delivered there until it is deleted or the ProjectSecret renamed`,
+          }),
+        };
+      if (placed.wrote)
+        this.log('projectsecret delivery: wrote a Secret', {
+          target: key,
+          namespace: target.namespace,
+          name: want.metadata.name,
+          keys: Object.keys(want.data ?? {}).length,
+        });
+      return {
+        line: lineOf(key, 'Delivered', {
+          status: 'True',
+          reason: 'Delivered',
+          message: `kept as Secret ${target.namespace}/${want.metadata.name} in ${key} (${Object.keys(want.data ?? {}).length} key(s))`,
+        }),
+        wrote: placed.wrote,
+      };
+    } catch (err) {
+      if (err instanceof TargetError) {
+        if (err.opts.detail)
+          this.log('projectsecret delivery: a target is not reached', { target: key, error: err.opts.detail });
+        const failed = err.opts.revoked ? await this.removeCopy(id) : undefined;
+        const outcome: Outcome = { status: 'False', reason: err.reason, message: err.message };
+        return {
+          line: lineOf(key, err.phase, outcome),
+          retry: err.opts.retry ? new Error(`${key}: ${err.message}`) : failed,
+        };
+      }
+      if (!(err instanceof HostClusterError)) throw err;
+      const safe = withoutData(err, obj);
+      this.log('projectsecret delivery: a target refused the Secret', { target: key, error: safe.message });
+      return { line: lineOf(key, 'Failed', targetFailure(key, target, err)), retry: safe };
     }
-    this.log('projectsecret delivery: put a Secret back as its ProjectSecret says', {
-      namespace,
-      name,
-      keys: Object.keys(want.data ?? {}).length,
-    });
-    return delivered;
-  }
-
-  /** Creates the Secret and records it as the server's, its intent first (an answer lost leaves it adoptable). */
-  private async create(uid: string, want: HostSecret, wanted: string): Promise<void> {
-    this.written.delete(uid);
-    await this.records.set(uid, { namespace: want.metadata.namespace!, name: want.metadata.name, uid: '' });
-    const created = await this.secrets.create(want);
-    const { namespace = want.metadata.namespace!, name, uid: secretUid } = created.metadata;
-    if (secretUid) await this.records.set(uid, { namespace, name, uid: secretUid });
-    this.remember(uid, created, wanted);
-  }
-
-  private remember(uid: string, secret: HostSecret, wanted: string): void {
-    const { resourceVersion } = secret.metadata;
-    if (resourceVersion) this.written.set(uid, { resourceVersion, wanted, stale: false });
-  }
-
-  private report(obj: ProjectSecret, outcome: Outcome): Promise<void> {
-    return writeStatus(this.projectSecrets, obj, (o) => setCondition(o, SECRET_DELIVERED, outcome, obj), FIELD_MANAGER);
   }
 }
 
-/** The Secret a ProjectSecret stands for in the host. */
-export function desiredSecret(obj: ProjectSecret): HostSecret & { type: string } {
-  const { namespace, name, uid } = obj.metadata;
+/** The Secret a ProjectSecret stands for, in its own namespace of the host or in `namespace` of another cluster. */
+export function desiredSecret(obj: ProjectSecret, namespace = obj.metadata.namespace): HostSecret & { type: string } {
+  const { name, uid } = obj.metadata;
   const ref = sharedSecretRef(obj);
   return {
     apiVersion: 'v1',
@@ -371,23 +583,114 @@ export function desiredSecret(obj: ProjectSecret): HostSecret & { type: string }
       namespace,
       labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [SOURCE_UID_LABEL]: uid! },
       annotations: {
-        [SOURCE_ANNOTATION]: `ProjectSecret ${namespace}/${name}`,
+        [SOURCE_ANNOTATION]: `ProjectSecret ${obj.metadata.namespace}/${name}`,
         ...(ref ? { [SHARED_SECRET_ANNOTATION]: `${ref.namespace}/${ref.name}` } : {}),
       },
     },
-    type: 'Opaque',
+    type: deliveryType(obj),
     data: { ...obj.spec?.data },
   };
 }
 
-function sameContent(have: HostSecret, want: HostSecret): boolean {
-  return (
-    (have.type ?? 'Opaque') === want.type &&
-    !have.immutable &&
-    jsonEqual(have.data ?? {}, want.data ?? {}) &&
-    jsonEqual(have.metadata.labels ?? {}, want.metadata.labels ?? {}) &&
-    jsonEqual(have.metadata.annotations ?? {}, want.metadata.annotations ?? {})
-  );
+/**
+ * Why the data cannot be a Secret of its type now (synced data the SharedSecret no longer gives, or emptied as the
+ * access it rests on ended): then every copy is removed, as kube holds no typed Secret without its keys. An empty
+ * Opaque one is delivered empty, as always.
+ */
+function dataProblem(obj: ProjectSecret): Outcome | undefined {
+  const type = deliveryType(obj);
+  const data = (obj.spec?.data ?? {}) as Record<string, string>;
+  const missing = missingKeys(type, Object.keys(data));
+  if (missing.length)
+    return {
+      status: 'False',
+      reason: Object.keys(data).length ? 'MissingKeys' : 'NoData',
+      message: `a Secret of type ${type} needs the key ${missing.join(', ')}, which spec.data does not have${sharedSecretRef(obj) ? ' (see the Synced condition)' : ''}; its copies were removed, and come back once it does`,
+    };
+  const json = jsonKey(type);
+  if (json && !isJsonValue(data[json]))
+    return {
+      status: 'False',
+      reason: 'InvalidData',
+      message: `the key ${json} of spec.data must be JSON for a Secret of type ${type}; its copies were removed, and come back once it is`,
+    };
+  return undefined;
+}
+
+/** A line for `target` from an outcome. */
+function lineOf(target: string, phase: Line['phase'], outcome: Outcome): Line {
+  return { target, phase, reason: outcome.reason, message: outcome.message };
+}
+
+/** The line with its lastDeliveryTime: now when just written or newly Delivered, else as it was. */
+function stamped(line: Line, before: ProjectSecretStatusTarget | undefined, wrote = false): Line {
+  const { lastDeliveryTime: _, ...rest } = line;
+  const kept = before?.lastDeliveryTime;
+  const fresh = line.phase === 'Delivered' && (wrote || before?.phase !== 'Delivered' || !kept);
+  const time = fresh ? nowRFC3339() : kept;
+  return time ? { ...rest, lastDeliveryTime: time } : rest;
+}
+
+/** The SecretDelivered condition from the lines: a lone line's own words, else how many are delivered. */
+function summary(lines: Line[], left: number): Outcome {
+  const more = left ? `; ${left} more target(s) are not delivered to: at most ${MAX_DELIVERIES} per ProjectSecret` : '';
+  if (!lines.length)
+    return { status: 'True', reason: 'NoTargets', message: `spec.delivery.targets is empty: no Secret is kept${more}` };
+  const notDelivered = lines.filter((l) => l.phase !== 'Delivered');
+  if (lines.length === 1 && !left) {
+    const [l] = lines;
+    return { status: l.phase === 'Delivered' ? 'True' : 'False', reason: l.reason!, message: l.message! };
+  }
+  if (!notDelivered.length && !left)
+    return { status: 'True', reason: 'Delivered', message: `delivered to all ${lines.length} targets` };
+  const named = notDelivered
+    .slice(0, 5)
+    .map((l) => `${l.target} (${l.reason})`)
+    .join(', ');
+  const others = notDelivered.length > 5 ? ` and ${notDelivered.length - 5} more` : '';
+  return {
+    status: 'False',
+    reason: notDelivered.length < lines.length ? 'PartiallyDelivered' : 'NotDelivered',
+    message: `${lines.length - notDelivered.length} of ${lines.length} targets delivered${notDelivered.length ? `; not: ${named}${others} (status.targets says why)` : ''}${more}`,
+  };
+}
+
+/**
+ * The line of a target outside the host that refused or did not answer: its HTTP status only (the cluster's words
+ * go to the log). A create answered 404 is the namespace missing there.
+ */
+function targetFailure(key: string, target: DeliveryTarget, err: HostClusterError): Outcome {
+  if (err.code === undefined || err.code >= 500 || err.code === 429)
+    return {
+      status: 'False',
+      reason: 'TargetUnavailable',
+      message: `${key} did not answer; the Secret is written once it does`,
+    };
+  if (err.code === 404)
+    return {
+      status: 'False',
+      reason: 'NamespaceNotFound',
+      message: `${key} has no namespace ${target.namespace} (HTTP 404); the Secret is written once it has`,
+    };
+  return {
+    status: 'False',
+    reason: 'TargetRejected',
+    message: `${key} refused to write the Secret (HTTP ${err.code}); the server's log says why, and it is tried again`,
+  };
+}
+
+/** Runs `fn` on each item, at most `limit` at once, in order of the items' results. */
+async function inPool<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const run = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
+  return results;
 }
 
 /**

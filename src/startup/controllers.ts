@@ -9,6 +9,7 @@ import { DeliveryRecords } from '../controllers/deliveryrecords.js';
 import { GarbageCollector } from '../controllers/garbagecollector.js';
 import { startControllers, type Controller } from '../controllers/manager.js';
 import { ProjectSecretDelivery } from '../controllers/projectsecretdelivery.js';
+import { TargetReach } from '../controllers/delivery/reach.js';
 import { ProjectSecretSync } from '../controllers/projectsecretsync.js';
 import { VirtualClusterHealth } from '../controllers/virtualclusterhealth.js';
 import type { HostCluster } from '../host/cluster.js';
@@ -134,6 +135,7 @@ function hostControllers(
     });
   // One set of records for every run of the delivery: what storage did not take yet is still known to the next.
   const records = new DeliveryRecords(storage, config.etcdPrefix);
+  const targetRecords = new DeliveryRecords(storage, config.etcdPrefix, 'projectsecrettargets');
   if (config.projectSecretDelivery)
     controllers.push({
       name: 'projectsecret-delivery',
@@ -142,6 +144,13 @@ function hostControllers(
           log: info,
           resyncIntervalMs: config.accessResyncPeriodMs,
           workQueueMetrics,
+          // Virtual clusters and connected clusters, reached as kube configs reach them.
+          targets: {
+            records: targetRecords,
+            reach: new TargetReach(registry, clusters.connections, authorizer, {
+              allowedServers: config.virtualClusterAllowedServers,
+            }),
+          },
         }).run(signal),
     });
   return controllers;

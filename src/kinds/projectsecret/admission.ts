@@ -3,6 +3,7 @@
  * changes its reference (or the owner of one synced) must be allowed to get the SharedSecret it names, whose keys it
  * lists must exist; the writer of an allowed reference is recorded in status.referencedBy (see strategy.ts).
  */
+import { decoded } from '../../apimachinery/encoded.js';
 import { jsonEqual } from '../../apimachinery/equality.js';
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import { GROUP_NAME } from '../../apimachinery/group.js';
@@ -13,7 +14,17 @@ import type { AdmitContext, Caller, KindAdmission } from '../../registry/strateg
 import { projectOfNamespace } from '../project/namespace.js';
 import { Project } from '../project/types.js';
 import { SharedSecret } from '../sharedsecret/types.js';
-import { getSharedSecret, referenceWriter, sharedSecretRef, type SharedSecretRef } from './reference.js';
+import { VirtualClusterInstance } from '../virtualclusterinstance/types.js';
+import {
+  ALL_INSTANCES,
+  deliveryType,
+  missingKeys,
+  namedTargets,
+  remoteTargets,
+  type DeliveryTarget,
+} from './delivery.js';
+import { getSharedSecret, referenceWriter, sharedSecretRef, targetsWriter, type SharedSecretRef } from './reference.js';
+import { targetRefused } from './targetaccess.js';
 import type { ProjectSecret } from './types.js';
 
 const spec = Path.root('spec');
@@ -27,12 +38,14 @@ export const projectSecretAdmission: KindAdmission<ProjectSecret> = {
   async admitCreate(obj, caller, context) {
     const name = obj.metadata.name ?? '';
     await projectOfNamespace(context.store(Project), obj.metadata.namespace ?? '', projectSecretGK, name);
+    await admitTargets(obj, undefined, caller, context);
     if (!sharedSecretRef(obj)) return;
     if (caller.user && hasData(obj)) throw handWrittenData(name, 'may not be set together with spec.sharedSecretRef');
     await admitReference(obj, caller, context);
     recordWriter(obj, caller.user);
   },
   async admitUpdate(obj, old, caller, context) {
+    await admitTargets(obj, old, caller, context);
     const ref = sharedSecretRef(obj);
     if (!ref || !caller.user) return;
     const name = obj.metadata.name ?? '';
@@ -49,7 +62,11 @@ export const projectSecretAdmission: KindAdmission<ProjectSecret> = {
       const writer = referenceWriter(old);
       // One stored before writers were recorded rests on nobody until someone who may get the source writes it; the
       // writer's own writes record them as they are now (their groups may have changed since).
-      if (writer ? isRecordedAs(writer, caller.user) : await mayGet(caller, ref)) recordWriter(obj, caller.user);
+      const allowed = writer ? isRecordedAs(writer, caller.user) : await mayGet(caller, ref);
+      if (allowed) recordWriter(obj, caller.user);
+      // A new type asks the source for its keys, of one who may read them.
+      if (deliveryType(obj) !== deliveryType(old) && (allowed || (await mayGet(caller, ref))))
+        await checkSourceKeys(obj, ref, context);
       return;
     }
     if (hasData(obj)) throw handWrittenData(name, 'may not be set together with a new spec.sharedSecretRef');
@@ -110,4 +127,74 @@ async function admitReference(
       );
   });
   if (errs.length) throw errors.invalid(projectSecretGK, name, errs);
+  await checkSourceKeys(obj, ref, context);
+}
+
+/**
+ * A Secret of spec.delivery.type needs keys (delivery.ts): the SharedSecret a synced one copies must give them (422
+ * naming each missing key). One that does not exist yet is the sync's to report.
+ */
+async function checkSourceKeys(obj: ProjectSecret, ref: SharedSecretRef, context: AdmitContext): Promise<void> {
+  const type = deliveryType(obj);
+  const source = await context.store(SharedSecret).find(ref.namespace, ref.name);
+  if (!source) return;
+  const have = Object.keys(source.spec?.data ?? {});
+  const copied = ref.keys?.length ? ref.keys.filter((k) => have.includes(k)) : have;
+  const missing = missingKeys(type, copied);
+  if (!missing.length) return;
+  const from = ref.keys?.length ? 'of those spec.sharedSecretRef.keys lists' : 'among its keys';
+  throw errors.invalid(projectSecretGK, obj.metadata.name ?? '', [
+    fieldError.invalid(
+      spec.child('delivery').child('type'),
+      type,
+      `a Secret of this type needs the key ${missing.join(', ')}, which SharedSecret ${ref.namespace}/${ref.name} does not give ${from}`,
+    ),
+  ]);
+}
+
+/**
+ * A client write that sets or changes spec.delivery.targets names places the server will write to with its own
+ * credential: each is asked as the caller (targetaccess.ts), '*' for every instance there is now, and the caller is
+ * recorded in status.targetedBy; any refused is a 403 naming it, and nothing is stored. The recorded writer's own
+ * later writes record them as they are now; other writes keep the record.
+ */
+async function admitTargets(
+  obj: ProjectSecret,
+  old: ProjectSecret | undefined,
+  caller: Caller,
+  context: AdmitContext,
+): Promise<void> {
+  const { user } = caller;
+  if (!user || !remoteTargets(obj).length) return;
+  if (old && jsonEqual(namedTargets(obj), namedTargets(old))) {
+    const writer = targetsWriter(old);
+    if (writer && isRecordedAs(writer, user)) recordTargeter(obj, user);
+    return;
+  }
+  const namespace = obj.metadata.namespace ?? '';
+  const stores = { projects: context.store(Project) };
+  for (const target of await expanded(remoteTargets(obj), namespace, context)) {
+    const refused = await targetRefused(target, namespace, caller, stores);
+    if (refused) throw errors.forbidden(projectSecretGR, obj.metadata.name ?? '', refused);
+  }
+  recordTargeter(obj, user);
+}
+
+/** `targets` with each '*' as the instances of `namespace` there are now. */
+async function expanded(
+  targets: DeliveryTarget[],
+  namespace: string,
+  context: AdmitContext,
+): Promise<DeliveryTarget[]> {
+  if (!targets.some((t) => t.kind === 'virtualCluster' && t.name === ALL_INSTANCES)) return targets;
+  const { items } = await context.store(VirtualClusterInstance).list(namespace);
+  return targets.flatMap((t) =>
+    t.kind === 'virtualCluster' && t.name === ALL_INSTANCES
+      ? items.map((i) => ({ ...t, name: decoded(i).metadata.name! }))
+      : [t],
+  );
+}
+
+function recordTargeter(obj: ProjectSecret, user: UserInfo): void {
+  obj.status = { ...obj.status, targetedBy: recordUser(user) };
 }

@@ -23,6 +23,9 @@ export function sharedSecretRef(obj: ProjectSecret): SharedSecretRef | undefined
 /** Who set the reference (status.referencedBy); undefined when nobody is recorded. */
 export const referenceWriter = (obj: ProjectSecret): RecordedUser | undefined => recordedUser(obj.status?.referencedBy);
 
+/** Who last set or changed the delivery targets (status.targetedBy); undefined when nobody is recorded. */
+export const targetsWriter = (obj: ProjectSecret): RecordedUser | undefined => recordedUser(obj.status?.targetedBy);
+
 /** What a GET of the SharedSecret `ref` names, for authorization: naming it, or keeping its copy, is reading it. */
 export function getSharedSecret(ref: SharedSecretRef): Omit<Attributes, 'user'> {
   return {

@@ -26,6 +26,7 @@ import type { Strategy } from '../../registry/strategy.js';
 import { ownedKindStrategy } from '../owned.js';
 import { projectSecretAdmission } from './admission.js';
 import { projectSecretColumns } from './columns.js';
+import { remoteTargets } from './delivery.js';
 import { sharedSecretRef } from './reference.js';
 import { validateSpec } from './validation.js';
 import type { ProjectSecret } from './types.js';
@@ -37,6 +38,10 @@ import type { ProjectSecret } from './types.js';
  */
 const keepReferenceWriter = keepServerStatus([
   { name: 'referencedBy', wellTyped: isRecordedUser, serverWrites: 'never' },
+  // Whose access the copies outside the host rest on: the writes of the targets decide (admission.ts).
+  { name: 'targetedBy', wellTyped: isRecordedUser, serverWrites: 'never' },
+  // The delivery's lines: a client writing Delivered would say a Secret is where it is not.
+  { name: 'targets', wellTyped: Array.isArray, serverWrites: 'always' },
 ]);
 
 const owned = ownedKindStrategy('projectsecrets', validateSpec, { hostRbac: true });
@@ -57,6 +62,8 @@ export const projectSecretStrategy: Strategy<ProjectSecret> = {
     }
     // No reference, no one it rests on (admitUpdate records the writer of a new one, once it is allowed).
     if (!ref && obj.status?.referencedBy !== undefined) delete obj.status.referencedBy;
+    // No target outside the host, nobody the copies rest on.
+    if (!remoteTargets(obj).length && obj.status?.targetedBy !== undefined) delete obj.status.targetedBy;
   },
   prepareForStatusUpdate: keepReferenceWriter,
   admission: projectSecretAdmission,

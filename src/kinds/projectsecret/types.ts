@@ -20,6 +20,39 @@ export interface ProjectSecretSpecSharedSecretRef {
   keys?: string[];
 }
 
+/** A VirtualClusterInstance of this project ('*': every one), reached through its connection as its kube configs are. */
+export interface ProjectSecretSpecDeliveryTargetVirtualCluster {
+  /** The name of the VirtualClusterInstance in this namespace, or '*' for all of them. */
+  name: string;
+  /** The namespace inside the virtual cluster the Secret is kept in. */
+  namespace: string;
+}
+
+/** A connected Cluster that the project allows (spec.allowedClusters). */
+export interface ProjectSecretSpecDeliveryTargetCluster {
+  /** The name of the Cluster. */
+  name: string;
+  /** The namespace of that cluster the Secret is kept in. */
+  namespace: string;
+}
+
+export interface ProjectSecretSpecDeliveryTarget {
+  /** The host cluster's project namespace p-<project>. */
+  host?: Record<string, unknown>;
+  /** A VirtualClusterInstance of this project ('*': every one), reached through its connection as its kube configs are. */
+  virtualCluster?: ProjectSecretSpecDeliveryTargetVirtualCluster;
+  /** A connected Cluster that the project allows (spec.allowedClusters). */
+  cluster?: ProjectSecretSpecDeliveryTargetCluster;
+}
+
+/** Where the server keeps this secret as a native Secret of the same name, and of which type. Absent: an Opaque Secret in the host cluster's project namespace. Naming a virtual cluster or a connected cluster needs permission to use it, and its project must allow it. */
+export interface ProjectSecretSpecDelivery {
+  /** The type of the delivered Secrets (default Opaque), e.g. kubernetes.io/dockerconfigjson, kubernetes.io/tls, kubernetes.io/basic-auth; the data must hold the keys kube requires for it. */
+  type?: string;
+  /** Where the Secret is kept, at most 16 entries, each naming exactly one place. Absent: the host cluster only ([{host: {}}]); empty: nowhere. */
+  targets?: ProjectSecretSpecDeliveryTarget[];
+}
+
 export interface ProjectSecretSpecAccess {
   /** Optional name for the rule. */
   name?: string;
@@ -45,6 +78,8 @@ export interface ProjectSecretSpec {
   data?: Record<string, string>;
   /** The SharedSecret whose data this secret holds, kept in step by the server while the owner may get it. Setting or changing it needs permission to get that SharedSecret. */
   sharedSecretRef?: ProjectSecretSpecSharedSecretRef;
+  /** Where the server keeps this secret as a native Secret of the same name, and of which type. Absent: an Opaque Secret in the host cluster's project namespace. Naming a virtual cluster or a connected cluster needs permission to use it, and its project must allow it. */
+  delivery?: ProjectSecretSpecDelivery;
   /** Access rights for users and teams. They are transformed into Roles and RoleBindings. At most 64 entries; entries with the same verbs and subresources share one Role and one RoleBinding. */
   access?: ProjectSecretSpecAccess[];
 }
@@ -59,6 +94,31 @@ export interface ProjectSecretStatusReferencedBy {
   groups?: string[];
   /** What else authentication said of the user (e.g. the access key used). */
   extra?: Record<string, string[]>;
+}
+
+/** Who last set or changed spec.delivery.targets, recorded by the server from the write's credentials, again as they are now by each later write of theirs, and kept as stored by every other write. The copies outside the host rest on this identity: each is kept only while they may use its target. */
+export interface ProjectSecretStatusTargetedBy {
+  /** The user's name. */
+  username?: string;
+  /** The user's uid, if authentication gave one. */
+  uid?: string;
+  /** The user's groups when they wrote the targets. */
+  groups?: string[];
+  /** What else authentication said of the user (e.g. the access key used). */
+  extra?: Record<string, string[]>;
+}
+
+export interface ProjectSecretStatusTarget {
+  /** host, virtualCluster/<instance>/<namespace> or cluster/<cluster>/<namespace>. */
+  target: string;
+  /** Delivered, Failed or Pending. */
+  phase: string;
+  /** One-word CamelCase reason for the phase. */
+  reason?: string;
+  /** Human-readable details of the phase. */
+  message?: string;
+  /** When the Secret there was last found or written as this secret says. */
+  lastDeliveryTime?: string;
 }
 
 export interface ProjectSecretStatusCondition {
@@ -82,6 +142,10 @@ export interface ProjectSecretStatusCondition {
 export interface ProjectSecretStatus {
   /** Who last set or changed spec.sharedSecretRef, recorded by the server from the write's credentials (as a SubjectAccessReview carries them), again as they are now by each later write of theirs, and kept as stored by every other write. The synced data rests on this identity: it is kept only while they (and the owner) may get the SharedSecret. */
   referencedBy?: ProjectSecretStatusReferencedBy;
+  /** Who last set or changed spec.delivery.targets, recorded by the server from the write's credentials, again as they are now by each later write of theirs, and kept as stored by every other write. The copies outside the host rest on this identity: each is kept only while they may use its target. */
+  targetedBy?: ProjectSecretStatusTargetedBy;
+  /** One line per place the Secret is delivered to, written by the server. */
+  targets?: ProjectSecretStatusTarget[];
   /** The conditions the project secret is in (Synced says whether its data follows its SharedSecret). */
   conditions?: ProjectSecretStatusCondition[];
 }

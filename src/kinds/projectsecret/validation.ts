@@ -2,6 +2,7 @@
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import { isConfigMapKey, isDNS1123Label, isDNS1123Subdomain } from '../../apimachinery/validation.js';
 import { secretDataErrors } from '../sharedsecret/validation.js';
+import { deliveryErrors } from './delivery.js';
 import { sharedSecretRef } from './reference.js';
 import type { ProjectSecret } from './types.js';
 
@@ -9,8 +10,8 @@ const spec = Path.root('spec');
 const refPath = spec.child('sharedSecretRef');
 
 export const validateSpec = (obj: ProjectSecret): FieldError[] => {
-  const errs = secretDataErrors(obj);
   const ref = sharedSecretRef(obj);
+  const errs = [...secretDataErrors(obj), ...deliveryErrors(obj, !!ref)];
   if (!ref) return errs;
   if (!ref.namespace) errs.push(fieldError.required(refPath.child('namespace'), 'the namespace of the SharedSecret'));
   else

@@ -156,7 +156,7 @@ async function clusterRefused(name: string, at: Path, caller: Caller): Promise<F
  * Whether the caller may get the Cluster `name`, asked of this server's authorizers: always outside system:masters
  * (and the server's own writes); a caller that brings no way to ask may not.
  */
-async function mayGetCluster(name: string, { user, authorize }: Caller): Promise<boolean> {
+export async function mayGetCluster(name: string, { user, authorize }: Caller): Promise<boolean> {
   if (!user || isMaster(user)) return true;
   const attrs = {
     verb: 'get',
