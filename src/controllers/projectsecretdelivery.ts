@@ -58,6 +58,8 @@ import { watchStore } from './storewatch.js';
 import { WorkQueue, type WorkQueueMetrics } from './workqueue.js';
 import { ProjectSecret } from '../kinds/projectsecret/types.js';
 import { Project } from '../kinds/project/types.js';
+import { Cluster } from '../kinds/cluster/types.js';
+import type { KubeObject } from '../apimachinery/types.js';
 import { VirtualClusterInstance } from '../kinds/virtualclusterinstance/types.js';
 
 export type { HostSecret } from './delivery/placer.js';
@@ -117,6 +119,9 @@ export class ProjectSecretDelivery {
   private readonly projectSecrets: Store<ProjectSecret>;
   private readonly instances: Store<VirtualClusterInstance>;
   private readonly projects: Store<Project>;
+  private readonly clusters: Store<Cluster>;
+  /** What the watches last showed of each instance, Project and Cluster that copies may rest on. */
+  private readonly dependencies = new Map<string, string>();
   private readonly secrets: HostResource<HostSecret>;
   private readonly host: SecretPlacer;
   private readonly remote?: SecretPlacer;
@@ -146,6 +151,7 @@ export class ProjectSecretDelivery {
     this.projectSecrets = registry.store(ProjectSecret);
     this.instances = registry.store(VirtualClusterInstance);
     this.projects = registry.store(Project);
+    this.clusters = registry.store(Cluster);
     this.secrets = new HostResource<HostSecret>(hostCluster, SECRETS);
     this.host = new SecretPlacer(records);
     if (opts.targets) this.remote = new SecretPlacer(opts.targets.records);
@@ -203,17 +209,25 @@ export class ProjectSecretDelivery {
         },
         log,
       }),
-      // An instance coming or going in a namespace changes where '*' reaches, and may be what a target waits for.
+      // An instance coming or going in a namespace changes where '*' reaches, and may be what a target waits for;
+      // its importer and placement are what its copies rest on. Its health checks' status writes change neither.
       watchStore(this.instances, signal, {
-        upsert: (obj) => this.enqueueRemote(obj.metadata.namespace),
-        remove: (obj) => this.enqueueRemote(obj.metadata.namespace),
+        upsert: (obj) => this.dependencyChanged('instance', obj, [obj.status?.importedBy, obj.status?.clusterUID]),
+        remove: (obj) => this.dependencyGone('instance', obj),
         resynced: () => this.enqueueRemote(),
         log,
       }),
       // A project's allowed clusters decide which Clusters its secrets may reach.
       watchStore(this.projects, signal, {
-        upsert: (obj) => this.enqueueRemote(`p-${obj.metadata.name}`),
-        remove: (obj) => this.enqueueRemote(`p-${obj.metadata.name}`),
+        upsert: (obj) => this.dependencyChanged('project', obj, []),
+        remove: (obj) => this.dependencyGone('project', obj),
+        resynced: () => this.enqueueRemote(),
+        log,
+      }),
+      // A Cluster's access entries decide who may deliver to it (its status, written by every check, does not).
+      watchStore(this.clusters, signal, {
+        upsert: (obj) => this.dependencyChanged('cluster', obj, []),
+        remove: (obj) => this.dependencyGone('cluster', obj),
         resynced: () => this.enqueueRemote(),
         log,
       }),
@@ -291,6 +305,34 @@ export class ProjectSecretDelivery {
     if (place && this.at.get(placeKey(place)) === uid) this.at.delete(placeKey(place));
     this.host.forget(uid);
     this.queue.add(uid);
+  }
+
+  /**
+   * An instance, Project or Cluster changed what the copies outside the host rest on (its spec, its deletion, or the
+   * `also` fields of its status): the ProjectSecrets that may reach through it are reconciled.
+   */
+  private dependencyChanged(kind: string, obj: KubeObject, also: unknown[]): void {
+    const key = `${kind} ${obj.metadata.namespace ?? ''}/${obj.metadata.name}`;
+    const version = JSON.stringify([
+      obj.metadata.uid,
+      obj.metadata.generation ?? 0,
+      obj.metadata.deletionTimestamp ?? '',
+      ...also,
+    ]);
+    if (this.dependencies.get(key) === version) return;
+    this.dependencies.set(key, version);
+    this.enqueueFor(kind, obj);
+  }
+
+  private dependencyGone(kind: string, obj: KubeObject): void {
+    this.dependencies.delete(`${kind} ${obj.metadata.namespace ?? ''}/${obj.metadata.name}`);
+    this.enqueueFor(kind, obj);
+  }
+
+  private enqueueFor(kind: string, obj: KubeObject): void {
+    if (kind === 'instance') this.enqueueRemote(obj.metadata.namespace);
+    else if (kind === 'project') this.enqueueRemote(`p-${obj.metadata.name}`);
+    else this.enqueueRemote();
   }
 
   /** The ProjectSecrets with targets outside the host (of `namespace` only, when given). */
