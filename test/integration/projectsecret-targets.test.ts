@@ -183,7 +183,7 @@ async function lines(name: string, want: Record<string, string>): Promise<any[]>
       return match ? got : undefined;
     });
   } catch (err) {
-    throw new Error(`${(err as Error).message}; the lines: ${JSON.stringify(got)}`);
+    throw new Error(`${(err as Error).message}; the lines: ${JSON.stringify(got)}`, { cause: err });
   }
 }
 
