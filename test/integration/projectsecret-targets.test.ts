@@ -42,7 +42,8 @@ const VALUES = ['reg-pw-one', 'reg-pw-two', 'reg-pw-three', 'hand-edit-value', '
 let mgmt: HostClusterStandIn;
 let a: HostClusterStandIn;
 let vc: HostClusterStandIn;
-let ts: TestServer & { as: Record<'root' | 'bob' | 'carol', HttpClient> };
+const SA = 'system:serviceaccount:ci:deployer';
+let ts: TestServer & { as: Record<'root' | 'bob' | 'carol' | typeof SA, HttpClient> };
 let root: HttpClient;
 let bob: HttpClient;
 let carol: HttpClient;
@@ -60,7 +61,7 @@ const lineKeys = ['host', `virtualCluster/${VC_NAME}/${VC_NS}`, `cluster/conn-a/
 beforeAll(async () => {
   [mgmt, a, vc] = await Promise.all([startHostCluster(), startHostCluster(), startHostCluster()]);
   ts = await startTestServerWithUsers(
-    { root: ['system:masters'], bob: ['devs'], carol: [] },
+    { root: ['system:masters'], bob: ['devs'], carol: [], [SA]: ['system:serviceaccounts'] },
     {
       kubeconfig: mgmt.kubeconfigPath,
       clusterHealthIntervalMs: HEALTH_INTERVAL_MS,
@@ -90,7 +91,7 @@ beforeAll(async () => {
     PROJECT_NS,
     'write-projectsecrets',
     [{ apiGroups: [GROUP], resources: ['projectsecrets'], verbs: ['create', 'get', 'list', 'update', 'patch'] }],
-    ['bob', 'carol'],
+    ['bob', 'carol', SA],
   );
   const project = await root.post(PROJECTS_PATH, {
     apiVersion: API_VERSION,
@@ -452,6 +453,31 @@ describe('who may deliver where', () => {
       MERGE_PATCH,
     );
     expect(all.status).toBe(403);
+  });
+
+  test('a writer with a Kubernetes identity (a host ServiceAccount) names no target outside the host: 403', async () => {
+    // Its name would be asked about in the target cluster, where it is another ServiceAccount's.
+    await root.patch(
+      `${GROUP_PATH}/clusters/conn-a`,
+      { spec: { access: [{ verbs: ['get'], users: ['bob', SA] }] } },
+      MERGE_PATCH,
+    );
+    try {
+      // It owns nothing (no system: identity does), but may update what others own.
+      const own = await create(bob, { targets: [{ host: {} }] }, 'bob');
+      expect(own.status).toBe(201);
+      const path = psPath(own.body.metadata.name);
+      const res = await ts.as[SA].patch(path, { spec: { delivery: { targets: [clusterTarget] } } }, MERGE_PATCH);
+      expect(res.status).toBe(403);
+      expect(res.body.message).toContain(`User "${SA}" cannot name target cluster/conn-a/apps`);
+      expect((await root.get(path)).body.spec.delivery.targets).toEqual([{ host: {} }]);
+    } finally {
+      await root.patch(
+        `${GROUP_PATH}/clusters/conn-a`,
+        { spec: { access: [{ verbs: ['get'], users: ['bob'] }] } },
+        MERGE_PATCH,
+      );
+    }
   });
 
   test('a namespace where the target cluster does not let the writer create Secrets gets nothing (TargetForbidden)', async () => {

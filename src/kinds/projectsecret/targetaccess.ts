@@ -11,7 +11,9 @@
  * - the host's project namespace, where the copy has always been: anyone who may write the ProjectSecret.
  *
  * The delivery asks the target cluster too, before each write, whether they may create Secrets in the namespace
- * there (remote.ts); system:masters are not asked about, here or there.
+ * there (controllers/delivery/reach.ts), by their name; so a writer whose name is a `system:` one (a host
+ * ServiceAccount, a node) names no target outside the host, as no kube config is issued to them. system:masters are
+ * not asked about, here or there.
  */
 import { GROUP_NAME } from '../../apimachinery/group.js';
 import { isMaster } from '../../apimachinery/user.js';
@@ -23,6 +25,7 @@ import { mayGetCluster } from '../virtualclusterinstance/placement.js';
 import { ALL_INSTANCES, targetKey, type DeliveryTarget } from './delivery.js';
 
 const VERSION = 'v1';
+const SYSTEM_PREFIX = 'system:';
 
 /** What the checks read. */
 export interface TargetAccessStores {
@@ -42,6 +45,10 @@ export async function targetRefused(
   const who = `User ${JSON.stringify(caller.user?.name ?? '')}`;
   const key = targetKey(target);
   if (target.kind === 'host') return undefined;
+  // The target cluster is asked about the writer by name: a Kubernetes identity (a host ServiceAccount, a node)
+  // would be asked about as the one of that name there, someone else (as kube configs are not issued to them).
+  if (caller.user && !isMaster(caller.user) && caller.user.name.startsWith(SYSTEM_PREFIX))
+    return `${who} cannot name target ${key}: the target cluster would be asked what the identity of that name there may do, which is not this caller; delivery outside the host is for users, not Kubernetes' own ${SYSTEM_PREFIX} identities`;
   if (target.kind === 'cluster') {
     if (!(await mayGetCluster(target.name, caller)))
       return `${who} cannot get Cluster ${JSON.stringify(target.name)} (target ${key}): a Secret is delivered only to a Cluster its targets' writer may get (its owner, or an access entry granting get)`;
