@@ -85,8 +85,18 @@ test('a Global Secret synced into a project, delivered to the host, and rotated'
   const table = await k('get', 'projectsecrets', '-n', 'p-web');
   expect(table.code).toBe(0);
   expect(lines(table.stdout).map((l) => l.split(/\s{2,}/))).toEqual([
-    ['NAME', 'DISPLAY NAME', 'SOURCE NAMESPACE', 'SOURCE', 'KEYS', 'SYNCED', 'DELIVERED', 'AGE'],
-    ['registry', 'Registry credentials', 'platform-secrets', 'registry', '1', 'True', 'True', expect.any(String)],
+    ['NAME', 'DISPLAY NAME', 'SOURCE NAMESPACE', 'SOURCE', 'KEYS', 'SYNCED', 'DELIVERED', 'TARGETS', 'AGE'],
+    [
+      'registry',
+      'Registry credentials',
+      'platform-secrets',
+      'registry',
+      '1',
+      'True',
+      'True',
+      '1/1',
+      expect.any(String),
+    ],
   ]);
   expect(host.get('secrets', 'p-web', 'registry')?.data).toEqual({ password: B64('first-password') });
 
