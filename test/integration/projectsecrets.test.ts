@@ -141,10 +141,12 @@ describe('the kind', () => {
       'Keys',
       'Synced',
       'Delivered',
+      'Targets',
       'Age',
     ]);
     const row = table.body.rows.find((r: any) => r.cells[0] === name);
-    expect(row.cells.slice(0, 7)).toEqual([name, 'Own', null, null, 1, null, null]);
+    // No delivery runs here: no condition, no line.
+    expect(row.cells.slice(0, 8)).toEqual([name, 'Own', null, null, 1, null, null, null]);
     const patched = await alice.patch(projectSecretPath(name), { spec: { data: { token: B64('new') } } }, MERGE_PATCH);
     expect(patched.status).toBe(200);
     expect(patched.body.spec.data.token).toBe(B64('new'));
