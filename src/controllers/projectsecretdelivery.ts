@@ -134,6 +134,8 @@ export class ProjectSecretDelivery {
   private readonly placed = new Map<string, { apiKey: string; place: string }>();
   private readonly placedAt = new Map<string, Set<string>>();
   private watches?: SecretWatches;
+  /** The work on each ProjectSecret under way (its items run one at a time). */
+  private readonly busy = new Map<string, Promise<void>>();
   /** Whether the store's watch has listed every ProjectSecret: before, one not known may just not be seen yet. */
   private listed = false;
   /** Until the records have taken over what earlier versions delivered: the ProjectSecrets not looked at yet. */
@@ -250,13 +252,16 @@ export class ProjectSecretDelivery {
           resyncMs: this.resyncMs,
           resync: () => this.enqueueAll(),
           started: () => ({ projectSecrets: this.known.size }),
-          handle: (uid) => this.reconcile(uid),
-          failed: (uid, err, delayMs) =>
+          handle: (item) => this.handle(item),
+          failed: (item, err, delayMs) => {
+            const { uid, target } = splitItem(item);
             this.log('projectsecret delivery: will retry', {
               ...(this.known.get(uid) ?? this.records.get(uid)),
+              ...(target ? { target } : {}),
               error: String((err as Error).message ?? err),
               delayMs,
-            }),
+            });
+          },
         },
         signal,
       );
@@ -352,29 +357,86 @@ export class ProjectSecretDelivery {
 
   // ---- one ProjectSecret ----
 
+  /**
+   * One queue item: a ProjectSecret's uid (all its targets), or `uid|target`, one target that failed, retried with its
+   * own backoff so that the others are not asked again meanwhile. The items of one ProjectSecret run one at a time.
+   */
+  private async handle(item: string): Promise<void> {
+    const { uid, target } = splitItem(item);
+    const before = this.busy.get(uid) ?? Promise.resolve();
+    const run = before.then(() => (target ? this.retryTarget(uid, target) : this.reconcile(uid)));
+    const settled = run.catch(() => {});
+    this.busy.set(uid, settled);
+    try {
+      await run;
+    } finally {
+      if (this.busy.get(uid) === settled) this.busy.delete(uid);
+    }
+  }
+
   private async reconcile(uid: string): Promise<void> {
     await this.records.save(uid);
     for (const id of this.remoteIds(uid)) await this.opts.targets!.records.save(id);
-    const place = this.known.get(uid);
-    const read = place ? await this.projectSecrets.find(place.namespace, place.name) : undefined;
-    const live = read && read.metadata.uid === uid && !read.metadata.deletionTimestamp ? read : undefined;
+    const live = await this.live(uid);
     if (!live) {
       // Only once every ProjectSecret has been listed, and when it is still not known: it may be back under a new event.
       if (!this.listed || this.known.get(uid)) return;
       await this.removeHost(uid, 'deleted the Secret of a ProjectSecret that is gone');
       const failed = await this.removeRemote(uid, new Set());
-      if (failed) throw failed;
+      if (failed.length) throw failed[0].error;
       return this.migrated(uid);
     }
     const { targets, left } = await this.targetsOf(live);
     const problem = dataProblem(live);
-    const previous = new Map((live.status?.targets ?? []).map((l) => [l.target, l]));
     const results: Delivered[] = [];
     if (targets.some((t) => t.kind === 'host')) results.push(await this.deliverHost(uid, live, problem));
     else await this.removeHost(uid, 'deleted the Secret of a ProjectSecret no longer delivered to the host');
     const remote = targets.filter((t) => t.kind !== 'host');
     results.push(...(await inPool(remote, TARGETS_AT_ONCE, (t) => this.deliverRemote(uid, live, t, problem))));
     const dropped = await this.removeRemote(uid, new Set(remote.map(targetKey)));
+    await this.writeLines(live, left, results);
+    await this.migrated(uid);
+    for (const r of results) if (r.retry) this.queue.add(`${uid}|${r.line.target}`);
+    for (const d of dropped) this.queue.add(`${uid}|${d.target}`);
+  }
+
+  /** Delivers to one target again (or removes its copy, if it is no longer one), writing its line only. */
+  private async retryTarget(uid: string, key: string): Promise<void> {
+    const live = await this.live(uid);
+    if (!live) return this.queue.add(uid);
+    const { targets, left } = await this.targetsOf(live);
+    const target = targets.find((t) => targetKey(t) === key);
+    if (!target) {
+      if (key === HOST)
+        return this.removeHost(uid, 'deleted the Secret of a ProjectSecret no longer delivered to the host');
+      const failed = await this.removeCopy(`${uid}/${key}`);
+      if (failed) throw failed;
+      return;
+    }
+    const problem = dataProblem(live);
+    const result =
+      target.kind === 'host'
+        ? await this.deliverHost(uid, live, problem)
+        : await this.deliverRemote(uid, live, target, problem);
+    const results = targets.flatMap((t): Delivered[] => {
+      if (targetKey(t) === key) return [result];
+      const line = (live.status?.targets ?? []).find((l) => l.target === targetKey(t));
+      return line ? [{ line: line as Line }] : [];
+    });
+    await this.writeLines(live, left, results);
+    if (result.retry) throw result.retry;
+  }
+
+  /** The ProjectSecret of `uid` as stored now, unless it is gone or going. */
+  private async live(uid: string): Promise<ProjectSecret | undefined> {
+    const place = this.known.get(uid);
+    const read = place ? await this.projectSecrets.find(place.namespace, place.name) : undefined;
+    return read && read.metadata.uid === uid && !read.metadata.deletionTimestamp ? read : undefined;
+  }
+
+  /** Writes status.targets and the SecretDelivered condition summarising them. */
+  private async writeLines(live: ProjectSecret, left: number, results: Delivered[]): Promise<void> {
+    const previous = new Map((live.status?.targets ?? []).map((l) => [l.target, l]));
     const lines = results.map(({ line, wrote }) => stamped(line, previous.get(line.target), wrote));
     await writeStatus(
       this.projectSecrets,
@@ -385,9 +447,6 @@ export class ProjectSecretDelivery {
       },
       FIELD_MANAGER,
     );
-    await this.migrated(uid);
-    const retry = results.find((r) => r.retry)?.retry ?? dropped;
-    if (retry) throw retry;
   }
 
   /** The places the ProjectSecret is delivered to, '*' as the instances of its namespace, at most MAX_DELIVERIES. */
@@ -428,12 +487,14 @@ export class ProjectSecretDelivery {
     return this.opts.targets?.records.idsOf(uid) ?? [];
   }
 
-  /** Removes the copies of `uid` outside the host but those of `keep` (target keys); the first failure, to retry. */
-  private async removeRemote(uid: string, keep: ReadonlySet<string>): Promise<Error | undefined> {
-    let failed: Error | undefined;
+  /** Removes the copies of `uid` outside the host but those of `keep` (target keys); those that failed, to retry. */
+  private async removeRemote(uid: string, keep: ReadonlySet<string>): Promise<{ target: string; error: Error }[]> {
+    const failed: { target: string; error: Error }[] = [];
     for (const id of this.remoteIds(uid)) {
-      if (keep.has(id.slice(uid.length + 1))) continue;
-      failed = (await this.removeCopy(id)) ?? failed;
+      const target = id.slice(uid.length + 1);
+      if (keep.has(target)) continue;
+      const error = await this.removeCopy(id);
+      if (error) failed.push({ target, error });
     }
     return failed;
   }
@@ -611,6 +672,12 @@ export class ProjectSecretDelivery {
       return { line: lineOf(key, 'Failed', targetFailure(key, target, err)), retry: safe };
     }
   }
+}
+
+/** A queue item: a ProjectSecret's uid, and the one target to retry, if any. */
+function splitItem(item: string): { uid: string; target?: string } {
+  const at = item.indexOf('|');
+  return at < 0 ? { uid: item } : { uid: item.slice(0, at), target: item.slice(at + 1) };
 }
 
 /** The Secret a ProjectSecret stands for, in its own namespace of the host or in `namespace` of another cluster. */

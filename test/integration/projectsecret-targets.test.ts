@@ -247,6 +247,16 @@ describe('a Global Secret reaching the host, a virtual cluster and a connected c
       await holds('the connected cluster', places(name)[2][1], '.dockerconfigjson', dockerConfig('reg-pw-three'));
       const c = await condition(name);
       expect(c).toMatchObject({ status: 'False', reason: 'PartiallyDelivered' });
+      // Only the failing target is retried: each retry reads its connection in `a` and asks `a` about its importer
+      // (one review); the connected cluster's target, which would add a review of its own, is not asked again.
+      const count = () => ({
+        connections: a.requests.filter((r) => r.method === 'GET' && r.path.endsWith(`/secrets/vc-${VC_NAME}`)).length,
+        reviews: a.requests.filter((r) => r.resource === 'subjectaccessreviews').length,
+      });
+      const start = count();
+      await waitFor('two retries of the virtual cluster', () => count().connections >= start.connections + 2, 20_000);
+      const end = count();
+      expect(end.reviews - start.reviews).toBe(end.connections - start.connections);
       expect(c.message).toContain(`2 of 3 targets delivered; not: ${lineKeys[1]} (TargetUnavailable)`);
     } finally {
       await vc.setDown(false);
