@@ -23,6 +23,9 @@ export interface ServerStatusField {
 
 export const isString = (v: unknown): boolean => typeof v === 'string';
 
+/** Whether an optional property is absent or passes `ok`. */
+export const absentOr = (v: unknown, ok: (v: unknown) => boolean): boolean => v === undefined || ok(v);
+
 /** A prepareForStatusUpdate keeping `fields` as described above. */
 export function keepServerStatus(
   fields: readonly ServerStatusField[],

@@ -264,6 +264,27 @@ describe('a Global Secret reaching the host, a virtual cluster and a connected c
     await holds('the virtual cluster', places(name)[1][1], '.dockerconfigjson', dockerConfig('reg-pw-three'));
     await lines(name, Object.fromEntries(lineKeys.map((k) => [k, 'Delivered'])));
   }, 60_000);
+
+  test('a virtual cluster scaled to zero (no connection): its line Pending, delivered once it runs again', async () => {
+    const hostNs = `vcluster-${VC_NAME}`;
+    const connection = a.get('secrets', hostNs, `vc-${VC_NAME}`)!;
+    expect(a.remove('secrets', hostNs, `vc-${VC_NAME}`)).toBe(true);
+    try {
+      await setSource(source, { '.dockerconfigjson': dockerConfig('reg-pw-one') });
+      const got = await lines(name, {
+        host: 'Delivered',
+        [lineKeys[1]]: 'Pending/VirtualClusterNotRunning',
+        [lineKeys[2]]: 'Delivered',
+      });
+      expect(got.find((l) => l.target === lineKeys[1]).message).toContain(VC_NAME);
+      // What it held stays as it was: nothing reached it meanwhile.
+      expect(vc.get('secrets', VC_NS, name)!.data['.dockerconfigjson']).toBe(B64(dockerConfig('reg-pw-three')));
+    } finally {
+      a.put(connection);
+    }
+    await holds('the virtual cluster', places(name)[1][1], '.dockerconfigjson', dockerConfig('reg-pw-one'));
+    await lines(name, Object.fromEntries(lineKeys.map((k) => [k, 'Delivered'])));
+  }, 60_000);
 });
 
 describe('what the copies rest on', () => {
@@ -513,6 +534,23 @@ describe('who may deliver where', () => {
     const obj = (await root.get(path)).body;
     expect(obj.status.targetedBy.username).toBe('bob');
     expect(obj.status.targets.map((l: any) => l.target)).toEqual([lineKeys[2]]);
+  });
+
+  test('a status write of lines of the wrong type is a 422 naming the field, and nothing changes', async () => {
+    const res = await create(bob, { targets: [clusterTarget] }, 'bob');
+    const path = psPath(res.body.metadata.name);
+    await lines(res.body.metadata.name, { [lineKeys[2]]: 'Delivered' });
+    const before = (await root.get(path)).body;
+    for (const targets of [['x'], [{ target: 42, phase: 'Delivered' }], [{ target: 'host' }]]) {
+      const w = await root.patch(`${path}/status`, { status: { targets } }, MERGE_PATCH);
+      expect({ targets, status: w.status, reason: w.body.reason }).toEqual({
+        targets,
+        status: 422,
+        reason: 'Invalid',
+      });
+      expect(w.body.message).toContain('status.targets[0]');
+    }
+    expect((await root.get(path)).body.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
   });
 });
 

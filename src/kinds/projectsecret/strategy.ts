@@ -20,8 +20,10 @@
  *   Outside system:masters a create names as owner only the creator or a team of the creator's (kinds/owned.ts).
  */
 import { jsonEqual } from '../../apimachinery/equality.js';
+import { isDateTime } from '../../apimachinery/schema.js';
+import { isPlainObject } from '../../apimachinery/types.js';
 import { isRecordedUser } from '../../registry/recordeduser.js';
-import { keepServerStatus } from '../../registry/serverstatus.js';
+import { absentOr, isString, keepServerStatus } from '../../registry/serverstatus.js';
 import type { Strategy } from '../../registry/strategy.js';
 import { ownedKindStrategy } from '../owned.js';
 import { projectSecretAdmission } from './admission.js';
@@ -41,8 +43,16 @@ const keepReferenceWriter = keepServerStatus([
   // Whose access the copies outside the host rest on: the writes of the targets decide (admission.ts).
   { name: 'targetedBy', wellTyped: isRecordedUser, serverWrites: 'never' },
   // The delivery's lines: a client writing Delivered would say a Secret is where it is not.
-  { name: 'targets', wellTyped: Array.isArray, serverWrites: 'always' },
+  { name: 'targets', wellTyped: (v) => Array.isArray(v) && v.every(targetLineTyped), serverWrites: 'always' },
 ]);
+
+/** A line of status.targets as the CRD types it: target and phase strings, the rest of their types when set. */
+function targetLineTyped(line: unknown): boolean {
+  if (!isPlainObject(line) || typeof line.target !== 'string' || typeof line.phase !== 'string') return false;
+  return (
+    absentOr(line.reason, isString) && absentOr(line.message, isString) && absentOr(line.lastDeliveryTime, isDateTime)
+  );
+}
 
 const owned = ownedKindStrategy('projectsecrets', validateSpec, { hostRbac: true });
 

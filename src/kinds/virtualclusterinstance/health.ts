@@ -5,7 +5,7 @@
  */
 import { isDateTime } from '../../apimachinery/schema.js';
 import { isPlainObject } from '../../apimachinery/types.js';
-import { isString } from '../../registry/serverstatus.js';
+import { absentOr, isString } from '../../registry/serverstatus.js';
 import type { VirtualClusterInstanceStatus } from './types.js';
 
 export type InstancePhase = NonNullable<VirtualClusterInstanceStatus['phase']>;
@@ -41,11 +41,10 @@ export const healthTyped: Record<(typeof HEALTH_FIELDS)[number], (v: unknown) =>
 /** A condition as the CRD types it: type and status strings, the rest of their types when set. */
 function conditionTyped(c: unknown): boolean {
   if (!isPlainObject(c) || typeof c.type !== 'string' || typeof c.status !== 'string') return false;
-  const optional = (v: unknown, ok: (v: unknown) => boolean) => v === undefined || ok(v);
   return (
-    optional(c.reason, isString) &&
-    optional(c.message, isString) &&
-    optional(c.observedGeneration, Number.isSafeInteger) &&
-    optional(c.lastTransitionTime, isDateTime)
+    absentOr(c.reason, isString) &&
+    absentOr(c.message, isString) &&
+    absentOr(c.observedGeneration, Number.isSafeInteger) &&
+    absentOr(c.lastTransitionTime, isDateTime)
   );
 }
