@@ -64,9 +64,10 @@ export async function startServer(flags: Config, log: Logger, worker?: WorkerOf)
       ownerDeletion: () => ownerDeletion,
       admission: () => admission?.chain,
       connectCluster: (name) => clusters.connect(name),
-      views: {
+      settings: {
         clusterHealthIntervalMs: config.clusterHealthIntervalMs,
         virtualClusterHealthIntervalMs: config.virtualClusterHealthIntervalMs,
+        accessKeyMaxTtlSeconds: config.accessKeyMaxTtlSeconds,
         now: Date.now,
       },
     });

@@ -27,16 +27,24 @@
  * Keys and hashes are never logged.
  */
 import { Backoff } from '../apimachinery/backoff.js';
+import { humanDuration } from '../apimachinery/duration.js';
 import type { IncomingMessage } from 'node:http';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { Restriction, UserInfo } from '../apimachinery/user.js';
 import type { CacheEvent, WatchCache } from '../storage/cacher.js';
 import { TEAM_GROUP_PREFIX } from '../apimachinery/user.js';
-import { USER_GROUP_PREFIX, hashAccessKey, isKeyHash, lastActivityOf } from '../kinds/ownedaccesskey/strategy.js';
+import { expiresAt, nearExpiry } from '../kinds/ownedaccesskey/expiry.js';
+import { USER_GROUP_PREFIX, hashAccessKey, isKeyHash } from '../kinds/ownedaccesskey/strategy.js';
 import type { OwnedAccessKey } from '../kinds/ownedaccesskey/types.js';
 import type { ActivityRecorder } from './activity.js';
 import { buildRestriction, type RestrictionOptions } from '../access/scope.js';
-import { AuthenticationError, bearerToken, type Authenticator } from './types.js';
+import {
+  AuthenticationError,
+  CREDENTIAL_WARNINGS,
+  bearerToken,
+  type Authenticated,
+  type Authenticator,
+} from './types.js';
 
 /** The extra key naming the OwnedAccessKey a request authenticated with. */
 export const ACCESS_KEY_EXTRA = 'platform.sh/access-key';
@@ -95,6 +103,12 @@ export function identityOf(obj: KubeObject, restriction?: Restriction): UserInfo
   return user;
 }
 
+/** Said with every answer to a key in the last tenth of its life: when it stops working, and what to do. */
+function expiryWarning(name: string, at: number, now: number): string {
+  const when = new Date(at).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  return `access key ${JSON.stringify(name)} expires at ${when} (in ${humanDuration(at - now)}); requests with it are refused from then on`;
+}
+
 export class AccessKeyAuthenticator implements Authenticator {
   private readonly byName = new Map<string, IndexedKey>();
   private readonly byHash = new Map<string, Set<string>>();
@@ -150,10 +164,13 @@ export class AccessKeyAuthenticator implements Authenticator {
     const name = JSON.stringify(key.name);
     if (spec.disabled === true) throw new AuthenticationError(`access key ${name} is disabled`);
     const now = this.now();
-    const expiresAt = this.expiresAt(key, now);
-    if (expiresAt !== undefined && now >= expiresAt) throw new AuthenticationError(`access key ${name} has expired`);
+    const object = key.object as OwnedAccessKey;
+    const at = expiresAt(object, now, this.opts.recorder?.lastSeen(key.name));
+    if (at !== undefined && now >= at) throw new AuthenticationError(`access key ${name} has expired`);
     this.opts.recorder?.record(key.name, now);
-    return { ...key.user, groups: [...key.user.groups] };
+    const user: Authenticated = { ...key.user, groups: [...key.user.groups] };
+    if (at !== undefined && nearExpiry(object, at, now)) user[CREDENTIAL_WARNINGS] = [expiryWarning(key.name, at, now)];
+    return user;
   }
 
   /**
@@ -163,19 +180,6 @@ export class AccessKeyAuthenticator implements Authenticator {
   recognises(req: IncomingMessage): boolean {
     const token = bearerToken(req);
     return token !== undefined && !!this.byHash.get(hashAccessKey(token))?.size;
-  }
-
-  /** When the key stops working (ms since the epoch), or undefined when it does not expire. */
-  private expiresAt(key: IndexedKey, now: number): number | undefined {
-    const spec = key.object.spec ?? {};
-    const ttl = typeof spec.ttl === 'number' ? spec.ttl : 0;
-    if (!(ttl > 0)) return undefined;
-    let from = key.created;
-    if (spec.ttlAfterLastActivity === true) {
-      const seen = this.opts.recorder?.lastSeen(key.name);
-      from = Math.max(from, lastActivityOf(key.object, now) ?? 0, seen ?? 0);
-    }
-    return from + ttl * 1000;
   }
 
   /**

@@ -11,7 +11,7 @@
  */
 import * as errors from '../apimachinery/status.js';
 import type { KubeObject } from '../apimachinery/types.js';
-import { lastActivityOf } from '../kinds/ownedaccesskey/strategy.js';
+import { lastActivityOf } from '../kinds/ownedaccesskey/expiry.js';
 import type { Store } from '../registry/store.js';
 
 export type ActivityWrite = (name: string, isoTime: string) => Promise<void>;

@@ -13,8 +13,18 @@ export const ANONYMOUS_USER: UserInfo = { name: 'system:anonymous', groups: [UNA
  * undefined when it carries none of its kind. Credentials of its kind that are bad throw AuthenticationError.
  */
 export interface Authenticator {
-  authenticate(req: IncomingMessage): Promise<UserInfo | undefined>;
+  authenticate(req: IncomingMessage): Promise<Authenticated | undefined>;
 }
+
+/**
+ * What an authenticator has to tell the client about its credential (e.g. that an access key expires soon), sent
+ * with the answer as `Warning` headers: beside the user, never part of who it is (a symbol, so no copy of the user
+ * into a review, an audit event or a log line carries it).
+ */
+export const CREDENTIAL_WARNINGS = Symbol('credential warnings');
+
+/** A user as an authenticator answers it, with what to tell the client about the credential. */
+export type Authenticated = UserInfo & { [CREDENTIAL_WARNINGS]?: string[] };
 
 /** Bad credentials: a 401 whose message is this error's (kube's plain "Unauthorized" unless there is more to say). */
 export class AuthenticationError extends Error {

@@ -6,8 +6,15 @@
 import type { NextFunction, Request, Response } from 'express';
 import { requestContext } from '../apimachinery/request.js';
 import * as errors from '../apimachinery/status.js';
-import { AUTHENTICATED_GROUP, type UserInfo } from '../apimachinery/user.js';
-import { ANONYMOUS_USER, AuthenticationError, type Authenticator } from '../auth/types.js';
+import { AUTHENTICATED_GROUP } from '../apimachinery/user.js';
+import {
+  ANONYMOUS_USER,
+  AuthenticationError,
+  CREDENTIAL_WARNINGS,
+  type Authenticated,
+  type Authenticator,
+} from '../auth/types.js';
+import { withWarnings } from './responses.js';
 import type { ConnectionGuard } from './connections.js';
 
 export function authenticate(
@@ -15,9 +22,9 @@ export function authenticate(
   isPublic: (path: string) => boolean,
   connections?: Pick<ConnectionGuard, 'authenticated'>,
 ) {
-  return async (req: Request, _res: Response, next: NextFunction) => {
+  return async (req: Request, res: Response, next: NextFunction) => {
     const context = requestContext(req);
-    let user: UserInfo | undefined;
+    let user: Authenticated | undefined;
     try {
       user = await authenticator.authenticate(req);
     } catch (err) {
@@ -25,8 +32,10 @@ export function authenticate(
       throw err;
     }
     if (user) {
-      const groups = user.groups.includes(AUTHENTICATED_GROUP) ? user.groups : [...user.groups, AUTHENTICATED_GROUP];
-      context.user = { ...user, groups };
+      const { [CREDENTIAL_WARNINGS]: warnings, ...who } = user;
+      if (warnings?.length) withWarnings(res, warnings);
+      const groups = who.groups.includes(AUTHENTICATED_GROUP) ? who.groups : [...who.groups, AUTHENTICATED_GROUP];
+      context.user = { ...who, groups };
       connections?.authenticated(req, user.name);
     } else if (isPublic(context.info.path)) {
       context.user = ANONYMOUS_USER;

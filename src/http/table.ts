@@ -184,7 +184,8 @@ function cellFor(type: string, found: boolean, value: unknown, now: number): unk
 
 interface Column {
   definition: TableColumnDefinition;
-  value(obj: KubeObject): { found: boolean; value?: unknown };
+  /** Its value in `obj` when read at `now` (ms since the epoch). */
+  value(obj: KubeObject, now: number): { found: boolean; value?: unknown };
 }
 
 /** serveDefaultColumnsIfEmpty: a CRD without printer columns gets an Age column. */
@@ -215,8 +216,8 @@ function computedColumn(col: ComputedPrinterColumn): Column {
       description: col.description,
       priority: col.priority ?? 0,
     },
-    value: (obj) => {
-      const value = col.cell(obj);
+    value: (obj, now) => {
+      const value = col.cell(obj, now);
       return value === undefined ? { found: false } : { found: true, value };
     },
   };
@@ -262,7 +263,7 @@ export class TableConvertor {
     const at = nowMillis(now);
     return this.columns.map((col, i) => {
       if (i === 0) return obj.metadata?.name ?? '';
-      const { found, value } = col.value(obj);
+      const { found, value } = col.value(obj, at);
       return cellFor(col.definition.type, found, value, at);
     });
   }

@@ -14,22 +14,6 @@
 import { EncodedObject, type ListItem } from '../apimachinery/encoded.js';
 import type { KubeObject } from '../apimachinery/types.js';
 
-/** The server's settings a kind's view depends on, given to the registry at start (RegistryDependencies.views). */
-export interface ViewSettings {
-  /** --cluster-health-interval (ms); 0 when Clusters are not checked. */
-  clusterHealthIntervalMs: number;
-  /** --virtual-cluster-health-interval (ms); 0 when VirtualClusterInstances are not checked. */
-  virtualClusterHealthIntervalMs: number;
-  /** The clock objects are read at (ms since the epoch). */
-  now: () => number;
-}
-
-export const noViewSettings: ViewSettings = {
-  clusterHealthIntervalMs: 0,
-  virtualClusterHealthIntervalMs: 0,
-  now: Date.now,
-};
-
 export interface ReadView<O extends KubeObject = KubeObject> {
   /**
    * From when (ms since the epoch) clients see more of `obj` than is stored; undefined when they never do. A function

@@ -12,7 +12,7 @@ import type { OwnerDeletionCheck } from './ownerpermission.js';
 import { Store } from './store.js';
 import * as errors from '../apimachinery/status.js';
 import type { ConnectCluster } from './strategy.js';
-import type { ViewSettings } from './readview.js';
+import { noKindSettings, type KindSettings } from './kindsettings.js';
 
 /**
  * What the stores ask outside the registry, given at construction. Each is called per request, never while the
@@ -26,8 +26,8 @@ export interface RegistryDependencies {
   admission?: () => Admission | undefined;
   /** How the kinds' rules and the actions reach a Cluster; without it no Cluster is connected. */
   connectCluster?: ConnectCluster;
-  /** The settings the kinds' read views depend on (readview.ts); without them no view shows anything. */
-  views?: ViewSettings;
+  /** The settings the kinds' rules depend on (kindsettings.ts); without them no view shows anything, no limit holds. */
+  settings?: KindSettings;
 }
 
 /** A registry on its own (as in unit tests) connects to no clusters. */
@@ -63,9 +63,10 @@ export class Registry {
             revisionsUnder: `${etcdPrefix}/`,
           }),
         );
+      const kind = strategies[def.kind] ?? {};
       const store = new Store(
         def,
-        strategies[def.kind] ?? {},
+        kind.withSettings?.(dependencies.settings ?? noKindSettings) ?? kind,
         new CachedStorage(def, storage, this.caches.get(def.group)!),
         etcdPrefix,
         {
@@ -73,7 +74,7 @@ export class Registry {
           ownerDeletion: () => dependencies.ownerDeletion?.(),
           admission: () => dependencies.admission?.(),
           connectCluster: (name) => this.connectCluster(name),
-          views: dependencies.views,
+          settings: dependencies.settings,
         },
       );
       this.stores.set(`${def.group}/${def.version}/${def.plural}`, store);

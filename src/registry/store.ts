@@ -40,7 +40,8 @@ import type { ListOptions, RunningWatch, WatchOptions, WatchSink } from '../stor
 import { checkTypeMeta, dropUnknownFields, type FieldValidationOptions, type RestrictingFields } from './decoding.js';
 import type { ResourceDefinition } from './definitions.js';
 import { carryOverFields, withoutFields } from './hiddenfields.js';
-import { noViewSettings, StoreView, type ViewSettings } from './readview.js';
+import { noKindSettings, type KindSettings } from './kindsettings.js';
+import { StoreView } from './readview.js';
 import { checkOwnerReferencePermissions, type OwnerDeletionCheck } from './ownerpermission.js';
 import { finalizersAfterDelete, type PropagationOptions } from './propagation.js';
 import type { AdmitContext, AuthorizeOther, ConnectCluster, Strategy, StoreLookup } from './strategy.js';
@@ -103,7 +104,7 @@ export interface StoreContext {
   /** The connected clusters, for the kind's admission plugin. */
   connectCluster?: ConnectCluster;
   /** The settings of the kind's read view (Strategy.readView); without them it shows nothing. */
-  views?: ViewSettings;
+  settings?: KindSettings;
 }
 
 const noOtherStores: StoreLookup = (kind) => {
@@ -134,7 +135,7 @@ export class Store<O extends KubeObject = KubeObject> {
   ) {
     const { metadata: _m, ...properties } = def.schema.properties ?? {};
     this.validateSchema = compileSchema({ ...def.schema, properties });
-    const settings = context.views ?? noViewSettings;
+    const settings = context.settings ?? noKindSettings;
     const view = strategy.readView?.(settings);
     if (view) this.view = new StoreView(view, settings.now);
   }

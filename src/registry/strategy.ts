@@ -8,7 +8,8 @@ import type { ObjectList } from '../apimachinery/encoded.js';
 import type { KindRef, KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
 import type { FieldPath } from './hiddenfields.js';
-import type { ReadView, ViewSettings } from './readview.js';
+import type { KindSettings } from './kindsettings.js';
+import type { ReadView } from './readview.js';
 import type { ListOptions } from '../storage/reader.js';
 
 /** What a rule may read of another kind's store (a Store, seen from here without importing it: no cycle). */
@@ -101,9 +102,10 @@ export interface ComputedPrinterColumn<O extends KubeObject = KubeObject> {
   before?: string;
   /**
    * The cell's value. It is converted like a JSONPath result of the column's type: integer truncated,
-   * date (an RFC 3339 string) shown as an age, null/undefined or a value of another type shown as <none>.
+   * date (an RFC 3339 string) shown as an age, null/undefined or a value of another type shown as <none>. `now` is
+   * the time the Table is made at (ms since the epoch), one for all its rows.
    */
-  cell(obj: O): unknown;
+  cell(obj: O, now: number): unknown;
 }
 
 /**
@@ -193,7 +195,9 @@ export interface StoredForm<O extends KubeObject = KubeObject> {
    * What clients see of an object besides what is stored, derived at read time from it and the time (readview.ts),
    * made once per store from the server's settings; none when the settings turn it off.
    */
-  readView?(settings: ViewSettings): ReadView<O> | undefined;
+  readView?(settings: KindSettings): ReadView<O> | undefined;
+  /** The kind's strategy as the server's settings make it (limits its writes are held to); itself when absent. */
+  withSettings?(settings: KindSettings): Strategy<O>;
 }
 
 /** A kind's columns in `kubectl get` Tables, besides its CRD's. */

@@ -378,7 +378,12 @@ describe('key material', () => {
       await admin.patch(`${keyPath(name)}/status`, { status: { lastActivity: '2026-01-01T00:00:00Z' } }, MERGE_PATCH),
     );
     expect(status.status).toBe(200);
-    expect(status.body.status).toEqual({ lastActivity: '2026-01-01T00:00:00Z' });
+    // It counts from its last activity, which is older than its creation: a day after its creation, as the server says.
+    const expires = new Date(Date.parse(res.body.metadata.creationTimestamp) + 86400_000).toISOString();
+    expect(status.body.status).toEqual({
+      lastActivity: '2026-01-01T00:00:00Z',
+      expirationTimestamp: expires.replace(/\.\d+Z$/, 'Z'),
+    });
     expect(status.body.spec).toEqual(expected);
   });
 

@@ -62,4 +62,14 @@ describe('the options of each concern', () => {
     };
     expect([...flagsByName([...CONCERNS, fresh]).keys()]).toEqual([...FLAGS.map((f) => f.name), 'new-flag']);
   });
+
+  test('--access-key-max-ttl: a duration of at least a second, kept in whole seconds; 0s is no limit', () => {
+    expect(parseFlags([])?.accessKeyMaxTtlSeconds).toBe(0);
+    expect(parseFlags(['--access-key-max-ttl=720h'])?.accessKeyMaxTtlSeconds).toBe(2_592_000);
+    expect(parseFlags(['--access-key-max-ttl=90.5s'])?.accessKeyMaxTtlSeconds).toBe(90);
+    expect(parseFlags(['--access-key-max-ttl=0s'])?.accessKeyMaxTtlSeconds).toBe(0);
+    expect(() => parseFlags(['--access-key-max-ttl=500ms'])).toThrow(/access-key-max-ttl/);
+    expect(() => parseFlags(['--access-key-max-ttl=-1h'])).toThrow(/access-key-max-ttl/);
+    expect(() => parseFlags(['--access-key-max-ttl=week'])).toThrow(/access-key-max-ttl/);
+  });
 });

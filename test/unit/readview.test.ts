@@ -7,7 +7,8 @@ import { EncodedObject } from '../../src/apimachinery/encoded.js';
 import type { KubeObject } from '../../src/apimachinery/types.js';
 import { CHECK_OVERDUE, clusterReadView } from '../../src/kinds/cluster/freshness.js';
 import { virtualClusterReadView } from '../../src/kinds/virtualclusterinstance/freshness.js';
-import { StoreView, type ReadView, type ViewSettings } from '../../src/registry/readview.js';
+import { noKindSettings, type KindSettings } from '../../src/registry/kindsettings.js';
+import { StoreView, type ReadView } from '../../src/registry/readview.js';
 
 const INTERVAL_MS = 30_000;
 const CHECKED = Date.parse('2025-05-01T10:00:00Z');
@@ -28,8 +29,8 @@ function cluster(lastCheckTime?: string): KubeObject {
 
 const ready = (obj: any) => obj.status.conditions.find((c: any) => c.type === 'Ready');
 
-function settings(intervals: Partial<ViewSettings>): ViewSettings {
-  return { clusterHealthIntervalMs: 0, virtualClusterHealthIntervalMs: 0, now: Date.now, ...intervals };
+function settings(intervals: Partial<KindSettings>): KindSettings {
+  return { ...noKindSettings, ...intervals };
 }
 
 function viewAt(now: { ms: number }): StoreView {

@@ -15,7 +15,8 @@
  * (never checked since this field exists, or checks are off: --cluster-health-interval=0) reads as stored.
  */
 import { isDateTime } from '../../apimachinery/schema.js';
-import type { ReadView, ViewSettings } from '../../registry/readview.js';
+import type { KindSettings } from '../../registry/kindsettings.js';
+import type { ReadView } from '../../registry/readview.js';
 import type { ServerStatusField } from '../../registry/serverstatus.js';
 import { overdueCondition as overdue, overdueReadView } from '../overdue.js';
 import type { Cluster } from './types.js';
@@ -37,7 +38,7 @@ export function overdueCondition(cluster: Cluster): Record<string, unknown> | un
 }
 
 /** The Cluster's read view with checks every `clusterHealthIntervalMs`; none when they are off (kinds/overdue.ts). */
-export function clusterReadView({ clusterHealthIntervalMs: intervalMs }: ViewSettings): ReadView | undefined {
+export function clusterReadView({ clusterHealthIntervalMs: intervalMs }: KindSettings): ReadView | undefined {
   return overdueReadView<Cluster>({
     condition: READY,
     intervalMs,

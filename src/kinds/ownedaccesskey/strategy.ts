@@ -45,11 +45,15 @@ import { createHash, randomBytes } from 'node:crypto';
 import { jsonEqual } from '../../apimachinery/equality.js';
 import { Path, fieldError, type FieldError } from '../../apimachinery/field.js';
 import { GROUP_NAME } from '../../apimachinery/group.js';
+import { isDateTime } from '../../apimachinery/schema.js';
 import * as errors from '../../apimachinery/status.js';
 import { isPlainObject, type KubeObject } from '../../apimachinery/types.js';
 import { isMaster, TEAM_GROUP_PREFIX, teamsOf, type UserInfo } from '../../apimachinery/user.js';
 import type { CreateStrategy, StatusStrategy, StoredForm, Strategy, UpdateStrategy } from '../../registry/strategy.js';
 import { restrictionWidening } from '../../access/scopecover.js';
+import { accessKeyColumns } from './columns.js';
+import { expiryReadView, isFuture, setExpirationTimestamp } from './expiry.js';
+import { withMaxTtl } from './maxttl.js';
 import { validateScopeAndRules } from './scope.js';
 import type { OwnedAccessKey, OwnedAccessKeySpec } from './types.js';
 
@@ -231,23 +235,6 @@ function checkWeakensOnly(obj: OwnedAccessKey, old: OwnedAccessKey, user: UserIn
   if (why) throw forbidden(name, user, 'update', why);
 }
 
-/** How far ahead of this server's clock another replica's may be when it records a use of a key. */
-const CLOCK_SKEW_MS = 60_000;
-
-function isFuture(ms: number, now: number): boolean {
-  return ms > now + CLOCK_SKEW_MS;
-}
-
-/**
- * `status.lastActivity` in ms since the epoch, or undefined when absent, unreadable or in the future: a use of a key
- * never lies in the future, so such a value was not recorded by the server and does not count.
- */
-export function lastActivityOf(obj: OwnedAccessKey, now: number): number | undefined {
-  const value = obj.status?.lastActivity;
-  const ms = typeof value === 'string' ? Date.parse(value) : NaN;
-  return Number.isNaN(ms) || isFuture(ms, now) ? undefined : ms;
-}
-
 /** Removes key material from kubectl's copy of the applied configuration (kept in an annotation). */
 function scrubLastApplied(obj: OwnedAccessKey): void {
   const annotations = obj.metadata.annotations;
@@ -372,6 +359,7 @@ const keyCreate: CreateStrategy<OwnedAccessKey> = {
     checkCreator(obj, user);
     if (s.key === undefined || s.key === null || s.key === '') s.key = generateAccessKey();
     scrubLastApplied(obj);
+    setExpirationTimestamp(obj, Date.now());
   },
 
   validate(obj: OwnedAccessKey): FieldError[] {
@@ -409,6 +397,7 @@ const keyUpdate: UpdateStrategy<OwnedAccessKey> = {
     }
     checkWeakensOnly(obj, old, user);
     scrubLastApplied(obj);
+    setExpirationTimestamp(obj, Date.now());
   },
 
   /** On update the key is the stored hash by now (prepareForUpdate); a status write leaves it as stored. */
@@ -438,10 +427,18 @@ const keyStatus: StatusStrategy<OwnedAccessKey> = {
    */
   prepareForStatusUpdate(obj: OwnedAccessKey, old: OwnedAccessKey, user: UserInfo | undefined): void {
     if (user) checkUnrestricted(old.metadata.name ?? obj.metadata.name ?? '', user, 'update');
+    // The server's to write, from the spec and lastActivity; a value of the wrong type is validation's to refuse.
+    if (obj.status !== undefined && !isPlainObject(obj.status)) return;
+    const written = obj.status?.expirationTimestamp;
+    if (written === undefined || isDateTime(written)) setExpirationTimestamp(obj, Date.now());
   },
 };
 
 export const ownedAccessKeyStrategy: Strategy<OwnedAccessKey> = {
+  printerColumns: accessKeyColumns,
+  readView: () => expiryReadView,
+  withSettings: ({ accessKeyMaxTtlSeconds }) =>
+    accessKeyMaxTtlSeconds ? withMaxTtl(ownedAccessKeyStrategy, accessKeyMaxTtlSeconds) : ownedAccessKeyStrategy,
   ...keyStoredForm,
   ...keyCreate,
   ...keyUpdate,

@@ -211,6 +211,8 @@ export interface OwnedAccessKeySpec {
 export interface OwnedAccessKeyStatus {
   /** The last time the key was used to access the API. */
   lastActivity?: string;
+  /** When the key stops working: ttl seconds after its creation, or after its last activity with ttlAfterLastActivity. Written by the server on every write of the key; absent for a key without a ttl. */
+  expirationTimestamp?: string;
 }
 
 /** OwnedAccessKey is an access key used to authenticate against the API and the command line client in non-interactive environments such as CI/CD pipelines. */

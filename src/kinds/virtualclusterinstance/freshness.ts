@@ -11,7 +11,8 @@
  * they say what the last check found, and when.
  */
 import { isPlainObject } from '../../apimachinery/types.js';
-import type { ReadView, ViewSettings } from '../../registry/readview.js';
+import type { KindSettings } from '../../registry/kindsettings.js';
+import type { ReadView } from '../../registry/readview.js';
 import { CHECK_OVERDUE, overdueCondition, overdueReadView } from '../overdue.js';
 import { ONLINE_CONDITION } from './health.js';
 import type { VirtualClusterInstance } from './types.js';
@@ -30,7 +31,7 @@ export function instanceOverdue(instance: VirtualClusterInstance): Record<string
 /** The instance's read view with checks every `virtualClusterHealthIntervalMs`; none when they are off. */
 export function virtualClusterReadView({
   virtualClusterHealthIntervalMs: intervalMs,
-}: ViewSettings): ReadView | undefined {
+}: KindSettings): ReadView | undefined {
   return overdueReadView<VirtualClusterInstance>({
     condition: ONLINE_CONDITION,
     intervalMs,
