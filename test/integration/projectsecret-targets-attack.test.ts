@@ -1,0 +1,238 @@
+/**
+ * A tenant attacking ProjectSecret delivery (spec.delivery.targets; src/controllers/projectsecretdelivery.ts), on a
+ * real server and etcd, with host stand-ins playing the management host (`mgmt`), a connected cluster (`a`, Cluster
+ * conn-a) and a virtual cluster running in it (`vc`). bob owns the project and may use both; carol may write the
+ * project's ProjectSecrets and use neither. What the server writes outside the host rests on status.targetedBy,
+ * which no client moves, on any write path; a place it did not make is never written or deleted.
+ * Every wait is on what the server does, never on time.
+ */
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { API_VERSION, APPLY_PATCH, GROUP, MERGE_PATCH, PROJECTS_PATH, uniq } from '../support/fixtures.js';
+import { CLUSTER_SECRETS, HEALTH_INTERVAL_MS, connectCluster } from '../support/connectedclusters.js';
+import { grantConnectionSecret, grantRole, startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
+import { GROUP_PATH, type HttpClient } from '../support/http.js';
+import { startTestServerWithUsers, type TestServer } from '../support/server.js';
+import { waitFor } from '../support/wait.js';
+
+const VC_NS = 'default';
+const APPS = 'apps';
+const B64 = (s: string) => Buffer.from(s).toString('base64');
+
+let mgmt: HostClusterStandIn;
+let a: HostClusterStandIn;
+let vc: HostClusterStandIn;
+let ts: TestServer & { as: Record<'root' | 'bob' | 'carol', HttpClient> };
+let root: HttpClient;
+let bob: HttpClient;
+let carol: HttpClient;
+
+const PROJECT = uniq('atk');
+const PROJECT_NS = `p-${PROJECT}`;
+const VC_NAME = uniq('shop');
+const psPath = (name = '', ns = PROJECT_NS) => `${GROUP_PATH}/namespaces/${ns}/projectsecrets${name ? `/${name}` : ''}`;
+const clusterTarget = (namespace = APPS) => ({ cluster: { name: 'conn-a', namespace } });
+const writeSecrets = [{ apiGroups: [''], resources: ['secrets'], verbs: ['create', 'get', 'update', 'delete'] }];
+
+beforeAll(async () => {
+  [mgmt, a, vc] = await Promise.all([startHostCluster(), startHostCluster(), startHostCluster()]);
+  ts = await startTestServerWithUsers(
+    { root: ['system:masters'], bob: ['devs'], carol: [] },
+    {
+      kubeconfig: mgmt.kubeconfigPath,
+      clusterHealthIntervalMs: HEALTH_INTERVAL_MS,
+      clusterSecretNamespace: CLUSTER_SECRETS,
+      projectSecretDelivery: true,
+      authorizationWebhookCacheAuthorizedTtlMs: 0,
+      authorizationWebhookCacheUnauthorizedTtlMs: 0,
+    },
+  );
+  ({ root, bob, carol } = ts.as);
+  mgmt.addNamespace(PROJECT_NS);
+  await connectCluster(root, mgmt, 'conn-a', a, { access: [{ verbs: ['get'], users: ['bob'] }] });
+  grantRole(
+    mgmt,
+    PROJECT_NS,
+    'write-projectsecrets',
+    [{ apiGroups: [GROUP], resources: ['projectsecrets'], verbs: ['create', 'get', 'list', 'update', 'patch'] }],
+    ['bob', 'carol'],
+  );
+  const project = await root.post(PROJECTS_PATH, {
+    apiVersion: API_VERSION,
+    kind: 'Project',
+    metadata: { name: PROJECT },
+    spec: { owner: { user: 'bob' }, allowedClusters: [{ name: 'conn-a' }] },
+  });
+  expect(project.status).toBe(201);
+  const hostNs = `vcluster-${VC_NAME}`;
+  a.addSecret(hostNs, `vc-${VC_NAME}`, { config: vc.kubeconfigText() });
+  grantConnectionSecret(a, hostNs, VC_NAME, ['bob']);
+  const imported = await bob.post(`${PROJECTS_PATH}/${PROJECT}/importvirtualcluster`, {
+    apiVersion: API_VERSION,
+    kind: 'ProjectImportVirtualCluster',
+    sourceVirtualCluster: { cluster: 'conn-a', namespace: hostNs, name: VC_NAME },
+  });
+  expect(imported.status).toBe(201);
+  for (const ns of [APPS, 'other', 'victims']) {
+    a.addNamespace(ns);
+    grantRole(a, ns, 'bob-secrets', writeSecrets, ['bob']);
+  }
+  grantRole(vc, VC_NS, 'bob-secrets', writeSecrets, ['bob']);
+}, 120_000);
+
+afterAll(async () => {
+  await ts?.stop();
+  await Promise.all([mgmt?.stop(), a?.stop(), vc?.stop()]);
+}, 60_000);
+
+/** bob's ProjectSecret with its own data and `targets`; its name. */
+async function projectSecret(targets: object[], as = bob, owner = 'bob'): Promise<string> {
+  const name = uniq('ps');
+  const res = await as.post(psPath(), {
+    apiVersion: API_VERSION,
+    kind: 'ProjectSecret',
+    metadata: { name },
+    spec: { owner: { user: owner }, data: { token: B64('attack-value') }, delivery: { targets } },
+  });
+  expect(res.status).toBe(201);
+  return name;
+}
+
+/** Waits until the ProjectSecret's lines are those of `want` (target -> phase or phase/reason). */
+async function lines(name: string, want: Record<string, string>): Promise<any[]> {
+  let got: any[] = [];
+  try {
+    return await waitFor(`ProjectSecret ${name}'s lines to be ${JSON.stringify(want)}`, async () => {
+      got = (await root.get(psPath(name))).body.status?.targets ?? [];
+      const match =
+        got.length === Object.keys(want).length &&
+        got.every((l) => want[l.target] === l.phase || want[l.target] === `${l.phase}/${l.reason}`);
+      return match ? got : undefined;
+    });
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; the lines: ${JSON.stringify(got)}`, { cause: err });
+  }
+}
+
+const key = (ns = APPS) => `cluster/conn-a/${ns}`;
+
+describe('who the copies rest on, on every write path', () => {
+  test('a status write of null, or of another shape, keeps status.targetedBy and the lines', async () => {
+    const name = await projectSecret([clusterTarget()]);
+    await lines(name, { [key()]: 'Delivered' });
+    // system:masters included: nobody's status write moves them.
+    for (const [status, code] of [
+      [null, 200],
+      [[], 422],
+      ['x', 422],
+    ] as const) {
+      const stored = (await root.get(psPath(name))).body;
+      const w = await root.put(`${psPath(name)}/status`, { ...stored, status });
+      const now = (await root.get(psPath(name))).body;
+      expect({ status, code: w.status, targetedBy: now.status?.targetedBy?.username }).toEqual({
+        status,
+        code,
+        targetedBy: 'bob',
+      });
+      expect(now.status.targets.map((l: any) => l.target)).toEqual([key()]);
+    }
+    expect(a.get('secrets', APPS, name)?.data).toEqual({ token: B64('attack-value') });
+  });
+
+  test('a forged targetedBy on create, a main-resource update or an apply of the status is not kept', async () => {
+    const forged = {
+      targetedBy: { username: 'bob', groups: ['devs'] },
+      targets: [{ target: 'host', phase: 'Delivered' }],
+    };
+    const name = uniq('ps');
+    const res = await carol.post(psPath(), {
+      apiVersion: API_VERSION,
+      kind: 'ProjectSecret',
+      metadata: { name },
+      spec: { owner: { user: 'carol' }, data: { token: B64('attack-value') } },
+      status: forged,
+    });
+    expect(res.status).toBe(201);
+    expect(res.body.status?.targetedBy).toBeUndefined();
+    const upd = await carol.patch(
+      psPath(name),
+      { spec: { delivery: { targets: [clusterTarget()] } }, status: forged },
+      MERGE_PATCH,
+    );
+    expect(upd.status).toBe(403);
+    // A main-resource write keeps the status as stored, whatever it says of it.
+    const kept = await carol.patch(psPath(name), { metadata: { labels: { x: 'y' } }, status: forged }, MERGE_PATCH);
+    expect(kept.status).toBe(200);
+    expect(kept.body.status?.targetedBy).toBeUndefined();
+    const applied = await root.patch(
+      `${psPath(name)}/status?fieldManager=carol&force=true`,
+      { apiVersion: API_VERSION, kind: 'ProjectSecret', metadata: { name }, status: forged },
+      APPLY_PATCH,
+    );
+    expect(applied.status).toBe(200);
+    expect((await root.get(psPath(name))).body.status?.targetedBy).toBeUndefined();
+    expect(a.get('secrets', APPS, name)).toBeUndefined();
+  });
+});
+
+describe('a place the server did not make', () => {
+  test('a target moved onto a namespace holding a Secret of that name leaves it alone, the old copy goes', async () => {
+    const name = await projectSecret([clusterTarget()]);
+    await lines(name, { [key()]: 'Delivered' });
+    a.put({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: 'victims' }, data: { v: B64('mine') } });
+    const before = a.get('secrets', 'victims', name);
+    const w = await bob.patch(
+      psPath(name),
+      { spec: { delivery: { targets: [clusterTarget('victims')] } } },
+      MERGE_PATCH,
+    );
+    expect(w.status).toBe(200);
+    await lines(name, { [key('victims')]: 'Failed/NameTaken' });
+    await waitFor('the old copy to go', () => (a.get('secrets', APPS, name) ? undefined : true));
+    expect(a.get('secrets', 'victims', name)).toEqual(before);
+    // Moving away again deletes nothing there.
+    await bob.patch(psPath(name), { spec: { delivery: { targets: [clusterTarget('other')] } } }, MERGE_PATCH);
+    await lines(name, { [key('other')]: 'Delivered' });
+    expect(a.get('secrets', 'victims', name)).toEqual(before);
+  });
+});
+
+describe('revocation', () => {
+  test('the project no longer allowing the Cluster: the copy is removed, its line Failed', async () => {
+    const name = await projectSecret([clusterTarget()]);
+    await lines(name, { [key()]: 'Delivered' });
+    const w = await root.patch(`${PROJECTS_PATH}/${PROJECT}`, { spec: { allowedClusters: [] } }, MERGE_PATCH);
+    expect(w.status).toBe(200);
+    try {
+      await lines(name, { [key()]: 'Failed/WriterCannotUse' });
+      await waitFor('the copy to go', () => (a.get('secrets', APPS, name) ? undefined : true));
+    } finally {
+      await root.patch(`${PROJECTS_PATH}/${PROJECT}`, { spec: { allowedClusters: [{ name: 'conn-a' }] } }, MERGE_PATCH);
+    }
+  });
+});
+
+describe('bounded work', () => {
+  test('more than 16 targets: 422', async () => {
+    const targets = Array.from({ length: 17 }, (_, i) => clusterTarget(`ns-${i}`));
+    const res = await bob.post(psPath(), {
+      apiVersion: API_VERSION,
+      kind: 'ProjectSecret',
+      metadata: { name: uniq('ps') },
+      spec: { owner: { user: 'bob' }, data: { token: B64('attack-value') }, delivery: { targets } },
+    });
+    expect(res.status).toBe(422);
+  });
+
+  test("16 '*' targets ask about each instance once at admission", async () => {
+    const targets = Array.from({ length: 16 }, (_, i) => ({ virtualCluster: { name: '*', namespace: `ns-${i}` } }));
+    mgmt.resetCounts();
+    const res = await bob.post(psPath(), {
+      apiVersion: API_VERSION,
+      kind: 'ProjectSecret',
+      metadata: { name: uniq('ps') },
+      spec: { owner: { user: 'bob' }, data: { token: B64('attack-value') }, delivery: { targets } },
+    });
+    expect(res.status).toBe(201);
+    expect(mgmt.count('subjectaccessreviews')).toBeLessThanOrEqual(3);
+  });
+});
