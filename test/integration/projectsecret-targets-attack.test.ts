@@ -211,6 +211,56 @@ describe('revocation', () => {
   });
 });
 
+describe('a target whose place changes under it', () => {
+  let vcA: HostClusterStandIn;
+  let vcB: HostClusterStandIn;
+  beforeAll(async () => {
+    [vcA, vcB] = await Promise.all([startHostCluster(), startHostCluster()]);
+  });
+  afterAll(async () => {
+    await Promise.all([vcA?.stop(), vcB?.stop()]);
+  });
+
+  /** bob imports the virtual cluster `vcName`, in `host` namespace hostNs of `a`, as the instance `instance`. */
+  async function importAs(instance: string, hostNs: string, vcName: string, standIn: HostClusterStandIn) {
+    a.addSecret(hostNs, `vc-${vcName}`, { config: standIn.kubeconfigText() });
+    grantConnectionSecret(a, hostNs, vcName, ['bob']);
+    grantRole(standIn, VC_NS, 'bob-secrets', writeSecrets, ['bob']);
+    const res = await bob.post(`${PROJECTS_PATH}/${PROJECT}/importvirtualcluster`, {
+      apiVersion: API_VERSION,
+      kind: 'ProjectImportVirtualCluster',
+      sourceVirtualCluster: { cluster: 'conn-a', namespace: hostNs, name: vcName },
+      importName: instance,
+    });
+    expect(res.status).toBe(201);
+  }
+
+  test('an instance made again elsewhere under the same name: the copy in the old virtual cluster is removed too', async () => {
+    const instance = uniq('moved');
+    await importAs(instance, uniq('vcns-a'), 'one', vcA);
+    const target = `virtualCluster/${instance}/${VC_NS}`;
+    const name = await projectSecret([{ virtualCluster: { name: instance, namespace: VC_NS } }]);
+    await lines(name, { [target]: 'Delivered' });
+    expect(vcA.get('secrets', VC_NS, name)).toBeDefined();
+    // The old virtual cluster unreachable while its instance goes: its copy cannot be removed yet.
+    await vcA.setDown(true);
+    const instancePath = `${GROUP_PATH}/namespaces/${PROJECT_NS}/virtualclusterinstances/${instance}`;
+    expect((await root.delete(instancePath)).status).toBe(200);
+    await waitFor('the instance to go', async () => ((await root.get(instancePath)).status === 404 ? true : undefined));
+    await lines(name, { [target]: 'Failed/WriterCannotUse' }); // bob's use of it was his ownership of it
+    // The instance made again, for another virtual cluster: the target is delivered there.
+    await importAs(instance, uniq('vcns-b'), 'two', vcB);
+    await lines(name, { [target]: 'Delivered' });
+    expect(vcB.get('secrets', VC_NS, name)?.data).toEqual({ token: B64('attack-value') });
+    // The old one back: the copy left there goes, as the target no longer reaches it.
+    await vcA.setDown(false);
+    await waitFor('the copy in the old virtual cluster to go', () =>
+      vcA.get('secrets', VC_NS, name) ? undefined : true,
+    );
+    expect(vcB.get('secrets', VC_NS, name)).toBeDefined();
+  });
+});
+
 describe('bounded work', () => {
   test('more than 16 targets: 422', async () => {
     const targets = Array.from({ length: 17 }, (_, i) => clusterTarget(`ns-${i}`));
