@@ -196,6 +196,48 @@ describe('a place the server did not make', () => {
   });
 });
 
+describe('two projects naming the same place', () => {
+  test("a ProjectSecret of the same name in another project gets NameTaken there, and its deletion leaves the other's copy", async () => {
+    const other = uniq('atk2');
+    const project = await root.post(PROJECTS_PATH, {
+      apiVersion: API_VERSION,
+      kind: 'Project',
+      metadata: { name: other },
+      spec: { owner: { user: 'bob' }, allowedClusters: [{ name: 'conn-a' }] },
+    });
+    expect(project.status).toBe(201);
+    mgmt.addNamespace(`p-${other}`);
+    grantRole(
+      mgmt,
+      `p-${other}`,
+      'write-projectsecrets',
+      [{ apiGroups: [GROUP], resources: ['projectsecrets'], verbs: ['create', 'get', 'list', 'update', 'patch'] }],
+      ['bob'],
+    );
+    const name = await projectSecret([clusterTarget()]);
+    await lines(name, { [key()]: 'Delivered' });
+    const first = a.get('secrets', APPS, name);
+    const second = await bob.post(psPath('', `p-${other}`), {
+      apiVersion: API_VERSION,
+      kind: 'ProjectSecret',
+      metadata: { name },
+      spec: { owner: { user: 'bob' }, data: { token: B64('other-value') }, delivery: { targets: [clusterTarget()] } },
+    });
+    expect(second.status).toBe(201);
+    const secondPath = psPath(name, `p-${other}`);
+    await waitFor('the second to be NameTaken', async () => {
+      const l = (await root.get(secondPath)).body.status?.targets ?? [];
+      return l.length === 1 && l[0].reason === 'NameTaken' ? l : undefined;
+    });
+    expect(a.get('secrets', APPS, name)).toEqual(first);
+    expect((await root.delete(secondPath)).status).toBe(200);
+    await waitFor('the second to go', async () => ((await root.get(secondPath)).status === 404 ? true : undefined));
+    // Its host copy is deleted (the server's own); a change of the first is still delivered over its own copy only.
+    await waitFor('its host copy to go', () => (mgmt.get('secrets', `p-${other}`, name) ? undefined : true));
+    expect(a.get('secrets', APPS, name)).toEqual(first);
+  });
+});
+
 describe('revocation', () => {
   test('the project no longer allowing the Cluster: the copy is removed, its line Failed', async () => {
     const name = await projectSecret([clusterTarget()]);
