@@ -136,6 +136,13 @@ describe('who the copies rest on, on every write path', () => {
       expect(now.status.targets.map((l: any) => l.target)).toEqual([key()]);
     }
     expect(a.get('secrets', APPS, name)?.data).toEqual({ token: B64('attack-value') });
+    // So for the instance the copies in its virtual cluster rest on: its importer and physical cluster stay.
+    const instancePath = `${GROUP_PATH}/namespaces/${PROJECT_NS}/virtualclusterinstances/${VC_NAME}`;
+    const instance = (await root.get(instancePath)).body;
+    expect(instance.status.clusterUID).toBeTruthy();
+    expect((await root.put(`${instancePath}/status`, { ...instance, status: null })).status).toBe(200);
+    const after = (await root.get(instancePath)).body.status;
+    expect([after?.clusterUID, after?.importedBy?.username]).toEqual([instance.status.clusterUID, 'bob']);
   });
 
   test('a forged targetedBy on create, a main-resource update or an apply of the status is not kept', async () => {
