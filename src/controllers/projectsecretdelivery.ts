@@ -297,10 +297,14 @@ export class ProjectSecretDelivery {
     if (uid && this.host.changed(uid, meta)) this.queue.add(uid);
   }
 
-  /** A labelled Secret changed outside the host: the ProjectSecrets with a copy at its place, unless the echo. */
+  /**
+   * A labelled Secret changed outside the host: the targets with a copy at its place, unless the echo. Only that
+   * target is delivered again: what a cluster's watch shows (a tenant's virtual cluster, say, whatever it sends)
+   * costs the ProjectSecret's other targets nothing.
+   */
   private remoteChanged(apiKey: string, meta: ObjectMetadata): void {
     for (const id of this.placedAt.get(`${apiKey} ${placeKey(meta)}`) ?? [])
-      if (this.remote?.changed(id, meta)) this.queue.add(id.split('/')[0]);
+      if (this.remote?.changed(id, meta)) this.queue.add(targetItem(id));
   }
 
   /** A ProjectSecret no longer stored: its reconcile deletes what was made for it. */
@@ -693,6 +697,9 @@ export class ProjectSecretDelivery {
     }
   }
 }
+
+/** The queue item delivering the one target of a record id (`uid/target`) again. */
+const targetItem = (id: string): string => id.replace('/', '|');
 
 /** A queue item: a ProjectSecret's uid, and the one target to retry, if any. */
 function splitItem(item: string): { uid: string; target?: string } {

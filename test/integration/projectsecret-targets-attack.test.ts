@@ -115,6 +115,39 @@ async function lines(name: string, want: Record<string, string>): Promise<any[]>
 
 const key = (ns = APPS) => `cluster/conn-a/${ns}`;
 
+describe('what a change inside one target costs the others', () => {
+  // First in the file: nothing else is being delivered meanwhile, so every review `a` answers is this test's.
+  test('a Secret edited by hand in a virtual cluster is put back without asking about the other targets again', async () => {
+    const vcTarget = { virtualCluster: { name: VC_NAME, namespace: VC_NS } };
+    const name = await projectSecret([vcTarget, clusterTarget()]);
+    await lines(name, { [`virtualCluster/${VC_NAME}/${VC_NS}`]: 'Delivered', [key()]: 'Delivered' });
+    /** Edits the copy in `where` by hand and waits until it is put back: that cluster's watch is running. */
+    const putBack = async (where: HostClusterStandIn, namespace: string) => {
+      const s: any = where.get('secrets', namespace, name);
+      where.put({ ...s, data: { token: B64('hand-edit') } });
+      await waitFor('the copy to be put back', () =>
+        where.get('secrets', namespace, name)?.data?.token === B64('attack-value') ? true : undefined,
+      );
+    };
+    await putBack(a, APPS);
+    await putBack(vc, VC_NS);
+    // What `a` is asked about the connected cluster's target: whether bob may create Secrets in its namespace.
+    const asked: string[] = [];
+    a.onRequest = (_method, path, body) => {
+      if (path.endsWith('/subjectaccessreviews') && body?.spec?.resourceAttributes?.namespace === APPS)
+        asked.push(body.spec.user);
+    };
+    try {
+      await putBack(vc, VC_NS);
+      await lines(name, { [`virtualCluster/${VC_NAME}/${VC_NS}`]: 'Delivered', [key()]: 'Delivered' });
+    } finally {
+      a.onRequest = undefined;
+    }
+    // The change in the virtual cluster is its target's alone: the others are not delivered (nor asked about) again.
+    expect(asked).toEqual([]);
+  });
+});
+
 describe('who the copies rest on, on every write path', () => {
   test('a status write of null, or of another shape, keeps status.targetedBy and the lines', async () => {
     const name = await projectSecret([clusterTarget()]);
