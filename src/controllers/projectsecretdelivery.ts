@@ -51,7 +51,7 @@ import type { Store } from '../registry/store.js';
 import { setCondition, writeStatus, type Outcome } from './conditions.js';
 import type { DeliveryRecords } from './deliveryrecords.js';
 import { SecretPlacer, type HostSecret, type Placed } from './delivery/placer.js';
-import { TargetError, type TargetReach } from './delivery/reach.js';
+import { TargetError, viaKey, type TargetReach } from './delivery/reach.js';
 import { SecretWatches } from './delivery/secretwatches.js';
 import { runQueueController } from './runner.js';
 import { watchStore } from './storewatch.js';
@@ -297,10 +297,14 @@ export class ProjectSecretDelivery {
     if (uid && this.host.changed(uid, meta)) this.queue.add(uid);
   }
 
-  /** A labelled Secret changed outside the host: the ProjectSecrets with a copy at its place, unless the echo. */
+  /**
+   * A labelled Secret changed outside the host: the targets with a copy at its place, unless the echo. Only that
+   * target is delivered again: what a cluster's watch shows (a tenant's virtual cluster, say, whatever it sends)
+   * costs the ProjectSecret's other targets nothing.
+   */
   private remoteChanged(apiKey: string, meta: ObjectMetadata): void {
     for (const id of this.placedAt.get(`${apiKey} ${placeKey(meta)}`) ?? [])
-      if (this.remote?.changed(id, meta)) this.queue.add(id.split('/')[0]);
+      if (this.remote?.changed(id, meta)) this.queue.add(targetItem(id));
   }
 
   /** A ProjectSecret no longer stored: its reconcile deletes what was made for it. */
@@ -537,6 +541,25 @@ export class ProjectSecretDelivery {
     }
   }
 
+  /**
+   * A copy of the target `key` made through another API than the one the target reaches now (its instance deleted and
+   * made again, under that name, for another virtual cluster, while the old copy could not be removed): its record is
+   * kept under an id of its own (`<key>@<api>@<uid>`), no target's, so that it is removed as a dropped target's copy is,
+   * retried until it is, while the target is delivered anew.
+   */
+  private async setAside(uid: string, key: string, apiKey: string): Promise<void> {
+    const records = this.opts.targets!.records;
+    const id = `${uid}/${key}`;
+    const made = records.get(id);
+    if (!made?.via || viaKey(made.via) === apiKey) return;
+    const aside = `${key}@${viaKey(made.via)}@${made.uid}`;
+    await records.set(`${uid}/${aside}`, made);
+    await records.delete(id);
+    this.unplace(id);
+    this.remote?.forget(id);
+    this.queue.add(`${uid}|${aside}`);
+  }
+
   private place(id: string, apiKey: string, namespace: string, name: string): void {
     const place = `${apiKey} ${namespace}/${name}`;
     const before = this.placed.get(id);
@@ -625,6 +648,7 @@ export class ProjectSecretDelivery {
     const want = desiredSecret(obj, target.namespace);
     try {
       const reached = await this.opts.targets.reach.reach(obj, target);
+      await this.setAside(uid, key, reached.apiKey);
       this.watches?.ensure(reached.apiKey, reached.api);
       this.place(id, reached.apiKey, target.namespace, want.metadata.name);
       const secrets = new HostResource<HostSecret>(reached.api, SECRETS);
@@ -673,6 +697,9 @@ export class ProjectSecretDelivery {
     }
   }
 }
+
+/** The queue item delivering the one target of a record id (`uid/target`) again. */
+const targetItem = (id: string): string => id.replace('/', '|');
 
 /** A queue item: a ProjectSecret's uid, and the one target to retry, if any. */
 function splitItem(item: string): { uid: string; target?: string } {

@@ -35,7 +35,8 @@ export function keepServerStatus(
     old: KubeObject<unknown, Record<string, unknown>>,
     user: UserInfo | undefined,
   ) => {
-    if (obj.status !== undefined && !isPlainObject(obj.status)) return;
+    // A status of null is none written (kube's JSON keeps it, and validation lets it pass): the fields stay as stored.
+    if (obj.status !== undefined && obj.status !== null && !isPlainObject(obj.status)) return;
     for (const field of fields) {
       const written: unknown = obj.status?.[field.name];
       if (written !== undefined && !field.wellTyped(written)) continue;
@@ -43,7 +44,7 @@ export function keepServerStatus(
       const byServer =
         !user && (field.serverWrites === 'always' || (field.serverWrites === 'once' && stored === undefined));
       if (byServer) continue;
-      if (stored !== undefined) obj.status = { ...obj.status, [field.name]: stored };
+      if (stored !== undefined) obj.status = { ...(obj.status ?? {}), [field.name]: stored };
       else if (obj.status) delete obj.status[field.name];
     }
   };

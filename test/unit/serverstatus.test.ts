@@ -29,6 +29,8 @@ describe('a client (system:masters too)', () => {
     });
     expect(written({ phase: 'new' }, stored, master)).toEqual({ ...stored, phase: 'new' });
     expect(written(undefined, stored, master)).toEqual({ fixed: 'a', once: 'b', server: 'c' });
+    // A status of null (a PUT may send it, and nothing refuses it) is none written: they stay.
+    expect(written(null, stored, master)).toEqual({ fixed: 'a', once: 'b', server: 'c' });
     expect(written({ fixed: 'x', once: 'y', server: 'z' }, {}, master)).toEqual({});
   });
 

@@ -173,7 +173,13 @@ async function admitTargets(
   }
   const namespace = obj.metadata.namespace ?? '';
   const stores = { projects: context.store(Project) };
+  // Whether one may use a virtual cluster or Cluster does not depend on the namespace there: each is asked once,
+  // however many entries name it ('*' in 16 namespaces would otherwise ask about every instance 16 times).
+  const asked = new Set<string>();
   for (const target of await expanded(remoteTargets(obj), namespace, context)) {
+    const place = `${target.kind}/${target.name}`;
+    if (asked.has(place)) continue;
+    asked.add(place);
     const refused = await targetRefused(target, namespace, caller, stores);
     if (refused) throw errors.forbidden(projectSecretGR, obj.metadata.name ?? '', refused);
   }
