@@ -400,8 +400,9 @@ export class ProjectSecretDelivery {
     const dropped = await this.removeRemote(uid, new Set(remote.map(targetKey)));
     await this.writeLines(live, left, results);
     await this.migrated(uid);
-    for (const r of results) if (r.retry) this.queue.add(`${uid}|${r.line.target}`);
-    for (const d of dropped) this.queue.add(`${uid}|${d.target}`);
+    // Each target that failed is tried again after its own backoff (it has just been tried: at once would be twice).
+    for (const r of results) if (r.retry) this.queue.retry(`${uid}|${r.line.target}`);
+    for (const d of dropped) this.queue.retry(`${uid}|${d.target}`);
   }
 
   /** Delivers to one target again (or removes its copy, if it is no longer one), writing its line only. */
