@@ -37,6 +37,9 @@ import type { Authorizer } from '../apimachinery/authorizer.js';
 import { Path, fieldError } from '../apimachinery/field.js';
 import { GROUP_NAME } from '../apimachinery/group.js';
 import * as errors from '../apimachinery/status.js';
+import { X509Certificate } from 'node:crypto';
+import { humanDuration } from '../apimachinery/duration.js';
+import { nowRFC3339 } from '../apimachinery/time.js';
 import type { KubeObject } from '../apimachinery/types.js';
 import { isMaster, type UserInfo } from '../apimachinery/user.js';
 import { jsonEqual } from '../apimachinery/equality.js';
@@ -105,6 +108,8 @@ export function kubeConfigAction(
   log: Logger = silentLogger,
   /** --virtual-cluster-allowed-servers. */
   allowedServers: readonly string[] = [],
+  /** --kubeconfig-max-certificate-ttl, in seconds; 0 for no limit. */
+  maxCertificateTtlSeconds = 0,
 ): Action {
   const instances = registry.store(VirtualClusterInstance);
   const importer = { instances, projects: registry.store(Project), authorizer };
@@ -126,7 +131,7 @@ export function kubeConfigAction(
     // The certificate's lifetime: a misspelt field dropped unread would give a longer-lived credential than asked.
     restrictingFields: [['spec']],
     async serve(call: ActionCall): Promise<KubeObject> {
-      const ttl = certificateTTL(call);
+      const ttl = boundedTTL(certificateTTL(call), call, maxCertificateTtlSeconds);
       if (call.user.name.startsWith(SYSTEM_PREFIX)) {
         throw errors.forbidden(
           { group: GROUP_NAME, resource: 'virtualclusterinstances' },
@@ -164,17 +169,21 @@ export function kubeConfigAction(
             expirationSeconds: ttl,
             timeoutMs: SIGNING_TIMEOUT_MS,
           });
-          return renderKubeConfig(
+          const rendered = renderKubeConfig(
             `platform_${call.namespace}_${call.name}`,
             endpoint,
             vc.caData,
             cert.certificatePem,
             cert.keyPem,
           );
+          return { rendered, notAfter: notAfterOf(cert.certificatePem) };
         });
       });
       const metadata = { name: call.name, namespace: call.namespace };
-      return answer(action, metadata, { spec: { certificateTTL: ttl }, status: { kubeConfig } });
+      return answer(action, metadata, {
+        spec: { certificateTTL: ttl },
+        status: { kubeConfig: kubeConfig.rendered, certificateNotAfter: kubeConfig.notAfter },
+      });
     },
   };
   return action;
@@ -310,6 +319,37 @@ function certificateTTL(call: ActionCall): number {
     ]);
   }
   return n;
+}
+
+/**
+ * --kubeconfig-max-certificate-ttl: outside system:masters a longer lifetime becomes the maximum (a Warning says so),
+ * and 0, the virtual cluster's own signing duration (often a year), is refused: a certificate cannot be revoked.
+ */
+function boundedTTL(ttl: number, call: ActionCall, maxSeconds: number): number {
+  if (!maxSeconds || isMaster(call.user)) return ttl;
+  const max = `${maxSeconds} seconds (${humanDuration(maxSeconds * 1000)}, --kubeconfig-max-certificate-ttl)`;
+  if (ttl === 0)
+    throw errors.invalid({ group: GROUP_NAME, kind: KIND }, call.name, [
+      fieldError.invalid(
+        Path.root('spec').child('certificateTTL'),
+        0,
+        `0 (the virtual cluster's own signing duration) is for system:masters only: a certificate cannot be revoked, so this server issues ones of at most ${max}`,
+      ),
+    ]);
+  if (ttl <= maxSeconds) return ttl;
+  call.warnings.push(
+    `spec.certificateTTL: set to ${maxSeconds}, the longest life of a kube config's certificate outside system:masters (${max}); ${ttl} was asked for`,
+  );
+  return maxSeconds;
+}
+
+/** The certificate's notAfter, RFC 3339 with whole seconds; undefined when it cannot be read. */
+function notAfterOf(pem: string): string | undefined {
+  try {
+    return nowRFC3339(new Date(new X509Certificate(pem).validTo));
+  } catch {
+    return undefined;
+  }
 }
 
 /**

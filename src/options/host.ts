@@ -2,7 +2,7 @@
 import { isIP } from 'node:net';
 import { isDNS1123Subdomain } from '../apimachinery/validation.js';
 import { FlagError, type Options } from './flag.js';
-import { list } from './values.js';
+import { atLeast, duration, list } from './values.js';
 
 export interface HostConfig {
   /** The host cluster (TokenReview, SubjectAccessReview, RBAC); unset: in-cluster config when in a pod. */
@@ -12,6 +12,8 @@ export interface HostConfig {
    * address but the link-local ones (host/serverallowlist.ts).
    */
   virtualClusterAllowedServers: string[];
+  /** The longest client certificate (seconds) a kube config gets outside system:masters; 0 for no limit. */
+  kubeConfigMaxCertificateTtlSeconds: number;
 }
 
 export const hostOptions: Options<HostConfig> = {
@@ -29,6 +31,17 @@ export const hostOptions: Options<HostConfig> = {
       default: '',
       help: "Where a virtual cluster's connection (the Secret vc-<name>, which tenants may write) may point, comma-separated: address ranges (10.0.0.0/8, fd00::/8), addresses, and DNS names (svc.cluster.local allows that name and every name under it). The addresses a name resolves to are checked as each connection is made. Link-local addresses (169.254.0.0/16, fe80::/10, where cloud metadata services answer) and fd00:ec2::254 are refused unless a listed range lies inside them. Default: any other address.",
       apply: (c, v) => (c.virtualClusterAllowedServers = allowedServers('virtual-cluster-allowed-servers', v)),
+    },
+    {
+      name: 'kubeconfig-max-certificate-ttl',
+      arg: 'duration',
+      default: '168h',
+      help: "The longest life of the client certificate in a virtual cluster's kube config asked for by anyone outside system:masters: a longer spec.certificateTTL becomes this (the answer warns), and 0 (the virtual cluster's own signing duration, often a year) is refused with 422. At least 10m; 0s for no limit ({default}).",
+      apply: (c, v) => {
+        const ms = duration('kubeconfig-max-certificate-ttl', v);
+        c.kubeConfigMaxCertificateTtlSeconds =
+          ms && Math.floor(atLeast('kubeconfig-max-certificate-ttl', ms, 600_000) / 1000);
+      },
     },
   ],
 };

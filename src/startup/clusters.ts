@@ -43,7 +43,16 @@ export function connectClusters(
     cleanups.add('stopping the watch of the cluster config Secrets', async () => connector.stop());
   const connections = new ClusterConnections(registry.store(Cluster), connector);
   actions.add(importVirtualClusterAction(registry, connections, log));
-  actions.add(kubeConfigAction(registry, connections, authorizer, log, config.virtualClusterAllowedServers));
+  actions.add(
+    kubeConfigAction(
+      registry,
+      connections,
+      authorizer,
+      log,
+      config.virtualClusterAllowedServers,
+      config.kubeConfigMaxCertificateTtlSeconds,
+    ),
+  );
   const connect: ConnectCluster = async (name) => {
     try {
       return await connections.connection(name);

@@ -257,6 +257,41 @@ describe('getting a kube config', () => {
     expect(unlimited?.spec.expirationSeconds).toBeUndefined();
   });
 
+  test('outside system:masters the lifetime is at most --kubeconfig-max-certificate-ttl (default 7 days): longer is cut with a Warning, 0 is 422; the answer says notAfter', async () => {
+    const ns = uniq('p');
+    host.addNamespace(ns);
+    const name = uniq('vc');
+    await createInstance(ns, name, { owner: { user: 'bob' } });
+    vcluster.resetCounts();
+    const none = await bob.post(kubeconfigPath(ns, name), {
+      apiVersion: API_VERSION,
+      kind: 'VirtualClusterInstanceKubeConfig',
+      spec: { certificateTTL: 0 },
+    });
+    expect(none.status).toBe(422);
+    expect(none.body).toMatchObject({ kind: 'Status', reason: 'Invalid', code: 422 });
+    expect(none.body.message).toContain(
+      "spec.certificateTTL: Invalid value: 0: 0 (the virtual cluster's own signing duration) is for system:masters only",
+    );
+    expect((await bob.get(`${kubeconfigPath(ns, name)}?certificateTTL=0`)).status).toBe(422);
+    expect(vcluster.count('certificatesigningrequests')).toBe(0);
+
+    const long = await bob.get(`${kubeconfigPath(ns, name)}?certificateTTL=${14 * DAY}`);
+    expect(long.status).toBe(200);
+    expect(long.headers.warning).toContain(
+      `spec.certificateTTL: set to ${7 * DAY}, the longest life of a kube config's certificate outside system:masters`,
+    );
+    expect(long.body.spec.certificateTTL).toBe(7 * DAY);
+    const { cert } = readKubeConfig(long.body);
+    expect(Math.abs(lifetimeSeconds(cert) - (7 * DAY - 300))).toBeLessThan(120);
+    expect(long.body.status.certificateNotAfter).toBe(new Date(cert.validTo).toISOString().replace(/\.\d{3}Z$/, 'Z'));
+
+    const short = await bob.get(`${kubeconfigPath(ns, name)}?certificateTTL=3600`);
+    expect(short.status).toBe(200);
+    expect(short.headers.warning).toBeUndefined();
+    expect(short.body.spec.certificateTTL).toBe(3600);
+  });
+
   test('discovery lists virtualclusterinstances/kubeconfig with get and create', async () => {
     const res = await root.get(GROUP_PATH);
     expect(res.body.resources).toContainEqual({

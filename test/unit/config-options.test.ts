@@ -72,4 +72,11 @@ describe('the options of each concern', () => {
     expect(() => parseFlags(['--access-key-max-ttl=-1h'])).toThrow(/access-key-max-ttl/);
     expect(() => parseFlags(['--access-key-max-ttl=week'])).toThrow(/access-key-max-ttl/);
   });
+
+  test('--kubeconfig-max-certificate-ttl: 7 days by default, at least 10 minutes, 0s for no limit', () => {
+    expect(parseFlags([])?.kubeConfigMaxCertificateTtlSeconds).toBe(604_800);
+    expect(parseFlags(['--kubeconfig-max-certificate-ttl=1h'])?.kubeConfigMaxCertificateTtlSeconds).toBe(3600);
+    expect(parseFlags(['--kubeconfig-max-certificate-ttl=0s'])?.kubeConfigMaxCertificateTtlSeconds).toBe(0);
+    expect(() => parseFlags(['--kubeconfig-max-certificate-ttl=5m'])).toThrow(/kubeconfig-max-certificate-ttl/);
+  });
 });
