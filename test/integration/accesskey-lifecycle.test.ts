@@ -62,10 +62,14 @@ async function rewriteStored(name: string, change: (stored: any) => void): Promi
   const stored = JSON.parse((await etcd.get(path).string())!);
   change(stored);
   const put = await etcd.put(path).value(JSON.stringify(stored)).exec();
-  await waitFor(
-    'the rewritten key to be read',
-    async () => (await getKey(name)).metadata.resourceVersion === put.header.revision,
-  );
+  // The key's use may be recorded after the rewrite (a status write of its own): then it is read at a later version.
+  await waitFor('the rewritten key to be read', async () => {
+    const read = await getKey(name);
+    return (
+      Number(read.metadata.resourceVersion) >= Number(put.header.revision) &&
+      read.metadata.creationTimestamp === stored.metadata.creationTimestamp
+    );
+  });
 }
 
 /** The EXPIRES cell of `kubectl get ownedaccesskey <name>`, with the times just before and after kubectl ran. */

@@ -75,8 +75,11 @@ export const expiryReadView: ReadView<OwnedAccessKey> = {
     setExpirationTimestamp(read, now);
     return read;
   },
+  // Only the derived value goes back to what is stored; anything else a writer put there is theirs, to validate.
   underive(written, stored) {
-    if (stored.status?.expirationTimestamp === undefined && isPlainObject(written.status))
+    if (stored.status?.expirationTimestamp !== undefined || !isPlainObject(written.status)) return;
+    const derived = expiryReadView.derive(stored, Date.now()).status?.expirationTimestamp;
+    if (derived !== undefined && written.status.expirationTimestamp === derived)
       delete written.status.expirationTimestamp;
   },
 };
