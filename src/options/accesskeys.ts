@@ -1,6 +1,6 @@
 /** Access keys' use, written to their status off the request path. */
 import type { Options } from './flag.js';
-import { atLeast, duration } from './values.js';
+import { duration, optionalSeconds } from './values.js';
 
 export interface AccessKeysConfig {
   /** At most one status.lastActivity write per access key per this long. */
@@ -26,10 +26,7 @@ export const accessKeysOptions: Options<AccessKeysConfig> = {
       arg: 'duration',
       default: '0s',
       help: 'The longest life an access key gets when created or changed by anyone outside system:masters: a longer spec.ttl, or none, becomes this; keys stored before are left as they are. 0s for no limit ({default}).',
-      apply: (c, v) => {
-        const ms = duration('access-key-max-ttl', v);
-        c.accessKeyMaxTtlSeconds = ms && Math.floor(atLeast('access-key-max-ttl', ms, 1000) / 1000);
-      },
+      apply: (c, v) => (c.accessKeyMaxTtlSeconds = optionalSeconds('access-key-max-ttl', v, 1000)),
     },
   ],
   settings: {

@@ -2,7 +2,7 @@
 import { isIP } from 'node:net';
 import { isDNS1123Subdomain } from '../apimachinery/validation.js';
 import { FlagError, type Options } from './flag.js';
-import { atLeast, duration, list } from './values.js';
+import { list, optionalSeconds } from './values.js';
 
 export interface HostConfig {
   /** The host cluster (TokenReview, SubjectAccessReview, RBAC); unset: in-cluster config when in a pod. */
@@ -37,11 +37,8 @@ export const hostOptions: Options<HostConfig> = {
       arg: 'duration',
       default: '168h',
       help: "The longest life of the client certificate in a virtual cluster's kube config asked for by anyone outside system:masters: a longer spec.certificateTTL becomes this (the answer warns), and 0 (the virtual cluster's own signing duration, often a year) is refused with 422. At least 10m; 0s for no limit ({default}).",
-      apply: (c, v) => {
-        const ms = duration('kubeconfig-max-certificate-ttl', v);
-        c.kubeConfigMaxCertificateTtlSeconds =
-          ms && Math.floor(atLeast('kubeconfig-max-certificate-ttl', ms, 600_000) / 1000);
-      },
+      apply: (c, v) =>
+        (c.kubeConfigMaxCertificateTtlSeconds = optionalSeconds('kubeconfig-max-certificate-ttl', v, 600_000)),
     },
   ],
 };

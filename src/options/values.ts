@@ -28,6 +28,12 @@ export function atLeast(flag: string, ms: number, min: number): number {
   return ms;
 }
 
+/** A limit given as a duration and kept in whole seconds: 0 for none, else at least `minMs`. */
+export function optionalSeconds(flag: string, value: string, minMs: number): number {
+  const ms = duration(flag, value);
+  return ms && Math.floor(atLeast(flag, ms, minMs) / 1000);
+}
+
 export function count(flag: string, value: string): number {
   const n = Number(value);
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(n))
