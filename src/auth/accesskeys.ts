@@ -21,6 +21,12 @@
  *   - subject key: user `spec.subject`, groups `spec.groups`;
  *   - extra `platform.sh/access-key: [<key object name>]`; the union adds `system:authenticated`;
  *   - a `restriction` (src/access/scope.ts) when the key has a scope, rules or allowPlatformCli.
+ * - that was rotated (POST ownedaccesskeys/<name>/rotate) and is asked with the value the rotation replaced
+ *   (`status.previousKey`): as the key, with a Warning, until `status.previousKeyExpirationTimestamp`; then 401
+ *   `access key "<name>" was rotated at <t>; its previous value stopped working at <end>; use the new value`.
+ *   A key's current value is found before any key's previous one.
+ * Each authenticated request carries (ACCESS_KEY_USE, beside the user) which value of which key it used, so that what
+ * is issued to it (a direct cluster endpoint token) can be refused once that value stops working (valueRefused).
  * Two keys with the same key material (client-chosen keys can collide) resolve to the oldest one, so a later copy
  * can never take over the identity of the first; copies created in the same second (creationTimestamp has whole
  * seconds) are 401. A create never says whether a key value is in use.
@@ -39,9 +45,11 @@ import type { OwnedAccessKey } from '../kinds/ownedaccesskey/types.js';
 import type { ActivityRecorder } from './activity.js';
 import { buildRestriction, type RestrictionOptions } from '../access/scope.js';
 import {
+  ACCESS_KEY_USE,
   AuthenticationError,
   CREDENTIAL_WARNINGS,
   bearerToken,
+  type AccessKeyUse,
   type Authenticated,
   type Authenticator,
 } from './types.js';
@@ -67,9 +75,19 @@ export interface AccessKeyAuthenticatorOptions {
 interface IndexedKey {
   name: string;
   hash: string;
-  object: KubeObject;
+  object: OwnedAccessKey;
   created: number;
   user: UserInfo;
+  /** status.rotations: which value the current one is. */
+  generation: number;
+  /** The value the last rotation replaced, and when it stops (stopped) working. */
+  previous?: { hash: string; until: number; rotatedAt: string };
+}
+
+/** A key found by a value, and whether that value is the one its last rotation replaced. */
+interface Match {
+  key: IndexedKey;
+  previous: boolean;
 }
 
 const JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
@@ -105,13 +123,29 @@ export function identityOf(obj: KubeObject, restriction?: Restriction): UserInfo
 
 /** Said with every answer to a key in the last tenth of its life: when it stops working, and what to do. */
 function expiryWarning(name: string, at: number, now: number): string {
-  const when = new Date(at).toISOString().replace(/\.\d{3}Z$/, 'Z');
-  return `access key ${JSON.stringify(name)} expires at ${when} (in ${humanDuration(at - now)}); requests with it are refused from then on`;
+  return `access key ${JSON.stringify(name)} expires at ${rfc3339(at)} (in ${humanDuration(at - now)}); requests with it are refused from then on`;
+}
+
+/** Said with every answer to a request made with the value a rotation replaced, while it still works. */
+function previousValueWarning(name: string, until: number, now: number): string {
+  return `access key ${JSON.stringify(name)} was rotated: this value stops working at ${rfc3339(until)} (in ${humanDuration(until - now)}); use the new value`;
+}
+
+function rotatedMessage(name: string, previous: NonNullable<IndexedKey['previous']>): string {
+  return `access key ${JSON.stringify(name)} was rotated at ${previous.rotatedAt}; its previous value stopped working at ${rfc3339(previous.until)}; use the new value`;
+}
+
+const rfc3339 = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+function wholeNumber(v: unknown): number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? v : 0;
 }
 
 export class AccessKeyAuthenticator implements Authenticator {
   private readonly byName = new Map<string, IndexedKey>();
   private readonly byHash = new Map<string, Set<string>>();
+  /** The values rotations replaced: hash to the names of the keys that had it. */
+  private readonly byPreviousHash = new Map<string, Set<string>>();
   private unwatch?: () => void;
   private started = false;
   private stopped = false;
@@ -153,24 +187,69 @@ export class AccessKeyAuthenticator implements Authenticator {
     if (token === undefined) return undefined;
     if (!this.started) this.start();
     const hash = hashAccessKey(token);
-    let key = this.lookup(hash);
-    if (!key && this.opts.refreshOnMiss !== false && !JWT.test(token)) {
+    let match = this.find(hash);
+    if (!match && this.opts.refreshOnMiss !== false && !JWT.test(token)) {
       await this.refresh();
-      key = this.lookup(hash);
+      match = this.find(hash);
     }
-    if (!key) return undefined;
+    if (!match) return undefined;
 
-    const spec = key.object.spec ?? {};
-    const name = JSON.stringify(key.name);
-    if (spec.disabled === true) throw new AuthenticationError(`access key ${name} is disabled`);
+    const { key, previous } = match;
     const now = this.now();
-    const object = key.object as OwnedAccessKey;
-    const at = expiresAt(object, now, this.opts.recorder?.lastSeen(key.name));
-    if (at !== undefined && now >= at) throw new AuthenticationError(`access key ${name} has expired`);
+    const refused = this.refusal(key, previous, now);
+    if (refused) throw new AuthenticationError(refused);
     this.opts.recorder?.record(key.name, now);
+    const at = expiresAt(key.object, now, this.opts.recorder?.lastSeen(key.name));
+    const until = previous ? Math.min(key.previous!.until, at ?? Infinity) : at;
     const user: Authenticated = { ...key.user, groups: [...key.user.groups] };
-    if (at !== undefined && nearExpiry(object, at, now)) user[CREDENTIAL_WARNINGS] = [expiryWarning(key.name, at, now)];
+    const warnings: string[] = [];
+    if (previous) warnings.push(previousValueWarning(key.name, key.previous!.until, now));
+    if (at !== undefined && nearExpiry(key.object, at, now)) warnings.push(expiryWarning(key.name, at, now));
+    if (warnings.length) user[CREDENTIAL_WARNINGS] = warnings;
+    const use: AccessKeyUse = {
+      name: key.name,
+      uid: key.object.metadata.uid ?? '',
+      generation: previous ? key.generation - 1 : key.generation,
+    };
+    if (until !== undefined) use.until = until;
+    user[ACCESS_KEY_USE] = use;
     return user;
+  }
+
+  /**
+   * Why a value of a key no longer works, or undefined while it does: the key is disabled, expired, or (the value a
+   * rotation replaced) past its grace.
+   */
+  private refusal(key: IndexedKey, previous: boolean, now: number): string | undefined {
+    const name = JSON.stringify(key.name);
+    if (key.object.spec?.disabled === true) return `access key ${name} is disabled`;
+    const at = expiresAt(key.object, now, this.opts.recorder?.lastSeen(key.name));
+    if (at !== undefined && now >= at) return `access key ${name} has expired`;
+    if (previous && now >= key.previous!.until) return rotatedMessage(key.name, key.previous!);
+    return undefined;
+  }
+
+  /**
+   * Why what was issued to a request made with `use` (ACCESS_KEY_USE) must be refused now, or undefined when the value
+   * it was made with still works: the key was deleted (or replaced by another of its name: the uid differs), is
+   * disabled or expired, or that value was rotated away (past the grace, or two rotations ago). A key this server
+   * has not seen yet is looked for once in etcd first.
+   */
+  async valueRefused(use: AccessKeyUse): Promise<string | undefined> {
+    if (!this.started) this.start();
+    let key = this.byName.get(use.name);
+    if (!key || key.object.metadata.uid !== use.uid) {
+      await this.refresh();
+      key = this.byName.get(use.name);
+    }
+    const name = JSON.stringify(use.name);
+    if (!key || key.object.metadata.uid !== use.uid) return `access key ${name} no longer exists`;
+    const now = this.now();
+    if (use.generation === key.generation) return this.refusal(key, false, now);
+    if (use.generation === key.generation - 1 && key.previous) return this.refusal(key, true, now);
+    if (use.generation < key.generation)
+      return `access key ${name} was rotated ${key.generation - use.generation} times since; use the new value`;
+    return `access key ${name} has no value of generation ${use.generation}`;
   }
 
   /**
@@ -179,15 +258,25 @@ export class AccessKeyAuthenticator implements Authenticator {
    */
   recognises(req: IncomingMessage): boolean {
     const token = bearerToken(req);
-    return token !== undefined && !!this.byHash.get(hashAccessKey(token))?.size;
+    if (token === undefined) return false;
+    const hash = hashAccessKey(token);
+    return !!this.byHash.get(hash)?.size || !!this.byPreviousHash.get(hash)?.size;
+  }
+
+  /** The key a value stands for: a key whose current value it is (lookup), else one whose previous value it was. */
+  private find(hash: string): Match | undefined {
+    const current = this.lookup(this.byHash, hash);
+    if (current) return { key: current, previous: false };
+    const previous = this.lookup(this.byPreviousHash, hash);
+    return previous && { key: previous, previous: true };
   }
 
   /**
    * The key a hash stands for: the oldest with it. creationTimestamp has whole seconds, so keys created in the same
    * second cannot be told apart in age: such a tie is refused rather than decided by name, which a copy could pick.
    */
-  private lookup(hash: string): IndexedKey | undefined {
-    const names = this.byHash.get(hash);
+  private lookup(index: Map<string, Set<string>>, hash: string): IndexedKey | undefined {
+    const names = index.get(hash);
     if (!names?.size) return undefined;
     let best: IndexedKey | undefined;
     let tied = false;
@@ -226,6 +315,7 @@ export class AccessKeyAuthenticator implements Authenticator {
       const { items, revision } = this.opts.cache.snapshot(this.opts.prefix);
       this.byName.clear();
       this.byHash.clear();
+      this.byPreviousHash.clear();
       for (const cached of items) this.put(cached.decode() as OwnedAccessKey);
       let terminated = false;
       this.unwatch = this.opts.cache.watch(this.opts.prefix, revision, {
@@ -280,18 +370,45 @@ export class AccessKeyAuthenticator implements Authenticator {
     const user = identityOf(obj, restriction);
     if (!user) return;
     const created = Date.parse(obj.metadata.creationTimestamp ?? '');
-    this.byName.set(name, { name, hash, object: obj, created: Number.isNaN(created) ? 0 : created, user });
-    let names = this.byHash.get(hash);
-    if (!names) this.byHash.set(hash, (names = new Set()));
-    names.add(name);
+    const key: IndexedKey = {
+      name,
+      hash,
+      object: obj,
+      created: Number.isNaN(created) ? 0 : created,
+      user,
+      generation: wholeNumber(obj.status?.rotations),
+      previous: previousValue(obj),
+    };
+    this.byName.set(name, key);
+    addTo(this.byHash, hash, name);
+    if (key.previous) addTo(this.byPreviousHash, key.previous.hash, name);
   }
 
   private remove(name: string): void {
     const old = this.byName.get(name);
     if (!old) return;
     this.byName.delete(name);
-    const names = this.byHash.get(old.hash);
-    names?.delete(name);
-    if (names && !names.size) this.byHash.delete(old.hash);
+    removeFrom(this.byHash, old.hash, name);
+    if (old.previous) removeFrom(this.byPreviousHash, old.previous.hash, name);
   }
+}
+
+/** The value a key's last rotation replaced, when its status records one whole (only the server writes it). */
+function previousValue(obj: OwnedAccessKey): IndexedKey['previous'] {
+  const { previousKey, previousKeyExpirationTimestamp, lastRotationTimestamp } = obj.status ?? {};
+  const until = Date.parse(previousKeyExpirationTimestamp ?? '');
+  if (!isKeyHash(previousKey) || Number.isNaN(until) || previousKey === obj.spec?.key) return undefined;
+  return { hash: previousKey, until, rotatedAt: lastRotationTimestamp ?? 'an unknown time' };
+}
+
+function addTo(index: Map<string, Set<string>>, hash: string, name: string): void {
+  let names = index.get(hash);
+  if (!names) index.set(hash, (names = new Set()));
+  names.add(name);
+}
+
+function removeFrom(index: Map<string, Set<string>>, hash: string, name: string): void {
+  const names = index.get(hash);
+  names?.delete(name);
+  if (names && !names.size) index.delete(hash);
 }

@@ -213,6 +213,14 @@ export interface OwnedAccessKeyStatus {
   lastActivity?: string;
   /** When the key stops working: ttl seconds after its creation, or after its last activity with ttlAfterLastActivity. Written by the server on every write of the key; absent for a key without a ttl. */
   expirationTimestamp?: string;
+  /** How many times the key was rotated (POST ownedaccesskeys/<name>/rotate); absent before the first. Written by the server only. */
+  rotations?: number;
+  /** When the key was last rotated. Written by the server only. */
+  lastRotationTimestamp?: string;
+  /** When the value the last rotation replaced stops working (the rotation's grace period); requests with it are 401 from then on. Written by the server only. */
+  previousKeyExpirationTimestamp?: string;
+  /** The hash of the value the last rotation replaced, kept until the next rotation so that a request with it is told why it is refused. Never shown, like spec.key. Written by the server only. */
+  previousKey?: string;
 }
 
 /** OwnedAccessKey is an access key used to authenticate against the API and the command line client in non-interactive environments such as CI/CD pipelines. */
