@@ -54,6 +54,11 @@ export interface Action {
   schema: StructuralSchema;
   /** Parts of the request that restrict what its answer grants (Strategy.restrictingFields). */
   restrictingFields?: readonly FieldPath[];
+  /**
+   * Checks of the request object as decoded, before admission and the audit log see it: a body refused here (e.g. a
+   * key value the action does not take) goes no further.
+   */
+  validate?(object: KubeObject): void;
   serve(call: ActionCall): Promise<KubeObject>;
 }
 

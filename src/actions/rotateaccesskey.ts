@@ -21,15 +21,21 @@
 import { jsonEqual } from '../apimachinery/equality.js';
 import { Path, fieldError, type FieldError } from '../apimachinery/field.js';
 import { GROUP_NAME } from '../apimachinery/group.js';
-import type { StructuralSchema } from '../apimachinery/schema.js';
+import { isDateTime, type StructuralSchema } from '../apimachinery/schema.js';
 import * as errors from '../apimachinery/status.js';
 import { nowRFC3339 } from '../apimachinery/time.js';
 import { isPlainObject, type KubeObject } from '../apimachinery/types.js';
 import type { ResourceDefinition } from '../registry/definitions.js';
 import type { Registry } from '../registry/registry.js';
 import { expiresAt } from '../kinds/ownedaccesskey/expiry.js';
-import { KEY_SHOWN_ONCE_WARNING, RESOURCE, generateAccessKey } from '../kinds/ownedaccesskey/strategy.js';
+import {
+  KEY_SHOWN_ONCE_WARNING,
+  RESOURCE,
+  creationRefusal,
+  generateAccessKey,
+} from '../kinds/ownedaccesskey/strategy.js';
 import { OwnedAccessKey } from '../kinds/ownedaccesskey/types.js';
+import type { UserInfo } from '../apimachinery/user.js';
 import type { Action, ActionCall } from './action.js';
 import { requestSchema } from './action.js';
 
@@ -68,14 +74,16 @@ export function rotateAccessKeyAction(registry: Registry): Action {
     schema: rotateSchema(registry.definitions.find((d) => d.group === GROUP_NAME && d.kind === KIND)),
     // A typo in the spec (a grace period misspelt) is refused rather than a rotation made with the default.
     restrictingFields: [['spec']],
+    // Before admission and the audit log: a key value sent in the body goes nowhere.
+    validate: (body) => void graceSeconds(String(body.metadata.name ?? ''), specOf(body)),
     async serve(call: ActionCall): Promise<KubeObject> {
-      const { name } = call;
+      const { name, user } = call;
       const body = call.object!;
       if (body.metadata.name !== undefined && body.metadata.name !== name)
         throw errors.badRequest(
           `the name of the object (${String(body.metadata.name)}) does not match the name on the URL (${name})`,
         );
-      const spec = isPlainObject(body.spec) ? body.spec : {};
+      const spec = specOf(body);
       const grace = graceSeconds(name, spec);
       await checkMayRotate(call);
       const value = generateAccessKey();
@@ -86,6 +94,10 @@ export function rotateAccessKeyAction(registry: Registry): Action {
         {
           patch: (current) => {
             const now = Date.now();
+            // The new value is the key as it is: outside system:masters, only for who could have made it so.
+            const why = creationRefusal(current, user);
+            if (why)
+              throw rotateForbidden(name, user, `only whoever could create the key as it is may rotate it: ${why}`);
             checkRotatable(current, now);
             replacedUntil = nowRFC3339(new Date(now + grace * 1000));
             return {
@@ -140,12 +152,7 @@ function graceSeconds(name: string, spec: Record<string, unknown>): number {
  * anything is read, so that a caller who may not learns nothing of the key, not even whether it exists.
  */
 async function checkMayRotate({ name, user, authorize }: ActionCall): Promise<void> {
-  const deny = (why: string) =>
-    errors.forbidden(
-      groupResource,
-      name,
-      `User ${JSON.stringify(user.name)} cannot rotate resource ${JSON.stringify(RESOURCE)} in API group ${JSON.stringify(GROUP_NAME)} at the cluster scope: ${why}`,
-    );
+  const deny = (why: string) => rotateForbidden(name, user, why);
   if (user.restriction) throw deny('a credential with a scope or rules may not create or change access keys');
   const decision = await authorize({
     verb: 'update',
@@ -161,16 +168,30 @@ async function checkMayRotate({ name, user, authorize }: ActionCall): Promise<vo
   if (decision.decision !== 'allow') throw deny('rotating a key needs permission to update it');
 }
 
+function rotateForbidden(name: string, user: UserInfo, why: string): errors.StatusError {
+  return errors.forbidden(
+    groupResource,
+    name,
+    `User ${JSON.stringify(user.name)} cannot rotate resource ${JSON.stringify(RESOURCE)} in API group ${JSON.stringify(GROUP_NAME)} at the cluster scope: ${why}`,
+  );
+}
+
+const specOf = (body: KubeObject): Record<string, unknown> => (isPlainObject(body.spec) ? body.spec : {});
+
 /** 409 for a key whose new value would not work, or whose previous value is still in its grace. */
 function checkRotatable(key: OwnedAccessKey, now: number): void {
   const name = key.metadata.name ?? '';
   const refuse = (why: string) => errors.conflict(groupResource, name, why);
+  if (key.metadata.deletionTimestamp)
+    throw refuse('the key is being deleted, and its values stop working; a key being deleted is not rotated');
   if (key.spec?.disabled === true)
     throw refuse('the key is disabled, and a new value of it would not work either; a disabled key is not rotated');
   const expiry = expiresAt(key, now);
   if (expiry !== undefined && now >= expiry)
     throw refuse('the key has expired, and a rotation does not renew it; create a new key');
-  const previousUntil = Date.parse(key.status?.previousKeyExpirationTimestamp ?? '');
+  // Only a time the server wrote counts (a value of another type stored by other means is none).
+  const until = key.status?.previousKeyExpirationTimestamp;
+  const previousUntil = isDateTime(until) ? Date.parse(until as string) : NaN;
   if (!Number.isNaN(previousUntil) && now < previousUntil)
     throw refuse(
       `the key was rotated at ${key.status?.lastRotationTimestamp ?? 'an unknown time'} and its previous value works until ${key.status?.previousKeyExpirationTimestamp}; rotate again after that (a rotation now would cut it off), or disable the key to stop every value at once`,

@@ -24,16 +24,17 @@
  * - that was rotated (POST ownedaccesskeys/<name>/rotate) and is asked with the value the rotation replaced
  *   (`status.previousKey`): as the key, with a Warning, until `status.previousKeyExpirationTimestamp`; then 401
  *   `access key "<name>" was rotated at <t>; its previous value stopped working at <end>; use the new value`.
- *   A key's current value is found before any key's previous one.
+ * - that is being deleted (a finalizer holds it): 401 `access key "<name>" is being deleted`.
  * Each authenticated request carries (ACCESS_KEY_USE, beside the user) which value of which key it used, so that what
  * is issued to it (a direct cluster endpoint token) can be refused once that value stops working (valueRefused).
- * Two keys with the same key material (client-chosen keys can collide) resolve to the oldest one, so a later copy
- * can never take over the identity of the first; copies created in the same second (creationTimestamp has whole
+ * Two keys with the same key material (client-chosen keys can collide), as their current value or as the one their
+ * last rotation replaced, resolve to the oldest one, so a later copy can never take over the identity of the first; copies created in the same second (creationTimestamp has whole
  * seconds) are 401. A create never says whether a key value is in use.
  * Keys and hashes are never logged.
  */
 import { Backoff } from '../apimachinery/backoff.js';
 import { humanDuration } from '../apimachinery/duration.js';
+import { isDateTime } from '../apimachinery/schema.js';
 import type { IncomingMessage } from 'node:http';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { Restriction, UserInfo } from '../apimachinery/user.js';
@@ -222,6 +223,8 @@ export class AccessKeyAuthenticator implements Authenticator {
    */
   private refusal(key: IndexedKey, previous: boolean, now: number): string | undefined {
     const name = JSON.stringify(key.name);
+    // Deleted, though a finalizer keeps the object a while: its holder's own finalizer must not keep it working.
+    if (key.object.metadata.deletionTimestamp) return `access key ${name} is being deleted`;
     if (key.object.spec?.disabled === true) return `access key ${name} is disabled`;
     const at = expiresAt(key.object, now, this.opts.recorder?.lastSeen(key.name));
     if (at !== undefined && now >= at) return `access key ${name} has expired`;
@@ -263,33 +266,29 @@ export class AccessKeyAuthenticator implements Authenticator {
     return !!this.byHash.get(hash)?.size || !!this.byPreviousHash.get(hash)?.size;
   }
 
-  /** The key a value stands for: a key whose current value it is (lookup), else one whose previous value it was. */
-  private find(hash: string): Match | undefined {
-    const current = this.lookup(this.byHash, hash);
-    if (current) return { key: current, previous: false };
-    const previous = this.lookup(this.byPreviousHash, hash);
-    return previous && { key: previous, previous: true };
-  }
-
   /**
-   * The key a hash stands for: the oldest with it. creationTimestamp has whole seconds, so keys created in the same
-   * second cannot be told apart in age: such a tie is refused rather than decided by name, which a copy could pick.
+   * The key a value stands for: the oldest key whose current value it is or whose last rotation replaced it, so that
+   * a key created later with the value (a copy of a leaked or rotated value) never takes over the first one's, not
+   * even after the rotation. creationTimestamp has whole seconds, so keys created in the same second cannot be told
+   * apart in age: such a tie is refused rather than decided by name, which a copy could pick.
    */
-  private lookup(index: Map<string, Set<string>>, hash: string): IndexedKey | undefined {
-    const names = index.get(hash);
-    if (!names?.size) return undefined;
-    let best: IndexedKey | undefined;
+  private find(hash: string): Match | undefined {
+    let best: Match | undefined;
     let tied = false;
-    for (const name of names) {
-      const key = this.byName.get(name);
-      if (!key) continue;
-      if (!best || key.created < best.created) {
-        best = key;
-        tied = false;
-      } else if (key.created === best.created) {
-        tied = true;
+    const consider = (names: Set<string> | undefined, previous: boolean) => {
+      for (const name of names ?? []) {
+        const key = this.byName.get(name);
+        if (!key) continue;
+        if (!best || key.created < best.key.created) {
+          best = { key, previous };
+          tied = false;
+        } else if (key.created === best.key.created && key !== best.key) {
+          tied = true;
+        }
       }
-    }
+    };
+    consider(this.byHash.get(hash), false);
+    consider(this.byPreviousHash.get(hash), true);
     if (best && tied)
       throw new AuthenticationError(
         'this access key belongs to several OwnedAccessKeys created in the same second; it is refused',
@@ -396,7 +395,7 @@ export class AccessKeyAuthenticator implements Authenticator {
 /** The value a key's last rotation replaced, when its status records one whole (only the server writes it). */
 function previousValue(obj: OwnedAccessKey): IndexedKey['previous'] {
   const { previousKey, previousKeyExpirationTimestamp, lastRotationTimestamp } = obj.status ?? {};
-  const until = Date.parse(previousKeyExpirationTimestamp ?? '');
+  const until = isDateTime(previousKeyExpirationTimestamp) ? Date.parse(previousKeyExpirationTimestamp as string) : NaN;
   if (!isKeyHash(previousKey) || Number.isNaN(until) || previousKey === obj.spec?.key) return undefined;
   return { hash: previousKey, until, rotatedAt: lastRotationTimestamp ?? 'an unknown time' };
 }

@@ -51,6 +51,7 @@ export async function handleAction(
     // An empty body asks with every default, where the action takes one (a rotation); otherwise it names its kind.
     if (body.length || !action.emptyBody) requireTypeMeta(parsed, { apiVersion: `${action.group}/${action.version}` });
     object = decodeRequest(action, parsed, opts.fieldValidation, warnings);
+    action.validate?.(object);
     if (admission) {
       const context = requestContext(req);
       const attrs: AdmissionAttributes = {
@@ -70,6 +71,7 @@ export async function handleAction(
       };
       await admission.admit(attrs);
       object = decodeRequest(action, attrs.object as Record<string, unknown>, opts.fieldValidation, warnings);
+      action.validate?.(object);
       await admission.validate(attrs);
     }
     // For an audit at level Request or more; an action's answer (a credential) never is (auditbodies.ts).
