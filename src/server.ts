@@ -3,6 +3,7 @@
  * are completed here, and startServer takes the steps in order; each step is a module of src/startup/.
  */
 import { ServedActions } from './actions/served.js';
+import { rotateAccessKeyAction } from './actions/rotateaccesskey.js';
 import { enabledPlugins } from './admission/chain.js';
 import { loadAdmissionConfiguration } from './admission/config.js';
 import { ownerDeletionCheck } from './auth/ownerdeletion.js';
@@ -73,6 +74,7 @@ export async function startServer(flags: Config, log: Logger, worker?: WorkerOf)
     });
     const address = new ServingAddress(config);
     const actions = new ServedActions();
+    actions.add(rotateAccessKeyAction(registry));
     const signingKeys = startTokens(config, storage, encryption, registry, actions, address);
     // Before the start awaits again: an encryption reload (a timer) always finds what it rewrites.
     const rewriteStale = () => void rewriteStaleValues(storage, registry, signingKeys, log);

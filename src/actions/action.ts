@@ -48,6 +48,8 @@ export interface Action {
    */
   anyNamespace?: boolean;
   verbs: readonly ActionVerb[];
+  /** Whether a create may have no body at all (then it asks with every default); otherwise the body names its kind. */
+  emptyBody?: boolean;
   /** The request object's schema (apiVersion, kind and metadata are checked for every action). */
   schema: StructuralSchema;
   /** Parts of the request that restrict what its answer grants (Strategy.restrictingFields). */

@@ -48,7 +48,8 @@ export async function handleAction(
       );
     const body = rawBody(req);
     const parsed = body.length ? parseObjectBody(body, requestEncoding(req.headers['content-type']), action.kind) : {};
-    requireTypeMeta(parsed, { apiVersion: `${action.group}/${action.version}` });
+    // An empty body asks with every default, where the action takes one (a rotation); otherwise it names its kind.
+    if (body.length || !action.emptyBody) requireTypeMeta(parsed, { apiVersion: `${action.group}/${action.version}` });
     object = decodeRequest(action, parsed, opts.fieldValidation, warnings);
     if (admission) {
       const context = requestContext(req);

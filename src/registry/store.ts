@@ -74,6 +74,11 @@ export interface WriteOptions extends FieldValidationOptions {
   authorize?: AuthorizeOther;
   /** Filled by admission plugins for the request's audit event. */
   auditAnnotations?: Record<string, string>;
+  /**
+   * The server's own writes only (no `user`): an update of the main resource stores the status it is given as well,
+   * so that a change of both is one write (an access key's rotation: the new value and the status recording it).
+   */
+  withStatus?: boolean;
 }
 
 export interface ApplyOptions extends WriteOptions {
@@ -310,7 +315,9 @@ export class Store<O extends KubeObject = KubeObject> {
     const key = this.key(namespace, name);
     // The one choice between the main resource and its status: each has its own steps (updatesteps.ts).
     const steps =
-      subresource === 'status' ? statusSteps(this.def, this.strategy) : mainResourceSteps(this.def, this.strategy);
+      subresource === 'status'
+        ? statusSteps(this.def, this.strategy)
+        : mainResourceSteps(this.def, this.strategy, { withStatus: !opts.user && opts.withStatus === true });
     steps.checkWriter(namespace, name, 'replace' in source ? 'update' : 'patch', opts.user);
     // Those of the attempt that wrote (guaranteedUpdate may run the function again on a conflict).
     let warnings: string[] = [];

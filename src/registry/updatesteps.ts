@@ -32,11 +32,12 @@ export interface UpdateSteps {
 export function mainResourceSteps(
   def: ResourceDefinition,
   strategy: UpdateStrategy & { admission?: KindAdmission },
+  { withStatus = false }: { withStatus?: boolean } = {},
 ): UpdateSteps {
   return {
     subresource: '',
     checkWriter: () => {},
-    take: (obj, current) => mainUpdate(def, obj, current),
+    take: (obj, current) => mainUpdate(def, obj, current, withStatus),
     prepare: (obj, old, user) => strategy.prepareForUpdate?.(obj, old, user),
     warnings: (obj, old) => strategy.warningsOnUpdate?.(obj, old) ?? [],
     admit: async (obj, old, caller, context) => strategy.admission?.admitUpdate?.(obj, old, caller, context),
@@ -58,9 +59,12 @@ export function statusSteps(def: ResourceDefinition, strategy: StatusStrategy): 
   };
 }
 
-/** A write to the main resource: status and server-owned metadata stay as stored. */
-function mainUpdate(def: ResourceDefinition, obj: KubeObject, current: KubeObject): KubeObject {
-  if (def.hasStatus) {
+/**
+ * A write to the main resource: status (unless the server writes both at once: WriteOptions.withStatus) and
+ * server-owned metadata stay as stored.
+ */
+function mainUpdate(def: ResourceDefinition, obj: KubeObject, current: KubeObject, withStatus: boolean): KubeObject {
+  if (def.hasStatus && !withStatus) {
     if (current.status === undefined) delete obj.status;
     else obj.status = current.status;
   }

@@ -112,6 +112,11 @@ describe('/apis', () => {
       responseKind: { group: '', version: '', kind: 'ProjectImportVirtualCluster' },
       verbs: ['create'],
     });
+    expect(byName.ownedaccesskeys.subresources).toContainEqual({
+      subresource: 'rotate',
+      responseKind: { group: '', version: '', kind: 'OwnedAccessKey' },
+      verbs: ['create'],
+    });
     expect(byName.clusters).toMatchObject({ scope: 'Cluster', shortNames: ['pcl'] });
     expect(byName.directclusterendpointtokens).toEqual({
       resource: 'directclusterendpointtokens',

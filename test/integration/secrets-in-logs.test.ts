@@ -1,6 +1,6 @@
 /**
  * Secrets never reach the logs: access keys (generated and given), the admin token, secret data, direct cluster
- * endpoint tokens and their signing key, ProjectSecrets (their own data and synced), through creation, use, refusals, activity recording and shutdown. The
+ * endpoint tokens and their signing key, ProjectSecrets, the values and hashes of rotated keys (their own data and synced), through creation, use, refusals, activity recording and shutdown. The
  * server runs at the highest verbosity (a line per request, debug lines) and writes an audit log, which is searched
  * too; bodies that quote a secret back (an invalid value, malformed JSON) are among the requests.
  */
@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultConfig } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
+import { hashAccessKey } from '../../src/kinds/ownedaccesskey/strategy.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
 import { GROUP_PATH, HttpClient } from '../support/http.js';
@@ -128,6 +129,23 @@ test('no key, token or secret value is ever logged', async () => {
   const ci = new HttpClient(server.url, server.caPem!, key);
   expect((await ci.get(`${GROUP_PATH}/clusters`)).status).toBe(200);
   expect((await new HttpClient(server.url, server.caPem!, givenKey).get('/apis')).status).toBe(200);
+  // A rotation of the given key with no grace: the new value works, the old one is refused naming the rotation.
+  const rotated = await admin.post(`${GROUP_PATH}/ownedaccesskeys/given/rotate`, {
+    apiVersion: API_VERSION,
+    kind: 'OwnedAccessKey',
+    spec: { rotationGracePeriod: 0 },
+  });
+  expect(rotated.status).toBe(201);
+  const rotatedKey: string = rotated.body.spec.key;
+  await answerWhen(
+    'the new value to work',
+    () => new HttpClient(server.url, server.caPem!, rotatedKey).get('/apis'),
+    (res) => res.status === 200,
+    30_000,
+  );
+  const oldValue = await new HttpClient(server.url, server.caPem!, givenKey).get('/apis');
+  expect(oldValue.status).toBe(401);
+  expect(oldValue.body.message).toContain('was rotated at');
   // Refusals: a changed key, a disabled key, an unknown token.
   expect(
     (
@@ -192,6 +210,8 @@ test('no key, token or secret value is ever logged', async () => {
     projectValue,
     'not-a-real-token',
     'another-key-that-is-long-enough',
+    rotatedKey,
+    ...[key, givenKey, rotatedKey].map((k) => hashAccessKey(k).slice('sha256:'.length)),
     token,
     token.split('.')[2],
     signingKeyD,

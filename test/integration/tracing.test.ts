@@ -230,12 +230,26 @@ test('no span attribute holds an access key, a token or secret data, not even ha
     { headers },
   );
   expect(given.status).toBe(201);
+  // A rotation answers a new value; the old one goes on working for the grace.
+  const rotated = await ts.admin.post(
+    `${GROUP_PATH}/ownedaccesskeys/${given.body.metadata.name}/rotate`,
+    { apiVersion: API_VERSION, kind: 'OwnedAccessKey', spec: { rotationGracePeriod: 60 } },
+    { headers },
+  );
+  expect(rotated.status).toBe(201);
+  const rotatedKey: string = rotated.body.spec.key;
   const secretName = uniq('data');
   const body = { ...secretBody(secretName), spec: { data: { token: secretValue } } };
   expect((await ts.admin.post(sharedSecretsPath(NS), body, { headers })).status).toBe(201);
   // The keys and a host token used as credentials, and a secret read back.
   await new HttpClient(ts.server.url, ts.server.caPem ?? '', key).get(sharedSecretsPath(NS), { headers });
   await new HttpClient(ts.server.url, ts.server.caPem ?? '', givenKey).get(sharedSecretsPath(NS), { headers });
+  await answerWhen(
+    'the rotated value to work',
+    () => new HttpClient(ts.server.url, ts.server.caPem ?? '', rotatedKey).get(sharedSecretsPath(NS), { headers }),
+    (res) => res.status === 200,
+    30_000,
+  );
   await new HttpClient(ts.server.url, ts.server.caPem ?? '', HOST_TOKEN).get(sharedSecretsPath(NS), { headers });
   expect((await ts.admin.get(`${sharedSecretsPath(NS)}/${secretName}`, { headers })).status).toBe(200);
   const marker = hex(16);
@@ -244,7 +258,15 @@ test('no span attribute holds an access key, a token or secret data, not even ha
   expect(receiver.spans.filter((s) => s.traceId === traceId).length).toBeGreaterThan(10);
 
   const adminToken = readFileSync(join(ts.config.dataDir, 'admin-token'), 'utf8').trim();
-  const secrets = [key, givenKey, HOST_TOKEN, adminToken, secretValue, Buffer.from(secretValue, 'base64').toString()];
+  const secrets = [
+    key,
+    givenKey,
+    rotatedKey,
+    HOST_TOKEN,
+    adminToken,
+    secretValue,
+    Buffer.from(secretValue, 'base64').toString(),
+  ];
   const forms = secrets.flatMap((s) => [
     s,
     Buffer.from(s).toString('base64'),

@@ -37,6 +37,11 @@
  *   is all it tells: not whose key holds the name, and a key value already in use is not refused (a create is no
  *   oracle for key values; auth/accesskeys.ts says which key a shared value stands for).
  *
+ * Rotation (actions/rotateaccesskey.ts) is the one change of a stored key: the server's own write (no user) of a new
+ * value together with a status counting it (`status.rotations` one more) and keeping the replaced value's hash
+ * (`status.previousKey`, hidden as spec.key is) until `status.previousKeyExpirationTimestamp`. The rotation fields
+ * are the server's alone (registry/serverstatus.ts): no status write moves them, system:masters' neither.
+ *
  * Expiry (auth/accesskeys.ts) counts from `metadata.creationTimestamp`, which never changes, or from
  * `status.lastActivity`, which only the server writes and never into the future: with the rules above, no write
  * outside system:masters moves it later.
@@ -51,6 +56,7 @@ import { isPlainObject, type KubeObject } from '../../apimachinery/types.js';
 import { isMaster, TEAM_GROUP_PREFIX, teamsOf, type UserInfo } from '../../apimachinery/user.js';
 import type { CreateStrategy, StatusStrategy, StoredForm, Strategy, UpdateStrategy } from '../../registry/strategy.js';
 import { restrictionWidening } from '../../access/scopecover.js';
+import { absentOr, isString, keepServerStatus, type ServerStatusField } from '../../registry/serverstatus.js';
 import { accessKeyColumns } from './columns.js';
 import { expiryReadView, isFuture, setExpirationTimestamp } from './expiry.js';
 import { withMaxTtl } from './maxttl.js';
@@ -331,6 +337,7 @@ const keyStoredForm: StoredForm<OwnedAccessKey> = {
   hiddenFields: [
     ['spec', 'key'],
     ['spec', 'identity', 'connectorData'],
+    ['status', 'previousKey'],
   ],
 
   toStorage(obj: OwnedAccessKey): KubeObject {
@@ -379,6 +386,28 @@ const keyCreate: CreateStrategy<OwnedAccessKey> = {
   },
 };
 
+const rotationsOf = (obj: OwnedAccessKey): number => {
+  const n = obj.status?.rotations;
+  return typeof n === 'number' && Number.isSafeInteger(n) && n > 0 ? n : 0;
+};
+
+/**
+ * Whether `obj` is a rotation of `old`: a new key value with a status counting one more rotation. Only the server's
+ * own writes can carry a status into an update of the main resource (WriteOptions.withStatus), so only they can be one.
+ */
+function isRotation(obj: OwnedAccessKey, old: OwnedAccessKey, user: UserInfo | undefined): boolean {
+  const sent = obj.spec?.key;
+  return (
+    !user &&
+    typeof sent === 'string' &&
+    sent !== '' &&
+    !isKeyHash(sent) &&
+    isKeyHash(old.spec?.key) &&
+    hashAccessKey(sent) !== old.spec?.key &&
+    rotationsOf(obj) === rotationsOf(old) + 1
+  );
+}
+
 /** An update: the key kept as stored, and outside system:masters only ever weaker. */
 const keyUpdate: UpdateStrategy<OwnedAccessKey> = {
   prepareForUpdate(obj: OwnedAccessKey, old: OwnedAccessKey, user: UserInfo | undefined): void {
@@ -387,7 +416,10 @@ const keyUpdate: UpdateStrategy<OwnedAccessKey> = {
     const s = obj.spec;
     const stored = old.spec?.key;
     const sent = s.key;
-    if (sent === undefined || sent === null || sent === '') {
+    if (isRotation(obj, old, user)) {
+      // The new value stays as sent until toStorage hashes it; the replaced one is kept for its grace.
+      obj.status = { ...obj.status, previousKey: stored };
+    } else if (sent === undefined || sent === null || sent === '') {
       if (stored === undefined) delete s.key;
       else s.key = stored;
     } else if (sent !== stored && (typeof sent !== 'string' || !isKeyHash(stored) || hashAccessKey(sent) !== stored)) {
@@ -403,7 +435,9 @@ const keyUpdate: UpdateStrategy<OwnedAccessKey> = {
   /** On update the key is the stored hash by now (prepareForUpdate); a status write leaves it as stored. */
   validateUpdate(obj: OwnedAccessKey, old: OwnedAccessKey): FieldError[] {
     const errs = validateSpec(obj);
-    if (obj.spec?.key !== old.spec?.key)
+    const rotated = isRotation(obj, old, undefined) && obj.status?.previousKey === old.spec?.key;
+    if (rotated) validateKey(obj.spec?.key, errs);
+    else if (obj.spec?.key !== old.spec?.key)
       errs.push(fieldError.invalid(spec.child('key'), REDACTED, 'field is immutable'));
     // A last activity in the future would keep a key with ttlAfterLastActivity alive until then and ttl beyond.
     const last = obj.status?.lastActivity;
@@ -420,6 +454,17 @@ const keyUpdate: UpdateStrategy<OwnedAccessKey> = {
   },
 };
 
+const isCount = (v: unknown): boolean => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+
+/** What records the key's rotations: the server's to write (see the top of this file). */
+const ROTATION_FIELDS: readonly ServerStatusField[] = [
+  { name: 'rotations', wellTyped: isCount, serverWrites: 'always' },
+  { name: 'lastRotationTimestamp', wellTyped: (v) => absentOr(v, isDateTime), serverWrites: 'always' },
+  { name: 'previousKeyExpirationTimestamp', wellTyped: (v) => absentOr(v, isDateTime), serverWrites: 'always' },
+  { name: 'previousKey', wellTyped: isString, serverWrites: 'always' },
+];
+const keepRotationFields = keepServerStatus(ROTATION_FIELDS);
+
 const keyStatus: StatusStrategy<OwnedAccessKey> = {
   /**
    * The server records a key's last use (the activity recorder passes no user); besides it, only system:masters
@@ -427,6 +472,7 @@ const keyStatus: StatusStrategy<OwnedAccessKey> = {
    */
   prepareForStatusUpdate(obj: OwnedAccessKey, old: OwnedAccessKey, user: UserInfo | undefined): void {
     if (user) checkUnrestricted(old.metadata.name ?? obj.metadata.name ?? '', user, 'update');
+    keepRotationFields(obj, old, user);
     // The server's to write, from the spec and lastActivity; a value of the wrong type is validation's to refuse.
     if (obj.status !== undefined && !isPlainObject(obj.status)) return;
     const written = obj.status?.expirationTimestamp;
