@@ -78,7 +78,12 @@ export function reviewTarget(path: string): { cluster?: string } | undefined {
   if (!trimmed.startsWith(`${TOKEN_REVIEW_PATH}/`)) return undefined;
   const rest = trimmed.slice(TOKEN_REVIEW_PATH.length + 1);
   if (!rest || rest.includes('/')) return undefined;
-  return { cluster: decodeURIComponent(rest) };
+  try {
+    return { cluster: decodeURIComponent(rest) };
+  } catch {
+    // Not a name at all (a bad %-escape): no Cluster's review path.
+    return undefined;
+  }
 }
 
 class Refusal extends Error {}
