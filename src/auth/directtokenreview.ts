@@ -41,8 +41,10 @@ export const TOKEN_REVIEW_SUBRESOURCE = 'tokenreviews';
 
 /** go-oidc's (and so kube's) allowance for an nbf slightly ahead of the verifier's clock. */
 const NBF_LEEWAY_MS = 60_000;
-/** How long the published keys are reused before they are read again (a token with an unknown kid reads them). */
+/** How long the published keys are reused before they are read again. */
 const JWKS_REUSE_MS = 30_000;
+/** How long after a read a token naming an unknown key has them read again. */
+const JWKS_REREAD_MS = 1000;
 /** The scope fields a review can check at a connected cluster. */
 const ENFORCEABLE = ['clusters', 'projects'];
 const SYSTEM_PREFIX = 'system:';
@@ -139,19 +141,26 @@ export class DirectTokenReviewer {
     return claims;
   }
 
-  /** Checks the signature against the published keys, read again once when the token names a key not among them. */
+  /**
+   * Checks the signature against the published keys, read again when the token names a key not among them (a key
+   * published since), at most once a second so that made-up key ids cannot turn each review into an etcd read.
+   */
   private async verifySignature(token: string): Promise<void> {
-    const fresh = !this.keys || this.now() - this.keys.at >= JWKS_REUSE_MS;
-    for (const reread of fresh ? [true] : [false, true]) {
-      if (reread) this.keys = { at: this.now(), set: createLocalJWKSet(await this.opts.jwks()) };
-      try {
-        await compactVerify(token, this.keys!.set, { algorithms: ['ES256'] });
-        return;
-      } catch (err) {
-        if (err instanceof errors.JWKSNoMatchingKey && !reread) continue;
-        refuse("the token's signature does not verify with this server's published keys");
-      }
+    if (!this.keys || this.now() - this.keys.at >= JWKS_REUSE_MS) await this.readKeys();
+    const verify = () => compactVerify(token, this.keys!.set, { algorithms: ['ES256'] });
+    const unverified = "the token's signature does not verify with this server's published keys";
+    try {
+      await verify();
+      return;
+    } catch (err) {
+      if (!(err instanceof errors.JWKSNoMatchingKey) || this.now() - this.keys!.at < JWKS_REREAD_MS) refuse(unverified);
     }
+    await this.readKeys();
+    await verify().catch(() => refuse(unverified));
+  }
+
+  private async readKeys(): Promise<void> {
+    this.keys = { at: this.now(), set: createLocalJWKSet(await this.opts.jwks()) };
   }
 
   /** Step 2: the access key value the token names still works. */
