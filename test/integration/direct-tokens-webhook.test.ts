@@ -25,7 +25,9 @@ const THIS_CLUSTER = 'eu-1';
 const OTHER_CLUSTER = 'eu-2';
 const TOKEN_ID = 'management.platform.sh/token-id';
 const KEY_CLAIM = 'management.platform.sh/access-key';
-const TTL_MS = 30_000;
+/** The cache TTL the doc starts kube-apiserver with (--authentication-token-webhook-cache-ttl). */
+const TTL_MS =
+  Number(/--authentication-token-webhook-cache-ttl=(\d+)s/.exec(readFileSync(DOC, 'utf8'))?.[1] ?? NaN) * 1000;
 const KEYS = `${GROUP_PATH}/ownedaccesskeys`;
 
 type Users = 'root' | 'alice' | 'reviewer';
@@ -147,6 +149,8 @@ describe('the documented config file', () => {
     expect(config).toMatchObject({ apiVersion: 'v1', kind: 'Config', 'current-context': 'webhook' });
     expect(config.users[0].user).toHaveProperty('token');
     expect(config.clusters[0].cluster).toHaveProperty('certificate-authority-data');
+    expect(TTL_MS).toBe(30_000);
+    expect(readFileSync(DOC, 'utf8')).toContain('--authentication-token-webhook-version=v1');
   });
 
   test('posted over TLS trusting only the given CA', async () => {
