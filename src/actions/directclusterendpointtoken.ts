@@ -7,8 +7,12 @@
  * groups: a connected cluster must never read system:masters or system:authenticated from it), aud (direct cluster endpoints),
  * iat, nbf, exp (iat + ttl), jti (unique per token, for audit), and `scope`: spec.scope with the deprecated
  * allowPlatformCli (of spec or of spec.scope) as the role `platformCLI` and the rules of spec.rules and
- * spec.scope.rules carried together as `scope.rules`. The spec narrows what the token grants, so an unknown or
- * duplicate field in it is refused whatever fieldValidation says (422).
+ * spec.scope.rules carried together as `scope.rules`. A caller authenticated by an OwnedAccessKey gets
+ * `management.platform.sh/access-key` ({name, uid, generation}: which value of which key), so the TokenReview webhook
+ * (src/tokens/review.ts) can refuse the token once that value stops working, and an `exp` no later than that value's
+ * end (a Warning says so). Other credentials (static tokens, client certificates, the host's TokenReview) carry no
+ * such claim: their tokens live until `exp`. The spec narrows what the token grants, so an unknown or duplicate
+ * field in it is refused whatever fieldValidation says (422).
  */
 import { randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
@@ -19,8 +23,10 @@ import * as errors from '../apimachinery/status.js';
 import { isPlainObject, type KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
 import { nowRFC3339 } from '../apimachinery/time.js';
+import { ACCESS_KEY_USE, type AccessKeyUse, type Authenticated } from '../auth/types.js';
 import type { ResourceDefinition } from '../registry/definitions.js';
 import { validateScopeAndRules } from '../kinds/ownedaccesskey/scope.js';
+import { ACCESS_KEY_CLAIM, DIRECT_CLUSTER_ENDPOINT_AUDIENCE } from '../tokens/claims.js';
 import type { Signer } from '../tokens/signingkeys.js';
 import type { ScopeRole } from '../access/scopespec.js';
 import { answer, requestSchema, type Action, type ActionCall } from './action.js';
@@ -30,8 +36,6 @@ const KIND = 'DirectClusterEndpointToken';
 /** Said (a `Warning` header) with every token: it is kept nowhere. */
 export const TOKEN_SHOWN_ONCE_WARNING =
   "status.token is shown only in this answer and is kept nowhere: keep it now (kubectl create -f token.yaml -o jsonpath='{.status.token}')";
-/** The audience every direct cluster endpoint token is for; a connected cluster accepts only this one. */
-export const DIRECT_CLUSTER_ENDPOINT_AUDIENCE = `${GROUP_NAME}/direct-cluster-endpoint`;
 /** The lifetime of a token that asks for none. */
 export const DEFAULT_TOKEN_TTL_SECONDS = 3600;
 const CLI_ROLE = 'platformCLI';
@@ -80,9 +84,11 @@ export function directClusterEndpointTokenAction(definitions: ResourceDefinition
       refuseUnissuable(user);
       const spec = (call.object!.spec ?? {}) as Record<string, unknown>;
       validateTokenSpec(spec);
-      const ttl = tokenTtl(spec, opts.maxTtlSeconds, call.warnings);
+      const iat = Math.floor(Date.now() / 1000);
+      const key = (user as Authenticated)[ACCESS_KEY_USE];
+      const ttl = keyTtl(key, iat, tokenTtl(spec, opts.maxTtlSeconds, call.warnings), call.warnings);
       call.warnings.push(...deprecationWarnings(spec));
-      const { token, iat } = await signToken(opts, user, spec, ttl);
+      const token = await signToken(opts, user, key, spec, iat, ttl);
       // Tokens are not stored: a plain `kubectl create -f` prints just a name, so the warning says so before the
       // token is lost.
       call.warnings.push(TOKEN_SHOWN_ONCE_WARNING);
@@ -141,6 +147,20 @@ function tokenTtl(spec: Record<string, unknown>, maxTtlSeconds: number, warnings
   return maxTtlSeconds;
 }
 
+/**
+ * The lifetime left once capped at the end of the access key value the caller used (its key's expiry or a
+ * rotation's grace), with a warning when that cuts it: the token would be refused from then on anyway.
+ */
+function keyTtl(key: AccessKeyUse | undefined, iat: number, ttl: number, warnings: string[]): number {
+  if (key?.until === undefined) return ttl;
+  const left = Math.max(1, Math.floor(key.until / 1000) - iat);
+  if (left >= ttl) return ttl;
+  warnings.push(
+    `the token expires after ${left} seconds, at ${nowRFC3339(new Date((iat + left) * 1000))}, when the access key ${JSON.stringify(key.name)} it was asked with stops working`,
+  );
+  return left;
+}
+
 /** A warning for each deprecated field the spec sets. */
 function deprecationWarnings(spec: Record<string, unknown>): string[] {
   const warnings: string[] = [];
@@ -163,22 +183,24 @@ function deprecationWarnings(spec: Record<string, unknown>): string[] {
 }
 
 /**
- * The signed JWT, issued now (`iat`, in seconds): the caller as subject with its groups (but `system:` ones) and uid,
- * and the spec's scope if any.
+ * The signed JWT, issued at `iat` (in seconds): the caller as subject with its groups (but `system:` ones) and uid,
+ * the access key value it used if any, and the spec's scope if any.
  */
 async function signToken(
   opts: DirectTokenOptions,
   user: UserInfo,
+  key: AccessKeyUse | undefined,
   spec: Record<string, unknown>,
+  iat: number,
   ttl: number,
-): Promise<{ token: string; iat: number }> {
+): Promise<string> {
   const signer = await opts.signer();
-  const iat = Math.floor(Date.now() / 1000);
   const scope = tokenScope(spec);
   const claims: Record<string, unknown> = { groups: user.groups.filter((g) => !g.startsWith(SYSTEM_PREFIX)) };
   if (user.uid) claims.uid = user.uid;
+  if (key) claims[ACCESS_KEY_CLAIM] = { name: key.name, uid: key.uid, generation: key.generation };
   if (scope) claims.scope = scope;
-  const token = await new SignJWT(claims)
+  return new SignJWT(claims)
     .setProtectedHeader({ alg: signer.alg, kid: signer.kid, typ: 'JWT' })
     .setIssuer(opts.issuer)
     .setSubject(user.name)
@@ -188,7 +210,6 @@ async function signToken(
     .setExpirationTime(iat + ttl)
     .setJti(randomUUID())
     .sign(signer.key);
-  return { token, iat };
 }
 
 /**

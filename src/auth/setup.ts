@@ -17,6 +17,7 @@ import type { ClientCertificateAuthorities } from './clientcas.js';
 import { ObjectAccessAuthorizer } from './objectaccess.js';
 import { SubjectAccessReviewAuthorizer } from './subjectaccessreview.js';
 import { TokenReviewAuthenticator } from './tokenreview.js';
+import { tokenReviewAuthorizer } from './directtokenreview.js';
 import { readTokenFile, TokenAuthenticator } from './token-file.js';
 import type { Authenticator } from './types.js';
 import { unionAuthenticator } from './union.js';
@@ -30,6 +31,8 @@ export interface Auth {
   visibleTo: (attrs: Attributes) => ((obj: KubeObject) => boolean) | undefined;
   /** The embedded default's admin token (only without --token-auth-file). */
   adminToken?: string;
+  /** The access keys (with a watch cache): asked whether what was issued to a key's value still stands. */
+  accessKeys?: AccessKeyAuthenticator;
   stop(): Promise<void>;
 }
 
@@ -107,9 +110,11 @@ export function setUpAuth(
 
   return {
     authenticator: unionAuthenticator(...authenticators),
-    authorizer: unionAuthorizer(...authorizers),
+    // The TokenReview webhook's POST is allowed by a grant on the Cluster it reviews for (directtokenreview.ts).
+    authorizer: tokenReviewAuthorizer(unionAuthorizer(...authorizers)),
     visibleTo: (attrs) => objectAccess.visibleTo(attrs),
     adminToken,
+    accessKeys,
     stop: async () => {
       accessKeys?.stop();
       await recorder?.close();

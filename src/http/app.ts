@@ -8,6 +8,7 @@ import { ServedActions } from '../actions/served.js';
 import type { Authorizer } from '../apimachinery/authorizer.js';
 import { requestContext } from '../apimachinery/request.js';
 import { requestHandled } from '../apimachinery/requestend.js';
+import type { DirectTokenReviewer } from '../auth/directtokenreview.js';
 import type { Authenticator } from '../auth/types.js';
 import { restrictedAuthorizer } from '../auth/restriction.js';
 import type { FlowControl } from '../flowcontrol/controller.js';
@@ -60,6 +61,8 @@ export interface AppOptions {
   shutdown?: GracefulShutdown;
   /** The token issuer's OpenID discovery and keys. */
   oidc?: OidcOptions;
+  /** The TokenReview webhook of direct cluster endpoint tokens. */
+  tokenReview?: DirectTokenReviewer;
   /** Served at /metrics, and told of every request. */
   metrics?: Metrics;
   /** --audit-log-path and --audit-webhook-config-file, by --audit-policy-file. */

@@ -1,6 +1,7 @@
 /**
  * Requests for what is not a resource: health, metrics, OpenAPI, the token issuer's OpenID documents, version,
- * discovery and the API Priority and Fairness dumps. Only GET and HEAD; an unknown path is 404.
+ * discovery and the API Priority and Fairness dumps, only GET and HEAD; and the TokenReview webhook of direct
+ * cluster endpoint tokens (tokenreview.ts), a POST. An unknown path is 404.
  */
 import type { Request, Response } from 'express';
 import { requestContext } from '../apimachinery/request.js';
@@ -18,6 +19,8 @@ import { negotiateAggregatedDiscovery, negotiateResponse } from './negotiation.j
 import { OIDC_PATHS, oidcHandler, type OidcOptions } from './oidc.js';
 import { OpenAPIService, isOpenAPIPath } from './openapi.js';
 import { writeObject } from './responses.js';
+import { reviewTarget, type DirectTokenReviewer } from '../auth/directtokenreview.js';
+import { tokenReviewHandler } from './tokenreview.js';
 import { versionInfo } from './version.js';
 
 export interface NonResourceOptions {
@@ -29,6 +32,8 @@ export interface NonResourceOptions {
   metrics?: Metrics;
   /** API Priority and Fairness, when on: its debug dumps. */
   flowControl?: { controller: FlowControl };
+  /** Answers the TokenReview webhook of direct cluster endpoint tokens (not served when unset). */
+  tokenReview?: DirectTokenReviewer;
 }
 
 export function nonResourceHandler(
@@ -44,9 +49,12 @@ export function nonResourceHandler(
   const openapi = new OpenAPIService(opts.registry.definitions, actions.all);
   const aggregated = new AggregatedDiscovery(opts.registry, actions);
   const oidc = opts.oidc && oidcHandler(opts.oidc);
+  const tokenReview = opts.tokenReview && tokenReviewHandler(opts.tokenReview);
 
   return async (req, res) => {
     const path = trimmed(requestContext(req).info.path);
+    const review = tokenReview && reviewTarget(path);
+    if (review) return tokenReview(req, res, review.cluster);
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       throw errors.methodNotSupported({ group: '', resource: '' }, req.method);
     }

@@ -26,6 +26,8 @@ import type { ServingAddress } from './address.js';
 import type { startAudit } from './audit.js';
 import type { Cleanups } from './cleanups.js';
 import { signingKeysUnavailable } from './tokens.js';
+import { DirectTokenReviewer, allProjects } from '../auth/directtokenreview.js';
+import { Project } from '../kinds/project/types.js';
 
 /** What the HTTPS server answers with: the parts made before it. */
 interface ServedParts {
@@ -135,12 +137,25 @@ function appOptions(
       jwks: () => signingKeys.jwks().catch(signingKeysUnavailable),
       maxAgeSeconds: Math.min(3600, Math.floor(config.tokenSigningKeyPublishDelayMs / 2000)),
     },
+    tokenReview: tokenReviewer(address, parts),
     metrics: parts.metrics,
     audit: parts.audit,
     alwaysAllowPaths: config.authorizationAlwaysAllowPaths,
     connections,
     log,
   };
+}
+
+/** The review behind the TokenReview webhook: this server's issuer and published keys, access keys and Projects. */
+function tokenReviewer(address: ServingAddress, parts: ServedParts): DirectTokenReviewer {
+  const projects = parts.registry.store(Project);
+  return new DirectTokenReviewer({
+    issuer: () => address.issuer,
+    jwks: () => parts.signingKeys.jwks().catch(signingKeysUnavailable),
+    accessKeys: parts.auth.accessKeys,
+    project: (name) => projects.find(undefined, name),
+    projects: () => allProjects(() => projects.list(undefined)),
+  });
 }
 
 /** A port already taken is named, with the flags that choose another. */

@@ -1,6 +1,6 @@
 /**
  * Secrets never reach the logs: access keys (generated and given), the admin token, secret data, direct cluster
- * endpoint tokens and their signing key, ProjectSecrets, the values and hashes of rotated keys (their own data and synced), through creation, use, refusals, activity recording and shutdown. The
+ * endpoint tokens (issued and reviewed by the TokenReview webhook) and their signing key, ProjectSecrets, the values and hashes of rotated keys (their own data and synced), through creation, use, refusals, activity recording and shutdown. The
  * server runs at the highest verbosity (a line per request, debug lines) and writes an audit log, which is searched
  * too; bodies that quote a secret back (an invalid value, malformed JSON) are among the requests.
  */
@@ -187,6 +187,19 @@ test('no key, token or secret value is ever logged', async () => {
     spec: { ttl: 600 },
   });
   expect(issued.status).toBe(201);
+  // The token reviewed by the TokenReview webhook: passed, refused (as another's signature), and quoted in a body
+  // that does not parse.
+  const review = (t: string) => ({
+    apiVersion: 'authentication.k8s.io/v1',
+    kind: 'TokenReview',
+    spec: { token: t },
+  });
+  const webhook = '/authenticate/direct-cluster-endpoint';
+  const reviewed = await admin.post(webhook, review(issued.body.status.token));
+  expect(reviewed.body.status).toMatchObject({ authenticated: true });
+  const forged = `${issued.body.status.token.split('.').slice(0, 2).join('.')}.AAAA`;
+  expect((await admin.post(webhook, review(forged))).body.status).toMatchObject({ authenticated: false });
+  expect((await admin.post(webhook, `{"spec":{"token":"${issued.body.status.token}"`)).status).toBe(400);
   const kv = new Etcd3({ hosts: etcd.endpoint });
   const keySet = JSON.parse((await kv.get('/registry/signingkeys/direct-cluster-endpoint-tokens').string())!);
   kv.close();
