@@ -26,7 +26,7 @@ import { nowRFC3339 } from '../apimachinery/time.js';
 import { ACCESS_KEY_USE, type AccessKeyUse, type Authenticated } from '../auth/types.js';
 import type { ResourceDefinition } from '../registry/definitions.js';
 import { validateScopeAndRules } from '../kinds/ownedaccesskey/scope.js';
-import { ACCESS_KEY_CLAIM, DIRECT_CLUSTER_ENDPOINT_AUDIENCE } from '../tokens/claims.js';
+import { ACCESS_KEY_CLAIM, DIRECT_CLUSTER_ENDPOINT_AUDIENCE, MAX_SCOPE_ENTRIES } from '../tokens/claims.js';
 import type { Signer } from '../tokens/signingkeys.js';
 import type { ScopeRole } from '../access/scopespec.js';
 import { answer, requestSchema, type Action, type ActionCall } from './action.js';
@@ -134,7 +134,19 @@ function validateTokenSpec(spec: Record<string, unknown>): void {
         'must be greater than or equal to 0 (0 or absent: the default of 3600 seconds)',
       ),
     );
+  errs.push(...tooLongLists(spec));
   if (errs.length) throw errors.invalid({ group: GROUP_NAME, kind: KIND }, '', errs);
+}
+
+/** A scope list or the rules with more than MAX_SCOPE_ENTRIES entries (each review of the token reads them). */
+function tooLongLists(spec: Record<string, unknown>): FieldError[] {
+  const at = Path.root('spec');
+  const lists: Array<[Path, unknown]> = [[at.child('rules'), spec.rules]];
+  if (isPlainObject(spec.scope))
+    for (const [field, list] of Object.entries(spec.scope)) lists.push([at.child('scope').child(field), list]);
+  return lists
+    .filter(([, list]) => Array.isArray(list) && list.length > MAX_SCOPE_ENTRIES)
+    .map(([path, list]) => fieldError.tooMany(path, (list as unknown[]).length, MAX_SCOPE_ENTRIES));
 }
 
 /** The token's lifetime (s): the one asked for (or the default), at most the server's; a warning if cut. */

@@ -235,10 +235,15 @@ export class AccessKeyAuthenticator implements Authenticator {
   /**
    * Why what was issued to a request made with `use` (ACCESS_KEY_USE) must be refused now, or undefined when the value
    * it was made with still works: the key was deleted (or replaced by another of its name: the uid differs), is
-   * disabled or expired, or that value was rotated away (past the grace, or two rotations ago). A key this server
-   * has not seen yet is looked for once in etcd first.
+   * disabled, expired or being deleted, or that value was rotated away (past the grace, or two rotations ago). With
+   * `issuedTo`, the identity what was issued carries (a token's subject and groups): refused too once the key acts
+   * as someone else, no longer has one of those groups, or has a scope now (a key that may no longer ask for it), so
+   * that narrowing a key narrows what it was given. A key this server has not seen yet is looked for in etcd first.
    */
-  async valueRefused(use: AccessKeyUse): Promise<string | undefined> {
+  async valueRefused(
+    use: AccessKeyUse,
+    issuedTo?: { name: string; groups: readonly string[] },
+  ): Promise<string | undefined> {
     if (!this.started) this.start();
     let key = this.byName.get(use.name);
     if (!key || key.object.metadata.uid !== use.uid) {
@@ -248,11 +253,13 @@ export class AccessKeyAuthenticator implements Authenticator {
     const name = JSON.stringify(use.name);
     if (!key || key.object.metadata.uid !== use.uid) return `access key ${name} no longer exists`;
     const now = this.now();
-    if (use.generation === key.generation) return this.refusal(key, false, now);
-    if (use.generation === key.generation - 1 && key.previous) return this.refusal(key, true, now);
-    if (use.generation < key.generation)
-      return `access key ${name} was rotated ${key.generation - use.generation} times since; use the new value`;
-    return `access key ${name} has no value of generation ${use.generation}`;
+    let refused: string | undefined;
+    if (use.generation === key.generation) refused = this.refusal(key, false, now);
+    else if (use.generation === key.generation - 1 && key.previous) refused = this.refusal(key, true, now);
+    else if (use.generation < key.generation)
+      refused = `access key ${name} was rotated ${key.generation - use.generation} times since; use the new value`;
+    else refused = `access key ${name} has no value of generation ${use.generation}`;
+    return refused ?? (issuedTo && changedSince(key, issuedTo));
   }
 
   /**
@@ -390,6 +397,17 @@ export class AccessKeyAuthenticator implements Authenticator {
     removeFrom(this.byHash, old.hash, name);
     if (old.previous) removeFrom(this.byPreviousHash, old.previous.hash, name);
   }
+}
+
+/** Why `key` no longer stands for the identity `issuedTo` it was used as, or undefined while it does. */
+function changedSince(key: IndexedKey, issuedTo: { name: string; groups: readonly string[] }): string | undefined {
+  const name = JSON.stringify(key.name);
+  if (key.user.restriction)
+    return `access key ${name} has a scope or rules now; what was issued to it before is refused`;
+  if (key.user.name !== issuedTo.name) return `access key ${name} acts as another identity now`;
+  const lost = issuedTo.groups.find((g) => !key.user.groups.includes(g));
+  if (lost !== undefined) return `access key ${name} no longer carries the group ${JSON.stringify(lost)}`;
+  return undefined;
 }
 
 /** The value a key's last rotation replaced, when its status records one whole (only the server writes it). */

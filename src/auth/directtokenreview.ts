@@ -8,7 +8,8 @@
  *    the one signing now: a token outlives its key's turn), for the direct cluster endpoint audience, not expired
  *    (no leeway) and not before its nbf (a minute's leeway), as kube's JWT authenticator checks it;
  * 2. the access key value it names (`management.platform.sh/access-key`), if any, still works (valueRefused: not
- *    disabled, expired, rotated past its grace or deleted, the uid checked);
+ *    disabled, expired, rotated past its grace or deleted, the uid checked), and the key still acts as the token's
+ *    subject with its groups and without a scope (an admin narrowing a key narrows its tokens);
  * 3. its scope lets it reach the Cluster asking: `scope.clusters` lists it (or `*`), and of `scope.projects` one
  *    project (or every one, `*`) has it in `spec.allowedClusters`. What a connected cluster's kube-apiserver cannot
  *    enforce (roles, spaces, virtual clusters, rules) is refused, never dropped. Without a Cluster (the bare path)
@@ -31,7 +32,12 @@ import { isPlainObject } from '../apimachinery/types.js';
 import type { Attributes, Authorizer } from '../apimachinery/authorizer.js';
 import { allowsCluster } from '../kinds/project/allowedclusters.js';
 import type { Project } from '../kinds/project/types.js';
-import { ACCESS_KEY_CLAIM, DIRECT_CLUSTER_ENDPOINT_AUDIENCE, TOKEN_ID_EXTRA } from '../tokens/claims.js';
+import {
+  ACCESS_KEY_CLAIM,
+  DIRECT_CLUSTER_ENDPOINT_AUDIENCE,
+  MAX_SCOPE_ENTRIES,
+  TOKEN_ID_EXTRA,
+} from '../tokens/claims.js';
 import type { AccessKeyUse } from './types.js';
 
 /** Where connected clusters post their TokenReviews; `/<cluster>` after it names the Cluster asking. */
@@ -66,7 +72,12 @@ export interface DirectTokenReviewOptions {
   /** The published signing keys (/openid/v1/jwks). */
   jwks(): Promise<{ keys: JWK[] }>;
   /** Whether an access key value still works; without it a token naming a key is refused. */
-  accessKeys?: { valueRefused(use: AccessKeyUse): Promise<string | undefined> };
+  accessKeys?: {
+    valueRefused(
+      use: AccessKeyUse,
+      issuedTo?: { name: string; groups: readonly string[] },
+    ): Promise<string | undefined>;
+  };
   /** A Project by name (undefined when there is none), and every Project (for `*`). */
   project(name: string): Promise<Project | undefined>;
   projects(): Promise<Project[]>;
@@ -106,7 +117,7 @@ export class DirectTokenReviewer {
     try {
       const claims = await this.verified(token);
       const user = userOf(claims);
-      await this.checkKey(claims[ACCESS_KEY_CLAIM]);
+      await this.checkKey(claims[ACCESS_KEY_CLAIM], user);
       await this.checkScope(claims.scope, cluster);
       const aud = typeof claims.aud === 'string' ? [claims.aud] : (claims.aud ?? []);
       return { authenticated: true, user, audiences: audiences.filter((a) => aud.includes(a)) };
@@ -163,13 +174,13 @@ export class DirectTokenReviewer {
     this.keys = { at: this.now(), set: createLocalJWKSet(await this.opts.jwks()) };
   }
 
-  /** Step 2: the access key value the token names still works. */
-  private async checkKey(claim: unknown): Promise<void> {
+  /** Step 2: the access key value the token names still works, and still acts as the token's user with its groups. */
+  private async checkKey(claim: unknown, user: ReviewedUser): Promise<void> {
     if (claim === undefined) return;
     const use = keyUseOf(claim);
     if (!use) return refuse(`the token's ${ACCESS_KEY_CLAIM} claim is not {name, uid, generation}`);
     if (!this.opts.accessKeys) return refuse('this server cannot check the access key the token was issued with');
-    const refused = await this.opts.accessKeys.valueRefused(use);
+    const refused = await this.opts.accessKeys.valueRefused(use, { name: user.username, groups: user.groups });
     if (refused) refuse(`the token was issued with an access key that no longer works: ${refused}`);
   }
 
@@ -184,6 +195,12 @@ export class DirectTokenReviewer {
           `the token's scope.${field} cannot be enforced at a connected cluster; only scope.clusters and scope.projects can`,
         );
     if (!named.length) return;
+    // Before any lookup: a list this long was never issued here (tokens are capped at create), so it costs nothing.
+    for (const [field, list] of named)
+      if (Array.isArray(list) && list.length > MAX_SCOPE_ENTRIES)
+        refuse(
+          `the token's scope.${field} has ${list.length} entries; tokens are issued with at most ${MAX_SCOPE_ENTRIES}`,
+        );
     if (cluster === undefined)
       return refuse(
         `the token's scope names clusters or projects, which a review without a Cluster cannot check: post to ${TOKEN_REVIEW_PATH}/<the Cluster's name>`,
@@ -194,7 +211,7 @@ export class DirectTokenReviewer {
     const projects = names(scope.projects, 'project');
     if (projects && !(await this.someProjectAllows(projects, cluster)))
       refuse(
-        `none of the token's scope.projects (${projects.join(', ')}) may use the Cluster ${JSON.stringify(cluster)} (a Project's spec.allowedClusters)`,
+        `none of the token's scope.projects (${quoted(projects)}) may use the Cluster ${JSON.stringify(cluster)} (a Project's spec.allowedClusters)`,
       );
   }
 
@@ -241,6 +258,12 @@ function names(list: unknown, field: string): string[] | undefined {
   return list.map((e) => (isPlainObject(e) && typeof e[field] === 'string' ? e[field] : ''));
 }
 
+/** Names for a message: the first few, then how many more. */
+function quoted(list: string[]): string {
+  const shown = list.slice(0, 5).join(', ');
+  return list.length > 5 ? `${shown} and ${list.length - 5} more` : shown;
+}
+
 const rfc3339 = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 /**
@@ -252,7 +275,7 @@ const rfc3339 = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 
 export function tokenReviewAuthorizer(inner: Authorizer): Authorizer {
   return {
     async authorize(attrs) {
-      const target = attrs.isResourceRequest || attrs.verb !== 'post' ? undefined : reviewTarget(attrs.path);
+      const target = reviewPost(attrs);
       if (!target) return inner.authorize(attrs);
       const decision = await inner.authorize(grantAttributes(attrs, target.cluster ?? ''));
       if (decision.decision === 'allow') return { decision: 'allow' };
@@ -265,6 +288,21 @@ export function tokenReviewAuthorizer(inner: Authorizer): Authorizer {
       };
     },
   };
+}
+
+/** The review a request is (a POST of a review path), or undefined. */
+function reviewPost(attrs: Attributes): { cluster?: string } | undefined {
+  return attrs.isResourceRequest || attrs.verb !== 'post' ? undefined : reviewTarget(attrs.path);
+}
+
+/**
+ * What a request is asked as: for a token review, the grant it takes (`create` on the Cluster's tokenreviews), so
+ * that a credential's restriction (an access key scoped to that Cluster) is checked in the same terms; otherwise
+ * the request itself.
+ */
+export function reviewedAs(attrs: Attributes): Attributes {
+  const target = reviewPost(attrs);
+  return target ? grantAttributes(attrs, target.cluster ?? '') : attrs;
 }
 
 function grantAttributes(attrs: Attributes, cluster: string): Attributes {

@@ -12,6 +12,7 @@ import { requestContext, requestUser, type RequestContext } from '../apimachiner
 import type { KubeObject } from '../apimachinery/types.js';
 import { forbidden } from './forbidden.js';
 import { OIDC_PATHS } from './oidc.js';
+import { reviewedAs } from '../auth/directtokenreview.js';
 
 const HEALTH_PATHS = ['/healthz', '/livez', '/readyz'];
 
@@ -50,7 +51,8 @@ export function authorize(
       return next();
     }
     const attrs: Attributes = { user, ...info };
-    const restricted = user.restriction?.check(attrs);
+    // A token review is restricted as the grant it takes (a key scoped to a Cluster may review that Cluster's tokens).
+    const restricted = user.restriction?.check(reviewedAs(attrs));
     if (restricted && !restricted.allowed) {
       context.authorization = { decision: 'forbid', reason: restricted.reason };
       throw forbidden(attrs, restricted.reason);
