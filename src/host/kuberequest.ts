@@ -58,6 +58,8 @@ export interface RequestOptions {
   timeoutMs?: number;
   /** The Accept header (default application/json), e.g. METADATA_ONLY_LIST for only the items' metadata. */
   accept?: string;
+  /** The body's Content-Type (default application/json), e.g. application/merge-patch+json for a PATCH. */
+  contentType?: string;
   /** The most bytes read of this answer (default: the client's maxResponseBytes); past it an AnswerTooLargeError. */
   maxResponseBytes?: number;
 }
@@ -130,7 +132,7 @@ export class KubeRequests {
         const limit = opts.maxResponseBytes ?? this.opts.maxResponseBytes;
         try {
           const { statusCode, text } = await exchange(
-            () => this.prepare(method, path, opts.query, body, timeoutMs, opts.accept),
+            () => this.prepare(method, path, opts.query, body, timeoutMs, opts.accept, opts.contentType),
             limit,
             (detail) => answerTooLarge(what, limit, detail),
             { onResponse: (res) => span.setAttributes({ 'http.response.status_code': res.statusCode }) },
@@ -248,6 +250,7 @@ export class KubeRequests {
     body: string | Buffer | undefined,
     timeoutMs: number,
     accept = 'application/json',
+    contentType = 'application/json',
   ): Promise<BoundedRequest> {
     const url = new URL(this.base.pathname.replace(/\/$/, '') + path, this.base);
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
@@ -264,7 +267,7 @@ export class KubeRequests {
       accept,
     };
     if (body !== undefined) {
-      headers['content-type'] = 'application/json';
+      headers['content-type'] = contentType;
       headers['content-length'] = Buffer.byteLength(body);
     }
     const agent = this.proxied ? (tls.agent as http.Agent) : this.agents.for(tls);

@@ -1,0 +1,37 @@
+/**
+ * What the command line client tells a person when something fails: one line on stderr, the server's Status message
+ * when the server refused (never a stack, never a credential), and an exit code: 1 for errors, 2 for usage.
+ */
+import { HostClusterError } from '../host/kuberequest.js';
+
+export const EXIT_ERROR = 1;
+export const EXIT_USAGE = 2;
+
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode = EXIT_ERROR,
+  ) {
+    super(message);
+    this.name = 'CliError';
+  }
+}
+
+/** A usage error: a flag missing or of the wrong form (exit 2). */
+export function usage(message: string): CliError {
+  return new CliError(message, EXIT_USAGE);
+}
+
+/** The line to print for an error, and what to do about it where that is known. */
+export function describeError(err: unknown): string {
+  if (err instanceof CliError) return err.message;
+  if (err instanceof HostClusterError) {
+    const status = err.status;
+    if (err.code === 401)
+      return `${status?.message ?? 'Unauthorized'}: the credential was refused; log in again (platform login) or check the key`;
+    if (status?.message) return status.message;
+    if (err.code === undefined) return `${err.message}; is the server running and the URL right?`;
+    return err.message;
+  }
+  return err instanceof Error ? err.message : String(err);
+}

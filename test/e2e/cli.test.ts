@@ -1,0 +1,307 @@
+/**
+ * The command line client (issue 44) as a user runs it: the built `dist/cli.js` as a child process, against a real
+ * server on real etcd. Login with a key and with a kubeconfig, the environment of a CI job, Global Secrets with a
+ * full key and with a platformCLI-scoped one, and what a user needs when something is wrong: the exit code (1 for
+ * errors, 2 for usage) and one line saying what to do, never the key.
+ */
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { API_VERSION, uniq } from '../support/fixtures.js';
+import { GROUP_PATH, type HttpClient } from '../support/http.js';
+import { startTestServerWithUsers, type TestServer } from '../support/server.js';
+
+const CLI = new URL('../../dist/cli.js', import.meta.url).pathname;
+const NODE = new URL('../../node_modules/.bin/node', import.meta.url).pathname;
+
+let ts: TestServer & { as: Record<'root' | 'alice', HttpClient> };
+let dir: string;
+let caFile: string;
+let aliceKey: string;
+let cliKey: string;
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** `platform <args>` with HOME (and so the login file) in `home`, `env` added, `input` on stdin. */
+function platform(args: string[], opts: { home?: string; env?: Record<string, string>; input?: string } = {}) {
+  return new Promise<Run>((resolve) => {
+    const child = execFile(
+      NODE,
+      [CLI, ...args],
+      {
+        env: { PATH: process.env.PATH ?? '', HOME: opts.home ?? join(dir, 'nobody'), ...opts.env },
+        timeout: 60_000,
+      },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+    child.stdin?.end(opts.input ?? '');
+  });
+}
+
+async function createKey(client: HttpClient, spec: Record<string, unknown>): Promise<string> {
+  const res = await client.post(`${GROUP_PATH}/ownedaccesskeys`, {
+    apiVersion: API_VERSION,
+    kind: 'OwnedAccessKey',
+    metadata: { name: uniq('cli') },
+    spec,
+  });
+  expect(res.status).toBe(201);
+  return res.body.spec.key;
+}
+
+/** A fresh HOME logged in with `key`. */
+async function loggedIn(key: string): Promise<string> {
+  const home = mkdtempSync(join(dir, 'home-'));
+  const res = await platform(['login', ts.server.url, '--access-key', key, '--certificate-authority', caFile], {
+    home,
+  });
+  expect(res).toMatchObject({ code: 0, stderr: '' });
+  return home;
+}
+
+beforeAll(async () => {
+  ts = await startTestServerWithUsers({ root: ['system:masters'], alice: [] });
+  dir = mkdtempSync(join(tmpdir(), 'cli-'));
+  caFile = join(dir, 'ca.pem');
+  writeFileSync(caFile, ts.server.caPem!);
+  aliceKey = await createKey(ts.as.alice, {});
+  cliKey = await createKey(ts.as.alice, { scope: { roles: [{ role: 'platformCLI' }] } });
+  // A Global Secret alice may read and change (she owns it).
+  const res = await ts.as.root.post(`${GROUP_PATH}/namespaces/default/sharedsecrets`, {
+    apiVersion: API_VERSION,
+    kind: 'SharedSecret',
+    metadata: { name: 'db' },
+    spec: {
+      owner: { user: 'alice' },
+      data: { password: Buffer.from("s3cr'et").toString('base64'), user: Buffer.from('app').toString('base64') },
+    },
+  });
+  expect(res.status).toBe(201);
+}, 120_000);
+
+afterAll(async () => {
+  await ts?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+}, 60_000);
+
+describe('login', () => {
+  test('with an access key: kept in a file only the user can read, never printed; logout removes it', async () => {
+    const home = await loggedIn(aliceKey);
+    const file = join(home, '.config', 'platform', 'config.json');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ server: ts.server.url, accessKey: aliceKey });
+    const read = await platform(['get', 'secret', 'default/db', '--key', 'user'], { home });
+    expect(read).toEqual({ code: 0, stdout: 'app', stderr: '' });
+    expect(await platform(['logout'], { home })).toMatchObject({ code: 0, stdout: 'Logged out\n' });
+    expect(existsSync(file)).toBe(false);
+    const after = await platform(['list', 'secrets'], { home });
+    expect(after.code).toBe(1);
+    expect(after.stderr).toContain('not logged in: run `platform login');
+  });
+
+  test('the key from stdin; a key the server refuses is not kept (exit 1, no key in the message)', async () => {
+    const home = mkdtempSync(join(dir, 'home-'));
+    const piped = await platform(['login', ts.server.url, '--access-key', '-', '--certificate-authority', caFile], {
+      home,
+      input: `${aliceKey}\n`,
+    });
+    expect(piped.code).toBe(0);
+    expect(piped.stdout + piped.stderr).not.toContain(aliceKey);
+    const bad = mkdtempSync(join(dir, 'home-'));
+    const refused = await platform(
+      ['login', ts.server.url, '--access-key', 'pak_not-a-key', '--certificate-authority', caFile],
+      { home: bad },
+    );
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^error: .*the credential was refused; log in again/);
+    expect(refused.stderr).not.toContain('pak_not-a-key');
+    expect(existsSync(join(bad, '.config', 'platform', 'config.json'))).toBe(false);
+  });
+
+  test('a CI job: PLATFORM_URL and PLATFORM_ACCESS_KEY, no file', async () => {
+    const res = await platform(['get', 'secret', 'default/db', '-o', 'json'], {
+      env: { PLATFORM_URL: ts.server.url, PLATFORM_ACCESS_KEY: aliceKey, PLATFORM_CA_DATA: ts.server.caPem! },
+    });
+    expect(res.code).toBe(0);
+    expect(JSON.parse(res.stdout)).toEqual({ password: "s3cr'et", user: 'app' });
+  });
+
+  test('with a kubeconfig and a context of it', async () => {
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(
+      kubeconfig,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [
+          {
+            name: 'p',
+            cluster: {
+              server: ts.server.url,
+              'certificate-authority-data': Buffer.from(ts.server.caPem!).toString('base64'),
+            },
+          },
+        ],
+        users: [
+          { name: 'alice', user: { token: aliceKey } },
+          { name: 'nobody', user: { token: 'pak_nobody' } },
+        ],
+        contexts: [
+          { name: 'wrong', context: { cluster: 'p', user: 'nobody' } },
+          { name: 'alice', context: { cluster: 'p', user: 'alice' } },
+        ],
+        'current-context': 'wrong',
+      }),
+    );
+    const res = await platform(['--kubeconfig', kubeconfig, '--context', 'alice', 'list', 'secrets']);
+    expect(res.code).toBe(0);
+    expect(res.stdout).toMatch(/^NAMESPACE\s+NAME\s+KEYS\s+AGE\ndefault\s+db\s+password,user\s+\S+\n$/);
+    const missing = await platform(['--kubeconfig', kubeconfig, '--context', 'nope', 'list', 'secrets']);
+    expect(missing).toMatchObject({ code: 1 });
+    expect(missing.stderr).toContain('the kubeconfig has no context "nope"; it has: wrong, alice');
+  });
+});
+
+describe('Global Secrets', () => {
+  test('get prints decoded values: one as it is, all as shell lines or YAML', async () => {
+    const home = await loggedIn(aliceKey);
+    const env = await platform(['get', 'secret', 'default/db'], { home });
+    expect(env).toEqual({ code: 0, stdout: "password='s3cr'\\''et'\nuser='app'\n", stderr: '' });
+    const yaml = await platform(['get', 'secret', 'default/db', '-o', 'yaml'], { home });
+    expect(yaml.stdout).toBe("password: s3cr'et\nuser: app\n");
+  });
+
+  test('set changes a key, adds one, creates a Secret, from a flag, a file, stdin and literals', async () => {
+    // As the admin (a tenant changes the Secrets she has, and creates none): a static token in the environment.
+    const admin = {
+      PLATFORM_URL: ts.server.url,
+      PLATFORM_ACCESS_KEY: ts.as.root.token!,
+      PLATFORM_CA_DATA: ts.server.caPem!,
+    };
+    const name = uniq('app');
+    const file = join(dir, 'value.bin');
+    writeFileSync(file, Buffer.from([0, 1, 2, 255]));
+    const created = await platform(['set', 'secret', `default/${name}`, '--key', 'a', '--value', 'one'], {
+      env: admin,
+    });
+    expect(created).toEqual({ code: 0, stdout: `sharedsecret/${name} created\n`, stderr: '' });
+    expect(
+      await platform(['set', 'secret', `default/${name}`, '--key', 'b', '--from-file', file], { env: admin }),
+    ).toMatchObject({ code: 0, stdout: `sharedsecret/${name} configured\n` });
+    expect(
+      await platform(['set', 'secret', `default/${name}`, '--key', 'c'], { env: admin, input: 'from stdin' }),
+    ).toMatchObject({ code: 0 });
+    expect(
+      await platform(['set', 'secret', `default/${name}`, '--from-literal', 'd=x=y', '--from-literal', 'a=two'], {
+        env: admin,
+      }),
+    ).toMatchObject({ code: 0 });
+    const stored = await ts.as.root.get(`${GROUP_PATH}/namespaces/default/sharedsecrets/${name}`);
+    const data = stored.body.spec.data;
+    expect(Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v as string, 'base64')]))).toEqual({
+      a: Buffer.from('two'),
+      b: Buffer.from([0, 1, 2, 255]),
+      c: Buffer.from('from stdin'),
+      d: Buffer.from('x=y'),
+    });
+  });
+
+  test('a platformCLI key reads, and a write gets the server’s 403 as one clear line; nothing changes', async () => {
+    const home = await loggedIn(cliKey);
+    expect(await platform(['get', 'secret', 'default/db', '--key', 'user'], { home })).toMatchObject({
+      code: 0,
+      stdout: 'app',
+    });
+    const before = await ts.as.root.get(`${GROUP_PATH}/namespaces/default/sharedsecrets/db`);
+    const write = await platform(['set', 'secret', 'default/db', '--key', 'user', '--value', 'evil'], { home });
+    expect(write.code).toBe(1);
+    expect(write.stderr.split('\n').filter(Boolean)).toHaveLength(1);
+    expect(write.stderr).toMatch(/^error: sharedsecrets.management.platform.sh "db" is forbidden: .*/);
+    const after = await ts.as.root.get(`${GROUP_PATH}/namespaces/default/sharedsecrets/db`);
+    expect(after.body.metadata.resourceVersion).toBe(before.body.metadata.resourceVersion);
+  });
+
+  test('--v 6 tells each request on stderr, never the key or a value', async () => {
+    const home = await loggedIn(aliceKey);
+    const res = await platform(['--v', '6', 'get', 'secret', 'default/db', '--key', 'password'], { home });
+    expect(res.code).toBe(0);
+    expect(res.stderr).toMatch(
+      new RegExp(
+        `^GET ${ts.server.url}/apis/management.platform.sh/v1/namespaces/default/sharedsecrets/db OK in \\d+ms\\n$`,
+      ),
+    );
+    expect(res.stderr).not.toContain(aliceKey);
+    expect(res.stderr).not.toContain('s3cr');
+  });
+});
+
+describe('what a user needs when something is wrong', () => {
+  test.each([
+    ['an unknown command', ['frobnicate'], 2, /error: unknown command 'frobnicate'/],
+    ['a missing argument', ['get', 'secret'], 2, /error: missing required argument 'namespace\/name'/],
+    ['a reference without a namespace', ['get', 'secret', 'db'], 2, /"db" is not <namespace>\/<name>/],
+    ['set without a key', ['set', 'secret', 'default/db', '--value', 'x'], 2, /which key\? --key <key>/],
+    [
+      'an unknown output format',
+      ['list', 'secrets', '-o', 'xml'],
+      2,
+      /-o xml is not a format here; use one of table, json, yaml/,
+    ],
+    [
+      'a key the Secret lacks',
+      ['get', 'secret', 'default/db', '--key', 'nope'],
+      1,
+      /Global Secret default\/db has no key "nope"; it has: password, user/,
+    ],
+    [
+      // Not hers to know of: the server's 403, not a 404.
+      'a Secret she may not see',
+      ['get', 'secret', 'default/none'],
+      1,
+      /^error: sharedsecrets.management.platform.sh "none" is forbidden: User "alice" cannot get/,
+    ],
+  ] as const)('%s', async (_what, args, code, message) => {
+    const home = await loggedIn(aliceKey);
+    const res = await platform([...args], { home });
+    expect(res.code).toBe(code);
+    expect(res.stderr).toMatch(message);
+    expect(res.stderr).not.toMatch(/\n\s+at /); // no stack
+  });
+
+  test('a server that is down: exit 1, where it tried and what to check', async () => {
+    const res = await platform(['list', 'secrets'], {
+      env: { PLATFORM_URL: 'https://127.0.0.1:1', PLATFORM_ACCESS_KEY: aliceKey },
+    });
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(
+      /^error: cannot reach https:\/\/127\.0\.0\.1:1: .*is the server running and the URL right\?\n$/,
+    );
+    expect(res.stderr).not.toContain(aliceKey);
+  });
+
+  test('a disabled key: exit 1 with the server’s reason', async () => {
+    const disabled = await createKey(ts.as.root, { user: 'alice', disabled: true });
+    const res = await platform(['list', 'secrets'], {
+      env: { PLATFORM_URL: ts.server.url, PLATFORM_ACCESS_KEY: disabled, PLATFORM_CA_DATA: ts.server.caPem! },
+    });
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/^error: access key ".*" is disabled: the credential was refused; log in again/);
+  });
+
+  test('every command has help with an example, exit 0', async () => {
+    for (const args of [['--help'], ['login', '--help'], ['get', 'secret', '--help'], ['set', 'secret', '--help']]) {
+      const res = await platform(args);
+      expect({ args, code: res.code }).toEqual({ args, code: 0 });
+      expect(res.stdout).toContain('Examples:');
+    }
+  });
+});
