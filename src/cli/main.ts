@@ -4,6 +4,7 @@
  * stderr: the server's Status message, or what to do), 2 for usage (an unknown command, a missing flag).
  */
 import { Command, CommanderError } from 'commander';
+import { addCompletionCommand } from './commands/completion.js';
 import { addLoginCommands } from './commands/login.js';
 import { addSecretCommands } from './commands/secrets.js';
 import { commandContext, type Io } from './context.js';
@@ -38,6 +39,8 @@ Examples:
   const list = root.command('list').description('List objects');
   addLoginCommands(root, ctx);
   addSecretCommands(get, set, list, ctx);
+  // Last: its script lists every command added before it.
+  addCompletionCommand(root, ctx);
   // Every command answers through io and ends by exit code, never by commander's process.exit.
   const configure = (c: Command) => {
     c.exitOverride().configureOutput({

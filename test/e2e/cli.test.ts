@@ -298,10 +298,51 @@ describe('what a user needs when something is wrong', () => {
   });
 
   test('every command has help with an example, exit 0', async () => {
-    for (const args of [['--help'], ['login', '--help'], ['get', 'secret', '--help'], ['set', 'secret', '--help']]) {
+    for (const args of [
+      ['--help'],
+      ['login', '--help'],
+      ['get', 'secret', '--help'],
+      ['set', 'secret', '--help'],
+      ['completion', '--help'],
+    ]) {
       const res = await platform(args);
       expect({ args, code: res.code }).toEqual({ args, code: 0 });
       expect(res.stdout).toContain('Examples:');
     }
+  });
+});
+
+describe('completion', () => {
+  /** What bash completes after `words` (the last one being typed), with the script the CLI printed. */
+  async function completes(script: string, words: string[]): Promise<string[]> {
+    const file = join(dir, `completion-${uniq('c')}.sh`);
+    writeFileSync(file, script);
+    const cword = words.length - 1;
+    const line = `source ${file}; COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${cword}; _platform; echo "\${COMPREPLY[*]}"`;
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile('bash', ['-c', line], (err, stdout) => (err ? reject(err) : resolve(stdout))),
+    );
+    return out.trim().split(' ').filter(Boolean);
+  }
+
+  test('bash completes commands, subcommands, and the options after an argument', async () => {
+    const res = await platform(['completion', 'bash']);
+    expect(res.code).toBe(0);
+    expect(await completes(res.stdout, ['platform', 'l'])).toEqual(['list', 'login', 'logout']);
+    expect(await completes(res.stdout, ['platform', 'get', ''])).toEqual(['secret', '--help']);
+    expect(await completes(res.stdout, ['platform', 'get', 'secret', 'default/db', '--'])).toEqual([
+      '--key',
+      '--output',
+      '--help',
+    ]);
+  });
+
+  test('zsh gets the same script through bashcompinit; another shell is a usage error', async () => {
+    const zsh = await platform(['completion', 'zsh']);
+    expect(zsh.code).toBe(0);
+    expect(zsh.stdout).toMatch(/^autoload -U \+X bashcompinit && bashcompinit\n# platform completion/);
+    const fish = await platform(['completion', 'fish']);
+    expect(fish).toMatchObject({ code: 2, stdout: '' });
+    expect(fish.stderr).toContain('no completion for "fish"; use bash or zsh');
   });
 });
