@@ -4,6 +4,7 @@
  */
 import { ServedActions } from './actions/served.js';
 import { rotateAccessKeyAction } from './actions/rotateaccesskey.js';
+import { selfSubjectReviewAction } from './actions/selfsubjectreview.js';
 import { enabledPlugins } from './admission/chain.js';
 import { loadAdmissionConfiguration } from './admission/config.js';
 import { ownerDeletionCheck } from './auth/ownerdeletion.js';
@@ -75,6 +76,7 @@ export async function startServer(flags: Config, log: Logger, worker?: WorkerOf)
     const address = new ServingAddress(config);
     const actions = new ServedActions();
     actions.add(rotateAccessKeyAction(registry));
+    actions.add(selfSubjectReviewAction());
     const signingKeys = startTokens(config, storage, encryption, registry, actions, address);
     // Before the start awaits again: an encryption reload (a timer) always finds what it rewrites.
     const rewriteStale = () => void rewriteStaleValues(storage, registry, signingKeys, log);

@@ -12,7 +12,8 @@
  * may do what any grant allows; nothing else):
  * - Discovery and health, for every restricted key so that clients can start: GET of /api, /apis, /apis/<g>,
  *   /apis/<g>/<v>, /version, /openapi/v2, /openapi/v3 and below, /healthz, /livez, /readyz (and below), and
- *   /api/v1/namespaces/<ns> (kubectl's namespace check after a NotFound).
+ *   /api/v1/namespaces/<ns> (kubectl's namespace check after a NotFound); and a SelfSubjectReview (`kubectl auth
+ *   whoami`, the client's `whoami`), which tells the key only who it is.
  * - `scope.projects` entry <p> ('*' = every project): any request on objects in namespace `p-<p>`, and on the
  *   cluster-scoped `projects` object named <p> (and its subresources). Requests into the `p-*` namespace of a
  *   project not listed get nothing from this grant.
@@ -139,6 +140,17 @@ function trimSlashes(path: string): string {
   return path.length > 1 ? path.replace(/\/+$/, '') : path;
 }
 
+/** A SelfSubjectReview (`kubectl auth whoami`): it tells the caller only who it is. */
+export function isSelfReview(req: RequestAttributesLite): boolean {
+  return (
+    req.isResourceRequest &&
+    req.verb === 'create' &&
+    req.apiGroup === 'authentication.k8s.io' &&
+    req.resource === 'selfsubjectreviews' &&
+    !req.subresource
+  );
+}
+
 export function isDiscoveryRequest(req: RequestAttributesLite): boolean {
   if (req.isResourceRequest || (req.verb !== 'get' && req.verb !== 'head')) return false;
   const path = trimSlashes(req.path);
@@ -163,6 +175,7 @@ class ScopeRestriction implements Restriction {
   check(req: RequestAttributesLite): { allowed: boolean; reason?: string } {
     const allowed =
       isDiscoveryRequest(req) ||
+      isSelfReview(req) ||
       this.projectGrant(req) ||
       this.namedInProjectGrant(req, 'spaceinstances', this.r.spaces) ||
       this.namedInProjectGrant(req, 'virtualclusterinstances', this.r.virtualClusters) ||

@@ -50,6 +50,11 @@ export interface Action {
   verbs: readonly ActionVerb[];
   /** Whether a create may have no body at all (then it asks with every default); otherwise the body names its kind. */
   emptyBody?: boolean;
+  /**
+   * Whether the request object tells nothing (a SelfSubjectReview): its body is not read, in whatever encoding it
+   * comes (kubectl sends kube's own kinds as protobuf), and the action is given an empty one.
+   */
+  ignoresBody?: boolean;
   /** The request object's schema (apiVersion, kind and metadata are checked for every action). */
   schema: StructuralSchema;
   /** Parts of the request that restrict what its answer grants (Strategy.restrictingFields). */

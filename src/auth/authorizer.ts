@@ -4,6 +4,7 @@
  */
 import type { Attributes, Authorizer, Decision } from '../apimachinery/authorizer.js';
 import { AUTHENTICATED_GROUP, MASTERS_GROUP } from '../apimachinery/user.js';
+import { isSelfReview } from '../access/scope.js';
 
 export const mastersAuthorizer: Authorizer = {
   async authorize(attrs: Attributes): Promise<Decision> {
@@ -30,6 +31,15 @@ export const discoveryAuthorizer: Authorizer = {
     const readsDiscovery =
       !attrs.isResourceRequest && attrs.verb === 'get' && DISCOVERY_PATHS.some((p) => p.test(attrs.path));
     return readsDiscovery && attrs.user.groups.includes(AUTHENTICATED_GROUP)
+      ? { decision: 'allow' }
+      : { decision: 'noOpinion' };
+  },
+};
+
+/** Every authenticated caller may ask who it is (a SelfSubjectReview), as kube's system:basic-user role allows. */
+export const selfReviewAuthorizer: Authorizer = {
+  async authorize(attrs: Attributes): Promise<Decision> {
+    return isSelfReview(attrs) && attrs.user.groups.includes(AUTHENTICATED_GROUP)
       ? { decision: 'allow' }
       : { decision: 'noOpinion' };
   },

@@ -10,7 +10,7 @@ import type { HostCluster } from '../host/cluster.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../registry/registry.js';
 import { ADMIN_USER, ensureAdminToken } from './admin-token.js';
-import { discoveryAuthorizer, mastersAuthorizer, unionAuthorizer } from './authorizer.js';
+import { discoveryAuthorizer, selfReviewAuthorizer, mastersAuthorizer, unionAuthorizer } from './authorizer.js';
 import { AccessKeyAuthenticator } from './accesskeys.js';
 import { ActivityRecorder, lastActivityWriter } from './activity.js';
 import type { ClientCertificateAuthorities } from './clientcas.js';
@@ -97,7 +97,7 @@ export function setUpAuth(
     });
   }
 
-  const authorizers: Authorizer[] = [mastersAuthorizer, discoveryAuthorizer, objectAccess];
+  const authorizers: Authorizer[] = [mastersAuthorizer, discoveryAuthorizer, selfReviewAuthorizer, objectAccess];
   if (host) {
     authorizers.push(
       new SubjectAccessReviewAuthorizer(host, {

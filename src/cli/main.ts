@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { addCompletionCommand } from './commands/completion.js';
 import { addLoginCommands } from './commands/login.js';
 import { addSecretCommands } from './commands/secrets.js';
+import { addWhoamiCommand } from './commands/whoami.js';
 import { commandContext, type Io } from './context.js';
 import { EXIT_ERROR, EXIT_USAGE, describeError } from './errors.js';
 
@@ -39,6 +40,7 @@ Examples:
   const list = root.command('list').description('List objects');
   addLoginCommands(root, ctx);
   addSecretCommands(get, set, list, ctx);
+  addWhoamiCommand(root, ctx);
   // Last: its script lists every command added before it.
   addCompletionCommand(root, ctx);
   // Every command answers through io and ends by exit code, never by commander's process.exit.

@@ -46,7 +46,7 @@ export async function handleAction(
       throw errors.badRequest(
         `dryRun is not supported by ${groupResource.resource}: it creates nothing that is stored`,
       );
-    const body = rawBody(req);
+    const body = action.ignoresBody ? Buffer.alloc(0) : rawBody(req);
     const parsed = body.length ? parseObjectBody(body, requestEncoding(req.headers['content-type']), action.kind) : {};
     // An empty body asks with every default, where the action takes one (a rotation); otherwise it names its kind.
     if (body.length || !action.emptyBody) requireTypeMeta(parsed, { apiVersion: `${action.group}/${action.version}` });
