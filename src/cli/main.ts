@@ -5,8 +5,10 @@
  */
 import { Command, CommanderError } from 'commander';
 import { addCompletionCommand } from './commands/completion.js';
+import { addAccessKeyCommands } from './commands/keys.js';
 import { addLoginCommands } from './commands/login.js';
 import { addSecretCommands } from './commands/secrets.js';
+import { addTokenCommands } from './commands/tokens.js';
 import { addWhoamiCommand } from './commands/whoami.js';
 import { commandContext, type Io } from './context.js';
 import { EXIT_ERROR, EXIT_USAGE, describeError } from './errors.js';
@@ -38,9 +40,12 @@ Examples:
   const get = root.command('get').description('Print one object');
   const set = root.command('set').description('Change one object');
   const list = root.command('list').description('List objects');
+  const create = root.command('create').description('Create an object');
   addLoginCommands(root, ctx);
   addSecretCommands(get, set, list, ctx);
   addWhoamiCommand(root, ctx);
+  addAccessKeyCommands(create, list, ctx);
+  addTokenCommands(root, ctx);
   // Last: its script lists every command added before it.
   addCompletionCommand(root, ctx);
   // Every command answers through io and ends by exit code, never by commander's process.exit.
