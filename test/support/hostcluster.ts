@@ -27,7 +27,7 @@
  *   certificate (kube checks those in the signer, not at create). CSRs for other signers are never signed.
  *
  * Every request needs the bearer token of the kubeconfig written at kubeconfigPath (kubeconfigText() has it as
- * text, to store as another cluster's Secret `vc-<name>`). `requests` logs what arrived (to test caching); setDown
+ * text, to store as another cluster's Secret `vc-<name>`), or one the option authenticateBearer takes. `requests` logs what arrived (to test caching); setDown
  * simulates an outage; onRequest refuses chosen requests (a 403 for a credential without rights, say). The
  * kube-system Namespace's uid is random, or the option kubeSystemUid (it identifies a physical cluster); endWatches
  * ends the open watches, as their timeout does in kube. Not modelled: admission (objects may be created in namespaces
@@ -91,6 +91,11 @@ export interface HostClusterOptions {
   kubeSystemUid?: string;
   /** GET /version's gitVersion (default v1.33.0). */
   kubernetesVersion?: string;
+  /**
+   * Bearer tokens besides the kubeconfig's: the user this names (a model of kube's JWT authenticator, kubejwt.ts,
+   * say), or undefined to refuse with 401. Each request's record says who it named.
+   */
+  authenticateBearer?: (token: string) => Promise<string | undefined>;
 }
 
 export interface HostClusterStandIn {
@@ -227,6 +232,7 @@ export async function startHostCluster(opts: HostClusterOptions = {}): Promise<H
     unavailable: () => mode === 'unavailable',
     token,
     tokens,
+    authenticateBearer: opts.authenticateBearer,
     decide: (spec) => api.onSubjectAccessReview?.(spec) ?? evaluate(objects, spec),
     objects: objectRest({
       rv,

@@ -1,6 +1,7 @@
 /**
  * The stand-in's request path: log the request, answer 503 while "unavailable", require the kubeconfig's bearer
- * token, read the JSON body, and hand the request to the part that serves its REST path (404 for any other path).
+ * token (or one the test's authenticateBearer takes), read the JSON body, and hand the request to the part that
+ * serves its REST path (404 for any other path).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as errors from '../../../src/apimachinery/status.js';
@@ -24,6 +25,8 @@ export interface RequestRecord {
   traceparent?: string;
   /** The Accept header, if any (metadata only, say). */
   accept?: string;
+  /** Who a bearer token of `authenticateBearer` named (absent for the kubeconfig's token). */
+  user?: string;
 }
 
 export interface Routes {
@@ -33,6 +36,8 @@ export interface Routes {
   /** The one bearer token the stand-in accepts. */
   token: string;
   tokens: ReadonlyMap<string, TokenUser>;
+  /** Bearer tokens besides `token`: the user's name, or undefined to refuse (401). */
+  authenticateBearer?: (token: string) => Promise<string | undefined>;
   decide: (spec: SarSpec) => SarStatus;
   /** The REST verbs of the stored kinds (RBAC kinds, Secrets). */
   objects: (req: IncomingMessage, res: ServerResponse, body: any, target: ObjectPath, q: URLSearchParams) => void;
@@ -62,16 +67,22 @@ export function routes(r: Routes) {
       '';
     const traceparent = req.headers.traceparent as string | undefined;
     const accept = req.headers.accept;
-    r.requests.push({
+    const record: RequestRecord = {
       method,
       path,
       resource,
       query: url.search,
       ...(traceparent ? { traceparent } : {}),
       ...(accept ? { accept } : {}),
-    });
+    };
+    r.requests.push(record);
     if (r.unavailable()) throw errors.serviceUnavailable('the host cluster is down (stand-in)');
-    if (req.headers.authorization !== `Bearer ${r.token}`) throw errors.unauthorized();
+    if (req.headers.authorization !== `Bearer ${r.token}`) {
+      const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+      const user = bearer && r.authenticateBearer ? await r.authenticateBearer(bearer) : undefined;
+      if (!user) throw errors.unauthorized();
+      record.user = user;
+    }
     const body = ['POST', 'PUT', 'PATCH', 'DELETE'].includes(method) ? await readBody(req) : undefined;
     r.onRequest()?.(method, path, body);
     if (method === 'GET' && path === '/version') return reply(res, 200, r.version());
