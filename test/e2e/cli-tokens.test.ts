@@ -32,6 +32,7 @@ let caFile: string;
 /** A HOME logged in as alice with a full key, and one with a platformCLI-scoped key. */
 let alice: string;
 let aliceCli: string;
+let aliceKey: string;
 
 interface Run {
   code: number;
@@ -91,7 +92,8 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'cli-tokens-'));
   caFile = join(dir, 'ca.pem');
   writeFileSync(caFile, ts.server.caPem!);
-  alice = await loggedIn(await createKey(ts.as.alice, {}));
+  aliceKey = await createKey(ts.as.alice, {});
+  alice = await loggedIn(aliceKey);
   aliceCli = await loggedIn(await createKey(ts.as.alice, { scope: { roles: [{ role: 'platformCLI' }] } }));
 }, 120_000);
 
@@ -363,6 +365,52 @@ describe('kubeconfig cluster: the real kubectl runs `platform token` as its exec
     expect(cluster.requests).toEqual([expect.objectContaining({ path: '/api/v1/namespaces/default', user: 'alice' })]);
   });
 
+  test('logged in with --kubeconfig and --context: the plugin is given them, and kubectl works', async () => {
+    const platformConfig = join(dir, 'platform.kubeconfig');
+    writeFileSync(
+      platformConfig,
+      yaml.dump({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'p', cluster: { server: ts.server.url, 'certificate-authority': caFile } }],
+        users: [{ name: 'alice', user: { token: aliceKey } }],
+        contexts: [{ name: 'alice', context: { cluster: 'p', user: 'alice' } }],
+        'current-context': 'alice',
+      }),
+    );
+    const file = join(mkdtempSync(join(dir, 'kc-')), 'eu-1.kubeconfig');
+    const flags = ['--kubeconfig', platformConfig, '--context', 'alice'];
+    const res = await platform([
+      ...flags,
+      'kubeconfig',
+      'cluster',
+      'eu-1',
+      '--server',
+      cluster.url,
+      '--output-file',
+      file,
+    ]);
+    expect(res.code).toBe(0);
+    const text = readFileSync(file, 'utf8');
+    expect((yaml.load(text) as any).users[0].user.exec.args).toEqual([
+      CLI,
+      ...flags,
+      'token',
+      '--cluster',
+      'eu-1',
+      '--exec-credential',
+    ]);
+    // The file names where the key is, never the key.
+    expect(text).not.toContain(aliceKey);
+    // The cluster's CA was not given: kubectl is told to trust it here.
+    cluster.resetCounts();
+    const got = await kubectl(['get', '--raw', '/api/v1/namespaces/default', '--certificate-authority', clusterCa], {
+      kubeconfig: file,
+    });
+    expect({ code: got.code, stderr: got.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(cluster.requests.map((r) => r.user)).toEqual(['alice']);
+  });
+
   test('a kubeconfig asking for v1beta1 gets v1beta1: kubectl takes the answer', async () => {
     const file = await writtenKubeconfig();
     writeFileSync(
@@ -404,6 +452,18 @@ describe('kubeconfig cluster: the real kubectl runs `platform token` as its exec
       'current-context': 'eu-1',
       clusters: [{ name: 'eu-1', cluster: { server: cluster.url } }],
     });
+    // A CI job's key in the environment stays there: the kubeconfig names the server, kubectl's environment the key.
+    const ci = await platform(['kubeconfig', 'cluster', 'eu-1', '--server', cluster.url], {
+      env: { PLATFORM_URL: ts.server.url, PLATFORM_ACCESS_KEY: aliceKey },
+    });
+    expect(ci).toMatchObject({
+      code: 0,
+      stderr: 'Note: the kubeconfig reads the key from PLATFORM_ACCESS_KEY: set it wherever kubectl runs\n',
+    });
+    expect((yaml.load(ci.stdout) as any).users[0].user.exec.env).toEqual([
+      { name: 'PLATFORM_URL', value: ts.server.url },
+    ]);
+    expect(ci.stdout).not.toContain(aliceKey);
     const noServer = await platform(['kubeconfig', 'cluster', 'eu-1'], { home: alice });
     expect(noServer).toMatchObject({ code: 2, stdout: '' });
     expect(noServer.stderr).toContain("required option '--server <url>' not specified");
