@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { addCompletionCommand } from './commands/completion.js';
 import { addLoginCommands } from './commands/login.js';
 import { addSecretCommands } from './commands/secrets.js';
+import { addVirtualClusterCommands } from './commands/vclusters.js';
 import { commandContext, type Io } from './context.js';
 import { EXIT_ERROR, EXIT_USAGE, describeError } from './errors.js';
 
@@ -37,8 +38,11 @@ Examples:
   const get = root.command('get').description('Print one object');
   const set = root.command('set').description('Change one object');
   const list = root.command('list').description('List objects');
+  const imp = root.command('import').description('Import what runs elsewhere');
+  const connect = root.command('connect').description('Get a kube config for a cluster');
   addLoginCommands(root, ctx);
   addSecretCommands(get, set, list, ctx);
+  addVirtualClusterCommands(imp, list, connect, ctx);
   // Last: its script lists every command added before it.
   addCompletionCommand(root, ctx);
   // Every command answers through io and ends by exit code, never by commander's process.exit.
