@@ -4,7 +4,7 @@
  * in the file kept as it was. The file is read and written as YAML (js-yaml), not through client-node's KubeConfig,
  * which keeps only the fields it knows (a user's `extensions` or `preferences` would be lost on write).
  */
-import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import yaml from 'js-yaml';
@@ -13,7 +13,7 @@ import { CliError } from './errors.js';
 
 type Entry = { name: string; [field: string]: unknown };
 
-interface Kubeconfig {
+export interface Kubeconfig {
   clusters?: Entry[];
   users?: Entry[];
   contexts?: Entry[];
@@ -51,16 +51,16 @@ export function mergedKubeconfigPath(env: Env): string {
 }
 
 /**
- * Adds `issued` to the kubeconfig at `path` (made, mode 0600, when there is none) as the cluster, user and context
- * `name`, and makes that context current. Answers which entries of that name it replaced (say `cluster "x"`), so
- * that the caller can say so.
+ * Adds `issued` to `config` (the kubeconfig at `path`, as readKubeconfig read it) as the cluster, user and context
+ * `name`, makes that context current and writes it (made, mode 0600, when there was none). Answers which entries of
+ * that name it replaced (say `cluster "x"`), so that the caller can say so.
  */
 export function mergeKubeconfig(
   path: string,
+  config: Kubeconfig,
   issued: IssuedKubeconfig,
   name: string,
 ): { context: string; replaced: string[] } {
-  const config = readKubeconfig(path);
   const replaced: string[] = [];
   const put = (list: 'clusters' | 'users' | 'contexts', field: string, value: unknown) => {
     const entries = config[list] ?? [];
@@ -80,7 +80,8 @@ export function mergeKubeconfig(
   return { context: name, replaced };
 }
 
-function readKubeconfig(path: string): Kubeconfig {
+/** The kubeconfig at `path` (an empty one when there is none); an error when it is not one, before anything is asked. */
+export function readKubeconfig(path: string): Kubeconfig {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -108,9 +109,12 @@ function readKubeconfig(path: string): Kubeconfig {
 }
 
 /** Writes the kubeconfig whole or not at all (a file beside it, renamed over it), keeping an existing file's mode. */
-function writeKubeconfig(path: string, config: Kubeconfig): void {
+function writeKubeconfig(link: string, config: Kubeconfig): void {
   let mode = 0o600;
+  let path = link;
   try {
+    // A kubeconfig kept elsewhere and linked (dotfiles) stays linked: its target is written.
+    path = realpathSync(link);
     mode = statSync(path).mode & 0o777;
   } catch {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });

@@ -7,7 +7,17 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  mkdtempSync,
+  symlinkSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
@@ -274,6 +284,19 @@ describe('import, list and connect a virtual cluster', () => {
     expect((yaml.load(readFileSync(file, 'utf8')) as any).contexts).toHaveLength(2);
   });
 
+  test('connect vcluster --merge into a linked kubeconfig: the link kept, its target merged into', async () => {
+    const target = join(dir, 'dotfiles-kubeconfig');
+    const link = join(dir, 'linked.kubeconfig');
+    copyFileSync(host.kubeconfigPath, target);
+    symlinkSync(target, link);
+    const run = await platform('bob', ['connect', 'vcluster', 'shop', '--project', PROJECT, '--merge'], {
+      KUBECONFIG: link,
+    });
+    expect(run.code).toBe(0);
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect((await kubectl(['config', 'current-context'], { kubeconfig: target })).stdout.trim()).toBe(MERGED);
+  });
+
   test('connect vcluster --merge without a kubeconfig: ~/.kube/config made, mode 0600', async () => {
     const home = mkdtempSync(join(dir, 'home-'));
     const run = await platform('bob', ['connect', 'vcluster', 'shop', '--project', PROJECT, '--merge'], { HOME: home });
@@ -317,6 +340,22 @@ describe('bad input: the exit code, one line saying what is wrong, nothing chang
         'is the name right? `platform list vclusters --project web` lists those you may see\n',
     });
     expect(readFileSync(file, 'utf8')).toBe(text);
+  });
+
+  test('--merge into a file that is not a kubeconfig: exit 1 saying so, the file as it was, no kube config asked', async () => {
+    const file = join(dir, 'not-a.kubeconfig');
+    writeFileSync(file, 'clusters: {oops: 1}\n');
+    const issued = vcluster.csrs().length;
+    const run = await platform('bob', ['connect', 'vcluster', 'shop', '--project', PROJECT, '--merge'], {
+      KUBECONFIG: file,
+    });
+    expect(run).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `error: ${file} is not a kubeconfig (YAML with lists of clusters, users and contexts); nothing was changed\n`,
+    });
+    expect(readFileSync(file, 'utf8')).toBe('clusters: {oops: 1}\n');
+    expect(vcluster.csrs()).toHaveLength(issued);
   });
 
   test('a project the user may not use: the 403 on one line, nothing imported, no kube config', async () => {

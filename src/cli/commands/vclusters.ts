@@ -10,7 +10,13 @@ import { namespaceProject, projectNamespace } from '../../kinds/project/namespac
 import { API } from '../connection.js';
 import type { CommandContext } from '../context.js';
 import { CliError, describeError, usage } from '../errors.js';
-import { mergedKubeconfigPath, mergeKubeconfig, parseKubeconfig, writePrivateFile } from '../kubeconfigmerge.js';
+import {
+  mergedKubeconfigPath,
+  mergeKubeconfig,
+  parseKubeconfig,
+  readKubeconfig,
+  writePrivateFile,
+} from '../kubeconfigmerge.js';
 import { age, formatOf, serialized, table } from '../output.js';
 
 const API_VERSION = 'management.platform.sh/v1';
@@ -142,43 +148,57 @@ Examples:
       if (ttl !== undefined && !(Number.isInteger(ttl) && ttl >= 0))
         throw usage(`--certificate-ttl ${JSON.stringify(opts.certificateTtl)} is not a number of seconds`);
       const namespace = projectNamespace(opts.project);
-      const answer = await ctx
-        .api()
-        .request<{ status?: { kubeConfig?: string } }>(
-          'POST',
-          `${API}/namespaces/${encodeURIComponent(namespace)}/virtualclusterinstances/${encodeURIComponent(name)}/kubeconfig`,
-          {
-            body: {
-              apiVersion: API_VERSION,
-              kind: 'VirtualClusterInstanceKubeConfig',
-              spec: ttl === undefined ? {} : { certificateTTL: ttl },
-            },
-          },
-        )
-        .catch((err: unknown) => {
-          // The server answers 403 for an instance that does not exist as for one the caller may not use (it tells
-          // nothing of others' instances): a mistyped name looks like this.
-          if (err instanceof HostClusterError && err.code === 403)
-            throw new CliError(
-              `${describeError(err)}; is the name right? \`platform list vclusters --project ${opts.project}\` lists those you may see`,
-            );
-          throw err;
-        });
-      const text = answer.status?.kubeConfig ?? '';
+      // Read first: a kubeconfig that cannot be merged into is said before a certificate is issued for nothing.
+      const mergeInto = opts.merge ? mergedKubeconfigPath(ctx.env) : undefined;
+      const current = mergeInto === undefined ? undefined : readKubeconfig(mergeInto);
+      const text = await requestKubeconfig(ctx, opts.project, name, ttl);
       // Checked before anything is written: a file is never left with half a kube config.
       const issued = parseKubeconfig(text, `the kube config of ${namespace}/${name}`);
       if (opts.outputFile !== undefined) {
         writePrivateFile(opts.outputFile, text);
         ctx.stderr(`kube config of virtualclusterinstance/${name} written to ${opts.outputFile}\n`);
       }
-      if (opts.merge) {
-        const path = mergedKubeconfigPath(ctx.env);
-        const merged = mergeKubeconfig(path, issued, `platform_${opts.project}_${name}`);
-        for (const replaced of merged.replaced) ctx.stderr(`replaced the existing ${replaced} in ${path}\n`);
-        ctx.stderr(`merged into ${path}; current context is now ${merged.context}\n`);
+      if (mergeInto !== undefined && current) {
+        const merged = mergeKubeconfig(mergeInto, current, issued, `platform_${opts.project}_${name}`);
+        for (const replaced of merged.replaced) ctx.stderr(`replaced the existing ${replaced} in ${mergeInto}\n`);
+        ctx.stderr(`merged into ${mergeInto}; current context is now ${merged.context}\n`);
       }
       if (opts.print || (opts.outputFile === undefined && !opts.merge)) ctx.stdout(text);
     });
+}
+
+/** The kube config the server issues for `name` of `project` (the text of its status.kubeConfig). */
+async function requestKubeconfig(
+  ctx: CommandContext,
+  project: string,
+  name: string,
+  ttl: number | undefined,
+): Promise<string> {
+  const namespace = encodeURIComponent(projectNamespace(project));
+  try {
+    const answer = await ctx
+      .api()
+      .request<{ status?: { kubeConfig?: string } }>(
+        'POST',
+        `${API}/namespaces/${namespace}/virtualclusterinstances/${encodeURIComponent(name)}/kubeconfig`,
+        {
+          body: {
+            apiVersion: API_VERSION,
+            kind: 'VirtualClusterInstanceKubeConfig',
+            spec: ttl === undefined ? {} : { certificateTTL: ttl },
+          },
+        },
+      );
+    return answer.status?.kubeConfig ?? '';
+  } catch (err) {
+    // The server answers 403 for an instance that does not exist as for one the caller may not use (it tells nothing
+    // of others' instances): a mistyped name looks like this.
+    if (err instanceof HostClusterError && err.code === 403)
+      throw new CliError(
+        `${describeError(err)}; is the name right? \`platform list vclusters --project ${project}\` lists those you may see`,
+      );
+    throw err;
+  }
 }
 
 /** The phase, with the reason when it is not Ready: what a user needs to know whether connecting will work. */
