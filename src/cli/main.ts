@@ -9,6 +9,7 @@ import { addAccessKeyCommands } from './commands/keys.js';
 import { addLoginCommands } from './commands/login.js';
 import { addSecretCommands } from './commands/secrets.js';
 import { addTokenCommands } from './commands/tokens.js';
+import { addVirtualClusterCommands } from './commands/vclusters.js';
 import { addWhoamiCommand } from './commands/whoami.js';
 import { commandContext, type Io } from './context.js';
 import { EXIT_ERROR, EXIT_USAGE, describeError } from './errors.js';
@@ -41,11 +42,14 @@ Examples:
   const set = root.command('set').description('Change one object');
   const list = root.command('list').description('List objects');
   const create = root.command('create').description('Create an object');
+  const imp = root.command('import').description('Import what runs elsewhere');
+  const connect = root.command('connect').description('Get a kube config for a cluster');
   addLoginCommands(root, ctx);
   addSecretCommands(get, set, list, ctx);
   addWhoamiCommand(root, ctx);
   addAccessKeyCommands(create, list, ctx);
   addTokenCommands(root, ctx);
+  addVirtualClusterCommands(imp, list, connect, ctx);
   // Last: its script lists every command added before it.
   addCompletionCommand(root, ctx);
   // Every command answers through io and ends by exit code, never by commander's process.exit.

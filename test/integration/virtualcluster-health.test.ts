@@ -362,7 +362,9 @@ describe('virtual cluster health', () => {
       const path = await createInstance(name, hostile.kubeconfigText());
       const s = await until(path, 'Failed', 'VirtualClusterUnreachable');
       expect(s.online).toBe(false);
-      expect(loggedAbout(name)).toContain('the answer is larger than');
+      // The size bound cuts it, or on a machine too busy to read a MiB in the check's second, the time bound: either
+      // way the connection is cut long before the answer's end (what is written below says which bound held).
+      expect(loggedAbout(name)).toMatch(/the answer is larger than|did not answer within/);
       const outcome = await hostile.outcomes[started];
       expect(outcome).toMatchObject({ total, cutShort: true });
       expect(outcome.written).toBeLessThan(total / 4);

@@ -27,7 +27,9 @@
  *   certificate (kube checks those in the signer, not at create). CSRs for other signers are never signed.
  *
  * Every request needs the bearer token of the kubeconfig written at kubeconfigPath (kubeconfigText() has it as
- * text, to store as another cluster's Secret `vc-<name>`), or one the option authenticateBearer takes. `requests` logs what arrived (to test caching); setDown
+ * text, to store as another cluster's Secret `vc-<name>`), or one the option authenticateBearer takes, but for a
+ * client certificate its CA signed (one its CSRs issued), which may GET /version and ask who it is
+ * (hostcluster/clientcerts.ts). `requests` logs what arrived (to test caching); setDown
  * simulates an outage; onRequest refuses chosen requests (a 403 for a credential without rights, say). The
  * kube-system Namespace's uid is random, or the option kubeSystemUid (it identifies a physical cluster); endWatches
  * ends the open watches, as their timeout does in kube. Not modelled: admission (objects may be created in namespaces

@@ -1,11 +1,13 @@
 /**
  * The stand-in's request path: log the request, answer 503 while "unavailable", require the kubeconfig's bearer
- * token (or one the test's authenticateBearer takes), read the JSON body, and hand the request to the part that
- * serves its REST path (404 for any other path).
+ * token (or one the test's authenticateBearer takes, or a client certificate of the stand-in's CA, for the little
+ * clientcerts.ts serves), read the JSON body, and hand the request to the part that serves its REST path (404 for
+ * any other path).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as errors from '../../../src/apimachinery/status.js';
 import type { AdmissionRegistration } from './admissionregistration.js';
+import { certificateUser, serveCertificateUser } from './clientcerts.js';
 import type { CoreObjects } from './core.js';
 import { CSR_PATH, CSR_RESOURCE, type CertificateSigningRequests } from './csrs.js';
 import type { FlowControlObjects } from './flowcontrol.js';
@@ -77,6 +79,12 @@ export function routes(r: Routes) {
     };
     r.requests.push(record);
     if (r.unavailable()) throw errors.serviceUnavailable('the host cluster is down (stand-in)');
+    const byCertificate = req.headers.authorization === undefined ? certificateUser(req) : undefined;
+    if (byCertificate) {
+      // kubectl sends its SelfSubjectReview as protobuf; nothing in it is needed.
+      req.resume();
+      return serveCertificateUser(res, byCertificate, method, path, r.version);
+    }
     if (req.headers.authorization !== `Bearer ${r.token}`) {
       const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
       const user = bearer && r.authenticateBearer ? await r.authenticateBearer(bearer) : undefined;

@@ -13,11 +13,13 @@ export class HostServer {
 
   /** `beforeClose` runs as the listener closes (to end open watches, which would hold it open). */
   constructor(
-    tls: { certPem: string; keyPem: string },
+    tls: { certPem: string; keyPem: string; caPem: string },
     handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
     private readonly beforeClose: () => void,
   ) {
-    this.server = createServer({ cert: tls.certPem, key: tls.keyPem }, (req, res) => {
+    // Client certificates are asked for, not required: those that chain to the CA name a user (clientcerts.ts).
+    const options = { cert: tls.certPem, key: tls.keyPem, ca: tls.caPem, requestCert: true, rejectUnauthorized: false };
+    this.server = createServer(options, (req, res) => {
       handle(req, res).catch((err) => {
         if (res.headersSent) return res.end();
         const status = errors.isStatusError(err) ? err.status : errors.internalError(err).status;
