@@ -304,6 +304,16 @@ describe('what a user needs when something is wrong', () => {
       ['get', 'secret', '--help'],
       ['set', 'secret', '--help'],
       ['completion', '--help'],
+      ['logout', '--help'],
+      ['whoami', '--help'],
+      ['list', 'secrets', '--help'],
+      ['list', 'accesskeys', '--help'],
+      ['create', 'accesskey', '--help'],
+      ['token', '--help'],
+      ['kubeconfig', 'cluster', '--help'],
+      ['import', 'vcluster', '--help'],
+      ['list', 'vclusters', '--help'],
+      ['connect', 'vcluster', '--help'],
     ]) {
       const res = await platform(args);
       expect({ args, code: res.code }).toEqual({ args, code: 0 });

@@ -66,6 +66,7 @@ Examples:
     .command('accesskeys')
     .description('List the access keys you may see (never the keys themselves)')
     .option('-o, --output <format>', 'table, json or yaml', 'table')
+    .addHelpText('after', '\nExamples:\n  platform list accesskeys\n  platform list accesskeys -o yaml')
     .action(async (opts: { output: string }) => {
       const format = formatOf(opts.output);
       const keys = await ctx.api().request<{ items: AccessKey[] }>('GET', `${API}/ownedaccesskeys`);

@@ -42,6 +42,7 @@ Examples:
   program
     .command('logout')
     .description('Forget the credential `platform login` kept')
+    .addHelpText('after', '\nExamples:\n  platform logout')
     .action(() => {
       ctx.stdout(removeLogin(ctx.env) ? 'Logged out\n' : 'Not logged in\n');
     });

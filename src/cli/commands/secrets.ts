@@ -98,6 +98,7 @@ Examples:
     .description('List the Global Secrets you may see')
     .option('-n, --namespace <namespace>', 'only those of this namespace')
     .option('-o, --output <format>', 'table, json or yaml', 'table')
+    .addHelpText('after', '\nExamples:\n  platform list secrets\n  platform list secrets -n default -o json')
     .action(async (opts: { namespace?: string; output: string }) => {
       const format = formatOf(opts.output);
       const path = opts.namespace
