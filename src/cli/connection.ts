@@ -28,13 +28,26 @@ export class Api {
     private readonly verbosity: number,
   ) {}
 
-  async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+  /**
+   * `method path`; the server's Warnings go to stderr as kubectl prints them (a key near its expiry, a ttl cut
+   * short), but those in `unshown`: a command that prints the credential itself has no use for "keep it now".
+   */
+  async request<T>(
+    method: string,
+    path: string,
+    opts: RequestOptions & { unshown?: readonly string[] } = {},
+  ): Promise<T> {
     const started = Date.now();
     const tell = (status: string) => {
       if (this.verbosity >= 6) this.log(`${method} ${this.server}${path} ${status} in ${Date.now() - started}ms`);
     };
     try {
-      const answer = await this.requests.request<T>(`${method} ${path}`, method, path, opts);
+      const { unshown = [], ...rest } = opts;
+      const answer = await this.requests.request<T>(`${method} ${path}`, method, path, {
+        ...rest,
+        onWarnings: (warnings) =>
+          warnings.filter((w) => !unshown.includes(w)).forEach((w) => this.log(`Warning: ${w}`)),
+      });
       tell('OK');
       return answer;
     } catch (err) {

@@ -60,6 +60,8 @@ export interface RequestOptions {
   accept?: string;
   /** The body's Content-Type (default application/json), e.g. application/merge-patch+json for a PATCH. */
   contentType?: string;
+  /** Given the texts of the answer's `Warning: 299` headers, when it has any (a client shows them, as kubectl does). */
+  onWarnings?: (warnings: string[]) => void;
   /** The most bytes read of this answer (default: the client's maxResponseBytes); past it an AnswerTooLargeError. */
   maxResponseBytes?: number;
 }
@@ -135,7 +137,13 @@ export class KubeRequests {
             () => this.prepare(method, path, opts.query, body, timeoutMs, opts.accept, opts.contentType),
             limit,
             (detail) => answerTooLarge(what, limit, detail),
-            { onResponse: (res) => span.setAttributes({ 'http.response.status_code': res.statusCode }) },
+            {
+              onResponse: (res) => {
+                span.setAttributes({ 'http.response.status_code': res.statusCode });
+                const warnings = warningTexts(res.headers.warning);
+                if (warnings.length) opts.onWarnings?.(warnings);
+              },
+            },
           );
           return parseAnswer<T>(what, statusCode, text);
         } catch (err) {
@@ -358,6 +366,20 @@ function parseAnswer<T>(what: string, code: number, text: string): T {
   const status = isPlainObject(body) ? (body as KubeStatus) : undefined;
   const detail = typeof status?.message === 'string' ? `: ${shortened(status.message)}` : '';
   throw new HostClusterError(`${what}: the host cluster answered HTTP ${code}${detail}`, code, status);
+}
+
+/** The texts of `Warning: 299 - "<text>"` headers (RFC 7234, as kube sends them), unquoted. */
+export function warningTexts(header: string | string[] | undefined): string[] {
+  const all = Array.isArray(header) ? header : header ? [header] : [];
+  return all.flatMap((h) =>
+    [...h.matchAll(/\d{3} \S+ ("(?:[^"\\]|\\.)*")/g)].map((m) => {
+      try {
+        return shortened(JSON.parse(m[1]) as string);
+      } catch {
+        return shortened(m[1]);
+      }
+    }),
+  );
 }
 
 /** The most characters of a server's Status message quoted in an error (it goes to logs and statuses). */

@@ -12,6 +12,8 @@ import { join } from 'node:path';
 import { API_VERSION, uniq } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient } from '../support/http.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
+import { waitFor } from '../support/wait.js';
+import { Etcd3 } from 'etcd3';
 
 const CLI = new URL('../../dist/cli.js', import.meta.url).pathname;
 const NODE = new URL('../../node_modules/.bin/node', import.meta.url).pathname;
@@ -66,6 +68,23 @@ async function loggedIn(key: string): Promise<string> {
   });
   expect(res).toMatchObject({ code: 0, stderr: '' });
   return home;
+}
+
+/** Rewrites a key's creationTimestamp in etcd (a key made long ago) and waits until the server reads it so. */
+async function rewriteCreation(name: string, at: number): Promise<void> {
+  const etcd = new Etcd3({ hosts: ts.etcd.endpoint });
+  try {
+    const path = `${ts.config.etcdPrefix}/management.platform.sh/ownedaccesskeys/${name}`;
+    const stored = JSON.parse((await etcd.get(path).string())!);
+    stored.metadata.creationTimestamp = new Date(at).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    await etcd.put(path).value(JSON.stringify(stored)).exec();
+    await waitFor('the rewritten key', async () => {
+      const read = await ts.as.root.get(`${GROUP_PATH}/ownedaccesskeys/${name}`);
+      return read.body.metadata.creationTimestamp === stored.metadata.creationTimestamp;
+    });
+  } finally {
+    etcd.close();
+  }
 }
 
 beforeAll(async () => {
@@ -295,6 +314,35 @@ describe('what a user needs when something is wrong', () => {
     });
     expect(res.code).toBe(1);
     expect(res.stderr).toMatch(/^error: access key ".*" is disabled: the credential was refused; log in again/);
+  });
+
+  test('an expired key: exit 1 with the server’s reason; one near its end works and says when it expires', async () => {
+    const name = uniq('old');
+    const res = await ts.as.root.post(`${GROUP_PATH}/ownedaccesskeys`, {
+      apiVersion: API_VERSION,
+      kind: 'OwnedAccessKey',
+      metadata: { name },
+      spec: { user: 'alice', ttl: 600 },
+    });
+    expect(res.status).toBe(201);
+    const key: string = res.body.spec.key;
+    const env = { PLATFORM_URL: ts.server.url, PLATFORM_ACCESS_KEY: key, PLATFORM_CA_DATA: ts.server.caPem! };
+    // Made 9.5 minutes ago: in the last tenth of its life, the server warns with every answer.
+    await rewriteCreation(name, Date.now() - 570_000);
+    const near = await platform(['get', 'secret', 'default/db', '--key', 'user'], { env });
+    expect(near.code).toBe(0);
+    expect(near.stderr).toMatch(
+      new RegExp(
+        `^Warning: access key "${name}" expires at \\S+ \\(in \\d+s\\); requests with it are refused from then on\\n$`,
+      ),
+    );
+    // Made an hour ago: expired.
+    await rewriteCreation(name, Date.now() - 3_600_000);
+    const expired = await platform(['list', 'secrets'], { env });
+    expect(expired.code).toBe(1);
+    expect(expired.stderr).toBe(
+      `error: access key "${name}" has expired: the credential was refused; log in again (platform login) or check the key\n`,
+    );
   });
 
   test('every command has help with an example, exit 0', async () => {

@@ -4,6 +4,7 @@
  * may see, with when each expires (never a key: the server keeps only a hash).
  */
 import type { Command } from 'commander';
+import { KEY_SHOWN_ONCE_WARNING } from '../../kinds/ownedaccesskey/strategy.js';
 import { humanDuration } from '../../apimachinery/duration.js';
 import { API } from '../connection.js';
 import type { CommandContext } from '../context.js';
@@ -53,6 +54,8 @@ Examples:
           metadata: name ? { name } : { generateName: 'cli-' },
           spec: { ...(opts.ttl !== undefined ? { ttl: opts.ttl } : {}), ...scopeOf(opts) },
         },
+        // This command says so itself, in its own terms.
+        unshown: [KEY_SHOWN_ONCE_WARNING],
       });
       if (format) return ctx.stdout(serialized(created, format as 'json' | 'yaml'));
       ctx.stdout(created.spec?.key ?? '');

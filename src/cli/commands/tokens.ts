@@ -9,6 +9,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
+import { TOKEN_SHOWN_ONCE_WARNING } from '../../actions/directclusterendpointtoken.js';
 import yaml from 'js-yaml';
 import { configPath } from '../config.js';
 import { API, connectionFor } from '../connection.js';
@@ -65,6 +66,8 @@ Examples:
             scope: { clusters: [{ cluster: opts.cluster }] },
           },
         },
+        // The token is printed for its use (a pipe, kubectl's plugin): nothing to keep.
+        unshown: [TOKEN_SHOWN_ONCE_WARNING],
       });
       const { token, expirationTimestamp } = answer.status;
       if (version) {
