@@ -35,6 +35,7 @@
 import { Backoff } from '../apimachinery/backoff.js';
 import { humanDuration } from '../apimachinery/duration.js';
 import { isDateTime } from '../apimachinery/schema.js';
+import { nowRFC3339 } from '../apimachinery/time.js';
 import type { IncomingMessage } from 'node:http';
 import type { KubeObject } from '../apimachinery/types.js';
 import type { Restriction, UserInfo } from '../apimachinery/user.js';
@@ -136,7 +137,7 @@ function rotatedMessage(name: string, previous: NonNullable<IndexedKey['previous
   return `access key ${JSON.stringify(name)} was rotated at ${previous.rotatedAt}; its previous value stopped working at ${rfc3339(previous.until)}; use the new value`;
 }
 
-const rfc3339 = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+const rfc3339 = (ms: number) => nowRFC3339(new Date(ms));
 
 function wholeNumber(v: unknown): number {
   return typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? v : 0;

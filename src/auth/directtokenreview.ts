@@ -27,6 +27,7 @@ import {
   type JWTPayload,
 } from 'jose';
 import { GROUP_NAME } from '../apimachinery/group.js';
+import { nowRFC3339 } from '../apimachinery/time.js';
 import { decoded } from '../apimachinery/encoded.js';
 import { isPlainObject } from '../apimachinery/types.js';
 import type { Attributes, Authorizer } from '../apimachinery/authorizer.js';
@@ -264,7 +265,7 @@ function quoted(list: string[]): string {
   return list.length > 5 ? `${shown} and ${list.length - 5} more` : shown;
 }
 
-const rfc3339 = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+const rfc3339 = (ms: number) => nowRFC3339(new Date(ms));
 
 /**
  * Who may review tokens for a Cluster: a caller allowed `create` on its subresource `tokenreviews` (the Cluster's
