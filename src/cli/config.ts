@@ -4,10 +4,11 @@
  * `$XDG_CONFIG_HOME/platform/config.json`, else `~/.config/platform/config.json`, mode 0600 (the key is in it; it
  * is never printed).
  */
-import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { CliError } from './errors.js';
+import { replaceFile } from './privatefile.js';
 
 /** What `login` keeps. */
 export interface LoginConfig {
@@ -53,9 +54,8 @@ export function readLogin(env: Env): LoginConfig | undefined {
 export function writeLogin(env: Env, login: LoginConfig): string {
   const path = configPath(env);
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  writeFileSync(path, `${JSON.stringify(login, null, 2)}\n`, { mode: 0o600 });
-  // An existing file keeps its mode on write: set it.
-  chmodSync(path, 0o600);
+  // A new file renamed over the old: never written through a link planted at the path, never readable by others.
+  replaceFile(path, `${JSON.stringify(login, null, 2)}\n`);
   return path;
 }
 

@@ -117,7 +117,7 @@ export function connectionFor(flags: ConnectionFlags, env: Env): KubeConnection 
   const login = readLogin(env);
   if (!login)
     throw new CliError(
-      'not logged in: run `platform login <url> --access-key <key>`, set PLATFORM_URL and PLATFORM_ACCESS_KEY, or pass --kubeconfig',
+      'not logged in: run `platform login <url>` (the key from stdin: --access-key -), set PLATFORM_URL and PLATFORM_ACCESS_KEY, or pass --kubeconfig',
     );
   return loginConnection(login);
 }

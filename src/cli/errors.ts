@@ -2,7 +2,7 @@
  * What the command line client tells a person when something fails: one line on stderr, the server's Status message
  * when the server refused (never a stack, never a credential), and an exit code: 1 for errors, 2 for usage.
  */
-import { HostClusterError } from '../host/kuberequest.js';
+import { HostClusterError, shortened } from '../host/kuberequest.js';
 
 export const EXIT_ERROR = 1;
 export const EXIT_USAGE = 2;
@@ -27,9 +27,11 @@ export function describeError(err: unknown): string {
   if (err instanceof CliError) return err.message;
   if (err instanceof HostClusterError) {
     const status = err.status;
+    // The server chooses its message and its length: a screenful is cut, as the server's own errors cut it.
+    const message = typeof status?.message === 'string' ? shortened(status.message) : undefined;
     if (err.code === 401)
-      return `${status?.message ?? 'Unauthorized'}: the credential was refused; log in again (platform login) or check the key`;
-    if (status?.message) return status.message;
+      return `${message ?? 'Unauthorized'}: the credential was refused; log in again (platform login) or check the key`;
+    if (message) return message;
     if (err.code === undefined) return `${err.message}; is the server running and the URL right?`;
     return err.message;
   }

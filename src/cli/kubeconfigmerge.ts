@@ -3,13 +3,20 @@
  * `kubectl config set-*` would: the entries renamed to a name of ours, the context made current, and everything else
  * in the file kept as it was. The file is read and written as YAML (js-yaml), not through client-node's KubeConfig,
  * which keeps only the fields it knows (a user's `extensions` or `preferences` would be lost on write).
+ *
+ * What the server sent is data, never code: kubectl would run a user's `exec` or `auth-provider`, read files named
+ * in it or send its requests through a `proxy-url`, so only a server, its CA and a certificate (or token) are taken
+ * from it (host/storedkubeconfig.ts, which the server applies to kubeconfigs tenants store), and anything else is
+ * refused before a file is written or a line printed.
  */
-import { chmodSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import yaml from 'js-yaml';
+import { kubeConfigFromData, StoredKubeConfigError } from '../host/storedkubeconfig.js';
 import type { Env } from './config.js';
 import { CliError } from './errors.js';
+import { OWNER_ONLY, replaceFile } from './privatefile.js';
 
 type Entry = { name: string; [field: string]: unknown };
 
@@ -21,27 +28,43 @@ export interface Kubeconfig {
   [field: string]: unknown;
 }
 
-/** An issued kube config: its one cluster, user and context. */
+/** An issued kube config: its cluster, user and context, holding only the fields a connection needs. */
 export interface IssuedKubeconfig {
-  cluster: unknown;
-  user: unknown;
-  context: { cluster: string; user: string; [field: string]: unknown };
+  cluster: Record<string, string>;
+  user: Record<string, string>;
 }
 
-/** The one cluster, user and context of `text`; an error naming `what` when it is not such a kube config. */
+/** The cluster and user of `text`'s current context; an error naming `what` and the refused fields otherwise. */
 export function parseKubeconfig(text: string, what: string): IssuedKubeconfig {
-  let config: Kubeconfig | undefined;
+  let connection;
   try {
-    config = yaml.load(text) as Kubeconfig | undefined;
-  } catch {
-    config = undefined;
+    connection = kubeConfigFromData(text);
+  } catch (err) {
+    if (!(err instanceof StoredKubeConfigError)) throw err;
+    throw new CliError(`${what} is refused: ${err.message}; nothing was written`);
   }
-  const [cluster] = config?.clusters ?? [];
-  const [user] = config?.users ?? [];
-  const [context] = config?.contexts ?? [];
-  if (!cluster?.cluster || !user?.user || !context?.context)
-    throw new CliError(`${what} is not a kube config with a cluster, a user and a context; nothing was written`);
-  return { cluster: cluster.cluster, user: user.user, context: context.context as IssuedKubeconfig['context'] };
+  const cluster: Record<string, string> = {
+    server: connection.server,
+    'certificate-authority-data': connection.caData!,
+    ...(connection.tlsServerName ? { 'tls-server-name': connection.tlsServerName } : {}),
+  };
+  const user: Record<string, string> = connection.token
+    ? { token: connection.token }
+    : { 'client-certificate-data': connection.certData!, 'client-key-data': connection.keyData! };
+  return { cluster, user };
+}
+
+/** `issued` alone as a kube config of its own, its cluster, user and context named `name`. */
+export function renderKubeconfig(issued: IssuedKubeconfig, name: string): string {
+  const config: Kubeconfig = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name, cluster: issued.cluster }],
+    users: [{ name, user: issued.user }],
+    contexts: [{ name, context: { cluster: name, user: name } }],
+    'current-context': name,
+  };
+  return yaml.dump(config, { noRefs: true, lineWidth: -1 });
 }
 
 /** The kubeconfig to merge into: the first file of $KUBECONFIG (where kubectl writes new entries), else ~/.kube/config. */
@@ -74,7 +97,7 @@ export function mergeKubeconfig(
   };
   put('clusters', 'cluster', issued.cluster);
   put('users', 'user', issued.user);
-  put('contexts', 'context', { ...issued.context, cluster: name, user: name });
+  put('contexts', 'context', { cluster: name, user: name });
   config['current-context'] = name;
   writeKubeconfig(path, config);
   return { context: name, replaced };
@@ -108,30 +131,19 @@ export function readKubeconfig(path: string): Kubeconfig {
   return { apiVersion: 'v1', kind: 'Config', ...(config as Kubeconfig) };
 }
 
-/** Writes the kubeconfig whole or not at all (a file beside it, renamed over it), keeping an existing file's mode. */
+/**
+ * Writes the kubeconfig whole or not at all (privatefile.ts), owner-only: it now holds a private key, so an existing
+ * file's group and other bits go (a tighter mode, e.g. 0400, is kept).
+ */
 function writeKubeconfig(link: string, config: Kubeconfig): void {
-  let mode = 0o600;
+  let mode = OWNER_ONLY;
   let path = link;
   try {
     // A kubeconfig kept elsewhere and linked (dotfiles) stays linked: its target is written.
     path = realpathSync(link);
-    mode = statSync(path).mode & 0o777;
+    mode = statSync(path).mode & OWNER_ONLY || OWNER_ONLY;
   } catch {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   }
-  const temporary = `${path}.platform-${process.pid}`;
-  writeFileSync(temporary, yaml.dump(config, { noRefs: true }), { mode });
-  chmodSync(temporary, mode);
-  renameSync(temporary, path);
-}
-
-/** Writes `text` to `path`, readable by its owner alone (a kube config holds a private key). */
-export function writePrivateFile(path: string, text: string): void {
-  try {
-    writeFileSync(path, text, { mode: 0o600 });
-    // An existing file keeps its mode on write: set it.
-    chmodSync(path, 0o600);
-  } catch (err) {
-    throw new CliError(`cannot write ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
-  }
+  replaceFile(path, yaml.dump(config, { noRefs: true }), mode);
 }

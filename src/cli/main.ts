@@ -11,7 +11,7 @@ import { addSecretCommands } from './commands/secrets.js';
 import { addTokenCommands } from './commands/tokens.js';
 import { addVirtualClusterCommands } from './commands/vclusters.js';
 import { addWhoamiCommand } from './commands/whoami.js';
-import { commandContext, type Io } from './context.js';
+import { commandContext, terminalSafe, type Io } from './context.js';
 import { EXIT_ERROR, EXIT_USAGE, describeError } from './errors.js';
 
 /** What commander answers for help and the version: not errors. */
@@ -33,7 +33,7 @@ export function program(io: Io): Command {
       'after',
       `
 Examples:
-  platform login https://platform.example.com --access-key "$KEY"
+  printf %s "$KEY" | platform login https://platform.example.com --access-key -
   platform get secret default/db --key password
   platform list secrets -n default`,
     );
@@ -65,7 +65,8 @@ Examples:
   return root;
 }
 
-export async function main(argv: string[], io: Io): Promise<number> {
+export async function main(argv: string[], given: Io): Promise<number> {
+  const io = terminalSafe(given);
   const root = program(io);
   try {
     await root.parseAsync(argv, { from: 'user' });

@@ -12,6 +12,18 @@ export function formatOf(value: string | undefined, allowed: readonly string[] =
   return format;
 }
 
+/**
+ * The control characters a terminal acts on (C0 but tab and newline, DEL, C1: cursor moves, a window title, an
+ * answer typed back as if by the user), written as \xNN instead. What a server or another tenant chose (a message, a
+ * key, a value) reaches a terminal only this way.
+ */
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const TERMINAL_CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+
+export function printable(text: string): string {
+  return text.replace(TERMINAL_CONTROLS, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
 /** `value` as JSON or YAML text, ending in a newline. */
 export function serialized(value: unknown, format: 'json' | 'yaml'): string {
   return format === 'json' ? `${JSON.stringify(value, null, 2)}\n` : yaml.dump(value, { noRefs: true });

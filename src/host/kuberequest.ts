@@ -386,7 +386,7 @@ export function warningTexts(header: string | string[] | undefined): string[] {
 const MAX_QUOTED_MESSAGE = 512;
 
 /** `text` cut to MAX_QUOTED_MESSAGE characters: a server (maybe a tenant's) chooses it, and its length. */
-function shortened(text: string): string {
+export function shortened(text: string): string {
   if (text.length <= MAX_QUOTED_MESSAGE) return text;
   return `${text.slice(0, MAX_QUOTED_MESSAGE)}... (${text.length - MAX_QUOTED_MESSAGE} more characters)`;
 }

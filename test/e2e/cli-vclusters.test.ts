@@ -249,7 +249,7 @@ describe('import, list and connect a virtual cluster', () => {
     expect(config.users[0].user['client-key-data']).toBeTruthy();
   });
 
-  test('connect vcluster --merge: added to $KUBECONFIG as the current context, its other contexts kept', async () => {
+  test('connect vcluster --merge: added to $KUBECONFIG as the current context, its other contexts kept, made 0600', async () => {
     const file = join(dir, 'merged.kubeconfig');
     // An existing kubeconfig: a context for the management host, which stays as it was.
     const before = yaml.load(readFileSync(host.kubeconfigPath, 'utf8')) as any;
@@ -261,7 +261,8 @@ describe('import, list and connect a virtual cluster', () => {
       KUBECONFIG: file,
     });
     expect(run).toEqual({ code: 0, stdout: '', stderr: `merged into ${file}; current context is now ${MERGED}\n` });
-    expect(statSync(file).mode & 0o777).toBe(0o640);
+    // It holds a private key now: group and others may no longer read it.
+    expect(statSync(file).mode & 0o777).toBe(0o600);
     const contexts = await kubectl(['config', 'get-contexts', '-o', 'name'], { kubeconfig: file });
     expect(contexts.stdout.trim().split('\n').sort()).toEqual([original, MERGED].sort());
     expect((await kubectl(['config', 'current-context'], { kubeconfig: file })).stdout.trim()).toBe(MERGED);

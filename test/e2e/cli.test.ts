@@ -146,6 +146,31 @@ describe('login', () => {
     expect(existsSync(join(bad, '.config', 'platform', 'config.json'))).toBe(false);
   });
 
+  test('a URL with a user name or password, or an http one, is refused (exit 2) and nothing is kept', async () => {
+    const home = mkdtempSync(join(dir, 'home-'));
+    const withUser = new URL(ts.server.url);
+    withUser.username = 'alice';
+    withUser.password = 'hunter2';
+    const refused = await platform(['login', withUser.toString(), '--access-key', '-'], { home, input: aliceKey });
+    expect(refused).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `error: the server's URL has a user name or password in it; the access key is the credential: give the URL without them, e.g. https://${withUser.host}\n`,
+    });
+    expect(existsSync(join(home, '.config', 'platform', 'config.json'))).toBe(false);
+    const plain = await platform(['login', ts.server.url.replace('https:', 'http:'), '--access-key', '-'], {
+      home,
+      input: aliceKey,
+    });
+    expect(plain).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        "error: the server's URL must start with https:// (got http:, which would send the access key unencrypted)\n",
+    });
+    expect(existsSync(join(home, '.config', 'platform', 'config.json'))).toBe(false);
+  });
+
   test('a CI job: PLATFORM_URL and PLATFORM_ACCESS_KEY, no file', async () => {
     const res = await platform(['get', 'secret', 'default/db', '-o', 'json'], {
       env: { PLATFORM_URL: ts.server.url, PLATFORM_ACCESS_KEY: aliceKey, PLATFORM_CA_DATA: ts.server.caPem! },
@@ -197,6 +222,49 @@ describe('Global Secrets', () => {
     expect(env).toEqual({ code: 0, stdout: "password='s3cr'\\''et'\nuser='app'\n", stderr: '' });
     const yaml = await platform(['get', 'secret', 'default/db', '-o', 'yaml'], { home });
     expect(yaml.stdout).toBe("password: s3cr'et\nuser: app\n");
+  });
+
+  test('as shell lines, no key a shell reads itself or cannot set: eval sets the others, PATH stays, each named', async () => {
+    // The owner of a Secret chooses its keys; whoever evals its lines must not run what the owner chose.
+    const name = uniq('env');
+    const b64 = (text: string) => Buffer.from(text).toString('base64');
+    const created = await ts.as.root.post(`${GROUP_PATH}/namespaces/default/sharedsecrets`, {
+      apiVersion: API_VERSION,
+      kind: 'SharedSecret',
+      metadata: { name },
+      spec: {
+        owner: { user: 'alice' },
+        data: {
+          PATH: b64('/nowhere'),
+          PROMPT_COMMAND: b64('touch owned'),
+          LD_PRELOAD: b64('/tmp/evil.so'),
+          'my-key': b64('x'),
+          '1st': b64('y'),
+          DB_USER: b64('app'),
+        },
+      },
+    });
+    expect(created.status).toBe(201);
+    const home = await loggedIn(aliceKey);
+    const env = await platform(['get', 'secret', `default/${name}`], { home });
+    expect(env.code).toBe(0);
+    expect(env.stdout).toBe("DB_USER='app'\n");
+    for (const key of ['PATH', 'PROMPT_COMMAND', 'LD_PRELOAD', 'my-key', '1st'])
+      expect(env.stderr).toContain(`Warning: key "${key}" is left out: `);
+    expect(env.stderr).toContain('"my-key" is left out: not a shell variable name');
+    expect(env.stderr).toContain('"PATH" is left out: the shell itself reads this variable');
+    const evaluated = await new Promise<string>((resolve, reject) =>
+      execFile('bash', ['-c', `eval "$1"; printf '%s|%s' "$DB_USER" "$PATH"`, 'bash', env.stdout], (err, stdout) =>
+        err ? reject(err) : resolve(stdout),
+      ),
+    );
+    expect(evaluated).toBe(`app|${process.env.PATH}`);
+    // --key still prints one the env lines leave out.
+    expect(await platform(['get', 'secret', `default/${name}`, '--key', 'PATH'], { home })).toEqual({
+      code: 0,
+      stdout: '/nowhere',
+      stderr: '',
+    });
   });
 
   test('set changes a key, adds one, creates a Secret, from a flag, a file, stdin and literals', async () => {
@@ -393,6 +461,12 @@ describe('completion', () => {
       '--output',
       '--help',
     ]);
+  });
+
+  test('the script declares no variable named path: in zsh that is $PATH, and completion would find no command after it', async () => {
+    const res = await platform(['completion', 'zsh']);
+    expect(res.stdout).not.toMatch(/\blocal\b[^\n]*\bpath\b/);
+    expect(res.stdout).not.toMatch(/(^|[\s;])path=/m);
   });
 
   test('zsh gets the same script through bashcompinit; another shell is a usage error', async () => {

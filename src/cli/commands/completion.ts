@@ -41,18 +41,19 @@ function bashScript(program: Command): string {
   const cases = [...all]
     .map(([path, next]) => `    ${JSON.stringify(path)}) next=${JSON.stringify(next.join(' '))} ;;`)
     .join('\n');
-  // The command path is made of the words that name commands; arguments and option values are skipped.
+  // The command path is made of the words that name commands; arguments and option values are skipped. Not `path`:
+  // in zsh that is $PATH as an array, and a local one would hide every command from compgen.
   const known = `|${[...all.keys()].join('|')}|`;
   return `# platform completion (bash)
 _platform() {
-  local cur path word next candidate known=${JSON.stringify(known)}
+  local cur cmdpath word next candidate known=${JSON.stringify(known)}
   cur="\${COMP_WORDS[COMP_CWORD]}"
-  path=""
+  cmdpath=""
   for word in "\${COMP_WORDS[@]:1:COMP_CWORD-1}"; do
-    candidate="\${path:+$path }$word"
-    [[ "$known" == *"|$candidate|"* ]] && path="$candidate"
+    candidate="\${cmdpath:+$cmdpath }$word"
+    [[ "$known" == *"|$candidate|"* ]] && cmdpath="$candidate"
   done
-  case "$path" in
+  case "$cmdpath" in
 ${cases}
     *) next="" ;;
   esac

@@ -17,16 +17,18 @@ export function addLoginCommands(program: Command, ctx: CommandContext): void {
     .command('login')
     .description('Log in to a server with an access key, kept in a file only you can read')
     .argument('<url>', "the server's URL, e.g. https://platform.example.com")
-    .option('--access-key <key>', 'the access key (pak_...); "-" reads it from stdin; default: $PLATFORM_ACCESS_KEY')
+    .option(
+      '--access-key <key>',
+      'the access key (pak_...; given here, other users of this machine see it while the command runs); "-" reads it from stdin; default: $PLATFORM_ACCESS_KEY',
+    )
     .option('--certificate-authority <file>', "a PEM file of the CA that signed the server's certificate")
     .option('--insecure-skip-tls-verify', "do not check the server's certificate (never in production)")
     .addHelpText(
       'after',
       `
 Examples:
-  platform login https://platform.example.com --access-key "$KEY"
-  echo "$KEY" | platform login https://platform.example.com --access-key -
-  PLATFORM_ACCESS_KEY=pak_... platform login https://platform.example.com --certificate-authority ca.pem`,
+  printf %s "$KEY" | platform login https://platform.example.com --access-key -
+  PLATFORM_ACCESS_KEY="$KEY" platform login https://platform.example.com --certificate-authority ca.pem`,
     )
     .action(async (url: string, opts: LoginOptions) => {
       const login: LoginConfig = { server: serverUrl(url), accessKey: await accessKeyOf(opts, ctx) };
@@ -48,6 +50,7 @@ Examples:
     });
 }
 
+/** The server's URL as kept: https (the key is sent with every request), with no user or password in it. */
 function serverUrl(url: string): string {
   let parsed: URL;
   try {
@@ -55,8 +58,14 @@ function serverUrl(url: string): string {
   } catch {
     throw usage(`${JSON.stringify(url)} is not a URL; give the server's, e.g. https://platform.example.com`);
   }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')
-    throw usage(`the server's URL must start with https:// (got ${parsed.protocol})`);
+  if (parsed.protocol !== 'https:')
+    throw usage(
+      `the server's URL must start with https:// (got ${parsed.protocol}${parsed.protocol === 'http:' ? ', which would send the access key unencrypted' : ''})`,
+    );
+  if (parsed.username || parsed.password)
+    throw usage(
+      `the server's URL has a user name or password in it; the access key is the credential: give the URL without them, e.g. ${parsed.protocol}//${parsed.host}`,
+    );
   return parsed.toString().replace(/\/+$/, '');
 }
 

@@ -24,7 +24,11 @@ export function addSecretCommands(get: Command, set: Command, list: Command, ctx
     .description('Print the values of a Global Secret, decoded')
     .argument('<namespace/name>', 'the Global Secret')
     .option('--key <key>', 'print this value alone, as it is')
-    .option('-o, --output <format>', 'env (KEY=value lines), json or yaml', 'env')
+    .option(
+      '-o, --output <format>',
+      'env (KEY=value lines; keys that are no variable name or one the shell reads, e.g. PATH, are left out), json or yaml',
+      'env',
+    )
     .addHelpText(
       'after',
       `
@@ -48,13 +52,14 @@ Examples:
       }
       const format = formatOf(opts.output, ['env', 'json', 'yaml']);
       const text = Object.fromEntries(Object.entries(data).map(([k, v]) => [k, v.toString('utf8')]));
-      if (format === 'env')
-        ctx.stdout(
-          Object.entries(text)
-            .map(([k, v]) => `${k}=${shellQuoted(v)}\n`)
-            .join(''),
-        );
-      else ctx.stdout(serialized(text, format as 'json' | 'yaml'));
+      if (format === 'env') {
+        const [settable, refused] = partition(Object.keys(text), isSettableVariable);
+        for (const key of refused)
+          ctx.stderr(
+            `Warning: key ${JSON.stringify(key)} is left out: ${refusal(key)}; print it with --key ${JSON.stringify(key)} or -o json\n`,
+          );
+        ctx.stdout(settable.map((k) => `${k}=${shellQuoted(text[k])}\n`).join(''));
+      } else ctx.stdout(serialized(text, format as 'json' | 'yaml'));
     });
 
   set
@@ -64,7 +69,12 @@ Examples:
     .option('--key <key>', 'the key to set (its value from --value, --from-file, or stdin)')
     .option('--value <value>', 'the value (note: visible to other users of this machine while the command runs)')
     .option('--from-file <file>', "the value: the file's bytes")
-    .option('--from-literal <key=value>', 'a key and its value; repeat for several', collect, [])
+    .option(
+      '--from-literal <key=value>',
+      'a key and its value; repeat for several (as --value: visible to other users while the command runs)',
+      collect,
+      [],
+    )
     .addHelpText(
       'after',
       `
@@ -140,6 +150,55 @@ function secretPath(namespace: string, name: string): string {
 
 function decoded(data: Record<string, string>): Record<string, Buffer> {
   return Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64')]));
+}
+
+/**
+ * The variables a shell sets itself or reads to decide what to run and how (a prompt's command, where commands are
+ * found, the file every shell reads first, the libraries a program loads): `eval "$(platform get secret ...)"` sets
+ * none of these, whoever wrote the Secret's keys.
+ */
+const SHELL_VARIABLES = new Set([
+  'PATH',
+  'PROMPT_COMMAND',
+  'PS0',
+  'PS1',
+  'PS2',
+  'PS3',
+  'PS4',
+  'BASH_ENV',
+  'ENV',
+  'IFS',
+  'SHELLOPTS',
+  'BASHOPTS',
+  'HOME',
+  'CDPATH',
+  'GLOBIGNORE',
+  'FPATH',
+  'ZDOTDIR',
+  'SHELL',
+  'PWD',
+  'OLDPWD',
+  'HISTFILE',
+  'MAIL',
+  'MAILPATH',
+  'TMPDIR',
+]);
+const SHELL_VARIABLE_PREFIXES = ['BASH_', 'LD_', 'DYLD_'];
+const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+function isSettableVariable(key: string): boolean {
+  return (
+    VARIABLE_NAME.test(key) && !SHELL_VARIABLES.has(key) && !SHELL_VARIABLE_PREFIXES.some((p) => key.startsWith(p))
+  );
+}
+
+function refusal(key: string): string {
+  if (!VARIABLE_NAME.test(key)) return 'not a shell variable name (letters, digits and _, not first a digit)';
+  return 'the shell itself reads this variable';
+}
+
+function partition<T>(items: T[], test: (item: T) => boolean): [T[], T[]] {
+  return [items.filter(test), items.filter((item) => !test(item))];
 }
 
 /** A value in single quotes for a shell (`eval "$(platform get secret ...)"`). */

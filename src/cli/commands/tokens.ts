@@ -4,7 +4,7 @@
  * --exec-credential); `kubeconfig cluster <c>` writes a kubeconfig whose user is that plugin, so kubectl asks for a
  * fresh token whenever the last one expires and no token is ever written to a file.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +16,7 @@ import { API, connectionFor } from '../connection.js';
 import type { CommandContext } from '../context.js';
 import { CliError, usage } from '../errors.js';
 import { seconds } from './keys.js';
+import { replaceFile } from '../privatefile.js';
 
 /** The ExecCredential versions kubectl speaks (v1alpha1 is gone since 1.24); a kubeconfig names the one it wants. */
 const EXEC_V1 = 'client.authentication.k8s.io/v1';
@@ -112,11 +113,8 @@ Examples:
       };
       const text = yaml.dump(doc, { noRefs: true });
       if (!opts.outputFile) return ctx.stdout(text);
-      try {
-        writeFileSync(opts.outputFile, text, { mode: 0o600 });
-      } catch (err) {
-        throw new CliError(`cannot write ${opts.outputFile} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
-      }
+      // Mode 0600 as every file this client writes: it names the login the plugin reads.
+      replaceFile(opts.outputFile, text);
       ctx.stdout(`Wrote the kubeconfig of cluster ${cluster} to ${opts.outputFile}\n`);
     });
 }

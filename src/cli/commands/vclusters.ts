@@ -15,9 +15,10 @@ import {
   mergeKubeconfig,
   parseKubeconfig,
   readKubeconfig,
-  writePrivateFile,
+  renderKubeconfig,
 } from '../kubeconfigmerge.js';
 import { age, formatOf, serialized, table } from '../output.js';
+import { replaceFile } from '../privatefile.js';
 
 const API_VERSION = 'management.platform.sh/v1';
 
@@ -136,7 +137,9 @@ Examples:
     .addHelpText(
       'after',
       `
-The merged entries are named platform_<project>_<name> (cluster, user and context); connecting again replaces them.
+Its cluster, user and context are named platform_<project>_<name>; merged, connecting again replaces them. Only
+the server, its CA and your certificate are taken from what the server sends (a kube config that would run a
+command, read a file or use a proxy is refused).
 
 Examples:
   platform connect vcluster shop --project web --merge && kubectl get namespaces
@@ -154,16 +157,18 @@ Examples:
       const text = await requestKubeconfig(ctx, opts.project, name, ttl);
       // Checked before anything is written: a file is never left with half a kube config.
       const issued = parseKubeconfig(text, `the kube config of ${namespace}/${name}`);
+      const entryName = `platform_${opts.project}_${name}`;
+      const own = renderKubeconfig(issued, entryName);
       if (opts.outputFile !== undefined) {
-        writePrivateFile(opts.outputFile, text);
+        replaceFile(opts.outputFile, own);
         ctx.stderr(`kube config of virtualclusterinstance/${name} written to ${opts.outputFile}\n`);
       }
       if (mergeInto !== undefined && current) {
-        const merged = mergeKubeconfig(mergeInto, current, issued, `platform_${opts.project}_${name}`);
+        const merged = mergeKubeconfig(mergeInto, current, issued, entryName);
         for (const replaced of merged.replaced) ctx.stderr(`replaced the existing ${replaced} in ${mergeInto}\n`);
         ctx.stderr(`merged into ${mergeInto}; current context is now ${merged.context}\n`);
       }
-      if (opts.print || (opts.outputFile === undefined && !opts.merge)) ctx.stdout(text);
+      if (opts.print || (opts.outputFile === undefined && !opts.merge)) ctx.stdout(own);
     });
 }
 
