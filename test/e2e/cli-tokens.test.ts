@@ -7,7 +7,6 @@
  * kube-apiserver's JWT authenticator does: test/support/kubejwt.ts). No key or token on stderr, with --v 6 too.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,9 +18,8 @@ import { GROUP_PATH, type HttpClient } from '../support/http.js';
 import { kubectl } from '../support/kubectl.js';
 import { loadJwtAuthenticator } from '../support/kubejwt.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
+import { CLI, runCli } from '../support/cli.js';
 
-const CLI = new URL('../../dist/cli.js', import.meta.url).pathname;
-const NODE = new URL('../../node_modules/.bin/node', import.meta.url).pathname;
 const AUDIENCE = 'management.platform.sh/direct-cluster-endpoint';
 const EXEC_V1 = 'client.authentication.k8s.io/v1';
 const EXEC_V1BETA1 = 'client.authentication.k8s.io/v1beta1';
@@ -34,29 +32,9 @@ let alice: string;
 let aliceCli: string;
 let aliceKey: string;
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 /** `platform <args>` with HOME (and so the login file) in `home`, `env` added. */
 function platform(args: string[], opts: { home?: string; env?: Record<string, string> } = {}) {
-  return new Promise<Run>((resolve) => {
-    const child = execFile(
-      NODE,
-      [CLI, ...args],
-      {
-        env: { PATH: process.env.PATH ?? '', HOME: opts.home ?? join(dir, 'nobody'), ...opts.env },
-        timeout: 60_000,
-      },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-    child.stdin?.end();
-  });
+  return runCli(args, { HOME: opts.home ?? join(dir, 'nobody'), ...opts.env });
 }
 
 async function createKey(client: HttpClient, spec: Record<string, unknown>): Promise<string> {

@@ -6,7 +6,6 @@
  * certificate and then serves the real kubectl that uses it. bob owns the project `web`; carol has nothing there.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { execFile } from 'node:child_process';
 import {
   copyFileSync,
   existsSync,
@@ -28,9 +27,8 @@ import { startHostCluster, type HostClusterStandIn } from '../support/hostcluste
 import { kubectl } from '../support/kubectl.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { openWatch, closeWatches } from '../support/watch.js';
+import { type CliRun, runCli } from '../support/cli.js';
 
-const CLI = new URL('../../dist/cli.js', import.meta.url).pathname;
-const NODE = new URL('../../node_modules/.bin/node', import.meta.url).pathname;
 const PROJECT = 'web';
 const NS = `p-${PROJECT}`;
 /** The name the merged entries get. */
@@ -43,34 +41,14 @@ let ts: TestServer & { as: Record<'root' | 'bob' | 'carol', HttpClient> };
 let dir: string;
 const keys: Record<'bob' | 'carol', string> = { bob: '', carol: '' };
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 /** `platform <args>` as `user` (its key in the environment, as a CI job has it), with `env` added. */
-function platform(user: 'bob' | 'carol', args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise<Run>((resolve) => {
-    execFile(
-      NODE,
-      [CLI, ...args],
-      {
-        env: {
-          PATH: process.env.PATH ?? '',
-          HOME: join(dir, 'home'),
-          PLATFORM_URL: ts.server.url,
-          PLATFORM_ACCESS_KEY: keys[user],
-          PLATFORM_CA_DATA: ts.server.caPem!,
-          ...env,
-        },
-        timeout: 60_000,
-      },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
+function platform(user: 'bob' | 'carol', args: string[], env: Record<string, string> = {}): Promise<CliRun> {
+  return runCli(args, {
+    HOME: join(dir, 'home'),
+    PLATFORM_URL: ts.server.url,
+    PLATFORM_ACCESS_KEY: keys[user],
+    PLATFORM_CA_DATA: ts.server.caPem!,
+    ...env,
   });
 }
 

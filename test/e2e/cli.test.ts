@@ -13,10 +13,8 @@ import { API_VERSION, uniq } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient } from '../support/http.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
+import { runCli } from '../support/cli.js';
 import { Etcd3 } from 'etcd3';
-
-const CLI = new URL('../../dist/cli.js', import.meta.url).pathname;
-const NODE = new URL('../../node_modules/.bin/node', import.meta.url).pathname;
 
 let ts: TestServer & { as: Record<'root' | 'alice', HttpClient> };
 let dir: string;
@@ -24,29 +22,9 @@ let caFile: string;
 let aliceKey: string;
 let cliKey: string;
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 /** `platform <args>` with HOME (and so the login file) in `home`, `env` added, `input` on stdin. */
 function platform(args: string[], opts: { home?: string; env?: Record<string, string>; input?: string } = {}) {
-  return new Promise<Run>((resolve) => {
-    const child = execFile(
-      NODE,
-      [CLI, ...args],
-      {
-        env: { PATH: process.env.PATH ?? '', HOME: opts.home ?? join(dir, 'nobody'), ...opts.env },
-        timeout: 60_000,
-      },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-    child.stdin?.end(opts.input ?? '');
-  });
+  return runCli(args, { HOME: opts.home ?? join(dir, 'nobody'), ...opts.env }, opts.input);
 }
 
 async function createKey(client: HttpClient, spec: Record<string, unknown>): Promise<string> {

@@ -4,7 +4,6 @@
  * the user, groups, and for an access key its scope and expiry. One server, real etcd.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,9 +11,8 @@ import { API_VERSION, uniq } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient } from '../support/http.js';
 import { kubectlOn, lines } from '../support/kubectl.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
+import { runCli } from '../support/cli.js';
 
-const CLI = new URL('../../dist/cli.js', import.meta.url).pathname;
-const NODE = new URL('../../node_modules/.bin/node', import.meta.url).pathname;
 const REVIEWS = '/apis/authentication.k8s.io/v1/selfsubjectreviews';
 
 let ts: TestServer & { as: Record<'root' | 'alice', HttpClient> };
@@ -35,15 +33,7 @@ async function createKey(spec: Record<string, unknown>): Promise<{ name: string;
 }
 
 function platform(args: string[], env: Record<string, string>) {
-  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    execFile(
-      NODE,
-      [CLI, ...args],
-      { env: { PATH: process.env.PATH ?? '', HOME: dir, ...env } },
-      (err, stdout, stderr) =>
-        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
-    );
-  });
+  return runCli(args, { HOME: dir, ...env });
 }
 
 beforeAll(async () => {
