@@ -4,12 +4,12 @@
  * the user, groups, and for an access key its scope and expiry. One server, real etcd.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { API_VERSION, uniq } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient } from '../support/http.js';
-import { kubectlOn, lines } from '../support/kubectl.js';
+import { kubectlOn, lines, writeUserlessKubeconfig } from '../support/kubectl.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { runCli } from '../support/cli.js';
 
@@ -39,26 +39,7 @@ function platform(args: string[], env: Record<string, string>) {
 beforeAll(async () => {
   ts = await startTestServerWithUsers({ root: ['system:masters'], alice: ['platform:team:web'] });
   dir = mkdtempSync(join(tmpdir(), 'whoami-'));
-  kubeconfig = join(dir, 'kubeconfig');
-  writeFileSync(
-    kubeconfig,
-    JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [
-        {
-          name: 'p',
-          cluster: {
-            server: ts.server.url,
-            'certificate-authority-data': Buffer.from(ts.server.caPem!).toString('base64'),
-          },
-        },
-      ],
-      users: [{ name: 'nobody', user: {} }],
-      contexts: [{ name: 'p', context: { cluster: 'p', user: 'nobody' } }],
-      'current-context': 'p',
-    }),
-  );
+  kubeconfig = writeUserlessKubeconfig(join(dir, 'kubeconfig'), ts.server);
 }, 120_000);
 
 afterAll(async () => {

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { Etcd3 } from 'etcd3';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Config } from '../../src/config.js';
@@ -13,7 +13,7 @@ import { humanDuration } from '../../src/apimachinery/duration.js';
 import { KEY_SHOWN_ONCE_WARNING } from '../../src/kinds/ownedaccesskey/strategy.js';
 import { API_VERSION, GROUP, MERGE_PATCH, uniq } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient, type HttpResponse } from '../support/http.js';
-import { kubectlOn, lines } from '../support/kubectl.js';
+import { kubectlOn, lines, writeUserlessKubeconfig } from '../support/kubectl.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
 
@@ -108,22 +108,7 @@ beforeAll(async () => {
   etcd = new Etcd3({ hosts: ts.etcd.endpoint });
   admin = ts.as.root;
   // The server writes no admin kubeconfig with a token file: one with no user, each call giving its --token.
-  kubeconfig = join(mkdtempSync(join(tmpdir(), 'lifecycle-')), 'kubeconfig');
-  const cluster = {
-    server: ts.server.url,
-    'certificate-authority-data': Buffer.from(ts.server.caPem!).toString('base64'),
-  };
-  writeFileSync(
-    kubeconfig,
-    JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [{ name: 'test', cluster }],
-      users: [{ name: 'nobody', user: {} }],
-      contexts: [{ name: 'test', context: { cluster: 'test', user: 'nobody' } }],
-      'current-context': 'test',
-    }),
-  );
+  kubeconfig = writeUserlessKubeconfig(join(mkdtempSync(join(tmpdir(), 'lifecycle-')), 'kubeconfig'), ts.server);
 }, 120_000);
 
 afterAll(async () => {

@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { KEY_SHOWN_ONCE_WARNING } from '../../src/kinds/ownedaccesskey/strategy.js';
 import { API_VERSION, GROUP, MERGE_PATCH, uniq } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient, type HttpResponse } from '../support/http.js';
-import { kubectlOn } from '../support/kubectl.js';
+import { kubectlOn, writeUserlessKubeconfig } from '../support/kubectl.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
 
@@ -68,26 +68,7 @@ beforeAll(async () => {
   ts = await startTestServerWithUsers({ root: ['system:masters'], alice: [], bob: [] });
   etcd = new Etcd3({ hosts: ts.etcd.endpoint });
   admin = ts.as.root;
-  kubeconfig = join(mkdtempSync(join(tmpdir(), 'rotation-')), 'kubeconfig');
-  writeFileSync(
-    kubeconfig,
-    JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [
-        {
-          name: 'test',
-          cluster: {
-            server: ts.server.url,
-            'certificate-authority-data': Buffer.from(ts.server.caPem!).toString('base64'),
-          },
-        },
-      ],
-      users: [{ name: 'nobody', user: {} }],
-      contexts: [{ name: 'test', context: { cluster: 'test', user: 'nobody' } }],
-      'current-context': 'test',
-    }),
-  );
+  kubeconfig = writeUserlessKubeconfig(join(mkdtempSync(join(tmpdir(), 'rotation-')), 'kubeconfig'), ts.server);
 }, 120_000);
 
 afterAll(async () => {

@@ -4,7 +4,7 @@
  */
 import { expect } from '@jest/globals';
 import { spawn } from 'node:child_process';
-import { promises as fs, accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
+import { promises as fs, accessSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { exitCode, repoRoot, runToCompletion, toolPath, type ToolResult } from './tools.js';
@@ -176,4 +176,28 @@ export function kubectlOn(kubeconfig: () => string, bin?: () => string) {
       return lines(res.stdout).map((l) => l.slice(l.indexOf('/') + 1));
     },
   };
+}
+
+/**
+ * Writes at `file` a kubeconfig for `server` with no credential in it: each kubectl call then gives its own
+ * (`--token`), as the server writes no admin kubeconfig with a token in it.
+ */
+export function writeUserlessKubeconfig(file: string, server: { url: string; caPem?: string }): string {
+  writeFileSync(
+    file,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [
+        {
+          name: 'test',
+          cluster: { server: server.url, 'certificate-authority-data': Buffer.from(server.caPem!).toString('base64') },
+        },
+      ],
+      users: [{ name: 'nobody', user: {} }],
+      contexts: [{ name: 'test', context: { cluster: 'test', user: 'nobody' } }],
+      'current-context': 'test',
+    }),
+  );
+  return file;
 }
