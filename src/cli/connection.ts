@@ -8,7 +8,7 @@ import { HostClusterError, KubeRequests, type RequestOptions } from '../host/kub
 import { kubeClient } from '../host/kubeclient.js';
 import type { KubeConnection } from '../host/kubeconfigfile.js';
 import { readLogin, type Env, type LoginConfig } from './config.js';
-import { CliError } from './errors.js';
+import { CliError, serverText, usage } from './errors.js';
 
 export const API = '/apis/management.platform.sh/v1';
 const TIMEOUT_MS = 30_000;
@@ -46,7 +46,7 @@ export class Api {
       const answer = await this.requests.request<T>(`${method} ${path}`, method, path, {
         ...rest,
         onWarnings: (warnings) =>
-          warnings.filter((w) => !unshown.includes(w)).forEach((w) => this.log(`Warning: ${w}`)),
+          warnings.filter((w) => !unshown.includes(w)).forEach((w) => this.log(`Warning: ${serverText(w)}`)),
       });
       tell('OK');
       return answer;
@@ -110,7 +110,8 @@ export function kubeconfigConnection(path: string | undefined, context: string |
 export function connectionFor(flags: ConnectionFlags, env: Env): KubeConnection {
   if (flags.kubeconfig || flags.context) return kubeconfigConnection(flags.kubeconfig, flags.context);
   if (env.PLATFORM_ACCESS_KEY) {
-    const server = env.PLATFORM_URL ?? readLogin(env)?.server;
+    const server =
+      env.PLATFORM_URL !== undefined ? serverUrl(env.PLATFORM_URL, 'PLATFORM_URL') : readLogin(env)?.server;
     if (!server) throw new CliError("PLATFORM_ACCESS_KEY is set but PLATFORM_URL is not: set it to the server's URL");
     return loginConnection({ server, accessKey: env.PLATFORM_ACCESS_KEY, ...caFromEnv(env) });
   }
@@ -129,4 +130,26 @@ function caFromEnv(env: Env): Partial<LoginConfig> {
 export function apiFor(conn: KubeConnection, flags: ConnectionFlags, log: (line: string) => void): Api {
   const requests = new KubeRequests(conn, { timeoutMs: TIMEOUT_MS, maxResponseBytes: 64 * 1024 * 1024 });
   return new Api(requests, requests.server.replace(/\/+$/, ''), log, flags.v ?? 0);
+}
+
+/**
+ * The server's URL a login keeps or PLATFORM_URL gives (`what`): https (the key goes with every request), with no
+ * user or password in it (they would be kept, and printed in every `cannot reach` line of a CI log).
+ */
+export function serverUrl(url: string, what: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw usage(`${what} ${JSON.stringify(url)} is not a URL; give the server's, e.g. https://platform.example.com`);
+  }
+  if (parsed.protocol !== 'https:')
+    throw usage(
+      `${what} must start with https:// (got ${parsed.protocol}${parsed.protocol === 'http:' ? ', which would send the access key unencrypted' : ''})`,
+    );
+  if (parsed.username || parsed.password)
+    throw usage(
+      `${what} has a user name or password in it; the access key is the credential: give the URL without them, e.g. ${parsed.protocol}//${parsed.host}`,
+    );
+  return parsed.toString().replace(/\/+$/, '');
 }

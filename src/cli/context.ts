@@ -1,7 +1,7 @@
 /** What every command is given: where to print, the environment, standard input, and the connection flags. */
 import type { Env } from './config.js';
 import { apiFor, connectionFor, type Api, type ConnectionFlags } from './connection.js';
-import { printable } from './output.js';
+import { printable } from './terminal.js';
 
 export interface Io {
   stdout(text: string | Buffer): void;

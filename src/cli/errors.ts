@@ -3,6 +3,7 @@
  * when the server refused (never a stack, never a credential), and an exit code: 1 for errors, 2 for usage.
  */
 import { HostClusterError, shortened } from '../host/kuberequest.js';
+import { oneLine } from './terminal.js';
 
 export const EXIT_ERROR = 1;
 export const EXIT_USAGE = 2;
@@ -27,8 +28,9 @@ export function describeError(err: unknown): string {
   if (err instanceof CliError) return err.message;
   if (err instanceof HostClusterError) {
     const status = err.status;
-    // The server chooses its message and its length: a screenful is cut, as the server's own errors cut it.
-    const message = typeof status?.message === 'string' ? shortened(status.message) : undefined;
+    // The server chooses its message and its length: a screenful is cut, as the server's own errors cut it, and a
+    // newline in it cannot print a line that seems to be this client's.
+    const message = typeof status?.message === 'string' ? serverText(status.message) : undefined;
     if (err.code === 401)
       return `${message ?? 'Unauthorized'}: the credential was refused; log in again (platform login) or check the key`;
     if (message) return message;
@@ -36,4 +38,9 @@ export function describeError(err: unknown): string {
     return err.message;
   }
   return err instanceof Error ? err.message : String(err);
+}
+
+/** What a server wrote (a Status message, a Warning), to be quoted in one line of ours. */
+export function serverText(text: string): string {
+  return oneLine(shortened(text));
 }

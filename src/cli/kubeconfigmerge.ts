@@ -9,7 +9,7 @@
  * from it (host/storedkubeconfig.ts, which the server applies to kubeconfigs tenants store), and anything else is
  * refused before a file is written or a line printed.
  */
-import { mkdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import yaml from 'js-yaml';
@@ -74,16 +74,27 @@ export function mergedKubeconfigPath(env: Env): string {
 }
 
 /**
- * Adds `issued` to `config` (the kubeconfig at `path`, as readKubeconfig read it) as the cluster, user and context
- * `name`, makes that context current and writes it (made, mode 0600, when there was none). Answers which entries of
- * that name it replaced (say `cluster "x"`), so that the caller can say so.
+ * Adds `issued` to the kubeconfig at `path` as the cluster, user and context `name`, makes that context current and
+ * writes it (made, mode 0600, when there was none). The file is read again under kubectl's lock (`<file>.lock`,
+ * created exclusively, as client-go's clientcmd takes it), so a `kubectl config` change or another merge since the
+ * caller first read it is kept. Answers which entries of that name it replaced (say `cluster "x"`), so that the
+ * caller can say so.
  */
 export function mergeKubeconfig(
   path: string,
-  config: Kubeconfig,
   issued: IssuedKubeconfig,
   name: string,
 ): { context: string; replaced: string[] } {
+  return underLock(target(path), () => {
+    const config = readKubeconfig(path);
+    const replaced = putIssued(config, issued, name);
+    writeKubeconfig(path, config);
+    return { context: name, replaced };
+  });
+}
+
+/** Puts `issued` into `config` under `name`, current; which entries of that name it replaced. */
+function putIssued(config: Kubeconfig, issued: IssuedKubeconfig, name: string): string[] {
   const replaced: string[] = [];
   const put = (list: 'clusters' | 'users' | 'contexts', field: string, value: unknown) => {
     const entries = config[list] ?? [];
@@ -99,8 +110,38 @@ export function mergeKubeconfig(
   put('users', 'user', issued.user);
   put('contexts', 'context', { cluster: name, user: name });
   config['current-context'] = name;
-  writeKubeconfig(path, config);
-  return { context: name, replaced };
+  return replaced;
+}
+
+/** The file a kubeconfig path names: a link's target (a kubeconfig kept in dotfiles and linked stays linked). */
+function target(link: string): string {
+  try {
+    return realpathSync(link);
+  } catch {
+    return link;
+  }
+}
+
+/** Runs `fn` holding `<path>.lock`; another holder is said, never waited for or broken. */
+function underLock<T>(path: string, fn: () => T): T {
+  const lock = `${path}.lock`;
+  let fd: number;
+  try {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    fd = openSync(lock, 'wx', OWNER_ONLY);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST')
+      throw new CliError(
+        `${lock} exists: another program is changing ${path}; try again once it is done (or remove the lock if none is); nothing was changed`,
+      );
+    throw new CliError(`cannot lock ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'}); nothing was changed`);
+  }
+  try {
+    return fn();
+  } finally {
+    closeSync(fd);
+    rmSync(lock, { force: true });
+  }
 }
 
 /** The kubeconfig at `path` (an empty one when there is none); an error when it is not one, before anything is asked. */
@@ -114,7 +155,9 @@ export function readKubeconfig(path: string): Kubeconfig {
   }
   let config: unknown;
   try {
-    config = yaml.load(text) ?? {};
+    // The core schema: a value such as 2024-01-01 stays the string it is to kubectl, not a date written back as
+    // 2024-01-01T00:00:00.000Z.
+    config = yaml.load(text, { schema: yaml.CORE_SCHEMA }) ?? {};
   } catch {
     config = undefined;
   }
@@ -136,14 +179,12 @@ export function readKubeconfig(path: string): Kubeconfig {
  * file's group and other bits go (a tighter mode, e.g. 0400, is kept).
  */
 function writeKubeconfig(link: string, config: Kubeconfig): void {
+  const path = target(link);
   let mode = OWNER_ONLY;
-  let path = link;
   try {
-    // A kubeconfig kept elsewhere and linked (dotfiles) stays linked: its target is written.
-    path = realpathSync(link);
     mode = statSync(path).mode & OWNER_ONLY || OWNER_ONLY;
   } catch {
-    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    // None yet: made 0600.
   }
   replaceFile(path, yaml.dump(config, { noRefs: true }), mode);
 }

@@ -2,6 +2,7 @@
 import yaml from 'js-yaml';
 import { humanDuration } from '../apimachinery/duration.js';
 import { usage } from './errors.js';
+import { oneLine } from './terminal.js';
 
 export const FORMATS = ['table', 'json', 'yaml'] as const;
 export type Format = (typeof FORMATS)[number];
@@ -12,25 +13,23 @@ export function formatOf(value: string | undefined, allowed: readonly string[] =
   return format;
 }
 
-/**
- * The control characters a terminal acts on (C0 but tab and newline, DEL, C1: cursor moves, a window title, an
- * answer typed back as if by the user), written as \xNN instead. What a server or another tenant chose (a message, a
- * key, a value) reaches a terminal only this way.
- */
-// eslint-disable-next-line no-control-regex -- finding control characters is the point
-const TERMINAL_CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
-
-export function printable(text: string): string {
-  return text.replace(TERMINAL_CONTROLS, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
-}
+/** In JSON the same characters as \u escapes (valid JSON still, and nothing left for printable to change). */
+const JSON_UNSAFE = /[\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
 /** `value` as JSON or YAML text, ending in a newline. */
 export function serialized(value: unknown, format: 'json' | 'yaml'): string {
-  return format === 'json' ? `${JSON.stringify(value, null, 2)}\n` : yaml.dump(value, { noRefs: true });
+  if (format === 'yaml') return yaml.dump(value, { noRefs: true });
+  const json = JSON.stringify(value, null, 2).replace(
+    JSON_UNSAFE,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+  return `${json}\n`;
 }
 
 /** Rows under a header, columns padded as kubectl pads them (three spaces between). */
-export function table(header: string[], rows: string[][]): string {
+export function table(header: string[], given: string[][]): string {
+  // Escaped before the widths are counted: a cell is one line, and its columns stay in place.
+  const rows = given.map((r) => r.map(oneLine));
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]) =>
     cells

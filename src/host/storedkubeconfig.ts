@@ -97,6 +97,16 @@ export function kubeConfigFromData(text: string): HostConnection {
   const server = c.server;
   if (typeof server !== 'string' || !isHttps(server))
     throw new StoredKubeConfigError(`clusters[${cluster.index}].cluster.server must be an https URL`);
+  // A user and password in the URL would be sent as basic authentication, which the fields above refuse by name.
+  if (!isPlainUrl(server))
+    throw new StoredKubeConfigError(
+      `clusters[${cluster.index}].cluster.server must be an https URL without a user name, password, query or fragment`,
+    );
+  const tooLong = [...Object.entries(c), ...Object.entries(u)].find(
+    ([, value]) => typeof value === 'string' && value.length > MAX_FIELD_CHARS,
+  );
+  if (tooLong)
+    throw new StoredKubeConfigError(`the kubeconfig's ${tooLong[0]} is longer than ${MAX_FIELD_CHARS} characters`);
   if (!c['certificate-authority-data'])
     throw new StoredKubeConfigError("the kubeconfig's cluster has no certificate-authority-data");
   const hasCert = !!u['client-certificate-data'] || !!u['client-key-data'];
@@ -141,6 +151,14 @@ function refusedFields(obj: Record<string, unknown>, allowed: string[], at: stri
     out.push(`${at}.${shortened(key)} (${REFUSED[key] ?? 'not a field a stored kubeconfig may use'})`);
   }
   return out;
+}
+
+/** The most characters of one field: a CA bundle of hundreds of certificates fits, a flood does not. */
+const MAX_FIELD_CHARS = 1024 * 1024;
+
+function isPlainUrl(url: string): boolean {
+  const parsed = new URL(url);
+  return !parsed.username && !parsed.password && !parsed.search && !parsed.hash;
 }
 
 function isHttps(url: string): boolean {

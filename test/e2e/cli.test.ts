@@ -202,10 +202,23 @@ describe('Global Secrets', () => {
     expect(yaml.stdout).toBe("password: s3cr'et\nuser: app\n");
   });
 
-  test('as shell lines, no key a shell reads itself or cannot set: eval sets the others, PATH stays, each named', async () => {
+  test('as shell lines, only new harmless variables: eval sets those, what the shell or its programs read stays', async () => {
     // The owner of a Secret chooses its keys; whoever evals its lines must not run what the owner chose.
     const name = uniq('env');
     const b64 = (text: string) => Buffer.from(text).toString('base64');
+    const refused: Record<string, string> = {
+      PATH: 'the environment already has this variable',
+      EDITOR: 'the environment already has this variable',
+      PROMPT_COMMAND: 'the shell or the programs it runs read this variable',
+      PROMPT: 'the shell or the programs it runs read this variable',
+      path: 'the shell or the programs it runs read this variable',
+      LD_PRELOAD: 'the shell or the programs it runs read this variable',
+      NODE_OPTIONS: 'the shell or the programs it runs read this variable',
+      PLATFORM_URL: 'the shell or the programs it runs read this variable',
+      'my-key': 'not a shell variable name',
+      '1st': 'not a shell variable name',
+      BLOB: 'its value holds a NUL byte',
+    };
     const created = await ts.as.root.post(`${GROUP_PATH}/namespaces/default/sharedsecrets`, {
       apiVersion: API_VERSION,
       kind: 'SharedSecret',
@@ -213,35 +226,42 @@ describe('Global Secrets', () => {
       spec: {
         owner: { user: 'alice' },
         data: {
-          PATH: b64('/nowhere'),
-          PROMPT_COMMAND: b64('touch owned'),
-          LD_PRELOAD: b64('/tmp/evil.so'),
-          'my-key': b64('x'),
-          '1st': b64('y'),
+          ...Object.fromEntries(Object.keys(refused).map((k) => [k, b64('touch owned')])),
+          BLOB: Buffer.from([0x61, 0, 0x62]).toString('base64'),
           DB_USER: b64('app'),
         },
       },
     });
     expect(created.status).toBe(201);
     const home = await loggedIn(aliceKey);
-    const env = await platform(['get', 'secret', `default/${name}`], { home });
+    // EDITOR exported in the shell that runs the command, as in most.
+    const env = await platform(['get', 'secret', `default/${name}`], { home, env: { EDITOR: 'vi' } });
     expect(env.code).toBe(0);
     expect(env.stdout).toBe("DB_USER='app'\n");
-    for (const key of ['PATH', 'PROMPT_COMMAND', 'LD_PRELOAD', 'my-key', '1st'])
-      expect(env.stderr).toContain(`Warning: key "${key}" is left out: `);
-    expect(env.stderr).toContain('"my-key" is left out: not a shell variable name');
-    expect(env.stderr).toContain('"PATH" is left out: the shell itself reads this variable');
+    for (const [key, why] of Object.entries(refused))
+      expect(env.stderr).toContain(`Warning: key "${key}" is left out: ${why}`);
     const evaluated = await new Promise<string>((resolve, reject) =>
       execFile('bash', ['-c', `eval "$1"; printf '%s|%s' "$DB_USER" "$PATH"`, 'bash', env.stdout], (err, stdout) =>
         err ? reject(err) : resolve(stdout),
       ),
     );
     expect(evaluated).toBe(`app|${process.env.PATH}`);
-    // --key still prints one the env lines leave out.
+    // With a prefix, the Secret chooses no name alone; --key still prints one the lines leave out.
+    const prefixed = await platform(['get', 'secret', `default/${name}`, '--prefix', 'S_'], { home });
+    expect(prefixed.stdout).toContain("S_PATH='touch owned'\n");
+    expect(prefixed.stdout).toContain("S_EDITOR='touch owned'\n");
+    expect(prefixed.stdout).toContain("S_DB_USER='app'\n");
+    expect(prefixed.stderr).toContain('Warning: key "my-key" is left out: not a shell variable name');
     expect(await platform(['get', 'secret', `default/${name}`, '--key', 'PATH'], { home })).toEqual({
       code: 0,
-      stdout: '/nowhere',
+      stdout: 'touch owned',
       stderr: '',
+    });
+    const badPrefix = await platform(['get', 'secret', `default/${name}`, '--prefix', '1-'], { home });
+    expect(badPrefix).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'error: --prefix "1-" cannot begin a shell variable name: letters, digits and _, not first a digit\n',
     });
   });
 
@@ -437,6 +457,7 @@ describe('completion', () => {
     expect(await completes(res.stdout, ['platform', 'get', 'secret', 'default/db', '--'])).toEqual([
       '--key',
       '--output',
+      '--prefix',
       '--help',
     ]);
   });

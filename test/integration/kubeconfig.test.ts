@@ -589,6 +589,11 @@ describe('refusals', () => {
       'clusters[0].cluster.server must be an https URL',
     ],
     [
+      'a user and password in the server URL (basic authentication by another name)',
+      { cluster: { server: 'https://bob:hunter2@127.0.0.1:1' } },
+      'clusters[0].cluster.server must be an https URL without a user name, password, query or fragment',
+    ],
+    [
       'no CA',
       { cluster: { 'certificate-authority-data': undefined } },
       "the kubeconfig's cluster has no certificate-authority-data",

@@ -16,13 +16,13 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import yaml from 'js-yaml';
 import type { Io } from '../../src/cli/context.js';
 import { describeError, CliError } from '../../src/cli/errors.js';
 import { main } from '../../src/cli/main.js';
-import { mergeKubeconfig, parseKubeconfig, readKubeconfig, renderKubeconfig } from '../../src/cli/kubeconfigmerge.js';
-import { printable } from '../../src/cli/output.js';
+import { mergeKubeconfig, parseKubeconfig, renderKubeconfig } from '../../src/cli/kubeconfigmerge.js';
+import { printable } from '../../src/cli/terminal.js';
 import { replaceFile } from '../../src/cli/privatefile.js';
 import { writeLogin } from '../../src/cli/config.js';
 import { HostClusterError } from '../../src/host/kuberequest.js';
@@ -55,6 +55,12 @@ describe('a kube config from the server is data', () => {
     ['a proxy', { 'proxy-url': 'http://evil:3128' }, {}, 'clusters[0].cluster.proxy-url'],
     ['no verification', { 'insecure-skip-tls-verify': true }, {}, 'clusters[0].cluster.insecure-skip-tls-verify'],
     ['impersonation', {}, { as: 'admin' }, 'users[0].user.as'],
+    [
+      'a user and password in the URL',
+      { server: 'https://bob:hunter2@10.0.0.1:8443' },
+      {},
+      'clusters[0].cluster.server must be an https URL without a user name, password, query or fragment',
+    ],
   ])('%s is refused, naming the field', (_what, cluster, user, named) => {
     let thrown: unknown;
     try {
@@ -144,6 +150,43 @@ describe('files that hold a credential', () => {
     expect(statSync(config).mode & 0o777).toBe(0o600);
   });
 
+  test('a device (a link to /dev/null, as --output-file /dev/stdout names one) is written to, not replaced', () => {
+    const link = join(dir, 'to-null');
+    symlinkSync('/dev/null', link);
+    replaceFile(link, 'x');
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(statSync(link).isCharacterDevice()).toBe(true);
+  });
+
+  test('a name near the file system limit is still written (the temporary beside it is short)', () => {
+    const path = join(mkdtempSync(join(dir, 'long-')), 'k'.repeat(250));
+    replaceFile(path, 'x');
+    expect(readFileSync(path, 'utf8')).toBe('x');
+  });
+
+  test("merge: another holder of kubectl's lock is said, the kubeconfig left as it was", () => {
+    const path = join(mkdtempSync(join(dir, 'locked-')), 'config');
+    const text = yaml.dump({ apiVersion: 'v1', kind: 'Config', preferences: {} });
+    writeFileSync(path, text);
+    writeFileSync(`${path}.lock`, '');
+    expect(() => mergeKubeconfig(path, parseKubeconfig(issued(), 'it'), 'platform_web_shop')).toThrow(
+      `${path}.lock exists: another program is changing ${path}`,
+    );
+    expect(readFileSync(path, 'utf8')).toBe(text);
+  });
+
+  test('merge keeps what YAML would retype (a date-like namespace stays that string) and releases the lock', () => {
+    const path = join(mkdtempSync(join(dir, 'types-')), 'config');
+    writeFileSync(
+      path,
+      'apiVersion: v1\nkind: Config\ncontexts:\n- name: dated\n  context: {cluster: c, user: u, namespace: 2024-01-01}\n',
+    );
+    mergeKubeconfig(path, parseKubeconfig(issued(), 'it'), 'platform_web_shop');
+    const after = yaml.load(readFileSync(path, 'utf8'), { schema: yaml.CORE_SCHEMA }) as any;
+    expect(after.contexts[0].context.namespace).toBe('2024-01-01');
+    expect(readdirSync(dirname(path))).toEqual(['config']);
+  });
+
   test('a merged kubeconfig that others could read is made 0600 (it now holds a private key); 0400 is kept', () => {
     for (const [before, after] of [
       [0o644, 0o600],
@@ -151,7 +194,7 @@ describe('files that hold a credential', () => {
     ]) {
       const path = join(mkdtempSync(join(dir, 'merge-')), 'config');
       writeFileSync(path, yaml.dump({ apiVersion: 'v1', kind: 'Config', preferences: {} }), { mode: before });
-      mergeKubeconfig(path, readKubeconfig(path), parseKubeconfig(issued(), 'it'), 'platform_web_shop');
+      mergeKubeconfig(path, parseKubeconfig(issued(), 'it'), 'platform_web_shop');
       expect(statSync(path).mode & 0o777).toBe(after);
     }
   });
@@ -174,32 +217,32 @@ describe('what reaches a terminal', () => {
 
   describe('from a server that sends them', () => {
     // A server that is not what the user meant to log in to (a mistyped URL): its words are not to be obeyed.
-    const ESCAPES = '\x1b]0;owned\x07\x1b[2J\x9b6n';
+    const ESCAPES = '\x1b]0;owned\x07\x1b[2J\x9b6n\u202e';
+    const FORGED = 'denied\nLogged in to https://platform.example.com';
     let hostile: Server;
     let url: string;
     const ca = makeCa('hostile-ca');
+    const secret = (name: string, data: Record<string, string>) => ({
+      metadata: { name, namespace: 'default' },
+      spec: { data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])) },
+    });
     beforeAll(async () => {
       const serving = makeCert({ commonName: '127.0.0.1', ips: ['127.0.0.1'], issuer: ca });
       hostile = createServer({ cert: serving.certPem, key: serving.keyPem }, (req, res) => {
         res.setHeader('Content-Type', 'application/json');
-        if (req.url!.endsWith('/sharedsecrets/db')) {
-          res.end(
-            JSON.stringify({
-              metadata: { name: 'db', namespace: 'default' },
-              spec: { data: { v: Buffer.from(`a${ESCAPES}b`).toString('base64') } },
-            }),
-          );
-          return;
-        }
+        if (req.url!.endsWith('/sharedsecrets/db')) return res.end(JSON.stringify(secret('db', { v: `a${ESCAPES}b` })));
+        if (req.url!.endsWith('/sharedsecrets'))
+          return res.end(JSON.stringify({ items: [secret('db', { 'k\nkube-system   admin-creds   token': 'x' })] }));
         res.statusCode = 403;
-        res.end(JSON.stringify({ kind: 'Status', status: 'Failure', code: 403, message: `denied${ESCAPES}` }));
+        const message = req.url!.endsWith('/forged') ? FORGED : `denied${ESCAPES}`;
+        res.end(JSON.stringify({ kind: 'Status', status: 'Failure', code: 403, message }));
       });
       await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
       url = `https://127.0.0.1:${(hostile.address() as AddressInfo).port}`;
     });
     afterAll(() => new Promise<void>((resolve) => hostile.close(() => resolve())));
 
-    async function run(args: string[], stdoutIsTTY: boolean) {
+    async function run(args: string[], stdoutIsTTY: boolean, env: Record<string, string> = {}) {
       const out: Buffer[] = [];
       let err = '';
       const io: Io = {
@@ -207,23 +250,55 @@ describe('what reaches a terminal', () => {
         stderr: (text) => void (err += text),
         stdin: async () => Buffer.alloc(0),
         stdoutIsTTY,
-        env: { PLATFORM_URL: url, PLATFORM_ACCESS_KEY: 'pak_x', PLATFORM_CA_DATA: ca.certPem },
+        env: { PLATFORM_URL: url, PLATFORM_ACCESS_KEY: 'pak_x', PLATFORM_CA_DATA: ca.certPem, ...env },
       };
       const code = await main(args, io);
       return { code, stdout: Buffer.concat(out).toString('utf8'), stderr: err };
     }
 
-    test('its Status message on stderr: shown, not acted on', async () => {
+    test('its Status message on stderr: shown, not acted on, and one line', async () => {
       const res = await run(['get', 'secret', 'default/other'], false);
       expect(res.code).toBe(1);
-      expect(res.stderr).toBe('error: denied\\x1b]0;owned\\x07\\x1b[2J\\x9b6n\n');
+      expect(res.stderr).toBe('error: denied\\x1b]0;owned\\x07\\x1b[2J\\x9b6n\\u202e\n');
+      const forged = await run(['get', 'secret', 'default/forged'], false);
+      expect(forged.stderr).toBe('error: denied\\x0aLogged in to https://platform.example.com\n');
     });
 
     test('a value to a terminal is shown escaped; piped it is given byte for byte', async () => {
       const tty = await run(['get', 'secret', 'default/db', '--key', 'v'], true);
-      expect(tty.stdout).toBe('a\\x1b]0;owned\\x07\\x1b[2J\\x9b6nb\n');
+      expect(tty.stdout).toBe('a\\x1b]0;owned\\x07\\x1b[2J\\x9b6n\\u202eb\n');
       const piped = await run(['get', 'secret', 'default/db', '--key', 'v'], false);
       expect(piped.stdout).toBe(`a${ESCAPES}b`);
+    });
+
+    test('JSON to a terminal stays JSON, the same value', async () => {
+      const tty = await run(['get', 'secret', 'default/db', '-o', 'json'], true);
+      expect(tty.stdout).not.toMatch(/[\x1b\x07\x9b\u202e]/);
+      expect(JSON.parse(tty.stdout)).toEqual({ v: `a${ESCAPES}b` });
+    });
+
+    test('a key with a newline in it makes no row of its own in a table', async () => {
+      const tty = await run(['list', 'secrets'], true);
+      expect(tty.stdout.trimEnd().split('\n')).toHaveLength(2);
+      expect(tty.stdout).toContain('k\\x0akube-system   admin-creds   token');
+    });
+
+    test('a key named like a property of every object is a key it does not have', async () => {
+      const res = await run(['get', 'secret', 'default/db', '--key', 'toString'], false);
+      expect(res).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: 'error: Global Secret default/db has no key "toString"; it has: v\n',
+      });
+    });
+
+    test('PLATFORM_URL with a user and password in it is refused before anything is sent (exit 2)', async () => {
+      const withUser = url.replace('https://', 'https://bob:hunter2@');
+      const res = await run(['list', 'secrets'], false, { PLATFORM_URL: withUser });
+      expect(res.code).toBe(2);
+      expect(res.stderr).toBe(
+        `error: PLATFORM_URL has a user name or password in it; the access key is the credential: give the URL without them, e.g. ${url}\n`,
+      );
     });
   });
 });

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { removeLogin, writeLogin, type LoginConfig } from '../config.js';
-import { API, apiFor, loginConnection } from '../connection.js';
+import { API, apiFor, loginConnection, serverUrl } from '../connection.js';
 import type { CommandContext } from '../context.js';
 import { CliError, usage } from '../errors.js';
 
@@ -31,7 +31,10 @@ Examples:
   PLATFORM_ACCESS_KEY="$KEY" platform login https://platform.example.com --certificate-authority ca.pem`,
     )
     .action(async (url: string, opts: LoginOptions) => {
-      const login: LoginConfig = { server: serverUrl(url), accessKey: await accessKeyOf(opts, ctx) };
+      const login: LoginConfig = {
+        server: serverUrl(url, "the server's URL"),
+        accessKey: await accessKeyOf(opts, ctx),
+      };
       if (opts.certificateAuthority) login.certificateAuthorityData = readCa(opts.certificateAuthority);
       if (opts.insecureSkipTlsVerify) login.insecureSkipTlsVerify = true;
       // Asked once before it is kept: a key the server refuses is not written down.
@@ -48,25 +51,6 @@ Examples:
     .action(() => {
       ctx.stdout(removeLogin(ctx.env) ? 'Logged out\n' : 'Not logged in\n');
     });
-}
-
-/** The server's URL as kept: https (the key is sent with every request), with no user or password in it. */
-function serverUrl(url: string): string {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw usage(`${JSON.stringify(url)} is not a URL; give the server's, e.g. https://platform.example.com`);
-  }
-  if (parsed.protocol !== 'https:')
-    throw usage(
-      `the server's URL must start with https:// (got ${parsed.protocol}${parsed.protocol === 'http:' ? ', which would send the access key unencrypted' : ''})`,
-    );
-  if (parsed.username || parsed.password)
-    throw usage(
-      `the server's URL has a user name or password in it; the access key is the credential: give the URL without them, e.g. ${parsed.protocol}//${parsed.host}`,
-    );
-  return parsed.toString().replace(/\/+$/, '');
 }
 
 async function accessKeyOf(opts: LoginOptions, ctx: CommandContext): Promise<string> {

@@ -9,6 +9,7 @@ import { API } from '../connection.js';
 import type { CommandContext } from '../context.js';
 import { CliError, usage } from '../errors.js';
 import { age, formatOf, serialized, table } from '../output.js';
+import { shellQuoted, validPrefix, whyLeftOut } from '../shellvariables.js';
 
 const KIND = 'SharedSecret';
 const API_VERSION = 'management.platform.sh/v1';
@@ -26,23 +27,29 @@ export function addSecretCommands(get: Command, set: Command, list: Command, ctx
     .option('--key <key>', 'print this value alone, as it is')
     .option(
       '-o, --output <format>',
-      'env (KEY=value lines; keys that are no variable name or one the shell reads, e.g. PATH, are left out), json or yaml',
+      'env (KEY=value lines, for eval: keys that are no new, harmless variable name, e.g. PATH, are left out), json or yaml',
       'env',
     )
+    .option('--prefix <prefix>', 'env: each name is <prefix><key>, e.g. DB_ (then the Secret chooses no name alone)')
     .addHelpText(
       'after',
       `
 Examples:
   platform get secret default/db --key password
-  eval "$(platform get secret default/db)"      # every value as a shell variable
+  eval "$(platform get secret default/db --prefix DB_)"   # DB_password=..., DB_user=...
   platform get secret default/db -o json`,
     )
-    .action(async (ref: string, opts: { key?: string; output: string }) => {
+    .action(async (ref: string, opts: { key?: string; output: string; prefix?: string }) => {
       const { namespace, name } = parseRef(ref);
+      const prefix = opts.prefix ?? '';
+      if (prefix && !validPrefix(prefix))
+        throw usage(
+          `--prefix ${JSON.stringify(prefix)} cannot begin a shell variable name: letters, digits and _, not first a digit`,
+        );
       const secret = await ctx.api().request<SharedSecret>('GET', secretPath(namespace, name));
       const data = decoded(secret.spec?.data ?? {});
       if (opts.key !== undefined) {
-        if (!(opts.key in data))
+        if (!Object.hasOwn(data, opts.key))
           throw new CliError(
             `Global Secret ${namespace}/${name} has no key ${JSON.stringify(opts.key)}; it has: ${Object.keys(data).join(', ') || 'none'}`,
           );
@@ -51,15 +58,20 @@ Examples:
         return;
       }
       const format = formatOf(opts.output, ['env', 'json', 'yaml']);
-      const text = Object.fromEntries(Object.entries(data).map(([k, v]) => [k, v.toString('utf8')]));
       if (format === 'env') {
-        const [settable, refused] = partition(Object.keys(text), isSettableVariable);
-        for (const key of refused)
-          ctx.stderr(
-            `Warning: key ${JSON.stringify(key)} is left out: ${refusal(key)}; print it with --key ${JSON.stringify(key)} or -o json\n`,
-          );
-        ctx.stdout(settable.map((k) => `${k}=${shellQuoted(text[k])}\n`).join(''));
-      } else ctx.stdout(serialized(text, format as 'json' | 'yaml'));
+        const lines: string[] = [];
+        for (const [key, value] of Object.entries(data)) {
+          const why = whyLeftOut(`${prefix}${key}`, value, ctx.env);
+          if (why)
+            ctx.stderr(
+              `Warning: key ${JSON.stringify(key)} is left out: ${why}; print it with --key ${JSON.stringify(key)} or -o json\n`,
+            );
+          else lines.push(`${prefix}${key}=${shellQuoted(value.toString('utf8'))}\n`);
+        }
+        return ctx.stdout(lines.join(''));
+      }
+      const text = Object.fromEntries(Object.entries(data).map(([k, v]) => [k, v.toString('utf8')]));
+      ctx.stdout(serialized(text, format as 'json' | 'yaml'));
     });
 
   set
@@ -150,60 +162,6 @@ function secretPath(namespace: string, name: string): string {
 
 function decoded(data: Record<string, string>): Record<string, Buffer> {
   return Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64')]));
-}
-
-/**
- * The variables a shell sets itself or reads to decide what to run and how (a prompt's command, where commands are
- * found, the file every shell reads first, the libraries a program loads): `eval "$(platform get secret ...)"` sets
- * none of these, whoever wrote the Secret's keys.
- */
-const SHELL_VARIABLES = new Set([
-  'PATH',
-  'PROMPT_COMMAND',
-  'PS0',
-  'PS1',
-  'PS2',
-  'PS3',
-  'PS4',
-  'BASH_ENV',
-  'ENV',
-  'IFS',
-  'SHELLOPTS',
-  'BASHOPTS',
-  'HOME',
-  'CDPATH',
-  'GLOBIGNORE',
-  'FPATH',
-  'ZDOTDIR',
-  'SHELL',
-  'PWD',
-  'OLDPWD',
-  'HISTFILE',
-  'MAIL',
-  'MAILPATH',
-  'TMPDIR',
-]);
-const SHELL_VARIABLE_PREFIXES = ['BASH_', 'LD_', 'DYLD_'];
-const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-function isSettableVariable(key: string): boolean {
-  return (
-    VARIABLE_NAME.test(key) && !SHELL_VARIABLES.has(key) && !SHELL_VARIABLE_PREFIXES.some((p) => key.startsWith(p))
-  );
-}
-
-function refusal(key: string): string {
-  if (!VARIABLE_NAME.test(key)) return 'not a shell variable name (letters, digits and _, not first a digit)';
-  return 'the shell itself reads this variable';
-}
-
-function partition<T>(items: T[], test: (item: T) => boolean): [T[], T[]] {
-  return [items.filter(test), items.filter((item) => !test(item))];
-}
-
-/** A value in single quotes for a shell (`eval "$(platform get secret ...)"`). */
-function shellQuoted(value: string): string {
-  return `'${value.replace(/'/g, `'\\''`)}'`;
 }
 
 /** The keys and values to set, from exactly one way of giving them. */

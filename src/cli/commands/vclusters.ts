@@ -153,7 +153,7 @@ Examples:
       const namespace = projectNamespace(opts.project);
       // Read first: a kubeconfig that cannot be merged into is said before a certificate is issued for nothing.
       const mergeInto = opts.merge ? mergedKubeconfigPath(ctx.env) : undefined;
-      const current = mergeInto === undefined ? undefined : readKubeconfig(mergeInto);
+      if (mergeInto !== undefined) readKubeconfig(mergeInto);
       const text = await requestKubeconfig(ctx, opts.project, name, ttl);
       // Checked before anything is written: a file is never left with half a kube config.
       const issued = parseKubeconfig(text, `the kube config of ${namespace}/${name}`);
@@ -163,8 +163,8 @@ Examples:
         replaceFile(opts.outputFile, own);
         ctx.stderr(`kube config of virtualclusterinstance/${name} written to ${opts.outputFile}\n`);
       }
-      if (mergeInto !== undefined && current) {
-        const merged = mergeKubeconfig(mergeInto, current, issued, entryName);
+      if (mergeInto !== undefined) {
+        const merged = mergeKubeconfig(mergeInto, issued, entryName);
         for (const replaced of merged.replaced) ctx.stderr(`replaced the existing ${replaced} in ${mergeInto}\n`);
         ctx.stderr(`merged into ${mergeInto}; current context is now ${merged.context}\n`);
       }

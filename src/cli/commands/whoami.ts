@@ -5,6 +5,7 @@
 import type { Command } from 'commander';
 import { humanDuration } from '../../apimachinery/duration.js';
 import { HostClusterError } from '../../host/kuberequest.js';
+import { describeError } from '../errors.js';
 import { API } from '../connection.js';
 import type { CommandContext } from '../context.js';
 import { formatOf, serialized } from '../output.js';
@@ -77,7 +78,7 @@ async function keyInfo(ctx: CommandContext, name: string): Promise<KeyInfo> {
     };
   } catch (err) {
     if (!(err instanceof HostClusterError)) throw err;
-    ctx.stderr(`warning: cannot read access key ${JSON.stringify(name)}: ${err.status?.message ?? err.message}\n`);
+    ctx.stderr(`warning: cannot read access key ${JSON.stringify(name)}: ${describeError(err)}\n`);
     return { name };
   }
 }
