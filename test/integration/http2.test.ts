@@ -6,8 +6,12 @@
  * flight is still answered.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { createLogger } from '../../src/log.js';
+import { makeCa, makeCert } from '../support/certs.js';
 import { GROUP, MERGE_PATCH, secretBody, sharedSecretPath, sharedSecretsPath, uniq } from '../support/fixtures.js';
 import { Http2Client, answerOf, openWatch2 } from '../support/http2.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
@@ -190,6 +194,107 @@ describe('requests and watches as streams of one connection', () => {
     expect((await client.get('/version')).status).toBe(200);
     expect(client.session.destroyed).toBe(false);
   }, 180_000);
+});
+
+describe('connection bounds over HTTP/2', () => {
+  let bounded: TestServer;
+  beforeAll(async () => {
+    bounded = await startTestServer(
+      { maxUnauthenticatedConnectionsPerSource: 1, firstByteTimeoutMs: 1000, idleTimeoutMs: 2000 },
+      etcd,
+    );
+  }, 60_000);
+  afterAll(() => bounded?.stop(), 60_000);
+
+  const ca = () => bounded.server.caPem ?? '';
+
+  test('a connection counts as unauthenticated until one of its streams is authenticated', async () => {
+    // Anonymous, on a public path: the source's one unauthenticated connection.
+    const first = new Http2Client(bounded.server.url, ca());
+    clients.push(first);
+    expect((await first.get('/version')).status).toBe(200);
+    // So the next from the same source waits, unread...
+    const second = h2(bounded);
+    const waiting = second.get('/version');
+    // ...until the first's next stream is authenticated: then there is room, and it is answered.
+    const authenticated = await first.request('GET', '/apis', {
+      headers: { authorization: `Bearer ${bounded.admin.token}` },
+    });
+    expect(authenticated.status).toBe(200);
+    expect((await waiting).status).toBe(200);
+  });
+
+  test('a connection that opens no stream is closed; one whose streams are done is told GOAWAY when idle', async () => {
+    const silent = new Http2Client(bounded.server.url, ca());
+    clients.push(silent);
+    // Its preface and SETTINGS are sent, no request: the first byte's deadline closes it.
+    await new Promise<void>((resolve) => silent.session.once('close', () => resolve()));
+
+    const done = h2(bounded);
+    expect((await done.get('/version')).status).toBe(200);
+    const goaway = new Promise<number>((resolve) => done.session.once('goaway', (code) => resolve(code)));
+    expect(await goaway).toBe(0);
+  });
+});
+
+describe('client certificates and the front proxy over HTTP/2', () => {
+  const clientCa = makeCa('h2-client-ca');
+  const frontProxyCa = makeCa('h2-front-proxy-ca');
+  const carol = makeCert({ commonName: 'carol', organizations: ['devs'], issuer: clientCa });
+  const frontProxy = makeCert({ commonName: 'front-proxy-client', issuer: frontProxyCa });
+  let dir: string;
+  let withCas: TestServer;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'h2-cas-'));
+    writeFileSync(join(dir, 'client-ca.crt'), clientCa.certPem);
+    writeFileSync(join(dir, 'front-proxy-ca.crt'), frontProxyCa.certPem);
+    withCas = await startTestServer(
+      {
+        clientCaFile: join(dir, 'client-ca.crt'),
+        requestheaderClientCaFile: join(dir, 'front-proxy-ca.crt'),
+        requestheaderAllowedNames: ['front-proxy-client'],
+      },
+      etcd,
+    );
+  }, 60_000);
+  afterAll(async () => {
+    await withCas?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }, 60_000);
+
+  const review = { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' };
+  const whoami = (client: Http2Client, headers?: Record<string, string | string[]>) =>
+    client
+      .request('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { body: review, headers })
+      .then((res) => ({ status: res.status, user: res.body?.status?.userInfo }));
+
+  test("the connection's certificate authenticates each of its streams", async () => {
+    const client = new Http2Client(withCas.server.url, withCas.server.caPem ?? '', undefined, carol);
+    clients.push(client);
+    const carolIs = {
+      status: 201,
+      user: expect.objectContaining({ username: 'carol', groups: ['devs', 'system:authenticated'] }),
+    };
+    expect(await whoami(client)).toEqual(carolIs);
+    expect(await whoami(client)).toEqual(carolIs);
+  });
+
+  test("the front proxy's streams carry each their own user, groups repeated as headers", async () => {
+    const proxy = new Http2Client(withCas.server.url, withCas.server.caPem ?? '', undefined, frontProxy);
+    clients.push(proxy);
+    const [alice, bob] = await Promise.all([
+      whoami(proxy, { 'x-remote-user': 'alice', 'x-remote-group': ['g1', 'g2'] }),
+      whoami(proxy, { 'x-remote-user': 'bob' }),
+    ]);
+    expect(alice).toEqual({
+      status: 201,
+      user: expect.objectContaining({ username: 'alice', groups: ['g1', 'g2', 'system:authenticated'] }),
+    });
+    expect(bob).toEqual({
+      status: 201,
+      user: expect.objectContaining({ username: 'bob', groups: ['system:authenticated'] }),
+    });
+  });
 });
 
 describe('--http2-max-streams-per-connection', () => {

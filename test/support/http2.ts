@@ -19,8 +19,10 @@ export class Http2Client {
     baseUrl: string,
     ca: string,
     private readonly token?: string,
+    /** A TLS client certificate (a TestCert fits). */
+    cert?: { keyPem: string; certPem: string },
   ) {
-    this.session = connect(baseUrl, { ca });
+    this.session = connect(baseUrl, { ca, ...(cert ? { cert: cert.certPem, key: cert.keyPem } : {}) });
     // A session the server ends (GOAWAY, a cut) must not fail the test by an unheard error.
     this.session.on('error', () => {});
     this.ready = new Promise((resolve, reject) => {
@@ -33,9 +35,9 @@ export class Http2Client {
   open(
     method: string,
     path: string,
-    opts: { body?: unknown; contentType?: string; headers?: Record<string, string>; open?: boolean } = {},
+    opts: { body?: unknown; contentType?: string; headers?: Record<string, string | string[]>; open?: boolean } = {},
   ): ClientHttp2Stream {
-    const headers: Record<string, string> = { ':method': method, ':path': path, ...opts.headers };
+    const headers: Record<string, string | string[]> = { ':method': method, ':path': path, ...opts.headers };
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     const body =
       opts.body === undefined
@@ -55,7 +57,7 @@ export class Http2Client {
   request(
     method: string,
     path: string,
-    opts: { body?: unknown; contentType?: string; headers?: Record<string, string> } = {},
+    opts: { body?: unknown; contentType?: string; headers?: Record<string, string | string[]> } = {},
   ): Promise<Http2Response> {
     return answerOf(this.open(method, path, opts));
   }
