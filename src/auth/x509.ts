@@ -34,7 +34,15 @@ export function parseCertificateBundle(pem: string, what = 'CA bundle'): X509Cer
 }
 
 /** What each connection presented, read once: Node hands out the sent chain only on the first read. */
-const presentedBySocket = new WeakMap<object, X509Certificate[] | undefined>();
+const presentedByConnection = new WeakMap<object, X509Certificate[] | undefined>();
+
+/**
+ * The one object of a request's connection: its socket, or over HTTP/2 its session (there req.socket is a stand-in
+ * made for each stream, which passes on the connection's getPeerCertificate).
+ */
+function connectionOf(req: IncomingMessage): object {
+  return (req as IncomingMessage & { stream?: { session?: object } }).stream?.session ?? req.socket;
+}
 
 /**
  * The certificates the TLS client presented, leaf first, then the intermediates it sent; undefined when the
@@ -43,9 +51,10 @@ const presentedBySocket = new WeakMap<object, X509Certificate[] | undefined>();
 export function peerCertificates(req: IncomingMessage): X509Certificate[] | undefined {
   const socket = req.socket as Partial<TLSSocket> | undefined;
   if (!socket || typeof socket.getPeerCertificate !== 'function') return undefined;
-  if (presentedBySocket.has(socket)) return presentedBySocket.get(socket);
+  const connection = connectionOf(req);
+  if (presentedByConnection.has(connection)) return presentedByConnection.get(connection);
   const chain = readPeerChain(socket as TLSSocket);
-  presentedBySocket.set(socket, chain);
+  presentedByConnection.set(connection, chain);
   return chain;
 }
 

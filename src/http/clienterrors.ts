@@ -4,7 +4,7 @@
  * time (408), and malformed HTTP (400). Node would otherwise answer with an empty body. The connection is closed
  * after the answer.
  */
-import type { Server } from 'node:http';
+import type { Server } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Status } from '../apimachinery/status.js';
 

@@ -8,7 +8,8 @@
  *   client sending a byte now and then never lets fire;
  * - each request's line and headers must be received within the header deadline (Node's headersTimeout, checked
  *   every connectionsCheckingInterval; the 408 that follows is answered by answerClientErrors, which then closes);
- * - a keep-alive connection waiting for its next request is closed after the idle timeout (keepAliveTimeout).
+ * - a keep-alive connection waiting for its next request is closed after the idle timeout (keepAliveTimeout); an
+ *   HTTP/2 connection with no stream open is told GOAWAY after as long (Go's http2 IdleTimeout, kube's 90s too).
  *
  * On top of these, and with no kube equivalent (Go's server handshakes every connection at once, each on a goroutine
  * of its own, and refuses none; here one thread serves everything, so what it takes on at once is bounded, and what
@@ -38,14 +39,19 @@
  *   to tell them apart before the handshake.);
  * - a connection that has sent no byte of a request firstByteTimeout after its handshake is closed, without an
  *   answer (there is no request to answer): it is what a flood holds longest. A request that has begun keeps the
- *   header deadline.
+ *   header deadline. Over HTTP/2 it is the first stream that must have come by then (the client's preface and
+ *   SETTINGS are no request; a stream comes with its headers whole).
+ *
+ * An HTTP/2 connection is one connection here, whatever its streams: it counts as unauthenticated until a request
+ * of one of its streams is authenticated, and its streams are bounded by --http2-max-streams-per-connection.
  *
  * None of this cuts a request being served: a watch runs for as long as its own timeout says.
  */
 import type { IncomingMessage } from 'node:http';
-import type { Server, ServerOptions } from 'node:https';
+import type { ServerOptions } from 'node:https';
 import type { Socket } from 'node:net';
-import type { TLSSocket } from 'node:tls';
+import type { ServerHttp2Session } from 'node:http2';
+import type { Server, TLSSocket } from 'node:tls';
 import type { Logger } from '../log.js';
 import { connectionSource } from './connectionsource.js';
 import { RecentSources } from './recentsources.js';
@@ -156,6 +162,8 @@ export class ConnectionGuard {
    */
   attach(server: Server): void {
     this.handOn = takeConnections(server, (socket) => this.accepted(socket));
+    // An HTTP/2 connection's session, made as its handshake ends (just before 'secureConnection' below).
+    server.on('session', (session: ServerHttp2Session) => this.session(session));
     // From here on the header deadline and the idle timeout apply, and the first byte's deadline.
     server.on('secureConnection', (tls: TLSSocket) => {
       const socket = tcpSocketOf(tls);
@@ -164,11 +172,35 @@ export class ConnectionGuard {
         this.verifiedSources.remember(this.unauthenticated.get(socket) ?? connectionSource(socket.remoteAddress));
         return this.countAsAuthenticated(socket);
       }
+      // The first stream's deadline is the session's (below).
+      if (tls.alpnProtocol === 'h2') return;
       // bytesRead counts the request bytes received (after decryption), whoever reads them.
       this.deadline(socket, this.limits.firstByteTimeoutMs, () => {
         if (tls.bytesRead === 0) socket.destroy();
       });
     });
+  }
+
+  /**
+   * An HTTP/2 connection: closed when no stream has come by the first byte's deadline, and told GOAWAY when it has
+   * had none open for the idle timeout (its client opens a new connection for its next request).
+   */
+  private session(session: ServerHttp2Session): void {
+    // session.socket stands in for the TLS socket, passing on its properties.
+    const socket = tcpSocketOf(session.socket as TLSSocket);
+    this.deadline(socket, this.limits.firstByteTimeoutMs, () => socket.destroy());
+    let open = 0;
+    let idle: NodeJS.Timeout | undefined;
+    session.on('stream', (stream) => {
+      // The first byte's deadline is met (a stream comes with its headers whole).
+      if (open++ === 0) this.deadline(socket);
+      clearTimeout(idle);
+      stream.once('close', () => {
+        if (--open === 0 && !session.closed)
+          idle = setTimeout(() => session.close(), this.limits.idleTimeoutMs).unref();
+      });
+    });
+    session.once('close', () => clearTimeout(idle));
   }
 
   /**

@@ -17,8 +17,7 @@
  * kube-apiserver's new connection waited behind one handshake of every other source, seconds with hundreds of
  * sources flooding.
  */
-import type { Server } from 'node:https';
-import type { Socket } from 'node:net';
+import type { Server, Socket } from 'node:net';
 import { connectionSource } from './connectionsource.js';
 import { SourceQueues } from './sourcequeues.js';
 import { takeConnections, type HandOn } from './takeconnections.js';

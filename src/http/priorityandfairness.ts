@@ -28,6 +28,7 @@
  * - The response headers name the uids (not the names) of the schema and level, as kube's do, also on a 429.
  */
 import type { NextFunction, Request, Response } from 'express';
+import type { Http2ServerRequest } from 'node:http2';
 import { requestContext, requestUser, type RequestContext } from '../apimachinery/request.js';
 import { UNAUTHENTICATED_GROUP } from '../apimachinery/user.js';
 import { requestEnded, whenRequestDone, whenRequestEnds } from '../apimachinery/requestend.js';
@@ -38,6 +39,7 @@ import type { FlowControl, PriorityLevel } from '../flowcontrol/controller.js';
 import type { QueueSet, RejectReason, SeatRequest, Ticket } from '../flowcontrol/queueset.js';
 import { estimateWork, type ObjectCount, type WorkEstimate } from '../flowcontrol/seats.js';
 import type { FlowControlMetrics, FlowLabels } from '../observability/flowcontrol.js';
+import { isHttp2 } from './http2.js';
 import type { InFlightCounts } from '../observability/metrics.js';
 import { requestTimeoutMs } from './deadline.js';
 import { HeldSeats } from './heldseats.js';
@@ -266,6 +268,8 @@ function afterBodyTurn(req: Request, res: Response, wait: BodyTurnWait, go: () =
 /** Whether the request has a body not all of which has come yet (a body sent with the headers has, by now). */
 function bodyStillComing(req: Request): boolean {
   if (req.complete) return false;
+  // An HTTP/2 request without a body ends with its headers; one with a body need not say its length.
+  if (isHttp2(req)) return !(req as unknown as Http2ServerRequest).stream.endAfterHeaders;
   const length = req.headers['content-length'];
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }

@@ -6,7 +6,8 @@
  * verifies them against those CAs alone (never Node's default roots, also while there are none yet), so that a
  * connection's `authorized` means what ConnectionGuard takes it for.
  */
-import type { Server, ServerOptions } from 'node:https';
+import type { ServerOptions } from 'node:https';
+import type { Server } from 'node:tls';
 import type { Logger } from '../log.js';
 import type { Dynamic } from '../pki/reloading.js';
 import type { ServingPair } from '../pki/servingcert.js';

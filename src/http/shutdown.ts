@@ -3,15 +3,16 @@
  * APIService stop sending), requests keep being served for --shutdown-delay-duration, then the listener closes,
  * watches end cleanly (clients re-watch elsewhere from their last resourceVersion), requests in flight finish
  * within a bound, and only then are the remaining connections closed. Answers given while draining say
- * `Connection: close`, so keep-alive clients reconnect to another replica.
+ * `Connection: close`, so keep-alive clients reconnect to another replica; an HTTP/2 connection is told GOAWAY when
+ * the listener closes (its streams in flight go on, new ones go to another replica), as Go's server does.
  */
 import { setMaxListeners } from 'node:events';
-import type { Server } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import { requestContext } from '../apimachinery/request.js';
 import { whenRequestEnds } from '../apimachinery/requestend.js';
 import * as errors from '../apimachinery/status.js';
 import type { Logger } from '../log.js';
+import { isHttp2, type ClosableServer } from './http2.js';
 
 export interface ShutdownOptions {
   /** --shutdown-delay-duration: how long requests are still served after /readyz turned false. */
@@ -50,7 +51,8 @@ export class GracefulShutdown {
    */
   track() {
     return (req: Request, res: Response, next: NextFunction) => {
-      if (this.started) res.setHeader('Connection', 'close');
+      // HTTP/2 has no Connection header (Node drops it, with a warning): its connections get GOAWAY instead.
+      if (this.started && !isHttp2(req)) res.setHeader('Connection', 'close');
       const watch = requestContext(req).info.verb === 'watch';
       if (watch && this.watches.signal.aborted) throw errors.shuttingDown();
       if (watch) {
@@ -70,7 +72,7 @@ export class GracefulShutdown {
     };
   }
 
-  async shutdown(server: Server, opts: ShutdownOptions): Promise<void> {
+  async shutdown(server: ClosableServer, opts: ShutdownOptions): Promise<void> {
     if (this.started) return;
     this.started = true;
     opts.log.info('shutdown: /readyz fails from now on', { delayMs: opts.delayMs });

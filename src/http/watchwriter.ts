@@ -9,6 +9,7 @@ import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { cutUnlessEnded } from '../apimachinery/requestend.js';
 import { turnMemo } from '../storage/turnmemo.js';
+import { isHttp2 } from './http2.js';
 import { toJson } from './json.js';
 
 /**
@@ -181,15 +182,16 @@ export class WatchWriter {
   flush(): void {
     const res = this.res;
     if (this.closed || res.writableNeedDrain) return;
-    // What is written below leaves as one socket write, now, inside the flush budget. The socket is corked, not the
-    // response: uncorking a response uncorks its socket before writing the chunk's length, which then leaves on its
-    // own (a TLS record and a system call of its own, for every watcher at every flush).
-    const socket = res.socket;
-    socket?.cork();
+    // What is written below leaves as one socket write, now, inside the flush budget. Over HTTP/1.1 the socket is
+    // corked, not the response: uncorking a response uncorks its socket before writing the chunk's length, which then
+    // leaves on its own (a TLS record and a system call of its own, for every watcher at every flush). Over HTTP/2
+    // the response is (its stream: the connection's socket is the session's, not this watch's to cork).
+    const corked = isHttp2(res) ? res : res.socket;
+    corked?.cork();
     try {
       while (this.next < this.lines.length && res.write(this.nextChunk()));
     } finally {
-      socket?.uncork();
+      corked?.uncork();
     }
     if (this.next === this.lines.length) {
       this.lines = [];

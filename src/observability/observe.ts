@@ -133,6 +133,8 @@ function requestLogFields(
   fields.latencyMs = Math.round(ms * 1000) / 1000;
   fields.userAgent = req.headers['user-agent'] ?? '';
   fields.srcIP = srcIP;
+  // HTTP/1.1 or HTTP/2.0, as Go's r.Proto: which one a client negotiated (kube's trace fields have it too).
+  fields.protocol = `HTTP/${req.httpVersion}`;
   return fields;
 }
 

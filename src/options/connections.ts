@@ -47,7 +47,7 @@ export const connectionsOptions: Options<ConnectionsConfig> = {
       name: 'max-waiting-connections',
       arg: 'int',
       // kube-apiserver serves 600 requests at once (--max-requests-inflight 400 plus --max-mutating-requests-inflight
-      // 200), which a client of this HTTP/1.1 server makes on as many connections: one client that opens them all
+      // 200), which a client over HTTP/1.1 makes on as many connections: one client that opens them all
       // together waits, none is closed.
       default: '1000',
       help: 'Connections that may wait, unread, for room within the two bounds above; past it the newest of the source with the most waiting is closed ({default}; 0: those beyond the bounds are closed at once).',

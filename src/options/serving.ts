@@ -2,7 +2,7 @@
 import { join } from 'node:path';
 import type { DataDirConfig } from './datadir.js';
 import { FlagError, type Options } from './flag.js';
-import { list } from './values.js';
+import { count, list } from './values.js';
 
 export interface ServingConfig {
   bindAddress: string;
@@ -16,6 +16,8 @@ export interface ServingConfig {
    * read again, besides watching the files' directories (kube: 1m).
    */
   tlsReloadIntervalMs: number;
+  /** The streams one HTTP/2 connection may have open at once (kube's --http2-max-streams-per-connection; 0: 100). */
+  http2MaxStreamsPerConnection: number;
 }
 
 export const servingOptions: Options<ServingConfig & DataDirConfig> = {
@@ -60,6 +62,16 @@ export const servingOptions: Options<ServingConfig & DataDirConfig> = {
       help: 'Extra DNS names and IPs for the self-signed serving certificate, comma-separated (localhost and 127.0.0.1 are always in).',
       apply: (c, v) => (c.tlsSans = list(v)),
     },
+    {
+      name: 'http2-max-streams-per-connection',
+      arg: 'int',
+      // kube's RecommendedOptions, which every aggregated API server starts from: its client is kube-apiserver's
+      // proxy, multiplexing many clients' requests and watches into one HTTP/2 connection. 0 is kube-apiserver's
+      // own default, Go's 100 made explicit.
+      default: '1000',
+      help: 'The limit that the server gives to clients for the maximum number of streams (requests and watches) in an HTTP/2 connection; streams beyond it are refused and the client waits for one to end ({default}; 0: 100, as kube-apiserver).',
+      apply: (c, v) => (c.http2MaxStreamsPerConnection = streams(v)),
+    },
   ],
   settings: {
     certDir: '',
@@ -78,5 +90,15 @@ function port(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535)
     throw new FlagError(`--secure-port must be a port number from 0 to 65535, not ${JSON.stringify(value)}`);
+  return n;
+}
+
+/** An HTTP/2 SETTINGS value is 32 bits. */
+function streams(value: string): number {
+  const n = count('http2-max-streams-per-connection', value);
+  if (n > 0xffffffff)
+    throw new FlagError(
+      `--http2-max-streams-per-connection must be at most ${0xffffffff} (got ${JSON.stringify(value)})`,
+    );
   return n;
 }

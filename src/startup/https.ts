@@ -1,5 +1,5 @@
-/** The https step: the handler chain and its options, and the HTTPS server listening. */
-import { createServer, type Server } from 'node:https';
+/** The https step: the handler chain and its options, and the HTTPS server listening (HTTP/2 and HTTP/1.1). */
+import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { ServedActions } from '../actions/served.js';
 import type { ClientCertificateAuthorities } from '../auth/clientcas.js';
@@ -12,6 +12,7 @@ import { MAX_HEADER_BYTES, answerClientErrors } from '../http/clienterrors.js';
 import { ConnectionGuard, connectionServerOptions, type ConnectionLimits } from '../http/connections.js';
 import { HandshakeTurns } from '../http/handshaketurns.js';
 import { withTimeout } from '../http/health.js';
+import { closable, createHttpsServer } from '../http/http2.js';
 import { ServingTls } from '../http/servingtls.js';
 import { GracefulShutdown } from '../http/shutdown.js';
 import type { Logger } from '../log.js';
@@ -66,10 +67,12 @@ export async function serveHttps(
   const app = createApp(appOptions(config, log, address, parts, connections, graceful));
   // The serving certificate and the client CAs as they are now; new connections get them as they change.
   const servingTls = new ServingTls(parts.tls, parts.clientCas);
-  const server: Server = createServer(
+  const server: Http2SecureServer = createHttpsServer(
     { maxHeaderSize: MAX_HEADER_BYTES, ...connectionServerOptions(connectionLimits), ...servingTls.serverOptions() },
+    { maxStreamsPerConnection: config.http2MaxStreamsPerConnection, maxHeaderBytes: MAX_HEADER_BYTES },
     app,
   );
+  const closing = closable(server);
   servingTls.follow(server, log);
   answerClientErrors(server);
   // A new connection meets the bounds (which may hold it), then its handshake's turn, then the TLS layer: each
@@ -86,7 +89,7 @@ export async function serveHttps(
   // Requests in flight cannot outlast their deadline and its grace (answered 504, then cut), so that bounds the drain.
   const drainMs = config.requestTimeoutMs ? config.requestTimeoutMs + config.responseGraceMs : 60_000;
   cleanups.add('draining the HTTPS server', () =>
-    graceful.shutdown(server, { delayMs: config.shutdownDelayMs, drainMs, log }),
+    graceful.shutdown(closing, { delayMs: config.shutdownDelayMs, drainMs, log }),
   );
   return { port };
 }

@@ -103,6 +103,7 @@ describe('--v=3', () => {
       latencyMs: expect.any(Number),
       userAgent: 'logs-test/2',
       srcIP: '127.0.0.1',
+      protocol: 'HTTP/1.1',
     });
     const got = await s.admin.get(`${path}/one?resourceVersion=0`);
     expect(await lineOf(s, got.headers['audit-id'])).toMatchObject({

@@ -3,7 +3,7 @@
  * resolves once the headers arrive; the WatchStream then collects events as they come and waits for them.
  */
 import { expect } from '@jest/globals';
-import type { ClientRequest, IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { HttpClient } from './http.js';
 
 export interface WatchEvent {
@@ -30,7 +30,8 @@ export class WatchStream {
   private done = false;
   private listeners: (() => void)[] = [];
 
-  constructor(private readonly req: ClientRequest) {}
+  /** `req`: the request (an HTTP/1.1 one, or an HTTP/2 stream), destroyed by close(). */
+  constructor(private readonly req: { destroy(): unknown }) {}
 
   get ended(): boolean {
     return this.done;
