@@ -7,6 +7,7 @@ import { execFileSync, fork, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import http2 from 'node:http2';
 import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
@@ -180,6 +181,9 @@ export function headerLines(m, loadavgAtEnd, extra = '') {
     '',
   ];
 }
+
+/** The CPU seconds per process of the CPU table's row `label` (all its calls added up), or undefined. */
+export const cpuSecondsOf = (label) => cpuTable.find((r) => r.label === label)?.seconds;
 
 /** The CPU table of every phase measured with withCpu. */
 export function cpuLines(cores) {
@@ -437,8 +441,12 @@ export class FlagRefused extends Error {
 
 // ---------- HTTPS client ----------
 
-/** `token`: whose request (default: the server's admin token). */
+/**
+ * `token`: whose request (default: the server's admin token). `agent`: an https.Agent (HTTP/1.1), or an Http2Pool
+ * whose sessions carry the request as a stream.
+ */
 export function httpsRequest(method, path, { agent, body, contentType, token } = {}) {
+  if (agent instanceof Http2Pool) return agent.request(method, path, { body, contentType, token });
   const { server } = ctx;
   const url = new URL(path, server.url);
   const headers = { Authorization: `Bearer ${token ?? server.token}` };
@@ -472,16 +480,159 @@ export function httpsRequest(method, path, { agent, body, contentType, token } =
     req.end(body);
   });
 }
-/** Runs `fn` again once when it failed on a reused keep-alive socket the server had just closed. */
+/**
+ * Runs `fn` again once when it failed on a reused keep-alive socket the server had just closed, or on an HTTP/2
+ * session that went away (GOAWAY, closed) before the stream was answered.
+ */
 export async function retryOnReset(fn, onRetry = () => {}) {
   try {
     return await fn();
   } catch (err) {
-    if (!(err.reusedSocket && err.code === 'ECONNRESET')) throw err;
+    if (!((err.reusedSocket && err.code === 'ECONNRESET') || err.sessionGone)) throw err;
     onRetry();
     return fn();
   }
 }
+
+/**
+ * HTTP/2 client sessions to the server (ctx.server), as client-go holds them: `sessions` connections, each carrying
+ * at most `maxStreams` concurrent streams (the server's own bound is 100, kube-apiserver's), the stream going to the
+ * session with fewest open; past sessions × maxStreams a stream waits for one to close, as a request waits for a
+ * socket of an https.Agent with maxSockets. `connect()` opens them all and fails unless the server negotiated h2 by
+ * ALPN; a session that goes away (GOAWAY, closed) is opened again by the next stream. `destroy()` as an agent's.
+ */
+export class Http2Pool {
+  constructor({ sessions, maxStreams = 100 }) {
+    this.slots = Array.from({ length: sessions }, () => ({ session: undefined, opening: undefined, active: 0 }));
+    this.maxStreams = maxStreams;
+    this.waiting = [];
+    this.destroyed = false;
+  }
+  /** Opens every session; rejects if one did not negotiate h2. */
+  async connect() {
+    await Promise.all(this.slots.map((slot) => this.#live(slot)));
+    return this;
+  }
+  /** A request as httpsRequest makes it: { status, body }. */
+  async request(method, path, { body, contentType, token } = {}) {
+    const headers = { ':method': method, ':path': path, authorization: `Bearer ${token ?? ctx.server.token}` };
+    if (body !== undefined) {
+      headers['content-type'] = contentType ?? 'application/json';
+      headers['content-length'] = Buffer.byteLength(body);
+    }
+    const stream = await this.stream(headers, { endStream: body === undefined });
+    return new Promise((resolve, reject) => {
+      let status;
+      const chunks = [];
+      stream.once('response', (h) => (status = h[':status']));
+      stream.on('data', (c) => chunks.push(c));
+      stream.once('end', () => resolve({ status, body: Buffer.concat(chunks) }));
+      stream.once('error', (err) => {
+        // A session that went away, or a stream refused before the server took it, never reached the handler.
+        if (status === undefined && /GOAWAY|SESSION|REFUSED_STREAM|NGHTTP2_CANCEL/.test(`${err.code} ${err.message}`))
+          err.sessionGone = true;
+        reject(err);
+      });
+      if (body !== undefined) stream.end(body);
+    });
+  }
+  /** A stream on the least busy session, its slot given back when it closes. */
+  async stream(headers, options = {}) {
+    const slot = await this.#acquire();
+    let session;
+    try {
+      session = await this.#live(slot);
+      const stream = session.request(headers, options);
+      stream.once('close', () => this.#release(slot));
+      return stream;
+    } catch (err) {
+      this.#release(slot);
+      if (session) err.sessionGone = true; // the session closed between its check and the request
+      throw err;
+    }
+  }
+  /** The number of sessions open now. */
+  get open() {
+    return this.slots.filter((s) => s.session && !s.session.closed && !s.session.destroyed).length;
+  }
+  destroy() {
+    this.destroyed = true;
+    for (const slot of this.slots) slot.session?.destroy();
+  }
+  async #acquire() {
+    for (;;) {
+      if (this.destroyed) throw new Error('HTTP/2 pool destroyed');
+      let best;
+      for (const slot of this.slots)
+        if (slot.active < this.maxStreams && !(best && best.active <= slot.active)) best = slot;
+      if (best) {
+        best.active++;
+        return best;
+      }
+      await new Promise((resolve) => this.waiting.push(resolve));
+    }
+  }
+  #release(slot) {
+    slot.active--;
+    this.waiting.shift()?.();
+  }
+  /** The slot's session, opened (again) if it has none or it went away. */
+  #live(slot) {
+    const s = slot.session;
+    if (s && !s.closed && !s.destroyed && !slot.goaway) return Promise.resolve(s);
+    slot.opening ??= connectH2().then(
+      (session) => {
+        slot.session = session;
+        slot.goaway = false;
+        slot.opening = undefined;
+        session.once('goaway', () => (slot.goaway = true));
+        if (this.destroyed) session.destroy();
+        return session;
+      },
+      (err) => {
+        slot.opening = undefined;
+        throw err;
+      },
+    );
+    return slot.opening;
+  }
+}
+
+/** The server did not negotiate h2 for an HTTP/2 client: an h2 row would measure nothing it says. */
+export class NotH2 extends Error {}
+
+/** One HTTP/2 session to the server; rejects unless ALPN picked h2. */
+function connectH2() {
+  const { server } = ctx;
+  return new Promise((resolve, reject) => {
+    const session = http2.connect(server.url, { ca: server.caPem });
+    const failed = (err) =>
+      reject(
+        // What TLS says when the server offers no protocol of the client's (h2) by ALPN.
+        err.code === 'ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL'
+          ? new NotH2(`the server did not negotiate h2 by ALPN: ${err.message}`, { cause: err })
+          : err,
+      );
+    session.once('error', failed);
+    session.once('connect', () => {
+      session.off('error', failed);
+      // Errors of its streams are the streams' own; a session error (the server went) ends them all.
+      session.on('error', () => {});
+      if (session.alpnProtocol !== 'h2') {
+        session.destroy();
+        reject(new NotH2(`the server negotiated ${session.alpnProtocol ?? 'no protocol'} by ALPN, not h2`));
+        return;
+      }
+      resolve(session);
+    });
+  });
+}
+
+/** The sessions of an Http2Pool to carry `concurrency` streams at a time, 100 on each at most. */
+export const h2Sessions = (concurrency) => Math.max(1, Math.ceil(concurrency / 100));
+/** A protocol's name in a report. */
+export const protocolName = (p) => (p === 'h2' ? 'HTTP/2' : 'HTTP/1.1');
+
 export function expectStatus(res, code, what) {
   if (res.status !== code) throw new Error(`${what}: HTTP ${res.status}: ${res.body.toString().slice(0, 500)}`);
 }
@@ -589,11 +740,13 @@ export async function closedLoop(concurrency, seconds, op) {
 /**
  * Closed loops of every target at concurrency `c`: a warm-up per target, then `seconds` per target cut into
  * `slices` taken in turn with the other targets' (A B C A B C ...), so that a burst of load from elsewhere on the
- * machine hits every target alike. `targets` maps a label to (agent) => op. One row per target.
+ * machine hits every target alike. `targets` maps a label to (agent) => op; `agents` may give a target's label
+ * its own client (an Http2Pool, say), else it has an https.Agent of `c` keep-alive sockets. One row per target,
+ * with its requests completed and its label in the CPU table.
  */
-export async function interleavedClosedLoops(c, targets, { seconds, slices, cpuLabel }) {
+export async function interleavedClosedLoops(c, targets, { seconds, slices, cpuLabel, agents = {} }) {
   const rows = Object.entries(targets).map(([label, make]) => {
-    const agent = new https.Agent({ keepAlive: true, maxSockets: c });
+    const agent = agents[label] ?? new https.Agent({ keepAlive: true, maxSockets: c });
     return { label, agent, op: make(agent), latencies: [], errors: 0, elapsed: 0 };
   });
   for (const row of rows) await closedLoop(c, Math.min(2, seconds), row.op); // warm-up; opens the connections
@@ -610,6 +763,8 @@ export async function interleavedClosedLoops(c, targets, { seconds, slices, cpuL
     const r = {
       concurrency: c,
       label: row.label,
+      cpuLabel: cpuLabel(row.label),
+      requests: row.latencies.length,
       rps: row.latencies.length / row.elapsed,
       ...summary(row.latencies),
       errors: row.errors,
@@ -627,9 +782,18 @@ let watchRuns = 0;
 /**
  * `watchers` HTTPS watch streams on the namespace while an open-loop writer sends `rate` merge patches a second for
  * `seconds` to objects 0..n-1; every event at every watcher is matched to its write. See bench/README.md.
- * `cpuLabel` starts the labels of its rows in the CPU table.
+ * `cpuLabel` starts the labels of its rows in the CPU table. `protocol` 'h1': each watcher a connection of its own
+ * and the writer an https.Agent of 32 keep-alive sockets; 'h2': the watchers as streams of 100 to a session (as
+ * many informer processes), the writer one session of at most 32 concurrent streams.
  */
-export async function watchFanOut({ n, watchers: WATCHERS, rate: WRITE_RATE, seconds: WATCH_SECONDS, cpuLabel = '' }) {
+export async function watchFanOut({
+  n,
+  watchers: WATCHERS,
+  rate: WRITE_RATE,
+  seconds: WATCH_SECONDS,
+  cpuLabel = '',
+  protocol = 'h1',
+}) {
   const writes = Math.round(WRITE_RATE * WATCH_SECONDS);
   // Each run writes values no earlier run wrote: a patch that changes nothing is not written and makes no event.
   const run = ++watchRuns;
@@ -641,8 +805,36 @@ export async function watchFanOut({ n, watchers: WATCHERS, rate: WRITE_RATE, sec
   expectStatus(listed, 200, 'list for watch');
   const fromRV = JSON.parse(listed.body.toString()).metadata.resourceVersion;
 
-  const watchAgent = new https.Agent({ keepAlive: false, maxSockets: Infinity });
+  const h2 = protocol === 'h2';
+  const watchAgent = h2
+    ? await new Http2Pool({ sessions: h2Sessions(WATCHERS), maxStreams: 100 }).connect()
+    : new https.Agent({ keepAlive: false, maxSockets: Infinity });
   const watchers = [];
+  const watchPath = `${NS_PATH}?watch=true&resourceVersion=${fromRV}&timeoutSeconds=600`;
+  /** The watch request; `onResponse(status, body)` with its body stream (utf8 chunks, 'end', 'error'). */
+  const request = async (onResponse, onError) => {
+    if (h2) {
+      const stream = await watchAgent.stream({ ':path': watchPath, authorization: `Bearer ${server.token}` });
+      stream.once('response', (h) => onResponse(h[':status'], stream));
+      stream.on('error', onError);
+      return stream;
+    }
+    const url = new URL(watchPath, server.url);
+    const req = https.request(
+      {
+        hostname: url.hostname,
+        port: url.port,
+        path: url.pathname + url.search,
+        headers: { Authorization: `Bearer ${server.token}` },
+        ca: server.caPem,
+        agent: watchAgent,
+      },
+      (res) => onResponse(res.statusCode, res),
+    );
+    req.on('error', onError);
+    req.end();
+    return req;
+  };
   const openOne = (i) =>
     new Promise((resolve, reject) => {
       const w = {
@@ -656,18 +848,9 @@ export async function watchFanOut({ n, watchers: WATCHERS, rate: WRITE_RATE, sec
         req: undefined,
         ended: false,
       };
-      const url = new URL(`${NS_PATH}?watch=true&resourceVersion=${fromRV}&timeoutSeconds=600`, server.url);
-      w.req = https.request(
-        {
-          hostname: url.hostname,
-          port: url.port,
-          path: url.pathname + url.search,
-          headers: { Authorization: `Bearer ${server.token}` },
-          ca: server.caPem,
-          agent: watchAgent,
-        },
-        (res) => {
-          if (res.statusCode !== 200) return reject(new Error(`watch ${i}: HTTP ${res.statusCode}`));
+      request(
+        (status, res) => {
+          if (status !== 200) return reject(new Error(`watch ${i}: HTTP ${status}`));
           res.setEncoding('utf8');
           let rest = '';
           res.on('data', (chunk) => {
@@ -695,12 +878,11 @@ export async function watchFanOut({ n, watchers: WATCHERS, rate: WRITE_RATE, sec
           res.on('error', () => (w.ended = true));
           resolve(w);
         },
-      );
-      w.req.on('error', (err) => {
-        w.ended = true;
-        reject(err);
-      });
-      w.req.end();
+        (err) => {
+          w.ended = true;
+          reject(err);
+        },
+      ).then((req) => (w.req = req), reject);
     });
 
   const tOpen = now();
@@ -717,7 +899,9 @@ export async function watchFanOut({ n, watchers: WATCHERS, rate: WRITE_RATE, sec
   metrics.watchersOpen = await etcdMetrics();
 
   // Open-loop writer: write i is sent at t0 + i/rate whatever happened to earlier ones.
-  const writeAgent = new https.Agent({ keepAlive: true, maxSockets: 32 });
+  const writeAgent = h2
+    ? await new Http2Pool({ sessions: 1, maxStreams: 32 }).connect()
+    : new https.Agent({ keepAlive: true, maxSockets: 32 });
   const sent = new Float64Array(writes);
   const acked = new Float64Array(writes);
   const ackRV = new Float64Array(writes);
@@ -725,7 +909,8 @@ export async function watchFanOut({ n, watchers: WATCHERS, rate: WRITE_RATE, sec
   let writeRetries = 0;
   let writeSeconds = NaN;
   const pending = [];
-  await withCpu(`${cpuLabel}watch: ${WRITE_RATE} writes/s to ${WATCHERS} watchers`, async () => {
+  const writesLabel = `${cpuLabel}watch: ${WRITE_RATE} writes/s to ${WATCHERS} watchers`;
+  await withCpu(writesLabel, async () => {
     const t0 = now();
     for (let i = 0; i < writes; i++) {
       const due = t0 + (i * 1000) / WRITE_RATE;
@@ -807,6 +992,9 @@ export async function watchFanOut({ n, watchers: WATCHERS, rate: WRITE_RATE, sec
   metrics.afterClose = await etcdMetrics();
 
   return {
+    protocol,
+    connections: h2 ? watchAgent.slots.length : WATCHERS,
+    cpuLabel: writesLabel,
     watchers: WATCHERS,
     rate: WRITE_RATE,
     seconds: WATCH_SECONDS,

@@ -9,7 +9,8 @@
 // next, and every row is measured at each size before the next growth. With --workers 1,2 every row is measured
 // once per worker count at each size, on the same data: N > 1 runs the server as `dist/main.js --workers N` (a
 // primary and N workers), whose CPU and memory are summed over all its processes. --burn-cores adds a steady
-// outside load (bench/burn.mjs) for the whole run.
+// outside load (bench/burn.mjs) for the whole run. With --protocols h1,h2 the create, GET and watch rows are each
+// measured over HTTP/1.1 and over HTTP/2 (node:http2 sessions negotiated by ALPN), in turn on the same data.
 import { fork } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,14 +20,18 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Etcd3 } from 'etcd3';
 import {
+  Http2Pool,
   KEY_PREFIX,
+  NotH2,
   NS_PATH,
   cpuLines,
+  cpuSecondsOf,
   ctx,
   f1,
   f2,
   forkServerChild,
   freePort,
+  h2Sessions,
   headerLines,
   httpsRequest,
   interleavedClosedLoops,
@@ -37,6 +42,7 @@ import {
   name,
   now,
   prefixEnd,
+  protocolName,
   retryOnReset,
   sharedSecret,
   sleep,
@@ -65,6 +71,7 @@ const { values: args } = parseArgs({
     'stall-seconds': { type: 'string', default: '60' },
     workers: { type: 'string', default: '1' },
     'burn-cores': { type: 'string', default: '0' },
+    protocols: { type: 'string', default: 'h1' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -72,12 +79,15 @@ if (args.help) {
   console.log(`Usage: bench/run.sh scale [--sizes 10000,50000,100000] [--heap-mb 256,256,512] [--only memory,create,get,watch,start]
   [--concurrency 64] [--create-seconds 10] [--create-slice-seconds 2] [--get-seconds 10] [--get-slices 5]
   [--watchers 1000] [--write-rates 100,200] [--watch-seconds 10] [--idle-seconds 5] [--settle-seconds 2]
-  [--start-timeout-seconds 120] [--stall-seconds 60] [--workers 1] [--burn-cores 0]
+  [--start-timeout-seconds 120] [--stall-seconds 60] [--workers 1] [--burn-cores 0] [--protocols h1]
 --heap-mb: the server's --max-old-space-size per size (one value for all sizes, or one per size; 0 = Node's
 default). Default: 256 up to 50,000 objects, 512 above.
 --workers: the server's worker counts, each measured at every size on the same data (e.g. 1,2 side by side); 1 is
 the server in one process, N > 1 is dist/main.js --workers N.
---burn-cores: outside load, a process busy that fraction of a core (more than 1: several) for the whole run.`);
+--burn-cores: outside load, a process busy that fraction of a core (more than 1: several) for the whole run.
+--protocols: h1, h2 or h1,h2: the create, GET and watch rows over HTTP/1.1 (https agents, a connection per
+watcher) and/or HTTP/2 (node:http2 sessions of up to 100 streams: ceil(concurrency / 100) for creates and GETs,
+ceil(watchers / 100) for the watchers), each in turn on the same data.`);
   process.exit(0);
 }
 const list = (s) => s.split(',').filter(Boolean).map(Number);
@@ -101,8 +111,18 @@ const WORKERS = list(args.workers);
 const BURN_CORES = Number(args['burn-cores']);
 if (!WORKERS.length || WORKERS.some((w) => !Number.isInteger(w) || w < 1 || w > 64))
   throw new Error(`--workers must be worker counts from 1 to 64, comma-separated (got ${args.workers})`);
+const PROTOCOLS = [...new Set(args.protocols.split(',').filter(Boolean))];
+if (!PROTOCOLS.length || PROTOCOLS.some((p) => p !== 'h1' && p !== 'h2'))
+  throw new Error(`--protocols must be h1, h2 or both, comma-separated (got ${args.protocols})`);
 if (!(BURN_CORES >= 0))
   throw new Error(`--burn-cores must be a number of cores, 0 or more (got ${args['burn-cores']})`);
+/** How a row's label names its protocol: nothing when HTTP/1.1 alone is measured (as before the option). */
+const over = (p) => (PROTOCOLS.length === 1 && p === 'h1' ? '' : ` over ${protocolName(p)}`);
+/** The client of a protocol's closed loops: an https.Agent, or HTTP/2 sessions of up to 100 streams. */
+async function clientFor(p, concurrency) {
+  if (p === 'h1') return new https.Agent({ keepAlive: true, maxSockets: concurrency });
+  return new Http2Pool({ sessions: h2Sessions(concurrency), maxStreams: 100 }).connect();
+}
 /** More than one worker count: the report has a column per size and count, and the CPU table says which. */
 const SIDE_BY_SIDE = WORKERS.length > 1;
 const RAW_PREFIX = '/bench-raw/sharedsecrets/';
@@ -281,15 +301,28 @@ async function createRaw(etcd, seconds) {
 }
 
 /**
- * Grows the data to n objects through the server. The first CREATE_SECONDS of server time are cut into slices of
- * CREATE_SLICE seconds, each followed by a raw etcd3 slice as long as it took, so that outside load hits both
- * alike; the rest of the growth is not compared.
+ * Grows the data to n objects through the server. The first CREATE_SECONDS of server time per protocol are cut
+ * into slices of CREATE_SLICE seconds, the protocols' in turn, each followed by a raw etcd3 slice as long as it
+ * took, so that outside load hits both alike; the rest of the growth (over HTTP/1.1) is not compared.
  */
 async function grow(etcd, n, r, { finish = true, upTo = n } = {}) {
   const at = `N=${fmtN(n)}${atWorkers(r.workers)}`;
+  const growing = `grow to ${fmtN(n)}${atWorkers(r.workers)} (not compared)`;
   const agent = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-  r.create ??= { server: { creates: 0, seconds: 0 }, raw: { creates: 0, seconds: 0 } };
+  const comparing = ONLY.has('create') && count < upTo;
+  const clients = {};
+  r.create ??= {};
   const c = r.create;
+  for (const p of PROTOCOLS)
+    c[p] ??= {
+      server: { creates: 0, seconds: 0, cpuLabel: `create ${at}: server POST${over(p)}` },
+      raw: {
+        creates: 0,
+        seconds: 0,
+        cpuLabel: `create ${at}: raw etcd3 txn${PROTOCOLS.length > 1 ? ` (beside ${protocolName(p)})` : ''}`,
+      },
+    };
+  const left = (p) => ONLY.has('create') && c[p].server.seconds < CREATE_SECONDS;
   const template = async () => {
     if (rawTemplate) return;
     const stored = (await etcd.get(KEY_PREFIX + name(created.indexOf(1))).exec()).kvs[0].value;
@@ -297,36 +330,42 @@ async function grow(etcd, n, r, { finish = true, upTo = n } = {}) {
     c.rawValueBytes = JSON.stringify(rawTemplate).length;
   };
   try {
-    if (ONLY.has('create') && count < upTo) {
+    if (comparing) {
       // A second of each first, not compared: it opens the connections and lets both sides' code get compiled.
-      await withCpu(`grow to ${fmtN(n)}${atWorkers(r.workers)} (not compared)`, () =>
-        createThroughServer(upTo, now() + 1000, agent),
-      );
+      for (const p of PROTOCOLS) {
+        clients[p] = p === 'h1' ? agent : await clientFor(p, CONCURRENCY);
+        await withCpu(`${growing}${over(p)}`, () => createThroughServer(upTo, now() + 1000, clients[p]));
+      }
       await template();
       await withCpu(`create ${at}: raw etcd3 warm-up (not compared)`, () => createRaw(etcd, 1));
     }
     // Not `finish`: only the compared slices, up to object `upTo` (another worker count's server grows the rest).
-    while (count < upTo && (finish || c.server.seconds < CREATE_SECONDS)) {
-      const compare = ONLY.has('create') && c.server.seconds < CREATE_SECONDS;
-      const t0 = now();
-      const label = compare ? `create ${at}: server POST` : `grow to ${fmtN(n)}${atWorkers(r.workers)} (not compared)`;
-      const done = await withCpu(label, () =>
-        createThroughServer(upTo, compare ? t0 + CREATE_SLICE * 1000 : Infinity, agent),
-      );
-      const seconds = (now() - t0) / 1000;
-      if (!compare) continue;
-      c.server.creates += done;
-      c.server.seconds += seconds;
-      await template();
-      const rawDone = await withCpu(`create ${at}: raw etcd3 txn`, () => createRaw(etcd, seconds));
-      c.raw.creates += rawDone;
-      c.raw.seconds += seconds;
-      log(
-        `  ${count} objects; slice: server ${(done / seconds).toFixed(0)}/s, raw ${(rawDone / seconds).toFixed(0)}/s`,
-      );
+    while (count < upTo && (finish || PROTOCOLS.some(left))) {
+      if (!PROTOCOLS.some(left)) {
+        await withCpu(growing, () => createThroughServer(upTo, Infinity, agent));
+        continue;
+      }
+      for (const p of PROTOCOLS.filter(left)) {
+        if (count >= upTo) break;
+        const t0 = now();
+        const done = await withCpu(c[p].server.cpuLabel, () =>
+          createThroughServer(upTo, t0 + CREATE_SLICE * 1000, clients[p]),
+        );
+        const seconds = (now() - t0) / 1000;
+        c[p].server.creates += done;
+        c[p].server.seconds += seconds;
+        await template();
+        const rawDone = await withCpu(c[p].raw.cpuLabel, () => createRaw(etcd, seconds));
+        c[p].raw.creates += rawDone;
+        c[p].raw.seconds += seconds;
+        log(
+          `  ${count} objects; slice${over(p)}: server ${(done / seconds).toFixed(0)}/s, raw ${(rawDone / seconds).toFixed(0)}/s`,
+        );
+      }
     }
   } finally {
     agent.destroy();
+    for (const client of Object.values(clients)) client.destroy();
     await etcd.delete().prefix(RAW_PREFIX);
   }
 }
@@ -388,6 +427,8 @@ async function phase(r, what, fn) {
   try {
     await fn();
   } catch (err) {
+    // A server that does not speak h2 is no row to record: the run stops.
+    if (err instanceof NotH2) throw err;
     error = err;
   }
   const workerExits = child?.handle.workerExits?.slice(workerExitsBefore) ?? [];
@@ -502,42 +543,54 @@ async function measureRows(etcd, n, r, { afterGrowth }) {
           if (created[i]) return i;
         }
       };
-      r.get = await interleavedClosedLoops(
-        CONCURRENCY,
-        {
-          'server GET (consistent, no resourceVersion)': (agent) => async () => {
-            const res = await retryOnReset(() => httpsRequest('GET', `${NS_PATH}/${name(random())}`, { agent }));
-            if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
-            JSON.parse(res.body.toString('utf8'));
-          },
-          'raw etcd3 get(key) + JSON.parse': () => async () => {
-            const res = await etcd.get(KEY_PREFIX + name(random())).exec();
-            if (res.kvs.length !== 1) throw new Error('missing key');
-            JSON.parse(res.kvs[0].value.toString('utf8'));
-          },
-        },
-        { seconds: GET_SECONDS, slices: GET_SLICES, cpuLabel: (label) => `GET ${at}: ${label}` },
-      );
+      const serverGet = (agent) => async () => {
+        const res = await retryOnReset(() => httpsRequest('GET', `${NS_PATH}/${name(random())}`, { agent }));
+        if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
+        JSON.parse(res.body.toString('utf8'));
+      };
+      // One target per protocol, then raw etcd3: their slices in turn, the raw baseline shared.
+      const targets = {};
+      const agents = {};
+      for (const p of PROTOCOLS) {
+        const label = `server GET${over(p)} (consistent, no resourceVersion)`;
+        targets[label] = serverGet;
+        if (p !== 'h1') agents[label] = await clientFor(p, CONCURRENCY);
+      }
+      targets['raw etcd3 get(key) + JSON.parse'] = () => async () => {
+        const res = await etcd.get(KEY_PREFIX + name(random())).exec();
+        if (res.kvs.length !== 1) throw new Error('missing key');
+        JSON.parse(res.kvs[0].value.toString('utf8'));
+      };
+      const rows = await interleavedClosedLoops(CONCURRENCY, targets, {
+        seconds: GET_SECONDS,
+        slices: GET_SLICES,
+        cpuLabel: (label) => `GET ${at}: ${label}`,
+        agents,
+      });
+      r.get = { raw: rows.at(-1), ...Object.fromEntries(PROTOCOLS.map((p, k) => [p, rows[k]])) };
     });
   }
   if (ONLY.has('watch')) {
     r.watch = [];
-    for (const rate of WRITE_RATES) {
-      log(`watch: ${WATCHERS} watchers, ${rate} writes/s for ${WATCH_SECONDS} s`);
-      await phase(r, `watch at ${rate}/s`, async () => {
-        // Patches go to objects 0..n-1; after a server died some may be missing, so only created ones.
-        const targets = count === n ? n : created.indexOf(0);
-        r.watch.push(
-          await watchFanOut({
-            n: targets,
-            watchers: WATCHERS,
-            rate,
-            seconds: WATCH_SECONDS,
-            cpuLabel: `${at} `,
-          }),
-        );
-      });
-    }
+    for (const rate of WRITE_RATES)
+      for (const p of PROTOCOLS) {
+        const how = p === 'h2' ? `${h2Sessions(WATCHERS)} HTTP/2 sessions` : `${WATCHERS} connections`;
+        log(`watch${over(p)}: ${WATCHERS} watchers on ${how}, ${rate} writes/s for ${WATCH_SECONDS} s`);
+        await phase(r, `watch at ${rate}/s${over(p)}`, async () => {
+          // Patches go to objects 0..n-1; after a server died some may be missing, so only created ones.
+          const targets = count === n ? n : created.indexOf(0);
+          r.watch.push(
+            await watchFanOut({
+              n: targets,
+              watchers: WATCHERS,
+              rate,
+              seconds: WATCH_SECONDS,
+              cpuLabel: `${at}${over(p)} `,
+              protocol: p,
+            }),
+          );
+        });
+      }
   }
   if (ONLY.has('start')) {
     log(`start: a new server${atWorkers(r.workers)} on ${fmtN(count)} objects`);
@@ -619,6 +672,59 @@ async function main() {
 
 // ---------- report ----------
 
+/** A protocol's watchers, in words. */
+const watchConnections = (p) =>
+  p === 'h2' ? `${h2Sessions(WATCHERS)} HTTP/2 connection(s) of up to 100 streams` : `${WATCHERS} connections`;
+/** Column `r`'s watch result at `rate` over `p`. */
+const watchOf = (r, rate, p) => r.watch?.find((w) => w.rate === rate && w.protocol === p);
+/** The server's CPU µs per request of the CPU table's row `label`, `requests` completed in it (formatted). */
+function perRequest(label, requests, proc = 'server') {
+  const seconds = label && cpuSecondsOf(label)?.[proc];
+  if (!(seconds >= 0) || !requests) return '–';
+  return fmtN(Math.round((seconds * 1e6) / requests));
+}
+
+/**
+ * The CPU per request of every compared row, per process: CPU seconds during the row's slices (the CPU table's
+ * rows of the same label) over the requests completed in them; the watch rows per delivered event × watcher.
+ */
+function cpuPerRequestLines(S) {
+  const procs = ['server', 'etcd', 'bench client'];
+  const out = [
+    '#### CPU per request (µs: CPU seconds of the process during the row / requests completed in it)',
+    '',
+    `| Row | completed | ${procs.join(' µs | ')} µs |`,
+    `|---|---|${procs.map(() => '---|').join('')}`,
+  ];
+  const line = (what, label, requests) =>
+    label &&
+    requests &&
+    out.push(`| ${what} | ${fmtN(requests)} | ${procs.map((p) => perRequest(label, requests, p)).join(' | ')} |`);
+  for (const r of S) {
+    const at = `${fmtN(r.n)}${atWorkers(r.workers)}`;
+    for (const p of PROTOCOLS) {
+      const c = r.create?.[p];
+      line(`${at}: create${over(p)}`, c?.server.cpuLabel, c?.server.creates);
+      line(`${at}: raw etcd3 txn${over(p) && ` (beside ${protocolName(p)})`}`, c?.raw.cpuLabel, c?.raw.creates);
+    }
+    for (const p of PROTOCOLS) line(`${at}: consistent GET${over(p)}`, r.get?.[p]?.cpuLabel, r.get?.[p]?.requests);
+    line(`${at}: raw etcd3 get`, r.get?.raw.cpuLabel, r.get?.raw.requests);
+    for (const w of r.watch ?? [])
+      line(
+        `${at}: watch${over(w.protocol)} at ${w.rate}/s, per delivered event × watcher (${fmtN(w.watchers)} on ${watchConnections(w.protocol)})`,
+        w.cpuLabel,
+        w.delivered,
+      );
+  }
+  out.push(
+    '',
+    "The watch rows' CPU is that of the write phase (the patches, their events to every watcher, the wait for the last delivery); " +
+      'in the raw etcd3 rows the etcd column is the baseline, and the server column is what the server did meanwhile (it is not idle during raw creates: see the CPU table).',
+    '',
+  );
+  return out;
+}
+
 function report(res) {
   const m = res.machine;
   const many = WORKERS.filter((w) => w > 1);
@@ -640,7 +746,8 @@ function report(res) {
     `Options: sizes ${SIZES.map(fmtN).join(', ')}; heap limits ${SIZES.map((_, k) => `${heapFor(k) || 'default'}`).join(', ')} MiB${many.length ? ' (per process)' : ''}; ` +
       `${WORKERS.join(' and ')} worker${WORKERS.length > 1 || WORKERS[0] > 1 ? 's' : ''}; ` +
       `${CONCURRENCY} concurrent creates and GETs; create comparison over the first ${CREATE_SECONDS} s of growth per size in ${CREATE_SLICE} s slices; ` +
-      `GET ${GET_SECONDS} s per row in ${GET_SLICES} slices; ${WATCHERS} watchers at ${WRITE_RATES.join(' then ')} writes/s for ${WATCH_SECONDS} s each.`,
+      `GET ${GET_SECONDS} s per row in ${GET_SLICES} slices; ${WATCHERS} watchers at ${WRITE_RATES.join(' then ')} writes/s for ${WATCH_SECONDS} s each; ` +
+      `${PROTOCOLS.map((p) => `${protocolName(p)} (${p === 'h2' ? `creates and GETs on ${h2Sessions(CONCURRENCY)} session(s) of up to 100 streams, watchers on ${h2Sessions(WATCHERS)} session(s) of up to 100, writes on 1 session of up to 32` : `creates and GETs on up to ${CONCURRENCY} keep-alive connections, each watcher a connection, writes on up to 32`})`).join(' and ')}.`,
     '',
   );
   for (const w of WORKERS) {
@@ -691,34 +798,64 @@ function report(res) {
       const mm = r.memoryAfterStart ?? r.memory;
       return `${f1(((mm.rss - idleGc.rss) / r.objects) * 1e4)} / ${f1(((mm.heapUsed - idleGc.heapUsed) / r.objects) * 1e4)}`;
     });
-  row(
-    `Create, ${CONCURRENCY} concurrent: server / raw etcd3 txn creates/s (ratio)`,
-    (r) => {
-      const c = r.create;
-      if (!c?.server.seconds) return undefined;
-      const s = c.server.creates / c.server.seconds;
-      const w = c.raw.creates / c.raw.seconds;
-      return `${s.toFixed(0)} / ${w.toFixed(0)} (**${f2(s / w)}x**)`;
-    },
-    '>= 0.5x',
-  );
-  row(
-    `Consistent GET, ${CONCURRENCY} concurrent: server / raw etcd3 req/s (ratio); p99 ms`,
-    (r) => {
-      const [s, w] = r.get;
-      return `${s.rps.toFixed(0)} / ${w.rps.toFixed(0)} (**${f2(s.rps / w.rps)}x**); ${f1(s.p99)} / ${f1(w.p99)}${s.errors + w.errors ? `; ${s.errors + w.errors} errors` : ''}`;
-    },
-    '>= 1.5x',
-  );
-  for (const [k, rate] of WRITE_RATES.entries())
+  for (const p of PROTOCOLS)
     row(
-      `Watch, ${WATCHERS} watchers, ${rate} patches/s offered: achieved/s; deliveries missing; p99 ack → received ms`,
+      `Create${over(p)}, ${CONCURRENCY} concurrent: server / raw etcd3 txn creates/s (ratio)`,
       (r) => {
-        const w = r.watch[k];
-        if (!w) return undefined;
-        return `${f1(w.writes / w.writeSeconds)}; ${w.expected - w.delivered}${w.writeErrors ? ` (+${w.writeErrors} failed writes)` : ''}; **${f1(w.fromAck.p99)}**`;
+        const c = r.create?.[p];
+        if (!c?.server.seconds) return undefined;
+        const s = c.server.creates / c.server.seconds;
+        const w = c.raw.creates / c.raw.seconds;
+        return `${s.toFixed(0)} / ${w.toFixed(0)} (**${f2(s / w)}x**)`;
       },
-      `${rate}/s, 0 missing, p99 < 100 ms`,
+      '>= 0.5x',
+    );
+  for (const p of PROTOCOLS)
+    row(
+      `Consistent GET${over(p)}, ${CONCURRENCY} concurrent: server / raw etcd3 req/s (ratio); p99 ms`,
+      (r) => {
+        const s = r.get[p];
+        const w = r.get.raw;
+        return `${s.rps.toFixed(0)} / ${w.rps.toFixed(0)} (**${f2(s.rps / w.rps)}x**); ${f1(s.p99)} / ${f1(w.p99)}${s.errors + w.errors ? `; ${s.errors + w.errors} errors` : ''}`;
+      },
+      '>= 1.5x',
+    );
+  for (const rate of WRITE_RATES)
+    for (const p of PROTOCOLS)
+      row(
+        `Watch${over(p)}, ${WATCHERS} watchers${over(p) ? ` on ${watchConnections(p)}` : ''}, ${rate} patches/s offered: achieved/s; deliveries missing; p99 ack → received ms`,
+        (r) => {
+          const w = watchOf(r, rate, p);
+          if (!w) return undefined;
+          return `${f1(w.writes / w.writeSeconds)}; ${w.expected - w.delivered}${w.writeErrors ? ` (+${w.writeErrors} failed writes)` : ''}; **${f1(w.fromAck.p99)}**`;
+        },
+        `${rate}/s, 0 missing, p99 < 100 ms`,
+      );
+  for (const p of PROTOCOLS)
+    row(
+      `Server CPU µs${over(p)}: ${[
+        ONLY.has('create') && 'per create',
+        ONLY.has('get') && 'per consistent GET',
+        ONLY.has('watch') && `per delivered event (event × watcher) at ${WRITE_RATES.join(', ')}/s`,
+      ]
+        .filter(Boolean)
+        .join('; ')}`,
+      (r) => {
+        const cells = [
+          ONLY.has('create') && perRequest(r.create?.[p]?.server.cpuLabel, r.create?.[p]?.server.creates),
+          ONLY.has('get') && perRequest(r.get?.[p]?.cpuLabel, r.get?.[p]?.requests),
+          ONLY.has('watch') &&
+            WRITE_RATES.map((rate) => {
+              const w = watchOf(r, rate, p);
+              return perRequest(w?.cpuLabel, w?.delivered);
+            }).join(', '),
+        ];
+        return cells
+          .filter((x) => x !== false)
+          .map((x) => `**${x}**`)
+          .join('; ');
+      },
+      "each half of today's",
     );
   row(
     'Start: spawn → /readyz 200; → first consistent list (s)',
@@ -747,9 +884,10 @@ function report(res) {
   for (const r of S)
     for (const w of r.watch ?? [])
       out.push(
-        `| ${fmtN(r.n)}${atWorkers(r.workers)} | ${w.rate} | ${f1(w.writes / w.writeSeconds)} | ${w.delivered} / ${w.expected} | ${f1(w.fromAck.p50)} / ${f1(w.fromAck.p99)} / ${f1(w.fromAck.max)} | ${f1(w.fromSend.p50)} / ${f1(w.fromSend.p99)} | ${f1(w.ackLatency.p50)} / ${f1(w.ackLatency.p99)} |`,
+        `| ${fmtN(r.n)}${atWorkers(r.workers)}${over(w.protocol)} | ${w.rate} | ${f1(w.writes / w.writeSeconds)} | ${w.delivered} / ${w.expected} | ${f1(w.fromAck.p50)} / ${f1(w.fromAck.p99)} / ${f1(w.fromAck.max)} | ${f1(w.fromSend.p50)} / ${f1(w.fromSend.p99)} | ${f1(w.ackLatency.p50)} / ${f1(w.ackLatency.p99)} |`,
       );
   out.push('');
+  out.push(...cpuPerRequestLines(S));
   out.push(...cpuLines(m.cores));
   return out.join('\n');
 }
