@@ -84,6 +84,10 @@ function serveBoth(app: Express): (req: IncomingMessage, res: ServerResponse) =>
   const response = laidOver(Http2ServerResponse.prototype, app.response, {});
   return (req, res) => {
     if (!(req instanceof Http2ServerRequest)) return app(req, res);
+    // A body of no stated length (kubectl create --raw -f streams its file) is what HTTP/1.1 calls chunked: said so
+    // to the body reader and the flow control (body.ts, priorityandfairness.ts), which would read none otherwise.
+    if (!req.stream.endAfterHeaders && req.headers['content-length'] === undefined)
+      req.headers['transfer-encoding'] = 'chunked';
     // What app.handle does but the prototypes (res.req is the request already, and x-powered-by is off).
     Object.setPrototypeOf(req, request);
     Object.setPrototypeOf(res, response);

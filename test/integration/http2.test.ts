@@ -135,6 +135,23 @@ describe('requests and watches as streams of one connection', () => {
     expect(client.session.destroyed).toBe(false);
   });
 
+  test('a body of no stated length (as kubectl create --raw -f sends a file) is read whole', async () => {
+    const client = h2();
+    const ns = uniq('h2-unsized');
+    const body = JSON.stringify(secretBody('unsized'));
+    const stream = client.open('POST', sharedSecretsPath(ns), {
+      open: true,
+      headers: { 'content-type': 'application/json' },
+    });
+    stream.write(body.slice(0, 20));
+    stream.end(body.slice(20));
+    const created = await answerOf(stream);
+    expect(created.status).toBe(201);
+    expect(created.body.metadata.name).toBe('unsized');
+    // And with none at all, as a GET sends it: no body, not a wait for one.
+    expect((await client.get(`${sharedSecretsPath(ns)}/unsized`)).status).toBe(200);
+  });
+
   test('a watch whose client reads nothing is ended once its buffer is full; the other streams go on', async () => {
     const client = h2();
     const ns = uniq('h2-slow');
