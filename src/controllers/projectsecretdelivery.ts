@@ -155,8 +155,9 @@ export class ProjectSecretDelivery {
     this.projects = registry.store(Project);
     this.clusters = registry.store(Cluster);
     this.secrets = new HostResource<HostSecret>(hostCluster, SECRETS);
-    this.host = new SecretPlacer(records);
-    if (opts.targets) this.remote = new SecretPlacer(opts.targets.records);
+    // A change seen while a copy was being written, not its echo: that place is reconciled again.
+    this.host = new SecretPlacer(records, (uid) => this.queue.add(uid));
+    if (opts.targets) this.remote = new SecretPlacer(opts.targets.records, (id) => this.queue.add(targetItem(id)));
     this.queue = new WorkQueue({
       baseDelayMs: 1000,
       maxDelayMs: 60_000,

@@ -40,8 +40,17 @@ const digest = (want: HostSecret) => createHash('sha256').update(JSON.stringify(
 
 export class SecretPlacer {
   private readonly written = new Map<string, Written>();
+  /**
+   * The resourceVersions a watch showed at an id's place while a write there was on its way: the write's own echo
+   * may come before its answer, and is told from another change only once the answer says its resourceVersion.
+   */
+  private readonly seenWhileWriting = new Map<string, string[]>();
 
-  constructor(private readonly records: DeliveryRecords) {}
+  /** `changedWhileWriting`: a change that came during a write and was not its echo (the caller reconciles again). */
+  constructor(
+    private readonly records: DeliveryRecords,
+    private readonly changedWhileWriting: (id: string) => void = () => {},
+  ) {}
 
   /**
    * Makes the Secret at `want`'s place in `secrets` what `want` says, when the name is this server's to use there;
@@ -84,13 +93,33 @@ export class SecretPlacer {
       await secrets.delete(namespace, name, have.metadata.uid);
       await this.create(id, secrets, want, wanted, via);
     } else {
-      const put = await secrets.replace({
-        ...want,
-        metadata: { ...want.metadata, resourceVersion: have.metadata.resourceVersion },
-      });
-      this.remember(id, put, wanted);
+      await this.writing(id, wanted, () =>
+        secrets.replace({ ...want, metadata: { ...want.metadata, resourceVersion: have.metadata.resourceVersion } }),
+      );
     }
     return { kind: 'delivered', wrote: true };
+  }
+
+  /**
+   * Runs a write at `id`'s place and remembers what it wrote, the watch's changes meanwhile held until its answer:
+   * one with the answer's resourceVersion is its echo; any other is a change, told to changedWhileWriting.
+   */
+  private async writing(id: string, wanted: string, write: () => Promise<HostSecret>): Promise<void> {
+    const seen: string[] = [];
+    this.seenWhileWriting.set(id, seen);
+    let echo: string | undefined;
+    try {
+      const written = await write();
+      echo = written.metadata.resourceVersion;
+      this.remember(id, written, wanted);
+    } finally {
+      if (this.seenWhileWriting.get(id) === seen) this.seenWhileWriting.delete(id);
+      if (seen.some((rv) => rv !== echo)) {
+        const w = this.written.get(id);
+        if (w) w.stale = true;
+        this.changedWhileWriting(id);
+      }
+    }
   }
 
   /**
@@ -111,6 +140,11 @@ export class SecretPlacer {
 
   /** Whether a watched change of the Secret at `id`'s place is not the echo of the server's own write. */
   changed(id: string, meta: { uid?: string; resourceVersion?: string }): boolean {
+    const seen = this.seenWhileWriting.get(id);
+    if (seen) {
+      seen.push(meta.resourceVersion ?? '');
+      return false;
+    }
     const w = this.written.get(id);
     if (w && this.records.get(id)?.uid === meta.uid && w.resourceVersion === meta.resourceVersion) return false;
     if (w) w.stale = true;
@@ -157,10 +191,12 @@ export class SecretPlacer {
     this.written.delete(id);
     const place = { namespace: want.metadata.namespace!, name: want.metadata.name, ...(via ? { via } : {}) };
     await this.records.set(id, { ...place, uid: '' });
-    const created = await secrets.create(want);
-    const { namespace = want.metadata.namespace!, name, uid: secretUid } = created.metadata;
-    if (secretUid) await this.records.set(id, { ...place, namespace, name, uid: secretUid });
-    this.remember(id, created, wanted);
+    await this.writing(id, wanted, async () => {
+      const created = await secrets.create(want);
+      const { namespace = want.metadata.namespace!, name, uid: secretUid } = created.metadata;
+      if (secretUid) await this.records.set(id, { ...place, namespace, name, uid: secretUid });
+      return created;
+    });
   }
 
   private remember(id: string, secret: HostSecret, wanted: string): void {
