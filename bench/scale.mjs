@@ -13,7 +13,7 @@
 // measured over HTTP/1.1 and over HTTP/2 (node:http2 sessions negotiated by ALPN), in turn on the same data.
 import { fork } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -72,6 +72,7 @@ const { values: args } = parseArgs({
     workers: { type: 'string', default: '1' },
     'burn-cores': { type: 'string', default: '0' },
     protocols: { type: 'string', default: 'h1' },
+    profile: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -79,7 +80,7 @@ if (args.help) {
   console.log(`Usage: bench/run.sh scale [--sizes 10000,50000,100000] [--heap-mb 256,256,512] [--only memory,create,get,watch,start]
   [--concurrency 64] [--create-seconds 10] [--create-slice-seconds 2] [--get-seconds 10] [--get-slices 5]
   [--watchers 1000] [--write-rates 100,200] [--watch-seconds 10] [--idle-seconds 5] [--settle-seconds 2]
-  [--start-timeout-seconds 120] [--stall-seconds 60] [--workers 1] [--burn-cores 0] [--protocols h1]
+  [--start-timeout-seconds 120] [--stall-seconds 60] [--workers 1] [--burn-cores 0] [--protocols h1] [--profile DIR]
 --heap-mb: the server's --max-old-space-size per size (one value for all sizes, or one per size; 0 = Node's
 default). Default: 256 up to 50,000 objects, 512 above.
 --workers: the server's worker counts, each measured at every size on the same data (e.g. 1,2 side by side); 1 is
@@ -87,10 +88,12 @@ the server in one process, N > 1 is dist/main.js --workers N.
 --burn-cores: outside load, a process busy that fraction of a core (more than 1: several) for the whole run.
 --protocols: h1, h2 or h1,h2: the create, GET and watch rows over HTTP/1.1 (https agents, a connection per
 watcher) and/or HTTP/2 (node:http2 sessions of up to 100 streams: ceil(concurrency / 100) for creates and GETs,
-ceil(watchers / 100) for the watchers), each in turn on the same data.`);
+ceil(watchers / 100) for the watchers), each in turn on the same data.
+--profile DIR: a V8 CPU profile of the server per phase (bench/profile-summary.mjs); quote no figures of such a run.`);
   process.exit(0);
 }
 const list = (s) => s.split(',').filter(Boolean).map(Number);
+if (args.profile) mkdirSync((ctx.profileDir = args.profile), { recursive: true });
 const SIZES = list(args.sizes).sort((a, b) => a - b);
 const HEAP_MB = args['heap-mb'] ? list(args['heap-mb']) : SIZES.map((n) => (n <= 50_000 ? 256 : 512));
 const heapFor = (k) => HEAP_MB[Math.min(k, HEAP_MB.length - 1)];
