@@ -157,7 +157,8 @@ export class GarbageCollector {
     }
     // A blockOwnerDeletion change can free a waiting owner too.
     for (const r of node.owners) if (this.nodes.get(r.uid)?.deleting) this.enqueue(r.uid);
-    this.enqueue(node.uid);
+    // An object with no owner, not being deleted, has nothing to collect: its turn would read it for nothing.
+    if (hasWork(node)) this.enqueue(node.uid);
   }
 
   private remove(obj: KubeObject): void {
@@ -186,7 +187,7 @@ export class GarbageCollector {
   }
 
   private enqueueAll(): void {
-    for (const uid of this.nodes.keys()) this.enqueue(uid);
+    for (const [uid, node] of this.nodes) if (hasWork(node)) this.enqueue(uid);
   }
 
   /** One object's turn, on the node the index had when it began. */
@@ -445,4 +446,9 @@ class TurnFailed extends Error {
   ) {
     super(String(failure));
   }
+}
+
+/** Whether an object's turn may do anything: it has owners to check, or is being deleted (its dependents). */
+function hasWork(node: Node): boolean {
+  return node.owners.length > 0 || node.deleting;
 }

@@ -81,6 +81,8 @@ interface TrackedSharedSecret {
   generation: number;
   deleting: boolean;
   accessSynced: string;
+  /** It has the ProjectSecrets condition (some ProjectSecret named it once): its count is kept up to date. */
+  counted: boolean;
 }
 
 const PROJECT_SECRET = 'ProjectSecret ';
@@ -207,11 +209,20 @@ export class ProjectSecretSync {
       generation: obj.metadata.generation ?? 0,
       deleting: !!obj.metadata.deletionTimestamp,
       accessSynced: JSON.stringify(conditionOf(obj, ACCESS_SYNCED) ?? null),
+      counted: !!conditionOf(obj, PROJECT_SECRETS),
     };
     const before = this.sources.get(key);
     this.sources.set(key, next);
-    if (!before || before.uid !== next.uid) this.queue.add(SHARED_SECRET + key);
+    // A SharedSecret nothing names and nothing counted has no count to write: not read again for it (most are such).
+    if ((!before || before.uid !== next.uid) && this.countable(key, next)) this.queue.add(SHARED_SECRET + key);
     if (!before || !jsonEqual(before, next)) this.enqueueDependents(key);
+  }
+
+  /** Whether the SharedSecret at `key` has a ProjectSecrets count to keep: one names it, or it has the condition. */
+  private countable(key: string, source: TrackedSharedSecret): boolean {
+    if (source.counted) return true;
+    for (const t of this.tracked.values()) if (t.source === key) return true;
+    return false;
   }
 
   private removeSharedSecret(key: string): void {
@@ -225,7 +236,8 @@ export class ProjectSecretSync {
 
   private enqueueAll(): void {
     for (const key of this.tracked.keys()) this.queue.add(PROJECT_SECRET + key);
-    for (const key of this.sources.keys()) this.queue.add(SHARED_SECRET + key);
+    const named = new Set([...this.tracked.values()].map((t) => t.source));
+    for (const [key, source] of this.sources) if (source.counted || named.has(key)) this.queue.add(SHARED_SECRET + key);
   }
 
   // ---- one ProjectSecret ----
