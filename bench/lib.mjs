@@ -601,11 +601,22 @@ export class Http2Pool {
 /** The server did not negotiate h2 for an HTTP/2 client: an h2 row would measure nothing it says. */
 export class NotH2 extends Error {}
 
-/** One HTTP/2 session to the server; rejects unless ALPN picked h2. */
+/**
+ * The receive windows client-go's HTTP/2 transport (golang.org/x/net/http2) opens with: 4 MiB per stream, 1 GiB per
+ * connection. Node's defaults (64 KiB each) would have the server wait for a WINDOW_UPDATE after every 64 KiB a
+ * session's hundred watchers are sent, which no informer makes it do.
+ */
+const CLIENT_GO_STREAM_WINDOW = 4 << 20;
+const CLIENT_GO_CONNECTION_WINDOW = 1 << 30;
+
+/** One HTTP/2 session to the server, with client-go's windows; rejects unless ALPN picked h2. */
 function connectH2() {
   const { server } = ctx;
   return new Promise((resolve, reject) => {
-    const session = http2.connect(server.url, { ca: server.caPem });
+    const session = http2.connect(server.url, {
+      ca: server.caPem,
+      settings: { initialWindowSize: CLIENT_GO_STREAM_WINDOW },
+    });
     const failed = (err) =>
       reject(
         // What TLS says when the server offers no protocol of the client's (h2) by ALPN.
@@ -623,6 +634,7 @@ function connectH2() {
         reject(new NotH2(`the server negotiated ${session.alpnProtocol ?? 'no protocol'} by ALPN, not h2`));
         return;
       }
+      session.setLocalWindowSize(CLIENT_GO_CONNECTION_WINDOW);
       resolve(session);
     });
   });
