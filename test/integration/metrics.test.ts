@@ -229,8 +229,17 @@ test('controllers: the leader reports it, and the garbage collector queue counts
     'this replica to lead',
     async () => total(await scrape(), 'leader_election_master_status', { name: 'controllers' }) === 1,
   );
+  const owner = await root.post(SECRETS, secret('queued-owner'));
+  expect(owner.status).toBe(201);
   const before = total(await scrape(), 'workqueue_adds_total', { name: 'garbage-collector' });
-  expect((await root.post(SECRETS, secret('queued'))).status).toBe(201);
+  // An object with an owner is the collector's work (one without is not queued at all).
+  const owned = secret('queued');
+  Object.assign(owned.metadata, {
+    ownerReferences: [
+      { apiVersion: API_VERSION, kind: 'SharedSecret', name: 'queued-owner', uid: owner.body.metadata.uid },
+    ],
+  });
+  expect((await root.post(SECRETS, owned)).status).toBe(201);
   const s = await waitFor('the garbage collector to queue the new object', async () => {
     const got = await scrape();
     return total(got, 'workqueue_adds_total', { name: 'garbage-collector' }) > before && got;

@@ -42,7 +42,14 @@ afterAll(async () => {
 test('the access sync and the garbage collector trace their work on an object, linked to the create that caused it', async () => {
   const traceId = randomBytes(16).toString('hex');
   const name = uniq('linked');
-  const res = await ts.admin.post(sharedSecretsPath(NS), secretBody(name), {
+  // An owner, so that the object is the garbage collector's work (one without an owner is not its to look at).
+  const owner = await ts.admin.post(sharedSecretsPath(NS), secretBody(`${name}-owner`));
+  expect(owner.status).toBe(201);
+  const body: any = secretBody(name);
+  body.metadata.ownerReferences = [
+    { apiVersion: owner.body.apiVersion, kind: 'SharedSecret', name: `${name}-owner`, uid: owner.body.metadata.uid },
+  ];
+  const res = await ts.admin.post(sharedSecretsPath(NS), body, {
     headers: { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` },
   });
   expect(res.status).toBe(201);
