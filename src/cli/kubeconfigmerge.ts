@@ -85,10 +85,11 @@ export function mergeKubeconfig(
   issued: IssuedKubeconfig,
   name: string,
 ): { context: string; replaced: string[] } {
-  return underLock(target(path), () => {
-    const config = readKubeconfig(path);
+  const file = target(path);
+  return underLock(file, () => {
+    const config = readKubeconfig(file);
     const replaced = putIssued(config, issued, name);
-    writeKubeconfig(path, config);
+    writeKubeconfig(file, config);
     return { context: name, replaced };
   });
 }
@@ -178,8 +179,7 @@ export function readKubeconfig(path: string): Kubeconfig {
  * Writes the kubeconfig whole or not at all (privatefile.ts), owner-only: it now holds a private key, so an existing
  * file's group and other bits go (a tighter mode, e.g. 0400, is kept).
  */
-function writeKubeconfig(link: string, config: Kubeconfig): void {
-  const path = target(link);
+function writeKubeconfig(path: string, config: Kubeconfig): void {
   let mode = OWNER_ONLY;
   try {
     mode = statSync(path).mode & OWNER_ONLY || OWNER_ONLY;

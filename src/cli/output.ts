@@ -2,7 +2,7 @@
 import yaml from 'js-yaml';
 import { humanDuration } from '../apimachinery/duration.js';
 import { usage } from './errors.js';
-import { oneLine } from './terminal.js';
+import { jsonPrintable, oneLine } from './terminal.js';
 
 export const FORMATS = ['table', 'json', 'yaml'] as const;
 export type Format = (typeof FORMATS)[number];
@@ -13,17 +13,10 @@ export function formatOf(value: string | undefined, allowed: readonly string[] =
   return format;
 }
 
-/** In JSON the same characters as \u escapes (valid JSON still, and nothing left for printable to change). */
-const JSON_UNSAFE = /[\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
-
 /** `value` as JSON or YAML text, ending in a newline. */
 export function serialized(value: unknown, format: 'json' | 'yaml'): string {
   if (format === 'yaml') return yaml.dump(value, { noRefs: true });
-  const json = JSON.stringify(value, null, 2).replace(
-    JSON_UNSAFE,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
-  return `${json}\n`;
+  return `${jsonPrintable(JSON.stringify(value, null, 2))}\n`;
 }
 
 /** Rows under a header, columns padded as kubectl pads them (three spaces between). */

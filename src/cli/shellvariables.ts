@@ -91,7 +91,7 @@ export function whyLeftOut(name: string, value: Buffer, environment: Env): strin
 
 /** `prefix` for the names, when it is one a name can begin with (then a Secret's writer chooses no name at all). */
 export function validPrefix(prefix: string): boolean {
-  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(prefix);
+  return VARIABLE_NAME.test(prefix);
 }
 
 /** A value in single quotes for a shell. */

@@ -13,10 +13,19 @@ const TERMINAL_CONTROLS =
 const TERMINAL_CONTROLS_AND_LINES = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 /* eslint-enable no-control-regex */
 
+/** In JSON text (where C0 controls are escaped already) the rest of them, as \u escapes: still JSON. */
+const JSON_UNSAFE = /[\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+const unicodeEscaped = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
 const escaped = (c: string): string => {
   const code = c.charCodeAt(0);
-  return code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+  return code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : unicodeEscaped(c);
 };
+
+/** JSON text with nothing left for printable to change. */
+export function jsonPrintable(json: string): string {
+  return json.replace(JSON_UNSAFE, unicodeEscaped);
+}
 
 export function printable(text: string): string {
   return text.replace(TERMINAL_CONTROLS, escaped);

@@ -213,16 +213,10 @@ export class ProjectSecretSync {
     };
     const before = this.sources.get(key);
     this.sources.set(key, next);
+    if (before && jsonEqual(before, next)) return;
+    const named = this.enqueueDependents(key);
     // A SharedSecret nothing names and nothing counted has no count to write: not read again for it (most are such).
-    if ((!before || before.uid !== next.uid) && this.countable(key, next)) this.queue.add(SHARED_SECRET + key);
-    if (!before || !jsonEqual(before, next)) this.enqueueDependents(key);
-  }
-
-  /** Whether the SharedSecret at `key` has a ProjectSecrets count to keep: one names it, or it has the condition. */
-  private countable(key: string, source: TrackedSharedSecret): boolean {
-    if (source.counted) return true;
-    for (const t of this.tracked.values()) if (t.source === key) return true;
-    return false;
+    if ((!before || before.uid !== next.uid) && (named || next.counted)) this.queue.add(SHARED_SECRET + key);
   }
 
   private removeSharedSecret(key: string): void {
@@ -230,8 +224,15 @@ export class ProjectSecretSync {
     this.enqueueDependents(key);
   }
 
-  private enqueueDependents(source: string): void {
-    for (const [key, t] of this.tracked) if (t.source === source) this.queue.add(PROJECT_SECRET + key);
+  /** Queues the ProjectSecrets naming `source`; whether there were any. */
+  private enqueueDependents(source: string): boolean {
+    let any = false;
+    for (const [key, t] of this.tracked)
+      if (t.source === source) {
+        this.queue.add(PROJECT_SECRET + key);
+        any = true;
+      }
+    return any;
   }
 
   private enqueueAll(): void {
