@@ -21,6 +21,7 @@ import {
   virtualClusterInstancesPath as vcis,
 } from '../support/fixtures.js';
 import { GROUP_PATH, type HttpClient, type HttpResponse } from '../support/http.js';
+import * as errors from '../../src/apimachinery/status.js';
 import { grantConnectionSecret, startHostCluster, type HostClusterStandIn } from '../support/hostcluster.js';
 import type { SarSpec } from '../support/hostcluster/rbacauthorizer.js';
 import { HEALTH_INTERVAL_MS, clusterPhase, connectCluster } from '../support/connectedclusters.js';
@@ -398,15 +399,19 @@ describe('importing needs the virtual cluster already: get on its connection Sec
     }
   });
 
-  test('a host cluster that cannot answer: 503, nothing stored', async () => {
+  test('a host cluster that cannot answer the review: 503, nothing stored', async () => {
     const project = await createProject('mallory');
     const vc = virtualCluster(['mallory']);
-    await host.setDown(true, 'unavailable');
+    // Only the reviews fail: a whole host down would also fail the Cluster's health check, whose 'not ready' comes
+    // first when it lands in the outage.
+    host.onRequest = (_method, path) => {
+      if (path.endsWith('/subjectaccessreviews')) throw errors.serviceUnavailable('the host is overloaded');
+    };
     let res: HttpResponse;
     try {
       res = await importInto(mallory, project, vc);
     } finally {
-      await host.setDown(false);
+      host.onRequest = undefined;
     }
     expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 503, reason: 'ServiceUnavailable' });
     expect(res.body.message).toContain(
