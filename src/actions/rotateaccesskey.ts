@@ -6,7 +6,9 @@
  * OwnedAccessKey (as `kubectl get -o yaml` shows it) or empty; of it only spec.rotationGracePeriod is read.
  *
  * - Whoever may update the key may rotate it: its holder and admins (403 for others). A credential with a scope or
- *   rules may not (as it may not change keys), since the new value would carry the key's whole identity.
+ *   rules may not (as it may not change keys), since the new value would carry the key's whole identity. A request
+ *   made with an access key rotates only that key and the keys made with it (status.issuedWith), as a key it
+ *   creates falls with it: a leaked key's holder gets no value that outlives the leaked key's revocation.
  * - A rotation changes nothing but the value: not the identity, scope or expiry (a key counts its ttl from its
  *   creation or last activity, never from a rotation). Spec fields in the body other than rotationGracePeriod are
  *   not applied; a Warning names those that differ from the key's. `spec.key` in the body is 422: the server
@@ -32,10 +34,11 @@ import {
   KEY_SHOWN_ONCE_WARNING,
   RESOURCE,
   creationRefusal,
+  fallsWith,
   generateAccessKey,
 } from '../kinds/ownedaccesskey/strategy.js';
 import { OwnedAccessKey } from '../kinds/ownedaccesskey/types.js';
-import type { UserInfo } from '../apimachinery/user.js';
+import { accessKeyUseOf, type UserInfo } from '../apimachinery/user.js';
 import type { Action, ActionCall } from './action.js';
 import { requestSchema } from './action.js';
 
@@ -98,6 +101,13 @@ export function rotateAccessKeyAction(registry: Registry): Action {
             const why = creationRefusal(current, user);
             if (why)
               throw rotateForbidden(name, user, `only whoever could create the key as it is may rotate it: ${why}`);
+            const use = accessKeyUseOf(user);
+            if (use && !fallsWith(current, use))
+              throw rotateForbidden(
+                name,
+                user,
+                `a request made with access key ${JSON.stringify(use.name)} may rotate only that key and the keys made with it (status.issuedWith): the new value would outlive ${JSON.stringify(use.name)}; rotate it with another credential`,
+              );
             checkRotatable(current, now);
             replacedUntil = nowRFC3339(new Date(now + grace * 1000));
             return {

@@ -40,3 +40,31 @@ export const TEAM_GROUP_PREFIX = 'platform:team:';
 export function teamsOf(user: UserInfo): string[] {
   return user.groups.filter((g) => g.startsWith(TEAM_GROUP_PREFIX)).map((g) => g.slice(TEAM_GROUP_PREFIX.length));
 }
+
+/** One value of one OwnedAccessKey: the key (a key created again under the name is another key) and which value. */
+export interface AccessKeyValue {
+  name: string;
+  uid: string;
+  /** Which value of the key: status.rotations when it was current (0 before any rotation). */
+  generation: number;
+}
+
+/**
+ * Which value of which OwnedAccessKey a request authenticated with (a symbol beside the user, so no copy of the user
+ * into a review, an audit event or a log line carries it): what is issued to the request (a direct cluster endpoint
+ * token, a key it creates) names it, so that it can be refused once that value stops working
+ * (AccessKeyAuthenticator.valueRefused).
+ */
+export const ACCESS_KEY_USE = Symbol('access key use');
+
+export interface AccessKeyUse extends AccessKeyValue {
+  /** When the value stops working (ms since the epoch): the key's expiry, the end of a rotation's grace, or the same of a key it was created with. */
+  until?: number;
+  /** The values the key was created with (its status.issuedWith), the nearest first. */
+  issuedWith?: AccessKeyValue[];
+}
+
+/** The access key value a request authenticated with, if it did with one. */
+export function accessKeyUseOf(user: UserInfo | undefined): AccessKeyUse | undefined {
+  return (user as { [ACCESS_KEY_USE]?: AccessKeyUse } | undefined)?.[ACCESS_KEY_USE];
+}

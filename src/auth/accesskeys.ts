@@ -25,6 +25,9 @@
  *   (`status.previousKey`): as the key, with a Warning, until `status.previousKeyExpirationTimestamp`; then 401
  *   `access key "<name>" was rotated at <t>; its previous value stopped working at <end>; use the new value`.
  * - that is being deleted (a finalizer holds it): 401 `access key "<name>" is being deleted`.
+ * - that was created with an access key (`status.issuedWith`: that value, and the ones its key was created with):
+ *   as long as each of those values works, and 401 naming the first that does not once one stops (its key deleted,
+ *   disabled, expired, or that value rotated past its grace). Revoking a leaked key so revokes what was made with it.
  * Each authenticated request carries (ACCESS_KEY_USE, beside the user) which value of which key it used, so that what
  * is issued to it (a direct cluster endpoint token) can be refused once that value stops working (valueRefused).
  * Two keys with the same key material (client-chosen keys can collide), as their current value or as the one their
@@ -38,20 +41,24 @@ import { isDateTime } from '../apimachinery/schema.js';
 import { nowRFC3339 } from '../apimachinery/time.js';
 import type { IncomingMessage } from 'node:http';
 import type { KubeObject } from '../apimachinery/types.js';
-import type { Restriction, UserInfo } from '../apimachinery/user.js';
 import type { CacheEvent, WatchCache } from '../storage/cacher.js';
-import { TEAM_GROUP_PREFIX } from '../apimachinery/user.js';
+import {
+  ACCESS_KEY_USE,
+  TEAM_GROUP_PREFIX,
+  type AccessKeyUse,
+  type AccessKeyValue,
+  type Restriction,
+  type UserInfo,
+} from '../apimachinery/user.js';
 import { expiresAt, nearExpiry } from '../kinds/ownedaccesskey/expiry.js';
 import { USER_GROUP_PREFIX, hashAccessKey, isKeyHash } from '../kinds/ownedaccesskey/strategy.js';
 import type { OwnedAccessKey } from '../kinds/ownedaccesskey/types.js';
 import type { ActivityRecorder } from './activity.js';
 import { buildRestriction, type RestrictionOptions } from '../access/scope.js';
 import {
-  ACCESS_KEY_USE,
   AuthenticationError,
   CREDENTIAL_WARNINGS,
   bearerToken,
-  type AccessKeyUse,
   type Authenticated,
   type Authenticator,
 } from './types.js';
@@ -84,6 +91,8 @@ interface IndexedKey {
   generation: number;
   /** The value the last rotation replaced, and when it stops (stopped) working. */
   previous?: { hash: string; until: number; rotatedAt: string };
+  /** status.issuedWith: the values it was created with, the nearest first (none: it is refused, see put). */
+  issuedWith: AccessKeyValue[] | undefined;
 }
 
 /** A key found by a value, and whether that value is the one its last rotation replaced. */
@@ -202,7 +211,6 @@ export class AccessKeyAuthenticator implements Authenticator {
     if (refused) throw new AuthenticationError(refused);
     this.opts.recorder?.record(key.name, now);
     const at = expiresAt(key.object, now, this.opts.recorder?.lastSeen(key.name));
-    const until = previous ? Math.min(key.previous!.until, at ?? Infinity) : at;
     const user: Authenticated = { ...key.user, groups: [...key.user.groups] };
     const warnings: string[] = [];
     if (previous) warnings.push(previousValueWarning(key.name, key.previous!.until, now));
@@ -213,16 +221,35 @@ export class AccessKeyAuthenticator implements Authenticator {
       uid: key.object.metadata.uid ?? '',
       generation: previous ? key.generation - 1 : key.generation,
     };
+    const until = this.valueUntil(key, use.generation, now);
     if (until !== undefined) use.until = until;
+    if (key.issuedWith?.length) use.issuedWith = key.issuedWith.map((v) => ({ ...v }));
     user[ACCESS_KEY_USE] = use;
     return user;
   }
 
   /**
    * Why a value of a key no longer works, or undefined while it does: the key is disabled, expired, or (the value a
-   * rotation replaced) past its grace.
+   * rotation replaced) past its grace; or a value it was created with no longer works.
    */
   private refusal(key: IndexedKey, previous: boolean, now: number): string | undefined {
+    return this.ownRefusal(key, previous, now) ?? this.chainRefusal(key, now);
+  }
+
+  /** Why a key no longer works because a value it was created with (status.issuedWith) does not. */
+  private chainRefusal(key: IndexedKey, now: number): string | undefined {
+    const name = JSON.stringify(key.name);
+    if (!key.issuedWith) return `access key ${name} has a status.issuedWith this server cannot read; it is refused`;
+    for (const link of key.issuedWith) {
+      const why = this.generationRefusal(link, now);
+      if (why)
+        return `access key ${name} works only while the access keys it was made with work (status.issuedWith): ${why}`;
+    }
+    return undefined;
+  }
+
+  /** refusal without the keys it was created with. */
+  private ownRefusal(key: IndexedKey, previous: boolean, now: number): string | undefined {
     const name = JSON.stringify(key.name);
     // Deleted, though a finalizer keeps the object a while: its holder's own finalizer must not keep it working.
     if (key.object.metadata.deletionTimestamp) return `access key ${name} is being deleted`;
@@ -234,9 +261,41 @@ export class AccessKeyAuthenticator implements Authenticator {
   }
 
   /**
+   * Why one value of a key (of status.issuedWith) no longer works by itself, or undefined while it does: its key is
+   * gone (or another of its name), or the value is refused as refusal refuses it, or it was rotated away.
+   */
+  private generationRefusal(value: AccessKeyValue, now: number): string | undefined {
+    const key = this.byName.get(value.name);
+    const name = JSON.stringify(value.name);
+    if (!key || key.object.metadata.uid !== value.uid) return `access key ${name} no longer exists`;
+    if (value.generation === key.generation) return this.ownRefusal(key, false, now);
+    if (value.generation === key.generation - 1 && key.previous) return this.ownRefusal(key, true, now);
+    if (value.generation < key.generation)
+      return `access key ${name} was rotated ${key.generation - value.generation} times since; use the new value`;
+    return `access key ${name} has no value of generation ${value.generation}`;
+  }
+
+  /** When a value of a key stops working, counting the values it was created with; undefined for never. */
+  private valueUntil(key: IndexedKey, generation: number, now: number): number | undefined {
+    const own = (k: IndexedKey, previous: boolean): number | undefined => {
+      const at = expiresAt(k.object, now, this.opts.recorder?.lastSeen(k.name));
+      return previous && k.previous ? Math.min(k.previous.until, at ?? Infinity) : at;
+    };
+    let until = own(key, generation !== key.generation);
+    for (const link of key.issuedWith ?? []) {
+      const k = this.byName.get(link.name);
+      if (!k) continue; // refused already (refusal)
+      const end = own(k, link.generation !== k.generation);
+      if (end !== undefined) until = Math.min(until ?? Infinity, end);
+    }
+    return until;
+  }
+
+  /**
    * Why what was issued to a request made with `use` (ACCESS_KEY_USE) must be refused now, or undefined when the value
    * it was made with still works: the key was deleted (or replaced by another of its name: the uid differs), is
-   * disabled, expired or being deleted, or that value was rotated away (past the grace, or two rotations ago). With
+   * disabled, expired or being deleted, that value was rotated away (past the grace, or two rotations ago), or a
+   * value the key was created with is refused for any of these. With
    * `issuedTo`, the identity what was issued carries (a token's subject and groups): refused too once the key acts
    * as someone else, no longer has one of those groups, or has a scope now (a key that may no longer ask for it), so
    * that narrowing a key narrows what it was given. A key this server has not seen yet is looked for in etcd first.
@@ -251,15 +310,9 @@ export class AccessKeyAuthenticator implements Authenticator {
       await this.refresh();
       key = this.byName.get(use.name);
     }
-    const name = JSON.stringify(use.name);
-    if (!key || key.object.metadata.uid !== use.uid) return `access key ${name} no longer exists`;
+    if (!key || key.object.metadata.uid !== use.uid) return `access key ${JSON.stringify(use.name)} no longer exists`;
     const now = this.now();
-    let refused: string | undefined;
-    if (use.generation === key.generation) refused = this.refusal(key, false, now);
-    else if (use.generation === key.generation - 1 && key.previous) refused = this.refusal(key, true, now);
-    else if (use.generation < key.generation)
-      refused = `access key ${name} was rotated ${key.generation - use.generation} times since; use the new value`;
-    else refused = `access key ${name} has no value of generation ${use.generation}`;
+    const refused = this.generationRefusal(use, now) ?? this.chainRefusal(key, now);
     return refused ?? (issuedTo && changedSince(key, issuedTo));
   }
 
@@ -385,6 +438,7 @@ export class AccessKeyAuthenticator implements Authenticator {
       user,
       generation: wholeNumber(obj.status?.rotations),
       previous: previousValue(obj),
+      issuedWith: issuedWithOf(obj),
     };
     this.byName.set(name, key);
     addTo(this.byHash, hash, name);
@@ -417,6 +471,23 @@ function previousValue(obj: OwnedAccessKey): IndexedKey['previous'] {
   const until = isDateTime(previousKeyExpirationTimestamp) ? Date.parse(previousKeyExpirationTimestamp as string) : NaN;
   if (!isKeyHash(previousKey) || Number.isNaN(until) || previousKey === obj.spec?.key) return undefined;
   return { hash: previousKey, until, rotatedAt: lastRotationTimestamp ?? 'an unknown time' };
+}
+
+/**
+ * status.issuedWith as the values it lists; [] when absent, undefined when it is not such a list (the API's schema
+ * refuses that; a key stored otherwise is refused rather than freed of its chain).
+ */
+function issuedWithOf(obj: OwnedAccessKey): AccessKeyValue[] | undefined {
+  const list: unknown = obj.status?.issuedWith;
+  if (list === undefined || list === null) return [];
+  if (!Array.isArray(list)) return undefined;
+  const values: AccessKeyValue[] = [];
+  for (const v of list) {
+    const { name, uid, generation } = (v ?? {}) as Record<string, unknown>;
+    if (typeof name !== 'string' || typeof uid !== 'string' || !Number.isSafeInteger(generation)) return undefined;
+    values.push({ name, uid, generation: generation as number });
+  }
+  return values;
 }
 
 function addTo(index: Map<string, Set<string>>, hash: string, name: string): void {

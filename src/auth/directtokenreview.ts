@@ -39,7 +39,7 @@ import {
   MAX_SCOPE_ENTRIES,
   TOKEN_ID_EXTRA,
 } from '../tokens/claims.js';
-import type { AccessKeyUse } from './types.js';
+import type { AccessKeyUse } from '../apimachinery/user.js';
 
 /** Where connected clusters post their TokenReviews; `/<cluster>` after it names the Cluster asking. */
 export const TOKEN_REVIEW_PATH = '/authenticate/direct-cluster-endpoint';

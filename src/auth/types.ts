@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 
-import { UNAUTHENTICATED_GROUP, type UserInfo } from '../apimachinery/user.js';
+import { ACCESS_KEY_USE, UNAUTHENTICATED_GROUP, type AccessKeyUse, type UserInfo } from '../apimachinery/user.js';
 
 export const ANONYMOUS_USER: UserInfo = { name: 'system:anonymous', groups: [UNAUTHENTICATED_GROUP] };
 
@@ -22,23 +22,6 @@ export interface Authenticator {
  * into a review, an audit event or a log line carries it).
  */
 export const CREDENTIAL_WARNINGS = Symbol('credential warnings');
-
-/**
- * Which value of which OwnedAccessKey a request authenticated with (a symbol beside the user, as
- * CREDENTIAL_WARNINGS): what a direct cluster endpoint token issued to it names, so the TokenReview webhook can
- * refuse the token once that value stops working (AccessKeyAuthenticator.valueRefused).
- */
-export const ACCESS_KEY_USE = Symbol('access key use');
-
-export interface AccessKeyUse {
-  /** metadata.name and metadata.uid of the key: a key deleted and created again under the name is another key. */
-  name: string;
-  uid: string;
-  /** Which value of the key: status.rotations when it was current (0 before any rotation). */
-  generation: number;
-  /** When the value stops working (ms since the epoch): the key's expiry or the end of a rotation's grace. */
-  until?: number;
-}
 
 /** A user as an authenticator answers it, with what to tell the client about the credential. */
 export type Authenticated = UserInfo & { [CREDENTIAL_WARNINGS]?: string[]; [ACCESS_KEY_USE]?: AccessKeyUse };

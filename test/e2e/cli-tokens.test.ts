@@ -31,17 +31,19 @@ let caFile: string;
 let alice: string;
 let aliceCli: string;
 let aliceKey: string;
+/** The name of alice's login key. */
+const aliceKeyName = uniq('login');
 
 /** `platform <args>` with HOME (and so the login file) in `home`, `env` added. */
 function platform(args: string[], opts: { home?: string; env?: Record<string, string> } = {}) {
   return runCli(args, { HOME: opts.home ?? join(dir, 'nobody'), ...opts.env });
 }
 
-async function createKey(client: HttpClient, spec: Record<string, unknown>): Promise<string> {
+async function createKey(client: HttpClient, spec: Record<string, unknown>, name = uniq('login')): Promise<string> {
   const res = await client.post(`${GROUP_PATH}/ownedaccesskeys`, {
     apiVersion: API_VERSION,
     kind: 'OwnedAccessKey',
-    metadata: { name: uniq('login') },
+    metadata: { name },
     spec,
   });
   expect(res.status).toBe(201);
@@ -70,7 +72,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'cli-tokens-'));
   caFile = join(dir, 'ca.pem');
   writeFileSync(caFile, ts.server.caPem!);
-  aliceKey = await createKey(ts.as.alice, {});
+  aliceKey = await createKey(ts.as.alice, {}, aliceKeyName);
   alice = await loggedIn(aliceKey);
   aliceCli = await loggedIn(await createKey(ts.as.alice, { scope: { roles: [{ role: 'platformCLI' }] } }));
 }, 120_000);
@@ -80,16 +82,24 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 }, 60_000);
 
+/** What the server says of a key alice's login (an access key) makes. */
+const madeWithWarning = (name: string) =>
+  `Warning: access key "${name}" is made with access key "${aliceKeyName}" and works only as long as the value of it this request used does: once "${aliceKeyName}" is deleted, disabled or expires, or that value is rotated past its grace, both are refused (status.issuedWith)`;
+
 describe('create accesskey', () => {
   test('prints the key alone on stdout, once; the name and the warning on stderr; the key authenticates', async () => {
     const res = await platform(['create', 'accesskey'], { home: alice });
     expect(res.code).toBe(0);
     expect(res.stdout).toMatch(/^pak_[A-Za-z0-9_-]{43}$/);
     const key = res.stdout;
-    const name = /^ownedaccesskey\/(cli-\w+) created\. Warning: the key is shown only this once; keep it now\n$/.exec(
-      res.stderr,
+    // The server's Warnings come first, as the client prints them when the answer arrives.
+    const [made, created, end] = res.stderr.split('\n');
+    const name = /^ownedaccesskey\/(cli-\w+) created\. Warning: the key is shown only this once; keep it now$/.exec(
+      created,
     )?.[1];
     expect(name).toBeDefined();
+    // The login is an access key: the new key is made with it, and the server's Warning says what that means.
+    expect({ made, end }).toEqual({ made: madeWithWarning(name!), end: '' });
     const as = await ts.client(key).get(`${GROUP_PATH}/ownedaccesskeys/${name}`);
     expect(as.status).toBe(200);
     expect(as.body.spec).toMatchObject({ user: 'alice' });
@@ -122,7 +132,7 @@ describe('create accesskey', () => {
       ],
       { home: alice },
     );
-    expect(res).toMatchObject({ code: 0, stderr: '' });
+    expect(res).toMatchObject({ code: 0, stderr: `${madeWithWarning(name)}\n` });
     const answer = JSON.parse(res.stdout);
     expect(answer).toMatchObject({
       kind: 'OwnedAccessKey',

@@ -12,7 +12,7 @@ import type { Config } from '../../src/config.js';
 import { humanDuration } from '../../src/apimachinery/duration.js';
 import { KEY_SHOWN_ONCE_WARNING } from '../../src/kinds/ownedaccesskey/strategy.js';
 import { API_VERSION, GROUP, MERGE_PATCH, uniq } from '../support/fixtures.js';
-import { GROUP_PATH, type HttpClient, type HttpResponse } from '../support/http.js';
+import { GROUP_PATH, type HttpClient, warningsOf as warnings } from '../support/http.js';
 import { kubectlOn, lines, writeUserlessKubeconfig } from '../support/kubectl.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
@@ -37,13 +37,6 @@ const keyBody = (name: string, spec: Record<string, unknown> = {}) => ({
 });
 /** RFC 3339 with whole seconds, as the server writes times. */
 const rfc3339 = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
-/** The Warning header's texts. */
-const warnings = (res: HttpResponse): string[] => {
-  const header = res.headers.warning;
-  const all = Array.isArray(header) ? header : header ? [header] : [];
-  return all.flatMap((h) => [...h.matchAll(/299 - ("(?:[^"\\]|\\.)*")/g)].map((m) => JSON.parse(m[1]) as string));
-};
-
 async function createKey(client: HttpClient, name: string, spec: Record<string, unknown> = {}) {
   const res = await client.post(KEYS, keyBody(name, spec));
   expect(res.status).toBe(201);

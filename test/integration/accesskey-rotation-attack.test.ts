@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '../../src/log.js';
 import { API_VERSION, APPLY_PATCH, GROUP, MERGE_PATCH, uniq } from '../support/fixtures.js';
-import { GROUP_PATH, type HttpClient, type HttpResponse } from '../support/http.js';
+import { GROUP_PATH, type HttpClient, warningsOf as warnings } from '../support/http.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { answerWhen, waitFor } from '../support/wait.js';
 
@@ -40,11 +40,6 @@ const keyObject = (name: string, spec: Record<string, unknown>) => ({
   metadata: { name },
   spec,
 });
-const warnings = (res: HttpResponse): string[] => {
-  const header = res.headers.warning;
-  const all = Array.isArray(header) ? header : header ? [header] : [];
-  return all.flatMap((h) => [...h.matchAll(/299 - ("(?:[^"\\]|\\.)*")/g)].map((m) => JSON.parse(m[1]) as string));
-};
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function createKey(client: HttpClient, name: string, spec: Record<string, unknown> = {}): Promise<string> {

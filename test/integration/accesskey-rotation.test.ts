@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { KEY_SHOWN_ONCE_WARNING } from '../../src/kinds/ownedaccesskey/strategy.js';
 import { API_VERSION, GROUP, MERGE_PATCH, uniq } from '../support/fixtures.js';
-import { GROUP_PATH, type HttpClient, type HttpResponse } from '../support/http.js';
+import { GROUP_PATH, type HttpClient, type HttpResponse, warningsOf as warnings } from '../support/http.js';
 import { kubectlOn, writeUserlessKubeconfig } from '../support/kubectl.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
@@ -32,12 +32,6 @@ const rotateBody = (name: string, spec: Record<string, unknown> = {}) => ({
   metadata: { name },
   spec,
 });
-const warnings = (res: HttpResponse): string[] => {
-  const header = res.headers.warning;
-  const all = Array.isArray(header) ? header : header ? [header] : [];
-  return all.flatMap((h) => [...h.matchAll(/299 - ("(?:[^"\\]|\\.)*")/g)].map((m) => JSON.parse(m[1]) as string));
-};
-
 async function createKey(client: HttpClient, name: string, spec: Record<string, unknown> = {}): Promise<string> {
   const res = await client.post(KEYS, { apiVersion: API_VERSION, kind: 'OwnedAccessKey', metadata: { name }, spec });
   expect(res.status).toBe(201);

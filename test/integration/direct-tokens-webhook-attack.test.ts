@@ -131,6 +131,31 @@ describe('a token does not outlive a change to the key that issued it', () => {
   });
 });
 
+describe('a key minted with a key falls with it', () => {
+  // Attack: alice's CI key leaks (or is about to be revoked). With it, the holder creates a second key for alice
+  // (allowed: an unrestricted key may create keys for its own user) and asks for a direct token with that one, then
+  // the first key is deleted. The child key records the value it was made with (status.issuedWith) and is refused
+  // once that value is, and so is every token it was issued: revoking a key revokes what was made with it.
+  test('a token from a key made with a deleted key is refused', async () => {
+    const parent = uniq('leaked');
+    const leaked = await createKey(ts.as.alice, parent, { user: 'alice' });
+    const child = uniq('persist');
+    const childValue = await createKey(ts.client(leaked), child, { user: 'alice' });
+    const token = await tokenOf(ts.client(childValue));
+    expect((decodeJwt(token)[KEY_CLAIM] as { name: string }).name).toBe(child);
+    expect((await review(token)).body.status).toMatchObject({ authenticated: true });
+    expect((await ts.as.root.delete(`${KEYS}/${parent}`)).status).toBe(200);
+    await waitFor('the leaked key to be refused', async () => (await ts.client(leaked).get(`${KEYS}`)).status === 401);
+    expect((await review(token)).body.status).toEqual({
+      authenticated: false,
+      error: expect.stringContaining(
+        `access key "${child}" works only while the access keys it was made with work (status.issuedWith): access key "${parent}" no longer exists`,
+      ),
+    });
+    expect((await ts.client(childValue).get(KEYS)).status).toBe(401);
+  });
+});
+
 describe('a webhook credential scoped to its own Cluster reviews for it', () => {
   // Attack (least privilege, the defender's side): the doc has the cluster's kube-apiserver review with an access
   // key, kept in a file on every control-plane node. An admin narrows that key to what it needs, scope.clusters

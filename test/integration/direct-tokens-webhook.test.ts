@@ -13,7 +13,7 @@ import { Etcd3 } from 'etcd3';
 import { decodeJwt, decodeProtectedHeader, generateKeyPair, importJWK, SignJWT, type CryptoKey } from 'jose';
 import yaml from 'js-yaml';
 import { API_VERSION, MERGE_PATCH, uniq } from '../support/fixtures.js';
-import { GROUP_PATH, type HttpClient, type HttpResponse } from '../support/http.js';
+import { GROUP_PATH, type HttpClient, type HttpResponse, warningsOf as warnings } from '../support/http.js';
 import { loadWebhookAuthenticator, type WebhookResult } from '../support/kubewebhook.js';
 import { startTestServerWithUsers, type TestServer } from '../support/server.js';
 import { waitFor } from '../support/wait.js';
@@ -118,12 +118,6 @@ async function issue(client: HttpClient, spec: Record<string, unknown> = {}): Pr
 }
 const tokenOf = async (client: HttpClient, spec?: Record<string, unknown>) =>
   (await issue(client, spec)).body.status.token as string;
-
-const warnings = (res: HttpResponse): string[] => {
-  const header = res.headers.warning;
-  const all = Array.isArray(header) ? header : header ? [header] : [];
-  return all.flatMap((h) => [...h.matchAll(/299 - ("(?:[^"\\]|\\.)*")/g)].map((m) => JSON.parse(m[1]) as string));
-};
 
 function refusedWith(result: WebhookResult, text: string): void {
   expect(result).toEqual({ error: expect.stringContaining(text) });

@@ -11,6 +11,13 @@ export interface HttpResponse {
   body: any;
 }
 
+/** The texts of an answer's `Warning: 299 - "<text>"` headers, in order. */
+export function warningsOf(res: HttpResponse): string[] {
+  const header = res.headers.warning;
+  const all = Array.isArray(header) ? header : header ? [header] : [];
+  return all.flatMap((h) => [...h.matchAll(/299 - ("(?:[^"\\]|\\.)*")/g)].map((m) => JSON.parse(m[1]) as string));
+}
+
 export interface RequestOptions {
   body?: unknown;
   /** Sent as is (string/Buffer), else JSON-encoded. */

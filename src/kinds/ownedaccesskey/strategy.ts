@@ -33,6 +33,11 @@
  *   (only the server records `status.lastActivity`).
  * - A caller whose own credential is restricted (a scoped access key) may not create or change keys at all: the
  *   new key could otherwise carry a wider scope than the one it was made with.
+ * - A key created with an access key records that value, and the ones its key was created with, in
+ *   `status.issuedWith` (the server's alone: kept as written at create by every later write), and works only while
+ *   each of them does (auth/accesskeys.ts): a leaked key's holder cannot make a key that outlives the leaked one's
+ *   revocation. A chain is at most MAX_ISSUED_WITH long (403 beyond); a Warning on the create says what the key
+ *   depends on.
  * - A create, dry run or not, is 409 AlreadyExists for a name already taken, as kube answers for every kind; that
  *   is all it tells: not whose key holds the name, and a key value already in use is not refused (a create is no
  *   oracle for key values; auth/accesskeys.ts says which key a shared value stands for).
@@ -53,7 +58,7 @@ import { GROUP_NAME } from '../../apimachinery/group.js';
 import { isDateTime } from '../../apimachinery/schema.js';
 import * as errors from '../../apimachinery/status.js';
 import { isPlainObject, type KubeObject } from '../../apimachinery/types.js';
-import { isMaster, TEAM_GROUP_PREFIX, teamsOf, type UserInfo } from '../../apimachinery/user.js';
+import { accessKeyUseOf, isMaster, TEAM_GROUP_PREFIX, teamsOf, type UserInfo } from '../../apimachinery/user.js';
 import type { CreateStrategy, StatusStrategy, StoredForm, Strategy, UpdateStrategy } from '../../registry/strategy.js';
 import { restrictionWidening } from '../../access/scopecover.js';
 import { absentOr, isString, keepServerStatus, type ServerStatusField } from '../../registry/serverstatus.js';
@@ -137,6 +142,43 @@ function checkUnrestricted(name: string, user: UserInfo, verb: 'create' | 'updat
   if (user.restriction) {
     throw forbidden(name, user, verb, 'a credential with a scope or rules may not create or change access keys');
   }
+}
+
+/** The most values status.issuedWith lists: each is checked at every request made with the key. */
+export const MAX_ISSUED_WITH = 8;
+
+/** Records in status.issuedWith the access key value (and its chain) the create is made with, if any. */
+function recordIssuedWith(obj: OwnedAccessKey, user: UserInfo | undefined): void {
+  const use = accessKeyUseOf(user);
+  if (!use) return;
+  const chain = [use, ...(use.issuedWith ?? [])].map(({ name, uid, generation }) => ({ name, uid, generation }));
+  if (chain.length > MAX_ISSUED_WITH)
+    throw forbidden(
+      obj.metadata.name ?? '',
+      user!,
+      'create',
+      `this request's access key ${JSON.stringify(use.name)} was made with an access key, which was made with one, and so on: a key made with it would depend on ${chain.length} keys, and at most ${MAX_ISSUED_WITH} are allowed; create it with a credential that is not an access key, or with a key made with one`,
+    );
+  obj.status = { ...obj.status, issuedWith: chain };
+}
+
+/** Said with the create of a key made with an access key: what it depends on. */
+function issuedWithWarning(obj: OwnedAccessKey): string[] {
+  const parent = obj.status?.issuedWith?.[0];
+  if (!parent) return [];
+  return [
+    `access key ${JSON.stringify(obj.metadata.name ?? '')} is made with access key ${JSON.stringify(parent.name)} and works only as long as the value of it this request used does: once ${JSON.stringify(parent.name)} is deleted, disabled or expires, or that value is rotated past its grace, both are refused (status.issuedWith)`,
+  ];
+}
+
+/**
+ * Whether `key` stands or falls with the access key value `use` names: it is that key, or was made with it. A
+ * rotation asked with an access key is allowed only then, so that the new value never outlives the credential that
+ * asked for it (actions/rotateaccesskey.ts).
+ */
+export function fallsWith(key: OwnedAccessKey, use: { name: string; uid: string }): boolean {
+  if (key.metadata.uid === use.uid) return true;
+  return (key.status?.issuedWith ?? []).some((v) => v.uid === use.uid && v.name === use.name);
 }
 
 /** Checks who a non-master caller may make a key for. */
@@ -358,6 +400,7 @@ const keyCreate: CreateStrategy<OwnedAccessKey> = {
       else s.user = user.name;
     }
     checkCreator(obj, user);
+    recordIssuedWith(obj, user);
     if (s.key === undefined || s.key === null || s.key === '') s.key = generateAccessKey();
     scrubLastApplied(obj);
     setExpirationTimestamp(obj, Date.now());
@@ -371,7 +414,7 @@ const keyCreate: CreateStrategy<OwnedAccessKey> = {
 
   // The key is in this one answer only: a plain `kubectl create -f` prints just the name, so the warning says so
   // before the key is lost.
-  warningsOnCreate: () => [KEY_SHOWN_ONCE_WARNING],
+  warningsOnCreate: (obj) => [KEY_SHOWN_ONCE_WARNING, ...issuedWithWarning(obj)],
 
   createResponse(shown: OwnedAccessKey, prepared: OwnedAccessKey): OwnedAccessKey {
     const key = prepared.spec?.key;
@@ -456,6 +499,8 @@ const ROTATION_FIELDS: readonly ServerStatusField[] = [
   { name: 'lastRotationTimestamp', wellTyped: (v) => absentOr(v, isDateTime), serverWrites: 'always' },
   { name: 'previousKeyExpirationTimestamp', wellTyped: (v) => absentOr(v, isDateTime), serverWrites: 'always' },
   { name: 'previousKey', wellTyped: isString, serverWrites: 'always' },
+  // Set at create (recordIssuedWith) and never changed: no write, the server's own neither, frees a key of it.
+  { name: 'issuedWith', wellTyped: Array.isArray, serverWrites: 'never' },
 ];
 const keepRotationFields = keepServerStatus(ROTATION_FIELDS);
 

@@ -207,6 +207,15 @@ export interface OwnedAccessKeySpec {
   oidcLogin?: OwnedAccessKeySpecOidcLogin;
 }
 
+export interface OwnedAccessKeyStatusIssuedWith {
+  /** The metadata.name of the access key. */
+  name: string;
+  /** Its metadata.uid (a key created again under the name is another key). */
+  uid: string;
+  /** Which value of it, as its status.rotations counted when the value was current. */
+  generation: number;
+}
+
 /** The observed state of the access key. */
 export interface OwnedAccessKeyStatus {
   /** The last time the key was used to access the API. */
@@ -221,6 +230,8 @@ export interface OwnedAccessKeyStatus {
   previousKeyExpirationTimestamp?: string;
   /** The hash of the value the last rotation replaced, kept until the next rotation so that a request with it is told why it is refused. Never shown, like spec.key. Written by the server only. */
   previousKey?: string;
+  /** For a key created with an access key: the values of the keys it was made with, the nearest first (the key whose request created it, then the one that key was created with, and so on). The key works only while each of them does: once one of those keys is deleted, disabled, has expired or had that value rotated past its grace, this key is refused too, and so is what was issued to it. Absent for a key created with another credential. Written by the server only, at create. */
+  issuedWith?: OwnedAccessKeyStatusIssuedWith[];
 }
 
 /** OwnedAccessKey is an access key used to authenticate against the API and the command line client in non-interactive environments such as CI/CD pipelines. */
