@@ -36,6 +36,15 @@ const MAX_HEADER_FIELDS = 2000;
  */
 export const DEFAULT_MAX_STREAMS = 100;
 
+/**
+ * What a stream may send before the server has read it, and the largest frame it takes: kube-apiserver's 256 KiB
+ * (MaxUploadBufferPerStream, MaxReadFrameSize: "at least 99% of serialized resources ... were smaller"), so that most
+ * request bodies arrive without waiting on a WINDOW_UPDATE. Node's own window is HTTP/2's 64 KiB.
+ */
+export const STREAM_WINDOW_BYTES = 256 * 1024;
+/** How many streams' windows a connection's window holds (see createHttpsServer). */
+const CONNECTION_WINDOW_STREAMS = 16;
+
 export interface Http2Limits {
   /** --http2-max-streams-per-connection (0: DEFAULT_MAX_STREAMS). */
   maxStreamsPerConnection: number;
@@ -48,17 +57,26 @@ export interface Http2Limits {
  * the HTTP/2 limits.
  */
 export function createHttpsServer(options: SecureServerOptions, limits: Http2Limits, app: Express): Http2SecureServer {
+  const streams = limits.maxStreamsPerConnection || DEFAULT_MAX_STREAMS;
   const server = createSecureServer(
     {
       ...options,
       allowHTTP1: true,
       maxHeaderListPairs: MAX_HEADER_FIELDS,
       settings: {
-        maxConcurrentStreams: limits.maxStreamsPerConnection || DEFAULT_MAX_STREAMS,
+        maxConcurrentStreams: streams,
         maxHeaderListSize: limits.maxHeaderBytes,
+        initialWindowSize: STREAM_WINDOW_BYTES,
+        maxFrameSize: STREAM_WINDOW_BYTES,
       },
     },
     serveBoth(app) as unknown as (req: Http2ServerRequest, res: Http2ServerResponse) => void,
+  );
+  // The connection's window holds full windows for 16 streams at once (Node's is 64 KiB for all of them), so one
+  // stream's unread body stalls not the others; kube holds one for each stream it allows (256 MiB at 1,000), which
+  // is that much memory a connection may fill with bodies waiting in the queues: bounded here at 4 MiB.
+  server.on('session', (session: ServerHttp2Session) =>
+    session.setLocalWindowSize(STREAM_WINDOW_BYTES * Math.min(streams, CONNECTION_WINDOW_STREAMS)),
   );
   // A failed TLS handshake is no HTTP request to answer (clienterrors.ts): Node's HTTP/2 server hands it to
   // 'clientError', where node:https just closed the connection, as it is closed here.

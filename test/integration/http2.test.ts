@@ -152,6 +152,21 @@ describe('requests and watches as streams of one connection', () => {
     expect((await client.get(`${sharedSecretsPath(ns)}/unsized`)).status).toBe(200);
   });
 
+  test("kube's flow control: 256 KiB a stream and frame, 16 streams' windows for the connection", async () => {
+    const client = h2();
+    await client.ready;
+    expect(client.session.remoteSettings).toMatchObject({ initialWindowSize: 256 * 1024, maxFrameSize: 256 * 1024 });
+    // The connection's window is widened by a WINDOW_UPDATE after the SETTINGS: 4 MiB, not kube's 256 MiB.
+    await waitFor('the connection window', () => client.session.state.remoteWindowSize === 16 * 256 * 1024);
+    // A body past one stream's window arrives whole, the window given back as it is read.
+    const ns = uniq('h2-large');
+    const large = secretBody('large');
+    large.spec.data = { blob: Buffer.alloc(700 * 1024, 7).toString('base64') };
+    const created = await client.request('POST', sharedSecretsPath(ns), { body: large });
+    expect(created.status).toBe(201);
+    expect((await client.get(`${sharedSecretsPath(ns)}/large`)).body.spec.data.blob).toBe(large.spec.data.blob);
+  });
+
   test('a watch whose client reads nothing is ended once its buffer is full; the other streams go on', async () => {
     const client = h2();
     const ns = uniq('h2-slow');
