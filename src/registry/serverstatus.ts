@@ -4,7 +4,8 @@
  * physical cluster a Cluster or an instance is (status.clusterUID). A status write keeps them as stored,
  * whoever writes (system:masters too), so that nothing a client writes moves them; a main-resource write keeps the
  * whole status already (store.ts mainUpdate). A value of the wrong type is left as written, for validation to refuse
- * (422) like any other, so the write fails instead of passing with the field quietly put back.
+ * (422) like any other, so the write fails instead of passing with the field quietly put back; a null, which
+ * validation lets pass and pruning then drops, is put back as an absent value is.
  */
 import { isPlainObject, type KubeObject } from '../apimachinery/types.js';
 import type { UserInfo } from '../apimachinery/user.js';
@@ -39,7 +40,9 @@ export function keepServerStatus(
     if (obj.status !== undefined && obj.status !== null && !isPlainObject(obj.status)) return;
     for (const field of fields) {
       const written: unknown = obj.status?.[field.name];
-      if (written !== undefined && !field.wellTyped(written)) continue;
+      // A null is no value of any type, and no error either: pruning drops it (schema.ts), so left here it would
+      // remove the field. It is put back as an absent one is.
+      if (written !== undefined && written !== null && !field.wellTyped(written)) continue;
       const stored: unknown = old.status?.[field.name];
       const byServer =
         !user && (field.serverWrites === 'always' || (field.serverWrites === 'once' && stored === undefined));

@@ -1,8 +1,8 @@
 /**
  * Attacks on "a key made with an access key falls with it" (status.issuedWith, issue 43), as the holder of a leaked
  * key would make them: the goal is any credential that keeps working once the leaked key is deleted, disabled or
- * rotated past its grace. The `finding` tests are attacks that work (each fails until it is fixed; its comment says
- * the attack and what should happen); the `held` tests are regressions for attacks that did not work. alice is a
+ * rotated past its grace. The first tests were findings (each comment says the attack, and what happens since the
+ * fix: registry/serverstatus.ts puts a written null back as it puts back an absent value); the `held` tests are regressions for attacks that did not work. alice is a
  * plain user (a static token), root is system:masters, reviewer holds eu-1's TokenReview grant. One server for the
  * file (a second one, on the same etcd, for the restart), real etcd, real kubectl.
  */
@@ -114,15 +114,14 @@ afterAll(async () => {
   await ts?.stop();
 }, 60_000);
 
-describe('finding', () => {
+describe('a null written to a server-only status field is put back', () => {
   // Attack: an admin's system:masters key leaks. With it the holder creates a second key (status.issuedWith names
   // the leaked one), then writes the new key's status with a JSON patch `replace /status/issuedWith` to null. The
   // status strategy leaves a value that is not an array "for validation to refuse" (registry/serverstatus.ts),
   // but null is not refused: the schema's pruning drops nulls of fields that are not nullable, so the stored key
   // has no issuedWith at all and stands alone. The leaked key is deleted; the copy keeps working, as
-  // system:masters. Should: the write keeps issuedWith as stored (docs/security.md: "no write changes or removes
-  // it, system:masters' neither"), e.g. treat a written null as absent (put back) before pruning, and the copy is
-  // 401 once the leaked key is deleted.
+  // system:masters. Since the fix: the write keeps issuedWith as stored (docs/security.md: "no write changes or
+  // removes it, system:masters' neither"), and the copy is 401 once the leaked key is deleted.
   test('a leaked master key frees its copy with a JSON patch of status.issuedWith to null', async () => {
     const leaked = uniq('admin-ci');
     const leakedValue = await masterKey(leaked);
@@ -146,7 +145,7 @@ describe('finding', () => {
 
   // Attack: as above, with a PUT of the status subresource whose body has `status.issuedWith: null` (what
   // `kubectl replace --subresource status` sends for an edited `issuedWith: null`). Same pruning, same result: the
-  // copy is freed and outlives the leaked key. Should: issuedWith kept; the copy 401 once the leaked key is gone.
+  // copy is freed and outlives the leaked key. Since the fix: issuedWith kept; the copy 401 once the leaked key is gone.
   test('a leaked master key frees its copy with a PUT of the status with issuedWith null', async () => {
     const leaked = uniq('admin-ci');
     const leakedValue = await masterKey(leaked);
@@ -173,7 +172,7 @@ describe('finding', () => {
   // status with a JSON patch `replace /status/rotations` to null: pruned like issuedWith, so the stored key counts
   // no rotation (generation 0 again). The copy made before the rotation records generation 0, which is now the
   // key's current value: once the grace ends the old value is refused, but the copy keeps working as long as the
-  // owner's new value does. Should: the rotation fields kept as stored (the server's alone), and the copy 401 once
+  // owner's new value does. Since the fix: the rotation fields kept as stored (the server's alone), and the copy 401 once
   // the grace of the rotation ends.
   test('a leaked master key, rotated by its owner, nulls its status.rotations: its copy outlives the rotation', async () => {
     const leaked = uniq('admin-ci');

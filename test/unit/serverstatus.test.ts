@@ -42,6 +42,12 @@ describe('a client (system:masters too)', () => {
     });
     expect(written('no object', { fixed: 'a' }, master)).toBe('no object');
   });
+
+  test('a null is no value, and no error: it is put back (pruning would drop it, removing the field)', () => {
+    const stored = { fixed: 'a', once: 'b', server: 'c' };
+    expect(written({ fixed: null, once: null, server: null }, stored, master)).toEqual(stored);
+    expect(written({ fixed: null }, {}, master)).toEqual({});
+  });
 });
 
 describe('the server', () => {
