@@ -286,6 +286,24 @@ describe('held: no write frees a key of status.issuedWith', () => {
           ),
       ],
       [
+        'merge patch another chain whose entries carry a field pruning drops',
+        () =>
+          ts.as.root.patch(
+            statusPath(child),
+            { status: { issuedWith: [{ ...other[0], extra: 'pruned' }] } },
+            MERGE_PATCH,
+          ),
+      ],
+      [
+        'an entry of null (422)',
+        () => ts.as.root.patch(statusPath(child), { status: { issuedWith: [null] } }, MERGE_PATCH),
+      ],
+      [
+        'an entry whose name is null (422)',
+        () =>
+          ts.as.root.patch(statusPath(child), { status: { issuedWith: [{ ...other[0], name: null }] } }, MERGE_PATCH),
+      ],
+      [
         'a string (422)',
         () =>
           ts.as.root.patch(

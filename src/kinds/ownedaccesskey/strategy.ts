@@ -493,6 +493,18 @@ const keyUpdate: UpdateStrategy<OwnedAccessKey> = {
 
 const isCount = (v: unknown): boolean => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 
+/**
+ * Whether a written status.issuedWith would pass validation, and so is to be put back: anything else is
+ * validation's to refuse (422). Unknown fields in its entries count as passing, since pruning drops them.
+ */
+function isIssuedWith(v: unknown): boolean {
+  return (
+    Array.isArray(v) &&
+    v.length <= MAX_ISSUED_WITH &&
+    v.every((e) => isPlainObject(e) && typeof e.name === 'string' && typeof e.uid === 'string' && isCount(e.generation))
+  );
+}
+
 /** What records the key's rotations: the server's to write (see the top of this file). */
 const ROTATION_FIELDS: readonly ServerStatusField[] = [
   { name: 'rotations', wellTyped: isCount, serverWrites: 'always' },
@@ -500,7 +512,7 @@ const ROTATION_FIELDS: readonly ServerStatusField[] = [
   { name: 'previousKeyExpirationTimestamp', wellTyped: (v) => absentOr(v, isDateTime), serverWrites: 'always' },
   { name: 'previousKey', wellTyped: isString, serverWrites: 'always' },
   // Set at create (recordIssuedWith) and never changed: no write, the server's own neither, frees a key of it.
-  { name: 'issuedWith', wellTyped: Array.isArray, serverWrites: 'never' },
+  { name: 'issuedWith', wellTyped: isIssuedWith, serverWrites: 'never' },
 ];
 const keepRotationFields = keepServerStatus(ROTATION_FIELDS);
 
